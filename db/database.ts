@@ -1,0 +1,50 @@
+import path from 'node:path';
+import pg from 'pg';
+import type { Config } from '../lib/config';
+import type { Logger } from '../lib/logger';
+import { startEmbeddedPostgres } from './embedded-postgres';
+
+/** Name of the database the embedded server holds Synctide's data in. */
+export const EMBEDDED_DATABASE = 'synctide';
+
+/** The Postgres Synctide uses, and how to let go of it. */
+export interface Database {
+  url: string;
+  /** `external` for DATABASE_URL, `embedded` for the server started here. */
+  kind: 'external' | 'embedded';
+  stop(): Promise<void>;
+}
+
+/**
+ * `DATABASE_URL` when set; otherwise an embedded Postgres kept under `DATA_DIR/postgres`, started
+ * here and stopped by `stop()`.
+ */
+export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+  if (config.DATABASE_URL) {
+    return { url: config.DATABASE_URL, kind: 'external', stop: async () => undefined };
+  }
+  const server = await startEmbeddedPostgres({
+    dataDir: path.join(config.DATA_DIR, 'postgres'),
+    port: config.EMBEDDED_PG_PORT,
+    onLog: (line) => logger.debug({ component: 'postgres' }, line),
+  });
+  await createDatabaseIfMissing(server.adminUrl, EMBEDDED_DATABASE);
+  return { url: server.urlFor(EMBEDDED_DATABASE), kind: 'embedded', stop: () => server.stop() };
+}
+
+/** CREATE DATABASE, treating "already exists" (also from a concurrent creator) as success. */
+export async function createDatabaseIfMissing(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (rowCount) return;
+    await client.query(`create database ${client.escapeIdentifier(name)}`);
+  } catch (err) {
+    // 42P04 duplicate_database; 23505 when two creators race on the catalog.
+    const code = (err as { code?: string }).code;
+    if (code !== '42P04' && code !== '23505') throw err;
+  } finally {
+    await client.end();
+  }
+}

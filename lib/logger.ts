@@ -1,0 +1,30 @@
+import { pino, type Logger } from 'pino';
+
+/** Paths pino replaces with "[redacted]": credentials and auth headers never reach a log line. */
+export const REDACT_PATHS = [
+  'credentials',
+  '*.credentials',
+  'token',
+  '*.token',
+  'password',
+  '*.password',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  'req.headers.authorization',
+  '*.headers.authorization',
+  'DATABASE_URL',
+  'ADMIN_API_KEY',
+];
+
+/** Creates the process logger: JSON lines on stdout with credentials redacted. */
+export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
+  return pino({
+    level,
+    base: { service: 'synctide', ...bindings },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+}
+
+export type { Logger };

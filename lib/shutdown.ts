@@ -1,0 +1,55 @@
+import type { Logger } from './logger';
+
+/** A stop step of a process, run in reverse order of registration on shutdown. */
+export interface StopStep {
+  name: string;
+  stop: () => Promise<unknown>;
+}
+
+/**
+ * Ordered, idempotent process shutdown. On SIGINT/SIGTERM it runs every registered step in
+ * reverse order, logs a `shutdown` event per step, and exits; a second signal exits at once.
+ */
+export class Shutdown {
+  private readonly steps: StopStep[] = [];
+  private running: Promise<never> | undefined;
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Registers a step; later steps stop first. */
+  add(name: string, stop: () => Promise<unknown>): void {
+    this.steps.push({ name, stop });
+  }
+
+  /** Installs the SIGINT/SIGTERM handlers. */
+  onSignals(): this {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.on(signal, () => {
+        if (this.running) {
+          this.logger.warn({ event: 'shutdown', signal }, 'second signal: exiting now');
+          process.exit(1);
+        }
+        void this.run(signal, 0);
+      });
+    }
+    return this;
+  }
+
+  /** Stops everything and exits with `code`. */
+  run(reason: string, code: number): Promise<never> {
+    this.running ??= (async () => {
+      this.logger.info({ event: 'shutdown', reason }, 'shutting down');
+      for (const step of [...this.steps].reverse()) {
+        try {
+          await step.stop();
+          this.logger.info({ event: 'shutdown', component: step.name }, 'stopped');
+        } catch (err) {
+          this.logger.error({ event: 'shutdown', component: step.name, err }, 'stop failed');
+        }
+      }
+      this.logger.info({ event: 'shutdown', reason, exitCode: code }, 'shutdown complete');
+      process.exit(code);
+    })();
+    return this.running;
+  }
+}

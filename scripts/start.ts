@@ -1,0 +1,77 @@
+// `npm start`: the whole platform on one machine — Postgres (DATABASE_URL or embedded under
+// DATA_DIR), Temporal (TEMPORAL_ADDRESS or the CLI dev server with its Web UI, persisted under
+// DATA_DIR), migrations, one worker and the API. Ctrl-C / SIGTERM stops everything it started,
+// in reverse order, and leaves no process behind.
+import path from 'node:path';
+import { createApp } from '../api/app';
+import { listen } from '../api/server';
+import { openDatabase } from '../db/database';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { loadConfigOrExit } from '../lib/config';
+import { createLogger } from '../lib/logger';
+import { createMetricsRegistry } from '../lib/metrics';
+import { Shutdown } from '../lib/shutdown';
+import { resolveTemporalBinary } from '../lib/temporal-binaries';
+import { connectTemporal } from '../lib/temporal-connection';
+import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
+import { runWorker } from '../workers/run-worker';
+
+const config = loadConfigOrExit();
+const logger = createLogger(config.LOG_LEVEL, { process: 'start' });
+const shutdown = new Shutdown(logger).onSignals();
+
+async function main(): Promise<void> {
+  const db = await openDatabase(config, logger);
+  shutdown.add('postgres', () => db.stop());
+  const applied = await migrate(db.url, (msg) => logger.debug({ component: 'migrate' }, msg));
+  logger.info({ postgres: db.kind, applied }, 'database ready');
+
+  let address = config.TEMPORAL_ADDRESS;
+  let devServer: DevServer | undefined;
+  if (!address) {
+    const cli = await resolveTemporalBinary('cli', { allowSdkDownload: false });
+    devServer = await startDevServer({
+      cliPath: cli.path!,
+      dbFilename: path.join(config.DATA_DIR, 'temporal.db'),
+      port: config.TEMPORAL_DEV_PORT,
+      uiPort: config.TEMPORAL_UI_PORT,
+      namespace: config.TEMPORAL_NAMESPACE,
+      onLog: (line) => logger.debug({ component: 'temporal' }, line),
+    });
+    shutdown.add('temporal-dev-server', () => devServer!.stop());
+    address = devServer.address;
+  }
+
+  const temporal = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
+  shutdown.add('temporal-client', () => temporal.connection.close());
+  const pool = createPool(db.url, config.DATABASE_POOL_MAX);
+  shutdown.add('pool', () => pool.end());
+
+  await runWorker({ config, address, pool, logger, shutdown });
+
+  const registry = createMetricsRegistry({ process: 'start' });
+  const api = await listen(createApp({ pool, temporal, registry, logger }), config.API_HOST, config.API_PORT);
+  shutdown.add('api', () => api.close());
+
+  process.stdout.write(
+    [
+      '',
+      'Synctide is running.',
+      `  API          ${api.url}`,
+      `  Readiness    ${api.url}/readyz`,
+      `  Metrics      ${api.url}/metrics`,
+      devServer ? `  Temporal UI  ${devServer.uiUrl}` : `  Temporal     ${address} (TEMPORAL_ADDRESS)`,
+      `  Postgres     ${db.kind === 'embedded' ? db.url : '(DATABASE_URL)'}`,
+      '',
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+}
+
+main().catch((err: Error) => {
+  logger.error({ err }, 'start failed');
+  process.stderr.write(`start failed: ${err.message}\n`);
+  void shutdown.run('start failed', 1);
+});

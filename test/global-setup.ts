@@ -1,0 +1,41 @@
+// Starts what every test file shares: one throwaway Postgres server (or DATABASE_URL's) and the
+// resolved Temporal binaries. Each file then creates its own database and Temporal environment.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres } from '../db/embedded-postgres';
+import { resolveTemporalBinary } from '../lib/temporal-binaries';
+import { freePort } from '../lib/ports';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** URL of a database on the test server from which fresh databases are created. */
+    pgAdminUrl: string;
+    temporalCliPath: string;
+    temporalTestServerPath: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const stops: (() => Promise<unknown>)[] = [];
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-test-pg-'));
+    await fs.chmod(dir, 0o755);
+    const server = await startEmbeddedPostgres({ dataDir: path.join(dir, 'data'), port: await freePort(), ephemeral: true });
+    adminUrl = server.adminUrl;
+    stops.push(() => server.stop(), () => fs.rm(dir, { recursive: true, force: true }));
+  }
+  // Tests must really run against Temporal: no silent fallback to a download that cannot work here.
+  const [cli, testServer] = await Promise.all([
+    resolveTemporalBinary('cli', { allowSdkDownload: false }),
+    resolveTemporalBinary('test-server', { allowSdkDownload: false }),
+  ]);
+  project.provide('pgAdminUrl', adminUrl);
+  project.provide('temporalCliPath', cli.path!);
+  project.provide('temporalTestServerPath', testServer.path!);
+  return async () => {
+    for (const stop of stops) await stop();
+  };
+}

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createDatabaseIfMissing } from '../../db/database';
+import { migrate } from '../../db/migrate';
+import { createPool, type Pool } from '../../db/pool';
+
+/** A fresh, migrated database of its own for one test file. */
+export interface TestDatabase {
+  url: string;
+  pool: Pool;
+  /** Closes the pool and drops the database. */
+  drop(): Promise<void>;
+}
+
+/** Builds the URL of `database` on the same server as `baseUrl`. */
+export function databaseUrl(baseUrl: string, database: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Creates an empty database (no migrations) and returns its URL. */
+export async function createEmptyDatabase(): Promise<string> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `synctide_test_${randomBytes(6).toString('hex')}`;
+  await createDatabaseIfMissing(adminUrl, name);
+  return databaseUrl(adminUrl, name);
+}
+
+/** Creates a database, applies every migration, and opens a pool on it. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const url = await createEmptyDatabase();
+  await migrate(url);
+  const pool = createPool(url, 20);
+  return {
+    url,
+    pool,
+    async drop() {
+      await pool.end();
+      await dropDatabase(url);
+    },
+  };
+}
+
+/** Drops the database of `url`, disconnecting anyone still on it. */
+export async function dropDatabase(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  const client = new pg.Client({ connectionString: inject('pgAdminUrl') });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists ${client.escapeIdentifier(name)} with (force)`);
+  } finally {
+    await client.end();
+  }
+}

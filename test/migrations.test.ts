@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../db/migrate';
+import { createEmptyDatabase, createTestDatabase, dropDatabase, type TestDatabase } from './helpers/database';
+
+async function schemaFingerprint(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`
+      select string_agg(table_name || '.' || column_name || ':' || data_type, ',' order by table_name, column_name) as columns,
+             (select string_agg(indexname, ',' order by indexname) from pg_indexes where schemaname = 'public') as indexes
+      from information_schema.columns where table_schema = 'public'`);
+    return JSON.stringify(rows[0]);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('migrations', () => {
+  it('apply once, then are a no-op, leaving the schema unchanged', async () => {
+    const url = await createEmptyDatabase();
+    try {
+      const first = await migrate(url);
+      expect(first.length).toBeGreaterThanOrEqual(6);
+      expect(first[0]).toMatch(/^0001_/);
+      const before = await schemaFingerprint(url);
+      const second = await migrate(url);
+      expect(second).toEqual([]);
+      expect(await schemaFingerprint(url)).toBe(before);
+      for (const table of ['connections', 'sync_jobs', 'sync_tasks', 'sync_state', 'sync_job_logs',
+        'connector_failure_stats', 'alerts', 'records']) {
+        expect(before).toContain(`${table}.`);
+      }
+    } finally {
+      await dropDatabase(url);
+    }
+  });
+
+  it('are safe when two processes migrate the same database at once', async () => {
+    const url = await createEmptyDatabase();
+    try {
+      const [a, b] = await Promise.all([migrate(url), migrate(url)]);
+      // One applied everything, the other waited on the advisory lock and found nothing to do.
+      expect([a.length, b.length].sort()).toEqual([0, Math.max(a.length, b.length)]);
+      expect(Math.max(a.length, b.length)).toBeGreaterThanOrEqual(6);
+    } finally {
+      await dropDatabase(url);
+    }
+  });
+});
+
+describe('data model constraints', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function newConnection(appKey = `app_${randomUUID().slice(0, 8)}`): Promise<{ id: string; tenant: string }> {
+    const tenant = `tenant-${randomUUID().slice(0, 8)}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key) values ($1, 'demo', $2) returning id`,
+      [tenant, appKey],
+    );
+    return { id: rows[0]!.id, tenant };
+  }
+
+  function insertJob(conn: { id: string; tenant: string }, jobType: string, status = 'queued') {
+    return db.pool.query(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status) values ($1, $2, $3, 'schedule', $4)`,
+      [conn.id, conn.tenant, jobType, status],
+    );
+  }
+
+  it('rejects a second active incremental job for one connection and accepts a full one beside it', async () => {
+    const conn = await newConnection();
+    await insertJob(conn, 'incremental');
+    await expect(insertJob(conn, 'incremental')).rejects.toMatchObject({
+      code: '23505',
+      constraint: 'sync_jobs_one_active_per_type',
+    });
+    await expect(insertJob(conn, 'incremental', 'running')).rejects.toMatchObject({ code: '23505' });
+    await expect(insertJob(conn, 'incremental', 'retrying')).rejects.toMatchObject({ code: '23505' });
+    await insertJob(conn, 'full');
+    const { rows } = await db.pool.query(
+      `select job_type, count(*)::int as n from sync_jobs where connection_id = $1 group by job_type order by job_type`,
+      [conn.id],
+    );
+    expect(rows).toEqual([
+      { job_type: 'full', n: 1 },
+      { job_type: 'incremental', n: 1 },
+    ]);
+  });
+
+  it('accepts a new incremental job once the previous one has finished', async () => {
+    const conn = await newConnection();
+    await insertJob(conn, 'incremental', 'completed');
+    await insertJob(conn, 'incremental', 'failed');
+    await insertJob(conn, 'incremental', 'queued');
+    const { rows } = await db.pool.query(`select count(*)::int as n from sync_jobs where connection_id = $1`, [conn.id]);
+    expect(rows[0].n).toBe(3);
+  });
+
+  it('checks statuses, app keys and tenant uniqueness', async () => {
+    const conn = await newConnection('same-key');
+    await expect(insertJob(conn, 'incremental', 'in_progress')).rejects.toMatchObject({ code: '23514' });
+    await expect(newConnection('bad key!')).rejects.toMatchObject({ code: '23514' });
+    await expect(
+      db.pool.query(`insert into connections (tenant_id, provider_slug, app_key) values ($1, 'demo', 'same-key')`, [conn.tenant]),
+    ).rejects.toMatchObject({ code: '23505' });
+  });
+
+  it('cascades a connection delete to its jobs and tasks', async () => {
+    const conn = await newConnection();
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger) values ($1, $2, 'full', 'manual') returning id`,
+      [conn.id, conn.tenant],
+    );
+    await db.pool.query(`insert into sync_tasks (job_id, resource_type) values ($1, 'issues')`, [rows[0]!.id]);
+    await db.pool.query(`delete from connections where id = $1`, [conn.id]);
+    const left = await db.pool.query(`select count(*)::int as n from sync_tasks where job_id = $1`, [rows[0]!.id]);
+    expect(left.rows[0].n).toBe(0);
+  });
+});

@@ -1,0 +1,117 @@
+// `npm start` as a newcomer runs it: a real process tree with embedded Postgres and the Temporal
+// dev server, checked over HTTP and with the `temporal` CLI, then stopped by a signal.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../lib/ports';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exit: Promise<number | null>;
+}
+
+function startStack(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exit };
+}
+
+async function waitFor(started: Started, text: string): Promise<void> {
+  // Bounded by the hook/test timeout; fails early if the process exits first.
+  for (;;) {
+    if (started.output().includes(text)) return;
+    if (started.child.exitCode !== null) throw new Error(`start exited early:\n${started.output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Processes whose command line mentions `dir` (the stack's postgres and temporal children). */
+async function processesUsing(dir: string): Promise<string[]> {
+  const { stdout } = await run('ps', ['-eo', 'pid=,args=']);
+  return stdout.split('\n').filter((line) => line.includes(dir));
+}
+
+describe('npm start', () => {
+  let dataDir: string;
+  let ports: Record<string, string>;
+  beforeAll(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-start-'));
+    await fs.chmod(dataDir, 0o755);
+    ports = {
+      API_PORT: String(await freePort()),
+      TEMPORAL_DEV_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      EMBEDDED_PG_PORT: String(await freePort()),
+    };
+  });
+  afterAll(async () => {
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('stops with an error naming API_PORT when it is invalid', async () => {
+    const started = startStack({ DATA_DIR: dataDir, API_PORT: 'abc' });
+    expect(await started.exit).toBe(1);
+    expect(started.output()).toMatch(/API_PORT: must be an integer port number/);
+    expect(await processesUsing(dataDir)).toEqual([]);
+  });
+
+  it('runs Postgres, Temporal with its UI, the worker and the API, and stops them all on SIGTERM', async () => {
+    const env = { DATA_DIR: dataDir, ...ports };
+    const first = startStack(env);
+    await waitFor(first, 'Synctide is running.');
+
+    const ready = await fetch(`http://127.0.0.1:${ports.API_PORT}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', temporal: 'ok' } });
+    expect((await fetch(`http://127.0.0.1:${ports.API_PORT}/healthz`)).status).toBe(200);
+    const metrics = await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`);
+    expect(await metrics.text()).toContain('process_cpu_user_seconds_total');
+    expect((await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`)).status).toBe(200);
+
+    const { stdout } = await run(inject('temporalCliPath'), [
+      'operator', 'search-attribute', 'list', '--address', `127.0.0.1:${ports.TEMPORAL_DEV_PORT}`,
+    ]);
+    for (const name of ['SynctideConnectionId', 'SynctideTenantId', 'SynctideProvider', 'SynctidePhase']) {
+      expect(stdout).toContain(name);
+    }
+
+    // Leave a mark in the database to prove that a second start reuses DATA_DIR.
+    const dbUrl = `postgres://postgres@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    await client.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', 'kept')`);
+    await client.end();
+
+    expect((await processesUsing(dataDir)).length).toBeGreaterThanOrEqual(2);
+    first.child.kill('SIGTERM');
+    expect(await first.exit).toBe(0);
+    expect(await processesUsing(dataDir)).toEqual([]);
+
+    const second = startStack(env);
+    await waitFor(second, 'Synctide is running.');
+    const again = new pg.Client({ connectionString: dbUrl });
+    await again.connect();
+    const { rows } = await again.query(`select app_key from connections`);
+    await again.end();
+    expect(rows).toEqual([{ app_key: 'kept' }]);
+    second.child.kill('SIGINT');
+    expect(await second.exit).toBe(0);
+    expect(await processesUsing(dataDir)).toEqual([]);
+  }, 240_000);
+});

@@ -1,0 +1,42 @@
+import { fileURLToPath } from 'node:url';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { createSmokeActivities } from './fixtures/smoke-activities';
+import { connectionCounter } from './fixtures/smoke-workflows';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { bundleWorkflows, createDevServerEnv } from './helpers/temporal';
+
+describe('Temporal dev server with Postgres', () => {
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  beforeAll(async () => {
+    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+  });
+  afterAll(async () => {
+    await env?.teardown();
+    await db?.drop();
+  });
+
+  it('registers the Synctide search attributes', async () => {
+    const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    for (const key of SYNCTIDE_SEARCH_ATTRIBUTES) expect(Object.keys(customAttributes)).toContain(key.name);
+  });
+
+  it('runs a workflow whose activity reads Postgres', async () => {
+    await db.pool.query(
+      `insert into connections (tenant_id, provider_slug, app_key) values ('t1', 'demo', 'a'), ('t1', 'demo', 'b')`,
+    );
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: 'smoke-dev',
+      workflowBundle: await bundleWorkflows(fileURLToPath(new URL('./fixtures/smoke-workflows.ts', import.meta.url))),
+      activities: createSmokeActivities(db.pool),
+    });
+    const count = await worker.runUntil(
+      env.client.workflow.execute(connectionCounter, { taskQueue: 'smoke-dev', workflowId: 'count-connections' }),
+    );
+    expect(count).toBe(2);
+  });
+});

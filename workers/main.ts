@@ -1,0 +1,39 @@
+// `npm run worker`: a production worker process. Run any number of them against one database and
+// Temporal namespace; each also serves /metrics and /healthz on WORKER_METRICS_PORT.
+import { Hono } from 'hono';
+import { listen } from '../api/server';
+import { metricsRoutes } from '../api/routes/metrics';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { loadConfigOrExit, requireServers } from '../lib/config';
+import { createLogger } from '../lib/logger';
+import { createMetricsRegistry } from '../lib/metrics';
+import { Shutdown } from '../lib/shutdown';
+import { connectTemporal } from '../lib/temporal-connection';
+import { runWorker } from './run-worker';
+
+const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
+const logger = createLogger(config.LOG_LEVEL, { process: 'worker' });
+const shutdown = new Shutdown(logger).onSignals();
+
+async function main(): Promise<void> {
+  await migrate(config.DATABASE_URL, (msg) => logger.debug({ component: 'migrate' }, msg));
+  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  shutdown.add('pool', () => pool.end());
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
+  shutdown.add('temporal-client', () => temporal.connection.close());
+  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, logger, shutdown });
+
+  const registry = createMetricsRegistry({ process: 'worker' });
+  const app = new Hono();
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.route('/', metricsRoutes(registry));
+  const server = await listen(app, config.API_HOST, config.WORKER_METRICS_PORT);
+  shutdown.add('metrics-server', () => server.close());
+  logger.info({ metrics: `${server.url}/metrics` }, 'worker started');
+}
+
+main().catch((err: Error) => {
+  logger.error({ err }, 'worker start failed');
+  void shutdown.run('start failed', 1);
+});
