@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ScheduleSettings } from '../policy/schedule';
 
 const port = (fallback: number) =>
   z.coerce
@@ -148,4 +149,14 @@ export function requireServers(config: Config, processName: string): Config & { 
     );
   }
   return config as Config & { DATABASE_URL: string; TEMPORAL_ADDRESS: string };
+}
+
+/** The schedule bounds of SPEC §4 taken from configuration. */
+export function scheduleSettings(config: Config): ScheduleSettings {
+  return {
+    defaultIntervalSeconds: config.DEFAULT_INTERVAL_SECONDS,
+    maxOverriddenIntervalSeconds: config.MAX_OVERRIDDEN_INTERVAL_SECONDS,
+    jitterPctMin: config.JITTER_PCT_MIN,
+    jitterPctMax: config.JITTER_PCT_MAX,
+  };
 }

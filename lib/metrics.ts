@@ -1,4 +1,4 @@
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Creates a Prometheus registry with Node's default process metrics. Each process (API, worker)
@@ -10,3 +10,37 @@ export function createMetricsRegistry(labels: Record<string, string> = {}): Regi
   collectDefaultMetrics({ register: registry });
   return registry;
 }
+
+/** Synctide's own metrics (SPEC §8), registered on one registry. */
+export function createSyncMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    jobsScheduled: new Counter({
+      name: 'sync_scheduler_jobs_scheduled_total',
+      help: 'Jobs enqueued by connection schedules',
+      labelNames: ['provider_slug', 'tenant_id'] as const,
+      registers,
+    }),
+    jitterSeconds: new Histogram({
+      name: 'sync_scheduler_jitter_seconds',
+      help: 'Jitter added to scheduled runs',
+      buckets: [0, 5, 15, 30, 60, 120, 180, 300, 600, 1800, 3600],
+      registers,
+    }),
+    backlog: new Gauge({
+      name: 'sync_scheduler_backlog_gauge',
+      help: 'Active connections whose next run is overdue and that have no active job',
+      registers,
+    }),
+    tickDurationMs: new Histogram({
+      name: 'sync_scheduler_tick_duration_ms',
+      help: 'Duration of reconcile ticks and enqueue transactions in milliseconds',
+      labelNames: ['operation'] as const,
+      buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000],
+      registers,
+    }),
+  };
+}
+
+/** The metric handles activities and routes record to. */
+export type SyncMetrics = ReturnType<typeof createSyncMetrics>;

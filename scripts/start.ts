@@ -48,9 +48,9 @@ async function main(): Promise<void> {
   const pool = createPool(db.url, config.DATABASE_POOL_MAX);
   shutdown.add('pool', () => pool.end());
 
-  await runWorker({ config, address, pool, logger, shutdown });
-
   const registry = createMetricsRegistry({ process: 'start' });
+  await runWorker({ config, address, pool, temporal, registry, logger, shutdown });
+
   const api = await listen(createApp({ pool, temporal, registry, logger }), config.API_HOST, config.API_PORT);
   shutdown.add('api', () => api.close());
 

@@ -62,7 +62,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (tmpRoot) await fs.rm(tmpRoot, { recursive: true, force: true });
+  if (tmpRoot) await fs.rm(tmpRoot, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 });
 
 describe('resolveTemporalBinary', () => {
@@ -139,6 +139,53 @@ describe('resolveTemporalBinary', () => {
     },
     120_000,
   );
+
+  it('serialises installs across many concurrent callers and a stale lock (fake python, no pip)', async () => {
+    // A stand-in for python3: `-m venv DIR` copies itself to DIR/bin/python; `-m pip install` creates the two
+    // binaries next to itself, logging start/end to <tools>/installs.log so overlapping installs would show.
+    const fakeDir = await freshDir('fake-python');
+    const fakePython = path.join(fakeDir, 'python3');
+    await fs.writeFile(
+      fakePython,
+      `#!/bin/sh
+PATH=/usr/bin:/bin
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0
+fi
+bin=$(dirname "$0")
+log="$bin/../../installs.log"
+echo start >> "$log"
+sleep 0.3
+printf '#!/bin/sh\necho fake-temporal\n' > "$bin/temporal"
+cp "$bin/temporal" "$bin/temporal-test-server"
+chmod 755 "$bin/temporal" "$bin/temporal-test-server"
+echo end >> "$log"
+`,
+      { mode: 0o755 },
+    );
+    for (let round = 0; round < 5; round++) {
+      const env = await controlledEnv({ SYNCTIDE_PYTHON: fakePython });
+      const toolsDir = env.SYNCTIDE_TOOLS_DIR!;
+      if (round % 2 === 0) {
+        const dead = spawnSync(process.execPath, ['-e', '0']);
+        await fs.mkdir(path.join(toolsDir, 'install.lock'));
+        await fs.writeFile(path.join(toolsDir, 'install.lock', 'owner.json'), JSON.stringify({ pid: dead.pid }));
+      }
+      const kinds = ['cli', 'test-server', 'cli', 'test-server', 'cli', 'cli', 'test-server', 'cli'] as const;
+      const results = await Promise.all(
+        kinds.map((kind) => resolveTemporalBinary(kind, { env, log: () => {}, allowSdkDownload: false })),
+      );
+      for (const [i, r] of results.entries()) {
+        expect(r.source).toBe('tools');
+        expect(path.basename(r.path!)).toBe(kinds[i] === 'cli' ? 'temporal' : 'temporal-test-server');
+      }
+      expect((await fs.readFile(path.join(toolsDir, 'installs.log'), 'utf8')).split('\n').filter(Boolean)).toEqual([
+        'start',
+        'end',
+      ]);
+      expect((await fs.readdir(toolsDir)).sort()).toEqual(['installs.log', 'temporal-1.9.1-1.40.0']);
+    }
+  }, 60_000);
 
   it('lists every step tried when nothing works and SDK download is disallowed', async () => {
     const env = await controlledEnv({ SYNCTIDE_PYTHON: '/nonexistent' });

@@ -1,8 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
-import type { Pool } from '../db/pool';
-import type { Logger } from '../lib/logger';
-import { createActivities } from '../activities';
+import { createActivities, type ActivityDeps } from '../activities';
 
 /** Entry module of all Synctide workflows, bundled by the worker. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -11,13 +9,11 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
 export interface WorkerDeps {
   connection: NativeConnection;
   namespace: string;
-  taskQueue: string;
-  pool: Pool;
-  logger: Logger;
   /** How long in-flight activities may finish their transaction on shutdown before cancellation. */
   shutdownGraceSeconds: number;
   /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
   workflowBundle?: WorkflowBundleOption;
+  activities: ActivityDeps;
 }
 
 /** Creates the one Synctide worker: all workflows and activities on one task queue. */
@@ -25,9 +21,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
-    taskQueue: deps.taskQueue,
+    taskQueue: deps.activities.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities({ pool: deps.pool, logger: deps.logger }),
+    activities: createActivities(deps.activities),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
   });
 }

@@ -22,9 +22,9 @@ async function main(): Promise<void> {
   shutdown.add('pool', () => pool.end());
   const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
   shutdown.add('temporal-client', () => temporal.connection.close());
-  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, logger, shutdown });
-
   const registry = createMetricsRegistry({ process: 'worker' });
+  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, temporal, registry, logger, shutdown });
+
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.route('/', metricsRoutes(registry));

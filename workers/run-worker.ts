@@ -1,18 +1,25 @@
+import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
-import type { Config } from '../lib/config';
+import { scheduleSettings, type Config } from '../lib/config';
+import { ensureReconcileWorkflow } from '../lib/connection-workflows';
 import type { Logger } from '../lib/logger';
+import { createSyncMetrics } from '../lib/metrics';
 import type { Shutdown } from '../lib/shutdown';
 import { createWorker } from './create-worker';
 
 /**
- * Connects and runs the Synctide worker until shutdown. On shutdown it stops polling, lets
- * in-flight activities finish their transaction within WORKER_SHUTDOWN_GRACE_SECONDS, then exits.
+ * Connects and runs the Synctide worker until shutdown, and makes sure the reconcile tick runs.
+ * On shutdown it stops polling, lets in-flight activities finish their transaction within
+ * WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats), and resolves.
  */
 export async function runWorker(opts: {
   config: Config;
   address: string;
   pool: Pool;
+  temporal: Client;
+  registry: Registry;
   logger: Logger;
   shutdown: Shutdown;
 }): Promise<void> {
@@ -22,10 +29,15 @@ export async function runWorker(opts: {
   const worker = await createWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    pool: opts.pool,
-    logger,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
+    activities: {
+      pool: opts.pool,
+      logger,
+      metrics: createSyncMetrics(opts.registry),
+      temporal: opts.temporal,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      settings: scheduleSettings(config),
+    },
   });
   const running = worker.run();
   shutdown.add('worker', async () => {
@@ -36,5 +48,6 @@ export async function runWorker(opts: {
     logger.error({ err }, 'worker stopped unexpectedly');
     void shutdown.run('worker failed', 1);
   });
+  await ensureReconcileWorkflow(opts.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
 }

@@ -1,2 +1,4 @@
-// Every workflow the Synctide worker runs is exported from here.
-export {};
+// Every workflow the Synctide worker runs.
+export { connectionWorkflow } from './connection';
+export { reconcileWorkflow } from './reconcile';
+export { syncJobWorkflow } from './sync-job';

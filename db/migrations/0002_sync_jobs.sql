@@ -29,6 +29,10 @@ CREATE TABLE sync_jobs (
                                      CONSTRAINT sync_jobs_rate_limit_retry_count_check CHECK (rate_limit_retry_count >= 0),
   retry_after            timestamptz,
   last_error             text,
+  -- Set when a job was left active by a connection workflow that ended (terminated, crashed) and
+  -- was then failed by the next run's cleanup. Schedule planning ignores such jobs when it looks
+  -- for the last finished run, so the restarted workflow catches up at once.
+  abandoned_at           timestamptz,
   idempotency_key        text,
   workflow_id            text,
   total_tasks            integer     NOT NULL DEFAULT 0 CONSTRAINT sync_jobs_total_tasks_check CHECK (total_tasks >= 0),

@@ -1,13 +1,19 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { inject } from 'vitest';
+import { ensureSearchAttributes } from '../../lib/temporal-namespace';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
-/** A time-skipping test server of its own for one test file (from the pinned PyPI wheel). */
-export function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
-  return TestWorkflowEnvironment.createTimeSkipping({
+/**
+ * A time-skipping test server of its own for one test file (from the pinned PyPI wheel), with
+ * Synctide's search attributes registered (it rejects unknown ones, like a real server).
+ */
+export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: inject('temporalTestServerPath') } },
   });
+  await ensureSearchAttributes(env.connection, env.namespace ?? 'default');
+  return env;
 }
 
 /** A Temporal CLI dev server of its own, with Synctide's search attributes registered. */

@@ -1,0 +1,17 @@
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool';
+import type { Logger } from '../lib/logger';
+import type { SyncMetrics } from '../lib/metrics';
+import type { ScheduleSettings } from '../policy/schedule';
+
+/** What activities need from the worker process. */
+export interface ActivityDeps {
+  pool: Pool;
+  logger: Logger;
+  metrics: SyncMetrics;
+  /** Used by the reconcile tick to start and stop connection workflows. */
+  temporal: Client;
+  taskQueue: string;
+  /** Schedule bounds from configuration, handed to workflows with each connection's context. */
+  settings: ScheduleSettings;
+}

@@ -1,0 +1,39 @@
+import { withTransaction } from '../db/transaction';
+import type { ActivityDeps } from './deps';
+
+/** The end of one attempt of a job. */
+export interface FinishJobInput {
+  jobId: string;
+  outcome: 'completed' | 'failed';
+  at: number;
+  startedAt: number;
+  error?: string;
+}
+
+/**
+ * Marks a running job `completed` or `failed` and writes its `sync_job_logs` row, in one
+ * transaction. Idempotent: a job that is no longer running is left alone (false), and the log row
+ * is unique per (job, attempt).
+ */
+export function finishJob({ pool, logger }: ActivityDeps) {
+  return async (input: FinishJobInput): Promise<boolean> =>
+    withTransaction(pool, async (tx) => {
+      const { rows } = await tx.query(
+        `update sync_jobs set status = $2, finished_at = $3, last_error = $4
+          where id = $1 and status = 'running'
+          returning connection_id, retry_count, processed_entities, failed_tasks`,
+        [input.jobId, input.outcome, new Date(input.at), input.error ?? null],
+      );
+      const job = rows[0];
+      if (!job) return false;
+      await tx.query(
+        `insert into sync_job_logs (job_id, connection_id, attempt, started_at, finished_at, processed_count, failed_count, outcome, error_summary)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         on conflict (job_id, attempt) do nothing`,
+        [input.jobId, job.connection_id, job.retry_count + 1, new Date(input.startedAt), new Date(input.at),
+          job.processed_entities, job.failed_tasks, input.outcome, input.error ?? null],
+      );
+      logger.info({ job_id: input.jobId, connection_id: job.connection_id, outcome: input.outcome }, 'sync job finished');
+      return true;
+    });
+}

@@ -1,0 +1,68 @@
+import { withTransaction } from '../db/transaction';
+import { ensureConnectionWorkflow, stopConnectionWorkflow } from '../lib/connection-workflows';
+import type { ActivityDeps } from './deps';
+
+/** What one reconcile tick did. */
+export interface ReconcileResult {
+  ensured: number;
+  stopped: number;
+  skippedLocked: number;
+  backlog: number;
+}
+
+const BATCH_SIZE = 200;
+
+/**
+ * One reconcile tick (SPEC §4): scans active and paused connections in batches under
+ * `FOR UPDATE SKIP LOCKED` (rows another tick holds are left to it) and ensures each has its
+ * connection workflow; cancels the workflows of disabled connections; sets the backlog gauge to
+ * the number of active connections that are overdue (next_run_at passed, no active job).
+ * Safe with any number of ticks at once: starting uses "use existing", stopping is idempotent.
+ */
+export function reconcileConnections(deps: ActivityDeps) {
+  const { pool, logger, metrics, temporal, taskQueue } = deps;
+  return async (input: { at: number }): Promise<ReconcileResult> => {
+    const endTimer = metrics.tickDurationMs.startTimer({ operation: 'reconcile' });
+    const result: ReconcileResult = { ensured: 0, stopped: 0, skippedLocked: 0, backlog: 0 };
+    let after = '00000000-0000-0000-0000-000000000000';
+    for (;;) {
+      const batch = await withTransaction(pool, async (tx) => {
+        const { rows } = await tx.query(
+          `select id, tenant_id, provider_slug, status from connections
+            where id > $1 order by id limit $2 for update skip locked`,
+          [after, BATCH_SIZE],
+        );
+        for (const row of rows) {
+          if (row.status === 'disabled') {
+            if (await stopConnectionWorkflow(temporal, row.id)) result.stopped += 1;
+          } else {
+            await ensureConnectionWorkflow(temporal, taskQueue, {
+              id: row.id,
+              tenantId: row.tenant_id,
+              providerSlug: row.provider_slug,
+            });
+            result.ensured += 1;
+          }
+        }
+        return rows as { id: string }[];
+      });
+      if (batch.length < BATCH_SIZE) break;
+      after = batch[batch.length - 1]!.id;
+    }
+    const { rows } = await pool.query(
+      `select count(*)::int as n from connections c
+        where c.status = 'active'
+          -- Guard the cast: metadata is user-editable and a malformed value must not fail the tick.
+          and case when c.metadata -> 'sync' ->> 'next_run_at' ~ '^\d{4}-\d{2}-\d{2}T'
+                   then (c.metadata -> 'sync' ->> 'next_run_at')::timestamptz end < $1
+          and not exists (select 1 from sync_jobs j where j.connection_id = c.id
+                            and j.status in ('queued', 'running', 'retrying'))`,
+      [new Date(input.at)],
+    );
+    result.backlog = rows[0].n;
+    metrics.backlog.set(result.backlog);
+    endTimer();
+    logger.info({ ...result }, 'reconcile tick');
+    return result;
+  };
+}

@@ -1,0 +1,207 @@
+// Schedule planning for one connection (SPEC §4, seed 000). Pure and deterministic: no I/O, the
+// clock and the random source are arguments, so workflows can call it with their replay-safe
+// Date.now() and Math.random().
+import { Cron } from 'croner';
+
+/** Settings that bound every connection's schedule (from configuration). */
+export interface ScheduleSettings {
+  defaultIntervalSeconds: number;
+  maxOverriddenIntervalSeconds: number;
+  jitterPctMin: number;
+  jitterPctMax: number;
+}
+
+/** Defaults of SPEC §4 (900 s interval, ≤ 86,400 s overrides, 0–20 % jitter). */
+export const DEFAULT_SCHEDULE_SETTINGS: ScheduleSettings = {
+  defaultIntervalSeconds: 900,
+  maxOverriddenIntervalSeconds: 86400,
+  jitterPctMin: 0,
+  jitterPctMax: 0.2,
+};
+
+/** Smallest interval a connection may set. */
+export const MIN_INTERVAL_SECONDS = 60;
+
+/** A connection's effective schedule: a fixed interval or a 5-field cron expression (UTC). */
+export type Schedule = { kind: 'interval'; intervalSeconds: number } | { kind: 'cron'; cron: string };
+
+/** `resolveSchedule`'s answer: the schedule to use and why any override was ignored. */
+export interface ResolvedSchedule {
+  schedule: Schedule;
+  /** One message per ignored value, naming the validation failure. */
+  warnings: string[];
+}
+
+/**
+ * Reads `metadata.sync` and returns the schedule to use. `cron` wins over `interval_seconds` when
+ * both are valid. An out-of-range or malformed value is ignored with a warning that names the
+ * failure, and the default interval is used.
+ */
+export function resolveSchedule(sync: unknown, settings: ScheduleSettings): ResolvedSchedule {
+  const warnings: string[] = [];
+  const fallback: Schedule = { kind: 'interval', intervalSeconds: settings.defaultIntervalSeconds };
+  if (sync === undefined || sync === null) return { schedule: fallback, warnings };
+  if (typeof sync !== 'object' || Array.isArray(sync)) {
+    return { schedule: fallback, warnings: ['metadata.sync must be an object; using the default interval'] };
+  }
+  const { interval_seconds: interval, cron } = sync as Record<string, unknown>;
+
+  if (cron !== undefined && cron !== null) {
+    const problem = cronProblem(cron);
+    if (problem === undefined) return { schedule: { kind: 'cron', cron: (cron as string).trim() }, warnings };
+    warnings.push(`metadata.sync.cron ${JSON.stringify(cron)} ignored: ${problem}`);
+  }
+  if (interval !== undefined && interval !== null) {
+    const problem = intervalProblem(interval, settings);
+    if (problem === undefined) return { schedule: { kind: 'interval', intervalSeconds: interval as number }, warnings };
+    warnings.push(
+      `metadata.sync.interval_seconds ${JSON.stringify(interval)} ignored: ${problem}; ` +
+        `using the default ${settings.defaultIntervalSeconds} s`,
+    );
+  }
+  return { schedule: fallback, warnings };
+}
+
+/** Why an interval override is invalid, or undefined when it is valid. */
+export function intervalProblem(value: unknown, settings: ScheduleSettings): string | undefined {
+  if (typeof value !== 'number' || !Number.isInteger(value)) return 'must be an integer number of seconds';
+  if (value < MIN_INTERVAL_SECONDS) return `must be at least ${MIN_INTERVAL_SECONDS}`;
+  if (value > settings.maxOverriddenIntervalSeconds) {
+    return `exceeds MAX_OVERRIDDEN_INTERVAL_SECONDS (${settings.maxOverriddenIntervalSeconds})`;
+  }
+  return undefined;
+}
+
+/** Why a cron expression is invalid (we accept standard 5-field expressions, UTC), or undefined. */
+export function cronProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return 'must be a 5-field cron expression';
+  if (value.trim().split(/\s+/).length !== 5) return 'must have exactly 5 fields (minute hour day month weekday)';
+  try {
+    if (cronOf(value).nextRun(new Date(0)) === null) return 'never fires';
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return undefined;
+}
+
+function cronOf(expression: string): Cron {
+  // No callback: croner only computes dates and never starts a timer.
+  return new Cron(expression.trim(), { mode: '5-part', timezone: 'UTC' });
+}
+
+/** Bootstrap: never ran; normal: next due time still ahead; catch_up: due time already passed. */
+export type PlanMode = 'bootstrap' | 'normal' | 'catch_up';
+
+/** What planning needs to know about one connection (all times in epoch milliseconds). */
+export interface PlanInput {
+  now: number;
+  schedule: Schedule;
+  /** Finish time of the latest finished (completed or failed) incremental job, if any. */
+  lastFinishedAt?: number;
+  /** `metadata.sync.first_activated_at`, else the connection's `created_at`. */
+  activationReference: number;
+  jitterPctMin: number;
+  jitterPctMax: number;
+  /** Uniform source in [0, 1): the workflow's seeded Math.random(). */
+  random: () => number;
+}
+
+/** The next run of one connection. */
+export interface Plan {
+  mode: PlanMode;
+  /** When the job should run: a due time plus jitter (at once for bootstrap and catch-up). */
+  scheduledAt: number;
+  /** The due time the jitter was added to (the unjittered slot). */
+  nextDueAt: number;
+  /** The subsequent run time, persisted as `metadata.sync.next_run_at`. */
+  nextRunAt: number;
+  jitterSeconds: number;
+  /** The interval, or for cron the gap between the fires the jitter is a percentage of. */
+  baseIntervalSeconds: number;
+  jitterBounds: { minSeconds: number; maxSeconds: number };
+}
+
+/**
+ * Plans the next run exactly as SPEC §4 resolves seed 000 (B = base interval, L = lastFinishedAt):
+ * - bootstrap (no L): run now; next_run_at = activation + B + jitter;
+ * - normal (L + B > now): next_due = L + B; scheduled = next_due + jitter; next_run_at = next_due + B;
+ * - catch-up (L + B ≤ now): next_due = L + k·B, the first such value > now; exactly one job at
+ *   scheduled = (next_due − B) + jitter; next_run_at = next_due.
+ * Cron schedules use "next fire after t" in place of t + B, with jitter bounded by the gap
+ * between the fire and the one after it.
+ */
+export function planNextRun(input: PlanInput): Plan {
+  return input.schedule.kind === 'interval'
+    ? planInterval(input, input.schedule.intervalSeconds)
+    : planCron(input, cronOf(input.schedule.cron));
+}
+
+/** Inclusive integer jitter bounds in seconds for a base of `baseSeconds`. */
+export function jitterBounds(baseSeconds: number, pctMin: number, pctMax: number) {
+  return { minSeconds: Math.ceil(pctMin * baseSeconds), maxSeconds: Math.floor(pctMax * baseSeconds) };
+}
+
+/** Samples an integer number of seconds uniformly from inclusive bounds. */
+export function sampleJitter(bounds: { minSeconds: number; maxSeconds: number }, random: () => number): number {
+  const span = Math.max(0, bounds.maxSeconds - bounds.minSeconds);
+  return bounds.minSeconds + Math.min(span, Math.floor(random() * (span + 1)));
+}
+
+const SECOND = 1000;
+
+function planInterval(input: PlanInput, intervalSeconds: number): Plan {
+  const b = intervalSeconds * SECOND;
+  const bounds = jitterBounds(intervalSeconds, input.jitterPctMin, input.jitterPctMax);
+  const jitterSeconds = sampleJitter(bounds, input.random);
+  const jitter = jitterSeconds * SECOND;
+  const common = { jitterSeconds, baseIntervalSeconds: intervalSeconds, jitterBounds: bounds };
+  const { now, lastFinishedAt: last } = input;
+
+  if (last === undefined) {
+    const nextDueAt = input.activationReference + b;
+    return { mode: 'bootstrap', scheduledAt: now, nextDueAt, nextRunAt: nextDueAt + jitter, ...common };
+  }
+  if (last + b > now) {
+    const nextDueAt = last + b;
+    return { mode: 'normal', scheduledAt: nextDueAt + jitter, nextDueAt, nextRunAt: nextDueAt + b, ...common };
+  }
+  const k = Math.floor((now - last) / b) + 1;
+  const nextDueAt = last + k * b;
+  return { mode: 'catch_up', scheduledAt: nextDueAt - b + jitter, nextDueAt, nextRunAt: nextDueAt, ...common };
+}
+
+function planCron(input: PlanInput, cron: Cron): Plan {
+  const next = (t: number): number => {
+    const d = cron.nextRun(new Date(t));
+    if (!d) throw new RangeError('cron schedule never fires again');
+    return d.getTime();
+  };
+  const sampleAround = (fire: number) => {
+    const gapSeconds = Math.round((next(fire) - fire) / SECOND);
+    const bounds = jitterBounds(gapSeconds, input.jitterPctMin, input.jitterPctMax);
+    return { jitterSeconds: sampleJitter(bounds, input.random), baseIntervalSeconds: gapSeconds, jitterBounds: bounds };
+  };
+  const { now, lastFinishedAt: last } = input;
+
+  if (last === undefined) {
+    const nextDueAt = next(input.activationReference);
+    const j = sampleAround(nextDueAt);
+    return { mode: 'bootstrap', scheduledAt: now, nextDueAt, nextRunAt: nextDueAt + j.jitterSeconds * SECOND, ...j };
+  }
+  const firstFire = next(last);
+  if (firstFire > now) {
+    const j = sampleAround(firstFire);
+    return {
+      mode: 'normal',
+      scheduledAt: firstFire + j.jitterSeconds * SECOND,
+      nextDueAt: firstFire,
+      nextRunAt: next(firstFire),
+      ...j,
+    };
+  }
+  // Catch-up: the latest missed fire (≤ now) runs once, at once; the schedule resumes after now.
+  const nextDueAt = next(now);
+  const missed = cron.previousRuns(1, new Date(nextDueAt))[0]?.getTime() ?? firstFire;
+  const j = sampleAround(missed);
+  return { mode: 'catch_up', scheduledAt: missed + j.jitterSeconds * SECOND, nextDueAt, nextRunAt: nextDueAt, ...j };
+}
