@@ -4,9 +4,10 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
-    // Each file owns its database and Temporal server; two at a time fit the two cores.
+    // Files run one at a time: each owns its database and Temporal server, and the time-skipping
+    // server's clock is sensitive to a starved worker (env.sleep hung under CPU contention).
     pool: 'forks',
-    maxWorkers: 2,
+    fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 180_000,
     reporters: ['default'],

@@ -1,15 +1,7 @@
 import { withTransaction } from '../db/transaction';
+import { writeNextRun } from '../db/write-next-run';
+import type { PlannedRun } from '../policy/schedule';
 import type { ActivityDeps } from './deps';
-
-/** The schedule decision an enqueue persists in `metadata.sync` (times in epoch ms). */
-export interface PlannedRun {
-  mode: string;
-  nextDueAt: number;
-  nextRunAt: number;
-  jitterSeconds: number;
-  baseIntervalSeconds: number;
-  jitterBounds: { minSeconds: number; maxSeconds: number };
-}
 
 /** One job to enqueue for a connection. */
 export interface EnqueueJobInput {
@@ -45,6 +37,10 @@ export function enqueueJob(deps: ActivityDeps) {
   return async (input: EnqueueJobInput): Promise<EnqueueJobResult> => {
     const endTimer = metrics.tickDurationMs.startTimer({ operation: 'enqueue' });
     const result = await withTransaction(pool, async (tx): Promise<EnqueueJobResult & { tenantId?: string; provider?: string }> => {
+      // A retry of an enqueue that already committed: the job is ours, whoever holds the row now.
+      const mine = await tx.query('select id from sync_jobs where id = $1', [input.jobId]);
+      if (mine.rowCount) return { outcome: 'enqueued', jobId: input.jobId };
+
       const locked = await tx.query(
         `select id, tenant_id, provider_slug, status from connections where id = $1 for update skip locked`,
         [input.connectionId],
@@ -54,9 +50,6 @@ export function enqueueJob(deps: ActivityDeps) {
         const exists = await tx.query('select 1 from connections where id = $1', [input.connectionId]);
         return exists.rowCount ? { outcome: 'locked' } : { outcome: 'missing' };
       }
-      // A retry of an enqueue that already committed: the job is ours.
-      const mine = await tx.query('select id from sync_jobs where id = $1', [input.jobId]);
-      if (mine.rowCount) return { outcome: 'enqueued', jobId: input.jobId };
 
       if (conn.status !== 'active') return { outcome: 'inactive', status: conn.status };
       const breaker = await tx.query(
@@ -84,16 +77,7 @@ export function enqueueJob(deps: ActivityDeps) {
         );
         return { outcome: 'existing', jobId: active.rows[0].id, status: active.rows[0].status };
       }
-      if (input.plan) {
-        await tx.query(
-          `update connections
-              set metadata = jsonb_set(metadata, '{sync}',
-                    coalesce(metadata -> 'sync', '{}'::jsonb)
-                    || jsonb_build_object('next_run_at', $2::text, 'last_jitter_seconds', $3::int))
-            where id = $1`,
-          [input.connectionId, new Date(input.plan.nextRunAt).toISOString(), input.plan.jitterSeconds],
-        );
-      }
+      if (input.plan) await writeNextRun(tx, input.connectionId, input.plan);
       return { outcome: 'enqueued', jobId: input.jobId, tenantId: conn.tenant_id, provider: conn.provider_slug };
     });
     endTimer();

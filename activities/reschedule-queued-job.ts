@@ -1,6 +1,7 @@
 import { withTransaction } from '../db/transaction';
 import type { ActivityDeps } from './deps';
-import type { PlannedRun } from './enqueue-job';
+import { writeNextRun } from '../db/write-next-run';
+import type { PlannedRun } from '../policy/schedule';
 
 /** A new time (and for sync-now, a new type and trigger) for a job that has not started. */
 export interface RescheduleQueuedJobInput {
@@ -37,16 +38,7 @@ export function rescheduleQueuedJob({ pool }: ActivityDeps) {
         `update sync_jobs set scheduled_at = $2, job_type = $3, trigger = coalesce($4, trigger) where id = $1`,
         [input.jobId, new Date(input.scheduledAt), jobType, input.trigger ?? null],
       );
-      if (input.plan) {
-        await tx.query(
-          `update connections
-              set metadata = jsonb_set(metadata, '{sync}',
-                    coalesce(metadata -> 'sync', '{}'::jsonb)
-                    || jsonb_build_object('next_run_at', $2::text, 'last_jitter_seconds', $3::int))
-            where id = $1`,
-          [input.connectionId, new Date(input.plan.nextRunAt).toISOString(), input.plan.jitterSeconds],
-        );
-      }
+      if (input.plan) await writeNextRun(tx, input.connectionId, input.plan);
       return true;
     });
 }

@@ -70,7 +70,12 @@ export const envSchema = z
     DEFAULT_INTERVAL_SECONDS: positiveInt(900),
     MAX_OVERRIDDEN_INTERVAL_SECONDS: positiveInt(86400),
     JITTER_PCT_MIN: fraction(0),
-    JITTER_PCT_MAX: fraction(0.2),
+    // Below 1: a jitter of a whole interval would make next_run_at equal scheduled_at.
+    JITTER_PCT_MAX: z.coerce
+      .number({ error: 'must be a number from 0 up to (not including) 1' })
+      .min(0, 'must be a number from 0 up to (not including) 1')
+      .lt(1, 'must be a number from 0 up to (not including) 1')
+      .default(0.2),
     RETENTION_DAYS: positiveInt(7),
 
     START_DEMO: boolean(true),

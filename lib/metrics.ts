@@ -17,7 +17,7 @@ export function createSyncMetrics(registry: Registry) {
   return {
     jobsScheduled: new Counter({
       name: 'sync_scheduler_jobs_scheduled_total',
-      help: 'Jobs enqueued by connection schedules',
+      help: 'Jobs enqueued by connection workflows (scheduled runs and sync-now)',
       labelNames: ['provider_slug', 'tenant_id'] as const,
       registers,
     }),

@@ -136,9 +136,24 @@ export function planNextRun(input: PlanInput): Plan {
     : planCron(input, cronOf(input.schedule.cron));
 }
 
-/** Inclusive integer jitter bounds in seconds for a base of `baseSeconds`. */
+/** The part of a plan that is persisted and logged with the job it scheduled. */
+export type PlannedRun = Omit<Plan, 'scheduledAt'>;
+
+/** Drops `scheduledAt` (stored on the job row itself) from a plan. */
+export function toPlannedRun({ scheduledAt: _scheduledAt, ...rest }: Plan): PlannedRun {
+  return rest;
+}
+
+/**
+ * Inclusive integer jitter bounds in seconds for a base of `baseSeconds`. When no whole second
+ * lies between pctMin·B and pctMax·B (a very narrow range), both bounds are the nearest second.
+ */
 export function jitterBounds(baseSeconds: number, pctMin: number, pctMax: number) {
-  return { minSeconds: Math.ceil(pctMin * baseSeconds), maxSeconds: Math.floor(pctMax * baseSeconds) };
+  const minSeconds = Math.ceil(pctMin * baseSeconds);
+  const maxSeconds = Math.floor(pctMax * baseSeconds);
+  if (minSeconds <= maxSeconds) return { minSeconds, maxSeconds };
+  const nearest = Math.round(((pctMin + pctMax) / 2) * baseSeconds);
+  return { minSeconds: nearest, maxSeconds: nearest };
 }
 
 /** Samples an integer number of seconds uniformly from inclusive bounds. */

@@ -6,14 +6,12 @@ import path from 'node:path';
 import { createApp } from '../api/app';
 import { listen } from '../api/server';
 import { openDatabase } from '../db/database';
-import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
 import { loadConfigOrExit } from '../lib/config';
+import { connectServers } from '../lib/connect-servers';
 import { createLogger } from '../lib/logger';
 import { createMetricsRegistry } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { resolveTemporalBinary } from '../lib/temporal-binaries';
-import { connectTemporal } from '../lib/temporal-connection';
 import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
 import { runWorker } from '../workers/run-worker';
 
@@ -24,8 +22,6 @@ const shutdown = new Shutdown(logger).onSignals();
 async function main(): Promise<void> {
   const db = await openDatabase(config, logger);
   shutdown.add('postgres', () => db.stop());
-  const applied = await migrate(db.url, (msg) => logger.debug({ component: 'migrate' }, msg));
-  logger.info({ postgres: db.kind, applied }, 'database ready');
 
   let address = config.TEMPORAL_ADDRESS;
   let devServer: DevServer | undefined;
@@ -43,11 +39,7 @@ async function main(): Promise<void> {
     address = devServer.address;
   }
 
-  const temporal = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
-  shutdown.add('temporal-client', () => temporal.connection.close());
-  const pool = createPool(db.url, config.DATABASE_POOL_MAX);
-  shutdown.add('pool', () => pool.end());
-
+  const { pool, temporal } = await connectServers({ databaseUrl: db.url, temporalAddress: address, config, logger, shutdown });
   const registry = createMetricsRegistry({ process: 'start' });
   await runWorker({ config, address, pool, temporal, registry, logger, shutdown });
 

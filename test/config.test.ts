@@ -22,7 +22,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ API_PORT: 'abc' })).toThrow(/API_PORT: must be an integer port number between 1 and 65535 \(got "abc"\)/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres:\/\//);
     expect(() => loadConfig({ TEMPORAL_ADDRESS: 'http://x' })).toThrow(/TEMPORAL_ADDRESS: must be host:port/);
-    expect(() => loadConfig({ JITTER_PCT_MAX: '1.5' })).toThrow(/JITTER_PCT_MAX: must be a number between 0 and 1/);
+    expect(() => loadConfig({ JITTER_PCT_MAX: '1.5' })).toThrow(/JITTER_PCT_MAX: must be a number from 0 up to \(not including\) 1/);
   });
 
   it('rejects jitter bounds whose minimum exceeds the maximum', () => {

@@ -1,8 +1,9 @@
 // The connection scheduler on Temporal's time-skipping server with real Postgres (seed 000 at the
 // workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
+import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConnectionWorkflow } from '../lib/connection-workflows';
 import type { ConnectionState } from '../workflows/connection';
 import { connectionWorkflowId } from '../workflows/ids';
@@ -11,6 +12,7 @@ import { createTimeSkippingEnv } from './helpers/temporal';
 import { createTestWorker, eventually, type LogLines } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-wf';
+const { EventType } = proto.temporal.api.enums.v1;
 const MINUTE = 60_000;
 
 describe('connection workflow (time-skipping)', () => {
@@ -37,6 +39,14 @@ describe('connection workflow (time-skipping)', () => {
     await db?.drop();
   });
 
+  // Each test's connection workflows are terminated after it, so time skips only for the next test's.
+  const started: string[] = [];
+  afterEach(async () => {
+    for (const id of started.splice(0)) {
+      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
+    }
+  });
+
   let seq = 0;
   async function newConnection(sync: Record<string, unknown> = { interval_seconds: 900 }) {
     seq += 1;
@@ -46,6 +56,7 @@ describe('connection workflow (time-skipping)', () => {
       [`app${seq}`, { sync }, new Date(await env.currentTimeMs())],
     );
     const id = rows[0]!.id;
+    started.push(id);
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     return { id, handle };
   }
@@ -53,12 +64,39 @@ describe('connection workflow (time-skipping)', () => {
   const query = (id: string) =>
     env.client.workflow.getHandle(connectionWorkflowId(id)).query<ConnectionState>('state');
 
+  /**
+   * Queries only a run that is idle: running, with no workflow task, activity or child in flight.
+   * The test server can leave a query unanswered when it lands on a run that is just continuing
+   * as new, and that stuck query then blocks time skipping for the whole file.
+   */
+  const queryOnce = async (id: string): Promise<ConnectionState | undefined> => {
+    const handle = env.client.workflow.getHandle(connectionWorkflowId(id));
+    const description = await handle.describe().catch(() => undefined);
+    if (description?.status.name !== 'RUNNING') return undefined;
+    if (description.raw.pendingActivities?.length || description.raw.pendingChildren?.length) return undefined;
+    const events = (await handle.fetchHistory().catch(() => undefined))?.events ?? [];
+    const lastType = events[events.length - 1]?.eventType;
+    if (lastType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED || lastType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      return undefined;
+    }
+    return handle.query<ConnectionState>('state').catch(() => undefined);
+  };
+
   /** Waits (real time, no skipping) until the workflow's query satisfies `ok`. */
   const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    eventually(async () => {
-      const s = await query(id).catch(() => undefined);
-      return s && ok(s) ? s : undefined;
-    });
+    eventually(
+      async () => {
+        const s = await queryOnce(id);
+        return s && ok(s) ? s : undefined;
+      },
+      {
+        describe: async () => ({
+          state: await queryOnce(id),
+          jobs: (await jobs(id)).map((j) => `${j.job_type}/${j.status}`),
+          time: new Date(await env.currentTimeMs()).toISOString(),
+        }),
+      },
+    );
 
   async function jobs(connectionId: string) {
     const { rows } = await db.pool.query(
@@ -92,5 +130,140 @@ describe('connection workflow (time-skipping)', () => {
     expect(meta[0].sync.last_jitter_seconds).toBe(state.last_jitter_seconds);
     expect(meta[0].sync.next_run_at).toBe(state.next_run_at);
     expect(lines.some((l) => l.msg === 'sync job enqueued' && l.connection_id === id)).toBe(true);
+  });
+
+  it('first incremental job: enqueued at once, next_run_at = first_activated_at + base + jitter', async () => {
+    const activation = Date.parse('2025-01-01T12:00:00Z');
+    const { id } = await newConnection({ first_activated_at: '2025-01-01T12:00:00Z' });
+    const state = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const rows = await jobs(id);
+    expect(rows[0].status).toBe('completed');
+    expect(rows[0].trigger).toBe('schedule');
+    // The bootstrap job was scheduled "now" (workflow time), not at activation + base.
+    expect(rows[0].scheduled_at.getTime()).toBeGreaterThan(activation + 86_400_000);
+    // The bootstrap plan wrote next_run_at = activation + 900 s + jitter; the second cycle has since
+    // planned from the first job's finish. Both are visible in the enqueue log lines.
+    const enqueued = lines.filter((l) => l.msg === 'sync job enqueued' && l.connection_id === id);
+    expect(enqueued[0]).toMatchObject({ mode: 'bootstrap', base_interval_seconds: 900 });
+    const jitter = enqueued[0]!.jitter_seconds as number;
+    expect(jitter).toBeGreaterThanOrEqual(0);
+    expect(jitter).toBeLessThanOrEqual(180);
+    expect(enqueued[0]!.next_run_at).toBe(new Date(activation + 900_000 + jitter * 1000).toISOString());
+    expect(enqueued[1]).toMatchObject({ mode: 'normal' });
+    expect(state.next_run_at).toBe(enqueued[1]!.next_run_at);
+  });
+
+  it('re-plans at once when updateSchedule arrives while sleeping', async () => {
+    const { id, handle } = await newConnection();
+    const before = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const [finished] = (await jobs(id)).filter((r) => r.status === 'completed');
+    await handle.signal('updateSchedule', { interval_seconds: 120 });
+    const after = await waitForState(id, (s) => s.scheduled_at !== before.scheduled_at);
+    const scheduled = Date.parse(after.scheduled_at!);
+    const base = finished.finished_at.getTime() + 120_000;
+    expect(scheduled).toBeGreaterThanOrEqual(base);
+    expect(scheduled).toBeLessThanOrEqual(base + 24_000);
+    const queued = (await jobs(id)).filter((r) => r.status === 'queued');
+    expect(queued).toHaveLength(1);
+    expect(queued[0].scheduled_at.toISOString()).toBe(after.scheduled_at);
+    const { rows } = await db.pool.query(`select metadata -> 'sync' as sync from connections where id = $1`, [id]);
+    expect(rows[0].sync.interval_seconds).toBe(120);
+    expect(rows[0].sync.next_run_at).toBe(after.next_run_at);
+  });
+
+  it('pause stops runs until resume', async () => {
+    const { id, handle } = await newConnection();
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await handle.signal('pause');
+    await waitForState(id, (s) => s.phase === 'paused');
+    const paused = await jobs(id);
+    expect(paused.filter((r) => r.status === 'cancelled')).toHaveLength(1);
+    expect(paused.filter((r) => ['queued', 'running'].includes(r.status))).toHaveLength(0);
+    const { rows } = await db.pool.query('select status from connections where id = $1', [id]);
+    expect(rows[0].status).toBe('paused');
+
+    await env.sleep(60 * MINUTE);
+    expect((await query(id)).phase).toBe('paused');
+    expect(await jobs(id)).toHaveLength(paused.length);
+
+    await handle.signal('resume');
+    // Overdue after an hour: one catch-up job, at (missed slot + jitter); skip past its jitter.
+    const catchUp = await waitForState(id, (s) => s.phase === 'sleeping' || s.cycles >= 2);
+    if (catchUp.cycles < 2) await env.sleep(4 * MINUTE);
+    await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    const resumed = await jobs(id);
+    expect(resumed.filter((r) => r.status === 'completed')).toHaveLength(2);
+  });
+
+  it('syncNow runs at once with the requested mode', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const now = await env.currentTimeMs();
+    expect(Date.parse(sleeping.scheduled_at!)).toBeGreaterThan(now + 30 * MINUTE);
+    await handle.signal('syncNow', { mode: 'full' });
+    const after = await waitForState(id, (s) => s.cycles >= 2);
+    expect(after.last_outcome).toBe('completed');
+    const full = (await jobs(id)).filter((r) => r.job_type === 'full');
+    expect(full).toHaveLength(1);
+    expect(full[0]).toMatchObject({ status: 'completed', trigger: 'manual' });
+    // It ran without waiting for the hour: its start is within minutes of the signal, not an hour.
+    expect(full[0].started_at.getTime() - now).toBeLessThan(30 * MINUTE);
+  });
+
+  it('continues as new every cycle and keeps its state across runs', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 300 });
+    const first = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const run1 = (await handle.describe()).runId;
+    await env.sleep(7 * MINUTE);
+    const second = await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    const run2 = (await handle.describe()).runId;
+    expect(run2).not.toBe(run1);
+    expect(second.last_outcome).toBe('completed');
+    expect(second.next_run_at).not.toBe(first.next_run_at);
+    // Each run's history is one cycle: small and bounded.
+    const history = await handle.fetchHistory();
+    expect(history.events!.length).toBeLessThan(80);
+  });
+
+  it('fails a job left running by a terminated run and schedules exactly one catch-up job after restart by the reconcile tick', async () => {
+    const { id, handle } = await newConnection();
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const [finished] = (await jobs(id)).filter((r) => r.status === 'completed');
+    // Simulate a crash mid-job: the queued job was claimed, then the workflow was terminated.
+    const [queued] = (await jobs(id)).filter((r) => r.status === 'queued');
+    await db.pool.query(`update sync_jobs set status = 'running', started_at = scheduled_at where id = $1`, [queued.id]);
+    const crashedRun = (await handle.describe()).runId;
+    await handle.terminate('simulated crash');
+    await env.sleep(25 * MINUTE); // downtime: L + 15 min has passed
+
+    const reconcile = await env.client.workflow.start('reconcileWorkflow', {
+      workflowId: `reconcile-${id}`,
+      taskQueue: TASK_QUEUE,
+      args: [{ tickSeconds: 60 }],
+    });
+    // A query also answers for the closed run: wait for the new run first.
+    await eventually(async () => {
+      const d = await handle.describe();
+      return d.runId !== crashedRun && d.status.name === 'RUNNING' ? d : undefined;
+    });
+    // The catch-up job waits for its jitter (≤ 3 min) once the new run sleeps; skip past it.
+    const waiting = await waitForState(id, (s) => s.phase === 'sleeping' || s.cycles >= 1);
+    if (waiting.cycles < 1) await env.sleep(4 * MINUTE);
+    const restarted = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await reconcile.terminate('test done');
+
+    const rows = await jobs(id);
+    const stuck = rows.find((r) => r.id === queued.id);
+    expect(stuck).toMatchObject({ status: 'failed' });
+    expect(stuck.abandoned_at).not.toBeNull();
+    expect(stuck.last_error).toMatch(/^abandoned:/);
+    const after = rows.filter((r) => r.id !== queued.id && r.id !== finished.id);
+    // Exactly one catch-up job ran; the next is queued for the following slot.
+    const catchUp = after.filter((r) => r.status === 'completed');
+    expect(catchUp).toHaveLength(1);
+    const enqueuedLines = lines.filter((l) => l.msg === 'sync job enqueued' && l.connection_id === id);
+    expect(enqueuedLines.filter((l) => l.mode === 'catch_up')).toHaveLength(1);
+    expect(after.filter((r) => r.status === 'queued')).toHaveLength(1);
+    expect(restarted.cycles).toBe(1);
   });
 });

@@ -1,15 +1,13 @@
 // `npm run worker`: a production worker process. Run any number of them against one database and
 // Temporal namespace; each also serves /metrics and /healthz on WORKER_METRICS_PORT.
 import { Hono } from 'hono';
-import { listen } from '../api/server';
 import { metricsRoutes } from '../api/routes/metrics';
-import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
+import { listen } from '../api/server';
 import { loadConfigOrExit, requireServers } from '../lib/config';
+import { connectServers } from '../lib/connect-servers';
 import { createLogger } from '../lib/logger';
 import { createMetricsRegistry } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
-import { connectTemporal } from '../lib/temporal-connection';
 import { runWorker } from './run-worker';
 
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
@@ -17,11 +15,13 @@ const logger = createLogger(config.LOG_LEVEL, { process: 'worker' });
 const shutdown = new Shutdown(logger).onSignals();
 
 async function main(): Promise<void> {
-  await migrate(config.DATABASE_URL, (msg) => logger.debug({ component: 'migrate' }, msg));
-  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX);
-  shutdown.add('pool', () => pool.end());
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
-  shutdown.add('temporal-client', () => temporal.connection.close());
+  const { pool, temporal } = await connectServers({
+    databaseUrl: config.DATABASE_URL,
+    temporalAddress: config.TEMPORAL_ADDRESS,
+    config,
+    logger,
+    shutdown,
+  });
   const registry = createMetricsRegistry({ process: 'worker' });
   await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, temporal, registry, logger, shutdown });
 

@@ -19,7 +19,7 @@ import {
 import type { Activities } from '../activities';
 import type { ConnectionContext } from '../activities/load-connection-context';
 import type { ScheduleChange } from '../activities/save-schedule';
-import { cronProblem, intervalProblem, planNextRun, resolveSchedule, type Plan } from '../policy/schedule';
+import { cronProblem, intervalProblem, planNextRun, resolveSchedule, toPlannedRun, type Plan } from '../policy/schedule';
 import { BOOKKEEPING } from './activity-options';
 import { syncJobWorkflowId } from './ids';
 import { CONNECTION_ID, PHASE, PROVIDER, TENANT_ID } from './search-attributes';
@@ -323,16 +323,6 @@ function activationReference(ctx: ConnectionContext): number {
   return Number.isNaN(parsed) ? ctx.createdAt : parsed;
 }
 
-function toPlannedRun(plan: Plan) {
-  return {
-    mode: plan.mode,
-    nextDueAt: plan.nextDueAt,
-    nextRunAt: plan.nextRunAt,
-    jitterSeconds: plan.jitterSeconds,
-    baseIntervalSeconds: plan.baseIntervalSeconds,
-    jitterBounds: plan.jitterBounds,
-  };
-}
 
 function showPlan(state: ConnectionState, scheduledAt: number, plan: Plan | undefined) {
   state.scheduled_at = iso(scheduledAt);

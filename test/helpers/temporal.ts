@@ -34,3 +34,4 @@ export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundle> 
 
 const noop = () => undefined;
 const silentLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+

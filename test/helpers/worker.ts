@@ -58,11 +58,23 @@ export async function createTestWorker(opts: {
   return { worker, lines, registry };
 }
 
-/** Polls `check` until it returns a value other than undefined (bounded by the test timeout). */
-export async function eventually<T>(check: () => Promise<T | undefined>, intervalMs = 100): Promise<T> {
+/**
+ * Polls `check` until it returns a value other than undefined. Gives up after `timeoutMs` (real
+ * time, well inside the test timeout) with `describe()` in the message, so a stuck test says
+ * where it stuck instead of polling on after its timeout.
+ */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  opts: { timeoutMs?: number; describe?: () => Promise<unknown> } = {},
+): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 45_000);
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, intervalMs));
+    if (Date.now() > deadline) {
+      const last = opts.describe ? JSON.stringify(await opts.describe().catch((e) => String(e))) : '';
+      throw new Error(`condition not met within ${opts.timeoutMs ?? 45_000} ms ${last}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
