@@ -8,6 +8,7 @@ import { listen } from '../api/server';
 import { openDatabase } from '../db/database';
 import { loadConfigOrExit } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
+import { createDemoConnectionIfEmpty } from '../lib/demo-connection';
 import { createLogger } from '../lib/logger';
 import { createMetricsRegistry } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
@@ -43,6 +44,9 @@ async function main(): Promise<void> {
   const registry = createMetricsRegistry({ process: 'start' });
   await runWorker({ config, address, pool, temporal, registry, logger, shutdown });
 
+  const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty(pool, temporal, config.TEMPORAL_TASK_QUEUE) : null;
+  if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');
+
   const api = await listen(createApp({ pool, temporal, registry, logger }), config.API_HOST, config.API_PORT);
   shutdown.add('api', () => api.close());
 
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
       `  Metrics      ${api.url}/metrics`,
       devServer ? `  Temporal UI  ${devServer.uiUrl}` : `  Temporal     ${address} (TEMPORAL_ADDRESS)`,
       `  Postgres     ${db.kind === 'embedded' ? db.url : '(DATABASE_URL)'}`,
+      ...(demoId ? [`  Demo         connection ${demoId}: workflow connection:${demoId} syncs every minute`] : []),
       '',
       'Press Ctrl-C to stop.',
       '',

@@ -91,6 +91,18 @@ describe('npm start', () => {
       expect(stdout).toContain(name);
     }
 
+    // The demo connection's workflow and its first job run show up in Temporal at once.
+    const address = `127.0.0.1:${ports.TEMPORAL_DEV_PORT}`;
+    for (const type of ['connectionWorkflow', 'syncJobWorkflow']) {
+      for (;;) {
+        const { stdout: runs } = await run(inject('temporalCliPath'), [
+          'workflow', 'list', '--address', address, '--query', `WorkflowType='${type}'`,
+        ]);
+        if (runs.includes(type === 'connectionWorkflow' ? 'connection:' : 'sync-job:')) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+
     // Leave a mark in the database to prove that a second start reuses DATA_DIR.
     const dbUrl = `postgres://postgres@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
     const client = new pg.Client({ connectionString: dbUrl });
@@ -107,9 +119,10 @@ describe('npm start', () => {
     await waitFor(second, 'Synctide is running.');
     const again = new pg.Client({ connectionString: dbUrl });
     await again.connect();
-    const { rows } = await again.query(`select app_key from connections`);
+    const { rows } = await again.query(`select app_key from connections order by app_key`);
     await again.end();
-    expect(rows).toEqual([{ app_key: 'kept' }]);
+    // The demo connection is created only once, in the empty database of the first start.
+    expect(rows).toEqual([{ app_key: 'demo' }, { app_key: 'kept' }]);
     second.child.kill('SIGINT');
     expect(await second.exit).toBe(0);
     expect(await processesUsing(dataDir)).toEqual([]);

@@ -1,0 +1,158 @@
+// The scheduler end to end on the Temporal dev server: the README's `temporal` CLI commands
+// signal and query a connection workflow, and reconcile ticks running at once stay race-free.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
+import { ensureConnectionWorkflow } from '../lib/connection-workflows';
+import { createSyncMetrics } from '../lib/metrics';
+import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
+import { connectionWorkflowId } from '../workflows/ids';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createDevServerEnv } from './helpers/temporal';
+import { capturingLogger, createTestWorker, eventually } from './helpers/worker';
+
+const run = promisify(execFile);
+const TASK_QUEUE = 'scheduler-e2e';
+
+describe('scheduler on the dev server', () => {
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  beforeAll(async () => {
+    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    ({ worker } = await createTestWorker({
+      connection: env.nativeConnection,
+      client: env.client,
+      pool: db.pool,
+      taskQueue: TASK_QUEUE,
+    }));
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    await db?.drop();
+  });
+
+  /** Runs the `temporal` CLI against this dev server, as the README shows it. */
+  const temporal = async (...args: string[]) =>
+    (await run(inject('temporalCliPath'), [...args, '--address', env.address])).stdout;
+
+  async function insertConnection(appKey: string, sync: Record<string, unknown>) {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata) values ('acme', 'demo', $1, $2) returning id`,
+      [appKey, { sync }],
+    );
+    return rows[0]!.id;
+  }
+
+  const jobCounts = async (id: string) => {
+    const { rows } = await db.pool.query(
+      `select job_type, status, count(*)::int as n from sync_jobs where connection_id = $1 group by 1, 2`,
+      [id],
+    );
+    return Object.fromEntries(rows.map((r) => [`${r.job_type}/${r.status}`, r.n])) as Record<string, number>;
+  };
+
+  it('syncs now, pauses and resumes through `temporal workflow signal`, and answers `temporal workflow query`', async () => {
+    const id = await insertConnection('cli', { interval_seconds: 3600 });
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    const workflowId = connectionWorkflowId(id);
+    // Bootstrap ran; the next run is an hour away.
+    await eventually(async () => {
+      const c = await jobCounts(id);
+      return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+    });
+
+    await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'syncNow', '--input', '{"mode":"full"}');
+    await eventually(async () => ((await jobCounts(id))['full/completed'] === 1 ? true : undefined));
+
+    await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'pause');
+    const paused = await eventually(async () => {
+      const out = await temporal('workflow', 'query', '--workflow-id', workflowId, '--type', 'state', '--output', 'json');
+      const state = JSON.parse(out).queryResult[0];
+      return state.phase === 'paused' ? state : undefined;
+    });
+    expect(paused).toMatchObject({ connection_id: id, phase: 'paused' });
+
+    await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'resume');
+    const resumed = await eventually(async () => {
+      const out = await temporal('workflow', 'query', '--workflow-id', workflowId, '--type', 'state', '--output', 'json');
+      const state = JSON.parse(out).queryResult[0];
+      return state.phase === 'sleeping' ? state : undefined;
+    });
+    expect(resumed.next_run_at).toEqual(expect.any(String));
+    expect(resumed.last_jitter_seconds).toBeGreaterThanOrEqual(0);
+
+    // The run is filterable by Synctide's search attributes.
+    const listed = await eventually(async () => {
+      const out = await temporal('workflow', 'list', '--query', `SynctideConnectionId='${id}'`, '--output', 'json');
+      return out.includes(workflowId) ? out : undefined;
+    });
+    expect(listed).toContain(workflowId);
+  });
+
+  it('keeps one workflow and one active job per connection when reconcile ticks run at once', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await insertConnection(`race-${i}`, { interval_seconds: 3600 }));
+    const { logger } = capturingLogger();
+    const deps = {
+      pool: db.pool,
+      logger,
+      metrics: createSyncMetrics(new Registry()),
+      temporal: env.client,
+      taskQueue: TASK_QUEUE,
+      settings: DEFAULT_SCHEDULE_SETTINGS,
+    };
+    const tick = reconcileConnections(deps);
+    const results = await Promise.all([tick({ at: Date.now() }), tick({ at: Date.now() }), tick({ at: Date.now() })]);
+    // Every connection was ensured by at least one tick (rows locked by one are skipped by the others).
+    expect(results.reduce((sum, r) => sum + r.ensured, 0)).toBeGreaterThanOrEqual(ids.length);
+    for (const id of ids) {
+      await eventually(async () => {
+        const c = await jobCounts(id);
+        return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+      });
+    }
+    const { rows } = await db.pool.query(
+      `select connection_id, count(*)::int as n from sync_jobs
+        where connection_id = any($1::uuid[]) and status in ('queued', 'running', 'retrying')
+        group by 1 having count(*) > 1`,
+      [ids],
+    );
+    expect(rows).toEqual([]);
+    const { rows: all } = await db.pool.query(
+      `select count(*)::int as n from sync_jobs where connection_id = any($1::uuid[])`,
+      [ids],
+    );
+    expect(all[0].n).toBe(ids.length * 2);
+  });
+
+  it('stops the workflow of a disabled connection on the next tick and leaves no queued job', async () => {
+    const id = await insertConnection('to-disable', { interval_seconds: 3600 });
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
+    await db.pool.query(`update connections set status = 'disabled' where id = $1`, [id]);
+    const { logger } = capturingLogger();
+    const result = await reconcileConnections({
+      pool: db.pool,
+      logger,
+      metrics: createSyncMetrics(new Registry()),
+      temporal: env.client,
+      taskQueue: TASK_QUEUE,
+      settings: DEFAULT_SCHEDULE_SETTINGS,
+    })({ at: Date.now() });
+    expect(result.stopped).toBeGreaterThanOrEqual(1);
+    await eventually(async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined));
+    const counts = await jobCounts(id);
+    expect(counts['incremental/queued']).toBeUndefined();
+    expect(counts['incremental/cancelled']).toBe(1);
+  });
+});

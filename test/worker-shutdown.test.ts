@@ -1,0 +1,82 @@
+// Graceful shutdown of `npm run worker`: SIGTERM during a reconcile tick lets the tick finish its
+// work, logs the shutdown, starts no further tick and exits 0.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../lib/ports';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createDevServerEnv } from './helpers/temporal';
+import { eventually } from './helpers/worker';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CONNECTIONS = 150;
+
+describe('worker shutdown', () => {
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  beforeAll(async () => {
+    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+  });
+  afterAll(async () => {
+    await env?.teardown();
+    await db?.drop();
+  });
+
+  it('finishes the in-flight tick, logs the shutdown and exits 0 on SIGTERM', async () => {
+    await db.pool.query(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata)
+       select 'acme', 'demo', 'c' || i, '{"sync": {"interval_seconds": 3600}}' from generate_series(1, $1) i`,
+      [CONNECTIONS],
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: env.address,
+        TEMPORAL_TASK_QUEUE: 'shutdown-test',
+        WORKER_METRICS_PORT: String(await freePort()),
+        SCHEDULER_TICK_SECONDS: '3600',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+    // The first tick has started once its first connection workflow has enqueued a job.
+    await eventually(async () => {
+      if (child.exitCode !== null) throw new Error(`worker exited early:\n${output}`);
+      const { rows } = await db.pool.query('select count(*)::int as n from sync_jobs');
+      return rows[0].n > 0 ? true : undefined;
+    }, { timeoutMs: 120_000 });
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+
+    const logs = output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const ticks = logs.filter((l) => l.msg === 'reconcile tick');
+    expect(ticks).toHaveLength(1);
+    expect(ticks[0]).toMatchObject({ ensured: CONNECTIONS });
+    const shutdown = logs.filter((l) => l.event === 'shutdown');
+    expect(shutdown[0]).toMatchObject({ reason: 'SIGTERM', msg: 'shutting down' });
+    expect(shutdown.some((l) => l.component === 'worker' && l.msg === 'stopped')).toBe(true);
+    expect(shutdown.at(-1)).toMatchObject({ msg: 'shutdown complete', exitCode: 0 });
+    // Shutdown came after the tick's last write: the tick finished inside the grace time.
+    expect(logs.indexOf(ticks[0]!)).toBeLessThan(logs.indexOf(shutdown.at(-1)!));
+
+    // Every connection got its workflow from that one tick.
+    const ids = new Set<string>();
+    await eventually(async () => {
+      ids.clear();
+      for await (const wf of env.client.workflow.list({ query: `WorkflowType = 'connectionWorkflow' AND TaskQueue = 'shutdown-test'` })) ids.add(wf.workflowId);
+      return ids.size === CONNECTIONS ? true : undefined;
+    });
+    expect(ids.size).toBe(CONNECTIONS);
+  }, 180_000);
+});
