@@ -22,7 +22,8 @@ interface Started {
 function startStack(env: Record<string, string>): Started {
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    // The embedded defaults are under test: ignore a DATABASE_URL/TEMPORAL_ADDRESS given to the suite.
+    env: { ...process.env, DATABASE_URL: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
