@@ -210,6 +210,19 @@ describe('connection workflow (time-skipping)', () => {
     expect(full[0].started_at.getTime() - now).toBeLessThan(30 * MINUTE);
   });
 
+  it('cancelJob while sleeping cancels the queued job and goes on with the next cycle', async () => {
+    const { id, handle } = await newConnection();
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await handle.signal('cancelJob');
+    const after = await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    expect(after.last_outcome).toBe('cancelled');
+    const rows = await jobs(id);
+    const cancelled = rows.find((r) => r.id === sleeping.current_job_id);
+    expect(cancelled).toMatchObject({ status: 'cancelled', last_error: 'cancelled by signal before it started' });
+    expect(rows.filter((r) => r.status === 'queued')).toHaveLength(1);
+    expect(after.current_job_id).not.toBe(sleeping.current_job_id);
+  });
+
   it('continues as new every cycle and keeps its state across runs', async () => {
     const { id, handle } = await newConnection({ interval_seconds: 300 });
     const first = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
