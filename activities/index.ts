@@ -1,14 +1,20 @@
 import { cancelJob } from './cancel-job';
 import { claimJob } from './claim-job';
+import { deleteOldJobs } from './delete-old-jobs';
 import type { ActivityDeps } from './deps';
 import { enqueueJob } from './enqueue-job';
 import { failAbandonedJobs } from './fail-abandoned-jobs';
+import { failTask } from './fail-task';
 import { finishJob } from './finish-job';
 import { loadConnectionContext } from './load-connection-context';
+import { prepareJob } from './prepare-job';
+import { reapStaleTasks } from './reap-stale-tasks';
 import { reconcileConnections } from './reconcile-connections';
 import { rescheduleQueuedJob } from './reschedule-queued-job';
 import { saveSchedule } from './save-schedule';
 import { setConnectionStatus } from './set-connection-status';
+import { syncImmediately } from './sync-immediately';
+import { syncTask } from './sync-task';
 
 export type { ActivityDeps } from './deps';
 
@@ -24,7 +30,13 @@ export function createActivities(deps: ActivityDeps) {
     setConnectionStatus: setConnectionStatus(deps),
     claimJob: claimJob(deps),
     finishJob: finishJob(deps),
+    prepareJob: prepareJob(deps),
+    syncTask: syncTask(deps),
+    failTask: failTask(deps),
+    syncImmediately: syncImmediately(deps),
     reconcileConnections: reconcileConnections(deps),
+    reapStaleTasks: reapStaleTasks(deps),
+    deleteOldJobs: deleteOldJobs(deps),
   };
 }
 

@@ -51,11 +51,16 @@ export async function stopConnectionWorkflow(client: Client, connectionId: strin
 }
 
 /** Starts the namespace's reconcile-tick workflow unless it is already running. */
-export async function ensureReconcileWorkflow(client: Client, taskQueue: string, tickSeconds: number): Promise<void> {
+export async function ensureReconcileWorkflow(
+  client: Client,
+  taskQueue: string,
+  tickSeconds: number,
+  retentionDays: number,
+): Promise<void> {
   await client.workflow.start<typeof reconcileWorkflow>('reconcileWorkflow', {
     workflowId: RECONCILE_WORKFLOW_ID,
     taskQueue,
-    args: [{ tickSeconds }],
+    args: [{ tickSeconds, retentionDays }],
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
 }

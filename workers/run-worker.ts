@@ -48,6 +48,6 @@ export async function runWorker(opts: {
     logger.error({ err }, 'worker stopped unexpectedly');
     void shutdown.run('worker failed', 1);
   });
-  await ensureReconcileWorkflow(opts.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS);
+  await ensureReconcileWorkflow(opts.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
 }

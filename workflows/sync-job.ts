@@ -1,9 +1,18 @@
-// One sync job, run as child workflow `sync-job:<job_id>` of its connection workflow.
+// One sync job, run as child workflow `sync-job:<job_id>` of its connection workflow (visible and
+// cancellable on its own in the Web UI and with `temporal workflow cancel`).
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { BOOKKEEPING } from './activity-options';
 
-const { claimJob, finishJob, cancelJob } = proxyActivities<Activities>(BOOKKEEPING);
+const { claimJob, prepareJob, finishJob, cancelJob, failTask } = proxyActivities<Activities>(BOOKKEEPING);
+
+// Paging can take long; liveness comes from per-page heartbeats, which also carry cancellation.
+const { syncTask } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '60 seconds',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+});
 
 /** Input of a job workflow. */
 export interface SyncJobInput {
@@ -19,25 +28,50 @@ export interface SyncJobResult {
 }
 
 /**
- * Claims the job and runs it. The job's work itself (tasks per resource type) is built by the
- * job-execution issue; until then a claimed job is completed through bookkeeping alone.
- * Cancellation (workflow cancel or the parent's `cancelJob`) marks the job and its open tasks
- * `cancelled` in a non-cancellable cleanup step.
+ * Claims the job, resolves its mode, creates one task per resource type and runs them serially.
+ * The job ends `completed` when every task completed and `failed` (with a summary naming the
+ * failed resources) when any failed; a `sync_job_logs` row records the attempt. Cancellation
+ * (the parent's `cancelJob` or `temporal workflow cancel`) stops the running task within one page
+ * and marks the job and its open tasks `cancelled` in a non-cancellable cleanup step.
  */
 export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResult> {
   const startedAt = Date.now();
   const claimed = await claimJob({ jobId: input.jobId, workflowId: workflowInfo().workflowId, at: startedAt });
   if (!claimed) return { jobId: input.jobId, status: 'skipped' };
   try {
-    await finishJob({ jobId: input.jobId, outcome: 'completed', at: Date.now(), startedAt });
-    return { jobId: input.jobId, status: 'completed' };
+    const prepared = await prepareJob({ jobId: input.jobId });
+    const failures: string[] = [];
+    for (const task of prepared.tasks) {
+      try {
+        await syncTask({ jobId: input.jobId, taskId: task.taskId, resourceType: task.resourceType, mode: prepared.mode });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        const message = failureMessage(err);
+        await failTask({ jobId: input.jobId, taskId: task.taskId, error: message });
+        failures.push(`${task.resourceType}: ${message}`);
+      }
+    }
+    const outcome = failures.length === 0 ? 'completed' : 'failed';
+    const error = failures.length
+      ? `${failures.length} of ${prepared.tasks.length} resource types failed: ${failures.join('; ')}`
+      : undefined;
+    await finishJob({ jobId: input.jobId, outcome, at: Date.now(), startedAt, error });
+    return { jobId: input.jobId, status: outcome, error };
   } catch (err) {
     if (isCancellation(err)) {
-      await CancellationScope.nonCancellable(() =>
-        cancelJob({ jobId: input.jobId, reason: 'cancelled', at: Date.now() }),
-      );
+      await CancellationScope.nonCancellable(() => cancelJob({ jobId: input.jobId, reason: 'cancelled', at: Date.now() }));
       return { jobId: input.jobId, status: 'cancelled' };
     }
-    throw err;
+    // Preparing failed for good (e.g. invalid configuration): the job fails with that message.
+    const error = failureMessage(err);
+    await finishJob({ jobId: input.jobId, outcome: 'failed', at: Date.now(), startedAt, error });
+    return { jobId: input.jobId, status: 'failed', error };
   }
+}
+
+/** The provider-facing reason of a failed activity, without stack or internals. */
+function failureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure) return cause.message;
+  return cause instanceof Error ? cause.message : String(cause);
 }

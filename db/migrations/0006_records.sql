@@ -15,10 +15,6 @@ CREATE TABLE records (
   PRIMARY KEY (connection_id, resource_type, external_id)
 );
 
--- Full sync: delete the records of this connection and resource not seen in this pass
--- (last_seen_job_id IS DISTINCT FROM $job_id).
-CREATE INDEX records_connection_resource_seen_idx ON records (connection_id, resource_type, last_seen_job_id);
-
 -- Down Migration
 
 DROP TABLE records;

@@ -1,0 +1,54 @@
+import { getConnector } from '../connectors/registry';
+import { withTransaction } from '../db/transaction';
+import { toActivityFailure } from './connector-failure';
+import type { ActivityDeps } from './deps';
+
+/** A claimed job made ready to run: its effective mode and one task per resource type. */
+export interface PreparedJob {
+  /** `full` also when an incremental job finds no sync_state at all for its connection. */
+  mode: 'incremental' | 'full';
+  tasks: { taskId: string; resourceType: string }[];
+}
+
+/**
+ * Resolves the job's mode and creates its tasks (idempotent: a retry finds the tasks it made).
+ * Resource types come from the job's payload (`resource_types`) or else the connector's
+ * configuration. Invalid configuration fails at once (non-retryable) with a clear message.
+ */
+export function prepareJob({ pool }: ActivityDeps) {
+  return async (input: { jobId: string }): Promise<PreparedJob> => {
+    try {
+      return await withTransaction(pool, async (tx) => {
+        const { rows } = await tx.query(
+          `select j.job_type, j.payload, c.id as connection_id, c.provider_slug, c.config
+             from sync_jobs j join connections c on c.id = j.connection_id where j.id = $1`,
+          [input.jobId],
+        );
+        const job = rows[0];
+        if (!job) throw new Error(`job ${input.jobId} does not exist`);
+        const requested: unknown = job.payload?.resource_types;
+        const resourceTypes = Array.isArray(requested) && requested.length > 0
+          ? requested.map(String)
+          : getConnector(job.provider_slug).resourceTypes(job.config ?? {});
+        let mode: PreparedJob['mode'] = job.job_type;
+        if (mode === 'incremental') {
+          const state = await tx.query('select 1 from sync_state where connection_id = $1 limit 1', [job.connection_id]);
+          if (!state.rowCount) mode = 'full';
+        }
+        await tx.query(
+          `insert into sync_tasks (job_id, resource_type) select $1, unnest($2::text[])
+           on conflict (job_id, resource_type) do nothing`,
+          [input.jobId, resourceTypes],
+        );
+        const tasks = await tx.query<{ id: string; resource_type: string }>(
+          `select id, resource_type from sync_tasks where job_id = $1 and resource_type = any($2::text[]) order by resource_type`,
+          [input.jobId, resourceTypes],
+        );
+        await tx.query('update sync_jobs set total_tasks = $2 where id = $1', [input.jobId, tasks.rowCount]);
+        return { mode, tasks: tasks.rows.map((t) => ({ taskId: t.id, resourceType: t.resource_type })) };
+      });
+    } catch (err) {
+      throw toActivityFailure(err);
+    }
+  };
+}

@@ -1,0 +1,72 @@
+// The connector contract (SPEC §6): a provider exposes resource types and pages of records.
+// Connectors do I/O only through fetchPage and never retry on their own: the central policy
+// (activities + workflow) decides what a failure means.
+
+/** One record as a provider returns it. */
+export interface ConnectorRecord {
+  /** The provider's stable id of the record within its resource type. */
+  externalId: string;
+  /** When the provider last changed it (ISO 8601), if the provider says. */
+  updatedAt: string | null;
+  data: Record<string, unknown>;
+}
+
+/** What fetchPage needs. */
+export interface FetchPageInput {
+  resource: string;
+  /** Incremental fetches: only records changed at or after this time. Null for a full fetch. */
+  since: Date | null;
+  /** The token of the page to fetch; null for the first page. */
+  pageToken: string | null;
+  config: Record<string, unknown>;
+  credentials: Record<string, unknown> | null;
+  signal?: AbortSignal;
+}
+
+/** One page of records and where the next one starts (null when this was the last). */
+export interface FetchPageResult {
+  records: ConnectorRecord[];
+  nextPageToken: string | null;
+}
+
+/** A provider connector. */
+export interface Connector {
+  slug: string;
+  /** The resource types a connection of this provider syncs, given its config. */
+  resourceTypes(config: Record<string, unknown>): string[];
+  fetchPage(input: FetchPageInput): Promise<FetchPageResult>;
+}
+
+/** Base of the typed connector failures. `kind` survives serialisation into activity failures. */
+export class ConnectorError extends Error {
+  constructor(
+    readonly kind: 'rate_limited' | 'transient' | 'permanent',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The provider asked us to slow down; `retryAfterSeconds` is its hint, when it gave one. */
+export class RateLimited extends ConnectorError {
+  override name = 'RateLimited';
+  constructor(message: string, readonly retryAfterSeconds?: number) {
+    super('rate_limited', message);
+  }
+}
+
+/** A failure worth retrying (network error, 5xx). */
+export class Transient extends ConnectorError {
+  override name = 'Transient';
+  constructor(message: string) {
+    super('transient', message);
+  }
+}
+
+/** A failure retrying cannot fix (bad credentials, unknown repository, invalid config). */
+export class Permanent extends ConnectorError {
+  override name = 'Permanent';
+  constructor(message: string) {
+    super('permanent', message);
+  }
+}
