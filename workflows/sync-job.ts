@@ -1,16 +1,25 @@
 // One sync job, run as child workflow `sync-job:<job_id>` of its connection workflow (visible and
 // cancellable on its own in the Web UI and with `temporal workflow cancel`).
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { BOOKKEEPING } from './activity-options';
 
 const { claimJob, prepareJob, finishJob, cancelJob, failTask } = proxyActivities<Activities>(BOOKKEEPING);
 
 // Paging can take long; liveness comes from per-page heartbeats, which also carry cancellation.
+// On cancel the workflow waits for the task to stop (after the page in hand is stored) before its
+// cleanup marks the job cancelled, so no page is fetched after a job shows `cancelled`.
 const { syncTask } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '60 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 

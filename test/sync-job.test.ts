@@ -1,0 +1,248 @@
+// Running sync jobs (SPEC §5, seed 003) on the Temporal dev server with real Postgres and the demo
+// connector: full, incremental and immediate modes, deletion, resume after a failed page,
+// failing resources and cancellation by signal and by the `temporal` CLI.
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { createDemoWorld, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { ensureConnectionWorkflow } from '../lib/connection-workflows';
+import type { ConnectionState } from '../workflows/connection';
+import { connectionWorkflowId, syncJobWorkflowId } from '../workflows/ids';
+import type { SyncJobResult } from '../workflows/sync-job';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createDevServerEnv } from './helpers/temporal';
+import { createTestWorker, eventually } from './helpers/worker';
+
+const run = promisify(execFile);
+const TASK_QUEUE = 'sync-jobs';
+
+describe('sync jobs', () => {
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  beforeAll(async () => {
+    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    ({ worker } = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE }));
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    await db?.drop();
+  });
+  beforeEach(() => {
+    resetDemoFetchLog();
+    resetDemoFailures();
+  });
+
+  let seq = 0;
+  async function connection(config: Record<string, unknown>) {
+    seq += 1;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata)
+       values ('acme', 'demo', $1, $2, '{"sync": {"interval_seconds": 3600}}') returning id`,
+      [`jobs-${seq}`, config],
+    );
+    return rows[0]!.id;
+  }
+  const setConfig = (id: string, config: Record<string, unknown>) =>
+    db.pool.query('update connections set config = $2 where id = $1', [id, config]);
+
+  async function newJob(connectionId: string, jobType: 'incremental' | 'full') {
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger) values ($1, $2, 'acme', $3, 'manual')`,
+      [jobId, connectionId, jobType],
+    );
+    return jobId;
+  }
+
+  /** Runs one job workflow to its end, as the connection workflow's child would. */
+  async function runJob(connectionId: string, jobType: 'incremental' | 'full'): Promise<{ jobId: string; result: SyncJobResult }> {
+    const jobId = await newJob(connectionId, jobType);
+    const result = await env.client.workflow.execute<(i: { jobId: string; connectionId: string }) => Promise<SyncJobResult>>(
+      'syncJobWorkflow',
+      { taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId }] },
+    );
+    return { jobId, result };
+  }
+
+  const job = async (jobId: string) => (await db.pool.query('select * from sync_jobs where id = $1', [jobId])).rows[0];
+  const tasks = async (jobId: string) =>
+    (await db.pool.query('select * from sync_tasks where job_id = $1 order by resource_type', [jobId])).rows;
+  const recordCount = async (connectionId: string) =>
+    (await db.pool.query('select count(*)::int as n from records where connection_id = $1', [connectionId])).rows[0].n as number;
+
+  const FULL_10K = {
+    resource_types: ['issues', 'pull_requests', 'users'],
+    records_per_resource: { issues: 5000, pull_requests: 3000, users: 2000 },
+    page_size: 500,
+  };
+
+  it('full sync of 10,000 records across 3 resource types; a second pass deletes 100 dropped and rewrites only 50 changed', async () => {
+    const id = await connection(FULL_10K);
+    const first = await runJob(id, 'full');
+    expect(first.result.status).toBe('completed');
+    expect(await recordCount(id)).toBe(10_000);
+    expect(await job(first.jobId)).toMatchObject({
+      status: 'completed', total_tasks: 3, completed_tasks: 3, failed_tasks: 0, processed_entities: '10000',
+    });
+    expect((await tasks(first.jobId)).map((t) => [t.resource_type, t.status, t.entity_count])).toEqual([
+      ['issues', 'completed', 5000],
+      ['pull_requests', 'completed', 3000],
+      ['users', 'completed', 2000],
+    ]);
+    const logs = await db.pool.query('select outcome, processed_count from sync_job_logs where job_id = $1', [first.jobId]);
+    expect(logs.rows).toEqual([{ outcome: 'completed', processed_count: '10000' }]);
+
+    const dropped = Array.from({ length: 100 }, (_, i) => i);
+    const changed = Array.from({ length: 50 }, (_, i) => 100 + i);
+    await setConfig(id, { ...FULL_10K, revision: 1, changes: { deleted: { issues: dropped }, changed: { issues: changed } } });
+    const before = await db.pool.query(`select external_id, synced_at from records where connection_id = $1`, [id]);
+    const second = await runJob(id, 'full');
+    expect(second.result.status).toBe('completed');
+    expect(await recordCount(id)).toBe(9_900);
+    const issues = (await tasks(second.jobId)).find((t) => t.resource_type === 'issues');
+    expect(issues).toMatchObject({ deleted_count: 100, written_count: 50, entity_count: 4900 });
+    const after = await db.pool.query(`select external_id, synced_at from records where connection_id = $1`, [id]);
+    const was = new Map(before.rows.map((r) => [r.external_id, r.synced_at.getTime()]));
+    const rewritten = after.rows.filter((r) => r.synced_at.getTime() !== was.get(r.external_id)).map((r) => r.external_id);
+    expect(rewritten.sort()).toEqual(changed.map((i) => `issues-${i}`).sort());
+  });
+
+  it('incremental after full fetches only what changed since the cursor', async () => {
+    const config = { resource_types: ['issues'], records_per_resource: 1000, page_size: 100 };
+    const id = await connection(config);
+    // With no sync_state at all, an incremental job runs as full.
+    const first = await runJob(id, 'incremental');
+    expect((await tasks(first.jobId))[0]).toMatchObject({ entity_count: 1000, status: 'completed' });
+    await setConfig(id, { ...config, revision: 1, changes: { changed: { issues: [10, 20, 30, 40, 50] } } });
+    const second = await runJob(id, 'incremental');
+    // The 5 changed records, plus the record at the cursor itself (`since` is inclusive).
+    expect((await tasks(second.jobId))[0]).toMatchObject({ entity_count: 6, written_count: 5, deleted_count: 0 });
+    const state = await db.pool.query('select cursor from sync_state where connection_id = $1', [id]);
+    expect(state.rows[0].cursor.toISOString()).toBe('2025-01-02T00:00:50.000Z');
+  });
+
+  it('does not lose a change made during a sync: the next incremental has it', async () => {
+    const world = createDemoWorld(`during-${randomUUID()}`);
+    for (let i = 0; i < 600; i++) {
+      world.upsert('issues', `issues-${i}`, { title: `v0 ${i}` }, new Date(Date.UTC(2025, 0, 1, 0, 0, i)));
+    }
+    const id = await connection({ world: world.id, resource_types: ['issues'], page_size: 100, latency_ms: 50 });
+    await runJob(id, 'full');
+    // An incremental pass during which records change: one it has already served, one ahead.
+    const jobId = await newJob(id, 'incremental');
+    const pass = env.client.workflow.execute('syncJobWorkflow', {
+      taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId: id }],
+    });
+    const fetchesBefore = demoFetchLog.length;
+    await eventually(async () => (demoFetchLog.length >= fetchesBefore + 1 ? true : undefined));
+    world.upsert('issues', 'issues-599', { title: 'changed during the pass' }, new Date(Date.UTC(2025, 5, 1)));
+    world.upsert('issues', 'issues-3', { title: 'changed during the pass too' }, new Date(Date.UTC(2025, 5, 2)));
+    await pass;
+    await runJob(id, 'incremental');
+    const { rows } = await db.pool.query(
+      `select external_id, data ->> 'title' as title from records where connection_id = $1 and external_id in ('issues-3', 'issues-599') order by 1`,
+      [id],
+    );
+    expect(rows).toEqual([
+      { external_id: 'issues-3', title: 'changed during the pass too' },
+      { external_id: 'issues-599', title: 'changed during the pass' },
+    ]);
+    expect(await recordCount(id)).toBe(600);
+  });
+
+  it('resumes a retried task after its last stored page: no page served twice, no record duplicated', async () => {
+    const id = await connection({
+      resource_types: ['issues'], records_per_resource: 2000, page_size: 100,
+      fail: { resource: 'issues', at_page: 8, kind: 'transient', times: 1 },
+    });
+    const { jobId, result } = await runJob(id, 'full');
+    expect(result.status).toBe('completed');
+    expect(await recordCount(id)).toBe(2000);
+    expect((await tasks(jobId))[0]).toMatchObject({ entity_count: 2000, pages_done: 20 });
+    // 21 fetches: pages 1–7, page 8 failing once, then pages 8–20 after the retry resumed.
+    const tokens = demoFetchLog.filter((e) => e.resource === 'issues').map((e) => e.pageToken);
+    expect(tokens).toHaveLength(21);
+    expect(new Set(tokens).size).toBe(20);
+    expect(tokens[7]).toBe(tokens[8]);
+  });
+
+  it('fails the job when one resource fails, naming it, and completes the others', async () => {
+    const id = await connection({
+      resource_types: ['issues', 'pull_requests', 'users'], records_per_resource: 50,
+      fail: { resource: 'users', at_page: 1, kind: 'permanent' },
+    });
+    const { jobId, result } = await runJob(id, 'full');
+    expect(result.status).toBe('failed');
+    const rows = await tasks(jobId);
+    expect(rows.map((t) => t.status)).toEqual(['completed', 'completed', 'failed']);
+    expect(rows[2].error_message).toMatch(/users/i);
+    const saved = await job(jobId);
+    expect(saved).toMatchObject({ status: 'failed', completed_tasks: 2, failed_tasks: 1 });
+    expect(saved.last_error).toMatch(/^1 of 3 resource types failed: users: /);
+    expect(saved.last_error).not.toMatch(/at .*\.ts|stack|select /i);
+  });
+
+  it('immediate mode returns counts and creates no job or task rows', async () => {
+    const id = await connection({ resource_types: ['issues', 'users'], records_per_resource: 120, page_size: 50 });
+    const count = async () =>
+      (await db.pool.query('select (select count(*) from sync_jobs)::int as j, (select count(*) from sync_tasks)::int as t')).rows[0];
+    const before = await count();
+    const result = await env.client.workflow.execute('immediateSyncWorkflow', {
+      taskQueue: TASK_QUEUE,
+      workflowId: `immediate-sync:${id}:${randomUUID()}`,
+      args: [{ connectionId: id, mode: 'full' }],
+    });
+    expect(result).toMatchObject({
+      connectionId: id,
+      resources: [
+        { resourceType: 'issues', entityCount: 120, pages: 3 },
+        { resourceType: 'users', entityCount: 120, pages: 3 },
+      ],
+    });
+    expect(await count()).toEqual(before);
+    expect(await recordCount(id)).toBe(240);
+  });
+
+  it('cancels a running job with `temporal workflow cancel`: job and open tasks cancelled, no page fetched after', async () => {
+    const id = await connection({ resource_types: ['issues', 'users'], records_per_resource: 5000, page_size: 100, latency_ms: 100 });
+    const jobId = await newJob(id, 'full');
+    const handle = await env.client.workflow.start('syncJobWorkflow', {
+      taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId: id }],
+    });
+    await eventually(async () => (demoFetchLog.length >= 3 ? true : undefined));
+    await run(inject('temporalCliPath'), ['workflow', 'cancel', '--workflow-id', syncJobWorkflowId(jobId), '--address', env.address]);
+    expect(await handle.result()).toMatchObject({ status: 'cancelled' });
+    const fetchedAtEnd = demoFetchLog.length;
+    expect(await job(jobId)).toMatchObject({ status: 'cancelled' });
+    expect((await tasks(jobId)).map((t) => t.status)).toEqual(['cancelled', 'cancelled']);
+    expect(fetchedAtEnd).toBeLessThan(50);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(demoFetchLog.length).toBe(fetchedAtEnd);
+  });
+
+  it('cancels the running job of a connection with the cancelJob signal', async () => {
+    const id = await connection({ resource_types: ['issues'], records_per_resource: 5000, page_size: 100, latency_ms: 100 });
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    await eventually(async () => (demoFetchLog.length >= 3 ? true : undefined));
+    const state = await handle.query<ConnectionState>('state');
+    expect(state.phase).toBe('running');
+    await handle.signal('cancelJob');
+    const after = await eventually(async () => {
+      const s = await env.client.workflow.getHandle(connectionWorkflowId(id)).query<ConnectionState>('state');
+      return s.last_outcome === 'cancelled' ? s : undefined;
+    });
+    expect(after.cycles).toBe(1);
+    expect(await job(state.current_job_id!)).toMatchObject({ status: 'cancelled' });
+    expect((await tasks(state.current_job_id!)).map((t) => t.status)).toEqual(['cancelled']);
+    await handle.terminate('test done');
+  });
+});
