@@ -12,28 +12,33 @@ export interface FinishJobInput {
 
 /**
  * Marks a running job `completed` or `failed` and writes its `sync_job_logs` row, in one
- * transaction. Idempotent: a job that is no longer running is left alone (false), and the log row
- * is unique per (job, attempt).
+ * transaction, and returns the status it wrote. A job with any failed task (e.g. one the stale-task
+ * reaper failed behind the workflow's back) is never marked completed. Idempotent: a job that is
+ * no longer running is left alone (null), and the log row is unique per (job, attempt).
  */
 export function finishJob({ pool, logger }: ActivityDeps) {
-  return async (input: FinishJobInput): Promise<boolean> =>
+  return async (input: FinishJobInput): Promise<'completed' | 'failed' | null> =>
     withTransaction(pool, async (tx) => {
       const { rows } = await tx.query(
-        `update sync_jobs set status = $2, finished_at = $3, last_error = $4
+        `update sync_jobs
+            set status = case when $2 = 'completed' and failed_tasks > 0 then 'failed' else $2 end,
+                finished_at = $3,
+                last_error = case when $2 = 'completed' and failed_tasks > 0
+                                  then failed_tasks || ' task(s) failed' else $4 end
           where id = $1 and status = 'running'
-          returning connection_id, retry_count, processed_entities, failed_tasks`,
+          returning connection_id, retry_count, processed_entities, failed_tasks, status, last_error`,
         [input.jobId, input.outcome, new Date(input.at), input.error ?? null],
       );
       const job = rows[0];
-      if (!job) return false;
+      if (!job) return null;
       await tx.query(
         `insert into sync_job_logs (job_id, connection_id, attempt, started_at, finished_at, processed_count, failed_count, outcome, error_summary)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          on conflict (job_id, attempt) do nothing`,
         [input.jobId, job.connection_id, job.retry_count + 1, new Date(input.startedAt), new Date(input.at),
-          job.processed_entities, job.failed_tasks, input.outcome, input.error ?? null],
+          job.processed_entities, job.failed_tasks, job.status, job.last_error],
       );
-      logger.info({ job_id: input.jobId, connection_id: job.connection_id, outcome: input.outcome }, 'sync job finished');
-      return true;
+      logger.info({ job_id: input.jobId, connection_id: job.connection_id, outcome: job.status }, 'sync job finished');
+      return job.status;
     });
 }

@@ -8,7 +8,11 @@ export interface PreparedJob {
   /** `full` also when an incremental job finds no sync_state at all for its connection. */
   mode: 'incremental' | 'full';
   tasks: { taskId: string; resourceType: string }[];
+  /** How many tasks may run at once: `max_parallel_tasks` of the connection's config (1–8), default 1. */
+  parallelism: number;
 }
+
+const MAX_PARALLEL_TASKS = 8;
 
 /**
  * Resolves the job's mode and creates its tasks (idempotent: a retry finds the tasks it made).
@@ -45,7 +49,9 @@ export function prepareJob({ pool }: ActivityDeps) {
           [input.jobId, resourceTypes],
         );
         await tx.query('update sync_jobs set total_tasks = $2 where id = $1', [input.jobId, tasks.rowCount]);
-        return { mode, tasks: tasks.rows.map((t) => ({ taskId: t.id, resourceType: t.resource_type })) };
+        const wanted = Number(job.config?.max_parallel_tasks ?? 1);
+        const parallelism = Number.isInteger(wanted) ? Math.min(Math.max(wanted, 1), MAX_PARALLEL_TASKS) : 1;
+        return { mode, parallelism, tasks: tasks.rows.map((t) => ({ taskId: t.id, resourceType: t.resource_type })) };
       });
     } catch (err) {
       throw toActivityFailure(err);

@@ -175,9 +175,9 @@ describe('sync jobs', () => {
     expect(tokens[7]).toBe(tokens[8]);
   });
 
-  it('fails the job when one resource fails, naming it, and completes the others', async () => {
+  it('fails the job when one resource fails, naming it, and completes the others (two tasks at a time)', async () => {
     const id = await connection({
-      resource_types: ['issues', 'pull_requests', 'users'], records_per_resource: 50,
+      resource_types: ['issues', 'pull_requests', 'users'], records_per_resource: 50, max_parallel_tasks: 2,
       fail: { resource: 'users', at_page: 1, kind: 'permanent' },
     });
     const { jobId, result } = await runJob(id, 'full');

@@ -9,6 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { PreparedJob } from '../activities/prepare-job';
 import { BOOKKEEPING } from './activity-options';
 
 const { claimJob, prepareJob, finishJob, cancelJob, failTask } = proxyActivities<Activities>(BOOKKEEPING);
@@ -50,7 +51,7 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
   try {
     const prepared = await prepareJob({ jobId: input.jobId });
     const failures: string[] = [];
-    for (const task of prepared.tasks) {
+    const runTask = async (task: PreparedJob['tasks'][number]) => {
       try {
         await syncTask({ jobId: input.jobId, taskId: task.taskId, resourceType: task.resourceType, mode: prepared.mode });
       } catch (err) {
@@ -59,13 +60,22 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
         await failTask({ jobId: input.jobId, taskId: task.taskId, error: message });
         failures.push(`${task.resourceType}: ${message}`);
       }
+    };
+    // Serially by default; `max_parallel_tasks` in the connection's config allows a bounded batch.
+    for (let i = 0; i < prepared.tasks.length; i += prepared.parallelism) {
+      await Promise.all(prepared.tasks.slice(i, i + prepared.parallelism).map(runTask));
     }
-    const outcome = failures.length === 0 ? 'completed' : 'failed';
     const error = failures.length
       ? `${failures.length} of ${prepared.tasks.length} resource types failed: ${failures.join('; ')}`
       : undefined;
-    await finishJob({ jobId: input.jobId, outcome, at: Date.now(), startedAt, error });
-    return { jobId: input.jobId, status: outcome, error };
+    const written = await finishJob({
+      jobId: input.jobId,
+      outcome: failures.length === 0 ? 'completed' : 'failed',
+      at: Date.now(),
+      startedAt,
+      error,
+    });
+    return { jobId: input.jobId, status: written ?? (failures.length === 0 ? 'completed' : 'failed'), error };
   } catch (err) {
     if (isCancellation(err)) {
       await CancellationScope.nonCancellable(() => cancelJob({ jobId: input.jobId, reason: 'cancelled', at: Date.now() }));
