@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup-fast-check.ts'],
     // Files run one at a time: each owns its database and Temporal server, and the time-skipping
     // server's clock is sensitive to a starved worker (env.sleep hung under CPU contention).
     pool: 'forks',

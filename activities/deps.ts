@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import type { Logger } from '../lib/logger';
 import type { SyncMetrics } from '../lib/metrics';
+import type { RateLimitPolicy } from '../policy/rate-limit';
 import type { ScheduleSettings } from '../policy/schedule';
 
 /** What activities need from the worker process. */
@@ -14,4 +15,13 @@ export interface ActivityDeps {
   taskQueue: string;
   /** Schedule bounds from configuration, handed to workflows with each connection's context. */
   settings: ScheduleSettings;
+  /** Rate-limit policy: defaults, per-provider overrides and the separate retry cap. */
+  rateLimit: RateLimitSettings;
+}
+
+/** The rate-limit configuration activities hand to job workflows. */
+export interface RateLimitSettings {
+  defaults: RateLimitPolicy;
+  overrides: Record<string, Partial<RateLimitPolicy>>;
+  retryCap: number;
 }

@@ -7,8 +7,10 @@ import { failAbandonedJobs } from './fail-abandoned-jobs';
 import { failTask } from './fail-task';
 import { finishJob } from './finish-job';
 import { loadConnectionContext } from './load-connection-context';
+import { markJobRetrying } from './mark-job-retrying';
 import { prepareJob } from './prepare-job';
 import { reapStaleTasks } from './reap-stale-tasks';
+import { recordAttemptFailure, recordAttemptSuccess } from './record-attempt-failure';
 import { reconcileConnections } from './reconcile-connections';
 import { rescheduleQueuedJob } from './reschedule-queued-job';
 import { saveSchedule } from './save-schedule';
@@ -34,6 +36,9 @@ export function createActivities(deps: ActivityDeps) {
     syncTask: syncTask(deps),
     failTask: failTask(deps),
     syncImmediately: syncImmediately(deps),
+    markJobRetrying: markJobRetrying(deps),
+    recordAttemptFailure: recordAttemptFailure(deps),
+    recordAttemptSuccess: recordAttemptSuccess(deps),
     reconcileConnections: reconcileConnections(deps),
     reapStaleTasks: reapStaleTasks(deps),
     deleteOldJobs: deleteOldJobs(deps),

@@ -1,6 +1,7 @@
 // Provider slug → connector. Activities look connectors up here by a connection's provider_slug,
 // so adding a provider (e.g. `github`) is one registerConnector call at module load.
 import { demoConnector } from './demo';
+import { githubConnector } from './github';
 import { Permanent, type Connector } from './types';
 
 const connectors = new Map<string, Connector>();
@@ -28,3 +29,4 @@ export function connectorSlugs(): string[] {
 }
 
 registerConnector(demoConnector);
+registerConnector(githubConnector);

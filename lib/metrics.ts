@@ -39,6 +39,24 @@ export function createSyncMetrics(registry: Registry) {
       buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000],
       registers,
     }),
+    jobRetries: new Counter({
+      name: 'sync_job_retries_total',
+      help: 'Retries of sync jobs (failures and rate limits)',
+      labelNames: ['connector_id'] as const,
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: 'rate_limited_total',
+      help: 'Rate-limit responses from providers that made a job wait',
+      labelNames: ['provider'] as const,
+      registers,
+    }),
+    rateLimitBackoffSeconds: new Histogram({
+      name: 'rate_limited_backoff_seconds',
+      help: 'Waits chosen by the rate-limit policy',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900],
+      registers,
+    }),
   };
 }
 

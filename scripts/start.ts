@@ -8,6 +8,7 @@ import { listen } from '../api/server';
 import { openDatabase } from '../db/database';
 import { loadConfigOrExit } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
+import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { createDemoConnectionIfEmpty } from '../lib/demo-connection';
 import { createLogger } from '../lib/logger';
 import { createMetricsRegistry } from '../lib/metrics';
@@ -17,6 +18,7 @@ import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
 import { runWorker } from '../workers/run-worker';
 
 const config = loadConfigOrExit();
+const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
 const logger = createLogger(config.LOG_LEVEL, { process: 'start' });
 const shutdown = new Shutdown(logger).onSignals();
 
@@ -42,7 +44,7 @@ async function main(): Promise<void> {
 
   const { pool, temporal } = await connectServers({ databaseUrl: db.url, temporalAddress: address, config, logger, shutdown });
   const registry = createMetricsRegistry({ process: 'start' });
-  await runWorker({ config, address, pool, temporal, registry, logger, shutdown });
+  await runWorker({ config, address, pool, temporal, registry, logger, shutdown, rateLimit });
 
   const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty(pool, temporal, config.TEMPORAL_TASK_QUEUE) : null;
   if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');

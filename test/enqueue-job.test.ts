@@ -14,6 +14,7 @@ import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -53,6 +54,7 @@ function harness(pool: pg.Pool = db.pool): Harness {
     temporal: undefined as never,
     taskQueue: 'test',
     settings: DEFAULT_SCHEDULE_SETTINGS,
+    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
   };
   return { deps, registry, lines };
 }

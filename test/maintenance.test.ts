@@ -12,6 +12,7 @@ import { reapStaleTasks, staleTaskMessage } from '../activities/reap-stale-tasks
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -53,6 +54,7 @@ function harness(pool: pg.Pool = db.pool): { deps: ActivityDeps; lines: LogLine[
     temporal: undefined as never,
     taskQueue: 'test',
     settings: DEFAULT_SCHEDULE_SETTINGS,
+    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
   };
   return { deps, lines };
 }

@@ -12,6 +12,7 @@ import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import { connectionWorkflowId } from '../workflows/ids';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
 import { createDevServerEnv } from './helpers/temporal';
 import { capturingLogger, createTestWorker, eventually } from './helpers/worker';
 
@@ -110,6 +111,7 @@ describe('scheduler on the dev server', () => {
       temporal: env.client,
       taskQueue: TASK_QUEUE,
       settings: DEFAULT_SCHEDULE_SETTINGS,
+    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
     };
     const tick = reconcileConnections(deps);
     const results = await Promise.all([tick({ at: Date.now() }), tick({ at: Date.now() }), tick({ at: Date.now() })]);
@@ -148,6 +150,7 @@ describe('scheduler on the dev server', () => {
       temporal: env.client,
       taskQueue: TASK_QUEUE,
       settings: DEFAULT_SCHEDULE_SETTINGS,
+    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
     })({ at: Date.now() });
     expect(result.stopped).toBeGreaterThanOrEqual(1);
     await eventually(async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined));

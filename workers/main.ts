@@ -5,12 +5,14 @@ import { metricsRoutes } from '../api/routes/metrics';
 import { listen } from '../api/server';
 import { loadConfigOrExit, requireServers } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
+import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { createLogger } from '../lib/logger';
 import { createMetricsRegistry } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { runWorker } from './run-worker';
 
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
+const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
 const logger = createLogger(config.LOG_LEVEL, { process: 'worker' });
 const shutdown = new Shutdown(logger).onSignals();
 
@@ -23,7 +25,7 @@ async function main(): Promise<void> {
     shutdown,
   });
   const registry = createMetricsRegistry({ process: 'worker' });
-  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, temporal, registry, logger, shutdown });
+  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, temporal, registry, logger, shutdown, rateLimit });
 
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));

@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { RateLimitSettings } from '../activities/deps';
 import { NativeConnection } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
@@ -22,6 +23,7 @@ export async function runWorker(opts: {
   registry: Registry;
   logger: Logger;
   shutdown: Shutdown;
+  rateLimit: RateLimitSettings;
 }): Promise<void> {
   const { config, logger, shutdown } = opts;
   const connection = await NativeConnection.connect({ address: opts.address });
@@ -37,6 +39,7 @@ export async function runWorker(opts: {
       temporal: opts.temporal,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       settings: scheduleSettings(config),
+      rateLimit: opts.rateLimit,
     },
   });
   const running = worker.run();

@@ -7,6 +7,8 @@ import type { Pool } from '../../db/pool';
 import { createSyncMetrics } from '../../lib/metrics';
 import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../../policy/schedule';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/create-worker';
+import type { RateLimitSettings } from '../../activities/deps';
+import { DEFAULT_RATE_LIMIT_SETTINGS } from './deps';
 import { bundleWorkflows } from './temporal';
 
 /** Log lines captured from a test worker, parsed. */
@@ -38,6 +40,7 @@ export async function createTestWorker(opts: {
   pool: Pool;
   taskQueue: string;
   settings?: Partial<ScheduleSettings>;
+  rateLimit?: RateLimitSettings;
 }) {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -53,6 +56,7 @@ export async function createTestWorker(opts: {
       temporal: opts.client,
       taskQueue: opts.taskQueue,
       settings: { ...DEFAULT_SCHEDULE_SETTINGS, ...opts.settings },
+      rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT_SETTINGS,
     },
   });
   return { worker, lines, registry };

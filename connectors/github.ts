@@ -1,0 +1,452 @@
+// The `github` connector (SPEC §6): issues and pull requests of configured repositories, read
+// from the real GitHub REST API (or GitHub Enterprise / a test server via `base_url`).
+//
+// It talks HTTP through Node's built-in `fetch` only — deliberately NOT Octokit: Octokit's
+// retry/throttling plugins (and any client with hidden retries) would retry and sleep on their
+// own, while Synctide's central rate-limit policy (activities + workflow, SPEC §6 and the
+// rate-limit requirements) must be in charge of every retry. A plain fetch makes exactly one
+// request per fetchPage call; every failure is mapped to a typed error and handed back:
+// - 401 → Permanent; 404 → Permanent naming the repository; 403 without rate-limit signals →
+//   Permanent; other 4xx → Permanent;
+// - 403/429 with `Retry-After` (secondary limit) → RateLimited with that hint; 403/429 with
+//   `x-ratelimit-remaining: 0` and `x-ratelimit-reset` (primary limit) → RateLimited with
+//   reset − now; a 429, or a 403 whose message says "rate limit", without either header →
+//   RateLimited (GitHub documents "wait at least one minute" there, so the hint is 60 s);
+// - 5xx, network errors, unreadable bodies → Transient; an aborted `signal` → its AbortError.
+// A 200 whose `x-ratelimit-remaining` is 0 is a normal page: the next request gets the 403.
+//
+// Paging follows the `Link` header's rel="next" URL exactly as GitHub returns it (GitHub's next
+// URLs often have another shape than the first request, e.g. /repositories/<id>/issues?page=2),
+// parsed per RFC 8288. Repositories are fetched one after another: the page token is base64url
+// JSON { repo: index into `repositories`, url: the next URL, or null for that repository's first
+// page }. Link and token URLs must share the origin of `base_url`, so the token is never sent
+// elsewhere. The token never appears in an error message either (`redact` guards provider text).
+import { z } from 'zod';
+import {
+  ConnectorError,
+  Permanent,
+  RateLimited,
+  Transient,
+  type Connector,
+  type ConnectorRecord,
+  type FetchPageInput,
+  type FetchPageResult,
+} from './types';
+
+/** The resource types this connector can sync. */
+export const GITHUB_RESOURCE_TYPES = ['issues', 'pull_requests'] as const;
+/** One of `GITHUB_RESOURCE_TYPES`. */
+export type GitHubResourceType = (typeof GITHUB_RESOURCE_TYPES)[number];
+
+const USER_AGENT = 'synctide-github-connector/0.1';
+const API_VERSION = '2022-11-28';
+/** GitHub: a secondary limit without Retry-After means "wait at least one minute". */
+const SECONDARY_LIMIT_DEFAULT_SECONDS = 60;
+
+// ---------------------------------------------------------------------------------------------
+// Config and credentials
+
+const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+
+/**
+ * The github connection config. Unknown keys are ignored (a connection's config may carry keys
+ * meant for other parts of the platform).
+ */
+export const githubConfigSchema = z.object({
+  base_url: z
+    .string({ error: 'must be an http(s) URL such as https://api.github.com' })
+    .refine((value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash;
+      } catch {
+        return false;
+      }
+    }, 'must be an http(s) URL such as https://api.github.com (no query or fragment)')
+    .transform((value) => value.replace(/\/+$/, ''))
+    .default('https://api.github.com'),
+  repositories: z
+    .array(z.string({ error: "must contain 'owner/name' strings" }).regex(REPOSITORY, "must contain 'owner/name' strings"), {
+      error: "must be a non-empty array of 'owner/name' strings",
+    })
+    .min(1, "must be a non-empty array of 'owner/name' strings")
+    .refine((repos) => new Set(repos.map((r) => r.toLowerCase())).size === repos.length, 'must not contain duplicates'),
+  resource_types: z
+    .array(z.enum(GITHUB_RESOURCE_TYPES, { error: "must contain only 'issues' and 'pull_requests'" }), {
+      error: "must be an array of 'issues' and/or 'pull_requests'",
+    })
+    .min(1, "must name at least one of 'issues', 'pull_requests'")
+    .refine((types) => new Set(types).size === types.length, 'must not contain duplicates')
+    .default([...GITHUB_RESOURCE_TYPES]),
+  per_page: z
+    .number({ error: 'must be an integer between 1 and 100' })
+    .int('must be an integer between 1 and 100')
+    .min(1, 'must be an integer between 1 and 100')
+    .max(100, 'must be an integer between 1 and 100')
+    .default(100),
+});
+
+/** A validated github config, defaults applied (`base_url` without a trailing slash). */
+export type GitHubConfig = z.output<typeof githubConfigSchema>;
+
+function keyPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `${out ? '.' : ''}${String(part)}`;
+  return out || '(config)';
+}
+
+/** Validates a github config and applies defaults; throws `Permanent` naming the offending key. */
+export function parseGitHubConfig(config: Record<string, unknown>): GitHubConfig {
+  const parsed = githubConfigSchema.safeParse(config ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${keyPath(issue.path)}: ${issue.message}`);
+    throw new Permanent(`github connector: invalid config: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/** The token of a connection's credentials; throws `Permanent` (never echoing values) otherwise. */
+function parseCredentials(credentials: Record<string, unknown> | null): string {
+  const token = credentials?.token;
+  if (typeof token !== 'string' || token.trim() === '') {
+    throw new Permanent('github connector: invalid credentials: token: a non-empty GitHub token string is required');
+  }
+  return token;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Link header (RFC 8288)
+
+/** One link of a `Link` header: its target (resolved against the base, when given) and params. */
+export interface ParsedLink {
+  url: string;
+  /** Relation types, lower-cased (`rel="next last"` gives both). */
+  rels: string[];
+  /** Every parameter, names lower-cased, first occurrence wins (RFC 8288 §3). */
+  params: Record<string, string>;
+}
+
+const isWs = (c: string | undefined) => c === ' ' || c === '\t';
+
+/**
+ * Parses a `Link` header per RFC 8288: `<URI-Reference>` followed by `; name[=value]` params,
+ * values as tokens or quoted-strings (with `\` escapes), links separated by commas — commas and
+ * semicolons inside `<…>` or quotes are part of the URL/value. Malformed links are skipped up to
+ * the next top-level comma. Relative targets are resolved against `base` when given.
+ */
+export function parseLinkHeader(header: string | null | undefined, base?: string): ParsedLink[] {
+  const links: ParsedLink[] = [];
+  if (!header) return links;
+  const s = header;
+  let i = 0;
+
+  /** Skips to just after the next top-level comma (error recovery). */
+  const skipLink = () => {
+    let quoted = false;
+    let bracketed = false;
+    for (; i < s.length; i++) {
+      const c = s[i];
+      if (quoted) {
+        if (c === '\\') i++;
+        else if (c === '"') quoted = false;
+      } else if (bracketed) {
+        if (c === '>') bracketed = false;
+      } else if (c === '"') quoted = true;
+      else if (c === '<') bracketed = true;
+      else if (c === ',') {
+        i++;
+        return;
+      }
+    }
+  };
+
+  while (i < s.length) {
+    while (i < s.length && (isWs(s[i]) || s[i] === ',')) i++;
+    if (i >= s.length) break;
+    if (s[i] !== '<') {
+      skipLink();
+      continue;
+    }
+    const end = s.indexOf('>', i + 1);
+    if (end < 0) break;
+    const target = s.slice(i + 1, end).trim();
+    i = end + 1;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (;;) {
+      while (isWs(s[i])) i++;
+      if (i >= s.length || s[i] === ',') break;
+      if (s[i] !== ';') {
+        ok = false;
+        break;
+      }
+      i++;
+      while (isWs(s[i])) i++;
+      let name = '';
+      while (i < s.length && !isWs(s[i]) && s[i] !== '=' && s[i] !== ';' && s[i] !== ',') name += s[i++];
+      while (isWs(s[i])) i++;
+      let value = '';
+      if (s[i] === '=') {
+        i++;
+        while (isWs(s[i])) i++;
+        if (s[i] === '"') {
+          i++;
+          let closed = false;
+          while (i < s.length) {
+            const c = s[i++];
+            if (c === '\\' && i < s.length) value += s[i++];
+            else if (c === '"') {
+              closed = true;
+              break;
+            } else value += c;
+          }
+          if (!closed) ok = false;
+        } else {
+          while (i < s.length && !isWs(s[i]) && s[i] !== ';' && s[i] !== ',') value += s[i++];
+        }
+      }
+      name = name.toLowerCase();
+      if (name && !(name in params)) params[name] = value;
+      if (!ok) break;
+    }
+    if (!ok) {
+      skipLink();
+      continue;
+    }
+    let url: string;
+    try {
+      url = base === undefined ? new URL(target).href : new URL(target, base).href;
+    } catch {
+      continue; // not a usable URL: ignore this link, keep the others
+    }
+    const rels = (params.rel ?? '').toLowerCase().split(/[ \t]+/).filter(Boolean);
+    links.push({ url, rels, params });
+  }
+  return links;
+}
+
+/** The rel="next" target of a `Link` header, or null. */
+export function nextLink(header: string | null | undefined, base?: string): string | null {
+  return parseLinkHeader(header, base).find((link) => link.rels.includes('next'))?.url ?? null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Page tokens
+
+const tokenSchema = z.object({
+  repo: z.number().int().min(0),
+  url: z.string().nullable(),
+});
+
+/** A decoded page token: which repository, and the exact URL to fetch (null: its first page). */
+export interface GitHubPageToken {
+  repo: number;
+  url: string | null;
+}
+
+/** Encodes a page token (base64url JSON). */
+export function encodeGitHubPageToken(token: GitHubPageToken): string {
+  return Buffer.from(JSON.stringify({ repo: token.repo, url: token.url }), 'utf8').toString('base64url');
+}
+
+function decodePageToken(token: string, cfg: GitHubConfig): GitHubPageToken {
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    body = undefined;
+  }
+  const parsed = tokenSchema.safeParse(body);
+  if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
+  const { repo, url } = parsed.data;
+  if (repo >= cfg.repositories.length) {
+    throw new Permanent(
+      `github connector: page token names repository #${repo}, but only ${cfg.repositories.length} are configured`,
+    );
+  }
+  if (url !== null) assertSameOrigin(url, cfg, 'page token');
+  return { repo, url };
+}
+
+/** Refuses URLs outside `base_url`'s origin: we would be sending the token there. */
+function assertSameOrigin(url: string, cfg: GitHubConfig, what: string): void {
+  let origin: string;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    throw new Permanent(`github connector: invalid URL in ${what}: '${url}'`);
+  }
+  if (origin !== new URL(cfg.base_url).origin) {
+    throw new Permanent(`github connector: refusing to follow ${what} URL '${url}' outside ${cfg.base_url}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+/** Seconds to wait per a `Retry-After` value (delta-seconds or an HTTP-date), or undefined. */
+export function parseRetryAfter(value: string | null, nowMs: number = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
+/** The first URL of `resource` for one repository (later pages come from Link headers). */
+function firstUrl(cfg: GitHubConfig, resource: GitHubResourceType, repository: string, since: Date | null): string {
+  const [owner = '', name = ''] = repository.split('/');
+  const endpoint = resource === 'issues' ? 'issues' : 'pulls';
+  const url = new URL(`${cfg.base_url}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/${endpoint}`);
+  url.searchParams.set('state', 'all');
+  url.searchParams.set('sort', 'updated');
+  url.searchParams.set('direction', 'asc');
+  url.searchParams.set('per_page', String(cfg.per_page));
+  // Only the issues endpoint has `since`; pulls are filtered client-side (see fetchPage).
+  if (resource === 'issues' && since !== null) url.searchParams.set('since', since.toISOString());
+  return url.href;
+}
+
+const isAbort = (err: unknown, signal: AbortSignal | undefined) =>
+  signal?.aborted === true || (err instanceof Error && err.name === 'AbortError');
+
+/** A short description of a network error (its code when undici gives one). */
+function describeNetworkError(err: unknown): string {
+  const cause = err instanceof Error ? (err as Error & { cause?: unknown }).cause : undefined;
+  const code = cause && typeof cause === 'object' && 'code' in cause ? String((cause as { code: unknown }).code) : '';
+  const message = err instanceof Error ? err.message : String(err);
+  const causeMessage = cause instanceof Error ? cause.message : '';
+  return [message, code, causeMessage].filter(Boolean).join(': ');
+}
+
+/** GitHub's `message` from an error body, when it is JSON with one (else a trimmed snippet). */
+function bodyMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as unknown;
+    if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
+      return (body as { message: string }).message;
+    }
+  } catch {
+    // not JSON
+  }
+  return text.trim().slice(0, 200);
+}
+
+/** Maps a non-2xx response to the typed error the central policy understands. */
+function errorFor(status: number, headers: Headers, text: string, repository: string, redact: (s: string) => string): ConnectorError {
+  const message = redact(bodyMessage(text));
+  const detail = message ? `: ${message}` : '';
+  if (status === 401) return new Permanent('GitHub rejected the credentials (401)');
+  if (status === 404) {
+    return new Permanent(`github connector: repository '${repository}' not found (404), or the token cannot see it`);
+  }
+  if (status === 403 || status === 429) {
+    const retryAfter = parseRetryAfter(headers.get('retry-after'));
+    if (retryAfter !== undefined) {
+      return new RateLimited(`github connector: secondary rate limit on '${repository}' (${status}), retry after ${retryAfter}s${detail}`, retryAfter);
+    }
+    if (headers.get('x-ratelimit-remaining')?.trim() === '0') {
+      const resetHeader = headers.get('x-ratelimit-reset')?.trim() ?? '';
+      const wait = /^\d+$/.test(resetHeader) ? Math.max(0, Math.ceil(Number(resetHeader) - Date.now() / 1000)) : undefined;
+      return new RateLimited(
+        `github connector: primary rate limit exhausted (${status})${wait === undefined ? '' : `, resets in ${wait}s`}${detail}`,
+        wait,
+      );
+    }
+    if (status === 429 || /rate limit/i.test(message)) {
+      return new RateLimited(`github connector: rate limited on '${repository}' (${status})${detail}`, SECONDARY_LIMIT_DEFAULT_SECONDS);
+    }
+    return new Permanent(`github connector: access to '${repository}' forbidden (403)${detail}`);
+  }
+  if (status >= 500 || status === 408) return new Transient(`github connector: GitHub answered ${status} for '${repository}'${detail}`);
+  return new Permanent(`github connector: GitHub answered ${status} for '${repository}'${detail}`);
+}
+
+type GitHubItem = Record<string, unknown> & { number: number; updated_at?: unknown };
+
+const isItem = (value: unknown): value is GitHubItem =>
+  !!value && typeof value === 'object' && !Array.isArray(value) && Number.isInteger((value as { number?: unknown }).number);
+
+// ---------------------------------------------------------------------------------------------
+// The connector
+
+/** The github provider: see the module comment and `githubConfigSchema`. */
+export const githubConnector: Connector = {
+  slug: 'github',
+
+  resourceTypes(config) {
+    return [...parseGitHubConfig(config).resource_types];
+  },
+
+  async fetchPage({ resource, since, pageToken, config, credentials, signal }: FetchPageInput): Promise<FetchPageResult> {
+    signal?.throwIfAborted();
+    const cfg = parseGitHubConfig(config);
+    const token = parseCredentials(credentials);
+    const redact = (text: string) => text.split(token).join('[redacted]');
+    if (!(cfg.resource_types as string[]).includes(resource)) {
+      throw new Permanent(`github connector: unknown resource '${resource}' (configured: ${cfg.resource_types.join(', ')})`);
+    }
+    const kind = resource as GitHubResourceType;
+    if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
+      throw new Permanent(`github connector: invalid since ${String(since)}`);
+    }
+
+    const position = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
+    const repository = cfg.repositories[position.repo]!; // decodePageToken checked the index
+    const url = position.url ?? firstUrl(cfg, kind, repository, since);
+
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, {
+        method: 'GET',
+        headers: {
+          Authorization: `Bearer ${token}`,
+          Accept: 'application/vnd.github+json',
+          'X-GitHub-Api-Version': API_VERSION,
+          'User-Agent': USER_AGENT,
+        },
+        ...(signal ? { signal } : {}),
+      });
+      text = await response.text();
+    } catch (err) {
+      if (isAbort(err, signal)) throw signal?.reason ?? err;
+      throw new Transient(redact(`github connector: network error fetching '${repository}': ${describeNetworkError(err)}`));
+    }
+
+    if (!response.ok) throw errorFor(response.status, response.headers, text, repository, redact);
+
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // A truncated body or a proxy's HTML page: worth another try.
+      throw new Transient(`github connector: unreadable JSON from GitHub for '${repository}' (${response.status})`);
+    }
+    if (!Array.isArray(body) || !body.every(isItem)) {
+      throw new Permanent(`github connector: unexpected response for '${repository}' ${resource}: expected an array of items with a number`);
+    }
+
+    const sinceMs = since === null ? null : since.getTime();
+    const records: ConnectorRecord[] = [];
+    for (const item of body) {
+      // The issues endpoint also lists pull requests (items with a `pull_request` key).
+      if (kind === 'issues' && 'pull_request' in item) continue;
+      const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
+      // The pulls endpoint has no `since`: filter here (pages stay sorted by updated, ascending).
+      if (kind === 'pull_requests' && sinceMs !== null && updatedAt !== null && Date.parse(updatedAt) < sinceMs) continue;
+      records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item });
+    }
+
+    const next = nextLink(response.headers.get('link'), url);
+    if (next !== null) assertSameOrigin(next, cfg, 'Link header');
+    const nextPageToken =
+      next !== null
+        ? encodeGitHubPageToken({ repo: position.repo, url: next })
+        : position.repo + 1 < cfg.repositories.length
+          ? encodeGitHubPageToken({ repo: position.repo + 1, url: null })
+          : null;
+    return { records, nextPageToken };
+  },
+};

@@ -1,0 +1,417 @@
+// Tests of the github connector (SPEC §6) against a local fake GitHub (test/helpers/fake-github.ts)
+// on 127.0.0.1: paging by Link, PRs in the issues endpoint, `since`, several repositories, and the
+// mapping of 401/403/404/429/5xx/network failures and aborts to the typed connector errors. No
+// database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  encodeGitHubPageToken,
+  githubConnector,
+  nextLink,
+  parseLinkHeader,
+  parseRetryAfter,
+} from '../connectors/github';
+import { getConnector } from '../connectors/registry';
+import { ConnectorError, Permanent, RateLimited, Transient, type FetchPageResult } from '../connectors/types';
+import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+
+const TOKEN = 'ghp_S3cr3tT0kenValue_1234567890abcdef';
+
+type Config = Record<string, unknown>;
+
+let gh: FakeGitHub;
+
+beforeEach(async () => {
+  gh = await startFakeGitHub({
+    token: TOKEN,
+    repos: {
+      'octo/hello': { id: 12345, issues: 7, pulls: 3 },
+      'octo/world': { id: 67890, issues: 2, pulls: 2 },
+    },
+  });
+});
+
+afterEach(async () => {
+  await gh.close();
+});
+
+const cfg = (extra: Config = {}): Config => ({ base_url: gh.baseUrl, repositories: ['octo/hello'], per_page: 3, ...extra });
+
+function page(
+  config: Config,
+  resource: string,
+  pageToken: string | null = null,
+  since: Date | null = null,
+  opts: { signal?: AbortSignal; credentials?: Record<string, unknown> | null } = {},
+): Promise<FetchPageResult> {
+  return githubConnector.fetchPage({
+    resource,
+    since,
+    pageToken,
+    config,
+    credentials: opts.credentials === undefined ? { token: TOKEN } : opts.credentials,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+}
+
+/** Pages through one resource; returns every page, in order. */
+async function pass(config: Config, resource: string, since: Date | null = null): Promise<FetchPageResult[]> {
+  const pages: FetchPageResult[] = [];
+  let token: string | null = null;
+  do {
+    const result: FetchPageResult = await page(config, resource, token, since);
+    pages.push(result);
+    token = result.nextPageToken;
+  } while (token !== null && pages.length < 100);
+  return pages;
+}
+
+/** The error `promise` rejects with (fails the test if it resolves). */
+async function failure(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+const pathOf = (url: string) => new URL(url, 'http://x').pathname;
+const queryOf = (url: string) => new URL(url, 'http://x').searchParams;
+
+/** What GitHub holds for `repo`, as the fake serves it: items sorted by updated_at ascending. */
+function expected(repo: string, kind: 'issues' | 'pulls', sinceMs: number | null = null) {
+  return gh.repos
+    .get(repo)!
+    .items.filter((item) => ('pull_request' in item) === (kind === 'pulls'))
+    .filter((item) => sinceMs === null || Date.parse(item.updated_at) >= sinceMs)
+    .sort((a, b) => Date.parse(a.updated_at) - Date.parse(b.updated_at))
+    .map((item) => `${repo}#${item.number}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('github connector: paging', () => {
+  it('follows Link rel="next" exactly, across pages whose URLs differ in shape from the first', async () => {
+    const pages = await pass(cfg(), 'issues');
+    // 7 issues + 3 PRs on the issues endpoint, 3 per page → 4 pages.
+    expect(pages).toHaveLength(4);
+    expect(gh.requests).toHaveLength(4);
+
+    const [first, second, ...rest] = gh.requests;
+    expect(pathOf(first!.url)).toBe('/repos/octo/hello/issues');
+    expect(Object.fromEntries(queryOf(first!.url))).toEqual({ state: 'all', sort: 'updated', direction: 'asc', per_page: '3' });
+    // The next pages are GitHub's /repositories/{id}/… URLs, fetched as given.
+    expect(pathOf(second!.url)).toBe('/repositories/12345/issues');
+    expect(queryOf(second!.url).get('page')).toBe('2');
+    expect(rest.map((r) => pathOf(r.url))).toEqual(['/repositories/12345/issues', '/repositories/12345/issues']);
+    expect(rest.map((r) => queryOf(r.url).get('page'))).toEqual(['3', '4']);
+
+    for (const request of gh.requests) {
+      expect(request.method).toBe('GET');
+      expect(request.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(request.headers.accept).toBe('application/vnd.github+json');
+      expect(request.headers['x-github-api-version']).toBe('2022-11-28');
+      expect(request.headers['user-agent']).toMatch(/synctide/);
+    }
+
+    const ids = pages.flatMap((p) => p.records.map((r) => r.externalId));
+    expect(ids).toEqual(expected('octo/hello', 'issues'));
+    expect(ids).toHaveLength(7);
+    expect(pages.at(-1)!.nextPageToken).toBeNull();
+  });
+
+  it('excludes pull requests from issues and keeps the whole item as data', async () => {
+    const records = (await pass(cfg(), 'issues')).flatMap((p) => p.records);
+    expect(records.length).toBe(7);
+    for (const record of records) {
+      expect(record.data).not.toHaveProperty('pull_request');
+      expect(record.data.title).toMatch(/^Issue /);
+      expect(record.updatedAt).toBe(record.data.updated_at);
+      expect(record.externalId).toBe(`octo/hello#${String(record.data.number)}`);
+    }
+    // Some page held only PRs or a mix: the PRs were dropped, not the page.
+    expect(gh.requests.length).toBe(4);
+  });
+
+  it('serves pull_requests from the pulls endpoint', async () => {
+    const pages = await pass(cfg({ per_page: 2 }), 'pull_requests');
+    expect(gh.requests.map((r) => pathOf(r.url))).toEqual(['/repos/octo/hello/pulls', '/repositories/12345/pulls']);
+    expect(queryOf(gh.requests[1]!.url).get('per_page')).toBe('2');
+    expect(queryOf(gh.requests[0]!.url).get('state')).toBe('all');
+    const records = pages.flatMap((p) => p.records);
+    expect(records.map((r) => r.externalId)).toEqual(expected('octo/hello', 'pulls'));
+    expect(records.every((r) => String(r.data.title).startsWith('PR '))).toBe(true);
+  });
+
+  it('pages two repositories in one pass, moving on when a repository has no next link', async () => {
+    const config = cfg({ repositories: ['octo/hello', 'octo/world'] });
+    const pages = await pass(config, 'issues');
+    const ids = pages.flatMap((p) => p.records.map((r) => r.externalId));
+    expect(ids).toEqual([...expected('octo/hello', 'issues'), ...expected('octo/world', 'issues')]);
+    expect(gh.requests.map((r) => pathOf(r.url))).toEqual([
+      '/repos/octo/hello/issues',
+      '/repositories/12345/issues',
+      '/repositories/12345/issues',
+      '/repositories/12345/issues',
+      '/repos/octo/world/issues',
+      '/repositories/67890/issues',
+    ]);
+    // The page token says where we are: repository index and the exact next URL.
+    const afterHello = JSON.parse(Buffer.from(pages[3]!.nextPageToken!, 'base64url').toString('utf8'));
+    expect(afterHello).toEqual({ repo: 1, url: null });
+    const inWorld = JSON.parse(Buffer.from(pages[4]!.nextPageToken!, 'base64url').toString('utf8'));
+    expect(inWorld.repo).toBe(1);
+    expect(inWorld.url).toMatch(new RegExp(`^${gh.baseUrl}/repositories/67890/issues\\?.*page=2`));
+    expect(pages.at(-1)!.nextPageToken).toBeNull();
+  });
+
+  it('resumes from a stored page token with the same URL', async () => {
+    const first = await page(cfg(), 'issues');
+    const again = await page(cfg(), 'issues', first.nextPageToken);
+    const resumed = await page(cfg(), 'issues', first.nextPageToken);
+    expect(resumed).toEqual(again);
+    expect(gh.requests[2]!.url).toBe(gh.requests[1]!.url);
+  });
+
+  it('sends since on incremental issues fetches, and filters pull requests client-side', async () => {
+    // Items are one minute apart from 2025-01-01T00:00Z; keep the newest 4 minutes.
+    const newest = Math.max(...gh.repos.get('octo/hello')!.items.map((i) => Date.parse(i.updated_at)));
+    const since = new Date(newest - 3 * 60_000);
+    const issuePages = await pass(cfg(), 'issues', since);
+    expect(queryOf(gh.requests[0]!.url).get('since')).toBe(since.toISOString());
+    expect(issuePages.flatMap((p) => p.records.map((r) => r.externalId))).toEqual(expected('octo/hello', 'issues', since.getTime()));
+
+    gh.requests.length = 0;
+    const prPages = await pass(cfg(), 'pull_requests', since);
+    expect(queryOf(gh.requests[0]!.url).has('since')).toBe(false); // the pulls endpoint has none
+    const prIds = prPages.flatMap((p) => p.records.map((r) => r.externalId));
+    expect(prIds).toEqual(expected('octo/hello', 'pulls', since.getTime()));
+    expect(prIds.length).toBeLessThan(expected('octo/hello', 'pulls').length);
+  });
+
+  it('returns the page of a 200 whose x-ratelimit-remaining is 0', async () => {
+    gh.setRateLimitRemaining(0);
+    const result = await page(cfg(), 'issues');
+    expect(result.records.length).toBeGreaterThan(0);
+    expect(result.nextPageToken).not.toBeNull();
+  });
+
+  it('lists the configured resource types and is registered', () => {
+    expect(githubConnector.resourceTypes(cfg())).toEqual(['issues', 'pull_requests']);
+    expect(githubConnector.resourceTypes(cfg({ resource_types: ['pull_requests'] }))).toEqual(['pull_requests']);
+    expect(getConnector('github')).toBe(githubConnector);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('github connector: errors', () => {
+  it('maps a secondary limit with Retry-After seconds to RateLimited with that hint', async () => {
+    gh.setFailure({ kind: 'secondary', status: 403, retryAfter: 120, nth: 2 });
+    const first = await page(cfg(), 'issues');
+    const err = await failure(page(cfg(), 'issues', first.nextPageToken));
+    expect(err).toBeInstanceOf(RateLimited);
+    expect((err as RateLimited).retryAfterSeconds).toBe(120);
+  });
+
+  it('maps a 429 with an HTTP-date Retry-After to seconds from now', async () => {
+    gh.setFailure({ kind: 'secondary', status: 429, retryAfter: new Date(Date.now() + 90_000).toUTCString() });
+    const err = await failure(page(cfg(), 'issues'));
+    expect(err).toBeInstanceOf(RateLimited);
+    const hint = (err as RateLimited).retryAfterSeconds!;
+    expect(hint).toBeGreaterThanOrEqual(88);
+    expect(hint).toBeLessThanOrEqual(91);
+  });
+
+  it('maps a Retry-After date in the past to 0', async () => {
+    gh.setFailure({ kind: 'secondary', retryAfter: new Date(Date.now() - 60_000).toUTCString() });
+    const err = await failure(page(cfg(), 'issues'));
+    expect((err as RateLimited).retryAfterSeconds).toBe(0);
+  });
+
+  it('maps a secondary-limit 403 without Retry-After to RateLimited (GitHub: wait a minute)', async () => {
+    gh.setFailure({ kind: 'secondary' });
+    const err = await failure(page(cfg(), 'issues'));
+    expect(err).toBeInstanceOf(RateLimited);
+    expect((err as RateLimited).retryAfterSeconds).toBe(60);
+  });
+
+  it('maps the primary limit (remaining 0, reset) to RateLimited with reset − now', async () => {
+    const reset = Math.floor(Date.now() / 1000) + 300;
+    gh.setFailure({ kind: 'primary', reset });
+    const err = await failure(page(cfg(), 'issues'));
+    expect(err).toBeInstanceOf(RateLimited);
+    const hint = (err as RateLimited).retryAfterSeconds!;
+    expect(hint).toBeGreaterThanOrEqual(298);
+    expect(hint).toBeLessThanOrEqual(300);
+
+    gh.setFailure({ kind: 'primary', status: 429, reset: Math.floor(Date.now() / 1000) - 10 });
+    const past = await failure(page(cfg(), 'issues'));
+    expect(past).toBeInstanceOf(RateLimited);
+    expect((past as RateLimited).retryAfterSeconds).toBe(0);
+  });
+
+  it('maps 401 to Permanent without ever revealing the token', async () => {
+    const wrong = 'ghp_WrongButSecret_0987654321';
+    const err = await failure(page(cfg(), 'issues', null, null, { credentials: { token: wrong } }));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toBe('GitHub rejected the credentials (401)');
+    for (const text of [err.message, err.stack ?? '', String(err), JSON.stringify(err)]) expect(text).not.toContain(wrong);
+    expect(gh.requests[0]!.headers.authorization).toBe(`Bearer ${wrong}`); // it was sent, only not echoed
+
+    gh.setFailure({ kind: 'unauthorized' });
+    const injected = await failure(page(cfg(), 'issues'));
+    expect(injected).toBeInstanceOf(Permanent);
+    for (const text of [injected.message, injected.stack ?? '', String(injected), JSON.stringify(injected)]) {
+      expect(text).not.toContain(TOKEN);
+    }
+  });
+
+  it('never reveals the token in any error, whatever the failure', async () => {
+    const failures = [
+      { kind: 'not_found' },
+      { kind: 'forbidden' },
+      { kind: 'server_error' },
+      { kind: 'secondary', retryAfter: 5 },
+      { kind: 'primary', reset: 0 },
+    ] as const;
+    for (const f of failures) {
+      gh.setFailure(f);
+      const err = await failure(page(cfg(), 'issues'));
+      expect(err).toBeInstanceOf(ConnectorError);
+      expect(`${err.message}\n${err.stack}`).not.toContain(TOKEN);
+    }
+  });
+
+  it('maps 404 to Permanent naming the repository', async () => {
+    const err = await failure(page(cfg({ repositories: ['octo/missing'] }), 'issues'));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toContain("'octo/missing'");
+    expect(err.message).toContain('404');
+  });
+
+  it('maps a 403 without rate-limit signals to Permanent', async () => {
+    gh.setFailure({ kind: 'forbidden' });
+    const err = await failure(page(cfg(), 'issues'));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/forbidden \(403\)/);
+  });
+
+  it('maps 5xx to Transient, for the Nth request or a path', async () => {
+    gh.setFailure({ kind: 'server_error', nth: 1 });
+    expect(await failure(page(cfg(), 'issues'))).toBeInstanceOf(Transient);
+    gh.setFailure({ kind: 'server_error', status: 502, path: '/repositories/' });
+    const first = await page(cfg(), 'issues');
+    const err = await failure(page(cfg(), 'issues', first.nextPageToken));
+    expect(err).toBeInstanceOf(Transient);
+    expect(err.message).toContain('502');
+  });
+
+  it('maps network errors to Transient', async () => {
+    const url = gh.baseUrl;
+    await gh.close();
+    gh = await startFakeGitHub({ token: TOKEN }); // afterEach closes this one
+    const err = await failure(page({ base_url: url, repositories: ['octo/hello'] }, 'issues'));
+    expect(err).toBeInstanceOf(Transient);
+    expect(err.message).toMatch(/network error/);
+  });
+
+  it('rejects an invalid config with Permanent naming the key', async () => {
+    const cases: Array<[Config, string]> = [
+      [{ base_url: gh.baseUrl }, 'repositories'],
+      [cfg({ repositories: [] }), 'repositories'],
+      [cfg({ repositories: ['no-slash'] }), 'repositories[0]'],
+      [cfg({ resource_types: ['commits'] }), 'resource_types[0]'],
+      [cfg({ per_page: 101 }), 'per_page'],
+      [cfg({ per_page: 0 }), 'per_page'],
+      [cfg({ base_url: 'not a url' }), 'base_url'],
+    ];
+    for (const [config, key] of cases) {
+      const err = await failure(page(config, 'issues'));
+      expect(err).toBeInstanceOf(Permanent);
+      expect(err.message).toContain(`invalid config: ${key}:`);
+      expect(() => githubConnector.resourceTypes(config)).toThrow(Permanent);
+    }
+    expect(gh.requests).toHaveLength(0);
+  });
+
+  it('rejects missing credentials, an unconfigured resource and bad page tokens with Permanent', async () => {
+    for (const credentials of [null, {}, { token: '' }, { token: 42 }]) {
+      const err = await failure(page(cfg(), 'issues', null, null, { credentials }));
+      expect(err).toBeInstanceOf(Permanent);
+      expect(err.message).toMatch(/credentials: token/);
+    }
+    expect(await failure(page(cfg({ resource_types: ['issues'] }), 'pull_requests'))).toBeInstanceOf(Permanent);
+    expect(await failure(page(cfg(), 'issues', 'not-a-token'))).toBeInstanceOf(Permanent);
+    expect(await failure(page(cfg(), 'issues', encodeGitHubPageToken({ repo: 1, url: null })))).toBeInstanceOf(Permanent);
+    // A token pointing elsewhere would send the credentials there: refused.
+    const foreign = encodeGitHubPageToken({ repo: 0, url: 'https://evil.example/repositories/1/issues?page=2' });
+    const err = await failure(page(cfg(), 'issues', foreign));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/refusing/);
+    expect(gh.requests).toHaveLength(0);
+  });
+
+  it('rethrows the AbortError when the signal aborts (before or during a request)', async () => {
+    const before = new AbortController();
+    before.abort();
+    const early = await failure(page(cfg(), 'issues', null, null, { signal: before.signal }));
+    expect(early.name).toBe('AbortError');
+    expect(early).not.toBeInstanceOf(ConnectorError);
+    expect(gh.requests).toHaveLength(0);
+
+    gh.setFailure({ kind: 'hang' });
+    const during = new AbortController();
+    const pending = failure(page(cfg(), 'issues', null, null, { signal: during.signal }));
+    while (gh.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    during.abort();
+    const err = await pending;
+    expect(err.name).toBe('AbortError');
+    expect(err).not.toBeInstanceOf(ConnectorError);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('Link header parsing (RFC 8288)', () => {
+  it('parses GitHub-style headers', () => {
+    const header =
+      '<https://api.github.com/repositories/1/issues?page=1>; rel="prev", <https://api.github.com/repositories/1/issues?page=3>; rel="next", ' +
+      '<https://api.github.com/repositories/1/issues?page=9>; rel="last"';
+    expect(nextLink(header)).toBe('https://api.github.com/repositories/1/issues?page=3');
+    expect(parseLinkHeader(header).map((l) => l.rels)).toEqual([['prev'], ['next'], ['last']]);
+  });
+
+  it('keeps commas and semicolons inside <…> and quoted values, and handles several rels', () => {
+    const header =
+      '<https://h.test/a?x=1,2;y=3>; title="a, b; \\"c\\""; rel="last", ' +
+      '<https://h.test/b?list=a,b>;REL="prev NEXT";anchor="#x" ,<https://h.test/c>; rel=first';
+    const links = parseLinkHeader(header);
+    expect(links.map((l) => l.url)).toEqual(['https://h.test/a?x=1,2;y=3', 'https://h.test/b?list=a,b', 'https://h.test/c']);
+    expect(links[0]!.params.title).toBe('a, b; "c"');
+    expect(links[1]!.rels).toEqual(['prev', 'next']);
+    expect(links[2]!.rels).toEqual(['first']);
+    expect(nextLink(header)).toBe('https://h.test/b?list=a,b');
+  });
+
+  it('resolves relative targets, ignores later rel params and skips malformed links', () => {
+    expect(nextLink('</repositories/1/issues?page=2>; rel="next"', 'https://ghe.test/api/v3/repos/o/r/issues')).toBe(
+      'https://ghe.test/repositories/1/issues?page=2',
+    );
+    expect(nextLink('<https://h.test/1>; rel="last"; rel="next"')).toBeNull();
+    expect(nextLink('garbage; rel="next", <https://h.test/2>; rel="next"')).toBe('https://h.test/2');
+    expect(nextLink('<https://h.test/1> junk, <https://h.test/3>; rel=next')).toBe('https://h.test/3');
+    expect(nextLink('')).toBeNull();
+    expect(nextLink(null)).toBeNull();
+    expect(nextLink('<https://h.test/1>; rel="last"')).toBeNull();
+  });
+
+  it('parses Retry-After values', () => {
+    const now = Date.parse('2025-06-01T12:00:00Z');
+    expect(parseRetryAfter('30', now)).toBe(30);
+    expect(parseRetryAfter('Sun, 01 Jun 2025 12:01:30 GMT', now)).toBe(90);
+    expect(parseRetryAfter('Sun, 01 Jun 2025 11:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+});

@@ -1,0 +1,294 @@
+// A small local stand-in for the GitHub REST API (node:http on 127.0.0.1, port 0), covering what
+// the github connector uses: GET /repos/{owner}/{repo}/{issues|pulls} and the
+// /repositories/{id}/{issues|pulls} form GitHub uses in its Link headers. Like GitHub it:
+// - requires `Authorization: Bearer <token>` (401 "Bad credentials" otherwise);
+// - lists pull requests in the issues endpoint too (items with a `pull_request` key);
+// - honours state, sort (updated|created), direction, per_page (default 30, max 100), page and,
+//   for issues only, since (updated_at ≥ since);
+// - answers ABSOLUTE Link URLs whose path differs from the first request
+//   (http://127.0.0.1:PORT/repositories/<id>/issues?…&page=2), with rel="prev"/"next"/"last"/"first";
+// - sends x-ratelimit-* headers on every answer.
+// Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
+// answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One item as the fake serves it (the GitHub fields the connector and tests look at). */
+export interface FakeGitHubItem extends Record<string, unknown> {
+  id: number;
+  number: number;
+  title: string;
+  state: 'open' | 'closed';
+  created_at: string;
+  updated_at: string;
+}
+
+/** A repository: its numeric id (for /repositories/{id}) and its issues and pull requests. */
+export interface FakeRepoSpec {
+  id?: number;
+  /** How many plain issues to generate. */
+  issues?: number;
+  /** How many pull requests to generate (they share the number space with issues, as on GitHub). */
+  pulls?: number;
+}
+
+/** Options of `startFakeGitHub`. */
+export interface FakeGitHubOptions {
+  /** The only token accepted (Bearer). Default 'ghp_fake_token_for_tests'. */
+  token?: string;
+  /** 'owner/name' → what the repository holds. */
+  repos?: Record<string, FakeRepoSpec>;
+  /** updated_at of the oldest item; each later one is one minute newer. Default 2025-01-01. */
+  baseTime?: string;
+  /** x-ratelimit-remaining sent on successful answers (default 4999). */
+  rateLimitRemaining?: number;
+}
+
+/** A recorded request. `url` is the path and query exactly as received. */
+export interface FakeGitHubRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** What an injected failure answers. */
+export type FakeGitHubFailure =
+  | { kind: 'unauthorized' }
+  | { kind: 'not_found' }
+  /** 403 without any rate-limit signal. */
+  | { kind: 'forbidden' }
+  /** Secondary limit: `status` (default 403) with `Retry-After` (seconds or HTTP-date) when given. */
+  | { kind: 'secondary'; status?: 403 | 429; retryAfter?: string | number }
+  /** Primary limit: `status` (default 403), x-ratelimit-remaining 0 and x-ratelimit-reset `reset`. */
+  | { kind: 'primary'; status?: 403 | 429; reset: number }
+  | { kind: 'server_error'; status?: number }
+  /** Never answers (until the client goes away or the server closes). */
+  | { kind: 'hang' };
+
+/** Which requests a failure applies to: the `nth` request (1-based, counting all), or a path. */
+export interface FakeGitHubFailureMatch {
+  nth?: number;
+  /** A string matches a pathname prefix; a RegExp is tested against path + query. */
+  path?: string | RegExp;
+  /** How many matching requests fail (default: all of them). */
+  times?: number;
+}
+
+/** A running fake. */
+export interface FakeGitHub {
+  /** e.g. http://127.0.0.1:PORT — use as the connector's `base_url`. */
+  baseUrl: string;
+  /** The accepted token. */
+  token: string;
+  /** Every request received, in order. */
+  requests: FakeGitHubRequest[];
+  /** 'owner/name' → { id, items } — what the fake serves (items in number order). */
+  repos: Map<string, { id: number; items: FakeGitHubItem[] }>;
+  /** Sets the injected failure (replacing any previous one); null clears it. */
+  setFailure(failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null): void;
+  /** Sets x-ratelimit-remaining on successful answers (e.g. 0: a fine page, but the last one). */
+  setRateLimitRemaining(remaining: number): void;
+  close(): Promise<void>;
+}
+
+const MINUTE_MS = 60_000;
+
+/** Generates a repository's items: issues and PRs interleaved, numbered 1…n. */
+function generateItems(fullName: string, repoId: number, spec: FakeRepoSpec, baseMs: number): FakeGitHubItem[] {
+  let issues = spec.issues ?? 0;
+  let pulls = spec.pulls ?? 0;
+  const items: FakeGitHubItem[] = [];
+  const total = issues + pulls;
+  for (let number = 1; number <= total; number++) {
+    // Alternate while both remain, so PRs are spread over the pages of the issues endpoint.
+    const isPull = pulls > 0 && (issues === 0 || number % 2 === 0);
+    if (isPull) pulls--;
+    else issues--;
+    // updated_at order differs from number order (newest numbers were updated first), so a
+    // client relying on number order would notice.
+    const updatedMs = baseMs + (total - number) * MINUTE_MS;
+    const item: FakeGitHubItem = {
+      id: repoId * 10_000 + number,
+      number,
+      title: `${isPull ? 'PR' : 'Issue'} ${number} of ${fullName}`,
+      state: number % 3 === 0 ? 'closed' : 'open',
+      created_at: new Date(baseMs - number * MINUTE_MS).toISOString(),
+      updated_at: new Date(updatedMs).toISOString(),
+      html_url: `https://github.com/${fullName}/${isPull ? 'pull' : 'issues'}/${number}`,
+    };
+    if (isPull) item.pull_request = { url: `https://api.github.com/repos/${fullName}/pulls/${number}` };
+    items.push(item);
+  }
+  return items;
+}
+
+/** Starts the fake on 127.0.0.1 (random port). */
+export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<FakeGitHub> {
+  const token = opts.token ?? 'ghp_fake_token_for_tests';
+  const baseMs = Date.parse(opts.baseTime ?? '2025-01-01T00:00:00Z');
+  const repos = new Map<string, { id: number; items: FakeGitHubItem[] }>();
+  let nextId = 12345;
+  for (const [fullName, spec] of Object.entries(opts.repos ?? {})) {
+    const id = spec.id ?? nextId++;
+    repos.set(fullName, { id, items: generateItems(fullName, id, spec, baseMs) });
+  }
+  const requests: FakeGitHubRequest[] = [];
+  let failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null = null;
+  let failuresFired = 0;
+  let rateLimitRemaining = opts.rateLimitRemaining ?? 4999;
+  let baseUrl = '';
+
+  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'x-github-api-version-selected': '2022-11-28',
+      ...headers,
+    });
+    res.end(JSON.stringify(body));
+  };
+  const rateHeaders = (remaining: number, reset: number) => ({
+    'x-ratelimit-limit': '5000',
+    'x-ratelimit-remaining': String(remaining),
+    'x-ratelimit-reset': String(reset),
+    'x-ratelimit-used': String(5000 - remaining),
+    'x-ratelimit-resource': 'core',
+  });
+  const nowReset = () => Math.floor(Date.now() / 1000) + 3600;
+
+  const matches = (f: FakeGitHubFailureMatch, n: number, pathname: string, pathAndQuery: string) => {
+    if (f.times !== undefined && failuresFired >= f.times) return false;
+    if (f.nth !== undefined && f.nth !== n) return false;
+    if (typeof f.path === 'string' && !pathname.startsWith(f.path)) return false;
+    if (f.path instanceof RegExp && !f.path.test(pathAndQuery)) return false;
+    return true;
+  };
+
+  const answerFailure = (res: ServerResponse, f: FakeGitHubFailure) => {
+    const docs = 'https://docs.github.com/rest';
+    switch (f.kind) {
+      case 'unauthorized':
+        return send(res, 401, { message: 'Bad credentials', documentation_url: docs, status: '401' });
+      case 'not_found':
+        return send(res, 404, { message: 'Not Found', documentation_url: docs, status: '404' });
+      case 'forbidden':
+        return send(res, 403, { message: 'Resource not accessible by personal access token', documentation_url: docs, status: '403' }, rateHeaders(rateLimitRemaining, nowReset()));
+      case 'secondary':
+        return send(
+          res,
+          f.status ?? 403,
+          { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: docs },
+          { ...rateHeaders(rateLimitRemaining, nowReset()), ...(f.retryAfter !== undefined ? { 'retry-after': String(f.retryAfter) } : {}) },
+        );
+      case 'primary':
+        return send(
+          res,
+          f.status ?? 403,
+          { message: 'API rate limit exceeded for user ID 1.', documentation_url: docs },
+          rateHeaders(0, f.reset),
+        );
+      case 'server_error':
+        return send(res, f.status ?? 500, { message: 'Server Error' });
+      case 'hang':
+        return; // the response is left open
+    }
+  };
+
+  const server = createServer((req, res) => {
+    const received = req.url ?? '/';
+    requests.push({ method: req.method ?? 'GET', url: received, headers: req.headers });
+    const n = requests.length;
+    const url = new URL(received, baseUrl);
+
+    if (failure && matches(failure, n, url.pathname, received)) {
+      failuresFired++;
+      return answerFailure(res, failure);
+    }
+    if (req.headers.authorization !== `Bearer ${token}`) {
+      return send(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
+    }
+    if (req.method !== 'GET') return send(res, 404, { message: 'Not Found' });
+
+    // /repos/{owner}/{name}/{issues|pulls} or /repositories/{id}/{issues|pulls}
+    let repo: { id: number; items: FakeGitHubItem[] } | undefined;
+    let endpoint: string | undefined;
+    const byName = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)$/.exec(url.pathname);
+    const byId = /^\/repositories\/(\d+)\/(issues|pulls)$/.exec(url.pathname);
+    if (byName) {
+      repo = repos.get(`${decodeURIComponent(byName[1]!)}/${decodeURIComponent(byName[2]!)}`);
+      endpoint = byName[3];
+    } else if (byId) {
+      repo = [...repos.values()].find((r) => r.id === Number(byId[1]));
+      endpoint = byId[2];
+    }
+    if (!repo || !endpoint) return send(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+
+    const q = url.searchParams;
+    const state = q.get('state') ?? 'open';
+    const sort = q.get('sort') ?? 'created';
+    const direction = q.get('direction') ?? 'desc';
+    const perPage = Math.min(100, Math.max(1, Number(q.get('per_page') ?? 30) || 30));
+    const page = Math.max(1, Number(q.get('page') ?? 1) || 1);
+    const since = endpoint === 'issues' ? q.get('since') : null;
+    const sinceMs = since === null ? null : Date.parse(since);
+    if (sinceMs !== null && Number.isNaN(sinceMs)) {
+      return send(res, 422, { message: 'Validation Failed', errors: [{ field: 'since', code: 'invalid' }] });
+    }
+
+    const field = sort === 'updated' ? 'updated_at' : 'created_at';
+    const listed = repo.items
+      .filter((item) => endpoint === 'issues' || 'pull_request' in item)
+      .filter((item) => state === 'all' || item.state === state)
+      .filter((item) => sinceMs === null || Date.parse(item.updated_at) >= sinceMs)
+      .sort((a, b) => (Date.parse(a[field]) - Date.parse(b[field])) * (direction === 'asc' ? 1 : -1) || a.number - b.number)
+      .map((item) => {
+        if (endpoint === 'issues') return item;
+        // The pulls endpoint serves PR objects (no `pull_request` key of their own).
+        const { pull_request: _omit, ...pr } = item;
+        return pr;
+      });
+    const lastPage = Math.max(1, Math.ceil(listed.length / perPage));
+    const body = listed.slice((page - 1) * perPage, page * perPage);
+
+    // GitHub's Link URLs: absolute, /repositories/{id}/… form, the request's params plus page.
+    const pageUrl = (p: number) => {
+      const u = new URL(`${baseUrl}/repositories/${repo.id}/${endpoint}`);
+      for (const [key, value] of q) if (key !== 'page') u.searchParams.append(key, value);
+      u.searchParams.set('page', String(p));
+      return u.href;
+    };
+    const links: string[] = [];
+    if (page > 1) links.push(`<${pageUrl(page - 1)}>; rel="prev"`);
+    if (page < lastPage) links.push(`<${pageUrl(page + 1)}>; rel="next"`, `<${pageUrl(lastPage)}>; rel="last"`);
+    if (page > 1) links.push(`<${pageUrl(1)}>; rel="first"`);
+
+    if (rateLimitRemaining > 0) rateLimitRemaining--;
+    return send(res, 200, body, {
+      ...rateHeaders(rateLimitRemaining, nowReset()),
+      ...(links.length > 0 ? { link: links.join(', ') } : {}),
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    baseUrl,
+    token,
+    requests,
+    repos,
+    setFailure(next) {
+      failure = next;
+      failuresFired = 0;
+    },
+    setRateLimitRemaining(remaining) {
+      rateLimitRemaining = remaining;
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}

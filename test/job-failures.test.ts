@@ -1,0 +1,129 @@
+// Failure policy of a job on the time-skipping server (SPEC §5, seeds 001 and 002): retries after
+// 1, 2, 4, 8, 16 min, the circuit breaker and its alert, and rate limits that wait for the
+// provider's hint without touching the breaker. Each job runs as its own workflow here.
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { syncJobWorkflowId } from '../workflows/ids';
+import type { SyncJobResult } from '../workflows/sync-job';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createTimeSkippingEnv } from './helpers/temporal';
+import { createTestWorker } from './helpers/worker';
+
+const TASK_QUEUE = 'job-failures';
+const MINUTE = 60_000;
+
+describe('job failure policy (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  beforeAll(async () => {
+    [env, db] = await Promise.all([createTimeSkippingEnv(), createTestDatabase()]);
+    ({ worker } = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE }));
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    await db?.drop();
+  });
+  beforeEach(() => {
+    resetDemoFailures();
+    resetDemoFetchLog();
+  });
+
+  let seq = 0;
+  async function runJob(config: Record<string, unknown>) {
+    seq += 1;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, credentials)
+       values ('acme', 'demo', $1, $2, '{"token": "s3cret-token-value"}') returning id`,
+      [`f${seq}`, { seed: `s${seq}`, resource_types: ['issues'], records_per_resource: 10, ...config }],
+    );
+    const connectionId = rows[0]!.id;
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger) values ($1, $2, 'acme', 'full', 'manual')`,
+      [jobId, connectionId],
+    );
+    const result = await env.client.workflow.execute<(i: { jobId: string; connectionId: string }) => Promise<SyncJobResult>>(
+      'syncJobWorkflow',
+      { taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId }] },
+    );
+    return { connectionId, jobId, result };
+  }
+
+  const logs = async (jobId: string) =>
+    (await db.pool.query('select attempt, outcome, started_at, finished_at, error_summary from sync_job_logs where job_id = $1 order by attempt', [jobId])).rows;
+  const stats = async (connectionId: string) =>
+    (await db.pool.query('select consecutive_failures, paused_until, last_failure_at from connector_failure_stats where connection_id = $1', [connectionId])).rows[0];
+  const alerts = async (connectionId: string) =>
+    (await db.pool.query('select category, severity, context, resolved_at from alerts where connection_id = $1 order by created_at', [connectionId])).rows;
+
+  it('retries a failing job after 1, 2, 4, 8, 16 min (±10 %), then fails it with a terminal log row and an alert', async () => {
+    const { connectionId, jobId, result } = await runJob({ fail: { resource: 'issues', at_page: 1, kind: 'transient' } });
+    expect(result.status).toBe('failed');
+    const rows = await logs(jobId);
+    expect(rows.map((r) => r.outcome)).toEqual(['retrying', 'retrying', 'retrying', 'retrying', 'retrying', 'failed']);
+    // The wait after attempt n is the gap between its end and the next attempt's start.
+    const gaps = rows.slice(1).map((r, i) => (r.started_at.getTime() - rows[i]!.finished_at.getTime()) / MINUTE);
+    const expected = [1, 2, 4, 8, 16];
+    gaps.forEach((gap, i) => {
+      // The 5th failure opens the breaker (30 min), so the last wait is the pause, not 16 min.
+      const want = i === 4 ? 30 : expected[i]!;
+      expect(gap).toBeGreaterThanOrEqual(want * 0.9 - 0.01);
+      expect(gap).toBeLessThanOrEqual(want * 1.1 + 0.5);
+    });
+    const job = (await db.pool.query('select status, retry_count, last_error from sync_jobs where id = $1', [jobId])).rows[0];
+    expect(job).toMatchObject({ status: 'failed', retry_count: 5 });
+    expect(job.last_error).toMatch(/issues: /);
+    const raised = await alerts(connectionId);
+    expect(raised.map((a) => a.category).sort()).toEqual(['sync_circuit_breaker', 'sync_job_failed']);
+    expect(JSON.stringify(raised)).not.toContain('s3cret-token-value');
+    expect((await stats(connectionId)).consecutive_failures).toBe(6);
+  });
+
+  it('opens the breaker after 5 failed attempts with one alert, and a later success closes it', async () => {
+    // Each attempt's fetch fails twice (the activity's one quick retry), for five attempts.
+    const { connectionId, jobId, result } = await runJob({ fail: { resource: 'issues', at_page: 1, kind: 'transient', times: 10 } });
+    expect(result.status).toBe('completed');
+    const rows = await logs(jobId);
+    expect(rows.map((r) => r.outcome)).toEqual(['retrying', 'retrying', 'retrying', 'retrying', 'retrying', 'completed']);
+    // The 5th failed attempt paused the connection for 30 min: the 6th attempt waited for it.
+    const fifthEnd = rows[4]!.finished_at.getTime();
+    expect(rows[5]!.started_at.getTime() - fifthEnd).toBeGreaterThanOrEqual(30 * MINUTE - 1000);
+    const breaker = await alerts(connectionId);
+    expect(breaker).toHaveLength(1);
+    expect(breaker[0]).toMatchObject({ category: 'sync_circuit_breaker', severity: 'warning' });
+    expect(breaker[0].context).toMatchObject({ connection_id: connectionId, consecutive_failures: 5 });
+    expect(breaker[0].resolved_at).not.toBeNull();
+    expect(await stats(connectionId)).toMatchObject({ consecutive_failures: 0, paused_until: null });
+  });
+
+  it('waits at least Retry-After for a rate limit and does not touch the breaker', async () => {
+    const { connectionId, jobId, result } = await runJob({
+      fail: { resource: 'issues', at_page: 1, kind: 'rate_limited', retry_after_seconds: 120, times: 1 },
+    });
+    expect(result.status).toBe('completed');
+    const rows = await logs(jobId);
+    expect(rows.map((r) => r.outcome)).toEqual(['retrying', 'completed']);
+    const waitedSeconds = (rows[1]!.started_at.getTime() - rows[0]!.finished_at.getTime()) / 1000;
+    expect(waitedSeconds).toBeGreaterThanOrEqual(120);
+    expect(waitedSeconds).toBeLessThanOrEqual(132 + 1);
+    const job = (await db.pool.query('select retry_count, rate_limit_retry_count from sync_jobs where id = $1', [jobId])).rows[0];
+    expect(job).toEqual({ retry_count: 0, rate_limit_retry_count: 1 });
+    expect(await stats(connectionId)).toBeUndefined();
+    expect(await alerts(connectionId)).toEqual([]);
+  });
+
+  it('fails at once on a permanent error with its message', async () => {
+    const { jobId, result } = await runJob({ fail: { resource: 'issues', at_page: 1, kind: 'permanent' } });
+    expect(result.status).toBe('failed');
+    expect((await logs(jobId)).map((r) => r.outcome)).toEqual(['failed']);
+  });
+});
