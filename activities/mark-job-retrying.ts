@@ -22,7 +22,7 @@ export interface MarkJobRetryingInput {
  * (keeping their page progress, so the next attempt resumes), and a `sync_job_logs` row records the
  * attempt. Returns the new counts.
  */
-export function markJobRetrying({ pool, metrics }: ActivityDeps) {
+export function markJobRetrying({ pool, metrics, logger }: ActivityDeps) {
   return async (input: MarkJobRetryingInput): Promise<{ retryCount: number; rateLimitRetryCount: number }> =>
     withTransaction(pool, async (tx) => {
       const { rows } = await tx.query(
@@ -55,10 +55,25 @@ export function markJobRetrying({ pool, metrics }: ActivityDeps) {
           new Date(input.at), job.processed_entities, job.failed_tasks, input.error],
       );
       metrics.jobRetries.inc({ connector_id: job.provider });
+      const waitSeconds = (input.retryAfter - input.at) / 1000;
       if (input.kind === 'rate_limited') {
         metrics.rateLimited.inc({ provider: job.provider });
-        metrics.rateLimitBackoffSeconds.observe((input.retryAfter - input.at) / 1000);
+        metrics.rateLimitBackoffSeconds.observe(waitSeconds);
       }
+      logger.warn(
+        {
+          job_id: input.jobId,
+          connection_id: job.connection_id,
+          provider: job.provider,
+          kind: input.kind,
+          retry_count: job.retry_count,
+          rate_limit_retry_count: job.rate_limit_retry_count,
+          wait_seconds: waitSeconds,
+          retry_after: new Date(input.retryAfter).toISOString(),
+          error: input.error,
+        },
+        input.kind === 'rate_limited' ? 'rate limited: job waits before retrying' : 'sync job attempt failed: job waits before retrying',
+      );
       return { retryCount: job.retry_count, rateLimitRetryCount: job.rate_limit_retry_count };
     });
 }

@@ -14,7 +14,8 @@ import { connectionWorkflowId, syncJobWorkflowId } from '../workflows/ids';
 import type { SyncJobResult } from '../workflows/sync-job';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { createDevServerEnv } from './helpers/temporal';
-import { createTestWorker, eventually } from './helpers/worker';
+import { startFakeGitHub } from './helpers/fake-github';
+import { createTestWorker, eventually, type LogLines } from './helpers/worker';
 
 const run = promisify(execFile);
 const TASK_QUEUE = 'sync-jobs';
@@ -24,10 +25,11 @@ describe('sync jobs', () => {
   let db: TestDatabase;
   let worker: Worker;
   let running: Promise<void>;
+  let lines: LogLines;
 
   beforeAll(async () => {
     [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
-    ({ worker } = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE }));
+    ({ worker, lines } = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE }));
     running = worker.run();
   });
   afterAll(async () => {
@@ -189,6 +191,36 @@ describe('sync jobs', () => {
     expect(saved).toMatchObject({ status: 'failed', completed_tasks: 2, failed_tasks: 1 });
     expect(saved.last_error).toMatch(/^1 of 3 resource types failed: users: /);
     expect(saved.last_error).not.toMatch(/at .*\.ts|stack|select /i);
+  });
+
+  it('syncs GitHub issues across Link pages, and fails at once on a rejected token that appears in no log', async () => {
+    const github = await startFakeGitHub({ token: 'ghp_valid_token_1234567890', repos: { 'acme/app': { issues: 250, pulls: 40 } } });
+    try {
+      const config = { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 100 };
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, config, credentials)
+         values ('acme', 'github', 'gh-ok', $1, $2), ('acme', 'github', 'gh-bad', $1, $3) returning id`,
+        [config, { token: 'ghp_valid_token_1234567890' }, { token: 'ghp_wrong_token_0987654321' }],
+      );
+      const ok = await runJob(rows[0]!.id, 'full');
+      expect(ok.result.status).toBe('completed');
+      const counts = await db.pool.query(
+        `select resource_type, count(*)::int as n from records where connection_id = $1 group by 1 order by 1`,
+        [rows[0]!.id],
+      );
+      expect(counts.rows).toEqual([{ resource_type: 'issues', n: 250 }, { resource_type: 'pull_requests', n: 40 }]);
+
+      const bad = await runJob(rows[1]!.id, 'full');
+      expect(bad.result.status).toBe('failed');
+      const saved = await job(bad.jobId);
+      expect(saved.last_error).toMatch(/GitHub rejected the credentials \(401\)/);
+      expect((await db.pool.query('select count(*)::int as n from sync_job_logs where job_id = $1', [bad.jobId])).rows[0].n).toBe(1);
+      const everything = JSON.stringify(lines) + JSON.stringify(saved) + JSON.stringify(bad.result);
+      expect(everything).not.toContain('ghp_wrong_token_0987654321');
+      expect(everything).not.toContain('ghp_valid_token_1234567890');
+    } finally {
+      await github.close();
+    }
   });
 
   it('immediate mode returns counts and creates no job or task rows', async () => {
