@@ -223,6 +223,31 @@ describe('connection workflow (time-skipping)', () => {
     expect(after.current_job_id).not.toBe(sleeping.current_job_id);
   });
 
+  it('enqueues nothing while the circuit breaker pauses the connection, and runs when the pause ends', async () => {
+    seq += 1;
+    const now = await env.currentTimeMs();
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at)
+       values ('acme', 'demo', $1, '{"sync": {"interval_seconds": 900}}', $2) returning id`,
+      [`app${seq}`, new Date(now)],
+    );
+    const id = rows[0]!.id;
+    await db.pool.query(
+      `insert into connector_failure_stats (connection_id, provider_slug, consecutive_failures, paused_until)
+       values ($1, 'demo', 5, $2)`,
+      [id, new Date(now + 30 * MINUTE)],
+    );
+    started.push(id);
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    const paused = await waitForState(id, (s) => s.phase === 'backing_off');
+    expect(paused.breaker?.paused_until).toBe(new Date(now + 30 * MINUTE).toISOString());
+    expect(await jobs(id)).toHaveLength(0);
+    await env.sleep(31 * MINUTE);
+    const after = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    expect(after.breaker).toBeNull();
+    expect((await jobs(id)).filter((r) => r.status === 'completed')).toHaveLength(1);
+  });
+
   it('continues as new every cycle and keeps its state across runs', async () => {
     const { id, handle } = await newConnection({ interval_seconds: 300 });
     const first = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
