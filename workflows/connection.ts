@@ -89,6 +89,7 @@ export interface ConnectionWorkflowInput {
 
 const SKIP_RETRY_MS = 60_000;
 const LOCKED_RETRY_MS = 5_000;
+const PAUSED_RECHECK_MS = 60 * 60_000;
 
 /** The long-running scheduler workflow of one connection. */
 export async function connectionWorkflow(input: ConnectionWorkflowInput): Promise<void> {
@@ -173,7 +174,8 @@ export async function connectionWorkflow(input: ConnectionWorkflowInput): Promis
       }
       if (ctx.status === 'paused') {
         setPhase('paused');
-        await condition(() => intents.status !== null || intents.schedule !== null);
+        // Woken by resume; also re-reads the status hourly in case it was changed without a signal.
+        await condition(() => intents.status !== null || intents.schedule !== null, PAUSED_RECHECK_MS);
         continue;
       }
       if (ctx.pausedUntil !== null) {
