@@ -9,6 +9,7 @@ import type { ConnectionState } from '../workflows/connection';
 import { connectionWorkflowId } from '../workflows/ids';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { createTimeSkippingEnv } from './helpers/temporal';
+import { recordHistory } from './helpers/histories';
 import { createTestWorker, eventually, type LogLines } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-wf';
@@ -169,6 +170,7 @@ describe('connection workflow (time-skipping)', () => {
     const { rows } = await db.pool.query(`select metadata -> 'sync' as sync from connections where id = $1`, [id]);
     expect(rows[0].sync.interval_seconds).toBe(120);
     expect(rows[0].sync.next_run_at).toBe(after.next_run_at);
+    await recordHistory(env.client, 'connection-update-schedule', connectionWorkflowId(id));
   });
 
   it('pause stops runs until resume', async () => {
@@ -193,6 +195,7 @@ describe('connection workflow (time-skipping)', () => {
     await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
     const resumed = await jobs(id);
     expect(resumed.filter((r) => r.status === 'completed')).toHaveLength(2);
+    await recordHistory(env.client, 'connection-pause-resume', connectionWorkflowId(id));
   });
 
   it('syncNow runs at once with the requested mode', async () => {
@@ -221,6 +224,7 @@ describe('connection workflow (time-skipping)', () => {
     expect(cancelled).toMatchObject({ status: 'cancelled', last_error: 'cancelled by signal before it started' });
     expect(rows.filter((r) => r.status === 'queued')).toHaveLength(1);
     expect(after.current_job_id).not.toBe(sleeping.current_job_id);
+    await recordHistory(env.client, 'connection-cancel-job-while-sleeping', connectionWorkflowId(id));
   });
 
   it('enqueues nothing while the circuit breaker pauses the connection, and runs when the pause ends', async () => {
@@ -256,6 +260,7 @@ describe('connection workflow (time-skipping)', () => {
     const second = await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
     const run2 = (await handle.describe()).runId;
     expect(run2).not.toBe(run1);
+    await recordHistory(env.client, 'connection-cycle-continue-as-new', connectionWorkflowId(id), run1);
     expect(second.last_outcome).toBe('completed');
     expect(second.next_run_at).not.toBe(first.next_run_at);
     // Each run's history is one cycle: small and bounded.

@@ -10,6 +10,7 @@ import { syncJobWorkflowId } from '../workflows/ids';
 import type { SyncJobResult } from '../workflows/sync-job';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { createTimeSkippingEnv } from './helpers/temporal';
+import { recordHistory } from './helpers/histories';
 import { createTestWorker } from './helpers/worker';
 
 const TASK_QUEUE = 'job-failures';
@@ -103,6 +104,7 @@ describe('job failure policy (time-skipping)', () => {
     expect(breaker[0].context).toMatchObject({ connection_id: connectionId, consecutive_failures: 5 });
     expect(breaker[0].resolved_at).not.toBeNull();
     expect(await stats(connectionId)).toMatchObject({ consecutive_failures: 0, paused_until: null });
+    await recordHistory(env.client, 'sync-job-retries-breaker', syncJobWorkflowId(jobId));
   });
 
   it('waits at least Retry-After for a rate limit and does not touch the breaker', async () => {
@@ -119,6 +121,7 @@ describe('job failure policy (time-skipping)', () => {
     expect(job).toEqual({ retry_count: 0, rate_limit_retry_count: 1 });
     expect(await stats(connectionId)).toBeUndefined();
     expect(await alerts(connectionId)).toEqual([]);
+    await recordHistory(env.client, 'sync-job-rate-limited', syncJobWorkflowId(jobId));
   });
 
   it('fails at once on a permanent error with its message', async () => {

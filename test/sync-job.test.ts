@@ -15,6 +15,7 @@ import type { SyncJobResult } from '../workflows/sync-job';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { createDevServerEnv } from './helpers/temporal';
 import { startFakeGitHub } from './helpers/fake-github';
+import { recordHistory } from './helpers/histories';
 import { createTestWorker, eventually, type LogLines } from './helpers/worker';
 
 const run = promisify(execFile);
@@ -259,6 +260,7 @@ describe('sync jobs', () => {
     expect(fetchedAtEnd).toBeLessThan(50);
     await new Promise((r) => setTimeout(r, 500));
     expect(demoFetchLog.length).toBe(fetchedAtEnd);
+    await recordHistory(env.client, 'sync-job-cancelled', syncJobWorkflowId(jobId));
   });
 
   it('cancels the running job of a connection with the cancelJob signal', async () => {
