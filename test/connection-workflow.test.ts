@@ -2,42 +2,26 @@
 // workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
 import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConnectionWorkflow } from '../lib/connection-workflows';
 import type { ConnectionState } from '../workflows/connection';
 import { connectionWorkflowId } from '../workflows/ids';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { createTimeSkippingEnv } from './helpers/temporal';
+import type { TestDatabase } from './helpers/database';
+import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
-import { createTestWorker, eventually, type LogLines } from './helpers/worker';
+import { eventually, type LogLines } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-wf';
 const { EventType } = proto.temporal.api.enums.v1;
 const MINUTE = 60_000;
 
 describe('connection workflow (time-skipping)', () => {
+  const stack = useWorkerStack('time-skipping', TASK_QUEUE);
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  let worker: Worker;
   let lines: LogLines;
-  let running: Promise<void>;
-
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createTimeSkippingEnv(), createTestDatabase()]);
-    ({ worker, lines } = await createTestWorker({
-      connection: env.nativeConnection,
-      client: env.client,
-      pool: db.pool,
-      taskQueue: TASK_QUEUE,
-    }));
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await db?.drop();
+  beforeAll(() => {
+    ({ env, db, lines } = stack);
   });
 
   // Each test's connection workflows are terminated after it, so time skips only for the next test's.

@@ -3,35 +3,23 @@
 // provider's hint without touching the breaker. Each job runs as its own workflow here.
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
 import { syncJobWorkflowId } from '../workflows/ids';
 import type { SyncJobResult } from '../workflows/sync-job';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { createTimeSkippingEnv } from './helpers/temporal';
+import type { TestDatabase } from './helpers/database';
+import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
-import { createTestWorker } from './helpers/worker';
 
 const TASK_QUEUE = 'job-failures';
 const MINUTE = 60_000;
 
 describe('job failure policy (time-skipping)', () => {
+  const stack = useWorkerStack('time-skipping', TASK_QUEUE);
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  let worker: Worker;
-  let running: Promise<void>;
-
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createTimeSkippingEnv(), createTestDatabase()]);
-    ({ worker } = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE }));
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await db?.drop();
+  beforeAll(() => {
+    ({ env, db } = stack);
   });
   beforeEach(() => {
     resetDemoFailures();

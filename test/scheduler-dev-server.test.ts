@@ -3,43 +3,27 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { ensureConnectionWorkflow } from '../lib/connection-workflows';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import { connectionWorkflowId } from '../workflows/ids';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import type { TestDatabase } from './helpers/database';
+import { useWorkerStack } from './helpers/stack';
 import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
-import { createDevServerEnv } from './helpers/temporal';
-import { capturingLogger, createTestWorker, eventually } from './helpers/worker';
+import { capturingLogger, eventually } from './helpers/worker';
 
 const run = promisify(execFile);
 const TASK_QUEUE = 'scheduler-e2e';
 
 describe('scheduler on the dev server', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  let worker: Worker;
-  let running: Promise<void>;
-
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
-    ({ worker } = await createTestWorker({
-      connection: env.nativeConnection,
-      client: env.client,
-      pool: db.pool,
-      taskQueue: TASK_QUEUE,
-    }));
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await db?.drop();
+  beforeAll(() => {
+    ({ env, db } = stack);
   });
 
   /** Runs the `temporal` CLI against this dev server, as the README shows it. */

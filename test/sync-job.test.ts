@@ -5,39 +5,28 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createDemoWorld, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
 import { ensureConnectionWorkflow } from '../lib/connection-workflows';
 import type { ConnectionState } from '../workflows/connection';
 import { connectionWorkflowId, syncJobWorkflowId } from '../workflows/ids';
 import type { SyncJobResult } from '../workflows/sync-job';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { createDevServerEnv } from './helpers/temporal';
+import type { TestDatabase } from './helpers/database';
+import { useWorkerStack } from './helpers/stack';
 import { startFakeGitHub } from './helpers/fake-github';
 import { recordHistory } from './helpers/histories';
-import { createTestWorker, eventually, type LogLines } from './helpers/worker';
+import { eventually, type LogLines } from './helpers/worker';
 
 const run = promisify(execFile);
 const TASK_QUEUE = 'sync-jobs';
 
 describe('sync jobs', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  let worker: Worker;
-  let running: Promise<void>;
   let lines: LogLines;
-
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
-    ({ worker, lines } = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE }));
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await db?.drop();
+  beforeAll(() => {
+    ({ env, db, lines } = stack);
   });
   beforeEach(() => {
     resetDemoFetchLog();

@@ -1,0 +1,47 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './database';
+import { createDevServerEnv, createTimeSkippingEnv } from './temporal';
+import { createTestWorker, type LogLines } from './worker';
+
+/** What a workflow test file runs against: its own Temporal server, database and worker. */
+export interface WorkerStack {
+  env: TestWorkflowEnvironment;
+  db: TestDatabase;
+  worker: Worker;
+  /** The worker's log lines, parsed. */
+  lines: LogLines;
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that give the test file a Temporal server of `kind`, a
+ * fresh database and a running Synctide worker on `taskQueue`; the returned object is filled in
+ * by the time the file's own beforeAll hooks and tests run.
+ */
+export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string): WorkerStack {
+  const stack = {} as WorkerStack;
+  let running: Promise<void> | undefined;
+  beforeAll(async () => {
+    [stack.env, stack.db] = await Promise.all([
+      kind === 'dev-server' ? createDevServerEnv() : createTimeSkippingEnv(),
+      createTestDatabase(),
+    ]);
+    const { worker, lines } = await createTestWorker({
+      connection: stack.env.nativeConnection,
+      client: stack.env.client,
+      pool: stack.db.pool,
+      taskQueue,
+    });
+    stack.worker = worker;
+    stack.lines = lines;
+    running = worker.run();
+  });
+  afterAll(async () => {
+    stack.worker?.shutdown();
+    await running;
+    await stack.env?.teardown();
+    await stack.db?.drop();
+  });
+  return stack;
+}
