@@ -13,6 +13,8 @@ export interface MarkJobRetryingInput {
    */
   kind: 'rate_limited' | 'failure' | 'paused';
   error: string;
+  /** How many tasks failed in the attempt (for its log row). */
+  failedCount: number;
 }
 
 /**
@@ -20,18 +22,18 @@ export interface MarkJobRetryingInput {
  * `retrying` with `retry_after` and `last_error`, `retry_count` (failures) or
  * `rate_limit_retry_count` (rate limits) goes up, its unfinished tasks go back to `pending`
  * (keeping their page progress, so the next attempt resumes), and a `sync_job_logs` row records the
- * attempt. Returns the new counts.
+ * attempt.
  */
 export function markJobRetrying({ pool, metrics, logger }: ActivityDeps) {
-  return async (input: MarkJobRetryingInput): Promise<{ retryCount: number; rateLimitRetryCount: number }> =>
+  return async (input: MarkJobRetryingInput): Promise<void> =>
     withTransaction(pool, async (tx) => {
       const { rows } = await tx.query(
         `update sync_jobs
-            set status = 'retrying', retry_after = $2, last_error = $3,
+            set status = 'retrying', retry_after = $2, last_error = $3, failed_tasks = 0,
                 retry_count = retry_count + case when $4 = 'failure' then 1 else 0 end,
                 rate_limit_retry_count = rate_limit_retry_count + case when $4 = 'rate_limited' then 1 else 0 end
           where id = $1 and status in ('running', 'retrying')
-          returning connection_id, retry_count, rate_limit_retry_count, processed_entities, failed_tasks,
+          returning connection_id, retry_count, rate_limit_retry_count, processed_entities,
                     (select provider_slug from connections c where c.id = sync_jobs.connection_id) as provider`,
         [input.jobId, new Date(input.retryAfter), input.error, input.kind],
       );
@@ -42,17 +44,13 @@ export function markJobRetrying({ pool, metrics, logger }: ActivityDeps) {
           where job_id = $1 and status in ('processing', 'failed')`,
         [input.jobId, input.error],
       );
-      await tx.query(
-        `update sync_jobs set failed_tasks = 0 where id = $1`,
-        [input.jobId],
-      );
-      if (input.kind === 'paused') return { retryCount: job.retry_count, rateLimitRetryCount: job.rate_limit_retry_count };
+      if (input.kind === 'paused') return;
       await tx.query(
         `insert into sync_job_logs (job_id, connection_id, attempt, started_at, finished_at, processed_count, failed_count, outcome, error_summary)
          values ($1, $2, $3, $4, $5, $6, $7, 'retrying', $8)
          on conflict (job_id, attempt) do nothing`,
         [input.jobId, job.connection_id, job.retry_count + job.rate_limit_retry_count, new Date(input.startedAt),
-          new Date(input.at), job.processed_entities, job.failed_tasks, input.error],
+          new Date(input.at), job.processed_entities, input.failedCount, input.error],
       );
       metrics.jobRetries.inc({ connector_id: job.provider });
       const waitSeconds = (input.retryAfter - input.at) / 1000;
@@ -74,6 +72,5 @@ export function markJobRetrying({ pool, metrics, logger }: ActivityDeps) {
         },
         input.kind === 'rate_limited' ? 'rate limited: job waits before retrying' : 'sync job attempt failed: job waits before retrying',
       );
-      return { retryCount: job.retry_count, rateLimitRetryCount: job.rate_limit_retry_count };
     });
 }

@@ -1,5 +1,5 @@
 import { withTransaction } from '../db/transaction';
-import { onFailedAttempt } from '../policy/breaker';
+import { onFailedAttempt, onSuccess } from '../policy/breaker';
 import type { ActivityDeps } from './deps';
 
 /** The breaker state after a failed attempt (times in epoch ms). */
@@ -26,8 +26,11 @@ export function recordAttemptFailure({ pool, logger }: ActivityDeps) {
         [input.connectionId, provider, new Date(input.at)],
       );
       const current = rows[0];
-      const paused = current.paused_until && current.paused_until.getTime() > input.at ? current.paused_until.getTime() : null;
-      const next = onFailedAttempt({ consecutiveFailures: current.consecutive_failures, now: input.at, pausedUntil: paused });
+      const next = onFailedAttempt({
+        consecutiveFailures: current.consecutive_failures,
+        now: input.at,
+        pausedUntil: current.paused_until?.getTime() ?? null,
+      });
       await tx.query(
         `update connector_failure_stats set consecutive_failures = $3, paused_until = coalesce($4, paused_until)
           where connection_id = $1 and provider_slug = $2`,
@@ -51,7 +54,7 @@ export function recordAttemptFailure({ pool, logger }: ActivityDeps) {
           'circuit breaker opened: connection paused',
         );
       }
-      return { consecutiveFailures: next.consecutiveFailures, pausedUntil: next.pausedUntil ?? paused };
+      return { consecutiveFailures: next.consecutiveFailures, pausedUntil: next.pausedUntil };
     });
 }
 
@@ -59,16 +62,19 @@ export function recordAttemptFailure({ pool, logger }: ActivityDeps) {
 export function recordAttemptSuccess({ pool }: ActivityDeps) {
   return async (input: { connectionId: string; at: number }): Promise<void> => {
     await withTransaction(pool, async (tx) => {
+      const closed = onSuccess();
       await tx.query(
-        `update connector_failure_stats set consecutive_failures = 0, paused_until = null
-          where connection_id = $1 and (consecutive_failures <> 0 or paused_until is not null)`,
-        [input.connectionId],
+        `update connector_failure_stats set consecutive_failures = $2, paused_until = $3
+          where connection_id = $1 and (consecutive_failures <> $2 or paused_until is distinct from $3)`,
+        [input.connectionId, closed.consecutiveFailures, closed.pausedUntil],
       );
-      await tx.query(
-        `update alerts set resolved_at = $2
-          where connection_id = $1 and category = 'sync_circuit_breaker' and resolved_at is null`,
-        [input.connectionId, new Date(input.at)],
-      );
+      if (closed.resolveAlert) {
+        await tx.query(
+          `update alerts set resolved_at = $2
+            where connection_id = $1 and category = 'sync_circuit_breaker' and resolved_at is null`,
+          [input.connectionId, new Date(input.at)],
+        );
+      }
     });
   };
 }

@@ -2,19 +2,16 @@
 // run against a real, freshly migrated Postgres database. The activity factories are called
 // directly with hand-built deps: no Temporal involved.
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import pg from 'pg';
-import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { enqueueJob, type EnqueueJobInput } from '../activities/enqueue-job';
 import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
-import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
+import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -39,24 +36,8 @@ afterAll(async () => {
 
 /** Deps with an in-memory log stream and a registry of its own. */
 function harness(pool: pg.Pool = db.pool): Harness {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(JSON.parse(chunk.toString()) as LogLine);
-      cb();
-    },
-  });
-  const registry = new Registry();
-  const deps: ActivityDeps = {
-    pool,
-    logger: pino({ level: 'debug' }, stream),
-    metrics: createSyncMetrics(registry),
-    temporal: undefined as never,
-    taskQueue: 'test',
-    settings: DEFAULT_SCHEDULE_SETTINGS,
-    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
-  };
-  return { deps, registry, lines };
+  const { deps, registry, lines } = testActivityDeps({ pool });
+  return { deps, registry, lines: lines as LogLine[] };
 }
 
 interface Conn {

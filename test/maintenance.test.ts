@@ -1,18 +1,13 @@
 // Maintenance activities (retention cleanup and the stale-task reaper, SPEC §3 and §5) against a
 // real, freshly migrated Postgres database. Factories are called directly with hand-built deps.
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import pg from 'pg';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deleteOldJobs } from '../activities/delete-old-jobs';
 import type { ActivityDeps } from '../activities/deps';
 import { reapStaleTasks, staleTaskMessage } from '../activities/reap-stale-tasks';
-import { createSyncMetrics } from '../lib/metrics';
-import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
+import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -40,23 +35,8 @@ beforeEach(async () => {
 
 /** Deps with an in-memory log stream. */
 function harness(pool: pg.Pool = db.pool): { deps: ActivityDeps; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(JSON.parse(chunk.toString()) as LogLine);
-      cb();
-    },
-  });
-  const deps: ActivityDeps = {
-    pool,
-    logger: pino({ level: 'debug' }, stream),
-    metrics: createSyncMetrics(new Registry()),
-    temporal: undefined as never,
-    taskQueue: 'test',
-    settings: DEFAULT_SCHEDULE_SETTINGS,
-    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
-  };
-  return { deps, lines };
+  const { deps, lines } = testActivityDeps({ pool });
+  return { deps, lines: lines as LogLine[] };
 }
 
 interface Conn {

@@ -3,17 +3,14 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Registry } from 'prom-client';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { ensureConnectionWorkflow } from '../lib/connection-workflows';
-import { createSyncMetrics } from '../lib/metrics';
-import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import { connectionWorkflowId } from '../workflows/ids';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
-import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
-import { capturingLogger, eventually } from './helpers/worker';
+import { testActivityDeps } from './helpers/deps';
+import { eventually } from './helpers/worker';
 
 const run = promisify(execFile);
 const TASK_QUEUE = 'scheduler-e2e';
@@ -87,17 +84,7 @@ describe('scheduler on the dev server', () => {
   it('keeps one workflow and one active job per connection when reconcile ticks run at once', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await insertConnection(`race-${i}`, { interval_seconds: 3600 }));
-    const { logger } = capturingLogger();
-    const deps = {
-      pool: db.pool,
-      logger,
-      metrics: createSyncMetrics(new Registry()),
-      temporal: env.client,
-      taskQueue: TASK_QUEUE,
-      settings: DEFAULT_SCHEDULE_SETTINGS,
-    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
-    };
-    const tick = reconcileConnections(deps);
+    const tick = reconcileConnections(testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE }).deps);
     const results = await Promise.all([tick({ at: Date.now() }), tick({ at: Date.now() }), tick({ at: Date.now() })]);
     // Every connection was ensured by at least one tick (rows locked by one are skipped by the others).
     expect(results.reduce((sum, r) => sum + r.ensured, 0)).toBeGreaterThanOrEqual(ids.length);
@@ -126,16 +113,8 @@ describe('scheduler on the dev server', () => {
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
     await db.pool.query(`update connections set status = 'disabled' where id = $1`, [id]);
-    const { logger } = capturingLogger();
-    const result = await reconcileConnections({
-      pool: db.pool,
-      logger,
-      metrics: createSyncMetrics(new Registry()),
-      temporal: env.client,
-      taskQueue: TASK_QUEUE,
-      settings: DEFAULT_SCHEDULE_SETTINGS,
-    rateLimit: DEFAULT_RATE_LIMIT_SETTINGS,
-    })({ at: Date.now() });
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    const result = await reconcileConnections(deps)({ at: Date.now() });
     expect(result.stopped).toBeGreaterThanOrEqual(1);
     await eventually(async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined));
     const counts = await jobCounts(id);

@@ -19,7 +19,15 @@ import {
 import type { Activities } from '../activities';
 import type { ConnectionContext } from '../activities/load-connection-context';
 import type { ScheduleChange } from '../activities/save-schedule';
-import { cronProblem, intervalProblem, planNextRun, resolveSchedule, toPlannedRun, type Plan } from '../policy/schedule';
+import {
+  DEFAULT_SCHEDULE_SETTINGS,
+  cronProblem,
+  intervalProblem,
+  planNextRun,
+  resolveSchedule,
+  toPlannedRun,
+  type Plan,
+} from '../policy/schedule';
 import { BOOKKEEPING } from './activity-options';
 import { syncJobWorkflowId } from './ids';
 import { CONNECTION_ID, PHASE, PROVIDER, TENANT_ID } from './search-attributes';
@@ -345,10 +353,8 @@ function acceptScheduleChange(change: { interval_seconds?: number; cron?: string
   if (change?.interval_seconds !== undefined) {
     // The upper bound is the worker's configuration; the planner re-checks it with a warning.
     const problem = intervalProblem(change.interval_seconds, {
-      defaultIntervalSeconds: 900,
-      maxOverriddenIntervalSeconds: Number.MAX_SAFE_INTEGER,
-      jitterPctMin: 0,
-      jitterPctMax: 0,
+      ...DEFAULT_SCHEDULE_SETTINGS,
+      maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY,
     });
     if (!problem) return { interval_seconds: change.interval_seconds };
     log.warn(`updateSchedule ignored: interval_seconds ${JSON.stringify(change.interval_seconds)} ${problem}`);

@@ -76,8 +76,8 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
     let rateLimitRetries = prepared.rateLimitRetryCount;
     if (prepared.pausedUntil !== null && prepared.pausedUntil > Date.now()) {
       const error = 'waiting: the connection is paused by its circuit breaker';
-      await acts.markJobRetrying({ jobId, at: Date.now(), startedAt, retryAfter: prepared.pausedUntil, kind: 'paused', error });
-      await waitAndReclaim(jobId, workflowId, prepared.pausedUntil);
+      await acts.markJobRetrying({ jobId, at: Date.now(), startedAt, retryAfter: prepared.pausedUntil, kind: 'paused', error, failedCount: 0 });
+      if (!(await waitAndReclaim(jobId, workflowId, prepared.pausedUntil))) return { jobId, status: 'skipped' };
     }
     for (;;) {
       const attemptStartedAt = Date.now();
@@ -103,9 +103,11 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
           random: Math.random,
         });
         const retryAfter = Date.now() + Math.ceil(finalSeconds * 1000);
-        await acts.markJobRetrying({ jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'rate_limited', error: summary });
+        await acts.markJobRetrying({
+          jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'rate_limited', error: summary, failedCount: failures.length,
+        });
         rateLimitRetries += 1;
-        await waitAndReclaim(jobId, workflowId, retryAfter);
+        if (!(await waitAndReclaim(jobId, workflowId, retryAfter))) return { jobId, status: 'skipped' };
         continue;
       }
 
@@ -115,9 +117,11 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
       const delayMs = Math.round(retryDelaySeconds({ retryCount: decision.retryCount, random: Math.random }) * 1000);
       // While the breaker is open the job waits for the pause to end, whichever is later.
       const retryAfter = Math.max(Date.now() + delayMs, breaker.pausedUntil ?? 0);
-      await acts.markJobRetrying({ jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'failure', error: summary });
+      await acts.markJobRetrying({
+        jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'failure', error: summary, failedCount: failures.length,
+      });
       retryCount = decision.retryCount;
-      await waitAndReclaim(jobId, workflowId, retryAfter);
+      if (!(await waitAndReclaim(jobId, workflowId, retryAfter))) return { jobId, status: 'skipped' };
     }
   } catch (err) {
     if (isCancellation(err)) {
@@ -149,11 +153,14 @@ async function runAttempt(jobId: string, prepared: PreparedJob): Promise<TaskFai
   return failures;
 }
 
-/** Sleeps durably until `until` (the job shows `retrying` meanwhile), then claims the job again. */
-async function waitAndReclaim(jobId: string, workflowId: string, until: number) {
+/**
+ * Sleeps durably until `until` (the job shows `retrying` meanwhile), then claims the job again.
+ * False when it can no longer be claimed (finished or cancelled elsewhere while waiting).
+ */
+async function waitAndReclaim(jobId: string, workflowId: string, until: number): Promise<boolean> {
   const wait = until - Date.now();
   if (wait > 0) await sleep(wait);
-  await acts.claimJob({ jobId, workflowId, at: Date.now() });
+  return (await acts.claimJob({ jobId, workflowId, at: Date.now() })) !== null;
 }
 
 async function failJob(jobId: string, failures: TaskFailure[], summary: string, startedAt: number): Promise<SyncJobResult> {

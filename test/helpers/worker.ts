@@ -1,30 +1,12 @@
-import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, WorkflowBundle } from '@temporalio/worker';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import type { Pool } from '../../db/pool';
-import { createSyncMetrics } from '../../lib/metrics';
-import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../../policy/schedule';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/create-worker';
 import type { RateLimitSettings } from '../../activities/deps';
-import { DEFAULT_RATE_LIMIT_SETTINGS } from './deps';
+import { testActivityDeps } from './deps';
 import { bundleWorkflows } from './temporal';
 
-/** Log lines captured from a test worker, parsed. */
-export type LogLines = Record<string, unknown>[];
-
-/** A pino logger that keeps its JSON lines in memory for assertions. */
-export function capturingLogger() {
-  const lines: LogLines = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
-}
+export { capturingLogger, type LogLines } from './logs';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 /** The real Synctide workflows, bundled once per test file. */
@@ -39,25 +21,20 @@ export async function createTestWorker(opts: {
   client: Client;
   pool: Pool;
   taskQueue: string;
-  settings?: Partial<ScheduleSettings>;
   rateLimit?: RateLimitSettings;
 }) {
-  const { logger, lines } = capturingLogger();
-  const registry = new Registry();
+  const { deps, lines, registry } = testActivityDeps({
+    pool: opts.pool,
+    temporal: opts.client,
+    taskQueue: opts.taskQueue,
+    rateLimit: opts.rateLimit,
+  });
   const worker = await createWorker({
     connection: opts.connection,
     namespace: 'default',
     shutdownGraceSeconds: 5,
     workflowBundle: await synctideBundle(),
-    activities: {
-      pool: opts.pool,
-      logger,
-      metrics: createSyncMetrics(registry),
-      temporal: opts.client,
-      taskQueue: opts.taskQueue,
-      settings: { ...DEFAULT_SCHEDULE_SETTINGS, ...opts.settings },
-      rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT_SETTINGS,
-    },
+    activities: deps,
   });
   return { worker, lines, registry };
 }
