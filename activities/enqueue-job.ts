@@ -85,6 +85,7 @@ export function enqueueJob(deps: ActivityDeps) {
     const { tenantId, provider, ...answer } = result;
     if (answer.outcome === 'enqueued' && tenantId !== undefined) {
       metrics.jobsScheduled.inc({ provider_slug: provider, tenant_id: tenantId });
+      metrics.jobs.inc({ status: 'queued', connector_id: provider });
       if (input.plan) metrics.jitterSeconds.observe(input.plan.jitterSeconds);
       const plan = input.plan;
       logger.info(

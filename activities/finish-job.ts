@@ -1,5 +1,6 @@
 import { withTransaction } from '../db/transaction';
 import type { ActivityDeps } from './deps';
+import { endedJobColumns, recordJobEnded, type EndedJob } from './job-metrics';
 
 /** The end of one attempt of a job. */
 export interface FinishJobInput {
@@ -12,23 +13,35 @@ export interface FinishJobInput {
   alert?: boolean;
 }
 
+/** What the finishing UPDATE returns. */
+interface FinishedJob extends EndedJob {
+  status: 'completed' | 'failed';
+  connection_id: string;
+  retry_count: number;
+  rate_limit_retry_count: number;
+  processed_entities: string;
+  failed_tasks: number;
+  last_error: string | null;
+}
+
 /**
  * Marks a running job `completed` or `failed` and writes its `sync_job_logs` row, in one
  * transaction, and returns the status it wrote. A job with any failed task (e.g. one the stale-task
  * reaper failed behind the workflow's back) is never marked completed. Idempotent: a job that is
  * no longer running is left alone (null), and the log row is unique per (job, attempt).
  */
-export function finishJob({ pool, logger }: ActivityDeps) {
-  return async (input: FinishJobInput): Promise<'completed' | 'failed' | null> =>
-    withTransaction(pool, async (tx) => {
-      const { rows } = await tx.query(
+export function finishJob({ pool, logger, metrics }: ActivityDeps) {
+  return async (input: FinishJobInput): Promise<'completed' | 'failed' | null> => {
+    const finished = await withTransaction(pool, async (tx) => {
+      const { rows } = await tx.query<FinishedJob>(
         `update sync_jobs
             set status = case when $2 = 'completed' and failed_tasks > 0 then 'failed' else $2 end,
                 finished_at = $3,
                 last_error = case when $2 = 'completed' and failed_tasks > 0
                                   then failed_tasks || ' task(s) failed' else $4 end
           where id = $1 and status = 'running'
-          returning connection_id, retry_count, rate_limit_retry_count, processed_entities, failed_tasks, status, last_error`,
+          returning connection_id, retry_count, rate_limit_retry_count, processed_entities, failed_tasks, status, last_error,
+                    ${endedJobColumns()}`,
         [input.jobId, input.outcome, new Date(input.at), input.error ?? null],
       );
       const job = rows[0];
@@ -51,6 +64,10 @@ export function finishJob({ pool, logger }: ActivityDeps) {
         );
       }
       logger.info({ job_id: input.jobId, connection_id: job.connection_id, outcome: job.status }, 'sync job finished');
-      return job.status;
+      return job;
     });
+    if (!finished) return null;
+    recordJobEnded(metrics, finished);
+    return finished.status;
+  };
 }

@@ -1,5 +1,6 @@
 import { withTransaction } from '../db/transaction';
 import type { ActivityDeps } from './deps';
+import { endedJobColumns, recordJobEnded, type EndedJob } from './job-metrics';
 
 /** SPEC §5: a task `processing` with no heartbeat for 5 minutes is reaped. */
 export const DEFAULT_STALE_AFTER_SECONDS = 300;
@@ -66,7 +67,8 @@ const FAIL_JOBS = `
      and j.status in ('running', 'retrying')
      and not exists (select 1 from sync_tasks t
                       where t.job_id = j.id and t.status in ('pending', 'processing'))
-  returning j.id, j.connection_id, j.retry_count, j.started_at, j.processed_entities, j.failed_tasks, j.last_error`;
+  returning j.id, j.connection_id, j.retry_count, j.started_at, j.processed_entities, j.failed_tasks, j.last_error,
+            j.status, ${endedJobColumns('j')}`;
 
 // The finished attempt's log row, as finishJob writes it (SPEC §3: one row per finished attempt).
 const LOG_ATTEMPTS = `
@@ -84,7 +86,7 @@ const LOG_ATTEMPTS = `
  * still running or retrying and has no task left pending or processing. Stale tasks are selected
  * `FOR UPDATE SKIP LOCKED`, so reapers running at once never reap a task twice. Returns the counts.
  */
-export function reapStaleTasks({ pool, logger }: ActivityDeps) {
+export function reapStaleTasks({ pool, logger, metrics }: ActivityDeps) {
   return async (input: ReapStaleTasksInput): Promise<ReapStaleTasksResult> => {
     const staleAfterSeconds = input.staleAfterSeconds ?? DEFAULT_STALE_AFTER_SECONDS;
     if (!Number.isFinite(staleAfterSeconds) || staleAfterSeconds <= 0) {
@@ -115,7 +117,7 @@ export function reapStaleTasks({ pool, logger }: ActivityDeps) {
       }
       const jobIds = [...resourcesByJob.keys()];
       await tx.query(COUNT_FAILED_TASKS, [jobIds, jobIds.map((id) => resourcesByJob.get(id)?.length ?? 0)]);
-      const failed = await tx.query<{
+      const failed = await tx.query<EndedJob & {
         id: string;
         connection_id: string;
         retry_count: number;
@@ -137,10 +139,11 @@ export function reapStaleTasks({ pool, logger }: ActivityDeps) {
           rows.map((j) => j.last_error),
         ]);
       }
-      return { taskIds, jobIds, failedJobIds: failed.rows.map((j) => j.id) };
+      return { taskIds, jobIds, failedJobIds: failed.rows.map((j) => j.id), failedJobs: failed.rows };
     });
 
     if (!outcome) return { tasks: 0, jobs: 0 };
+    for (const job of outcome.failedJobs) recordJobEnded(metrics, job);
     logger.warn(
       {
         task_ids: outcome.taskIds,

@@ -2,7 +2,7 @@
 import { loadConfigOrExit, requireServers } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
 import { createLogger } from '../lib/logger';
-import { createMetricsRegistry } from '../lib/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { createApp } from './app';
 import { listen } from './server';
@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     shutdown,
   });
   const registry = createMetricsRegistry({ process: 'api' });
+  registerQueueDepthGauge(registry, pool);
   const server = await listen(createApp({ pool, temporal, registry, logger }), config.API_HOST, config.API_PORT);
   shutdown.add('http', () => server.close());
   logger.info({ url: server.url }, 'api listening');

@@ -11,7 +11,8 @@ import { connectServers } from '../lib/connect-servers';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { createDemoConnectionIfEmpty } from '../lib/demo-connection';
 import { createLogger } from '../lib/logger';
-import { createMetricsRegistry } from '../lib/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge } from '../lib/metrics';
+import { installSdkMetrics } from '../lib/sdk-metrics';
 import { Shutdown } from '../lib/shutdown';
 import { resolveTemporalBinary } from '../lib/temporal-binaries';
 import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
@@ -23,6 +24,8 @@ const logger = createLogger(config.LOG_LEVEL, { process: 'start' });
 const shutdown = new Shutdown(logger).onSignals();
 
 async function main(): Promise<void> {
+  // Before any NativeConnection: the SDK's Runtime is installed once per process.
+  const sdkMetrics = await installSdkMetrics({ globalTags: { process: 'start' } });
   const db = await openDatabase(config, logger);
   shutdown.add('postgres', () => db.stop());
 
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
 
   const { pool, temporal } = await connectServers({ databaseUrl: db.url, temporalAddress: address, config, logger, shutdown });
   const registry = createMetricsRegistry({ process: 'start' });
+  registerQueueDepthGauge(registry, pool);
   await runWorker({ config, address, pool, temporal, registry, logger, shutdown, rateLimit });
 
   const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty(pool, temporal, config.TEMPORAL_TASK_QUEUE) : null;

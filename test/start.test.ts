@@ -104,6 +104,13 @@ describe('npm start', () => {
       }
     }
 
+    // One /metrics for the one process: the job-lifecycle metrics.
+    const scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`)).text();
+    expect(scrape).toMatch(/^sync_jobs_total\{status="queued",connector_id="demo"[^}]*\} [1-9]/m);
+    for (const status of ['queued', 'running', 'retrying']) {
+      expect(scrape).toMatch(new RegExp(`^sync_jobs_queue_depth\\{status="${status}"[^}]*\\} \\d+$`, 'm'));
+    }
+
     // Leave a mark in the database to prove that a second start reuses DATA_DIR.
     const dbUrl = `postgres://postgres@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
     const client = new pg.Client({ connectionString: dbUrl });

@@ -1,0 +1,43 @@
+import { Runtime } from '@temporalio/worker';
+import { freePort } from './ports';
+
+/** The Temporal SDK's Prometheus exporter of this process. */
+export interface SdkMetrics {
+  /** Where the exporter serves its text, on loopback only: it is read through our own /metrics. */
+  url: string;
+  /** The exporter's current text, or '' when it cannot be read (never fails a scrape). */
+  scrape(): Promise<string>;
+}
+
+/** A scrape of the SDK's exporter waits at most this long. */
+const SCRAPE_TIMEOUT_MS = 2000;
+
+/**
+ * Installs the process's Temporal Runtime with the SDK's Prometheus exporter on 127.0.0.1:`port`
+ * (default: a free port the OS picks), so worker metrics (`temporal_worker_task_slots_available`,
+ * `temporal_workflow_task_execution_latency`, ...) can be served with the process's own.
+ * Must run once per process, before any NativeConnection or Worker exists: the Runtime is a
+ * process-wide singleton and `Runtime.install` throws once one was created. Durations are in
+ * milliseconds and counters have no `_total` suffix: the SDK's defaults, which Temporal's own
+ * dashboards for Core-based SDKs expect. `globalTags` are added to every SDK metric.
+ */
+export async function installSdkMetrics(opts: { port?: number; globalTags?: Record<string, string> } = {}): Promise<SdkMetrics> {
+  // The exporter cannot report the port it bound, so port 0 is no option: pick a free one first.
+  const port = opts.port ?? (await freePort());
+  const bindAddress = `127.0.0.1:${port}`;
+  Runtime.install({
+    telemetryOptions: { metrics: { prometheus: { bindAddress }, ...(opts.globalTags && { globalTags: opts.globalTags }) } },
+  });
+  const url = `http://${bindAddress}/metrics`;
+  return { url, scrape: () => scrapeText(url) };
+}
+
+/** GETs a Prometheus text endpoint; '' on any failure or after a short timeout. */
+export async function scrapeText(url: string, timeoutMs = SCRAPE_TIMEOUT_MS): Promise<string> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    return res.ok ? await res.text() : '';
+  } catch {
+    return '';
+  }
+}
