@@ -23,7 +23,7 @@ export interface DeleteOldJobsInput {
 // endpoint, logs, the planner's "last finished run") for the full retention period. created_at is
 // only the fallback for finished rows without finished_at. `created_at < $1` is implied whenever
 // finished_at >= created_at (a job finishes after it is created) and lets the scan use
-// sync_jobs_created_at_idx; a row whose finished_at is before its created_at (clock skew between
+// sync_jobs_created_at_id_idx; a row whose finished_at is before its created_at (clock skew between
 // workflow time and the database's now()) is therefore kept longer, never deleted early.
 //
 // SKIP LOCKED: a row some transaction holds is left for the next run instead of blocking cleanup

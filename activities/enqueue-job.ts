@@ -64,7 +64,7 @@ export function enqueueJob(deps: ActivityDeps) {
       const inserted = await tx.query(
         `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduled_at, workflow_id)
          values ($1, $2, $3, $4, $5, 'queued', $6, $7)
-         on conflict (connection_id, job_type) where status in ('queued', 'running', 'retrying') do nothing
+         on conflict (connection_id, job_type) where status in ('queued', 'running', 'retrying') and trigger <> 'backfill' do nothing
          returning id`,
         [input.jobId, input.connectionId, conn.tenant_id, input.jobType, input.trigger, new Date(input.scheduledAt),
           `sync-job:${input.jobId}`],
@@ -72,7 +72,7 @@ export function enqueueJob(deps: ActivityDeps) {
       if (!inserted.rowCount) {
         const active = await tx.query(
           `select id, status from sync_jobs
-            where connection_id = $1 and job_type = $2 and status in ('queued', 'running', 'retrying')`,
+            where connection_id = $1 and job_type = $2 and status in ('queued', 'running', 'retrying') and trigger <> 'backfill'`,
           [input.connectionId, input.jobType],
         );
         return { outcome: 'existing', jobId: active.rows[0].id, status: active.rows[0].status };

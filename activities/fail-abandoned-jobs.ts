@@ -7,7 +7,8 @@ export const ABANDONED_REASON =
   'abandoned: the connection workflow that owned this job ended (terminated or crashed) before the job finished';
 
 /**
- * Start-up cleanup of a connection workflow: a job of the connection still queued, running or
+ * Start-up cleanup of a connection workflow: a job the connection workflow created (trigger
+ * `schedule` or `manual`; API-requested jobs run in workflows of their own) still queued, running or
  * retrying belongs to an earlier run that has ended (each connection has one workflow, and its
  * child jobs are terminated with it), so it is marked `failed` with a clear reason and
  * `abandoned_at`, never left "stuck running". Returns the ids it failed.
@@ -18,6 +19,7 @@ export function failAbandonedJobs({ pool, logger, metrics }: ActivityDeps) {
       const { rows } = await tx.query<EndedJob & { id: string }>(
         `update sync_jobs set status = 'failed', finished_at = $2, abandoned_at = $2, last_error = $3
           where connection_id = $1 and status in ('queued', 'running', 'retrying')
+            and trigger in ('schedule', 'manual')
           returning id, status, ${endedJobColumns()}`,
         [input.connectionId, new Date(input.at), ABANDONED_REASON],
       );

@@ -35,7 +35,7 @@ export function prepareJob({ pool, rateLimit }: ActivityDeps) {
     try {
       return await withTransaction(pool, async (tx) => {
         const { rows } = await tx.query(
-          `select j.job_type, j.payload, j.retry_count, j.rate_limit_retry_count, j.max_retries,
+          `select j.job_type, j.payload, j.window_start, j.retry_count, j.rate_limit_retry_count, j.max_retries,
                   c.id as connection_id, c.provider_slug, c.config,
                   (select max(f.paused_until) from connector_failure_stats f
                     where f.connection_id = c.id and f.paused_until > $2) as paused_until
@@ -49,7 +49,8 @@ export function prepareJob({ pool, rateLimit }: ActivityDeps) {
           ? requested.map(String)
           : getConnector(job.provider_slug).resourceTypes(job.config ?? {});
         let mode: PreparedJob['mode'] = job.job_type;
-        if (mode === 'incremental') {
+        // A backfill fetches its window, never everything (no deletion pass), state or not.
+        if (mode === 'incremental' && !job.window_start) {
           const state = await tx.query('select 1 from sync_state where connection_id = $1 limit 1', [job.connection_id]);
           if (!state.rowCount) mode = 'full';
         }

@@ -1,5 +1,5 @@
 import { withTransaction } from '../db/transaction';
-import { ensureConnectionWorkflow, stopConnectionWorkflow } from '../lib/connection-workflows';
+import { ensureConnectionWorkflow, ensureJobWorkflow, stopConnectionWorkflow } from '../lib/connection-workflows';
 import type { ActivityDeps } from './deps';
 
 /** What one reconcile tick did. */
@@ -8,6 +8,8 @@ export interface ReconcileResult {
   stopped: number;
   skippedLocked: number;
   backlog: number;
+  /** Requested jobs found queued without a workflow (their API process died in between) and started. */
+  adopted: number;
 }
 
 const BATCH_SIZE = 200;
@@ -23,7 +25,7 @@ export function reconcileConnections(deps: ActivityDeps) {
   const { pool, logger, metrics, temporal, taskQueue } = deps;
   return async (input: { at: number }): Promise<ReconcileResult> => {
     const endTimer = metrics.tickDurationMs.startTimer({ operation: 'reconcile' });
-    const result: ReconcileResult = { ensured: 0, stopped: 0, skippedLocked: 0, backlog: 0 };
+    const result: ReconcileResult = { ensured: 0, stopped: 0, skippedLocked: 0, backlog: 0, adopted: 0 };
     let after = '00000000-0000-0000-0000-000000000000';
     for (;;) {
       const batch = await withTransaction(pool, async (tx) => {
@@ -60,9 +62,34 @@ export function reconcileConnections(deps: ActivityDeps) {
       [new Date(input.at)],
     );
     result.backlog = rows[0].n;
+    result.adopted = await adoptRequestedJobs(deps, input.at);
     metrics.backlog.set(result.backlog);
     endTimer();
     logger.info({ ...result }, 'reconcile tick');
     return result;
   };
+}
+
+const ADOPT_AFTER_MS = 60_000;
+
+/**
+ * The API inserts a requested job and then starts its workflow; if the API process died in
+ * between, the job would stay queued forever. Jobs still unclaimed a minute later get their
+ * workflow started here ("use existing": a running one is left alone).
+ */
+async function adoptRequestedJobs({ pool, temporal, taskQueue, logger }: ActivityDeps, at: number): Promise<number> {
+  const { rows } = await pool.query(
+    `select j.id, j.connection_id, c.tenant_id, c.provider_slug from sync_jobs j join connections c on c.id = j.connection_id
+      where j.status = 'queued' and j.trigger in ('api', 'backfill') and j.created_at < $1 and c.status = 'active'
+      order by j.created_at limit 500`,
+    [new Date(at - ADOPT_AFTER_MS)],
+  );
+  for (const row of rows) {
+    const handle = await ensureJobWorkflow(temporal, taskQueue, {
+      id: row.id,
+      connection: { id: row.connection_id, tenantId: row.tenant_id, providerSlug: row.provider_slug },
+    });
+    logger.debug({ job_id: row.id, workflow_id: handle.workflowId }, 'ensured the workflow of a queued requested job');
+  }
+  return rows.length;
 }

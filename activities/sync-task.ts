@@ -39,7 +39,7 @@ export function syncTask({ pool, logger }: ActivityDeps) {
     const claimed = await withTransaction(pool, async (tx) => {
       const { rows } = await tx.query(
         `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.high_water,
-                j.connection_id, c.provider_slug, c.config, c.credentials, s.cursor
+                j.connection_id, j.window_start, c.provider_slug, c.config, c.credentials, s.cursor
            from sync_tasks t
            join sync_jobs j on j.id = t.job_id
            join connections c on c.id = j.connection_id
@@ -64,7 +64,9 @@ export function syncTask({ pool, logger }: ActivityDeps) {
 
     const connector = getConnector(claimed.provider_slug);
     const connectionId: string = claimed.connection_id;
-    const since: Date | null = input.mode === 'incremental' ? claimed.cursor : null;
+    // A backfill fetches from the start of its window instead of the cursor.
+    const backfill = claimed.window_start !== null;
+    const since: Date | null = input.mode === 'incremental' ? (claimed.window_start ?? claimed.cursor) : null;
     let pageToken: string | null = claimed.page_token;
     let pages: number = claimed.pages_done;
     let entityCount: number = claimed.entity_count;
@@ -130,19 +132,25 @@ export function syncTask({ pool, logger }: ActivityDeps) {
         const result = await tx.query(
           `delete from records r
             where r.connection_id = $1 and r.resource_type = $2
-              and not exists (select 1 from sync_seen s where s.task_id = $3 and s.external_id = r.external_id)`,
+              and not exists (select 1 from sync_seen s where s.task_id = $3 and s.external_id = r.external_id)
+              -- A record written after this pass began (by a job running beside it) is not the pass's to judge.
+              and r.synced_at < (select started_at from sync_tasks where id = $3)`,
           [connectionId, input.resourceType, input.taskId],
         );
         deleted = result.rowCount ?? 0;
         await tx.query('delete from sync_seen where task_id = $1', [input.taskId]);
       }
-      await tx.query(
-        `insert into sync_state (connection_id, resource_type, cursor, last_synced_at)
-         values ($1, $2, $3, now())
-         on conflict (connection_id, resource_type) do update
-            set cursor = coalesce(excluded.cursor, sync_state.cursor), last_synced_at = excluded.last_synced_at`,
-        [connectionId, input.resourceType, highWater],
-      );
+      // The cursor belongs to the connection's own syncs: a backfill of an older window must not
+      // move it (nor skip ahead past changes it did not fetch). It never moves backwards.
+      if (!backfill) {
+        await tx.query(
+          `insert into sync_state (connection_id, resource_type, cursor, last_synced_at)
+           values ($1, $2, $3, now())
+           on conflict (connection_id, resource_type) do update
+              set cursor = greatest(excluded.cursor, sync_state.cursor), last_synced_at = excluded.last_synced_at`,
+          [connectionId, input.resourceType, highWater],
+        );
+      }
       const done = await tx.query(
         `update sync_tasks set status = 'completed', deleted_count = $2, completed_at = now(), heartbeat_at = now()
           where id = $1 and status = 'processing'`,

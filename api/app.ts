@@ -1,17 +1,68 @@
-import { Hono } from 'hono';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { requestId } from 'hono/request-id';
 import type { ApiDeps } from './deps';
+import type { ApiEnv } from './env';
+import { errorBody, errorResponse } from './errors';
+import { requireAdminKey } from './middleware/auth';
+import { requestLog } from './middleware/request-log';
+import { connectionRoutes } from './routes/connections';
+import { registerDocs } from './routes/docs';
 import { healthRoutes } from './routes/health';
+import { jobRoutes } from './routes/jobs';
 import { metricsRoutes } from './routes/metrics';
+import { syncRoutes } from './routes/sync';
 
-/** Builds the Hono application; routes are grouped by resource. */
-export function createApp(deps: ApiDeps): Hono {
-  const app = new Hono();
+/** Largest request body the API reads (seed 003): 1 MiB. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Routes anyone may call: probes, docs and (unless METRICS_REQUIRE_AUTH) metrics. */
+const OPEN_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/docs']);
+
+/**
+ * Builds the Hono application: request id and log → body limit → auth → routes grouped by
+ * resource. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
+ * 409, 413 over 1 MiB, 503 when Postgres or Temporal is unreachable, 500 otherwise (never a stack,
+ * statement or internal detail).
+ */
+export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
+  const app = new OpenAPIHono<ApiEnv>({
+    defaultHook: (result, c) => {
+      if (result.success) return;
+      const message = result.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
+      return c.json(errorBody('invalid_request', message), 400);
+    },
+  });
+  app.use(requestId());
+  app.use(requestLog(deps.logger));
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      // The rest of an oversized body is not read: close the connection so no client reuses it.
+      onError: (c) => {
+        c.header('Connection', 'close');
+        return c.json(errorBody('payload_too_large', `the request body exceeds ${MAX_BODY_BYTES} bytes (1 MiB)`), 413);
+      },
+    }),
+  );
+  const auth = requireAdminKey(deps.adminApiKey);
+  app.use(async (c, next) => {
+    const open = OPEN_PATHS.has(c.req.path) || (c.req.path === '/metrics' && !deps.metricsRequireAuth);
+    return open ? next() : auth(c, next);
+  });
+
   app.route('/', healthRoutes(deps));
-  app.route('/', metricsRoutes(deps.registry));
-  app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));
+  app.route('/', metricsRoutes(deps.registry, deps.extraMetrics));
+  app.route('/', connectionRoutes(deps));
+  app.route('/', syncRoutes(deps));
+  app.route('/', jobRoutes(deps));
+  registerDocs(app);
+
+  app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));
   app.onError((err, c) => {
-    deps.logger.error({ err, path: c.req.path }, 'unhandled API error');
-    return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
+    const response = errorResponse(c, err);
+    if (response.status >= 500) c.get('log')?.error({ err, path: c.req.path }, 'request error');
+    return response;
   });
   return app;
 }

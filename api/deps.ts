@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
+import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
 
 /** What the API needs from the process: one pool, one Temporal client, one metrics registry. */
@@ -9,4 +10,23 @@ export interface ApiDeps {
   temporal: Client;
   registry: Registry;
   logger: Logger;
+  /** Task queue of the Synctide workers (where requested jobs and immediate syncs run). */
+  taskQueue: string;
+  /** The admin API key every route but health, metrics and docs requires. */
+  adminApiKey: string;
+  /** Whether `/metrics` also requires the key (METRICS_REQUIRE_AUTH). */
+  metricsRequireAuth?: boolean;
+  /** MAX_OVERRIDDEN_INTERVAL_SECONDS: the largest interval a schedule may ask for. */
+  maxIntervalSeconds: number;
+  /** Extra metrics text appended to `/metrics` (the Temporal SDK's own worker metrics). */
+  extraMetrics?: () => Promise<string>;
+}
+
+/** The API settings taken from configuration. */
+export function apiSettings(config: Config): Pick<ApiDeps, 'taskQueue' | 'metricsRequireAuth' | 'maxIntervalSeconds'> {
+  return {
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    metricsRequireAuth: config.METRICS_REQUIRE_AUTH,
+    maxIntervalSeconds: config.MAX_OVERRIDDEN_INTERVAL_SECONDS,
+  };
 }

@@ -1,13 +1,14 @@
 // `npm run api`: a production API process. Run any number of them behind a load balancer.
-import { loadConfigOrExit, requireServers } from '../lib/config';
+import { loadConfigOrExit, requireAdminKey, requireServers } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
 import { createLogger } from '../lib/logger';
 import { createMetricsRegistry, registerQueueDepthGauge } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { createApp } from './app';
+import { apiSettings } from './deps';
 import { listen } from './server';
 
-const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run api'));
+const config = loadConfigOrExit(process.env, (c) => requireAdminKey(requireServers(c, 'npm run api'), 'npm run api'));
 const logger = createLogger(config.LOG_LEVEL, { process: 'api' });
 const shutdown = new Shutdown(logger).onSignals();
 
@@ -21,7 +22,8 @@ async function main(): Promise<void> {
   });
   const registry = createMetricsRegistry({ process: 'api' });
   registerQueueDepthGauge(registry, pool);
-  const server = await listen(createApp({ pool, temporal, registry, logger }), config.API_HOST, config.API_PORT);
+  const app = createApp({ pool, temporal, registry, logger, adminApiKey: config.ADMIN_API_KEY, ...apiSettings(config) });
+  const server = await listen(app, config.API_HOST, config.API_PORT);
   shutdown.add('http', () => server.close());
   logger.info({ url: server.url }, 'api listening');
 }

@@ -1,5 +1,4 @@
 import { serve, type ServerType } from '@hono/node-server';
-import type { Hono } from 'hono';
 
 /** A listening HTTP server. */
 export interface HttpServer {
@@ -8,7 +7,7 @@ export interface HttpServer {
 }
 
 /** Serves a Hono app on host:port and resolves once it listens. */
-export function listen(app: Hono, host: string, port: number): Promise<HttpServer> {
+export function listen(app: { fetch: (request: Request) => Response | Promise<Response> }, host: string, port: number): Promise<HttpServer> {
   return new Promise((resolve, reject) => {
     let server: ServerType | undefined = undefined;
     server = serve({ fetch: app.fetch, hostname: host, port }, (info) => {

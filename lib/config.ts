@@ -63,6 +63,8 @@ export const envSchema = z
     ADMIN_API_KEY: optionalString.pipe(
       z.string().min(16, 'must be at least 16 characters').optional(),
     ),
+    // Open by default so Prometheus can scrape without the admin key.
+    METRICS_REQUIRE_AUTH: boolean(false),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
 
@@ -164,4 +166,14 @@ export function scheduleSettings(config: Config): ScheduleSettings {
     jitterPctMin: config.JITTER_PCT_MIN,
     jitterPctMax: config.JITTER_PCT_MAX,
   };
+}
+
+/** `npm run api` serves real clients: ADMIN_API_KEY must be set. Throws a ConfigError naming it. */
+export function requireAdminKey<C extends Config>(config: C, processName: string): C & { ADMIN_API_KEY: string } {
+  if (!config.ADMIN_API_KEY) {
+    throw new ConfigError(
+      `Invalid configuration:\n  ADMIN_API_KEY: is required for ${processName} (at least 16 characters; e.g. openssl rand -hex 32)`,
+    );
+  }
+  return config as C & { ADMIN_API_KEY: string };
 }

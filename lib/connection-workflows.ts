@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { connectionWorkflow } from '../workflows/connection';
-import { connectionWorkflowId, RECONCILE_WORKFLOW_ID } from '../workflows/ids';
+import { connectionWorkflowId, RECONCILE_WORKFLOW_ID, syncJobWorkflowId } from '../workflows/ids';
+import type { syncJobWorkflow } from '../workflows/sync-job';
 import type { reconcileWorkflow } from '../workflows/reconcile';
 import { CONNECTION_ID, PROVIDER, TENANT_ID } from '../workflows/search-attributes';
 
@@ -48,6 +49,29 @@ export async function stopConnectionWorkflow(client: Client, connectionId: strin
     if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
+}
+
+/**
+ * Starts the `sync-job:<id>` workflow of a job requested over the API (it runs beside the
+ * connection's scheduler, not as its child), or returns the running one, so a repeated or
+ * concurrent request, and the reconcile tick adopting an orphaned job, all simply ensure it.
+ */
+export async function ensureJobWorkflow(
+  client: Client,
+  taskQueue: string,
+  job: { id: string; connection: ConnectionRef },
+): Promise<WorkflowHandle<typeof syncJobWorkflow>> {
+  return client.workflow.start<typeof syncJobWorkflow>('syncJobWorkflow', {
+    workflowId: syncJobWorkflowId(job.id),
+    taskQueue,
+    args: [{ jobId: job.id, connectionId: job.connection.id }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: [
+      { key: CONNECTION_ID, value: job.connection.id },
+      { key: TENANT_ID, value: job.connection.tenantId },
+      { key: PROVIDER, value: job.connection.providerSlug },
+    ],
+  });
 }
 
 /** Starts the namespace's reconcile-tick workflow unless it is already running. */

@@ -4,8 +4,10 @@
 // in reverse order, and leaves no process behind.
 import path from 'node:path';
 import { createApp } from '../api/app';
+import { apiSettings } from '../api/deps';
 import { listen } from '../api/server';
 import { openDatabase } from '../db/database';
+import { localAdminKey } from '../lib/admin-key';
 import { loadConfigOrExit } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
@@ -53,7 +55,18 @@ async function main(): Promise<void> {
   const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty(pool, temporal, config.TEMPORAL_TASK_QUEUE) : null;
   if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');
 
-  const api = await listen(createApp({ pool, temporal, registry, logger }), config.API_HOST, config.API_PORT);
+  const admin = await localAdminKey(config.ADMIN_API_KEY, config.DATA_DIR);
+  // One process, one /metrics (the API's): the registry's metrics followed by the SDK's.
+  const app = createApp({
+    pool,
+    temporal,
+    registry,
+    logger,
+    adminApiKey: admin.key,
+    ...apiSettings(config),
+    extraMetrics: sdkMetrics.scrape,
+  });
+  const api = await listen(app, config.API_HOST, config.API_PORT);
   shutdown.add('api', () => api.close());
 
   process.stdout.write(
@@ -61,6 +74,8 @@ async function main(): Promise<void> {
       '',
       'Synctide is running.',
       `  API          ${api.url}`,
+      `  API docs     ${api.url}/docs`,
+      admin.file ? `  API key      in ${admin.file} (Authorization: Bearer $(cat ${admin.file}))` : '  API key      ADMIN_API_KEY',
       `  Readiness    ${api.url}/readyz`,
       `  Metrics      ${api.url}/metrics`,
       devServer ? `  Temporal UI  ${devServer.uiUrl}` : `  Temporal     ${address} (TEMPORAL_ADDRESS)`,

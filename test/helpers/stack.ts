@@ -1,5 +1,6 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
+import type { Registry } from 'prom-client';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './database';
 import { createDevServerEnv, createTimeSkippingEnv } from './temporal';
@@ -12,6 +13,8 @@ export interface WorkerStack {
   worker: Worker;
   /** The worker's log lines, parsed. */
   lines: LogLines;
+  /** The metrics registry of the worker's activities. */
+  registry: Registry;
 }
 
 /**
@@ -27,7 +30,7 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
       kind === 'dev-server' ? createDevServerEnv() : createTimeSkippingEnv(),
       createTestDatabase(),
     ]);
-    const { worker, lines } = await createTestWorker({
+    const { worker, lines, registry } = await createTestWorker({
       connection: stack.env.nativeConnection,
       client: stack.env.client,
       pool: stack.db.pool,
@@ -35,6 +38,7 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
     });
     stack.worker = worker;
     stack.lines = lines;
+    stack.registry = registry;
     running = worker.run();
   });
   afterAll(async () => {

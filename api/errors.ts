@@ -1,0 +1,60 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+/** An error the API answers with its own status, code and message (never internals). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    /** Extra fields placed beside code and message (e.g. the alert of a paused connection). */
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The JSON body of every error answer. */
+export function errorBody(code: string, message: string, details?: Record<string, unknown>) {
+  return { error: { code, message, ...details } };
+}
+
+/** Answers `err` as JSON: its own status for an ApiError, 503 when a server is unreachable, else 500. */
+export function errorResponse(c: Context, err: unknown): Response {
+  if (err instanceof ApiError) return c.json(errorBody(err.code, err.message, err.details), err.status);
+  // Hono's own refusals, e.g. a body that is not JSON.
+  if (err instanceof HTTPException && err.status < 500) {
+    const code = err.status === 400 ? 'invalid_request' : err.status === 413 ? 'payload_too_large' : 'error';
+    return c.json(errorBody(code, err.message || 'bad request'), err.status);
+  }
+  const unavailable = unavailableServer(err);
+  if (unavailable) {
+    c.header('Retry-After', '5');
+    return c.json(errorBody('unavailable', `${unavailable} is unreachable; try again shortly`), 503);
+  }
+  return c.json(errorBody('internal', 'internal error'), 500);
+}
+
+// Network-level failures of pg (node errno codes, pool/connection messages) and Postgres' own
+// "cannot connect now" family (SQLSTATE class 08, 57P01–57P03).
+const PG_NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
+const PG_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly/i;
+// gRPC status codes of an unreachable or overloaded Temporal frontend: UNAVAILABLE, DEADLINE_EXCEEDED.
+const GRPC_UNAVAILABLE = new Set([14, 4]);
+
+/** Which server a failure says is unreachable ('Postgres' | 'Temporal'), or null for any other error. */
+export function unavailableServer(err: unknown): 'Postgres' | 'Temporal' | null {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, name, message } = e as { code?: unknown; name?: string; message?: string };
+    if (name === 'ServiceError' || name === 'ConnectionError' || name === 'TransportError') {
+      const grpc = (e as { cause?: { code?: number } }).cause?.code;
+      if (grpc === undefined || GRPC_UNAVAILABLE.has(grpc)) return 'Temporal';
+    }
+    if (typeof code === 'number' && GRPC_UNAVAILABLE.has(code) && 'details' in (e as object)) return 'Temporal';
+    if (typeof code === 'string' && (PG_NET_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code))) return 'Postgres';
+    if (typeof message === 'string' && PG_MESSAGES.test(message)) return 'Postgres';
+  }
+  return null;
+}

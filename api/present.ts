@@ -1,0 +1,93 @@
+// Rows → API answers. Times become ISO strings; credentials never leave the database; error texts
+// are cut to their first line so nothing like a stack or a statement can ride along.
+import type { ConnectionRow } from '../db/queries/connection-row';
+import type { TaskRow } from '../db/queries/find-job';
+import type { JobRow } from '../db/queries/job-row';
+import { connectionWorkflowId } from '../workflows/ids';
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** The first line of an error text, at most 500 characters. */
+export function safeMessage(text: string): string {
+  const line = text.split('\n', 1)[0]!.trim();
+  return line.length > 500 ? `${line.slice(0, 497)}...` : line;
+}
+
+/** A connection as the API shows it. */
+export function presentConnection(row: ConnectionRow) {
+  const sync = (row.metadata.sync ?? {}) as Record<string, unknown>;
+  const schedule: { interval_seconds?: number; cron?: string; next_run_at?: string; last_jitter_seconds?: number } = {};
+  if (typeof sync.interval_seconds === 'number') schedule.interval_seconds = sync.interval_seconds;
+  if (typeof sync.cron === 'string') schedule.cron = sync.cron;
+  if (typeof sync.next_run_at === 'string') schedule.next_run_at = sync.next_run_at;
+  if (typeof sync.last_jitter_seconds === 'number') schedule.last_jitter_seconds = sync.last_jitter_seconds;
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    provider: row.provider_slug,
+    app_key: row.app_key,
+    status: row.status,
+    config: row.config,
+    has_credentials: row.has_credentials,
+    schedule,
+    workflow_id: connectionWorkflowId(row.id),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** Finished tasks as a share of all tasks, one decimal; 100 for a completed job. */
+export function progressPercentage(job: Pick<JobRow, 'status' | 'total_tasks' | 'completed_tasks' | 'failed_tasks'>): number {
+  if (job.status === 'completed') return 100;
+  if (job.total_tasks === 0) return 0;
+  const done = Math.min(job.completed_tasks + job.failed_tasks, job.total_tasks);
+  return Math.round((done / job.total_tasks) * 1000) / 10;
+}
+
+/** A job with its progress, and its tasks when given. */
+export function presentJob(job: JobRow, tasks?: TaskRow[]) {
+  const failed = (tasks ?? []).filter((t) => t.status === 'failed' && t.error_message);
+  const hasError = job.last_error && (job.status === 'failed' || job.status === 'retrying' || job.status === 'cancelled');
+  return {
+    id: job.id,
+    connection_id: job.connection_id,
+    tenant_id: job.tenant_id,
+    provider: job.provider_slug,
+    job_type: job.job_type,
+    trigger: job.trigger,
+    status: job.status,
+    priority: job.priority,
+    scheduled_at: job.scheduled_at.toISOString(),
+    started_at: iso(job.started_at),
+    finished_at: iso(job.finished_at),
+    window: job.window_start && job.window_end ? { start: job.window_start.toISOString(), end: job.window_end.toISOString() } : null,
+    payload: job.payload,
+    retry_count: job.retry_count,
+    max_retries: job.max_retries,
+    retry_after: job.status === 'retrying' ? iso(job.retry_after) : null,
+    total_tasks: job.total_tasks,
+    completed_tasks: job.completed_tasks,
+    failed_tasks: job.failed_tasks,
+    processed_entities: job.processed_entities,
+    progress_percentage: progressPercentage(job),
+    error: hasError
+      ? {
+          message: safeMessage(job.last_error!),
+          failed_tasks: failed.map((t) => ({ resource_type: t.resource_type, message: safeMessage(t.error_message!) })),
+        }
+      : null,
+    workflow_id: job.workflow_id,
+    created_at: job.created_at.toISOString(),
+    ...(tasks && {
+      tasks: tasks.map((t) => ({
+        resource_type: t.resource_type,
+        status: t.status as 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled',
+        entity_count: t.entity_count,
+        deleted_count: t.deleted_count,
+        error_message: t.error_message && safeMessage(t.error_message),
+        started_at: iso(t.started_at),
+        completed_at: iso(t.completed_at),
+      })),
+    }),
+  };
+}

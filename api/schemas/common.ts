@@ -1,0 +1,81 @@
+import { z } from '@hono/zod-openapi';
+
+/** `{error: {code, message}}`, the body of every error answer. */
+export const ErrorSchema = z
+  .object({
+    error: z
+      .object({
+        code: z.string().openapi({ example: 'not_found' }),
+        message: z.string().openapi({ example: 'no job with that id' }),
+      })
+      .catchall(z.unknown()),
+  })
+  .openapi('Error');
+
+/** Error answers shared by authenticated routes. */
+export const errorResponses = {
+  400: { description: 'The request does not match the schema', content: { 'application/json': { schema: ErrorSchema } } },
+  401: { description: 'Missing or wrong admin API key', content: { 'application/json': { schema: ErrorSchema } } },
+  413: { description: 'Body larger than 1 MiB', content: { 'application/json': { schema: ErrorSchema } } },
+  503: { description: 'Postgres or Temporal is unreachable', content: { 'application/json': { schema: ErrorSchema } } },
+} as const;
+
+/** A 404 answer. */
+export const notFound = { description: 'No such resource', content: { 'application/json': { schema: ErrorSchema } } } as const;
+/** A 409 answer. */
+export const conflict = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } }) as const;
+
+/** A JSON body part of a route. */
+export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({
+  required: true,
+  description,
+  content: { 'application/json': { schema } },
+});
+
+/** A JSON answer of a route. */
+export const jsonAnswer = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+/** A uuid path parameter named `id`. */
+export const IdParams = z.object({
+  id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'id', in: 'path' }, example: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10' }),
+});
+
+/** Page size of listings: 1–200, default 50. */
+export const LimitQuery = z.coerce
+  .number({ error: 'must be an integer between 1 and 200' })
+  .int('must be an integer between 1 and 200')
+  .min(1, 'must be an integer between 1 and 200')
+  .max(200, 'must be an integer between 1 and 200')
+  .default(50)
+  .openapi({ param: { name: 'limit', in: 'query' }, example: 50 });
+
+/** Opaque keyset cursor: `next_cursor` of the previous page. */
+export const CursorQuery = z
+  .string()
+  .max(200)
+  .optional()
+  .openapi({ param: { name: 'cursor', in: 'query' }, description: 'next_cursor of the previous page' });
+
+/** Encodes a keyset position as an opaque cursor. */
+export function encodeCursor(position: Record<string, string>): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+/** Decodes a cursor made by encodeCursor; null when it is malformed. */
+export function decodeCursor(cursor: string): Record<string, string> | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, string>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** An ISO 8601 time, or null. */
+export const NullableTime = z.string().nullable().openapi({ example: '2025-01-01T12:00:00.000Z' });
+
+/** A connection's provider mode of a sync. */
+export const SyncModeSchema = z.enum(['incremental', 'full']).openapi({ description: 'incremental (default) or full (with deletion of records gone upstream)' });

@@ -1,0 +1,137 @@
+import { z } from '@hono/zod-openapi';
+import { cronProblem, MIN_INTERVAL_SECONDS } from '../../policy/schedule';
+import { CursorQuery, LimitQuery, NullableTime, SyncModeSchema } from './common';
+
+/** seed 003: letters, digits, `_` and `-`, 1–64 characters. */
+export const APP_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** An app key, validated for format. */
+export const AppKeySchema = z
+  .string({ error: 'must be a string' })
+  .regex(APP_KEY_PATTERN, 'must be 1–64 letters, digits, underscores or hyphens')
+  .openapi({ example: 'acme-github' });
+
+/** A tenant id. */
+export const TenantIdSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'must be at most 128 characters').openapi({ example: 'acme' });
+
+/** A schedule: an interval in seconds or a 5-field UTC cron expression, not both. */
+export const ScheduleSchema = z
+  .strictObject({
+    interval_seconds: z
+      .number({ error: 'must be an integer number of seconds' })
+      .int('must be an integer number of seconds')
+      .min(MIN_INTERVAL_SECONDS, `must be at least ${MIN_INTERVAL_SECONDS}`)
+      .optional(),
+    cron: z
+      .string()
+      .refine((v) => cronProblem(v) === undefined, { error: (issue) => cronProblem(issue.input) ?? 'invalid cron' })
+      .optional(),
+  })
+  .refine((s) => (s.interval_seconds === undefined) !== (s.cron === undefined), {
+    error: 'give exactly one of interval_seconds or cron',
+  })
+  .openapi('Schedule', { example: { interval_seconds: 900 } });
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+/** `POST /connections` body. */
+export const CreateConnectionBody = z
+  .strictObject({
+    tenant_id: TenantIdSchema,
+    app_key: AppKeySchema,
+    provider: z.string({ error: 'must be a provider slug' }).min(1).openapi({ example: 'github' }),
+    config: JsonObject.default({}).openapi({ example: { repositories: ['octo-org/octo-repo'] } }),
+    credentials: JsonObject.nullable().optional().openapi({ description: 'Secrets; stored, never returned or logged', example: { token: 'ghp_…' } }),
+    schedule: ScheduleSchema.optional(),
+    status: z.enum(['active', 'paused']).default('active'),
+  })
+  .openapi('CreateConnection');
+
+/** `PATCH /connections/:id` body: any of config, credentials (null removes them), schedule. */
+export const UpdateConnectionBody = z
+  .strictObject({
+    config: JsonObject.optional(),
+    credentials: JsonObject.nullable().optional(),
+    schedule: ScheduleSchema.optional(),
+  })
+  .openapi('UpdateConnection');
+
+/** `POST /connections/:id/sync` body. */
+export const SyncNowBody = z
+  .strictObject({
+    mode: SyncModeSchema.default('incremental'),
+    resource_types: z.array(z.string().min(1)).min(1).optional(),
+  })
+  .openapi('SyncNow');
+
+/** The live state of a connection's workflow (its `state` query). */
+export const LiveStateSchema = z
+  .object({
+    phase: z.enum(['starting', 'sleeping', 'running', 'paused', 'backing_off', 'stopped']),
+    next_run_at: NullableTime,
+    scheduled_at: NullableTime,
+    last_jitter_seconds: z.number().nullable(),
+    current_job_id: z.string().nullable(),
+    last_outcome: z.string().nullable(),
+    pending: z.array(z.string()),
+    cycles: z.number(),
+  })
+  .openapi('LiveState');
+
+/** A connection's circuit breaker. */
+export const BreakerSchema = z
+  .object({
+    open: z.boolean(),
+    consecutive_failures: z.number(),
+    paused_until: NullableTime,
+    last_failure_at: NullableTime,
+    alert: z.object({ id: z.string(), severity: z.string(), context: JsonObject, created_at: z.string() }).nullable(),
+  })
+  .openapi('Breaker');
+
+/** A connection (credentials are never shown, only whether it has some). */
+export const ConnectionSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    provider: z.string(),
+    app_key: z.string(),
+    status: z.enum(['active', 'paused', 'disabled']),
+    config: JsonObject,
+    has_credentials: z.boolean(),
+    schedule: z.object({
+      interval_seconds: z.number().optional(),
+      cron: z.string().optional(),
+      next_run_at: z.string().optional(),
+      last_jitter_seconds: z.number().optional(),
+    }),
+    workflow_id: z.string(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .openapi('Connection');
+
+/** `GET /connections/:id`: the connection, its workflow's live state and its breaker. */
+export const ConnectionDetailSchema = ConnectionSchema.extend({
+  live: LiveStateSchema.nullable().openapi({ description: "The workflow's `state` query; null when the workflow is not running or did not answer" }),
+  breaker: BreakerSchema,
+}).openapi('ConnectionDetail');
+
+/** `GET /connections` query. */
+export const ListConnectionsQuery = z.object({
+  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  provider: z.string().optional().openapi({ param: { name: 'provider', in: 'query' } }),
+  status: z.enum(['active', 'paused', 'disabled']).optional().openapi({ param: { name: 'status', in: 'query' } }),
+  limit: LimitQuery,
+  cursor: CursorQuery,
+});
+
+/** A page of connections. */
+export const ConnectionPageSchema = z
+  .object({ items: z.array(ConnectionSchema), next_cursor: z.string().nullable() })
+  .openapi('ConnectionPage');
+
+/** What a pause, resume or disable did. */
+export const StatusChangeSchema = z
+  .object({ id: z.string(), status: z.enum(['active', 'paused', 'disabled']), workflow: z.string() })
+  .openapi('StatusChange');

@@ -1,0 +1,99 @@
+import { z } from '@hono/zod-openapi';
+import { CursorQuery, LimitQuery, NullableTime } from './common';
+
+/** One task of a job (`include_tasks=true`). */
+export const TaskSchema = z
+  .object({
+    resource_type: z.string(),
+    status: z.enum(['pending', 'processing', 'completed', 'failed', 'cancelled']),
+    entity_count: z.number(),
+    deleted_count: z.number(),
+    error_message: z.string().nullable(),
+    started_at: NullableTime,
+    completed_at: NullableTime,
+  })
+  .openapi('Task');
+
+/** A sync job with its progress. */
+export const JobSchema = z
+  .object({
+    id: z.string(),
+    connection_id: z.string(),
+    tenant_id: z.string(),
+    provider: z.string(),
+    job_type: z.enum(['incremental', 'full']),
+    trigger: z.enum(['schedule', 'manual', 'api', 'backfill']),
+    status: z.enum(['queued', 'running', 'retrying', 'completed', 'failed', 'cancelled']),
+    priority: z.number(),
+    scheduled_at: z.string(),
+    started_at: NullableTime,
+    finished_at: NullableTime,
+    window: z.object({ start: z.string(), end: z.string() }).nullable(),
+    payload: z.record(z.string(), z.unknown()),
+    retry_count: z.number(),
+    max_retries: z.number(),
+    retry_after: NullableTime.openapi({ description: 'When a waiting job (status retrying) runs again' }),
+    total_tasks: z.number(),
+    completed_tasks: z.number(),
+    failed_tasks: z.number(),
+    processed_entities: z.number(),
+    progress_percentage: z.number().openapi({ description: 'Finished tasks / total tasks × 100; 100 once completed' }),
+    error: z
+      .object({ message: z.string(), failed_tasks: z.array(z.object({ resource_type: z.string(), message: z.string() })) })
+      .nullable()
+      .openapi({ description: 'Summary of what went wrong, without internals' }),
+    workflow_id: z.string().nullable(),
+    created_at: z.string(),
+    tasks: z.array(TaskSchema).optional(),
+  })
+  .openapi('Job');
+
+/** `GET /jobs/:id` query. */
+export const JobQuery = z.object({
+  include_tasks: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .optional()
+    .openapi({ param: { name: 'include_tasks', in: 'query' } }),
+});
+
+/** `GET /jobs` query. */
+export const ListJobsQuery = z.object({
+  connection_id: z.uuid({ error: 'must be a UUID' }).optional().openapi({ param: { name: 'connection_id', in: 'query' } }),
+  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  status: z.enum(['queued', 'running', 'retrying', 'completed', 'failed', 'cancelled']).optional().openapi({ param: { name: 'status', in: 'query' } }),
+  job_type: z.enum(['incremental', 'full']).optional().openapi({ param: { name: 'job_type', in: 'query' } }),
+  trigger: z.enum(['schedule', 'manual', 'api', 'backfill']).optional().openapi({ param: { name: 'trigger', in: 'query' } }),
+  limit: LimitQuery,
+  cursor: CursorQuery,
+});
+
+/** A page of jobs, newest first. */
+export const JobPageSchema = z.object({ items: z.array(JobSchema), next_cursor: z.string().nullable() }).openapi('JobPage');
+
+/** `POST /jobs/schedule` body (seed 001), strict: unknown keys are rejected. */
+export const ScheduleJobBody = z
+  .strictObject({
+    pairId: z.uuid({ error: 'must be a UUID (the connection id)' }),
+    window: z
+      .strictObject({
+        start: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
+        end: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
+      })
+      .refine((w) => Date.parse(w.start) < Date.parse(w.end), { error: 'start must be before end', path: ['end'] }),
+    connectorId: z.uuid({ error: 'must be a UUID' }).optional().openapi({ description: "If given, must be the connection's id (a connection is its own connector instance)" }),
+    priority: z.number({ error: 'must be an integer' }).int('must be an integer').min(-1000).max(1000).default(0),
+    payload: z.record(z.string(), z.unknown()).default({}).openapi({ description: 'Stored on the job; `resource_types` limits the backfill to those types' }),
+  })
+  .openapi('ScheduleJob', {
+    example: {
+      pairId: '00000000-0000-0000-0000-000000000000',
+      window: { start: '2025-09-22T09:00:00Z', end: '2025-09-22T10:00:00Z' },
+      priority: 0,
+      payload: { reason: 'manual_test' },
+    },
+  });
+
+/** What `POST /jobs/:id/cancel` did. */
+export const CancelAnswerSchema = z
+  .object({ job_id: z.string(), status: z.string(), cancel_requested: z.boolean() })
+  .openapi('CancelAnswer');

@@ -1,0 +1,414 @@
+// The REST API end to end over HTTP: a real API server (Hono on node:http) in front of the
+// Temporal dev server, a Synctide worker and Postgres. Covers seed 003's sync and job-status
+// scenarios, seed 001's POST /jobs/schedule, connection management through the workflow, metrics,
+// redaction and the OpenAPI document.
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Pool } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../api/app';
+import { listen, type HttpServer } from '../api/server';
+import { registerQueueDepthGauge } from '../lib/metrics';
+import { connectionWorkflowId } from '../workflows/ids';
+import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { capturingLogger } from './helpers/logs';
+import { useWorkerStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'api-e2e';
+const KEY = 'test-admin-key-0123456789abcdef';
+const TOKEN = 'ghp_secret_token_do_not_log_0123456789';
+
+interface Answer<T = any> {
+  status: number;
+  body: T;
+  text: string;
+}
+
+describe('REST API over HTTP', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
+  const apiLog = capturingLogger();
+  const answers: string[] = [];
+  let server: HttpServer;
+  let github: FakeGitHub;
+
+  beforeAll(async () => {
+    // As api/main.ts does: the queue depth is read from Postgres at each scrape.
+    registerQueueDepthGauge(stack.registry, stack.db.pool);
+    server = await listen(appWith(stack.db.pool), '127.0.0.1', 0);
+    github = await startFakeGitHub({ token: TOKEN, repos: { 'acme/app': { issues: 30, pulls: 5 } } });
+  });
+  afterAll(async () => {
+    // Shown when a test failed with a 5xx: the API's own account of it.
+    for (const line of apiLog.lines) if (Number(line.level) >= 50) console.error(JSON.stringify(line));
+    await server?.close();
+    await github?.close();
+  });
+
+  /** The API app on this file's Temporal server and registry, with `pool`. */
+  const appWith = (pool: typeof stack.db.pool) =>
+    createApp({
+      pool,
+      temporal: stack.env.client,
+      registry: stack.registry,
+      logger: apiLog.logger,
+      taskQueue: TASK_QUEUE,
+      adminApiKey: KEY,
+      maxIntervalSeconds: 86_400,
+    });
+
+  /** One HTTP call; the admin key is sent unless `auth` says otherwise. */
+  async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: { auth?: string | null; headers?: Record<string, string>; raw?: string } = {},
+  ): Promise<Answer<T>> {
+    const headers: Record<string, string> = { ...opts.headers };
+    const auth = opts.auth === undefined ? KEY : opts.auth;
+    if (auth !== null) headers.authorization = `Bearer ${auth}`;
+    const payload = opts.raw ?? (body === undefined ? undefined : JSON.stringify(body));
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${server.url}${path}`, { method, headers, body: payload });
+    const text = await res.text();
+    answers.push(text);
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON (metrics, docs)
+    }
+    return { status: res.status, body: parsed as T, text };
+  }
+
+  const count = async (sql: string, params: unknown[] = []) =>
+    (await stack.db.pool.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]!.n;
+
+  async function createConnection(appKey: string, extra: Record<string, unknown> = {}) {
+    const res = await call('POST', '/connections', {
+      tenant_id: 'acme',
+      app_key: appKey,
+      provider: 'demo',
+      config: { records_per_resource: 20, page_size: 10 },
+      schedule: { interval_seconds: 3600 },
+      ...extra,
+    });
+    expect(res.status, res.text).toBe(201);
+    return res.body as { id: string; workflow_id: string };
+  }
+
+  const jobDone = (id: string) =>
+    eventually(async () => {
+      const res = await call('GET', `/jobs/${id}?include_tasks=true`);
+      return ['completed', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+    });
+
+  it('answers 401 without or with a wrong key and creates nothing', async () => {
+    const before = { jobs: await count('sync_jobs'), connections: await count('connections') };
+    for (const auth of [null, 'wrong-key-wrong-key-wrong', '']) {
+      const sync = await call('POST', '/sync', { app_key: 'anything' }, { auth });
+      expect(sync.status).toBe(401);
+      expect(sync.body.error.code).toBe('unauthorized');
+      const create = await call('POST', '/connections', { tenant_id: 't', app_key: 'k', provider: 'demo' }, { auth });
+      expect(create.status).toBe(401);
+      expect((await call('GET', '/jobs', undefined, { auth })).status).toBe(401);
+    }
+    expect({ jobs: await count('sync_jobs'), connections: await count('connections') }).toEqual(before);
+    // Only the probes, metrics and docs are open.
+    expect((await call('GET', '/healthz', undefined, { auth: null })).status).toBe(200);
+    expect((await call('GET', '/metrics', undefined, { auth: null })).status).toBe(200);
+    expect((await call('GET', '/openapi.json', undefined, { auth: null })).status).toBe(200);
+  });
+
+  it('rejects a bad app_key (400), unknown keys (400), and a 2 MiB body (413) with JSON errors', async () => {
+    const bad = await call('POST', '/sync', { app_key: 'bad key!' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_request');
+    expect(bad.body.error.message).toMatch(/app_key/);
+    const unknown = await call('POST', '/sync', { app_key: 'ok', surprise: 1 });
+    expect(unknown.status).toBe(400);
+    const huge = await call('POST', '/sync', undefined, { raw: JSON.stringify({ app_key: 'x', pad: 'x'.repeat(2 * 1024 * 1024) }) });
+    expect(huge.status).toBe(413);
+    expect(huge.body.error.code).toBe('payload_too_large');
+    const notJson = await call('POST', '/sync', undefined, { raw: '{"app_key":' });
+    expect(notJson.status).toBe(400);
+    const missing = await call('POST', '/sync', { app_key: 'no-such-app' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('not_found');
+  });
+
+  it('creates a connection whose workflow runs; PATCH, pause, resume and sync-now show in its live state', async () => {
+    const conn = await createConnection('managed');
+    const described = await stack.env.client.workflow.getHandle(connectionWorkflowId(conn.id)).describe();
+    expect(described.status.name).toBe('RUNNING');
+    // The bootstrap job runs, then the workflow sleeps an hour.
+    const sleeping = await eventually(async () => {
+      const res = await call('GET', `/connections/${conn.id}`);
+      return res.body.live?.phase === 'sleeping' && res.body.live.last_outcome === 'completed' ? res.body : undefined;
+    });
+    expect(sleeping).not.toHaveProperty('credentials');
+    expect(sleeping.breaker).toMatchObject({ open: false, consecutive_failures: 0 });
+    const hourAway = Date.parse(sleeping.live.next_run_at);
+
+    const patched = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 120 } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.schedule.interval_seconds).toBe(120);
+    const replanned = await eventually(async () => {
+      const live = (await call('GET', `/connections/${conn.id}`)).body.live;
+      return live && Date.parse(live.next_run_at) < hourAway - 30 * 60_000 ? live : undefined;
+    });
+    // 120 s after the bootstrap finished, plus at most 20 % jitter and another interval.
+    expect(Date.parse(replanned.next_run_at) - Date.now()).toBeLessThan(2 * 144_000);
+
+    const badPatch = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 5 } });
+    expect(badPatch.status).toBe(400);
+
+    expect((await call('POST', `/connections/${conn.id}/pause`)).status).toBe(200);
+    await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'paused' ? true : undefined));
+    const pausedSync = await call('POST', '/sync', { app_key: 'managed' });
+    expect(pausedSync.status).toBe(409);
+    expect(pausedSync.body.error.code).toBe('connection_paused');
+
+    expect((await call('POST', `/connections/${conn.id}/resume`)).status).toBe(200);
+    await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'sleeping' ? true : undefined));
+
+    const now = await call('POST', `/connections/${conn.id}/sync`, { mode: 'full' });
+    expect(now.status, now.text).toBe(202);
+    expect(now.body.mode).toBe('full');
+    const done = await jobDone(now.body.job_id);
+    expect(done.status).toBe('completed');
+
+    const listed = await call('GET', '/connections?tenant_id=acme&limit=1');
+    expect(listed.status).toBe(200);
+    expect(listed.body.items).toHaveLength(1);
+    expect(listed.body.items[0]).not.toHaveProperty('credentials');
+
+    expect((await call('POST', `/connections/${conn.id}/disable`)).status).toBe(200);
+    await eventually(async () => {
+      const d = await stack.env.client.workflow.getHandle(connectionWorkflowId(conn.id)).describe();
+      return d.status.name !== 'RUNNING' ? d.status.name : undefined;
+    });
+    expect(await count(`sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying')`, [conn.id])).toBe(0);
+  });
+
+  it('POST /sync creates a job; GET /jobs/:id shows its progress, tasks and 404 for an unknown id', async () => {
+    const conn = await createConnection('sync-me');
+    const res = await call('POST', '/sync', { app_key: 'sync-me', mode: 'full' });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toMatchObject({ status: 'queued', total_tasks: 3, connection_id: conn.id, mode: 'full' });
+    expect(res.body.resource_types).toEqual(['issues', 'pull_requests', 'users']);
+    expect(res.body.job_id).toMatch(/^[0-9a-f-]{36}$/);
+
+    const job = await jobDone(res.body.job_id);
+    expect(job).toMatchObject({
+      status: 'completed', total_tasks: 3, completed_tasks: 3, failed_tasks: 0, processed_entities: 60,
+      progress_percentage: 100, trigger: 'api', job_type: 'full', error: null,
+    });
+    expect(job.tasks).toHaveLength(3);
+    for (const task of job.tasks) {
+      expect(task).toMatchObject({ status: 'completed', entity_count: 20, error_message: null });
+      expect(typeof task.resource_type).toBe('string');
+    }
+    const plain = await call('GET', `/jobs/${res.body.job_id}`);
+    expect(plain.body).not.toHaveProperty('tasks');
+
+    expect((await call('GET', '/jobs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await call('GET', '/jobs/not-a-uuid')).status).toBe(400);
+
+    const subset = await call('POST', '/sync', { app_key: 'sync-me', mode: 'full', resource_types: ['users'] });
+    expect(subset.status).toBe(202);
+    expect(subset.body).toMatchObject({ total_tasks: 1, resource_types: ['users'] });
+    expect((await jobDone(subset.body.job_id)).tasks.map((t: { resource_type: string }) => t.resource_type)).toEqual(['users']);
+    expect((await call('POST', '/sync', { app_key: 'sync-me', resource_types: ['nope'] })).status).toBe(400);
+
+    // Listing, filtered and paged by cursor.
+    const first = await call('GET', `/jobs?connection_id=${conn.id}&limit=1`);
+    expect(first.body.items).toHaveLength(1);
+    expect(first.body.next_cursor).toEqual(expect.any(String));
+    const second = await call('GET', `/jobs?connection_id=${conn.id}&limit=1&cursor=${first.body.next_cursor}`);
+    expect(second.body.items).toHaveLength(1);
+    expect(second.body.items[0].id).not.toBe(first.body.items[0].id);
+    const all = await call('GET', `/jobs?connection_id=${conn.id}&trigger=api`);
+    expect(all.body.items.map((j: { id: string }) => j.id).sort()).toEqual([res.body.job_id, subset.body.job_id].sort());
+    expect((await call('GET', '/jobs?cursor=garbage')).status).toBe(400);
+  });
+
+  it('immediate: true answers with the results and writes no job or task rows', async () => {
+    await createConnection('now-please');
+    const jobs = await count('sync_jobs');
+    const tasks = await count('sync_tasks');
+    const res = await call('POST', '/sync', { app_key: 'now-please', mode: 'full', immediate: true });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ immediate: true, mode: 'full', total_entities: 60 });
+    expect(res.body.resources).toHaveLength(3);
+    // The connection's own bootstrap job may have been enqueued meanwhile; nothing from this call.
+    expect(await count(`sync_jobs where trigger = 'api'`)).toBeLessThanOrEqual(jobs);
+    expect(await count('sync_tasks where job_id in (select id from sync_jobs where trigger = $1)', ['api'])).toBeLessThanOrEqual(tasks);
+  });
+
+  it("a failed job's error summarises the failure without internals", async () => {
+    await createConnection('doomed', {
+      config: { records_per_resource: 20, page_size: 10, fail: { resource: 'users', at_page: 1, kind: 'permanent' } },
+    });
+    const res = await call('POST', '/sync', { app_key: 'doomed', mode: 'full' });
+    const job = await jobDone(res.body.job_id);
+    expect(job.status).toBe('failed');
+    expect(job.error.message).toMatch(/users/);
+    expect(job.error.failed_tasks).toEqual([{ resource_type: 'users', message: expect.any(String) }]);
+    const text = JSON.stringify(job.error);
+    expect(text).not.toMatch(/\n|\bat \w+ \(|select |insert |update |node_modules|\.ts:\d+/i);
+  });
+
+  it('POST /jobs/schedule: 202 with the job, strict body, one row for 20 concurrent requests with one Idempotency-Key', async () => {
+    const conn = await createConnection('backfill');
+    const body = { pairId: conn.id, window: { start: '2025-01-01T00:00:00Z', end: '2025-01-02T00:00:00Z' }, payload: { reason: 'manual_test' } };
+    const res = await call('POST', '/jobs/schedule', body);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toMatchObject({ connection_id: conn.id, trigger: 'backfill', window: { start: '2025-01-01T00:00:00.000Z' } });
+    const row = await stack.db.pool.query('select window_start, payload from sync_jobs where id = $1', [res.body.id]);
+    expect(row.rows[0].payload).toEqual({ reason: 'manual_test' });
+    await jobDone(res.body.id);
+
+    expect((await call('POST', '/jobs/schedule', { ...body, extra: true })).status).toBe(400);
+    expect((await call('POST', '/jobs/schedule', { ...body, window: { start: body.window.end, end: body.window.start } })).status).toBe(400);
+    expect((await call('POST', '/jobs/schedule', { ...body, pairId: 'nope' })).status).toBe(400);
+
+    const backfills = `sync_jobs where connection_id = $1 and trigger = 'backfill'`;
+    const before = await count(backfills, [conn.id]);
+    const key = 'idem-key-20-at-once';
+    const answers20 = await Promise.all(
+      Array.from({ length: 20 }, () => call('POST', '/jobs/schedule', body, { headers: { 'Idempotency-Key': key } })),
+    );
+    expect(answers20.map((a) => a.status)).toEqual(Array(20).fill(202));
+    expect(new Set(answers20.map((a) => a.body.id)).size).toBe(1);
+    expect(await count(backfills, [conn.id])).toBe(before + 1);
+    expect(await count('sync_jobs where idempotency_key = $1', [key])).toBe(1);
+    await jobDone(answers20[0]!.body.id);
+    // A later repeat still answers with the same job and inserts nothing.
+    const repeat = await call('POST', '/jobs/schedule', body, { headers: { 'Idempotency-Key': key } });
+    expect(repeat.status).toBe(202);
+    expect(repeat.body.id).toBe(answers20[0]!.body.id);
+    expect(await count(backfills, [conn.id])).toBe(before + 1);
+    const reused = await call('POST', '/jobs/schedule', { ...body, window: { ...body.window, end: '2025-01-03T00:00:00Z' } }, { headers: { 'Idempotency-Key': key } });
+    expect(reused.status).toBe(409);
+  });
+
+  it('a connection paused by its circuit breaker answers 409 with the alert, and nothing is inserted', async () => {
+    const conn = await createConnection('breaker');
+    const until = new Date(Date.now() + 30 * 60_000);
+    await stack.db.pool.query(
+      `insert into connector_failure_stats (connection_id, provider_slug, consecutive_failures, last_failure_at, paused_until)
+       values ($1, 'demo', 5, now(), $2)`,
+      [conn.id, until],
+    );
+    await stack.db.pool.query(
+      `insert into alerts (category, severity, connection_id, context) values ('sync_circuit_breaker', 'warning', $1, $2)`,
+      [conn.id, { connection_id: conn.id, consecutive_failures: 5, paused_until: until.toISOString() }],
+    );
+    const before = await count('sync_jobs where connection_id = $1', [conn.id]);
+    const res = await call('POST', '/jobs/schedule', { pairId: conn.id, window: { start: '2025-01-01T00:00:00Z', end: '2025-01-02T00:00:00Z' } });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatchObject({ code: 'circuit_breaker_open', paused_until: until.toISOString(), consecutive_failures: 5 });
+    expect(res.body.error.alert).toMatchObject({ severity: 'warning', context: { consecutive_failures: 5 } });
+    expect((await call('POST', '/sync', { app_key: 'breaker' })).status).toBe(409);
+    expect(await count('sync_jobs where connection_id = $1 and trigger in ($2, $3)', [conn.id, 'api', 'backfill'])).toBe(0);
+    expect(await count('sync_jobs where connection_id = $1', [conn.id])).toBe(before);
+    const detail = await call('GET', `/connections/${conn.id}`);
+    expect(detail.body.breaker).toMatchObject({ open: true, consecutive_failures: 5 });
+  });
+
+  it('POST /jobs/:id/cancel stops a running job', async () => {
+    await createConnection('slow', { config: { records_per_resource: 500, page_size: 5, latency_ms: 200 } });
+    const res = await call('POST', '/sync', { app_key: 'slow', mode: 'full' });
+    await eventually(async () => ((await call('GET', `/jobs/${res.body.job_id}`)).body.status === 'running' ? true : undefined));
+    const cancel = await call('POST', `/jobs/${res.body.job_id}/cancel`);
+    expect(cancel.status).toBe(202);
+    const job = await jobDone(res.body.job_id);
+    expect(job.status).toBe('cancelled');
+    expect((await call('POST', `/jobs/${res.body.job_id}/cancel`)).status).toBe(409);
+  });
+
+  it('a GitHub sync with a token: the token is in no log line and no API answer', async () => {
+    const res = await call('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'gh', provider: 'github',
+      config: { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 10 },
+      credentials: { token: TOKEN }, schedule: { interval_seconds: 3600 },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.has_credentials).toBe(true);
+    const sync = await call('POST', '/sync', { app_key: 'gh', mode: 'full' });
+    const job = await jobDone(sync.body.job_id);
+    expect(job.status).toBe('completed');
+    expect(job.processed_entities).toBeGreaterThan(0);
+    await call('GET', `/connections/${res.body.id}`);
+    await call('GET', `/jobs?connection_id=${res.body.id}`);
+    const logs = [...apiLog.lines, ...stack.lines].map((l) => JSON.stringify(l)).join('\n');
+    expect(logs.length).toBeGreaterThan(1000);
+    expect(logs).not.toContain(TOKEN);
+    expect(answers.join('\n')).not.toContain(TOKEN);
+    // The requests were logged with their ids.
+    expect(apiLog.lines.some((l) => l.request_id && l.path === '/sync' && l.status === 202)).toBe(true);
+  });
+
+  it('after a sync, /metrics shows every SPEC §8 name with its labels', async () => {
+    const conn = await createConnection('metered', {
+      config: { records_per_resource: 10, page_size: 10, seed: 'metered', fail: { resource: 'users', at_page: 1, kind: 'rate_limited', retry_after_seconds: 1, times: 1 } },
+    });
+    const res = await call('POST', '/sync', { app_key: 'metered', mode: 'full' });
+    expect((await jobDone(res.body.job_id)).status).toBe('completed');
+    // The injected rate limit (once) hits whichever job reads `users` first; wait for all of them.
+    await eventually(async () =>
+      (await count(`sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying') and trigger <> 'schedule'`, [conn.id])) === 0 &&
+      (await count('sync_jobs where connection_id = $1 and rate_limit_retry_count > 0', [conn.id])) >= 1 ? true : undefined,
+      { describe: async () => (await stack.db.pool.query('select trigger, status, job_type, rate_limit_retry_count, last_error from sync_jobs where connection_id = $1', [conn.id])).rows },
+    );
+    const text = (await call('GET', '/metrics', undefined, { auth: null })).text;
+    const expectLine = (pattern: RegExp) => expect(text, String(pattern)).toMatch(pattern);
+    expectLine(/^sync_scheduler_jobs_scheduled_total\{[^}]*provider_slug="demo"[^}]*tenant_id="acme"[^}]*\} \d+/m);
+    expectLine(/^sync_scheduler_jitter_seconds_bucket\{/m);
+    expectLine(/^sync_scheduler_backlog_gauge(\{[^}]*\})? \d+/m);
+    expectLine(/^sync_scheduler_tick_duration_ms_bucket\{/m);
+    expectLine(/^rate_limited_total\{[^}]*provider="demo"[^}]*\} \d+/m);
+    expectLine(/^rate_limited_backoff_seconds_bucket\{[^}]*le="900"/m);
+    expectLine(/^sync_jobs_total\{[^}]*status="completed"[^}]*connector_id="demo"|^sync_jobs_total\{[^}]*connector_id="demo"[^}]*status="completed"/m);
+    expectLine(/^sync_jobs_queue_depth\{[^}]*status="queued"[^}]*\} \d+/m);
+    expectLine(/^sync_job_duration_seconds_bucket\{[^}]*outcome="completed"/m);
+    expectLine(/^sync_job_retries_total\{[^}]*connector_id="demo"[^}]*\} \d+/m);
+  });
+
+  it('/openapi.json is a valid OpenAPI 3 document listing every route, and /docs renders', async () => {
+    const doc = (await call('GET', '/openapi.json', undefined, { auth: null })).body;
+    const result = await new Validator().validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(doc.openapi).toMatch(/^3\./);
+    const routes = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(routes.sort()).toEqual(
+      [
+        'POST /connections', 'GET /connections', 'GET /connections/{id}', 'PATCH /connections/{id}',
+        'POST /connections/{id}/pause', 'POST /connections/{id}/resume', 'POST /connections/{id}/disable',
+        'POST /connections/{id}/sync', 'POST /sync', 'POST /jobs/schedule', 'GET /jobs/{id}', 'GET /jobs',
+        'POST /jobs/{id}/cancel',
+      ].sort(),
+    );
+    const docs = await call('GET', '/docs', undefined, { auth: null });
+    expect(docs.status).toBe(200);
+    expect(docs.text).toMatch(/swagger-ui/i);
+    expect(docs.text).toContain('/openapi.json');
+  });
+
+  it('answers 503 (not 500) when Postgres is unreachable', async () => {
+    const deadPool = new Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none', connectionTimeoutMillis: 500 });
+    const app = appWith(deadPool as never);
+    try {
+      const res = await app.request('/jobs', { headers: { authorization: `Bearer ${KEY}` } });
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: unknown };
+      expect(body.error).toEqual({ code: 'unavailable', message: expect.stringMatching(/Postgres is unreachable/) });
+      expect((await app.request('/readyz')).status).toBe(503);
+    } finally {
+      await deadPool.end();
+    }
+  });
+});
