@@ -104,12 +104,14 @@ describe('npm start', () => {
       }
     }
 
-    // One /metrics for the one process: the job-lifecycle metrics.
+    // One /metrics for the one process: job-lifecycle metrics, then the Temporal SDK's worker metrics.
     const scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`)).text();
     expect(scrape).toMatch(/^sync_jobs_total\{status="queued",connector_id="demo"[^}]*\} [1-9]/m);
     for (const status of ['queued', 'running', 'retrying']) {
       expect(scrape).toMatch(new RegExp(`^sync_jobs_queue_depth\\{status="${status}"[^}]*\\} \\d+$`, 'm'));
     }
+    expect(scrape).toMatch(/^temporal_worker_task_slots_available\{[^}]*task_queue="synctide"[^}]*\} \d+/m);
+    expect(scrape).toMatch(/^temporal_workflow_task_execution_latency_count\{/m);
 
     // Leave a mark in the database to prove that a second start reuses DATA_DIR.
     const dbUrl = `postgres://postgres@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
