@@ -260,13 +260,19 @@ describe('REST API over HTTP', () => {
 
   it('POST /jobs/schedule: 202 with the job, strict body, one row for 20 concurrent requests with one Idempotency-Key', async () => {
     const conn = await createConnection('backfill');
-    const body = { pairId: conn.id, window: { start: '2025-01-01T00:00:00Z', end: '2025-01-02T00:00:00Z' }, payload: { reason: 'manual_test' } };
+    // Let the first (bootstrap) sync finish, then wind the cursor back: a backfill must not move it.
+    await eventually(async () => ((await count(`sync_jobs where connection_id = $1 and status = 'completed'`, [conn.id])) > 0 ? true : undefined));
+    await stack.db.pool.query(`update sync_state set cursor = '2025-01-01T00:00:05Z' where connection_id = $1`, [conn.id]);
+    // Demo records of one resource are updated at 00:00:00 + i s (i < 20): the window from 00:00:10 holds 10.
+    const body = { pairId: conn.id, window: { start: '2025-01-01T00:00:10Z', end: '2025-01-02T00:00:00Z' }, payload: { reason: 'manual_test' } };
     const res = await call('POST', '/jobs/schedule', body);
     expect(res.status, res.text).toBe(202);
-    expect(res.body).toMatchObject({ connection_id: conn.id, trigger: 'backfill', window: { start: '2025-01-01T00:00:00.000Z' } });
+    expect(res.body).toMatchObject({ connection_id: conn.id, trigger: 'backfill', status: 'queued', window: { start: '2025-01-01T00:00:10.000Z' } });
     const row = await stack.db.pool.query('select window_start, payload from sync_jobs where id = $1', [res.body.id]);
     expect(row.rows[0].payload).toEqual({ reason: 'manual_test' });
-    await jobDone(res.body.id);
+    expect(await jobDone(res.body.id)).toMatchObject({ status: 'completed', job_type: 'incremental', processed_entities: 30 });
+    const cursors = await stack.db.pool.query(`select distinct cursor from sync_state where connection_id = $1`, [conn.id]);
+    expect(cursors.rows.map((r) => r.cursor.toISOString())).toEqual(['2025-01-01T00:00:05.000Z']);
 
     expect((await call('POST', '/jobs/schedule', { ...body, extra: true })).status).toBe(400);
     expect((await call('POST', '/jobs/schedule', { ...body, window: { start: body.window.end, end: body.window.start } })).status).toBe(400);
