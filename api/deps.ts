@@ -3,12 +3,15 @@ import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
+import type { SyncMetrics } from '../lib/metrics';
 
 /** What the API needs from the process: one pool, one Temporal client, one metrics registry. */
 export interface ApiDeps {
   pool: Pool;
   temporal: Client;
   registry: Registry;
+  /** SPEC §8 metrics on `registry` (the API counts the jobs it creates). */
+  metrics: SyncMetrics;
   logger: Logger;
   /** Task queue of the Synctide workers (where requested jobs and immediate syncs run). */
   taskQueue: string;

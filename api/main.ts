@@ -2,7 +2,7 @@
 import { loadConfigOrExit, requireAdminKey, requireServers } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
 import { createLogger } from '../lib/logger';
-import { createMetricsRegistry, registerQueueDepthGauge } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { createApp } from './app';
 import { apiSettings } from './deps';
@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   });
   const registry = createMetricsRegistry({ process: 'api' });
   registerQueueDepthGauge(registry, pool);
-  const app = createApp({ pool, temporal, registry, logger, adminApiKey: config.ADMIN_API_KEY, ...apiSettings(config) });
+  const app = createApp({ pool, temporal, registry, metrics: createSyncMetrics(registry), logger, adminApiKey: config.ADMIN_API_KEY, ...apiSettings(config) });
   const server = await listen(app, config.API_HOST, config.API_PORT);
   shutdown.add('http', () => server.close());
   logger.info({ url: server.url }, 'api listening');

@@ -66,6 +66,7 @@ export async function requestJob(deps: ApiDeps, request: JobRequest): Promise<Re
     idempotencyKey: request.idempotencyKey,
   });
   const { job } = result;
+  if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', connector_id: connection.provider_slug });
   if (result.outcome === 'same_key' && !sameRequest(job, request)) {
     throw new ApiError(409, 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request', { job_id: job.id });
   }

@@ -13,7 +13,7 @@ import { connectServers } from '../lib/connect-servers';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { createDemoConnectionIfEmpty } from '../lib/demo-connection';
 import { createLogger } from '../lib/logger';
-import { createMetricsRegistry, registerQueueDepthGauge } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';
 import { installSdkMetrics } from '../lib/sdk-metrics';
 import { Shutdown } from '../lib/shutdown';
 import { resolveTemporalBinary } from '../lib/temporal-binaries';
@@ -27,7 +27,7 @@ const shutdown = new Shutdown(logger).onSignals();
 
 async function main(): Promise<void> {
   // Before any NativeConnection: the SDK's Runtime is installed once per process.
-  const sdkMetrics = await installSdkMetrics({ globalTags: { process: 'start' } });
+  const sdkMetrics = await installSdkMetrics({ globalTags: { process: 'start' }, logger });
   const db = await openDatabase(config, logger);
   shutdown.add('postgres', () => db.stop());
 
@@ -50,7 +50,8 @@ async function main(): Promise<void> {
   const { pool, temporal } = await connectServers({ databaseUrl: db.url, temporalAddress: address, config, logger, shutdown });
   const registry = createMetricsRegistry({ process: 'start' });
   registerQueueDepthGauge(registry, pool);
-  await runWorker({ config, address, pool, temporal, registry, logger, shutdown, rateLimit });
+  const metrics = createSyncMetrics(registry);
+  await runWorker({ config, address, pool, temporal, metrics, logger, shutdown, rateLimit });
 
   const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty(pool, temporal, config.TEMPORAL_TASK_QUEUE) : null;
   if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');
@@ -61,6 +62,7 @@ async function main(): Promise<void> {
     pool,
     temporal,
     registry,
+    metrics,
     logger,
     adminApiKey: admin.key,
     ...apiSettings(config),

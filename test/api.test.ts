@@ -50,6 +50,7 @@ describe('REST API over HTTP', () => {
       pool,
       temporal: stack.env.client,
       registry: stack.registry,
+      metrics: stack.metrics,
       logger: apiLog.logger,
       taskQueue: TASK_QUEUE,
       adminApiKey: KEY,

@@ -8,7 +8,7 @@ import { loadConfigOrExit, requireServers } from '../lib/config';
 import { connectServers } from '../lib/connect-servers';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { createLogger } from '../lib/logger';
-import { createMetricsRegistry, registerQueueDepthGauge } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';
 import { installSdkMetrics } from '../lib/sdk-metrics';
 import { Shutdown } from '../lib/shutdown';
 import { runWorker } from './run-worker';
@@ -20,7 +20,7 @@ const shutdown = new Shutdown(logger).onSignals();
 
 async function main(): Promise<void> {
   // Before any NativeConnection: the SDK's Runtime is installed once per process.
-  const sdkMetrics = await installSdkMetrics({ globalTags: { process: 'worker' } });
+  const sdkMetrics = await installSdkMetrics({ globalTags: { process: 'worker' }, logger });
   const { pool, temporal } = await connectServers({
     databaseUrl: config.DATABASE_URL,
     temporalAddress: config.TEMPORAL_ADDRESS,
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   });
   const registry = createMetricsRegistry({ process: 'worker' });
   registerQueueDepthGauge(registry, pool);
-  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, temporal, registry, logger, shutdown, rateLimit });
+  await runWorker({ config, address: config.TEMPORAL_ADDRESS, pool, temporal, metrics: createSyncMetrics(registry), logger, shutdown, rateLimit });
 
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));

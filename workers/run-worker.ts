@@ -1,12 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { RateLimitSettings } from '../activities/deps';
 import { NativeConnection } from '@temporalio/worker';
-import type { Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
 import { scheduleSettings, type Config } from '../lib/config';
 import { ensureReconcileWorkflow } from '../lib/connection-workflows';
 import type { Logger } from '../lib/logger';
-import { createSyncMetrics } from '../lib/metrics';
+import type { SyncMetrics } from '../lib/metrics';
 import type { Shutdown } from '../lib/shutdown';
 import { createWorker } from './create-worker';
 
@@ -20,7 +19,8 @@ export async function runWorker(opts: {
   address: string;
   pool: Pool;
   temporal: Client;
-  registry: Registry;
+  /** The process's metrics (one set per registry; the API of `npm start` shares it). */
+  metrics: SyncMetrics;
   logger: Logger;
   shutdown: Shutdown;
   rateLimit: RateLimitSettings;
@@ -35,7 +35,7 @@ export async function runWorker(opts: {
     activities: {
       pool: opts.pool,
       logger,
-      metrics: createSyncMetrics(opts.registry),
+      metrics: opts.metrics,
       temporal: opts.temporal,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       settings: scheduleSettings(config),

@@ -1,6 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
+import type { SyncMetrics } from '../../lib/metrics';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './database';
 import { createDevServerEnv, createTimeSkippingEnv } from './temporal';
@@ -13,8 +14,9 @@ export interface WorkerStack {
   worker: Worker;
   /** The worker's log lines, parsed. */
   lines: LogLines;
-  /** The metrics registry of the worker's activities. */
+  /** The metrics registry of the worker's activities, and their metrics on it. */
   registry: Registry;
+  metrics: SyncMetrics;
 }
 
 /**
@@ -30,7 +32,7 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
       kind === 'dev-server' ? createDevServerEnv() : createTimeSkippingEnv(),
       createTestDatabase(),
     ]);
-    const { worker, lines, registry } = await createTestWorker({
+    const { worker, lines, registry, metrics } = await createTestWorker({
       connection: stack.env.nativeConnection,
       client: stack.env.client,
       pool: stack.db.pool,
@@ -39,6 +41,7 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
     stack.worker = worker;
     stack.lines = lines;
     stack.registry = registry;
+    stack.metrics = metrics;
     running = worker.run();
   });
   afterAll(async () => {

@@ -36,7 +36,7 @@ export async function createTestWorker(opts: {
     workflowBundle: await synctideBundle(),
     activities: deps,
   });
-  return { worker, lines, registry };
+  return { worker, lines, registry, metrics: deps.metrics };
 }
 
 /**
