@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Fault tests that take minutes each run in `npm run test:faults` (vitest.faults.config.ts).
+    exclude: [...configDefaults.exclude, 'test/**/*.slow.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     setupFiles: ['test/setup-fast-check.ts'],
     // Files run one at a time: each owns its database and Temporal server, and the time-skipping

@@ -16,13 +16,16 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   return env;
 }
 
-/** A Temporal CLI dev server of its own, with Synctide's search attributes registered. */
-export function createDevServerEnv(): Promise<TestWorkflowEnvironment> {
+/**
+ * A Temporal CLI dev server of its own, with Synctide's search attributes registered. It logs
+ * errors only, or what `logLevel` (the CLI's --log-level: debug, info, warn, error, never) says.
+ */
+export function createDevServerEnv(opts: { logLevel?: string } = {}): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: inject('temporalCliPath') },
       searchAttributes: [...SYNCTIDE_SEARCH_ATTRIBUTES],
-      log: { format: 'pretty', level: 'error' },
+      log: { format: 'pretty', level: opts.logLevel ?? 'error' },
     },
   });
 }

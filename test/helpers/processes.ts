@@ -1,0 +1,221 @@
+// Real Synctide processes for fault tests: `npm run worker` and `npm run api` as child processes
+// (spawned as the node command of the npm script itself, so a signal reaches the process that
+// does the work and not npm), with their JSON log lines parsed as they arrive.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../lib/ports';
+import type { LogLines } from './logs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SCRIPTS = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> }).scripts;
+
+/** The admin key every API process of a fault test uses. */
+export const TEST_ADMIN_KEY = 'fault-test-admin-key-0123456789';
+
+/** How a process ended. */
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A running `npm run worker` or `npm run api`. */
+export interface SynctideProcess {
+  name: string;
+  pid: number;
+  /** Its JSON log lines (stdout), parsed, in order. */
+  lines: LogLines;
+  /** The API's base URL (api processes only). */
+  url?: string;
+  /** Everything it printed that was not a JSON line (the last 200 lines). */
+  otherOutput(): string;
+  exit: Promise<ExitStatus>;
+  running(): boolean;
+  /** Resolves with the first log line (already seen or still to come) that `match` accepts. */
+  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Sends a signal (SIGKILL: kill -9) without waiting. */
+  kill(signal: NodeJS.Signals): void;
+  /** SIGTERM, then waits for the exit (SIGKILL after 60 s). */
+  stop(): Promise<ExitStatus>;
+}
+
+const spawned = new Set<SynctideProcess>();
+
+/** The node arguments of `npm run <script>` (e.g. `--import tsx workers/main.ts`). */
+function scriptArgs(script: 'worker' | 'api'): string[] {
+  const parts = SCRIPTS[script]!.trim().split(/\s+/);
+  if (parts[0] !== 'node') throw new Error(`npm run ${script} is not a plain node command: ${SCRIPTS[script]}`);
+  return parts.slice(1);
+}
+
+/** The log line a process writes once it is ready. */
+const READY: Record<'worker' | 'api', string> = { worker: 'worker started', api: 'api listening' };
+
+/**
+ * Starts `npm run <script>` with `env` on top of this process's environment and resolves once it
+ * logs that it is ready (the worker: polling, reconcile tick ensured, metrics served; the API:
+ * listening). Throws with its output if it exits first.
+ */
+export async function startSynctide(
+  script: 'worker' | 'api',
+  env: Record<string, string>,
+  opts: { name?: string; readyTimeoutMs?: number } = {},
+): Promise<SynctideProcess> {
+  const name = opts.name ?? script;
+  const child: ChildProcess = spawn(process.execPath, scriptArgs(script), {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: LogLines = [];
+  const other: string[] = [];
+  const waiters = new Set<() => void>();
+  const take = (text: string) => {
+    if (text.startsWith('{')) {
+      try {
+        lines.push(JSON.parse(text) as Record<string, unknown>);
+        for (const wake of waiters) wake();
+        return;
+      } catch {
+        // not a log line after all
+      }
+    }
+    other.push(text);
+    if (other.length > 200) other.shift();
+  };
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let partial = '';
+    stream.on('data', (chunk: Buffer) => {
+      const parts = (partial + chunk.toString('utf8')).split('\n');
+      partial = parts.pop()!;
+      for (const part of parts) if (part.trim()) take(part);
+    });
+  }
+  let ended: ExitStatus | null = null;
+  const exit = new Promise<ExitStatus>((resolve) =>
+    child.once('exit', (code, signal) => {
+      ended = { code, signal };
+      for (const wake of waiters) wake();
+      resolve(ended);
+    }),
+  );
+
+  const proc: SynctideProcess = {
+    name,
+    pid: child.pid ?? -1,
+    lines,
+    otherOutput: () => other.join('\n'),
+    exit,
+    running: () => ended === null,
+    waitForLog(match, timeoutMs = 120_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`${name}: no matching log line within ${timeoutMs} ms\n${describeOutput(proc)}`));
+        }, timeoutMs);
+        const check = () => {
+          const found = lines.find(match);
+          if (found || ended) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            if (found) resolve(found);
+            else reject(new Error(`${name} exited (${JSON.stringify(ended)}) before the expected log line\n${describeOutput(proc)}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    kill(signal) {
+      if (ended === null) child.kill(signal);
+    },
+    async stop() {
+      if (ended !== null) return ended;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      const status = await exit;
+      clearTimeout(timer);
+      return status;
+    },
+  };
+  spawned.add(proc);
+  void exit.then(() => spawned.delete(proc));
+
+  const ready = await proc.waitForLog((l) => l.msg === READY[script], opts.readyTimeoutMs ?? 180_000);
+  if (script === 'api') proc.url = String(ready.url);
+  return proc;
+}
+
+function describeOutput(proc: SynctideProcess): string {
+  const tail = proc.lines.slice(-30).map((l) => JSON.stringify(l));
+  return [...tail, proc.otherOutput()].join('\n');
+}
+
+/** What a worker or API of a fault test needs: its servers, task queue and ports. */
+export interface ServerEnv {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+}
+
+/** Environment of an `npm run worker` on `servers`, with a free metrics port. */
+export async function workerEnv(servers: ServerEnv, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    DATABASE_URL: servers.databaseUrl,
+    TEMPORAL_ADDRESS: servers.temporalAddress,
+    TEMPORAL_TASK_QUEUE: servers.taskQueue,
+    WORKER_METRICS_PORT: String(await freePort()),
+    ...extra,
+  };
+}
+
+/** Environment of an `npm run api` on `servers`, with a free port and TEST_ADMIN_KEY. */
+export async function apiEnv(servers: ServerEnv, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    DATABASE_URL: servers.databaseUrl,
+    TEMPORAL_ADDRESS: servers.temporalAddress,
+    TEMPORAL_TASK_QUEUE: servers.taskQueue,
+    API_PORT: String(await freePort()),
+    ADMIN_API_KEY: TEST_ADMIN_KEY,
+    ...extra,
+  };
+}
+
+/** Stops (SIGTERM, then SIGKILL after 60 s) every process started here that still runs; for afterAll. */
+export async function stopAllSynctide(): Promise<void> {
+  await Promise.all([...spawned].map((proc) => proc.stop()));
+}
+
+/** An HTTP answer of the API, its body parsed when it is JSON. */
+export interface ApiAnswer<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** Calls an API process with the admin key. */
+export async function callApi<T = any>(api: { url?: string }, method: string, path: string, body?: unknown): Promise<ApiAnswer<T>> {
+  const headers: Record<string, string> = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${api.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+/**
+ * `POST /connections` of a demo connection (tenant `acme`, an hour between scheduled runs) through
+ * `api`; returns its id. Its connection workflow starts and runs the first sync at once.
+ */
+export async function createDemoConnection(api: { url?: string }, appKey: string, config: Record<string, unknown>): Promise<string> {
+  const res = await callApi(api, 'POST', '/connections', {
+    tenant_id: 'acme', app_key: appKey, provider: 'demo', config, schedule: { interval_seconds: 3600 },
+  });
+  if (res.status !== 201) throw new Error(`POST /connections answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body.id;
+}
