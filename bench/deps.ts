@@ -1,0 +1,31 @@
+// Activity dependencies as a production worker builds them (workers/run-worker.ts), with a silent
+// logger and a metrics registry of their own. Kept free of heavy imports, so the worker child
+// process of worker-memory.bench.ts loads only what a production worker loads.
+import type { Client } from '@temporalio/client';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import type { ActivityDeps } from '../activities/deps';
+import type { Pool } from '../db/pool';
+import { createSyncMetrics } from '../lib/metrics';
+import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
+import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../policy/schedule';
+
+/** Schedule settings with no jitter, so that `scheduled_at` is exactly the due time. */
+export const NO_JITTER: ScheduleSettings = { ...DEFAULT_SCHEDULE_SETTINGS, jitterPctMin: 0, jitterPctMax: 0 };
+
+export function benchActivityDeps(opts: {
+  pool: Pool;
+  client: Client;
+  taskQueue: string;
+  settings?: ScheduleSettings;
+}): ActivityDeps {
+  return {
+    pool: opts.pool,
+    logger: pino({ level: 'silent' }),
+    metrics: createSyncMetrics(new Registry()),
+    temporal: opts.client,
+    taskQueue: opts.taskQueue,
+    settings: opts.settings ?? DEFAULT_SCHEDULE_SETTINGS,
+    rateLimit: { defaults: DEFAULT_RATE_LIMIT_POLICY, overrides: {}, retryCap: DEFAULT_RATE_LIMIT_RETRY_CAP },
+  };
+}

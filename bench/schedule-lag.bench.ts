@@ -1,0 +1,309 @@
+// Schedule lag: actual job start (`sync_jobs.started_at`, the job workflow's clock when it claims
+// the job) − `scheduled_at`, for N connections at 60 s intervals (the smallest allowed) with no
+// jitter (JITTER_PCT_MIN = JITTER_PCT_MAX = 0, so `scheduled_at` is exactly L + 60 s). Demo
+// connections with one resource and one record; the real Synctide worker (production options,
+// a pool of 10) and its reconcile tick every 60 s; each connection workflow started as the API
+// starts it. All N bootstrap at once (cycle 0: run now), so their timer-driven cycles come due in
+// a burst as wide as the bootstrap took: the harshest shape for a given N.
+// N: 100 and 1,000 by default; BENCH_CONNECTIONS=2000 (comma-separated) overrides. Each N gets a
+// fresh database and a fresh dev server, and runs until every connection has started
+// BENCH_LAG_CYCLES (default 2) timer-driven jobs after its bootstrap job.
+import { ensureConnectionWorkflow, ensureReconcileWorkflow } from '../lib/connection-workflows';
+import type { Pool } from '../db/pool';
+import { RECONCILE_WORKFLOW_ID } from '../workflows/ids';
+import {
+  activityDurations,
+  cpuMeter,
+  eventMs,
+  EventType,
+  formatCpu,
+  mapLimit,
+  msSince,
+  NO_JITTER,
+  percentile,
+  printMachine,
+  sleep,
+  startBenchStack,
+  startSynctideWorker,
+  table,
+  type BenchStack,
+  type HistoryEvent,
+} from './stack';
+
+const SIZES = (process.env.BENCH_CONNECTIONS ?? '100,1000').split(',').map(Number);
+const CYCLES = Number(process.env.BENCH_LAG_CYCLES ?? 2);
+const INTERVAL_SECONDS = 60;
+const TASK_QUEUE = 'bench-lag';
+
+const stack = await startBenchStack('schedule-lag');
+try {
+  printMachine(stack.machine, {
+    scenario: `connections ${SIZES.join(', ')} at ${INTERVAL_SECONDS} s, jitter 0, ${CYCLES} timer-driven cycles after bootstrap`,
+  });
+  for (const [i, n] of SIZES.entries()) {
+    if (i > 0) await stack.restartTemporal();
+    await scenario(stack, n);
+  }
+} finally {
+  await stack.stop();
+}
+process.exit(0);
+
+interface JobRow {
+  connection_id: string;
+  id: string;
+  cycle: number;
+  status: string;
+  scheduled_ms: number;
+  started_ms: number | null;
+  finished_ms: number | null;
+}
+
+async function scenario(stack: BenchStack, n: number) {
+  const db = await stack.freshDatabase();
+  const worker = await startSynctideWorker(stack, { taskQueue: TASK_QUEUE, settings: NO_JITTER, dbUrl: db.url });
+  let sampler: ReturnType<typeof sampleContention> | undefined;
+  let endMs: number;
+  let startSeconds: number;
+  let cpu: string;
+  try {
+    // As `npm run worker` does: the reconcile tick runs (every 60 s, ensuring every workflow).
+    await ensureReconcileWorkflow(stack.client, TASK_QUEUE, 60, 7);
+    const { rows: connections } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata)
+       select 'bench', 'demo', 'lag-' || i, '{"resource_types": ["items"], "records_per_resource": 1, "page_size": 1}',
+              $1
+         from generate_series(1, $2::int) as i returning id`,
+      [{ sync: { interval_seconds: INTERVAL_SECONDS } }, n],
+    );
+    const meter = cpuMeter(stack);
+    sampler = sampleContention(db.pool, worker.pool);
+    const t0 = process.hrtime.bigint();
+    await mapLimit(connections, 50, (c) =>
+      ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' }),
+    );
+    startSeconds = msSince(t0) / 1000;
+
+    const deadline = Date.now() + n * 60 + (CYCLES + 1) * INTERVAL_SECONDS * 1000 + 120_000;
+    let lastLog = Date.now();
+    for (;;) {
+      const { rows } = await db.pool.query<{ done: number; jobs: number }>(
+        `select count(*) filter (where started >= $1)::int as done, coalesce(sum(started), 0)::int as jobs
+           from (select c.id, count(j.started_at) as started
+                   from connections c left join sync_jobs j on j.connection_id = c.id group by c.id) x`,
+        [CYCLES + 1],
+      );
+      if (rows[0]!.done >= n) break;
+      if (Date.now() > deadline) {
+        console.log(`NOTE: deadline reached with ${rows[0]!.done} of ${n} connections through ${CYCLES} cycles`);
+        break;
+      }
+      if (Date.now() - lastLog > 30_000) {
+        console.error(`  … n=${n}: ${rows[0]!.jobs} jobs started, ${rows[0]!.done} connections done, ${(msSince(t0) / 1000).toFixed(0)} s`);
+        lastLog = Date.now();
+      }
+      await sleep(2000);
+    }
+    endMs = Date.now();
+    cpu = formatCpu(meter.read());
+  } finally {
+    await sampler?.stop();
+    await worker.stop();
+  }
+
+  const { rows: jobs } = await db.pool.query<JobRow>(
+    `select connection_id, id, status,
+            (row_number() over (partition by connection_id order by scheduled_at) - 1)::int as cycle,
+            extract(epoch from scheduled_at) * 1000 as scheduled_ms,
+            extract(epoch from started_at) * 1000 as started_ms,
+            extract(epoch from finished_at) * 1000 as finished_ms
+       from sync_jobs`,
+  );
+  for (const j of jobs) {
+    j.scheduled_ms = Number(j.scheduled_ms);
+    j.started_ms = j.started_ms === null ? null : Number(j.started_ms);
+    j.finished_ms = j.finished_ms === null ? null : Number(j.finished_ms);
+  }
+  const jitter = await db.pool.query<{ max: number | null }>(
+    `select max((metadata -> 'sync' ->> 'last_jitter_seconds')::numeric)::float8 as max from connections`,
+  );
+
+  const lagS = (j: JobRow) => (j.started_ms! - j.scheduled_ms) / 1000;
+  const summarize = (label: string, set: JobRow[]) => {
+    const started = set.filter((j) => j.started_ms !== null);
+    const due = set.filter((j) => j.started_ms === null && j.scheduled_ms < endMs - 2000);
+    const lags = started.map(lagS).sort((a, b) => a - b);
+    const durations = started.filter((j) => j.finished_ms !== null).map((j) => j.finished_ms! - j.started_ms!).sort((a, b) => a - b);
+    const sched = set.map((j) => j.scheduled_ms);
+    const window = sched.length ? (Math.max(...sched) - Math.min(...sched)) / 1000 : 0;
+    return [
+      label,
+      started.length,
+      set.filter((j) => j.status === 'completed').length,
+      set.filter((j) => j.status === 'failed' || j.status === 'cancelled').length,
+      due.length,
+      percentile(lags, 50).toFixed(3),
+      percentile(lags, 99).toFixed(3),
+      (lags.at(-1) ?? Number.NaN).toFixed(3),
+      lags.filter((l) => l > 1).length,
+      window.toFixed(1),
+      percentile(durations, 50).toFixed(0),
+    ];
+  };
+  const timerDriven = jobs.filter((j) => j.cycle >= 1 && j.cycle <= CYCLES);
+  console.log(`N = ${n} connections (workflows started in ${startSeconds.toFixed(1)} s; max last_jitter_seconds ${jitter.rows[0]?.max ?? 'n/a'})`);
+  table(
+    ['cycle', 'started', 'completed', 'failed', 'due, not started', 'lag p50 s', 'p99 s', 'max s', '> 1 s', 'due window s', 'job p50 ms'],
+    [
+      summarize('0 (bootstrap)', jobs.filter((j) => j.cycle === 0)),
+      ...Array.from({ length: CYCLES }, (_, c) => summarize(String(c + 1), jobs.filter((j) => j.cycle === c + 1))),
+      summarize(`1–${CYCLES} (timer)`, timerDriven),
+    ],
+  );
+  console.log(cpu);
+  sampler!.print();
+
+  // Where the timer-driven lag goes, from the histories of the parent (connection) and child (job)
+  // workflows: timer fire delay, the parent's workflow task (queue + run) that starts the child,
+  // the child's start, and the child's first workflow task queue wait.
+  const started = timerDriven.filter((j) => j.started_ms !== null).sort((a, b) => lagS(b) - lagS(a));
+  const worst = started.slice(0, 10);
+  const step = Math.max(1, Math.floor(started.length / 40));
+  const sample = started.filter((_, i) => i % step === 0).slice(0, 40);
+  const split = async (set: JobRow[]) => {
+    const parts = await mapLimit(set, 10, (j) => lagParts(stack, j));
+    const ok = parts.filter((p): p is LagParts => p !== null);
+    const mean = (k: keyof LagParts) => ok.reduce((s, p) => s + p[k], 0) / Math.max(ok.length, 1);
+    perCycle = ok.length ? { tasks: mean('tasks'), activities: mean('activities') } : perCycle;
+    return [ok.length, ...(['timer', 'parentQueue', 'parentRun', 'childStart', 'childQueue', 'total'] as const).map((k) => mean(k).toFixed(0))];
+  };
+  let perCycle: { tasks: number; activities: number } | undefined;
+  console.log('timer-driven lag split (mean ms, from workflow histories):');
+  table(
+    ['jobs', 'n', 'timer fired late', 'parent WFT queue', 'parent WFT run', 'child start', 'child WFT queue', 'total'],
+    [['10 worst', ...(await split(worst))], ['spread sample', ...(await split(sample))]],
+  );
+
+  if (perCycle) {
+    console.log(
+      `one timer-driven cycle (connection run + its job) = ${perCycle.tasks.toFixed(1)} workflow tasks + ` +
+        `${perCycle.activities.toFixed(1)} activities, plus a child workflow start and a continue-as-new`,
+    );
+  }
+  const ticks = (await activityDurations(stack.client, RECONCILE_WORKFLOW_ID)).filter((a) => a.name === 'reconcileConnections');
+  console.log(`reconcile ticks: ${ticks.map((t) => `${(t.execMs / 1000).toFixed(1)} s`).join(', ') || 'none'} (each ensures all ${n} workflows)`);
+  console.log('');
+  await db.pool.end();
+}
+
+interface LagParts {
+  /** Workflow tasks and activities of the whole cycle: the connection run and its job. */
+  tasks: number;
+  activities: number;
+  timer: number;
+  parentQueue: number;
+  parentRun: number;
+  childStart: number;
+  childQueue: number;
+  total: number;
+}
+
+/** Splits one job's lag along its parent's and its own history (null when a piece is missing). */
+async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | null> {
+  const childId = `sync-job:${job.id}`;
+  const child = (await stack.client.workflow.getHandle(childId).fetchHistory()).events ?? [];
+  const startedEvent = child.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
+  const firstWft = child.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+  const parentRef = startedEvent?.workflowExecutionStartedEventAttributes?.parentWorkflowExecution;
+  if (!startedEvent || !firstWft || !parentRef?.workflowId || !parentRef.runId) return null;
+  const parent = (await stack.client.workflow.getHandle(parentRef.workflowId, parentRef.runId).fetchHistory()).events ?? [];
+  const initiatedAt = parent.findIndex(
+    (e) =>
+      e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED &&
+      e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId === childId,
+  );
+  if (initiatedAt < 0) return null;
+  const before = parent.slice(0, initiatedAt).reverse();
+  const find = (type: number) => before.find((e: HistoryEvent) => e.eventType === type);
+  const fired = find(EventType.EVENT_TYPE_TIMER_FIRED);
+  const wftStarted = find(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+  if (!fired || !wftStarted) return null;
+  const t = {
+    fired: eventMs(fired),
+    wftStarted: eventMs(wftStarted),
+    initiated: eventMs(parent[initiatedAt]!),
+    childStarted: eventMs(startedEvent),
+    childWft: eventMs(firstWft),
+  };
+  const count = (events: HistoryEvent[], type: number) => events.filter((e) => e.eventType === type).length;
+  return {
+    tasks: count(parent, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) + count(child, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+    activities: count(parent, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) + count(child, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED),
+    timer: t.fired - job.scheduled_ms,
+    parentQueue: t.wftStarted - t.fired,
+    parentRun: t.initiated - t.wftStarted,
+    childStart: t.childStarted - t.initiated,
+    childQueue: t.childWft - t.childStarted,
+    total: job.started_ms! - job.scheduled_ms,
+  };
+}
+
+/**
+ * Samples, once a second, Postgres backends of this database waiting on a lock (with the blocked
+ * and the blocking statement) and the worker pool's clients waiting for a free connection.
+ */
+function sampleContention(pool: Pool, workerPool: Pool) {
+  let samples = 0;
+  let lockSamples = 0;
+  let maxLockWaits = 0;
+  let poolSamples = 0;
+  let maxPoolWaiting = 0;
+  const blocked = new Map<string, number>();
+  const blockers = new Map<string, number>();
+  const key = (q: string | null) => (q ?? '?').replace(/\s+/g, ' ').trim().slice(0, 60);
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        const waiting = workerPool.waitingCount;
+        const { rows } = await pool.query<{ query: string | null; blocker: string | null }>(
+          `select a.query, b.query as blocker
+             from pg_stat_activity a
+             left join lateral unnest(pg_blocking_pids(a.pid)) as bp(pid) on true
+             left join pg_stat_activity b on b.pid = bp.pid
+            where a.datname = current_database() and a.wait_event_type = 'Lock'`,
+        );
+        samples += 1;
+        if (waiting > 0) poolSamples += 1;
+        maxPoolWaiting = Math.max(maxPoolWaiting, waiting);
+        if (rows.length > 0) lockSamples += 1;
+        maxLockWaits = Math.max(maxLockWaits, new Set(rows.map((r) => r.query)).size);
+        for (const r of rows) {
+          blocked.set(key(r.query), (blocked.get(key(r.query)) ?? 0) + 1);
+          blockers.set(key(r.blocker), (blockers.get(key(r.blocker)) ?? 0) + 1);
+        }
+      } catch {
+        // the database is going away
+      }
+      await sleep(1000);
+    }
+  })();
+  const top = (m: Map<string, number>) =>
+    [...m].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${n}× ${k}`).join('; ') || 'none';
+  return {
+    async stop() {
+      running = false;
+      await loop;
+    },
+    print() {
+      const pct = (n: number) => `${((n / Math.max(samples, 1)) * 100).toFixed(0)}%`;
+      console.log(
+        `contention (${samples} one-second samples): a backend waited on a row lock in ${pct(lockSamples)} of samples ` +
+          `(up to ${maxLockWaits} at once); the worker's pool (10) had callers waiting for a connection in ${pct(poolSamples)} ` +
+          `(up to ${maxPoolWaiting})`,
+      );
+      console.log(`  waiting statements: ${top(blocked)}`);
+      console.log(`  held by: ${top(blockers)}`);
+    },
+  };
+}

@@ -1,0 +1,636 @@
+// Shared building blocks of the benchmarks (not a benchmark itself: run.ts only runs *.bench.ts).
+// A benchmark gets the same stack `npm start` runs: a real Postgres (embedded by default,
+// DATABASE_URL's server when set, with a fresh database either way), the pinned Temporal CLI dev
+// server persisting to SQLite, and the real Synctide worker from workers/create-worker.ts. Logs
+// are silenced so that they cost nothing and do not mix with the figures.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkerOptions,
+  type WorkflowBundle,
+} from '@temporalio/worker';
+import pg from 'pg';
+import { createActivities } from '../activities';
+import { createDatabaseIfMissing } from '../db/database';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres';
+import { migrate } from '../db/migrate';
+import { createPool, type Pool } from '../db/pool';
+import { freePort } from '../lib/ports';
+import { resolveTemporalBinary } from '../lib/temporal-binaries';
+import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
+import type { ScheduleSettings } from '../policy/schedule';
+import { createWorker, WORKFLOWS_PATH } from '../workers/create-worker';
+import { benchActivityDeps } from './deps';
+
+export { benchActivityDeps, NO_JITTER } from './deps';
+
+/** The Synctide worker logs through the SDK's runtime logger: warnings and errors only. */
+let runtimeInstalled = false;
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  runtimeInstalled = true;
+}
+
+/** Milliseconds since `start` (from process.hrtime.bigint()). */
+export const msSince = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
+
+/** Nearest-rank percentile of an ascending array (NaN when empty). */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+/** Prints rows as an aligned text table. */
+export function table(header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= items.length) return;
+      out[i] = await fn(items[i]!, i);
+    }
+  });
+  await Promise.all(lanes);
+  return out;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Machine details
+
+/** What a benchmark ran on. */
+export interface MachineInfo {
+  cpu: string;
+  cores: number;
+  ramGiB: number;
+  node: string;
+  postgres: string;
+  temporalCli: string;
+  /** Which Postgres and where the dev server keeps its state. */
+  setup: string;
+}
+
+async function machineInfo(pool: Pool, cliPath: string, setup: string): Promise<MachineInfo> {
+  const { rows } = await pool.query<{ server_version: string }>('show server_version');
+  let temporalCli = 'unknown';
+  try {
+    temporalCli = execFileSync(cliPath, ['--version']).toString().trim();
+  } catch {
+    // leave "unknown"
+  }
+  return {
+    cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+    cores: os.cpus().length,
+    ramGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    postgres: rows[0]?.server_version ?? 'unknown',
+    temporalCli,
+    setup,
+  };
+}
+
+/** Prints the machine details block every benchmark starts its output with. */
+export function printMachine(m: MachineInfo, extra: Record<string, string> = {}): void {
+  const lines: [string, string][] = [
+    ['cpu', `${m.cpu} × ${m.cores} cores`],
+    ['ram', `${m.ramGiB} GiB`],
+    ['node', m.node],
+    ['postgres', m.postgres],
+    ['temporal', m.temporalCli],
+    ['setup', m.setup],
+    ...Object.entries(extra),
+  ];
+  for (const [k, v] of lines) console.log(`${k.padEnd(9)} ${v}`);
+  console.log('');
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU accounting from /proc (Linux): who used the machine's cores during a phase
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** User + system CPU seconds of `pid` and all its descendants (0 when /proc is unavailable). */
+export function treeCpuSeconds(pid: number): number {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return 0;
+  }
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const e of entries) {
+    try {
+      const raw = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      // Fields after the command name, which may itself contain spaces and parentheses.
+      const rest = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      // utime + stime, plus cutime + cstime: the time of children that already exited (a pool's
+      // Postgres backend that closed) moves into its parent's cutime/cstime, so it still counts.
+      stats.set(Number(e), {
+        ppid: Number(rest[1]),
+        ticks: Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]),
+      });
+    } catch {
+      // the process exited meanwhile
+    }
+  }
+  let ticks = 0;
+  const queue = [pid];
+  const seen = new Set<number>();
+  while (queue.length) {
+    const p = queue.pop()!;
+    if (seen.has(p)) continue;
+    seen.add(p);
+    ticks += stats.get(p)?.ticks ?? 0;
+    for (const [child, s] of stats) if (s.ppid === p) queue.push(child);
+  }
+  return ticks / CLK_TCK;
+}
+
+/** Resident set size of one process in MiB, from /proc (NaN when unavailable). */
+export function rssMiB(pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    return kb / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** A CPU meter over the benchmark process (worker and activities included) and the servers. */
+export interface CpuMeter {
+  /** CPU seconds used by each component since the meter started, and the wall seconds. */
+  read(): CpuReading;
+}
+
+export interface CpuReading {
+  wall: number;
+  bench: number;
+  temporal: number;
+  postgres: number | null;
+  /** A separate worker process, when there is one. */
+  worker: number | null;
+}
+
+/** Process-tree CPU of the benchmark process, the dev server, Postgres and optionally a worker process. */
+export function cpuMeter(stack: BenchStack, workerPid?: number): CpuMeter {
+  const t0 = process.hrtime.bigint();
+  const own0 = process.cpuUsage();
+  const temporal0 = treeCpuSeconds(stack.temporal.pid);
+  const pg0 = stack.postgresPid ? treeCpuSeconds(stack.postgresPid) : null;
+  const worker0 = workerPid ? treeCpuSeconds(workerPid) : null;
+  return {
+    read() {
+      const own = process.cpuUsage(own0);
+      return {
+        wall: msSince(t0) / 1000,
+        bench: (own.user + own.system) / 1e6,
+        temporal: treeCpuSeconds(stack.temporal.pid) - temporal0,
+        postgres: pg0 === null ? null : treeCpuSeconds(stack.postgresPid!) - pg0,
+        worker: worker0 === null ? null : treeCpuSeconds(workerPid!) - worker0,
+      };
+    },
+  };
+}
+
+/** One line: each component's CPU as a share of one core over the phase's wall time. */
+export function formatCpu(c: CpuReading, cores = os.cpus().length): string {
+  const pct = (s: number) => `${((s / c.wall) * 100).toFixed(0)}%`;
+  const total = c.bench + c.temporal + (c.postgres ?? 0) + (c.worker ?? 0);
+  const bench = c.worker === null ? 'bench process (client + worker + activities)' : 'bench process (client)';
+  return (
+    `CPU over ${c.wall.toFixed(1)} s (100% = one core, ${cores} cores): ` +
+    `${bench} ${pct(c.bench)}, ${c.worker === null ? '' : `worker process ${pct(c.worker)}, `}temporal dev server ${pct(c.temporal)}, ` +
+    `postgres ${c.postgres === null ? 'n/a (DATABASE_URL)' : pct(c.postgres)}; total ${pct(total)}`
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stack
+
+/** Postgres, the Temporal dev server and clients, for one benchmark. */
+export interface BenchStack {
+  /** Where the dev server's SQLite files are (N = the dev server's number in this run). */
+  temporalDbFile: string;
+  dbUrl: string;
+  pool: Pool;
+  /** The embedded Postgres postmaster (its backends are its children); undefined with DATABASE_URL. */
+  postgresPid: number | undefined;
+  temporal: DevServer;
+  cliPath: string;
+  client: Client;
+  nativeConnection: NativeConnection;
+  machine: MachineInfo;
+  /** A fresh migrated database on the same Postgres server (e.g. one per scenario). */
+  freshDatabase(): Promise<{ url: string; pool: Pool }>;
+  /** Restarts Temporal with an empty state (a fresh dev server), for independent scenarios. */
+  restartTemporal(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function databaseUrl(baseUrl: string, database: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/**
+ * Starts what a benchmark runs against. Postgres: DATABASE_URL's server when set (never the one on
+ * 127.0.0.1:5432 otherwise), else an embedded server in a temporary directory with the same
+ * durable settings as `npm start`. Temporal: `temporal server start-dev` persisting to SQLite,
+ * as `npm start` runs it.
+ */
+export async function startBenchStack(name: string, opts: { temporalDbDir?: string } = {}): Promise<BenchStack> {
+  installRuntime();
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), `synctide-bench-${name}-`));
+  await fsp.chmod(dir, 0o755);
+  const stops: (() => Promise<unknown>)[] = [];
+  const databases: string[] = [];
+  try {
+    let adminUrl = process.env.DATABASE_URL;
+    let postgres: EmbeddedPostgres | undefined;
+    if (!adminUrl) {
+      postgres = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort() });
+      adminUrl = postgres.adminUrl;
+      stops.push(() => postgres!.stop());
+    }
+    const admin = adminUrl;
+    const pools: Pool[] = [];
+    const freshDatabase = async () => {
+      const db = `synctide_bench_${name.replace(/\W/g, '_')}_${randomBytes(4).toString('hex')}`;
+      await createDatabaseIfMissing(admin, db);
+      databases.push(db);
+      const url = databaseUrl(admin, db);
+      await migrate(url);
+      const pool = createPool(url, 20);
+      pools.push(pool);
+      return { url, pool };
+    };
+    const first = await freshDatabase();
+
+    const cli = await resolveTemporalBinary('cli', { allowSdkDownload: false });
+    const cliPath = cli.path!;
+    // BENCH_TEMPORAL_DB_DIR (e.g. /dev/shm) puts the dev server's SQLite file elsewhere, to see
+    // what its disk writes cost; by default it sits in the benchmark's temporary directory (on
+    // disk, like `npm start`'s .data/temporal.db) unless the benchmark asks for another place.
+    const temporalDbDir = process.env.BENCH_TEMPORAL_DB_DIR || opts.temporalDbDir;
+    const temporalDir = temporalDbDir ? await fsp.mkdtemp(path.join(temporalDbDir, 'synctide-bench-')) : dir;
+    if (temporalDir !== dir) stops.push(() => fsp.rm(temporalDir, { recursive: true, force: true }));
+    let run = 0;
+    const startTemporal = async () => {
+      run += 1;
+      return startDevServer({
+        cliPath,
+        dbFilename: path.join(temporalDir, `temporal-${run}.db`),
+        port: await freePort(),
+        uiPort: await freePort(),
+        namespace: 'default',
+      });
+    };
+    let devServer = await startTemporal();
+    let connection = await Connection.connect({ address: devServer.address });
+    let nativeConnection = await NativeConnection.connect({ address: devServer.address });
+
+    const stack: BenchStack = {
+      temporalDbFile: path.join(temporalDir, 'temporal-N.db'),
+      dbUrl: first.url,
+      pool: first.pool,
+      postgresPid: postgres?.pid,
+      temporal: devServer,
+      cliPath,
+      client: new Client({ connection, namespace: 'default' }),
+      nativeConnection,
+      machine: await machineInfo(
+        first.pool,
+        cliPath,
+        `${postgres ? 'embedded Postgres (durable: fsync on, as npm start)' : 'Postgres of DATABASE_URL'}; ` +
+          `dev server SQLite in ${temporalDir}${temporalDir === dir ? ' (disk, as npm start)' : ''}`,
+      ),
+      freshDatabase,
+      async restartTemporal() {
+        await nativeConnection.close();
+        await connection.close();
+        await devServer.stop();
+        devServer = await startTemporal();
+        connection = await Connection.connect({ address: devServer.address });
+        nativeConnection = await NativeConnection.connect({ address: devServer.address });
+        stack.temporal = devServer;
+        stack.client = new Client({ connection, namespace: 'default' });
+        stack.nativeConnection = nativeConnection;
+      },
+      stop() {
+        // Idempotent: a signal and the benchmark's own `finally` may both ask.
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+    let stopping: Promise<void> | undefined;
+    const stopAll = async () => {
+      await nativeConnection.close().catch(() => undefined);
+      await connection.close().catch(() => undefined);
+      await devServer.stop();
+      for (const pool of pools) await pool.end().catch(() => undefined);
+      if (!postgres) {
+        // DATABASE_URL: drop what we created there.
+        const client = new pg.Client({ connectionString: admin });
+        await client.connect();
+        for (const db of databases) {
+          await client.query(`drop database if exists ${client.escapeIdentifier(db)} with (force)`).catch(() => undefined);
+        }
+        await client.end();
+      }
+      for (const stop of stops.reverse()) await stop();
+      await fsp.rm(dir, { recursive: true, force: true });
+    };
+    // Ctrl-C (or SIGTERM) stops the servers this benchmark started, so none is left behind.
+    const onSignal = (signal: NodeJS.Signals) => {
+      console.error(`\n${signal}: stopping the benchmark's servers`);
+      // Work in flight fails as its servers go away: that must not end the process before they stop.
+      process.on('uncaughtException', () => undefined);
+      process.on('unhandledRejection', () => undefined);
+      void stack.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    return stack;
+  } catch (err) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+
+const noop = () => undefined;
+const silentLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+
+/** Bundles a workflows module (webpack; a few seconds). */
+export function bundle(workflowsPath: string): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({ workflowsPath, logger: silentLogger });
+}
+
+let synctide: Promise<WorkflowBundle> | undefined;
+/** The real Synctide workflows, bundled once per process. */
+export function synctideBundle(): Promise<WorkflowBundle> {
+  synctide ??= bundle(WORKFLOWS_PATH);
+  return synctide;
+}
+
+/** A running worker and how to stop it. */
+export interface RunningWorker {
+  worker: Worker;
+  stop(): Promise<void>;
+}
+
+/** Runs `worker` until stop(). */
+export function runWorker(worker: Worker): RunningWorker {
+  const running = worker.run();
+  running.catch((err) => {
+    console.error('worker failed:', err);
+  });
+  return {
+    worker,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * The real Synctide worker (workers/create-worker.ts: every workflow and activity, production
+ * options), with a pool of its own of `poolMax` connections (DATABASE_POOL_MAX's default, 10).
+ */
+export async function startSynctideWorker(
+  stack: BenchStack,
+  opts: { taskQueue: string; settings?: ScheduleSettings; dbUrl?: string; poolMax?: number },
+): Promise<RunningWorker & { pool: Pool }> {
+  const pool = createPool(opts.dbUrl ?? stack.dbUrl, opts.poolMax ?? 10);
+  const activities = benchActivityDeps({ pool, client: stack.client, taskQueue: opts.taskQueue, settings: opts.settings });
+  const experiment = process.env.BENCH_WORKER_OPTIONS;
+  const worker = experiment
+    ? // An experiment only (never the reported figures): createWorker's options plus overrides,
+      // e.g. BENCH_WORKER_OPTIONS='{"nonStickyToStickyPollRatio": 1}'.
+      await Worker.create({
+        connection: stack.nativeConnection,
+        namespace: 'default',
+        taskQueue: opts.taskQueue,
+        workflowBundle: await synctideBundle(),
+        activities: createActivities(activities),
+        shutdownGraceTime: '5s',
+        maxHeartbeatThrottleInterval: '1 second',
+        ...(JSON.parse(experiment) as Partial<WorkerOptions>),
+      })
+    : await createWorker({
+        connection: stack.nativeConnection,
+        namespace: 'default',
+        shutdownGraceSeconds: 5,
+        workflowBundle: await synctideBundle(),
+        activities,
+      });
+  if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
+  const running = runWorker(worker);
+  return {
+    ...running,
+    pool,
+    async stop() {
+      await running.stop();
+      await pool.end();
+    },
+  };
+}
+
+/** Path of a file next to this one. */
+export const benchFile = (name: string): string => fileURLToPath(new URL(name, import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// Workflow histories: where a workflow's time went, as Temporal recorded it
+
+export const { EventType } = proto.temporal.api.enums.v1;
+export type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
+
+export const eventMs = (e: HistoryEvent): number => {
+  const t = e.eventTime;
+  return t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : Number.NaN;
+};
+
+/** A workflow run's time split by what Temporal recorded (ms). */
+export interface HistoryBreakdown {
+  /** First event to last event. */
+  total: number;
+  activities: number;
+  /** Activity executions (started → completed). */
+  activityExec: number;
+  /** Activity queue waits (scheduled → started). */
+  activityQueue: number;
+  /** Workflow-task queue waits (scheduled → started). */
+  wftQueue: number;
+  /** Workflow-task processing by the worker (started → completed). */
+  wftExec: number;
+  workflowTasks: number;
+}
+
+/** Splits one workflow's history into activity and workflow-task time. */
+export async function historyBreakdown(client: Client, workflowId: string): Promise<HistoryBreakdown> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const byId = new Map<number, HistoryEvent>();
+  for (const e of events) byId.set(Number(e.eventId), e);
+  const out: HistoryBreakdown = {
+    total: eventMs(events[events.length - 1]!) - eventMs(events[0]!),
+    activities: 0,
+    activityExec: 0,
+    activityQueue: 0,
+    wftQueue: 0,
+    wftExec: 0,
+    workflowTasks: 0,
+  };
+  for (const e of events) {
+    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+      const a = e.activityTaskCompletedEventAttributes!;
+      const scheduled = byId.get(Number(a.scheduledEventId));
+      const started = byId.get(Number(a.startedEventId));
+      if (scheduled && started) {
+        out.activities += 1;
+        out.activityQueue += eventMs(started) - eventMs(scheduled);
+        out.activityExec += eventMs(e) - eventMs(started);
+      }
+    } else if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+      const a = e.workflowTaskCompletedEventAttributes!;
+      const scheduled = byId.get(Number(a.scheduledEventId));
+      const started = byId.get(Number(a.startedEventId));
+      if (scheduled && started) {
+        out.workflowTasks += 1;
+        out.wftQueue += eventMs(started) - eventMs(scheduled);
+        out.wftExec += eventMs(e) - eventMs(started);
+      }
+    }
+  }
+  return out;
+}
+
+/** Mean of each field over several breakdowns. */
+export function meanBreakdown(items: HistoryBreakdown[]): HistoryBreakdown {
+  const keys = Object.keys(items[0]!) as (keyof HistoryBreakdown)[];
+  return Object.fromEntries(keys.map((k) => [k, items.reduce((s, b) => s + b[k], 0) / items.length])) as unknown as HistoryBreakdown;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Postgres statement timing (a profiling pass only: it adds a little overhead of its own)
+
+/** Time and count per statement kind, as seen by the client (round trip included). */
+export interface StatementProfile {
+  stop(): void;
+  /** Rows of [statement, calls, total ms], largest total first. */
+  rows(): [string, number, number][];
+}
+
+const statementKey = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 70);
+
+/** Times every query of every pg client in this process until stop(). */
+export function profileStatements(): StatementProfile {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  const totals = new Map<string, { calls: number; ms: number }>();
+  const record = (key: string, start: bigint) => {
+    const entry = totals.get(key) ?? { calls: 0, ms: 0 };
+    entry.calls += 1;
+    entry.ms += msSince(start);
+    totals.set(key, entry);
+  };
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0] as string | { text?: string } | undefined;
+    const key = statementKey(typeof first === 'string' ? first : first?.text ?? '(query object)');
+    const start = process.hrtime.bigint();
+    const cb = args.findIndex((a) => typeof a === 'function');
+    if (cb >= 0) {
+      const callback = args[cb] as (...r: unknown[]) => void;
+      args[cb] = (...r: unknown[]) => {
+        record(key, start);
+        callback(...r);
+      };
+      return original.apply(this, args);
+    }
+    const result = original.apply(this, args) as Promise<unknown> | undefined;
+    if (result && typeof result.then === 'function') {
+      return result.then(
+        (v) => {
+          record(key, start);
+          return v;
+        },
+        (e: unknown) => {
+          record(key, start);
+          throw e;
+        },
+      );
+    }
+    return result;
+  };
+  return {
+    stop() {
+      proto.query = original;
+    },
+    rows() {
+      return [...totals].map(([k, v]): [string, number, number] => [k, v.calls, v.ms]).sort((a, b) => b[2] - a[2]);
+    },
+  };
+}
+
+/** Each completed activity of one workflow's history: its type, queue wait and execution (ms). */
+export async function activityDurations(
+  client: Client,
+  workflowId: string,
+): Promise<{ name: string; queueMs: number; execMs: number }[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const byId = new Map<number, HistoryEvent>();
+  for (const e of events) byId.set(Number(e.eventId), e);
+  const out: { name: string; queueMs: number; execMs: number }[] = [];
+  for (const e of events) {
+    if (e.eventType !== EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) continue;
+    const a = e.activityTaskCompletedEventAttributes!;
+    const scheduled = byId.get(Number(a.scheduledEventId));
+    const started = byId.get(Number(a.startedEventId));
+    if (!scheduled || !started) continue;
+    out.push({
+      name: scheduled.activityTaskScheduledEventAttributes?.activityType?.name ?? '?',
+      queueMs: eventMs(started) - eventMs(scheduled),
+      execMs: eventMs(e) - eventMs(started),
+    });
+  }
+  return out;
+}
