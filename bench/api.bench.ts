@@ -1,0 +1,129 @@
+// `POST /sync` latency under concurrent load vs a Hono hello-world route, in the same process and
+// run, over real HTTP (node:http via @hono/node-server) on loopback. Each POST /sync hits a
+// different demo connection, so every request does the real work: auth, schema validation, the
+// connection lookup, the breaker check, the job INSERT guarded by the unique indexes, and the
+// Temporal start of its `sync-job:` workflow on the dev server. No worker runs, so the measured
+// cost is the API's alone. BENCH_API_REQUESTS (default 400) requests per route, BENCH_API_CONCURRENCY
+// (default 16) in flight; two alternating rounds, the second is reported.
+import { Hono } from 'hono';
+import { pino } from 'pino';
+import { createApp } from '../api/app';
+import { listen, type HttpServer } from '../api/server';
+import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
+import { mapLimit, msSince, percentile, printMachine, startBenchStack, table, type BenchStack } from './stack';
+
+const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
+const CONCURRENCY = Number(process.env.BENCH_API_CONCURRENCY ?? 16);
+const KEY = 'bench-admin-key-0123456789abcdef';
+
+const stack = await startBenchStack('api');
+try {
+  printMachine(stack.machine, { scenario: `${REQUESTS} requests per route, ${CONCURRENCY} in flight` });
+  await main(stack);
+} finally {
+  await stack.stop();
+}
+process.exit(0);
+
+async function main(stack: BenchStack) {
+  const registry = createMetricsRegistry();
+  const app = createApp({
+    pool: stack.pool,
+    temporal: stack.client,
+    registry,
+    metrics: createSyncMetrics(registry),
+    logger: pino({ level: 'silent' }),
+    taskQueue: 'bench-api-no-worker',
+    adminApiKey: KEY,
+    maxIntervalSeconds: 86_400,
+  });
+  const hello = new Hono().get('/hello', (c) => c.json({ hello: 'world' }));
+  const [api, floor] = await Promise.all([listen(app, '127.0.0.1', 0), listen(hello, '127.0.0.1', 0)]);
+  try {
+    const rows: (string | number)[][] = [];
+    for (const round of [1, 2]) {
+      // Fresh connections per round: each POST /sync must create a job, not find one.
+      const appKeys = await insertConnections(stack, round, REQUESTS);
+      const sync = await load(api, (i) => ({
+        path: '/sync',
+        init: {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ app_key: appKeys[i], mode: 'incremental' }),
+        },
+        expect: 202,
+      }));
+      const helloWorld = await load(floor, () => ({ path: '/hello', init: { method: 'GET' }, expect: 200 }));
+      // What the one Temporal call of a POST /sync costs on its own (same concurrency, no HTTP).
+      const starts = await timed(async (i) => {
+        await stack.client.workflow.start('syncJobWorkflow', {
+          workflowId: `bench-start-r${round}-${i}`,
+          taskQueue: 'bench-api-no-worker',
+          args: [{ jobId: '00000000-0000-0000-0000-000000000000', connectionId: '00000000-0000-0000-0000-000000000000' }],
+        });
+      });
+      if (round === 2) {
+        rows.push(
+          ['POST /sync', ...figures(sync)],
+          ['GET /hello (floor)', ...figures(helloWorld)],
+          ['workflow start alone', ...figures(starts)],
+        );
+        const ratio = percentile(sync.latencies, 99) / percentile(helloWorld.latencies, 99);
+        table(['route', 'req/s', 'p50 ms', 'p99 ms', 'max ms'], rows);
+        console.log(`\np99 ratio POST /sync / hello-world: ${ratio.toFixed(1)}× (aim ≤ 3×)`);
+        const jobs = await stack.pool.query<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger = 'api'`);
+        console.log(`jobs inserted: ${jobs.rows[0]!.n} (expected ${2 * REQUESTS})`);
+      }
+    }
+  } finally {
+    await Promise.all([api.close(), floor.close()]);
+  }
+}
+
+async function insertConnections(stack: BenchStack, round: number, n: number): Promise<string[]> {
+  const keys = Array.from({ length: n }, (_, i) => `bench-r${round}-${i}`);
+  await stack.pool.query(
+    `insert into connections (tenant_id, provider_slug, app_key, config)
+     select 'bench', 'demo', k, '{"records_per_resource": 1}'::jsonb from unnest($1::text[]) as k`,
+    [keys],
+  );
+  return keys;
+}
+
+interface LoadResult {
+  latencies: number[];
+  wallMs: number;
+}
+
+/** Runs `op` REQUESTS times, CONCURRENCY at once, and keeps each one's latency. */
+async function timed(op: (i: number) => Promise<void>): Promise<LoadResult> {
+  const started = process.hrtime.bigint();
+  const latencies = await mapLimit(
+    Array.from({ length: REQUESTS }, (_, i) => i),
+    CONCURRENCY,
+    async (i) => {
+      const t = process.hrtime.bigint();
+      await op(i);
+      return msSince(t);
+    },
+  );
+  return { latencies: latencies.sort((a, b) => a - b), wallMs: msSince(started) };
+}
+
+function load(server: HttpServer, request: (i: number) => { path: string; init: RequestInit; expect: number }): Promise<LoadResult> {
+  return timed(async (i) => {
+    const { path, init, expect } = request(i);
+    const res = await fetch(`${server.url}${path}`, init);
+    await res.arrayBuffer();
+    if (res.status !== expect) throw new Error(`${path} answered ${res.status}, expected ${expect}`);
+  });
+}
+
+function figures(r: LoadResult): (string | number)[] {
+  return [
+    Math.round((REQUESTS / r.wallMs) * 1000),
+    percentile(r.latencies, 50).toFixed(1),
+    percentile(r.latencies, 99).toFixed(1),
+    r.latencies[r.latencies.length - 1]!.toFixed(1),
+  ];
+}
