@@ -3,7 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import type { ApiDeps } from './deps';
 import type { ApiEnv } from './env';
-import { errorBody, errorResponse } from './errors';
+import { describeIssues, errorBody, errorResponse } from './errors';
 import { requireAdminKey } from './middleware/auth';
 import { requestLog } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
@@ -29,8 +29,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({
     defaultHook: (result, c) => {
       if (result.success) return;
-      const message = result.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
-      return c.json(errorBody('invalid_request', message), 400);
+      return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
   app.use(requestId());

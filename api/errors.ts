@@ -58,3 +58,8 @@ export function unavailableServer(err: unknown): 'Postgres' | 'Temporal' | null 
   }
   return null;
 }
+
+/** The issues of a failed zod parse as one message: `path: problem; path: problem`. */
+export function describeIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
+  return issues.map((i) => `${i.path.map(String).join('.') || 'body'}: ${i.message}`).join('; ');
+}

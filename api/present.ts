@@ -3,7 +3,7 @@
 import type { ConnectionRow } from '../db/queries/connection-row';
 import type { TaskRow } from '../db/queries/find-job';
 import type { JobRow } from '../db/queries/job-row';
-import { connectionWorkflowId } from '../workflows/ids';
+import { connectionWorkflowId, syncJobWorkflowId } from '../workflows/ids';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -44,8 +44,11 @@ export function progressPercentage(job: Pick<JobRow, 'status' | 'total_tasks' | 
   return Math.round((done / job.total_tasks) * 1000) / 10;
 }
 
-/** A job with its progress, and its tasks when given. */
-export function presentJob(job: JobRow, tasks?: TaskRow[]) {
+/**
+ * A job with its progress. `tasks` (when read) name the failed tasks in the error summary; the
+ * task list itself is shown only with `includeTasks`.
+ */
+export function presentJob(job: JobRow, tasks?: TaskRow[], includeTasks = false) {
   const failed = (tasks ?? []).filter((t) => t.status === 'failed' && t.error_message);
   const hasError = job.last_error && (job.status === 'failed' || job.status === 'retrying' || job.status === 'cancelled');
   return {
@@ -78,7 +81,7 @@ export function presentJob(job: JobRow, tasks?: TaskRow[]) {
       : null,
     workflow_id: job.workflow_id,
     created_at: job.created_at.toISOString(),
-    ...(tasks && {
+    ...(tasks && includeTasks && {
       tasks: tasks.map((t) => ({
         resource_type: t.resource_type,
         status: t.status as 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled',
@@ -89,5 +92,18 @@ export function presentJob(job: JobRow, tasks?: TaskRow[]) {
         completed_at: iso(t.completed_at),
       })),
     }),
+  };
+}
+
+/** The 202 answer of a sync request. */
+export function presentAccepted(job: JobRow, resourceTypes: string[]) {
+  return {
+    job_id: job.id,
+    status: job.status as 'queued' | 'running' | 'retrying',
+    total_tasks: job.total_tasks || resourceTypes.length,
+    resource_types: resourceTypes,
+    connection_id: job.connection_id,
+    mode: job.job_type,
+    workflow_id: job.workflow_id ?? syncJobWorkflowId(job.id),
   };
 }

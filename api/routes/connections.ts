@@ -11,8 +11,8 @@ import { pauseSignal, resumeSignal, stateQuery, updateScheduleSignal } from '../
 import { connectionWorkflowId } from '../../workflows/ids';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { ApiError } from '../errors';
-import { presentConnection } from '../present';
+import { ApiError, describeIssues } from '../errors';
+import { presentAccepted, presentConnection } from '../present';
 import { requestJob } from '../request-job';
 import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
@@ -198,25 +198,12 @@ export function connectionRoutes(deps: ApiDeps) {
     const row = await mustFind(c.req.valid('param').id);
     const body = (await c.req.json().catch(() => ({}))) as unknown;
     const parsed = SyncNowBody.safeParse(body ?? {});
-    if (!parsed.success) throw new ApiError(400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+    if (!parsed.success) throw new ApiError(400, 'invalid_request', describeIssues(parsed.error.issues));
     const answer = await requestJob(deps, { connection: row, mode: parsed.data.mode, resourceTypes: parsed.data.resource_types });
-    return c.json(accepted(answer.job, answer.resourceTypes), 202);
+    return c.json(presentAccepted(answer.job, answer.resourceTypes), 202);
   });
 
   return app;
-}
-
-/** The 202 answer of a sync request. */
-export function accepted(job: { id: string; status: string; total_tasks: number; connection_id: string; job_type: 'incremental' | 'full'; workflow_id: string | null }, resourceTypes: string[]) {
-  return {
-    job_id: job.id,
-    status: job.status as 'queued' | 'running' | 'retrying',
-    total_tasks: job.total_tasks || resourceTypes.length,
-    resource_types: resourceTypes,
-    connection_id: job.connection_id,
-    mode: job.job_type,
-    workflow_id: job.workflow_id ?? `sync-job:${job.id}`,
-  };
 }
 
 function checkConfig(provider: string, config: Record<string, unknown>) {

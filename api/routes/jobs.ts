@@ -82,9 +82,7 @@ export function jobRoutes(deps: ApiDeps) {
     if (!job) throw new ApiError(404, 'not_found', 'no job with that id');
     const withTasks = c.req.valid('query').include_tasks === 'true';
     const tasks = withTasks || job.failed_tasks > 0 ? await findJobTasks(pool, id) : undefined;
-    const shown = presentJob(job, tasks);
-    if (!withTasks) delete shown.tasks;
-    return c.json(shown, 200);
+    return c.json(presentJob(job, tasks, withTasks), 200);
   });
 
   app.openapi(list, async (c) => {

@@ -8,11 +8,10 @@ import type { immediateSyncWorkflow } from '../../workflows/immediate-sync';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError } from '../errors';
-import { safeMessage } from '../present';
+import { presentAccepted, safeMessage } from '../present';
 import { requestJob, resolveResourceTypes } from '../request-job';
 import { conflict, ErrorSchema, errorResponses, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import { ImmediateSyncSchema, SyncAcceptedSchema, SyncBody } from '../schemas/sync';
-import { accepted } from './connections';
 
 const route = createRoute({
   method: 'post', path: '/sync', tags: ['sync'], summary: 'Sync an app instance (seed 003): a job, or immediate results',
@@ -43,7 +42,7 @@ export function syncRoutes(deps: ApiDeps) {
     }
     const answer = await requestJob(deps, { connection, mode: body.mode, resourceTypes: body.resource_types });
     c.get('log').info({ connection_id: connection.id, job_id: answer.job.id, created: answer.created, mode: body.mode }, 'sync requested');
-    return c.json(accepted(answer.job, answer.resourceTypes), 202);
+    return c.json(presentAccepted(answer.job, answer.resourceTypes), 202);
   });
   return app;
 }
