@@ -2,7 +2,7 @@
 // (spawned as the node command of the npm script itself, so a signal reaches the process that
 // does the work and not npm), with their JSON log lines parsed as they arrive.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../lib/ports';
 import type { LogLines } from './logs';
@@ -69,8 +69,13 @@ export async function startSynctide(
   });
   const lines: LogLines = [];
   const other: string[] = [];
+  // SYNCTIDE_TEST_LOG_DIR keeps every line each process printed, for reading after a failed run.
+  const logDir = process.env.SYNCTIDE_TEST_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
+  const logFile = logDir ? `${logDir}/${name}-${child.pid}.log` : null;
   const waiters = new Set<() => void>();
   const take = (text: string) => {
+    if (logFile) appendFileSync(logFile, `${text}\n`);
     if (text.startsWith('{')) {
       try {
         lines.push(JSON.parse(text) as Record<string, unknown>);
