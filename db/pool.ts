@@ -2,7 +2,7 @@ import pg from 'pg';
 
 /**
  * Creates the process-wide connection pool. Connections are opened with TCP keepalive and a
- * 10-second connect timeout, so a vanished server fails a query instead of hanging it.
+ * 30-second limit on getting a connection, so a vanished server fails a query instead of hanging it.
  */
 export function createPool(databaseUrl: string, max = 10): pg.Pool {
   const pool = new pg.Pool({
