@@ -69,6 +69,8 @@ describe('Postgres unreachable for 30 s during syncs', () => {
       await new Promise((r) => setTimeout(r, 2000));
     }
     const processesUp = worker.running() && api.running();
+    // A process that died would leave the jobs running for ever: say so now, not after the wait.
+    expect(processesUp, `worker or API exited during the outage\n${worker.otherOutput()}\n${api.otherOutput()}`).toBe(true);
     await postgres.start();
     const downSeconds = Math.round((Date.now() - stoppedAt) / 1000);
 
