@@ -1,3 +1,4 @@
+import pMap from 'p-map';
 import { withTransaction } from '../db/transaction';
 import { ensureConnectionWorkflow, ensureJobWorkflow, stopConnectionWorkflow } from '../lib/connection-workflows';
 import type { ActivityDeps } from './deps';
@@ -6,48 +7,48 @@ import type { ActivityDeps } from './deps';
 export interface ReconcileResult {
   ensured: number;
   stopped: number;
-  skippedLocked: number;
   backlog: number;
   /** Requested jobs found queued without a workflow (their API process died in between) and started. */
   adopted: number;
 }
 
 const BATCH_SIZE = 200;
+/** Temporal calls in flight at once during a tick. */
+const CONCURRENCY = 16;
+
+interface ConnectionToReconcile {
+  id: string;
+  tenant_id: string;
+  provider_slug: string;
+  status: string;
+}
 
 /**
- * One reconcile tick (SPEC §4): scans active and paused connections in batches under
- * `FOR UPDATE SKIP LOCKED` (rows another tick holds are left to it) and ensures each has its
- * connection workflow; cancels the workflows of disabled connections; sets the backlog gauge to
- * the number of active connections that are overdue (next_run_at passed, no active job).
- * Safe with any number of ticks at once: starting uses "use existing", stopping is idempotent.
+ * One reconcile tick (SPEC §4): scans connections in batches under `FOR UPDATE SKIP LOCKED` (a
+ * row an enqueue holds is skipped: its workflow is evidently alive) and ensures each active or
+ * paused one has its connection workflow; cancels the workflows of disabled connections, once per
+ * change of the connection; sets the backlog gauge to the number of active connections that are
+ * overdue (next_run_at passed, no active job). A batch's locks are released before the Temporal
+ * calls, so enqueues are never kept waiting on the tick. Safe with any number of ticks at once:
+ * starting uses "use existing", stopping is idempotent.
  */
 export function reconcileConnections(deps: ActivityDeps) {
   const { pool, logger, metrics, temporal, taskQueue } = deps;
   return async (input: { at: number }): Promise<ReconcileResult> => {
     const endTimer = metrics.tickDurationMs.startTimer({ operation: 'reconcile' });
-    const result: ReconcileResult = { ensured: 0, stopped: 0, skippedLocked: 0, backlog: 0, adopted: 0 };
+    const result: ReconcileResult = { ensured: 0, stopped: 0, backlog: 0, adopted: 0 };
     let after = '00000000-0000-0000-0000-000000000000';
     for (;;) {
       const batch = await withTransaction(pool, async (tx) => {
-        const { rows } = await tx.query(
+        const { rows } = await tx.query<ConnectionToReconcile>(
           `select id, tenant_id, provider_slug, status from connections
-            where id > $1 order by id limit $2 for update skip locked`,
+            where id > $1 and (status <> 'disabled' or workflow_stopped_at is null or workflow_stopped_at < updated_at)
+            order by id limit $2 for update skip locked`,
           [after, BATCH_SIZE],
         );
-        for (const row of rows) {
-          if (row.status === 'disabled') {
-            if (await stopConnectionWorkflow(temporal, row.id)) result.stopped += 1;
-          } else {
-            await ensureConnectionWorkflow(temporal, taskQueue, {
-              id: row.id,
-              tenantId: row.tenant_id,
-              providerSlug: row.provider_slug,
-            });
-            result.ensured += 1;
-          }
-        }
-        return rows as { id: string }[];
+        return rows;
       });
+      await pMap(batch, (row) => reconcileOne(deps, row, result), { concurrency: CONCURRENCY });
       if (batch.length < BATCH_SIZE) break;
       after = batch[batch.length - 1]!.id;
     }
@@ -92,4 +93,16 @@ async function adoptRequestedJobs({ pool, temporal, taskQueue, logger }: Activit
     logger.debug({ job_id: row.id, workflow_id: handle.workflowId }, 'ensured the workflow of a queued requested job');
   }
   return rows.length;
+}
+
+/** Ensures one connection's workflow, or stops it and notes that it is stopped when disabled. */
+async function reconcileOne({ pool, temporal, taskQueue }: ActivityDeps, row: ConnectionToReconcile, result: ReconcileResult): Promise<void> {
+  if (row.status !== 'disabled') {
+    await ensureConnectionWorkflow(temporal, taskQueue, { id: row.id, tenantId: row.tenant_id, providerSlug: row.provider_slug });
+    result.ensured += 1;
+    return;
+  }
+  if (await stopConnectionWorkflow(temporal, row.id)) result.stopped += 1;
+  // Still disabled: later ticks leave it alone until the connection changes again.
+  await pool.query(`update connections set workflow_stopped_at = now() where id = $1 and status = 'disabled'`, [row.id]);
 }

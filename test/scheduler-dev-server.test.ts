@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { ensureConnectionWorkflow } from '../lib/connection-workflows';
 import { connectionWorkflowId } from '../workflows/ids';
@@ -120,5 +120,20 @@ describe('scheduler on the dev server', () => {
     const counts = await jobCounts(id);
     expect(counts['incremental/queued']).toBeUndefined();
     expect(counts['incremental/cancelled']).toBe(1);
+
+    // Later ticks leave the stopped workflow alone (no describe call for it)…
+    const handles = vi.spyOn(deps.temporal.workflow, 'getHandle');
+    await reconcileConnections(deps)({ at: Date.now() });
+    expect(handles.mock.calls.map(([workflowId]) => workflowId)).not.toContain(connectionWorkflowId(id));
+    // …until the connection changes: re-enabled, the next tick starts its workflow again.
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+    const reenabled = await reconcileConnections(deps)({ at: Date.now() });
+    expect(reenabled.ensured).toBeGreaterThanOrEqual(1);
+    await eventually(async () => ((await handle.describe()).status.name === 'RUNNING' ? true : undefined));
+    // Disabled once more, it is stopped once more.
+    await db.pool.query(`update connections set status = 'disabled' where id = $1`, [id]);
+    expect((await reconcileConnections(deps)({ at: Date.now() })).stopped).toBe(1);
+    await eventually(async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined));
+    handles.mockRestore();
   });
 });
