@@ -21,6 +21,8 @@ export function cancelJob({ pool, logger, metrics }: ActivityDeps) {
           where job_id = $1 and status in ('pending', 'processing')`,
         [input.jobId, new Date(input.at), input.reason],
       );
+      // A cancelled full pass never reaches its deletion step: its seen-set is of no further use.
+      await tx.query('delete from sync_seen s using sync_tasks t where t.job_id = $1 and s.task_id = t.id', [input.jobId]);
       logger.info({ job_id: input.jobId, connection_id: job.rows[0]!.connection_id, reason: input.reason }, 'sync job cancelled');
       return job.rows[0]!;
     });

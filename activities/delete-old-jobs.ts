@@ -15,8 +15,9 @@ export interface DeleteOldJobsInput {
   batchSize?: number;
 }
 
-// One batch: finished jobs past the cutoff, oldest first. Their tasks, sync_seen rows and log rows
-// go with them by FK cascade; records are untouched (last_seen_job_id has no FK by design).
+// One batch: finished jobs past the cutoff, oldest first. Their tasks and log rows go with them by
+// FK cascade, their tasks' sync_seen rows by the statement's own delete; records are untouched
+// (last_seen_job_id has no FK by design).
 //
 // Age is coalesce(finished_at, created_at): retention runs from when a job stopped changing, so a
 // job created long ago that retried for days and finished yesterday keeps its history (status
@@ -37,15 +38,20 @@ const DELETE_BATCH = `
      order by created_at
      limit $2
      for update skip locked
+  ),
+  -- sync_seen has no foreign key (it would slow every full sync): its rows go here, explicitly.
+  seen as (
+    delete from sync_seen s using sync_tasks t, doomed where t.job_id = doomed.id and s.task_id = t.id
   )
   delete from sync_jobs j using doomed where j.id = doomed.id`;
 
 /**
  * Retention cleanup: deletes finished jobs (`completed`, `failed`, `cancelled`) whose
  * `coalesce(finished_at, created_at)` is before `at − retentionDays`, with their tasks and logs by
- * FK cascade. Active jobs (queued, running, retrying) are never deleted, however old. Deletes in
- * batches of `batchSize`, each its own statement and transaction, until a batch comes back short,
- * so a large backlog never holds one long transaction. Returns how many jobs it deleted.
+ * FK cascade and their tasks' `sync_seen` rows. Active jobs (queued, running, retrying) are never
+ * deleted, however old. Deletes in batches of `batchSize`, each its own statement and transaction,
+ * until a batch comes back short, so a large backlog never holds one long transaction. Returns how
+ * many jobs it deleted.
  */
 export function deleteOldJobs({ pool, logger }: ActivityDeps) {
   return async (input: DeleteOldJobsInput): Promise<number> => {

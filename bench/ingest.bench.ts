@@ -195,37 +195,6 @@ async function main(stack: BenchStack) {
       ['statement', 'calls', 'total ms', 'ms/call'],
       statements.slice(0, 10).map(([k, calls, ms]) => [k, calls, ms.toFixed(0), (ms / calls).toFixed(2)]),
     );
-
-    // The `sync_seen` insert above, with and without its foreign key to sync_tasks (a scratch copy
-    // of the table without it), 1000 ids a page as the job writes them: what the per-row FK check costs.
-    const { rows: task } = await stack.pool.query<{ id: string }>('select id from sync_tasks limit 1');
-    await stack.pool.query(
-      `create unlogged table bench_seen_no_fk (task_id uuid not null, external_id text not null, primary key (task_id, external_id))`,
-    );
-    const seenMs = async (tableName: string) => {
-      const client = await stack.pool.connect();
-      try {
-        const t0 = process.hrtime.bigint();
-        for (let i = 0; i < allRows.length; i += PAGE_SIZE) {
-          const ids = allRows.slice(i, i + PAGE_SIZE).map((r) => r.externalId);
-          await client.query(
-            `insert into ${tableName} (task_id, external_id) select $1, unnest($2::text[]) on conflict do nothing`,
-            [task[0]!.id, ids],
-          );
-        }
-        return msSince(t0) / Math.ceil(allRows.length / PAGE_SIZE);
-      } finally {
-        await client.query(`delete from ${tableName}`);
-        client.release();
-      }
-    };
-    const withFk = await seenMs('sync_seen');
-    const withoutFk = await seenMs('bench_seen_no_fk');
-    console.log('');
-    console.log(
-      `sync_seen insert of ${PAGE_SIZE} ids (autocommit): ${withFk.toFixed(1)} ms a page with its FK to sync_tasks, ` +
-        `${withoutFk.toFixed(1)} ms without (scratch table), i.e. ${(((withFk - withoutFk) * allRows.length) / PAGE_SIZE / 1000).toFixed(2)} s of a ${RECORDS.toLocaleString('en')}-record job`,
-    );
   } finally {
     await worker.stop();
   }

@@ -30,7 +30,7 @@ afterAll(async () => {
 
 // Both activities work on the whole database, so every test starts from empty tables.
 beforeEach(async () => {
-  await db.pool.query('truncate connections cascade');
+  await db.pool.query('truncate connections, sync_seen cascade');
 });
 
 /** Deps with an in-memory log stream. */
@@ -127,7 +127,7 @@ describe('deleteOldJobs', () => {
   it('deletes finished jobs past retention with their tasks and logs, keeps recent and active ones', async () => {
     const conn = await newConnection();
     const oldDone = await insertJob({ status: 'completed', createdAt: AT - 8 * DAY - HOUR, finishedAt: AT - 8 * DAY }, conn);
-    await insertTask(oldDone, 'issues', { status: 'completed' });
+    const oldTask = await insertTask(oldDone, 'issues', { status: 'completed' });
     await insertTask(oldDone, 'pulls', { status: 'failed' });
     await db.pool.query(
       `insert into sync_job_logs (job_id, connection_id, attempt, finished_at, outcome) values ($1, $2, 1, $3, 'completed')`,
@@ -146,7 +146,12 @@ describe('deleteOldJobs', () => {
     // Exactly at the cutoff: not older than it.
     const atCutoff = await insertJob({ status: 'completed', createdAt: AT - 7 * DAY - HOUR, finishedAt: AT - 7 * DAY }, conn);
     const oldRunning = await insertJob({ status: 'running', createdAt: AT - 8 * DAY, startedAt: AT - 8 * DAY });
-    await insertTask(oldRunning, 'issues', { status: 'processing' });
+    const runningTask = await insertTask(oldRunning, 'issues', { status: 'processing' });
+    // A full pass's seen-set, of a task that retention deletes and of one still running.
+    await db.pool.query(
+      `insert into sync_seen (task_id, external_id) values ($1, 'a'), ($1, 'b'), ($2, 'a')`,
+      [oldTask, runningTask],
+    );
     const oldQueued = await insertJob({ status: 'queued', createdAt: AT - 30 * DAY });
     const oldRetrying = await insertJob({ status: 'retrying', createdAt: AT - 30 * DAY });
 
@@ -162,6 +167,9 @@ describe('deleteOldJobs', () => {
     expect(await count('select 1 from sync_tasks where job_id = $1', [oldDone])).toBe(0);
     expect(await count('select 1 from sync_job_logs where job_id = $1', [oldDone])).toBe(0);
     expect(await count('select 1 from sync_tasks where job_id = any($1::uuid[])', [[recentDone, oldRunning]])).toBe(2);
+    // sync_seen (no foreign key): the deleted task's rows went with it, the running task's stay.
+    expect(await count('select task_id from sync_seen')).toBe(1);
+    expect(await count('select 1 from sync_seen where task_id = $1', [runningTask])).toBe(1);
     // Synced data is never touched by retention.
     expect(await count('select 1 from records where connection_id = $1', [conn.id])).toBe(1);
 

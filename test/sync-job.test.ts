@@ -258,6 +258,13 @@ describe('sync jobs', () => {
     await eventually(async () => (demoFetchLog.length >= 3 ? true : undefined));
     const state = await handle.query<ConnectionState>('state');
     expect(state.phase).toBe('running');
+    // The bootstrap is a full pass: it keeps a seen-set while it runs…
+    const seen = async () =>
+      (await db.pool.query(
+        'select count(*)::int as n from sync_seen s join sync_tasks t on t.id = s.task_id where t.job_id = $1',
+        [state.current_job_id],
+      )).rows[0].n as number;
+    await eventually(async () => ((await seen()) > 0 ? true : undefined));
     await handle.signal('cancelJob');
     const after = await eventually(async () => {
       const s = await env.client.workflow.getHandle(connectionWorkflowId(id)).query<ConnectionState>('state');
@@ -266,6 +273,8 @@ describe('sync jobs', () => {
     expect(after.cycles).toBe(1);
     expect(await job(state.current_job_id!)).toMatchObject({ status: 'cancelled' });
     expect((await tasks(state.current_job_id!)).map((t) => t.status)).toEqual(['cancelled']);
+    // …which the cancellation deletes (sync_seen has no foreign key to clean up after it).
+    expect(await seen()).toBe(0);
     await handle.terminate('test done');
   });
 });
