@@ -36,9 +36,8 @@ describe('two workers and two reconcile ticks on 500 connections', () => {
     });
     const watch = watchActiveJobs(db.pool);
     const servers = { databaseUrl: db.url, temporalAddress: env.address, taskQueue: TASK_QUEUE };
-    for (const name of ['worker-1', 'worker-2']) {
-      workers.push(await startSynctide('worker', await workerEnv(servers, { SCHEDULER_TICK_SECONDS: String(TICK_SECONDS) }), { name }));
-    }
+    workers.push(...(await Promise.all(['worker-1', 'worker-2'].map(async (name) =>
+      startSynctide('worker', await workerEnv(servers, { SCHEDULER_TICK_SECONDS: String(TICK_SECONDS) }), { name })))));
     // The workers ensure the namespace's reconcile tick; a second tick workflow races it.
     const secondTick = await env.client.workflow.start('reconcileWorkflow', {
       workflowId: 'synctide-reconcile-second',
