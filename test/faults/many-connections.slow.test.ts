@@ -39,7 +39,7 @@ describe('two workers and two reconcile ticks on 500 connections', () => {
     // Ports are picked one after the other (two probes at once could be handed the same one).
     const envs = [];
     for (let i = 0; i < 2; i++) envs.push(await workerEnv(servers, { SCHEDULER_TICK_SECONDS: String(TICK_SECONDS) }));
-    workers.push(...(await Promise.all(envs.map((env, i) => startSynctide('worker', env, { name: `worker-${i + 1}` })))));
+    workers.push(...(await Promise.all(envs.map((vars, i) => startSynctide('worker', vars, { name: `worker-${i + 1}` })))));
     // The workers ensure the namespace's reconcile tick; a second tick workflow races it.
     const secondTick = await env.client.workflow.start('reconcileWorkflow', {
       workflowId: 'synctide-reconcile-second',
