@@ -26,8 +26,8 @@ interface ConnectionToReconcile {
 /**
  * One reconcile tick (SPEC §4): scans connections in batches under `FOR UPDATE SKIP LOCKED` (a
  * row an enqueue holds is skipped: its workflow is evidently alive) and ensures each active or
- * paused one has its connection workflow; cancels the workflows of disabled connections, once per
- * change of the connection; sets the backlog gauge to the number of active connections that are
+ * paused one has its connection workflow; cancels the workflows of disabled connections until a
+ * tick finds them ended, then leaves them be until the connection changes; sets the backlog gauge to the number of active connections that are
  * overdue (next_run_at passed, no active job). A batch's locks are released before the Temporal
  * calls, so enqueues are never kept waiting on the tick. Safe with any number of ticks at once:
  * starting uses "use existing", stopping is idempotent.
@@ -102,7 +102,11 @@ async function reconcileOne({ pool, temporal, taskQueue }: ActivityDeps, row: Co
     result.ensured += 1;
     return;
   }
-  if (await stopConnectionWorkflow(temporal, row.id)) result.stopped += 1;
-  // Still disabled: later ticks leave it alone until the connection changes again.
+  if (await stopConnectionWorkflow(temporal, row.id)) {
+    // Cancellation is only requested: the next tick looks again (and notes it once it has ended).
+    result.stopped += 1;
+    return;
+  }
+  // Found not running: later ticks leave it alone until the connection changes again.
   await pool.query(`update connections set workflow_stopped_at = now() where id = $1 and status = 'disabled'`, [row.id]);
 }
