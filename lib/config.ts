@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import type { ScheduleSettings } from '../policy/schedule';
 
@@ -67,6 +68,10 @@ export const envSchema = z
     METRICS_REQUIRE_AUTH: boolean(false),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
+    // A workflow bundle built by `npm run build:workflows`; unset, the worker bundles at start.
+    WORKFLOW_BUNDLE_PATH: optionalString.pipe(
+      z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build:workflows -- <file>`').optional(),
+    ),
 
     SCHEDULER_TICK_SECONDS: positiveInt(60),
     DEFAULT_INTERVAL_SECONDS: positiveInt(900),

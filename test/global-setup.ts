@@ -7,6 +7,7 @@ import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../db/embedded-postgres';
 import { resolveTemporalBinary } from '../lib/temporal-binaries';
 import { freePort } from '../lib/ports';
+import { writeWorkflowBundle } from '../lib/workflow-bundle';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -14,6 +15,8 @@ declare module 'vitest' {
     pgAdminUrl: string;
     temporalCliPath: string;
     temporalTestServerPath: string;
+    /** Synctide's workflows, bundled once for every worker the tests start. */
+    workflowBundlePath: string;
   }
 }
 
@@ -32,6 +35,12 @@ export default async function setup(project: TestProject) {
     resolveTemporalBinary('cli', { allowSdkDownload: false }),
     resolveTemporalBinary('test-server', { allowSdkDownload: false }),
   ]);
+  // Bundled once here instead of by each test file and each worker process a fault test starts.
+  const bundleDir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-test-bundle-'));
+  stops.push(() => fs.rm(bundleDir, { recursive: true, force: true }));
+  const bundlePath = path.join(bundleDir, 'workflow-bundle.js');
+  await writeWorkflowBundle(bundlePath);
+  project.provide('workflowBundlePath', bundlePath);
   project.provide('pgAdminUrl', adminUrl);
   project.provide('temporalCliPath', cli.path!);
   project.provide('temporalTestServerPath', testServer.path!);

@@ -11,7 +11,7 @@ export interface WorkerDeps {
   namespace: string;
   /** How long in-flight activities may finish their transaction on shutdown before cancellation. */
   shutdownGraceSeconds: number;
-  /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
+  /** A prebuilt bundle (`npm run build:workflows`, or the tests' own); otherwise the worker bundles WORKFLOWS_PATH. */
   workflowBundle?: WorkflowBundleOption;
   activities: ActivityDeps;
 }

@@ -26,12 +26,14 @@ export async function runWorker(opts: {
   rateLimit: RateLimitSettings;
 }): Promise<void> {
   const { config, logger, shutdown } = opts;
+  const bundlePath = config.WORKFLOW_BUNDLE_PATH;
   const connection = await NativeConnection.connect({ address: opts.address });
   shutdown.add('worker-connection', () => connection.close());
   const worker = await createWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
+    ...(bundlePath && { workflowBundle: { codePath: bundlePath } }),
     activities: {
       pool: opts.pool,
       logger,

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 import { freePort } from '../../lib/ports';
 import type { LogLines } from './logs';
 
@@ -170,6 +171,7 @@ export async function workerEnv(servers: ServerEnv, extra: Record<string, string
     TEMPORAL_ADDRESS: servers.temporalAddress,
     TEMPORAL_TASK_QUEUE: servers.taskQueue,
     WORKER_METRICS_PORT: String(await freePort()),
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     ...extra,
   };
 }

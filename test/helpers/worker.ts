@@ -1,17 +1,18 @@
+import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
+import { inject } from 'vitest';
 import type { NativeConnection, WorkflowBundle } from '@temporalio/worker';
 import type { Pool } from '../../db/pool';
-import { createWorker, WORKFLOWS_PATH } from '../../workers/create-worker';
+import { createWorker } from '../../workers/create-worker';
 import type { RateLimitSettings } from '../../activities/deps';
 import { testActivityDeps } from './deps';
-import { bundleWorkflows } from './temporal';
 
 export { capturingLogger, type LogLines } from './logs';
 
 let bundle: Promise<WorkflowBundle> | undefined;
-/** The real Synctide workflows, bundled once per test file. */
+/** The real Synctide workflows, as the global setup bundled them for the whole run. */
 export function synctideBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflows(WORKFLOWS_PATH);
+  bundle ??= readFile(inject('workflowBundlePath'), 'utf8').then((code) => ({ code }));
   return bundle;
 }
 
