@@ -5,5 +5,8 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
+# Workers start from this bundle instead of running webpack at every start (rebuilt with the image).
+RUN npm run build:workflows -- /app/dist/workflow-bundle.js
+ENV WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 USER node
 CMD ["npm", "run", "api"]
