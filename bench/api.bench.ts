@@ -5,25 +5,19 @@
 // Temporal start of its `sync-job:` workflow on the dev server. No worker runs, so the measured
 // cost is the API's alone. BENCH_API_REQUESTS (default 400) requests per route, BENCH_API_CONCURRENCY
 // (default 16) in flight; two alternating rounds, the second is reported.
+import pMap from 'p-map';
 import { Hono } from 'hono';
 import { pino } from 'pino';
 import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../api/server';
 import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
-import { mapLimit, msSince, percentile, printMachine, startBenchStack, table, type BenchStack } from './stack';
+import { type BenchStack, msSince, percentile, runBench, table } from './stack';
 
 const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
 const CONCURRENCY = Number(process.env.BENCH_API_CONCURRENCY ?? 16);
 const KEY = 'bench-admin-key-0123456789abcdef';
 
-const stack = await startBenchStack('api');
-try {
-  printMachine(stack.machine, { scenario: `${REQUESTS} requests per route, ${CONCURRENCY} in flight` });
-  await main(stack);
-} finally {
-  await stack.stop();
-}
-process.exit(0);
+await runBench('api', `${REQUESTS} requests per route, ${CONCURRENCY} in flight`, main);
 
 async function main(stack: BenchStack) {
   const registry = createMetricsRegistry();
@@ -98,15 +92,12 @@ interface LoadResult {
 /** Runs `op` REQUESTS times, CONCURRENCY at once, and keeps each one's latency. */
 async function timed(op: (i: number) => Promise<void>): Promise<LoadResult> {
   const started = process.hrtime.bigint();
-  const latencies = await mapLimit(
-    Array.from({ length: REQUESTS }, (_, i) => i),
-    CONCURRENCY,
-    async (i) => {
-      const t = process.hrtime.bigint();
-      await op(i);
-      return msSince(t);
-    },
-  );
+  const requests = Array.from({ length: REQUESTS }, (_, i) => i);
+  const latencies = await pMap(requests, async (i) => {
+    const t = process.hrtime.bigint();
+    await op(i);
+    return msSince(t);
+  }, { concurrency: CONCURRENCY });
   return { latencies: latencies.sort((a, b) => a - b), wallMs: msSince(started) };
 }
 

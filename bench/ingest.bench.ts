@@ -14,16 +14,15 @@ import type { Connector } from '../connectors/types';
 import { syncJobWorkflowId } from '../workflows/ids';
 import type { SyncJobResult } from '../workflows/sync-job';
 import {
+  type BenchStack,
   cpuMeter,
   formatCpu,
   historyBreakdown,
   msSince,
-  printMachine,
   profileStatements,
-  startBenchStack,
+  runBench,
   startSynctideWorker,
   table,
-  type BenchStack,
 } from './stack';
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 100_000);
@@ -33,14 +32,7 @@ const RESOURCE = 'items';
 
 type JobWorkflow = (input: { jobId: string; connectionId: string }) => Promise<SyncJobResult>;
 
-const stack = await startBenchStack('ingest');
-try {
-  printMachine(stack.machine, { scenario: `${RECORDS.toLocaleString('en')} demo records, page_size ${PAGE_SIZE}, latency 0` });
-  await main(stack);
-} finally {
-  await stack.stop();
-}
-process.exit(0);
+await runBench('ingest', `${RECORDS.toLocaleString('en')} demo records, page_size ${PAGE_SIZE}, latency 0`, main);
 
 async function main(stack: BenchStack) {
   const worker = await startSynctideWorker(stack, { taskQueue: TASK_QUEUE });

@@ -5,6 +5,8 @@
 // same number of bare workflows (bench/floor-workflows.ts, bundled separately) each running as
 // many no-op activities as one job ran (counted from a job's history). Both are started at once
 // (50 start calls in flight) and timed until the last result; two alternating rounds.
+import pMap from 'p-map';
+import { bundleWorkflows } from '../lib/workflow-bundle';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { syncJobWorkflowId } from '../workflows/ids';
@@ -12,22 +14,19 @@ import type { SyncJobResult } from '../workflows/sync-job';
 import type { FloorActivities } from './floor-workflows';
 import {
   benchFile,
-  bundle,
+  type BenchStack,
   cpuMeter,
   formatCpu,
   historyBreakdown,
-  mapLimit,
+  type HistoryBreakdown,
   meanBreakdown,
   msSince,
   percentile,
-  printMachine,
   profileStatements,
+  runBench,
   runWorker,
-  startBenchStack,
   startSynctideWorker,
   table,
-  type BenchStack,
-  type HistoryBreakdown,
 } from './stack';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
@@ -37,14 +36,7 @@ const START_CONCURRENCY = 50;
 
 type JobWorkflow = (input: { jobId: string; connectionId: string }) => Promise<SyncJobResult>;
 
-const stack = await startBenchStack('orchestration');
-try {
-  printMachine(stack.machine, { scenario: `${JOBS} jobs (1 resource, 1 record each) vs ${JOBS} bare workflows` });
-  await main(stack);
-} finally {
-  await stack.stop();
-}
-process.exit(0);
+await runBench('orchestration', `${JOBS} jobs (1 resource, 1 record each) vs ${JOBS} bare workflows`, main);
 
 async function main(stack: BenchStack) {
   const synctide = await startSynctideWorker(stack, { taskQueue: JOBS_QUEUE });
@@ -54,7 +46,7 @@ async function main(stack: BenchStack) {
       connection: stack.nativeConnection,
       namespace: 'default',
       taskQueue: FLOOR_QUEUE,
-      workflowBundle: await bundle(benchFile('floor-workflows.ts')),
+      workflowBundle: await bundleWorkflows(benchFile('floor-workflows.ts')),
       activities: floorActivities,
     }),
   );
@@ -83,14 +75,14 @@ async function main(stack: BenchStack) {
     const runJobs = async (ids: string[]) => startJobs(await queueJobs(ids));
     const startJobs = async (jobs: { jobId: string; connectionId: string }[]) => {
       const t0 = process.hrtime.bigint();
-      const handles = await mapLimit(jobs, START_CONCURRENCY, async (job) => ({
+      const handles = await pMap(jobs, async (job) => ({
         started: process.hrtime.bigint(),
         handle: await stack.client.workflow.start<JobWorkflow>('syncJobWorkflow', {
           taskQueue: JOBS_QUEUE,
           workflowId: syncJobWorkflowId(job.jobId),
           args: [job],
         }),
-      }));
+      }), { concurrency: START_CONCURRENCY });
       const latencies = await Promise.all(
         handles.map(async ({ started, handle }) => {
           const result = await handle.result();
@@ -103,14 +95,14 @@ async function main(stack: BenchStack) {
 
     const runFloor = async (count: number, activities: number) => {
       const t0 = process.hrtime.bigint();
-      const handles = await mapLimit(Array.from({ length: count }, (_, i) => i), START_CONCURRENCY, async () => ({
+      const handles = await pMap(Array.from({ length: count }, (_, i) => i), async () => ({
         started: process.hrtime.bigint(),
         handle: await stack.client.workflow.start('floorWorkflow', {
           taskQueue: FLOOR_QUEUE,
           workflowId: `floor-${randomUUID()}`,
           args: [activities],
         }),
-      }));
+      }), { concurrency: START_CONCURRENCY });
       const latencies = await Promise.all(
         handles.map(async ({ started, handle }) => {
           await handle.result();
@@ -161,8 +153,8 @@ async function main(stack: BenchStack) {
 
     // Where the time goes: each workflow's history (last round of each), averaged.
     const last = (kind: Round['kind']) => rounds.filter((r) => r.kind === kind).at(-1)!;
-    const jobsB = meanBreakdown(await mapLimit(last('jobs').ids, 20, (id) => historyBreakdown(stack.client, id)));
-    const floorB = meanBreakdown(await mapLimit(last('floor').ids, 20, (id) => historyBreakdown(stack.client, id)));
+    const jobsB = meanBreakdown(await pMap(last('jobs').ids, (id) => historyBreakdown(stack.client, id), { concurrency: 20 }));
+    const floorB = meanBreakdown(await pMap(last('floor').ids, (id) => historyBreakdown(stack.client, id), { concurrency: 20 }));
     const row = (name: string, b: HistoryBreakdown) => [
       name, b.total.toFixed(0), b.activities.toFixed(1), b.activityExec.toFixed(0), b.activityQueue.toFixed(0),
       b.workflowTasks.toFixed(1), b.wftExec.toFixed(0), b.wftQueue.toFixed(0),

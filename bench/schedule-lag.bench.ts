@@ -8,26 +8,25 @@
 // N: 100 and 1,000 by default; BENCH_CONNECTIONS=2000 (comma-separated) overrides. Each N gets a
 // fresh database and a fresh dev server, and runs until every connection has started
 // BENCH_LAG_CYCLES (default 2) timer-driven jobs after its bootstrap job.
+import pMap from 'p-map';
 import { ensureConnectionWorkflow, ensureReconcileWorkflow } from '../lib/connection-workflows';
 import type { Pool } from '../db/pool';
 import { RECONCILE_WORKFLOW_ID } from '../workflows/ids';
 import {
   activityDurations,
+  type BenchStack,
   cpuMeter,
   eventMs,
   EventType,
   formatCpu,
-  mapLimit,
+  type HistoryEvent,
   msSince,
   NO_JITTER,
   percentile,
-  printMachine,
+  runBench,
   sleep,
-  startBenchStack,
   startSynctideWorker,
   table,
-  type BenchStack,
-  type HistoryEvent,
 } from './stack';
 
 const SIZES = (process.env.BENCH_CONNECTIONS ?? '100,1000').split(',').map(Number);
@@ -35,19 +34,16 @@ const CYCLES = Number(process.env.BENCH_LAG_CYCLES ?? 2);
 const INTERVAL_SECONDS = 60;
 const TASK_QUEUE = 'bench-lag';
 
-const stack = await startBenchStack('schedule-lag');
-try {
-  printMachine(stack.machine, {
-    scenario: `connections ${SIZES.join(', ')} at ${INTERVAL_SECONDS} s, jitter 0, ${CYCLES} timer-driven cycles after bootstrap`,
-  });
-  for (const [i, n] of SIZES.entries()) {
-    if (i > 0) await stack.restartTemporal();
-    await scenario(stack, n);
-  }
-} finally {
-  await stack.stop();
-}
-process.exit(0);
+await runBench(
+  'schedule-lag',
+  `connections ${SIZES.join(', ')} at ${INTERVAL_SECONDS} s, jitter 0, ${CYCLES} timer-driven cycles after bootstrap`,
+  async (stack) => {
+    for (const [i, n] of SIZES.entries()) {
+      if (i > 0) await stack.restartTemporal();
+      await scenario(stack, n);
+    }
+  },
+);
 
 interface JobRow {
   connection_id: string;
@@ -79,9 +75,9 @@ async function scenario(stack: BenchStack, n: number) {
     const meter = cpuMeter(stack);
     sampler = sampleContention(db.pool, worker.pool);
     const t0 = process.hrtime.bigint();
-    await mapLimit(connections, 50, (c) =>
-      ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' }),
-    );
+    const ensure = (c: (typeof connections)[number]) =>
+      ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' });
+    await pMap(connections, ensure, { concurrency: 50 });
     startSeconds = msSince(t0) / 1000;
 
     const deadline = Date.now() + n * 60 + (CYCLES + 1) * INTERVAL_SECONDS * 1000 + 120_000;
@@ -171,7 +167,7 @@ async function scenario(stack: BenchStack, n: number) {
   const step = Math.max(1, Math.floor(started.length / 40));
   const sample = started.filter((_, i) => i % step === 0).slice(0, 40);
   const split = async (set: JobRow[]) => {
-    const parts = await mapLimit(set, 10, (j) => lagParts(stack, j));
+    const parts = await pMap(set, (j) => lagParts(stack, j), { concurrency: 10 });
     const ok = parts.filter((p): p is LagParts => p !== null);
     const mean = (k: keyof LagParts) => ok.reduce((s, p) => s + p[k], 0) / Math.max(ok.length, 1);
     perCycle = ok.length ? { tasks: mean('tasks'), activities: mean('activities') } : perCycle;

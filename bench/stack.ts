@@ -13,7 +13,6 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import {
-  bundleWorkflowCode,
   DefaultLogger,
   NativeConnection,
   Runtime,
@@ -30,8 +29,9 @@ import { createPool, type Pool } from '../db/pool';
 import { freePort } from '../lib/ports';
 import { resolveTemporalBinary } from '../lib/temporal-binaries';
 import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
+import { bundleWorkflows } from '../lib/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
-import { createWorker, WORKFLOWS_PATH } from '../workers/create-worker';
+import { createWorker } from '../workers/create-worker';
 import { benchActivityDeps } from './deps';
 
 export { benchActivityDeps, NO_JITTER } from './deps';
@@ -62,21 +62,6 @@ export function table(header: string[], rows: (string | number)[][]): void {
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of cells.slice(1)) console.log(line(r));
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
-export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= items.length) return;
-      out[i] = await fn(items[i]!, i);
-    }
-  });
-  await Promise.all(lanes);
-  return out;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -267,6 +252,26 @@ function databaseUrl(baseUrl: string, database: string): string {
 }
 
 /**
+ * A benchmark's whole run: starts its stack, prints the machine and `scenario`, runs `main`, and
+ * stops the stack whatever happens, then exits (the SDK's runtime would keep the process alive).
+ */
+export async function runBench(
+  name: string,
+  scenario: string,
+  main: (stack: BenchStack) => Promise<void>,
+  opts: { temporalDbDir?: string } = {},
+): Promise<never> {
+  const stack = await startBenchStack(name, opts);
+  try {
+    printMachine(stack.machine, { scenario });
+    await main(stack);
+  } finally {
+    await stack.stop();
+  }
+  process.exit(0);
+}
+
+/**
  * Starts what a benchmark runs against. Postgres: DATABASE_URL's server when set (never the one on
  * 127.0.0.1:5432 otherwise), else an embedded server in a temporary directory with the same
  * durable settings as `npm start`. Temporal: `temporal server start-dev` persisting to SQLite,
@@ -395,18 +400,10 @@ export async function startBenchStack(name: string, opts: { temporalDbDir?: stri
 // ---------------------------------------------------------------------------------------------
 // Workers
 
-const noop = () => undefined;
-const silentLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
-
-/** Bundles a workflows module (webpack; a few seconds). */
-export function bundle(workflowsPath: string): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath, logger: silentLogger });
-}
-
 let synctide: Promise<WorkflowBundle> | undefined;
 /** The real Synctide workflows, bundled once per process. */
 export function synctideBundle(): Promise<WorkflowBundle> {
-  synctide ??= bundle(WORKFLOWS_PATH);
+  synctide ??= bundleWorkflows();
   return synctide;
 }
 
@@ -519,24 +516,26 @@ export async function historyBreakdown(client: Client, workflowId: string): Prom
     wftExec: 0,
     workflowTasks: 0,
   };
+  // A completed task's queue time (scheduled → started) and run time (started → completed).
+  const timing = (completed: HistoryEvent, ids: { scheduledEventId?: unknown; startedEventId?: unknown }) => {
+    const scheduled = byId.get(Number(ids.scheduledEventId));
+    const started = byId.get(Number(ids.startedEventId));
+    return scheduled && started ? { queue: eventMs(started) - eventMs(scheduled), exec: eventMs(completed) - eventMs(started) } : null;
+  };
   for (const e of events) {
     if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
-      const a = e.activityTaskCompletedEventAttributes!;
-      const scheduled = byId.get(Number(a.scheduledEventId));
-      const started = byId.get(Number(a.startedEventId));
-      if (scheduled && started) {
+      const t = timing(e, e.activityTaskCompletedEventAttributes!);
+      if (t) {
         out.activities += 1;
-        out.activityQueue += eventMs(started) - eventMs(scheduled);
-        out.activityExec += eventMs(e) - eventMs(started);
+        out.activityQueue += t.queue;
+        out.activityExec += t.exec;
       }
     } else if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
-      const a = e.workflowTaskCompletedEventAttributes!;
-      const scheduled = byId.get(Number(a.scheduledEventId));
-      const started = byId.get(Number(a.startedEventId));
-      if (scheduled && started) {
+      const t = timing(e, e.workflowTaskCompletedEventAttributes!);
+      if (t) {
         out.workflowTasks += 1;
-        out.wftQueue += eventMs(started) - eventMs(scheduled);
-        out.wftExec += eventMs(e) - eventMs(started);
+        out.wftQueue += t.queue;
+        out.wftExec += t.exec;
       }
     }
   }

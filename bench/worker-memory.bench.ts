@@ -4,6 +4,7 @@
 // interval and each already has a finished incremental job (seeded in SQL, as for a connection
 // that synced a minute ago), so their workflows plan a normal run an hour ahead, enqueue it and
 // sleep (phase `sleeping`), without running a bootstrap job each.
+import pMap from 'p-map';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -13,17 +14,15 @@ import { ensureConnectionWorkflow } from '../lib/connection-workflows';
 import type { WorkerMemoryReport } from './worker-process';
 import {
   benchFile,
+  type BenchStack,
   cpuMeter,
   formatCpu,
-  mapLimit,
   msSince,
-  printMachine,
   rssMiB,
+  runBench,
   sleep,
-  startBenchStack,
   synctideBundle,
   table,
-  type BenchStack,
 } from './stack';
 
 const TARGETS = (process.env.BENCH_SLEEPING ?? '1000,10000').split(',').map(Number);
@@ -32,14 +31,9 @@ const TASK_QUEUE = 'bench-memory';
 // The measured figure is the worker's own memory, which does not depend on where the dev server
 // keeps its SQLite file; on tmpfs the dev server starts the workflows about 2.5× faster than on
 // this machine's disk (see BENCHMARKS.md), which keeps 10,000 within a few minutes.
-const stack = await startBenchStack('worker-memory', { temporalDbDir: fs.existsSync('/dev/shm') ? '/dev/shm' : undefined });
-try {
-  printMachine(stack.machine, { scenario: `sleeping connection workflows: ${TARGETS.join(', ')} (interval 3600 s)` });
-  await main(stack);
-} finally {
-  await stack.stop();
-}
-process.exit(0);
+await runBench('worker-memory', `sleeping connection workflows: ${TARGETS.join(', ')} (interval 3600 s)`, main, {
+  temporalDbDir: fs.existsSync('/dev/shm') ? '/dev/shm' : undefined,
+});
 
 /** The worker child process and a request/response over IPC. */
 async function startChild(stack: BenchStack, bundlePath: string) {
@@ -114,7 +108,7 @@ async function main(stack: BenchStack) {
       );
       const meter = cpuMeter(stack, child.pid);
       const t0 = process.hrtime.bigint();
-      await mapLimit(created, 50, (c) => ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' }));
+      await pMap(created, (c) => ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' }), { concurrency: 50 });
       // Sleeping: the job an hour ahead is queued, the phase is `sleeping`, the worker is idle.
       let lastLog = Date.now();
       const deadline = Date.now() + 60_000 + add * 100;

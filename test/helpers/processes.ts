@@ -164,12 +164,15 @@ export interface ServerEnv {
   taskQueue: string;
 }
 
+/** The variables that point a process at `servers`. */
+function serverVars(servers: ServerEnv): Record<string, string> {
+  return { DATABASE_URL: servers.databaseUrl, TEMPORAL_ADDRESS: servers.temporalAddress, TEMPORAL_TASK_QUEUE: servers.taskQueue };
+}
+
 /** Environment of an `npm run worker` on `servers`, with a free metrics port. */
 export async function workerEnv(servers: ServerEnv, extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
-    DATABASE_URL: servers.databaseUrl,
-    TEMPORAL_ADDRESS: servers.temporalAddress,
-    TEMPORAL_TASK_QUEUE: servers.taskQueue,
+    ...serverVars(servers),
     WORKER_METRICS_PORT: String(await freePort()),
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     ...extra,
@@ -179,9 +182,7 @@ export async function workerEnv(servers: ServerEnv, extra: Record<string, string
 /** Environment of an `npm run api` on `servers`, with a free port and TEST_ADMIN_KEY. */
 export async function apiEnv(servers: ServerEnv, extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
-    DATABASE_URL: servers.databaseUrl,
-    TEMPORAL_ADDRESS: servers.temporalAddress,
-    TEMPORAL_TASK_QUEUE: servers.taskQueue,
+    ...serverVars(servers),
     API_PORT: String(await freePort()),
     ADMIN_API_KEY: TEST_ADMIN_KEY,
     ...extra,

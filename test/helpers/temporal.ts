@@ -1,5 +1,4 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { ensureSearchAttributes } from '../../lib/temporal-namespace';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
@@ -30,11 +29,5 @@ export function createDevServerEnv(opts: { logLevel?: string } = {}): Promise<Te
   });
 }
 
-/** Bundles a workflows module once per test file (webpack takes a few seconds). */
-export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath, logger: silentLogger });
-}
-
-const noop = () => undefined;
-const silentLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+export { bundleWorkflows } from '../../lib/workflow-bundle';
 
