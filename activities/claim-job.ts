@@ -1,38 +1,54 @@
+import type { PoolClient } from 'pg';
+import { cancelJobAndTasks, lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
+import type { Activities, ClaimedJob } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
-
-/** The job as its runner needs it. */
-export interface ClaimedJob {
-  jobId: string;
-  connectionId: string;
-  jobType: 'incremental' | 'full';
-  retryCount: number;
-}
+import { recordJobEnded } from '../lib/metrics';
 
 /**
  * Claims a job for the workflow `workflowId`: `queued|retrying → running` under
  * `FOR UPDATE SKIP LOCKED`. A job already running under the same workflow id is claimed again
  * (a retried activity, or the same job workflow resuming); a job claimed by anyone else, locked
- * by another claimer, or finished is not run twice: null.
+ * by another claimer, or finished is not run twice: null. A disabled connection runs no job (the
+ * job is cancelled), and a paused one starts none (a queued job is cancelled; one already
+ * running or waiting to retry finishes).
  */
-export function claimJob({ pool }: ActivityDeps) {
-  return async (input: { jobId: string; workflowId: string; at: number }): Promise<ClaimedJob | null> =>
-    withTransaction(pool, async (tx) => {
-      const { rows } = await tx.query(
-        `select id, connection_id, job_type, status, workflow_id, retry_count from sync_jobs
-          where id = $1 for update skip locked`,
-        [input.jobId],
-      );
-      const job = rows[0];
-      if (!job) return null;
-      const claimable =
-        job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === input.workflowId);
-      if (!claimable) return null;
-      await tx.query(
-        `update sync_jobs set status = 'running', started_at = coalesce(started_at, $2), workflow_id = $3, retry_after = null
-          where id = $1`,
-        [input.jobId, new Date(input.at), input.workflowId],
-      );
-      return { jobId: job.id, connectionId: job.connection_id, jobType: job.job_type, retryCount: job.retry_count };
-    });
+export function claimJob({ pool, logger, metrics }: ActivityDeps): Activities['claimJob'] {
+  return async (input) => {
+    const outcome = await withTransaction(pool, (tx) => claimInTx(tx, input.jobId, input.workflowId, new Date(input.at)));
+    afterClaim({ logger, metrics }, input.jobId, outcome);
+    return outcome.claimed ?? null;
+  };
+}
+
+/** What a claim did: the claimed job, or a job it cancelled because its connection may not run it. */
+export interface ClaimOutcome {
+  claimed?: ClaimedJob;
+  ended?: EndedJob & { connection_id: string };
+  reason?: string;
+}
+
+/** Claiming, inside the caller's transaction. */
+export async function claimInTx(tx: PoolClient, jobId: string, workflowId: string, at: Date): Promise<ClaimOutcome> {
+  const job = await lockJobForClaim(tx, jobId);
+  if (!job) return {};
+  const refusal =
+    job.connection_status === 'disabled' ? 'connection disabled'
+    : job.connection_status === 'paused' && job.status === 'queued' ? 'connection paused'
+    : null;
+  if (refusal) {
+    const ended = await cancelJobAndTasks(tx, jobId, at, refusal);
+    return ended ? { ended, reason: refusal } : {};
+  }
+  const claimable = job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === workflowId);
+  if (!claimable) return {};
+  await markJobRunning(tx, jobId, at, workflowId);
+  return { claimed: { jobId: job.id, connectionId: job.connection_id, jobType: job.job_type, retryCount: job.retry_count } };
+}
+
+/** Logs and counts a job a claim cancelled, once its transaction committed. */
+export function afterClaim({ logger, metrics }: Pick<ActivityDeps, 'logger' | 'metrics'>, jobId: string, outcome: ClaimOutcome): void {
+  if (!outcome.ended) return;
+  logger.info({ job_id: jobId, connection_id: outcome.ended.connection_id, reason: outcome.reason }, 'sync job cancelled');
+  recordJobEnded(metrics, outcome.ended);
 }

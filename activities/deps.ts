@@ -4,6 +4,7 @@ import type { Logger } from '../lib/logger';
 import type { SyncMetrics } from '../lib/metrics';
 import type { RateLimitPolicy } from '../policy/rate-limit';
 import type { ScheduleSettings } from '../policy/schedule';
+import type { ReconcileSettings } from '../temporal/activities';
 
 /** What activities need from the worker process. */
 export interface ActivityDeps {
@@ -17,6 +18,10 @@ export interface ActivityDeps {
   settings: ScheduleSettings;
   /** Rate-limit policy: defaults, per-provider overrides and the separate retry cap. */
   rateLimit: RateLimitSettings;
+  /** The reconcile tick's period and retention from configuration, reported to it on every tick. */
+  reconcile: ReconcileSettings;
+  /** TOMBSTONE_RETENTION_DAYS: tombstones of deleted records older than this are purged by retention cleanup. */
+  tombstoneRetentionDays: number;
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

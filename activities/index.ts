@@ -1,49 +1,53 @@
+// The Synctide worker's activities: plain async functions doing I/O (Postgres, connectors), each
+// idempotent, bound here to the worker's dependencies. Their signatures are the contract in
+// temporal/activities.ts, which is all that workflows see of them.
+import type { Activities } from '../temporal/activities';
 import { cancelJob } from './cancel-job';
 import { claimJob } from './claim-job';
+import { saveSchedule, setConnectionStatus } from './connection-settings';
 import { deleteOldJobs } from './delete-old-jobs';
 import type { ActivityDeps } from './deps';
 import { enqueueJob } from './enqueue-job';
 import { failAbandonedJobs } from './fail-abandoned-jobs';
 import { failTask } from './fail-task';
 import { finishJob } from './finish-job';
+import { completeJob, openCycle, startJob } from './lean-steps';
 import { loadConnectionContext } from './load-connection-context';
 import { markJobRetrying } from './mark-job-retrying';
 import { prepareJob } from './prepare-job';
 import { reapStaleTasks } from './reap-stale-tasks';
-import { recordAttemptFailure, recordAttemptSuccess } from './record-attempt-failure';
+import { recordAttemptFailure, recordAttemptSuccess } from './record-attempt';
 import { reconcileConnections } from './reconcile-connections';
 import { rescheduleQueuedJob } from './reschedule-queued-job';
-import { saveSchedule } from './save-schedule';
-import { setConnectionStatus } from './set-connection-status';
 import { syncImmediately } from './sync-immediately';
 import { syncTask } from './sync-task';
 
 export type { ActivityDeps } from './deps';
 
 /** All Synctide activities, bound to the worker's dependencies. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps): Activities {
   return {
+    openCycle: openCycle(deps),
+    startJob: startJob(deps),
+    completeJob: completeJob(deps),
+    failAbandonedJobs: failAbandonedJobs(deps),
     loadConnectionContext: loadConnectionContext(deps),
     enqueueJob: enqueueJob(deps),
     rescheduleQueuedJob: rescheduleQueuedJob(deps),
     cancelJob: cancelJob(deps),
-    failAbandonedJobs: failAbandonedJobs(deps),
     saveSchedule: saveSchedule(deps),
     setConnectionStatus: setConnectionStatus(deps),
     claimJob: claimJob(deps),
-    finishJob: finishJob(deps),
     prepareJob: prepareJob(deps),
     syncTask: syncTask(deps),
     failTask: failTask(deps),
-    syncImmediately: syncImmediately(deps),
     markJobRetrying: markJobRetrying(deps),
+    finishJob: finishJob(deps),
     recordAttemptFailure: recordAttemptFailure(deps),
     recordAttemptSuccess: recordAttemptSuccess(deps),
+    syncImmediately: syncImmediately(deps),
     reconcileConnections: reconcileConnections(deps),
     reapStaleTasks: reapStaleTasks(deps),
     deleteOldJobs: deleteOldJobs(deps),
   };
 }
-
-/** The activity interface workflows proxy with `proxyActivities<Activities>()`. */
-export type Activities = ReturnType<typeof createActivities>;

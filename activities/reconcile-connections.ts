@@ -1,112 +1,142 @@
 import pMap from 'p-map';
+import { countOverdueConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
+import { failAbandonedJob, findActiveJobsCreatedBefore, type ActiveJobToCheck } from '../db/models/jobs';
+import { forgetSeenOfJob } from '../db/models/seen';
+import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
-import { ensureConnectionWorkflow, ensureJobWorkflow, stopConnectionWorkflow } from '../lib/connection-workflows';
+import { recordJobEnded } from '../lib/metrics';
+import { isSchedulerTrigger } from '../policy/vocabulary';
+import type { Activities, ReconcileResult } from '../temporal/activities';
+import {
+  cancelConnectionWorkflow,
+  ensureConnectionWorkflow,
+  ensureJobWorkflow,
+  isWorkflowRunning,
+  listRunningWorkflowIds,
+  stopConnectionWorkflow,
+} from '../temporal/client';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
-
-/** What one reconcile tick did. */
-export interface ReconcileResult {
-  ensured: number;
-  stopped: number;
-  backlog: number;
-  /** Requested jobs found queued without a workflow (their API process died in between) and started. */
-  adopted: number;
-}
 
 const BATCH_SIZE = 200;
 /** Temporal calls in flight at once during a tick. */
 const CONCURRENCY = 16;
+const FIRST_ID = '00000000-0000-0000-0000-000000000000';
+/** A job younger than this may still be getting its workflow (the API inserts, then starts it). */
+const JOB_GRACE_MS = 60_000;
+/** Active jobs checked per tick, oldest first. */
+const JOBS_PER_TICK = 5000;
 
-interface ConnectionToReconcile {
-  id: string;
-  tenant_id: string;
-  provider_slug: string;
-  status: string;
-}
+/** Why the tick failed a job no workflow runs any more. */
+export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more (it ended before the job finished)';
 
 /**
- * One reconcile tick (SPEC §4): scans connections in batches under `FOR UPDATE SKIP LOCKED` (a
- * row an enqueue holds is skipped: its workflow is evidently alive) and ensures each active or
- * paused one has its connection workflow; cancels the workflows of disabled connections until a
- * tick finds them ended, then leaves them be until the connection changes; sets the backlog gauge to the number of active connections that are
- * overdue (next_run_at passed, no active job). A batch's locks are released before the Temporal
- * calls, so enqueues are never kept waiting on the tick. Safe with any number of ticks at once:
- * starting uses "use existing", stopping is idempotent.
+ * One reconcile tick. It lists the running connection and job workflows once (one visibility
+ * query, a page per 1,000), so its Temporal calls grow with what changed, not with the fleet:
+ * - connections are scanned in batches under `FOR UPDATE SKIP LOCKED` (a row an enqueue holds is
+ *   skipped: its workflow is evidently alive), and the batch's locks are released before any
+ *   Temporal call; an active or paused connection whose workflow is not running gets it started
+ *   ("use existing", so racing ticks and API calls are safe); a disabled connection's running
+ *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
+ * - every active job older than a minute must have a live workflow: its own `sync-job:` run, or,
+ *   for a queued job of the scheduler, its connection's workflow. A requested job still queued
+ *   without one gets it started; any other is failed as abandoned (with its open tasks), so no
+ *   job stays active forever and blocks its connection's schedule;
+ * - the backlog gauge is set to the number of overdue connections.
+ * Without a list API (the time-skipping test server) every connection is ensured and every
+ * suspect asked about, as before.
  */
-export function reconcileConnections(deps: ActivityDeps) {
-  const { pool, logger, metrics, temporal, taskQueue } = deps;
-  return async (input: { at: number }): Promise<ReconcileResult> => {
+export function reconcileConnections(deps: ActivityDeps): Activities['reconcileConnections'] {
+  const { pool, logger, metrics, temporal, reconcile } = deps;
+  return async (input) => {
     const endTimer = metrics.tickDurationMs.startTimer({ operation: 'reconcile' });
-    const result: ReconcileResult = { ensured: 0, stopped: 0, backlog: 0, adopted: 0 };
-    let after = '00000000-0000-0000-0000-000000000000';
+    const result: ReconcileResult = { ensured: 0, stopped: 0, backlog: 0, adopted: 0, abandoned: 0, temporalCalls: 0, settings: reconcile };
+    const running = await listRunningWorkflowIds(temporal);
+    if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
+    let after = FIRST_ID;
     for (;;) {
-      const batch = await withTransaction(pool, async (tx) => {
-        const { rows } = await tx.query<ConnectionToReconcile>(
-          `select id, tenant_id, provider_slug, status from connections
-            where id > $1 and (status <> 'disabled' or workflow_stopped_at is null or workflow_stopped_at < updated_at)
-            order by id limit $2 for update skip locked`,
-          [after, BATCH_SIZE],
-        );
-        return rows;
-      });
-      await pMap(batch, (row) => reconcileOne(deps, row, result), { concurrency: CONCURRENCY });
+      const batch = await withTransaction(pool, (tx) => lockReconcileBatch(tx, after, BATCH_SIZE));
+      await pMap(batch, (row) => reconcileConnection(deps, row, running, result), { concurrency: CONCURRENCY });
       if (batch.length < BATCH_SIZE) break;
       after = batch[batch.length - 1]!.id;
     }
-    const { rows } = await pool.query(
-      `select count(*)::int as n from connections c
-        where c.status = 'active'
-          -- Guard the cast: metadata is user-editable and a malformed value must not fail the tick.
-          and case when c.metadata -> 'sync' ->> 'next_run_at' ~ '^\d{4}-\d{2}-\d{2}T'
-                   then (c.metadata -> 'sync' ->> 'next_run_at')::timestamptz end < $1
-          and not exists (select 1 from sync_jobs j where j.connection_id = c.id
-                            and j.status in ('queued', 'running', 'retrying'))`,
-      [new Date(input.at)],
-    );
-    result.backlog = rows[0].n;
-    result.adopted = await adoptRequestedJobs(deps, input.at);
+    const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
+    await pMap(jobs, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
+    result.backlog = await countOverdueConnections(pool, new Date(input.at));
     metrics.backlog.set(result.backlog);
     endTimer();
-    logger.info({ ...result }, 'reconcile tick');
+    logger.info({ ...result, settings: undefined }, 'reconcile tick');
     return result;
   };
 }
 
-const ADOPT_AFTER_MS = 60_000;
-
-/**
- * The API inserts a requested job and then starts its workflow; if the API process died in
- * between, the job would stay queued forever. Jobs still unclaimed a minute later get their
- * workflow started here ("use existing": a running one is left alone).
- */
-async function adoptRequestedJobs({ pool, temporal, taskQueue, logger }: ActivityDeps, at: number): Promise<number> {
-  const { rows } = await pool.query(
-    `select j.id, j.connection_id, c.tenant_id, c.provider_slug from sync_jobs j join connections c on c.id = j.connection_id
-      where j.status = 'queued' and j.trigger in ('api', 'backfill') and j.created_at < $1 and c.status = 'active'
-      order by j.created_at limit 500`,
-    [new Date(at - ADOPT_AFTER_MS)],
-  );
-  for (const row of rows) {
-    const handle = await ensureJobWorkflow(temporal, taskQueue, {
-      id: row.id,
-      connection: { id: row.connection_id, tenantId: row.tenant_id, providerSlug: row.provider_slug },
-    });
-    logger.debug({ job_id: row.id, workflow_id: handle.workflowId }, 'ensured the workflow of a queued requested job');
-  }
-  return rows.length;
-}
-
-/** Ensures one connection's workflow, or stops it and notes that it is stopped when disabled. */
-async function reconcileOne({ pool, temporal, taskQueue }: ActivityDeps, row: ConnectionToReconcile, result: ReconcileResult): Promise<void> {
+/** Starts a connection's missing workflow, or stops a disabled one's and notes once it has ended. */
+async function reconcileConnection(
+  { pool, temporal, taskQueue }: ActivityDeps,
+  row: ReconcileRow,
+  running: Set<string> | null,
+  result: ReconcileResult,
+): Promise<void> {
+  const alive = running?.has(connectionWorkflowId(row.id));
   if (row.status !== 'disabled') {
+    if (alive) return;
     await ensureConnectionWorkflow(temporal, taskQueue, { id: row.id, tenantId: row.tenant_id, providerSlug: row.provider_slug });
     result.ensured += 1;
+    result.temporalCalls += 1;
     return;
   }
-  if (await stopConnectionWorkflow(temporal, row.id)) {
-    // Cancellation is only requested: the next tick looks again (and notes it once it has ended).
-    result.stopped += 1;
-    return;
+  // Cancellation is only requested: a later tick looks again (and notes it once it has ended).
+  if (running) {
+    if (alive) {
+      await cancelConnectionWorkflow(temporal, row.id);
+      result.stopped += 1;
+      result.temporalCalls += 1;
+      return;
+    }
+  } else {
+    result.temporalCalls += 1;
+    if (await stopConnectionWorkflow(temporal, row.id)) {
+      result.stopped += 1;
+      return;
+    }
   }
   // Found not running: later ticks leave it alone until the connection changes again.
-  await pool.query(`update connections set workflow_stopped_at = now() where id = $1 and status = 'disabled'`, [row.id]);
+  await markWorkflowStopped(pool, row.id);
+}
+
+/**
+ * Keeps the rule "every active job has a live workflow": a job whose workflow runs is left
+ * alone; a requested job still queued without one gets it started (its API process died between
+ * insert and start); any other is failed as abandoned. Visibility can lag behind a workflow that
+ * just started, so the server is asked before a job is failed.
+ */
+async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: Set<string> | null, at: number, result: ReconcileResult): Promise<void> {
+  const { pool, temporal, taskQueue, logger, metrics } = deps;
+  const jobWorkflow = syncJobWorkflowId(job.id);
+  const ownedByScheduler = job.status === 'queued' && isSchedulerTrigger(job.trigger);
+  const owner = ownedByScheduler ? connectionWorkflowId(job.connection_id) : jobWorkflow;
+  if (running?.has(jobWorkflow) || running?.has(owner)) return;
+  result.temporalCalls += 1;
+  if (await isWorkflowRunning(temporal, owner)) return;
+  if (job.status === 'queued' && !ownedByScheduler && job.connection_status === 'active') {
+    await ensureJobWorkflow(temporal, taskQueue, {
+      id: job.id,
+      connection: { id: job.connection_id, tenantId: job.tenant_id, providerSlug: job.provider_slug },
+    });
+    result.temporalCalls += 1;
+    result.adopted += 1;
+    logger.info({ job_id: job.id, connection_id: job.connection_id }, 'started the workflow of a queued requested job');
+    return;
+  }
+  const ended = await withTransaction(pool, async (tx) => {
+    const row = await failAbandonedJob(tx, job.id, new Date(at), NO_WORKFLOW_REASON);
+    if (!row) return null;
+    await failOpenTasksOfJobs(tx, [job.id], new Date(at), NO_WORKFLOW_REASON);
+    await forgetSeenOfJob(tx, job.id);
+    return row;
+  });
+  if (!ended) return;
+  recordJobEnded(metrics, ended);
+  result.abandoned += 1;
+  logger.warn({ job_id: job.id, connection_id: job.connection_id, trigger: job.trigger, status: job.status }, 'failed an active job that no workflow runs');
 }

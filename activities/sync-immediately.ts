@@ -1,65 +1,62 @@
+import { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
+import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
-import { upsertRecords } from '../db/upsert-records';
+import { RateLimited } from '../connectors/types';
+import { findSyncSource } from '../db/models/connections';
+import { upsertRecords } from '../db/models/records';
+import { findCursor } from '../db/models/state';
 import { withTransaction } from '../db/transaction';
+import type { Activities } from '../temporal/activities';
+import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
 import type { ActivityDeps } from './deps';
 
-/** Per-resource counts of an immediate sync. */
-export interface ImmediateSyncResult {
-  connectionId: string;
-  mode: 'incremental' | 'full';
-  resources: { resourceType: string; entityCount: number; writtenCount: number; pages: number }[];
-}
-
 /**
- * Immediate mode (seed 003): runs the sync of a connection now and returns per-resource counts,
- * creating no `sync_jobs` or `sync_tasks` rows. Records are upserted as in a job; an incremental
- * run reads the cursors but does not move them, and nothing is deleted, so the scheduled jobs'
- * bookkeeping stays exactly as it was.
+ * Immediate mode: runs the sync of a connection now and returns per-resource counts, creating no
+ * `sync_jobs` or `sync_tasks` rows. Records are upserted as in a job; an incremental run reads
+ * the cursors but does not move them, and nothing is deleted, so the scheduled jobs' bookkeeping
+ * stays exactly as it was. After each stored page it heartbeats the counts so far (what a caller
+ * whose deadline passed reports), and a cancellation stops it before the next fetch.
  */
-export function syncImmediately({ pool }: ActivityDeps) {
-  return async (input: {
-    connectionId: string;
-    mode: 'incremental' | 'full';
-    resourceTypes?: string[];
-  }): Promise<ImmediateSyncResult> => {
+export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['syncImmediately'] {
+  return async (input) => {
+    const ctx = Context.current();
+    let provider: string | undefined;
     try {
-      const { rows } = await pool.query(
-        `select provider_slug, config, credentials from connections where id = $1`,
-        [input.connectionId],
-      );
-      const conn = rows[0];
+      const conn = await findSyncSource(pool, input.connectionId);
       if (!conn) throw new Error(`connection ${input.connectionId} does not exist`);
+      provider = conn.provider_slug;
       const connector = getConnector(conn.provider_slug);
       const resourceTypes = input.resourceTypes?.length ? input.resourceTypes : connector.resourceTypes(conn.config ?? {});
       const result: ImmediateSyncResult = { connectionId: input.connectionId, mode: input.mode, resources: [] };
       for (const resourceType of resourceTypes) {
-        const state = await pool.query(
-          'select cursor from sync_state where connection_id = $1 and resource_type = $2',
-          [input.connectionId, resourceType],
-        );
-        const since: Date | null = input.mode === 'incremental' ? (state.rows[0]?.cursor ?? null) : null;
-        let pageToken: string | null = null;
-        const counts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
-        do {
-          const page = await connector.fetchPage({
-            resource: resourceType,
-            since,
-            pageToken,
-            config: conn.config ?? {},
-            credentials: conn.credentials ?? null,
-          });
-          counts.writtenCount += await withTransaction(pool, (tx) =>
+        const since = input.mode === 'incremental' ? await findCursor(pool, input.connectionId, resourceType) : null;
+        const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
+        result.resources.push(counts);
+        const request = {
+          resource: resourceType,
+          since,
+          until: null,
+          config: conn.config ?? {},
+          credentials: conn.credentials ?? null,
+          signal: ctx.cancellationSignal,
+        };
+        for await (const page of pagesOf(connector, request, null)) {
+          const written = await withTransaction(pool, (tx) =>
             upsertRecords(tx, { connectionId: input.connectionId, resourceType, jobId: null, at: new Date() }, page.records),
           );
+          counts.writtenCount += written.added + written.updated;
           counts.entityCount += page.records.length;
           counts.pages += 1;
-          pageToken = page.nextPageToken;
-        } while (pageToken);
-        result.resources.push(counts);
+          ctx.heartbeat(structuredClone({ resources: result.resources }) satisfies ImmediateSyncProgress);
+        }
       }
       return result;
     } catch (err) {
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('immediate sync cancelled');
+      // One provider rate limit, one count: the failure is not retried (see toActivityFailure).
+      if (err instanceof RateLimited && provider !== undefined) metrics.rateLimited.inc({ provider });
       throw toActivityFailure(err);
     }
   };

@@ -1,171 +1,196 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
+import type { PoolClient } from 'pg';
+import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
-import { upsertRecords } from '../db/upsert-records';
+import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
+import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
+import { forgetSeenOfTask, rememberSeen, seenSetSize, type SeenSetSize } from '../db/models/seen';
+import { advanceCursor } from '../db/models/state';
+import { completeTask, lockTaskToSync, markTaskProcessing, recordPage, restartTaskPass } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
+import { inWindow, type SyncWindow } from '../policy/window';
+import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
 import type { ActivityDeps } from './deps';
 
-/** One resource type of a job. */
-export interface SyncTaskInput {
-  jobId: string;
-  taskId: string;
-  resourceType: string;
-  mode: 'incremental' | 'full';
-}
+/**
+ * How often one run of a task may start its full pass again because the seen-set was lost. Beyond
+ * that the run fails, and the job's retry policy decides.
+ */
+const MAX_PASS_RESTARTS = 3;
 
-/** What a finished task did. */
-export interface SyncTaskResult {
-  status: 'completed' | 'skipped';
-  entityCount: number;
-  writtenCount: number;
-  deletedCount: number;
-  pages: number;
+/**
+ * When a full pass's seen-set is incomplete (its rows in `sync_seen` differ from the logged
+ * `seen_count`), sends the pass back to its first page in transaction `tx`: the paging progress,
+ * the seen rows and the count go, and the job's `processed_entities` drops what the discarded pages
+ * counted. Returns the sizes it found when it restarted the pass, null when the set was complete.
+ */
+async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: string): Promise<SeenSetSize | null> {
+  const size = await seenSetSize(tx, taskId);
+  if (size.stored === size.counted) return null;
+  const discarded = await restartTaskPass(tx, taskId);
+  await forgetSeenOfTask(tx, taskId);
+  if (discarded > 0) await addProcessedEntities(tx, jobId, -discarded);
+  return size;
 }
 
 /**
- * Syncs one resource type of a job (SPEC §5). Claims the task (`pending → processing`; a task
- * already processing is taken over only by a retry of this same activity), then pages through
- * the connector from where the task last stopped: each page's records, the `sync_seen` ids (full
- * mode) and the task's progress are written in one transaction, and the activity heartbeats with
- * the page token, so a retried attempt resumes after the last stored page and cancellation
- * arrives within one page. On success a full pass deletes the records it did not see, the cursor
- * moves to the largest provider `updated_at` seen, and the task completes with its counts.
+ * Syncs one resource type of a job. Claims the task (`pending → processing`; a task already
+ * processing is taken over only by a retry of this same activity; a completed one answers with its
+ * counts and runs nothing; a disabled connection's task is skipped), then pages through the
+ * connector from where the task last stopped: each page's records, the `sync_seen` ids (full
+ * mode), how many ids were new to the seen-set and the task's progress are written in one
+ * transaction, and the activity heartbeats with the page token, so a retried attempt resumes after
+ * the last stored page and cancellation arrives within one page. On success a full pass deletes
+ * the records it did not see, the cursor moves to the largest provider `updated_at` seen, and the
+ * task completes with its counts.
+ *
+ * An incremental backfill asks the connector for its window [start, end) and stores only the
+ * records changed inside it (`policy/window.ts`), so a connector that ignores a bound still cannot
+ * store a record outside; `entity_count` counts the records stored, not those dropped.
+ *
+ * A full pass deletes only by a complete seen-set. `sync_seen` is UNLOGGED, so a Postgres crash
+ * (or a failover to a standby) empties it while the task's logged progress survives. When a full
+ * pass resumes, and again in the transaction of its deletion step, the set's size is compared with
+ * the task's `seen_count`; when they differ the pass starts again from its first page in this same
+ * run and deletes nothing until a complete pass has a complete set. On such a restart
+ * `entity_count` (and the job's `processed_entities`) count the new pass only, `written_count`
+ * keeps the rows already written (re-reading an unchanged record writes nothing), and
+ * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger }: ActivityDeps) {
-  return async (input: SyncTaskInput): Promise<SyncTaskResult> => {
+export function syncTask({ pool, logger }: ActivityDeps): Activities['syncTask'] {
+  return async (input) => {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
+    const full = input.mode === 'full';
     const claimed = await withTransaction(pool, async (tx) => {
-      const { rows } = await tx.query(
-        `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.high_water,
-                j.connection_id, j.window_start, c.provider_slug, c.config, c.credentials, s.cursor
-           from sync_tasks t
-           join sync_jobs j on j.id = t.job_id
-           join connections c on c.id = j.connection_id
-           left join sync_state s on s.connection_id = j.connection_id and s.resource_type = t.resource_type
-          where t.id = $1 for update of t skip locked`,
-        [input.taskId],
-      );
-      const task = rows[0];
+      const task = await lockTaskToSync(tx, input.taskId);
       if (!task) return null;
+      // Done by an earlier attempt of the job: answer as it ended, run nothing again.
+      if (task.status === 'completed') return { task, lost: null };
+      if (task.connection_status === 'disabled') return null;
       const ours = task.status === 'pending' || (task.status === 'processing' && attempt > 1);
       if (!ours) return null;
-      await tx.query(
-        `update sync_tasks set status = 'processing', started_at = coalesce(started_at, now()), heartbeat_at = now()
-          where id = $1`,
-        [input.taskId],
-      );
-      return task;
+      await markTaskProcessing(tx, input.taskId);
+      const lost = full && task.pages_done > 0 ? await restartIfSeenSetLost(tx, input.jobId, input.taskId) : null;
+      return { task, lost };
     });
     if (!claimed) {
+      // Held by an earlier attempt (locked, or processing), ended elsewhere, or its connection
+      // is disabled: this attempt did not run it.
       return { status: 'skipped', entityCount: 0, writtenCount: 0, deletedCount: 0, pages: 0 };
     }
-
-    const connector = getConnector(claimed.provider_slug);
-    const connectionId: string = claimed.connection_id;
-    // A backfill fetches from the start of its window instead of the cursor.
-    const backfill = claimed.window_start !== null;
-    const since: Date | null = input.mode === 'incremental' ? (claimed.window_start ?? claimed.cursor) : null;
-    let pageToken: string | null = claimed.page_token;
-    let pages: number = claimed.pages_done;
-    let entityCount: number = claimed.entity_count;
-    let writtenCount: number = claimed.written_count;
-    let highWater: Date | null = claimed.high_water;
-    const log = logger.child({ job_id: input.jobId, task_id: input.taskId, connection_id: connectionId, resource_type: input.resourceType });
-    if (pages > 0) log.info({ pages_done: pages, attempt }, 'resuming sync task after its last stored page');
-
-    try {
-      for (;;) {
-        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
-        const page = await connector.fetchPage({
-          resource: input.resourceType,
-          since,
-          pageToken,
-          config: claimed.config ?? {},
-          credentials: claimed.credentials ?? null,
-          signal: ctx.cancellationSignal,
-        });
-        for (const record of page.records) {
-          const t = record.updatedAt ? new Date(record.updatedAt) : null;
-          if (t && (!highWater || t > highWater)) highWater = t;
-        }
-        const written = await withTransaction(pool, async (tx) => {
-          const n = await upsertRecords(
-            tx,
-            { connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date() },
-            page.records,
-          );
-          if (input.mode === 'full' && page.records.length > 0) {
-            await tx.query(
-              `insert into sync_seen (task_id, external_id) select $1, unnest($2::text[]) on conflict do nothing`,
-              [input.taskId, page.records.map((r) => r.externalId)],
-            );
-          }
-          await tx.query(
-            `update sync_tasks set page_token = $2, pages_done = pages_done + 1, entity_count = entity_count + $3,
-                    written_count = written_count + $4, high_water = $5, heartbeat_at = now()
-              where id = $1`,
-            [input.taskId, page.nextPageToken, page.records.length, n, highWater],
-          );
-          await tx.query(
-            `update sync_jobs set processed_entities = processed_entities + $2 where id = $1`,
-            [input.jobId, page.records.length],
-          );
-          return n;
-        });
-        pages += 1;
-        entityCount += page.records.length;
-        writtenCount += written;
-        pageToken = page.nextPageToken;
-        ctx.heartbeat({ pageToken, pages });
-        if (!pageToken) break;
-      }
-    } catch (err) {
-      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
-      throw toActivityFailure(err);
+    const { task } = claimed;
+    if (task.status === 'completed') {
+      return { status: 'completed', entityCount: task.entity_count, writtenCount: task.written_count, deletedCount: task.deleted_count, pages: task.pages_done };
     }
 
-    const deletedCount = await withTransaction(pool, async (tx) => {
-      let deleted = 0;
-      if (input.mode === 'full') {
-        const result = await tx.query(
-          `delete from records r
-            where r.connection_id = $1 and r.resource_type = $2
-              and not exists (select 1 from sync_seen s where s.task_id = $3 and s.external_id = r.external_id)
-              -- A record written after this pass began (by a job running beside it) is not the pass's to judge.
-              and r.synced_at < (select started_at from sync_tasks where id = $3)`,
-          [connectionId, input.resourceType, input.taskId],
-        );
-        deleted = result.rowCount ?? 0;
-        await tx.query('delete from sync_seen where task_id = $1', [input.taskId]);
-      }
-      // The cursor belongs to the connection's own syncs: a backfill of an older window must not
-      // move it (nor skip ahead past changes it did not fetch). It never moves backwards.
-      if (!backfill) {
-        await tx.query(
-          `insert into sync_state (connection_id, resource_type, cursor, last_synced_at)
-           values ($1, $2, $3, now())
-           on conflict (connection_id, resource_type) do update
-              set cursor = greatest(excluded.cursor, sync_state.cursor), last_synced_at = excluded.last_synced_at`,
-          [connectionId, input.resourceType, highWater],
-        );
-      }
-      const done = await tx.query(
-        `update sync_tasks set status = 'completed', deleted_count = $2, completed_at = now(), heartbeat_at = now()
-          where id = $1 and status = 'processing'`,
-        [input.taskId, deleted],
+    const connector = getConnector(task.provider_slug);
+    const connectionId = task.connection_id;
+    // A backfill never moves the cursor. An incremental backfill fetches its window [start, end)
+    // instead of from the cursor (the connector's `since` and `until`) and stores only the records
+    // changed inside it, whatever the connector served: a record changed at `end` belongs to the
+    // next window, one without a change time to none.
+    const backfill = task.window_start !== null;
+    const window: SyncWindow | null =
+      input.mode === 'incremental' && task.window_start !== null ? { start: task.window_start, end: task.window_end } : null;
+    const since = input.mode === 'incremental' ? (window?.start ?? task.cursor) : null;
+    const until = window?.end ?? null;
+    let outsideWindow = 0;
+    const log = logger.child({ job_id: input.jobId, task_id: input.taskId, connection_id: connectionId, resource_type: input.resourceType });
+    let pageToken = task.page_token;
+    let pages = task.pages_done;
+    let entityCount = task.entity_count;
+    let writtenCount = task.written_count;
+    let highWater = task.high_water;
+    let restarts = 0;
+    const restart = (size: SeenSetSize, when: string) => {
+      restarts += 1;
+      log.warn(
+        { seen_stored: size.stored, seen_counted: size.counted, pages_discarded: pages, restarts, attempt },
+        `full sync task: the seen-set does not match its logged count (${size.stored} ids stored, ${size.counted} counted) ${when}; restarting the pass from its first page, deleting nothing`,
       );
-      if (done.rowCount) {
-        await tx.query('update sync_jobs set completed_tasks = completed_tasks + 1 where id = $1', [input.jobId]);
+      if (restarts > MAX_PASS_RESTARTS) {
+        throw new Error(`full sync task: the seen-set was lost ${restarts} times in one run; giving up this attempt without deleting`);
       }
-      return deleted;
-    });
-    log.info(
-      { entity_count: entityCount, written_count: writtenCount, deleted_count: deletedCount, pages },
-      input.mode === 'full' ? 'full sync task completed; unseen records deleted' : 'sync task completed',
-    );
-    return { status: 'completed', entityCount, writtenCount, deletedCount, pages };
+      pageToken = null;
+      pages = 0;
+      entityCount = 0;
+      highWater = null;
+      ctx.heartbeat({ pageToken, pages });
+    };
+    if (claimed.lost) restart(claimed.lost, 'while the task was interrupted');
+    else if (pages > 0) log.info({ pages_done: pages, attempt }, 'resuming sync task after its last stored page');
+
+    for (;;) {
+      try {
+        const request = {
+          resource: input.resourceType,
+          since,
+          until,
+          config: task.config ?? {},
+          credentials: task.credentials ?? null,
+          signal: ctx.cancellationSignal,
+        };
+        for await (const page of pagesOf(connector, request, pageToken)) {
+          const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
+          outsideWindow += page.records.length - records.length;
+          for (const record of records) {
+            const t = record.updatedAt ? new Date(record.updatedAt) : null;
+            if (t && (!highWater || t > highWater)) highWater = t;
+          }
+          const written = await withTransaction(pool, async (tx) => {
+            const counts = await upsertRecords(
+              tx,
+              { connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date() },
+              records,
+            );
+            const seen = full && records.length > 0 ? await rememberSeen(tx, input.taskId, records.map((r) => r.externalId)) : 0;
+            await recordPage(tx, input.taskId, { nextPageToken: page.nextPageToken, records: records.length, counts, highWater, seen });
+            await addProcessedEntities(tx, input.jobId, records.length);
+            return counts.added + counts.updated;
+          });
+          pageToken = page.nextPageToken;
+          pages += 1;
+          entityCount += records.length;
+          writtenCount += written;
+          ctx.heartbeat({ pageToken, pages });
+        }
+      } catch (err) {
+        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
+        throw toActivityFailure(err);
+      }
+
+      const outcome = await withTransaction(pool, async (tx) => {
+        let deleted = 0;
+        if (full) {
+          // Checked in the deletion's own transaction: the count holds a lock on sync_seen that a
+          // TRUNCATE waits for, and a crash aborts the transaction, so the set cannot be lost
+          // between this check and the delete.
+          const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
+          if (lost) return { deleted: 0, lost };
+          deleted = await tombstoneUnseenRecords(tx, connectionId, input.resourceType, input.taskId, new Date());
+          await forgetSeenOfTask(tx, input.taskId);
+        }
+        // The cursor belongs to the connection's own syncs: a backfill of an older window must not
+        // move it (nor skip ahead past changes it did not fetch). It never moves backwards.
+        if (!backfill) await advanceCursor(tx, connectionId, input.resourceType, highWater);
+        if (await completeTask(tx, input.taskId, deleted)) await countCompletedTask(tx, input.jobId);
+        return { deleted, lost: null };
+      });
+      if (outcome.lost) {
+        restart(outcome.lost, 'before the deletion step');
+        continue;
+      }
+      log.info(
+        {
+          entity_count: entityCount, written_count: writtenCount, deleted_count: outcome.deleted, pages,
+          ...(window && { window_start: window.start.toISOString(), window_end: window.end?.toISOString() ?? null, outside_window: outsideWindow }),
+        },
+        full ? 'full sync task completed; unseen records tombstoned' : 'sync task completed',
+      );
+      return { status: 'completed', entityCount, writtenCount, deletedCount: outcome.deleted, pages };
+    }
   };
 }
-

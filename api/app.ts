@@ -10,10 +10,10 @@ import { connectionRoutes } from './routes/connections';
 import { registerDocs } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { jobRoutes } from './routes/jobs';
-import { metricsRoutes } from './routes/metrics';
+import { metricsRoutes } from '../lib/http';
 import { syncRoutes } from './routes/sync';
 
-/** Largest request body the API reads (seed 003): 1 MiB. */
+/** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Routes anyone may call: probes, docs and (unless METRICS_REQUIRE_AUTH) metrics. */
@@ -22,8 +22,9 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/docs']);
 /**
  * Builds the Hono application: request id and log → body limit → auth → routes grouped by
  * resource. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
- * 409, 413 over 1 MiB, 503 when Postgres or Temporal is unreachable, 500 otherwise (never a stack,
- * statement or internal detail).
+ * 409, 413 over 1 MiB, 502/504 when an immediate sync's provider failed or its deadline passed,
+ * 503 when Postgres or Temporal is unreachable, 500 otherwise (never a stack, statement or
+ * internal detail).
  */
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({

@@ -1,6 +1,10 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { CommandRefused, type Refusal } from '../commands/errors';
+
+/** The HTTP status of each way a command can refuse. */
+const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, failed: 502, timeout: 504 };
 
 /** An error the API answers with its own status, code and message (never internals). */
 export class ApiError extends Error {
@@ -21,9 +25,13 @@ export function errorBody(code: string, message: string, details?: Record<string
   return { error: { code, message, ...details } };
 }
 
-/** Answers `err` as JSON: its own status for an ApiError, 503 when a server is unreachable, else 500. */
+/**
+ * Answers `err` as JSON: its own status for an ApiError, the status of its refusal for a command
+ * that refused, 503 when a server is unreachable, else 500.
+ */
 export function errorResponse(c: Context, err: unknown): Response {
   if (err instanceof ApiError) return c.json(errorBody(err.code, err.message, err.details), err.status);
+  if (err instanceof CommandRefused) return c.json(errorBody(err.code, err.message, err.details), REFUSAL_STATUS[err.reason]);
   // Hono's own refusals, e.g. a body that is not JSON.
   if (err instanceof HTTPException && err.status < 500) {
     const code = err.status === 400 ? 'invalid_request' : err.status === 413 ? 'payload_too_large' : 'error';

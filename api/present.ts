@@ -1,17 +1,12 @@
 // Rows → API answers. Times become ISO strings; credentials never leave the database; error texts
 // are cut to their first line so nothing like a stack or a statement can ride along.
-import type { ConnectionRow } from '../db/queries/connection-row';
-import type { TaskRow } from '../db/queries/find-job';
-import type { JobRow } from '../db/queries/job-row';
-import { connectionWorkflowId, syncJobWorkflowId } from '../workflows/ids';
+import type { ConnectionDetail, ConnectionRow } from '../commands/connections';
+import type { ActiveJobStatus } from '../policy/vocabulary';
+import { firstLine as safeMessage } from '../commands/errors';
+import type { JobRow, TaskRow } from '../commands/jobs';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-/** The first line of an error text, at most 500 characters. */
-export function safeMessage(text: string): string {
-  const line = text.split('\n', 1)[0]!.trim();
-  return line.length > 500 ? `${line.slice(0, 497)}...` : line;
-}
 
 /** A connection as the API shows it. */
 export function presentConnection(row: ConnectionRow) {
@@ -33,6 +28,25 @@ export function presentConnection(row: ConnectionRow) {
     workflow_id: connectionWorkflowId(row.id),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** A connection with its workflow's live state and its circuit breaker. */
+export function presentConnectionDetail({ connection, live, breaker }: ConnectionDetail) {
+  return {
+    ...presentConnection(connection),
+    live: live && {
+      phase: live.phase, next_run_at: live.next_run_at, scheduled_at: live.scheduled_at,
+      last_jitter_seconds: live.last_jitter_seconds, current_job_id: live.current_job_id,
+      last_outcome: live.last_outcome, pending: live.pending, cycles: live.cycles,
+    },
+    breaker: {
+      open: breaker.open,
+      consecutive_failures: breaker.consecutive_failures,
+      paused_until: iso(breaker.paused_until),
+      last_failure_at: iso(breaker.last_failure_at),
+      alert: breaker.alert && { ...breaker.alert, created_at: breaker.alert.created_at.toISOString() },
+    },
   };
 }
 
@@ -72,6 +86,7 @@ export function presentJob(job: JobRow, tasks?: TaskRow[], includeTasks = false)
     completed_tasks: job.completed_tasks,
     failed_tasks: job.failed_tasks,
     processed_entities: job.processed_entities,
+    counts: job.counts,
     progress_percentage: progressPercentage(job),
     error: hasError
       ? {
@@ -84,9 +99,10 @@ export function presentJob(job: JobRow, tasks?: TaskRow[], includeTasks = false)
     ...(tasks && includeTasks && {
       tasks: tasks.map((t) => ({
         resource_type: t.resource_type,
-        status: t.status as 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled',
+        status: t.status,
         entity_count: t.entity_count,
         deleted_count: t.deleted_count,
+        counts: { added: t.added_count, updated: t.updated_count, deleted: t.deleted_count, unchanged: t.unchanged_count },
         error_message: t.error_message && safeMessage(t.error_message),
         started_at: iso(t.started_at),
         completed_at: iso(t.completed_at),
@@ -99,7 +115,7 @@ export function presentJob(job: JobRow, tasks?: TaskRow[], includeTasks = false)
 export function presentAccepted(job: JobRow, resourceTypes: string[]) {
   return {
     job_id: job.id,
-    status: job.status as 'queued' | 'running' | 'retrying',
+    status: job.status as ActiveJobStatus,
     total_tasks: job.total_tasks || resourceTypes.length,
     resource_types: resourceTypes,
     connection_id: job.connection_id,

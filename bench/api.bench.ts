@@ -9,7 +9,7 @@ import pMap from 'p-map';
 import { Hono } from 'hono';
 import { pino } from 'pino';
 import { createApp } from '../api/app';
-import { listen, type HttpServer } from '../api/server';
+import { listen, type HttpServer } from '../lib/http';
 import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
 import { type BenchStack, msSince, percentile, runBench, table } from './stack';
 
@@ -30,6 +30,7 @@ async function main(stack: BenchStack) {
     taskQueue: 'bench-api-no-worker',
     adminApiKey: KEY,
     maxIntervalSeconds: 86_400,
+    immediateSyncTimeoutMs: 60_000,
   });
   const hello = new Hono().get('/hello', (c) => c.json({ hello: 'world' }));
   const [api, floor] = await Promise.all([listen(app, '127.0.0.1', 0), listen(hello, '127.0.0.1', 0)]);

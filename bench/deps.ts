@@ -27,5 +27,7 @@ export function benchActivityDeps(opts: {
     taskQueue: opts.taskQueue,
     settings: opts.settings ?? DEFAULT_SCHEDULE_SETTINGS,
     rateLimit: { defaults: DEFAULT_RATE_LIMIT_POLICY, overrides: {}, retryCap: DEFAULT_RATE_LIMIT_RETRY_CAP },
+    reconcile: { tickSeconds: 60, retentionDays: 7 },
+    tombstoneRetentionDays: 30,
   };
 }

@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { demoConnector, demoRecords } from '../connectors/demo';
 import { registerConnector } from '../connectors/registry';
 import type { Connector } from '../connectors/types';
-import { syncJobWorkflowId } from '../workflows/ids';
-import type { SyncJobResult } from '../workflows/sync-job';
+import { syncJobWorkflowId } from '../temporal/ids';
+import type { SyncJobResult } from '../temporal/sync-job';
 import {
   type BenchStack,
   cpuMeter,
@@ -77,7 +77,7 @@ async function main(stack: BenchStack) {
     };
 
     // The raw side's rows: exactly what the connector serves (generated here, outside the timing).
-    let t = process.hrtime.bigint();
+    const t = process.hrtime.bigint();
     const allRows = demoRecords(configFor(RECORDS), RESOURCE);
     const generateMs = msSince(t);
 

@@ -6,11 +6,11 @@
 // many no-op activities as one job ran (counted from a job's history). Both are started at once
 // (50 start calls in flight) and timed until the last result; two alternating rounds.
 import pMap from 'p-map';
-import { bundleWorkflows } from '../lib/workflow-bundle';
+import { bundleWorkflows } from '../infra/workflow-bundle';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
-import { syncJobWorkflowId } from '../workflows/ids';
-import type { SyncJobResult } from '../workflows/sync-job';
+import { syncJobWorkflowId } from '../temporal/ids';
+import type { SyncJobResult } from '../temporal/sync-job';
 import type { FloorActivities } from './floor-workflows';
 import {
   benchFile,

@@ -1,17 +1,20 @@
 // Schedule lag: actual job start (`sync_jobs.started_at`, the job workflow's clock when it claims
-// the job) − `scheduled_at`, for N connections at 60 s intervals (the smallest allowed) with no
-// jitter (JITTER_PCT_MIN = JITTER_PCT_MAX = 0, so `scheduled_at` is exactly L + 60 s). Demo
+// the job) − `scheduled_at`, for N connections at 60 s intervals (the smallest allowed). Demo
 // connections with one resource and one record; the real Synctide worker (production options,
 // a pool of 10) and its reconcile tick every 60 s; each connection workflow started as the API
 // starts it. All N bootstrap at once (cycle 0: run now), so their timer-driven cycles come due in
-// a burst as wide as the bootstrap took: the harshest shape for a given N.
-// N: 100 and 1,000 by default; BENCH_CONNECTIONS=2000 (comma-separated) overrides. Each N gets a
-// fresh database and a fresh dev server, and runs until every connection has started
-// BENCH_LAG_CYCLES (default 2) timer-driven jobs after its bootstrap job.
+// a burst as wide as the bootstrap took. Two jitter settings: `none` (JITTER_PCT_MIN = MAX = 0,
+// so `scheduled_at` is exactly L + 60 s: the harshest shape for a given N) and `default` (0–20 %
+// of the interval, as a deployment runs, which spreads the burst over 12 s).
+// N: 100, 300, 1,000 and 2,000 by default (BENCH_CONNECTIONS, comma-separated); jitters `none`
+// and `default` (BENCH_LAG_JITTER). Each scenario gets a fresh database and a fresh dev server,
+// and runs until every connection has started BENCH_LAG_CYCLES (default 2) timer-driven jobs
+// after its bootstrap job.
 import pMap from 'p-map';
-import { ensureConnectionWorkflow, ensureReconcileWorkflow } from '../lib/connection-workflows';
+import { ensureConnectionWorkflow, ensureReconcileWorkflow } from '../temporal/client';
 import type { Pool } from '../db/pool';
-import { RECONCILE_WORKFLOW_ID } from '../workflows/ids';
+import { RECONCILE_WORKFLOW_ID } from '../temporal/ids';
+import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import {
   activityDurations,
   type BenchStack,
@@ -29,18 +32,23 @@ import {
   table,
 } from './stack';
 
-const SIZES = (process.env.BENCH_CONNECTIONS ?? '100,1000').split(',').map(Number);
+const SIZES = (process.env.BENCH_CONNECTIONS ?? '100,300,1000,2000').split(',').map(Number);
+const JITTERS = (process.env.BENCH_LAG_JITTER ?? 'none,default').split(',') as ('none' | 'default')[];
 const CYCLES = Number(process.env.BENCH_LAG_CYCLES ?? 2);
 const INTERVAL_SECONDS = 60;
 const TASK_QUEUE = 'bench-lag';
 
 await runBench(
   'schedule-lag',
-  `connections ${SIZES.join(', ')} at ${INTERVAL_SECONDS} s, jitter 0, ${CYCLES} timer-driven cycles after bootstrap`,
+  `connections ${SIZES.join(', ')} at ${INTERVAL_SECONDS} s, jitter ${JITTERS.join(' and ')}, ${CYCLES} timer-driven cycles after bootstrap`,
   async (stack) => {
-    for (const [i, n] of SIZES.entries()) {
-      if (i > 0) await stack.restartTemporal();
-      await scenario(stack, n);
+    let first = true;
+    for (const jitter of JITTERS) {
+      for (const n of SIZES) {
+        if (!first) await stack.restartTemporal();
+        first = false;
+        await scenario(stack, n, jitter);
+      }
     }
   },
 );
@@ -55,9 +63,10 @@ interface JobRow {
   finished_ms: number | null;
 }
 
-async function scenario(stack: BenchStack, n: number) {
+async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'default') {
   const db = await stack.freshDatabase();
-  const worker = await startSynctideWorker(stack, { taskQueue: TASK_QUEUE, settings: NO_JITTER, dbUrl: db.url });
+  const settings = jitterMode === 'none' ? NO_JITTER : DEFAULT_SCHEDULE_SETTINGS;
+  const worker = await startSynctideWorker(stack, { taskQueue: TASK_QUEUE, settings, dbUrl: db.url });
   let sampler: ReturnType<typeof sampleContention> | undefined;
   let endMs: number;
   let startSeconds: number;
@@ -147,7 +156,7 @@ async function scenario(stack: BenchStack, n: number) {
     ];
   };
   const timerDriven = jobs.filter((j) => j.cycle >= 1 && j.cycle <= CYCLES);
-  console.log(`N = ${n} connections (workflows started in ${startSeconds.toFixed(1)} s; max last_jitter_seconds ${jitter.rows[0]?.max ?? 'n/a'})`);
+  console.log(`N = ${n} connections, jitter ${jitterMode} (workflows started in ${startSeconds.toFixed(1)} s; max last_jitter_seconds ${jitter.rows[0]?.max ?? 'n/a'})`);
   table(
     ['cycle', 'started', 'completed', 'failed', 'due, not started', 'lag p50 s', 'p99 s', 'max s', '> 1 s', 'due window s', 'job p50 ms'],
     [
@@ -187,7 +196,8 @@ async function scenario(stack: BenchStack, n: number) {
     );
   }
   const ticks = (await activityDurations(stack.client, RECONCILE_WORKFLOW_ID)).filter((a) => a.name === 'reconcileConnections');
-  console.log(`reconcile ticks: ${ticks.map((t) => `${(t.execMs / 1000).toFixed(1)} s`).join(', ') || 'none'} (each ensures all ${n} workflows)`);
+  const calls = (t: (typeof ticks)[number]) => (t.result as { temporalCalls?: number } | undefined)?.temporalCalls ?? '?';
+  console.log(`reconcile ticks (run time, Temporal calls): ${ticks.map((t) => `${(t.execMs / 1000).toFixed(1)} s/${calls(t)}`).join(', ') || 'none'}`);
   console.log('');
   await db.pool.end();
 }

@@ -22,14 +22,14 @@ import {
 } from '@temporalio/worker';
 import pg from 'pg';
 import { createActivities } from '../activities';
-import { createDatabaseIfMissing } from '../db/database';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres';
+import { createDatabaseIfMissing } from '../infra/database';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../infra/embedded-postgres';
 import { migrate } from '../db/migrate';
 import { createPool, type Pool } from '../db/pool';
 import { freePort } from '../lib/ports';
-import { resolveTemporalBinary } from '../lib/temporal-binaries';
-import { startDevServer, type DevServer } from '../lib/temporal-dev-server';
-import { bundleWorkflows } from '../lib/workflow-bundle';
+import { resolveTemporalBinary } from '../infra/temporal-binaries';
+import { startDevServer, type DevServer } from '../infra/temporal-dev-server';
+import { bundleWorkflows } from '../infra/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
 import { createWorker } from '../workers/create-worker';
 import { benchActivityDeps } from './deps';
@@ -613,22 +613,25 @@ export function profileStatements(): StatementProfile {
 export async function activityDurations(
   client: Client,
   workflowId: string,
-): Promise<{ name: string; queueMs: number; execMs: number }[]> {
+): Promise<{ name: string; queueMs: number; execMs: number; result: unknown }[]> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
   const byId = new Map<number, HistoryEvent>();
   for (const e of events) byId.set(Number(e.eventId), e);
-  const out: { name: string; queueMs: number; execMs: number }[] = [];
+  const out: { name: string; queueMs: number; execMs: number; result: unknown }[] = [];
   for (const e of events) {
     if (e.eventType !== EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) continue;
     const a = e.activityTaskCompletedEventAttributes!;
     const scheduled = byId.get(Number(a.scheduledEventId));
     const started = byId.get(Number(a.startedEventId));
     if (!scheduled || !started) continue;
+    const payload = a.result?.payloads?.[0]?.data;
     out.push({
       name: scheduled.activityTaskScheduledEventAttributes?.activityType?.name ?? '?',
       queueMs: eventMs(started) - eventMs(scheduled),
       execMs: eventMs(e) - eventMs(started),
+      // Results are JSON payloads (the default data converter).
+      result: payload ? JSON.parse(Buffer.from(payload).toString('utf8')) : undefined,
     });
   }
   return out;

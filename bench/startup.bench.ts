@@ -3,8 +3,8 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createDatabaseIfMissing } from '../db/database';
-import { startEmbeddedPostgres } from '../db/embedded-postgres';
+import { createDatabaseIfMissing } from '../infra/database';
+import { startEmbeddedPostgres } from '../infra/embedded-postgres';
 import { migrate } from '../db/migrate';
 import { freePort } from '../lib/ports';
 

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureConnectionWorkflow } from '../lib/connection-workflows';
+import { ensureConnectionWorkflow } from '../temporal/client';
+import { connectionWorkflowId } from '../temporal/ids';
 import type { WorkerMemoryReport } from './worker-process';
 import {
   benchFile,
@@ -18,6 +19,7 @@ import {
   cpuMeter,
   formatCpu,
   msSince,
+  percentile,
   rssMiB,
   runBench,
   sleep,
@@ -34,6 +36,36 @@ const TASK_QUEUE = 'bench-memory';
 await runBench('worker-memory', `sleeping connection workflows: ${TARGETS.join(', ')} (interval 3600 s)`, main, {
   temporalDbDir: fs.existsSync('/dev/shm') ? '/dev/shm' : undefined,
 });
+
+/**
+ * What waking a sleeping connection costs when its run is not in the worker's cache: the worker
+ * fetches and replays the run's history to answer. Measured with the `state` query (a read that
+ * needs the run in memory) on connections picked at random, each queried twice: the first answer
+ * replays (cache miss, unless it happened to be cached), the second is served from the cache.
+ */
+async function wakeUpCost(stack: BenchStack) {
+  const { rows } = await stack.pool.query<{ id: string }>('select id from connections order by random() limit 40');
+  const first: number[] = [];
+  const second: number[] = [];
+  const events: number[] = [];
+  for (const { id } of rows) {
+    const handle = stack.client.workflow.getHandle(connectionWorkflowId(id));
+    let t = process.hrtime.bigint();
+    await handle.query('state');
+    first.push(msSince(t));
+    t = process.hrtime.bigint();
+    await handle.query('state');
+    second.push(msSince(t));
+    events.push((await handle.fetchHistory()).events?.length ?? 0);
+  }
+  const p = (xs: number[], q: number) => percentile([...xs].sort((a, b) => a - b), q).toFixed(1);
+  console.log('');
+  console.log(`wake-up of a sleeping connection (state query, ${rows.length} picked at random):`);
+  table(['', 'p50 ms', 'p99 ms', 'history events'], [
+    ['first query (replays when not cached)', p(first, 50), p(first, 99), p(events, 50)],
+    ['second query (cached)', p(second, 50), p(second, 99), ''],
+  ]);
+}
 
 /** The worker child process and a request/response over IPC. */
 async function startChild(stack: BenchStack, bundlePath: string) {
@@ -169,6 +201,7 @@ async function main(stack: BenchStack) {
         'process.memoryUsage() does not show); main heap used is the main thread after a forced GC.',
     );
     for (const r of rows.slice(1)) console.log(`starting ${r.sleeping} (cumulative): ${r.cpu}`);
+    await wakeUpCost(stack);
   } finally {
     await child.stop();
     await fsp.rm(dir, { recursive: true, force: true });

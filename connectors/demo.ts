@@ -1,4 +1,4 @@
-// The `demo` connector (SPEC §6): deterministic synthetic data with no network, for the local
+// The `demo` connector: deterministic synthetic data with no network, for the local
 // default, tests and benchmarks. Everything it serves is a pure function of the connection config,
 // so a test can state exactly what a sync must produce (see `demoRecords`). Two pieces of
 // in-process state exist only for tests: the failure counters behind `fail.times`, and the fetch
@@ -62,12 +62,17 @@ const failSchema = z.object(
  */
 export const demoConfigSchema = z.object({
   /** Serve a test's in-process DemoWorld instead of generated records. */
-  world: z.string({ error: 'must be a demo world id' }).min(1, 'must be a demo world id').optional(),
+  world: z
+    .string({ error: 'must be a demo world id' })
+    .min(1, 'must be a demo world id')
+    .meta({ description: 'The id of a dataset a test registered in the same process; an unknown id is refused' })
+    .optional(),
   resource_types: z
     .array(z.string({ error: 'must contain resource type names' }).min(1, 'must not contain empty names'), {
       error: 'must be an array of resource type names',
     })
     .refine((names) => new Set(names).size === names.length, 'must not contain duplicates')
+    .meta({ uniqueItems: true })
     .optional(),
   records_per_resource: z
     .union([recordCount, perResource(recordCount)], {
@@ -197,26 +202,33 @@ interface Key {
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const compareKeys = (a: Key, b: Key) => a.ms - b.ms || compareIds(a.externalId, b.externalId);
 
-/** What a page may contain: updatedAt ≥ sinceMs (incremental) and key > after (keyset). */
-interface Lower {
+/**
+ * What a page may contain: updatedAt ≥ sinceMs (incremental), updatedAt < untilMs (a window's
+ * end, exclusive) and key > after (keyset).
+ */
+interface Bounds {
   sinceMs: number | null;
+  untilMs: number | null;
   after: Key | null;
 }
 
-const passes = (key: Key, lower: Lower) =>
-  (lower.sinceMs === null || key.ms >= lower.sinceMs) && (lower.after === null || compareKeys(key, lower.after) > 0);
+const passes = (key: Key, bounds: Bounds) =>
+  (bounds.sinceMs === null || key.ms >= bounds.sinceMs) &&
+  (bounds.untilMs === null || key.ms < bounds.untilMs) &&
+  (bounds.after === null || compareKeys(key, bounds.after) > 0);
 
 interface Candidate extends Key {
   build(): ConnectorRecord;
 }
 
 /**
- * The first `limit` generated records at or after `lower`, in key order, without materialising the
+ * The first `limit` generated records within `bounds`, in key order, without materialising the
  * whole resource: unchanged records form one strictly increasing sequence (base + i s) and changed
  * ones another (base + revision days + i s), so each starts at an index computed arithmetically,
- * and the two are merged. Only the (config-sized) deleted/changed lists are scanned.
+ * and the two are merged up to `bounds.untilMs`. Only the (config-sized) deleted/changed lists are
+ * scanned.
  */
-function generatedCandidates(cfg: DemoConfig, resource: string, lower: Lower, limit: number): Candidate[] {
+function generatedCandidates(cfg: DemoConfig, resource: string, bounds: Bounds, limit: number): Candidate[] {
   const n = countOf(cfg, resource);
   const deleted = new Set(cfg.changes.deleted[resource] ?? []);
   const changedSet = new Set((cfg.changes.changed[resource] ?? []).filter((i) => i < n && !deleted.has(i)));
@@ -224,14 +236,14 @@ function generatedCandidates(cfg: DemoConfig, resource: string, lower: Lower, li
   const baseMs = Date.parse(cfg.base_time);
   const changedBaseMs = baseMs + cfg.revision * DAY_MS;
 
-  /** Smallest index whose key (offsetMs + i s, `${resource}-${i}`) passes `lower`. */
+  /** Smallest index whose key (offsetMs + i s, `${resource}-${i}`) passes the lower bounds. */
   const firstIndex = (offsetMs: number): number => {
     let start = 0;
-    if (lower.sinceMs !== null) start = Math.max(start, Math.ceil((lower.sinceMs - offsetMs) / SECOND_MS));
-    if (lower.after !== null) {
-      let i = Math.max(0, Math.ceil((lower.after.ms - offsetMs) / SECOND_MS));
+    if (bounds.sinceMs !== null) start = Math.max(start, Math.ceil((bounds.sinceMs - offsetMs) / SECOND_MS));
+    if (bounds.after !== null) {
+      let i = Math.max(0, Math.ceil((bounds.after.ms - offsetMs) / SECOND_MS));
       // Same timestamp as the last key served: only a later externalId comes after it.
-      if (offsetMs + i * SECOND_MS === lower.after.ms && compareIds(demoExternalId(resource, i), lower.after.externalId) <= 0) i++;
+      if (offsetMs + i * SECOND_MS === bounds.after.ms && compareIds(demoExternalId(resource, i), bounds.after.externalId) <= 0) i++;
       start = Math.max(start, i);
     }
     return start;
@@ -266,17 +278,21 @@ function generatedCandidates(cfg: DemoConfig, resource: string, lower: Lower, li
   while (out.length < limit) {
     const changedIndex = changed[c];
     const next = changedIndex === undefined ? null : candidate(changedIndex, true);
+    let chosen: Candidate;
     if (original !== null && (next === null || compareKeys(original, next) < 0)) {
-      out.push(original);
+      chosen = original;
       i++;
       original = nextOriginal();
     } else if (next !== null) {
-      out.push(next);
+      chosen = next;
       c++;
     } else break;
+    // Keys only grow from here: the first one at or after `until` ends the merge.
+    if (bounds.untilMs !== null && chosen.ms >= bounds.untilMs) break;
+    out.push(chosen);
   }
   // firstIndex bounds each sequence exactly, but a final filter keeps the contract obvious.
-  return out.filter((cand) => passes(cand, lower));
+  return out.filter((cand) => passes(cand, bounds));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,8 +306,8 @@ export interface DemoWorldRecord {
 
 /**
  * A mutable in-memory dataset a test controls; a connection whose config has `world: "<id>"`
- * serves its current records with the same ordering, `since` and keyset paging rules as the
- * generated mode.
+ * serves its current records with the same ordering, `since`, `until` and keyset paging rules as
+ * the generated mode.
  *
  * Semantics when records change while a pass is between pages (keyset on (updatedAt, externalId),
  * with a test clock that only moves forward):
@@ -348,12 +364,12 @@ function worldOf(cfg: DemoConfig): DemoWorld {
   return world;
 }
 
-function worldCandidates(cfg: DemoConfig, resource: string, lower: Lower, limit: number): Candidate[] {
+function worldCandidates(cfg: DemoConfig, resource: string, bounds: Bounds, limit: number): Candidate[] {
   const records = worldOf(cfg).resources.get(resource) ?? new Map<string, DemoWorldRecord>();
   const out: Candidate[] = [];
   for (const [externalId, record] of records) {
     const key = { ms: Date.parse(record.updatedAt), externalId };
-    if (!passes(key, lower)) continue;
+    if (!passes(key, bounds)) continue;
     // Cloned when served, so a test mutating data it got back cannot alter the world (and
     // upsert replaces the stored object, so a served page never changes afterwards either).
     out.push({ ...key, build: () => ({ externalId, updatedAt: record.updatedAt, data: structuredClone(record.data) }) });
@@ -361,8 +377,8 @@ function worldCandidates(cfg: DemoConfig, resource: string, lower: Lower, limit:
   return out.sort(compareKeys).slice(0, limit);
 }
 
-function candidates(cfg: DemoConfig, resource: string, lower: Lower, limit: number): Candidate[] {
-  return cfg.world !== undefined ? worldCandidates(cfg, resource, lower, limit) : generatedCandidates(cfg, resource, lower, limit);
+function candidates(cfg: DemoConfig, resource: string, bounds: Bounds, limit: number): Candidate[] {
+  return cfg.world !== undefined ? worldCandidates(cfg, resource, bounds, limit) : generatedCandidates(cfg, resource, bounds, limit);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,10 +480,11 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The connector
 
-function lowerBound(since: Date | null): number | null {
-  if (since === null) return null;
-  const ms = since instanceof Date ? since.getTime() : Number.NaN;
-  if (Number.isNaN(ms)) throw new Permanent(`demo connector: invalid since ${String(since)}`);
+/** `since` or `until` in ms (null: unbounded); throws Permanent naming it when it is no valid Date. */
+function timeBound(name: 'since' | 'until', value: Date | null | undefined): number | null {
+  if (value === null || value === undefined) return null;
+  const ms = value instanceof Date ? value.getTime() : Number.NaN;
+  if (Number.isNaN(ms)) throw new Permanent(`demo connector: invalid ${name} ${String(value)}`);
   return ms;
 }
 
@@ -480,12 +497,19 @@ function assertResource(cfg: DemoConfig, resource: string): void {
 
 /**
  * Every record a full pass over `resource` serves, in order — what a sync of this config must
- * produce. With `since`, what an incremental pass serves. Throws like fetchPage on bad input.
+ * produce. With `since`, what an incremental pass serves; with `until` too, what a backfill of the
+ * window [since, until) serves. Throws like fetchPage on bad input.
  */
-export function demoRecords(config: Record<string, unknown>, resource: string, since: Date | null = null): ConnectorRecord[] {
+export function demoRecords(
+  config: Record<string, unknown>,
+  resource: string,
+  since: Date | null = null,
+  until: Date | null = null,
+): ConnectorRecord[] {
   const cfg = parseDemoConfig(config);
   assertResource(cfg, resource);
-  return candidates(cfg, resource, { sinceMs: lowerBound(since), after: null }, Number.POSITIVE_INFINITY).map((c) => c.build());
+  const bounds = { sinceMs: timeBound('since', since), untilMs: timeBound('until', until), after: null };
+  return candidates(cfg, resource, bounds, Number.POSITIVE_INFINITY).map((c) => c.build());
 }
 
 /** The demo provider: see the module comment and `demoConfigSchema` for what it serves. */
@@ -496,13 +520,14 @@ export const demoConnector: Connector = {
     return resourceTypesOf(parseDemoConfig(config));
   },
 
-  async fetchPage({ resource, since, pageToken, config, signal }: FetchPageInput): Promise<FetchPageResult> {
+  async fetchPage({ resource, since, until, pageToken, config, signal }: FetchPageInput): Promise<FetchPageResult> {
     demoFetchLog.push({ resource, pageToken, at: Date.now() });
     signal?.throwIfAborted();
     const cfg = parseDemoConfig(config);
     assertResource(cfg, resource);
     const { after, page } = pageToken === null ? { after: null, page: 1 } : decodeToken(pageToken, resource);
-    const sinceMs = lowerBound(since);
+    const sinceMs = timeBound('since', since);
+    const untilMs = timeBound('until', until);
 
     // Latency first, then the failure: like a real request that takes time and then fails.
     await sleep(cfg.latency_ms, signal);
@@ -510,7 +535,7 @@ export const demoConnector: Connector = {
 
     // One extra candidate tells whether another page exists, so the last page says so itself
     // (no trailing empty page).
-    const found = candidates(cfg, resource, { sinceMs, after }, cfg.page_size + 1);
+    const found = candidates(cfg, resource, { sinceMs, untilMs, after }, cfg.page_size + 1);
     const pageRecords = found.slice(0, cfg.page_size);
     const last = pageRecords[pageRecords.length - 1];
     const nextPageToken = found.length > cfg.page_size && last ? encodeToken(resource, last, page + 1) : null;

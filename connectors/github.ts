@@ -1,10 +1,10 @@
-// The `github` connector (SPEC §6): issues and pull requests of configured repositories, read
+// The `github` connector: issues and pull requests of configured repositories, read
 // from the real GitHub REST API (or GitHub Enterprise / a test server via `base_url`).
 //
 // It talks HTTP through Node's built-in `fetch` only — deliberately NOT Octokit: Octokit's
 // retry/throttling plugins (and any client with hidden retries) would retry and sleep on their
-// own, while Synctide's central rate-limit policy (activities + workflow, SPEC §6 and the
-// rate-limit requirements) must be in charge of every retry. A plain fetch makes exactly one
+// own, while Synctide's central rate-limit policy (activities + workflow) must be in charge of
+// every retry. A plain fetch makes exactly one
 // request per fetchPage call; every failure is mapped to a typed error and handed back:
 // - 401 → Permanent; 404 → Permanent naming the repository; 403 without rate-limit signals →
 //   Permanent; other 4xx → Permanent;
@@ -21,9 +21,14 @@
 // JSON { repo: index into `repositories`, url: the next URL, or null for that repository's first
 // page }. Link and token URLs must share the origin of `base_url`, so the token is never sent
 // elsewhere. The token never appears in an error message either (`redact` guards provider text).
+//
+// Bounds: `since` is the issues endpoint's own parameter and is applied client-side to pulls.
+// `until` (exclusive) has no parameter on either endpoint: items changed at or after it are
+// dropped, and because both listings are sorted by updated_at ascending, the first such item ends
+// that repository's paging (the pass moves on to the next repository).
 import { z } from 'zod';
 import {
-  ConnectorError,
+  type ConnectorError,
   Permanent,
   RateLimited,
   Transient,
@@ -63,6 +68,7 @@ export const githubConfigSchema = z.object({
         return false;
       }
     }, 'must be an http(s) URL such as https://api.github.com (no query or fragment)')
+    .meta({ format: 'uri', description: 'An http(s) URL without query or fragment (default https://api.github.com)' })
     .transform((value) => value.replace(/\/+$/, ''))
     .default('https://api.github.com'),
   repositories: z
@@ -70,13 +76,15 @@ export const githubConfigSchema = z.object({
       error: "must be a non-empty array of 'owner/name' strings",
     })
     .min(1, "must be a non-empty array of 'owner/name' strings")
-    .refine((repos) => new Set(repos.map((r) => r.toLowerCase())).size === repos.length, 'must not contain duplicates'),
+    .refine((repos) => new Set(repos.map((r) => r.toLowerCase())).size === repos.length, 'must not contain duplicates')
+    .meta({ uniqueItems: true, description: "'owner/name' of each repository; no two alike, ignoring case" }),
   resource_types: z
     .array(z.enum(GITHUB_RESOURCE_TYPES, { error: "must contain only 'issues' and 'pull_requests'" }), {
       error: "must be an array of 'issues' and/or 'pull_requests'",
     })
     .min(1, "must name at least one of 'issues', 'pull_requests'")
     .refine((types) => new Set(types).size === types.length, 'must not contain duplicates')
+    .meta({ uniqueItems: true })
     .default([...GITHUB_RESOURCE_TYPES]),
   per_page: z
     .number({ error: 'must be an integer between 1 and 100' })
@@ -379,7 +387,7 @@ export const githubConnector: Connector = {
     return [...parseGitHubConfig(config).resource_types];
   },
 
-  async fetchPage({ resource, since, pageToken, config, credentials, signal }: FetchPageInput): Promise<FetchPageResult> {
+  async fetchPage({ resource, since, until, pageToken, config, credentials, signal }: FetchPageInput): Promise<FetchPageResult> {
     signal?.throwIfAborted();
     const cfg = parseGitHubConfig(config);
     const token = parseCredentials(credentials);
@@ -390,6 +398,9 @@ export const githubConnector: Connector = {
     const kind = resource as GitHubResourceType;
     if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
       throw new Permanent(`github connector: invalid since ${String(since)}`);
+    }
+    if (until != null && (!(until instanceof Date) || Number.isNaN(until.getTime()))) {
+      throw new Permanent(`github connector: invalid until ${String(until)}`);
     }
 
     const position = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
@@ -429,17 +440,28 @@ export const githubConnector: Connector = {
     }
 
     const sinceMs = since === null ? null : since.getTime();
+    const untilMs = until == null ? null : until.getTime();
+    // Neither endpoint has an upper bound: items changed at or after `until` are dropped here.
+    // The listing is sorted by updated_at ascending, so once one item is at or after `until`
+    // every later one is too, and this repository has nothing more to serve.
+    let pastUntil = false;
     const records: ConnectorRecord[] = [];
     for (const item of body) {
+      const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
+      const updatedMs = updatedAt === null ? Number.NaN : Date.parse(updatedAt);
+      if (untilMs !== null) {
+        if (updatedMs >= untilMs) pastUntil = true;
+        // A record without a (readable) change time cannot be placed before `until`.
+        if (pastUntil || Number.isNaN(updatedMs)) continue;
+      }
       // The issues endpoint also lists pull requests (items with a `pull_request` key).
       if (kind === 'issues' && 'pull_request' in item) continue;
-      const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
       // The pulls endpoint has no `since`: filter here (pages stay sorted by updated, ascending).
-      if (kind === 'pull_requests' && sinceMs !== null && updatedAt !== null && Date.parse(updatedAt) < sinceMs) continue;
+      if (kind === 'pull_requests' && sinceMs !== null && updatedAt !== null && updatedMs < sinceMs) continue;
       records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item });
     }
 
-    const next = nextLink(response.headers.get('link'), url);
+    const next = pastUntil ? null : nextLink(response.headers.get('link'), url);
     if (next !== null) assertSameOrigin(next, cfg, 'Link header');
     const nextPageToken =
       next !== null

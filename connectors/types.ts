@@ -1,4 +1,4 @@
-// The connector contract (SPEC §6): a provider exposes resource types and pages of records.
+// The connector contract: a provider exposes resource types and pages of records.
 // Connectors do I/O only through fetchPage and never retry on their own: the central policy
 // (activities + workflow) decides what a failure means.
 
@@ -16,6 +16,13 @@ export interface FetchPageInput {
   resource: string;
   /** Incremental fetches: only records changed at or after this time. Null for a full fetch. */
   since: Date | null;
+  /**
+   * Only records changed before this time (exclusive: a record changed exactly at `until` is
+   * left out, so adjacent windows [a, b) and [b, c) never both serve it). Null: no upper bound.
+   * A provider without such a parameter filters client-side. A record without a change time cannot
+   * be placed before `until`, so it is left out too.
+   */
+  until: Date | null;
   /** The token of the page to fetch; null for the first page. */
   pageToken: string | null;
   config: Record<string, unknown>;

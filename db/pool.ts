@@ -22,3 +22,8 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
 }
 
 export type Pool = pg.Pool;
+
+/** One round trip to the server: resolves when Postgres answers. */
+export async function ping(db: Pick<pg.Pool, 'query'>): Promise<void> {
+  await db.query('select 1');
+}

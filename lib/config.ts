@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
-import type { ScheduleSettings } from '../policy/schedule';
+import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
 
 const port = (fallback: number) =>
   z.coerce
@@ -68,6 +68,13 @@ export const envSchema = z
     METRICS_REQUIRE_AUTH: boolean(false),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
+    // Workflow runs a worker keeps in memory between tasks. A sleeping connection outside the cache
+    // costs one replay of its short run history when it wakes (see BENCHMARKS.md for the figures).
+    WORKER_MAX_CACHED_WORKFLOWS: z.coerce
+      .number({ error: 'must be an integer ≥ 0' })
+      .int('must be an integer ≥ 0')
+      .min(0, 'must be an integer ≥ 0')
+      .default(250),
     // A workflow bundle built by `npm run build:workflows`; unset, the worker bundles at start.
     WORKFLOW_BUNDLE_PATH: optionalString.pipe(
       z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build:workflows -- <file>`').optional(),
@@ -84,6 +91,9 @@ export const envSchema = z
       .lt(1, 'must be a number from 0 up to (not including) 1')
       .default(0.2),
     RETENTION_DAYS: positiveInt(7),
+    TOMBSTONE_RETENTION_DAYS: positiveInt(30),
+    // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
+    IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
 
     START_DEMO: boolean(true),
   })
@@ -95,12 +105,11 @@ export const envSchema = z
         message: `must not exceed JITTER_PCT_MAX (${env.JITTER_PCT_MAX})`,
       });
     }
-    if (env.MAX_OVERRIDDEN_INTERVAL_SECONDS < 60) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['MAX_OVERRIDDEN_INTERVAL_SECONDS'],
-        message: 'must be at least 60 (the smallest allowed interval)',
-      });
+    // No interval below the smallest one a schedule may ask for, default or maximum alike.
+    for (const name of ['DEFAULT_INTERVAL_SECONDS', 'MAX_OVERRIDDEN_INTERVAL_SECONDS'] as const) {
+      if (env[name] < MIN_INTERVAL_SECONDS) {
+        ctx.addIssue({ code: 'custom', path: [name], message: `must be at least ${MIN_INTERVAL_SECONDS} (the smallest allowed interval)` });
+      }
     }
   });
 
@@ -163,7 +172,7 @@ export function requireServers(config: Config, processName: string): Config & { 
   return config as Config & { DATABASE_URL: string; TEMPORAL_ADDRESS: string };
 }
 
-/** The schedule bounds of SPEC §4 taken from configuration. */
+/** The schedule bounds taken from configuration. */
 export function scheduleSettings(config: Config): ScheduleSettings {
   return {
     defaultIntervalSeconds: config.DEFAULT_INTERVAL_SECONDS,

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Pool } from '../db/pool';
+import { ACTIVE_JOB_STATUSES } from '../policy/vocabulary';
 
 /**
  * Creates a Prometheus registry with Node's default process metrics. Each process (API, worker)
@@ -12,7 +12,7 @@ export function createMetricsRegistry(labels: Record<string, string> = {}): Regi
   return registry;
 }
 
-/** Synctide's own metrics (SPEC §8), registered on one registry. */
+/** Synctide's own metrics, registered on one registry. */
 export function createSyncMetrics(registry: Registry) {
   const registers = [registry];
   return {
@@ -74,52 +74,69 @@ export function createSyncMetrics(registry: Registry) {
   };
 }
 
-/** The statuses of a job that has not finished, each reported by `sync_jobs_queue_depth`. */
-export const ACTIVE_JOB_STATUSES = ['queued', 'running', 'retrying'] as const;
-
 /** A scrape waits at most this long for the queue-depth query before reporting the last values. */
 const QUEUE_DEPTH_TIMEOUT_MS = 2000;
 
+/** Counts the active jobs by status (one grouped query). */
+export type CountActiveJobs = () => Promise<Map<string, number>>;
+
 /**
  * Registers the gauge `sync_jobs_queue_depth{status}`: the number of queued, running and retrying
- * jobs, read from the database at each scrape, so it is right whichever process changed the jobs.
- * Call once per registry (API and worker processes each own one). A failed or slow query leaves
+ * jobs, counted by `count` at each scrape, so it is right whichever process changed the jobs.
+ * Call once per registry (API and worker processes each own one). A failed or slow count leaves
  * the previous values: the rest of `/metrics` must still be served when the database is down.
  */
-export function registerQueueDepthGauge(registry: Registry, pool: Pick<Pool, 'query'>): Gauge<'status'> {
+export function registerQueueDepthGauge(registry: Registry, count: CountActiveJobs): Gauge<'status'> {
   return new Gauge({
     name: 'sync_jobs_queue_depth',
     help: 'Sync jobs not yet finished, by status (counted in the database at scrape time)',
     labelNames: ['status'] as const,
     registers: [registry],
     async collect() {
-      const counts = await countActiveJobs(pool).catch(() => null);
+      const counts = await withTimeout(count(), QUEUE_DEPTH_TIMEOUT_MS).catch(() => null);
       if (!counts) return;
       for (const status of ACTIVE_JOB_STATUSES) this.set({ status }, counts.get(status) ?? 0);
     },
   });
 }
 
-/** One grouped count of the active jobs; null when it takes longer than the scrape can wait. */
-async function countActiveJobs(pool: Pick<Pool, 'query'>): Promise<Map<string, number> | null> {
+/** `work`'s value, or null when it takes longer than `ms`; a late rejection is swallowed. */
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), QUEUE_DEPTH_TIMEOUT_MS);
+    timer = setTimeout(() => resolve(null), ms);
   });
-  const query = pool
-    .query<{ status: string; n: number }>(
-      'select status, count(*)::int as n from sync_jobs where status = any($1::text[]) group by status',
-      [ACTIVE_JOB_STATUSES],
-    )
-    .then(({ rows }) => new Map(rows.map((r) => [r.status, r.n])));
-  // A query that fails after the timeout won must not become an unhandled rejection.
-  query.catch(() => undefined);
+  work.catch(() => undefined);
   try {
-    return await Promise.race([query, timeout]);
+    return await Promise.race([work, timeout]);
   } finally {
     clearTimeout(timer);
   }
 }
 
+/** A job that just reached a final status, with what its metrics need. */
+export interface EndedJobFacts {
+  status: string;
+  /** The connection's provider slug: `connector_id` of `sync_jobs_total`. */
+  provider: string;
+  /** `started_at`, or `created_at` for a job that never started. */
+  began_at: Date;
+  finished_at: Date;
+}
+
+/**
+ * Counts a job's end in `sync_jobs_total{status,connector_id}` and observes its duration in
+ * `sync_job_duration_seconds{outcome}`. Call after the ending transaction committed, once per row
+ * the UPDATE changed: a retried activity finds the job already ended and changes nothing, so the
+ * job is counted exactly once.
+ */
+export function recordJobEnded(metrics: SyncMetrics, job: EndedJobFacts): void {
+  metrics.jobs.inc({ status: job.status, connector_id: job.provider });
+  // Clock skew between a workflow's time and the database's created_at must not go negative.
+  const seconds = Math.max(0, (job.finished_at.getTime() - job.began_at.getTime()) / 1000);
+  metrics.jobDurationSeconds.observe({ outcome: job.status }, seconds);
+}
+
 /** The metric handles activities and routes record to. */
 export type SyncMetrics = ReturnType<typeof createSyncMetrics>;
+

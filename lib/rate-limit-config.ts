@@ -1,4 +1,4 @@
-// Rate-limit settings from the environment (SPEC §5, seed 002): global defaults, the separate
+// Rate-limit settings from the environment: global defaults, the separate
 // rate-limit retry cap, and per-provider overrides as JSON. Validated up front so a typo stops the
 // process at start instead of surfacing as a strange wait in some job hours later.
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Circuit breaker per connection and provider (SPEC §5, seed 001). Pure and deterministic: the
+// Circuit breaker per connection and provider. Pure and deterministic: the
 // clock is an argument (epoch milliseconds), so workflows and activities share one rule.
 
 /** Consecutive failed attempts that open the breaker. */
@@ -26,8 +26,8 @@ export interface FailedAttemptOutcome {
 }
 
 /**
- * Counts a failed attempt. Every failure increments the count (SPEC §10: a review found it stuck
- * at 1). At the threshold, and on any later failure once a pause has run out (the probe after the
+ * Counts a failed attempt. Every failure increments the count (an earlier design let it stick at
+ * 1, so the breaker never opened). At the threshold, and on any later failure once a pause has run out (the probe after the
  * pause failed again), the breaker opens: paused until now + 30 min, alert raised. A failure while
  * already paused keeps the pause as it is and raises nothing, so one outage gives one alert.
  */

@@ -1,4 +1,4 @@
-// Rate-limit backoff (SPEC §5, seed 002). Pure and deterministic: no I/O, the random source is an
+// Rate-limit backoff. Pure and deterministic: no I/O, the random source is an
 // argument, so the job workflow can call it with its replay-safe Math.random().
 
 /** How long to back off after a provider rate limit (all values in seconds). */
@@ -9,7 +9,7 @@ export interface RateLimitPolicy {
   jitterFactor: number;
 }
 
-/** Seed 002's defaults: base 5 s, max 900 s, jitter factor 0.1. */
+/** The default policy: base 5 s, max 900 s, jitter factor 0.1. */
 export const DEFAULT_RATE_LIMIT_POLICY: RateLimitPolicy = Object.freeze({
   baseSeconds: 5,
   maxSeconds: 900,
@@ -62,7 +62,7 @@ export interface RateLimitBackoff {
 }
 
 /**
- * Seed 002's backoff exactly: exp = min(base·2^attempts, max); effective = max(hint ?? 0, exp);
+ * The backoff: exp = min(base·2^attempts, max); effective = max(hint ?? 0, exp);
  * final = effective + uniform(0, jitterFactor·effective). The hint is not capped at max, because
  * retrying before the provider's reset only earns another rate limit.
  */

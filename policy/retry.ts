@@ -1,4 +1,4 @@
-// Retries of ordinary (non-rate-limit) job failures (SPEC §5, seed 001). Pure and deterministic:
+// Retries of ordinary (non-rate-limit) job failures. Pure and deterministic:
 // no I/O, the random source is an argument, so the job workflow can call it with its replay-safe
 // Math.random().
 
@@ -61,3 +61,13 @@ export function decideFailure({ retryCount, maxRetries = DEFAULT_MAX_RETRIES, pe
   if (retryCount >= maxRetries) return { action: 'fail', reason: 'retries_exhausted' };
   return { action: 'retry', retryCount: retryCount + 1 };
 }
+
+/**
+ * A task cut off by a worker shutdown or crash (a rolling deploy), or held by an earlier attempt,
+ * is not a provider failure: the attempt is retried after this short wait, counting toward neither
+ * `retry_count` nor the circuit breaker.
+ */
+export const INTERRUPTED_RETRY_SECONDS = 10;
+
+/** Interrupted attempts a job may retry in a row before an interruption counts as a failure. */
+export const INTERRUPTED_RETRY_CAP = 20;

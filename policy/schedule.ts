@@ -1,4 +1,4 @@
-// Schedule planning for one connection (SPEC §4, seed 000). Pure and deterministic: no I/O, the
+// Schedule planning for one connection. Pure and deterministic: no I/O, the
 // clock and the random source are arguments, so workflows can call it with their replay-safe
 // Date.now() and Math.random().
 import { Cron } from 'croner';
@@ -11,7 +11,7 @@ export interface ScheduleSettings {
   jitterPctMax: number;
 }
 
-/** Defaults of SPEC §4 (900 s interval, ≤ 86,400 s overrides, 0–20 % jitter). */
+/** Default schedule bounds: 900 s interval, overrides up to 86,400 s, 0–20 % jitter. */
 export const DEFAULT_SCHEDULE_SETTINGS: ScheduleSettings = {
   defaultIntervalSeconds: 900,
   maxOverriddenIntervalSeconds: 86400,
@@ -96,7 +96,7 @@ export type PlanMode = 'bootstrap' | 'normal' | 'catch_up';
 export interface PlanInput {
   now: number;
   schedule: Schedule;
-  /** Finish time of the latest finished (completed or failed) incremental job, if any. */
+  /** The schedule's last run: finish time of its latest finished (or cancelled) job, if any. */
   lastFinishedAt?: number;
   /** `metadata.sync.first_activated_at`, else the connection's `created_at`. */
   activationReference: number;
@@ -122,7 +122,7 @@ export interface Plan {
 }
 
 /**
- * Plans the next run exactly as SPEC §4 resolves seed 000 (B = base interval, L = lastFinishedAt):
+ * Plans the next run (B = base interval, L = lastFinishedAt):
  * - bootstrap (no L): run now; next_run_at = activation + B + jitter;
  * - normal (L + B > now): next_due = L + B; scheduled = next_due + jitter; next_run_at = next_due + B;
  * - catch-up (L + B ≤ now): next_due = L + k·B, the first such value > now; exactly one job at

@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { resolveTemporalBinary } from '../lib/temporal-binaries';
+import { resolveTemporalBinary } from '../infra/temporal-binaries';
 
 async function main(): Promise<void> {
   // Sequential on purpose: the first call installs both binaries, the second hits the fast path.

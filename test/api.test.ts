@@ -1,15 +1,19 @@
 // The REST API end to end over HTTP: a real API server (Hono on node:http) in front of the
-// Temporal dev server, a Synctide worker and Postgres. Covers seed 003's sync and job-status
-// scenarios, seed 001's POST /jobs/schedule, connection management through the workflow, metrics,
+// Temporal dev server, a Synctide worker and Postgres. Covers POST /sync and job status, backfills
+// with POST /jobs/schedule, connection management through the workflow, metrics,
 // redaction and the OpenAPI document.
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Pool } from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
-import { listen, type HttpServer } from '../api/server';
+import { BackgroundStarts } from '../commands/background-starts';
+import { listen, type HttpServer } from '../lib/http';
+import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';
-import { connectionWorkflowId } from '../workflows/ids';
+import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -33,19 +37,24 @@ describe('REST API over HTTP', () => {
 
   beforeAll(async () => {
     // As api/main.ts does: the queue depth is read from Postgres at each scrape.
-    registerQueueDepthGauge(stack.registry, stack.db.pool);
-    server = await listen(appWith(stack.db.pool), '127.0.0.1', 0);
+    registerQueueDepthGauge(stack.registry, () => countActiveJobsByStatus(stack.db.pool));
+    // As api/main.ts runs it: a requested job's workflow starts after the answer.
+    server = await listen(appWith(stack.db.pool, { background: new BackgroundStarts((err) => console.error(err)) }), '127.0.0.1', 0);
     github = await startFakeGitHub({ token: TOKEN, repos: { 'acme/app': { issues: 30, pulls: 5 } } });
   });
+  // Shown when a test failed: the API's own account of its 5xx answers.
+  afterEach((context) => {
+    if (context.task.result?.state === 'fail') {
+      for (const line of apiLog.lines) if (Number(line.level) >= 50) console.error(JSON.stringify(line));
+    }
+  });
   afterAll(async () => {
-    // Shown when a test failed with a 5xx: the API's own account of it.
-    for (const line of apiLog.lines) if (Number(line.level) >= 50) console.error(JSON.stringify(line));
     await server?.close();
     await github?.close();
   });
 
-  /** The API app on this file's Temporal server and registry, with `pool`. */
-  const appWith = (pool: typeof stack.db.pool) =>
+  /** The API app on this file's Temporal server and registry, with `pool` (and any other `deps`). */
+  const appWith = (pool: typeof stack.db.pool, deps: Partial<Parameters<typeof createApp>[0]> = {}) =>
     createApp({
       pool,
       temporal: stack.env.client,
@@ -55,6 +64,8 @@ describe('REST API over HTTP', () => {
       taskQueue: TASK_QUEUE,
       adminApiKey: KEY,
       maxIntervalSeconds: 86_400,
+      immediateSyncTimeoutMs: 60_000,
+      ...deps,
     });
 
   /** One HTTP call; the admin key is sent unless `auth` says otherwise. */
@@ -191,6 +202,111 @@ describe('REST API over HTTP', () => {
     expect(await count(`sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying')`, [conn.id])).toBe(0);
   });
 
+  it('PATCH schedule, pause, resume, cancel and sync-now reach a connection whose workflow is not running: it runs again with the change applied', async () => {
+    const conn = await createConnection('orphaned');
+    const handle = stack.env.client.workflow.getHandle(connectionWorkflowId(conn.id));
+    const live = async () => (await call('GET', `/connections/${conn.id}`)).body.live;
+    const liveWhen = (ok: (state: any) => boolean) => eventually(async () => {
+      const state = await live();
+      return state && ok(state) ? state : undefined;
+    });
+    const row = async () => (await stack.db.pool.query('select status, metadata from connections where id = $1', [conn.id])).rows[0];
+    const killWorkflow = async () => {
+      await handle.terminate('test: the connection workflow is gone');
+      expect((await handle.describe()).status.name).toBe('TERMINATED');
+    };
+    await liveWhen((s) => s.phase === 'sleeping' && s.last_outcome === 'completed');
+
+    // The schedule change is stored by the workflow itself, so the stored interval proves it got there.
+    await killWorkflow();
+    const patched = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 7200 } });
+    expect(patched.status, patched.text).toBe(200);
+    await eventually(async () => ((await row()).metadata.sync.interval_seconds === 7200 ? true : undefined));
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    await liveWhen((s) => s.phase === 'sleeping');
+
+    await killWorkflow();
+    const paused = await call('POST', `/connections/${conn.id}/pause`);
+    expect(paused.status, paused.text).toBe(200);
+    await liveWhen((s) => s.phase === 'paused');
+    expect((await row()).status).toBe('paused');
+
+    await killWorkflow();
+    const resumed = await call('POST', `/connections/${conn.id}/resume`);
+    expect(resumed.status, resumed.text).toBe(200);
+    const sleeping = await liveWhen((s) => s.phase === 'sleeping' && s.current_job_id);
+    expect((await row()).status).toBe('active');
+
+    // The queued job of a scheduler that is gone: nothing would ever run or cancel it but this.
+    await killWorkflow();
+    const cancelled = await call('POST', `/jobs/${sleeping.current_job_id}/cancel`);
+    expect(cancelled.status, cancelled.text).toBe(202);
+    expect((await call('GET', `/jobs/${sleeping.current_job_id}`)).body.status).toBe('cancelled');
+    const next = await liveWhen((s) => s.phase === 'sleeping' && s.current_job_id && s.current_job_id !== sleeping.current_job_id);
+
+    // Sync now, while the scheduler that queued the job is gone: the answered job is one that runs.
+    await killWorkflow();
+    const now = await call('POST', `/connections/${conn.id}/sync`, {});
+    expect(now.status, now.text).toBe(202);
+    expect(now.body.job_id).not.toBe(next.current_job_id);
+    expect((await jobDone(now.body.job_id)).status).toBe('completed');
+    expect((await call('GET', `/jobs/${next.current_job_id}`)).body.status).toBe('cancelled');
+    await liveWhen((s) => s.phase === 'sleeping');
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+  });
+
+  it('creates a connection asked for as paused in one INSERT: its row is never active and a reconcile tick makes no job for it', async () => {
+    // Every status a connection row is written with, in order (a test-only audit trigger).
+    await stack.db.pool.query(`create table connection_status_writes (connection_id uuid, op text, status text, n bigserial)`);
+    await stack.db.pool.query(`create function log_connection_status() returns trigger language plpgsql as $$
+      begin insert into connection_status_writes (connection_id, op, status) values (new.id, tg_op, new.status); return new; end $$`);
+    await stack.db.pool.query(`create trigger connection_status_writes after insert or update of status on connections
+      for each row execute function log_connection_status()`);
+    try {
+      const conn = await createConnection('born-paused', { status: 'paused' });
+      expect((conn as { status?: string }).status).toBe('paused');
+      await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+      await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'paused' ? true : undefined));
+      const writes = await stack.db.pool.query('select op, status from connection_status_writes where connection_id = $1 order by n', [conn.id]);
+      expect(writes.rows).toEqual([{ op: 'INSERT', status: 'paused' }]);
+      expect(await count('sync_jobs where connection_id = $1', [conn.id])).toBe(0);
+    } finally {
+      await stack.db.pool.query('drop trigger connection_status_writes on connections');
+      await stack.db.pool.query('drop function log_connection_status(); drop table connection_status_writes');
+    }
+  });
+
+  it('POST /sync answers once the job row is committed; its workflow starts just after, off the request path', async () => {
+    await createConnection('outbox');
+    // A starter held shut: the answer cannot have waited for the workflow's start.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const held = new BackgroundStarts((err) => console.error(err));
+    const run = held.run.bind(held);
+    held.run = (what, start) => run(what, async () => {
+      await gate;
+      await start();
+    });
+    const gated = await listen(appWith(stack.db.pool, { background: held }), '127.0.0.1', 0);
+    try {
+      const res = await fetch(`${gated.url}/sync`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ app_key: 'outbox', mode: 'full' }),
+      });
+      expect(res.status).toBe(202);
+      const { job_id: jobId } = (await res.json()) as { job_id: string };
+      const { rows } = await stack.db.pool.query('select status from sync_jobs where id = $1', [jobId]);
+      expect(rows[0].status).toBe('queued');
+      await expect(stack.env.client.workflow.getHandle(`sync-job:${jobId}`).describe()).rejects.toThrow();
+      open();
+      await held.drain();
+      expect((await jobDone(jobId)).status).toBe('completed');
+    } finally {
+      await gated.close();
+    }
+  });
+
   it('POST /sync creates a job; GET /jobs/:id shows its progress, tasks and 404 for an unknown id', async () => {
     const conn = await createConnection('sync-me');
     const res = await call('POST', '/sync', { app_key: 'sync-me', mode: 'full' });
@@ -246,6 +362,68 @@ describe('REST API over HTTP', () => {
     expect(await count('sync_tasks where job_id in (select id from sync_jobs where trigger = $1)', ['api'])).toBeLessThanOrEqual(tasks);
   });
 
+  it('immediate: true answers 504 with what it fetched once its deadline has passed, and leaves no immediate sync running', async () => {
+    // Inserted without a workflow of its own, so only the immediate sync reads this connection.
+    const { rows } = await stack.db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config) values ('acme', 'demo', 'slow-now', $1) returning id`,
+      [{ records_per_resource: 300, page_size: 10, latency_ms: 150 }],
+    );
+    const id = rows[0]!.id;
+    // 90 pages of 150 ms each cannot be fetched within this app's 2 s deadline.
+    const app = appWith(stack.db.pool, { immediateSyncTimeoutMs: 2000 });
+    const res = await app.request('/sync', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ app_key: 'slow-now', mode: 'full', immediate: true }),
+    });
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(504);
+    expect(body.error).toMatchObject({ code: 'timeout', message: expect.stringMatching(/2 s/) });
+    const { fetched } = body.error;
+    expect(fetched.total_entities).toBe(fetched.resources.reduce((sum: number, r: { entity_count: number }) => sum + r.entity_count, 0));
+    for (const r of fetched.resources) {
+      expect(['issues', 'pull_requests', 'users']).toContain(r.resource_type);
+      // Counted after each stored page of 10.
+      expect(r).toEqual({ resource_type: r.resource_type, entity_count: r.pages * 10, written_count: expect.any(Number), pages: r.pages });
+    }
+    // What it reports fetched was written first.
+    expect(await count('records where connection_id = $1', [id])).toBeGreaterThanOrEqual(fetched.total_entities);
+    // Its workflow was cancelled; it closes only once its activity has stopped.
+    const runs = await eventually(async () => {
+      const found: { id: string; status: string }[] = [];
+      for await (const run of stack.env.client.workflow.list({ query: `WorkflowType = 'immediateSyncWorkflow'` })) {
+        if (run.workflowId.startsWith(`immediate-sync:${id}:`)) found.push({ id: run.workflowId, status: run.status.name });
+      }
+      return found.length > 0 && found.every((run) => run.status !== 'RUNNING') ? found : undefined;
+    });
+    expect(runs.map((run) => run.status)).toEqual(['CANCELLED']);
+  });
+
+  it('immediate: true refuses a paused connection and one paused by its circuit breaker with 409, as a queued sync does', async () => {
+    await createConnection('now-paused', { status: 'paused' });
+    const paused = await call('POST', '/sync', { app_key: 'now-paused', immediate: true });
+    expect(paused.status, paused.text).toBe(409);
+    expect(paused.body.error.code).toBe('connection_paused');
+
+    const conn = await createConnection('now-breaker');
+    const until = new Date(Date.now() + 30 * 60_000);
+    await stack.db.pool.query(
+      `insert into connector_failure_stats (connection_id, provider_slug, consecutive_failures, last_failure_at, paused_until)
+       values ($1, 'demo', 5, now(), $2)`,
+      [conn.id, until],
+    );
+    await stack.db.pool.query(
+      `insert into alerts (category, severity, connection_id, context) values ('sync_circuit_breaker', 'warning', $1, $2)`,
+      [conn.id, { connection_id: conn.id, consecutive_failures: 5, paused_until: until.toISOString() }],
+    );
+    const queued = await call('POST', '/sync', { app_key: 'now-breaker' });
+    const now = await call('POST', '/sync', { app_key: 'now-breaker', immediate: true });
+    expect(now.status, now.text).toBe(409);
+    expect(now.body.error).toMatchObject({ code: 'circuit_breaker_open', paused_until: until.toISOString(), consecutive_failures: 5 });
+    expect(now.body.error.alert).toMatchObject({ severity: 'warning', context: { consecutive_failures: 5 } });
+    expect(now.body).toEqual(queued.body);
+  });
+
   it("a failed job's error summarises the failure without internals", async () => {
     await createConnection('doomed', {
       config: { records_per_resource: 20, page_size: 10, fail: { resource: 'users', at_page: 1, kind: 'permanent' } },
@@ -297,6 +475,30 @@ describe('REST API over HTTP', () => {
     expect(await count(backfills, [conn.id])).toBe(before + 1);
     const reused = await call('POST', '/jobs/schedule', { ...body, window: { ...body.window, end: '2025-01-03T00:00:00Z' } }, { headers: { 'Idempotency-Key': key } });
     expect(reused.status).toBe(409);
+  });
+
+  it('POST /jobs/schedule stores exactly the records updated inside [window.start, window.end)', async () => {
+    const conn = await createConnection('backfill-window', { config: { resource_types: ['issues', 'users'], records_per_resource: 20, page_size: 3 } });
+    await eventually(async () => ((await count(`sync_jobs where connection_id = $1 and status = 'completed'`, [conn.id])) > 0 ? true : undefined));
+    // Start from no records, so what the backfill stores is all there is.
+    await stack.db.pool.query('delete from records where connection_id = $1', [conn.id]);
+    // Record i of each resource is updated at 00:00:00 + i s: the window holds records 5–11; the one
+    // at 00:00:12 (the window's end) belongs to the next window.
+    const window = { start: '2025-01-01T00:00:05Z', end: '2025-01-01T00:00:12Z' };
+    const res = await call('POST', '/jobs/schedule', { pairId: conn.id, window });
+    expect(res.status, res.text).toBe(202);
+    const done = await jobDone(res.body.id);
+    expect(done).toMatchObject({ status: 'completed', processed_entities: 14 });
+    expect(done.tasks.map((t: { entity_count: number }) => t.entity_count)).toEqual([7, 7]);
+    const stored = await stack.db.pool.query<{ resource_type: string; external_id: string }>(
+      `select resource_type, external_id from records where connection_id = $1 order by resource_type, (data ->> 'index')::int`,
+      [conn.id],
+    );
+    const inWindow = [5, 6, 7, 8, 9, 10, 11];
+    expect(stored.rows).toEqual([
+      ...inWindow.map((i) => ({ resource_type: 'issues', external_id: `issues-${i}` })),
+      ...inWindow.map((i) => ({ resource_type: 'users', external_id: `users-${i}` })),
+    ]);
   });
 
   it('a connection paused by its circuit breaker answers 409 with the alert, and nothing is inserted', async () => {
@@ -356,7 +558,7 @@ describe('REST API over HTTP', () => {
     expect(apiLog.lines.some((l) => l.request_id && l.path === '/sync' && l.status === 202)).toBe(true);
   });
 
-  it('after a sync, /metrics shows every SPEC §8 name with its labels', async () => {
+  it('after a sync, /metrics shows every Synctide metric with its labels', async () => {
     const conn = await createConnection('metered', {
       config: { records_per_resource: 10, page_size: 10, seed: 'metered', fail: { resource: 'users', at_page: 1, kind: 'rate_limited', retry_after_seconds: 1, times: 1 } },
     });
@@ -399,6 +601,31 @@ describe('REST API over HTTP', () => {
         'POST /jobs/{id}/cancel',
       ].sort(),
     );
+    // Each route documents every status it answers with (besides 500).
+    const common = ['400', '401', '413', '503'];
+    const documented = Object.fromEntries(routes.map((route) => {
+      const [method, path] = route.split(' ') as [string, string];
+      return [route, Object.keys(doc.paths[path][method.toLowerCase()].responses).filter((s) => !common.includes(s)).sort()];
+    }));
+    expect(documented).toEqual({
+      'POST /connections': ['201', '409'],
+      'GET /connections': ['200'],
+      'GET /connections/{id}': ['200', '404'],
+      'PATCH /connections/{id}': ['200', '404', '409'],
+      'POST /connections/{id}/pause': ['200', '404', '409'],
+      'POST /connections/{id}/resume': ['200', '404'],
+      'POST /connections/{id}/disable': ['200', '404'],
+      'POST /connections/{id}/sync': ['202', '404', '409'],
+      'POST /sync': ['200', '202', '404', '409', '502', '504'],
+      'POST /jobs/schedule': ['202', '404', '409'],
+      'GET /jobs/{id}': ['200', '404'],
+      'GET /jobs': ['200'],
+      'POST /jobs/{id}/cancel': ['202', '404', '409'],
+    });
+    for (const route of routes) {
+      const [method, path] = route.split(' ') as [string, string];
+      expect(Object.keys(doc.paths[path][method.toLowerCase()].responses), route).toEqual(expect.arrayContaining(common));
+    }
     const docs = await call('GET', '/docs', undefined, { auth: null });
     expect(docs.status).toBe(200);
     expect(docs.text).toMatch(/swagger-ui/i);

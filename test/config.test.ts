@@ -13,6 +13,7 @@ describe('configuration', () => {
       JITTER_PCT_MAX: 0.2,
       MAX_OVERRIDDEN_INTERVAL_SECONDS: 86400,
       RETENTION_DAYS: 7,
+      IMMEDIATE_SYNC_TIMEOUT_SECONDS: 60,
     });
     expect(config.DATABASE_URL).toBeUndefined();
   });
@@ -30,6 +31,12 @@ describe('configuration', () => {
   it('rejects jitter bounds whose minimum exceeds the maximum', () => {
     expect(() => loadConfig({ JITTER_PCT_MIN: '0.3', JITTER_PCT_MAX: '0.1' })).toThrow(/JITTER_PCT_MIN: must not exceed JITTER_PCT_MAX/);
     expect(loadConfig({ JITTER_PCT_MIN: '0.05', JITTER_PCT_MAX: '0.3' })).toMatchObject({ JITTER_PCT_MIN: 0.05, JITTER_PCT_MAX: 0.3 });
+  });
+
+  it('refuses a DEFAULT_INTERVAL_SECONDS below the smallest allowed interval (60 s)', () => {
+    expect(() => loadConfig({ DEFAULT_INTERVAL_SECONDS: '30' })).toThrow(ConfigError);
+    expect(() => loadConfig({ DEFAULT_INTERVAL_SECONDS: '30' })).toThrow(/DEFAULT_INTERVAL_SECONDS: must be at least 60 \(the smallest allowed interval\) \(got "30"\)/);
+    expect(loadConfig({ DEFAULT_INTERVAL_SECONDS: '60' }).DEFAULT_INTERVAL_SECONDS).toBe(60);
   });
 
   it('reports every invalid variable at once', () => {

@@ -1,18 +1,17 @@
-// The connection scheduler on Temporal's time-skipping server with real Postgres (seed 000 at the
-// workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
-import proto from '@temporalio/proto';
+// The connection scheduler on Temporal's time-skipping server with real Postgres (the planning
+// rules at the workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConnectionWorkflow } from '../lib/connection-workflows';
-import type { ConnectionState } from '../workflows/connection';
-import { connectionWorkflowId } from '../workflows/ids';
+import { ensureConnectionWorkflow } from '../temporal/client';
+import type { ConnectionState } from '../temporal/connection';
+import { connectionWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
+import { waitForState as waitFor } from './helpers/connection-state';
 import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
 import { eventually, type LogLines } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-wf';
-const { EventType } = proto.temporal.api.enums.v1;
 const MINUTE = 60_000;
 
 describe('connection workflow (time-skipping)', () => {
@@ -49,39 +48,9 @@ describe('connection workflow (time-skipping)', () => {
   const query = (id: string) =>
     env.client.workflow.getHandle(connectionWorkflowId(id)).query<ConnectionState>('state');
 
-  /**
-   * Queries only a run that is idle: running, with no workflow task, activity or child in flight.
-   * The test server can leave a query unanswered when it lands on a run that is just continuing
-   * as new, and that stuck query then blocks time skipping for the whole file.
-   */
-  const queryOnce = async (id: string): Promise<ConnectionState | undefined> => {
-    const handle = env.client.workflow.getHandle(connectionWorkflowId(id));
-    const description = await handle.describe().catch(() => undefined);
-    if (description?.status.name !== 'RUNNING') return undefined;
-    if (description.raw.pendingActivities?.length || description.raw.pendingChildren?.length) return undefined;
-    const events = (await handle.fetchHistory().catch(() => undefined))?.events ?? [];
-    const lastType = events[events.length - 1]?.eventType;
-    if (lastType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED || lastType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
-      return undefined;
-    }
-    return handle.query<ConnectionState>('state').catch(() => undefined);
-  };
-
   /** Waits (real time, no skipping) until the workflow's query satisfies `ok`. */
   const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    eventually(
-      async () => {
-        const s = await queryOnce(id);
-        return s && ok(s) ? s : undefined;
-      },
-      {
-        describe: async () => ({
-          state: await queryOnce(id),
-          jobs: (await jobs(id)).map((j) => `${j.job_type}/${j.status}`),
-          time: new Date(await env.currentTimeMs()).toISOString(),
-        }),
-      },
-    );
+    waitFor(env, id, ok, async () => ({ jobs: (await jobs(id)).map((j) => `${j.job_type}/${j.status}`) }));
 
   async function jobs(connectionId: string) {
     const { rows } = await db.pool.query(

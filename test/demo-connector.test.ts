@@ -1,4 +1,4 @@
-// Unit and property tests of the demo connector (SPEC §6) and the connector registry. Pure: no
+// Unit and property tests of the demo connector and the connector registry. Pure: no
 // database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import {
   resetDemoFetchLog,
 } from '../connectors/demo';
 import { connectorSlugs, getConnector, registerConnector } from '../connectors/registry';
-import { ConnectorError, Permanent, RateLimited, Transient, type ConnectorRecord, type FetchPageResult } from '../connectors/types';
+import { type ConnectorError, Permanent, RateLimited, Transient, type ConnectorRecord, type FetchPageResult } from '../connectors/types';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -24,16 +24,23 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 type Config = Record<string, unknown>;
 
-function fetch(config: Config, resource: string, pageToken: string | null = null, since: Date | null = null, signal?: AbortSignal) {
-  return demoConnector.fetchPage({ resource, since, pageToken, config, credentials: null, ...(signal ? { signal } : {}) });
+function fetch(
+  config: Config,
+  resource: string,
+  pageToken: string | null = null,
+  since: Date | null = null,
+  signal?: AbortSignal,
+  until: Date | null = null,
+) {
+  return demoConnector.fetchPage({ resource, since, until, pageToken, config, credentials: null, ...(signal ? { signal } : {}) });
 }
 
 /** Pages through one resource; returns every page, in order. */
-async function pass(config: Config, resource: string, since: Date | null = null): Promise<FetchPageResult[]> {
+async function pass(config: Config, resource: string, since: Date | null = null, until: Date | null = null): Promise<FetchPageResult[]> {
   const pages: FetchPageResult[] = [];
   let token: string | null = null;
   do {
-    const page: FetchPageResult = await fetch(config, resource, token, since);
+    const page: FetchPageResult = await fetch(config, resource, token, since, undefined, until);
     pages.push(page);
     token = page.nextPageToken;
   } while (token !== null);
@@ -164,6 +171,48 @@ describe('generated records', () => {
     expect(ids(allRecords(await pass(config, 'issues', new Date(BASE_MS + DAY_MS))))).toEqual(['issues-6']);
     // Other resources are untouched.
     expect(allRecords(await pass(config, 'users'))).toHaveLength(20);
+  });
+});
+
+describe('until', () => {
+  afterEach(() => demoWorlds.clear());
+
+  it('serves only records updated before `until` (exclusive), with `since` (inclusive) too, and demoRecords agrees', async () => {
+    const config = { records_per_resource: 20, page_size: 3 };
+    // Record i is updated at base + i s: [5 s, 12 s) holds records 5–11; the one at 12 s is out.
+    const since = new Date(BASE_MS + 5000);
+    const until = new Date(BASE_MS + 12_000);
+    const pages = await pass(config, 'issues', since, until);
+    expect(ids(allRecords(pages))).toEqual([5, 6, 7, 8, 9, 10, 11].map((i) => `issues-${i}`));
+    // The last page says it is the last: no trailing page is requested for records past `until`.
+    expect(pages).toHaveLength(3);
+    expect(pages.at(-1)!.nextPageToken).toBeNull();
+    expect(ids(allRecords(await pass(config, 'issues', null, until)))).toHaveLength(12);
+    expect(ids(demoRecords(config, 'issues', since, until))).toEqual(ids(allRecords(pages)));
+    expect(demoRecords(config, 'issues', null, new Date(BASE_MS))).toEqual([]);
+  });
+
+  it('applies `until` to changed records and to worlds alike', async () => {
+    const changed = { records_per_resource: 10, page_size: 4, revision: 1, changes: { changed: { issues: [2, 8] } } };
+    // Changed records moved a day later: before base + 1 day only the unchanged ones remain.
+    expect(ids(allRecords(await pass(changed, 'issues', null, new Date(BASE_MS + DAY_MS))))).toEqual(
+      [0, 1, 3, 4, 5, 6, 7, 9].map((i) => `issues-${i}`),
+    );
+    expect(ids(allRecords(await pass(changed, 'issues', null, new Date(BASE_MS + DAY_MS + 8000))))).toEqual(
+      [0, 1, 3, 4, 5, 6, 7, 9, 2].map((i) => `issues-${i}`),
+    );
+
+    const w = createDemoWorld('until-world');
+    for (let i = 0; i < 6; i++) w.upsert('issues', `w${i}`, { i }, iso(BASE_MS + i * 1000));
+    const inWorld = await pass({ world: 'until-world', page_size: 2 }, 'issues', new Date(BASE_MS + 1000), new Date(BASE_MS + 4000));
+    expect(ids(allRecords(inWorld))).toEqual(['w1', 'w2', 'w3']);
+    expect(inWorld).toHaveLength(2);
+  });
+
+  it('rejects an invalid until with Permanent', async () => {
+    const error = await rejection(fetch({}, 'issues', null, null, undefined, new Date(Number.NaN)));
+    expect(error).toBeInstanceOf(Permanent);
+    expect((error as Error).message).toMatch(/invalid until/);
   });
 });
 

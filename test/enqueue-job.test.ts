@@ -1,12 +1,13 @@
-// Seed 000 scenarios for the enqueue activity (and the two activities that share its job rows),
+// The scheduling scenarios of the enqueue activity (and the two activities that share its job rows),
 // run against a real, freshly migrated Postgres database. The activity factories are called
 // directly with hand-built deps: no Temporal involved.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { Registry } from 'prom-client';
+import { type Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
-import { enqueueJob, type EnqueueJobInput } from '../activities/enqueue-job';
+import { enqueueJob } from '../activities/enqueue-job';
+import type { EnqueueJobInput } from '../temporal/activities';
 import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
@@ -132,7 +133,7 @@ function simpleInput(conn: Conn, overrides: Partial<EnqueueJobInput> = {}): Enqu
   };
 }
 
-describe('enqueueJob (seed 000)', () => {
+describe('enqueueJob', () => {
   it('active connection receives an incremental job at the jittered time and next_run_at moves on', async () => {
     const L = at('2025-01-01T12:00:00Z');
     const now = at('2025-01-01T12:15:00Z');
@@ -333,7 +334,7 @@ describe('enqueueJob (seed 000)', () => {
     expect((await jobsOf(conn.id)).map((j) => j.id)).toEqual([input.jobId]);
   });
 
-  describe('jitter persistence (seed: "Jitter persistence validated")', () => {
+  describe('jitter persistence: next_run_at and last_jitter_seconds stored with the job', () => {
     const L = at('2025-01-01T10:00:00Z');
     const now = at('2025-01-01T10:14:00Z');
     // floor(0.25 · 181) = 45 s of jitter on a 900 s base.

@@ -1,5 +1,5 @@
-// Unit and property tests of the pure failure policies (SPEC §5): rate-limit backoff with seed
-// 002's own numbers, the failure retry schedule and the circuit breaker of seed 001, and the
+// Unit and property tests of the pure failure policies: rate-limit backoff with the figures of its
+// requirement scenarios, the failure retry schedule and the circuit breaker, and the
 // rate-limit configuration. No I/O: clocks and random sources are arguments.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -39,9 +39,9 @@ const arbPolicy: fc.Arbitrary<RateLimitPolicy> = fc
   .map(({ baseSeconds, extra, jitterFactor }) => ({ baseSeconds, maxSeconds: baseSeconds + extra, jitterFactor }));
 
 // ---------------------------------------------------------------------------------------------
-// Rate-limit backoff (seed 002)
+// Rate-limit backoff
 
-describe('rate-limit backoff: seed 002 scenarios', () => {
+describe('rate-limit backoff: requirement scenarios', () => {
   it('uses the provider hint when it is greater: attempts 2, hint 60 → effective 60, retry_after in [now+60, now+66]', () => {
     for (const random of [LOW, fixed(0.5), TOP]) {
       const b = rateLimitBackoff({ attempts: 2, hintSeconds: 60, policy: DEFAULT_RATE_LIMIT_POLICY, random });
@@ -100,7 +100,7 @@ describe('rate-limit backoff: seed 002 scenarios', () => {
 });
 
 describe('rate-limit policy per provider', () => {
-  it('has the seed defaults and a separate retry cap of 20', () => {
+  it('has the defaults (base 5 s, max 900 s, jitter 0.1) and a separate retry cap of 20', () => {
     expect(DEFAULT_RATE_LIMIT_POLICY).toEqual({ baseSeconds: 5, maxSeconds: 900, jitterFactor: 0.1 });
     expect(DEFAULT_RATE_LIMIT_RETRY_CAP).toBe(20);
   });
@@ -178,7 +178,7 @@ describe('rate-limit backoff: properties', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Failure retries (seed 001)
+// Failure retries
 
 describe('failure retry schedule', () => {
   const MIN = 60;
@@ -248,7 +248,7 @@ describe('failure retry schedule', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Circuit breaker (seed 001)
+// Circuit breaker
 
 describe('circuit breaker', () => {
   it('opens after 5 consecutive failed attempts: count 5, paused 30 min, one alert', () => {
@@ -259,7 +259,7 @@ describe('circuit breaker', () => {
     for (let i = 1; i <= 5; i++) {
       const now = NOW + i * 60 * S;
       const next = onFailedAttempt({ ...state, now });
-      // Every failed attempt counts (SPEC §10: a review found the count stuck at 1).
+      // Every failed attempt counts (a count stuck at 1 would never open the breaker).
       expect(next.consecutiveFailures).toBe(i);
       if (next.raiseAlert) alerts.push(i);
       state = { consecutiveFailures: next.consecutiveFailures, pausedUntil: next.pausedUntil };

@@ -1,4 +1,4 @@
-// Tests of the github connector (SPEC §6) against a local fake GitHub (test/helpers/fake-github.ts)
+// Tests of the github connector against a local fake GitHub (test/helpers/fake-github.ts)
 // on 127.0.0.1: paging by Link, PRs in the issues endpoint, `since`, several repositories, and the
 // mapping of 401/403/404/429/5xx/network failures and aborts to the typed connector errors. No
 // database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
@@ -41,11 +41,12 @@ function page(
   resource: string,
   pageToken: string | null = null,
   since: Date | null = null,
-  opts: { signal?: AbortSignal; credentials?: Record<string, unknown> | null } = {},
+  opts: { signal?: AbortSignal; credentials?: Record<string, unknown> | null; until?: Date | null } = {},
 ): Promise<FetchPageResult> {
   return githubConnector.fetchPage({
     resource,
     since,
+    until: opts.until ?? null,
     pageToken,
     config,
     credentials: opts.credentials === undefined ? { token: TOKEN } : opts.credentials,
@@ -54,11 +55,11 @@ function page(
 }
 
 /** Pages through one resource; returns every page, in order. */
-async function pass(config: Config, resource: string, since: Date | null = null): Promise<FetchPageResult[]> {
+async function pass(config: Config, resource: string, since: Date | null = null, until: Date | null = null): Promise<FetchPageResult[]> {
   const pages: FetchPageResult[] = [];
   let token: string | null = null;
   do {
-    const result: FetchPageResult = await page(config, resource, token, since);
+    const result: FetchPageResult = await page(config, resource, token, since, { until });
     pages.push(result);
     token = result.nextPageToken;
   } while (token !== null && pages.length < 100);
@@ -79,11 +80,12 @@ const pathOf = (url: string) => new URL(url, 'http://x').pathname;
 const queryOf = (url: string) => new URL(url, 'http://x').searchParams;
 
 /** What GitHub holds for `repo`, as the fake serves it: items sorted by updated_at ascending. */
-function expected(repo: string, kind: 'issues' | 'pulls', sinceMs: number | null = null) {
+function expected(repo: string, kind: 'issues' | 'pulls', sinceMs: number | null = null, untilMs: number | null = null) {
   return gh.repos
     .get(repo)!
     .items.filter((item) => ('pull_request' in item) === (kind === 'pulls'))
     .filter((item) => sinceMs === null || Date.parse(item.updated_at) >= sinceMs)
+    .filter((item) => untilMs === null || Date.parse(item.updated_at) < untilMs)
     .sort((a, b) => Date.parse(a.updated_at) - Date.parse(b.updated_at))
     .map((item) => `${repo}#${item.number}`);
 }
@@ -187,6 +189,40 @@ describe('github connector: paging', () => {
     const prIds = prPages.flatMap((p) => p.records.map((r) => r.externalId));
     expect(prIds).toEqual(expected('octo/hello', 'pulls', since.getTime()));
     expect(prIds.length).toBeLessThan(expected('octo/hello', 'pulls').length);
+  });
+
+  it('drops items updated at or after until (issues and pulls), and stops paging a repository once past it', async () => {
+    // octo/hello: #n is updated at 2025-01-01T00:00Z + (10 − n) min; PRs are #2, #4, #6.
+    const base = Date.parse('2025-01-01T00:00:00Z');
+    const until = new Date(base + 5 * 60_000); // #5 is updated exactly at `until`: out
+    const config = cfg({ repositories: ['octo/hello', 'octo/world'] });
+    const issueIds = (await pass(config, 'issues', null, until)).flatMap((p) => p.records.map((r) => r.externalId));
+    expect(issueIds).toEqual(['octo/hello#10', 'octo/hello#9', 'octo/hello#8', 'octo/hello#7', ...expected('octo/world', 'issues')]);
+    expect(issueIds).toEqual([...expected('octo/hello', 'issues', null, until.getTime()), ...expected('octo/world', 'issues', null, until.getTime())]);
+    // Sorted by updated_at ascending: page 2 of octo/hello reached `until`, so pages 3 and 4 were
+    // not requested and paging moved on to octo/world.
+    expect(gh.requests.map((r) => `${pathOf(r.url)}?page=${queryOf(r.url).get('page') ?? '1'}`)).toEqual([
+      '/repos/octo/hello/issues?page=1',
+      '/repositories/12345/issues?page=2',
+      '/repos/octo/world/issues?page=1',
+      '/repositories/67890/issues?page=2',
+    ]);
+
+    const prIds = (await pass(cfg(), 'pull_requests', null, until)).flatMap((p) => p.records.map((r) => r.externalId));
+    expect(prIds).toEqual(['octo/hello#6']);
+    // With since as well: the window [base + 2 min, base + 5 min) holds #6, #7 and #8.
+    const since = new Date(base + 2 * 60_000);
+    const windowIssues = (await pass(cfg(), 'issues', since, until)).flatMap((p) => p.records.map((r) => r.externalId));
+    expect(windowIssues).toEqual(['octo/hello#8', 'octo/hello#7']);
+    const windowPulls = (await pass(cfg(), 'pull_requests', since, until)).flatMap((p) => p.records.map((r) => r.externalId));
+    expect(windowPulls).toEqual(['octo/hello#6']);
+  });
+
+  it('rejects an invalid until with Permanent', async () => {
+    const err = await failure(page(cfg(), 'issues', null, null, { until: new Date(Number.NaN) }));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/invalid until/);
+    expect(gh.requests).toHaveLength(0);
   });
 
   it('returns the page of a 200 whose x-ratelimit-remaining is 0', async () => {

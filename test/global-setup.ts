@@ -4,10 +4,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from '../db/embedded-postgres';
-import { resolveTemporalBinary } from '../lib/temporal-binaries';
+import { startEmbeddedPostgres } from '../infra/embedded-postgres';
+import { resolveTemporalBinary } from '../infra/temporal-binaries';
 import { freePort } from '../lib/ports';
-import { writeWorkflowBundle } from '../lib/workflow-bundle';
+import { writeWorkflowBundle } from '../infra/workflow-bundle';
 
 declare module 'vitest' {
   export interface ProvidedContext {

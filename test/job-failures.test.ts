@@ -1,12 +1,12 @@
-// Failure policy of a job on the time-skipping server (SPEC §5, seeds 001 and 002): retries after
+// Failure policy of a job on the time-skipping server: retries after
 // 1, 2, 4, 8, 16 min, the circuit breaker and its alert, and rate limits that wait for the
 // provider's hint without touching the breaker. Each job runs as its own workflow here.
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
-import { syncJobWorkflowId } from '../workflows/ids';
-import type { SyncJobResult } from '../workflows/sync-job';
+import { syncJobWorkflowId } from '../temporal/ids';
+import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
@@ -116,5 +116,31 @@ describe('job failure policy (time-skipping)', () => {
     const { jobId, result } = await runJob({ fail: { resource: 'issues', at_page: 1, kind: 'permanent' } });
     expect(result.status).toBe('failed');
     expect((await logs(jobId)).map((r) => r.outcome)).toEqual(['failed']);
+  });
+
+  /** The value of `rate_limited_total{provider="demo"}` on this file's worker. */
+  const rateLimitedTotal = async () =>
+    (await stack.metrics.rateLimited.get()).values.find((v) => v.labels.provider === 'demo')?.value ?? 0;
+
+  it('counts a rate limit in rate_limited_total also when other resources failed in the same attempt', async () => {
+    const before = await rateLimitedTotal();
+    const { result } = await runJob({
+      resource_types: ['issues', 'users'],
+      fail: [
+        { resource: 'issues', at_page: 1, kind: 'rate_limited', retry_after_seconds: 1, times: 1 },
+        { resource: 'users', at_page: 1, kind: 'transient', times: 2 },
+      ],
+    });
+    expect(result.status).toBe('completed');
+    expect((await rateLimitedTotal()) - before).toBe(1);
+  });
+
+  it('counts the rate limit that exhausts the retry cap in rate_limited_total', async () => {
+    const before = await rateLimitedTotal();
+    const { result, jobId } = await runJob({ fail: { resource: 'issues', at_page: 1, kind: 'rate_limited', retry_after_seconds: 1, times: 21 } });
+    expect(result.status).toBe('failed');
+    const job = (await db.pool.query('select rate_limit_retry_count from sync_jobs where id = $1', [jobId])).rows[0];
+    expect(job.rate_limit_retry_count).toBe(20);
+    expect((await rateLimitedTotal()) - before).toBe(21);
   });
 });

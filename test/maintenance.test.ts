@@ -1,4 +1,4 @@
-// Maintenance activities (retention cleanup and the stale-task reaper, SPEC §3 and §5) against a
+// Maintenance activities (retention cleanup and the stale-task reaper) against a
 // real, freshly migrated Postgres database. Factories are called directly with hand-built deps.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -178,6 +178,26 @@ describe('deleteOldJobs', () => {
     expect(logged[0]).toMatchObject({ deleted: 2, retention_days: 7 });
 
     await expect(deleteOldJobs(deps)({ at: AT, retentionDays: 7 })).resolves.toBe(0);
+  });
+
+  it('purges record tombstones past TOMBSTONE_RETENTION_DAYS and remembers how far the feed was purged', async () => {
+    const conn = await newConnection();
+    const insert = (id: string, deletedDaysAgo: number | null) =>
+      db.pool.query(
+        `insert into records (connection_id, resource_type, external_id, data, deleted_at, change)
+         values ($1, 'issues', $2, '{}', $3, $4) returning change_seq::text`,
+        [conn.id, id, deletedDaysAgo === null ? null : new Date(AT - deletedDaysAgo * DAY), deletedDaysAgo === null ? 'insert' : 'delete'],
+      ).then((r) => r.rows[0].change_seq as string);
+    const oldTombstone = await insert('gone-long-ago', 31);
+    await insert('gone-yesterday', 1);
+    await insert('live', null);
+    const { deps, lines } = harness();
+    await deleteOldJobs({ ...deps, tombstoneRetentionDays: 30 })({ at: AT, retentionDays: 7 });
+    const { rows } = await db.pool.query('select external_id from records where connection_id = $1 order by 1', [conn.id]);
+    expect(rows.map((r) => r.external_id)).toEqual(['gone-yesterday', 'live']);
+    const { rows: purged } = await db.pool.query('select feed_purged_seq::text from connections where id = $1', [conn.id]);
+    expect(purged[0].feed_purged_seq).toBe(oldTombstone);
+    expect(lines.find((l) => l.msg === 'old record tombstones purged')).toMatchObject({ purged: 1, tombstone_retention_days: 30 });
   });
 
   it('deletes a large backlog in batches', async () => {

@@ -1,5 +1,5 @@
-// Unit and property tests of the pure schedule planner (SPEC §4, seed 000), using the seed's own
-// numbers. No I/O: the clock and the random source are arguments of planNextRun.
+// Unit and property tests of the pure schedule planner, using the figures of its requirement
+// scenarios. No I/O: the clock and the random source are arguments of planNextRun.
 import { Cron } from 'croner';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -36,7 +36,7 @@ const JITTER_45 = fixed(0.25);
 /** The largest value a [0, 1) source can realistically return: always the top of the bounds. */
 const TOP = fixed(0.9999999);
 
-/** planNextRun with the seed's defaults (900 s, 0–20 % jitter, activation 09:00). */
+/** planNextRun with the defaults (900 s, 0–20 % jitter, activation 09:00). */
 function plan(input: Partial<PlanInput> & Pick<PlanInput, 'now'>): Plan {
   return planNextRun({
     schedule: every(900),
@@ -72,14 +72,14 @@ const settings = (overrides: Partial<ScheduleSettings> = {}): ScheduleSettings =
 // ---------------------------------------------------------------------------------------------
 
 describe('effective interval resolution (metadata.sync)', () => {
-  it('uses metadata.sync.interval_seconds when present (seed: "Metadata overrides default")', () => {
+  it('uses metadata.sync.interval_seconds when present', () => {
     expect(resolveSchedule({ interval_seconds: 300 }, settings())).toEqual({
       schedule: { kind: 'interval', intervalSeconds: 300 },
       warnings: [],
     });
   });
 
-  it('uses the 900 s default without an override (seed: "Default interval applied")', () => {
+  it('uses the 900 s default without an override', () => {
     for (const sync of [{}, undefined, null, { interval_seconds: null }]) {
       expect(resolveSchedule(sync, settings())).toEqual({
         schedule: { kind: 'interval', intervalSeconds: 900 },
@@ -88,7 +88,7 @@ describe('effective interval resolution (metadata.sync)', () => {
     }
   });
 
-  it('rejects an override above MAX_OVERRIDDEN_INTERVAL_SECONDS with a warning naming the failure (seed)', () => {
+  it('rejects an override above MAX_OVERRIDDEN_INTERVAL_SECONDS with a warning naming the failure', () => {
     const resolved = resolveSchedule({ interval_seconds: 7200 }, settings({ maxOverriddenIntervalSeconds: 3600 }));
     expect(resolved.schedule).toEqual({ kind: 'interval', intervalSeconds: 900 });
     expect(resolved.warnings).toHaveLength(1);
@@ -167,7 +167,7 @@ describe('effective interval resolution (metadata.sync)', () => {
 });
 
 describe('bootstrap (no finished incremental job)', () => {
-  it('enqueues at once and sets next_run_at = activation + 900 s + jitter (seed: "First incremental job scheduled")', () => {
+  it('enqueues at once and sets next_run_at = activation + 900 s + jitter', () => {
     const activation = Date.parse('2025-01-01T12:00:00Z');
     const now = at('12:03:17');
     const p = plan({ now, activationReference: activation, random: JITTER_45 });
@@ -202,7 +202,7 @@ describe('bootstrap (no finished incremental job)', () => {
 });
 
 describe('normal scheduling (L + B > now)', () => {
-  it('seed "Normal scheduling when current": L 10:00, tick 10:14 → due 10:15, scheduled 10:15 + jitter, next 10:30', () => {
+  it('normal scheduling when current: L 10:00, tick 10:14 → due 10:15, scheduled 10:15 + jitter, next 10:30', () => {
     const p = plan({ now: at('10:14'), lastFinishedAt: at('10:00'), random: JITTER_45 });
     expect(p.mode).toBe('normal');
     expect(p.baseIntervalSeconds).toBe(900);
@@ -230,7 +230,7 @@ describe('normal scheduling (L + B > now)', () => {
 });
 
 describe('catch-up (L + B <= now)', () => {
-  it('seed "Overdue job scheduled immediately": L 10:00, restart 10:20 → due 10:30, scheduled 10:15 + jitter, next 10:30', () => {
+  it('an overdue job runs at once: L 10:00, restart 10:20 → due 10:30, scheduled 10:15 + jitter, next 10:30', () => {
     const p = plan({ now: at('10:20'), lastFinishedAt: at('10:00'), random: JITTER_45 });
     expect(p.mode).toBe('catch_up');
     expect(p.nextDueAt).toBe(at('10:30'));
@@ -248,7 +248,7 @@ describe('catch-up (L + B <= now)', () => {
     expect(plan({ now: at('10:20'), lastFinishedAt: at('10:00'), random: TOP }).scheduledAt).toBe(at('10:18'));
   });
 
-  it('seed "Active connection receives incremental job": L 12:00, tick exactly at 12:15', () => {
+  it('an active connection gets its incremental job: L 12:00, tick exactly at 12:15', () => {
     const p = plan({ now: at('12:15'), lastFinishedAt: at('12:00'), random: JITTER_45 });
     expect(p.mode).toBe('catch_up');
     expect(p.scheduledAt).toBe(at('12:15:45'));
@@ -278,7 +278,7 @@ describe('catch-up (L + B <= now)', () => {
   });
 });
 
-describe('jitter persistence (seed: "Jitter persistence validated")', () => {
+describe('jitter persistence', () => {
   it('random = 45/181 samples exactly 45 s from [0, 180]', () => {
     expect(Math.floor((45 / 181) * 181)).toBe(45);
     expect(sampleJitter({ minSeconds: 0, maxSeconds: 180 }, fixed(45 / 181))).toBe(45);
@@ -295,7 +295,7 @@ describe('jitter persistence (seed: "Jitter persistence validated")', () => {
 });
 
 describe('jitter bounds and sampling', () => {
-  it('computes the seed bounds: 900 s at 0–20 % → [0, 180]; at 5–30 % → [45, 270]', () => {
+  it('computes the jitter bounds: 900 s at 0–20 % → [0, 180]; at 5–30 % → [45, 270]', () => {
     expect(jitterBounds(900, 0, 0.2)).toEqual({ minSeconds: 0, maxSeconds: 180 });
     expect(jitterBounds(900, 0.05, 0.3)).toEqual({ minSeconds: 45, maxSeconds: 270 });
     expect(jitterBounds(3600, 0, 0.2)).toEqual({ minSeconds: 0, maxSeconds: 720 });

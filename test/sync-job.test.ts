@@ -1,16 +1,18 @@
-// Running sync jobs (SPEC §5, seed 003) on the Temporal dev server with real Postgres and the demo
+// Running sync jobs on the Temporal dev server with real Postgres and the demo
 // connector: full, incremental and immediate modes, deletion, resume after a failed page,
 // failing resources and cancellation by signal and by the `temporal` CLI.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
+import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createDemoWorld, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
-import { ensureConnectionWorkflow } from '../lib/connection-workflows';
-import type { ConnectionState } from '../workflows/connection';
-import { connectionWorkflowId, syncJobWorkflowId } from '../workflows/ids';
-import type { SyncJobResult } from '../workflows/sync-job';
+import { createDemoWorld, demoConnector, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { registerConnector } from '../connectors/registry';
+import { ensureConnectionWorkflow } from '../temporal/client';
+import type { ConnectionState } from '../temporal/connection';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
+import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
 import { startFakeGitHub } from './helpers/fake-github';
@@ -69,7 +71,7 @@ describe('sync jobs', () => {
   const tasks = async (jobId: string) =>
     (await db.pool.query('select * from sync_tasks where job_id = $1 order by resource_type', [jobId])).rows;
   const recordCount = async (connectionId: string) =>
-    (await db.pool.query('select count(*)::int as n from records where connection_id = $1', [connectionId])).rows[0].n as number;
+    (await db.pool.query('select count(*)::int as n from records where connection_id = $1 and deleted_at is null', [connectionId])).rows[0].n as number;
 
   const FULL_10K = {
     resource_types: ['issues', 'pull_requests', 'users'],
@@ -92,6 +94,9 @@ describe('sync jobs', () => {
     ]);
     const logs = await db.pool.query('select outcome, processed_count from sync_job_logs where job_id = $1', [first.jobId]);
     expect(logs.rows).toEqual([{ outcome: 'completed', processed_count: '10000' }]);
+    expect((await tasks(first.jobId)).map((t) => [t.added_count, t.updated_count, t.unchanged_count, t.deleted_count])).toEqual([
+      [5000, 0, 0, 0], [3000, 0, 0, 0], [2000, 0, 0, 0],
+    ]);
 
     const dropped = Array.from({ length: 100 }, (_, i) => i);
     const changed = Array.from({ length: 50 }, (_, i) => 100 + i);
@@ -101,8 +106,11 @@ describe('sync jobs', () => {
     expect(second.result.status).toBe('completed');
     expect(await recordCount(id)).toBe(9_900);
     const issues = (await tasks(second.jobId)).find((t) => t.resource_type === 'issues');
-    expect(issues).toMatchObject({ deleted_count: 100, written_count: 50, entity_count: 4900 });
-    const after = await db.pool.query(`select external_id, synced_at from records where connection_id = $1`, [id]);
+    expect(issues).toMatchObject({ deleted_count: 100, written_count: 50, entity_count: 4900, added_count: 0, updated_count: 50, unchanged_count: 4850 });
+    // A deletion leaves a tombstone: the row stays, marked deleted, for the change feed.
+    const tombstones = await db.pool.query(`select count(*)::int as n from records where connection_id = $1 and change = 'delete'`, [id]);
+    expect(tombstones.rows[0].n).toBe(100);
+    const after = await db.pool.query(`select external_id, synced_at from records where connection_id = $1 and deleted_at is null`, [id]);
     const was = new Map(before.rows.map((r) => [r.external_id, r.synced_at.getTime()]));
     const rewritten = after.rows.filter((r) => r.synced_at.getTime() !== was.get(r.external_id)).map((r) => r.external_id);
     expect(rewritten.sort()).toEqual(changed.map((i) => `issues-${i}`).sort());
@@ -165,6 +173,42 @@ describe('sync jobs', () => {
     expect(tokens).toHaveLength(21);
     expect(new Set(tokens).size).toBe(20);
     expect(tokens[7]).toBe(tokens[8]);
+  });
+
+  it('a backfill stores only records updated inside [window start, window end), even from a connector that ignores both bounds', async () => {
+    // A provider that serves everything whatever the window, plus one record without updated_at.
+    registerConnector({
+      slug: 'demo-unbounded',
+      resourceTypes: (config) => demoConnector.resourceTypes(config),
+      async fetchPage(input) {
+        const page = await demoConnector.fetchPage({ ...input, since: null, until: null });
+        if (input.pageToken !== null) return page;
+        return { ...page, records: [...page.records, { externalId: 'undated', updatedAt: null, data: {} }] };
+      },
+    });
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config) values ('acme', 'demo-unbounded', 'unbounded', $1) returning id`,
+      [{ resource_types: ['issues'], records_per_resource: 30, page_size: 4 }],
+    );
+    const connectionId = rows[0]!.id;
+    const jobId = randomUUID();
+    // Record i is updated at 2025-01-01T00:00:00Z + i s: the window holds records 10–19.
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, window_start, window_end)
+       values ($1, $2, 'acme', 'incremental', 'backfill', '2025-01-01T00:00:10Z', '2025-01-01T00:00:20Z')`,
+      [jobId, connectionId],
+    );
+    const result = await env.client.workflow.execute('syncJobWorkflow', {
+      taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId }],
+    });
+    expect(result).toMatchObject({ status: 'completed' });
+    const stored = await db.pool.query<{ external_id: string }>(
+      `select external_id from records where connection_id = $1 order by (data ->> 'index')::int`,
+      [connectionId],
+    );
+    expect(stored.rows.map((r) => r.external_id)).toEqual(Array.from({ length: 10 }, (_, i) => `issues-${10 + i}`));
+    expect((await tasks(jobId))[0]).toMatchObject({ status: 'completed', entity_count: 10, written_count: 10, deleted_count: 0 });
+    expect(await job(jobId)).toMatchObject({ status: 'completed', processed_entities: '10' });
   });
 
   it('fails the job when one resource fails, naming it, and completes the others (two tasks at a time)', async () => {
@@ -232,6 +276,21 @@ describe('sync jobs', () => {
     });
     expect(await count()).toEqual(before);
     expect(await recordCount(id)).toBe(240);
+  });
+
+  it('immediate mode counts a provider rate limit once in rate_limited_total{provider}', async () => {
+    const id = await connection({
+      resource_types: ['issues'], records_per_resource: 30, page_size: 10, seed: 'immediate-rate-limit',
+      fail: { resource: 'issues', at_page: 2, kind: 'rate_limited', retry_after_seconds: 7 },
+    });
+    const counted = async () =>
+      (await stack.registry.getSingleMetric('rate_limited_total')!.get()).values.find((v) => v.labels.provider === 'demo')?.value ?? 0;
+    const before = await counted();
+    const failed = await env.client.workflow
+      .execute('immediateSyncWorkflow', { taskQueue: TASK_QUEUE, workflowId: `immediate-sync:${id}:${randomUUID()}`, args: [{ connectionId: id, mode: 'full' }] })
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(WorkflowFailedError);
+    expect(await counted()).toBe(before + 1);
   });
 
   it('cancels a running job with `temporal workflow cancel`: job and open tasks cancelled, no page fetched after', async () => {

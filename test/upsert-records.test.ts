@@ -1,12 +1,15 @@
-// Record upserts (db/upsert-records.ts) against a real Postgres: unchanged rows are not rewritten,
-// and an older version of a record never replaces a newer one (a backfill or a second job of the
-// same connection can overlap with the scheduled sync).
+// Record writes (db/models/records.ts) against a real Postgres: unchanged rows are not rewritten, an
+// older version of a record never replaces a newer one (a backfill or a second job of the same
+// connection can overlap with the scheduled sync), every write takes the next change-feed position,
+// and two writers of one connection commit in feed order.
+import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertRecords } from '../db/upsert-records';
+import { purgeTombstonesBatch, readChanges, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { eventually } from './helpers/worker';
 
-describe('upsertRecords', () => {
+describe('record writes and the change feed', () => {
   let db: TestDatabase;
   let connectionId: string;
   beforeAll(async () => {
@@ -18,22 +21,107 @@ describe('upsertRecords', () => {
     await db?.drop();
   });
 
-  const put = (records: { externalId: string; updatedAt: string | null; data: Record<string, unknown> }[]) =>
-    withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'issues', jobId: null, at: new Date() }, records));
+  const record = (externalId: string, data: Record<string, unknown>, updatedAt: string | null = null) => ({ externalId, data, updatedAt });
+  const putIn = (tx: PoolClient, records: ReturnType<typeof record>[], resourceType = 'issues', conn = connectionId) =>
+    upsertRecords(tx, { connectionId: conn, resourceType, jobId: null, at: new Date() }, records);
+  const put = (records: ReturnType<typeof record>[], resourceType = 'issues') => withTransaction(db.pool, (tx) => putIn(tx, records, resourceType));
   const stored = async (id: string) =>
     (await db.pool.query('select data, source_updated_at from records where connection_id = $1 and external_id = $2', [connectionId, id])).rows[0];
+  const feed = async (afterSeq: string, conn = connectionId) => readChanges(db.pool, { connectionId: conn, afterSeq, limit: 1000 });
+  const last = (changes: { change_seq: string }[], fallback: string) => changes.at(-1)?.change_seq ?? fallback;
 
   it('writes new and changed records, skips unchanged ones and never goes back to an older version', async () => {
-    expect(await put([{ externalId: '1', updatedAt: '2025-01-02T00:00:00Z', data: { v: 2 } }])).toBe(1);
-    expect(await put([{ externalId: '1', updatedAt: '2025-01-02T00:00:00Z', data: { v: 2 } }])).toBe(0);
+    expect(await put([record('1', { v: 2 }, '2025-01-02T00:00:00Z')])).toEqual({ added: 1, updated: 0, unchanged: 0 });
+    expect(await put([record('1', { v: 2 }, '2025-01-02T00:00:00Z')])).toEqual({ added: 0, updated: 0, unchanged: 1 });
     // An older fetch of the same record arrives late: ignored.
-    expect(await put([{ externalId: '1', updatedAt: '2025-01-01T00:00:00Z', data: { v: 1 } }])).toBe(0);
+    expect(await put([record('1', { v: 1 }, '2025-01-01T00:00:00Z')])).toEqual({ added: 0, updated: 0, unchanged: 1 });
     expect(await stored('1')).toMatchObject({ data: { v: 2 } });
-    // A newer one wins; without a provider time the data decides.
-    expect(await put([{ externalId: '1', updatedAt: '2025-01-03T00:00:00Z', data: { v: 3 } }])).toBe(1);
-    expect(await put([{ externalId: '2', updatedAt: null, data: { v: 1 } }, { externalId: '2', updatedAt: null, data: { v: 9 } }])).toBe(1);
-    expect(await put([{ externalId: '2', updatedAt: null, data: { v: 10 } }])).toBe(1);
+    // A newer one wins; without a provider time the data decides; a repeated id counts once.
+    expect(await put([record('1', { v: 3 }, '2025-01-03T00:00:00Z')])).toEqual({ added: 0, updated: 1, unchanged: 0 });
+    expect(await put([record('2', { v: 1 }), record('2', { v: 9 })])).toEqual({ added: 1, updated: 0, unchanged: 0 });
+    expect(await put([record('2', { v: 10 })])).toEqual({ added: 0, updated: 1, unchanged: 0 });
     expect(await stored('1')).toMatchObject({ data: { v: 3 } });
     expect(await stored('2')).toMatchObject({ data: { v: 10 } });
+  });
+
+  it('gives every change the next feed position, each record once at its latest, tombstones included', async () => {
+    const { rows } = await db.pool.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', 'feed') returning id`);
+    const conn: string = rows[0].id;
+    const putConn = (records: ReturnType<typeof record>[]) => withTransaction(db.pool, (tx) => putIn(tx, records, 'issues', conn));
+    await putConn([record('a', { v: 1 }), record('b', { v: 1 }), record('c', { v: 1 })]);
+    const first = await feed('0', conn);
+    expect(first.map((c) => [c.external_id, c.change])).toEqual([['a', 'insert'], ['b', 'insert'], ['c', 'insert']]);
+    const cursor = last(first, '0');
+
+    // An unchanged write is no change; a changed one moves the record to the end of the feed.
+    await putConn([record('a', { v: 1 }), record('b', { v: 2 })]);
+    expect((await feed(cursor, conn)).map((c) => [c.external_id, c.change, c.data])).toEqual([['b', 'update', { v: 2 }]]);
+
+    // A full pass that saw only b tombstones a and c, keeping their data.
+    const { rows: task } = await db.pool.query(
+      `with j as (insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at)
+                  values ($1, 't', 'full', 'api', 'running', now()) returning id)
+       insert into sync_tasks (job_id, resource_type, status, started_at) select id, 'issues', 'processing', now() + interval '1 minute' from j returning id`,
+      [conn],
+    );
+    await db.pool.query(`insert into sync_seen (task_id, external_id) values ($1, 'b')`, [task[0].id]);
+    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, conn, 'issues', task[0].id, new Date()))).toBe(2);
+    const afterDelete = await feed(cursor, conn);
+    expect(afterDelete.map((c) => [c.external_id, c.change])).toEqual([['b', 'update'], ['a', 'delete'], ['c', 'delete']]);
+    expect(afterDelete[1]).toMatchObject({ data: { v: 1 } });
+    expect(afterDelete[1]!.deleted_at).toBeInstanceOf(Date);
+    // Tombstoning again changes nothing.
+    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, conn, 'issues', task[0].id, new Date()))).toBe(0);
+
+    // Seen again, a tombstoned record comes back as an insert.
+    expect(await putConn([record('a', { v: 1 })])).toEqual({ added: 1, updated: 0, unchanged: 0 });
+    const back = await feed(last(afterDelete, cursor), conn);
+    expect(back.map((c) => [c.external_id, c.change, c.deleted_at])).toEqual([['a', 'insert', null]]);
+
+    // Purging old tombstones removes c and records how far the purge reached.
+    expect(await purgeTombstonesBatch(db.pool, new Date(Date.now() + 1000), 100)).toBeGreaterThanOrEqual(1);
+    expect((await feed('0', conn)).map((c) => c.external_id)).toEqual(['b', 'a']);
+    const { rows: purged } = await db.pool.query('select feed_purged_seq::text from connections where id = $1', [conn]);
+    expect(purged[0].feed_purged_seq).toBe(afterDelete[2]!.change_seq);
+  });
+
+  it('commits two writers of one connection in feed order, so a reader between them misses nothing', async () => {
+    const { rows } = await db.pool.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', 'race') returning id`);
+    const conn: string = rows[0].id;
+    const first = await db.pool.connect();
+    const second = await db.pool.connect();
+    try {
+      // The first writer takes its feed position and stays open.
+      await first.query('begin');
+      await putIn(first, [record('from-first', { v: 1 })], 'issues', conn);
+      // The second writer takes a later position and commits as soon as it can.
+      await second.query('begin');
+      const secondPid: number = (await second.query('select pg_backend_pid() as pid')).rows[0].pid;
+      let secondDone = false;
+      const secondWrite = (async () => {
+        await putIn(second, [record('from-second', { v: 1 })], 'issues', conn);
+        await second.query('commit');
+        secondDone = true;
+      })();
+      // Either it finished (nothing made it wait) or it waits on a lock held by the first writer.
+      await eventually(async () => {
+        if (secondDone) return true;
+        const { rows: waiting } = await db.pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [secondPid]);
+        return waiting.length > 0 ? true : undefined;
+      });
+
+      // A consumer reads now, then after both committed, moving its cursor as it goes.
+      const seen: string[] = [];
+      const before = await feed('0', conn);
+      seen.push(...before.map((c) => c.external_id));
+      await first.query('commit');
+      await secondWrite;
+      const after = await feed(last(before, '0'), conn);
+      seen.push(...after.map((c) => c.external_id));
+      expect(seen).toEqual(['from-first', 'from-second']);
+    } finally {
+      first.release();
+      second.release();
+    }
   });
 });

@@ -1,9 +1,6 @@
-import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
-
-/** Entry module of all Synctide workflows, bundled by the worker. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+import { WORKFLOWS_PATH } from '../infra/workflow-bundle';
 
 /** What a Synctide worker needs. */
 export interface WorkerDeps {
@@ -14,6 +11,8 @@ export interface WorkerDeps {
   /** A prebuilt bundle (`npm run build:workflows`, or the tests' own); otherwise the worker bundles WORKFLOWS_PATH. */
   workflowBundle?: WorkflowBundleOption;
   activities: ActivityDeps;
+  /** Workflow runs kept in memory between tasks; 0 keeps none (every task replays its run's history). */
+  maxCachedWorkflows?: number;
 }
 
 /** Creates the one Synctide worker: all workflows and activities on one task queue. */
@@ -25,6 +24,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(deps.activities),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
+    ...(deps.maxCachedWorkflows !== undefined && { maxCachedWorkflows: deps.maxCachedWorkflows }),
     // Heartbeats carry cancellation to a sync task: send them at least every second so a
     // cancelled job stops within about a page instead of up to 0.8 × the heartbeat timeout.
     maxHeartbeatThrottleInterval: '1 second',

@@ -1,19 +1,24 @@
-// Immediate mode (seed 003): the sync of a connection run at once, returning counts and writing
-// no job or task rows. Callers await the result of `immediate-sync:<connection_id>:<request_id>`.
-import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { ImmediateSyncResult } from '../activities/sync-immediately';
+// Immediate mode: the sync of a connection run at once, returning counts and writing no job or
+// task rows. Callers await the result of `immediate-sync:<connection_id>:<request_id>` until their
+// deadline, then cancel it; its execution timeout, set by the caller, bounds it in any case.
+import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../temporal/activities';
+import type { ImmediateSyncInput, ImmediateSyncResult, ImmediateSyncWorkflow } from '../temporal/immediate-sync';
 
+// Liveness comes from the per-page heartbeats, which also carry the counts so far and the
+// cancellation: on cancel the workflow waits until the activity has stopped (after the page in
+// hand is stored), so a closed immediate sync fetches nothing more. The start-to-close timeout
+// is only a backstop; the workflow's execution timeout is the real bound.
 const { syncImmediately } = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '60 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { maximumAttempts: 3 },
 });
 
 /** Runs an immediate sync and returns per-resource counts. */
-export async function immediateSyncWorkflow(input: {
-  connectionId: string;
-  mode: 'incremental' | 'full';
-  resourceTypes?: string[];
-}): Promise<ImmediateSyncResult> {
+export async function immediateSyncWorkflow(input: ImmediateSyncInput): Promise<ImmediateSyncResult> {
   return syncImmediately(input);
 }
+
+immediateSyncWorkflow satisfies ImmediateSyncWorkflow;

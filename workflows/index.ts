@@ -1,5 +1,6 @@
-// Every workflow the Synctide worker runs.
-export { connectionWorkflow } from './connection';
+// Every workflow the Synctide worker runs, registered under these export names (the workflow types
+// of the contract modules in temporal/).
+export { connectionWorkflow } from './connection/workflow';
 export { immediateSyncWorkflow } from './immediate-sync';
 export { reconcileWorkflow } from './reconcile';
-export { syncJobWorkflow } from './sync-job';
+export { syncJobWorkflow } from './sync-job/workflow';

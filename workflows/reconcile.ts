@@ -2,7 +2,8 @@
 // ensures every connection has its workflow, stops those of disabled connections and updates the
 // backlog gauge, every SCHEDULER_TICK_SECONDS.
 import { continueAsNew, isCancellation, log, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities } from '../temporal/activities';
+import type { ReconcileInput, ReconcileWorkflow } from '../temporal/reconcile';
 import { BOOKKEEPING } from './activity-options';
 
 const { reconcileConnections, reapStaleTasks, deleteOldJobs } = proxyActivities<Activities>({
@@ -12,41 +13,43 @@ const { reconcileConnections, reapStaleTasks, deleteOldJobs } = proxyActivities<
   retry: { ...BOOKKEEPING.retry, maximumAttempts: 3 },
 });
 
-/** Input of the reconcile workflow. */
-export interface ReconcileInput {
-  tickSeconds: number;
-  /** Finished jobs older than this are deleted, once a day. Default 7. */
-  retentionDays?: number;
-  /** When retention cleanup last ran (epoch ms), carried across continue-as-new. */
-  lastRetentionAt?: number;
-}
-
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 const TICKS_PER_RUN = 100;
 
-/** Ticks forever; continues as new every 100 ticks (or sooner if the server suggests it). */
+/**
+ * Ticks forever; continues as new every 100 ticks (or sooner if the server suggests it). The
+ * period and the retention come from the worker that ran the latest tick (its configuration is
+ * reported with the tick's result), so a restart with new values takes effect at the next tick;
+ * the input's values serve until a tick has reported.
+ */
 export async function reconcileWorkflow(input: ReconcileInput): Promise<never> {
   let lastRetentionAt = input.lastRetentionAt ?? 0;
+  let tickSeconds = input.tickSeconds;
+  let retentionDays = input.retentionDays ?? 7;
   for (let tick = 0; tick < TICKS_PER_RUN && !workflowInfo().continueAsNewSuggested; tick++) {
-    await attempt('reconcile', () => reconcileConnections({ at: Date.now() }));
+    const result = await attempt('reconcile', () => reconcileConnections({ at: Date.now() }));
+    if (result?.settings) ({ tickSeconds, retentionDays } = result.settings);
     // A task with no heartbeat for 5 minutes belongs to a worker that is gone.
     await attempt('reap stale tasks', () => reapStaleTasks({ at: Date.now(), staleAfterSeconds: 300 }));
     if (Date.now() - lastRetentionAt >= DAY_MS) {
-      await attempt('retention cleanup', () => deleteOldJobs({ at: Date.now(), retentionDays: input.retentionDays ?? 7 }));
+      await attempt('retention cleanup', () => deleteOldJobs({ at: Date.now(), retentionDays }));
       lastRetentionAt = Date.now();
     }
-    await sleep(input.tickSeconds * 1000);
+    await sleep(tickSeconds * 1000);
   }
-  return continueAsNew<typeof reconcileWorkflow>({ ...input, lastRetentionAt });
+  return continueAsNew<ReconcileWorkflow>({ ...input, tickSeconds, retentionDays, lastRetentionAt });
 }
 
-/** Runs one step of a tick; a failure is logged and the next tick tries again. */
-async function attempt(step: string, run: () => Promise<unknown>): Promise<void> {
+/** Runs one step of a tick and returns its result; a failure is logged and the next tick tries again. */
+async function attempt<T>(step: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
-    await run();
+    return await run();
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.warn(`${step} failed; the next tick tries again`, { error: String(err) });
+    return undefined;
   }
 }
+
+reconcileWorkflow satisfies ReconcileWorkflow;

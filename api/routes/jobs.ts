@@ -1,18 +1,13 @@
-import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { WorkflowNotFoundError } from '@temporalio/client';
-import { findConnection } from '../../db/queries/find-connection';
-import { findJob, findJobTasks } from '../../db/queries/find-job';
-import { listJobs } from '../../db/queries/list-jobs';
-import { cancelJobSignal } from '../../workflows/connection';
-import { connectionWorkflowId, syncJobWorkflowId } from '../../workflows/ids';
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { getConnection } from '../../commands/connections';
+import { invalid } from '../../commands/errors';
+import { cancelJob, getJob, listJobs, requestJob } from '../../commands/jobs';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError } from '../errors';
 import { presentJob } from '../present';
-import { requestJob } from '../request-job';
 import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import { CancelAnswerSchema, JobPageSchema, JobQuery, JobSchema, ListJobsQuery, ScheduleJobBody } from '../schemas/jobs';
-import { z } from '@hono/zod-openapi';
 
 const tags = ['jobs'];
 
@@ -26,13 +21,13 @@ const IdempotencyHeaders = z.object({
 });
 
 const schedule = createRoute({
-  method: 'post', path: '/jobs/schedule', tags, summary: 'Schedule a backfill job for a connection and window (seed 001)',
+  method: 'post', path: '/jobs/schedule', tags, summary: 'Schedule a backfill job for a connection and window',
   request: { body: jsonBody(ScheduleJobBody), headers: IdempotencyHeaders },
   responses: {
     202: jsonAnswer(JobSchema, 'Accepted (or the job of an earlier request with the same Idempotency-Key)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, or the key reused for another request'),
+    409: conflict('Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, the key reused for another request, or the stored config is invalid'),
   },
 });
 const get = createRoute({
@@ -48,21 +43,24 @@ const list = createRoute({
 const cancel = createRoute({
   method: 'post', path: '/jobs/{id}/cancel', tags, summary: 'Cancel a queued, running or waiting job',
   request: { params: IdParams },
-  responses: { 202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested; the job shows `cancelled` once it stopped'), ...errorResponses, 404: notFound, 409: conflict('The job has already finished') },
+  responses: {
+    202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running)'),
+    ...errorResponses,
+    404: notFound,
+    409: conflict('The job has already finished (`job_finished`), or it was requested and its workflow is starting (`job_starting`: retry in a moment)'),
+  },
 });
 
-/** Routes of `/jobs`. */
+/** Routes of `/jobs`: parse, call a command, present. */
 export function jobRoutes(deps: ApiDeps) {
   const app = new OpenAPIHono<ApiEnv>();
-  const { pool, temporal } = deps;
 
   app.openapi(schedule, async (c) => {
     const body = c.req.valid('json');
     const key = c.req.valid('header')['idempotency-key'];
-    const connection = await findConnection(pool, body.pairId);
-    if (!connection) throw new ApiError(404, 'not_found', 'no connection with that pairId');
+    const connection = await getConnection(deps, body.pairId, 'no connection with that pairId');
     if (body.connectorId !== undefined && body.connectorId !== connection.id) {
-      throw new ApiError(400, 'invalid_request', "connectorId: must be the connection's own id (each connection is one connector instance)");
+      throw invalid("connectorId: must be the connection's own id (each connection is one connector instance)");
     }
     const resourceTypes = Array.isArray(body.payload.resource_types) ? body.payload.resource_types.map(String) : undefined;
     const answer = await requestJob(deps, {
@@ -78,10 +76,8 @@ export function jobRoutes(deps: ApiDeps) {
 
   app.openapi(get, async (c) => {
     const { id } = c.req.valid('param');
-    const job = await findJob(pool, id);
-    if (!job) throw new ApiError(404, 'not_found', 'no job with that id');
     const withTasks = c.req.valid('query').include_tasks === 'true';
-    const tasks = withTasks || job.failed_tasks > 0 ? await findJobTasks(pool, id) : undefined;
+    const { job, tasks } = await getJob(deps, id, withTasks);
     return c.json(presentJob(job, tasks, withTasks), 200);
   });
 
@@ -92,7 +88,7 @@ export function jobRoutes(deps: ApiDeps) {
     if (position === null || (position && (Number.isNaN(createdAt!.getTime()) || !/^[0-9a-f-]{36}$/i.test(position.id ?? '')))) {
       throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
     }
-    const page = await listJobs(pool, {
+    const page = await listJobs(deps, {
       connectionId: q.connection_id, tenantId: q.tenant_id, status: q.status, jobType: q.job_type, trigger: q.trigger,
       before: position ? { createdAt: createdAt!, id: position.id! } : undefined,
       limit: q.limit,
@@ -105,26 +101,9 @@ export function jobRoutes(deps: ApiDeps) {
   });
 
   app.openapi(cancel, async (c) => {
-    const { id } = c.req.valid('param');
-    const job = await findJob(pool, id);
-    if (!job) throw new ApiError(404, 'not_found', 'no job with that id');
-    if (!['queued', 'running', 'retrying'].includes(job.status)) {
-      throw new ApiError(409, 'job_finished', `the job has already finished (${job.status})`);
-    }
-    // A job with a workflow is cancelled through it (its cleanup marks the job and tasks); a
-    // queued job of the scheduler has none yet, so the connection workflow is told instead.
-    try {
-      await temporal.workflow.getHandle(syncJobWorkflowId(id)).cancel();
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-      if (job.trigger === 'schedule' || job.trigger === 'manual') {
-        await temporal.workflow.getHandle(connectionWorkflowId(job.connection_id)).signal(cancelJobSignal);
-      } else {
-        throw new ApiError(409, 'job_starting', 'the job is starting; retry in a moment');
-      }
-    }
-    c.get('log').info({ job_id: id, connection_id: job.connection_id }, 'job cancel requested');
-    return c.json({ job_id: id, status: job.status, cancel_requested: true }, 202);
+    const job = await cancelJob(deps, c.req.valid('param').id);
+    c.get('log').info({ job_id: job.id, connection_id: job.connection_id }, 'job cancel requested');
+    return c.json({ job_id: job.id, status: job.status, cancel_requested: true }, 202);
   });
 
   return app;

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { SYNC_MODES } from '../../policy/vocabulary';
 
 /** `{error: {code, message}}`, the body of every error answer. */
 export const ErrorSchema = z
@@ -78,4 +79,4 @@ export function decodeCursor(cursor: string): Record<string, string> | null {
 export const NullableTime = z.string().nullable().openapi({ example: '2025-01-01T12:00:00.000Z' });
 
 /** A connection's provider mode of a sync. */
-export const SyncModeSchema = z.enum(['incremental', 'full']).openapi({ description: 'incremental (default) or full (with deletion of records gone upstream)' });
+export const SyncModeSchema = z.enum(SYNC_MODES).openapi({ description: 'incremental (default) or full (with deletion of records gone upstream)' });

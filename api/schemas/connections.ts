@@ -1,8 +1,10 @@
 import { z } from '@hono/zod-openapi';
+import { CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, type ConnectionStatus } from '../../policy/vocabulary';
 import { cronProblem, MIN_INTERVAL_SECONDS } from '../../policy/schedule';
+import { configProblem, PROVIDER_CONFIG_SCHEMAS, type ProviderSlug } from '../../commands/provider-configs';
 import { CursorQuery, LimitQuery, NullableTime, SyncModeSchema } from './common';
 
-/** seed 003: letters, digits, `_` and `-`, 1–64 characters. */
+/** An app key: letters, digits, `_` and `-`, 1–64 characters. */
 export const APP_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** An app key, validated for format. */
@@ -21,29 +23,69 @@ export const ScheduleSchema = z
       .number({ error: 'must be an integer number of seconds' })
       .int('must be an integer number of seconds')
       .min(MIN_INTERVAL_SECONDS, `must be at least ${MIN_INTERVAL_SECONDS}`)
-      .optional(),
+      .optional()
+      .openapi({ description: "At most the deployment's MAX_OVERRIDDEN_INTERVAL_SECONDS (default 86400)" }),
     cron: z
       .string()
       .refine((v) => cronProblem(v) === undefined, { error: (issue) => cronProblem(issue.input) ?? 'invalid cron' })
-      .optional(),
+      .optional()
+      .openapi({ description: 'A 5-field cron expression, evaluated in UTC', example: '*/15 * * * *' }),
   })
   .refine((s) => (s.interval_seconds === undefined) !== (s.cron === undefined), {
     error: 'give exactly one of interval_seconds or cron',
   })
-  .openapi('Schedule', { example: { interval_seconds: 900 } });
+  // "Exactly one of the two" in the document's own terms.
+  .openapi('Schedule', { minProperties: 1, maxProperties: 1, example: { interval_seconds: 900 } });
 
 const JsonObject = z.record(z.string(), z.unknown());
 
-/** `POST /connections` body. */
-export const CreateConnectionBody = z
+/**
+ * A provider's connection config, as its connector validates it. The document shows the
+ * connector's own zod schema as input (defaults may be left out; unknown keys are allowed and
+ * ignored); a value is checked by the connector itself (also for the rules its schema cannot
+ * state) and kept as given, so the connector's defaults are not frozen into a stored config.
+ */
+function providerConfig(provider: ProviderSlug) {
+  const { $schema: _dialect, ...documented } = z.toJSONSchema(PROVIDER_CONFIG_SCHEMAS[provider], { io: 'input' }) as Record<string, unknown>;
+  // With a `type`, the generator takes the metadata as the whole schema instead of the record's.
+  const metadata = { ...documented, type: 'object' } as { type: 'object' };
+  return JsonObject.superRefine((config, ctx) => {
+    const problem = configProblem(provider, config);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }).openapi(metadata);
+}
+
+/** What every new connection gives, whatever its provider. */
+const connectionFields = {
+  tenant_id: TenantIdSchema,
+  app_key: AppKeySchema,
+  credentials: JsonObject.nullable().optional().openapi({ description: 'Secrets; stored, never returned or logged', example: { token: 'ghp_…' } }),
+  schedule: ScheduleSchema.optional(),
+  status: z.enum(['active', 'paused'] as const satisfies readonly ConnectionStatus[]).default('active'),
+};
+
+/** A new `github` connection: its config names the repositories (`credentials.token` is read at sync time). */
+const CreateGitHubConnection = z
   .strictObject({
-    tenant_id: TenantIdSchema,
-    app_key: AppKeySchema,
-    provider: z.string({ error: 'must be a provider slug' }).min(1).openapi({ example: 'github' }),
-    config: JsonObject.default({}).openapi({ example: { repositories: ['octo-org/octo-repo'] } }),
-    credentials: JsonObject.nullable().optional().openapi({ description: 'Secrets; stored, never returned or logged', example: { token: 'ghp_…' } }),
-    schedule: ScheduleSchema.optional(),
-    status: z.enum(['active', 'paused']).default('active'),
+    ...connectionFields,
+    provider: z.literal('github'),
+    config: providerConfig('github').openapi({ example: { repositories: ['octo-org/octo-repo'] } }),
+  })
+  .openapi('CreateGitHubConnection');
+
+/** A new `demo` connection: synthetic data, every config key optional. */
+const CreateDemoConnection = z
+  .strictObject({
+    ...connectionFields,
+    provider: z.literal('demo'),
+    config: providerConfig('demo').default({}).openapi({ example: { records_per_resource: 100, page_size: 50 } }),
+  })
+  .openapi('CreateDemoConnection');
+
+/** `POST /connections` body: one shape per provider, told apart by `provider`. */
+export const CreateConnectionBody = z
+  .discriminatedUnion('provider', [CreateGitHubConnection, CreateDemoConnection], {
+    error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${Object.keys(PROVIDER_CONFIG_SCHEMAS).map((p) => `'${p}'`).join(', ')}` : undefined),
   })
   .openapi('CreateConnection');
 
@@ -60,19 +102,19 @@ export const UpdateConnectionBody = z
 export const SyncNowBody = z
   .strictObject({
     mode: SyncModeSchema.default('incremental'),
-    resource_types: z.array(z.string().min(1)).min(1).optional(),
+    resource_types: z.array(z.string().min(1)).min(1).optional().openapi({ description: "Some of the connection's resource types (default: all)" }),
   })
   .openapi('SyncNow');
 
 /** The live state of a connection's workflow (its `state` query). */
 export const LiveStateSchema = z
   .object({
-    phase: z.enum(['starting', 'sleeping', 'running', 'paused', 'backing_off', 'stopped']),
+    phase: z.enum(PHASES),
     next_run_at: NullableTime,
     scheduled_at: NullableTime,
     last_jitter_seconds: z.number().nullable(),
     current_job_id: z.string().nullable(),
-    last_outcome: z.string().nullable(),
+    last_outcome: z.enum(JOB_OUTCOMES).nullable(),
     pending: z.array(z.string()),
     cycles: z.number(),
   })
@@ -96,7 +138,7 @@ export const ConnectionSchema = z
     tenant_id: z.string(),
     provider: z.string(),
     app_key: z.string(),
-    status: z.enum(['active', 'paused', 'disabled']),
+    status: z.enum(CONNECTION_STATUSES),
     config: JsonObject,
     has_credentials: z.boolean(),
     schedule: z.object({
@@ -121,7 +163,7 @@ export const ConnectionDetailSchema = ConnectionSchema.extend({
 export const ListConnectionsQuery = z.object({
   tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
   provider: z.string().optional().openapi({ param: { name: 'provider', in: 'query' } }),
-  status: z.enum(['active', 'paused', 'disabled']).optional().openapi({ param: { name: 'status', in: 'query' } }),
+  status: z.enum(CONNECTION_STATUSES).optional().openapi({ param: { name: 'status', in: 'query' } }),
   limit: LimitQuery,
   cursor: CursorQuery,
 });
@@ -133,5 +175,5 @@ export const ConnectionPageSchema = z
 
 /** What a pause, resume or disable did. */
 export const StatusChangeSchema = z
-  .object({ id: z.string(), status: z.enum(['active', 'paused', 'disabled']), workflow: z.string() })
+  .object({ id: z.string(), status: z.enum(CONNECTION_STATUSES), workflow: z.string() })
   .openapi('StatusChange');

@@ -1,13 +1,20 @@
 import { z } from '@hono/zod-openapi';
+import { JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, TASK_STATUSES } from '../../policy/vocabulary';
 import { CursorQuery, LimitQuery, NullableTime } from './common';
+
+/** What a job or task did to records: rows inserted (or back from a tombstone), changed, tombstoned, and seen unchanged. */
+export const RecordCountsSchema = z
+  .object({ added: z.number(), updated: z.number(), deleted: z.number(), unchanged: z.number() })
+  .openapi('RecordCounts');
 
 /** One task of a job (`include_tasks=true`). */
 export const TaskSchema = z
   .object({
     resource_type: z.string(),
-    status: z.enum(['pending', 'processing', 'completed', 'failed', 'cancelled']),
+    status: z.enum(TASK_STATUSES),
     entity_count: z.number(),
     deleted_count: z.number(),
+    counts: RecordCountsSchema,
     error_message: z.string().nullable(),
     started_at: NullableTime,
     completed_at: NullableTime,
@@ -21,9 +28,9 @@ export const JobSchema = z
     connection_id: z.string(),
     tenant_id: z.string(),
     provider: z.string(),
-    job_type: z.enum(['incremental', 'full']),
-    trigger: z.enum(['schedule', 'manual', 'api', 'backfill']),
-    status: z.enum(['queued', 'running', 'retrying', 'completed', 'failed', 'cancelled']),
+    job_type: z.enum(SYNC_MODES),
+    trigger: z.enum(JOB_TRIGGERS),
+    status: z.enum(JOB_STATUSES),
     priority: z.number(),
     scheduled_at: z.string(),
     started_at: NullableTime,
@@ -37,6 +44,7 @@ export const JobSchema = z
     completed_tasks: z.number(),
     failed_tasks: z.number(),
     processed_entities: z.number(),
+    counts: RecordCountsSchema.openapi({ description: 'Summed over the tasks so far' }),
     progress_percentage: z.number().openapi({ description: 'Finished tasks / total tasks × 100; 100 once completed' }),
     error: z
       .object({ message: z.string(), failed_tasks: z.array(z.object({ resource_type: z.string(), message: z.string() })) })
@@ -60,9 +68,9 @@ export const JobQuery = z.object({
 export const ListJobsQuery = z.object({
   connection_id: z.uuid({ error: 'must be a UUID' }).optional().openapi({ param: { name: 'connection_id', in: 'query' } }),
   tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
-  status: z.enum(['queued', 'running', 'retrying', 'completed', 'failed', 'cancelled']).optional().openapi({ param: { name: 'status', in: 'query' } }),
-  job_type: z.enum(['incremental', 'full']).optional().openapi({ param: { name: 'job_type', in: 'query' } }),
-  trigger: z.enum(['schedule', 'manual', 'api', 'backfill']).optional().openapi({ param: { name: 'trigger', in: 'query' } }),
+  status: z.enum(JOB_STATUSES).optional().openapi({ param: { name: 'status', in: 'query' } }),
+  job_type: z.enum(SYNC_MODES).optional().openapi({ param: { name: 'job_type', in: 'query' } }),
+  trigger: z.enum(JOB_TRIGGERS).optional().openapi({ param: { name: 'trigger', in: 'query' } }),
   limit: LimitQuery,
   cursor: CursorQuery,
 });
@@ -70,7 +78,7 @@ export const ListJobsQuery = z.object({
 /** A page of jobs, newest first. */
 export const JobPageSchema = z.object({ items: z.array(JobSchema), next_cursor: z.string().nullable() }).openapi('JobPage');
 
-/** `POST /jobs/schedule` body (seed 001), strict: unknown keys are rejected. */
+/** `POST /jobs/schedule` body, strict: unknown keys are rejected. */
 export const ScheduleJobBody = z
   .strictObject({
     pairId: z.uuid({ error: 'must be a UUID (the connection id)' }),
@@ -79,10 +87,11 @@ export const ScheduleJobBody = z
         start: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
         end: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
       })
-      .refine((w) => Date.parse(w.start) < Date.parse(w.end), { error: 'start must be before end', path: ['end'] }),
+      .refine((w) => Date.parse(w.start) < Date.parse(w.end), { error: 'start must be before end', path: ['end'] })
+      .openapi({ description: 'Half-open [start, end): the backfill stores the records changed at or after start and before end' }),
     connectorId: z.uuid({ error: 'must be a UUID' }).optional().openapi({ description: "If given, must be the connection's id (a connection is its own connector instance)" }),
     priority: z.number({ error: 'must be an integer' }).int('must be an integer').min(-1000).max(1000).default(0),
-    payload: z.record(z.string(), z.unknown()).default({}).openapi({ description: 'Stored on the job; `resource_types` limits the backfill to those types' }),
+    payload: z.record(z.string(), z.unknown()).default({}).openapi({ description: "Stored on the job; `resource_types` limits the backfill to those of the connection's resource types" }),
   })
   .openapi('ScheduleJob', {
     example: {

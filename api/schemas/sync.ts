@@ -1,14 +1,15 @@
 import { z } from '@hono/zod-openapi';
+import { ACTIVE_JOB_STATUSES } from '../../policy/vocabulary';
 import { SyncModeSchema } from './common';
 import { AppKeySchema, TenantIdSchema } from './connections';
 
-/** `POST /sync` body (seed 003). */
+/** `POST /sync` body. */
 export const SyncBody = z
   .strictObject({
     app_key: AppKeySchema,
     tenant_id: TenantIdSchema.optional().openapi({ description: 'Needed only when two tenants use the same app_key' }),
     mode: SyncModeSchema.default('incremental'),
-    resource_types: z.array(z.string().min(1)).min(1).optional(),
+    resource_types: z.array(z.string().min(1)).min(1).optional().openapi({ description: "Some of the connection's resource types (default: all)" }),
     immediate: z.boolean().default(false).openapi({ description: 'Run now and answer with the results; no job or task rows' }),
   })
   .openapi('SyncRequest', { example: { app_key: 'acme-github', mode: 'incremental' } });
@@ -17,7 +18,7 @@ export const SyncBody = z
 export const SyncAcceptedSchema = z
   .object({
     job_id: z.string(),
-    status: z.enum(['queued', 'running', 'retrying']),
+    status: z.enum(ACTIVE_JOB_STATUSES),
     total_tasks: z.number(),
     resource_types: z.array(z.string()),
     connection_id: z.string(),
@@ -26,6 +27,11 @@ export const SyncAcceptedSchema = z
   })
   .openapi('SyncAccepted');
 
+/** What one resource of an immediate sync fetched (entity_count) and wrote. */
+const ResourceCountsSchema = z
+  .object({ resource_type: z.string(), entity_count: z.number(), written_count: z.number(), pages: z.number() })
+  .openapi('ResourceCounts');
+
 /** 200 answer of an immediate sync. */
 export const ImmediateSyncSchema = z
   .object({
@@ -33,6 +39,17 @@ export const ImmediateSyncSchema = z
     connection_id: z.string(),
     mode: SyncModeSchema,
     total_entities: z.number(),
-    resources: z.array(z.object({ resource_type: z.string(), entity_count: z.number(), written_count: z.number(), pages: z.number() })),
+    resources: z.array(ResourceCountsSchema),
   })
   .openapi('ImmediateSync');
+
+/** 504 answer of an immediate sync that outran IMMEDIATE_SYNC_TIMEOUT_SECONDS: what it fetched (and stored) so far. */
+export const ImmediateSyncTimeoutSchema = z
+  .object({
+    error: z.object({
+      code: z.literal('timeout'),
+      message: z.string(),
+      fetched: z.object({ total_entities: z.number(), resources: z.array(ResourceCountsSchema) }),
+    }),
+  })
+  .openapi('ImmediateSyncTimeout');

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertRequestedJob } from '../../db/queries/insert-requested-job';
-import { ensureJobWorkflow } from '../../lib/connection-workflows';
+import { insertJob } from '../../db/models/jobs';
+import { ensureJobWorkflow } from '../../temporal/client';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { activeDuplicates, countOf, overlappingRuns, watchActiveJobs } from '../helpers/invariants';
 import { stopAllSynctide, startSynctide, workerEnv, type SynctideProcess } from '../helpers/processes';
@@ -57,13 +57,14 @@ describe('kill -9 of the worker during a full sync', () => {
       );
       const connectionId = rows[0]!.id;
       // What POST /sync {mode: "full"} does: insert the job, start its sync-job workflow.
-      const inserted = await insertRequestedJob(db.pool, { id: randomUUID(), connectionId, tenantId: 'acme', jobType: 'full', trigger: 'api' });
-      await ensureJobWorkflow(env.client, TASK_QUEUE, { id: inserted.job.id, connection: { id: connectionId, tenantId: 'acme', providerSlug: 'demo' } });
+      const jobId = randomUUID();
+      expect(await insertJob(db.pool, { id: jobId, connectionId, tenantId: 'acme', jobType: 'full', trigger: 'api', scheduledAt: null })).toBe(true);
+      await ensureJobWorkflow(env.client, TASK_QUEUE, { id: jobId, connection: { id: connectionId, tenantId: 'acme', providerSlug: 'demo' } });
       connectionIds.push(connectionId);
-      jobIds.push(inserted.job.id);
+      jobIds.push(jobId);
 
       await eventually(async () => {
-        const { rows: job } = await db.pool.query('select processed_entities::int as n from sync_jobs where id = $1', [inserted.job.id]);
+        const { rows: job } = await db.pool.query('select processed_entities::int as n from sync_jobs where id = $1', [jobId]);
         return job[0].n >= threshold ? true : undefined;
       }, { timeoutMs: 120_000 });
       worker.kill('SIGKILL');
@@ -71,9 +72,9 @@ describe('kill -9 of the worker during a full sync', () => {
       // Where the job stood when its worker died: a task part-way through must resume, not restart.
       const { rows: tasks } = await db.pool.query(
         `select status, pages_done from sync_tasks where job_id = $1 and status = 'processing'`,
-        [inserted.job.id],
+        [jobId],
       );
-      const { rows: job } = await db.pool.query('select processed_entities::int as n from sync_jobs where id = $1', [inserted.job.id]);
+      const { rows: job } = await db.pool.query('select processed_entities::int as n from sync_jobs where id = $1', [jobId]);
       atKill.push({ processed: job[0].n, resumable: tasks.some((t) => t.pages_done > 0), exit: exit.signal ?? String(exit.code) });
       worker = await startWorker();
       workers.push(worker);

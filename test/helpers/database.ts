@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createDatabaseIfMissing } from '../../db/database';
+import { createDatabaseIfMissing } from '../../infra/database';
 import { migrate } from '../../db/migrate';
 import { createPool, type Pool } from '../../db/pool';
 

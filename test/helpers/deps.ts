@@ -7,7 +7,7 @@ import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../p
 import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
 import { capturingLogger, type LogLines } from './logs';
 
-/** The rate-limit settings of an unconfigured worker (SPEC §5 defaults). */
+/** The rate-limit settings of an unconfigured worker (the defaults). */
 export const DEFAULT_RATE_LIMIT_SETTINGS: RateLimitSettings = {
   defaults: DEFAULT_RATE_LIMIT_POLICY,
   overrides: {},
@@ -35,6 +35,8 @@ export function testActivityDeps(opts: {
     taskQueue: opts.taskQueue ?? 'test',
     settings: DEFAULT_SCHEDULE_SETTINGS,
     rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT_SETTINGS,
+    reconcile: { tickSeconds: 60, retentionDays: 7 },
+    tombstoneRetentionDays: 30,
   };
   return { deps, lines, registry };
 }

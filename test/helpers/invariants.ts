@@ -1,4 +1,5 @@
-// The bookkeeping invariants fault tests check (SPEC §3–5), read straight from Postgres.
+// The bookkeeping invariants fault tests check (one active job per kind, no slot run twice, no
+// overlapping runs), read straight from Postgres.
 import type { Pool } from '../../db/pool';
 import { eventually } from './worker';
 

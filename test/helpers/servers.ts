@@ -5,11 +5,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { createDatabaseIfMissing } from '../../db/database';
-import { startEmbeddedPostgres } from '../../db/embedded-postgres';
+import { createDatabaseIfMissing } from '../../infra/database';
+import { startEmbeddedPostgres } from '../../infra/embedded-postgres';
 import { migrate } from '../../db/migrate';
 import { freePort } from '../../lib/ports';
-import { startDevServer } from '../../lib/temporal-dev-server';
+import { startDevServer } from '../../infra/temporal-dev-server';
 import { createTestDatabase, type TestDatabase } from './database';
 import { stopAllSynctide } from './processes';
 

@@ -1,7 +1,8 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { inject } from 'vitest';
-import { ensureSearchAttributes } from '../../lib/temporal-namespace';
-import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { startDevServer } from '../../infra/temporal-dev-server';
+import { ensureSearchAttributes } from '../../infra/temporal-namespace';
+import { freePort } from '../../lib/ports';
 
 /**
  * A time-skipping test server of its own for one test file (from the pinned PyPI wheel), with
@@ -16,18 +17,25 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
 }
 
 /**
- * A Temporal CLI dev server of its own, with Synctide's search attributes registered. It logs
- * errors only, or what `logLevel` (the CLI's --log-level: debug, info, warn, error, never) says.
+ * A Temporal CLI dev server of its own (in memory, no Web UI), with Synctide's search attributes
+ * registered. Its output is kept by the process that started it, not printed; it logs errors
+ * only, or what `logLevel` (the CLI's --log-level: debug, info, warn, error, never) says.
+ * `teardown()` closes the connections and stops the server.
  */
-export function createDevServerEnv(opts: { logLevel?: string } = {}): Promise<TestWorkflowEnvironment> {
-  return TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: inject('temporalCliPath') },
-      searchAttributes: [...SYNCTIDE_SEARCH_ATTRIBUTES],
-      log: { format: 'pretty', level: opts.logLevel ?? 'error' },
-    },
+export async function createDevServerEnv(opts: { logLevel?: string } = {}): Promise<TestWorkflowEnvironment> {
+  const server = await startDevServer({
+    cliPath: inject('temporalCliPath'),
+    port: await freePort(),
+    namespace: 'default',
+    logLevel: opts.logLevel ?? 'error',
   });
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: 'default' });
+  const teardown = env.teardown.bind(env);
+  env.teardown = async () => {
+    await teardown();
+    await server.stop();
+  };
+  return env;
 }
 
-export { bundleWorkflows } from '../../lib/workflow-bundle';
-
+export { bundleWorkflows } from '../../infra/workflow-bundle';

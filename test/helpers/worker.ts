@@ -23,6 +23,10 @@ export async function createTestWorker(opts: {
   pool: Pool;
   taskQueue: string;
   rateLimit?: RateLimitSettings;
+  /** How long in-flight activities may finish on shutdown (default 5 s). */
+  shutdownGraceSeconds?: number;
+  /** Workflow runs kept in memory between tasks (the SDK's default when omitted). */
+  maxCachedWorkflows?: number;
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
@@ -33,7 +37,8 @@ export async function createTestWorker(opts: {
   const worker = await createWorker({
     connection: opts.connection,
     namespace: 'default',
-    shutdownGraceSeconds: 5,
+    shutdownGraceSeconds: opts.shutdownGraceSeconds ?? 5,
+    ...(opts.maxCachedWorkflows !== undefined && { maxCachedWorkflows: opts.maxCachedWorkflows }),
     workflowBundle: await synctideBundle(),
     activities: deps,
   });

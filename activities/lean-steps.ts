@@ -1,0 +1,78 @@
+// The merged steps of the lean cycle: each does in one transaction what two or three of the
+// older activities did in one each, so a workflow can run it as one local activity.
+import { saveScheduleChange, setStatusUnlessDisabled, findSchedulingRow } from '../db/models/connections';
+import { withTransaction } from '../db/transaction';
+import { recordJobEnded } from '../lib/metrics';
+import type { Activities } from '../temporal/activities';
+import { ConnectorError } from '../connectors/types';
+import { afterClaim, claimInTx } from './claim-job';
+import type { ActivityDeps } from './deps';
+import { failAbandonedInTx } from './fail-abandoned-jobs';
+import { afterFinish, finishInTx } from './finish-job';
+import { contextOf } from './load-connection-context';
+import { prepareInTx } from './prepare-job';
+import { recordSuccessInTx } from './record-attempt';
+
+/**
+ * The start of a connection workflow's cycle: on a run's first call, fail the scheduler jobs an
+ * earlier run left active (as abandoned); store a pending schedule change and pause or resume; then
+ * read the scheduling context. One transaction; the same steps as failAbandonedJobs,
+ * saveSchedule, setConnectionStatus and loadConnectionContext.
+ */
+export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
+  const { pool, logger, metrics, settings } = deps;
+  return async (input) => {
+    const at = new Date(input.at);
+    const { abandoned, row } = await withTransaction(pool, async (tx) => {
+      const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId) : [];
+      if (input.schedule) await saveScheduleChange(tx, input.connectionId, input.schedule);
+      if (input.status) await setStatusUnlessDisabled(tx, input.connectionId, input.status);
+      return { abandoned, row: await findSchedulingRow(tx, input.connectionId, at) };
+    });
+    if (abandoned.length > 0) logger.warn({ connection_id: input.connectionId, job_ids: abandoned.map((r) => r.id) }, 'failed abandoned sync jobs');
+    for (const job of abandoned) recordJobEnded(metrics, job);
+    return row && contextOf(row, settings);
+  };
+}
+
+/**
+ * A job's start: claims it (as claimJob) and prepares it (as prepareJob) in one transaction. A
+ * config its connector refuses leaves the job claimed and answers `invalid`, so the workflow
+ * fails it with that message.
+ */
+export function startJob(deps: ActivityDeps): Activities['startJob'] {
+  const { pool, rateLimit } = deps;
+  return async (input) => {
+    const at = new Date(input.at);
+    const outcome = await withTransaction(pool, async (tx) => {
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at);
+      if (!claim.claimed) return { claim };
+      try {
+        return { claim, prepared: await prepareInTx(tx, input.jobId, at, rateLimit) };
+      } catch (err) {
+        // Thrown before preparing wrote anything: the claim still commits.
+        if (err instanceof ConnectorError && err.kind === 'permanent') return { claim, invalid: err.message };
+        throw err;
+      }
+    });
+    afterClaim(deps, input.jobId, outcome.claim);
+    if (outcome.prepared) return { outcome: 'started', prepared: outcome.prepared };
+    if (outcome.invalid !== undefined) return { outcome: 'invalid', error: outcome.invalid };
+    return { outcome: 'not_claimable' };
+  };
+}
+
+/**
+ * A successful attempt's end: closes the breaker and resolves alerts (as recordAttemptSuccess)
+ * and finishes the job (as finishJob) in one transaction. Returns the job's status.
+ */
+export function completeJob(deps: ActivityDeps): Activities['completeJob'] {
+  return async (input) => {
+    const finish = { jobId: input.jobId, outcome: 'completed' as const, at: input.at, startedAt: input.startedAt };
+    const finished = await withTransaction(deps.pool, async (tx) => {
+      await recordSuccessInTx(tx, input.connectionId, new Date(input.at));
+      return finishInTx(tx, finish);
+    });
+    return afterFinish(deps, finish, finished);
+  };
+}

@@ -1,0 +1,203 @@
+// Commands on connections: each writes the row and tells the connection's workflow, so the two
+// never drift apart, whoever calls them (the API, `npm start`'s demo connection).
+import { connectorSlugs } from '../connectors/registry';
+import type { AlertRow } from '../db/models/alerts';
+import { findOpenAlert } from '../db/models/alerts';
+import { findBreaker, type BreakerRow } from '../db/models/breaker';
+import * as connections from '../db/models/connections';
+import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
+import * as jobs from '../db/models/jobs';
+import { withTransaction } from '../db/transaction';
+import { recordJobEnded } from '../lib/metrics';
+import type { ConnectionStatus } from '../policy/vocabulary';
+import {
+  cancelJobWorkflow,
+  ensureConnectionWorkflow,
+  queryConnectionState,
+  signalConnectionWorkflow,
+  stopConnectionWorkflow,
+} from '../temporal/client';
+import { pauseSignal, resumeSignal, updateScheduleSignal, type ConnectionState, type ScheduleChangeRequest } from '../temporal/connection';
+import type { CommandDeps } from './deps';
+import { CommandRefused, invalid, notFound } from './errors';
+import { configProblem } from './provider-configs';
+
+export type { ConnectionRow } from '../db/models/connections';
+
+/** How long a connection's `state` query may take before it is shown as unknown. */
+const QUERY_DEADLINE_MS = 3000;
+
+/** A connection to create. */
+export interface NewConnectionRequest {
+  tenantId: string;
+  appKey: string;
+  provider: string;
+  config: Record<string, unknown>;
+  credentials: Record<string, unknown> | null;
+  schedule: ScheduleChangeRequest | null;
+  status: 'active' | 'paused';
+}
+
+/**
+ * Creates a connection and starts its workflow. Refuses an unknown provider, a config its
+ * connector rejects, an interval above the configured maximum, and a taken (tenant, app key).
+ */
+export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
+  checkSchedule(deps, request.schedule);
+  checkConfig(request.provider, request.config);
+  const row = await connections.insertConnection(deps.pool, {
+    tenantId: request.tenantId,
+    providerSlug: request.provider,
+    appKey: request.appKey,
+    config: request.config,
+    credentials: request.credentials,
+    schedule: request.schedule as Record<string, unknown> | null,
+    // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
+    status: request.status,
+  });
+  if (!row) {
+    throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
+  }
+  await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row));
+  return row;
+}
+
+/** The connection with id `id`; refuses with `not_found` (and `missing` as its message) when there is none. */
+export async function getConnection(deps: CommandDeps, id: string, missing = 'no connection with that id'): Promise<ConnectionRow> {
+  const row = await connections.findConnection(deps.pool, id);
+  if (!row) throw notFound(missing);
+  return row;
+}
+
+/** One page of connections ordered by id. */
+export function listConnections(deps: CommandDeps, input: ListConnectionsInput): Promise<{ rows: ConnectionRow[]; more: boolean }> {
+  return connections.listConnections(deps.pool, input);
+}
+
+/** A connection with its workflow's live state (null when unknown) and its circuit breaker. */
+export interface ConnectionDetail {
+  connection: ConnectionRow;
+  live: ConnectionState | null;
+  breaker: BreakerRow & { open: boolean; alert: AlertRow | null };
+}
+
+/** Reads a connection, queries its workflow (at most 3 s) and reads its breaker and open alert. */
+export async function describeConnection(
+  deps: CommandDeps,
+  id: string,
+  onQueryFailed: (err: unknown) => void = () => undefined,
+): Promise<ConnectionDetail> {
+  const row = await getConnection(deps, id);
+  const [live, breaker, alert] = await Promise.all([
+    row.status === 'disabled'
+      ? null
+      : queryConnectionState(deps.temporal, row.id, QUERY_DEADLINE_MS).catch((err: unknown) => {
+          onQueryFailed(err);
+          return null;
+        }),
+    findBreaker(deps.pool, row.id),
+    findOpenAlert(deps.pool, 'sync_circuit_breaker', row.id),
+  ]);
+  const open = breaker.paused_until !== null && breaker.paused_until.getTime() > Date.now();
+  return { connection: row, live, breaker: { ...breaker, open, alert } };
+}
+
+/** What may change on a connection; undefined leaves a field as it is. */
+export interface ConnectionUpdate {
+  config?: Record<string, unknown>;
+  /** null removes the credentials. */
+  credentials?: Record<string, unknown> | null;
+  schedule?: ScheduleChangeRequest;
+}
+
+/**
+ * Changes config and credentials (read at the next run) and sends a schedule change to the
+ * workflow, which validates, stores and re-plans it at once (also while it sleeps; a workflow that
+ * is not running is started and does so in its first cycle). Returns the connection as it now
+ * stands, the new schedule included.
+ */
+export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
+  const current = await getConnection(deps, id);
+  checkSchedule(deps, change.schedule);
+  if (change.config) checkConfig(current.provider_slug, change.config);
+  if (change.schedule && current.status === 'disabled') {
+    throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
+  }
+  let row = current;
+  if (change.config !== undefined || change.credentials !== undefined) {
+    row = (await connections.updateConnection(deps.pool, id, { config: change.config, credentials: change.credentials }))!;
+  }
+  if (change.schedule) {
+    await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), updateScheduleSignal, change.schedule);
+    row = { ...row, metadata: { ...row.metadata, sync: { ...(row.metadata.sync as object), ...scheduleFields(change.schedule) } } };
+  }
+  return row;
+}
+
+/** A connection's status after a pause, resume or disable. */
+export interface StatusChange {
+  id: string;
+  status: ConnectionStatus;
+}
+
+/**
+ * Pauses a connection: no new runs until resumed; a queued job is cancelled, a running one
+ * finishes. A workflow that is not running is started and shows the connection paused.
+ */
+export async function pauseConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
+  const row = await getConnection(deps, id);
+  if (row.status === 'disabled') throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
+  await connections.updateConnection(deps.pool, row.id, { status: 'paused' });
+  await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), pauseSignal);
+  return { id: row.id, status: 'paused' };
+}
+
+/** Resumes a paused connection, or re-enables a disabled one; its workflow is started if it is not running. */
+export async function resumeConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
+  const row = await getConnection(deps, id);
+  await connections.updateConnection(deps.pool, row.id, { status: 'active' });
+  await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), resumeSignal);
+  return { id: row.id, status: 'active' };
+}
+
+/**
+ * Disables a connection and stops everything it runs: its workflow (which cancels its own queued
+ * or running job) and every active job requested over the API, through the job's workflow, or
+ * directly when that has not started yet. Data stays. A job workflow that starts later finds the
+ * connection disabled and does not run.
+ */
+export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
+  const row = await getConnection(deps, id);
+  await connections.updateConnection(deps.pool, row.id, { status: 'disabled' });
+  await stopConnectionWorkflow(deps.temporal, row.id);
+  for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
+    if (await cancelJobWorkflow(deps.temporal, job.id)) continue;
+    const ended = await withTransaction(deps.pool, (tx) => jobs.cancelJobAndTasks(tx, job.id, new Date(), 'connection disabled'));
+    if (ended) recordJobEnded(deps.metrics, ended);
+  }
+  return { id: row.id, status: 'disabled' };
+}
+
+/** Refuses an unknown provider or a config its connector rejects, naming the offending key. */
+export function checkConfig(provider: string, config: Record<string, unknown>): void {
+  if (!connectorSlugs().includes(provider)) {
+    throw invalid(`provider: unknown provider '${provider}' (known: ${connectorSlugs().join(', ')})`);
+  }
+  const problem = configProblem(provider, config);
+  if (problem) throw invalid(`config: ${problem}`);
+}
+
+function checkSchedule(deps: CommandDeps, schedule: ScheduleChangeRequest | null | undefined): void {
+  if (schedule?.interval_seconds !== undefined && schedule.interval_seconds > deps.maxIntervalSeconds) {
+    throw invalid(`schedule.interval_seconds: exceeds MAX_OVERRIDDEN_INTERVAL_SECONDS (${deps.maxIntervalSeconds})`);
+  }
+}
+
+function scheduleFields(schedule: ScheduleChangeRequest) {
+  return schedule.cron !== undefined ? { cron: schedule.cron, interval_seconds: undefined } : { interval_seconds: schedule.interval_seconds, cron: undefined };
+}
+
+/** A connection's identity as its workflow's search attributes show it. */
+export function refOf(row: ConnectionRow) {
+  return { id: row.id, tenantId: row.tenant_id, providerSlug: row.provider_slug };
+}

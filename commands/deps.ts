@@ -1,0 +1,23 @@
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool';
+import type { SyncMetrics } from '../lib/metrics';
+import type { BackgroundStarts } from './background-starts';
+
+/** What commands need from their process. */
+export interface CommandDeps {
+  pool: Pool;
+  temporal: Client;
+  /** Task queue of the Synctide workers (where requested jobs and immediate syncs run). */
+  taskQueue: string;
+  /** The process's metrics (commands count the jobs they create). */
+  metrics: SyncMetrics;
+  /** MAX_OVERRIDDEN_INTERVAL_SECONDS: the largest interval a schedule may ask for. */
+  maxIntervalSeconds: number;
+  /** IMMEDIATE_SYNC_TIMEOUT_SECONDS in milliseconds: how long an immediate sync may run. */
+  immediateSyncTimeoutMs: number;
+  /**
+   * Where a requested job's workflow is started after the answer. Without it the start happens
+   * before the answer (the request waits for Temporal).
+   */
+  background?: BackgroundStarts;
+}

@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { ConnectionRow } from '../db/models/connections';
+import type { SyncMode } from '../policy/vocabulary';
+import { cancelImmediateSync, immediateSyncProgress, startImmediateSync } from '../temporal/client';
+import type { ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
+import type { CommandDeps } from './deps';
+import { CommandRefused, firstLine } from './errors';
+import { refuseUnlessSyncable, resolveResourceTypes } from './jobs';
+
+export type { ImmediateSyncResult } from '../temporal/immediate-sync';
+
+/**
+ * How long an immediate sync may outlive its caller's deadline before the server ends it: time
+ * for the caller to read its progress and cancel it, and for the activity to stop.
+ */
+const EXECUTION_GRACE_MS = 60_000;
+
+/** Per-resource counts as answers show them, with their total. */
+export function countsView(resources: ResourceCounts[]) {
+  const list = resources.map((r) => ({ resource_type: r.resourceType, entity_count: r.entityCount, written_count: r.writtenCount, pages: r.pages }));
+  return { total_entities: list.reduce((sum, r) => sum + r.entity_count, 0), resources: list };
+}
+
+/**
+ * Runs a connection's sync now and answers with per-resource counts; no job or task rows are
+ * written. Refuses what a queued sync refuses (a connection not active, or paused by its circuit
+ * breaker). A provider failure is refused as `sync_failed` with the connector's first line. When
+ * `immediateSyncTimeoutMs` passes first, the sync is cancelled and refused as `timeout`, with
+ * the counts its activity last reported (`fetched`); what it stored so far stays stored.
+ */
+export async function runImmediately(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, requested?: string[]): Promise<ImmediateSyncResult> {
+  await refuseUnlessSyncable(deps, connection);
+  const resourceTypes = resolveResourceTypes(connection, requested);
+  const input = { connectionId: connection.id, mode, resourceTypes };
+  const handle = await startImmediateSync(deps.temporal, deps.taskQueue, input, randomUUID(), deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS);
+  const result = handle.result();
+  const deadline = new AbortController();
+  try {
+    const finished = await Promise.race([
+      result,
+      sleep(deps.immediateSyncTimeoutMs, null, { signal: deadline.signal }),
+    ]);
+    if (finished) return finished;
+    const progress = await immediateSyncProgress(deps.temporal, handle);
+    // Closed in the meantime: its own outcome is the answer.
+    if (!(await cancelImmediateSync(handle))) return await result;
+    throw new CommandRefused(
+      'timeout',
+      'timeout',
+      `the immediate sync did not finish within ${deps.immediateSyncTimeoutMs / 1000} s (IMMEDIATE_SYNC_TIMEOUT_SECONDS) and was cancelled; what it fetched is stored`,
+      { fetched: countsView(progress?.resources ?? []) },
+    );
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    // The activity's failure message is the connector's (tokens already redacted); the first line only.
+    let cause: unknown = err.cause;
+    while ((cause as { cause?: unknown })?.cause) cause = (cause as { cause: unknown }).cause;
+    throw new CommandRefused('failed', 'sync_failed', `the sync failed: ${firstLine((cause as Error)?.message ?? 'unknown error')}`);
+  } finally {
+    deadline.abort();
+  }
+}

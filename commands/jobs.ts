@@ -1,0 +1,246 @@
+// Commands on jobs: requesting a sync or a backfill (write the job, then start or wake what runs
+// it), reading jobs, and cancelling one through the workflow that runs it.
+import { randomUUID } from 'node:crypto';
+import { getConnector } from '../connectors/registry';
+import { findOpenAlert } from '../db/models/alerts';
+import { findBreaker, findPauseAt } from '../db/models/breaker';
+import { findConnection, findConnectionsByAppKey, type ConnectionRow } from '../db/models/connections';
+import * as jobs from '../db/models/jobs';
+import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
+import { forgetSeenOfJob } from '../db/models/seen';
+import { cancelOpenTasks, findJobTasks, type TaskRow } from '../db/models/tasks';
+import { withTransaction } from '../db/transaction';
+import { recordJobEnded } from '../lib/metrics';
+import { ACTIVE_JOB_STATUSES, isSchedulerTrigger, type SyncMode } from '../policy/vocabulary';
+import {
+  cancelJobWorkflow,
+  ensureConnectionWorkflow,
+  ensureJobWorkflow,
+  signalConnectionWorkflow,
+  signalRunningConnectionWorkflow,
+} from '../temporal/client';
+import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
+import { refOf } from './connections';
+import type { CommandDeps } from './deps';
+import { CommandRefused, invalid, notFound } from './errors';
+
+export type { JobRow } from '../db/models/jobs';
+export type { TaskRow } from '../db/models/tasks';
+
+/** A sync or backfill asked for. */
+export interface JobRequest {
+  connection: ConnectionRow;
+  mode: SyncMode;
+  resourceTypes?: string[];
+  backfill?: { window: { start: Date; end: Date }; priority: number; payload: Record<string, unknown> };
+  idempotencyKey?: string;
+}
+
+/** The job that answers a request, and the resource types it syncs. */
+export interface RequestedJobAnswer {
+  job: JobRow;
+  resourceTypes: string[];
+  /** False when an existing job answered (same Idempotency-Key, or one already active). */
+  created: boolean;
+}
+
+/**
+ * Turns a sync or backfill request into a job that will run:
+ * - refuses a paused or disabled connection, and one paused by its circuit breaker (with the
+ *   alert), before anything is written;
+ * - inserts the job (`api` or `backfill`) guarded by the unique indexes, so concurrent identical
+ *   requests and repeats with the same Idempotency-Key give one row;
+ * - a new job runs in its own `sync-job:<id>` workflow, started after the answer when the process
+ *   has background starts (the inserted row is the outbox). A sync that finds the connection's own
+ *   queued job of that type answers with it and wakes the scheduler with `syncNow`, so it runs now;
+ *   when that scheduler is no longer running, its queued job is cancelled and the request gets a
+ *   job of its own, and the scheduler is started again.
+ */
+export async function requestJob(deps: CommandDeps, request: JobRequest, orphanRetries = 1): Promise<RequestedJobAnswer> {
+  const { connection } = request;
+  await refuseUnlessSyncable(deps, connection);
+  const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
+  const payload = {
+    ...request.backfill?.payload,
+    ...(request.resourceTypes ? { resource_types: resourceTypes } : {}),
+  };
+  const result = await insertRequestedJob(deps, {
+    id: randomUUID(),
+    connectionId: connection.id,
+    tenantId: connection.tenant_id,
+    jobType: request.mode,
+    trigger: request.backfill ? 'backfill' : 'api',
+    scheduledAt: null,
+    window: request.backfill?.window,
+    priority: request.backfill?.priority,
+    payload,
+    idempotencyKey: request.idempotencyKey,
+  });
+  const { job } = result;
+  if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', connector_id: connection.provider_slug });
+  if (result.outcome === 'same_key' && !sameRequest(job, request)) {
+    throw new CommandRefused('conflict', 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request', { job_id: job.id });
+  }
+  if (result.outcome === 'active' && request.backfill) {
+    throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: job.id });
+  }
+
+  if (job.status === 'queued' && isSchedulerTrigger(job.trigger)) {
+    const signal = [syncNowSignal, { mode: request.mode }] as const;
+    if (!(await signalRunningConnectionWorkflow(deps.temporal, connection.id, ...signal))) {
+      if (orphanRetries > 0) {
+        // Queued by a scheduler that is no longer running, so nothing would ever run it (a new
+        // run fails it as abandoned): cancel it, ask again, so a job of this request's own runs
+        // at once, and start the scheduler again.
+        await endOrphanedJob(deps, job.id, 'cancelled: the connection workflow that queued it was no longer running; a sync requested over the API replaced it');
+        const answer = await requestJob(deps, request, orphanRetries - 1);
+        await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));
+        return answer;
+      }
+      // Only a running scheduler queues jobs, so this is a race with one that just ended:
+      // start it with the request waiting for it rather than lose the request.
+      await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection), ...signal);
+    }
+  } else if (job.status === 'queued') {
+    const start = () => ensureJobWorkflow(deps.temporal, deps.taskQueue, { id: job.id, connection: refOf(connection) });
+    if (deps.background) deps.background.run(`start the workflow of job ${job.id}`, start);
+    else await start();
+  }
+  const jobTypes = Array.isArray(job.payload.resource_types) ? job.payload.resource_types.map(String) : null;
+  return { job, resourceTypes: jobTypes ?? (result.outcome === 'inserted' ? resourceTypes : resolveResourceTypes(connection)), created: result.outcome === 'inserted' };
+}
+
+/**
+ * Refuses a sync of a connection that is not active, or that its circuit breaker pauses (with the
+ * breaker's state and its open alert), before anything is written.
+ */
+export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow): Promise<void> {
+  if (connection.status !== 'active') {
+    throw new CommandRefused('conflict', `connection_${connection.status}`, `the connection is ${connection.status}; resume it first`);
+  }
+  const pausedUntil = await findPauseAt(deps.pool, connection.id, new Date());
+  if (pausedUntil) {
+    const [breaker, alert] = await Promise.all([findBreaker(deps.pool, connection.id), findOpenAlert(deps.pool, 'sync_circuit_breaker', connection.id)]);
+    throw new CommandRefused('conflict', 'circuit_breaker_open', 'the connection is paused by its circuit breaker after repeated failures', {
+      paused_until: pausedUntil.toISOString(),
+      consecutive_failures: breaker.consecutive_failures,
+      alert: alert && { ...alert, created_at: alert.created_at.toISOString() },
+    });
+  }
+}
+
+/**
+ * What became of an insert: `inserted` (this job), `same_key` (a job with the same
+ * Idempotency-Key exists), `active` (an active job of the same kind blocks it).
+ */
+type InsertOutcome = { outcome: 'inserted' | 'same_key' | 'active'; job: JobRow };
+
+/**
+ * Inserts a requested job, guarded by the unique indexes, so any number of concurrent identical
+ * requests insert one row; on a conflict, the job that won. Tries again when the conflicting job
+ * finished in between.
+ */
+async function insertRequestedJob(deps: CommandDeps, job: NewJob): Promise<InsertOutcome> {
+  const byKey = async () => {
+    const id = job.idempotencyKey ? await jobs.findJobIdByIdempotencyKey(deps.pool, job.tenantId, job.idempotencyKey) : null;
+    return id ? jobs.findJob(deps.pool, id) : null;
+  };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const same = await byKey();
+    if (same) return { outcome: 'same_key', job: same };
+    if (await jobs.insertJob(deps.pool, job)) return { outcome: 'inserted', job: (await jobs.findJob(deps.pool, job.id))! };
+    const sameAfter = await byKey();
+    if (sameAfter) return { outcome: 'same_key', job: sameAfter };
+    const blocking = await jobs.findBlockingJob(deps.pool, job.connectionId, job.trigger, job.jobType);
+    const active = blocking && (await jobs.findJob(deps.pool, blocking.id));
+    if (active) return { outcome: 'active', job: active };
+  }
+  throw new Error('could not insert or find the requested job after 5 attempts');
+}
+
+/** The requested resource types, checked against the connection's; all of them when none given. */
+export function resolveResourceTypes(connection: ConnectionRow, requested?: string[]): string[] {
+  let known: string[];
+  try {
+    known = getConnector(connection.provider_slug).resourceTypes(connection.config);
+  } catch (err) {
+    throw new CommandRefused('conflict', 'invalid_connection_config', `the connection's config is invalid: ${(err as Error).message}`);
+  }
+  if (!requested) return known;
+  const unknown = requested.filter((type) => !known.includes(type));
+  if (unknown.length > 0) {
+    throw invalid(`resource_types: unknown for this connection: ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  }
+  return [...new Set(requested)];
+}
+
+function sameRequest(job: JobRow, request: JobRequest): boolean {
+  const window = request.backfill?.window;
+  return (
+    job.connection_id === request.connection.id &&
+    job.job_type === request.mode &&
+    (job.window_start?.getTime() ?? null) === (window?.start.getTime() ?? null) &&
+    (job.window_end?.getTime() ?? null) === (window?.end.getTime() ?? null)
+  );
+}
+
+/** The connection an app key names (of one tenant when given); refuses when none or several match. */
+export async function findConnectionByAppKey(deps: CommandDeps, appKey: string, tenantId?: string): Promise<ConnectionRow> {
+  const rows = await findConnectionsByAppKey(deps.pool, appKey, tenantId);
+  if (rows.length === 0) throw notFound('no connection with that app_key');
+  if (rows.length > 1) throw new CommandRefused('conflict', 'ambiguous_app_key', 'several tenants use this app_key; give tenant_id');
+  return rows[0]!;
+}
+
+/** A job with its tasks when asked for (or when some failed, to name them in its error). */
+export async function getJob(deps: CommandDeps, id: string, includeTasks: boolean): Promise<{ job: JobRow; tasks?: TaskRow[] }> {
+  const job = await jobs.findJob(deps.pool, id);
+  if (!job) throw notFound('no job with that id');
+  const tasks = includeTasks || job.failed_tasks > 0 ? await findJobTasks(deps.pool, id) : undefined;
+  return { job, tasks };
+}
+
+/** One page of jobs, newest first. */
+export function listJobs(deps: CommandDeps, input: ListJobsInput): Promise<{ rows: JobRow[]; more: boolean }> {
+  return jobs.listJobs(deps.pool, input);
+}
+
+/**
+ * Requests cancellation of an active job. A job with a workflow is cancelled through it (its
+ * cleanup marks the job and tasks); a queued job of the scheduler has none yet, so the connection
+ * workflow is told instead. A scheduler job whose connection workflow is no longer running is
+ * orphaned: no workflow would ever run or cancel it, so it is cancelled here, directly, and the
+ * connection's workflow is started again (unless the connection is disabled). Refuses a finished
+ * job, and a requested job whose workflow is not started yet (`job_starting`: retry in a moment).
+ */
+export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> {
+  const job = await jobs.findJob(deps.pool, id);
+  if (!job) throw notFound('no job with that id');
+  if (!(ACTIVE_JOB_STATUSES as readonly string[]).includes(job.status)) {
+    throw new CommandRefused('conflict', 'job_finished', `the job has already finished (${job.status})`);
+  }
+  if (await cancelJobWorkflow(deps.temporal, id)) return job;
+  if (!isSchedulerTrigger(job.trigger)) throw new CommandRefused('conflict', 'job_starting', 'the job is starting; retry in a moment');
+  if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, cancelJobSignal)) return job;
+  await endOrphanedJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
+  const connection = await findConnection(deps.pool, job.connection_id);
+  if (connection && connection.status !== 'disabled') await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));
+  return (await jobs.findJob(deps.pool, id)) ?? job;
+}
+
+/**
+ * Marks an active job whose workflow is gone, and its open tasks, `cancelled` with `reason`, in
+ * one transaction (as a workflow's own cancellation would), and counts its end once.
+ */
+async function endOrphanedJob(deps: CommandDeps, jobId: string, reason: string): Promise<void> {
+  const at = new Date();
+  const ended = await withTransaction(deps.pool, async (tx) => {
+    const job = await jobs.cancelActiveJob(tx, jobId, at, reason);
+    if (!job) return null;
+    await cancelOpenTasks(tx, jobId, at, reason);
+    // A cancelled full pass never reaches its deletion step: its seen-set is of no further use.
+    await forgetSeenOfJob(tx, jobId);
+    return job;
+  });
+  if (ended) recordJobEnded(deps.metrics, ended);
+}

@@ -1,0 +1,51 @@
+// SQL of `alerts`: at most one open alert per category and connection (a partial unique index),
+// resolved by setting `resolved_at`. Contexts hold summaries only, never credentials.
+import type { PoolClient } from 'pg';
+import type { Queryable } from '../queryable';
+
+/** Alert categories Synctide raises. */
+export type AlertCategory = 'sync_circuit_breaker' | 'sync_job_failed';
+
+/** An open alert as the API shows it. */
+export interface AlertRow {
+  id: string;
+  severity: string;
+  context: Record<string, unknown>;
+  created_at: Date;
+}
+
+/** Raises a warning of `category` for a connection unless one is open; `replace` updates an open one's context. */
+export async function raiseAlert(
+  tx: PoolClient,
+  category: AlertCategory,
+  connectionId: string,
+  context: Record<string, unknown>,
+  opts: { replace: boolean },
+): Promise<void> {
+  await tx.query(
+    `insert into alerts (category, severity, connection_id, context)
+     values ($1, 'warning', $2, $3)
+     on conflict (category, connection_id) where resolved_at is null
+     do ${opts.replace ? 'update set context = excluded.context' : 'nothing'}`,
+    [category, connectionId, context],
+  );
+}
+
+/** Resolves the connection's open alert of `category`, if any. */
+export async function resolveAlert(tx: PoolClient, category: AlertCategory, connectionId: string, at: Date): Promise<void> {
+  await tx.query(
+    `update alerts set resolved_at = $3
+      where connection_id = $2 and category = $1 and resolved_at is null`,
+    [category, connectionId, at],
+  );
+}
+
+/** The connection's open alert of `category`, or null. */
+export async function findOpenAlert(db: Queryable, category: AlertCategory, connectionId: string): Promise<AlertRow | null> {
+  const { rows } = await db.query<AlertRow>(
+    `select id, severity, context, created_at from alerts
+      where connection_id = $2 and category = $1 and resolved_at is null limit 1`,
+    [category, connectionId],
+  );
+  return rows[0] ?? null;
+}

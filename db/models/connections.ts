@@ -1,0 +1,279 @@
+// SQL of the `connections` table: one statement per function, typed rows. Credentials are read
+// only by the functions that hand them to a connector (`findSyncSource`, the task claim in
+// tasks.ts); every other read shows only whether a connection has any.
+import type { PoolClient } from 'pg';
+import type { PlannedRun } from '../../policy/schedule';
+import type { ConnectionStatus } from '../../policy/vocabulary';
+import type { ScheduleChange } from '../../temporal/connection';
+import type { Queryable } from '../queryable';
+import { ACTIVE_JOBS } from '../sql';
+import { pausedUntilAt } from './breaker';
+import { lastScheduleRunAt } from './jobs';
+
+/** A connection as the API shows it: never its credentials, only whether it has any. */
+export interface ConnectionRow {
+  id: string;
+  tenant_id: string;
+  provider_slug: string;
+  app_key: string;
+  status: ConnectionStatus;
+  config: Record<string, unknown>;
+  has_credentials: boolean;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The select list that produces a ConnectionRow from `connections c`. */
+const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.config,
+  c.credentials is not null as has_credentials, c.metadata, c.created_at, c.updated_at`;
+
+/** The connection with id `id`, or null. */
+export async function findConnection(db: Queryable, id: string): Promise<ConnectionRow | null> {
+  const { rows } = await db.query<ConnectionRow>(`select ${CONNECTION_COLUMNS} from connections c where c.id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+/** The connections with app key `appKey`, of one tenant when given (at most two are returned). */
+export async function findConnectionsByAppKey(db: Queryable, appKey: string, tenantId?: string): Promise<ConnectionRow[]> {
+  const { rows } = await db.query<ConnectionRow>(
+    `select ${CONNECTION_COLUMNS} from connections c
+      where c.app_key = $1 and ($2::text is null or c.tenant_id = $2) order by c.id limit 2`,
+    [appKey, tenantId ?? null],
+  );
+  return rows;
+}
+
+/** Whether the database holds any connection at all. */
+export async function anyConnectionExists(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ exists: boolean }>('select exists (select 1 from connections) as exists');
+  return rows[0]!.exists;
+}
+
+/** A new connection. */
+export interface NewConnection {
+  tenantId: string;
+  providerSlug: string;
+  appKey: string;
+  config: Record<string, unknown>;
+  credentials: Record<string, unknown> | null;
+  /** Written to `metadata.sync` (interval_seconds | cron). */
+  schedule: Record<string, unknown> | null;
+  /** The status it is born with: a connection created paused is never active, not even briefly. */
+  status: 'active' | 'paused';
+}
+
+/**
+ * Inserts a connection with its status; null when (tenant_id, app_key) is taken.
+ * `metadata.sync.first_activated_at` is stamped now, the reference of its first scheduled run.
+ */
+export async function insertConnection(db: Queryable, input: NewConnection): Promise<ConnectionRow | null> {
+  const { rows } = await db.query<ConnectionRow>(
+    `insert into connections as c (tenant_id, provider_slug, app_key, config, credentials, status, metadata)
+     values ($1, $2, $3, $4, $5, $7, jsonb_build_object('sync', $6::jsonb || jsonb_build_object('first_activated_at', now())))
+     on conflict (tenant_id, app_key) do nothing
+     returning ${CONNECTION_COLUMNS}`,
+    [input.tenantId, input.providerSlug, input.appKey, input.config, input.credentials, input.schedule ?? {}, input.status],
+  );
+  return rows[0] ?? null;
+}
+
+/** Fields of a connection the API may change; undefined leaves a field as it is. */
+export interface ConnectionChange {
+  config?: Record<string, unknown>;
+  /** null removes the credentials. */
+  credentials?: Record<string, unknown> | null;
+  status?: ConnectionStatus;
+}
+
+/** Applies `change` to connection `id` and returns the row, or null when there is none. */
+export async function updateConnection(db: Queryable, id: string, change: ConnectionChange): Promise<ConnectionRow | null> {
+  const { rows } = await db.query<ConnectionRow>(
+    `update connections c
+        set config = coalesce($2, c.config),
+            credentials = case when $3 then $4 else c.credentials end,
+            status = coalesce($5, c.status)
+      where c.id = $1
+      returning ${CONNECTION_COLUMNS}`,
+    [id, change.config ?? null, change.credentials !== undefined, change.credentials ?? null, change.status ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+/** Filters and keyset position of a connections listing. */
+export interface ListConnectionsInput {
+  tenantId?: string;
+  providerSlug?: string;
+  status?: ConnectionStatus;
+  /** Return connections with an id greater than this (the previous page's last id). */
+  afterId?: string;
+  limit: number;
+}
+
+/** One page of connections ordered by id; `limit + 1` rows are read to know if more exist. */
+export async function listConnections(db: Queryable, input: ListConnectionsInput): Promise<{ rows: ConnectionRow[]; more: boolean }> {
+  const { rows } = await db.query<ConnectionRow>(
+    `select ${CONNECTION_COLUMNS} from connections c
+      where ($1::text is null or c.tenant_id = $1)
+        and ($2::text is null or c.provider_slug = $2)
+        and ($3::text is null or c.status = $3)
+        and ($4::uuid is null or c.id > $4)
+      order by c.id limit $5`,
+    [input.tenantId ?? null, input.providerSlug ?? null, input.status ?? null, input.afterId ?? null, input.limit + 1],
+  );
+  return { rows: rows.slice(0, input.limit), more: rows.length > input.limit };
+}
+
+/** The identity of a connection an enqueue holds locked. */
+export interface LockedConnection {
+  id: string;
+  tenant_id: string;
+  provider_slug: string;
+  status: ConnectionStatus;
+}
+
+/** Locks the connection row `FOR UPDATE SKIP LOCKED`; null when it is missing or locked elsewhere. */
+export async function lockConnectionSkipLocked(tx: PoolClient, id: string): Promise<LockedConnection | null> {
+  const { rows } = await tx.query<LockedConnection>(
+    'select id, tenant_id, provider_slug, status from connections where id = $1 for update skip locked',
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Whether connection `id` exists. */
+export async function connectionExists(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('select 1 from connections where id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The provider slug of connection `id`, or null. */
+export async function findProviderSlug(db: Queryable, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ provider_slug: string }>('select provider_slug from connections where id = $1', [id]);
+  return rows[0]?.provider_slug ?? null;
+}
+
+/** What a connection workflow plans from: the row, the schedule's last run and its breaker pause. */
+export interface SchedulingRow {
+  id: string;
+  tenant_id: string;
+  provider_slug: string;
+  status: ConnectionStatus;
+  sync: unknown;
+  created_at: Date;
+  last_finished_at: Date | null;
+  paused_until: Date | null;
+}
+
+/** The scheduling context of connection `id` at time `at`, in one statement; null when it is gone. */
+export async function findSchedulingRow(db: Queryable, id: string, at: Date): Promise<SchedulingRow | null> {
+  const { rows } = await db.query<SchedulingRow>(
+    `select c.id, c.tenant_id, c.provider_slug, c.status, c.metadata -> 'sync' as sync, c.created_at,
+            ${lastScheduleRunAt('c.id')} as last_finished_at,
+            ${pausedUntilAt('c.id', '$2')} as paused_until
+       from connections c where c.id = $1`,
+    [id, at],
+  );
+  return rows[0] ?? null;
+}
+
+/** What a connector needs of a connection: provider, config and (plaintext) credentials. */
+export interface SyncSource {
+  provider_slug: string;
+  config: Record<string, unknown>;
+  credentials: Record<string, unknown> | null;
+}
+
+/** The provider, config and credentials of connection `id`, or null. */
+export async function findSyncSource(db: Queryable, id: string): Promise<SyncSource | null> {
+  const { rows } = await db.query<SyncSource>('select provider_slug, config, credentials from connections where id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+/** Pauses or resumes a connection, leaving a disabled one disabled; its status after, or null. */
+export async function setStatusUnlessDisabled(db: Queryable, id: string, status: 'active' | 'paused'): Promise<ConnectionStatus | null> {
+  const { rows } = await db.query<{ status: ConnectionStatus }>(
+    `update connections set status = case when status = 'disabled' then status else $2 end
+      where id = $1 returning status`,
+    [id, status],
+  );
+  return rows[0]?.status ?? null;
+}
+
+/** Stores a schedule change in `metadata.sync`, replacing any previous interval or cron. */
+export async function saveScheduleChange(db: Queryable, id: string, change: ScheduleChange): Promise<void> {
+  await db.query(
+    `update connections
+        set metadata = jsonb_set(metadata, '{sync}',
+              (coalesce(metadata -> 'sync', '{}'::jsonb) - 'interval_seconds' - 'cron') || $2::jsonb)
+      where id = $1`,
+    [id, JSON.stringify(change)],
+  );
+}
+
+/**
+ * Writes a plan's `next_run_at` and `last_jitter_seconds` into `metadata.sync`, keeping every
+ * other key. Called inside the transaction that inserts or moves the job.
+ */
+export async function writeNextRun(tx: Queryable, id: string, plan: PlannedRun): Promise<void> {
+  await tx.query(
+    `update connections
+        set metadata = jsonb_set(metadata, '{sync}',
+              coalesce(metadata -> 'sync', '{}'::jsonb)
+              || jsonb_build_object('next_run_at', $2::text, 'last_jitter_seconds', $3::int))
+      where id = $1`,
+    [id, new Date(plan.nextRunAt).toISOString(), plan.jitterSeconds],
+  );
+}
+
+/** A connection the reconcile tick looks at. */
+export interface ReconcileRow {
+  id: string;
+  tenant_id: string;
+  provider_slug: string;
+  status: ConnectionStatus;
+}
+
+/**
+ * The next batch of connections after `afterId` whose workflow the tick must ensure or stop:
+ * all but disabled ones already noted as stopped (until the row changes again). Locked
+ * `FOR UPDATE SKIP LOCKED`, so a row an enqueue holds is left for the next tick.
+ */
+export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit: number): Promise<ReconcileRow[]> {
+  const { rows } = await tx.query<ReconcileRow>(
+    `select id, tenant_id, provider_slug, status from connections
+      where id > $1 and (status <> 'disabled' or workflow_stopped_at is null or workflow_stopped_at < updated_at)
+      order by id limit $2 for update skip locked`,
+    [afterId, limit],
+  );
+  return rows;
+}
+
+/** Notes that a disabled connection's workflow was found ended. */
+export async function markWorkflowStopped(db: Queryable, id: string): Promise<void> {
+  await db.query(`update connections set workflow_stopped_at = now() where id = $1 and status = 'disabled'`, [id]);
+}
+
+/** A queued job counts as late this long after its scheduled time (it may be starting right now). */
+const LATE_AFTER = "interval '30 seconds'";
+
+/**
+ * The backlog: active connections that are overdue, either with no active job although their
+ * `next_run_at` has passed, or with a queued job more than 30 s past its `scheduled_at` (the lag
+ * users feel). A malformed `next_run_at` (metadata is user-editable) is ignored, never an error.
+ */
+export async function countOverdueConnections(db: Queryable, at: Date): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from connections c
+      where c.status = 'active'
+        and (
+          (case when c.metadata -> 'sync' ->> 'next_run_at' ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+                then (c.metadata -> 'sync' ->> 'next_run_at')::timestamptz end < $1
+           and not exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status in (${ACTIVE_JOBS})))
+          or exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = 'queued'
+                       and j.scheduled_at < $1::timestamptz - ${LATE_AFTER})
+        )`,
+    [at],
+  );
+  return rows[0]!.n;
+}

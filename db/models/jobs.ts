@@ -1,0 +1,548 @@
+// SQL of the `sync_jobs` table: one statement per function, typed rows. A connection has at most
+// one active job per type (and one active backfill): two partial unique indexes over the active
+// statuses guard every insert, so concurrent enqueues and requests insert one row.
+import type { PoolClient } from 'pg';
+import type { ActiveJobStatus, ConnectionStatus, FinishedJobStatus, JobStatus, JobTrigger, SyncMode } from '../../policy/vocabulary';
+import { syncJobWorkflowId } from '../../temporal/ids';
+import type { Queryable } from '../queryable';
+import { ACTIVE_JOBS, FINISHED_JOBS, OPEN_TASKS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS } from '../sql';
+import { pausedUntilAt } from './breaker';
+import { forgetSeenOfJob } from './seen';
+import { cancelOpenTasks } from './tasks';
+
+/** A sync job as the API shows it. */
+export interface JobRow {
+  id: string;
+  connection_id: string;
+  tenant_id: string;
+  provider_slug: string;
+  job_type: SyncMode;
+  trigger: JobTrigger;
+  status: JobStatus;
+  priority: number;
+  scheduled_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  window_start: Date | null;
+  window_end: Date | null;
+  payload: Record<string, unknown>;
+  retry_count: number;
+  max_retries: number;
+  retry_after: Date | null;
+  last_error: string | null;
+  idempotency_key: string | null;
+  workflow_id: string | null;
+  total_tasks: number;
+  completed_tasks: number;
+  failed_tasks: number;
+  /** bigint in Postgres, read as a number (safe below 2^53). */
+  processed_entities: number;
+  /** What the job's tasks did to records so far, summed over its tasks. */
+  counts: RecordCounts;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Records a job or task added, updated, tombstoned and found unchanged. */
+export interface RecordCounts {
+  added: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+}
+
+/** The select list that produces a JobRow from `sync_jobs j join connections c`. */
+const JOB_COLUMNS = `j.id, j.connection_id, j.tenant_id, c.provider_slug, j.job_type, j.trigger, j.status, j.priority,
+  j.scheduled_at, j.started_at, j.finished_at, j.window_start, j.window_end, j.payload, j.retry_count, j.max_retries,
+  j.retry_after, j.last_error, j.idempotency_key, j.workflow_id, j.total_tasks, j.completed_tasks, j.failed_tasks,
+  j.processed_entities::float8 as processed_entities,
+  (select json_build_object('added', coalesce(sum(t.added_count), 0), 'updated', coalesce(sum(t.updated_count), 0),
+                            'deleted', coalesce(sum(t.deleted_count), 0), 'unchanged', coalesce(sum(t.unchanged_count), 0))
+     from sync_tasks t where t.job_id = j.id) as counts,
+  j.created_at, j.updated_at`;
+
+/** A job that an UPDATE just moved to a final status, with what its metrics need. */
+export interface EndedJob {
+  status: FinishedJobStatus;
+  /** The connection's provider slug: `connector_id` of `sync_jobs_total`. */
+  provider: string;
+  /** `started_at`, or `created_at` for a job that never started. */
+  began_at: Date;
+  finished_at: Date;
+}
+
+/** RETURNING columns of an UPDATE that ends jobs, giving the EndedJob fields other than `status`. */
+function endedJobColumns(table = 'sync_jobs'): string {
+  return `coalesce(${table}.started_at, ${table}.created_at) as began_at, ${table}.finished_at,
+          (select c.provider_slug from connections c where c.id = ${table}.connection_id) as provider`;
+}
+
+/**
+ * SQL for the schedule's last run of connection `connectionColumn` (L of schedule planning): the
+ * finish time of the latest job its scheduler created (schedule or manual), of either type and
+ * however it ended, cancelled included, leaving out jobs failed as abandoned. API syncs and
+ * backfills run beside the schedule and are not its runs.
+ */
+export function lastScheduleRunAt(connectionColumn: string): string {
+  return `(select max(j.finished_at) from sync_jobs j
+            where j.connection_id = ${connectionColumn} and j.trigger in (${SCHEDULER_JOB_TRIGGERS})
+              and j.status in (${FINISHED_JOBS}) and j.abandoned_at is null)`;
+}
+
+/** The job with id `id`, or null. */
+export async function findJob(db: Queryable, id: string): Promise<JobRow | null> {
+  const { rows } = await db.query<JobRow>(
+    `select ${JOB_COLUMNS} from sync_jobs j join connections c on c.id = j.connection_id where j.id = $1`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Filters and keyset position of a jobs listing (newest first). */
+export interface ListJobsInput {
+  connectionId?: string;
+  tenantId?: string;
+  status?: JobStatus;
+  jobType?: SyncMode;
+  trigger?: JobTrigger;
+  /** The previous page's last (created_at, id). */
+  before?: { createdAt: Date; id: string };
+  limit: number;
+}
+
+/** One page of jobs, newest first; `limit + 1` rows are read to know if more exist. */
+export async function listJobs(db: Queryable, input: ListJobsInput): Promise<{ rows: JobRow[]; more: boolean }> {
+  const { rows } = await db.query<JobRow>(
+    `select ${JOB_COLUMNS} from sync_jobs j join connections c on c.id = j.connection_id
+      where ($1::uuid is null or j.connection_id = $1)
+        and ($2::text is null or j.tenant_id = $2)
+        and ($3::text is null or j.status = $3)
+        and ($4::text is null or j.job_type = $4)
+        and ($5::text is null or j.trigger = $5)
+        and ($6::timestamptz is null or (j.created_at, j.id) < ($6, $7::uuid))
+      order by j.created_at desc, j.id desc limit $8`,
+    [input.connectionId ?? null, input.tenantId ?? null, input.status ?? null, input.jobType ?? null, input.trigger ?? null,
+      input.before?.createdAt ?? null, input.before?.id ?? null, input.limit + 1],
+  );
+  return { rows: rows.slice(0, input.limit), more: rows.length > input.limit };
+}
+
+/** A job to insert in status `queued`. */
+export interface NewJob {
+  id: string;
+  connectionId: string;
+  tenantId: string;
+  jobType: SyncMode;
+  trigger: JobTrigger;
+  scheduledAt: Date | null;
+  priority?: number;
+  window?: { start: Date; end: Date };
+  payload?: Record<string, unknown>;
+  idempotencyKey?: string;
+  /** The connection workflow run that enqueues a scheduler job. */
+  schedulerRunId?: string;
+}
+
+/**
+ * Inserts a queued job whose workflow will be `sync-job:<id>`, unless a unique index says no (one
+ * active job per connection and type, one active backfill, one job per tenant and idempotency
+ * key): then nothing is written and false is returned. `scheduledAt` null means now.
+ */
+export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at,
+                            window_start, window_end, payload, idempotency_key, workflow_id, scheduler_run_id)
+     values ($1, $2, $3, $4, $5, 'queued', $6, coalesce($7, now()), $8, $9, $10, $11, $12, $13)
+     on conflict do nothing`,
+    [job.id, job.connectionId, job.tenantId, job.jobType, job.trigger, job.priority ?? 0, job.scheduledAt,
+      job.window?.start ?? null, job.window?.end ?? null, job.payload ?? {}, job.idempotencyKey ?? null, syncJobWorkflowId(job.id),
+      job.schedulerRunId ?? null],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** The status of job `id`, or null when there is none. */
+export async function findJobStatus(db: Queryable, id: string): Promise<JobStatus | null> {
+  const { rows } = await db.query<{ status: JobStatus }>('select status from sync_jobs where id = $1', [id]);
+  return rows[0]?.status ?? null;
+}
+
+/** Whether job `id` exists. */
+export async function jobExists(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('select 1 from sync_jobs where id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The id of the job with this tenant's idempotency key, or null. */
+export async function findJobIdByIdempotencyKey(db: Queryable, tenantId: string, key: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>('select id from sync_jobs where tenant_id = $1 and idempotency_key = $2', [tenantId, key]);
+  return rows[0]?.id ?? null;
+}
+
+/** An active job: its id and status. */
+export interface ActiveJob {
+  id: string;
+  status: ActiveJobStatus;
+}
+
+/**
+ * The active job that blocks a new one of `trigger` and `jobType`: for a backfill the connection's
+ * active backfill, otherwise its active non-backfill job of that type. Null when none is active.
+ */
+export async function findBlockingJob(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<ActiveJob | null> {
+  const { rows } = await db.query<ActiveJob>(
+    `select id, status from sync_jobs
+      where connection_id = $1 and status in (${ACTIVE_JOBS})
+        and (case when $2 = 'backfill' then trigger = 'backfill' else trigger <> 'backfill' and job_type = $3 end)`,
+    [connectionId, trigger, jobType],
+  );
+  return rows[0] ?? null;
+}
+
+/** Whether the connection has any active job of `jobType` (backfills included). */
+export async function hasActiveJobOfType(db: Queryable, connectionId: string, jobType: SyncMode): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `select 1 from sync_jobs where connection_id = $1 and job_type = $2 and status in (${ACTIVE_JOBS})`,
+    [connectionId, jobType],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Locks job `id` while it is still queued; its type, or null when it is not queued. */
+export async function lockQueuedJob(tx: PoolClient, id: string): Promise<{ job_type: SyncMode } | null> {
+  const { rows } = await tx.query<{ job_type: SyncMode }>(`select job_type from sync_jobs where id = $1 and status = 'queued' for update`, [id]);
+  return rows[0] ?? null;
+}
+
+/** Moves a queued job to a new time and type, and a new trigger when given. */
+export async function moveQueuedJob(tx: PoolClient, id: string, scheduledAt: Date, jobType: SyncMode, trigger: JobTrigger | null): Promise<void> {
+  await tx.query('update sync_jobs set scheduled_at = $2, job_type = $3, trigger = coalesce($4, trigger) where id = $1', [
+    id, scheduledAt, jobType, trigger,
+  ]);
+}
+
+/** Cancels an active job with a reason; the ended row, or null when it had already finished. */
+export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+  const { rows } = await tx.query<EndedJob & { connection_id: string }>(
+    `update sync_jobs set status = 'cancelled', finished_at = $2, last_error = $3
+      where id = $1 and status in (${ACTIVE_JOBS})
+      returning connection_id, status, ${endedJobColumns()}`,
+    [id, at, reason],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Inside a transaction: cancels an active job and its open tasks with a reason and forgets its
+ * seen-sets (a cancelled full pass never reaches its deletion step). Null when the job had
+ * already finished. The caller counts the ended job's metrics once the transaction committed.
+ */
+export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+  const job = await cancelActiveJob(tx, id, at, reason);
+  if (!job) return null;
+  await cancelOpenTasks(tx, id, at, reason);
+  await forgetSeenOfJob(tx, id);
+  return job;
+}
+
+/** The active jobs of a connection requested over the API (api and backfill). */
+export async function findActiveRequestedJobs(db: Queryable, connectionId: string): Promise<ActiveJob[]> {
+  const { rows } = await db.query<ActiveJob>(
+    `select id, status from sync_jobs where connection_id = $1 and status in (${ACTIVE_JOBS}) and trigger in (${REQUESTED_JOB_TRIGGERS})`,
+    [connectionId],
+  );
+  return rows;
+}
+
+/** A job as a claim sees it, with its connection's status. */
+export interface ClaimRow {
+  id: string;
+  connection_id: string;
+  job_type: SyncMode;
+  status: JobStatus;
+  workflow_id: string | null;
+  retry_count: number;
+  connection_status: ConnectionStatus;
+}
+
+/** Locks job `id` `FOR UPDATE SKIP LOCKED`; null when it is missing or locked by another claimer. */
+export async function lockJobForClaim(tx: PoolClient, id: string): Promise<ClaimRow | null> {
+  const { rows } = await tx.query<ClaimRow>(
+    `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, c.status as connection_status
+       from sync_jobs j join connections c on c.id = j.connection_id
+      where j.id = $1 for update of j skip locked`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Marks a claimed job running under `workflowId` (its first start time is kept). */
+export async function markJobRunning(tx: PoolClient, id: string, at: Date, workflowId: string): Promise<void> {
+  await tx.query(
+    `update sync_jobs set status = 'running', started_at = coalesce(started_at, $2), workflow_id = $3, retry_after = null
+      where id = $1`,
+    [id, at, workflowId],
+  );
+}
+
+/** A running job that was just finished. */
+export interface FinishedJob extends EndedJob {
+  status: 'completed' | 'failed';
+  connection_id: string;
+  retry_count: number;
+  rate_limit_retry_count: number;
+  processed_entities: string;
+  failed_tasks: number;
+  last_error: string | null;
+}
+
+/**
+ * Ends a running job `completed` or `failed`. A job is completed only when every task of it
+ * completed: one with a failed or unfinished task is marked failed, naming how many. Null when the
+ * job is no longer running.
+ */
+export async function finishRunningJob(tx: PoolClient, id: string, outcome: 'completed' | 'failed', at: Date, error: string | null): Promise<FinishedJob | null> {
+  const { rows } = await tx.query<FinishedJob>(
+    `with unfinished as (
+       select count(*)::int as n from sync_tasks where job_id = $1 and status <> 'completed'
+     )
+     update sync_jobs
+        set status = case when $2 = 'completed' and (failed_tasks > 0 or (select n from unfinished) > 0) then 'failed' else $2 end,
+            finished_at = $3,
+            last_error = case when $2 <> 'completed' then $4
+                              when failed_tasks > 0 then failed_tasks || ' task(s) failed'
+                              when (select n from unfinished) > 0 then (select n from unfinished) || ' task(s) did not complete'
+                              else $4 end
+      where id = $1 and status = 'running'
+      returning connection_id, retry_count, rate_limit_retry_count, processed_entities, failed_tasks, status, last_error,
+                ${endedJobColumns()}`,
+    [id, outcome, at, error],
+  );
+  return rows[0] ?? null;
+}
+
+/** Fails the connection's active scheduler jobs left by runs other than `exceptRunId`, as abandoned. */
+export async function failAbandonedSchedulerJobs(
+  tx: PoolClient,
+  connectionId: string,
+  at: Date,
+  reason: string,
+  exceptRunId: string | null,
+): Promise<(EndedJob & { id: string })[]> {
+  const { rows } = await tx.query<EndedJob & { id: string }>(
+    `update sync_jobs set status = 'failed', finished_at = $2, abandoned_at = $2, last_error = $3
+      where connection_id = $1 and status in (${ACTIVE_JOBS})
+        and trigger in (${SCHEDULER_JOB_TRIGGERS})
+        and ($4::text is null or scheduler_run_id is distinct from $4)
+      returning id, status, ${endedJobColumns()}`,
+    [connectionId, at, reason, exceptRunId],
+  );
+  return rows;
+}
+
+/** A job just marked retrying. */
+export interface RetryingJob {
+  connection_id: string;
+  retry_count: number;
+  rate_limit_retry_count: number;
+  processed_entities: string;
+  provider: string;
+}
+
+/**
+ * Marks a running or retrying job `retrying` until `retryAfter`, counting the attempt as a failure
+ * or a rate limit (`paused` and `interrupted` count nothing). Null when the job is neither running
+ * nor retrying.
+ */
+export async function markJobRetrying(
+  tx: PoolClient,
+  id: string,
+  retryAfter: Date,
+  error: string,
+  kind: 'rate_limited' | 'failure' | 'paused' | 'interrupted',
+  counts: { retryCount?: number; rateLimitRetryCount?: number } = {},
+): Promise<RetryingJob | null> {
+  // With the counts the caller wants after this attempt they are set (a repeated call changes
+  // nothing); without them the attempt's kind adds one, as callers recorded before did.
+  const { rows } = await tx.query<RetryingJob>(
+    `update sync_jobs
+        set status = 'retrying', retry_after = $2, last_error = $3, failed_tasks = 0,
+            retry_count = case when $5::int is null then retry_count + case when $4 = 'failure' then 1 else 0 end
+                               else greatest(retry_count, $5::int) end,
+            rate_limit_retry_count = case when $6::int is null then rate_limit_retry_count + case when $4 = 'rate_limited' then 1 else 0 end
+                                          else greatest(rate_limit_retry_count, $6::int) end
+      where id = $1 and status in ('running', 'retrying')
+      returning connection_id, retry_count, rate_limit_retry_count, processed_entities,
+                (select provider_slug from connections c where c.id = sync_jobs.connection_id) as provider`,
+    [id, retryAfter, error, kind, counts.retryCount ?? null, counts.rateLimitRetryCount ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+/** A job and its connection, as preparing it needs them. */
+export interface PrepareRow {
+  job_type: SyncMode;
+  payload: Record<string, unknown> | null;
+  window_start: Date | null;
+  retry_count: number;
+  rate_limit_retry_count: number;
+  max_retries: number;
+  connection_id: string;
+  provider_slug: string;
+  config: Record<string, unknown> | null;
+  paused_until: Date | null;
+}
+
+/** Job `id` with its connection's provider, config and breaker pause at `at`; null when missing. */
+export async function findJobToPrepare(db: Queryable, id: string, at: Date): Promise<PrepareRow | null> {
+  const { rows } = await db.query<PrepareRow>(
+    `select j.job_type, j.payload, j.window_start, j.retry_count, j.rate_limit_retry_count, j.max_retries,
+            c.id as connection_id, c.provider_slug, c.config, ${pausedUntilAt('c.id', '$2')} as paused_until
+       from sync_jobs j join connections c on c.id = j.connection_id where j.id = $1`,
+    [id, at],
+  );
+  return rows[0] ?? null;
+}
+
+/** Sets a job's number of tasks. */
+export async function setTotalTasks(tx: Queryable, id: string, total: number): Promise<void> {
+  await tx.query('update sync_jobs set total_tasks = $2 where id = $1', [id, total]);
+}
+
+/**
+ * Adds a page's records to a job's `processed_entities`; a negative `count` takes back what a
+ * restarted pass discarded.
+ */
+export async function addProcessedEntities(tx: Queryable, id: string, count: number): Promise<void> {
+  await tx.query('update sync_jobs set processed_entities = processed_entities + $2 where id = $1', [id, count]);
+}
+
+/** Counts one more completed task on a job. */
+export async function countCompletedTask(tx: Queryable, id: string): Promise<void> {
+  await tx.query('update sync_jobs set completed_tasks = completed_tasks + 1 where id = $1', [id]);
+}
+
+/** Adds failed tasks to jobs: `counts[i]` to job `ids[i]`. */
+export async function addFailedTasks(tx: Queryable, ids: string[], counts: number[]): Promise<void> {
+  await tx.query(
+    `update sync_jobs j set failed_tasks = j.failed_tasks + r.n
+       from unnest($1::uuid[], $2::int[]) as r(job_id, n)
+      where j.id = r.job_id`,
+    [ids, counts],
+  );
+}
+
+/**
+ * Locks the jobs that have a `processing` task with no heartbeat since `cutoff`, in id order.
+ * Lock order is job, then task, as everywhere else; SKIP LOCKED means the reaper never waits on a
+ * lock and takes part in no deadlock; FOR NO KEY UPDATE (what the later UPDATE takes anyway) does
+ * not conflict with FK checks of rows being inserted for the job.
+ */
+export async function lockJobsWithStaleTasks(tx: PoolClient, cutoff: Date): Promise<string[]> {
+  const { rows } = await tx.query<{ id: string }>(
+    `select id from sync_jobs
+      where id in (select job_id from sync_tasks
+                    where status = 'processing' and coalesce(heartbeat_at, started_at) < $1)
+      order by id
+      for no key update skip locked`,
+    [cutoff],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** A job failed because none of its tasks can still finish. */
+export interface ReapedJob extends EndedJob {
+  id: string;
+  connection_id: string;
+  retry_count: number;
+  started_at: Date | null;
+  processed_entities: string;
+  failed_tasks: number;
+  last_error: string;
+}
+
+/** Fails each running or retrying job of `ids` that has no open task left, with its summary. */
+export async function failJobsWithNoOpenTask(tx: PoolClient, ids: string[], summaries: string[], at: Date): Promise<ReapedJob[]> {
+  const { rows } = await tx.query<ReapedJob>(
+    `update sync_jobs j set status = 'failed', finished_at = $3, last_error = r.summary
+       from unnest($1::uuid[], $2::text[]) as r(job_id, summary)
+      where j.id = r.job_id
+        and j.status in ('running', 'retrying')
+        and not exists (select 1 from sync_tasks t where t.job_id = j.id and t.status in (${OPEN_TASKS}))
+      returning j.id, j.connection_id, j.retry_count, j.started_at, j.processed_entities, j.failed_tasks, j.last_error,
+                j.status, ${endedJobColumns('j')}`,
+    [ids, summaries, at],
+  );
+  return rows;
+}
+
+/**
+ * Deletes one batch of finished jobs past `cutoff`, oldest first, with their tasks and log rows
+ * (FK cascade) and their tasks' `sync_seen` rows (which have no foreign key: it would slow every
+ * full sync). Records are untouched. Age is coalesce(finished_at, created_at): retention runs from
+ * when a job stopped changing. `created_at < cutoff` is implied whenever a job finishes after it
+ * is created and lets the scan use the created_at index; a row whose finished_at is before its
+ * created_at (clock skew between workflow time and the database's now()) is kept longer, never
+ * deleted early. SKIP LOCKED: a row someone holds is left for the next run. Returns how many.
+ */
+export async function deleteFinishedJobsBatch(db: Queryable, cutoff: Date, batchSize: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `with doomed as (
+       select id from sync_jobs
+        where status in (${FINISHED_JOBS})
+          and created_at < $1
+          and coalesce(finished_at, created_at) < $1
+        order by created_at
+        limit $2
+        for update skip locked
+     ),
+     seen as (
+       delete from sync_seen s using sync_tasks t, doomed where t.job_id = doomed.id and s.task_id = t.id
+     )
+     delete from sync_jobs j using doomed where j.id = doomed.id`,
+    [cutoff, batchSize],
+  );
+  return rowCount ?? 0;
+}
+
+/** An active job as the reconcile tick checks it, with its connection. */
+export interface ActiveJobToCheck {
+  id: string;
+  status: ActiveJobStatus;
+  trigger: JobTrigger;
+  connection_id: string;
+  tenant_id: string;
+  provider_slug: string;
+  connection_status: ConnectionStatus;
+}
+
+/** Active jobs created before `before` (younger ones may still be getting their workflow), oldest first. */
+export async function findActiveJobsCreatedBefore(db: Queryable, before: Date, limit: number): Promise<ActiveJobToCheck[]> {
+  const { rows } = await db.query<ActiveJobToCheck>(
+    `select j.id, j.status, j.trigger, j.connection_id, c.tenant_id, c.provider_slug, c.status as connection_status
+       from sync_jobs j join connections c on c.id = j.connection_id
+      where j.status in (${ACTIVE_JOBS}) and j.created_at < $1
+      order by j.created_at limit $2`,
+    [before, limit],
+  );
+  return rows;
+}
+
+/** Fails one active job as abandoned (no workflow runs it); the ended row, or null when it had finished. */
+export async function failAbandonedJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+  const { rows } = await tx.query<EndedJob & { connection_id: string }>(
+    `update sync_jobs set status = 'failed', finished_at = $2, abandoned_at = $2, last_error = $3
+      where id = $1 and status in (${ACTIVE_JOBS})
+      returning connection_id, status, ${endedJobColumns()}`,
+    [id, at, reason],
+  );
+  return rows[0] ?? null;
+}
+
+/** The number of active jobs by status. */
+export async function countActiveJobsByStatus(db: Queryable): Promise<Map<ActiveJobStatus, number>> {
+  const { rows } = await db.query<{ status: ActiveJobStatus; n: number }>(
+    `select status, count(*)::int as n from sync_jobs where status in (${ACTIVE_JOBS}) group by status`,
+  );
+  return new Map(rows.map((r) => [r.status, r.n]));
+}

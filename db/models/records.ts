@@ -1,0 +1,140 @@
+// SQL of `records`: the synced data, keyed by (connection, resource type, external id). Pages are
+// written in one statement each; an unchanged record costs no write.
+import type { PoolClient } from 'pg';
+import type { ConnectorRecord } from '../../connectors/types';
+import type { Queryable } from '../queryable';
+
+/** Two-key advisory locks in this class are the per-connection change-feed locks. */
+const FEED_LOCK_CLASS = 0x5eed;
+
+/**
+ * Takes connection `connectionId`'s change-feed lock for the rest of transaction `tx`. Every
+ * transaction that gives records of a connection a new `change_seq` takes it before its first
+ * `nextval`, so writers of one connection commit in sequence order: a reader that sees a value
+ * sees every smaller one of that connection (a sequence value taken in one transaction could
+ * otherwise commit after a larger one taken in another). Other connections are not slowed; two
+ * whose ids hash alike merely take turns.
+ */
+export async function lockChangeFeed(tx: PoolClient, connectionId: string): Promise<void> {
+  await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [FEED_LOCK_CLASS, connectionId]);
+}
+
+/** What one page's upsert did: records inserted (or back from a tombstone), changed, and left as they were. */
+export interface UpsertCounts {
+  added: number;
+  updated: number;
+  unchanged: number;
+}
+
+/**
+ * Upserts one page of records in one statement, under the connection's change-feed lock. A record
+ * whose data and updated_at are unchanged is not rewritten, nor is one the provider says is older
+ * than the stored version; every other write takes the next `change_seq`. A tombstoned record
+ * seen again comes back as an insert. Duplicate ids within a page keep the last occurrence
+ * (Postgres cannot upsert one row twice in a statement) and count once.
+ */
+export async function upsertRecords(
+  tx: PoolClient,
+  target: { connectionId: string; resourceType: string; jobId: string | null; at: Date },
+  records: ConnectorRecord[],
+): Promise<UpsertCounts> {
+  if (records.length === 0) return { added: 0, updated: 0, unchanged: 0 };
+  const byId = new Map(records.map((r) => [r.externalId, r]));
+  const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
+  await lockChangeFeed(tx, target.connectionId);
+  const { rows: counts } = await tx.query<{ added: number; updated: number }>(
+    `with written as (
+       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at)
+       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4
+         from jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)
+       on conflict (connection_id, resource_type, external_id) do update
+          set data = excluded.data, source_updated_at = excluded.source_updated_at,
+              last_seen_job_id = excluded.last_seen_job_id, synced_at = excluded.synced_at,
+              change_seq = nextval('records_change_seq'),
+              change = case when records.deleted_at is null then 'update' else 'insert' end,
+              deleted_at = null
+        where (records.deleted_at is not null
+               or records.data is distinct from excluded.data
+               or records.source_updated_at is distinct from excluded.source_updated_at)
+          -- Never replace a newer version with an older one (two jobs of a connection can overlap).
+          and (records.source_updated_at is null or excluded.source_updated_at is null
+               or excluded.source_updated_at >= records.source_updated_at)
+       returning change)
+     select count(*) filter (where change = 'insert')::int as added, count(*) filter (where change = 'update')::int as updated
+       from written`,
+    [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows)],
+  );
+  const { added, updated } = counts[0]!;
+  return { added, updated, unchanged: rows.length - added - updated };
+}
+
+/**
+ * The deletion step of a full pass: turns the connection's live records of `resourceType` that
+ * task `taskId` did not see into tombstones (`deleted_at`, a new `change_seq`, data kept), under
+ * the change-feed lock. A record written after the pass began (by a job running beside it) is not
+ * the pass's to judge. Returns how many it tombstoned.
+ */
+export async function tombstoneUnseenRecords(tx: PoolClient, connectionId: string, resourceType: string, taskId: string, at: Date): Promise<number> {
+  await lockChangeFeed(tx, connectionId);
+  const { rowCount } = await tx.query(
+    `update records r set deleted_at = $4, synced_at = $4, change = 'delete', change_seq = nextval('records_change_seq')
+      where r.connection_id = $1 and r.resource_type = $2 and r.deleted_at is null
+        and not exists (select 1 from sync_seen s where s.task_id = $3 and s.external_id = r.external_id)
+        and r.synced_at < (select started_at from sync_tasks where id = $3)`,
+    [connectionId, resourceType, taskId, at],
+  );
+  return rowCount ?? 0;
+}
+
+/** One change of the feed: a record as it is after its latest write. */
+export interface RecordChange {
+  /** The feed position (a bigint, as a string). */
+  change_seq: string;
+  external_id: string;
+  resource_type: string;
+  data: unknown;
+  source_updated_at: Date | null;
+  synced_at: Date;
+  deleted_at: Date | null;
+  change: 'insert' | 'update' | 'delete';
+}
+
+/**
+ * A connection's changes after position `afterSeq`, in feed order, at most `limit`: each record
+ * once, in its latest state (a record changed twice since `afterSeq` appears once, at its latest
+ * position). Optionally only one resource type, or only changes written after `modifiedAfter`.
+ */
+export async function readChanges(
+  db: Queryable,
+  query: { connectionId: string; afterSeq: string; limit: number; resourceType?: string; modifiedAfter?: Date },
+): Promise<RecordChange[]> {
+  const { rows } = await db.query<RecordChange>(
+    `select r.change_seq::text as change_seq, r.external_id, r.resource_type, r.data, r.source_updated_at, r.synced_at, r.deleted_at, r.change
+       from records r
+      where r.connection_id = $1 and r.change_seq > $2::bigint
+        and ($3::text is null or r.resource_type = $3) and ($4::timestamptz is null or r.synced_at > $4)
+      order by r.change_seq -- the bigint column, not the text it is shown as
+      limit $5`,
+    [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit],
+  );
+  return rows;
+}
+
+/**
+ * Hard-deletes up to `limit` tombstones older than `before` and raises each affected connection's
+ * `feed_purged_seq` to the highest position removed, in one statement. A record seen again since
+ * (no longer a tombstone) is left alone. Returns how many it deleted.
+ */
+export async function purgeTombstonesBatch(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `with doomed as (select ctid from records where deleted_at < $1 limit $2),
+          purged as (delete from records r using doomed d where r.ctid = d.ctid and r.deleted_at < $1
+                     returning r.connection_id, r.change_seq),
+          marked as (update connections c set feed_purged_seq = greatest(c.feed_purged_seq, p.last_seq)
+                       from (select connection_id, max(change_seq) as last_seq from purged group by connection_id) p
+                      where c.id = p.connection_id)
+     select count(*)::int as n from purged`,
+    [before, limit],
+  );
+  return rows[0]!.n;
+}

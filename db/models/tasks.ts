@@ -1,0 +1,204 @@
+// SQL of `sync_tasks`: one task per resource type of a job, with the paging progress that lets a
+// retried task resume after its last stored page.
+import type { PoolClient } from 'pg';
+import type { ConnectionStatus, TaskStatus } from '../../policy/vocabulary';
+import type { Queryable } from '../queryable';
+import type { UpsertCounts } from './records';
+import { OPEN_TASKS } from '../sql';
+
+/** One task of a job as the status endpoint shows it. */
+export interface TaskRow {
+  resource_type: string;
+  status: TaskStatus;
+  entity_count: number;
+  added_count: number;
+  updated_count: number;
+  unchanged_count: number;
+  deleted_count: number;
+  error_message: string | null;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+/** The tasks of job `jobId`, by resource type. */
+export async function findJobTasks(db: Queryable, jobId: string): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRow>(
+    `select resource_type, status, entity_count, added_count, updated_count, unchanged_count, deleted_count, error_message, started_at, completed_at
+       from sync_tasks where job_id = $1 order by resource_type`,
+    [jobId],
+  );
+  return rows;
+}
+
+/** Creates one pending task per resource type; tasks that exist already are kept. */
+export async function insertTasks(tx: Queryable, jobId: string, resourceTypes: string[]): Promise<void> {
+  await tx.query(
+    `insert into sync_tasks (job_id, resource_type) select $1, unnest($2::text[])
+     on conflict (job_id, resource_type) do nothing`,
+    [jobId, resourceTypes],
+  );
+}
+
+/** The job's tasks of these resource types, by resource type. */
+export async function listTasksOfTypes(tx: Queryable, jobId: string, resourceTypes: string[]): Promise<{ id: string; resource_type: string }[]> {
+  const { rows } = await tx.query<{ id: string; resource_type: string }>(
+    'select id, resource_type from sync_tasks where job_id = $1 and resource_type = any($2::text[]) order by resource_type',
+    [jobId, resourceTypes],
+  );
+  return rows;
+}
+
+/** Marks a job's open tasks `cancelled` with a reason. */
+export async function cancelOpenTasks(tx: Queryable, jobId: string, at: Date, reason: string): Promise<void> {
+  await tx.query(
+    `update sync_tasks set status = 'cancelled', completed_at = $2, error_message = $3
+      where job_id = $1 and status in (${OPEN_TASKS})`,
+    [jobId, at, reason],
+  );
+}
+
+/** Marks the open tasks of these jobs `failed` with a reason. */
+export async function failOpenTasksOfJobs(tx: Queryable, jobIds: string[], at: Date, reason: string): Promise<void> {
+  await tx.query(
+    `update sync_tasks set status = 'failed', completed_at = $2, error_message = $3
+      where job_id = any($1::uuid[]) and status in (${OPEN_TASKS})`,
+    [jobIds, at, reason],
+  );
+}
+
+/** A task with its job, connection and cursor: what a task run needs, credentials included. */
+export interface TaskToSync {
+  status: TaskStatus;
+  page_token: string | null;
+  pages_done: number;
+  entity_count: number;
+  written_count: number;
+  high_water: Date | null;
+  connection_id: string;
+  /** A backfill's window (see `policy/window.ts`): both null for a job without one. */
+  window_start: Date | null;
+  window_end: Date | null;
+  provider_slug: string;
+  connection_status: ConnectionStatus;
+  config: Record<string, unknown> | null;
+  credentials: Record<string, unknown> | null;
+  cursor: Date | null;
+  deleted_count: number;
+}
+
+/** Locks task `taskId` `FOR UPDATE SKIP LOCKED` with what its run needs; null when missing or locked. */
+export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<TaskToSync | null> {
+  const { rows } = await tx.query<TaskToSync>(
+    `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.high_water, t.deleted_count,
+            j.connection_id, j.window_start, j.window_end, c.provider_slug, c.status as connection_status, c.config, c.credentials, s.cursor
+       from sync_tasks t
+       join sync_jobs j on j.id = t.job_id
+       join connections c on c.id = j.connection_id
+       left join sync_state s on s.connection_id = j.connection_id and s.resource_type = t.resource_type
+      where t.id = $1 for update of t skip locked`,
+    [taskId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Marks a task `processing` (keeping its first start time) and beats its heartbeat. */
+export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<void> {
+  await tx.query(
+    `update sync_tasks set status = 'processing', started_at = coalesce(started_at, now()), heartbeat_at = now()
+      where id = $1`,
+    [taskId],
+  );
+}
+
+/**
+ * Records one stored page: where the next one starts, the counts (what the upsert added, updated
+ * and left unchanged), the high-water mark and how many ids it added to the task's seen-set
+ * (`seen`, 0 outside a full pass).
+ */
+export async function recordPage(
+  tx: Queryable,
+  taskId: string,
+  page: { nextPageToken: string | null; records: number; counts: UpsertCounts; highWater: Date | null; seen: number },
+): Promise<void> {
+  const { added, updated, unchanged } = page.counts;
+  await tx.query(
+    `update sync_tasks set page_token = $2, pages_done = pages_done + 1, entity_count = entity_count + $3,
+            written_count = written_count + $4 + $5, added_count = added_count + $4, updated_count = updated_count + $5,
+            unchanged_count = unchanged_count + $6, high_water = $7, seen_count = seen_count + $8, heartbeat_at = now()
+      where id = $1`,
+    [taskId, page.nextPageToken, page.records, added, updated, unchanged, page.highWater, page.seen],
+  );
+}
+
+/**
+ * Sends task `taskId`'s pass back to its first page: no page token, no pages, nothing seen or
+ * counted, no high-water mark. `written_count`, `added_count` and `updated_count` stay (those rows
+ * were written); `unchanged_count` counts the new pass only. Returns the
+ * `entity_count` it discarded, so the job's progress can drop it too.
+ */
+export async function restartTaskPass(tx: Queryable, taskId: string): Promise<number> {
+  const { rows } = await tx.query<{ discarded: number }>(
+    `update sync_tasks t set page_token = null, pages_done = 0, entity_count = 0, seen_count = 0, high_water = null, unchanged_count = 0,
+            heartbeat_at = now()
+       from (select id, entity_count from sync_tasks where id = $1 for update) old
+      where t.id = old.id
+     returning old.entity_count as discarded`,
+    [taskId],
+  );
+  return rows[0]?.discarded ?? 0;
+}
+
+/** Completes a processing task with its deletion count; false when it was not processing. */
+export async function completeTask(tx: Queryable, taskId: string, deleted: number): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `update sync_tasks set status = 'completed', deleted_count = $2, completed_at = now(), heartbeat_at = now()
+      where id = $1 and status = 'processing'`,
+    [taskId, deleted],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Fails an open task with its error; false when it had already finished. */
+export async function failTask(tx: Queryable, taskId: string, error: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `update sync_tasks set status = 'failed', error_message = $2, completed_at = now()
+      where id = $1 and status in (${OPEN_TASKS})`,
+    [taskId, error],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Puts a job's unfinished tasks back to `pending` for its next attempt (their page progress stays). */
+export async function reopenTasksForRetry(tx: Queryable, jobId: string, error: string): Promise<void> {
+  await tx.query(
+    `update sync_tasks set status = 'pending', error_message = $2
+      where job_id = $1 and status in ('processing', 'failed')`,
+    [jobId, error],
+  );
+}
+
+/** A task failed by the reaper. */
+export interface ReapedTask {
+  id: string;
+  job_id: string;
+  resource_type: string;
+}
+
+/**
+ * Fails the `processing` tasks of these jobs silent since `cutoff`. SKIP LOCKED: a task whose row
+ * is locked is being written by a live worker right now (heartbeat or page), so it is not stale,
+ * and two reapers never fail the same task twice.
+ */
+export async function reapStaleTasks(tx: PoolClient, jobIds: string[], cutoff: Date, message: string, at: Date): Promise<ReapedTask[]> {
+  const { rows } = await tx.query<ReapedTask>(
+    `update sync_tasks t set status = 'failed', error_message = $3, completed_at = $4
+       from (select id from sync_tasks
+              where job_id = any($1::uuid[]) and status = 'processing'
+                and coalesce(heartbeat_at, started_at) < $2
+              for update skip locked) stale
+      where t.id = stale.id
+     returning t.id, t.job_id, t.resource_type`,
+    [jobIds, cutoff, message, at],
+  );
+  return rows;
+}

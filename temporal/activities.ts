@@ -1,0 +1,267 @@
+// The activities Synctide's workflows call, as the workflows see them: names, inputs and results.
+// `activities/` implements this interface; workflows proxy it and import nothing else of the
+// worker. Times are epoch milliseconds taken from the workflow's clock, so bookkeeping the
+// planner reads back is consistent in replay.
+import type { RateLimitPolicy } from '../policy/rate-limit';
+import type { PlannedRun, ScheduleSettings } from '../policy/schedule';
+import type { ConnectionStatus, JobStatus, JobTrigger, SyncMode } from '../policy/vocabulary';
+import type { ImmediateSyncInput, ImmediateSyncResult } from './immediate-sync';
+import type { ScheduleChange } from './connection';
+
+/** What a connection workflow needs to plan its next run. */
+export interface ConnectionContext {
+  connectionId: string;
+  tenantId: string;
+  providerSlug: string;
+  status: ConnectionStatus;
+  /** Raw `metadata.sync`; validated by the pure planner, which warns about bad values. */
+  sync: unknown;
+  createdAt: number;
+  /**
+   * The schedule's last run: finish time of the latest finished job of the connection's own
+   * scheduler (any type, cancelled included), ignoring abandoned ones and API or backfill jobs.
+   */
+  lastFinishedAt: number | null;
+  /** Circuit-breaker pause still in force at `at`, if any. */
+  pausedUntil: number | null;
+  /** The worker's configured schedule bounds; recorded in history, so replay stays deterministic. */
+  settings: ScheduleSettings;
+}
+
+/** One job to enqueue for a connection. */
+export interface EnqueueJobInput {
+  /** Generated in the workflow, so a retried activity finds the job it already inserted. */
+  jobId: string;
+  connectionId: string;
+  jobType: SyncMode;
+  trigger: JobTrigger;
+  scheduledAt: number;
+  /** Workflow time of the decision, used for the breaker check. */
+  at: number;
+  /** For scheduled runs: written to `metadata.sync` in the same transaction. */
+  plan?: PlannedRun;
+  /** The connection workflow run that enqueues it: its own start-up cleanup leaves the job alone. */
+  runId?: string;
+}
+
+/** What happened to an enqueue. Only `enqueued` means this job row exists and is ours to run. */
+export type EnqueueJobResult =
+  | { outcome: 'enqueued'; jobId: string }
+  | { outcome: 'existing'; jobId: string; status: string }
+  | { outcome: 'locked' }
+  | { outcome: 'inactive'; status: string }
+  | { outcome: 'paused'; pausedUntil: number }
+  | { outcome: 'missing' };
+
+/** A new time (and for sync-now, a new type and trigger) for a job that has not started. */
+export interface RescheduleQueuedJobInput {
+  jobId: string;
+  connectionId: string;
+  scheduledAt: number;
+  jobType?: SyncMode;
+  trigger?: 'schedule' | 'manual';
+  plan?: PlannedRun;
+}
+
+/** The job as its runner needs it. */
+export interface ClaimedJob {
+  jobId: string;
+  connectionId: string;
+  jobType: SyncMode;
+  retryCount: number;
+}
+
+/** A claimed job made ready to run: its effective mode and one task per resource type. */
+export interface PreparedJob {
+  /** `full` also when an incremental job finds no sync_state at all for its connection. */
+  mode: SyncMode;
+  tasks: { taskId: string; resourceType: string }[];
+  /** How many tasks may run at once: `max_parallel_tasks` of the connection's config (1–8), default 1. */
+  parallelism: number;
+  provider: string;
+  connectionId: string;
+  /** The rate-limit policy of this provider and the cap on rate-limit retries. */
+  rateLimit: { policy: RateLimitPolicy; retryCap: number };
+  /** Failure retries so far and allowed (a job resumed after a worker restart keeps its count). */
+  retryCount: number;
+  rateLimitRetryCount: number;
+  maxRetries: number;
+  /** A circuit-breaker pause of the connection still in force, if any. */
+  pausedUntil: number | null;
+}
+
+/** One resource type of a job. */
+export interface SyncTaskInput {
+  jobId: string;
+  taskId: string;
+  resourceType: string;
+  mode: SyncMode;
+}
+
+/** What a finished task did. */
+export interface SyncTaskResult {
+  status: 'completed' | 'skipped';
+  entityCount: number;
+  writtenCount: number;
+  deletedCount: number;
+  pages: number;
+}
+
+/** The end of one attempt of a job. */
+export interface FinishJobInput {
+  jobId: string;
+  outcome: 'completed' | 'failed';
+  at: number;
+  startedAt: number;
+  error?: string;
+  /** Raise a `sync_job_failed` alert with the error summary (a job that failed for good). */
+  alert?: boolean;
+  /** How many of the attempt's tasks were rate limited (each attempt with any counts one rate-limit event). */
+  rateLimitedTasks?: number;
+}
+
+/** A failed attempt of a job that will be retried after `retryAfter`. */
+export interface MarkJobRetryingInput {
+  jobId: string;
+  at: number;
+  startedAt: number;
+  retryAfter: number;
+  /**
+   * Rate limits count separately and never toward the breaker or `retry_count`; `paused` (waiting
+   * out a breaker pause before any attempt) and `interrupted` (a task cut off by a worker shutdown
+   * or crash, or held by an earlier attempt) count nothing and log no attempt.
+   */
+  kind: 'rate_limited' | 'failure' | 'paused' | 'interrupted';
+  error: string;
+  /** How many tasks failed in the attempt (for its log row). */
+  failedCount: number;
+  /** How many of the attempt's tasks were rate limited (each attempt with any counts one rate-limit event). */
+  rateLimitedTasks?: number;
+  /**
+   * The job's failure and rate-limit retry counts after this attempt: set, not added, so a repeated
+   * call changes nothing. Absent in calls recorded before (they add one).
+   */
+  retryCount?: number;
+  rateLimitRetryCount?: number;
+}
+
+/** The breaker state after a failed attempt. */
+export interface BreakerState {
+  consecutiveFailures: number;
+  pausedUntil: number | null;
+}
+
+/** The reconcile tick's own settings, as the worker that ran the tick is configured. */
+export interface ReconcileSettings {
+  /** SCHEDULER_TICK_SECONDS: the wait between ticks. */
+  tickSeconds: number;
+  /** RETENTION_DAYS: finished jobs older than this are deleted. */
+  retentionDays: number;
+}
+
+/** What one reconcile tick did. */
+export interface ReconcileResult {
+  /** Connection workflows found missing and started. */
+  ensured: number;
+  /** Workflows of disabled connections asked to stop. */
+  stopped: number;
+  /** Overdue connections (the backlog gauge). */
+  backlog: number;
+  /** Requested jobs found queued without a workflow (their API process died in between) and started. */
+  adopted: number;
+  /** Active jobs no workflow ran any more, failed as abandoned. */
+  abandoned: number;
+  /** Calls the tick made to Temporal. */
+  temporalCalls: number;
+  /**
+   * The tick's settings from the configuration of the worker that ran it, read on every tick so a
+   * restart with new values takes effect (absent in results recorded before they were reported).
+   */
+  settings?: ReconcileSettings;
+}
+
+/** Input of the stale-task reaper. */
+export interface ReapStaleTasksInput {
+  /** The reaper's "now". */
+  at: number;
+  /** A `processing` task whose last heartbeat (or start) is older than this is reaped (default 300). */
+  staleAfterSeconds?: number;
+}
+
+/** What one reaper run did. */
+export interface ReapStaleTasksResult {
+  /** Tasks marked `failed`. */
+  tasks: number;
+  /** Jobs marked `failed` because their last open tasks were reaped. */
+  jobs: number;
+}
+
+/** Input of retention cleanup. */
+export interface DeleteOldJobsInput {
+  /** The cleanup's "now". */
+  at: number;
+  /** Finished jobs older than this many days are deleted. */
+  retentionDays: number;
+  /** Jobs per DELETE statement (default 1000). */
+  batchSize?: number;
+}
+
+/** What a connection workflow's run does first, in one transaction (see `openCycle`). */
+export interface OpenCycleInput {
+  connectionId: string;
+  at: number;
+  /** Fail the connection's scheduler jobs an earlier run left active (a run's first call only). */
+  cleanup: boolean;
+  /** The run asking: its own jobs are never an earlier run's. */
+  runId: string;
+  /** A pending schedule change to store first. */
+  schedule?: ScheduleChange;
+  /** A pending pause or resume to store first (a disabled connection stays disabled). */
+  status?: 'active' | 'paused';
+}
+
+/** How claiming and preparing a job went (see `startJob`). */
+export type StartJobResult =
+  | { outcome: 'started'; prepared: PreparedJob }
+  /** Claimed elsewhere, finished, or refused (disabled connection, or a paused one's queued job). */
+  | { outcome: 'not_claimable' }
+  /** Claimed, but it cannot be prepared (e.g. an invalid config): fail the job with `error`. */
+  | { outcome: 'invalid'; error: string };
+
+/** Every activity of the Synctide worker. */
+export interface Activities {
+  // The connection workflow's bookkeeping.
+  failAbandonedJobs(input: { connectionId: string; at: number; runId?: string }): Promise<string[]>;
+  loadConnectionContext(connectionId: string, at: number): Promise<ConnectionContext | null>;
+  enqueueJob(input: EnqueueJobInput): Promise<EnqueueJobResult>;
+  rescheduleQueuedJob(input: RescheduleQueuedJobInput): Promise<boolean>;
+  cancelJob(input: { jobId: string; reason: string; at: number }): Promise<boolean>;
+  saveSchedule(input: { connectionId: string; change: ScheduleChange }): Promise<void>;
+  setConnectionStatus(input: { connectionId: string; status: 'active' | 'paused' }): Promise<string | null>;
+  /**
+   * One transaction for the start of a cycle: clean up after an earlier run (when asked), store
+   * pending changes, and read the connection's scheduling context (null: the connection is gone).
+   */
+  openCycle(input: OpenCycleInput): Promise<ConnectionContext | null>;
+  // The job workflow's steps.
+  /** Claims the job and prepares it (mode, tasks) in one transaction. */
+  startJob(input: { jobId: string; workflowId: string; at: number }): Promise<StartJobResult>;
+  /** A successful attempt in one transaction: close the breaker, resolve alerts, finish the job. */
+  completeJob(input: { jobId: string; connectionId: string; at: number; startedAt: number }): Promise<JobStatus | null>;
+  claimJob(input: { jobId: string; workflowId: string; at: number }): Promise<ClaimedJob | null>;
+  prepareJob(input: { jobId: string; at: number }): Promise<PreparedJob>;
+  syncTask(input: SyncTaskInput): Promise<SyncTaskResult>;
+  failTask(input: { jobId: string; taskId: string; error: string }): Promise<void>;
+  markJobRetrying(input: MarkJobRetryingInput): Promise<void>;
+  /** The job's status afterwards: the one written, or the one it already had (null: no such job). */
+  finishJob(input: FinishJobInput): Promise<JobStatus | null>;
+  /** `attemptKey` names the attempt, so a repeated call counts it once. */
+  recordAttemptFailure(input: { connectionId: string; at: number; error: string; attemptKey?: string }): Promise<BreakerState>;
+  recordAttemptSuccess(input: { connectionId: string; at: number }): Promise<void>;
+  // Immediate mode.
+  syncImmediately(input: ImmediateSyncInput): Promise<ImmediateSyncResult>;
+  // The reconcile tick.
+  reconcileConnections(input: { at: number }): Promise<ReconcileResult>;
+  reapStaleTasks(input: ReapStaleTasksInput): Promise<ReapStaleTasksResult>;
+  deleteOldJobs(input: DeleteOldJobsInput): Promise<number>;
+}

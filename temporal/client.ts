@@ -1,0 +1,246 @@
+// Typed client helpers: how the API, the reconcile tick and the workers start, signal and stop
+// Synctide's workflows. Typed by the contract modules beside this one, never by workflow code.
+import { WorkflowNotFoundError, isGrpcServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
+import { CONNECTION_WORKFLOW, stateQuery, type ConnectionState, type ConnectionWorkflow, type ConnectionWorkflowInput } from './connection';
+import { connectionWorkflowId, immediateSyncWorkflowId, RECONCILE_WORKFLOW_ID, syncJobWorkflowId } from './ids';
+import {
+  IMMEDIATE_SYNC_WORKFLOW,
+  type ImmediateSyncInput,
+  type ImmediateSyncProgress,
+  type ImmediateSyncWorkflow,
+} from './immediate-sync';
+import { RECONCILE_WORKFLOW, type ReconcileWorkflow } from './reconcile';
+import { CONNECTION_ID, PROVIDER, TENANT_ID } from './search-attributes';
+import { SYNC_JOB_WORKFLOW, type SyncJobWorkflow } from './sync-job';
+
+/** The identity of a connection, as its workflow's search attributes show it. */
+export interface ConnectionRef {
+  id: string;
+  tenantId: string;
+  providerSlug: string;
+}
+
+/** How every caller starts a connection's workflow: one id, queue, input and search attributes. */
+function connectionWorkflowOptions(taskQueue: string, connection: ConnectionRef) {
+  return {
+    workflowId: connectionWorkflowId(connection.id),
+    taskQueue,
+    args: [{ connectionId: connection.id }] as [ConnectionWorkflowInput],
+    typedSearchAttributes: [
+      { key: CONNECTION_ID, value: connection.id },
+      { key: TENANT_ID, value: connection.tenantId },
+      { key: PROVIDER, value: connection.providerSlug },
+    ],
+  };
+}
+
+/**
+ * Starts the connection's workflow, or returns the running one (conflict policy "use existing"),
+ * so every caller (API create, reconcile tick, any number at once) can simply ensure it.
+ */
+export async function ensureConnectionWorkflow(
+  client: Client,
+  taskQueue: string,
+  connection: ConnectionRef,
+): Promise<WorkflowHandle<ConnectionWorkflow>> {
+  return client.workflow.start<ConnectionWorkflow>(CONNECTION_WORKFLOW, {
+    ...connectionWorkflowOptions(taskQueue, connection),
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}
+
+/**
+ * Sends `signal` to the connection's workflow, starting the workflow first when none is running
+ * (signal-with-start, with the same id, queue, input and search attributes as
+ * ensureConnectionWorkflow), so a signal is never lost to a missing workflow: a fresh run finds it
+ * waiting and acts on it in its first cycle.
+ */
+export async function signalConnectionWorkflow<Args extends unknown[]>(
+  client: Client,
+  taskQueue: string,
+  connection: ConnectionRef,
+  signal: SignalDefinition<Args>,
+  ...signalArgs: Args
+): Promise<void> {
+  // Typed by this function's signature; the SDK's conditional option type cannot see a generic Args.
+  await client.workflow.signalWithStart<ConnectionWorkflow, unknown[]>(CONNECTION_WORKFLOW, {
+    ...connectionWorkflowOptions(taskQueue, connection),
+    signal: signal as SignalDefinition<unknown[]>,
+    signalArgs,
+  });
+}
+
+/**
+ * Sends `signal` to the connection's workflow only while it runs; false when none is running
+ * (then nothing was sent and nothing was started).
+ */
+export async function signalRunningConnectionWorkflow<Args extends unknown[]>(
+  client: Client,
+  connectionId: string,
+  signal: SignalDefinition<Args>,
+  ...signalArgs: Args
+): Promise<boolean> {
+  try {
+    await connectionHandle(client, connectionId).signal(signal, ...signalArgs);
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/**
+ * Cancels the running workflow of a connection (disabled connections): the workflow cancels its
+ * queued or running job and completes. Returns false when none was running.
+ */
+export async function stopConnectionWorkflow(client: Client, connectionId: string): Promise<boolean> {
+  const handle = client.workflow.getHandle(connectionWorkflowId(connectionId));
+  try {
+    const description = await handle.describe();
+    if (description.status.name !== 'RUNNING') return false;
+    await handle.cancel();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/**
+ * Starts the `sync-job:<id>` workflow of a job requested over the API (it runs beside the
+ * connection's scheduler, not as its child), or returns the running one, so a repeated or
+ * concurrent request, and the reconcile tick adopting an orphaned job, all simply ensure it.
+ */
+export async function ensureJobWorkflow(
+  client: Client,
+  taskQueue: string,
+  job: { id: string; connection: ConnectionRef },
+): Promise<WorkflowHandle<SyncJobWorkflow>> {
+  return client.workflow.start<SyncJobWorkflow>(SYNC_JOB_WORKFLOW, {
+    workflowId: syncJobWorkflowId(job.id),
+    taskQueue,
+    args: [{ jobId: job.id, connectionId: job.connection.id }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: [
+      { key: CONNECTION_ID, value: job.connection.id },
+      { key: TENANT_ID, value: job.connection.tenantId },
+      { key: PROVIDER, value: job.connection.providerSlug },
+    ],
+  });
+}
+
+/** Starts the namespace's reconcile-tick workflow unless it is already running. */
+export async function ensureReconcileWorkflow(
+  client: Client,
+  taskQueue: string,
+  tickSeconds: number,
+  retentionDays: number,
+): Promise<void> {
+  await client.workflow.start<ReconcileWorkflow>(RECONCILE_WORKFLOW, {
+    workflowId: RECONCILE_WORKFLOW_ID,
+    taskQueue,
+    args: [{ tickSeconds, retentionDays }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}
+
+/** The handle of a connection's workflow, for signals and the `state` query. */
+export function connectionHandle(client: Client, connectionId: string): WorkflowHandle<ConnectionWorkflow> {
+  return client.workflow.getHandle<ConnectionWorkflow>(connectionWorkflowId(connectionId));
+}
+
+/** The connection workflow's live state; rejects when it is not running or does not answer within `deadlineMs`. */
+export async function queryConnectionState(client: Client, connectionId: string, deadlineMs: number): Promise<ConnectionState> {
+  return client.withDeadline(Date.now() + deadlineMs, () => connectionHandle(client, connectionId).query(stateQuery));
+}
+
+/** Requests cancellation of a job's `sync-job:` workflow; false when it has none (yet). */
+export async function cancelJobWorkflow(client: Client, jobId: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle<SyncJobWorkflow>(syncJobWorkflowId(jobId)).cancel();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/**
+ * Starts an immediate sync as `immediate-sync:<connection_id>:<request_id>`. The server ends it
+ * after `executionTimeoutMs` whatever becomes of the caller, so none runs on forever.
+ */
+export async function startImmediateSync(
+  client: Client,
+  taskQueue: string,
+  input: ImmediateSyncInput,
+  requestId: string,
+  executionTimeoutMs: number,
+): Promise<WorkflowHandle<ImmediateSyncWorkflow>> {
+  return client.workflow.start<ImmediateSyncWorkflow>(IMMEDIATE_SYNC_WORKFLOW, {
+    workflowId: immediateSyncWorkflowId(input.connectionId, requestId),
+    taskQueue,
+    args: [input],
+    workflowExecutionTimeout: executionTimeoutMs,
+  });
+}
+
+/** The counts an immediate sync's activity last sent in its heartbeat; null before its first page. */
+export async function immediateSyncProgress(client: Client, handle: WorkflowHandle<ImmediateSyncWorkflow>): Promise<ImmediateSyncProgress | null> {
+  const { raw } = await handle.describe();
+  const payloads = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads;
+  if (!payloads?.length) return null;
+  return decodeFromPayloadsAtIndex<ImmediateSyncProgress>(client.options.loadedDataConverter, 0, payloads);
+}
+
+/** Requests cancellation of an immediate sync; false when it had already closed. */
+export async function cancelImmediateSync(handle: WorkflowHandle<ImmediateSyncWorkflow>): Promise<boolean> {
+  try {
+    await handle.cancel();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+const GRPC_UNIMPLEMENTED = 12;
+
+/**
+ * The ids of every running Synctide connection and job workflow, from one visibility listing
+ * (a page per 1,000). Null when the server has no list API (Temporal's time-skipping test
+ * server): callers then ask about each workflow they care about instead.
+ */
+export async function listRunningWorkflowIds(client: Client): Promise<Set<string> | null> {
+  const ids = new Set<string>();
+  try {
+    const query = `WorkflowType IN ('${CONNECTION_WORKFLOW}', '${SYNC_JOB_WORKFLOW}') AND ExecutionStatus = 'Running'`;
+    for await (const info of client.workflow.list({ query, pageSize: 1000 })) ids.add(info.workflowId);
+  } catch (err) {
+    // The client wraps the server's gRPC status in a ServiceError.
+    const grpc = isGrpcServiceError(err) ? err : (err as { cause?: unknown }).cause;
+    if (isGrpcServiceError(grpc) && grpc.code === GRPC_UNIMPLEMENTED) return null;
+    throw err;
+  }
+  return ids;
+}
+
+/** Whether the workflow `workflowId` has a running execution (asked of the server, not visibility). */
+export async function isWorkflowRunning(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** Requests cancellation of a connection's running workflow (it cancels its job and completes). */
+export async function cancelConnectionWorkflow(client: Client, connectionId: string): Promise<void> {
+  try {
+    await connectionHandle(client, connectionId).cancel();
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+}

@@ -1,0 +1,74 @@
+// Contract of the connection workflow `connection:<connection_id>`: its input, signals, query and
+// live state. The API, the reconcile tick and the `temporal` CLI talk to a connection through
+// exactly these names; the workflow implements them.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { JobOutcome, Phase, SyncMode } from '../policy/vocabulary';
+
+/** Workflow type name of the connection scheduler. */
+export const CONNECTION_WORKFLOW = 'connectionWorkflow';
+
+/** A schedule change: either an interval or a cron expression (the other is removed). */
+export type ScheduleChange = { interval_seconds: number } | { cron: string };
+
+/** Payload of `updateSchedule`, as a client sends it (validated by the workflow). */
+export interface ScheduleChangeRequest {
+  interval_seconds?: number;
+  cron?: string;
+}
+
+/** Run now instead of waiting; `mode` defaults to incremental. */
+export const syncNowSignal = defineSignal<[{ mode?: SyncMode }?]>('syncNow');
+/** Stop scheduling runs until `resume` (a running job finishes; a queued one is cancelled). */
+export const pauseSignal = defineSignal('pause');
+/** Resume scheduling after `pause`. */
+export const resumeSignal = defineSignal('resume');
+/** Change the interval or cron; while sleeping, the next run is re-planned at once. */
+export const updateScheduleSignal = defineSignal<[ScheduleChangeRequest]>('updateSchedule');
+/** Cancel the current job, queued or running; the schedule goes on with the next cycle. */
+export const cancelJobSignal = defineSignal('cancelJob');
+
+/** Live state returned by the `state` query. Times are ISO strings. */
+export interface ConnectionState {
+  connection_id: string;
+  phase: Phase;
+  next_run_at: string | null;
+  scheduled_at: string | null;
+  last_jitter_seconds: number | null;
+  current_job_id: string | null;
+  last_outcome: JobOutcome | null;
+  breaker: { paused_until: string } | null;
+  /** Signals received and not yet acted on. */
+  pending: string[];
+  /** Completed cycles across continue-as-new. */
+  cycles: number;
+}
+
+/** Returns the connection workflow's live state. */
+export const stateQuery = defineQuery<ConnectionState>('state');
+
+/** Intents recorded by signal handlers; only the main loop acts on them. */
+export interface Intents {
+  syncNow: SyncMode | null;
+  /** `paused` / `active` when a pause or resume is pending (the last one wins). */
+  status: 'paused' | 'active' | null;
+  schedule: ScheduleChange | null;
+  cancelJob: boolean;
+}
+
+/** What one run hands the next across continue-as-new. */
+export interface CarriedState {
+  intents: Intents;
+  lastOutcome: ConnectionState['last_outcome'];
+  lastJitterSeconds: number | null;
+  nextRunAt: string | null;
+  cycles: number;
+}
+
+/** Input of the connection workflow. */
+export interface ConnectionWorkflowInput {
+  connectionId: string;
+  carried?: CarriedState;
+}
+
+/** The connection workflow's signature, which clients start it by. */
+export type ConnectionWorkflow = (input: ConnectionWorkflowInput) => Promise<void>;

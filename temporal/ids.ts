@@ -1,0 +1,13 @@
+// Deterministic workflow ids: one connection workflow per connection, one job workflow per job.
+
+/** Workflow id of a connection's long-running scheduler workflow. */
+export const connectionWorkflowId = (connectionId: string): string => `connection:${connectionId}`;
+
+/** Workflow id of the child workflow that runs one sync job. */
+export const syncJobWorkflowId = (jobId: string): string => `sync-job:${jobId}`;
+
+/** Workflow id of one immediate sync of a connection. */
+export const immediateSyncWorkflowId = (connectionId: string, requestId: string): string => `immediate-sync:${connectionId}:${requestId}`;
+
+/** Workflow id of the single reconcile-tick workflow of a namespace. */
+export const RECONCILE_WORKFLOW_ID = 'synctide-reconcile';

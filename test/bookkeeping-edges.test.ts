@@ -1,0 +1,129 @@
+// Bookkeeping edges against a real, freshly migrated Postgres: the backlog count behind
+// `sync_scheduler_backlog_gauge`, and alerts that must resolve when a connection recovers.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../activities/enqueue-job';
+import { openCycle } from '../activities/lean-steps';
+import { markJobRetrying } from '../activities/mark-job-retrying';
+import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
+import { countOverdueConnections } from '../db/models/connections';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
+
+const MINUTE = 60_000;
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+beforeEach(async () => {
+  await db.pool.query('truncate connections cascade');
+});
+
+async function connection(nextRunAt: Date | null, status = 'active'): Promise<string> {
+  const sync = nextRunAt ? { interval_seconds: 900, next_run_at: nextRunAt.toISOString() } : { interval_seconds: 900 };
+  const { rows } = await db.pool.query<{ id: string }>(
+    `insert into connections (tenant_id, provider_slug, app_key, status, metadata) values ('acme', 'demo', $1, $2, $3) returning id`,
+    [`app_${randomUUID().slice(0, 8)}`, status, { sync }],
+  );
+  return rows[0]!.id;
+}
+async function job(connectionId: string, status: string, scheduledAt: Date): Promise<void> {
+  await db.pool.query(
+    `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduled_at) values ($1, $2, 'acme', 'incremental', 'schedule', $3, $4)`,
+    [randomUUID(), connectionId, status, scheduledAt],
+  );
+}
+
+describe('the backlog of overdue connections', () => {
+  it('counts an active connection whose next run has passed and that has no active job', async () => {
+    const now = new Date();
+    await connection(new Date(now.getTime() - 10 * MINUTE)); // overdue
+    await connection(new Date(now.getTime() + 10 * MINUTE)); // not yet due
+    await connection(new Date(now.getTime() - 10 * MINUTE), 'paused'); // not active
+    const waiting = await connection(new Date(now.getTime() - 10 * MINUTE)); // has its next job, not late
+    await job(waiting, 'queued', new Date(now.getTime() + 5 * MINUTE));
+    expect(await countOverdueConnections(db.pool, now)).toBe(1);
+  });
+
+  it('counts a connection whose queued job is past its scheduled time, and not one whose job runs', async () => {
+    const now = new Date();
+    const late = await connection(new Date(now.getTime() + 10 * MINUTE));
+    await job(late, 'queued', new Date(now.getTime() - 5 * MINUTE));
+    const running = await connection(new Date(now.getTime() + 10 * MINUTE));
+    await job(running, 'running', new Date(now.getTime() - 5 * MINUTE));
+    expect(await countOverdueConnections(db.pool, now)).toBe(1);
+  });
+
+  it('ignores a malformed next_run_at instead of failing', async () => {
+    await db.pool.query(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata) values ('acme', 'demo', 'bad', '{"sync": {"next_run_at": "soon"}}')`,
+    );
+    expect(await countOverdueConnections(db.pool, new Date())).toBe(0);
+  });
+});
+
+describe('alerts resolve when the connection recovers', () => {
+  it('a success resolves the open sync_job_failed alert as well as the breaker alert', async () => {
+    const id = await connection(null);
+    for (const category of ['sync_job_failed', 'sync_circuit_breaker']) {
+      await db.pool.query(`insert into alerts (category, severity, connection_id, context) values ($1, 'warning', $2, '{}')`, [category, id]);
+    }
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await recordAttemptSuccess(deps)({ connectionId: id, at: Date.now() });
+    const { rows } = await db.pool.query('select category, resolved_at is not null as resolved from alerts where connection_id = $1 order by category', [id]);
+    expect(rows).toEqual([
+      { category: 'sync_circuit_breaker', resolved: true },
+      { category: 'sync_job_failed', resolved: true },
+    ]);
+  });
+});
+
+describe('bookkeeping run twice (a local activity repeated after its workflow task was lost)', () => {
+  const deps = () => testActivityDeps({ pool: db.pool }).deps;
+
+  it("a run's start-up cleanup, repeated after the run enqueued, leaves that run's job alone", async () => {
+    const id = await connection(null);
+    const earlier = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduler_run_id)
+       values ($1, $2, 'acme', 'incremental', 'schedule', 'queued', 'run-1')`,
+      [earlier, id],
+    );
+    const open = { connectionId: id, at: Date.now(), cleanup: true, runId: 'run-2' };
+    await openCycle(deps())(open);
+    const jobId = randomUUID();
+    await expect(enqueueJob(deps())({ jobId, connectionId: id, jobType: 'incremental', trigger: 'schedule', scheduledAt: Date.now(), at: Date.now(), runId: 'run-2' }))
+      .resolves.toMatchObject({ outcome: 'enqueued' });
+    await openCycle(deps())(open); // the same call again
+    const { rows } = await db.pool.query('select id, status from sync_jobs where connection_id = $1', [id]);
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({ [earlier]: 'failed', [jobId]: 'queued' });
+  });
+
+  it('a failed attempt counts toward the breaker once, and a retrying job counts its retry once', async () => {
+    const id = await connection(null);
+    const failure = { connectionId: id, at: Date.now(), error: 'boom', attemptKey: 'job-1:1000' };
+    await recordAttemptFailure(deps())(failure);
+    await recordAttemptFailure(deps())(failure);
+    await recordAttemptFailure(deps())({ ...failure, attemptKey: 'job-1:2000' });
+    const { rows: stats } = await db.pool.query('select consecutive_failures from connector_failure_stats where connection_id = $1', [id]);
+    expect(stats[0].consecutive_failures).toBe(2);
+
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status) values ($1, $2, 'acme', 'full', 'api', 'running')`,
+      [jobId, id],
+    );
+    const retrying = {
+      jobId, at: Date.now(), startedAt: Date.now(), retryAfter: Date.now() + 60_000, kind: 'failure' as const, error: 'boom', failedCount: 1,
+      retryCount: 1, rateLimitRetryCount: 0,
+    };
+    await markJobRetrying(deps())(retrying);
+    await markJobRetrying(deps())(retrying);
+    const { rows: job } = await db.pool.query('select retry_count, rate_limit_retry_count from sync_jobs where id = $1', [jobId]);
+    expect(job[0]).toEqual({ retry_count: 1, rate_limit_retry_count: 0 });
+  });
+});

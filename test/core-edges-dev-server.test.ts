@@ -1,0 +1,137 @@
+// Edge paths that need the dev server (visibility, real worker shutdowns): every active job has a
+// live workflow or is failed within one reconcile tick; disabling or pausing a connection reaches
+// the jobs requested over the API; a worker shut down under a task is not a provider failure.
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
+import { disableConnection, pauseConnection } from '../commands/connections';
+import type { CommandDeps } from '../commands/deps';
+import { requestJob } from '../commands/jobs';
+import { findConnection } from '../db/models/connections';
+import { ensureConnectionWorkflow, ensureJobWorkflow } from '../temporal/client';
+import { syncJobWorkflowId } from '../temporal/ids';
+import type { TestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
+import { recordHistory } from './helpers/histories';
+import { useWorkerStack } from './helpers/stack';
+import { createTestWorker, eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'core-edges-dev';
+
+describe('core edge paths on the dev server', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let commands: CommandDeps;
+  beforeAll(() => {
+    ({ env, db } = stack);
+    commands = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics: stack.metrics, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
+  });
+
+  let seq = 0;
+  async function newConnection(config: Record<string, unknown> = {}, status = 'active') {
+    seq += 1;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
+       values ('acme', 'demo', $1, $2, $3, '{"sync": {"interval_seconds": 86400}}') returning id`,
+      [`dev${seq}`, status, { seed: `dev${seq}`, resource_types: ['items'], records_per_resource: 20, page_size: 2, ...config }],
+    );
+    return rows[0]!.id;
+  }
+  async function insertApiJob(connectionId: string, opts: { status?: string; createdAgoSeconds?: number } = {}) {
+    const id = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, created_at, workflow_id)
+       values ($1, $2, 'acme', 'full', 'api', $3, now() - make_interval(secs => $4), $5)`,
+      [id, connectionId, opts.status ?? 'queued', opts.createdAgoSeconds ?? 0, syncJobWorkflowId(id)],
+    );
+    return id;
+  }
+  const jobOf = async (id: string) => (await db.pool.query('select status, last_error, abandoned_at, retry_count from sync_jobs where id = $1', [id])).rows[0];
+  const recordsOf = async (connectionId: string) =>
+    (await db.pool.query('select count(*)::int as n from records where connection_id = $1', [connectionId])).rows[0].n as number;
+  const tick = () => reconcileConnections(testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+
+  it('fails, within one reconcile tick, an API job whose workflow ended while it ran and one left retrying with none', async () => {
+    const connectionId = await newConnection({ latency_ms: 500 });
+    const running = await insertApiJob(connectionId);
+    const ref = { id: connectionId, tenantId: 'acme', providerSlug: 'demo' };
+    const handle = await ensureJobWorkflow(env.client, TASK_QUEUE, { id: running, connection: ref });
+    await eventually(async () => ((await jobOf(running)).status === 'running' ? true : undefined));
+    await handle.terminate('simulated operator mistake');
+    const retrying = await insertApiJob(await newConnection(), { status: 'retrying', createdAgoSeconds: 120 });
+    await db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where id = $1`, [running]);
+
+    await tick();
+    for (const id of [running, retrying]) {
+      const job = await jobOf(id);
+      expect(job.status).toBe('failed');
+      expect(job.last_error).toMatch(/^abandoned: /);
+    }
+  });
+
+  it('disabling a connection cancels its running API job', async () => {
+    const connectionId = await newConnection({ latency_ms: 300 });
+    const connection = (await findConnection(db.pool, connectionId))!;
+    const { job } = await requestJob(commands, { connection, mode: 'full' });
+    await eventually(async () => ((await jobOf(job.id)).status === 'running' ? true : undefined));
+    await disableConnection(commands, connectionId);
+    const ended = await eventually(async () => {
+      const j = await jobOf(job.id);
+      return j.status === 'running' ? undefined : j;
+    });
+    expect(ended.status).toBe('cancelled');
+    expect(await recordsOf(connectionId)).toBeLessThan(20);
+  });
+
+  it('a requested job of a disabled or paused connection does not start', async () => {
+    for (const status of ['disabled', 'paused']) {
+      const connectionId = await newConnection({}, status);
+      const jobId = await insertApiJob(connectionId);
+      const result = await (await ensureJobWorkflow(env.client, TASK_QUEUE, { id: jobId, connection: { id: connectionId, tenantId: 'acme', providerSlug: 'demo' } })).result();
+      expect({ status, result: result.status, job: (await jobOf(jobId)).status, records: await recordsOf(connectionId) })
+        .toEqual({ status, result: 'skipped', job: 'cancelled', records: 0 });
+    }
+  });
+
+  it('pausing a connection lets its running API job finish', async () => {
+    const connectionId = await newConnection({ latency_ms: 100 });
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id: connectionId, tenantId: 'acme', providerSlug: 'demo' });
+    const connection = (await findConnection(db.pool, connectionId))!;
+    const { job } = await requestJob(commands, { connection, mode: 'full' });
+    await eventually(async () => ((await jobOf(job.id)).status === 'running' ? true : undefined));
+    await pauseConnection(commands, connectionId);
+    const ended = await eventually(async () => {
+      const j = await jobOf(job.id);
+      return j.status === 'running' ? undefined : j;
+    });
+    expect(ended.status).toBe('completed');
+    expect(await recordsOf(connectionId)).toBe(20);
+  });
+
+  it('a task cut off by two worker shutdowns in a row is retried, not counted as a failed attempt', async () => {
+    const queue = `${TASK_QUEUE}-rolling`;
+    const connectionId = await newConnection({ latency_ms: 200, records_per_resource: 60 });
+    const jobId = await insertApiJob(connectionId);
+    const ref = { id: connectionId, tenantId: 'acme', providerSlug: 'demo' };
+    const pages = async () => (await db.pool.query('select coalesce(max(pages_done), 0)::int as n from sync_tasks where job_id = $1', [jobId])).rows[0].n as number;
+    const deploy = () => createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: queue, shutdownGraceSeconds: 1 });
+
+    const handle = await ensureJobWorkflow(env.client, queue, { id: jobId, connection: ref });
+    for (const atPage of [2, 8]) {
+      const { worker } = await deploy();
+      const run = worker.run();
+      await eventually(async () => ((await pages()) >= atPage ? true : undefined));
+      worker.shutdown(); // a rolling deploy: SIGTERM, a short grace, then the next version
+      await run;
+    }
+    const { worker } = await deploy();
+    const result = await worker.runUntil(handle.result());
+    const job = await jobOf(jobId);
+    const stats = (await db.pool.query('select consecutive_failures from connector_failure_stats where connection_id = $1', [connectionId])).rows[0];
+    expect({ result: result.status, retry_count: job.retry_count, breaker: stats?.consecutive_failures ?? 0, records: await recordsOf(connectionId) })
+      .toEqual({ result: 'completed', retry_count: 0, breaker: 0, records: 60 });
+    await recordHistory(env.client, 'sync-job-interrupted-by-shutdowns', syncJobWorkflowId(jobId));
+  });
+});

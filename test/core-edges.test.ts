@@ -1,0 +1,167 @@
+// Edge paths of the scheduler and the job runner on the time-skipping server with real Postgres:
+// what counts as a slot's run (a cancelled job, a sync-now full job; never an API job or a
+// backfill), and a job that must not report success for work it did not do.
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ensureConnectionWorkflow } from '../temporal/client';
+import type { ConnectionState } from '../temporal/connection';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
+import type { SyncJobWorkflow } from '../temporal/sync-job';
+import { waitForState as waitFor } from './helpers/connection-state';
+import type { TestDatabase } from './helpers/database';
+import { recordHistory } from './helpers/histories';
+import { useWorkerStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'core-edges';
+const MINUTE = 60_000;
+
+describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
+  const stack = useWorkerStack('time-skipping', TASK_QUEUE);
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  beforeAll(() => {
+    ({ env, db } = stack);
+  });
+
+  const started: string[] = [];
+  afterEach(async () => {
+    for (const id of started.splice(0)) {
+      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
+    }
+  });
+
+  let seq = 0;
+  async function newConnection(config: Record<string, unknown> = {}) {
+    seq += 1;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
+       values ('acme', 'demo', $1, $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
+      [`edge${seq}`, { seed: `edge${seq}`, resource_types: ['items'], records_per_resource: 10, page_size: 10, ...config }, new Date(await env.currentTimeMs())],
+    );
+    const id = rows[0]!.id;
+    started.push(id);
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    return { id, handle };
+  }
+  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
+    waitFor(env, id, ok, async () => (await jobs(id)).map((j) => `${j.job_type}/${j.trigger}/${j.status}`));
+  async function jobs(connectionId: string) {
+    const { rows } = await db.pool.query(
+      `select id, job_type, trigger, status, scheduled_at, started_at, finished_at from sync_jobs
+        where connection_id = $1 order by created_at, scheduled_at`,
+      [connectionId],
+    );
+    return rows;
+  }
+  const queuedJob = async (id: string) => (await jobs(id)).find((j) => j.status === 'queued');
+
+  it('a job cancelled while queued is its slot\'s run: the next job is a full interval after the cancel', async () => {
+    const { id, handle } = await newConnection();
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(10 * MINUTE);
+    const cancelledAt = await env.currentTimeMs();
+    await handle.signal('cancelJob');
+    await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    const next = await queuedJob(id);
+    expect(next.scheduled_at.getTime()).toBeGreaterThanOrEqual(cancelledAt + 15 * MINUTE);
+  });
+
+  it('a job cancelled while running is its slot\'s run: it is not run again at once', async () => {
+    const { id, handle } = await newConnection({ latency_ms: 3000 });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    // Past the second slot (15 min + at most 3 min of jitter); the job is cancelled while it runs.
+    const sleeping = env.sleep(19 * MINUTE);
+    const running = await eventually(async () => (await jobs(id)).find((j) => j.status === 'running'));
+    await handle.signal('cancelJob');
+    await sleeping;
+    await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    const all = await jobs(id);
+    const at = all.findIndex((j) => j.id === running.id);
+    const [cancelled, next] = [all[at], all[at + 1]];
+    expect(cancelled.status).toBe('cancelled');
+    expect(next.scheduled_at.getTime()).toBeGreaterThanOrEqual(cancelled.finished_at.getTime() + 15 * MINUTE);
+  });
+
+  it('a syncNow that made the queued job full counts as the slot\'s run: no extra incremental at once', async () => {
+    const { id, handle } = await newConnection();
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(10 * MINUTE);
+    await handle.signal('syncNow', { mode: 'full' });
+    await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    const full = (await jobs(id)).find((j) => j.job_type === 'full');
+    expect(full).toMatchObject({ status: 'completed', trigger: 'manual' });
+    const next = await queuedJob(id);
+    expect(next.job_type).toBe('incremental');
+    expect(next.scheduled_at.getTime()).toBeGreaterThanOrEqual(full.finished_at.getTime() + 15 * MINUTE);
+  });
+
+  it('API syncs and backfills are not the schedule\'s runs: they never move its next slot', async () => {
+    const { id, handle } = await newConnection();
+    const before = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const [first] = (await jobs(id)).filter((j) => j.status === 'completed');
+    const later = new Date(first.finished_at.getTime() + 5 * MINUTE);
+    for (const trigger of ['api', 'backfill']) {
+      await db.pool.query(
+        `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, started_at, finished_at)
+         values ($1, $2, 'acme', 'incremental', $3, 'completed', $4, $4)`,
+        [randomUUID(), id, trigger, later],
+      );
+    }
+    // A schedule change makes the workflow plan again from the last run.
+    await handle.signal('updateSchedule', { interval_seconds: 600 });
+    const replanned = await waitForState(id, (s) => s.pending.length === 0 && s.scheduled_at !== before.scheduled_at);
+    const scheduled = Date.parse(replanned.scheduled_at!);
+    expect(scheduled).toBeGreaterThanOrEqual(first.finished_at.getTime() + 10 * MINUTE);
+    expect(scheduled).toBeLessThan(later.getTime() + 10 * MINUTE);
+  });
+
+  /** Inserts a connection and a queued job of it, and runs the job's workflow to its end. */
+  async function insertJob(config: Record<string, unknown> = {}) {
+    seq += 1;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config) values ('acme', 'demo', $1, $2) returning id`,
+      [`job${seq}`, { seed: `job${seq}`, resource_types: ['items'], records_per_resource: 10, page_size: 5, ...config }],
+    );
+    const connectionId = rows[0]!.id;
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger) values ($1, $2, 'acme', 'full', 'api')`,
+      [jobId, connectionId],
+    );
+    return { connectionId, jobId };
+  }
+  const startJob = (jobId: string, connectionId: string) =>
+    env.client.workflow.start<SyncJobWorkflow>('syncJobWorkflow', { taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId }] });
+
+  it('a task held by an earlier attempt is not counted as done: the job completes only once the task has run', async () => {
+    const { connectionId, jobId } = await insertJob();
+    // An earlier attempt still holds the task (it is `processing` with a fresh heartbeat).
+    await db.pool.query(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at) values ($1, 'items', 'processing', now(), now())`,
+      [jobId],
+    );
+    const result = await (await startJob(jobId, connectionId)).result();
+    await recordHistory(env.client, 'sync-job-task-held-by-earlier-attempt', syncJobWorkflowId(jobId));
+    const { rows: tasks } = await db.pool.query('select status, entity_count from sync_tasks where job_id = $1', [jobId]);
+    const { rows: records } = await db.pool.query('select count(*)::int as n from records where connection_id = $1', [connectionId]);
+    expect({ result: result.status, tasks, records: records[0].n }).toEqual({
+      result: 'completed',
+      tasks: [{ status: 'completed', entity_count: 10 }],
+      records: 10,
+    });
+  });
+
+  it('a job finished elsewhere while it ran reports how it really ended, not `completed`', async () => {
+    const { connectionId, jobId } = await insertJob({ latency_ms: 1500 });
+    const handle = await startJob(jobId, connectionId);
+    await eventually(async () => {
+      const { rows } = await db.pool.query(`select 1 from sync_tasks where job_id = $1 and status = 'processing'`, [jobId]);
+      return rows.length ? true : undefined;
+    });
+    await db.pool.query(`update sync_jobs set status = 'cancelled', finished_at = now() where id = $1`, [jobId]);
+    const result = await handle.result();
+    expect(result.status).toBe('cancelled');
+  });
+});

@@ -1,0 +1,27 @@
+// The glue between a connection's stored context and the pure planner: which schedule applies
+// (with warnings for ignored values), and the activation reference of a first run.
+import { log } from '@temporalio/workflow';
+import { planNextRun, resolveSchedule, type Plan } from '../../policy/schedule';
+import type { ConnectionContext } from '../../temporal/activities';
+
+/** Plans the connection's next run at workflow time, with the workflow's seeded random source. */
+export function planFor(ctx: ConnectionContext): Plan {
+  const { schedule, warnings } = resolveSchedule(ctx.sync, ctx.settings);
+  for (const warning of warnings) log.warn(warning, { connectionId: ctx.connectionId });
+  return planNextRun({
+    now: Date.now(),
+    schedule,
+    lastFinishedAt: ctx.lastFinishedAt ?? undefined,
+    activationReference: activationReference(ctx),
+    jitterPctMin: ctx.settings.jitterPctMin,
+    jitterPctMax: ctx.settings.jitterPctMax,
+    random: Math.random,
+  });
+}
+
+/** `metadata.sync.first_activated_at` when it is a valid time, else the connection's created_at. */
+function activationReference(ctx: ConnectionContext): number {
+  const first = (ctx.sync as { first_activated_at?: unknown } | undefined)?.first_activated_at;
+  const parsed = typeof first === 'string' ? Date.parse(first) : NaN;
+  return Number.isNaN(parsed) ? ctx.createdAt : parsed;
+}

@@ -1,0 +1,235 @@
+// The scheduler of one connection: workflow `connection:<connection_id>`, one cycle per run
+// (clean up → plan → enqueue → durable sleep → run the job as a child → record), then
+// continue-as-new, so history stays small forever and code changes apply at a cycle boundary.
+import {
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  executeChild,
+  isCancellation,
+  log,
+  patched,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { toPlannedRun, type Plan } from '../../policy/schedule';
+import type { ConnectionContext } from '../../temporal/activities';
+import type { ConnectionWorkflow, ConnectionWorkflowInput, Intents } from '../../temporal/connection';
+import { syncJobWorkflowId } from '../../temporal/ids';
+import { SYNC_JOB_WORKFLOW, type SyncJobResult, type SyncJobWorkflow } from '../../temporal/sync-job';
+import { LEAN_CYCLE_PATCH, bookkeeping, type Bookkeeping } from './bookkeeping';
+import { anyIntent, initialIntents, listenForIntents } from './intents';
+import { planFor } from './planning';
+import { ConnectionView, iso } from './state';
+
+const SKIP_RETRY_MS = 60_000;
+const LOCKED_RETRY_MS = 5_000;
+const PAUSED_RECHECK_MS = 60 * 60_000;
+
+/**
+ * Idle waits (paused, breaker open, blocked by a job it does not own, locked) one run makes before
+ * it continues as new, so a connection that stays idle for days keeps a small history.
+ */
+const MAX_IDLE_WAITS = 25;
+/** Marks the workflow versions that bound idle waits per run; older runs replay without it. */
+const IDLE_LOOPS_PATCH = 'bounded-idle-loops';
+
+/** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
+interface Run {
+  connectionId: string;
+  intents: Intents;
+  view: ConnectionView;
+  books: Bookkeeping;
+}
+
+/** The long-running scheduler workflow of one connection. */
+export async function connectionWorkflow(input: ConnectionWorkflowInput): Promise<void> {
+  const run: Run = {
+    connectionId: input.connectionId,
+    intents: initialIntents(input.carried?.intents),
+    view: new ConnectionView(input.connectionId, input.carried),
+    // Decided before the run's first command: runs recorded before the patch replay the old shape.
+    books: bookkeeping(patched(LEAN_CYCLE_PATCH)),
+  };
+  listenForIntents(run.intents, run.view.state);
+
+  let ended: Awaited<ReturnType<typeof runCycle>>;
+  try {
+    ended = await runCycle(run);
+    if (ended === 'stopped') return;
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    // The connection workflow itself was cancelled (connection disabled): leave nothing queued.
+    const jobId = run.view.state.current_job_id;
+    if (jobId) {
+      await CancellationScope.nonCancellable(() =>
+        run.books.cancelJob({ jobId, reason: 'connection workflow cancelled', at: Date.now() }),
+      );
+    }
+    run.view.setPhase('stopped');
+    throw err;
+  }
+
+  if (ended === 'done') run.view.state.cycles += 1;
+  await condition(allHandlersFinished);
+  await continueAsNew<ConnectionWorkflow>({ connectionId: run.connectionId, carried: run.view.carried(run.intents) });
+}
+
+/**
+ * One cycle: waits while the connection is paused or its breaker is open, enqueues the next run
+ * (planned, or at once for `syncNow`), sleeps until it is due and runs it. Returns `stopped`
+ * when the connection is gone or disabled, `done` when the cycle ended (its job ran or was
+ * cancelled), `idle` when it waited idle long enough that the run should continue as new.
+ */
+async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
+  const { connectionId, intents, view, books } = run;
+  let idleWaits = 0;
+  let cleanup = true; // the run's first look cleans up after an earlier run
+  for (;;) {
+    if (idleWaits > 0 && (idleWaits >= MAX_IDLE_WAITS || workflowInfo().continueAsNewSuggested) && patched(IDLE_LOOPS_PATCH)) {
+      return 'idle';
+    }
+    const ctx = await books.openCycle(connectionId, intents, cleanup);
+    cleanup = false;
+    if (!ctx || ctx.status === 'disabled') {
+      view.setPhase('stopped');
+      log.info('connection gone or disabled: connection workflow completes', { connectionId });
+      return 'stopped';
+    }
+    view.showIdentity(ctx.tenantId, ctx.providerSlug);
+    if (ctx.status === 'paused') {
+      view.setPhase('paused');
+      // Woken by resume; also re-reads the status hourly in case it was changed without a signal.
+      await condition(() => intents.status !== null || intents.schedule !== null, PAUSED_RECHECK_MS);
+      idleWaits += 1;
+      continue;
+    }
+    if (ctx.pausedUntil !== null) {
+      view.setPhase('backing_off');
+      view.state.breaker = { paused_until: iso(ctx.pausedUntil) };
+      await condition(() => intents.status !== null, ctx.pausedUntil - Date.now());
+      idleWaits += 1;
+      continue;
+    }
+    view.state.breaker = null;
+    intents.cancelJob = false; // nothing to cancel yet
+
+    const jobId = uuid4();
+    const manual = intents.syncNow;
+    const plan = manual ? undefined : planFor(ctx);
+    const scheduledAt = plan?.scheduledAt ?? Date.now();
+    const enqueued = await books.enqueueJob({
+      jobId,
+      connectionId,
+      jobType: manual ?? 'incremental',
+      trigger: manual ? 'manual' : 'schedule',
+      scheduledAt,
+      at: Date.now(),
+      plan: plan && toPlannedRun(plan),
+      runId: workflowInfo().runId,
+    });
+    if (enqueued.outcome === 'missing') continue;
+    if (enqueued.outcome !== 'enqueued') {
+      // Locked by a concurrent enqueue, an active job we don't own, or a status change: look again soon.
+      view.setPhase('sleeping');
+      await condition(() => anyIntent(intents), enqueued.outcome === 'locked' ? LOCKED_RETRY_MS : SKIP_RETRY_MS);
+      idleWaits += 1;
+      continue;
+    }
+    if (manual) intents.syncNow = null;
+    view.showPlan(scheduledAt, plan);
+    view.state.current_job_id = jobId;
+
+    const due = await sleepUntilDue(run, jobId);
+    if (due === 'restart') continue;
+    if (due === 'cancelled') return 'done';
+    await runJob(run, jobId);
+    return 'done';
+  }
+}
+
+/**
+ * Sleeps durably until the queued job's `scheduled_at`, acting on signals as they come: a cancel
+ * or pause cancels the queued job, a resume is stored, a schedule change re-plans the job, and
+ * `syncNow` brings it forward. `run` when it is due, `cancelled` when it was cancelled, `restart`
+ * when the cycle must look at the connection again (paused, or no longer active).
+ */
+async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelled' | 'restart'> {
+  const { connectionId, intents, view, books } = run;
+  view.setPhase('sleeping');
+  for (;;) {
+    const remaining = Date.parse(view.state.scheduled_at!) - Date.now();
+    const woke = remaining > 0 ? await condition(() => anyIntent(intents), remaining) : anyIntent(intents);
+    if (!woke) return 'run';
+    if (intents.cancelJob || intents.status === 'paused') {
+      const reason = intents.cancelJob ? 'cancelled by signal before it started' : 'connection paused';
+      intents.cancelJob = false;
+      await books.cancelJob({ jobId, reason, at: Date.now() });
+      view.state.last_outcome = 'cancelled';
+      view.state.current_job_id = null;
+      return intents.status === 'paused' ? 'restart' : 'cancelled';
+    }
+    if (intents.status === 'active') {
+      await books.applyIntents(connectionId, intents);
+      continue;
+    }
+    if (intents.schedule) {
+      const fresh = await books.openCycle(connectionId, intents, false);
+      if (!fresh || fresh.status !== 'active') return 'restart';
+      await replan(run, jobId, fresh);
+      continue;
+    }
+    if (intents.syncNow) {
+      const mode = intents.syncNow;
+      intents.syncNow = null;
+      const now = Date.now();
+      await books.rescheduleQueuedJob({ jobId, connectionId, scheduledAt: now, jobType: mode, trigger: 'manual' });
+      view.state.scheduled_at = iso(now);
+      return 'run';
+    }
+  }
+}
+
+/** Moves the queued job to the slot of the changed schedule. */
+async function replan(run: Run, jobId: string, ctx: ConnectionContext): Promise<void> {
+  const replanned: Plan = planFor(ctx);
+  const moved = await run.books.rescheduleQueuedJob({
+    jobId,
+    connectionId: run.connectionId,
+    scheduledAt: replanned.scheduledAt,
+    plan: toPlannedRun(replanned),
+  });
+  if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
+}
+
+/** Runs the job as a visible, separately cancellable child workflow; `cancelJob` cancels it. */
+async function runJob(run: Run, jobId: string): Promise<void> {
+  const { connectionId, intents, view } = run;
+  view.setPhase('running');
+  const scope = new CancellationScope();
+  let result: SyncJobResult | undefined;
+  let failure: unknown;
+  const child = scope
+    .run(() =>
+      executeChild<SyncJobWorkflow>(SYNC_JOB_WORKFLOW, {
+        workflowId: syncJobWorkflowId(jobId),
+        args: [{ jobId, connectionId }],
+      }),
+    )
+    .then(
+      (r) => (result = r),
+      (err) => (failure = err),
+    );
+  await condition(() => result !== undefined || failure !== undefined || intents.cancelJob);
+  if (result === undefined && failure === undefined) {
+    intents.cancelJob = false;
+    scope.cancel();
+    await child;
+  }
+  view.state.last_outcome = result?.status ?? (isCancellation(failure) ? 'cancelled' : 'failed');
+  if (failure && !isCancellation(failure)) log.warn('sync job workflow failed', { jobId, error: String(failure) });
+  view.state.current_job_id = null;
+}
+
+connectionWorkflow satisfies ConnectionWorkflow;

@@ -1,0 +1,52 @@
+// One attempt of a job: its unfinished tasks run once (serially, or in bounded batches), and the
+// durable wait before the next attempt.
+import { ActivityCancellationType, isCancellation, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import type { Activities, PreparedJob } from '../../temporal/activities';
+import type { JobBookkeeping } from './bookkeeping';
+import { INTERRUPTIONS_PATCH, failureOf, type TaskFailure } from './failures';
+
+// Paging can take long; liveness comes from per-page heartbeats, which also carry cancellation.
+// On cancel the workflow waits for the task to stop (after the page in hand is stored) before its
+// cleanup marks the job cancelled, so no page is fetched after a job shows `cancelled`. One quick
+// retry absorbs a blip (a transient error, a lost worker); beyond that the job's policy decides.
+const { syncTask } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '60 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '5 seconds', maximumAttempts: 2 },
+});
+
+/** Runs the job's unfinished tasks once; returns the failures (none: the attempt succeeded). */
+export async function runAttempt(jobId: string, prepared: PreparedJob): Promise<TaskFailure[]> {
+  const failures: TaskFailure[] = [];
+  const runTask = async (task: PreparedJob['tasks'][number]) => {
+    try {
+      const result = await syncTask({ jobId, taskId: task.taskId, resourceType: task.resourceType, mode: prepared.mode });
+      // Skipped: the task was held by an earlier attempt or ended elsewhere; it did not run.
+      if (result.status === 'skipped' && patched(INTERRUPTIONS_PATCH)) {
+        failures.push({
+          taskId: task.taskId, resourceType: task.resourceType, kind: 'interrupted',
+          message: 'interrupted: the task was held by an earlier attempt or ended elsewhere',
+        });
+      }
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      failures.push({ taskId: task.taskId, ...failureOf(err, task.resourceType) });
+    }
+  };
+  // Serially by default; `max_parallel_tasks` in the connection's config allows a bounded batch.
+  for (let i = 0; i < prepared.tasks.length; i += prepared.parallelism) {
+    await Promise.all(prepared.tasks.slice(i, i + prepared.parallelism).map(runTask));
+  }
+  return failures;
+}
+
+/**
+ * Sleeps durably until `until` (the job shows `retrying` meanwhile), then claims the job again.
+ * False when it can no longer be claimed (finished or cancelled elsewhere while waiting).
+ */
+export async function waitAndReclaim(books: JobBookkeeping, jobId: string, workflowId: string, until: number): Promise<boolean> {
+  const wait = until - Date.now();
+  if (wait > 0) await sleep(wait);
+  return (await books.claimJob({ jobId, workflowId, at: Date.now() })) !== null;
+}

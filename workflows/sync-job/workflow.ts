@@ -1,0 +1,154 @@
+// One sync job, run as workflow `sync-job:<job_id>`: a child of its connection workflow, or on
+// its own for a job requested over the API; visible and cancellable on its own in the Web UI and
+// with `temporal workflow cancel`. Failures are decided by the pure policies in policy/ and every
+// wait is a durable sleep, visible in the Web UI and as the job's `retry_after`.
+import { CancellationScope, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
+import { rateLimitBackoff } from '../../policy/rate-limit';
+import { INTERRUPTED_RETRY_CAP, INTERRUPTED_RETRY_SECONDS, decideFailure, retryDelaySeconds } from '../../policy/retry';
+import type { JobOutcome, JobStatus } from '../../policy/vocabulary';
+import type { PreparedJob } from '../../temporal/activities';
+import type { SyncJobInput, SyncJobResult, SyncJobWorkflow } from '../../temporal/sync-job';
+import { runAttempt, waitAndReclaim } from './attempt';
+import { LEAN_JOB_PATCH, jobBookkeeping, type JobBookkeeping } from './bookkeeping';
+import { failureOf, summarise, type TaskFailure } from './failures';
+
+/**
+ * Claims the job, resolves its mode, creates one task per resource type and runs them (serially by
+ * default). An attempt whose tasks all complete ends the job `completed` and closes the
+ * connection's circuit breaker. Otherwise:
+ * - a rate limit waits `max(hint, exponential)` plus jitter and retries, capped separately and
+ *   never counted toward the breaker;
+ * - a permanent error (bad credentials, invalid config) fails the job at once with its message;
+ * - any other failure counts toward the breaker and retries after 1, 2, 4, 8, 16 min (±10 %),
+ *   waiting out a breaker pause, until `max_retries` is spent; then the job is `failed`.
+ * Cancellation stops the running task within one page and marks the job and its open tasks
+ * `cancelled` in a non-cancellable cleanup step.
+ */
+export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResult> {
+  const { jobId } = input;
+  const workflowId = workflowInfo().workflowId;
+  // Decided before the run's first command: runs recorded before the patch replay the old shape.
+  const lean = patched(LEAN_JOB_PATCH);
+  const acts = jobBookkeeping(lean);
+  const startedAt = Date.now();
+  let started: PreparedJob | undefined;
+  if (lean) {
+    const start = await acts.startJob({ jobId, workflowId, at: startedAt });
+    if (start.outcome === 'not_claimable') return { jobId, status: 'skipped' };
+    if (start.outcome === 'invalid') {
+      const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error: start.error });
+      return { jobId, status: outcomeOf(status, 'failed'), error: start.error };
+    }
+    started = start.prepared;
+  } else if (!(await acts.claimJob({ jobId, workflowId, at: startedAt }))) {
+    return { jobId, status: 'skipped' };
+  }
+  try {
+    const prepared = started ?? (await acts.prepareJob({ jobId, at: Date.now() }));
+    let retryCount = prepared.retryCount;
+    let rateLimitRetries = prepared.rateLimitRetryCount;
+    if (prepared.pausedUntil !== null && prepared.pausedUntil > Date.now()) {
+      const error = 'waiting: the connection is paused by its circuit breaker';
+      await acts.markJobRetrying({ jobId, at: Date.now(), startedAt, retryAfter: prepared.pausedUntil, kind: 'paused', error, failedCount: 0 });
+      if (!(await waitAndReclaim(acts, jobId, workflowId, prepared.pausedUntil))) return { jobId, status: 'skipped' };
+    }
+    let interruptions = 0;
+    for (;;) {
+      const attemptStartedAt = Date.now();
+      const failures = await runAttempt(jobId, prepared);
+      if (failures.length === 0) {
+        const status = lean
+          ? await acts.completeJob({ jobId, connectionId: prepared.connectionId, at: Date.now(), startedAt: attemptStartedAt })
+          : await succeedTheOldWay(acts, jobId, prepared.connectionId, attemptStartedAt);
+        return { jobId, status: outcomeOf(status, 'completed') };
+      }
+      const summary = summarise(failures, prepared.tasks.length);
+      const rateLimited = failures.filter((f) => f.kind === 'rate_limited');
+      const permanent = failures.some((f) => f.kind === 'permanent');
+      // Only rate limits and interruptions: nothing the provider did wrong.
+      const notFailed = !permanent && failures.every((f) => f.kind === 'rate_limited' || f.kind === 'interrupted');
+
+      if (notFailed && rateLimited.length > 0) {
+        if (rateLimitRetries >= prepared.rateLimit.retryCap) {
+          return await failJob(acts, jobId, failures, `${summary} (gave up after ${rateLimitRetries} rate-limit retries)`, attemptStartedAt);
+        }
+        const hints = rateLimited.map((f) => f.retryAfterSeconds ?? 0);
+        const { finalSeconds } = rateLimitBackoff({
+          attempts: rateLimitRetries,
+          hintSeconds: Math.max(...hints) || undefined,
+          policy: prepared.rateLimit.policy,
+          random: Math.random,
+        });
+        const retryAfter = Date.now() + Math.ceil(finalSeconds * 1000);
+        await acts.markJobRetrying({
+          jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'rate_limited', error: summary, failedCount: failures.length,
+          retryCount, rateLimitRetryCount: rateLimitRetries + 1,
+        });
+        rateLimitRetries += 1;
+        if (!(await waitAndReclaim(acts, jobId, workflowId, retryAfter))) return { jobId, status: 'skipped' };
+        continue;
+      }
+
+      // A task cut off by a worker shutdown or crash: try again soon, counting nothing.
+      if (notFailed && interruptions < INTERRUPTED_RETRY_CAP) {
+        const retryAfter = Date.now() + INTERRUPTED_RETRY_SECONDS * 1000;
+        await acts.markJobRetrying({
+          jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'interrupted', error: summary, failedCount: failures.length,
+        });
+        interruptions += 1;
+        if (!(await waitAndReclaim(acts, jobId, workflowId, retryAfter))) return { jobId, status: 'skipped' };
+        continue;
+      }
+
+      const breaker = await acts.recordAttemptFailure({
+        connectionId: prepared.connectionId, at: Date.now(), error: summary, attemptKey: `${jobId}:${attemptStartedAt}`,
+      });
+      const decision = decideFailure({ retryCount, maxRetries: prepared.maxRetries, permanent });
+      if (decision.action === 'fail') return await failJob(acts, jobId, failures, summary, attemptStartedAt);
+      const delayMs = Math.round(retryDelaySeconds({ retryCount: decision.retryCount, random: Math.random }) * 1000);
+      // While the breaker is open the job waits for the pause to end, whichever is later.
+      const retryAfter = Math.max(Date.now() + delayMs, breaker.pausedUntil ?? 0);
+      await acts.markJobRetrying({
+        jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'failure', error: summary, failedCount: failures.length,
+        rateLimitedTasks: rateLimited.length, retryCount: decision.retryCount, rateLimitRetryCount: rateLimitRetries,
+      });
+      retryCount = decision.retryCount;
+      if (!(await waitAndReclaim(acts, jobId, workflowId, retryAfter))) return { jobId, status: 'skipped' };
+    }
+  } catch (err) {
+    if (isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => acts.cancelJob({ jobId, reason: 'cancelled', at: Date.now() }));
+      return { jobId, status: 'cancelled' };
+    }
+    // Preparing failed for good (e.g. invalid configuration): the job fails with that message.
+    const error = failureOf(err, '').message;
+    const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error });
+    return { jobId, status: outcomeOf(status, 'failed'), error };
+  }
+}
+
+/** A successful attempt as runs recorded before the lean-job patch end it: two activities. */
+async function succeedTheOldWay(acts: JobBookkeeping, jobId: string, connectionId: string, startedAt: number) {
+  await acts.recordAttemptSuccess({ connectionId, at: Date.now() });
+  return acts.finishJob({ jobId, outcome: 'completed', at: Date.now(), startedAt });
+}
+
+/** Records each failed task, then fails the job with `summary` and raises its alert. */
+async function failJob(acts: JobBookkeeping, jobId: string, failures: TaskFailure[], summary: string, startedAt: number): Promise<SyncJobResult> {
+  for (const f of failures) await acts.failTask({ jobId, taskId: f.taskId, error: f.message });
+  const rateLimitedTasks = failures.filter((f) => f.kind === 'rate_limited').length;
+  const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error: summary, alert: true, rateLimitedTasks });
+  return { jobId, status: outcomeOf(status, 'failed'), error: summary };
+}
+
+/**
+ * How the job ended, as finishJob found it: the status it wrote or the one the job already had
+ * (finished elsewhere meanwhile); `skipped` when it is not finished at all. A run recorded before
+ * finishJob answered with the job's status had only null there: `recorded` is what it meant.
+ */
+function outcomeOf(status: JobStatus | null, recorded: 'completed' | 'failed'): JobOutcome {
+  if (status === null) return recorded;
+  return status === 'completed' || status === 'failed' || status === 'cancelled' ? status : 'skipped';
+}
+
+syncJobWorkflow satisfies SyncJobWorkflow;
