@@ -10,6 +10,7 @@ import { connectionRoutes } from './routes/connections';
 import { registerDocs } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { jobRoutes } from './routes/jobs';
+import { recordRoutes } from './routes/records';
 import { metricsRoutes } from '../lib/http';
 import { syncRoutes } from './routes/sync';
 
@@ -56,6 +57,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', connectionRoutes(deps));
   app.route('/', syncRoutes(deps));
   app.route('/', jobRoutes(deps));
+  app.route('/', recordRoutes(deps));
   registerDocs(app);
 
   app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));

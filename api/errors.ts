@@ -4,7 +4,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { CommandRefused, type Refusal } from '../commands/errors';
 
 /** The HTTP status of each way a command can refuse. */
-const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, failed: 502, timeout: 504 };
+const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, gone: 410, failed: 502, timeout: 504 };
 
 /** An error the API answers with its own status, code and message (never internals). */
 export class ApiError extends Error {

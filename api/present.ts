@@ -4,6 +4,7 @@ import type { ConnectionDetail, ConnectionRow } from '../commands/connections';
 import type { ActiveJobStatus } from '../policy/vocabulary';
 import { firstLine as safeMessage } from '../commands/errors';
 import type { JobRow, TaskRow } from '../commands/jobs';
+import type { RecordChange } from '../commands/records';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -121,5 +122,18 @@ export function presentAccepted(job: JobRow, resourceTypes: string[]) {
     connection_id: job.connection_id,
     mode: job.job_type,
     workflow_id: job.workflow_id ?? syncJobWorkflowId(job.id),
+  };
+}
+
+/** One change of a connection's feed, as the records API shows it (the feed position stays inside the cursor). */
+export function presentRecordChange(change: RecordChange) {
+  return {
+    external_id: change.external_id,
+    resource_type: change.resource_type,
+    data: change.data,
+    source_updated_at: change.source_updated_at?.toISOString() ?? null,
+    synced_at: change.synced_at.toISOString(),
+    deleted_at: change.deleted_at?.toISOString() ?? null,
+    change: change.change,
   };
 }

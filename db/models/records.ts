@@ -121,6 +121,15 @@ export async function readChanges(
 }
 
 /**
+ * The highest change position of connection `connectionId` that a tombstone purge removed (0 when
+ * none): a cursor below it may have missed a deletion. Null when the connection does not exist.
+ */
+export async function findFeedPurgedSeq(db: Queryable, connectionId: string): Promise<string | null> {
+  const { rows } = await db.query<{ feed_purged_seq: string }>('select feed_purged_seq::text from connections where id = $1', [connectionId]);
+  return rows[0]?.feed_purged_seq ?? null;
+}
+
+/**
  * Hard-deletes up to `limit` tombstones older than `before` and raises each affected connection's
  * `feed_purged_seq` to the highest position removed, in one statement. A record seen again since
  * (no longer a tombstone) is left alone. Returns how many it deleted.

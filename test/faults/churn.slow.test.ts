@@ -1,8 +1,9 @@
 // Churn: 200 connections at 60 s for 15 simulated minutes on the time-skipping server with real
 // Postgres, the reconcile tick running, and every 30 s random cancels, pauses and resumes,
-// sync-now signals, API syncs and, every three minutes, a worker restart. All along, every active
-// job has a live workflow; afterwards no slot ran twice and no connection's history passed 2,000
-// events.
+// sync-now signals, API syncs and, every four minutes, a worker restart (each costs up to a
+// minute of real time: work the stopped worker held times out on the server's clock). All along,
+// every active job has a live workflow; afterwards no slot ran twice and no connection's history
+// passed 2,000 events. About seven minutes alone on two cores.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +26,7 @@ const INTERVAL_SECONDS = 60;
 const MINUTES = Number(process.env.CHURN_MINUTES ?? 15);
 const STEP_SECONDS = 30;
 const ACTIONS_PER_STEP = 8;
-const RESTART_EVERY_STEPS = Number(process.env.CHURN_RESTART_EVERY ?? 6);
+const RESTART_EVERY_STEPS = Number(process.env.CHURN_RESTART_EVERY ?? 8);
 const MAX_HISTORY_EVENTS = 2000;
 
 /** A small seeded PRNG (mulberry32): the same run every time. */
@@ -184,8 +185,8 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
     expect(violations).toEqual([]);
     expect(twice).toEqual([]);
     expect(longest).toBeLessThanOrEqual(MAX_HISTORY_EVENTS);
-    expect(done.restarts).toBeGreaterThanOrEqual(4);
+    expect(done.restarts).toBeGreaterThanOrEqual(3);
     const completed = counts.filter((c) => c.status === 'completed').reduce((n, c) => n + c.n, 0);
     expect(completed).toBeGreaterThan(CONNECTIONS * 5);
-  });
+  }, 1_200_000);
 });

@@ -1,0 +1,50 @@
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { invalid } from '../../commands/errors';
+import { listChanges } from '../../commands/records';
+import type { ApiDeps } from '../deps';
+import type { ApiEnv } from '../env';
+import { presentRecordChange } from '../present';
+import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, notFound } from '../schemas/common';
+import { ListRecordsQuery, RecordPageSchema } from '../schemas/records';
+
+const tags = ['records'];
+
+const list = createRoute({
+  method: 'get', path: '/connections/{id}/records', tags,
+  summary: "A connection's change feed: inserts, updates and deletions (tombstones) in order, from a cursor",
+  description:
+    'Poll with `next_cursor` to see every insert, update and delete exactly once, in order, even while a sync is writing. ' +
+    'A record changed several times between two reads appears once, in its latest state.',
+  request: { params: IdParams, query: ListRecordsQuery },
+  responses: {
+    200: jsonAnswer(RecordPageSchema, 'One page of changes'),
+    ...errorResponses,
+    404: notFound,
+    410: conflict('The cursor is older than purged tombstones (`cursor_expired`): read again from the start'),
+  },
+});
+
+/** Routes of a connection's records: parse, call a command, present. */
+export function recordRoutes(deps: ApiDeps) {
+  const app = new OpenAPIHono<ApiEnv>();
+
+  app.openapi(list, async (c) => {
+    const { id } = c.req.valid('param');
+    const query = c.req.valid('query');
+    let afterSeq = '0';
+    if (query.cursor !== undefined) {
+      const position = decodeCursor(query.cursor)?.seq;
+      if (typeof position !== 'string' || !/^\d{1,19}$/.test(position)) throw invalid('cursor: not a cursor this API returned');
+      afterSeq = position;
+    }
+    const page = await listChanges(deps, id, {
+      afterSeq,
+      limit: query.limit,
+      resourceType: query.resource_type,
+      modifiedAfter: query.modified_after ? new Date(query.modified_after) : undefined,
+    });
+    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: encodeCursor({ seq: page.nextSeq }), has_more: page.hasMore }, 200);
+  });
+
+  return app;
+}

@@ -1,0 +1,41 @@
+import { z } from '@hono/zod-openapi';
+import { CursorQuery, NullableTime } from './common';
+
+/** `GET /connections/:id/records` query. */
+export const ListRecordsQuery = z.object({
+  resource_type: z.string().min(1).max(200).optional().openapi({ param: { name: 'resource_type', in: 'query' }, description: 'Only changes of this resource type' }),
+  cursor: CursorQuery.openapi({ description: 'next_cursor of the previous page; none to read the feed from the start' }),
+  limit: z.coerce
+    .number({ error: 'must be an integer between 1 and 1000' })
+    .int('must be an integer between 1 and 1000')
+    .min(1, 'must be an integer between 1 and 1000')
+    .max(1000, 'must be an integer between 1 and 1000')
+    .default(100)
+    .openapi({ param: { name: 'limit', in: 'query' }, example: 100 }),
+  modified_after: z.iso
+    .datetime({ offset: true, error: 'must be an ISO 8601 date-time' })
+    .optional()
+    .openapi({ param: { name: 'modified_after', in: 'query' }, description: 'Only changes written after this time (a convenience filter; the cursor alone sees every change)' }),
+});
+
+/** One change of the feed: the record as it is after its latest write. */
+export const RecordChangeSchema = z
+  .object({
+    external_id: z.string(),
+    resource_type: z.string(),
+    data: z.unknown().openapi({ description: "The provider's record; a tombstone keeps its last data" }),
+    source_updated_at: NullableTime,
+    synced_at: z.string().openapi({ description: 'When this change was written' }),
+    deleted_at: NullableTime.openapi({ description: 'Set on a tombstone: a full sync found the record gone at the provider' }),
+    change: z.enum(['insert', 'update', 'delete']),
+  })
+  .openapi('RecordChange');
+
+/** A page of the change feed. */
+export const RecordPageSchema = z
+  .object({
+    items: z.array(RecordChangeSchema),
+    next_cursor: z.string().openapi({ description: 'Where the next read continues; always set (poll with it to see later changes)' }),
+    has_more: z.boolean().openapi({ description: 'The page is full: read again at once' }),
+  })
+  .openapi('RecordPage');
