@@ -100,7 +100,7 @@ describe('records API: a consumer following the change feed', () => {
       while (await poll());
     };
 
-    expect(await waitForJob(await sync(id, 'incremental'), poll)).toBe('completed');
+    expect(await waitForJob(await sync(id, 'incremental'), async () => void (await poll()))).toBe('completed');
     await drain();
     expect(copy.size).toBe(RECORDS);
 
@@ -111,10 +111,11 @@ describe('records API: a consumer following the change feed', () => {
     const readBefore = changesRead;
     const fullJob = await sync(id, 'full');
     let changed = 0;
+    let touched = 0;
     let pollsDuringFull = 0;
     const fullStatus = await waitForJob(fullJob, async () => {
       for (let k = 0; k < 5; k++) {
-        const i = 5_000 + ((changed * 37) % 5_000);
+        const i = 5_000 + ((touched++ * 37) % 5_000);
         if (!removed.includes(`items/item-${i}`)) world.upsert('items', `item-${i}`, { n: i, version: ++changed }, new Date());
       }
       await sync(id, 'incremental');
