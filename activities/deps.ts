@@ -22,6 +22,8 @@ export interface ActivityDeps {
   reconcile: ReconcileSettings;
   /** TOMBSTONE_RETENTION_DAYS: tombstones of deleted records older than this are purged by retention cleanup. */
   tombstoneRetentionDays: number;
+  /** Webhook deliveries: WEBHOOK_ALLOW_PRIVATE lets them reach loopback and private addresses (tests, `npm start`). */
+  webhooks: { allowPrivate: boolean };
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

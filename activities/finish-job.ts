@@ -2,11 +2,13 @@ import { raiseAlert } from '../db/models/alerts';
 import { insertAttemptLogs } from '../db/models/job-logs';
 import type { PoolClient } from 'pg';
 import { findJobStatus, finishRunningJob, type FinishedJob } from '../db/models/jobs';
+import { insertJobEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import type { JobStatus } from '../policy/vocabulary';
 import type { Activities, FinishJobInput } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /**
  * Marks a running job `completed` or `failed` and writes its `sync_job_logs` row, in one
@@ -15,17 +17,22 @@ import { recordJobEnded } from '../lib/metrics';
  * `alert`, a failed job raises (or refreshes) the connection's one open `sync_job_failed` alert.
  * Idempotent: a job that is no longer running is left alone and its status as it is returned, and
  * the log row is unique per (job, attempt). An attempt with a rate-limited task counts one
- * rate-limit event.
+ * rate-limit event. The job's `sync.completed` or `sync.failed` webhook event is written in the
+ * same transaction and delivered after it.
  */
-export function finishJob({ pool, logger, metrics }: ActivityDeps): Activities['finishJob'] {
+export function finishJob(deps: ActivityDeps): Activities['finishJob'] {
   return async (input) => {
-    const finished = await withTransaction(pool, (tx) => finishInTx(tx, input));
-    return afterFinish({ pool, logger, metrics }, input, finished);
+    const deliveries: string[] = [];
+    const finished = await withTransaction(deps.pool, (tx) => finishInTx(tx, input, deliveries));
+    return afterFinish(deps, input, finished, deliveries);
   };
 }
 
-/** Finishing, inside the caller's transaction: the job's end, its attempt's log row, its alert. */
-export async function finishInTx(tx: PoolClient, input: FinishJobInput): Promise<FinishedJob | null> {
+/**
+ * Finishing, inside the caller's transaction: the job's end, its attempt's log row, its alert and
+ * its webhook event, whose new deliveries' ids are added to `deliveries`.
+ */
+export async function finishInTx(tx: PoolClient, input: FinishJobInput, deliveries: string[]): Promise<FinishedJob | null> {
   const at = new Date(input.at);
   const job = await finishRunningJob(tx, input.jobId, input.outcome, at, input.error ?? null);
   if (!job) return null;
@@ -48,18 +55,22 @@ export async function finishInTx(tx: PoolClient, input: FinishJobInput): Promise
       failed_at: at.toISOString(),
     }, { replace: true });
   }
+  deliveries.push(...(await insertJobEvent(tx, input.jobId, job.status === 'completed' ? 'sync.completed' : 'sync.failed', at)));
   return job;
 }
 
 /**
- * Once the finishing transaction committed: logs and counts the job that ended, or, when it had
- * ended already, reads the status it has. Returns the job's status.
+ * Once the finishing transaction committed: starts its webhook deliveries, logs and counts the
+ * job that ended, or, when it had ended already, reads the status it has. Returns the job's status.
  */
 export async function afterFinish(
-  { pool, logger, metrics }: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics'>,
+  deps: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics' | 'temporal' | 'taskQueue'>,
   input: FinishJobInput,
   finished: FinishedJob | null,
+  deliveries: string[],
 ): Promise<JobStatus | null> {
+  const { pool, logger, metrics } = deps;
+  startDeliveriesSoon(deps, deliveries);
   if (!finished) return findJobStatus(pool, input.jobId);
   logger.info({ job_id: input.jobId, connection_id: finished.connection_id, outcome: finished.status }, 'sync job finished');
   recordJobEnded(metrics, finished);

@@ -21,6 +21,7 @@ import { reconcileConnections } from './reconcile-connections';
 import { rescheduleQueuedJob } from './reschedule-queued-job';
 import { syncImmediately } from './sync-immediately';
 import { syncTask } from './sync-task';
+import { deliverWebhook, failWebhookDelivery } from './webhook-deliveries';
 
 export type { ActivityDeps } from './deps';
 
@@ -49,5 +50,7 @@ export function createActivities(deps: ActivityDeps): Activities {
     reconcileConnections: reconcileConnections(deps),
     reapStaleTasks: reapStaleTasks(deps),
     deleteOldJobs: deleteOldJobs(deps),
+    deliverWebhook: deliverWebhook(deps),
+    failWebhookDelivery: failWebhookDelivery(deps),
   };
 }

@@ -69,10 +69,11 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
 export function completeJob(deps: ActivityDeps): Activities['completeJob'] {
   return async (input) => {
     const finish = { jobId: input.jobId, outcome: 'completed' as const, at: input.at, startedAt: input.startedAt };
+    const deliveries: string[] = [];
     const finished = await withTransaction(deps.pool, async (tx) => {
-      await recordSuccessInTx(tx, input.connectionId, new Date(input.at));
-      return finishInTx(tx, finish);
+      await recordSuccessInTx(tx, input.connectionId, new Date(input.at), deliveries);
+      return finishInTx(tx, finish, deliveries);
     });
-    return afterFinish(deps, finish, finished);
+    return afterFinish(deps, finish, finished, deliveries);
   };
 }

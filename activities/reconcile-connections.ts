@@ -2,6 +2,7 @@ import pMap from 'p-map';
 import { countOverdueConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
 import { failAbandonedJob, findActiveJobsCreatedBefore, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
+import { findUnstartedDeliveries, markDeliveryStarted } from '../db/models/webhooks';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
@@ -13,6 +14,7 @@ import {
   ensureJobWorkflow,
   isWorkflowRunning,
   listRunningWorkflowIds,
+  startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
@@ -26,6 +28,10 @@ const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 const JOB_GRACE_MS = 60_000;
 /** Active jobs checked per tick, oldest first. */
 const JOBS_PER_TICK = 5000;
+/** A delivery younger than this is still being started by the process that wrote it. */
+const DELIVERY_GRACE_MS = 15_000;
+/** Unstarted deliveries started per tick, oldest first. */
+const DELIVERIES_PER_TICK = 500;
 
 /** Why the tick failed a job no workflow runs any more. */
 export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more (it ended before the job finished)';
@@ -42,6 +48,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   for a queued job of the scheduler, its connection's workflow. A requested job still queued
  *   without one gets it started; any other is failed as abandoned (with its open tasks), so no
  *   job stays active forever and blocks its connection's schedule;
+ * - every pending webhook delivery older than a few seconds has had its workflow started (the
+ *   process that wrote it may have died before starting it);
  * - the backlog gauge is set to the number of overdue connections.
  * Without a list API (the time-skipping test server) every connection is ensured and every
  * suspect asked about, as before.
@@ -62,6 +70,13 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     }
     const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
     await pMap(jobs, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
+    const unstarted = await findUnstartedDeliveries(pool, new Date(input.at - DELIVERY_GRACE_MS), DELIVERIES_PER_TICK);
+    if (unstarted.length > 0) {
+      const started = await startWebhookDeliveries(temporal, deps.taskQueue, unstarted);
+      await markDeliveryStarted(pool, started, new Date());
+      result.deliveriesStarted = started.length;
+      result.temporalCalls += unstarted.length;
+    }
     result.backlog = await countOverdueConnections(pool, new Date(input.at));
     metrics.backlog.set(result.backlog);
     endTimer();

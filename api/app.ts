@@ -11,6 +11,7 @@ import { registerDocs } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { jobRoutes } from './routes/jobs';
 import { recordRoutes } from './routes/records';
+import { webhookRoutes } from './routes/webhooks';
 import { metricsRoutes } from '../lib/http';
 import { syncRoutes } from './routes/sync';
 
@@ -58,6 +59,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', syncRoutes(deps));
   app.route('/', jobRoutes(deps));
   app.route('/', recordRoutes(deps));
+  app.route('/', webhookRoutes(deps));
   registerDocs(app);
 
   app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));

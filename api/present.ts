@@ -5,6 +5,7 @@ import type { ActiveJobStatus } from '../policy/vocabulary';
 import { firstLine as safeMessage } from '../commands/errors';
 import type { JobRow, TaskRow } from '../commands/jobs';
 import type { RecordChange } from '../commands/records';
+import type { DeliveryRow, WebhookRow } from '../commands/webhooks';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -135,5 +136,26 @@ export function presentRecordChange(change: RecordChange) {
     synced_at: change.synced_at.toISOString(),
     deleted_at: change.deleted_at?.toISOString() ?? null,
     change: change.change,
+  };
+}
+
+/** A webhook as the API shows it: never its secret. */
+export function presentWebhook(row: WebhookRow) {
+  return { id: row.id, tenant_id: row.tenant_id, url: row.url, event_types: row.event_types, created_at: row.created_at.toISOString() };
+}
+
+/** One delivery with its attempts. */
+export function presentDelivery(row: DeliveryRow) {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    last_status_code: row.last_status_code,
+    last_error: row.last_error,
+    created_at: row.created_at.toISOString(),
+    finished_at: row.finished_at?.toISOString() ?? null,
+    attempt_log: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at).toISOString() })),
   };
 }

@@ -29,5 +29,6 @@ export function benchActivityDeps(opts: {
     rateLimit: { defaults: DEFAULT_RATE_LIMIT_POLICY, overrides: {}, retryCap: DEFAULT_RATE_LIMIT_RETRY_CAP },
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
+    webhooks: { allowPrivate: true },
   };
 }

@@ -7,6 +7,7 @@ import { findBreaker, type BreakerRow } from '../db/models/breaker';
 import * as connections from '../db/models/connections';
 import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
+import { insertConnectionEvent, markDeliveryStarted } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
 import type { ConnectionStatus } from '../policy/vocabulary';
@@ -15,6 +16,7 @@ import {
   ensureConnectionWorkflow,
   queryConnectionState,
   signalConnectionWorkflow,
+  startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
 import { pauseSignal, resumeSignal, updateScheduleSignal, type ConnectionState, type ScheduleChangeRequest } from '../temporal/connection';
@@ -164,17 +166,24 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
  * Disables a connection and stops everything it runs: its workflow (which cancels its own queued
  * or running job) and every active job requested over the API, through the job's workflow, or
  * directly when that has not started yet. Data stays. A job workflow that starts later finds the
- * connection disabled and does not run.
+ * connection disabled and does not run. Writes a `connection.disabled` webhook event.
  */
 export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  await connections.updateConnection(deps.pool, row.id, { status: 'disabled' });
+  const deliveries = await withTransaction(deps.pool, async (tx) => {
+    await connections.updateConnection(tx, row.id, { status: 'disabled' });
+    if (row.status === 'disabled') return [];
+    const at = new Date();
+    return insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
+  });
   await stopConnectionWorkflow(deps.temporal, row.id);
   for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
     if (await cancelJobWorkflow(deps.temporal, job.id)) continue;
     const ended = await withTransaction(deps.pool, (tx) => jobs.cancelJobAndTasks(tx, job.id, new Date(), 'connection disabled'));
     if (ended) recordJobEnded(deps.metrics, ended);
   }
+  // Unstarted ones are started by the reconcile tick.
+  await markDeliveryStarted(deps.pool, await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveries), new Date());
   return { id: row.id, status: 'disabled' };
 }
 

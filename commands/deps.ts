@@ -20,4 +20,6 @@ export interface CommandDeps {
    * before the answer (the request waits for Temporal).
    */
   background?: BackgroundStarts;
+  /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses (default false). */
+  webhookAllowPrivate?: boolean;
 }

@@ -92,6 +92,9 @@ export const envSchema = z
       .default(0.2),
     RETENTION_DAYS: positiveInt(7),
     TOMBSTONE_RETENTION_DAYS: positiveInt(30),
+    // Webhook URLs may name loopback and private addresses (tests and `npm start` only: otherwise a
+    // tenant could make the platform call internal services).
+    WEBHOOK_ALLOW_PRIVATE: boolean(false),
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
     IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
 

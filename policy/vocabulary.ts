@@ -66,3 +66,19 @@ export const JOB_OUTCOMES = ['completed', 'failed', 'cancelled', 'skipped'] as c
 /** A job workflow's outcome. */
 export type JobOutcome = (typeof JOB_OUTCOMES)[number];
 
+
+/** Events a webhook can subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [
+  'sync.completed',
+  'sync.failed',
+  'connection.breaker_opened',
+  'connection.breaker_closed',
+  'connection.disabled',
+] as const;
+/** One webhook event type. */
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** States of one delivery of an event to one webhook. */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+/** One delivery state. */
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];

@@ -173,6 +173,8 @@ export interface ReconcileResult {
   abandoned: number;
   /** Calls the tick made to Temporal. */
   temporalCalls: number;
+  /** Pending webhook deliveries whose workflow had not been started, started now. */
+  deliveriesStarted?: number;
   /**
    * The tick's settings from the configuration of the worker that ran it, read on every tick so a
    * restart with new values takes effect (absent in results recorded before they were reported).
@@ -264,4 +266,8 @@ export interface Activities {
   reconcileConnections(input: { at: number }): Promise<ReconcileResult>;
   reapStaleTasks(input: ReapStaleTasksInput): Promise<ReapStaleTasksResult>;
   deleteOldJobs(input: DeleteOldJobsInput): Promise<number>;
+  // Webhook deliveries.
+  /** One attempt; throws a retryable failure unless the receiver answered 2xx. */
+  deliverWebhook(input: { deliveryId: string }): Promise<'delivered' | 'dropped'>;
+  failWebhookDelivery(input: { deliveryId: string; at: number }): Promise<void>;
 }

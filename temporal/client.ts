@@ -4,7 +4,7 @@ import { WorkflowNotFoundError, isGrpcServiceError, type Client, type WorkflowHa
 import type { SignalDefinition } from '@temporalio/common';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { CONNECTION_WORKFLOW, stateQuery, type ConnectionState, type ConnectionWorkflow, type ConnectionWorkflowInput } from './connection';
-import { connectionWorkflowId, immediateSyncWorkflowId, RECONCILE_WORKFLOW_ID, syncJobWorkflowId } from './ids';
+import { connectionWorkflowId, immediateSyncWorkflowId, RECONCILE_WORKFLOW_ID, syncJobWorkflowId, webhookDeliveryWorkflowId } from './ids';
 import {
   IMMEDIATE_SYNC_WORKFLOW,
   type ImmediateSyncInput,
@@ -14,6 +14,7 @@ import {
 import { RECONCILE_WORKFLOW, type ReconcileWorkflow } from './reconcile';
 import { CONNECTION_ID, PROVIDER, TENANT_ID } from './search-attributes';
 import { SYNC_JOB_WORKFLOW, type SyncJobWorkflow } from './sync-job';
+import { WEBHOOK_DELIVERY_WORKFLOW, type WebhookDeliveryWorkflow } from './webhook-delivery';
 
 /** The identity of a connection, as its workflow's search attributes show it. */
 export interface ConnectionRef {
@@ -243,4 +244,27 @@ export async function cancelConnectionWorkflow(client: Client, connectionId: str
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
+}
+
+/**
+ * Starts the `webhook-delivery:<id>` workflow of each delivery, or finds it running (conflict
+ * policy "use existing"); a delivery whose earlier workflow closed gets a new run (redelivery).
+ * Returns the ids it started or found; a failed start is left for the reconcile tick.
+ */
+export async function startWebhookDeliveries(client: Client, taskQueue: string, deliveryIds: string[]): Promise<string[]> {
+  const started: string[] = [];
+  for (const deliveryId of deliveryIds) {
+    try {
+      await client.workflow.start<WebhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
+        workflowId: webhookDeliveryWorkflowId(deliveryId),
+        taskQueue,
+        args: [{ deliveryId }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      started.push(deliveryId);
+    } catch {
+      // Temporal unreachable or overloaded: the reconcile tick starts it later.
+    }
+  }
+  return started;
 }

@@ -11,3 +11,6 @@ export const immediateSyncWorkflowId = (connectionId: string, requestId: string)
 
 /** Workflow id of the single reconcile-tick workflow of a namespace. */
 export const RECONCILE_WORKFLOW_ID = 'synctide-reconcile';
+
+/** Workflow id of the delivery of one webhook event to one endpoint. */
+export const webhookDeliveryWorkflowId = (deliveryId: string): string => `webhook-delivery:${deliveryId}`;

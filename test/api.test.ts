@@ -598,7 +598,8 @@ describe('REST API over HTTP', () => {
         'POST /connections', 'GET /connections', 'GET /connections/{id}', 'PATCH /connections/{id}',
         'POST /connections/{id}/pause', 'POST /connections/{id}/resume', 'POST /connections/{id}/disable',
         'POST /connections/{id}/sync', 'POST /sync', 'POST /jobs/schedule', 'GET /jobs/{id}', 'GET /jobs',
-        'POST /jobs/{id}/cancel',
+        'POST /jobs/{id}/cancel', 'GET /connections/{id}/records', 'POST /webhooks', 'GET /webhooks', 'GET /webhooks/{id}',
+        'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
       ].sort(),
     );
     // Each route documents every status it answers with (besides 500).
@@ -621,6 +622,13 @@ describe('REST API over HTTP', () => {
       'GET /jobs/{id}': ['200', '404'],
       'GET /jobs': ['200'],
       'POST /jobs/{id}/cancel': ['202', '404', '409'],
+      'GET /connections/{id}/records': ['200', '404', '410'],
+      'POST /webhooks': ['201'],
+      'GET /webhooks': ['200'],
+      'GET /webhooks/{id}': ['200', '404'],
+      'DELETE /webhooks/{id}': ['204', '404'],
+      'GET /webhooks/{id}/deliveries': ['200', '404'],
+      'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver': ['202', '404', '409'],
     });
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];

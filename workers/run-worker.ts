@@ -32,6 +32,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
       rateLimit,
       reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
       tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
+      webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
     },
   });
   const running = worker.run();

@@ -4,3 +4,4 @@ export { connectionWorkflow } from './connection/workflow';
 export { immediateSyncWorkflow } from './immediate-sync';
 export { reconcileWorkflow } from './reconcile';
 export { syncJobWorkflow } from './sync-job/workflow';
+export { webhookDeliveryWorkflow } from './webhook-delivery';

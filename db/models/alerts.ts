@@ -14,30 +14,36 @@ export interface AlertRow {
   created_at: Date;
 }
 
-/** Raises a warning of `category` for a connection unless one is open; `replace` updates an open one's context. */
+/**
+ * Raises a warning of `category` for a connection unless one is open; `replace` updates an open
+ * one's context. True when it raised a new one.
+ */
 export async function raiseAlert(
   tx: PoolClient,
   category: AlertCategory,
   connectionId: string,
   context: Record<string, unknown>,
   opts: { replace: boolean },
-): Promise<void> {
-  await tx.query(
+): Promise<boolean> {
+  const { rows } = await tx.query<{ raised: boolean }>(
     `insert into alerts (category, severity, connection_id, context)
      values ($1, 'warning', $2, $3)
      on conflict (category, connection_id) where resolved_at is null
-     do ${opts.replace ? 'update set context = excluded.context' : 'nothing'}`,
+     do ${opts.replace ? 'update set context = excluded.context' : 'nothing'}
+     returning (xmax = 0) as raised`,
     [category, connectionId, context],
   );
+  return rows[0]?.raised ?? false;
 }
 
-/** Resolves the connection's open alert of `category`, if any. */
-export async function resolveAlert(tx: PoolClient, category: AlertCategory, connectionId: string, at: Date): Promise<void> {
-  await tx.query(
+/** Resolves the connection's open alert of `category`, if any; true when there was one. */
+export async function resolveAlert(tx: PoolClient, category: AlertCategory, connectionId: string, at: Date): Promise<boolean> {
+  const { rowCount } = await tx.query(
     `update alerts set resolved_at = $3
       where connection_id = $2 and category = $1 and resolved_at is null`,
     [category, connectionId, at],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /** The connection's open alert of `category`, or null. */

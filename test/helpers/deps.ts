@@ -37,6 +37,7 @@ export function testActivityDeps(opts: {
     rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT_SETTINGS,
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
+    webhooks: { allowPrivate: true },
   };
   return { deps, lines, registry };
 }

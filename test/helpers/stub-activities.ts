@@ -168,6 +168,8 @@ export function stubActivities() {
       behaviour.retentionDays.push(retentionDays);
       return 0;
     }),
+    deliverWebhook: unused('deliverWebhook'),
+    failWebhookDelivery: unused('failWebhookDelivery'),
   };
 
   /** Adds a connection (active, 15-minute interval unless `sync` says otherwise). */

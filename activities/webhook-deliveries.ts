@@ -1,0 +1,81 @@
+// Webhook deliveries from the worker's side: starting the delivery workflows of events just
+// committed, and the delivery attempt itself (signed, bounded, recorded).
+import { ApplicationFailure } from '@temporalio/common';
+import { failDelivery, findDeliveryTarget, markDeliveryStarted, recordDeliveryAttempt } from '../db/models/webhooks';
+import { withTransaction } from '../db/transaction';
+import { postBounded } from '../lib/outbound';
+import { SIGNATURE_HEADER, signWebhook } from '../lib/webhook-signature';
+import type { Activities } from '../temporal/activities';
+import { startWebhookDeliveries } from '../temporal/client';
+import type { ActivityDeps } from './deps';
+
+/** A receiver gets this long to answer one attempt. */
+const DELIVERY_TIMEOUT_MS = 10_000;
+/** At most this much of a receiver's answer is read (and dropped). */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * Starts the delivery workflows of deliveries whose rows just committed, without waiting: the
+ * caller's work (a job's end) never waits for Temporal on their behalf, and a start that fails is
+ * made by the reconcile tick, which starts every pending delivery whose start was not recorded.
+ */
+export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'pool' | 'temporal' | 'taskQueue' | 'logger'>, deliveryIds: string[]): void {
+  if (deliveryIds.length === 0) return;
+  void (async () => {
+    const started = await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveryIds);
+    await markDeliveryStarted(deps.pool, started, new Date());
+  })().catch((err: unknown) =>
+    deps.logger.warn({ err: (err as Error).message, deliveries: deliveryIds.length }, 'webhook delivery start deferred to the reconcile tick'),
+  );
+}
+
+/**
+ * One attempt to deliver an event to its endpoint: POSTs the event body (the same bytes on every
+ * attempt) signed with the webhook's secret and carrying the event id as idempotency key, records
+ * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
+ * retryable failure: the workflow's retry policy backs off. A delivery whose webhook was deleted
+ * is dropped; one delivered already is not sent again.
+ */
+export function deliverWebhook({ pool, webhooks }: ActivityDeps): Activities['deliverWebhook'] {
+  return async ({ deliveryId }) => {
+    const target = await findDeliveryTarget(pool, deliveryId);
+    if (!target) return 'dropped';
+    if (target.status === 'delivered') return 'delivered';
+    const body = JSON.stringify({
+      id: target.event_id,
+      type: target.event_type,
+      created_at: target.event_created_at.toISOString(),
+      tenant_id: target.tenant_id,
+      data: target.payload,
+    });
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'Synctide-Webhooks/1',
+      'synctide-event-id': target.event_id,
+      'synctide-event-type': target.event_type,
+      'synctide-delivery-id': target.id,
+      [SIGNATURE_HEADER]: signWebhook(target.secret, Math.floor(Date.now() / 1000), body),
+    };
+    const startedAt = Date.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      statusCode = (await postBounded(target.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate })).status;
+    } catch (err) {
+      error = (err as Error).message;
+    }
+    const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
+    await withTransaction(pool, (tx) =>
+      recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered }),
+    );
+    if (delivered) return 'delivered';
+    throw ApplicationFailure.retryable(statusCode !== null ? `the receiver answered ${statusCode}` : `no answer: ${error}`, 'WebhookNotDelivered');
+  };
+}
+
+/** Marks a delivery failed for good once its retries ran out (a delivered one stays delivered). */
+export function failWebhookDelivery({ pool }: ActivityDeps): Activities['failWebhookDelivery'] {
+  return async ({ deliveryId, at }) => {
+    await failDelivery(pool, deliveryId, new Date(at));
+  };
+}

@@ -1,0 +1,71 @@
+import { z } from '@hono/zod-openapi';
+import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../policy/vocabulary';
+import { CursorQuery, LimitQuery, NullableTime } from './common';
+
+/** `POST /webhooks` body, strict: unknown keys are rejected. */
+export const CreateWebhookBody = z
+  .strictObject({
+    tenant_id: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+      .max(2000, 'must be at most 2000 characters')
+      .openapi({ description: 'http(s); loopback, private and link-local addresses are refused unless WEBHOOK_ALLOW_PRIVATE', example: 'https://example.com/hooks/synctide' }),
+    event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, 'must name at least one event type'),
+  })
+  .openapi('CreateWebhook');
+
+/** A webhook as listed (never its secret). */
+export const WebhookSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    url: z.string(),
+    event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
+    created_at: z.string(),
+  })
+  .openapi('Webhook');
+
+/** A new webhook with its signing secret, shown this once. */
+export const CreatedWebhookSchema = WebhookSchema.extend({
+  secret: z.string().openapi({ description: 'The HMAC-SHA256 signing secret: shown only in this answer; store it now' }),
+}).openapi('CreatedWebhook');
+
+/** `GET /webhooks` query. */
+export const ListWebhooksQuery = z.object({
+  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  limit: LimitQuery,
+  cursor: CursorQuery,
+});
+
+/** A page of webhooks. */
+export const WebhookPageSchema = z.object({ items: z.array(WebhookSchema), next_cursor: z.string().nullable() }).openapi('WebhookPage');
+
+/** Path of one delivery of one webhook. */
+export const DeliveryParams = z.object({
+  id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'id', in: 'path' } }),
+  delivery_id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'delivery_id', in: 'path' } }),
+});
+
+/** One delivery of an event to a webhook, with every attempt. */
+export const DeliverySchema = z
+  .object({
+    id: z.string(),
+    event_id: z.string().openapi({ description: 'The idempotency id the receiver sees in `Synctide-Event-Id`' }),
+    event_type: z.enum(WEBHOOK_EVENT_TYPES),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number(),
+    last_status_code: z.number().nullable(),
+    last_error: z.string().nullable(),
+    created_at: z.string(),
+    finished_at: NullableTime,
+    attempt_log: z.array(
+      z.object({ attempt: z.number(), status_code: z.number().nullable(), error: z.string().nullable(), duration_ms: z.number(), at: z.string() }),
+    ),
+  })
+  .openapi('WebhookDelivery');
+
+/** `GET /webhooks/:id/deliveries` query. */
+export const ListDeliveriesQuery = z.object({ limit: LimitQuery, cursor: CursorQuery });
+
+/** A page of deliveries, newest first. */
+export const DeliveryPageSchema = z.object({ items: z.array(DeliverySchema), next_cursor: z.string().nullable() }).openapi('WebhookDeliveryPage');

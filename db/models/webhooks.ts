@@ -1,0 +1,234 @@
+// SQL of `webhooks`, `webhook_events`, `webhook_deliveries` and `webhook_delivery_attempts`.
+// An event and its deliveries are inserted by the transaction that makes the event true.
+import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
+import type { Queryable } from '../queryable';
+
+/** A webhook as listed: never its secret. */
+export interface WebhookRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  event_types: WebhookEventType[];
+  created_at: Date;
+}
+
+const WEBHOOK_COLUMNS = 'id, tenant_id, url, event_types, created_at';
+
+/** Inserts a webhook and returns it (without its secret). */
+export async function insertWebhook(db: Queryable, hook: { tenantId: string; url: string; eventTypes: string[]; secret: string }): Promise<WebhookRow> {
+  const { rows } = await db.query<WebhookRow>(
+    `insert into webhooks (tenant_id, url, event_types, secret) values ($1, $2, $3, $4) returning ${WEBHOOK_COLUMNS}`,
+    [hook.tenantId, hook.url, hook.eventTypes, hook.secret],
+  );
+  return rows[0]!;
+}
+
+/** One webhook, or null. */
+export async function findWebhook(db: Queryable, id: string): Promise<WebhookRow | null> {
+  const { rows } = await db.query<WebhookRow>(`select ${WEBHOOK_COLUMNS} from webhooks where id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+/** A page of webhooks ordered by id, optionally of one tenant: `limit` rows and whether more follow. */
+export async function listWebhooks(db: Queryable, query: { tenantId?: string; afterId?: string; limit: number }): Promise<{ rows: WebhookRow[]; more: boolean }> {
+  const { rows } = await db.query<WebhookRow>(
+    `select ${WEBHOOK_COLUMNS} from webhooks
+      where ($1::text is null or tenant_id = $1) and ($2::uuid is null or id > $2)
+      order by id limit $3`,
+    [query.tenantId ?? null, query.afterId ?? null, query.limit + 1],
+  );
+  return { rows: rows.slice(0, query.limit), more: rows.length > query.limit };
+}
+
+/** Deletes a webhook with its deliveries and their attempts; false when there was none. */
+export async function deleteWebhook(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('delete from webhooks where id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Inserts event `type` of connection `connectionId` with `data`, and one pending delivery for each
+ * of the connection's tenant's webhooks subscribed to that type, in the caller's transaction.
+ * Nothing is written when nobody listens. Returns the new deliveries' ids.
+ */
+export async function insertConnectionEvent(
+  tx: Queryable,
+  event: { type: WebhookEventType; connectionId: string; data: Record<string, unknown> },
+  at: Date,
+): Promise<string[]> {
+  const { rows } = await tx.query<{ id: string }>(
+    `with hooks as (select w.id, w.tenant_id from webhooks w join connections c on c.tenant_id = w.tenant_id
+                     where c.id = $1 and $2 = any (w.event_types)),
+          event as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
+                    select (select tenant_id from hooks limit 1), $1, $2, $3, $4 where exists (select 1 from hooks)
+                    returning id)
+     insert into webhook_deliveries (webhook_id, event_id, created_at)
+     select hooks.id, event.id, $4 from hooks cross join event
+     returning id`,
+    [event.connectionId, event.type, event.data, at],
+  );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Inserts `sync.completed` or `sync.failed` for a job that just ended, with its summary built
+ * here: the job, its record counts summed over its tasks, the error summary, and a records-feed
+ * cursor at the connection's latest change (the records API's cursor format, base64url of
+ * `{"seq":"<n>"}`), with deliveries as insertConnectionEvent. One statement; when nobody listens
+ * it costs one index lookup.
+ */
+export async function insertJobEvent(tx: Queryable, jobId: string, type: 'sync.completed' | 'sync.failed', at: Date): Promise<string[]> {
+  const { rows } = await tx.query<{ id: string }>(
+    `with job as (select * from sync_jobs where id = $1),
+          hooks as (select w.id from webhooks w join job on job.tenant_id = w.tenant_id where $2 = any (w.event_types)),
+          summary as (
+            select job.tenant_id, job.connection_id, jsonb_build_object(
+                     'job', jsonb_build_object('id', job.id, 'connection_id', job.connection_id, 'job_type', job.job_type,
+                                               'trigger', job.trigger, 'status', job.status, 'started_at', job.started_at,
+                                               'finished_at', job.finished_at),
+                     'counts', (select jsonb_build_object('added', coalesce(sum(t.added_count), 0), 'updated', coalesce(sum(t.updated_count), 0),
+                                                          'deleted', coalesce(sum(t.deleted_count), 0), 'unchanged', coalesce(sum(t.unchanged_count), 0))
+                                  from sync_tasks t where t.job_id = job.id),
+                     'error', job.last_error,
+                     'cursor', rtrim(translate(encode(convert_to(
+                                 '{"seq":"' || (select coalesce(max(r.change_seq), 0) from records r where r.connection_id = job.connection_id) || '"}',
+                                 'UTF8'), 'base64'), '+/', '-_'), '=')) as data
+              from job where exists (select 1 from hooks)),
+          event as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
+                    select tenant_id, connection_id, $2, data, $3 from summary
+                    returning id)
+     insert into webhook_deliveries (webhook_id, event_id, created_at)
+     select hooks.id, event.id, $3 from hooks cross join event
+     returning id`,
+    [jobId, type, at],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** What the delivery activity needs: the endpoint, its secret, the event. */
+export interface DeliveryTarget {
+  id: string;
+  status: DeliveryStatus;
+  url: string;
+  secret: string;
+  event_id: string;
+  event_type: WebhookEventType;
+  tenant_id: string;
+  payload: Record<string, unknown>;
+  event_created_at: Date;
+}
+
+/** A delivery with its webhook and event, or null (its webhook was deleted). */
+export async function findDeliveryTarget(db: Queryable, deliveryId: string): Promise<DeliveryTarget | null> {
+  const { rows } = await db.query<DeliveryTarget>(
+    `select d.id, d.status, w.url, w.secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.created_at as event_created_at
+       from webhook_deliveries d join webhooks w on w.id = d.webhook_id join webhook_events e on e.id = d.event_id
+      where d.id = $1`,
+    [deliveryId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Records one attempt of a delivery (numbered after the ones before, across redeliveries) and its
+ * outcome: `delivered` on a 2xx answer, else still pending with the last status code or error.
+ */
+export async function recordDeliveryAttempt(
+  tx: Queryable,
+  attempt: { deliveryId: string; statusCode: number | null; error: string | null; durationMs: number; at: Date; delivered: boolean },
+): Promise<void> {
+  const { rows } = await tx.query<{ attempts: number }>(
+    `update webhook_deliveries
+        set attempts = attempts + 1, last_status_code = $2, last_error = $3,
+            status = case when $5 then 'delivered' else status end,
+            finished_at = case when $5 then $4 else finished_at end
+      where id = $1
+      returning attempts`,
+    [attempt.deliveryId, attempt.statusCode, attempt.error, attempt.at, attempt.delivered],
+  );
+  if (!rows[0]) return;
+  await tx.query(
+    'insert into webhook_delivery_attempts (delivery_id, attempt, status_code, error, duration_ms, at) values ($1, $2, $3, $4, $5, $6)',
+    [attempt.deliveryId, rows[0].attempts, attempt.statusCode, attempt.error, attempt.durationMs, attempt.at],
+  );
+}
+
+/** Marks a still-pending delivery failed for good (its retries ran out). */
+export async function failDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
+  await db.query(`update webhook_deliveries set status = 'failed', finished_at = $2 where id = $1 and status = 'pending'`, [deliveryId, at]);
+}
+
+/** Notes that a delivery's workflow was started (or found running). */
+export async function markDeliveryStarted(db: Queryable, deliveryIds: string[], at: Date): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await db.query('update webhook_deliveries set workflow_started_at = $2 where id = any ($1::uuid[]) and workflow_started_at is null', [deliveryIds, at]);
+}
+
+/** Pending deliveries created before `before` whose workflow was never started, oldest first. */
+export async function findUnstartedDeliveries(db: Queryable, before: Date, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `select id from webhook_deliveries where workflow_started_at is null and status = 'pending' and created_at < $1 order by created_at limit $2`,
+    [before, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** A delivery as listed. */
+export interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: WebhookEventType;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+  /** Every attempt so far, oldest first. */
+  attempt_log: { attempt: number; status_code: number | null; error: string | null; duration_ms: number; at: string }[];
+}
+
+/** A page of a webhook's deliveries, newest first, with their attempts. */
+export async function listDeliveries(
+  db: Queryable,
+  query: { webhookId: string; before?: { createdAt: Date; id: string }; limit: number },
+): Promise<{ rows: DeliveryRow[]; more: boolean }> {
+  const { rows } = await db.query<DeliveryRow>(
+    `select d.id, d.webhook_id, d.event_id, e.event_type, d.status, d.attempts, d.last_status_code, d.last_error, d.created_at, d.finished_at,
+            coalesce((select json_agg(json_build_object('attempt', a.attempt, 'status_code', a.status_code, 'error', a.error,
+                                                        'duration_ms', a.duration_ms, 'at', a.at) order by a.attempt)
+                        from webhook_delivery_attempts a where a.delivery_id = d.id), '[]'::json) as attempt_log
+       from webhook_deliveries d join webhook_events e on e.id = d.event_id
+      where d.webhook_id = $1 and ($2::timestamptz is null or (d.created_at, d.id) < ($2, $3::uuid))
+      order by d.created_at desc, d.id desc limit $4`,
+    [query.webhookId, query.before?.createdAt ?? null, query.before?.id ?? null, query.limit + 1],
+  );
+  return { rows: rows.slice(0, query.limit), more: rows.length > query.limit };
+}
+
+/** One delivery of a webhook, or null. */
+export async function findDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<{ id: string; status: DeliveryStatus } | null> {
+  const { rows } = await db.query<{ id: string; status: DeliveryStatus }>(
+    'select id, status from webhook_deliveries where webhook_id = $1 and id = $2',
+    [webhookId, deliveryId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Puts a finished delivery back to pending for another round of attempts (its attempts are kept). */
+export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
+  await db.query(`update webhook_deliveries set status = 'pending', finished_at = null, workflow_started_at = null where id = $1`, [deliveryId]);
+}
+
+/** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
+export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from webhook_events where id in (
+       select e.id from webhook_events e
+        where e.created_at < $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
+        limit $2)`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}

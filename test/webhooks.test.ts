@@ -1,0 +1,211 @@
+// Webhooks end to end on the time-skipping server (its clock skips the retry backoff) with a real
+// API, worker, Postgres and an HTTP receiver on 127.0.0.1.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../api/app';
+import { listen, type HttpServer } from '../lib/http';
+import { webhookDeliveryWorkflowId } from '../temporal/ids';
+import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
+import { testActivityDeps } from './helpers/deps';
+import { capturingLogger } from './helpers/logs';
+import { useWorkerStack } from './helpers/stack';
+
+const TASK_QUEUE = 'webhooks';
+const KEY = 'test-admin-key-0123456789abcdef';
+
+/** The verification snippet exactly as the README documents it. */
+function documentedVerifier(): (secret: string, header: string, rawBody: string) => boolean {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const block = /<!-- webhook-verify:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-verify:end -->/.exec(readme);
+  if (!block) throw new Error('README: no webhook-verify snippet');
+  return new Function('require', `${block[1]}\nreturn verifySynctideSignature;`)(createRequire(import.meta.url));
+}
+
+/** A receiver on 127.0.0.1 that fails the first `failures` requests of each event with 500, then answers 200. */
+async function startReceiver(failures: number) {
+  const received: { headers: IncomingHttpHeaders; body: string; answered: number }[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      const eventId = req.headers['synctide-event-id'];
+      const earlier = received.filter((r) => r.headers['synctide-event-id'] === eventId).length;
+      const answered = earlier < failures ? 500 : 200;
+      received.push({ headers: req.headers, body, answered });
+      res.writeHead(answered).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe('webhooks', () => {
+  const stack = useWorkerStack('time-skipping', TASK_QUEUE);
+  let server: HttpServer;
+  let strict: HttpServer;
+
+  const app = (allowPrivate: boolean) =>
+    createApp({
+      pool: stack.db.pool,
+      temporal: stack.env.client,
+      registry: stack.registry,
+      metrics: stack.metrics,
+      logger: capturingLogger().logger,
+      taskQueue: TASK_QUEUE,
+      adminApiKey: KEY,
+      maxIntervalSeconds: 86_400,
+      immediateSyncTimeoutMs: 60_000,
+      webhookAllowPrivate: allowPrivate,
+    });
+
+  async function call(target: HttpServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const headers: Record<string, string> = { authorization: `Bearer ${KEY}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${target.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+
+  beforeAll(async () => {
+    server = await listen(app(true), '127.0.0.1', 0);
+    strict = await listen(app(false), '127.0.0.1', 0);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await strict?.close();
+  });
+
+  async function waitFor<T>(what: () => Promise<T | undefined>): Promise<T> {
+    for (let i = 0; i < 1000; i++) {
+      const value = await what();
+      if (value !== undefined) return value;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    throw new Error('timed out waiting');
+  }
+
+  it('delivers sync.completed exactly once as 2xx to a receiver that fails 3 times, records every attempt, and signs it verifiably', async () => {
+    const receiver = await startReceiver(3);
+    try {
+      const created = await call(server, 'POST', '/webhooks', { tenant_id: 'acme', url: receiver.url, event_types: ['sync.completed', 'sync.failed'] });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const { id: webhookId, secret } = created.body;
+      expect(secret).toMatch(/^whsec_/);
+      // The secret is shown once: never listed again.
+      const listed = await call(server, 'GET', '/webhooks?tenant_id=acme');
+      expect(listed.body.items.map((w: any) => w.id)).toContain(webhookId);
+      expect(JSON.stringify(listed.body)).not.toContain(secret);
+
+      const connection = await call(server, 'POST', '/connections', {
+        tenant_id: 'acme', app_key: 'hooked', provider: 'demo', config: { resource_types: ['items'], records_per_resource: 30, page_size: 10 }, schedule: { interval_seconds: 86_400 },
+      });
+      expect(connection.status).toBe(201);
+      const sync = await call(server, 'POST', `/connections/${connection.body.id}/sync`, { mode: 'full' });
+      expect(sync.status).toBe(202);
+      const jobId: string = sync.body.job_id;
+      // The sync finishes whatever the receiver answers.
+      await waitFor(async () => ((await call(server, 'GET', `/jobs/${jobId}`)).body.status === 'completed' ? true : undefined));
+
+      const deliveryId: string = await waitFor(async () => {
+        const page = await call(server, 'GET', `/webhooks/${webhookId}/deliveries`);
+        return page.body.items.find((d: any) => d.event_type === 'sync.completed')?.id;
+      });
+      expect(await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)).result()).toBe('delivered');
+
+      const forJob = receiver.received.filter((r) => JSON.parse(r.body).data.job.id === jobId);
+      expect(forJob.map((r) => r.answered)).toEqual([500, 500, 500, 200]);
+      // Each event of the run (the scheduler's own first job sends one too) reached 2xx exactly once.
+      const accepted = receiver.received.filter((r) => r.answered === 200).map((r) => r.headers['synctide-event-id']);
+      expect(new Set(accepted).size).toBe(accepted.length);
+      // Every attempt carries the same event id and the same body.
+      expect(new Set(forJob.map((r) => r.headers['synctide-event-id'])).size).toBe(1);
+      expect(new Set(forJob.map((r) => r.body)).size).toBe(1);
+      const event = JSON.parse(forJob[3]!.body);
+      expect(event.type).toBe('sync.completed');
+      expect(event.id).toBe(forJob[3]!.headers['synctide-event-id']);
+      // The full pass saw each of the 30 records once (the scheduler's first job may have stored them already).
+      const { added, updated, unchanged, deleted } = event.data.counts;
+      expect([added + updated + unchanged, deleted]).toEqual([30, 0]);
+      // The event's cursor reads the feed after the job's changes: nothing more.
+      const feed = await call(server, 'GET', `/connections/${connection.body.id}/records?cursor=${event.data.cursor}`);
+      expect(feed.status).toBe(200);
+      expect(feed.body.items).toEqual([]);
+
+      const verify = documentedVerifier();
+      const delivered = forJob[3]!;
+      expect(verify(secret, String(delivered.headers['synctide-signature']), delivered.body)).toBe(true);
+      expect(verify(secret, String(delivered.headers['synctide-signature']), delivered.body.replace('"added":30', '"added":31'))).toBe(false);
+      expect(verify('whsec_wrong', String(delivered.headers['synctide-signature']), delivered.body)).toBe(false);
+
+      const deliveries = await call(server, 'GET', `/webhooks/${webhookId}/deliveries`);
+      const delivery = deliveries.body.items.find((d: any) => d.id === deliveryId);
+      expect(delivery.status).toBe('delivered');
+      expect(delivery.attempts).toBe(4);
+      expect(delivery.attempt_log.map((a: any) => a.status_code)).toEqual([500, 500, 500, 200]);
+
+      // Redelivery sends the same event again (the receiver now answers 200 at once).
+      const again = await call(server, 'POST', `/webhooks/${webhookId}/deliveries/${deliveryId}/redeliver`);
+      expect(again.status).toBe(202);
+      await waitFor(async () => (receiver.received.filter((r) => r.headers['synctide-delivery-id'] === deliveryId).length === 5 ? true : undefined));
+      expect(receiver.received.at(-1)!.headers['synctide-event-id']).toBe(event.id);
+
+      expect((await call(server, 'DELETE', `/webhooks/${webhookId}`)).status).toBe(204);
+      expect((await call(server, 'GET', `/webhooks/${webhookId}`)).status).toBe(404);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('emits breaker_opened, breaker_closed and connection.disabled events to subscribed webhooks', async () => {
+    const receiver = await startReceiver(0);
+    try {
+      const created = await call(server, 'POST', '/webhooks', {
+        tenant_id: 'breakers', url: receiver.url, event_types: ['connection.breaker_opened', 'connection.breaker_closed', 'connection.disabled'],
+      });
+      expect(created.status).toBe(201);
+      const connection = await call(server, 'POST', '/connections', {
+        tenant_id: 'breakers', app_key: 'fragile', provider: 'demo', config: { records_per_resource: 1 }, schedule: { interval_seconds: 86_400 },
+      });
+      const connectionId: string = connection.body.id;
+      const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE });
+      for (let i = 0; i < 5; i++) await recordAttemptFailure(deps)({ connectionId, at: Date.now(), error: 'boom', attemptKey: `a${i}` });
+      await recordAttemptSuccess(deps)({ connectionId, at: Date.now() });
+      expect((await call(server, 'POST', `/connections/${connectionId}/disable`)).status).toBe(200);
+      const types = await waitFor(async () => {
+        const page = await call(server, 'GET', `/webhooks/${created.body.id}/deliveries`);
+        return page.body.items.length === 3 ? page.body.items.map((d: any) => d.event_type).sort() : undefined;
+      });
+      expect(types).toEqual(['connection.breaker_closed', 'connection.breaker_opened', 'connection.disabled']);
+      await waitFor(async () => (receiver.received.length === 3 ? true : undefined));
+      expect(receiver.received.map((r) => JSON.parse(r.body).data.connection_id)).toEqual([connectionId, connectionId, connectionId]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses webhook URLs at loopback, private-range and link-local addresses with 400, by validation alone', async () => {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.1/hook',
+      'http://127.0.0.1:9/hook',
+      'http://[::1]/hook',
+      'http://[::ffff:10.0.0.1]/hook',
+      'http://[fd00::1]/hook',
+      'http://localhost/hook',
+      'http://192.168.1.1/hook',
+      'http://100.64.0.1/hook',
+      'ftp://example.com/hook',
+      'https://user:pass@example.com/hook',
+    ]) {
+      const answer = await call(strict, 'POST', '/webhooks', { tenant_id: 'strict', url, event_types: ['sync.failed'] });
+      expect(answer.status, url).toBe(400);
+      expect(answer.body.error.code, url).toBe('invalid_request');
+    }
+    const { rows } = await stack.db.pool.query(`select url from webhooks where tenant_id = 'strict'`);
+    expect(rows).toEqual([]);
+  });
+});
