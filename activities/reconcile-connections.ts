@@ -1,5 +1,5 @@
 import pMap from 'p-map';
-import { countOverdueConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
+import { countOverdueConnections, countStaleConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
 import { failAbandonedJob, findActiveJobsCreatedBefore, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
 import { findUnstartedDeliveries, markDeliveryStarted } from '../db/models/webhooks';
@@ -50,7 +50,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   job stays active forever and blocks its connection's schedule;
  * - every pending webhook delivery older than a few seconds has had its workflow started (the
  *   process that wrote it may have died before starting it);
- * - the backlog gauge is set to the number of overdue connections.
+ * - the backlog gauge is set to the number of overdue connections, and the freshness gauge to
+ *   the number of connections, by provider, whose last success is older than twice their interval.
  * Without a list API (the time-skipping test server) every connection is ensured and every
  * suspect asked about, as before.
  */
@@ -79,6 +80,9 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     }
     result.backlog = await countOverdueConnections(pool, new Date(input.at));
     metrics.backlog.set(result.backlog);
+    const stale = await countStaleConnections(pool, new Date(input.at), deps.settings.defaultIntervalSeconds);
+    metrics.staleConnections.reset();
+    for (const { provider, n } of stale) metrics.staleConnections.set({ provider }, n);
     endTimer();
     logger.info({ ...result, settings: undefined }, 'reconcile tick');
     return result;

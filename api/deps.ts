@@ -18,13 +18,14 @@ export interface ApiDeps extends CommandDeps {
 }
 
 /** The API settings taken from configuration. */
-export function apiSettings(config: Config): Pick<ApiDeps, 'taskQueue' | 'metricsRequireAuth' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate'> {
+export function apiSettings(config: Config): Pick<ApiDeps, 'taskQueue' | 'metricsRequireAuth' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsRequireAuth: config.METRICS_REQUIRE_AUTH,
     maxIntervalSeconds: config.MAX_OVERRIDDEN_INTERVAL_SECONDS,
     immediateSyncTimeoutMs: config.IMMEDIATE_SYNC_TIMEOUT_SECONDS * 1000,
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+    defaultIntervalSeconds: config.DEFAULT_INTERVAL_SECONDS,
   };
 }
 

@@ -22,4 +22,6 @@ export interface CommandDeps {
   background?: BackgroundStarts;
   /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses (default false). */
   webhookAllowPrivate?: boolean;
+  /** DEFAULT_INTERVAL_SECONDS: the interval of a connection without its own (readiness's freshness count). */
+  defaultIntervalSeconds?: number;
 }

@@ -1,18 +1,38 @@
+import { countStaleConnections } from '../db/models/connections';
 import { ping } from '../db/pool';
 import type { CommandDeps } from './deps';
 
 const CHECK_TIMEOUT_MS = 2000;
+/** DEFAULT_INTERVAL_SECONDS's own default, for callers that do not pass theirs. */
+const DEFAULT_INTERVAL_SECONDS = 900;
 
 /** Whether a dependency answered: `ok`, or `unreachable` (the reason stays in the server log). */
 export type Check = 'ok' | 'unreachable';
 
-/** Readiness of a process: can it reach Postgres and Temporal, each within 2 s? */
-export async function checkReadiness(deps: Pick<CommandDeps, 'pool' | 'temporal'>): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check } }> {
+/** What readiness reports beside its checks (absent when Postgres did not answer). */
+export interface ReadinessDetails {
+  /** Active connections whose last successful sync is older than twice their interval. */
+  stale_connections: number;
+}
+
+/**
+ * Readiness of a process: can it reach Postgres and Temporal, each within 2 s? With Postgres up,
+ * also how many connections are stale (a detail: it does not make the process unready).
+ */
+export async function checkReadiness(
+  deps: Pick<CommandDeps, 'pool' | 'temporal' | 'defaultIntervalSeconds'>,
+): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
   const [postgres, temporal] = await Promise.all([
     probe(() => ping(deps.pool)),
     probe(() => deps.temporal.connection.workflowService.getSystemInfo({})),
   ]);
-  return { ready: postgres === 'ok' && temporal === 'ok', checks: { postgres, temporal } };
+  let details: ReadinessDetails | undefined;
+  if (postgres === 'ok') {
+    let stale: { n: number }[] | undefined;
+    await probe(async () => (stale = await countStaleConnections(deps.pool, new Date(), deps.defaultIntervalSeconds ?? DEFAULT_INTERVAL_SECONDS)));
+    if (stale) details = { stale_connections: stale.reduce((sum, row) => sum + row.n, 0) };
+  }
+  return { ready: postgres === 'ok' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
 }
 
 async function probe(check: () => Promise<unknown>): Promise<Check> {

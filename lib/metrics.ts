@@ -28,6 +28,12 @@ export function createSyncMetrics(registry: Registry) {
       buckets: [0, 5, 15, 30, 60, 120, 180, 300, 600, 1800, 3600],
       registers,
     }),
+    staleConnections: new Gauge({
+      name: 'synctide_stale_connections',
+      help: 'Active connections whose last successful sync is older than twice their interval, by provider',
+      labelNames: ['provider'] as const,
+      registers,
+    }),
     backlog: new Gauge({
       name: 'sync_scheduler_backlog_gauge',
       help: 'Active connections whose next run is overdue and that have no active job',

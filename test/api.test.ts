@@ -127,6 +127,9 @@ describe('REST API over HTTP', () => {
     expect({ jobs: await count('sync_jobs'), connections: await count('connections') }).toEqual(before);
     // Only the probes, metrics and docs are open.
     expect((await call('GET', '/healthz', undefined, { auth: null })).status).toBe(200);
+    const ready = await call('GET', '/readyz', undefined, { auth: null });
+    expect(ready.status).toBe(200);
+    expect(ready.body.details).toEqual({ stale_connections: expect.any(Number) });
     expect((await call('GET', '/metrics', undefined, { auth: null })).status).toBe(200);
     expect((await call('GET', '/openapi.json', undefined, { auth: null })).status).toBe(200);
   });

@@ -6,7 +6,7 @@ import { enqueueJob } from '../activities/enqueue-job';
 import { openCycle } from '../activities/lean-steps';
 import { markJobRetrying } from '../activities/mark-job-retrying';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
-import { countOverdueConnections } from '../db/models/connections';
+import { countOverdueConnections, countStaleConnections } from '../db/models/connections';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
@@ -63,6 +63,32 @@ describe('the backlog of overdue connections', () => {
       `insert into connections (tenant_id, provider_slug, app_key, metadata) values ('acme', 'demo', 'bad', '{"sync": {"next_run_at": "soon"}}')`,
     );
     expect(await countOverdueConnections(db.pool, new Date())).toBe(0);
+  });
+});
+
+describe('freshness: connections whose last success is older than twice their interval', () => {
+  it('counts them by provider, from creation when never synced, and leaves out paused and cron-scheduled ones', async () => {
+    const now = new Date();
+    const hourAgo = new Date(now.getTime() - 60 * MINUTE);
+    const fresh = await connection(null); // 900 s interval
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduled_at, finished_at) values ($1, $2, 'acme', 'incremental', 'schedule', 'completed', $3, $3)`,
+      [randomUUID(), fresh, new Date(now.getTime() - 10 * MINUTE)],
+    );
+    const stale = await connection(null);
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduled_at, finished_at) values ($1, $2, 'acme', 'incremental', 'schedule', 'completed', $3, $3)`,
+      [randomUUID(), stale, new Date(now.getTime() - 31 * MINUTE)],
+    );
+    const neverSynced = await connection(null);
+    const paused = await connection(null, 'paused');
+    await db.pool.query(`update connections set created_at = $2 where id = any($1::uuid[])`, [[fresh, stale, neverSynced, paused], hourAgo]);
+    await db.pool.query(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at) values ('acme', 'github', 'gh', '{"sync": {"interval_seconds": 600}}', $1),
+                                                                                 ('acme', 'github', 'cron', '{"sync": {"cron": "0 3 * * *"}}', $1)`,
+      [hourAgo],
+    );
+    expect(await countStaleConnections(db.pool, now, 900)).toEqual([{ provider: 'demo', n: 2 }, { provider: 'github', n: 1 }]);
   });
 });
 

@@ -7,8 +7,8 @@ export function healthRoutes(deps: ApiDeps): Hono {
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    const { ready, checks } = await checkReadiness(deps);
-    return c.json({ status: ready ? 'ok' : 'unavailable', checks }, ready ? 200 : 503);
+    const { ready, checks, details } = await checkReadiness(deps);
+    return c.json({ status: ready ? 'ok' : 'unavailable', checks, ...(details && { details }) }, ready ? 200 : 503);
   });
   return app;
 }

@@ -277,3 +277,22 @@ export async function countOverdueConnections(db: Queryable, at: Date): Promise<
   );
   return rows[0]!.n;
 }
+
+/**
+ * Active interval-scheduled connections whose last successful sync (or, never synced, their
+ * creation) is older than twice their interval (`defaultIntervalSeconds` when unset), counted by
+ * provider. Cron-scheduled connections are left out: their gaps vary by design, and a late cron
+ * run shows in the backlog gauge.
+ */
+export async function countStaleConnections(db: Queryable, at: Date, defaultIntervalSeconds: number): Promise<{ provider: string; n: number }[]> {
+  const { rows } = await db.query<{ provider: string; n: number }>(
+    `select c.provider_slug as provider, count(*)::int as n from connections c
+      where c.status = 'active' and c.metadata -> 'sync' ->> 'cron' is null
+        and coalesce((select max(j.finished_at) from sync_jobs j where j.connection_id = c.id and j.status = 'completed'), c.created_at)
+            < $1::timestamptz - make_interval(secs => 2 * coalesce(
+                case when c.metadata -> 'sync' ->> 'interval_seconds' ~ '^[0-9]{1,9}$' then (c.metadata -> 'sync' ->> 'interval_seconds')::int end, $2))
+      group by 1 order by 1`,
+    [at, defaultIntervalSeconds],
+  );
+  return rows;
+}
