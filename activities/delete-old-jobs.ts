@@ -1,5 +1,6 @@
 import { deleteFinishedJobsBatch } from '../db/models/jobs';
 import { purgeTombstonesBatch } from '../db/models/records';
+import { deleteOldEventsBatch } from '../db/models/webhooks';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 
@@ -17,7 +18,9 @@ export const DEFAULT_DELETE_BATCH_SIZE = 1000;
  *
  * The same daily pass purges the change feed's tombstones older than the worker's
  * TOMBSTONE_RETENTION_DAYS, in batches too (each batch also raises its connections'
- * `feed_purged_seq`, so a consumer whose cursor is older learns it must start again).
+ * `feed_purged_seq`, so a consumer whose cursor is older learns it must start again), and
+ * webhook events older than `retentionDays` none of whose deliveries is still pending, with their
+ * deliveries and attempts.
  */
 export function deleteOldJobs({ pool, logger, tombstoneRetentionDays }: ActivityDeps): Activities['deleteOldJobs'] {
   return async (input) => {
@@ -50,6 +53,13 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays }: Activity
       if (n < batchSize) break;
     }
     if (purged > 0) logger.info({ purged, tombstone_retention_days: tombstoneRetentionDays }, 'old record tombstones purged');
+    let events = 0;
+    for (;;) {
+      const n = await deleteOldEventsBatch(pool, cutoff, batchSize);
+      events += n;
+      if (n < batchSize) break;
+    }
+    if (events > 0) logger.info({ events, retention_days: input.retentionDays }, 'old webhook events deleted');
     return deleted;
   };
 }

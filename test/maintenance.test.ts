@@ -200,6 +200,29 @@ describe('deleteOldJobs', () => {
     expect(lines.find((l) => l.msg === 'old record tombstones purged')).toMatchObject({ purged: 1, tombstone_retention_days: 30 });
   });
 
+  it('deletes webhook events past RETENTION_DAYS once none of their deliveries is pending', async () => {
+    const conn = await newConnection();
+    const { rows: hook } = await db.pool.query<{ id: string }>(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ('acme', 'http://127.0.0.1:9/', '{sync.completed}', 's') returning id`,
+    );
+    const event = async (name: string, daysAgo: number, status: string) => {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at) values ('acme', $1, 'sync.completed', $2, $3) returning id`,
+        [conn.id, { name }, new Date(AT - daysAgo * DAY)],
+      );
+      await db.pool.query('insert into webhook_deliveries (webhook_id, event_id, status) values ($1, $2, $3)', [hook[0]!.id, rows[0]!.id, status]);
+    };
+    await event('old-delivered', 8, 'delivered');
+    await event('old-failed', 8, 'failed');
+    await event('old-pending', 8, 'pending');
+    await event('recent', 1, 'delivered');
+    const { deps } = harness();
+    await deleteOldJobs(deps)({ at: AT, retentionDays: 7 });
+    const { rows } = await db.pool.query(`select payload ->> 'name' as name from webhook_events order by 1`);
+    expect(rows.map((r) => r.name)).toEqual(['old-pending', 'recent']);
+    expect((await db.pool.query('select count(*)::int as n from webhook_deliveries')).rows[0].n).toBe(2);
+  });
+
   it('deletes a large backlog in batches', async () => {
     const conn = await newConnection();
     const ids: string[] = [];
