@@ -5,7 +5,7 @@ import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
 import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
-import { forgetSeenOfTask, rememberSeen, seenSetSize, type SeenSetSize } from '../db/models/seen';
+import { forgetSeenOfTask, seenSetSize, type SeenSetSize } from '../db/models/seen';
 import { advanceCursor } from '../db/models/state';
 import { completeTask, lockTaskToSync, markTaskProcessing, recordPage, restartTaskPass } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
@@ -141,14 +141,12 @@ export function syncTask({ pool, logger }: ActivityDeps): Activities['syncTask']
             if (t && (!highWater || t > highWater)) highWater = t;
           }
           const written = await withTransaction(pool, async (tx) => {
-            const counts = await upsertRecords(
+            const { seen, ...counts } = await upsertRecords(
               tx,
-              { connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date() },
+              { connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), seenBy: full ? input.taskId : undefined },
               records,
             );
-            const seen = full && records.length > 0 ? await rememberSeen(tx, input.taskId, records.map((r) => r.externalId)) : 0;
-            await recordPage(tx, input.taskId, { nextPageToken: page.nextPageToken, records: records.length, counts, highWater, seen });
-            await addProcessedEntities(tx, input.jobId, records.length);
+            await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, highWater, seen });
             return counts.added + counts.updated;
           });
           pageToken = page.nextPageToken;

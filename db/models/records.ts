@@ -26,27 +26,37 @@ export interface UpsertCounts {
   unchanged: number;
 }
 
+/** An upsert's counts, and how many of the page's ids were new to the full pass's seen-set. */
+export interface UpsertResult extends UpsertCounts {
+  seen: number;
+}
+
 /**
- * Upserts one page of records in one statement, under the connection's change-feed lock. A record
- * whose data and updated_at are unchanged is not rewritten, nor is one the provider says is older
- * than the stored version; every other write takes the next `change_seq`. A tombstoned record
- * seen again comes back as an insert. Duplicate ids within a page keep the last occurrence
- * (Postgres cannot upsert one row twice in a statement) and count once.
+ * Upserts one page of records in one statement, which first takes the connection's change-feed
+ * lock (the rows to write are read through the lock's CTE, so it is held before any `nextval`).
+ * A record whose data and updated_at are unchanged is not rewritten, nor is one the provider says
+ * is older than the stored version; every other write takes the next `change_seq`. A tombstoned
+ * record seen again comes back as an insert. Duplicate ids within a page keep the last occurrence
+ * (Postgres cannot upsert one row twice in a statement) and count once. With `seenBy` (a full
+ * pass's task), the same statement adds the page's ids to that task's seen-set.
  */
 export async function upsertRecords(
   tx: PoolClient,
-  target: { connectionId: string; resourceType: string; jobId: string | null; at: Date },
+  target: { connectionId: string; resourceType: string; jobId: string | null; at: Date; seenBy?: string },
   records: ConnectorRecord[],
-): Promise<UpsertCounts> {
-  if (records.length === 0) return { added: 0, updated: 0, unchanged: 0 };
+): Promise<UpsertResult> {
+  if (records.length === 0) return { added: 0, updated: 0, unchanged: 0, seen: 0 };
   const byId = new Map(records.map((r) => [r.externalId, r]));
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
-  await lockChangeFeed(tx, target.connectionId);
-  const { rows: counts } = await tx.query<{ added: number; updated: number }>(
-    `with written as (
+  const { rows: counts } = await tx.query<{ added: number; updated: number; seen: number }>(
+    `with feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text))),
+          page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
+          seen as (insert into sync_seen (task_id, external_id) select $7, external_id from page where $7::uuid is not null
+                   on conflict do nothing returning 1),
+          written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at)
        select $1, $2, r.external_id, r.data, r.updated_at, $3, $4
-         from jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)
+         from page r
        on conflict (connection_id, resource_type, external_id) do update
           set data = excluded.data, source_updated_at = excluded.source_updated_at,
               last_seen_job_id = excluded.last_seen_job_id, synced_at = excluded.synced_at,
@@ -60,12 +70,13 @@ export async function upsertRecords(
           and (records.source_updated_at is null or excluded.source_updated_at is null
                or excluded.source_updated_at >= records.source_updated_at)
        returning change)
-     select count(*) filter (where change = 'insert')::int as added, count(*) filter (where change = 'update')::int as updated
+     select count(*) filter (where change = 'insert')::int as added, count(*) filter (where change = 'update')::int as updated,
+            (select count(*) from seen)::int as seen
        from written`,
-    [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows)],
+    [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null],
   );
-  const { added, updated } = counts[0]!;
-  return { added, updated, unchanged: rows.length - added - updated };
+  const { added, updated, seen } = counts[0]!;
+  return { added, updated, unchanged: rows.length - added - updated, seen };
 }
 
 /**

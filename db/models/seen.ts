@@ -1,20 +1,9 @@
 // SQL of `sync_seen`: the ids a full pass has seen, so its final step deletes only what it did not
-// see. The table has no foreign key (a per-row check would slow every full sync), so every path
-// that ends a task removes that task's rows itself. It is UNLOGGED: a Postgres crash empties it,
+// see (a page's ids are added by the records upsert's own statement). The table has no foreign key
+// (a per-row check would slow every full sync), so every path that ends a task removes that task's
+// rows itself. It is UNLOGGED: a Postgres crash empties it,
 // so `sync_tasks.seen_count` (logged) says how many rows the task's pass should find here.
 import type { Queryable } from '../queryable';
-
-/**
- * Remembers that a full pass of task `taskId` saw these ids. Returns how many of them were new to
- * the pass (an id seen before, on an earlier page, is not counted again).
- */
-export async function rememberSeen(tx: Queryable, taskId: string, externalIds: string[]): Promise<number> {
-  const { rowCount } = await tx.query(
-    'insert into sync_seen (task_id, external_id) select $1, unnest($2::text[]) on conflict do nothing',
-    [taskId, externalIds],
-  );
-  return rowCount ?? 0;
-}
 
 /** How many ids task `taskId` has in the seen-set, and how many its pass counted in (`seen_count`). */
 export interface SeenSetSize {

@@ -113,20 +113,24 @@ export async function markTaskProcessing(tx: Queryable, taskId: string): Promise
 /**
  * Records one stored page: where the next one starts, the counts (what the upsert added, updated
  * and left unchanged), the high-water mark and how many ids it added to the task's seen-set
- * (`seen`, 0 outside a full pass).
+ * (`seen`, 0 outside a full pass); and the page's records in job `jobId`'s progress, in the same
+ * statement.
  */
 export async function recordPage(
   tx: Queryable,
   taskId: string,
+  jobId: string,
   page: { nextPageToken: string | null; records: number; counts: UpsertCounts; highWater: Date | null; seen: number },
 ): Promise<void> {
   const { added, updated, unchanged } = page.counts;
   await tx.query(
-    `update sync_tasks set page_token = $2, pages_done = pages_done + 1, entity_count = entity_count + $3,
-            written_count = written_count + $4 + $5, added_count = added_count + $4, updated_count = updated_count + $5,
-            unchanged_count = unchanged_count + $6, high_water = $7, seen_count = seen_count + $8, heartbeat_at = now()
-      where id = $1`,
-    [taskId, page.nextPageToken, page.records, added, updated, unchanged, page.highWater, page.seen],
+    `with task as (
+       update sync_tasks set page_token = $2, pages_done = pages_done + 1, entity_count = entity_count + $3,
+              written_count = written_count + $4 + $5, added_count = added_count + $4, updated_count = updated_count + $5,
+              unchanged_count = unchanged_count + $6, high_water = $7, seen_count = seen_count + $8, heartbeat_at = now()
+        where id = $1)
+     update sync_jobs set processed_entities = processed_entities + $3 where id = $9`,
+    [taskId, page.nextPageToken, page.records, added, updated, unchanged, page.highWater, page.seen, jobId],
   );
 }
 
