@@ -79,7 +79,7 @@ describe('npm start', () => {
 
     const ready = await fetch(`http://127.0.0.1:${ports.API_PORT}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', temporal: 'ok' } });
+    expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', temporal: 'ok' }, details: { stale_connections: 0 } });
     expect((await fetch(`http://127.0.0.1:${ports.API_PORT}/healthz`)).status).toBe(200);
     const metrics = await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`);
     expect(await metrics.text()).toContain('process_cpu_user_seconds_total');
