@@ -1,8 +1,8 @@
 // Replays recorded histories of Synctide's workflows (test/histories/*.binpb) against the current
 // workflow code: a change that would break running workflows (non-determinism) fails here.
-// Record them again with `RECORD_HISTORIES=1 npx vitest run test/connection-workflow.test.ts
-// test/job-failures.test.ts test/sync-job.test.ts` when a change is meant to apply only to new
-// runs (behind patched() or at a continue-as-new boundary), keeping the old files too.
+// Record them again with the RECORD_HISTORIES command in the README ("Changing workflow code
+// safely") when a change is meant to apply only to new runs (behind patched() or at a
+// continue-as-new boundary), keeping the old files too.
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { loadHistories } from './helpers/histories';

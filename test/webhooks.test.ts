@@ -10,6 +10,7 @@ import { listen, type HttpServer } from '../lib/http';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { testActivityDeps } from './helpers/deps';
+import { recordHistory } from './helpers/histories';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 
@@ -115,6 +116,7 @@ describe('webhooks', () => {
         return page.body.items.find((d: any) => d.event_type === 'sync.completed')?.id;
       });
       expect(await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)).result()).toBe('delivered');
+      await recordHistory(stack.env.client, 'webhook-delivery-retried', webhookDeliveryWorkflowId(deliveryId));
 
       const forJob = receiver.received.filter((r) => JSON.parse(r.body).data.job.id === jobId);
       expect(forJob.map((r) => r.answered)).toEqual([500, 500, 500, 200]);
