@@ -1,0 +1,99 @@
+// Outbound requests a user can aim (webhook URLs): the address rules, and the POST's bounds, against
+// real HTTP servers on 127.0.0.1 only.
+import { createServer, type Server } from 'node:http';
+import { lookup } from 'node:dns/promises';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isPublicAddress, outboundUrlProblem, postBounded } from '../lib/outbound';
+
+describe('which addresses outbound requests may reach', () => {
+  it('classifies loopback, private, link-local, CGNAT, unique-local, mapped and unspecified addresses as not public', () => {
+    const internal = ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '224.0.0.1'];
+    for (const address of internal) expect(isPublicAddress(address), address).toBe(false);
+    for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) expect(isPublicAddress(address), address).toBe(true);
+    expect(isPublicAddress('not-an-address')).toBe(false);
+  });
+
+  it('refuses non-http(s) URLs, credentials in the URL, and internal hosts unless allowed', () => {
+    expect(outboundUrlProblem('https://example.com/hook', false)).toBeNull();
+    expect(outboundUrlProblem('ftp://example.com/hook', false)).toMatch(/http/);
+    expect(outboundUrlProblem('https://user:pw@example.com/hook', false)).toMatch(/credentials/);
+    expect(outboundUrlProblem('not a url', false)).toMatch(/absolute/);
+    for (const url of ['http://127.0.0.1/', 'http://[::1]/', 'http://[::ffff:a00:1]/', 'http://localhost:8080/', 'http://api.localhost/']) {
+      expect(outboundUrlProblem(url, false), url).toMatch(/loopback, private or link-local/);
+      expect(outboundUrlProblem(url, true), url).toBeNull();
+    }
+  });
+});
+
+describe('postBounded', () => {
+  let server: Server | undefined;
+  let requests = 0;
+  afterEach(async () => {
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    server = undefined;
+    requests = 0;
+  });
+  async function serve(handler: Parameters<typeof createServer>[1]): Promise<number> {
+    server = createServer((req, res) => {
+      requests += 1;
+      handler!(req, res);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  }
+
+  it('refuses, at connect time, a host name that resolves to a loopback address, and sends nothing', async () => {
+    const port = await serve((_req, res) => res.end('ok'));
+    // The machine's own name resolves to a loopback address (/etc/hosts) yet passes the URL check
+    // (a name, not `localhost`): only the check of the resolved address stops it.
+    const name = hostname().toLowerCase();
+    const resolved = await lookup(name);
+    expect(isPublicAddress(resolved.address), `${name} resolves to ${resolved.address}`).toBe(false);
+    expect(outboundUrlProblem(`http://${name}:${port}/`, false)).toBeNull();
+    await expect(postBounded(`http://${name}:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: false })).rejects.toThrow(
+      'the host resolves to an address that is not allowed',
+    );
+    expect(requests).toBe(0);
+    // Allowed, the same request arrives.
+    await expect(postBounded(`http://${name}:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true })).resolves.toEqual({ status: 200 });
+    expect(requests).toBe(1);
+  });
+
+  it('answers the status without following a redirect, reads at most the cap of a large answer, and times out a silent receiver', async () => {
+    let port = await serve((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:9/' }).end());
+    await expect(postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true })).resolves.toEqual({ status: 302 });
+    expect(requests).toBe(1);
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+
+    let written = 0;
+    port = await serve((_req, res) => {
+      res.writeHead(200);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = () => {
+        while (written < 64 * 1024 * 1024 && res.write(chunk)) written += chunk.length;
+        if (written < 64 * 1024 * 1024 && !res.destroyed) res.once('drain', pump);
+      };
+      res.on('close', () => undefined);
+      pump();
+    });
+    await expect(postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 10_000, maxResponseBytes: 256 * 1024, allowPrivate: true })).resolves.toEqual({ status: 200 });
+    // The receiver stopped well short of its 64 MiB: the reader hung up after the cap.
+    expect(written).toBeLessThan(16 * 1024 * 1024);
+    server!.closeAllConnections();
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+
+    port = await serve(() => undefined); // never answers
+    await expect(postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 300, maxResponseBytes: 1024, allowPrivate: true })).rejects.toThrow('timed out');
+    server!.closeAllConnections();
+  });
+
+  it('names no address or port when the receiver is unreachable', async () => {
+    const port = await serve(() => undefined);
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    server = undefined;
+    const failure = await postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true }).catch((err: Error) => err);
+    expect((failure as Error).message).toBe('connection refused');
+  });
+});
