@@ -9,6 +9,7 @@ import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
+import { reconcileConnections } from '../activities/reconcile-connections';
 import { testActivityDeps } from './helpers/deps';
 import { recordHistory } from './helpers/histories';
 import { capturingLogger } from './helpers/logs';
@@ -184,6 +185,29 @@ describe('webhooks', () => {
       expect(types).toEqual(['connection.breaker_closed', 'connection.breaker_opened', 'connection.disabled']);
       await waitFor(async () => (receiver.received.length === 3 ? true : undefined));
       expect(receiver.received.map((r) => JSON.parse(r.body).data.connection_id)).toEqual([connectionId, connectionId, connectionId]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('the reconcile tick starts a pending delivery whose workflow was never started (its writer died first)', async () => {
+    const receiver = await startReceiver(0);
+    try {
+      const created = await call(server, 'POST', '/webhooks', { tenant_id: 'orphans', url: receiver.url, event_types: ['connection.disabled'] });
+      const { rows: event } = await stack.db.pool.query<{ id: string }>(
+        `insert into webhook_events (tenant_id, event_type, payload, created_at) values ('orphans', 'connection.disabled', '{"connection_id": "gone"}', now() - interval '1 minute') returning id`,
+      );
+      const { rows: delivery } = await stack.db.pool.query<{ id: string }>(
+        `insert into webhook_deliveries (webhook_id, event_id, created_at) values ($1, $2, now() - interval '1 minute') returning id`,
+        [created.body.id, event[0]!.id],
+      );
+      const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE });
+      const tick = await reconcileConnections(deps)({ at: Date.now() });
+      expect(tick.deliveriesStarted).toBe(1);
+      expect(await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(delivery[0]!.id)).result()).toBe('delivered');
+      expect(receiver.received.map((r) => r.headers['synctide-event-id'])).toEqual([event[0]!.id]);
+      // Started once: the next tick finds nothing to start.
+      expect((await reconcileConnections(deps)({ at: Date.now() })).deliveriesStarted).toBeUndefined();
     } finally {
       await receiver.close();
     }
