@@ -28,11 +28,25 @@ export async function checkReadiness(
   ]);
   let details: ReadinessDetails | undefined;
   if (postgres === 'ok') {
-    let stale: { n: number }[] | undefined;
-    await probe(async () => (stale = await countStaleConnections(deps.pool, new Date(), deps.defaultIntervalSeconds ?? DEFAULT_INTERVAL_SECONDS)));
-    if (stale) details = { stale_connections: stale.reduce((sum, row) => sum + row.n, 0) };
+    let stale: number | undefined;
+    await probe(async () => (stale = await staleConnections(deps)));
+    if (stale !== undefined) details = { stale_connections: stale };
   }
   return { ready: postgres === 'ok' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
+}
+
+/** The freshness count per pool and when it was read: probes come every few seconds, the count changes slowly. */
+const staleCounts = new WeakMap<object, { readAt: number; value: number }>();
+const STALE_COUNT_TTL_MS = 30_000;
+
+/** Stale connections, read at most every 30 s per pool (the query scans every active connection). */
+async function staleConnections(deps: Pick<CommandDeps, 'pool' | 'defaultIntervalSeconds'>): Promise<number> {
+  const cached = staleCounts.get(deps.pool);
+  if (cached && Date.now() - cached.readAt < STALE_COUNT_TTL_MS) return cached.value;
+  const rows = await countStaleConnections(deps.pool, new Date(), deps.defaultIntervalSeconds ?? DEFAULT_INTERVAL_SECONDS);
+  const value = rows.reduce((sum, row) => sum + row.n, 0);
+  staleCounts.set(deps.pool, { readAt: Date.now(), value });
+  return value;
 }
 
 async function probe(check: () => Promise<unknown>): Promise<Check> {

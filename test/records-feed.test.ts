@@ -1,44 +1,24 @@
 // The records API as a consumer uses it: a loop that follows a connection's change feed with the
 // cursor while syncs write, against a real API, worker, time-skipping server and Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app';
 import { createDemoWorld } from '../connectors/demo';
-import { listen, type HttpServer } from '../lib/http';
-import { capturingLogger } from './helpers/logs';
+import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
 
 const TASK_QUEUE = 'records-feed';
-const KEY = 'test-admin-key-0123456789abcdef';
 const RECORDS = 10_000;
 const DELETIONS = 100;
 
 describe('records API: a consumer following the change feed', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);
-  let server: HttpServer;
-
-  async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const headers: Record<string, string> = { authorization: `Bearer ${KEY}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: res.status, body: await res.json() };
-  }
+  let api: TestApi;
+  const call = (method: string, path: string, body?: unknown) => api.call(method, path, body);
 
   beforeAll(async () => {
-    const app = createApp({
-      pool: stack.db.pool,
-      temporal: stack.env.client,
-      registry: stack.registry,
-      metrics: stack.metrics,
-      logger: capturingLogger().logger,
-      taskQueue: TASK_QUEUE,
-      adminApiKey: KEY,
-      maxIntervalSeconds: 86_400,
-      immediateSyncTimeoutMs: 60_000,
-    });
-    server = await listen(app, '127.0.0.1', 0);
+    api = await startTestApi(stack, TASK_QUEUE);
   });
   afterAll(async () => {
-    await server?.close();
+    await api?.server.close();
   });
 
   /** Requests a sync and answers its job id (an active job of that mode answers instead). */

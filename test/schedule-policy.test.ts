@@ -16,6 +16,7 @@ import {
   type Schedule,
   type ScheduleSettings,
 } from '../policy/schedule';
+import { mulberry32 } from './helpers/random';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -48,17 +49,6 @@ function plan(input: Partial<PlanInput> & Pick<PlanInput, 'now'>): Plan {
   });
 }
 
-/** Small seeded PRNG (mulberry32), standing in for a workflow's deterministic Math.random(). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function samples(n: number, bounds: { minSeconds: number; maxSeconds: number }, random: () => number): number[] {
   return Array.from({ length: n }, () => sampleJitter(bounds, random));

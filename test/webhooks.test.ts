@@ -5,18 +5,15 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app';
-import { listen, type HttpServer } from '../lib/http';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { testActivityDeps } from './helpers/deps';
 import { recordHistory } from './helpers/histories';
-import { capturingLogger } from './helpers/logs';
+import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
 
 const TASK_QUEUE = 'webhooks';
-const KEY = 'test-admin-key-0123456789abcdef';
 
 /** The verification snippet exactly as the README documents it. */
 function documentedVerifier(): (secret: string, header: string, rawBody: string) => boolean {
@@ -47,38 +44,19 @@ async function startReceiver(failures: number) {
 
 describe('webhooks', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);
-  let server: HttpServer;
-  let strict: HttpServer;
-
-  const app = (allowPrivate: boolean) =>
-    createApp({
-      pool: stack.db.pool,
-      temporal: stack.env.client,
-      registry: stack.registry,
-      metrics: stack.metrics,
-      logger: capturingLogger().logger,
-      taskQueue: TASK_QUEUE,
-      adminApiKey: KEY,
-      maxIntervalSeconds: 86_400,
-      immediateSyncTimeoutMs: 60_000,
-      webhookAllowPrivate: allowPrivate,
-    });
-
-  async function call(target: HttpServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const headers: Record<string, string> = { authorization: `Bearer ${KEY}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${target.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  }
+  // The API as deployed for tests (private addresses allowed, to reach the receiver) and as in
+  // production (not allowed).
+  let server: TestApi;
+  let strict: TestApi;
+  const call = (target: TestApi, method: string, path: string, body?: unknown) => target.call(method, path, body);
 
   beforeAll(async () => {
-    server = await listen(app(true), '127.0.0.1', 0);
-    strict = await listen(app(false), '127.0.0.1', 0);
+    server = await startTestApi(stack, TASK_QUEUE, { webhookAllowPrivate: true });
+    strict = await startTestApi(stack, TASK_QUEUE, { webhookAllowPrivate: false });
   });
   afterAll(async () => {
-    await server?.close();
-    await strict?.close();
+    await server?.server.close();
+    await strict?.server.close();
   });
 
   async function waitFor<T>(what: () => Promise<T | undefined>): Promise<T> {

@@ -18,6 +18,7 @@ import { connectionWorkflowId, syncJobWorkflowId } from '../../temporal/ids';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { startNonStickyProxy, type NonStickyProxy } from '../helpers/non-sticky-proxy';
 import { createTimeSkippingEnv } from '../helpers/temporal';
+import { mulberry32 } from '../helpers/random';
 import { createTestWorker } from '../helpers/worker';
 
 const TASK_QUEUE = 'faults-churn';
@@ -29,17 +30,6 @@ const ACTIONS_PER_STEP = 8;
 const RESTART_EVERY_STEPS = Number(process.env.CHURN_RESTART_EVERY ?? 8);
 const MAX_HISTORY_EVENTS = 2000;
 
-/** A small seeded PRNG (mulberry32): the same run every time. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('churn: 200 connections, random signals and worker restarts', () => {
   let env: TestWorkflowEnvironment;
@@ -92,7 +82,7 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
   }
 
   it('keeps every active job on a live workflow, runs no slot twice and keeps histories small', async () => {
-    const rand = random(20261123);
+    const rand = mulberry32(20261123);
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
        select 'acme', 'demo', 'churn-' || i, $2, $3, $4 from generate_series(1, $1) i returning id`,

@@ -1,0 +1,47 @@
+import { createApp } from '../../api/app';
+import type { ApiDeps } from '../../api/deps';
+import { listen, type HttpServer } from '../../lib/http';
+import { capturingLogger } from './logs';
+import type { WorkerStack } from './stack';
+
+/** The admin key of test APIs. */
+export const TEST_API_KEY = 'test-admin-key-0123456789abcdef';
+
+/** An API in front of a worker stack, listening on 127.0.0.1, with a caller that sends the admin key. */
+export interface TestApi {
+  server: HttpServer;
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+}
+
+/** Starts the real API on `stack`'s database and Temporal server; `overrides` replace its settings. */
+export async function startTestApi(stack: WorkerStack, taskQueue: string, overrides: Partial<ApiDeps> = {}): Promise<TestApi> {
+  const app = createApp({
+    pool: stack.db.pool,
+    temporal: stack.env.client,
+    registry: stack.registry,
+    metrics: stack.metrics,
+    logger: capturingLogger().logger,
+    taskQueue,
+    adminApiKey: TEST_API_KEY,
+    maxIntervalSeconds: 86_400,
+    immediateSyncTimeoutMs: 60_000,
+    ...overrides,
+  });
+  const server = await listen(app, '127.0.0.1', 0);
+  return {
+    server,
+    async call(method, path, body) {
+      const headers: Record<string, string> = { authorization: `Bearer ${TEST_API_KEY}` };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        // not JSON
+      }
+      return { status: res.status, body: parsed };
+    },
+  };
+}
