@@ -3,7 +3,9 @@
 // different demo connection, so every request does the real work: auth, schema validation, the
 // connection lookup, the breaker check, the job INSERT guarded by the unique indexes, and the
 // Temporal start of its `sync-job:` workflow on the dev server. No worker runs, so the measured
-// cost is the API's alone. BENCH_API_REQUESTS (default 400) requests per route, BENCH_API_CONCURRENCY
+// cost is the API's alone. The answer comes once the job row is committed; the workflow start runs
+// just after, off the request path, so "time to running" (request sent → the `sync-job:` workflow's
+// start time on the server) is reported beside the answer latency. BENCH_API_REQUESTS (default 400) requests per route, BENCH_API_CONCURRENCY
 // (default 16) in flight; two alternating rounds, the second is reported.
 import pMap from 'p-map';
 import { Hono } from 'hono';
@@ -11,6 +13,7 @@ import { pino } from 'pino';
 import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
 import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
+import { syncJobWorkflowId } from '../temporal/ids';
 import { type BenchStack, msSince, percentile, runBench, table } from './stack';
 
 const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
@@ -39,6 +42,8 @@ async function main(stack: BenchStack) {
     for (const round of [1, 2]) {
       // Fresh connections per round: each POST /sync must create a job, not find one.
       const appKeys = await insertConnections(stack, round, REQUESTS);
+      const sentAt: number[] = [];
+      const jobIds: string[] = [];
       const sync = await load(api, (i) => ({
         path: '/sync',
         init: {
@@ -47,7 +52,10 @@ async function main(stack: BenchStack) {
           body: JSON.stringify({ app_key: appKeys[i], mode: 'incremental' }),
         },
         expect: 202,
+        sent: () => (sentAt[i] = Date.now()),
+        answered: (body) => (jobIds[i] = (JSON.parse(body) as { job_id: string }).job_id),
       }));
+      const toRunning = await timeToRunning(stack, sentAt, jobIds);
       const helloWorld = await load(floor, () => ({ path: '/hello', init: { method: 'GET' }, expect: 200 }));
       // What the one Temporal call of a POST /sync costs on its own (same concurrency, no HTTP).
       const starts = await timed(async (i) => {
@@ -59,7 +67,8 @@ async function main(stack: BenchStack) {
       });
       if (round === 2) {
         rows.push(
-          ['POST /sync', ...figures(sync)],
+          ['POST /sync (answer)', ...figures(sync)],
+          ['POST /sync → workflow running', '', ...spread(toRunning)],
           ['GET /hello (floor)', ...figures(helloWorld)],
           ['workflow start alone', ...figures(starts)],
         );
@@ -102,13 +111,46 @@ async function timed(op: (i: number) => Promise<void>): Promise<LoadResult> {
   return { latencies: latencies.sort((a, b) => a - b), wallMs: msSince(started) };
 }
 
-function load(server: HttpServer, request: (i: number) => { path: string; init: RequestInit; expect: number }): Promise<LoadResult> {
+interface LoadRequest {
+  path: string;
+  init: RequestInit;
+  expect: number;
+  sent?: () => void;
+  answered?: (body: string) => void;
+}
+
+function load(server: HttpServer, request: (i: number) => LoadRequest): Promise<LoadResult> {
   return timed(async (i) => {
-    const { path, init, expect } = request(i);
+    const { path, init, expect, sent, answered } = request(i);
+    sent?.();
     const res = await fetch(`${server.url}${path}`, init);
-    await res.arrayBuffer();
+    const body = await res.text();
     if (res.status !== expect) throw new Error(`${path} answered ${res.status}, expected ${expect}`);
+    answered?.(body);
   });
+}
+
+/**
+ * Time to running: from the request's send to its job workflow's start time on the server (both
+ * clocks are this host's). Waits for the background starts, then describes each workflow once.
+ */
+async function timeToRunning(stack: BenchStack, sentAt: number[], jobIds: string[]): Promise<number[]> {
+  const ms = await pMap(jobIds, async (jobId, i) => {
+    for (let tries = 0; ; tries++) {
+      try {
+        const d = await stack.client.workflow.getHandle(syncJobWorkflowId(jobId)).describe();
+        return d.startTime.getTime() - sentAt[i]!;
+      } catch (err) {
+        if (tries >= 50) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }, { concurrency: 8 });
+  return ms.sort((a, b) => a - b);
+}
+
+function spread(sorted: number[]): string[] {
+  return [percentile(sorted, 50).toFixed(1), percentile(sorted, 99).toFixed(1), sorted[sorted.length - 1]!.toFixed(1)];
 }
 
 function figures(r: LoadResult): (string | number)[] {
