@@ -1,6 +1,6 @@
 import pMap from 'p-map';
 import { countOverdueConnections, countStaleConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
-import { failAbandonedJob, findActiveJobsCreatedBefore, type ActiveJobToCheck } from '../db/models/jobs';
+import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
 import { findUnstartedDeliveries, markDeliveryStarted } from '../db/models/webhooks';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
@@ -60,6 +60,10 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
   return async (input) => {
     const endTimer = metrics.tickDurationMs.startTimer({ operation: 'reconcile' });
     const result: ReconcileResult = { ensured: 0, stopped: 0, backlog: 0, adopted: 0, abandoned: 0, temporalCalls: 0, settings: reconcile };
+    // Active jobs are read before the running workflows are listed: a job whose workflow starts in
+    // between is then seen under its earlier owner (a queued scheduler job under its connection),
+    // not as a suspect; one that ends in between is dropped by the status re-read below.
+    const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
     const running = await listRunningWorkflowIds(temporal);
     if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
     let after = FIRST_ID;
@@ -69,8 +73,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       if (batch.length < BATCH_SIZE) break;
       after = batch[batch.length - 1]!.id;
     }
-    const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
-    await pMap(jobs, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
+    const suspects = await jobsWithoutListedWorkflow(deps, jobs, running);
+    await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     const unstarted = await findUnstartedDeliveries(pool, new Date(input.at - DELIVERY_GRACE_MS), DELIVERIES_PER_TICK);
     if (unstarted.length > 0) {
       const started = await startWebhookDeliveries(temporal, deps.taskQueue, unstarted);
@@ -87,6 +91,26 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     logger.info({ ...result, settings: undefined }, 'reconcile tick');
     return result;
   };
+}
+
+/**
+ * The jobs whose workflow (or, for a queued scheduler job, whose connection's workflow) was not in
+ * the listing, less those whose status moved on since they were read: a job that ended or changed
+ * hands meanwhile is left to the next tick, so a healthy fleet costs no Temporal call per job.
+ * Without a listing every job is a suspect.
+ */
+async function jobsWithoutListedWorkflow(deps: ActivityDeps, jobs: ActiveJobToCheck[], running: Set<string> | null): Promise<ActiveJobToCheck[]> {
+  if (!running) return jobs;
+  const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job)));
+  if (unlisted.length === 0) return unlisted;
+  const now = await findActiveJobStatuses(deps.pool, unlisted.map((job) => job.id));
+  return unlisted.filter((job) => now.get(job.id) === job.status);
+}
+
+/** The workflow that must be alive for an active job: its own, or its connection's while the scheduler's job waits. */
+function jobOwner(job: ActiveJobToCheck): string {
+  const ownedByScheduler = job.status === 'queued' && isSchedulerTrigger(job.trigger);
+  return ownedByScheduler ? connectionWorkflowId(job.connection_id) : syncJobWorkflowId(job.id);
 }
 
 /** Starts a connection's missing workflow, or stops a disabled one's and notes once it has ended. */
@@ -133,7 +157,7 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
   const { pool, temporal, taskQueue, logger, metrics } = deps;
   const jobWorkflow = syncJobWorkflowId(job.id);
   const ownedByScheduler = job.status === 'queued' && isSchedulerTrigger(job.trigger);
-  const owner = ownedByScheduler ? connectionWorkflowId(job.connection_id) : jobWorkflow;
+  const owner = jobOwner(job);
   if (running?.has(jobWorkflow) || running?.has(owner)) return;
   result.temporalCalls += 1;
   if (await isWorkflowRunning(temporal, owner)) return;

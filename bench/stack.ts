@@ -32,6 +32,7 @@ import { startDevServer, type DevServer } from '../infra/temporal-dev-server';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
 import { createWorker } from '../workers/create-worker';
+import { loadConfig } from '../lib/config';
 import { benchActivityDeps } from './deps';
 
 export { benchActivityDeps, NO_JITTER } from './deps';
@@ -458,6 +459,8 @@ export async function startSynctideWorker(
         shutdownGraceSeconds: 5,
         workflowBundle: await synctideBundle(),
         activities,
+        // The workflow cache `npm run worker` runs with (WORKER_MAX_CACHED_WORKFLOWS, or its default).
+        maxCachedWorkflows: loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS }).WORKER_MAX_CACHED_WORKFLOWS,
       });
   if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
   const running = runWorker(worker);

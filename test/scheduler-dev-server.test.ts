@@ -108,6 +108,16 @@ describe('scheduler on the dev server', () => {
     expect(all[0].n).toBe(ids.length * 2);
   });
 
+  it('a tick over a healthy fleet asks Temporal one thing: the list of running workflows', async () => {
+    // Every connection so far sleeps with its next job queued; make those jobs old enough to be checked.
+    await db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where status = 'queued'`);
+    const { rows } = await db.pool.query(`select count(*)::int as n from sync_jobs where status = 'queued'`);
+    expect(rows[0].n).toBeGreaterThanOrEqual(20);
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    const result = await reconcileConnections(deps)({ at: Date.now() });
+    expect({ calls: result.temporalCalls, ensured: result.ensured, abandoned: result.abandoned }).toEqual({ calls: 1, ensured: 0, abandoned: 0 });
+  });
+
   it('stops the workflow of a disabled connection on the next tick and leaves no queued job', async () => {
     const id = await insertConnection('to-disable', { interval_seconds: 3600 });
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });

@@ -528,6 +528,15 @@ export async function findActiveJobsCreatedBefore(db: Queryable, before: Date, l
   return rows;
 }
 
+/** The current status of those of `ids` that are still active (a job that ended is absent). */
+export async function findActiveJobStatuses(db: Queryable, ids: string[]): Promise<Map<string, ActiveJobStatus>> {
+  const { rows } = await db.query<{ id: string; status: ActiveJobStatus }>(
+    `select id, status from sync_jobs where id = any($1::uuid[]) and status in (${ACTIVE_JOBS})`,
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.id, r.status]));
+}
+
 /** Fails one active job as abandoned (no workflow runs it); the ended row, or null when it had finished. */
 export async function failAbandonedJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
   const { rows } = await tx.query<EndedJob & { connection_id: string }>(
