@@ -13,6 +13,7 @@ import {
   ensureConnectionWorkflow,
   ensureJobWorkflow,
   isWorkflowRunning,
+  listRunningAmong,
   listRunningWorkflowIds,
   startWebhookDeliveries,
   stopConnectionWorkflow,
@@ -73,7 +74,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       if (batch.length < BATCH_SIZE) break;
       after = batch[batch.length - 1]!.id;
     }
-    const suspects = await jobsWithoutListedWorkflow(deps, jobs, running);
+    const suspects = await jobsWithoutListedWorkflow(deps, jobs, running, result);
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     const unstarted = await findUnstartedDeliveries(pool, new Date(input.at - DELIVERY_GRACE_MS), DELIVERIES_PER_TICK);
     if (unstarted.length > 0) {
@@ -95,16 +96,27 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
 
 /**
  * The jobs whose workflow (or, for a queued scheduler job, whose connection's workflow) was not in
- * the listing, less those whose status moved on since they were read: a job that ended or changed
- * hands meanwhile is left to the next tick, so a healthy fleet costs no Temporal call per job.
- * Without a listing every job is a suspect.
+ * the listing, less those whose status moved on since they were read (a job that ended or changed
+ * hands meanwhile is left to the next tick) and those a second, narrower visibility query finds
+ * running: a healthy fleet costs no Temporal call per job. Without a listing every job is a suspect.
  */
-async function jobsWithoutListedWorkflow(deps: ActivityDeps, jobs: ActiveJobToCheck[], running: Set<string> | null): Promise<ActiveJobToCheck[]> {
+async function jobsWithoutListedWorkflow(
+  deps: ActivityDeps,
+  jobs: ActiveJobToCheck[],
+  running: Set<string> | null,
+  result: ReconcileResult,
+): Promise<ActiveJobToCheck[]> {
   if (!running) return jobs;
   const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job)));
   if (unlisted.length === 0) return unlisted;
   const now = await findActiveJobStatuses(deps.pool, unlisted.map((job) => job.id));
-  return unlisted.filter((job) => now.get(job.id) === job.status);
+  const suspects = unlisted.filter((job) => now.get(job.id) === job.status);
+  if (suspects.length === 0) return suspects;
+  // A second, narrower look: visibility may not yet have shown a workflow started just before the
+  // listing. What is still missing is then asked of the server one by one.
+  const second = await listRunningAmong(deps.temporal, [...new Set(suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]))]);
+  result.temporalCalls += second.calls;
+  return suspects.filter((job) => !second.running.has(syncJobWorkflowId(job.id)) && !second.running.has(jobOwner(job)));
 }
 
 /** The workflow that must be alive for an active job: its own, or its connection's while the scheduler's job waits. */

@@ -227,6 +227,27 @@ export async function listRunningWorkflowIds(client: Client): Promise<Set<string
   return ids;
 }
 
+/** Ids per visibility query of `listRunningAmong` (keeps the query text short). */
+const IDS_PER_QUERY = 100;
+
+/**
+ * Which of `workflowIds` have a running execution, by visibility queries (one per 100 ids). For a
+ * second look at workflows a first listing missed: visibility is updated asynchronously, so a
+ * workflow started just before a listing may appear only a moment later.
+ */
+export async function listRunningAmong(client: Client, workflowIds: string[]): Promise<{ running: Set<string>; calls: number }> {
+  const running = new Set<string>();
+  let calls = 0;
+  for (let i = 0; i < workflowIds.length; i += IDS_PER_QUERY) {
+    const ids = workflowIds.slice(i, i + IDS_PER_QUERY).map((id) => `'${id.replaceAll("'", "''")}'`);
+    calls += 1;
+    for await (const info of client.workflow.list({ query: `ExecutionStatus = 'Running' AND WorkflowId IN (${ids.join(', ')})`, pageSize: IDS_PER_QUERY })) {
+      running.add(info.workflowId);
+    }
+  }
+  return { running, calls };
+}
+
 /** Whether the workflow `workflowId` has a running execution (asked of the server, not visibility). */
 export async function isWorkflowRunning(client: Client, workflowId: string): Promise<boolean> {
   try {
