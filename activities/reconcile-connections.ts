@@ -31,6 +31,8 @@ const JOB_GRACE_MS = 60_000;
 const JOBS_PER_TICK = 5000;
 /** A delivery younger than this is still being started by the process that wrote it. */
 const DELIVERY_GRACE_MS = 15_000;
+/** How long the tick waits before a second look at workflows the listing missed (visibility lags behind). */
+const VISIBILITY_SETTLE_MS = 2000;
 /** Unstarted deliveries started per tick, oldest first. */
 const DELIVERIES_PER_TICK = 500;
 
@@ -39,7 +41,9 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
 
 /**
  * One reconcile tick. It lists the running connection and job workflows once (one visibility
- * query, a page per 1,000), so its Temporal calls grow with what changed, not with the fleet:
+ * query, a page per 1,000), and takes a second, narrower look (after 2 s, as visibility lags
+ * behind starts and continue-as-new) at what that listing missed, so its Temporal calls grow with
+ * what changed, not with the fleet:
  * - connections are scanned in batches under `FOR UPDATE SKIP LOCKED` (a row an enqueue holds is
  *   skipped: its workflow is evidently alive), and the batch's locks are released before any
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
@@ -67,14 +71,20 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
     const running = await listRunningWorkflowIds(temporal);
     if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
-    let after = FIRST_ID;
-    for (;;) {
+    const rows: ReconcileRow[] = [];
+    for (let after = FIRST_ID; ; ) {
       const batch = await withTransaction(pool, (tx) => lockReconcileBatch(tx, after, BATCH_SIZE));
-      await pMap(batch, (row) => reconcileConnection(deps, row, running, result), { concurrency: CONCURRENCY });
+      rows.push(...batch);
       if (batch.length < BATCH_SIZE) break;
       after = batch[batch.length - 1]!.id;
     }
-    const suspects = await jobsWithoutListedWorkflow(deps, jobs, running, result);
+    const suspects = await jobsWithoutListedWorkflow(pool, jobs, running);
+    if (running) {
+      const unlistedConnections = rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id)));
+      const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
+      await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
+    }
+    await pMap(rows, (row) => reconcileConnection(deps, row, running, result), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     const unstarted = await findUnstartedDeliveries(pool, new Date(input.at - DELIVERY_GRACE_MS), DELIVERIES_PER_TICK);
     if (unstarted.length > 0) {
@@ -97,32 +107,33 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
 /**
  * The jobs whose workflow (or, for a queued scheduler job, whose connection's workflow) was not in
  * the listing, less those whose status moved on since they were read (a job that ended or changed
- * hands meanwhile is left to the next tick) and those a second, narrower visibility query finds
- * running: a healthy fleet costs no Temporal call per job. Without a listing every job is a suspect.
+ * hands meanwhile is left to the next tick). Without a listing every job is a suspect.
  */
-async function jobsWithoutListedWorkflow(
-  deps: ActivityDeps,
-  jobs: ActiveJobToCheck[],
-  running: Set<string> | null,
-  result: ReconcileResult,
-): Promise<ActiveJobToCheck[]> {
+async function jobsWithoutListedWorkflow(pool: ActivityDeps['pool'], jobs: ActiveJobToCheck[], running: Set<string> | null): Promise<ActiveJobToCheck[]> {
   if (!running) return jobs;
   const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job)));
   if (unlisted.length === 0) return unlisted;
-  const now = await findActiveJobStatuses(deps.pool, unlisted.map((job) => job.id));
-  const suspects = unlisted.filter((job) => now.get(job.id) === job.status);
-  if (suspects.length === 0) return suspects;
-  // A second, narrower look: visibility may not yet have shown a workflow started just before the
-  // listing. What is still missing is then asked of the server one by one.
-  const second = await listRunningAmong(deps.temporal, [...new Set(suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]))]);
-  result.temporalCalls += second.calls;
-  return suspects.filter((job) => !second.running.has(syncJobWorkflowId(job.id)) && !second.running.has(jobOwner(job)));
+  const now = await findActiveJobStatuses(pool, unlisted.map((job) => job.id));
+  return unlisted.filter((job) => now.get(job.id) === job.status);
 }
 
 /** The workflow that must be alive for an active job: its own, or its connection's while the scheduler's job waits. */
 function jobOwner(job: ActiveJobToCheck): string {
   const ownedByScheduler = job.status === 'queued' && isSchedulerTrigger(job.trigger);
   return ownedByScheduler ? connectionWorkflowId(job.connection_id) : syncJobWorkflowId(job.id);
+}
+
+/**
+ * Adds to `running` those of `workflowIds` that a second, narrower visibility query finds running.
+ * Visibility is updated asynchronously: a connection that just continued as new, or a job whose
+ * workflow just started, may be missing from a listing taken a moment earlier.
+ */
+async function lookAgain(deps: ActivityDeps, workflowIds: string[], running: Set<string>, result: ReconcileResult): Promise<void> {
+  if (workflowIds.length === 0) return;
+  await new Promise((resolve) => setTimeout(resolve, VISIBILITY_SETTLE_MS));
+  const second = await listRunningAmong(deps.temporal, workflowIds);
+  result.temporalCalls += second.calls;
+  for (const id of second.running) running.add(id);
 }
 
 /** Starts a connection's missing workflow, or stops a disabled one's and notes once it has ended. */
