@@ -434,6 +434,7 @@ export interface DemoFetchLogEntry {
 export const DEMO_FETCH_LOG_LIMIT = 100_000;
 
 let fetchLogOn = false;
+let fetchLogLimit = DEMO_FETCH_LOG_LIMIT;
 
 /**
  * Every fetchPage call, successful or not, appended when the call starts: tests use it to prove
@@ -443,9 +444,10 @@ let fetchLogOn = false;
  */
 export const demoFetchLog: DemoFetchLogEntry[] = [];
 
-/** Turns recording into `demoFetchLog` on or off (off by default). */
-export function recordDemoFetches(on: boolean): void {
+/** Turns recording into `demoFetchLog` on or off (off by default), keeping at most `limit` entries. */
+export function recordDemoFetches(on: boolean, limit = DEMO_FETCH_LOG_LIMIT): void {
   fetchLogOn = on;
+  fetchLogLimit = limit;
 }
 
 /** Empties `demoFetchLog` (in place, so existing references see it). */
@@ -455,7 +457,7 @@ export function resetDemoFetchLog(): void {
 
 function logFetch(entry: DemoFetchLogEntry): void {
   if (!fetchLogOn) return;
-  if (demoFetchLog.length >= DEMO_FETCH_LOG_LIMIT) demoFetchLog.splice(0, demoFetchLog.length - DEMO_FETCH_LOG_LIMIT + 1);
+  if (demoFetchLog.length >= fetchLogLimit) demoFetchLog.splice(0, demoFetchLog.length - fetchLogLimit + 1);
   demoFetchLog.push(entry);
 }
 

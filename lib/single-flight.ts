@@ -4,7 +4,7 @@
  * costs one query however many arrive. A failed read is shared by the callers that waited for it
  * but not cached: the next caller tries again. `now` is injectable for tests.
  */
-export function singleFlight<T>(read: () => Promise<T>, ttlMs: number, now: () => number = Date.now): () => Promise<T> {
+export function singleFlight<T>(read: () => Promise<T>, ttlMs: number, now: () => number = () => Date.now()): () => Promise<T> {
   let cached: { at: number; value: T } | undefined;
   let inFlight: Promise<T> | undefined;
   return () => {
