@@ -12,7 +12,7 @@ import { createApp } from '../api/app';
 import { DOCS_CSP, SWAGGER_UI_VERSION } from '../api/routes/docs';
 import { readinessProbe } from '../commands/readiness';
 import { demoConnector, demoFetchLog, recordDemoFetches, resetDemoFetchLog } from '../connectors/demo';
-import type { Pool } from '../db/pool';
+import { createPool, type Pool } from '../db/pool';
 import { createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';
 import { singleFlight } from '../lib/single-flight';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
@@ -186,6 +186,40 @@ describe('probes cost one query however often they come', () => {
     for (const text of texts) expect(text).toContain('sync_jobs_queue_depth{status="queued"} 2');
     await registry.metrics();
     expect(counts).toBe(1);
+  });
+});
+
+describe('pool limits', () => {
+  it('sets statement_timeout, idle_in_transaction_session_timeout and the application name on every connection', async () => {
+    const pool = createPool(db.url, 2, { statementTimeoutMs: 300, idleInTransactionTimeoutMs: 500, applicationName: 'synctide-api' });
+    try {
+      const { rows } = await pool.query(
+        `select current_setting('statement_timeout') as st, current_setting('idle_in_transaction_session_timeout') as it, current_setting('application_name') as app`,
+      );
+      expect(rows[0]).toEqual({ st: '300ms', it: '500ms', app: 'synctide-api' });
+      // A runaway statement is cancelled by the server.
+      const err = await pool.query('select pg_sleep(5)').then(() => null, (e: { code?: string }) => e);
+      expect(err?.code).toBe('57014');
+      // A transaction left idle is ended by the server: its next statement fails.
+      const client = await pool.connect();
+      await client.query('begin');
+      await new Promise((r) => setTimeout(r, 1500));
+      const ended = await client.query('select 1').then(() => null, (e: Error) => e);
+      client.release(true);
+      expect(ended).not.toBeNull();
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('sets no limit when none is asked for (migrations run on such a connection of their own)', async () => {
+    const pool = createPool(db.url, 1);
+    try {
+      const { rows } = await pool.query(`select current_setting('statement_timeout') as st`);
+      expect(rows[0].st).toBe('0');
+    } finally {
+      await pool.end();
+    }
   });
 });
 

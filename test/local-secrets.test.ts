@@ -68,6 +68,33 @@ describe('embedded Postgres', () => {
     await client.end();
   });
 
+  it('gives a cluster an older version made with trust auth a password and stops trusting', async () => {
+    const dataDir = path.join(scratch, 'old', 'postgres');
+    const first = await startEmbeddedPostgres({ dataDir, port: await freePort(), ephemeral: true });
+    await first.stop();
+    // What initdb --auth=trust left behind, and no password file.
+    const hbaFile = path.join(dataDir, 'pg_hba.conf');
+    await fs.writeFile(hbaFile, (await fs.readFile(hbaFile, 'utf8')).replace(/scram-sha-256/g, 'trust'));
+    await fs.rm(first.passwordFile);
+
+    const upgraded = await startEmbeddedPostgres({ dataDir, port: await freePort(), ephemeral: true });
+    try {
+      const password = (await fs.readFile(upgraded.passwordFile, 'utf8')).trim();
+      expect(await mode(upgraded.passwordFile)).toBe(0o600);
+      const client = new pg.Client({ connectionString: upgraded.adminUrl });
+      await client.connect();
+      const { rows } = await client.query(`select count(*)::int as n from pg_hba_file_rules where auth_method = 'trust'`);
+      await client.end();
+      expect(rows[0].n).toBe(0);
+      const wrong = new pg.Client({ connectionString: upgraded.adminUrl.replace(password, 'wrong') });
+      const refused = await wrong.connect().then(() => null, (err: { code?: string }) => err);
+      await wrong.end().catch(() => undefined);
+      expect(refused?.code).toBe('28P01');
+    } finally {
+      await upgraded.stop();
+    }
+  });
+
   it('under a 0700 directory the postgres user cannot enter: fails at once naming it and what to do (as root), or starts (as a user)', async () => {
     const locked = await fs.mkdtemp(path.join(scratch, 'home-'));
     await fs.chmod(locked, 0o700);
