@@ -312,6 +312,17 @@ async function requirePasswords(dataDir: string, adminUrl: string, password: str
   } finally {
     await client.end();
   }
+  // The reload is a signal the server handles on its own time: return once a wrong password is refused.
+  const probe = new URL(adminUrl);
+  probe.password = 'not-the-password';
+  for (let attempt = 0; ; attempt++) {
+    const wrong = new pg.Client({ connectionString: probe.toString() });
+    const refused = await wrong.connect().then(() => false, (err: { code?: string }) => err.code === '28P01');
+    await wrong.end().catch(() => undefined);
+    if (refused) return;
+    if (attempt >= 100) throw new Error(`pg_hba.conf of ${dataDir} still trusts connections after a reload`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function waitUntilReady(url: string, child: ChildProcess): Promise<void> {
