@@ -24,18 +24,14 @@ const fraction = (fallback: number) =>
 const seconds = (fallback: number, rule = 'must be an integer ≥ 0 (0 turns it off)') =>
   z.coerce.number({ error: rule }).int(rule).min(0, rule).default(fallback);
 
-/** A file the process must be able to read (a certificate or key). */
-const readableFile = z
-  .string()
-  .trim()
-  .transform((v) => (v === '' ? undefined : v))
-  .pipe(z.string().refine((file) => existsSync(file), 'no readable file there').optional());
-
 const optionalString = z
   .string()
   .trim()
   .transform((v) => (v === '' ? undefined : v))
   .optional();
+
+/** A file the process must be able to read (a certificate or key); unset or empty: none. */
+const readableFile = optionalString.pipe(z.string().refine((file) => existsSync(file), 'no readable file there').optional());
 
 const boolean = (fallback: boolean) =>
   z
