@@ -7,7 +7,7 @@ export default defineConfig({
   test: {
     include: ['test/faults/**/*.slow.test.ts'],
     globalSetup: ['test/global-setup.ts'],
-    setupFiles: ['test/setup-fast-check.ts', 'test/setup-sdk-logs.ts'],
+    setupFiles: ['test/setup-fast-check.ts', 'test/setup-sdk-logs.ts', 'test/setup-demo-connector.ts'],
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 5,

@@ -1,13 +1,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
-import { requestId } from 'hono/request-id';
+import { secureHeaders } from 'hono/secure-headers';
 import type { ApiDeps } from './deps';
 import type { ApiEnv } from './env';
 import { describeIssues, errorBody, errorResponse } from './errors';
 import { requireAdminKey } from './middleware/auth';
-import { requestLog } from './middleware/request-log';
+import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
-import { registerDocs } from './routes/docs';
+import { isDocsPath, registerDocs } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { jobRoutes } from './routes/jobs';
 import { recordRoutes } from './routes/records';
@@ -18,12 +18,15 @@ import { syncRoutes } from './routes/sync';
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Routes anyone may call: probes, docs and (unless METRICS_REQUIRE_AUTH) metrics. */
-const OPEN_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/docs']);
+/** Routes anyone may call: probes, docs (isDocsPath) and (unless METRICS_REQUIRE_AUTH) metrics. */
+const OPEN_PATHS = new Set(['/healthz', '/readyz']);
 
 /**
- * Builds the Hono application: request id and log → body limit → auth → routes grouped by
- * resource. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
+ * Builds the Hono application: security headers → request id (generated here) and log → body
+ * limit → auth → routes grouped by resource. Every answer carries hono's secure headers (nosniff,
+ * no framing, no referrer, HSTS for when it is served over TLS) and a CSP that allows nothing
+ * (the docs page sets its own); an answer that sets no Cache-Control gets `no-store`, so no
+ * cache or proxy keeps a tenant's data. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
  * 409, 413 over 1 MiB, 502/504 when an immediate sync's provider failed or its deadline passed,
  * 503 when Postgres or Temporal is unreachable, 500 otherwise (never a stack, statement or
  * internal detail).
@@ -35,7 +38,19 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
-  app.use(requestId());
+  app.use(
+    secureHeaders({
+      contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+      xFrameOptions: 'DENY',
+      // A route's own header (the docs page's CSP, the assets' caching) wins.
+      overwrite: false,
+    }),
+  );
+  app.use(async (c, next) => {
+    await next();
+    if (!c.res.headers.has('Cache-Control')) c.header('Cache-Control', 'no-store');
+  });
+  app.use(serverRequestId());
   app.use(requestLog(deps.logger));
   app.use(
     bodyLimit({
@@ -49,7 +64,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   );
   const auth = requireAdminKey(deps.adminApiKey);
   app.use(async (c, next) => {
-    const open = OPEN_PATHS.has(c.req.path) || (c.req.path === '/metrics' && !deps.metricsRequireAuth);
+    const open = OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && !deps.metricsRequireAuth);
     return open ? next() : auth(c, next);
   });
 

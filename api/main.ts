@@ -1,4 +1,5 @@
 // `npm run api`: a production API process. Run any number of them behind a load balancer.
+import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
 import { loadConfigOrExit, requireAdminKey, requireServers } from '../lib/config';
 import { listen } from '../lib/http';
@@ -7,7 +8,10 @@ import { apiSettings, backgroundStarts } from './deps';
 
 const config = loadConfigOrExit(process.env, (c) => requireAdminKey(requireServers(c, 'npm run api'), 'npm run api'));
 
-runProcess(config, { name: 'api', sdkRuntime: false }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
+// Off in production: the demo provider's fault hooks are for `npm start` and tests.
+if (config.DEMO_CONNECTOR) enableDemoConnector();
+
+runProcess(config, { name: 'api', sdkRuntime: false, pool: 'api' }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
   const background = backgroundStarts(logger, shutdown);
   const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, ...apiSettings(config), background });
   const server = await listen(app, config.API_HOST, config.API_PORT);

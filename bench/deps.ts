@@ -5,10 +5,14 @@ import type { Client } from '@temporalio/client';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { ActivityDeps } from '../activities/deps';
+import { enableDemoConnector } from '../connectors/registry';
 import type { Pool } from '../db/pool';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../policy/schedule';
+
+// Every benchmark syncs demo connections: the provider production leaves off (DEMO_CONNECTOR).
+enableDemoConnector();
 
 /** Schedule settings with no jitter, so that `scheduled_at` is exactly the due time. */
 export const NO_JITTER: ScheduleSettings = { ...DEFAULT_SCHEDULE_SETTINGS, jitterPctMin: 0, jitterPctMax: 0 };

@@ -1,6 +1,10 @@
 import { countStaleConnections } from '../db/models/connections';
 import { ping } from '../db/pool';
+import { singleFlight } from '../lib/single-flight';
 import type { CommandDeps } from './deps';
+
+/** How long a readiness answer is reused: probes come every few seconds from every balancer. */
+export const READINESS_CACHE_MS = 5000;
 
 const CHECK_TIMEOUT_MS = 2000;
 /** DEFAULT_INTERVAL_SECONDS's own default, for callers that do not pass theirs. */
@@ -33,6 +37,20 @@ export async function checkReadiness(
     if (stale !== undefined) details = { stale_connections: stale };
   }
   return { ready: postgres === 'ok' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
+}
+
+/** The readiness result of `checkReadiness`. */
+export type Readiness = Awaited<ReturnType<typeof checkReadiness>>;
+
+/**
+ * `checkReadiness` behind a cache of `ttlMs` and one in-flight check: however many probes arrive
+ * (`/readyz` needs no key), they cost at most one Postgres query and one Temporal call per period.
+ */
+export function readinessProbe(
+  deps: Pick<CommandDeps, 'pool' | 'temporal' | 'defaultIntervalSeconds'>,
+  ttlMs = READINESS_CACHE_MS,
+): () => Promise<Readiness> {
+  return singleFlight(() => checkReadiness(deps), ttlMs);
 }
 
 /** The freshness count per pool and when it was read: probes come every few seconds, the count changes slowly. */

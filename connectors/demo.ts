@@ -2,7 +2,9 @@
 // default, tests and benchmarks. Everything it serves is a pure function of the connection config,
 // so a test can state exactly what a sync must produce (see `demoRecords`). Two pieces of
 // in-process state exist only for tests: the failure counters behind `fail.times`, and the fetch
-// log; a third, the "world" registry, lets a test mutate a dataset between (or during) passes.
+// log (off unless a test turns it on, and bounded); a third, the "world" registry, lets a test
+// mutate a dataset between (or during) passes. The platform registers this connector only when
+// DEMO_CONNECTOR is on (`npm start`, tests), never by default.
 //
 // Paging is keyset pagination in both modes: records are ordered by (updatedAt, externalId) and a
 // page token carries the key of the last record served, so the next page is "everything after
@@ -428,15 +430,35 @@ export interface DemoFetchLogEntry {
   at: number;
 }
 
+/** The most entries `demoFetchLog` keeps; older ones are dropped, so it can never grow without bound. */
+export const DEMO_FETCH_LOG_LIMIT = 100_000;
+
+let fetchLogOn = false;
+let fetchLogLimit = DEMO_FETCH_LOG_LIMIT;
+
 /**
  * Every fetchPage call, successful or not, appended when the call starts: tests use it to prove
- * that no page was fetched twice or after a cancellation.
+ * that no page was fetched twice or after a cancellation. Recorded only after
+ * `recordDemoFetches(true)` (the tests' setup), and then only the latest DEMO_FETCH_LOG_LIMIT
+ * calls: `npm start`'s demo connection records nothing.
  */
 export const demoFetchLog: DemoFetchLogEntry[] = [];
+
+/** Turns recording into `demoFetchLog` on or off (off by default), keeping at most `limit` entries. */
+export function recordDemoFetches(on: boolean, limit = DEMO_FETCH_LOG_LIMIT): void {
+  fetchLogOn = on;
+  fetchLogLimit = limit;
+}
 
 /** Empties `demoFetchLog` (in place, so existing references see it). */
 export function resetDemoFetchLog(): void {
   demoFetchLog.length = 0;
+}
+
+function logFetch(entry: DemoFetchLogEntry): void {
+  if (!fetchLogOn) return;
+  if (demoFetchLog.length >= fetchLogLimit) demoFetchLog.splice(0, demoFetchLog.length - fetchLogLimit + 1);
+  demoFetchLog.push(entry);
 }
 
 /** Throws the configured failure for this page, unless its `times` budget is spent. */
@@ -521,7 +543,7 @@ export const demoConnector: Connector = {
   },
 
   async fetchPage({ resource, since, until, pageToken, config, signal }: FetchPageInput): Promise<FetchPageResult> {
-    demoFetchLog.push({ resource, pageToken, at: Date.now() });
+    logFetch({ resource, pageToken, at: Date.now() });
     signal?.throwIfAborted();
     const cfg = parseDemoConfig(config);
     assertResource(cfg, resource);

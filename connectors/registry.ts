@@ -1,5 +1,7 @@
 // Provider slug → connector. Activities look connectors up here by a connection's provider_slug,
-// so adding a provider (e.g. `github`) is one registerConnector call at module load.
+// so adding a provider (e.g. `github`) is one registerConnector call at module load. The `demo`
+// provider (synthetic data with fault-injection hooks) is registered only on request
+// (DEMO_CONNECTOR: `npm start` and the tests), so a production deployment does not offer it.
 import { demoConnector } from './demo';
 import { githubConnector } from './github';
 import { Permanent, type Connector } from './types';
@@ -28,5 +30,9 @@ export function connectorSlugs(): string[] {
   return [...connectors.keys()].sort();
 }
 
-registerConnector(demoConnector);
+/** Registers the `demo` provider: called by entry points when DEMO_CONNECTOR is on, and by tests. */
+export function enableDemoConnector(): void {
+  registerConnector(demoConnector);
+}
+
 registerConnector(githubConnector);

@@ -1,16 +1,29 @@
 import pg from 'pg';
 
+/** Server-side limits set on every connection of a pool (0 or absent: none). */
+export interface PoolLimits {
+  /** `statement_timeout`: a statement running longer is cancelled (SQLSTATE 57014). */
+  statementTimeoutMs?: number;
+  /** `idle_in_transaction_session_timeout`: a session idle that long inside a transaction is ended. */
+  idleInTransactionTimeoutMs?: number;
+  /** `application_name`, to tell the API's connections from the worker's in pg_stat_activity. */
+  applicationName?: string;
+}
+
 /**
- * Creates the process-wide connection pool. Connections are opened with TCP keepalive and a
- * 30-second limit on getting a connection, so a vanished server fails a query instead of hanging it.
+ * Creates a connection pool. Connections are opened with TCP keepalive and a 30-second limit on
+ * getting a connection, so a vanished server fails a query instead of hanging it, and with the
+ * server-side `limits` (sent in the startup packet: no extra round trip).
  */
-export function createPool(databaseUrl: string, max = 10): pg.Pool {
+export function createPool(databaseUrl: string, max = 10, limits: PoolLimits = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
-    application_name: 'synctide',
+    application_name: limits.applicationName ?? 'synctide',
     keepAlive: true,
     connectionTimeoutMillis: 30_000,
+    ...(limits.statementTimeoutMs ? { statement_timeout: limits.statementTimeoutMs } : {}),
+    ...(limits.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs } : {}),
   });
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on('error', () => undefined);

@@ -6,8 +6,8 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { countActiveJobsByStatus } from '../db/models/jobs';
 import { migrate } from '../db/migrate';
-import { createPool, type Pool } from '../db/pool';
-import type { Config } from '../lib/config';
+import { createPool, type Pool, type PoolLimits } from '../db/pool';
+import { temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
@@ -24,9 +24,16 @@ export interface Process {
   logger: Logger;
   shutdown: Shutdown;
   database: Database;
+  /** The pool of the process's own role (BootOptions.pool); it also serves readiness and metrics. */
   pool: Pool;
+  /** The role whose limits `pool` has. */
+  poolRole: PoolRole;
+  /** Opens another pool with the limits of `role` (closed at shutdown): `npm start`'s worker pool. */
+  openPool(role: PoolRole): Pool;
   temporal: Client;
   temporalAddress: string;
+  /** TLS and API key for TEMPORAL_ADDRESS (empty for the dev server `npm start` runs). */
+  temporalSecurity: TemporalSecurity;
   /** The dev server `npm start` runs when TEMPORAL_ADDRESS is unset. */
   devServer?: DevServer;
   registry: Registry;
@@ -41,6 +48,25 @@ export interface BootOptions {
   name: string;
   /** Install the SDK runtime with its Prometheus exporter (processes that run a worker). */
   sdkRuntime: boolean;
+  /** Whose limits the process's pool gets: `api` (short statements) or `worker`. */
+  pool: PoolRole;
+}
+
+/** Which part of a process a pool serves: API requests and probes, or the worker's activities. */
+export type PoolRole = 'api' | 'worker';
+
+/**
+ * The server-side limits of a pool of `role`: API requests get a short statement timeout, the
+ * worker a long one (its full-sync deletions and retention clean-ups are its longest statements);
+ * both end sessions left idle inside a transaction. 0 in the configuration turns a limit off.
+ */
+export function poolLimits(config: Config, role: PoolRole): PoolLimits {
+  const statementSeconds = role === 'api' ? config.API_STATEMENT_TIMEOUT_SECONDS : config.WORKER_STATEMENT_TIMEOUT_SECONDS;
+  return {
+    statementTimeoutMs: statementSeconds * 1000,
+    idleInTransactionTimeoutMs: config.IDLE_IN_TRANSACTION_TIMEOUT_SECONDS * 1000,
+    applicationName: `synctide-${role}`,
+  };
 }
 
 /**
@@ -82,15 +108,26 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
     temporalAddress = devServer.address;
   }
 
-  const applied = await migrate(database.url, (msg) => logger.debug({ component: 'migrate' }, msg));
-  logger.info({ applied }, 'database ready');
-  const pool = createPool(database.url, config.DATABASE_POOL_MAX);
-  shutdown.add('pool', () => pool.end());
-  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE);
+  if (config.MIGRATE_ON_START) {
+    // The owner role when DATABASE_MIGRATION_URL is set; the runtime role may lack DDL rights.
+    const applied = await migrate(config.DATABASE_MIGRATION_URL ?? database.url, (msg) => logger.debug({ component: 'migrate' }, msg));
+    logger.info({ applied }, 'database ready');
+  }
+  const openPool = (role: PoolRole): Pool => {
+    const opened = createPool(database.url, config.DATABASE_POOL_MAX, poolLimits(config, role));
+    shutdown.add(`${role}-pool`, () => opened.end());
+    return opened;
+  };
+  const pool = openPool(options.pool);
+  // The dev server `npm start` runs listens on loopback without TLS; TEMPORAL_ADDRESS gets the configured TLS and key.
+  const security = config.TEMPORAL_ADDRESS ? temporalSecurity(config) : {};
+  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, security);
   shutdown.add('temporal-client', () => temporal.connection.close());
 
   const registry = createMetricsRegistry({ process: options.name });
   registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
   const metrics = createSyncMetrics(registry);
-  return { config, logger, shutdown, database, pool, temporal, temporalAddress, devServer, registry, metrics, sdkMetrics };
+  return {
+    config, logger, shutdown, database, pool, poolRole: options.pool, openPool, temporal, temporalAddress, temporalSecurity: security, devServer, registry, metrics, sdkMetrics,
+  };
 }

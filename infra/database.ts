@@ -12,12 +12,14 @@ export interface Database {
   url: string;
   /** `external` for DATABASE_URL, `embedded` for the server started here. */
   kind: 'external' | 'embedded';
+  /** The embedded server's superuser password file (embedded only). */
+  passwordFile?: string;
   stop(): Promise<void>;
 }
 
 /**
- * `DATABASE_URL` when set; otherwise an embedded Postgres kept under `DATA_DIR/postgres`, started
- * here and stopped by `stop()`.
+ * `DATABASE_URL` when set; otherwise an embedded Postgres kept under `DATA_DIR/postgres` (its
+ * superuser password in `DATA_DIR/postgres-password`), started here and stopped by `stop()`.
  */
 export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
   if (config.DATABASE_URL) {
@@ -29,7 +31,7 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
     onLog: (line) => logger.debug({ component: 'postgres' }, line),
   });
   await createDatabaseIfMissing(server.adminUrl, EMBEDDED_DATABASE);
-  return { url: server.urlFor(EMBEDDED_DATABASE), kind: 'embedded', stop: () => server.stop() };
+  return { url: server.urlFor(EMBEDDED_DATABASE), kind: 'embedded', passwordFile: server.passwordFile, stop: () => server.stop() };
 }
 
 /** CREATE DATABASE, treating "already exists" (also from a concurrent creator) as success. */

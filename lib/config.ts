@@ -1,6 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
+import { adminKeyProblem } from './admin-key';
 
 const port = (fallback: number) =>
   z.coerce
@@ -20,11 +21,17 @@ const fraction = (fallback: number) =>
     .max(1, 'must be a number between 0 and 1')
     .default(fallback);
 
+const seconds = (fallback: number, rule = 'must be an integer ≥ 0 (0 turns it off)') =>
+  z.coerce.number({ error: rule }).int(rule).min(0, rule).default(fallback);
+
 const optionalString = z
   .string()
   .trim()
   .transform((v) => (v === '' ? undefined : v))
   .optional();
+
+/** A file the process must be able to read (a certificate or key); unset or empty: none. */
+const readableFile = optionalString.pipe(z.string().refine((file) => existsSync(file), 'no readable file there').optional());
 
 const boolean = (fallback: boolean) =>
   z
@@ -44,7 +51,28 @@ export const envSchema = z
         .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// connection URL')
         .optional(),
     ),
+    // The owner role that applies migrations; unset, DATABASE_URL's role does. Production runs
+    // the API and workers as a role with DML rights only and migrates with this one.
+    DATABASE_MIGRATION_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// connection URL')
+        .optional(),
+    ),
+    // Replace the password of DATABASE_URL / DATABASE_MIGRATION_URL (read from *_FILE secrets).
+    DATABASE_PASSWORD: optionalString,
+    DATABASE_MIGRATION_PASSWORD: optionalString,
+    // `false`: this process does not migrate (a separate `npm run migrate` with the owner role does).
+    MIGRATE_ON_START: boolean(true),
+    // Per pool: under `npm start` the API and the worker each have one.
     DATABASE_POOL_MAX: positiveInt(10),
+    // Set on every pooled connection, so one runaway statement or a transaction left open cannot
+    // hold a connection (and its locks) forever. Migrations run on their own connection without
+    // these limits. The worker's limit is larger: a full sync's deletion of unseen records and the
+    // retention clean-up are its longest statements (a 1,000-record page upsert takes ≈ 20 ms).
+    API_STATEMENT_TIMEOUT_SECONDS: seconds(30),
+    WORKER_STATEMENT_TIMEOUT_SECONDS: seconds(300),
+    IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: seconds(60),
     DATA_DIR: z.string().min(1).default('.data'),
     EMBEDDED_PG_PORT: port(54329),
 
@@ -56,13 +84,28 @@ export const envSchema = z
     ),
     TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
     TEMPORAL_TASK_QUEUE: z.string().min(1).default('synctide'),
+    // TLS to TEMPORAL_ADDRESS (implied by any TEMPORAL_TLS_* file or TEMPORAL_API_KEY): the CA
+    // that signed the server's certificate (default: the system's), a client certificate and key for
+    // mTLS, the name to check the server's certificate against, and an API key (Temporal Cloud).
+    TEMPORAL_TLS: boolean(false),
+    TEMPORAL_TLS_CA: readableFile,
+    TEMPORAL_TLS_CERT: readableFile,
+    TEMPORAL_TLS_KEY: readableFile,
+    TEMPORAL_TLS_SERVER_NAME: optionalString,
+    TEMPORAL_API_KEY: optionalString,
     TEMPORAL_DEV_PORT: port(7233),
     TEMPORAL_UI_PORT: port(8233),
 
     API_HOST: z.string().min(1).default('127.0.0.1'),
     API_PORT: port(3000),
     ADMIN_API_KEY: optionalString.pipe(
-      z.string().min(16, 'must be at least 16 characters').optional(),
+      z
+        .string()
+        .superRefine((key, ctx) => {
+          const problem = adminKeyProblem(key);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        })
+        .optional(),
     ),
     // Open by default so Prometheus can scrape without the admin key.
     METRICS_REQUIRE_AUTH: boolean(false),
@@ -98,6 +141,9 @@ export const envSchema = z
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
     IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
 
+    // Registers the `demo` provider (synthetic data with fault-injection hooks): `npm start` and
+    // the tests turn it on; production leaves it off, so no tenant can create a demo connection.
+    DEMO_CONNECTOR: boolean(false),
     START_DEMO: boolean(true),
   })
   .superRefine((env, ctx) => {
@@ -107,6 +153,10 @@ export const envSchema = z
         path: ['JITTER_PCT_MIN'],
         message: `must not exceed JITTER_PCT_MAX (${env.JITTER_PCT_MAX})`,
       });
+    }
+    if (Boolean(env.TEMPORAL_TLS_CERT) !== Boolean(env.TEMPORAL_TLS_KEY)) {
+      const missing = env.TEMPORAL_TLS_CERT ? 'TEMPORAL_TLS_KEY' : 'TEMPORAL_TLS_CERT';
+      ctx.addIssue({ code: 'custom', path: [missing], message: 'is required with the other one: mTLS needs both the client certificate and its key' });
     }
     // No interval below the smallest one a schedule may ask for, default or maximum alike.
     for (const name of ['DEFAULT_INTERVAL_SECONDS', 'MAX_OVERRIDDEN_INTERVAL_SECONDS'] as const) {
@@ -119,6 +169,34 @@ export const envSchema = z
 /** Validated configuration. */
 export type Config = z.infer<typeof envSchema>;
 
+/**
+ * Variables that hold secrets: each may instead be read from the file named by `<NAME>_FILE`
+ * (Docker/Kubernetes secrets), and an invalid value is never echoed in an error.
+ */
+export const SECRET_VARIABLES = ['ADMIN_API_KEY', 'DATABASE_URL', 'DATABASE_MIGRATION_URL', 'DATABASE_PASSWORD', 'DATABASE_MIGRATION_PASSWORD', 'TEMPORAL_API_KEY'] as const;
+const SECRET_NAMES = new Set<string>(SECRET_VARIABLES);
+
+/** `env` with every `<SECRET>_FILE` read into `<SECRET>`; problems are returned as config lines. */
+function withSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; problems: string[] } {
+  const out: NodeJS.ProcessEnv = { ...env };
+  const problems: string[] = [];
+  for (const name of SECRET_VARIABLES) {
+    const file = env[`${name}_FILE`]?.trim();
+    if (!file) continue;
+    if (env[name]?.trim()) {
+      problems.push(`  ${name}_FILE: set either ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      // One trailing newline (as `echo` writes) is not part of the secret.
+      out[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      problems.push(`  ${name}_FILE: cannot read ${JSON.stringify(file)} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  return { env: out, problems };
+}
+
 /** Thrown when the environment holds an invalid value; its message names each variable and rule. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -128,16 +206,60 @@ export class ConfigError extends Error {
  * Reads and validates configuration from `env` (default `process.env`).
  * Throws a ConfigError naming every invalid variable and its rule.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
+  const { env, problems } = withSecretFiles(rawEnv);
   const result = envSchema.safeParse(env);
-  if (result.success) return result.data;
-  const lines = result.error.issues.map((issue) => {
+  if (result.success && problems.length === 0) return applyPasswords(result.data);
+  const lines = (result.success ? [] : result.error.issues).map((issue) => {
     const name = String(issue.path[0] ?? '(environment)');
     const raw = env[name];
-    const got = raw === undefined ? '' : ` (got ${JSON.stringify(raw)})`;
+    const got = raw === undefined || SECRET_NAMES.has(name) ? '' : ` (got ${JSON.stringify(raw)})`;
     return `  ${name}: ${issue.message}${got}`;
   });
-  throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  throw new ConfigError(`Invalid configuration:\n${[...problems, ...lines].join('\n')}`);
+}
+
+/** DATABASE_URL / DATABASE_MIGRATION_URL with DATABASE_PASSWORD / DATABASE_MIGRATION_PASSWORD put in. */
+function applyPasswords(config: Config): Config {
+  const withPassword = (url: string | undefined, password: string | undefined) => {
+    if (!url || !password) return url;
+    const parsed = new URL(url);
+    parsed.password = password;
+    return parsed.toString();
+  };
+  return {
+    ...config,
+    DATABASE_URL: withPassword(config.DATABASE_URL, config.DATABASE_PASSWORD),
+    DATABASE_MIGRATION_URL: withPassword(config.DATABASE_MIGRATION_URL, config.DATABASE_MIGRATION_PASSWORD),
+  };
+}
+
+/** How to reach TEMPORAL_ADDRESS securely: TLS (with its files read) and the API key, when configured. */
+export interface TemporalSecurity {
+  tls?: {
+    serverNameOverride?: string;
+    serverRootCACertificate?: Buffer;
+    clientCertPair?: { crt: Buffer; key: Buffer };
+  };
+  apiKey?: string;
+}
+
+/**
+ * The TLS and API-key options of the client and worker connections to TEMPORAL_ADDRESS. TLS is on
+ * when TEMPORAL_TLS is true or any TEMPORAL_TLS_* or TEMPORAL_API_KEY is set (an API key is never
+ * sent in clear text). Reads the certificate files; nothing is on without configuration.
+ */
+export function temporalSecurity(config: Config): TemporalSecurity {
+  const tlsOn =
+    config.TEMPORAL_TLS || Boolean(config.TEMPORAL_TLS_CA || config.TEMPORAL_TLS_CERT || config.TEMPORAL_TLS_SERVER_NAME || config.TEMPORAL_API_KEY);
+  if (!tlsOn) return {};
+  const tls: NonNullable<TemporalSecurity['tls']> = {};
+  if (config.TEMPORAL_TLS_SERVER_NAME) tls.serverNameOverride = config.TEMPORAL_TLS_SERVER_NAME;
+  if (config.TEMPORAL_TLS_CA) tls.serverRootCACertificate = readFileSync(config.TEMPORAL_TLS_CA);
+  if (config.TEMPORAL_TLS_CERT && config.TEMPORAL_TLS_KEY) {
+    tls.clientCertPair = { crt: readFileSync(config.TEMPORAL_TLS_CERT), key: readFileSync(config.TEMPORAL_TLS_KEY) };
+  }
+  return { tls, ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY }) };
 }
 
 /**
@@ -189,7 +311,7 @@ export function scheduleSettings(config: Config): ScheduleSettings {
 export function requireAdminKey<C extends Config>(config: C, processName: string): C & { ADMIN_API_KEY: string } {
   if (!config.ADMIN_API_KEY) {
     throw new ConfigError(
-      `Invalid configuration:\n  ADMIN_API_KEY: is required for ${processName} (at least 16 characters; e.g. openssl rand -hex 32)`,
+      `Invalid configuration:\n  ADMIN_API_KEY: is required for ${processName} (at least 32 random characters; e.g. openssl rand -hex 32)`,
     );
   }
   return config as C & { ADMIN_API_KEY: string };

@@ -14,7 +14,13 @@ export const REDACT_PATHS = [
   'req.headers.authorization',
   '*.headers.authorization',
   'DATABASE_URL',
+  'DATABASE_MIGRATION_URL',
+  'DATABASE_PASSWORD',
+  'DATABASE_MIGRATION_PASSWORD',
   'ADMIN_API_KEY',
+  'TEMPORAL_API_KEY',
+  'apiKey',
+  '*.apiKey',
 ];
 
 /** Creates the process logger: JSON lines on stdout with credentials redacted. */

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { singleFlight } from './single-flight';
 import { ACTIVE_JOB_STATUSES } from '../policy/vocabulary';
 
 /**
@@ -86,13 +87,19 @@ const QUEUE_DEPTH_TIMEOUT_MS = 2000;
 /** Counts the active jobs by status (one grouped query). */
 export type CountActiveJobs = () => Promise<Map<string, number>>;
 
+/** How long a queue-depth count is reused by later scrapes. */
+export const QUEUE_DEPTH_CACHE_MS = 5000;
+
 /**
  * Registers the gauge `sync_jobs_queue_depth{status}`: the number of queued, running and retrying
- * jobs, counted by `count` at each scrape, so it is right whichever process changed the jobs.
- * Call once per registry (API and worker processes each own one). A failed or slow count leaves
- * the previous values: the rest of `/metrics` must still be served when the database is down.
+ * jobs, counted by `count` in the database, so it is right whichever process changed the jobs.
+ * A count is reused for `cacheMs` and concurrent scrapes share one count, so scraping `/metrics`
+ * often costs at most one query per period. Call once per registry (API and worker processes each
+ * own one). A failed or slow count leaves the previous values: the rest of `/metrics` must still
+ * be served when the database is down.
  */
-export function registerQueueDepthGauge(registry: Registry, count: CountActiveJobs): Gauge<'status'> {
+export function registerQueueDepthGauge(registry: Registry, countNow: CountActiveJobs, cacheMs = QUEUE_DEPTH_CACHE_MS): Gauge<'status'> {
+  const count = singleFlight(countNow, cacheMs);
   return new Gauge({
     name: 'sync_jobs_queue_depth',
     help: 'Sync jobs not yet finished, by status (counted in the database at scrape time)',

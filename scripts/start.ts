@@ -5,6 +5,7 @@
 import { createApp } from '../api/app';
 import { apiSettings, backgroundStarts } from '../api/deps';
 import { createDemoConnectionIfEmpty } from '../commands/demo-connection';
+import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
 import { localAdminKey } from '../lib/admin-key';
 import { loadConfigOrExit } from '../lib/config';
@@ -12,17 +13,23 @@ import { listen } from '../lib/http';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
 
-// The one-machine quickstart: webhooks may go to receivers on this machine unless told otherwise.
+// The one-machine quickstart: webhooks may go to receivers on this machine unless told otherwise,
+// and the demo provider is there for the demo connection.
 process.env.WEBHOOK_ALLOW_PRIVATE ??= 'true';
+process.env.DEMO_CONNECTOR ??= 'true';
 const config = loadConfigOrExit();
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
 
-runProcess(config, { name: 'start', sdkRuntime: true }, async (proc) => {
+if (config.DEMO_CONNECTOR) enableDemoConnector();
+
+// The process's own pool is the API's; the worker opens its own (separate limits, no contention).
+runProcess(config, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc) => {
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
   await runWorker(proc, rateLimit);
 
   const settings = apiSettings(config);
-  const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty({ pool, temporal, metrics, ...settings }) : null;
+  if (config.START_DEMO && !config.DEMO_CONNECTOR) logger.info('START_DEMO ignored: DEMO_CONNECTOR=false');
+  const demoId = config.START_DEMO && config.DEMO_CONNECTOR ? await createDemoConnectionIfEmpty({ pool, temporal, metrics, ...settings }) : null;
   if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');
 
   const admin = await localAdminKey(config.ADMIN_API_KEY, config.DATA_DIR);
@@ -42,7 +49,7 @@ runProcess(config, { name: 'start', sdkRuntime: true }, async (proc) => {
       `  Readiness    ${api.url}/readyz`,
       `  Metrics      ${api.url}/metrics`,
       proc.devServer ? `  Temporal UI  ${proc.devServer.uiUrl}` : `  Temporal     ${proc.temporalAddress} (TEMPORAL_ADDRESS)`,
-      `  Postgres     ${proc.database.kind === 'embedded' ? proc.database.url : '(DATABASE_URL)'}`,
+      `  Postgres     ${proc.database.kind === 'embedded' ? `${withoutPassword(proc.database.url)} (password in ${proc.database.passwordFile})` : '(DATABASE_URL)'}`,
       ...(demoId ? [`  Demo         connection ${demoId}: workflow connection:${demoId} syncs every minute`] : []),
       '',
       'Press Ctrl-C to stop.',
@@ -50,3 +57,10 @@ runProcess(config, { name: 'start', sdkRuntime: true }, async (proc) => {
     ].join('\n'),
   );
 });
+
+/** `url` with its password left out, for showing. */
+function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = '';
+  return parsed.toString();
+}

@@ -187,9 +187,10 @@ describe('sync_jobs_queue_depth', () => {
     await depthDb?.drop();
   });
 
+  // No cache (0 ms) here: these tests are about the counts; the cache has its own test.
   it('reports the real count of each active status at every scrape, 0 included', async () => {
     const registry = new Registry();
-    registerQueueDepthGauge(registry, () => countActiveJobsByStatus(depthDb.pool));
+    registerQueueDepthGauge(registry, () => countActiveJobsByStatus(depthDb.pool), 0);
     expect(await scraped(registry, 'sync_jobs_queue_depth')).toEqual([
       'sync_jobs_queue_depth{status="queued"} 0',
       'sync_jobs_queue_depth{status="running"} 0',
@@ -225,7 +226,7 @@ describe('sync_jobs_queue_depth', () => {
       },
     } as unknown as Pool;
     const registry = new Registry();
-    registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
+    registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool), 0);
     new Counter({ name: 'other_total', help: 'another metric of the same registry', registers: [registry] }).inc();
 
     const before = await scraped(registry, 'sync_jobs_queue_depth');

@@ -114,7 +114,10 @@ describe('npm start', () => {
     expect(scrape).toMatch(/^temporal_workflow_task_execution_latency_count\{/m);
 
     // Leave a mark in the database to prove that a second start reuses DATA_DIR.
-    const dbUrl = `postgres://postgres@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
+    // The embedded server wants the superuser's password, kept in DATA_DIR (mode 0600).
+    const password = (await fs.readFile(path.join(dataDir, 'postgres-password'), 'utf8')).trim();
+    expect((await fs.stat(path.join(dataDir, 'postgres-password'))).mode & 0o777).toBe(0o600);
+    const dbUrl = `postgres://postgres:${password}@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
     const client = new pg.Client({ connectionString: dbUrl });
     await client.connect();
     await client.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', 'kept')`);

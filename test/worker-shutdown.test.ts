@@ -38,6 +38,7 @@ describe('worker shutdown', () => {
         TEMPORAL_TASK_QUEUE: 'shutdown-test',
         WORKER_METRICS_PORT: String(await freePort()),
         SCHEDULER_TICK_SECONDS: '3600',
+        DEMO_CONNECTOR: 'true',
         LOG_LEVEL: 'info',
       },
       stdio: ['ignore', 'pipe', 'pipe'],

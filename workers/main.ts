@@ -2,6 +2,7 @@
 // Temporal namespace; each also serves /metrics and /healthz on WORKER_METRICS_PORT: its own
 // metrics followed by the Temporal SDK's, read from the SDK's exporter on a loopback port.
 import { Hono } from 'hono';
+import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
 import { loadConfigOrExit, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
@@ -11,7 +12,10 @@ import { runWorker } from './run-worker';
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
 
-runProcess(config, { name: 'worker', sdkRuntime: true }, async (proc) => {
+// Off in production: the demo provider's fault hooks are for `npm start` and tests.
+if (config.DEMO_CONNECTOR) enableDemoConnector();
+
+runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (proc) => {
   await runWorker(proc, rateLimit);
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));

@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import type { RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
+import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { scheduleSettings } from '../lib/config';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createWorker } from './create-worker';
@@ -14,7 +15,10 @@ import { createWorker } from './create-worker';
 export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Promise<void> {
   const { config, logger, shutdown } = proc;
   const bundlePath = config.WORKFLOW_BUNDLE_PATH;
-  const connection = await NativeConnection.connect({ address: proc.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(proc.temporalAddress, proc.temporalSecurity));
+  // Activities get a pool of their own (worker limits), so API probes and requests of the same
+  // process (`npm start`) never wait behind a sync's statements, nor the other way round.
+  const pool = proc.poolRole === 'worker' ? proc.pool : proc.openPool('worker');
   shutdown.add('worker-connection', () => connection.close());
   const worker = await createWorker({
     connection,
@@ -23,7 +27,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     ...(bundlePath && { workflowBundle: { codePath: bundlePath } }),
     activities: {
-      pool: proc.pool,
+      pool,
       logger,
       metrics: proc.metrics,
       temporal: proc.temporal,

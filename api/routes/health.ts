@@ -1,13 +1,17 @@
 import { Hono } from 'hono';
-import { checkReadiness } from '../../commands/readiness';
+import { readinessProbe } from '../../commands/readiness';
 import type { ApiDeps } from '../deps';
 
-/** `GET /healthz` (the process is up) and `GET /readyz` (Postgres and Temporal answer). */
+/**
+ * `GET /healthz` (the process is up) and `GET /readyz` (Postgres and Temporal answer; the answer
+ * is reused for a few seconds and concurrent probes share one check, so they cost no more).
+ */
 export function healthRoutes(deps: ApiDeps): Hono {
   const app = new Hono();
+  const readiness = readinessProbe(deps);
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    const { ready, checks, details } = await checkReadiness(deps);
+    const { ready, checks, details } = await readiness();
     return c.json({ status: ready ? 'ok' : 'unavailable', checks, ...(details && { details }) }, ready ? 200 : 503);
   });
   return app;

@@ -73,14 +73,19 @@ const CreateGitHubConnection = z
   })
   .openapi('CreateGitHubConnection');
 
-/** A new `demo` connection: synthetic data, every config key optional. */
+/**
+ * A new `demo` connection: synthetic data, every config key optional. Accepted only where the
+ * demo provider is on (DEMO_CONNECTOR: `npm start`, tests); elsewhere 400 unknown provider.
+ */
 const CreateDemoConnection = z
   .strictObject({
     ...connectionFields,
     provider: z.literal('demo'),
     config: providerConfig('demo').default({}).openapi({ example: { records_per_resource: 100, page_size: 50 } }),
   })
-  .openapi('CreateDemoConnection');
+  .openapi('CreateDemoConnection', {
+    description: 'Synthetic data for trials and tests: accepted only where the deployment turns the demo provider on (DEMO_CONNECTOR); otherwise 400 unknown provider.',
+  });
 
 /** `POST /connections` body: one shape per provider, told apart by `provider`. */
 export const CreateConnectionBody = z

@@ -2,6 +2,7 @@
 // (spawned as the node command of the npm script itself, so a signal reaches the process that
 // does the work and not npm), with their JSON log lines parsed as they arrive.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
@@ -11,8 +12,8 @@ import type { LogLines } from './logs';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPTS = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> }).scripts;
 
-/** The admin key every API process of a fault test uses. */
-export const TEST_ADMIN_KEY = 'fault-test-admin-key-0123456789';
+/** The admin key every API process of a fault test uses: random, as the configuration requires. */
+export const TEST_ADMIN_KEY = randomBytes(32).toString('hex');
 
 /** How a process ended. */
 export interface ExitStatus {
@@ -166,7 +167,8 @@ export interface ServerEnv {
 
 /** The variables that point a process at `servers`. */
 function serverVars(servers: ServerEnv): Record<string, string> {
-  return { DATABASE_URL: servers.databaseUrl, TEMPORAL_ADDRESS: servers.temporalAddress, TEMPORAL_TASK_QUEUE: servers.taskQueue };
+  // DEMO_CONNECTOR: the fault tests sync demo connections, a provider production leaves off.
+  return { DATABASE_URL: servers.databaseUrl, TEMPORAL_ADDRESS: servers.temporalAddress, TEMPORAL_TASK_QUEUE: servers.taskQueue, DEMO_CONNECTOR: 'true' };
 }
 
 /** Environment of an `npm run worker` on `servers`, with a free metrics port. */

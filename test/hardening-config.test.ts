@@ -1,0 +1,153 @@
+// Configuration side of the deployment hardening: admin keys that are placeholders or too short
+// are refused, secrets come from *_FILE files and are never echoed, the Temporal TLS/mTLS and API
+// key settings become the connection options of client and worker, pool limits per role.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { poolLimits } from '../infra/boot';
+import { temporalConnectionOptions } from '../infra/temporal-connection';
+import { adminKeyProblem } from '../lib/admin-key';
+import { ConfigError, loadConfig, requireAdminKey, temporalSecurity } from '../lib/config';
+
+const GOOD_KEY = randomBytes(32).toString('hex');
+
+let dir: string;
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-config-'));
+});
+afterAll(async () => {
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+describe('ADMIN_API_KEY', () => {
+  it('refuses the README example, other placeholders, short and patterned keys, without echoing them', () => {
+    const refused = [
+      'change-me-to-a-long-secret', // the README's old example
+      'change-me-to-a-long-secret-0123456789abcdef', // the same, made long enough
+      'my-placeholder-admin-key-for-production-use',
+      'a'.repeat(40),
+      '0123456789abcdefghijklmnopqrstuvwxyz0123',
+      randomBytes(15).toString('hex'), // 30 random characters: too short
+    ];
+    for (const key of refused) {
+      expect(adminKeyProblem(key), key).toBeDefined();
+      let message = '';
+      try {
+        loadConfig({ ADMIN_API_KEY: key });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/ADMIN_API_KEY: /);
+      expect(message).not.toContain(key);
+    }
+  });
+
+  it('accepts 32+ random characters (openssl rand -hex 32 or -hex 16, base64 of 24 random bytes)', () => {
+    for (const key of [GOOD_KEY, randomBytes(24).toString('base64url'), 'f3a9c1e07b5d48e2a6c9f0d1b7e4a352']) {
+      expect(adminKeyProblem(key), key).toBeUndefined();
+      expect(loadConfig({ ADMIN_API_KEY: key }).ADMIN_API_KEY).toBe(key);
+    }
+  });
+
+  it('is required by npm run api with the 32-character rule in the message', () => {
+    expect(() => requireAdminKey(loadConfig({}), 'npm run api')).toThrow(/ADMIN_API_KEY: is required for npm run api \(at least 32 random characters/);
+  });
+});
+
+describe('secrets from files', () => {
+  it('reads <NAME>_FILE (one trailing newline dropped) and names the variable when it cannot', async () => {
+    const keyFile = path.join(dir, 'admin_api_key');
+    await fs.writeFile(keyFile, `${GOOD_KEY}\n`);
+    expect(loadConfig({ ADMIN_API_KEY_FILE: keyFile }).ADMIN_API_KEY).toBe(GOOD_KEY);
+    expect(() => loadConfig({ ADMIN_API_KEY_FILE: path.join(dir, 'missing') })).toThrow(/ADMIN_API_KEY_FILE: cannot read .* \(ENOENT\)/);
+    expect(() => loadConfig({ ADMIN_API_KEY_FILE: keyFile, ADMIN_API_KEY: GOOD_KEY })).toThrow(/set either ADMIN_API_KEY or ADMIN_API_KEY_FILE, not both/);
+  });
+
+  it('puts DATABASE_PASSWORD(_FILE) into DATABASE_URL and the migration password into DATABASE_MIGRATION_URL', async () => {
+    const passwordFile = path.join(dir, 'app_password');
+    await fs.writeFile(passwordFile, 'app-pw-123\n');
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://synctide_app@db:5432/synctide',
+      DATABASE_PASSWORD_FILE: passwordFile,
+      DATABASE_MIGRATION_URL: 'postgres://synctide_owner@db:5432/synctide',
+      DATABASE_MIGRATION_PASSWORD: 'owner-pw',
+    });
+    expect(config.DATABASE_URL).toBe('postgres://synctide_app:app-pw-123@db:5432/synctide');
+    expect(config.DATABASE_MIGRATION_URL).toBe('postgres://synctide_owner:owner-pw@db:5432/synctide');
+  });
+
+  it('never echoes an invalid secret value', () => {
+    const url = 'mysql://user:hunter2-secret@db/x';
+    try {
+      loadConfig({ DATABASE_URL: url });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as Error).message).toMatch(/DATABASE_URL: must be a postgres:\/\//);
+      expect((err as Error).message).not.toContain('hunter2');
+    }
+  });
+});
+
+describe('Temporal TLS, mTLS and API key', () => {
+  it('uses no TLS and no key by default', () => {
+    const config = loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233' });
+    expect(temporalSecurity(config)).toEqual({});
+    expect(temporalConnectionOptions('temporal:7233', temporalSecurity(config))).toEqual({ address: 'temporal:7233' });
+  });
+
+  it('reads the CA, client certificate and key and passes them, the server name and the API key to the connection', async () => {
+    const files = { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'client.pem'), key: path.join(dir, 'client.key') };
+    await fs.writeFile(files.ca, 'CA-PEM');
+    await fs.writeFile(files.cert, 'CERT-PEM');
+    await fs.writeFile(files.key, 'KEY-PEM');
+    const config = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      TEMPORAL_TLS_CA: files.ca,
+      TEMPORAL_TLS_CERT: files.cert,
+      TEMPORAL_TLS_KEY: files.key,
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.example.internal',
+      TEMPORAL_API_KEY: 'tk-abc',
+    });
+    const options = temporalConnectionOptions('temporal.internal:7233', temporalSecurity(config));
+    expect(options.address).toBe('temporal.internal:7233');
+    expect(options.apiKey).toBe('tk-abc');
+    expect(options.tls?.serverNameOverride).toBe('temporal.example.internal');
+    expect(options.tls?.serverRootCACertificate?.toString()).toBe('CA-PEM');
+    expect(options.tls?.clientCertPair?.crt.toString()).toBe('CERT-PEM');
+    expect(options.tls?.clientCertPair?.key.toString()).toBe('KEY-PEM');
+  });
+
+  it('turns TLS on for an API key alone (never sent in clear text) and for TEMPORAL_TLS=true', () => {
+    expect(temporalSecurity(loadConfig({ TEMPORAL_API_KEY: 'tk' }))).toEqual({ tls: {}, apiKey: 'tk' });
+    expect(temporalSecurity(loadConfig({ TEMPORAL_TLS: 'true' }))).toEqual({ tls: {} });
+  });
+
+  it('refuses a certificate without its key, and a file that is not there, naming the variable', async () => {
+    const cert = path.join(dir, 'only.pem');
+    await fs.writeFile(cert, 'CERT');
+    expect(() => loadConfig({ TEMPORAL_TLS_CERT: cert })).toThrow(/TEMPORAL_TLS_KEY: is required with the other one/);
+    expect(() => loadConfig({ TEMPORAL_TLS_CA: path.join(dir, 'nope.pem') })).toThrow(/TEMPORAL_TLS_CA: no readable file there/);
+  });
+});
+
+describe('pool limits', () => {
+  it('gives the API a short statement timeout, the worker a long one, both an idle-in-transaction limit', () => {
+    const config = loadConfig({});
+    expect(poolLimits(config, 'api')).toEqual({ statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-api' });
+    expect(poolLimits(config, 'worker')).toEqual({ statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-worker' });
+    const custom = loadConfig({ API_STATEMENT_TIMEOUT_SECONDS: '5', WORKER_STATEMENT_TIMEOUT_SECONDS: '0', IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: '10' });
+    expect(poolLimits(custom, 'api').statementTimeoutMs).toBe(5000);
+    expect(poolLimits(custom, 'worker').statementTimeoutMs).toBe(0);
+    expect(() => loadConfig({ API_STATEMENT_TIMEOUT_SECONDS: '-1' })).toThrow(/API_STATEMENT_TIMEOUT_SECONDS: must be an integer ≥ 0/);
+  });
+});
+
+describe('DEMO_CONNECTOR', () => {
+  it('is off unless asked for', () => {
+    expect(loadConfig({}).DEMO_CONNECTOR).toBe(false);
+    expect(loadConfig({ DEMO_CONNECTOR: 'true' }).DEMO_CONNECTOR).toBe(true);
+  });
+});
