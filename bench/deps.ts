@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { ActivityDeps } from '../activities/deps';
+import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
 import type { Pool } from '../db/pool';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
@@ -30,5 +31,6 @@ export function benchActivityDeps(opts: {
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
     webhooks: { allowPrivate: true },
+    providers: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true },
   };
 }

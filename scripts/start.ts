@@ -14,6 +14,7 @@ import { runWorker } from '../workers/run-worker';
 
 // The one-machine quickstart: webhooks may go to receivers on this machine unless told otherwise.
 process.env.WEBHOOK_ALLOW_PRIVATE ??= 'true';
+process.env.PROVIDER_ALLOW_PRIVATE ??= 'true';
 const config = loadConfigOrExit();
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
 
