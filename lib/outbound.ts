@@ -148,8 +148,12 @@ export interface BoundedAnswer {
 }
 
 // Provider paging sends many requests to one host: keep connections open. A kept socket was
-// checked when it connected; every new one is checked again.
-const keepAlive = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+// checked when it connected; every new one is checked again. Guarded and unguarded requests never
+// share a socket.
+const keepAlive = {
+  guarded: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+};
 
 /** The decoder of a Content-Encoding, or null for identity; throws on an unknown coding. */
 function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
@@ -202,7 +206,7 @@ export function getBounded(
     const req = (secure ? https : http).request(target, {
       method: 'GET',
       headers: { 'accept-encoding': 'gzip, deflate, br', ...headers },
-      agent: secure ? keepAlive.https : keepAlive.http,
+      agent: keepAlive[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
       ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
     });
     streams.push(req);
