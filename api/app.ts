@@ -38,8 +38,10 @@ const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
     let body: unknown;
     try {
       body = await c.req.json();
-    } catch {
-      return next(); // not JSON: the route's validator answers
+    } catch (err) {
+      // Not JSON: the route's validator answers. Anything else (a body over the limit) goes on up.
+      if (err instanceof SyntaxError) return next();
+      throw err;
     }
     if (containsNul(body)) return c.json(errorBody('invalid_request', 'body: must not contain NUL (\\u0000) characters'), 400);
   }

@@ -191,7 +191,6 @@ export function getBounded(
   if (opts.signal?.aborted) return Promise.reject(opts.signal.reason as Error);
   return new Promise<BoundedAnswer>((resolve, reject) => {
     let settled = false;
-    let source: Readable | undefined;
     const streams: { destroy(): void }[] = [];
     const fail = (err: Error) => {
       if (settled) return;
@@ -219,7 +218,7 @@ export function getBounded(
       } catch (err) {
         return fail(err as Error);
       }
-      source = decoder ? res.pipe(decoder) : res;
+      const source: Readable = decoder ? res.pipe(decoder) : res;
       if (decoder) streams.push(decoder);
       const chunks: Buffer[] = [];
       let size = 0;

@@ -85,6 +85,10 @@ describe('SSRF: where provider requests may go', () => {
     // Even with the host allowed, plain http is refused without the opt-in.
     const http = await failure(page(fake.url, { ...DEFAULT_PROVIDER_POLICY, allowedHosts: ['127.0.0.1'] }));
     expect(http.message).toMatch(/must be an https URL/);
+    // And over https with the host allowed, the loopback address itself is refused.
+    const https = await failure(page(`https://127.0.0.1:${fake.port}`, { ...DEFAULT_PROVIDER_POLICY, allowedHosts: ['127.0.0.1'] }));
+    expect(https).toBeInstanceOf(Permanent);
+    expect(https.message).toMatch(/refused: url must not point at a loopback, private or link-local address/);
     expect(fake.connections).toBe(0);
     expect(fake.requests).toHaveLength(0);
     // With the opt-in, the same server is reachable.
