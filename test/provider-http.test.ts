@@ -10,6 +10,7 @@ import { githubConnector } from '../connectors/github';
 import { pagesOf } from '../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY, providerGet, providerText, providerUrlProblem, redactSecrets } from '../connectors/provider-http';
 import { Permanent, Transient, type Connector, type ProviderPolicy } from '../connectors/types';
+import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { serializeError } from '../lib/logger';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 
@@ -278,6 +279,23 @@ describe('bounded responses', () => {
     expect(err).toBeInstanceOf(Transient);
     expect(err.message).toMatch(/GitHub answered 503/);
     expect(err.message.length).toBeLessThanOrEqual(600);
+  });
+});
+
+describe('provider configuration', () => {
+  it('reads PROVIDER_* and IMMEDIATE_SYNC_* into the policy, with the documented defaults', () => {
+    expect(providerPolicy(loadConfig({}))).toEqual(DEFAULT_PROVIDER_POLICY);
+    expect(providerPolicy(loadConfig({ PROVIDER_HOSTS: 'api.github.com, GHE.example.com', PROVIDER_MAX_RESPONSE_BYTES: '1024', PROVIDER_ALLOW_PRIVATE: 'true' }))).toEqual({
+      ...DEFAULT_PROVIDER_POLICY,
+      allowedHosts: ['api.github.com', 'ghe.example.com'],
+      maxResponseBytes: 1024,
+      allowPrivate: true,
+    });
+    expect(() => loadConfig({ PROVIDER_HOSTS: 'https://ghe.example.com' })).toThrow(/PROVIDER_HOSTS: must be a comma-separated list of host names/);
+    expect(() => loadConfig({ PROVIDER_REQUEST_TIMEOUT_SECONDS: '0' })).toThrow(/PROVIDER_REQUEST_TIMEOUT_SECONDS/);
+    expect(immediateTaskQueue(loadConfig({}))).toBe('synctide-immediate');
+    expect(immediateTaskQueue(loadConfig({ IMMEDIATE_SYNC_TASK_QUEUE: 'fast-lane' }))).toBe('fast-lane');
+    expect(loadConfig({}).IMMEDIATE_SYNC_SLOTS).toBe(4);
   });
 });
 
