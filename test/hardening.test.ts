@@ -278,6 +278,20 @@ describe('hardening against hostile providers and oversized input', () => {
     }
   });
 
+  it('answers a failed immediate sync with a network error in words that name no address or port', async () => {
+    const gone = await serve(() => undefined);
+    const port = new URL(gone.url).port;
+    await gone.close();
+    const created = await create(api, { provider: 'github', status: 'paused', config: { base_url: gone.url, repositories: ['octo/hello'], resource_types: ['issues'] }, credentials: { token: TOKEN } });
+    expect(created.status).toBe(201);
+    await stack.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
+    const res = await api.call('POST', '/sync', { app_key: `c${seq}`, immediate: true });
+    expect(res.status, JSON.stringify(res.body)).toBe(502);
+    expect(res.body.error.code).toBe('sync_failed');
+    expect(res.body.error.message).toBe("the sync failed: github connector: fetching 'octo/hello': network error: connection refused");
+    expect(JSON.stringify(res.body)).not.toContain(port);
+  });
+
   it("cancels an immediate sync past its deadline and the cancellation aborts the provider request in flight", async () => {
     const fake = await serve(() => undefined); // never answers
     const created = await create(impatient, { provider: 'github', status: 'paused', config: { base_url: fake.url, repositories: ['octo/hello'], resource_types: ['issues'] }, credentials: { token: TOKEN } });
