@@ -26,7 +26,8 @@ export function countsView(resources: ResourceCounts[]) {
  * Runs a connection's sync now and answers with per-resource counts; no job or task rows are
  * written. Refuses what a queued sync refuses (a connection not active, or paused by its circuit
  * breaker), and a second immediate sync of a connection while one runs (`immediate_sync_running`).
- * Its activity runs on `deps.immediateTaskQueue` when set (workers give that queue its own slots). A provider failure is refused as `sync_failed` with the connector's first line. When
+ * Its activity runs on `deps.immediateTaskQueue` when set (workers give that queue its own slots).
+ * A provider failure is refused as `sync_failed` with the connector's first line. When
  * `immediateSyncTimeoutMs` passes first, the sync is cancelled and refused as `timeout`, with
  * the counts its activity last reported (`fetched`); what it stored so far stays stored.
  */
