@@ -232,7 +232,7 @@ describe('hardening against hostile providers and oversized input', () => {
     const created = await create(api, { provider: 'demo', config: { resource_types: ['items'], records_per_resource: 3, page_size: 1, latency_ms: 700 } });
     expect(created.status).toBe(201);
     const appKey = `c${seq}`;
-    const first = api.call('POST', '/sync', { app_key: appKey, immediate: true });
+    const first = api.call('POST', '/sync', { app_key: appKey, mode: 'full', immediate: true });
     await eventually(async () => {
       const description = await stack.env.client.workflow.getHandle(`immediate-sync:${created.body.id}`).describe().catch(() => null);
       return description?.status.name === 'RUNNING' ? true : undefined;
@@ -253,7 +253,7 @@ describe('hardening against hostile providers and oversized input', () => {
     const flood = [];
     for (let i = 0; i < 3; i++) flood.push(await create(api, { provider: 'demo', config: slow }));
     const fast = await create(api, { provider: 'demo', config: { resource_types: ['items'], records_per_resource: 5, page_size: 5 } });
-    const answers = flood.map((c, i) => api.call('POST', '/sync', { app_key: `c${seq - 3 + i}`, immediate: true }).then((res) => ({ res, settledAt: Date.now() })));
+    const answers = flood.map((c, i) => api.call('POST', '/sync', { app_key: `c${seq - 3 + i}`, mode: 'full', immediate: true }).then((res) => ({ res, settledAt: Date.now() })));
     // All three started; with one slot, at most one activity of them runs.
     const handles = flood.map((c) => stack.env.client.workflow.getHandle(`immediate-sync:${c.body.id}`));
     await eventually(async () => ((await Promise.all(handles.map((h) => h.describe().catch(() => null)))).every((d) => d?.status.name === 'RUNNING') ? true : undefined));
