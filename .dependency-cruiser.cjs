@@ -30,7 +30,12 @@ module.exports = {
       to: { circular: true },
     },
     onlyImports('policy-is-pure', dir('policy'), [], 'Pure policy: no I/O and no project imports outside policy/.'),
-    onlyImports('connectors-stand-alone', dir('connectors'), [], 'Connectors depend on nothing of the platform.'),
+    onlyImports(
+      'connectors-stand-alone',
+      dir('connectors'),
+      ['^lib/outbound\\.ts$'],
+      'Connectors depend on nothing of the platform but the one outbound-address rule (lib/outbound.ts, shared with webhooks).',
+    ),
     onlyImports('lib-is-plumbing', dir('lib'), [dir('policy')], 'lib/ is process plumbing under every layer.'),
     onlyImports('contract-is-small', CONTRACT, [CONTRACT, dir('policy')], 'The Temporal contract holds names and types only.'),
     onlyImports('temporal-client', '^temporal/client\\.ts$', [CONTRACT], 'Client helpers are typed by the contract, never by workflow code.'),

@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { ProviderPolicy } from '../connectors/types';
 import type { Pool } from '../db/pool';
 import type { Logger } from '../lib/logger';
 import type { SyncMetrics } from '../lib/metrics';
@@ -24,6 +25,8 @@ export interface ActivityDeps {
   tombstoneRetentionDays: number;
   /** Webhook deliveries: WEBHOOK_ALLOW_PRIVATE lets them reach loopback and private addresses (tests, `npm start`). */
   webhooks: { allowPrivate: boolean };
+  /** Provider requests and paging: allowed hosts, PROVIDER_ALLOW_PRIVATE, byte, time and count caps. */
+  providers: ProviderPolicy;
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

@@ -12,17 +12,25 @@ import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from 
 import { toActivityFailure } from './connector-failure';
 import type { ActivityDeps } from './deps';
 
+/** How often an immediate sync heartbeats while a page is in flight (cancellation arrives with a heartbeat's answer). */
+const HEARTBEAT_EVERY_MS = 2000;
+
 /**
  * Immediate mode: runs the sync of a connection now and returns per-resource counts, creating no
  * `sync_jobs` or `sync_tasks` rows. Records are upserted as in a job; an incremental run reads
  * the cursors but does not move them, and nothing is deleted, so the scheduled jobs' bookkeeping
  * stays exactly as it was. After each stored page it heartbeats the counts so far (what a caller
- * whose deadline passed reports), and a cancellation stops it before the next fetch.
+ * whose deadline passed reports), and also every 2 s while a request is in flight, so a
+ * cancellation reaches it within seconds and aborts the provider request itself (through the
+ * cancellation signal), not only at the next page. Provider requests and paging are bounded by
+ * the worker's provider policy.
  */
-export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['syncImmediately'] {
+export function syncImmediately({ pool, metrics, providers }: ActivityDeps): Activities['syncImmediately'] {
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
+    let progress: ImmediateSyncProgress = { resources: [] };
+    const beat = setInterval(() => ctx.heartbeat(progress), HEARTBEAT_EVERY_MS);
     try {
       const conn = await findSyncSource(pool, input.connectionId);
       if (!conn) throw new Error(`connection ${input.connectionId} does not exist`);
@@ -41,6 +49,7 @@ export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['sy
           config: conn.config ?? {},
           credentials: conn.credentials ?? null,
           signal: ctx.cancellationSignal,
+          policy: providers,
         };
         for await (const page of pagesOf(connector, request, null)) {
           const written = await withTransaction(pool, (tx) =>
@@ -49,7 +58,8 @@ export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['sy
           counts.writtenCount += written.added + written.updated;
           counts.entityCount += page.records.length;
           counts.pages += 1;
-          ctx.heartbeat(structuredClone({ resources: result.resources }) satisfies ImmediateSyncProgress);
+          progress = structuredClone({ resources: result.resources }) satisfies ImmediateSyncProgress;
+          ctx.heartbeat(progress);
         }
       }
       return result;
@@ -58,6 +68,8 @@ export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['sy
       // One provider rate limit, one count: the failure is not retried (see toActivityFailure).
       if (err instanceof RateLimited && provider !== undefined) metrics.rateLimited.inc({ provider });
       throw toActivityFailure(err);
+    } finally {
+      clearInterval(beat);
     }
   };
 }

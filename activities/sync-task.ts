@@ -59,7 +59,7 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * keeps the rows already written (re-reading an unchanged record writes nothing), and
  * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger }: ActivityDeps): Activities['syncTask'] {
+export function syncTask({ pool, logger, providers }: ActivityDeps): Activities['syncTask'] {
   return async (input) => {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
@@ -132,8 +132,9 @@ export function syncTask({ pool, logger }: ActivityDeps): Activities['syncTask']
           config: task.config ?? {},
           credentials: task.credentials ?? null,
           signal: ctx.cancellationSignal,
+          policy: providers,
         };
-        for await (const page of pagesOf(connector, request, pageToken)) {
+        for await (const page of pagesOf(connector, request, pageToken, { pages, records: entityCount })) {
           const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
           outsideWindow += page.records.length - records.length;
           for (const record of records) {

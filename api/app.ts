@@ -1,4 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import type { ApiDeps } from './deps';
@@ -17,6 +18,35 @@ import { syncRoutes } from './routes/sync';
 
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** True when `value` holds a NUL character in any string or key. */
+function containsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(containsNul);
+  if (value && typeof value === 'object') return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || containsNul(inner));
+  return false;
+}
+
+/**
+ * Refuses a NUL character (`\u0000` in JSON, `%00` in the URL) with 400: Postgres text and jsonb
+ * cannot store it, and the failed statement would quote its neighbours (credentials) into logs.
+ */
+const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const url = c.req.url;
+  if (url.includes('\u0000') || /%00/.test(url)) return c.json(errorBody('invalid_request', 'url: must not contain NUL (\\u0000) characters'), 400);
+  if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch (err) {
+      // Not JSON: the route's validator answers. Anything else (a body over the limit) goes on up.
+      if (err instanceof SyntaxError) return next();
+      throw err;
+    }
+    if (containsNul(body)) return c.json(errorBody('invalid_request', 'body: must not contain NUL (\\u0000) characters'), 400);
+  }
+  return next();
+};
 
 /** Routes anyone may call: probes, docs (isDocsPath) and (unless METRICS_REQUIRE_AUTH) metrics. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz']);
@@ -67,6 +97,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     const open = OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && !deps.metricsRequireAuth);
     return open ? next() : auth(c, next);
   });
+
+  app.use(refuseNul);
 
   app.route('/', healthRoutes(deps));
   app.route('/', metricsRoutes(deps.registry, deps.extraMetrics));

@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import { BackgroundStarts } from '../commands/background-starts';
 import type { CommandDeps } from '../commands/deps';
 import type { Shutdown } from '../lib/shutdown';
-import type { Config } from '../lib/config';
+import { immediateTaskQueue, providerPolicy, type Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
 
 /** What the API needs from the process: the commands' dependencies, a metrics registry, a logger. */
@@ -18,7 +18,9 @@ export interface ApiDeps extends CommandDeps {
 }
 
 /** The API settings taken from configuration. */
-export function apiSettings(config: Config): Pick<ApiDeps, 'taskQueue' | 'metricsRequireAuth' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds'> {
+export function apiSettings(
+  config: Config,
+): Pick<ApiDeps, 'taskQueue' | 'metricsRequireAuth' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsRequireAuth: config.METRICS_REQUIRE_AUTH,
@@ -26,6 +28,8 @@ export function apiSettings(config: Config): Pick<ApiDeps, 'taskQueue' | 'metric
     immediateSyncTimeoutMs: config.IMMEDIATE_SYNC_TIMEOUT_SECONDS * 1000,
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     defaultIntervalSeconds: config.DEFAULT_INTERVAL_SECONDS,
+    immediateTaskQueue: immediateTaskQueue(config),
+    providers: providerPolicy(config),
   };
 }
 

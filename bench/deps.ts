@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { ActivityDeps } from '../activities/deps';
 import { enableDemoConnector } from '../connectors/registry';
+import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
 import type { Pool } from '../db/pool';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
@@ -34,5 +35,6 @@ export function benchActivityDeps(opts: {
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
     webhooks: { allowPrivate: true },
+    providers: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true },
   };
 }

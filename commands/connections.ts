@@ -22,7 +22,8 @@ import {
 import { pauseSignal, resumeSignal, updateScheduleSignal, type ConnectionState, type ScheduleChangeRequest } from '../temporal/connection';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
-import { configProblem } from './provider-configs';
+import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
+import { configProblem, credentialOrigin, credentialsProblem, endpointOf } from './provider-configs';
 
 export type { ConnectionRow } from '../db/models/connections';
 
@@ -42,11 +43,13 @@ export interface NewConnectionRequest {
 
 /**
  * Creates a connection and starts its workflow. Refuses an unknown provider, a config its
- * connector rejects, an interval above the configured maximum, and a taken (tenant, app key).
+ * connector rejects or whose provider host is not allowed (PROVIDER_HOSTS), credentials of the
+ * wrong shape, an interval above the configured maximum, and a taken (tenant, app key).
  */
 export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
   checkSchedule(deps, request.schedule);
-  checkConfig(request.provider, request.config);
+  checkConfig(request.provider, request.config, deps);
+  checkCredentials(request.provider, request.credentials);
   const row = await connections.insertConnection(deps.pool, {
     tenantId: request.tenantId,
     providerSlug: request.provider,
@@ -117,11 +120,21 @@ export interface ConnectionUpdate {
  * workflow, which validates, stores and re-plans it at once (also while it sleeps; a workflow that
  * is not running is started and does so in its first cycle). Returns the connection as it now
  * stands, the new schedule included.
+ *
+ * Credentials are bound to the provider origin (e.g. GitHub's `base_url`): a config that moves the
+ * origin clears the stored credentials unless the same request gives credentials again, so a
+ * token is never sent to a host it was not given for.
  */
 export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
   const current = await getConnection(deps, id);
   checkSchedule(deps, change.schedule);
-  if (change.config) checkConfig(current.provider_slug, change.config);
+  if (change.config) checkConfig(current.provider_slug, change.config, deps);
+  if (change.credentials) checkCredentials(current.provider_slug, change.credentials);
+  if (change.config !== undefined && change.credentials === undefined) {
+    const before = credentialOrigin(current.provider_slug, current.config ?? {});
+    const after = credentialOrigin(current.provider_slug, change.config);
+    if (before !== after) change = { ...change, credentials: null };
+  }
   if (change.schedule && current.status === 'disabled') {
     throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
   }
@@ -187,13 +200,26 @@ export async function disableConnection(deps: CommandDeps, id: string): Promise<
   return { id: row.id, status: 'disabled' };
 }
 
-/** Refuses an unknown provider or a config its connector rejects, naming the offending key. */
-export function checkConfig(provider: string, config: Record<string, unknown>): void {
+/**
+ * Refuses an unknown provider, a config its connector rejects, and a provider URL the deployment
+ * does not allow (host outside PROVIDER_HOSTS, plain http, credentials in the URL), naming the key.
+ */
+export function checkConfig(provider: string, config: Record<string, unknown>, deps?: Pick<CommandDeps, 'providers'>): void {
   if (!connectorSlugs().includes(provider)) {
     throw invalid(`provider: unknown provider '${provider}' (known: ${connectorSlugs().join(', ')})`);
   }
   const problem = configProblem(provider, config);
   if (problem) throw invalid(`config: ${problem}`);
+  const endpoint = endpointOf(provider, config);
+  const refused = endpoint && providerUrlProblem(endpoint.url, deps?.providers ?? DEFAULT_PROVIDER_POLICY);
+  if (refused) throw invalid(`config.${endpoint.key}: ${refused}`);
+}
+
+/** Refuses credentials of the wrong shape for `provider` (e.g. a 1-character token), naming the key, never the value. */
+function checkCredentials(provider: string, credentials: Record<string, unknown> | null | undefined): void {
+  if (!credentials) return;
+  const problem = credentialsProblem(provider, credentials);
+  if (problem) throw invalid(`credentials.${problem}`);
 }
 
 function checkSchedule(deps: CommandDeps, schedule: ScheduleChangeRequest | null | undefined): void {

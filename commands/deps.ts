@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { ProviderPolicy } from '../connectors/types';
 import type { Pool } from '../db/pool';
 import type { SyncMetrics } from '../lib/metrics';
 import type { BackgroundStarts } from './background-starts';
@@ -22,6 +23,16 @@ export interface CommandDeps {
   background?: BackgroundStarts;
   /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses (default false). */
   webhookAllowPrivate?: boolean;
+  /**
+   * The task queue of immediate syncs' activities (IMMEDIATE_SYNC_TASK_QUEUE), served by workers
+   * with their own slot limit; unset, they run on `taskQueue`.
+   */
+  immediateTaskQueue?: string;
+  /**
+   * Which provider hosts a connection may name (PROVIDER_HOSTS, PROVIDER_ALLOW_PRIVATE); the strict
+   * default (api.github.com, https only) when unset.
+   */
+  providers?: ProviderPolicy;
   /** DEFAULT_INTERVAL_SECONDS: the interval of a connection without its own (readiness's freshness count). */
   defaultIntervalSeconds?: number;
 }

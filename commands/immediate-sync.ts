@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { ConnectionRow } from '../db/models/connections';
@@ -26,15 +25,20 @@ export function countsView(resources: ResourceCounts[]) {
 /**
  * Runs a connection's sync now and answers with per-resource counts; no job or task rows are
  * written. Refuses what a queued sync refuses (a connection not active, or paused by its circuit
- * breaker). A provider failure is refused as `sync_failed` with the connector's first line. When
+ * breaker), and a second immediate sync of a connection while one runs (`immediate_sync_running`).
+ * Its activity runs on `deps.immediateTaskQueue` when set (workers give that queue its own slots).
+ * A provider failure is refused as `sync_failed` with the connector's first line. When
  * `immediateSyncTimeoutMs` passes first, the sync is cancelled and refused as `timeout`, with
  * the counts its activity last reported (`fetched`); what it stored so far stays stored.
  */
 export async function runImmediately(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, requested?: string[]): Promise<ImmediateSyncResult> {
   await refuseUnlessSyncable(deps, connection);
   const resourceTypes = resolveResourceTypes(connection, requested);
-  const input = { connectionId: connection.id, mode, resourceTypes };
-  const handle = await startImmediateSync(deps.temporal, deps.taskQueue, input, randomUUID(), deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS);
+  const input = { connectionId: connection.id, mode, resourceTypes, ...(deps.immediateTaskQueue && { activityTaskQueue: deps.immediateTaskQueue }) };
+  const handle = await startImmediateSync(deps.temporal, deps.taskQueue, input, deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS);
+  if (!handle) {
+    throw new CommandRefused('conflict', 'immediate_sync_running', 'an immediate sync of this connection is already running; wait for its answer');
+  }
   const result = handle.result();
   const deadline = new AbortController();
   try {

@@ -1,11 +1,14 @@
 // The connection config each provider accepts, as its connector validates it, for those (the API)
 // that must describe and check a config without importing connectors themselves.
 import { demoConfigSchema } from '../connectors/demo';
-import { githubConfigSchema } from '../connectors/github';
+import { GITHUB_CREDENTIALS_DOC, githubConfigSchema } from '../connectors/github';
 import { connectorSlugs, getConnector } from '../connectors/registry';
 
 /** The zod schema of each provider's connection config (the connector's own). */
 export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema } as const;
+
+/** The JSON Schema of each provider's credentials, where the connector states one (for the API's document). */
+export const PROVIDER_CREDENTIALS_DOCS: Partial<Record<keyof typeof PROVIDER_CONFIG_SCHEMAS, Record<string, unknown>>> = { github: GITHUB_CREDENTIALS_DOC };
 
 /** A provider the API knows the config schema of. */
 export type ProviderSlug = keyof typeof PROVIDER_CONFIG_SCHEMAS;
@@ -22,4 +25,35 @@ export function configProblem(provider: string, config: Record<string, unknown>)
   } catch (err) {
     return (err as Error).message;
   }
+}
+
+/**
+ * Where `provider`'s requests for `config` go (`key`: the config key naming it), or null for a
+ * provider without network access or a config its connector rejects.
+ */
+export function endpointOf(provider: string, config: Record<string, unknown>): { key: string; url: string } | null {
+  if (!connectorSlugs().includes(provider)) return null;
+  const connector = getConnector(provider);
+  try {
+    return connector.endpoint?.(config) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The origin credentials of `provider` given `config` are bound to (null: none, or no network). */
+export function credentialOrigin(provider: string, config: Record<string, unknown>): string | null {
+  const url = endpointOf(provider, config)?.url;
+  if (!url) return null;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
+}
+
+/** What `provider`'s connector finds wrong with `credentials` (`key: problem`, never the value), or null. */
+export function credentialsProblem(provider: string, credentials: Record<string, unknown>): string | null {
+  if (!connectorSlugs().includes(provider)) return null;
+  return getConnector(provider).credentialsProblem?.(credentials) ?? null;
 }

@@ -73,6 +73,7 @@ export const demoConfigSchema = z.object({
     .array(z.string({ error: 'must contain resource type names' }).min(1, 'must not contain empty names'), {
       error: 'must be an array of resource type names',
     })
+    .max(50, 'must name at most 50 resource types')
     .refine((names) => new Set(names).size === names.length, 'must not contain duplicates')
     .meta({ uniqueItems: true })
     .optional(),

@@ -1,7 +1,8 @@
 // The `github` connector: issues and pull requests of configured repositories, read
 // from the real GitHub REST API (or GitHub Enterprise / a test server via `base_url`).
 //
-// It talks HTTP through Node's built-in `fetch` only — deliberately NOT Octokit: Octokit's
+// It talks HTTP through `providerGet` (connectors/provider-http.ts: allowed hosts, connect-time
+// address checks, same-origin redirects only, byte caps and timeouts) — deliberately NOT Octokit: Octokit's
 // retry/throttling plugins (and any client with hidden retries) would retry and sleep on their
 // own, while Synctide's central rate-limit policy (activities + workflow) must be in charge of
 // every retry. A plain fetch makes exactly one
@@ -20,13 +21,15 @@
 // parsed per RFC 8288. Repositories are fetched one after another: the page token is base64url
 // JSON { repo: index into `repositories`, url: the next URL, or null for that repository's first
 // page }. Link and token URLs must share the origin of `base_url`, so the token is never sent
-// elsewhere. The token never appears in an error message either (`redact` guards provider text).
+// elsewhere. The token never appears in an error message either: provider text is redacted
+// (the exact token and any `Bearer …`/`token …` value) before it is cut to 500 characters.
 //
 // Bounds: `since` is the issues endpoint's own parameter and is applied client-side to pulls.
 // `until` (exclusive) has no parameter on either endpoint: items changed at or after it are
 // dropped, and because both listings are sorted by updated_at ascending, the first such item ends
 // that repository's paging (the pass moves on to the next repository).
 import { z } from 'zod';
+import { providerGet, providerText, type ProviderResponse } from './provider-http';
 import {
   type ConnectorError,
   Permanent,
@@ -51,7 +54,23 @@ const SECONDARY_LIMIT_DEFAULT_SECONDS = 60;
 // ---------------------------------------------------------------------------------------------
 // Config and credentials
 
-const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+// Owner and name: GitHub's characters; a name may start with dots (`.github`) but is never only dots.
+const REPOSITORY = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*\/\.{0,2}[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
+/** A repository whose owner or name is `.` or `..` would walk the API's paths (`../user`). */
+const DOT_SEGMENT = /(^|\/)\.{1,2}(\/|$)/;
+/** Most repositories one connection syncs (each costs requests on every run). */
+export const MAX_REPOSITORIES = 100;
+
+/** A GitHub token: ghp_…, github_pat_…, gho_/ghu_/ghs_/ghr_…, or a classic 40-hex token. */
+const TOKEN_SHAPE = /^[A-Za-z0-9_.-]{20,255}$/;
+
+/** The github credentials as JSON Schema (for the API's document): `{token}` of TOKEN_SHAPE. */
+export const GITHUB_CREDENTIALS_DOC = {
+  type: 'object',
+  properties: { token: { type: 'string', pattern: TOKEN_SHAPE.source, minLength: 20, maxLength: 255, description: "A GitHub token (20–255 letters, digits, '_', '-' or '.')" } },
+  required: ['token'],
+} as const;
+const TOKEN_RULE = "must be a GitHub token (20–255 letters, digits, '_', '-' or '.')";
 
 /**
  * The github connection config. Unknown keys are ignored (a connection's config may carry keys
@@ -63,19 +82,31 @@ export const githubConfigSchema = z.object({
     .refine((value) => {
       try {
         const url = new URL(value);
-        return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash;
+        return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash && !url.username && !url.password;
       } catch {
         return false;
       }
-    }, 'must be an http(s) URL such as https://api.github.com (no query or fragment)')
-    .meta({ format: 'uri', description: 'An http(s) URL without query or fragment (default https://api.github.com)' })
+    }, 'must be an http(s) URL such as https://api.github.com (no user:password@, query or fragment)')
+    .meta({
+      format: 'uri',
+      maxLength: 2048,
+      description:
+        'An https URL without user:password@, query or fragment (default https://api.github.com). Its host must be in the deployment\'s PROVIDER_HOSTS (GitHub Enterprise hosts are added there); changing its origin drops stored credentials unless the same request gives them again',
+    })
+    .max(2048, 'must be at most 2048 characters')
     .transform((value) => value.replace(/\/+$/, ''))
     .default('https://api.github.com'),
   repositories: z
-    .array(z.string({ error: "must contain 'owner/name' strings" }).regex(REPOSITORY, "must contain 'owner/name' strings"), {
-      error: "must be a non-empty array of 'owner/name' strings",
-    })
+    .array(
+      z
+        .string({ error: "must contain 'owner/name' strings" })
+        .max(201, "must contain 'owner/name' strings")
+        .refine((repo) => !DOT_SEGMENT.test(repo), "must not contain '.' or '..' as owner or name")
+        .regex(REPOSITORY, "must contain 'owner/name' strings"),
+      { error: "must be a non-empty array of 'owner/name' strings" },
+    )
     .min(1, "must be a non-empty array of 'owner/name' strings")
+    .max(MAX_REPOSITORIES, `must hold at most ${MAX_REPOSITORIES} repositories`)
     .refine((repos) => new Set(repos.map((r) => r.toLowerCase())).size === repos.length, 'must not contain duplicates')
     .meta({ uniqueItems: true, description: "'owner/name' of each repository; no two alike, ignoring case" }),
   resource_types: z
@@ -113,13 +144,19 @@ export function parseGitHubConfig(config: Record<string, unknown>): GitHubConfig
   return parsed.data;
 }
 
+/** What is wrong with github credentials (`{token}`), naming the key and never echoing the value, or null. */
+export function githubCredentialsProblem(credentials: Record<string, unknown> | null): string | null {
+  const token = credentials?.token;
+  if (typeof token !== 'string' || token.trim() === '') return 'token: a non-empty GitHub token string is required';
+  if (!TOKEN_SHAPE.test(token)) return `token: ${TOKEN_RULE}`;
+  return null;
+}
+
 /** The token of a connection's credentials; throws `Permanent` (never echoing values) otherwise. */
 function parseCredentials(credentials: Record<string, unknown> | null): string {
-  const token = credentials?.token;
-  if (typeof token !== 'string' || token.trim() === '') {
-    throw new Permanent('github connector: invalid credentials: token: a non-empty GitHub token string is required');
-  }
-  return token;
+  const problem = githubCredentialsProblem(credentials);
+  if (problem) throw new Permanent(`github connector: invalid credentials: ${problem}`);
+  return credentials!.token as string;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,19 +353,7 @@ function firstUrl(cfg: GitHubConfig, resource: GitHubResourceType, repository: s
   return url.href;
 }
 
-const isAbort = (err: unknown, signal: AbortSignal | undefined) =>
-  signal?.aborted === true || (err instanceof Error && err.name === 'AbortError');
-
-/** A short description of a network error (its code when undici gives one). */
-function describeNetworkError(err: unknown): string {
-  const cause = err instanceof Error ? (err as Error & { cause?: unknown }).cause : undefined;
-  const code = cause && typeof cause === 'object' && 'code' in cause ? String((cause as { code: unknown }).code) : '';
-  const message = err instanceof Error ? err.message : String(err);
-  const causeMessage = cause instanceof Error ? cause.message : '';
-  return [message, code, causeMessage].filter(Boolean).join(': ');
-}
-
-/** GitHub's `message` from an error body, when it is JSON with one (else a trimmed snippet). */
+/** GitHub's `message` from an error body, when it is JSON with one (else the trimmed text; cut later, after redaction). */
 function bodyMessage(text: string): string {
   try {
     const body = JSON.parse(text) as unknown;
@@ -338,11 +363,12 @@ function bodyMessage(text: string): string {
   } catch {
     // not JSON
   }
-  return text.trim().slice(0, 200);
+  return text.trim();
 }
 
 /** Maps a non-2xx response to the typed error the central policy understands. */
 function errorFor(status: number, headers: Headers, text: string, repository: string, redact: (s: string) => string): ConnectorError {
+  // Redacted first, then cut: a token split by the cut would leak its prefix.
   const message = redact(bodyMessage(text));
   const detail = message ? `: ${message}` : '';
   if (status === 401) return new Permanent('GitHub rejected the credentials (401)');
@@ -387,11 +413,19 @@ export const githubConnector: Connector = {
     return [...parseGitHubConfig(config).resource_types];
   },
 
-  async fetchPage({ resource, since, until, pageToken, config, credentials, signal }: FetchPageInput): Promise<FetchPageResult> {
+  endpoint(config) {
+    return { key: 'base_url', url: parseGitHubConfig(config).base_url };
+  },
+
+  credentialsProblem(credentials) {
+    return githubCredentialsProblem(credentials);
+  },
+
+  async fetchPage({ resource, since, until, pageToken, config, credentials, signal, policy }: FetchPageInput): Promise<FetchPageResult> {
     signal?.throwIfAborted();
     const cfg = parseGitHubConfig(config);
     const token = parseCredentials(credentials);
-    const redact = (text: string) => text.split(token).join('[redacted]');
+    const redact = (text: string) => providerText(text, [token]);
     if (!(cfg.resource_types as string[]).includes(resource)) {
       throw new Permanent(`github connector: unknown resource '${resource}' (configured: ${cfg.resource_types.join(', ')})`);
     }
@@ -407,26 +441,21 @@ export const githubConnector: Connector = {
     const repository = cfg.repositories[position.repo]!; // decodePageToken checked the index
     const url = position.url ?? firstUrl(cfg, kind, repository, since);
 
-    let response: Response;
-    let text: string;
-    try {
-      response = await fetch(url, {
-        method: 'GET',
-        headers: {
-          Authorization: `Bearer ${token}`,
-          Accept: 'application/vnd.github+json',
-          'X-GitHub-Api-Version': API_VERSION,
-          'User-Agent': USER_AGENT,
-        },
-        ...(signal ? { signal } : {}),
-      });
-      text = await response.text();
-    } catch (err) {
-      if (isAbort(err, signal)) throw signal?.reason ?? err;
-      throw new Transient(redact(`github connector: network error fetching '${repository}': ${describeNetworkError(err)}`));
-    }
+    const response: ProviderResponse = await providerGet(url, {
+      headers: {
+        Authorization: `Bearer ${token}`,
+        Accept: 'application/vnd.github+json',
+        'X-GitHub-Api-Version': API_VERSION,
+        'User-Agent': USER_AGENT,
+      },
+      secrets: [token],
+      context: `github connector: fetching '${repository}'`,
+      ...(policy ? { policy } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    const { text } = response;
 
-    if (!response.ok) throw errorFor(response.status, response.headers, text, repository, redact);
+    if (response.status < 200 || response.status >= 300) throw errorFor(response.status, response.headers, text, repository, redact);
 
     let body: unknown;
     try {
@@ -461,7 +490,7 @@ export const githubConnector: Connector = {
       records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item });
     }
 
-    const next = pastUntil ? null : nextLink(response.headers.get('link'), url);
+    const next = pastUntil ? null : nextLink(response.headers.get('link'), response.url);
     if (next !== null) assertSameOrigin(next, cfg, 'Link header');
     const nextPageToken =
       next !== null

@@ -1,21 +1,73 @@
-import type { Connector, FetchPageInput, FetchPageResult } from './types';
+import { DEFAULT_PROVIDER_POLICY } from './provider-http';
+import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+
+/** What a task already fetched before this run of its paging loop (a resumed task counts on). */
+export interface PagingProgress {
+  pages: number;
+  records: number;
+}
+
+/** `value` with every NUL character removed from its strings and keys (Postgres text and jsonb refuse them). */
+export function stripNul<T>(value: T): T {
+  if (typeof value === 'string') return (value.includes('\u0000') ? value.replaceAll('\u0000', '') : value) as T;
+  if (Array.isArray(value)) return value.map(stripNul) as T;
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) out[stripNul(key)] = stripNul(inner);
+    return out as T;
+  }
+  return value;
+}
+
+/**
+ * A page's records made safe to store, or a `Permanent` failure: NUL characters are stripped from
+ * every string (a provider may send `\u0000`, which Postgres refuses), and a record larger than
+ * `maxRecordBytes` as JSON fails the task (one oversized record must not fill a worker's memory
+ * and the database; retrying would fetch it again).
+ */
+function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
+  return records.map((record) => {
+    const json = JSON.stringify(record.data);
+    if (Buffer.byteLength(json) > maxRecordBytes) {
+      throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
+    }
+    const hasNul = json.includes('\\u0000') || String(record.externalId).includes('\u0000') || (record.updatedAt ?? '').includes('\u0000');
+    return hasNul ? { externalId: stripNul(record.externalId), updatedAt: record.updatedAt === null ? null : stripNul(record.updatedAt), data: stripNul(record.data) } : record;
+  });
+}
 
 /**
  * Pages through one resource of a connector, starting at `pageToken` (null: the first page) and
  * following each page's `nextPageToken` until there is none. Every page is asked for with the same
  * bounds (`request.since`, `request.until`). Stops with the signal's reason before a fetch once
- * `request.signal` has aborted. The one paging loop of job tasks and immediate syncs.
+ * `request.signal` has aborted. The one paging loop of job tasks and immediate syncs, so its
+ * limits hold for both (`request.policy`, else the defaults): at most `maxPagesPerTask` pages and
+ * `maxRecordsPerTask` records, counting what `done` says earlier runs of the task fetched, and no
+ * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out with NUL
+ * characters stripped.
  */
 export async function* pagesOf(
   connector: Connector,
   request: Omit<FetchPageInput, 'pageToken'>,
   pageToken: string | null,
+  done: PagingProgress = { pages: 0, records: 0 },
 ): AsyncGenerator<FetchPageResult> {
+  const policy = request.policy ?? DEFAULT_PROVIDER_POLICY;
+  let pages = done.pages;
+  let records = done.records;
   let token = pageToken;
   do {
     request.signal?.throwIfAborted();
+    if (pages >= policy.maxPagesPerTask) {
+      throw new Permanent(`'${request.resource}' has more than ${policy.maxPagesPerTask} pages (PROVIDER_MAX_PAGES_PER_TASK)`);
+    }
     const page = await connector.fetchPage({ ...request, pageToken: token });
-    yield page;
+    pages += 1;
+    records += page.records.length;
+    if (records > policy.maxRecordsPerTask) {
+      throw new Permanent(`'${request.resource}' has more than ${policy.maxRecordsPerTask} records (PROVIDER_MAX_RECORDS_PER_TASK)`);
+    }
+    yield { records: storable(page.records, policy.maxRecordBytes, request.resource), nextPageToken: page.nextPageToken };
     token = page.nextPageToken;
   } while (token);
 }

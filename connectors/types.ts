@@ -28,6 +28,35 @@ export interface FetchPageInput {
   config: Record<string, unknown>;
   credentials: Record<string, unknown> | null;
   signal?: AbortSignal;
+  /**
+   * Where and how much a connector may fetch (hosts, timeouts, byte caps; see ProviderPolicy).
+   * The strict DEFAULT_PROVIDER_POLICY of connectors/provider-http.ts when absent.
+   */
+  policy?: ProviderPolicy;
+}
+
+/**
+ * The bounds of every provider request and paging loop, from configuration (PROVIDER_* variables).
+ * A hostile or broken provider can cost a worker at most these.
+ */
+export interface ProviderPolicy {
+  /** Host names (lower case) provider URLs may name: PROVIDER_HOSTS. */
+  allowedHosts: readonly string[];
+  /**
+   * PROVIDER_ALLOW_PRIVATE, for test servers only: plain http, and loopback, private and
+   * link-local addresses (as literals or `localhost`, besides allowedHosts; names resolving there).
+   */
+  allowPrivate: boolean;
+  /** Largest response body, after decompression (PROVIDER_MAX_RESPONSE_BYTES). */
+  maxResponseBytes: number;
+  /** Time for one request, body included (PROVIDER_REQUEST_TIMEOUT_SECONDS). */
+  timeoutMs: number;
+  /** Largest record, as JSON (PROVIDER_MAX_RECORD_BYTES). */
+  maxRecordBytes: number;
+  /** Most pages one task (or one resource of an immediate sync) may fetch (PROVIDER_MAX_PAGES_PER_TASK). */
+  maxPagesPerTask: number;
+  /** Most records one task may fetch (PROVIDER_MAX_RECORDS_PER_TASK). */
+  maxRecordsPerTask: number;
 }
 
 /** One page of records and where the next one starts (null when this was the last). */
@@ -42,6 +71,15 @@ export interface Connector {
   /** The resource types a connection of this provider syncs, given its config. */
   resourceTypes(config: Record<string, unknown>): string[];
   fetchPage(input: FetchPageInput): Promise<FetchPageResult>;
+  /**
+   * Where a connection's requests go, for connectors that use the network: the config key that
+   * names it and the URL (defaults applied). Credentials are bound to its origin: a config change
+   * that moves it drops credentials not given again, and its host must be an allowed one.
+   * Throws like resourceTypes on an invalid config.
+   */
+  endpoint?(config: Record<string, unknown>): { key: string; url: string };
+  /** What is wrong with `credentials` (e.g. a token of the wrong shape, naming its key), or null. */
+  credentialsProblem?(credentials: Record<string, unknown>): string | null;
 }
 
 /** Base of the typed connector failures. `kind` survives serialisation into activity failures. */

@@ -140,6 +140,31 @@ export const envSchema = z
     WEBHOOK_ALLOW_PRIVATE: boolean(false),
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
     IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
+    // Immediate syncs page on their own task queue (default `<TEMPORAL_TASK_QUEUE>-immediate`), where
+    // each worker runs at most IMMEDIATE_SYNC_SLOTS of them at once: a flood of them cannot take
+    // the slots scheduled work runs in.
+    IMMEDIATE_SYNC_TASK_QUEUE: optionalString,
+    IMMEDIATE_SYNC_SLOTS: positiveInt(4),
+
+    // Providers: where connectors may send requests (host names, comma-separated; GitHub Enterprise
+    // hosts are added here) and how much a provider may cost a worker.
+    PROVIDER_HOSTS: z
+      .string()
+      .default('api.github.com')
+      .transform((list) => list.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean))
+      .pipe(
+        z
+          .array(z.string().regex(/^[a-z0-9.-]+$|^\[?[0-9a-f:.]+\]?$/, 'must be a comma-separated list of host names, such as api.github.com,ghe.example.com'))
+          .min(1, 'must name at least one host, such as api.github.com'),
+      ),
+    // Test servers only: provider URLs may be plain http and name loopback, private and link-local
+    // addresses. Never in production: a tenant could aim a connection at internal services.
+    PROVIDER_ALLOW_PRIVATE: boolean(false),
+    PROVIDER_MAX_RESPONSE_BYTES: positiveInt(10 * 1024 * 1024),
+    PROVIDER_REQUEST_TIMEOUT_SECONDS: positiveInt(30),
+    PROVIDER_MAX_RECORD_BYTES: positiveInt(1024 * 1024),
+    PROVIDER_MAX_PAGES_PER_TASK: positiveInt(100_000),
+    PROVIDER_MAX_RECORDS_PER_TASK: positiveInt(10_000_000),
 
     // Registers the `demo` provider (synthetic data with fault-injection hooks): `npm start` and
     // the tests turn it on; production leaves it off, so no tenant can create a demo connection.
@@ -305,6 +330,27 @@ export function scheduleSettings(config: Config): ScheduleSettings {
     jitterPctMin: config.JITTER_PCT_MIN,
     jitterPctMax: config.JITTER_PCT_MAX,
   };
+}
+
+/**
+ * The provider policy taken from configuration (the shape of connectors' ProviderPolicy): allowed
+ * hosts, the test-server opt-in, and the size and time bounds of provider requests and paging.
+ */
+export function providerPolicy(config: Config) {
+  return {
+    allowedHosts: config.PROVIDER_HOSTS.map((host) => host.replace(/^\[|\]$/g, '')),
+    allowPrivate: config.PROVIDER_ALLOW_PRIVATE,
+    maxResponseBytes: config.PROVIDER_MAX_RESPONSE_BYTES,
+    timeoutMs: config.PROVIDER_REQUEST_TIMEOUT_SECONDS * 1000,
+    maxRecordBytes: config.PROVIDER_MAX_RECORD_BYTES,
+    maxPagesPerTask: config.PROVIDER_MAX_PAGES_PER_TASK,
+    maxRecordsPerTask: config.PROVIDER_MAX_RECORDS_PER_TASK,
+  };
+}
+
+/** The task queue of immediate syncs' activities: IMMEDIATE_SYNC_TASK_QUEUE, or `<TEMPORAL_TASK_QUEUE>-immediate`. */
+export function immediateTaskQueue(config: Config): string {
+  return config.IMMEDIATE_SYNC_TASK_QUEUE ?? `${config.TEMPORAL_TASK_QUEUE}-immediate`;
 }
 
 /** `npm run api` serves real clients: ADMIN_API_KEY must be set. Throws a ConfigError naming it. */

@@ -1,10 +1,14 @@
-// Outbound requests a user can aim (webhook URLs): which addresses they may reach, and an HTTP
-// POST bounded in time and size whose every connection is checked at connect time, so a DNS name
-// that resolves to an internal address (or is re-pointed there later) is refused too.
+// Outbound requests a user can aim (webhook URLs, provider base URLs): which addresses they may
+// reach, and HTTP requests bounded in time and size whose every connection is checked at connect
+// time, so a DNS name that resolves to an internal address (or is re-pointed there later: DNS
+// rebinding) is refused too. The one home of that rule: webhooks POST through `postBounded`,
+// connectors GET through `getBounded` (via connectors/provider-http.ts).
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -48,7 +52,7 @@ export class AddressNotAllowed extends Error {
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A `lookup` for node:http that refuses names resolving to any non-public address. */
-function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+export function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     if (addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address))) {
@@ -105,8 +109,8 @@ export function postBounded(
 }
 
 /** A network failure in words that name no address or port (no port scanning through errors). */
-function describeNetworkError(err: NodeJS.ErrnoException): string {
-  if (err instanceof AddressNotAllowed) return err.message;
+export function describeNetworkError(err: NodeJS.ErrnoException): string {
+  if (err instanceof AddressNotAllowed || err instanceof ResponseTooLarge) return err.message;
   if (err.name === 'AbortError' || err.name === 'TimeoutError') return 'timed out';
   switch (err.code) {
     case 'ECONNREFUSED':
@@ -115,8 +119,135 @@ function describeNetworkError(err: NodeJS.ErrnoException): string {
     case 'EAI_AGAIN':
       return 'host not found';
     case 'ECONNRESET':
+    case 'EPIPE':
       return 'connection reset';
+    case 'ETIMEDOUT':
+      return 'timed out';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    case 'Z_DATA_ERROR':
+    case 'Z_BUF_ERROR':
+      return 'unreadable compressed body';
     default:
       return 'network error';
   }
+}
+
+/** Raised when an answer's body, after decompression, exceeds the byte cap of its request. */
+export class ResponseTooLarge extends Error {
+  override name = 'ResponseTooLarge';
+  readonly code = 'ERESPONSETOOLARGE';
+}
+
+/** The answer to a bounded GET: status, headers (lower-case names) and the whole body, decompressed. */
+export interface BoundedAnswer {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+// Provider paging sends many requests to one host: keep connections open. A kept socket was
+// checked when it connected; every new one is checked again. Guarded and unguarded requests never
+// share a socket.
+const keepAlive = {
+  guarded: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+};
+
+/** The decoder of a Content-Encoding, or null for identity; throws on an unknown coding. */
+function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
+  const coding = (encoding ?? '').trim().toLowerCase();
+  if (coding === '' || coding === 'identity') return null;
+  // Sync flush: a truncated body yields what it has instead of failing on the end of input.
+  const options = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+  if (coding === 'gzip' || coding === 'x-gzip') return zlib.createGunzip(options);
+  if (coding === 'deflate') return zlib.createInflate(options);
+  if (coding === 'br') return zlib.createBrotliDecompress();
+  throw Object.assign(new Error('unsupported content encoding'), { code: 'EUNSUPPORTEDENCODING' });
+}
+
+/**
+ * GETs `url` with `headers`: no redirect followed (a 3xx is answered as it is), at most
+ * `timeoutMs` for the whole exchange (connect, headers and body), at most `maxBodyBytes` of body
+ * AFTER decompression (gzip, deflate and br are asked for and decoded as a stream, so a small
+ * compressed bomb stops at the cap instead of filling memory), and `signal` aborting it. Unless
+ * `allowPrivate`, the URL must pass `outboundUrlProblem` and every connection's resolved address
+ * must be public (checked at connect time). Errors carry short messages that name no address:
+ * `AddressNotAllowed`, `ResponseTooLarge`, or an Error whose message is `describeNetworkError`'s;
+ * an abort through `signal` rejects with the signal's reason.
+ */
+export function getBounded(
+  url: string,
+  headers: Record<string, string>,
+  opts: { timeoutMs: number; maxBodyBytes: number; allowPrivate: boolean; signal?: AbortSignal },
+): Promise<BoundedAnswer> {
+  const problem = outboundUrlProblem(url, opts.allowPrivate);
+  if (problem) return Promise.reject(new AddressNotAllowed(`url ${problem}`));
+  const target = new URL(url);
+  const secure = target.protocol === 'https:';
+  const timeout = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  if (opts.signal?.aborted) return Promise.reject(opts.signal.reason as Error);
+  return new Promise<BoundedAnswer>((resolve, reject) => {
+    let settled = false;
+    const streams: { destroy(): void }[] = [];
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      for (const stream of streams) stream.destroy();
+      if (opts.signal?.aborted) return reject(opts.signal.reason as Error);
+      reject(err instanceof AddressNotAllowed || err instanceof ResponseTooLarge ? err : new Error(describeNetworkError(err)));
+    };
+    const onAbort = () => fail(timeout.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : (signal.reason as Error));
+    signal.addEventListener('abort', onAbort, { once: true });
+    const req = (secure ? https : http).request(target, {
+      method: 'GET',
+      headers: { 'accept-encoding': 'gzip, deflate, br', ...headers },
+      agent: keepAlive[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
+      ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
+    });
+    streams.push(req);
+    req.on('error', fail);
+    req.on('response', (res) => {
+      streams.push(res);
+      let decoder: ReturnType<typeof decoderFor>;
+      try {
+        decoder = decoderFor(res.headers['content-encoding']);
+      } catch (err) {
+        return fail(err as Error);
+      }
+      const source: Readable = decoder ? res.pipe(decoder) : res;
+      if (decoder) streams.push(decoder);
+      const chunks: Buffer[] = [];
+      let size = 0;
+      source.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > opts.maxBodyBytes) return fail(new ResponseTooLarge(`the response body exceeds ${opts.maxBodyBytes} bytes`));
+        chunks.push(chunk);
+      });
+      source.on('error', fail);
+      res.on('error', fail);
+      res.on('aborted', () => fail(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' })));
+      source.on('end', () => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        const answer = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value === undefined) continue;
+          for (const v of Array.isArray(value) ? value : [value]) {
+            try {
+              answer.append(name, v);
+            } catch {
+              // a header value fetch's Headers refuses: left out
+            }
+          }
+        }
+        resolve({ status: res.statusCode ?? 0, headers: answer, body: Buffer.concat(chunks, size) });
+      });
+    });
+    req.end();
+  });
 }

@@ -17,6 +17,7 @@ import { runWorker } from '../workers/run-worker';
 // and the demo provider is there for the demo connection.
 process.env.WEBHOOK_ALLOW_PRIVATE ??= 'true';
 process.env.DEMO_CONNECTOR ??= 'true';
+process.env.PROVIDER_ALLOW_PRIVATE ??= 'true';
 const config = loadConfigOrExit();
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
 

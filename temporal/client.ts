@@ -1,6 +1,6 @@
 // Typed client helpers: how the API, the reconcile tick and the workers start, signal and stop
 // Synctide's workflows. Typed by the contract modules beside this one, never by workflow code.
-import { WorkflowNotFoundError, isGrpcServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, isGrpcServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { CONNECTION_WORKFLOW, stateQuery, type ConnectionState, type ConnectionWorkflow, type ConnectionWorkflowInput } from './connection';
@@ -169,22 +169,27 @@ export async function cancelJobWorkflow(client: Client, jobId: string): Promise<
 }
 
 /**
- * Starts an immediate sync as `immediate-sync:<connection_id>:<request_id>`. The server ends it
- * after `executionTimeoutMs` whatever becomes of the caller, so none runs on forever.
+ * Starts an immediate sync as `immediate-sync:<connection_id>`; null when one of that connection
+ * is already running (one at a time per connection). The server ends it after
+ * `executionTimeoutMs` whatever becomes of the caller, so none runs on forever.
  */
 export async function startImmediateSync(
   client: Client,
   taskQueue: string,
   input: ImmediateSyncInput,
-  requestId: string,
   executionTimeoutMs: number,
-): Promise<WorkflowHandle<ImmediateSyncWorkflow>> {
-  return client.workflow.start<ImmediateSyncWorkflow>(IMMEDIATE_SYNC_WORKFLOW, {
-    workflowId: immediateSyncWorkflowId(input.connectionId, requestId),
-    taskQueue,
-    args: [input],
-    workflowExecutionTimeout: executionTimeoutMs,
-  });
+): Promise<WorkflowHandle<ImmediateSyncWorkflow> | null> {
+  try {
+    return await client.workflow.start<ImmediateSyncWorkflow>(IMMEDIATE_SYNC_WORKFLOW, {
+      workflowId: immediateSyncWorkflowId(input.connectionId),
+      taskQueue,
+      args: [input],
+      workflowExecutionTimeout: executionTimeoutMs,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return null;
+    throw err;
+  }
 }
 
 /** The counts an immediate sync's activity last sent in its heartbeat; null before its first page. */

@@ -6,8 +6,11 @@ export const connectionWorkflowId = (connectionId: string): string => `connectio
 /** Workflow id of the child workflow that runs one sync job. */
 export const syncJobWorkflowId = (jobId: string): string => `sync-job:${jobId}`;
 
-/** Workflow id of one immediate sync of a connection. */
-export const immediateSyncWorkflowId = (connectionId: string, requestId: string): string => `immediate-sync:${connectionId}:${requestId}`;
+/**
+ * Workflow id of the immediate sync of a connection: one id per connection, so Temporal itself
+ * refuses a second one while one runs (a closed one's id is reused by the next).
+ */
+export const immediateSyncWorkflowId = (connectionId: string): string => `immediate-sync:${connectionId}`;
 
 /** Workflow id of the single reconcile-tick workflow of a namespace. */
 export const RECONCILE_WORKFLOW_ID = 'synctide-reconcile';

@@ -10,6 +10,11 @@ export interface ImmediateSyncInput {
   connectionId: string;
   mode: SyncMode;
   resourceTypes?: string[];
+  /**
+   * The task queue its activity runs on (IMMEDIATE_SYNC_TASK_QUEUE, served by workers with their
+   * own slot limit); absent, the workflow's own queue.
+   */
+  activityTaskQueue?: string;
 }
 
 /** What one resource of an immediate sync fetched and wrote. */

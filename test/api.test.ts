@@ -13,7 +13,7 @@ import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -65,6 +65,7 @@ describe('REST API over HTTP', () => {
       adminApiKey: KEY,
       maxIntervalSeconds: 86_400,
       immediateSyncTimeoutMs: 60_000,
+      providers: TEST_PROVIDER_POLICY,
       ...deps,
     });
 
@@ -395,7 +396,7 @@ describe('REST API over HTTP', () => {
     const runs = await eventually(async () => {
       const found: { id: string; status: string }[] = [];
       for await (const run of stack.env.client.workflow.list({ query: `WorkflowType = 'immediateSyncWorkflow'` })) {
-        if (run.workflowId.startsWith(`immediate-sync:${id}:`)) found.push({ id: run.workflowId, status: run.status.name });
+        if (run.workflowId === `immediate-sync:${id}`) found.push({ id: run.workflowId, status: run.status.name });
       }
       return found.length > 0 && found.every((run) => run.status !== 'RUNNING') ? found : undefined;
     });

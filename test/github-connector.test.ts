@@ -12,6 +12,7 @@ import {
 } from '../connectors/github';
 import { getConnector } from '../connectors/registry';
 import { ConnectorError, Permanent, RateLimited, Transient, type FetchPageResult } from '../connectors/types';
+import { TEST_PROVIDER_POLICY } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 
 const TOKEN = 'ghp_S3cr3tT0kenValue_1234567890abcdef';
@@ -51,6 +52,8 @@ function page(
     config,
     credentials: opts.credentials === undefined ? { token: TOKEN } : opts.credentials,
     ...(opts.signal ? { signal: opts.signal } : {}),
+    // The opt-in for this file's fake GitHub on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE).
+    policy: TEST_PROVIDER_POLICY,
   });
 }
 

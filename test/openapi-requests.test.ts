@@ -25,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { TEST_PROVIDER_POLICY } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 
@@ -69,6 +70,7 @@ describe('requests generated from /openapi.json', () => {
       adminApiKey: KEY,
       maxIntervalSeconds: MAX_INTERVAL_SECONDS,
       immediateSyncTimeoutMs: 60_000,
+      providers: TEST_PROVIDER_POLICY,
     });
     server = await listen(app, '127.0.0.1', 0);
     github = await startFakeGitHub({ token: 'ghp_unused_0123456789', repos: {} });

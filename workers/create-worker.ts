@@ -15,6 +15,25 @@ export interface WorkerDeps {
   maxCachedWorkflows?: number;
 }
 
+/**
+ * Creates the worker of immediate syncs' activities on their own task queue (IMMEDIATE_SYNC_TASK_QUEUE)
+ * with at most `slots` running at once (IMMEDIATE_SYNC_SLOTS): activities only, so it needs no
+ * workflow bundle. However many immediate syncs are asked for, they wait for these slots and never
+ * take those of scheduled jobs.
+ */
+export async function createImmediateWorker(deps: Omit<WorkerDeps, 'workflowBundle' | 'maxCachedWorkflows'> & { taskQueue: string; slots: number }): Promise<Worker> {
+  const { syncImmediately } = createActivities(deps.activities);
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    activities: { syncImmediately },
+    maxConcurrentActivityTaskExecutions: deps.slots,
+    shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
+    maxHeartbeatThrottleInterval: '1 second',
+  });
+}
+
 /** Creates the one Synctide worker: all workflows and activities on one task queue. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({

@@ -1,13 +1,14 @@
 import { NativeConnection } from '@temporalio/worker';
-import type { RateLimitSettings } from '../activities/deps';
+import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
-import { scheduleSettings } from '../lib/config';
+import { immediateTaskQueue, providerPolicy, scheduleSettings } from '../lib/config';
 import { ensureReconcileWorkflow } from '../temporal/client';
-import { createWorker } from './create-worker';
+import { createImmediateWorker, createWorker } from './create-worker';
 
 /**
- * Connects and runs the Synctide worker of a booted process until shutdown, and makes sure the
+ * Connects and runs the Synctide worker of a booted process until shutdown, beside it the worker
+ * of immediate syncs' activities (their own queue and IMMEDIATE_SYNC_SLOTS), and makes sure the
  * reconcile tick runs. On shutdown it stops polling, lets in-flight activities finish their
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves.
@@ -20,34 +21,46 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
   // process (`npm start`) never wait behind a sync's statements, nor the other way round.
   const pool = proc.poolRole === 'worker' ? proc.pool : proc.openPool('worker');
   shutdown.add('worker-connection', () => connection.close());
+  const activities: ActivityDeps = {
+    pool,
+    logger,
+    metrics: proc.metrics,
+    temporal: proc.temporal,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    settings: scheduleSettings(config),
+    rateLimit,
+    reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
+    tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
+    webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+    providers: providerPolicy(config),
+  };
   const worker = await createWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     ...(bundlePath && { workflowBundle: { codePath: bundlePath } }),
-    activities: {
-      pool,
-      logger,
-      metrics: proc.metrics,
-      temporal: proc.temporal,
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      settings: scheduleSettings(config),
-      rateLimit,
-      reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
-      tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
-      webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
-    },
+    activities,
   });
-  const running = worker.run();
-  shutdown.add('worker', async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await running;
+  const immediateWorker = await createImmediateWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
+    taskQueue: immediateTaskQueue(config),
+    slots: config.IMMEDIATE_SYNC_SLOTS,
+    activities,
   });
-  running.catch((err) => {
-    logger.error({ err }, 'worker stopped unexpectedly');
-    void shutdown.run('worker failed', 1);
-  });
+  for (const [name, w] of [['immediate-worker', immediateWorker], ['worker', worker]] as const) {
+    const running = w.run();
+    shutdown.add(name, async () => {
+      if (w.getState() === 'RUNNING') w.shutdown();
+      await running;
+    });
+    running.catch((err) => {
+      logger.error({ err, worker: name }, 'worker stopped unexpectedly');
+      void shutdown.run('worker failed', 1);
+    });
+  }
   await ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
 }

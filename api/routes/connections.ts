@@ -48,7 +48,12 @@ const get = createRoute({
 const update = createRoute({
   method: 'patch', path: '/connections/{id}', tags, summary: 'Change config, credentials or schedule (a schedule change re-plans the sleeping workflow)',
   request: { params: IdParams, body: jsonBody(UpdateConnectionBody) },
-  responses: { 200: jsonAnswer(ConnectionSchema, 'Updated'), ...errorResponses, 404: notFound, 409: conflict('The connection is disabled') },
+  responses: {
+    200: jsonAnswer(ConnectionSchema, 'Updated. A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
+    ...errorResponses,
+    404: notFound,
+    409: conflict('The connection is disabled'),
+  },
 });
 const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, refusals: { 409?: ReturnType<typeof conflict> } = {}) =>
   createRoute({

@@ -80,3 +80,32 @@ export const NullableTime = z.string().nullable().openapi({ example: '2025-01-01
 
 /** A connection's provider mode of a sync. */
 export const SyncModeSchema = z.enum(SYNC_MODES).openapi({ description: 'incremental (default) or full (with deletion of records gone upstream)' });
+
+/** Largest connection `config`, as JSON: 64 KiB. */
+export const MAX_CONFIG_BYTES = 64 * 1024;
+/** Largest connection `credentials`, as JSON: 16 KiB. */
+export const MAX_CREDENTIALS_BYTES = 16 * 1024;
+/** Largest job `payload`, as JSON: 64 KiB. */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/** Most resource types one request may name. */
+export const MAX_RESOURCE_TYPES = 50;
+
+/** The size of `value` as JSON, in bytes. */
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '');
+
+/** The rule of a JSON object of at most `maxBytes`, in words (the message and the documentation). */
+export const sizeRule = (maxBytes: number) => `at most ${maxBytes / 1024} KiB as JSON`;
+
+/**
+ * A JSON object of at most `maxBytes` as JSON (a body may be 1 MiB; one field of it may not fill
+ * every row and log line it reaches).
+ */
+export const boundedJsonObject = (maxBytes: number) =>
+  z.record(z.string(), z.unknown()).refine((value) => jsonBytes(value) <= maxBytes, `must be ${sizeRule(maxBytes)}`);
+
+/** Some of a connection's resource types: 1–50 names of 1–100 characters. */
+export const ResourceTypesSchema = z
+  .array(z.string().min(1).max(100, 'must be at most 100 characters'))
+  .min(1)
+  .max(MAX_RESOURCE_TYPES, `must name at most ${MAX_RESOURCE_TYPES} resource types`)
+  .openapi({ description: `Some of the connection's resource types (default: all; at most ${MAX_RESOURCE_TYPES})` });

@@ -1,8 +1,19 @@
 import { z } from '@hono/zod-openapi';
 import { CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, type ConnectionStatus } from '../../policy/vocabulary';
 import { cronProblem, MIN_INTERVAL_SECONDS } from '../../policy/schedule';
-import { configProblem, PROVIDER_CONFIG_SCHEMAS, type ProviderSlug } from '../../commands/provider-configs';
-import { CursorQuery, LimitQuery, NullableTime, SyncModeSchema } from './common';
+import { configProblem, credentialsProblem, PROVIDER_CONFIG_SCHEMAS, PROVIDER_CREDENTIALS_DOCS, type ProviderSlug } from '../../commands/provider-configs';
+import {
+  boundedJsonObject,
+  CursorQuery,
+  jsonBytes,
+  LimitQuery,
+  MAX_CONFIG_BYTES,
+  MAX_CREDENTIALS_BYTES,
+  NullableTime,
+  ResourceTypesSchema,
+  sizeRule,
+  SyncModeSchema,
+} from './common';
 
 /** An app key: letters, digits, `_` and `-`, 1–64 characters. */
 export const APP_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -39,6 +50,20 @@ export const ScheduleSchema = z
 
 const JsonObject = z.record(z.string(), z.unknown());
 
+/** Connection credentials: at most 16 KiB as JSON, stored, never returned or logged. */
+const Credentials = boundedJsonObject(MAX_CREDENTIALS_BYTES)
+  .nullable()
+  .optional()
+  .openapi({
+    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'`,
+    example: { token: 'ghp_…' },
+  });
+
+/** A config given to PATCH: at most 64 KiB as JSON, checked by the connection's connector. */
+const ConfigPatch = boundedJsonObject(MAX_CONFIG_BYTES)
+  .optional()
+  .openapi({ description: `The new config (${sizeRule(MAX_CONFIG_BYTES)}), checked by the connection's connector. Moving the provider origin (e.g. GitHub's base_url) clears stored credentials unless \`credentials\` is given in the same request` });
+
 /**
  * A provider's connection config, as its connector validates it. The document shows the
  * connector's own zod schema as input (defaults may be left out; unknown keys are allowed and
@@ -48,18 +73,40 @@ const JsonObject = z.record(z.string(), z.unknown());
 function providerConfig(provider: ProviderSlug) {
   const { $schema: _dialect, ...documented } = z.toJSONSchema(PROVIDER_CONFIG_SCHEMAS[provider], { io: 'input' }) as Record<string, unknown>;
   // With a `type`, the generator takes the metadata as the whole schema instead of the record's.
-  const metadata = { ...documented, type: 'object' } as { type: 'object' };
+  const description = [documented.description, `At most ${sizeRule(MAX_CONFIG_BYTES)}.`].filter(Boolean).join(' ');
+  const metadata = { ...documented, description, type: 'object' } as { type: 'object' };
   return JsonObject.superRefine((config, ctx) => {
+    if (jsonBytes(config) > MAX_CONFIG_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `must be ${sizeRule(MAX_CONFIG_BYTES)}` });
+      return;
+    }
     const problem = configProblem(provider, config);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }).openapi(metadata);
+}
+
+/**
+ * A new connection's credentials for `provider`: at most 16 KiB as JSON and of the shape its
+ * connector requires (documented where the connector states it, e.g. GitHub's token).
+ */
+function providerCredentials(provider: ProviderSlug) {
+  const doc = PROVIDER_CREDENTIALS_DOCS[provider];
+  const schema = boundedJsonObject(MAX_CREDENTIALS_BYTES).superRefine((credentials, ctx) => {
+    const problem = credentialsProblem(provider, credentials);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+  const description = `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again`;
+  return schema
+    .nullable()
+    .optional()
+    .openapi({ ...(doc ?? {}), description, example: provider === 'github' ? { token: 'ghp_0123456789abcdefghijklmnopqrstuvwxyz' } : {} } as { description: string });
 }
 
 /** What every new connection gives, whatever its provider. */
 const connectionFields = {
   tenant_id: TenantIdSchema,
   app_key: AppKeySchema,
-  credentials: JsonObject.nullable().optional().openapi({ description: 'Secrets; stored, never returned or logged', example: { token: 'ghp_…' } }),
+  credentials: Credentials,
   schedule: ScheduleSchema.optional(),
   status: z.enum(['active', 'paused'] as const satisfies readonly ConnectionStatus[]).default('active'),
 };
@@ -69,6 +116,7 @@ const CreateGitHubConnection = z
   .strictObject({
     ...connectionFields,
     provider: z.literal('github'),
+    credentials: providerCredentials('github'),
     config: providerConfig('github').openapi({ example: { repositories: ['octo-org/octo-repo'] } }),
   })
   .openapi('CreateGitHubConnection');
@@ -81,6 +129,7 @@ const CreateDemoConnection = z
   .strictObject({
     ...connectionFields,
     provider: z.literal('demo'),
+    credentials: providerCredentials('demo'),
     config: providerConfig('demo').default({}).openapi({ example: { records_per_resource: 100, page_size: 50 } }),
   })
   .openapi('CreateDemoConnection', {
@@ -97,8 +146,8 @@ export const CreateConnectionBody = z
 /** `PATCH /connections/:id` body: any of config, credentials (null removes them), schedule. */
 export const UpdateConnectionBody = z
   .strictObject({
-    config: JsonObject.optional(),
-    credentials: JsonObject.nullable().optional(),
+    config: ConfigPatch,
+    credentials: Credentials,
     schedule: ScheduleSchema.optional(),
   })
   .openapi('UpdateConnection');
@@ -107,7 +156,7 @@ export const UpdateConnectionBody = z
 export const SyncNowBody = z
   .strictObject({
     mode: SyncModeSchema.default('incremental'),
-    resource_types: z.array(z.string().min(1)).min(1).optional().openapi({ description: "Some of the connection's resource types (default: all)" }),
+    resource_types: ResourceTypesSchema.optional(),
   })
   .openapi('SyncNow');
 

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, TASK_STATUSES } from '../../policy/vocabulary';
-import { CursorQuery, LimitQuery, NullableTime } from './common';
+import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, sizeRule } from './common';
 
 /** What a job or task did to records: rows inserted (or back from a tombstone), changed, tombstoned, and seen unchanged. */
 export const RecordCountsSchema = z
@@ -91,7 +91,9 @@ export const ScheduleJobBody = z
       .openapi({ description: 'Half-open [start, end): the backfill stores the records changed at or after start and before end' }),
     connectorId: z.uuid({ error: 'must be a UUID' }).optional().openapi({ description: "If given, must be the connection's id (a connection is its own connector instance)" }),
     priority: z.number({ error: 'must be an integer' }).int('must be an integer').min(-1000).max(1000).default(0),
-    payload: z.record(z.string(), z.unknown()).default({}).openapi({ description: "Stored on the job; `resource_types` limits the backfill to those of the connection's resource types" }),
+    payload: boundedJsonObject(MAX_PAYLOAD_BYTES)
+      .default({})
+      .openapi({ description: `Stored on the job (${sizeRule(MAX_PAYLOAD_BYTES)}); \`resource_types\` limits the backfill to those of the connection's resource types` }),
   })
   .openapi('ScheduleJob', {
     example: {

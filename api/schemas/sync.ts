@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { ACTIVE_JOB_STATUSES } from '../../policy/vocabulary';
-import { SyncModeSchema } from './common';
+import { ResourceTypesSchema, SyncModeSchema } from './common';
 import { AppKeySchema, TenantIdSchema } from './connections';
 
 /** `POST /sync` body. */
@@ -9,7 +9,7 @@ export const SyncBody = z
     app_key: AppKeySchema,
     tenant_id: TenantIdSchema.optional().openapi({ description: 'Needed only when two tenants use the same app_key' }),
     mode: SyncModeSchema.default('incremental'),
-    resource_types: z.array(z.string().min(1)).min(1).optional().openapi({ description: "Some of the connection's resource types (default: all)" }),
+    resource_types: ResourceTypesSchema.optional(),
     immediate: z.boolean().default(false).openapi({ description: 'Run now and answer with the results; no job or task rows' }),
   })
   .openapi('SyncRequest', { example: { app_key: 'acme-github', mode: 'incremental' } });

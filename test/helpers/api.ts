@@ -1,6 +1,7 @@
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { listen, type HttpServer } from '../../lib/http';
+import { TEST_PROVIDER_POLICY } from './deps';
 import { capturingLogger } from './logs';
 import type { WorkerStack } from './stack';
 
@@ -25,6 +26,7 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
     adminApiKey: TEST_API_KEY,
     maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: 60_000,
+    providers: TEST_PROVIDER_POLICY,
     ...overrides,
   });
   const server = await listen(app, '127.0.0.1', 0);

@@ -1,11 +1,15 @@
 import type { Client } from '@temporalio/client';
 import { Registry } from 'prom-client';
 import type { ActivityDeps, RateLimitSettings } from '../../activities/deps';
+import { DEFAULT_PROVIDER_POLICY, type ProviderPolicy } from '../../connectors/provider-http';
 import type { Pool } from '../../db/pool';
 import { createSyncMetrics } from '../../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
 import { capturingLogger, type LogLines } from './logs';
+
+/** The provider policy of tests: the defaults, plus the opt-in for fake providers on 127.0.0.1. */
+export const TEST_PROVIDER_POLICY: ProviderPolicy = { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true };
 
 /** The rate-limit settings of an unconfigured worker (the defaults). */
 export const DEFAULT_RATE_LIMIT_SETTINGS: RateLimitSettings = {
@@ -24,6 +28,7 @@ export function testActivityDeps(opts: {
   temporal?: Client;
   taskQueue?: string;
   rateLimit?: RateLimitSettings;
+  providers?: ProviderPolicy;
 }): { deps: ActivityDeps; lines: LogLines; registry: Registry } {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -38,6 +43,7 @@ export function testActivityDeps(opts: {
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
     webhooks: { allowPrivate: true },
+    providers: opts.providers ?? TEST_PROVIDER_POLICY,
   };
   return { deps, lines, registry };
 }

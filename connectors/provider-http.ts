@@ -1,0 +1,158 @@
+// The one outbound HTTP function of every connector (`providerGet`), and the text hygiene of what
+// providers answer. Every provider request goes through here, so each one is bounded the same way:
+// - the URL: https only (plain http only with PROVIDER_ALLOW_PRIVATE), no credentials in it, a
+//   host from PROVIDER_HOSTS (or, with PROVIDER_ALLOW_PRIVATE, a loopback/private literal for test
+//   servers);
+// - the connection: its resolved address must be public, checked at connect time by
+//   lib/outbound.ts (the same rule as webhooks), so a name re-pointed at an internal address
+//   (DNS rebinding) is refused too;
+// - redirects: followed only within the request's origin (GitHub answers 301 for a renamed
+//   repository), never to another origin, where the token would go;
+// - size and time: the body is streamed and capped after decompression, and the whole request
+//   has a deadline;
+// - errors: network failures are described in generic words (no address or port), and provider
+//   text is redacted first, then cut, so a secret split by the cut cannot leak its prefix.
+import { AddressNotAllowed, getBounded, isPublicAddress, ResponseTooLarge } from '../lib/outbound';
+import { isIP } from 'node:net';
+import { Permanent, Transient, type ProviderPolicy } from './types';
+
+export type { ProviderPolicy } from './types';
+
+const MIB = 1024 * 1024;
+
+/**
+ * The policy of a process that configured none: api.github.com only, https only, public addresses
+ * only, 10 MiB per response, 30 s per request, 1 MiB per record, 100,000 pages and 10,000,000
+ * records per task.
+ */
+export const DEFAULT_PROVIDER_POLICY: ProviderPolicy = Object.freeze({
+  allowedHosts: Object.freeze(['api.github.com']),
+  allowPrivate: false,
+  maxResponseBytes: 10 * MIB,
+  timeoutMs: 30_000,
+  maxRecordBytes: MIB,
+  maxPagesPerTask: 100_000,
+  maxRecordsPerTask: 10_000_000,
+});
+
+/** Longest provider text (error bodies, messages) an error message carries. */
+export const MAX_ERROR_TEXT = 500;
+
+/** Redirects followed within one origin before giving up. */
+const MAX_REDIRECTS = 5;
+
+/**
+ * What is wrong with `raw` as a provider URL under `policy`, or null: it must be https (http too
+ * with allowPrivate), carry no credentials, and name an allowed host.
+ */
+export function providerUrlProblem(raw: string, policy: ProviderPolicy): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute https URL';
+  }
+  if (url.username || url.password) return 'must not carry credentials (user:password@)';
+  if (url.protocol !== 'https:' && !(policy.allowPrivate && url.protocol === 'http:')) {
+    return policy.allowPrivate ? 'must be an http(s) URL' : 'must be an https URL';
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (policy.allowedHosts.includes(host)) return null;
+  const testServer = host === 'localhost' || (isIP(host) !== 0 && !isPublicAddress(host));
+  if (policy.allowPrivate && testServer) return null;
+  return `host '${host}' is not an allowed provider host (PROVIDER_HOSTS)`;
+}
+
+/** GitHub token shapes (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_) wherever they appear. */
+const KNOWN_TOKENS = /\b(?:gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{16,})/g;
+/** `Bearer <value>`, `token <value>`, `Basic <value>`: the value of an auth scheme. */
+const AUTH_VALUES = /\b(Bearer|token|Basic)(\s+)[A-Za-z0-9_\-.~+/]{8,}=*/gi;
+
+/**
+ * `text` with every secret replaced by `[redacted]`: each exact value of `secrets`, known token
+ * shapes, and the value after `Bearer`, `token` or `Basic`. Always redact before cutting.
+ */
+export function redactSecrets(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const secret of secrets) if (secret) out = out.split(secret).join('[redacted]');
+  return out.replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, '$1$2[redacted]');
+}
+
+/** `text` cut to `max` characters (an ellipsis marks the cut). Cut only redacted text. */
+export function cutText(text: string, max = MAX_ERROR_TEXT): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** Provider text fit for an error message: redacted first, then cut to MAX_ERROR_TEXT. */
+export function providerText(text: string, secrets: readonly string[] = []): string {
+  return cutText(redactSecrets(text, secrets));
+}
+
+/** A provider's answer: status, headers and body as text (2xx or not; 3xx never reach here). */
+export interface ProviderResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The URL that answered (a same-origin redirect may have moved it). */
+  url: string;
+}
+
+/** What one provider request needs. */
+export interface ProviderRequest {
+  headers: Record<string, string>;
+  policy?: ProviderPolicy;
+  signal?: AbortSignal;
+  /** Values to redact from any error text (the connection's token). */
+  secrets?: readonly string[];
+  /** Prefix of error messages, e.g. "github connector: fetching 'octo/hello'". */
+  context: string;
+}
+
+/**
+ * GETs `url` for a connector under its policy (see the module comment). Answers any non-3xx
+ * status with its body; throws `Permanent` for a refused URL or address, a cross-origin (or
+ * endless) redirect and a body over the cap, `Transient` for network failures and timeouts (in
+ * words that name no address), and the signal's reason when `signal` aborts.
+ */
+export async function providerGet(url: string, request: ProviderRequest): Promise<ProviderResponse> {
+  const policy = request.policy ?? DEFAULT_PROVIDER_POLICY;
+  const secrets = request.secrets ?? [];
+  const fail = (kind: 'permanent' | 'transient', reason: string) =>
+    kind === 'permanent' ? new Permanent(providerText(`${request.context}: ${reason}`, secrets)) : new Transient(providerText(`${request.context}: ${reason}`, secrets));
+  let current = url;
+  for (let redirects = 0; ; redirects++) {
+    const problem = providerUrlProblem(current, policy);
+    if (problem) throw fail('permanent', `refusing the provider URL: it ${problem}`);
+    let answer;
+    try {
+      answer = await getBounded(current, request.headers, {
+        timeoutMs: policy.timeoutMs,
+        maxBodyBytes: policy.maxResponseBytes,
+        allowPrivate: policy.allowPrivate,
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+    } catch (err) {
+      if (request.signal?.aborted) throw request.signal.reason ?? err;
+      if (err instanceof AddressNotAllowed) throw fail('permanent', `refused: ${err.message}`);
+      if (err instanceof ResponseTooLarge) throw fail('permanent', `${err.message} (PROVIDER_MAX_RESPONSE_BYTES)`);
+      const words = (err as Error).message;
+      throw fail('transient', words === 'timed out' ? `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)` : `network error: ${words}`);
+    }
+    if (answer.status < 300 || answer.status >= 400) {
+      return { status: answer.status, headers: answer.headers, text: answer.body.toString('utf8'), url: current };
+    }
+    const location = answer.headers.get('location');
+    let next: URL | null = null;
+    try {
+      next = location ? new URL(location, current) : null;
+    } catch {
+      next = null;
+    }
+    if (!next) throw fail('permanent', `the provider answered a redirect (${answer.status}) without a usable Location`);
+    if (next.origin !== new URL(current).origin) {
+      throw fail('permanent', `refusing a redirect (${answer.status}) to another origin (${next.origin})`);
+    }
+    if (redirects >= MAX_REDIRECTS) throw fail('permanent', `more than ${MAX_REDIRECTS} redirects`);
+    current = next.href;
+  }
+}

@@ -1,0 +1,331 @@
+// Hostile and broken providers against the one provider HTTP function (connectors/provider-http.ts)
+// and the github connector, with real HTTP servers on 127.0.0.1 only (issue 17: SSRF, redaction,
+// bounded responses, paging caps, NULs). No Temporal; Postgres only for the pg-error log test.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { gzipSync } from 'node:zlib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { githubConnector } from '../connectors/github';
+import { pagesOf } from '../connectors/pages';
+import { DEFAULT_PROVIDER_POLICY, providerGet, providerText, providerUrlProblem, redactSecrets } from '../connectors/provider-http';
+import { Permanent, Transient, type Connector, type ProviderPolicy } from '../connectors/types';
+import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
+import { pino } from 'pino';
+import { serializeError } from '../lib/logger';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+
+const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
+/** The opt-in for test servers on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE), otherwise the defaults. */
+const TEST_POLICY: ProviderPolicy = { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true };
+
+interface Fake {
+  url: string;
+  port: number;
+  /** Requests received. */
+  requests: IncomingMessage[];
+  /** TCP connections accepted (a request refused before connecting leaves this at 0). */
+  connections: number;
+  close(): Promise<void>;
+}
+
+const servers: Fake[] = [];
+
+/** A server on 127.0.0.1 answering with `handler`, closed after each test. */
+async function serve(handler: (req: IncomingMessage, res: ServerResponse, fake: Fake) => void): Promise<Fake> {
+  const fake = { requests: [] as IncomingMessage[], connections: 0 } as Fake;
+  const server: Server = createServer((req, res) => {
+    fake.requests.push(req);
+    handler(req, res, fake);
+  });
+  server.on('connection', () => (fake.connections += 1));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.port = (server.address() as AddressInfo).port;
+  fake.url = `http://127.0.0.1:${fake.port}`;
+  fake.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  servers.push(fake);
+  return fake;
+}
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+const issue = (number: number, extra: Record<string, unknown> = {}) => ({ id: number, number, title: `Issue ${number}`, updated_at: `2025-01-01T00:00:0${number % 10}Z`, ...extra });
+
+/** One github page fetch with `policy`. */
+const page = (base_url: string, policy: ProviderPolicy, opts: { pageToken?: string | null; credentials?: Record<string, unknown> } = {}) =>
+  githubConnector.fetchPage({
+    resource: 'issues',
+    since: null,
+    until: null,
+    pageToken: opts.pageToken ?? null,
+    config: { base_url, repositories: ['octo/hello'], resource_types: ['issues'] },
+    credentials: opts.credentials ?? { token: TOKEN },
+    policy,
+  });
+
+async function failure(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('SSRF: where provider requests may go', () => {
+  it('refuses a connector pointed at 127.0.0.1 without the opt-in, before any request leaves', async () => {
+    const fake = await serve((_req, res) => res.end('[]'));
+    const err = await failure(page(fake.url, DEFAULT_PROVIDER_POLICY));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/refusing the provider URL/);
+    // Even with the host allowed, plain http is refused without the opt-in.
+    const http = await failure(page(fake.url, { ...DEFAULT_PROVIDER_POLICY, allowedHosts: ['127.0.0.1'] }));
+    expect(http.message).toMatch(/must be an https URL/);
+    // And over https with the host allowed, the loopback address itself is refused.
+    const https = await failure(page(`https://127.0.0.1:${fake.port}`, { ...DEFAULT_PROVIDER_POLICY, allowedHosts: ['127.0.0.1'] }));
+    expect(https).toBeInstanceOf(Permanent);
+    expect(https.message).toMatch(/refused: url must not point at a loopback, private or link-local address/);
+    expect(fake.connections).toBe(0);
+    expect(fake.requests).toHaveLength(0);
+    // With the opt-in, the same server is reachable.
+    await expect(page(fake.url, TEST_POLICY)).resolves.toMatchObject({ records: [] });
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('checks the resolved address at connect time: an allowed name that resolves to a loopback address is refused, nothing connects', async () => {
+    const fake = await serve((_req, res) => res.end('[]'));
+    const name = hostname().toLowerCase();
+    const err = await failure(page(`https://${name}:${fake.port}`, { ...DEFAULT_PROVIDER_POLICY, allowedHosts: [name] }));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/resolves to an address that is not allowed/);
+    expect(err.message).not.toMatch(/127\.|::1/);
+    expect(fake.connections).toBe(0);
+  });
+
+  it('the host allowlist, https and no userinfo: what providerUrlProblem refuses', () => {
+    expect(providerUrlProblem('https://api.github.com/repos', DEFAULT_PROVIDER_POLICY)).toBeNull();
+    expect(providerUrlProblem('https://evil.example/', DEFAULT_PROVIDER_POLICY)).toMatch(/PROVIDER_HOSTS/);
+    expect(providerUrlProblem('http://api.github.com/', DEFAULT_PROVIDER_POLICY)).toMatch(/https/);
+    expect(providerUrlProblem('https://user:pw@api.github.com/', DEFAULT_PROVIDER_POLICY)).toMatch(/credentials/);
+    expect(providerUrlProblem('https://ghe.example.com/api/v3', { ...DEFAULT_PROVIDER_POLICY, allowedHosts: ['api.github.com', 'ghe.example.com'] })).toBeNull();
+    for (const url of ['http://10.0.0.5:6379/', 'http://169.254.169.254/', 'http://[::ffff:127.0.0.1]/', 'http://[fd00::1]/']) {
+      expect(providerUrlProblem(url, DEFAULT_PROVIDER_POLICY), url).not.toBeNull();
+    }
+    // The test opt-in admits loopback/private literals, never other public hosts.
+    expect(providerUrlProblem('http://127.0.0.1:8080/', TEST_POLICY)).toBeNull();
+    expect(providerUrlProblem('https://evil.example/', TEST_POLICY)).toMatch(/PROVIDER_HOSTS/);
+  });
+
+  it('refuses a redirect to another origin (which never sees a request) and follows one within the origin', async () => {
+    const elsewhere = await serve((_req, res) => res.end('[]'));
+    const fake = await serve((req, res) => {
+      if (req.url!.startsWith('/repos/octo/hello/issues') && req.headers['x-hop'] === undefined) {
+        res.writeHead(302, { location: `${elsewhere.url}/steal` }).end();
+      }
+    });
+    const err = await failure(page(fake.url, TEST_POLICY));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/refusing a redirect \(302\) to another origin/);
+    expect(elsewhere.requests).toHaveLength(0);
+
+    // GitHub answers 301 for a renamed repository: followed within the origin, with paging after it.
+    const renamed = await serve((req, res, self) => {
+      if (req.url!.startsWith('/repos/')) return res.writeHead(301, { location: '/repositories/7/issues?page=1' }).end();
+      const n = Number(new URL(req.url!, 'http://x').searchParams.get('page'));
+      const link = n === 1 ? { link: `<${self.url}/repositories/7/issues?page=2>; rel="next"` } : {};
+      res.writeHead(200, { 'content-type': 'application/json', ...link }).end(JSON.stringify([issue(n)]));
+    });
+    const pages = [];
+    for await (const p of pagesOf(githubConnector, { resource: 'issues', since: null, until: null, config: { base_url: renamed.url, repositories: ['octo/hello'], resource_types: ['issues'] }, credentials: { token: TOKEN }, policy: TEST_POLICY }, null)) {
+      pages.push(p);
+    }
+    expect(pages.map((p) => p.records.map((r) => r.externalId))).toEqual([['octo/hello#1'], ['octo/hello#2']]);
+    expect(renamed.requests.map((r) => r.url)).toEqual(['/repos/octo/hello/issues?state=all&sort=updated&direction=asc&per_page=100', '/repositories/7/issues?page=1', '/repositories/7/issues?page=2']);
+  });
+
+  it('describes network errors in words that name no address or port', async () => {
+    const fake = await serve(() => undefined);
+    const { url, port } = fake;
+    await fake.close();
+    const err = await failure(page(url, TEST_POLICY));
+    expect(err).toBeInstanceOf(Transient);
+    expect(err.message).toBe("github connector: fetching 'octo/hello': network error: connection refused");
+    expect(err.message).not.toContain(String(port));
+  });
+
+  it("refuses repositories with '.' or '..' segments and a base_url with user:password@", () => {
+    for (const repositories of [['../user'], ['octo/..'], ['./x'], ['octo/.']]) {
+      expect(() => githubConnector.resourceTypes({ repositories }), repositories[0]).toThrow(/repositories\[0\]: must not contain '\.' or '\.\.'/);
+    }
+    expect(githubConnector.resourceTypes({ repositories: ['octo/.github', 'octo/a.b'] })).toEqual(['issues', 'pull_requests']);
+    expect(() => githubConnector.resourceTypes({ base_url: 'https://user:pw@api.github.com', repositories: ['octo/hello'] })).toThrow(/base_url/);
+    expect(() => githubConnector.resourceTypes({ repositories: Array.from({ length: 101 }, (_, i) => `octo/r${i}`) })).toThrow(/at most 100/);
+  });
+});
+
+describe('redaction of provider text', () => {
+  it('redacts first (exact token, Bearer/token values), then cuts to about 500 characters', async () => {
+    // The token straddles character 200, where the old code cut before redacting.
+    const message = `${'x'.repeat(190)} ${TOKEN} then Authorization: Bearer other-secret-value-42 and token abcdefgh12345678 ${'y'.repeat(3000)}`;
+    const fake = await serve((_req, res) => res.writeHead(422, { 'content-type': 'application/json' }).end(JSON.stringify({ message })));
+    const err = await failure(page(fake.url, TEST_POLICY));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toContain('[redacted]');
+    expect(err.message).not.toContain(TOKEN.slice(0, 12));
+    expect(err.message).not.toContain('other-secret-value-42');
+    expect(err.message).not.toContain('abcdefgh12345678');
+    expect(err.message.length).toBeLessThanOrEqual(600);
+    // A plain-text body with the token at the old cut (200 characters): no prefix of it survives.
+    const plain = await serve((_req, res) => res.writeHead(422).end(`${'x'.repeat(185)} ${TOKEN}`));
+    const cut = await failure(page(plain.url, TEST_POLICY));
+    expect(cut.message).toMatch(/x \[redacted\]$/);
+    expect(cut.message).not.toContain(TOKEN.slice(0, 8));
+    expect(redactSecrets('see ghp_abcdefghijklmnopqrstuvwx here')).toBe('see [redacted] here');
+    expect(providerText('z'.repeat(2000)).length).toBe(500);
+  });
+
+  it('refuses a token of the wrong shape (a 1-character token would garble every message)', async () => {
+    const fake = await serve((_req, res) => res.end('[]'));
+    for (const token of ['x', 'short-token', 'has spaces in it 0123456789']) {
+      const err = await failure(page(fake.url, TEST_POLICY, { credentials: { token } }));
+      expect(err).toBeInstanceOf(Permanent);
+      expect(err.message).toMatch(/credentials: token: must be a GitHub token/);
+      expect(err.message).not.toContain(token);
+    }
+    expect(fake.requests).toHaveLength(0);
+    expect(githubConnector.credentialsProblem!({ token: TOKEN })).toBeNull();
+  });
+});
+
+describe('bounded responses', () => {
+  it('a gzip bomb fails with a clear error at the byte cap and the RSS stays under cap + 100 MiB', async () => {
+    // 64 MiB of one byte compresses to ~64 KiB; sent as 16 gzip members it expands to 1 GiB.
+    const member = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      let sent = 0;
+      const more = () => {
+        while (sent < 16) {
+          sent += 1;
+          if (!res.write(member)) return res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    });
+    expect(member.length).toBeLessThan(1024 * 1024);
+    global.gc?.();
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+    try {
+      const err = await failure(page(fake.url, TEST_POLICY));
+      expect(err).toBeInstanceOf(Permanent);
+      expect(err.message).toBe(`github connector: fetching 'octo/hello': the response body exceeds ${10 * 1024 * 1024} bytes (PROVIDER_MAX_RESPONSE_BYTES)`);
+    } finally {
+      clearInterval(sample);
+    }
+    peak = Math.max(peak, process.memoryUsage().rss);
+    expect(peak - before).toBeLessThan(DEFAULT_PROVIDER_POLICY.maxResponseBytes + 100 * 1024 * 1024);
+  });
+
+  it('a provider that never answers is cut off by the per-request timeout', async () => {
+    const fake = await serve(() => undefined);
+    const err = await failure(providerGet(`${fake.url}/slow`, { headers: {}, context: 'test', policy: { ...TEST_POLICY, timeoutMs: 300 } }));
+    expect(err).toBeInstanceOf(Transient);
+    expect(err.message).toBe('test: timed out after 0.3 s (PROVIDER_REQUEST_TIMEOUT_SECONDS)');
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('caps pages and records per task and the size of one record, and strips NULs from provider data', async () => {
+    const endless: Connector = {
+      slug: 'endless',
+      resourceTypes: () => ['items'],
+      fetchPage: async ({ pageToken }) => {
+        const n = Number(pageToken ?? 0);
+        return { records: [{ externalId: `i${n}\u0000`, updatedAt: null, data: { n, ['ke\u0000y']: ['a\u0000b', { c: 'd\u0000' }] } }], nextPageToken: String(n + 1) };
+      },
+    };
+    const request = { resource: 'items', since: null, until: null, config: {}, credentials: null };
+    const collect = async (policy: ProviderPolicy, done = { pages: 0, records: 0 }) => {
+      const seen = [];
+      try {
+        for await (const p of pagesOf(endless, { ...request, policy }, null, done)) seen.push(p);
+      } catch (err) {
+        return { seen, err: err as Error };
+      }
+      return { seen, err: null };
+    };
+    const pages = await collect({ ...DEFAULT_PROVIDER_POLICY, maxPagesPerTask: 3 });
+    expect(pages.seen).toHaveLength(3);
+    expect(pages.err).toBeInstanceOf(Permanent);
+    expect(pages.err!.message).toMatch(/more than 3 pages \(PROVIDER_MAX_PAGES_PER_TASK\)/);
+    expect(pages.seen[0]!.records[0]).toEqual({ externalId: 'i0', updatedAt: null, data: { n: 0, key: ['ab', { c: 'd' }] } });
+    // A resumed task counts what its earlier runs fetched.
+    const resumed = await collect({ ...DEFAULT_PROVIDER_POLICY, maxPagesPerTask: 3 }, { pages: 2, records: 2 });
+    expect(resumed.seen).toHaveLength(1);
+    const records = await collect({ ...DEFAULT_PROVIDER_POLICY, maxRecordsPerTask: 4 });
+    expect(records.seen).toHaveLength(4);
+    expect(records.err!.message).toMatch(/more than 4 records \(PROVIDER_MAX_RECORDS_PER_TASK\)/);
+    const big = await collect({ ...DEFAULT_PROVIDER_POLICY, maxRecordBytes: 10 });
+    expect(big.seen).toHaveLength(0);
+    expect(big.err).toBeInstanceOf(Permanent);
+    expect(big.err!.message).toMatch(/exceeds 10 bytes \(PROVIDER_MAX_RECORD_BYTES\)/);
+  });
+
+  it('cuts a provider error body to about 500 characters at the connector', async () => {
+    const fake = await serve((_req, res) => res.writeHead(503).end('z'.repeat(100_000)));
+    const err = await failure(page(fake.url, TEST_POLICY));
+    expect(err).toBeInstanceOf(Transient);
+    expect(err.message).toMatch(/GitHub answered 503/);
+    expect(err.message.length).toBeLessThanOrEqual(600);
+  });
+});
+
+describe('provider configuration', () => {
+  it('reads PROVIDER_* and IMMEDIATE_SYNC_* into the policy, with the documented defaults', () => {
+    expect(providerPolicy(loadConfig({}))).toEqual(DEFAULT_PROVIDER_POLICY);
+    expect(providerPolicy(loadConfig({ PROVIDER_HOSTS: 'api.github.com, GHE.example.com', PROVIDER_MAX_RESPONSE_BYTES: '1024', PROVIDER_ALLOW_PRIVATE: 'true' }))).toEqual({
+      ...DEFAULT_PROVIDER_POLICY,
+      allowedHosts: ['api.github.com', 'ghe.example.com'],
+      maxResponseBytes: 1024,
+      allowPrivate: true,
+    });
+    expect(() => loadConfig({ PROVIDER_HOSTS: 'https://ghe.example.com' })).toThrow(/PROVIDER_HOSTS: must be a comma-separated list of host names/);
+    expect(() => loadConfig({ PROVIDER_REQUEST_TIMEOUT_SECONDS: '0' })).toThrow(/PROVIDER_REQUEST_TIMEOUT_SECONDS/);
+    expect(immediateTaskQueue(loadConfig({}))).toBe('synctide-immediate');
+    expect(immediateTaskQueue(loadConfig({ IMMEDIATE_SYNC_TASK_QUEUE: 'fast-lane' }))).toBe('fast-lane');
+    expect(loadConfig({}).IMMEDIATE_SYNC_SLOTS).toBe(4);
+  });
+});
+
+describe('Postgres errors in logs', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('logs a failed statement without where, detail or parameters (which quote the neighbouring values)', async () => {
+    const err = await db.pool
+      .query(`select $1::jsonb`, [`{"token": "${TOKEN}", "bad": "\\u0000"}`])
+      .then(() => null, (e: unknown) => e as Error & { where?: string; detail?: string });
+    expect(err).not.toBeNull();
+    // What Postgres says quotes the statement's neighbouring values (`where`: "JSON data, line 1:
+    // ...<the token's tail>"): pino's own serializer would log them.
+    const tail = TOKEN.slice(-20);
+    expect(JSON.stringify(pino.stdSerializers.err(err!))).toContain(tail);
+    const logged = JSON.stringify(serializeError(err));
+    expect(logged).toContain(err!.message);
+    expect(logged).not.toContain(tail);
+    expect(logged).not.toMatch(/"where"|"detail"/);
+  });
+});
