@@ -1,3 +1,4 @@
+import { openCredentials } from '../lib/credentials';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { pagesOf } from '../connectors/pages';
@@ -19,7 +20,7 @@ import type { ActivityDeps } from './deps';
  * stays exactly as it was. After each stored page it heartbeats the counts so far (what a caller
  * whose deadline passed reports), and a cancellation stops it before the next fetch.
  */
-export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['syncImmediately'] {
+export function syncImmediately({ pool, metrics, credentials }: ActivityDeps): Activities['syncImmediately'] {
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
@@ -39,7 +40,7 @@ export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['sy
           since,
           until: null,
           config: conn.config ?? {},
-          credentials: conn.credentials ?? null,
+          credentials: openCredentials(credentials, input.connectionId, conn.credentials),
           signal: ctx.cancellationSignal,
         };
         for await (const page of pagesOf(connector, request, null)) {

@@ -1,10 +1,14 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
+import { except } from 'hono/combine';
 import { requestId } from 'hono/request-id';
 import type { ApiDeps } from './deps';
 import type { ApiEnv } from './env';
 import { describeIssues, errorBody, errorResponse } from './errors';
-import { requireAdminKey } from './middleware/auth';
+import { auditLog } from './middleware/audit';
+import { authenticate } from './middleware/auth';
+import { rateLimit } from './middleware/rate-limit';
+import { tenantScope } from './middleware/tenant-scope';
 import { requestLog } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
 import { registerDocs } from './routes/docs';
@@ -14,16 +18,17 @@ import { recordRoutes } from './routes/records';
 import { webhookRoutes } from './routes/webhooks';
 import { metricsRoutes } from '../lib/http';
 import { syncRoutes } from './routes/sync';
+import { tenancyRoutes } from './routes/tenancy';
 
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Routes anyone may call: probes, docs and (unless METRICS_REQUIRE_AUTH) metrics. */
+/** Routes anyone may call: probes, docs and (with METRICS_PUBLIC) metrics. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/docs']);
 
 /**
- * Builds the Hono application: request id and log → body limit → auth → routes grouped by
- * resource. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
+ * Builds the Hono application: request id and log → body limit → auth (admin or tenant key) →
+ * per-key rate limit → tenant scope → audit → routes grouped by resource. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
  * 409, 413 over 1 MiB, 502/504 when an immediate sync's provider failed or its deadline passed,
  * 503 when Postgres or Temporal is unreachable, 500 otherwise (never a stack, statement or
  * internal detail).
@@ -47,11 +52,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
-  const auth = requireAdminKey(deps.adminApiKey);
-  app.use(async (c, next) => {
-    const open = OPEN_PATHS.has(c.req.path) || (c.req.path === '/metrics' && !deps.metricsRequireAuth);
-    return open ? next() : auth(c, next);
-  });
+  const guarded = [authenticate(deps, deps.adminApiKey), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), tenantScope(deps), auditLog(deps)];
+  app.use(except((c) => OPEN_PATHS.has(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
   app.route('/', healthRoutes(deps));
   app.route('/', metricsRoutes(deps.registry, deps.extraMetrics));
@@ -60,6 +62,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', jobRoutes(deps));
   app.route('/', recordRoutes(deps));
   app.route('/', webhookRoutes(deps));
+  app.route('/', tenancyRoutes(deps));
   registerDocs(app);
 
   app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));

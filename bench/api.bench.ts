@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
 import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
+import { BENCH_KEYRING } from './deps';
 import { type BenchStack, msSince, percentile, runBench, table } from './stack';
 
 const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
@@ -29,6 +30,7 @@ async function main(stack: BenchStack) {
     logger: pino({ level: 'silent' }),
     taskQueue: 'bench-api-no-worker',
     adminApiKey: KEY,
+    credentials: BENCH_KEYRING,
     maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: 60_000,
   });

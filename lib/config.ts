@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
+import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
 
 const port = (fallback: number) =>
   z.coerce
@@ -64,8 +65,16 @@ export const envSchema = z
     ADMIN_API_KEY: optionalString.pipe(
       z.string().min(16, 'must be at least 16 characters').optional(),
     ),
-    // Open by default so Prometheus can scrape without the admin key.
-    METRICS_REQUIRE_AUTH: boolean(false),
+    // `/metrics` carries tenant ids in its labels: it requires the admin key unless this is true.
+    METRICS_PUBLIC: boolean(false),
+    // Encryption keys of credentials and webhook secrets at rest (lib/credentials.ts): one key
+    // (id `default`), or several as `id:base64,...` with the active one named.
+    CREDENTIALS_KEY: optionalString,
+    CREDENTIALS_KEYS: optionalString,
+    CREDENTIALS_ACTIVE_KEY_ID: optionalString,
+    // Per-API-key token bucket: sustained requests per second and the burst allowed above it.
+    API_RATE_LIMIT_PER_SECOND: z.coerce.number({ error: 'must be a positive number' }).positive('must be a positive number').default(50),
+    API_RATE_LIMIT_BURST: positiveInt(500),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
     // Workflow runs a worker keeps in memory between tasks. A sleeping connection outside the cache
@@ -133,11 +142,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (result.success) return result.data;
   const lines = result.error.issues.map((issue) => {
     const name = String(issue.path[0] ?? '(environment)');
-    const raw = env[name];
-    const got = raw === undefined ? '' : ` (got ${JSON.stringify(raw)})`;
+    const shown = shownValue(name, env[name]);
+    const got = shown === undefined ? '' : ` (got ${JSON.stringify(shown)})`;
     return `  ${name}: ${issue.message}${got}`;
   });
   throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+}
+
+/** Variables whose value is a secret by name: a config error never shows it. */
+const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
+
+/**
+ * The value a config error may show for variable `name`: none for a secret by name; for anything
+ * else the value with the password part of a URL masked (a `DATABASE_URL` with a password must not
+ * land in logs); undefined when nothing may be shown.
+ */
+export function shownValue(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || SECRET_NAME.test(name)) return undefined;
+  // Any `//user:password@` form, parseable as a URL or not; up to the last @, as a password may hold one.
+  return raw.replace(/(\/\/[^/:@\s]*:)\S*@/, '$1***@');
 }
 
 /**
@@ -183,6 +206,26 @@ export function scheduleSettings(config: Config): ScheduleSettings {
     jitterPctMin: config.JITTER_PCT_MIN,
     jitterPctMax: config.JITTER_PCT_MAX,
   };
+}
+
+/**
+ * The credentials keyring of a process: `npm run api` and `npm run worker` refuse to start without
+ * a key (naming CREDENTIALS_KEY); an invalid key names its variable and rule, never the value.
+ */
+export function requireKeyring(config: Config, processName: string): Keyring {
+  let keyring: Keyring | null;
+  try {
+    keyring = parseKeyring(config);
+  } catch (err) {
+    if (err instanceof KeyringProblem) throw new ConfigError(`Invalid configuration:\n  ${err.variable}: ${err.message}`);
+    throw err;
+  }
+  if (!keyring) {
+    throw new ConfigError(
+      `Invalid configuration:\n  CREDENTIALS_KEY: is required for ${processName} (32 bytes, base64; e.g. openssl rand -base64 32), or CREDENTIALS_KEYS with CREDENTIALS_ACTIVE_KEY_ID`,
+    );
+  }
+  return keyring;
 }
 
 /** `npm run api` serves real clients: ADMIN_API_KEY must be set. Throws a ConfigError naming it. */

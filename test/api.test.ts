@@ -13,7 +13,7 @@ import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -63,6 +63,7 @@ describe('REST API over HTTP', () => {
       logger: apiLog.logger,
       taskQueue: TASK_QUEUE,
       adminApiKey: KEY,
+      credentials: TEST_KEYRING,
       maxIntervalSeconds: 86_400,
       immediateSyncTimeoutMs: 60_000,
       ...deps,
@@ -125,12 +126,13 @@ describe('REST API over HTTP', () => {
       expect((await call('GET', '/jobs', undefined, { auth })).status).toBe(401);
     }
     expect({ jobs: await count('sync_jobs'), connections: await count('connections') }).toEqual(before);
-    // Only the probes, metrics and docs are open.
+    // Only the probes and docs are open; /metrics needs the admin key (its labels carry tenant ids).
     expect((await call('GET', '/healthz', undefined, { auth: null })).status).toBe(200);
     const ready = await call('GET', '/readyz', undefined, { auth: null });
     expect(ready.status).toBe(200);
     expect(ready.body.details).toEqual({ stale_connections: expect.any(Number) });
-    expect((await call('GET', '/metrics', undefined, { auth: null })).status).toBe(200);
+    expect((await call('GET', '/metrics', undefined, { auth: null })).status).toBe(401);
+    expect((await call('GET', '/metrics')).status).toBe(200);
     expect((await call('GET', '/openapi.json', undefined, { auth: null })).status).toBe(200);
   });
 
@@ -573,7 +575,7 @@ describe('REST API over HTTP', () => {
       (await count('sync_jobs where connection_id = $1 and rate_limit_retry_count > 0', [conn.id])) >= 1 ? true : undefined,
       { describe: async () => (await stack.db.pool.query('select trigger, status, job_type, rate_limit_retry_count, last_error from sync_jobs where connection_id = $1', [conn.id])).rows },
     );
-    const text = (await call('GET', '/metrics', undefined, { auth: null })).text;
+    const text = (await call('GET', '/metrics')).text;
     const expectLine = (pattern: RegExp) => expect(text, String(pattern)).toMatch(pattern);
     expectLine(/^sync_scheduler_jobs_scheduled_total\{[^}]*provider_slug="demo"[^}]*tenant_id="acme"[^}]*\} \d+/m);
     expectLine(/^sync_scheduler_jitter_seconds_bucket\{/m);

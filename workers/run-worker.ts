@@ -2,6 +2,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
 import { scheduleSettings } from '../lib/config';
+import type { Keyring } from '../lib/credentials';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createWorker } from './create-worker';
 
@@ -11,7 +12,7 @@ import { createWorker } from './create-worker';
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves.
  */
-export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Promise<void> {
+export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring): Promise<void> {
   const { config, logger, shutdown } = proc;
   const bundlePath = config.WORKFLOW_BUNDLE_PATH;
   const connection = await NativeConnection.connect({ address: proc.temporalAddress });
@@ -26,6 +27,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
       pool: proc.pool,
       logger,
       metrics: proc.metrics,
+      credentials,
       temporal: proc.temporal,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       settings: scheduleSettings(config),
