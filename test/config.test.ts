@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { ConfigError, loadConfig } from '../lib/config';
+import { ConfigError, loadConfig, requireKeyring, shownValue } from '../lib/config';
 
 describe('configuration', () => {
   it('uses documented defaults for an empty environment', () => {
@@ -47,5 +47,44 @@ describe('configuration', () => {
       expect((err as Error).message).toMatch(/API_PORT/);
       expect((err as Error).message).toMatch(/LOG_LEVEL/);
     }
+  });
+});
+
+describe('configuration errors never echo a secret', () => {
+  it('names a secret variable and its rule without its value', () => {
+    const message = (() => {
+      try {
+        loadConfig({ ADMIN_API_KEY: 'short-secret', API_RATE_LIMIT_BURST: '0' });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return '';
+    })();
+    expect(message).toMatch(/ADMIN_API_KEY: must be at least 16 characters$/m);
+    expect(message).toMatch(/API_RATE_LIMIT_BURST: must be a positive integer \(got "0"\)/);
+    expect(message).not.toContain('short-secret');
+  });
+
+  it('shows values of variables named like secrets never, and masks the password of a URL', () => {
+    for (const name of ['ADMIN_API_KEY', 'CREDENTIALS_KEY', 'MY_SECRET', 'GITHUB_TOKEN', 'DB_PASSWORD', 'api_key']) {
+      expect(shownValue(name, 'value')).toBeUndefined();
+    }
+    expect(shownValue('DATABASE_URL', 'mysql://me:p@ss:word@db:5432/x')).toBe('mysql://me:***@db:5432/x');
+    expect(shownValue('DATABASE_URL', 'postgres://db/x')).toBe('postgres://db/x');
+    expect(shownValue('API_PORT', 'abc')).toBe('abc');
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(/\(got "mysql:\/\/u:\*\*\*@db\/x"\)/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' })).not.toThrow(/hunter2/);
+  });
+
+  it('refuses to run the API or a worker without a credentials key, naming CREDENTIALS_KEY', () => {
+    expect(() => requireKeyring(loadConfig({}), 'npm run api')).toThrow(/CREDENTIALS_KEY: is required for npm run api/);
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEY: 'too-short-secret' }), 'npm run worker')).toThrow(/CREDENTIALS_KEY: must be 32 bytes, base64-encoded/);
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEY: 'too-short-secret' }), 'npm run worker')).not.toThrow(/too-short-secret/);
+    const a = Buffer.alloc(32, 1).toString('base64');
+    const b = Buffer.alloc(32, 2).toString('base64');
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEYS: `old:${a},new:${b}` }), 'x')).toThrow(/CREDENTIALS_ACTIVE_KEY_ID: is required when several keys/);
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEYS: `old:${a}`, CREDENTIALS_ACTIVE_KEY_ID: 'nope' }), 'x')).toThrow(/must be one of the configured key ids \(old\)/);
+    const ring = requireKeyring(loadConfig({ CREDENTIALS_KEY: a, CREDENTIALS_KEYS: `new:${b}`, CREDENTIALS_ACTIVE_KEY_ID: 'new' }), 'x');
+    expect([ring.activeId, [...ring.keys.keys()]]).toEqual(['new', ['default', 'new']]);
   });
 });

@@ -74,10 +74,10 @@ describe('npm start', () => {
 
   it('refuses a short ADMIN_API_KEY naming the variable and its rule, never the value', async () => {
     const value = 'short-secret-x';
-    const started = startStack({ DATA_DIR: dataDir, ADMIN_API_KEY: value, DATABASE_URL: 'postgres://synctide:pa55-w0rd-value@127.0.0.1:1/x', API_PORT: 'abc' });
+    const started = startStack({ DATA_DIR: dataDir, ADMIN_API_KEY: value, DATABASE_URL: 'mysql://synctide:pa55-w0rd-value@127.0.0.1:1/x' });
     expect(await started.exit).toBe(1);
     expect(started.output()).toMatch(/ADMIN_API_KEY: must be at least 16 characters/);
-    expect(started.output()).toMatch(/API_PORT: must be an integer port number between 1 and 65535 \(got "abc"\)/);
+    expect(started.output()).toMatch(/DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ connection URL \(got "mysql:\/\/synctide:\*\*\*@127\.0\.0\.1:1\/x"\)/);
     expect(started.output()).not.toContain(value);
     expect(started.output()).not.toContain('pa55-w0rd-value');
   });
