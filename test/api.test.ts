@@ -605,10 +605,12 @@ describe('REST API over HTTP', () => {
         'POST /connections/{id}/sync', 'POST /sync', 'POST /jobs/schedule', 'GET /jobs/{id}', 'GET /jobs',
         'POST /jobs/{id}/cancel', 'GET /connections/{id}/records', 'POST /webhooks', 'GET /webhooks', 'GET /webhooks/{id}',
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
+        'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
+        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit',
       ].sort(),
     );
     // Each route documents every status it answers with (besides 500).
-    const common = ['400', '401', '413', '503'];
+    const common = ['400', '401', '403', '404', '413', '429', '503'];
     const documented = Object.fromEntries(routes.map((route) => {
       const [method, path] = route.split(' ') as [string, string];
       return [route, Object.keys(doc.paths[path][method.toLowerCase()].responses).filter((s) => !common.includes(s)).sort()];
@@ -616,24 +618,30 @@ describe('REST API over HTTP', () => {
     expect(documented).toEqual({
       'POST /connections': ['201', '409'],
       'GET /connections': ['200'],
-      'GET /connections/{id}': ['200', '404'],
-      'PATCH /connections/{id}': ['200', '404', '409'],
-      'POST /connections/{id}/pause': ['200', '404', '409'],
-      'POST /connections/{id}/resume': ['200', '404'],
-      'POST /connections/{id}/disable': ['200', '404'],
-      'POST /connections/{id}/sync': ['202', '404', '409'],
-      'POST /sync': ['200', '202', '404', '409', '502', '504'],
-      'POST /jobs/schedule': ['202', '404', '409'],
-      'GET /jobs/{id}': ['200', '404'],
+      'GET /connections/{id}': ['200'],
+      'PATCH /connections/{id}': ['200', '409'],
+      'POST /connections/{id}/pause': ['200', '409'],
+      'POST /connections/{id}/resume': ['200'],
+      'POST /connections/{id}/disable': ['200'],
+      'POST /connections/{id}/sync': ['202', '409'],
+      'POST /sync': ['200', '202', '409', '502', '504'],
+      'POST /jobs/schedule': ['202', '409'],
+      'GET /jobs/{id}': ['200'],
       'GET /jobs': ['200'],
-      'POST /jobs/{id}/cancel': ['202', '404', '409'],
-      'GET /connections/{id}/records': ['200', '404', '410'],
+      'POST /jobs/{id}/cancel': ['202', '409'],
+      'GET /connections/{id}/records': ['200', '410'],
       'POST /webhooks': ['201'],
       'GET /webhooks': ['200'],
-      'GET /webhooks/{id}': ['200', '404'],
-      'DELETE /webhooks/{id}': ['204', '404'],
-      'GET /webhooks/{id}/deliveries': ['200', '404'],
-      'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver': ['202', '404', '409'],
+      'GET /webhooks/{id}': ['200'],
+      'DELETE /webhooks/{id}': ['204'],
+      'GET /webhooks/{id}/deliveries': ['200'],
+      'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver': ['202', '409'],
+      'DELETE /connections/{id}': ['202'],
+      'GET /purges/{id}': ['200'],
+      'POST /tenants/{tenant_id}/api-keys': ['201'],
+      'GET /tenants/{tenant_id}/api-keys': ['200'],
+      'DELETE /tenants/{tenant_id}/api-keys/{key_id}': ['200'],
+      'GET /audit': ['200'],
     });
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];
