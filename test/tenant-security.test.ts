@@ -195,7 +195,7 @@ describe('tenant security', () => {
       }));
       const job = await created(admin('POST', `/connections/${slow.id}/sync`, { mode: 'incremental' }), 202);
       const hook = await created(admin('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['connection.breaker_opened'] }));
-      return { tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string, hook: hook.id as string, purge: '' };
+      return { tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string, hook: hook.id as string, purge: '', newHook: '' };
     }
     const alpha = await resources('alpha', 'a');
     const own = await resources('beta', 'b');
@@ -225,7 +225,14 @@ describe('tenant security', () => {
         name: 'POST /jobs/:id/cancel', ok: 202, call: (k, w) => call(k, 'POST', `/jobs/${w.job}/cancel`),
         settle: () => settled(`select 1 from sync_jobs where id = any($1) and status <> 'cancelled'`, [[own.job, adm.job]]),
       },
-      { name: 'POST /webhooks', ok: 201, call: (k, w) => call(k, 'POST', '/webhooks', { tenant_id: w.tenant, url: 'http://127.0.0.1:9/other', event_types: ['sync.failed'] }) },
+      {
+        name: 'POST /webhooks', ok: 201,
+        call: async (k, w) => {
+          const res = await call(k, 'POST', '/webhooks', { tenant_id: w.tenant, url: 'http://127.0.0.1:9/other', event_types: ['sync.failed'] });
+          if (res.status === 201) w.newHook = res.body.id;
+          return res;
+        },
+      },
       { name: 'GET /webhooks?tenant_id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks?tenant_id=${w.tenant}`) },
       { name: 'GET /webhooks/:id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}`) },
       { name: 'GET /webhooks/:id/deliveries', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}/deliveries`) },
@@ -287,9 +294,13 @@ describe('tenant security', () => {
     // POST /sync by app_key alone looks in the key's own tenant only.
     expect((await call(alphaKey, 'POST', '/sync', { app_key: own.connKey })).status).toBe(404);
     // Redelivery of another tenant's webhook is hidden by the webhook id.
-    const redeliver = await call(alphaKey, 'POST', `/webhooks/${adm.hook}/deliveries/${alpha.hook}/redeliver`);
+    // Redelivery names the webhook first: another tenant's webhook is hidden (the scope's answer),
+    // while on its own webhook the key reaches the route (which looks for the delivery).
+    const redeliver = await call(alphaKey, 'POST', `/webhooks/${own.newHook}/deliveries/${alpha.hook}/redeliver`);
     expect(redeliver.status).toBe(404);
     expect(redeliver.body.error.message).toBe('no such resource');
+    const ownRedeliver = await call(betaKey, 'POST', `/webhooks/${own.newHook}/deliveries/${alpha.hook}/redeliver`);
+    expect([ownRedeliver.status, ownRedeliver.body.error.message]).toEqual([404, 'no delivery with that id for this webhook']);
 
     // Admin-only routes: a tenant key is refused (403) whatever the tenant; the admin succeeds.
     const adminOnly: [string, string, number][] = [
