@@ -4,6 +4,8 @@ import { ownerOf, recordAudit } from '../../commands/tenancy';
 import type { ApiEnv } from '../env';
 import { jsonObjectBody, pathResource } from './tenant-scope';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
  * Writes one `audit_log` row per mutating call (every method but GET, HEAD, OPTIONS) that passed
  * authentication: who (admin, or the tenant key's id), what (method and path), the target's id
@@ -23,9 +25,10 @@ export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<Api
     if (!tenantId) {
       const body = await jsonObjectBody(c);
       if (typeof body?.tenant_id === 'string') tenantId = body.tenant_id;
+      else if (typeof body?.pairId === 'string' && UUID.test(body.pairId)) tenantId = await ownerOf(deps, 'connection', body.pairId).catch(() => null);
     }
     await next();
-    let targetId = target?.id ?? null;
+    let targetId = target?.id ?? /\/api-keys\/([0-9a-f-]{36})$/i.exec(c.req.path)?.[1] ?? null;
     if (!targetId && c.res.status < 300 && c.res.headers.get('content-type')?.includes('json')) {
       const answer = (await c.res.clone().json().catch(() => null)) as { id?: unknown; job_id?: unknown } | null;
       const id = answer?.id ?? answer?.job_id;
