@@ -35,8 +35,10 @@ export async function jsonObjectBody(c: Context): Promise<Record<string, unknown
   try {
     const body: unknown = await c.req.json();
     return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
-  } catch {
-    return null;
+  } catch (err) {
+    // Not JSON: the route's validator answers 400. Anything else (a body over the limit) goes on up.
+    if (err instanceof SyntaxError) return null;
+    throw err;
   }
 }
 
