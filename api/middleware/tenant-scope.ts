@@ -23,10 +23,20 @@ const CONNECTION_FIELDS = ['connection_id', 'pairId', 'connectorId'];
 /** The resource `path` names by id, when it names one by a UUID. */
 export function pathResource(path: string): { kind: OwnedKind; id: string } | null {
   for (const [pattern, kind] of PATH_RESOURCES) {
-    const id = pattern.exec(path)?.[1];
+    const raw = pattern.exec(path)?.[1];
+    // Decoded as the router decodes a path parameter, so an escaped id is checked as the route sees it.
+    const id = raw === undefined ? undefined : safeDecode(raw);
     if (id && UUID.test(id)) return { kind, id };
   }
   return null;
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 /** The JSON body of a request as an object, or null (not JSON, or not an object: the route answers 400). */
