@@ -291,6 +291,10 @@ describe('tenant security', () => {
       expect(res.body.items.length).toBeGreaterThan(0);
       expect(new Set(res.body.items.map((i: { tenant_id: string }) => i.tenant_id)), path).toEqual(new Set(['alpha']));
     }
+    // An id escaped in the path is checked as the route decodes it.
+    const escaped = `%${own.slow.charCodeAt(0).toString(16)}${own.slow.slice(1)}`;
+    expect((await call(alphaKey, 'GET', `/connections/${escaped}`)).status).toBe(404);
+    expect((await call(betaKey, 'GET', `/connections/${escaped}`)).status).toBe(200);
     // POST /sync by app_key alone looks in the key's own tenant only.
     expect((await call(alphaKey, 'POST', '/sync', { app_key: own.connKey })).status).toBe(404);
     // Redelivery of another tenant's webhook is hidden by the webhook id.
