@@ -4,7 +4,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
 import { startTestApi, type TestApi } from './helpers/api';
+import { testActivityDeps } from './helpers/deps';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -125,5 +127,19 @@ describe('DELETE /connections/:id and its purge', () => {
     expect(await rowsMentioning([keeper.id])).toEqual(keeperBefore);
     expect(keeperBefore.records).toBeGreaterThan(0);
     expect(await workflowStatus(`connection:${keeper.id}`)).toBe('RUNNING');
+  });
+
+  it('the reconcile tick starts a purge whose workflow was never started (the API died in between)', async () => {
+    const orphan = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'orphan', provider: 'demo', config: { records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    await created('POST', `/connections/${orphan.id}/disable`, undefined, 200);
+    const [purge] = await q<{ id: string }>(
+      `insert into connection_purges (connection_id, tenant_id, created_at) values ($1, 'acme', now() - interval '2 minutes') returning id`,
+      [orphan.id],
+    );
+    await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+    await eventually(async () => ((await api.call('GET', `/purges/${purge!.id}`)).body.status === 'completed' ? true : undefined));
+    expect(await rowsMentioning([orphan.id])).toEqual({});
   });
 });

@@ -104,3 +104,12 @@ export async function deleteConnectionRow(db: Queryable, connectionId: string): 
   const { rowCount } = await db.query('delete from connections where id = $1', [connectionId]);
   return rowCount ?? 0;
 }
+
+/** Purges still `pending` (their workflow never reached its first step) created before `before`: the reconcile tick starts them. */
+export async function findUnstartedPurges(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
+  const { rows } = await db.query<{ id: string; connection_id: string }>(
+    `select id, connection_id from connection_purges where status = 'pending' and created_at < $1 order by created_at limit $2`,
+    [before, limit],
+  );
+  return rows;
+}
