@@ -105,6 +105,19 @@ describe('credentials rotation', () => {
     expect(github.requests.every((r) => r.headers.authorization === `Bearer ${GH_TOKEN}`)).toBe(true);
   });
 
+  it('the start-up step seals only plaintext rows and leaves envelopes of other keys for rotation', async () => {
+    const [plain] = await q<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key, credentials) values ('s', 'demo', 'plain', '{"token": "p"}') returning id`);
+    const [old] = await q<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key) values ('s', 'demo', 'old') returning id`);
+    await q('update connections set credentials = to_jsonb($2::text) where id = $1', [old!.id, sealCredentials(OLD_ONLY, old!.id, { token: 'o' })]);
+    const result = await resealSecrets({ pool: stack.db.pool, credentials: BOTH }, 'plaintext');
+    expect(result.sealed).toBe(1);
+    const rows = await q<{ id: string; credentials: unknown }>('select id, credentials from connections where id = any($1)', [[plain!.id, old!.id]]);
+    const byId = new Map(rows.map((r) => [r.id, r.credentials]));
+    expect(envelopeKeyId(byId.get(plain!.id))).toBe('new');
+    expect(openCredentials(BOTH, plain!.id, byId.get(plain!.id))).toEqual({ token: 'p' });
+    expect(envelopeKeyId(byId.get(old!.id))).toBe('old');
+  });
+
   it('never overwrites credentials changed while the rotation looked at them (compare and set)', async () => {
     const [row] = await q<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key) values ('cas', 'demo', 'cas') returning id`);
     const stale = sealCredentials(OLD_ONLY, row!.id, { token: 'before' })!;
