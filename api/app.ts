@@ -28,9 +28,9 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/docs']);
 
 /**
  * Builds the Hono application: request id and log → body limit → auth (admin or tenant key) →
- * per-key rate limit → tenant scope → audit → routes grouped by resource. Every error is JSON
- * `{error: {code, message}}`: 400 for schema violations, 401, 403, 404, 409, 413 over 1 MiB, 429,
- * 502/504 when an immediate sync's provider failed or its deadline passed, 503 when Postgres or
+ * per-key rate limit → audit (refusals of the scope included) → tenant scope → routes grouped by
+ * resource. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 403,
+ * 404, 409, 413 over 1 MiB, 429, 502/504 when an immediate sync's provider failed or its deadline passed, 503 when Postgres or
  * Temporal is unreachable, 500 otherwise (never a stack, statement or internal detail).
  */
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
@@ -52,7 +52,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
-  const guarded = [authenticate(deps, deps.adminApiKey), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), tenantScope(deps), auditLog(deps)];
+  const guarded = [authenticate(deps, deps.adminApiKey), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), auditLog(deps), tenantScope(deps)];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
   app.route('/', healthRoutes(deps));

@@ -205,6 +205,15 @@ describe('tenant security', () => {
     await settled(`select 1 from sync_jobs where id = any($1) and status <> 'running'`, [[alpha.job, own.job, adm.job]]);
 
     type World = typeof own;
+    /** Waits until the connection workflows stored their pause or resume (they write the status too). */
+    const intentsStored = (status: string) =>
+      eventually(async () => {
+        for (const id of [own.conn, adm.conn]) {
+          const res = await admin('GET', `/connections/${id}`);
+          if (res.body.status !== status || !res.body.live || res.body.live.pending.length > 0) return undefined;
+        }
+        return true;
+      });
     const window = { start: '2020-01-01T00:00:00Z', end: '2020-01-02T00:00:00Z' };
     /** Every tenant route: how to call it on world `w`, and what success is. */
     const routes: { name: string; ok: number; call: (key: string, w: World, n: number) => Promise<Answer>; settle?: () => Promise<unknown> }[] = [
@@ -212,8 +221,8 @@ describe('tenant security', () => {
       { name: 'GET /connections?tenant_id', ok: 200, call: (k, w) => call(k, 'GET', `/connections?tenant_id=${w.tenant}`) },
       { name: 'GET /connections/:id', ok: 200, call: (k, w) => call(k, 'GET', `/connections/${w.conn}`) },
       { name: 'PATCH /connections/:id', ok: 200, call: (k, w) => call(k, 'PATCH', `/connections/${w.conn}`, { config: { records_per_resource: 3, page_size: 3 }, credentials: { token: 'x' } }) },
-      { name: 'POST /connections/:id/pause', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/pause`) },
-      { name: 'POST /connections/:id/resume', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/resume`) },
+      { name: 'POST /connections/:id/pause', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/pause`), settle: () => intentsStored('paused') },
+      { name: 'POST /connections/:id/resume', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/resume`), settle: () => intentsStored('active') },
       { name: 'POST /connections/:id/sync', ok: 202, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/sync`, { mode: 'incremental' }) },
       { name: 'GET /connections/:id/records', ok: 200, call: (k, w) => call(k, 'GET', `/connections/${w.slow}/records`) },
       { name: 'POST /sync (tenant_id)', ok: 202, call: (k, w) => call(k, 'POST', '/sync', { app_key: w.connKey, tenant_id: w.tenant }) },
@@ -252,15 +261,16 @@ describe('tenant security', () => {
 
     /**
      * What an API call can write: row counts of the tables calls write (connections, webhooks and
-     * their deliveries, purges, API keys, and jobs requested over the API; scheduled jobs and what
-     * syncs write come from the background), and the other tenant's rows as they stand.
+     * their deliveries, purges, API keys, and jobs the API inserts itself, `api` and `backfill`;
+     * the connection workflows insert the scheduled and sync-now ones, and syncs write the rest in
+     * the background), and the other tenant's rows as they stand.
      */
     async function snapshot() {
       const counts: Record<string, number> = {};
       for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys']) {
         counts[table] = (await q<{ n: number }>(`select count(*)::int as n from "${table}"`))[0]!.n;
       }
-      counts.requested_jobs = (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger <> 'schedule'`))[0]!.n;
+      counts.requested_jobs = (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger in ('api', 'backfill')`))[0]!.n;
       const beta = await q(`select id, status, app_key, config, credentials from connections where tenant_id = 'beta' order by id`);
       const hooks = await q(`select id, url, event_types from webhooks where tenant_id = 'beta' order by id`);
       const slowJobs = await q(`select id, status from sync_jobs where id = any($1) order by id`, [[own.job, adm.job]]);

@@ -8,7 +8,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Writes one `audit_log` row per mutating call (every method but GET, HEAD, OPTIONS) that passed
- * authentication: who (admin, or the tenant key's id), what (method and path), the target's id
+ * authentication and the rate limit, a call the tenant scope then refuses (403, 404) included: who (admin, or the tenant key's id), what (method and path), the target's id
  * and tenant, when, and the answer's status. Bodies are never recorded, so no secret is. A failed
  * write is logged and does not change the answer.
  */
