@@ -27,7 +27,7 @@ describe('credentials rotation', () => {
   let github: FakeGitHub;
 
   beforeAll(async () => {
-    api = await startTestApi(stack, TASK_QUEUE, { credentials: OLD_ONLY });
+    api = await startTestApi(stack, TASK_QUEUE, { credentials: OLD_ONLY, webhookAllowPrivate: true });
     github = await startFakeGitHub({ token: GH_TOKEN, repos: { 'acme/app': { issues: 8, pulls: 2 } } });
   });
   afterAll(async () => {
@@ -49,7 +49,7 @@ describe('credentials rotation', () => {
     expect(gh.status, JSON.stringify(gh.body)).toBe(201);
     const slow = await api.call('POST', '/connections', {
       tenant_id: 'acme', app_key: 'slow', provider: 'demo', credentials: { token: 'slow-token' }, schedule: { interval_seconds: 86_400 },
-      config: { resource_types: ['a', 'b', 'c'], records_per_resource: 600, page_size: 5, latency_ms: 40 },
+      config: { resource_types: ['a', 'b', 'c'], records_per_resource: 400, page_size: 5, latency_ms: 40 },
     });
     expect(slow.status).toBe(201);
     const hook = await api.call('POST', '/webhooks', { tenant_id: 'acme', url: 'http://127.0.0.1:9/h', event_types: ['connection.breaker_opened'] });
