@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 import { ConfigError, loadConfig, requireKeyring, shownValue } from '../lib/config';
 
@@ -86,5 +88,34 @@ describe('configuration errors never echo a secret', () => {
     expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEYS: `old:${a}`, CREDENTIALS_ACTIVE_KEY_ID: 'nope' }), 'x')).toThrow(/must be one of the configured key ids \(old\)/);
     const ring = requireKeyring(loadConfig({ CREDENTIALS_KEY: a, CREDENTIALS_KEYS: `new:${b}`, CREDENTIALS_ACTIVE_KEY_ID: 'new' }), 'x');
     expect([ring.activeId, [...ring.keys.keys()]]).toEqual(['new', ['default', 'new']]);
+  });
+});
+
+describe('entry points refuse to start without a credentials key', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const run = (script: string, env: Record<string, string>) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', script],
+        // Syntactically valid servers that are never reached: the process must stop at its configuration.
+        { cwd: root, env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://127.0.0.1:1/x', TEMPORAL_ADDRESS: '127.0.0.1:1', ...env } },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+      );
+    });
+
+  it('npm run api and npm run worker exit 1 naming CREDENTIALS_KEY, and never print a key given', async () => {
+    const [api, worker, bad] = await Promise.all([
+      run('api/main.ts', { ADMIN_API_KEY: 'an-admin-key-of-32-characters-xx' }),
+      run('workers/main.ts', {}),
+      run('workers/main.ts', { CREDENTIALS_KEY: 'not-a-32-byte-key-value' }),
+    ]);
+    expect(api).toMatchObject({ code: 1 });
+    expect(api.output).toMatch(/CREDENTIALS_KEY: is required for npm run api/);
+    expect(worker).toMatchObject({ code: 1 });
+    expect(worker.output).toMatch(/CREDENTIALS_KEY: is required for npm run worker/);
+    expect(bad).toMatchObject({ code: 1 });
+    expect(bad.output).toMatch(/CREDENTIALS_KEY: must be 32 bytes, base64-encoded/);
+    expect(bad.output).not.toContain('not-a-32-byte-key-value');
   });
 });

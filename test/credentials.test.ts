@@ -1,6 +1,8 @@
 // Pure units of tenant security: credential envelopes (AES-256-GCM with key ids, bound to their
 // row) and the per-key token bucket. No I/O, no clocks: times are passed in.
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { metricsRoutes } from '../lib/http';
 import { envelopeKeyId, isEnvelope, open, openCredentials, openWebhookSecret, parseKeyring, seal, sealCredentials } from '../lib/credentials';
 import { takeToken, type BucketState } from '../policy/token-bucket';
 
@@ -91,5 +93,17 @@ describe('per-key token bucket', () => {
     const first = takeToken(slow, undefined, 0);
     expect(first.allowed).toBe(true);
     expect(takeToken(slow, first.state, 0)).toMatchObject({ allowed: false, retryAfterSeconds: 10 });
+  });
+});
+
+describe('/metrics behind a bearer key', () => {
+  it('answers 401 without the key (constant-time compare) and the metrics with it', async () => {
+    const registry = new Registry();
+    const app = metricsRoutes(registry, undefined, 'worker-metrics-admin-key');
+    expect((await app.request('/metrics')).status).toBe(401);
+    expect((await app.request('/metrics', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const ok = await app.request('/metrics', { headers: { authorization: 'Bearer worker-metrics-admin-key' } });
+    expect(ok.status).toBe(200);
+    expect((await metricsRoutes(registry).request('/metrics')).status).toBe(200);
   });
 });
