@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { ProviderPolicy } from '../connectors/types';
 import type { Pool } from '../db/pool';
+import type { Keyring } from '../lib/credentials';
 import type { Logger } from '../lib/logger';
 import type { SyncMetrics } from '../lib/metrics';
 import type { RateLimitPolicy } from '../policy/rate-limit';
@@ -12,6 +13,8 @@ export interface ActivityDeps {
   pool: Pool;
   logger: Logger;
   metrics: SyncMetrics;
+  /** The credentials keyring: the activities that call a provider or sign a webhook open secrets with it. */
+  credentials: Keyring;
   /** Used by the reconcile tick to start and stop connection workflows. */
   temporal: Client;
   taskQueue: string;

@@ -15,6 +15,7 @@ import { completeJob, openCycle, startJob } from './lean-steps';
 import { loadConnectionContext } from './load-connection-context';
 import { markJobRetrying } from './mark-job-retrying';
 import { prepareJob } from './prepare-job';
+import { purgeConnectionBatch, quiesceConnection } from './purge-connection';
 import { reapStaleTasks } from './reap-stale-tasks';
 import { recordAttemptFailure, recordAttemptSuccess } from './record-attempt';
 import { reconcileConnections } from './reconcile-connections';
@@ -52,5 +53,7 @@ export function createActivities(deps: ActivityDeps): Activities {
     deleteOldJobs: deleteOldJobs(deps),
     deliverWebhook: deliverWebhook(deps),
     failWebhookDelivery: failWebhookDelivery(deps),
+    quiesceConnection: quiesceConnection(deps),
+    purgeConnectionBatch: purgeConnectionBatch(deps),
   };
 }

@@ -3,6 +3,7 @@ import { countOverdueConnections, countStaleConnections, lockReconcileBatch, mar
 import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
 import { findUnstartedDeliveries, markDeliveryStarted } from '../db/models/webhooks';
+import { findUnstartedPurges } from '../db/models/purges';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
@@ -15,6 +16,7 @@ import {
   isWorkflowRunning,
   listRunningAmong,
   listRunningWorkflowIds,
+  startConnectionPurge,
   startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
@@ -54,7 +56,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   without one gets it started; any other is failed as abandoned (with its open tasks), so no
  *   job stays active forever and blocks its connection's schedule;
  * - every pending webhook delivery older than a few seconds has had its workflow started (the
- *   process that wrote it may have died before starting it);
+ *   process that wrote it may have died before starting it), and so has every connection purge
+ *   still pending after a minute;
  * - the backlog gauge is set to the number of overdue connections, and the freshness gauge to
  *   the number of connections, by provider, whose last success is older than twice their interval.
  * Without a list API (the time-skipping test server) every connection is ensured and every
@@ -92,6 +95,12 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       await markDeliveryStarted(pool, started, new Date());
       result.deliveriesStarted = started.length;
       result.temporalCalls += unstarted.length;
+    }
+    for (const purge of await findUnstartedPurges(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
+      result.temporalCalls += 1;
+      await startConnectionPurge(temporal, deps.taskQueue, { purgeId: purge.id, connectionId: purge.connection_id }).catch((err: unknown) =>
+        logger.warn({ err, purge_id: purge.id }, 'connection purge start failed; the next tick tries again'),
+      );
     }
     result.backlog = await countOverdueConnections(pool, new Date(input.at));
     metrics.backlog.set(result.backlog);

@@ -1,3 +1,4 @@
+import { openCredentials } from '../lib/credentials';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { pagesOf } from '../connectors/pages';
@@ -25,7 +26,7 @@ const HEARTBEAT_EVERY_MS = 2000;
  * cancellation signal), not only at the next page. Provider requests and paging are bounded by
  * the worker's provider policy.
  */
-export function syncImmediately({ pool, metrics, providers }: ActivityDeps): Activities['syncImmediately'] {
+export function syncImmediately({ pool, metrics, providers, credentials }: ActivityDeps): Activities['syncImmediately'] {
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
@@ -47,7 +48,7 @@ export function syncImmediately({ pool, metrics, providers }: ActivityDeps): Act
           since,
           until: null,
           config: conn.config ?? {},
-          credentials: conn.credentials ?? null,
+          credentials: openCredentials(credentials, input.connectionId, conn.credentials),
           signal: ctx.cancellationSignal,
           policy: providers,
         };

@@ -1,3 +1,4 @@
+import { openCredentials } from '../lib/credentials';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { PoolClient } from 'pg';
@@ -59,7 +60,7 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * keeps the rows already written (re-reading an unchanged record writes nothing), and
  * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger, providers }: ActivityDeps): Activities['syncTask'] {
+export function syncTask({ pool, logger, providers, credentials }: ActivityDeps): Activities['syncTask'] {
   return async (input) => {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
@@ -130,7 +131,7 @@ export function syncTask({ pool, logger, providers }: ActivityDeps): Activities[
           since,
           until,
           config: task.config ?? {},
-          credentials: task.credentials ?? null,
+          credentials: openCredentials(credentials, connectionId, task.credentials),
           signal: ctx.cancellationSignal,
           policy: providers,
         };

@@ -1,5 +1,6 @@
 // Webhook deliveries from the worker's side: starting the delivery workflows of events just
 // committed, and the delivery attempt itself (signed, bounded, recorded).
+import { openWebhookSecret } from '../lib/credentials';
 import { ApplicationFailure } from '@temporalio/common';
 import { failDelivery, findDeliveryTarget, markDeliveryStarted, recordDeliveryAttempt } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
@@ -36,7 +37,7 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'pool' | 'temporal'
  * retryable failure: the workflow's retry policy backs off. A delivery whose webhook was deleted
  * is dropped; one delivered already is not sent again.
  */
-export function deliverWebhook({ pool, webhooks }: ActivityDeps): Activities['deliverWebhook'] {
+export function deliverWebhook({ pool, webhooks, credentials }: ActivityDeps): Activities['deliverWebhook'] {
   return async ({ deliveryId }) => {
     const target = await findDeliveryTarget(pool, deliveryId);
     if (!target) return 'dropped';
@@ -54,7 +55,7 @@ export function deliverWebhook({ pool, webhooks }: ActivityDeps): Activities['de
       'synctide-event-id': target.event_id,
       'synctide-event-type': target.event_type,
       'synctide-delivery-id': target.id,
-      [SIGNATURE_HEADER]: signWebhook(target.secret, Math.floor(Date.now() / 1000), body),
+      [SIGNATURE_HEADER]: signWebhook(openWebhookSecret(credentials, target.webhook_id, target.secret), Math.floor(Date.now() / 1000), body),
     };
     const startedAt = Date.now();
     let statusCode: number | null = null;

@@ -1,11 +1,15 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { except } from 'hono/combine';
 import { secureHeaders } from 'hono/secure-headers';
 import type { ApiDeps } from './deps';
 import type { ApiEnv } from './env';
 import { describeIssues, errorBody, errorResponse } from './errors';
-import { requireAdminKey } from './middleware/auth';
+import { auditLog } from './middleware/audit';
+import { authenticate } from './middleware/auth';
+import { rateLimit } from './middleware/rate-limit';
+import { tenantScope } from './middleware/tenant-scope';
 import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
 import { isDocsPath, registerDocs } from './routes/docs';
@@ -15,6 +19,7 @@ import { recordRoutes } from './routes/records';
 import { webhookRoutes } from './routes/webhooks';
 import { metricsRoutes } from '../lib/http';
 import { syncRoutes } from './routes/sync';
+import { tenancyRoutes } from './routes/tenancy';
 
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -48,18 +53,19 @@ const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
   return next();
 };
 
-/** Routes anyone may call: probes, docs (isDocsPath) and (unless METRICS_REQUIRE_AUTH) metrics. */
+/** Routes anyone may call: probes, docs (isDocsPath) and (with METRICS_PUBLIC) metrics. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz']);
 
 /**
  * Builds the Hono application: security headers → request id (generated here) and log → body
- * limit → auth → routes grouped by resource. Every answer carries hono's secure headers (nosniff,
- * no framing, no referrer, HSTS for when it is served over TLS) and a CSP that allows nothing
- * (the docs page sets its own); an answer that sets no Cache-Control gets `no-store`, so no
- * cache or proxy keeps a tenant's data. Every error is JSON `{error: {code, message}}`: 400 for schema violations, 401, 404,
- * 409, 413 over 1 MiB, 502/504 when an immediate sync's provider failed or its deadline passed,
- * 503 when Postgres or Temporal is unreachable, 500 otherwise (never a stack, statement or
- * internal detail).
+ * limit → NUL refusal → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
+ * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
+ * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
+ * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
+ * `no-store`, so no cache or proxy keeps a tenant's data. Every error is JSON
+ * `{error: {code, message}}`: 400 for schema violations, 401, 403, 404, 409, 413 over 1 MiB, 429,
+ * 502/504 when an immediate sync's provider failed or its deadline passed, 503 when Postgres or
+ * Temporal is unreachable, 500 otherwise (never a stack, statement or internal detail).
  */
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({
@@ -92,11 +98,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
-  const auth = requireAdminKey(deps.adminApiKey);
-  app.use(async (c, next) => {
-    const open = OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && !deps.metricsRequireAuth);
-    return open ? next() : auth(c, next);
-  });
+  const guarded = [authenticate(deps, deps.adminApiKey), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), auditLog(deps), tenantScope(deps)];
+  app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
   app.use(refuseNul);
 
@@ -107,6 +110,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', jobRoutes(deps));
   app.route('/', recordRoutes(deps));
   app.route('/', webhookRoutes(deps));
+  app.route('/', tenancyRoutes(deps));
   registerDocs(app);
 
   app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));

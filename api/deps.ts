@@ -4,15 +4,18 @@ import type { CommandDeps } from '../commands/deps';
 import type { Shutdown } from '../lib/shutdown';
 import { immediateTaskQueue, providerPolicy, type Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
+import type { BucketLimits } from '../policy/token-bucket';
 
 /** What the API needs from the process: the commands' dependencies, a metrics registry, a logger. */
 export interface ApiDeps extends CommandDeps {
   registry: Registry;
   logger: Logger;
-  /** The admin API key every route but health, metrics and docs requires. */
+  /** The admin API key: every tenant, every route. Tenant keys are in the database. */
   adminApiKey: string;
-  /** Whether `/metrics` also requires the key (METRICS_REQUIRE_AUTH). */
-  metricsRequireAuth?: boolean;
+  /** METRICS_PUBLIC: `/metrics` without the admin key (its labels carry tenant ids). Default false. */
+  metricsPublic?: boolean;
+  /** The per-API-key token bucket (API_RATE_LIMIT_PER_SECOND, API_RATE_LIMIT_BURST); unset, no limit. */
+  rateLimit?: BucketLimits;
   /** Extra metrics text appended to `/metrics` (the Temporal SDK's own worker metrics). */
   extraMetrics?: () => Promise<string>;
 }
@@ -20,10 +23,11 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsRequireAuth' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    metricsRequireAuth: config.METRICS_REQUIRE_AUTH,
+    metricsPublic: config.METRICS_PUBLIC,
+    rateLimit: { ratePerSecond: config.API_RATE_LIMIT_PER_SECOND, burst: config.API_RATE_LIMIT_BURST },
     maxIntervalSeconds: config.MAX_OVERRIDDEN_INTERVAL_SECONDS,
     immediateSyncTimeoutMs: config.IMMEDIATE_SYNC_TIMEOUT_SECONDS * 1000,
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,

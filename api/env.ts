@@ -1,5 +1,10 @@
 import type { RequestIdVariables } from 'hono/request-id';
 import type { Logger } from '../lib/logger';
 
-/** Hono environment of the Synctide API: per-request id and logger. */
-export type ApiEnv = { Variables: RequestIdVariables & { log: Logger } };
+/** Who is calling: the admin key (every tenant), or a tenant's key (that tenant only). */
+export type Principal =
+  | { kind: 'admin' }
+  | { kind: 'tenant'; tenantId: string; keyId: string; scopes: string[] };
+
+/** Hono environment of the Synctide API: per-request id, logger and the authenticated caller. */
+export type ApiEnv = { Variables: RequestIdVariables & { log: Logger; principal: Principal } };

@@ -1,19 +1,24 @@
 // `npm run api`: a production API process. Run any number of them behind a load balancer.
 import { enableDemoConnector } from '../connectors/registry';
+import { resealSecrets } from '../commands/credentials';
 import { runProcess } from '../infra/boot';
-import { loadConfigOrExit, requireAdminKey, requireServers } from '../lib/config';
+import { loadConfigOrExit, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
 import { listen } from '../lib/http';
 import { createApp } from './app';
 import { apiSettings, backgroundStarts } from './deps';
 
 const config = loadConfigOrExit(process.env, (c) => requireAdminKey(requireServers(c, 'npm run api'), 'npm run api'));
+const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(c, 'npm run api'));
 
 // Off in production: the demo provider's fault hooks are for `npm start` and tests.
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
 runProcess(config, { name: 'api', sdkRuntime: false, pool: 'api' }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
+  // Legacy plaintext rows are sealed before the first request (idempotent; safe beside other processes).
+  const sealed = await resealSecrets({ pool, credentials }, 'plaintext');
+  if (sealed.sealed > 0) logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
   const background = backgroundStarts(logger, shutdown);
-  const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, ...apiSettings(config), background });
+  const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, credentials, ...apiSettings(config), background });
   const server = await listen(app, config.API_HOST, config.API_PORT);
   shutdown.add('http', () => server.close());
   logger.info({ url: server.url }, 'api listening');

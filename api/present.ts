@@ -6,6 +6,9 @@ import { firstLine as safeMessage } from '../commands/errors';
 import type { JobRow, TaskRow } from '../commands/jobs';
 import type { RecordChange } from '../commands/records';
 import type { DeliveryRow, WebhookRow } from '../commands/webhooks';
+import type { PurgeRow } from '../commands/purges';
+import type { ApiKeyRow, AuditRow } from '../commands/tenancy';
+import { connectionPurgeWorkflowId } from '../temporal/purge';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -157,5 +160,38 @@ export function presentDelivery(row: DeliveryRow) {
     created_at: row.created_at.toISOString(),
     finished_at: row.finished_at?.toISOString() ?? null,
     attempt_log: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at).toISOString() })),
+  };
+}
+
+/** A tenant API key as the API shows it (never its secret or hash). */
+export function presentApiKey(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: row.scopes,
+    created_at: row.created_at.toISOString(),
+    last_used_at: iso(row.last_used_at),
+    revoked_at: iso(row.revoked_at),
+  };
+}
+
+/** An audit log entry. */
+export function presentAuditEntry(row: AuditRow) {
+  return { ...row, at: row.at.toISOString() };
+}
+
+/** A connection purge. */
+export function presentPurge(row: PurgeRow) {
+  return {
+    id: row.id,
+    connection_id: row.connection_id,
+    tenant_id: row.tenant_id,
+    status: row.status,
+    deleted_rows: Number(row.deleted_rows),
+    workflow_id: connectionPurgeWorkflowId(row.id),
+    created_at: row.created_at.toISOString(),
+    finished_at: iso(row.finished_at),
   };
 }

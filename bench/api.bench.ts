@@ -14,6 +14,7 @@ import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
 import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
 import { syncJobWorkflowId } from '../temporal/ids';
+import { BENCH_KEYRING } from './deps';
 import { type BenchStack, msSince, percentile, runBench, table } from './stack';
 
 const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
@@ -32,6 +33,7 @@ async function main(stack: BenchStack) {
     logger: pino({ level: 'silent' }),
     taskQueue: 'bench-api-no-worker',
     adminApiKey: KEY,
+    credentials: BENCH_KEYRING,
     maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: 60_000,
   });

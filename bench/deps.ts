@@ -8,6 +8,7 @@ import type { ActivityDeps } from '../activities/deps';
 import { enableDemoConnector } from '../connectors/registry';
 import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
 import type { Pool } from '../db/pool';
+import { parseKeyring } from '../lib/credentials';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../policy/schedule';
@@ -16,6 +17,9 @@ import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../policy/sche
 enableDemoConnector();
 
 /** Schedule settings with no jitter, so that `scheduled_at` is exactly the due time. */
+/** The credentials keyring of benchmarks: a fixed key. */
+export const BENCH_KEYRING = parseKeyring({ CREDENTIALS_KEY: Buffer.alloc(32, 7).toString('base64') })!;
+
 export const NO_JITTER: ScheduleSettings = { ...DEFAULT_SCHEDULE_SETTINGS, jitterPctMin: 0, jitterPctMax: 0 };
 
 export function benchActivityDeps(opts: {
@@ -28,6 +32,7 @@ export function benchActivityDeps(opts: {
     pool: opts.pool,
     logger: pino({ level: 'silent' }),
     metrics: createSyncMetrics(new Registry()),
+    credentials: BENCH_KEYRING,
     temporal: opts.client,
     taskQueue: opts.taskQueue,
     settings: opts.settings ?? DEFAULT_SCHEDULE_SETTINGS,

@@ -1,5 +1,6 @@
 // Commands on connections: each writes the row and tells the connection's workflow, so the two
 // never drift apart, whoever calls them (the API, `npm start`'s demo connection).
+import { randomUUID } from 'node:crypto';
 import { connectorSlugs } from '../connectors/registry';
 import type { AlertRow } from '../db/models/alerts';
 import { findOpenAlert } from '../db/models/alerts';
@@ -9,6 +10,7 @@ import type { ConnectionRow, ListConnectionsInput } from '../db/models/connectio
 import * as jobs from '../db/models/jobs';
 import { insertConnectionEvent, markDeliveryStarted } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
+import { sealCredentials } from '../lib/credentials';
 import { recordJobEnded } from '../lib/metrics';
 import type { ConnectionStatus } from '../policy/vocabulary';
 import {
@@ -50,12 +52,15 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
   checkSchedule(deps, request.schedule);
   checkConfig(request.provider, request.config, deps);
   checkCredentials(request.provider, request.credentials);
+  // The id is chosen here: the sealed credentials are bound to it, and only the envelope is stored.
+  const id = randomUUID();
   const row = await connections.insertConnection(deps.pool, {
+    id,
     tenantId: request.tenantId,
     providerSlug: request.provider,
     appKey: request.appKey,
     config: request.config,
-    credentials: request.credentials,
+    sealedCredentials: sealCredentials(deps.credentials, id, request.credentials),
     schedule: request.schedule as Record<string, unknown> | null,
     // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
     status: request.status,
@@ -140,7 +145,8 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   }
   let row = current;
   if (change.config !== undefined || change.credentials !== undefined) {
-    row = (await connections.updateConnection(deps.pool, id, { config: change.config, credentials: change.credentials }))!;
+    const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
+    row = (await connections.updateConnection(deps.pool, id, { config: change.config, sealedCredentials }))!;
   }
   if (change.schedule) {
     await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), updateScheduleSignal, change.schedule);

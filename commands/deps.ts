@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { ProviderPolicy } from '../connectors/types';
 import type { Pool } from '../db/pool';
+import type { Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
 import type { BackgroundStarts } from './background-starts';
 
@@ -10,6 +11,8 @@ export interface CommandDeps {
   temporal: Client;
   /** Task queue of the Synctide workers (where requested jobs and immediate syncs run). */
   taskQueue: string;
+  /** The credentials keyring: commands seal credentials and webhook secrets before they write them. */
+  credentials: Keyring;
   /** The process's metrics (commands count the jobs they create). */
   metrics: SyncMetrics;
   /** MAX_OVERRIDDEN_INTERVAL_SECONDS: the largest interval a schedule may ask for. */

@@ -1,5 +1,7 @@
 // Commands on webhooks: a tenant's endpoints, their deliveries, and redelivery.
+import { randomUUID } from 'node:crypto';
 import * as webhooks from '../db/models/webhooks';
+import { seal } from '../lib/credentials';
 import type { DeliveryRow, WebhookRow } from '../db/models/webhooks';
 import { outboundUrlProblem } from '../lib/outbound';
 import { newWebhookSecret } from '../lib/webhook-signature';
@@ -26,7 +28,10 @@ export async function createWebhook(deps: CommandDeps, hook: NewWebhook): Promis
   const problem = outboundUrlProblem(hook.url, deps.webhookAllowPrivate ?? false);
   if (problem) throw invalid(`url: ${problem}`);
   const secret = newWebhookSecret();
-  const webhook = await webhooks.insertWebhook(deps.pool, { ...hook, eventTypes: [...new Set(hook.eventTypes)], secret });
+  const id = randomUUID();
+  // Sealed like provider credentials: HMAC needs the secret itself, so it cannot be a hash.
+  const sealedSecret = seal(deps.credentials, { table: 'webhooks', id }, secret);
+  const webhook = await webhooks.insertWebhook(deps.pool, { ...hook, id, eventTypes: [...new Set(hook.eventTypes)], sealedSecret });
   return { webhook, secret };
 }
 

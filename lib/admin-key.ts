@@ -33,6 +33,25 @@ export function adminKeyProblem(key: string): string | undefined {
 }
 
 /**
+ * The credentials key of `npm start` when neither CREDENTIALS_KEY nor CREDENTIALS_KEYS is set: one
+ * generated on the first start and kept in `<dataDir>/credentials-key` (mode 0600, like the admin
+ * key). Losing that file makes the stored credentials unreadable: back it up with the data.
+ */
+export async function localCredentialsKey(dataDir: string): Promise<{ key: string; file: string; generated: boolean }> {
+  const file = path.resolve(dataDir, 'credentials-key');
+  try {
+    const key = (await fs.readFile(file, 'utf8')).trim();
+    if (key) return { key, file, generated: false };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const key = randomBytes(32).toString('base64');
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, `${key}\n`, { mode: 0o600 });
+  return { key, file, generated: true };
+}
+
+/**
  * The admin API key of `npm start`: ADMIN_API_KEY when set; otherwise one generated on the first
  * start and kept in `<dataDir>/admin-api-key`, so a local quickstart is secured without setup and
  * the key survives restarts. The file is created exclusively without following a symlink (a link

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
 import { adminKeyProblem } from './admin-key';
+import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
 
 const port = (fallback: number) =>
   z.coerce
@@ -107,8 +108,16 @@ export const envSchema = z
         })
         .optional(),
     ),
-    // Open by default so Prometheus can scrape without the admin key.
-    METRICS_REQUIRE_AUTH: boolean(false),
+    // `/metrics` carries tenant ids in its labels: it requires the admin key unless this is true.
+    METRICS_PUBLIC: boolean(false),
+    // Encryption keys of credentials and webhook secrets at rest (lib/credentials.ts): one key
+    // (id `default`), or several as `id:base64,...` with the active one named.
+    CREDENTIALS_KEY: optionalString,
+    CREDENTIALS_KEYS: optionalString,
+    CREDENTIALS_ACTIVE_KEY_ID: optionalString,
+    // Per-API-key token bucket: sustained requests per second and the burst allowed above it.
+    API_RATE_LIMIT_PER_SECOND: z.coerce.number({ error: 'must be a positive number' }).positive('must be a positive number').default(50),
+    API_RATE_LIMIT_BURST: positiveInt(500),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
     // Workflow runs a worker keeps in memory between tasks. A sleeping connection outside the cache
@@ -199,7 +208,6 @@ export type Config = z.infer<typeof envSchema>;
  * (Docker/Kubernetes secrets), and an invalid value is never echoed in an error.
  */
 export const SECRET_VARIABLES = ['ADMIN_API_KEY', 'DATABASE_URL', 'DATABASE_MIGRATION_URL', 'DATABASE_PASSWORD', 'DATABASE_MIGRATION_PASSWORD', 'TEMPORAL_API_KEY'] as const;
-const SECRET_NAMES = new Set<string>(SECRET_VARIABLES);
 
 /** `env` with every `<SECRET>_FILE` read into `<SECRET>`; problems are returned as config lines. */
 function withSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; problems: string[] } {
@@ -237,8 +245,8 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (result.success && problems.length === 0) return applyPasswords(result.data);
   const lines = (result.success ? [] : result.error.issues).map((issue) => {
     const name = String(issue.path[0] ?? '(environment)');
-    const raw = env[name];
-    const got = raw === undefined || SECRET_NAMES.has(name) ? '' : ` (got ${JSON.stringify(raw)})`;
+    const shown = shownValue(name, env[name]);
+    const got = shown === undefined ? '' : ` (got ${JSON.stringify(shown)})`;
     return `  ${name}: ${issue.message}${got}`;
   });
   throw new ConfigError(`Invalid configuration:\n${[...problems, ...lines].join('\n')}`);
@@ -285,6 +293,20 @@ export function temporalSecurity(config: Config): TemporalSecurity {
     tls.clientCertPair = { crt: readFileSync(config.TEMPORAL_TLS_CERT), key: readFileSync(config.TEMPORAL_TLS_KEY) };
   }
   return { tls, ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY }) };
+}
+
+/** Variables whose value is a secret by name: a config error never shows it. */
+const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
+
+/**
+ * The value a config error may show for variable `name`: none for a secret by name; for anything
+ * else the value with the password part of a URL masked (a `DATABASE_URL` with a password must not
+ * land in logs); undefined when nothing may be shown.
+ */
+export function shownValue(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || SECRET_NAME.test(name)) return undefined;
+  // Any `//user:password@` form, parseable as a URL or not; up to the last @, as a password may hold one.
+  return raw.replace(/(\/\/[^/:@\s]*:)\S*@/, '$1***@');
 }
 
 /**
@@ -351,6 +373,26 @@ export function providerPolicy(config: Config) {
 /** The task queue of immediate syncs' activities: IMMEDIATE_SYNC_TASK_QUEUE, or `<TEMPORAL_TASK_QUEUE>-immediate`. */
 export function immediateTaskQueue(config: Config): string {
   return config.IMMEDIATE_SYNC_TASK_QUEUE ?? `${config.TEMPORAL_TASK_QUEUE}-immediate`;
+}
+
+/**
+ * The credentials keyring of a process: `npm run api` and `npm run worker` refuse to start without
+ * a key (naming CREDENTIALS_KEY); an invalid key names its variable and rule, never the value.
+ */
+export function requireKeyring(config: Config, processName: string): Keyring {
+  let keyring: Keyring | null;
+  try {
+    keyring = parseKeyring(config);
+  } catch (err) {
+    if (err instanceof KeyringProblem) throw new ConfigError(`Invalid configuration:\n  ${err.variable}: ${err.message}`);
+    throw err;
+  }
+  if (!keyring) {
+    throw new ConfigError(
+      `Invalid configuration:\n  CREDENTIALS_KEY: is required for ${processName} (32 bytes, base64; e.g. openssl rand -base64 32), or CREDENTIALS_KEYS with CREDENTIALS_ACTIVE_KEY_ID`,
+    );
+  }
+  return keyring;
 }
 
 /** `npm run api` serves real clients: ADMIN_API_KEY must be set. Throws a ConfigError naming it. */

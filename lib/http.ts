@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -32,11 +33,20 @@ export type ExtraMetrics = () => Promise<string>;
 
 /**
  * `GET /metrics` in the Prometheus text format: the registry's metrics, followed by the text of
- * `extra` when given. A failing `extra` is left out rather than failing the scrape.
+ * `extra` when given. A failing `extra` is left out rather than failing the scrape. With
+ * `bearerKey`, a scrape must send `Authorization: Bearer <bearerKey>` (compared in constant time).
  */
-export function metricsRoutes(registry: Registry, extra?: ExtraMetrics): Hono {
+export function metricsRoutes(registry: Registry, extra?: ExtraMetrics, bearerKey?: string): Hono {
   const app = new Hono();
+  const expected = bearerKey === undefined ? null : createHash('sha256').update(bearerKey).digest();
   app.get('/metrics', async (c) => {
+    if (expected) {
+      const given = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+      if (!timingSafeEqual(createHash('sha256').update(given).digest(), expected)) {
+        c.header('WWW-Authenticate', 'Bearer realm="synctide"');
+        return c.json({ error: { code: 'unauthorized', message: 'the admin API key is required: Authorization: Bearer <key>' } }, 401);
+      }
+    }
     const [own, more] = await Promise.all([registry.metrics(), extra ? extra().catch(() => '') : '']);
     c.header('Content-Type', registry.contentType);
     return c.body(joinExpositions(own, more));

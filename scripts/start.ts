@@ -7,8 +7,9 @@ import { apiSettings, backgroundStarts } from '../api/deps';
 import { createDemoConnectionIfEmpty } from '../commands/demo-connection';
 import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
-import { localAdminKey } from '../lib/admin-key';
-import { loadConfigOrExit } from '../lib/config';
+import { resealSecrets } from '../commands/credentials';
+import { localAdminKey, localCredentialsKey } from '../lib/admin-key';
+import { loadConfigOrExit, requireKeyring } from '../lib/config';
 import { listen } from '../lib/http';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
@@ -23,20 +24,26 @@ const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(proce
 
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
+// No key configured: one is generated into DATA_DIR (like the admin key) before anything starts.
+const localKey = config.CREDENTIALS_KEY || config.CREDENTIALS_KEYS ? null : await localCredentialsKey(config.DATA_DIR);
+const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(localKey ? { ...c, CREDENTIALS_KEY: localKey.key } : c, 'npm start'));
+
 // The process's own pool is the API's; the worker opens its own (separate limits, no contention).
 runProcess(config, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc) => {
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
-  await runWorker(proc, rateLimit);
+  const sealed = await resealSecrets({ pool, credentials }, 'plaintext');
+  if (sealed.sealed > 0) logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
+  await runWorker(proc, rateLimit, credentials);
 
   const settings = apiSettings(config);
   if (config.START_DEMO && !config.DEMO_CONNECTOR) logger.info('START_DEMO ignored: DEMO_CONNECTOR=false');
-  const demoId = config.START_DEMO && config.DEMO_CONNECTOR ? await createDemoConnectionIfEmpty({ pool, temporal, metrics, ...settings }) : null;
+  const demoId = config.START_DEMO && config.DEMO_CONNECTOR ? await createDemoConnectionIfEmpty({ pool, temporal, metrics, credentials, ...settings }) : null;
   if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');
 
   const admin = await localAdminKey(config.ADMIN_API_KEY, config.DATA_DIR);
   // One process, one /metrics (the API's): the registry's metrics followed by the SDK's.
   const background = backgroundStarts(logger, shutdown);
-  const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: admin.key, ...settings, extraMetrics: proc.sdkMetrics?.scrape, background });
+  const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: admin.key, credentials, ...settings, extraMetrics: proc.sdkMetrics?.scrape, background });
   const api = await listen(app, config.API_HOST, config.API_PORT);
   shutdown.add('api', () => api.close());
 
@@ -48,7 +55,8 @@ runProcess(config, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc
       `  API docs     ${api.url}/docs`,
       admin.file ? `  API key      in ${admin.file} (Authorization: Bearer $(cat ${admin.file}))` : '  API key      ADMIN_API_KEY',
       `  Readiness    ${api.url}/readyz`,
-      `  Metrics      ${api.url}/metrics`,
+      `  Metrics      ${api.url}/metrics${config.METRICS_PUBLIC ? '' : ' (with the API key)'}`,
+      localKey ? `  Credentials  sealed with the key in ${localKey.file} (back it up with the data)` : '  Credentials  sealed with CREDENTIALS_KEY(S)',
       proc.devServer ? `  Temporal UI  ${proc.devServer.uiUrl}` : `  Temporal     ${proc.temporalAddress} (TEMPORAL_ADDRESS)`,
       `  Postgres     ${proc.database.kind === 'embedded' ? `${withoutPassword(proc.database.url)} (password in ${proc.database.passwordFile})` : '(DATABASE_URL)'}`,
       ...(demoId ? [`  Demo         connection ${demoId}: workflow connection:${demoId} syncs every minute`] : []),

@@ -7,6 +7,7 @@ import type { PlannedRun, ScheduleSettings } from '../policy/schedule';
 import type { ConnectionStatus, JobStatus, JobTrigger, SyncMode } from '../policy/vocabulary';
 import type { ImmediateSyncInput, ImmediateSyncResult } from './immediate-sync';
 import type { ScheduleChange } from './connection';
+import type { ConnectionPurgeInput, PurgeProgress } from './purge';
 
 /** What a connection workflow needs to plan its next run. */
 export interface ConnectionContext {
@@ -270,4 +271,9 @@ export interface Activities {
   /** One attempt; throws a retryable failure unless the receiver answered 2xx. */
   deliverWebhook(input: { deliveryId: string }): Promise<'delivered' | 'dropped'>;
   failWebhookDelivery(input: { deliveryId: string; at: number }): Promise<void>;
+  // Connection purges.
+  /** Stops everything the connection runs; throws (retryable) until its workflows have all closed. */
+  quiesceConnection(input: ConnectionPurgeInput): Promise<void>;
+  /** Deletes the connection's rows in batches for up to about 30 s; `done` once the connection row is gone too. */
+  purgeConnectionBatch(input: ConnectionPurgeInput): Promise<PurgeProgress>;
 }

@@ -15,6 +15,7 @@ import { RECONCILE_WORKFLOW, type ReconcileWorkflow } from './reconcile';
 import { CONNECTION_ID, PROVIDER, TENANT_ID } from './search-attributes';
 import { SYNC_JOB_WORKFLOW, type SyncJobWorkflow } from './sync-job';
 import { WEBHOOK_DELIVERY_WORKFLOW, type WebhookDeliveryWorkflow } from './webhook-delivery';
+import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId, type ConnectionPurgeInput, type ConnectionPurgeWorkflow } from './purge';
 
 /** The identity of a connection, as its workflow's search attributes show it. */
 export interface ConnectionRef {
@@ -293,4 +294,14 @@ export async function startWebhookDeliveries(client: Client, taskQueue: string, 
     }
   }
   return started;
+}
+
+/** Starts the `connection-purge:<id>` workflow of a purge, or finds it running (conflict policy "use existing"). */
+export async function startConnectionPurge(client: Client, taskQueue: string, purge: ConnectionPurgeInput): Promise<void> {
+  await client.workflow.start<ConnectionPurgeWorkflow>(CONNECTION_PURGE_WORKFLOW, {
+    workflowId: connectionPurgeWorkflowId(purge.purgeId),
+    taskQueue,
+    args: [purge],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
 }

@@ -13,7 +13,7 @@ import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -63,6 +63,7 @@ describe('REST API over HTTP', () => {
       logger: apiLog.logger,
       taskQueue: TASK_QUEUE,
       adminApiKey: KEY,
+      credentials: TEST_KEYRING,
       maxIntervalSeconds: 86_400,
       immediateSyncTimeoutMs: 60_000,
       providers: TEST_PROVIDER_POLICY,
@@ -126,12 +127,13 @@ describe('REST API over HTTP', () => {
       expect((await call('GET', '/jobs', undefined, { auth })).status).toBe(401);
     }
     expect({ jobs: await count('sync_jobs'), connections: await count('connections') }).toEqual(before);
-    // Only the probes, metrics and docs are open.
+    // Only the probes and docs are open; /metrics needs the admin key (its labels carry tenant ids).
     expect((await call('GET', '/healthz', undefined, { auth: null })).status).toBe(200);
     const ready = await call('GET', '/readyz', undefined, { auth: null });
     expect(ready.status).toBe(200);
     expect(ready.body.details).toEqual({ stale_connections: expect.any(Number) });
-    expect((await call('GET', '/metrics', undefined, { auth: null })).status).toBe(200);
+    expect((await call('GET', '/metrics', undefined, { auth: null })).status).toBe(401);
+    expect((await call('GET', '/metrics')).status).toBe(200);
     expect((await call('GET', '/openapi.json', undefined, { auth: null })).status).toBe(200);
   });
 
@@ -574,7 +576,7 @@ describe('REST API over HTTP', () => {
       (await count('sync_jobs where connection_id = $1 and rate_limit_retry_count > 0', [conn.id])) >= 1 ? true : undefined,
       { describe: async () => (await stack.db.pool.query('select trigger, status, job_type, rate_limit_retry_count, last_error from sync_jobs where connection_id = $1', [conn.id])).rows },
     );
-    const text = (await call('GET', '/metrics', undefined, { auth: null })).text;
+    const text = (await call('GET', '/metrics')).text;
     const expectLine = (pattern: RegExp) => expect(text, String(pattern)).toMatch(pattern);
     expectLine(/^sync_scheduler_jobs_scheduled_total\{[^}]*provider_slug="demo"[^}]*tenant_id="acme"[^}]*\} \d+/m);
     expectLine(/^sync_scheduler_jitter_seconds_bucket\{/m);
@@ -604,10 +606,12 @@ describe('REST API over HTTP', () => {
         'POST /connections/{id}/sync', 'POST /sync', 'POST /jobs/schedule', 'GET /jobs/{id}', 'GET /jobs',
         'POST /jobs/{id}/cancel', 'GET /connections/{id}/records', 'POST /webhooks', 'GET /webhooks', 'GET /webhooks/{id}',
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
+        'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
+        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit',
       ].sort(),
     );
     // Each route documents every status it answers with (besides 500).
-    const common = ['400', '401', '413', '503'];
+    const common = ['400', '401', '403', '404', '413', '429', '503'];
     const documented = Object.fromEntries(routes.map((route) => {
       const [method, path] = route.split(' ') as [string, string];
       return [route, Object.keys(doc.paths[path][method.toLowerCase()].responses).filter((s) => !common.includes(s)).sort()];
@@ -615,24 +619,30 @@ describe('REST API over HTTP', () => {
     expect(documented).toEqual({
       'POST /connections': ['201', '409'],
       'GET /connections': ['200'],
-      'GET /connections/{id}': ['200', '404'],
-      'PATCH /connections/{id}': ['200', '404', '409'],
-      'POST /connections/{id}/pause': ['200', '404', '409'],
-      'POST /connections/{id}/resume': ['200', '404'],
-      'POST /connections/{id}/disable': ['200', '404'],
-      'POST /connections/{id}/sync': ['202', '404', '409'],
-      'POST /sync': ['200', '202', '404', '409', '502', '504'],
-      'POST /jobs/schedule': ['202', '404', '409'],
-      'GET /jobs/{id}': ['200', '404'],
+      'GET /connections/{id}': ['200'],
+      'PATCH /connections/{id}': ['200', '409'],
+      'POST /connections/{id}/pause': ['200', '409'],
+      'POST /connections/{id}/resume': ['200'],
+      'POST /connections/{id}/disable': ['200'],
+      'POST /connections/{id}/sync': ['202', '409'],
+      'POST /sync': ['200', '202', '409', '502', '504'],
+      'POST /jobs/schedule': ['202', '409'],
+      'GET /jobs/{id}': ['200'],
       'GET /jobs': ['200'],
-      'POST /jobs/{id}/cancel': ['202', '404', '409'],
-      'GET /connections/{id}/records': ['200', '404', '410'],
+      'POST /jobs/{id}/cancel': ['202', '409'],
+      'GET /connections/{id}/records': ['200', '410'],
       'POST /webhooks': ['201'],
       'GET /webhooks': ['200'],
-      'GET /webhooks/{id}': ['200', '404'],
-      'DELETE /webhooks/{id}': ['204', '404'],
-      'GET /webhooks/{id}/deliveries': ['200', '404'],
-      'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver': ['202', '404', '409'],
+      'GET /webhooks/{id}': ['200'],
+      'DELETE /webhooks/{id}': ['204'],
+      'GET /webhooks/{id}/deliveries': ['200'],
+      'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver': ['202', '409'],
+      'DELETE /connections/{id}': ['202'],
+      'GET /purges/{id}': ['200'],
+      'POST /tenants/{tenant_id}/api-keys': ['201'],
+      'GET /tenants/{tenant_id}/api-keys': ['200'],
+      'DELETE /tenants/{tenant_id}/api-keys/{key_id}': ['200'],
+      'GET /audit': ['200'],
     });
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];

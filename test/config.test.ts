@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
-import { ConfigError, loadConfig } from '../lib/config';
+import { ConfigError, loadConfig, requireKeyring, shownValue } from '../lib/config';
 
 describe('configuration', () => {
   it('uses documented defaults for an empty environment', () => {
@@ -47,5 +49,73 @@ describe('configuration', () => {
       expect((err as Error).message).toMatch(/API_PORT/);
       expect((err as Error).message).toMatch(/LOG_LEVEL/);
     }
+  });
+});
+
+describe('configuration errors never echo a secret', () => {
+  it('names a secret variable and its rule without its value', () => {
+    const message = (() => {
+      try {
+        loadConfig({ ADMIN_API_KEY: 'short-secret', API_RATE_LIMIT_BURST: '0' });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return '';
+    })();
+    expect(message).toMatch(/ADMIN_API_KEY: must be at least 32 random characters/m);
+    expect(message).toMatch(/API_RATE_LIMIT_BURST: must be a positive integer \(got "0"\)/);
+    expect(message).not.toContain('short-secret');
+  });
+
+  it('shows values of variables named like secrets never, and masks the password of a URL', () => {
+    for (const name of ['ADMIN_API_KEY', 'CREDENTIALS_KEY', 'MY_SECRET', 'GITHUB_TOKEN', 'DB_PASSWORD', 'api_key']) {
+      expect(shownValue(name, 'value')).toBeUndefined();
+    }
+    expect(shownValue('DATABASE_URL', 'mysql://me:p@ss:word@db:5432/x')).toBe('mysql://me:***@db:5432/x');
+    expect(shownValue('DATABASE_URL', 'postgres://db/x')).toBe('postgres://db/x');
+    expect(shownValue('API_PORT', 'abc')).toBe('abc');
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(/\(got "mysql:\/\/u:\*\*\*@db\/x"\)/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' })).not.toThrow(/hunter2/);
+  });
+
+  it('refuses to run the API or a worker without a credentials key, naming CREDENTIALS_KEY', () => {
+    expect(() => requireKeyring(loadConfig({}), 'npm run api')).toThrow(/CREDENTIALS_KEY: is required for npm run api/);
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEY: 'too-short-secret' }), 'npm run worker')).toThrow(/CREDENTIALS_KEY: must be 32 bytes, base64-encoded/);
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEY: 'too-short-secret' }), 'npm run worker')).not.toThrow(/too-short-secret/);
+    const a = Buffer.alloc(32, 1).toString('base64');
+    const b = Buffer.alloc(32, 2).toString('base64');
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEYS: `old:${a},new:${b}` }), 'x')).toThrow(/CREDENTIALS_ACTIVE_KEY_ID: is required when several keys/);
+    expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEYS: `old:${a}`, CREDENTIALS_ACTIVE_KEY_ID: 'nope' }), 'x')).toThrow(/must be one of the configured key ids \(old\)/);
+    const ring = requireKeyring(loadConfig({ CREDENTIALS_KEY: a, CREDENTIALS_KEYS: `new:${b}`, CREDENTIALS_ACTIVE_KEY_ID: 'new' }), 'x');
+    expect([ring.activeId, [...ring.keys.keys()]]).toEqual(['new', ['default', 'new']]);
+  });
+});
+
+describe('entry points refuse to start without a credentials key', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const run = (script: string, env: Record<string, string>) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', script],
+        // Syntactically valid servers that are never reached: the process must stop at its configuration.
+        { cwd: root, env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://127.0.0.1:1/x', TEMPORAL_ADDRESS: '127.0.0.1:1', ...env } },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+      );
+    });
+
+  it('npm run api and npm run worker exit 1 naming CREDENTIALS_KEY, and never print a key given', async () => {
+    const [api, worker, bad] = await Promise.all([
+      run('api/main.ts', { ADMIN_API_KEY: 'an-admin-key-of-32-characters-xx' }),
+      run('workers/main.ts', {}),
+      run('workers/main.ts', { CREDENTIALS_KEY: 'not-a-32-byte-key-value' }),
+    ]);
+    expect(api).toMatchObject({ code: 1 });
+    expect(api.output).toMatch(/CREDENTIALS_KEY: is required for npm run api/);
+    expect(worker).toMatchObject({ code: 1 });
+    expect(worker.output).toMatch(/CREDENTIALS_KEY: is required for npm run worker/);
+    expect(bad).toMatchObject({ code: 1 });
+    expect(bad.output).toMatch(/CREDENTIALS_KEY: must be 32 bytes, base64-encoded/);
+    expect(bad.output).not.toContain('not-a-32-byte-key-value');
   });
 });

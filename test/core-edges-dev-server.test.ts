@@ -12,7 +12,7 @@ import { findConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow, ensureJobWorkflow } from '../temporal/client';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { createTestWorker, eventually } from './helpers/worker';
@@ -26,7 +26,7 @@ describe('core edge paths on the dev server', () => {
   let commands: CommandDeps;
   beforeAll(() => {
     ({ env, db } = stack);
-    commands = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics: stack.metrics, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
+    commands = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics: stack.metrics, credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
   });
 
   let seq = 0;

@@ -16,6 +16,7 @@ import { createPool, type Pool } from '../db/pool';
 import { createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';
 import { singleFlight } from '../lib/single-flight';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { createTimeSkippingEnv } from './helpers/temporal';
 
@@ -63,6 +64,7 @@ function app(deps: { pool?: Pool; temporal?: TestWorkflowEnvironment['client'] }
     registry,
     metrics: createSyncMetrics(registry),
     logger: log.logger,
+    credentials: TEST_KEYRING,
     taskQueue: 'hardening',
     adminApiKey: KEY,
     maxIntervalSeconds: 86_400,

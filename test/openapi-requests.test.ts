@@ -25,7 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { TEST_PROVIDER_POLICY } from './helpers/deps';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 
@@ -68,6 +68,7 @@ describe('requests generated from /openapi.json', () => {
       logger: apiLog.logger,
       taskQueue: TASK_QUEUE,
       adminApiKey: KEY,
+      credentials: TEST_KEYRING,
       maxIntervalSeconds: MAX_INTERVAL_SECONDS,
       immediateSyncTimeoutMs: 60_000,
       providers: TEST_PROVIDER_POLICY,

@@ -72,6 +72,16 @@ describe('npm start', () => {
     expect(await processesUsing(dataDir)).toEqual([]);
   });
 
+  it('refuses a short ADMIN_API_KEY naming the variable and its rule, never the value', async () => {
+    const value = 'short-secret-x';
+    const started = startStack({ DATA_DIR: dataDir, ADMIN_API_KEY: value, DATABASE_URL: 'mysql://synctide:pa55-w0rd-value@127.0.0.1:1/x' });
+    expect(await started.exit).toBe(1);
+    expect(started.output()).toMatch(/ADMIN_API_KEY: must be at least 32 random characters/);
+    expect(started.output()).toMatch(/DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ connection URL \(got "mysql:\/\/synctide:\*\*\*@127\.0\.0\.1:1\/x"\)/);
+    expect(started.output()).not.toContain(value);
+    expect(started.output()).not.toContain('pa55-w0rd-value');
+  });
+
   it('runs Postgres, Temporal with its UI, the worker and the API, and stops them all on SIGTERM', async () => {
     const env = { DATA_DIR: dataDir, ...ports };
     const first = startStack(env);
@@ -81,8 +91,13 @@ describe('npm start', () => {
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', temporal: 'ok' }, details: { stale_connections: 0 } });
     expect((await fetch(`http://127.0.0.1:${ports.API_PORT}/healthz`)).status).toBe(200);
-    const metrics = await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`);
+    // /metrics needs the admin key `npm start` generated into DATA_DIR, as does the credentials key.
+    const adminKey = (await fs.readFile(path.join(dataDir, 'admin-api-key'), 'utf8')).trim();
+    const auth = { headers: { authorization: `Bearer ${adminKey}` } };
+    expect((await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`)).status).toBe(401);
+    const metrics = await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`, auth);
     expect(await metrics.text()).toContain('process_cpu_user_seconds_total');
+    expect((await fs.stat(path.join(dataDir, 'credentials-key'))).mode & 0o777).toBe(0o600);
     expect((await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`)).status).toBe(200);
 
     const { stdout } = await run(inject('temporalCliPath'), [
@@ -105,7 +120,7 @@ describe('npm start', () => {
     }
 
     // One /metrics for the one process: job-lifecycle metrics, then the Temporal SDK's worker metrics.
-    const scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`)).text();
+    const scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`, auth)).text();
     expect(scrape).toMatch(/^sync_jobs_total\{status="queued",connector_id="demo"[^}]*\} [1-9]/m);
     for (const status of ['queued', 'running', 'retrying']) {
       expect(scrape).toMatch(new RegExp(`^sync_jobs_queue_depth\\{status="${status}"[^}]*\\} \\d+$`, 'm'));
@@ -113,14 +128,15 @@ describe('npm start', () => {
     expect(scrape).toMatch(/^temporal_worker_task_slots_available\{[^}]*task_queue="synctide"[^}]*\} \d+/m);
     expect(scrape).toMatch(/^temporal_workflow_task_execution_latency_count\{/m);
 
-    // Leave a mark in the database to prove that a second start reuses DATA_DIR.
+    // Leave a mark in the database to prove that a second start reuses DATA_DIR; its credentials
+    // are plaintext, as rows written before encryption are, and the next start seals them.
     // The embedded server wants the superuser's password, kept in DATA_DIR (mode 0600).
     const password = (await fs.readFile(path.join(dataDir, 'postgres-password'), 'utf8')).trim();
     expect((await fs.stat(path.join(dataDir, 'postgres-password'))).mode & 0o777).toBe(0o600);
     const dbUrl = `postgres://postgres:${password}@127.0.0.1:${ports.EMBEDDED_PG_PORT}/synctide`;
     const client = new pg.Client({ connectionString: dbUrl });
     await client.connect();
-    await client.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', 'kept')`);
+    await client.query(`insert into connections (tenant_id, provider_slug, app_key, credentials) values ('t', 'demo', 'kept', '{"token": "plain-kept-token"}')`);
     await client.end();
 
     expect((await processesUsing(dataDir)).length).toBeGreaterThanOrEqual(2);
@@ -133,7 +149,10 @@ describe('npm start', () => {
     const again = new pg.Client({ connectionString: dbUrl });
     await again.connect();
     const { rows } = await again.query(`select app_key from connections order by app_key`);
+    const { rows: sealed } = await again.query(`select credentials #>> '{}' as stored from connections where app_key = 'kept'`);
     await again.end();
+    expect(sealed[0].stored).toMatch(/^enc:v1:default:/);
+    expect(sealed[0].stored).not.toContain('plain-kept-token');
     // The demo connection is created only once, in the empty database of the first start.
     expect(rows).toEqual([{ app_key: 'demo' }, { app_key: 'kept' }]);
     second.child.kill('SIGINT');

@@ -4,22 +4,30 @@
 import { Hono } from 'hono';
 import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
-import { loadConfigOrExit, requireServers } from '../lib/config';
+import { resealSecrets } from '../commands/credentials';
+import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from './run-worker';
 
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
+const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(c, 'npm run worker'));
 
 // Off in production: the demo provider's fault hooks are for `npm start` and tests.
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
 runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (proc) => {
-  await runWorker(proc, rateLimit);
+  // Legacy plaintext rows are sealed at start (idempotent; safe beside other processes).
+  const sealed = await resealSecrets({ pool: proc.pool, credentials }, 'plaintext');
+  if (sealed.sealed > 0) proc.logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
+  await runWorker(proc, rateLimit, credentials);
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.route('/', metricsRoutes(proc.registry, proc.sdkMetrics?.scrape));
+  // Behind the admin key when one is configured, unless METRICS_PUBLIC (tenant ids are in the labels).
+  const metricsKey = config.METRICS_PUBLIC ? undefined : config.ADMIN_API_KEY;
+  if (!metricsKey && !config.METRICS_PUBLIC) proc.logger.warn('worker /metrics is open: set ADMIN_API_KEY to require it, or METRICS_PUBLIC=true to say so');
+  app.route('/', metricsRoutes(proc.registry, proc.sdkMetrics?.scrape, metricsKey));
   const server = await listen(app, config.API_HOST, config.WORKER_METRICS_PORT);
   proc.shutdown.add('metrics-server', () => server.close());
   proc.logger.info({ metrics: `${server.url}/metrics` }, 'worker started');

@@ -3,6 +3,7 @@ import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { immediateTaskQueue, providerPolicy, scheduleSettings } from '../lib/config';
+import type { Keyring } from '../lib/credentials';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from './create-worker';
 
@@ -13,7 +14,7 @@ import { createImmediateWorker, createWorker } from './create-worker';
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves.
  */
-export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Promise<void> {
+export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring): Promise<void> {
   const { config, logger, shutdown } = proc;
   const bundlePath = config.WORKFLOW_BUNDLE_PATH;
   const connection = await NativeConnection.connect(temporalConnectionOptions(proc.temporalAddress, proc.temporalSecurity));
@@ -23,6 +24,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
   shutdown.add('worker-connection', () => connection.close());
   const activities: ActivityDeps = {
     pool,
+    credentials,
     logger,
     metrics: proc.metrics,
     temporal: proc.temporal,

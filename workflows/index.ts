@@ -5,3 +5,4 @@ export { immediateSyncWorkflow } from './immediate-sync';
 export { reconcileWorkflow } from './reconcile';
 export { syncJobWorkflow } from './sync-job/workflow';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
+export { connectionPurgeWorkflow } from './connection-purge';

@@ -14,6 +14,7 @@ import { connectionWorkflowId } from '../../temporal/ids';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError, describeIssues } from '../errors';
+import { tenantFilter } from '../middleware/auth';
 import { presentAccepted, presentConnection, presentConnectionDetail } from '../present';
 import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
@@ -100,7 +101,7 @@ export function connectionRoutes(deps: ApiDeps) {
     if (position === null || (position && !/^[0-9a-f-]{36}$/i.test(position.id ?? ''))) {
       throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
     }
-    const page = await listConnections(deps, { tenantId: q.tenant_id, providerSlug: q.provider, status: q.status, afterId: position?.id, limit: q.limit });
+    const page = await listConnections(deps, { tenantId: tenantFilter(c, q.tenant_id), providerSlug: q.provider, status: q.status, afterId: position?.id, limit: q.limit });
     const last = page.rows[page.rows.length - 1];
     return c.json({ items: page.rows.map(presentConnection), next_cursor: page.more && last ? encodeCursor({ id: last.id }) : null }, 200);
   });

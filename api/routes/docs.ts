@@ -85,7 +85,7 @@ export function registerDocs(app: OpenAPIHono<ApiEnv>): void {
     info: {
       title: 'Synctide API',
       version: '0.1.0',
-      description: 'Connections, syncs and jobs of Synctide. Every route but /healthz, /readyz, /metrics and the docs needs `Authorization: Bearer <ADMIN_API_KEY>`.',
+      description: 'Connections, syncs and jobs of Synctide. Every route but /healthz, /readyz and the docs needs `Authorization: Bearer <key>`: the admin key (ADMIN_API_KEY: every tenant, and the admin-only routes /tenants, /audit and /metrics), or a tenant API key, which sees only its own tenant (another tenant\'s ids answer 404).',
     },
     security: [{ adminApiKey: [] }],
   });

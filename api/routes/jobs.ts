@@ -4,6 +4,7 @@ import { invalid } from '../../commands/errors';
 import { cancelJob, getJob, listJobs, requestJob } from '../../commands/jobs';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
+import { tenantFilter } from '../middleware/auth';
 import { ApiError } from '../errors';
 import { presentJob } from '../present';
 import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
@@ -89,7 +90,7 @@ export function jobRoutes(deps: ApiDeps) {
       throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
     }
     const page = await listJobs(deps, {
-      connectionId: q.connection_id, tenantId: q.tenant_id, status: q.status, jobType: q.job_type, trigger: q.trigger,
+      connectionId: q.connection_id, tenantId: tenantFilter(c, q.tenant_id), status: q.status, jobType: q.job_type, trigger: q.trigger,
       before: position ? { createdAt: createdAt!, id: position.id! } : undefined,
       limit: q.limit,
     });

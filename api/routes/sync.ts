@@ -3,6 +3,7 @@ import { countsView, runImmediately } from '../../commands/immediate-sync';
 import { findConnectionByAppKey, requestJob } from '../../commands/jobs';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
+import { tenantFilter } from '../middleware/auth';
 import { presentAccepted } from '../present';
 import { conflict, ErrorSchema, errorResponses, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema, SyncBody } from '../schemas/sync';
@@ -26,7 +27,7 @@ export function syncRoutes(deps: ApiDeps) {
   const app = new OpenAPIHono<ApiEnv>();
   app.openapi(route, async (c) => {
     const body = c.req.valid('json');
-    const connection = await findConnectionByAppKey(deps, body.app_key, body.tenant_id);
+    const connection = await findConnectionByAppKey(deps, body.app_key, tenantFilter(c, body.tenant_id));
     if (body.immediate) {
       const result = await runImmediately(deps, connection, body.mode, body.resource_types);
       return c.json({ immediate: true as const, connection_id: connection.id, mode: body.mode, ...countsView(result.resources) }, 200);

@@ -3,6 +3,7 @@ import { invalid } from '../../commands/errors';
 import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
+import { tenantFilter } from '../middleware/auth';
 import { presentDelivery, presentWebhook } from '../present';
 import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
@@ -70,7 +71,7 @@ export function webhookRoutes(deps: ApiDeps) {
     const q = c.req.valid('query');
     const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
     if (position === null || (position && !UUID.test(position.id ?? ''))) throw invalid('cursor: not a cursor this API made');
-    const page = await listWebhooks(deps, { tenantId: q.tenant_id, afterId: position?.id, limit: q.limit });
+    const page = await listWebhooks(deps, { tenantId: tenantFilter(c, q.tenant_id), afterId: position?.id, limit: q.limit });
     const last = page.rows.at(-1);
     return c.json({ items: page.rows.map(presentWebhook), next_cursor: page.more && last ? encodeCursor({ id: last.id }) : null }, 200);
   });

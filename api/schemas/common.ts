@@ -16,8 +16,11 @@ export const ErrorSchema = z
 /** Error answers shared by authenticated routes. */
 export const errorResponses = {
   400: { description: 'The request does not match the schema', content: { 'application/json': { schema: ErrorSchema } } },
-  401: { description: 'Missing or wrong admin API key', content: { 'application/json': { schema: ErrorSchema } } },
+  401: { description: 'Missing, wrong or revoked API key', content: { 'application/json': { schema: ErrorSchema } } },
+  403: { description: 'A tenant key on an admin-only route, or without the scope (read, write) the method needs', content: { 'application/json': { schema: ErrorSchema } } },
+  404: { description: "No such resource; with a tenant key also any id or tenant_id of another tenant", content: { 'application/json': { schema: ErrorSchema } } },
   413: { description: 'Body larger than 1 MiB', content: { 'application/json': { schema: ErrorSchema } } },
+  429: { description: 'This API key exceeded its request rate; retry after `Retry-After` seconds', content: { 'application/json': { schema: ErrorSchema } } },
   503: { description: 'Postgres or Temporal is unreachable', content: { 'application/json': { schema: ErrorSchema } } },
 } as const;
 

@@ -52,11 +52,14 @@ export async function anyConnectionExists(db: Queryable): Promise<boolean> {
 
 /** A new connection. */
 export interface NewConnection {
+  /** Chosen by the caller: the sealed credentials are bound to it. */
+  id: string;
   tenantId: string;
   providerSlug: string;
   appKey: string;
   config: Record<string, unknown>;
-  credentials: Record<string, unknown> | null;
+  /** Sealed credentials (an envelope), or null. */
+  sealedCredentials: string | null;
   /** Written to `metadata.sync` (interval_seconds | cron). */
   schedule: Record<string, unknown> | null;
   /** The status it is born with: a connection created paused is never active, not even briefly. */
@@ -69,11 +72,11 @@ export interface NewConnection {
  */
 export async function insertConnection(db: Queryable, input: NewConnection): Promise<ConnectionRow | null> {
   const { rows } = await db.query<ConnectionRow>(
-    `insert into connections as c (tenant_id, provider_slug, app_key, config, credentials, status, metadata)
-     values ($1, $2, $3, $4, $5, $7, jsonb_build_object('sync', $6::jsonb || jsonb_build_object('first_activated_at', now())))
+    `insert into connections as c (id, tenant_id, provider_slug, app_key, config, credentials, status, metadata)
+     values ($8, $1, $2, $3, $4, to_jsonb($5::text), $7, jsonb_build_object('sync', $6::jsonb || jsonb_build_object('first_activated_at', now())))
      on conflict (tenant_id, app_key) do nothing
      returning ${CONNECTION_COLUMNS}`,
-    [input.tenantId, input.providerSlug, input.appKey, input.config, input.credentials, input.schedule ?? {}, input.status],
+    [input.tenantId, input.providerSlug, input.appKey, input.config, input.sealedCredentials, input.schedule ?? {}, input.status, input.id],
   );
   return rows[0] ?? null;
 }
@@ -81,8 +84,8 @@ export async function insertConnection(db: Queryable, input: NewConnection): Pro
 /** Fields of a connection the API may change; undefined leaves a field as it is. */
 export interface ConnectionChange {
   config?: Record<string, unknown>;
-  /** null removes the credentials. */
-  credentials?: Record<string, unknown> | null;
+  /** Sealed credentials (an envelope); null removes the credentials. */
+  sealedCredentials?: string | null;
   status?: ConnectionStatus;
 }
 
@@ -91,11 +94,11 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
   const { rows } = await db.query<ConnectionRow>(
     `update connections c
         set config = coalesce($2, c.config),
-            credentials = case when $3 then $4 else c.credentials end,
+            credentials = case when $3 then to_jsonb($4::text) else c.credentials end,
             status = coalesce($5, c.status)
       where c.id = $1
       returning ${CONNECTION_COLUMNS}`,
-    [id, change.config ?? null, change.credentials !== undefined, change.credentials ?? null, change.status ?? null],
+    [id, change.config ?? null, change.sealedCredentials !== undefined, change.sealedCredentials ?? null, change.status ?? null],
   );
   return rows[0] ?? null;
 }
@@ -177,11 +180,11 @@ export async function findSchedulingRow(db: Queryable, id: string, at: Date): Pr
   return rows[0] ?? null;
 }
 
-/** What a connector needs of a connection: provider, config and (plaintext) credentials. */
+/** What a connector needs of a connection: provider, config and credentials as stored (sealed). */
 export interface SyncSource {
   provider_slug: string;
   config: Record<string, unknown>;
-  credentials: Record<string, unknown> | null;
+  credentials: unknown;
 }
 
 /** The provider, config and credentials of connection `id`, or null. */
@@ -295,4 +298,48 @@ export async function countStaleConnections(db: Queryable, at: Date, defaultInte
     [at, defaultIntervalSeconds],
   );
   return rows;
+}
+
+/** A stored secret to (re)seal: its row id and its value as stored. */
+export interface StoredSecret {
+  id: string;
+  stored: unknown;
+}
+
+/**
+ * The next `limit` connections after `afterId` whose credentials are not sealed under key
+ * `activeId`: legacy plaintext (a JSON object) or an envelope of another key.
+ */
+export async function listCredentialsToReseal(db: Queryable, activeId: string | null, afterId: string, limit: number): Promise<StoredSecret[]> {
+  const { rows } = await db.query<StoredSecret>(
+    `select id, credentials as stored from connections
+      where id > $2 and credentials is not null and credentials <> 'null'::jsonb
+        and (jsonb_typeof(credentials) <> 'string' or ($1::text is not null and not starts_with(credentials #>> '{}', 'enc:v1:' || $1 || ':')))
+      order by id limit $3`,
+    [activeId, afterId, limit],
+  );
+  return rows;
+}
+
+/**
+ * Replaces connection `id`'s credentials with `sealed` only if they still are `stored` (compare
+ * and set): a concurrent change (a PATCH) wins, and the row is looked at again on the next pass.
+ */
+export async function replaceCredentials(db: Queryable, id: string, stored: unknown, sealed: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'update connections set credentials = to_jsonb($3::text) where id = $1 and credentials = $2::jsonb',
+    [id, JSON.stringify(stored), sealed],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** How many connections have credentials not sealed under key `activeId` (rotation's progress). */
+export async function countCredentialsToReseal(db: Queryable, activeId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from connections
+      where credentials is not null and credentials <> 'null'::jsonb
+        and (jsonb_typeof(credentials) <> 'string' or not starts_with(credentials #>> '{}', 'enc:v1:' || $1 || ':'))`,
+    [activeId],
+  );
+  return rows[0]!.n;
 }

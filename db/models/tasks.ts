@@ -81,7 +81,8 @@ export interface TaskToSync {
   provider_slug: string;
   connection_status: ConnectionStatus;
   config: Record<string, unknown> | null;
-  credentials: Record<string, unknown> | null;
+  /** As stored: a sealed envelope (or a legacy plaintext object); the activity opens it. */
+  credentials: unknown;
   cursor: Date | null;
   deleted_count: number;
 }

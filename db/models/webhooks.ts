@@ -14,11 +14,11 @@ export interface WebhookRow {
 
 const WEBHOOK_COLUMNS = 'id, tenant_id, url, event_types, created_at';
 
-/** Inserts a webhook and returns it (without its secret). */
-export async function insertWebhook(db: Queryable, hook: { tenantId: string; url: string; eventTypes: string[]; secret: string }): Promise<WebhookRow> {
+/** Inserts a webhook with id `id` and its sealed secret, and returns it (without the secret). */
+export async function insertWebhook(db: Queryable, hook: { id: string; tenantId: string; url: string; eventTypes: string[]; sealedSecret: string }): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
-    `insert into webhooks (tenant_id, url, event_types, secret) values ($1, $2, $3, $4) returning ${WEBHOOK_COLUMNS}`,
-    [hook.tenantId, hook.url, hook.eventTypes, hook.secret],
+    `insert into webhooks (id, tenant_id, url, event_types, secret) values ($5, $1, $2, $3, $4) returning ${WEBHOOK_COLUMNS}`,
+    [hook.tenantId, hook.url, hook.eventTypes, hook.sealedSecret, hook.id],
   );
   return rows[0]!;
 }
@@ -105,10 +105,11 @@ export async function insertJobEvent(tx: Queryable, jobId: string, type: 'sync.c
   return rows.map((r) => r.id);
 }
 
-/** What the delivery activity needs: the endpoint, its secret, the event. */
+/** What the delivery activity needs: the endpoint, its secret (as stored: sealed), the event. */
 export interface DeliveryTarget {
   id: string;
   status: DeliveryStatus;
+  webhook_id: string;
   url: string;
   secret: string;
   event_id: string;
@@ -121,7 +122,7 @@ export interface DeliveryTarget {
 /** A delivery with its webhook and event, or null (its webhook was deleted). */
 export async function findDeliveryTarget(db: Queryable, deliveryId: string): Promise<DeliveryTarget | null> {
   const { rows } = await db.query<DeliveryTarget>(
-    `select d.id, d.status, w.url, w.secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.created_at as event_created_at
+    `select d.id, d.status, d.webhook_id, w.url, w.secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.created_at as event_created_at
        from webhook_deliveries d join webhooks w on w.id = d.webhook_id join webhook_events e on e.id = d.event_id
       where d.id = $1`,
     [deliveryId],
@@ -231,4 +232,30 @@ export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: n
     [before, limit],
   );
   return rowCount ?? 0;
+}
+
+/** The next `limit` webhooks after `afterId` whose secret is not sealed under key `activeId` (legacy plaintext, or another key). */
+export async function listSecretsToReseal(db: Queryable, activeId: string | null, afterId: string, limit: number): Promise<{ id: string; stored: string }[]> {
+  const { rows } = await db.query<{ id: string; stored: string }>(
+    `select id, secret as stored from webhooks
+      where id > $2 and not starts_with(secret, 'enc:v1:' || coalesce($1::text || ':', ''))
+      order by id limit $3`,
+    [activeId, afterId, limit],
+  );
+  return rows;
+}
+
+/** Replaces webhook `id`'s secret with `sealed` only if it still is `stored` (compare and set). */
+export async function replaceSecret(db: Queryable, id: string, stored: string, sealed: string): Promise<boolean> {
+  const { rowCount } = await db.query('update webhooks set secret = $3 where id = $1 and secret = $2', [id, stored, sealed]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** How many webhooks have a secret not sealed under key `activeId`. */
+export async function countSecretsToReseal(db: Queryable, activeId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from webhooks where not starts_with(secret, 'enc:v1:' || $1 || ':')`,
+    [activeId],
+  );
+  return rows[0]!.n;
 }

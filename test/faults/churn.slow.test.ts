@@ -16,6 +16,7 @@ import { ensureConnectionWorkflow, ensureReconcileWorkflow, isWorkflowRunning, s
 import { syncNowSignal } from '../../temporal/connection';
 import { connectionWorkflowId, syncJobWorkflowId } from '../../temporal/ids';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import { TEST_KEYRING } from '../helpers/deps';
 import { startNonStickyProxy, type NonStickyProxy } from '../helpers/non-sticky-proxy';
 import { createTimeSkippingEnv } from '../helpers/temporal';
 import { mulberry32 } from '../helpers/random';
@@ -91,7 +92,7 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
     );
     const ids = rows.map((r) => r.id);
     const metrics = await startWorker();
-    const deps: CommandDeps = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
+    const deps: CommandDeps = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics, credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
     for (const id of ids) await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     await ensureReconcileWorkflow(env.client, TASK_QUEUE, 60, 7);
 

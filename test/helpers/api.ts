@@ -1,7 +1,7 @@
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { listen, type HttpServer } from '../../lib/http';
-import { TEST_PROVIDER_POLICY } from './deps';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './deps';
 import { capturingLogger } from './logs';
 import type { WorkerStack } from './stack';
 
@@ -24,6 +24,7 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
     logger: capturingLogger().logger,
     taskQueue,
     adminApiKey: TEST_API_KEY,
+    credentials: TEST_KEYRING,
     maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: 60_000,
     providers: TEST_PROVIDER_POLICY,

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import type { ActivityDeps, RateLimitSettings } from '../../activities/deps';
 import { DEFAULT_PROVIDER_POLICY, type ProviderPolicy } from '../../connectors/provider-http';
 import type { Pool } from '../../db/pool';
+import { parseKeyring, type Keyring } from '../../lib/credentials';
 import { createSyncMetrics } from '../../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
@@ -10,6 +11,12 @@ import { capturingLogger, type LogLines } from './logs';
 
 /** The provider policy of tests: the defaults, plus the opt-in for fake providers on 127.0.0.1. */
 export const TEST_PROVIDER_POLICY: ProviderPolicy = { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true };
+
+/** The credentials key of tests (a fixed, public test key: 32 bytes of 0x2a). */
+export const TEST_CREDENTIALS_KEY = Buffer.alloc(32, 42).toString('base64');
+
+/** The keyring of test processes: TEST_CREDENTIALS_KEY as key `default`. */
+export const TEST_KEYRING: Keyring = parseKeyring({ CREDENTIALS_KEY: TEST_CREDENTIALS_KEY })!;
 
 /** The rate-limit settings of an unconfigured worker (the defaults). */
 export const DEFAULT_RATE_LIMIT_SETTINGS: RateLimitSettings = {
@@ -29,6 +36,7 @@ export function testActivityDeps(opts: {
   taskQueue?: string;
   rateLimit?: RateLimitSettings;
   providers?: ProviderPolicy;
+  credentials?: Keyring;
 }): { deps: ActivityDeps; lines: LogLines; registry: Registry } {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -36,6 +44,7 @@ export function testActivityDeps(opts: {
     pool: opts.pool,
     logger,
     metrics: createSyncMetrics(registry),
+    credentials: opts.credentials ?? TEST_KEYRING,
     temporal: opts.temporal ?? (undefined as never),
     taskQueue: opts.taskQueue ?? 'test',
     settings: DEFAULT_SCHEDULE_SETTINGS,

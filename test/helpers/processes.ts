@@ -7,6 +7,7 @@ import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { freePort } from '../../lib/ports';
+import { TEST_CREDENTIALS_KEY } from './deps';
 import type { LogLines } from './logs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -167,8 +168,13 @@ export interface ServerEnv {
 
 /** The variables that point a process at `servers`. */
 function serverVars(servers: ServerEnv): Record<string, string> {
-  // DEMO_CONNECTOR: the fault tests sync demo connections, a provider production leaves off.
-  return { DATABASE_URL: servers.databaseUrl, TEMPORAL_ADDRESS: servers.temporalAddress, TEMPORAL_TASK_QUEUE: servers.taskQueue, DEMO_CONNECTOR: 'true' };
+  return {
+    DATABASE_URL: servers.databaseUrl, TEMPORAL_ADDRESS: servers.temporalAddress, TEMPORAL_TASK_QUEUE: servers.taskQueue,
+    // DEMO_CONNECTOR: the fault tests sync demo connections, a provider production leaves off.
+    DEMO_CONNECTOR: 'true',
+    // The same key as the in-process test workers and APIs, so either side opens what the other sealed.
+    CREDENTIALS_KEY: TEST_CREDENTIALS_KEY,
+  };
 }
 
 /** Environment of an `npm run worker` on `servers`, with a free metrics port. */
@@ -187,6 +193,9 @@ export async function apiEnv(servers: ServerEnv, extra: Record<string, string> =
     ...serverVars(servers),
     API_PORT: String(await freePort()),
     ADMIN_API_KEY: TEST_ADMIN_KEY,
+    // Fault tests poll hard with the admin key: the per-key limit is not what they probe.
+    API_RATE_LIMIT_PER_SECOND: '100000',
+    API_RATE_LIMIT_BURST: '100000',
     ...extra,
   };
 }

@@ -1,6 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
+import type { Keyring } from '../../lib/credentials';
 import type { SyncMetrics } from '../../lib/metrics';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -24,7 +25,7 @@ export interface WorkerStack {
  * fresh database and a running Synctide worker on `taskQueue`; the returned object is filled in
  * by the time the file's own beforeAll hooks and tests run.
  */
-export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string): WorkerStack {
+export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string, opts: { credentials?: Keyring } = {}): WorkerStack {
   const stack = {} as WorkerStack;
   let running: Promise<void> | undefined;
   beforeAll(async () => {
@@ -37,6 +38,7 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
       client: stack.env.client,
       pool: stack.db.pool,
       taskQueue,
+      credentials: opts.credentials,
     });
     stack.worker = worker;
     stack.lines = lines;

@@ -170,6 +170,8 @@ export function stubActivities() {
     }),
     deliverWebhook: unused('deliverWebhook'),
     failWebhookDelivery: unused('failWebhookDelivery'),
+    quiesceConnection: unused('quiesceConnection'),
+    purgeConnectionBatch: unused('purgeConnectionBatch'),
   };
 
   /** Adds a connection (active, 15-minute interval unless `sync` says otherwise). */

@@ -5,6 +5,7 @@ import type { NativeConnection, WorkflowBundle } from '@temporalio/worker';
 import type { Pool } from '../../db/pool';
 import { createWorker } from '../../workers/create-worker';
 import type { RateLimitSettings } from '../../activities/deps';
+import type { Keyring } from '../../lib/credentials';
 import { testActivityDeps } from './deps';
 
 export { capturingLogger, type LogLines } from './logs';
@@ -27,12 +28,15 @@ export async function createTestWorker(opts: {
   shutdownGraceSeconds?: number;
   /** Workflow runs kept in memory between tasks (the SDK's default when omitted). */
   maxCachedWorkflows?: number;
+  /** The credentials keyring of the activities (default: the tests' one key). */
+  credentials?: Keyring;
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
     temporal: opts.client,
     taskQueue: opts.taskQueue,
     rateLimit: opts.rateLimit,
+    credentials: opts.credentials,
   });
   const worker = await createWorker({
     connection: opts.connection,

@@ -1,0 +1,67 @@
+// The activities of a connection purge: stop what the connection runs, then delete its rows.
+import { Context } from '@temporalio/activity';
+import { updateConnection } from '../db/models/connections';
+import * as purges from '../db/models/purges';
+import { withTransaction } from '../db/transaction';
+import { cancelConnectionWorkflow, cancelJobWorkflow, isWorkflowRunning } from '../temporal/client';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
+import type { Activities } from '../temporal/activities';
+import type { ActivityDeps } from './deps';
+
+/** Rows per delete statement: short statements, so no table is locked for long. */
+const BATCH = 1000;
+/** How long one activity run deletes before it reports progress and the workflow calls it again. */
+const RUN_BUDGET_MS = 30_000;
+
+/**
+ * Stops everything a connection being purged runs: disables it (so nothing restarts it), cancels
+ * its workflow (which cancels its own job) and every active job's workflow, then checks that they
+ * all closed; while one still runs (a sync stops at its next heartbeat) it throws, and the
+ * workflow's retry policy asks again. Idempotent.
+ */
+export function quiesceConnection({ pool, temporal }: ActivityDeps): Activities['quiesceConnection'] {
+  return async ({ purgeId, connectionId }) => {
+    await purges.markPurgeRunning(pool, purgeId);
+    await updateConnection(pool, connectionId, { status: 'disabled' });
+    await cancelConnectionWorkflow(temporal, connectionId);
+    const jobIds = await purges.findActiveJobIds(pool, connectionId);
+    for (const jobId of jobIds) await cancelJobWorkflow(temporal, jobId);
+    const ids = [connectionWorkflowId(connectionId), ...jobIds.map(syncJobWorkflowId)];
+    const running: string[] = [];
+    for (const id of ids) if (await isWorkflowRunning(temporal, id)) running.push(id);
+    if (running.length > 0) throw new Error(`waiting for ${running.join(', ')} to stop before purging`);
+  };
+}
+
+/**
+ * Deletes the connection's rows, table by table, `BATCH` rows per statement, for about 30 s
+ * (heartbeating after each batch); once every batch came back short it deletes the connection row
+ * (its sync state, breaker and alerts cascade) and completes the purge in one transaction.
+ * Idempotent: a retry deletes what is left.
+ */
+export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeConnectionBatch'] {
+  return async ({ purgeId, connectionId }) => {
+    const ctx = Context.current();
+    const deadline = Date.now() + RUN_BUDGET_MS;
+    let deleted = 0;
+    // Seen-sets before jobs: they hang off the jobs' tasks and have no foreign key to cascade.
+    const steps = [purges.deleteRecordsBatch, purges.deleteSeenBatch, purges.deleteJobsBatch, purges.deleteWebhookEventsBatch];
+    for (const step of steps) {
+      for (;;) {
+        if (Date.now() > deadline) return { deleted, done: false };
+        const n = await step(pool, connectionId, BATCH);
+        if (n > 0) await purges.addPurgeProgress(pool, purgeId, n);
+        deleted += n;
+        ctx.heartbeat({ deleted });
+        if (n < BATCH) break;
+      }
+    }
+    await withTransaction(pool, async (tx) => {
+      const n = await purges.deleteConnectionRow(tx, connectionId);
+      if (n > 0) await purges.addPurgeProgress(tx, purgeId, n);
+      deleted += n;
+      await purges.completePurge(tx, purgeId, new Date());
+    });
+    return { deleted, done: true };
+  };
+}

@@ -1,0 +1,47 @@
+import type { MiddlewareHandler } from 'hono';
+import type { CommandDeps } from '../../commands/deps';
+import { ownerOf, recordAudit } from '../../commands/tenancy';
+import type { ApiEnv } from '../env';
+import { jsonObjectBody, pathResource } from './tenant-scope';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Writes one `audit_log` row per mutating call (every method but GET, HEAD, OPTIONS) that passed
+ * authentication and the rate limit, a call the tenant scope then refuses (403, 404) included: who (admin, or the tenant key's id), what (method and path), the target's id
+ * and tenant, when, and the answer's status. Bodies are never recorded, so no secret is. A failed
+ * write is logged and does not change the answer.
+ */
+export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    if (['GET', 'HEAD', 'OPTIONS'].includes(c.req.method)) return next();
+    const principal = c.get('principal');
+    const target = pathResource(c.req.path);
+    const tenantPath = /^\/tenants\/([^/]+)/.exec(c.req.path)?.[1];
+    // Looked up before the call: a DELETE may remove the target.
+    let tenantId: string | null = principal.kind === 'tenant' ? principal.tenantId : null;
+    if (!tenantId && tenantPath) tenantId = decodeURIComponent(tenantPath);
+    if (!tenantId && target) tenantId = await ownerOf(deps, target.kind, target.id).catch(() => null);
+    if (!tenantId) {
+      const body = await jsonObjectBody(c);
+      if (typeof body?.tenant_id === 'string') tenantId = body.tenant_id;
+      else if (typeof body?.pairId === 'string' && UUID.test(body.pairId)) tenantId = await ownerOf(deps, 'connection', body.pairId).catch(() => null);
+    }
+    await next();
+    let targetId = target?.id ?? /\/api-keys\/([0-9a-f-]{36})$/i.exec(c.req.path)?.[1] ?? null;
+    if (!targetId && c.res.status < 300 && c.res.headers.get('content-type')?.includes('json')) {
+      const answer = (await c.res.clone().json().catch(() => null)) as { id?: unknown; job_id?: unknown } | null;
+      const id = answer?.id ?? answer?.job_id;
+      if (typeof id === 'string') targetId = id;
+    }
+    await recordAudit(deps, {
+      actor: principal.kind === 'admin' ? 'admin' : `key:${principal.keyId}`,
+      api_key_id: principal.kind === 'admin' ? null : principal.keyId,
+      tenant_id: tenantId,
+      method: c.req.method,
+      path: c.req.path,
+      target_id: targetId,
+      status: c.res.status,
+    }).catch((err: unknown) => c.get('log').warn({ err, path: c.req.path }, 'audit log write failed'));
+  };
+}

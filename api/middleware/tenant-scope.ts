@@ -1,0 +1,88 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import type { CommandDeps } from '../../commands/deps';
+import { ownerOf, type OwnedKind } from '../../commands/tenancy';
+import type { ApiEnv } from '../env';
+import { errorBody } from '../errors';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Paths only the admin key may call: they span tenants or manage keys. */
+const ADMIN_ONLY = /^\/(tenants(\/|$)|audit$|metrics$)/;
+
+/** The resource a path names by id: `/connections/{id}...`, `/jobs/{id}...`, `/webhooks/{id}...`, `/purges/{id}`. */
+const PATH_RESOURCES: [RegExp, OwnedKind][] = [
+  [/^\/connections\/([^/]+)/, 'connection'],
+  [/^\/jobs\/([^/]+)/, 'job'],
+  [/^\/webhooks\/([^/]+)/, 'webhook'],
+  [/^\/purges\/([^/]+)/, 'purge'],
+];
+
+/** Body and query fields that name a connection by id. */
+const CONNECTION_FIELDS = ['connection_id', 'pairId', 'connectorId'];
+
+/** The resource `path` names by id, when it names one by a UUID. */
+export function pathResource(path: string): { kind: OwnedKind; id: string } | null {
+  for (const [pattern, kind] of PATH_RESOURCES) {
+    const raw = pattern.exec(path)?.[1];
+    // Decoded as the router decodes a path parameter, so an escaped id is checked as the route sees it.
+    const id = raw === undefined ? undefined : safeDecode(raw);
+    if (id && UUID.test(id)) return { kind, id };
+  }
+  return null;
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/** The JSON body of a request as an object, or null (not JSON, or not an object: the route answers 400). */
+export async function jsonObjectBody(c: Context): Promise<Record<string, unknown> | null> {
+  if (!/^application\/([\w.-]+\+)?json/i.test(c.req.header('content-type') ?? '')) return null;
+  try {
+    const body: unknown = await c.req.json();
+    return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
+  } catch (err) {
+    // Not JSON: the route's validator answers 400. Anything else (a body over the limit) goes on up.
+    if (err instanceof SyntaxError) return null;
+    throw err;
+  }
+}
+
+/**
+ * Keeps a tenant key inside its tenant, before any route runs: a path, query or body naming
+ * another tenant, or another tenant's connection, job, webhook or purge, answers 404 exactly as a
+ * missing one does (no existence leak), so nothing is read or changed. Admin-only paths answer
+ * 403; a key without the `write` scope may only read. The admin key passes untouched.
+ */
+export function tenantScope(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    const principal = c.get('principal');
+    if (principal.kind === 'admin') return next();
+    const forbidden = (message: string) => c.json(errorBody('forbidden', message), 403);
+    const hidden = () => c.json(errorBody('not_found', 'no such resource'), 404);
+    if (ADMIN_ONLY.test(c.req.path)) return forbidden('this route needs the admin key');
+    const reading = c.req.method === 'GET' || c.req.method === 'HEAD';
+    if (!principal.scopes.includes(reading ? 'read' : 'write')) return forbidden(`this key lacks the ${reading ? 'read' : 'write'} scope`);
+
+    const owns = async (kind: OwnedKind, id: unknown) => typeof id !== 'string' || !UUID.test(id) || (await ownerOf(deps, kind, id)) === principal.tenantId;
+    const named = pathResource(c.req.path);
+    if (named && !(await owns(named.kind, named.id))) return hidden();
+
+    const query = c.req.query();
+    if (query.tenant_id !== undefined && query.tenant_id !== principal.tenantId) return hidden();
+    for (const field of CONNECTION_FIELDS) if (!(await owns('connection', query[field]))) return hidden();
+
+    if (!reading) {
+      const body = await jsonObjectBody(c);
+      if (body) {
+        if (body.tenant_id !== undefined && body.tenant_id !== principal.tenantId) return hidden();
+        for (const field of CONNECTION_FIELDS) if (!(await owns('connection', body[field]))) return hidden();
+      }
+    }
+    return next();
+  };
+}

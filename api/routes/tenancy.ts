@@ -1,0 +1,94 @@
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { deleteConnection, getPurge } from '../../commands/purges';
+import { createApiKey, listApiKeys, listAudit, revokeApiKey } from '../../commands/tenancy';
+import type { ApiDeps } from '../deps';
+import type { ApiEnv } from '../env';
+import { ApiError } from '../errors';
+import { presentApiKey, presentAuditEntry, presentPurge } from '../present';
+import { decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import {
+  ApiKeyListSchema,
+  ApiKeySchema,
+  AuditPageSchema,
+  AuditQuery,
+  CreateApiKeyBody,
+  CreatedApiKeySchema,
+  PurgeSchema,
+  TenantKeyParams,
+  TenantParams,
+} from '../schemas/tenancy';
+
+const createKey = createRoute({
+  method: 'post', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "Create a tenant API key (admin only; the secret is shown once)",
+  request: { params: TenantParams, body: { ...jsonBody(CreateApiKeyBody), required: false } },
+  responses: { 201: jsonAnswer(CreatedApiKeySchema, 'Created, with its secret'), ...errorResponses },
+});
+const listKeys = createRoute({
+  method: 'get', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "A tenant's API keys, revoked ones included (admin only; never secrets)",
+  request: { params: TenantParams },
+  responses: { 200: jsonAnswer(ApiKeyListSchema, 'The keys'), ...errorResponses },
+});
+const revokeKey = createRoute({
+  method: 'delete', path: '/tenants/{tenant_id}/api-keys/{key_id}', tags: ['tenants'], summary: 'Revoke a tenant API key at once (admin only)',
+  request: { params: TenantKeyParams },
+  responses: { 200: jsonAnswer(ApiKeySchema, 'Revoked'), ...errorResponses, 404: notFound },
+});
+const audit = createRoute({
+  method: 'get', path: '/audit', tags: ['tenants'], summary: 'The audit log of mutating calls, newest first (admin only)',
+  request: { query: AuditQuery },
+  responses: { 200: jsonAnswer(AuditPageSchema, 'One page'), ...errorResponses },
+});
+const remove = createRoute({
+  method: 'delete', path: '/connections/{id}', tags: ['connections'],
+  summary: 'Delete a connection and purge everything of it (its workflow and jobs are stopped first)',
+  request: { params: IdParams },
+  responses: { 202: jsonAnswer(PurgeSchema, 'The purge, running; read it at /purges/{id}. Afterwards the connection is 404'), ...errorResponses, 404: notFound },
+});
+const purge = createRoute({
+  method: 'get', path: '/purges/{id}', tags: ['connections'], summary: "A connection purge's status",
+  request: { params: IdParams },
+  responses: { 200: jsonAnswer(PurgeSchema, 'The purge'), ...errorResponses, 404: notFound },
+});
+
+/** Routes of tenant API keys, the audit log, and connection deletion with its purge. */
+export function tenancyRoutes(deps: ApiDeps) {
+  const app = new OpenAPIHono<ApiEnv>();
+
+  app.openapi(createKey, async (c) => {
+    const { tenant_id } = c.req.valid('param');
+    const body = (await c.req.json().catch(() => ({}))) as unknown;
+    const parsed = CreateApiKeyBody.safeParse(body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+    const { key, secret } = await createApiKey(deps, tenant_id, parsed.data);
+    c.get('log').info({ api_key_id: key.id, tenant_id, prefix: key.prefix }, 'api key created');
+    return c.json({ ...presentApiKey(key), secret }, 201);
+  });
+
+  app.openapi(listKeys, async (c) => c.json({ items: (await listApiKeys(deps, c.req.valid('param').tenant_id)).map(presentApiKey) }, 200));
+
+  app.openapi(revokeKey, async (c) => {
+    const { tenant_id, key_id } = c.req.valid('param');
+    const key = await revokeApiKey(deps, tenant_id, key_id);
+    c.get('log').info({ api_key_id: key.id, tenant_id }, 'api key revoked');
+    return c.json(presentApiKey(key), 200);
+  });
+
+  app.openapi(audit, async (c) => {
+    const q = c.req.valid('query');
+    const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    if (position === null || (position && !/^\d{1,19}$/.test(position.id ?? ''))) throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
+    const page = await listAudit(deps, { tenantId: q.tenant_id, beforeId: position?.id, limit: q.limit });
+    const last = page.rows.at(-1);
+    return c.json({ items: page.rows.map(presentAuditEntry), next_cursor: page.more && last ? encodeCursor({ id: last.id }) : null }, 200);
+  });
+
+  app.openapi(remove, async (c) => {
+    const row = await deleteConnection(deps, c.req.valid('param').id);
+    c.get('log').info({ connection_id: row.connection_id, purge_id: row.id }, 'connection deleted; purge started');
+    return c.json(presentPurge(row), 202);
+  });
+
+  app.openapi(purge, async (c) => c.json(presentPurge(await getPurge(deps, c.req.valid('param').id)), 200));
+
+  return app;
+}

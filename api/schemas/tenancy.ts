@@ -1,0 +1,85 @@
+import { z } from '@hono/zod-openapi';
+import { CursorQuery, LimitQuery, NullableTime } from './common';
+
+/** The `tenant_id` path parameter of a tenant's API keys. */
+export const TenantParams = z.object({
+  tenant_id: z.string().min(1).max(200).openapi({ param: { name: 'tenant_id', in: 'path' }, example: 'acme' }),
+});
+
+/** `DELETE /tenants/{tenant_id}/api-keys/{key_id}` path. */
+export const TenantKeyParams = TenantParams.extend({
+  key_id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'key_id', in: 'path' } }),
+});
+
+/** `POST /tenants/{tenant_id}/api-keys` body (optional). */
+export const CreateApiKeyBody = z
+  .strictObject({
+    name: z.string().min(1).max(200).optional().openapi({ description: 'A label for people, e.g. "billing backend"' }),
+    scopes: z
+      .array(z.enum(['read', 'write']))
+      .min(1, 'must name at least one scope')
+      .optional()
+      .openapi({ description: 'read: GET routes; write: every other route. Default both.' }),
+  })
+  .openapi('CreateApiKey');
+
+/** A tenant API key as listed: never its secret. */
+export const ApiKeySchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    name: z.string().nullable(),
+    prefix: z.string().openapi({ description: 'The public part of the key (`stk_<prefix>_...`), to tell keys apart' }),
+    scopes: z.array(z.string()),
+    created_at: z.string(),
+    last_used_at: NullableTime,
+    revoked_at: NullableTime,
+  })
+  .openapi('ApiKey');
+
+/** A new API key with its secret, shown this once. */
+export const CreatedApiKeySchema = ApiKeySchema.extend({
+  secret: z.string().openapi({ description: 'The key: `Authorization: Bearer <secret>`. Shown only in this answer; only its hash is stored' }),
+}).openapi('CreatedApiKey');
+
+/** A tenant's keys. */
+export const ApiKeyListSchema = z.object({ items: z.array(ApiKeySchema) }).openapi('ApiKeyList');
+
+/** `GET /audit` query. */
+export const AuditQuery = z.object({
+  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  limit: LimitQuery,
+  cursor: CursorQuery,
+});
+
+/** One audited call. */
+export const AuditEntrySchema = z
+  .object({
+    id: z.string(),
+    at: z.string(),
+    actor: z.string().openapi({ description: '`admin`, or `key:<api key id>`' }),
+    api_key_id: z.string().nullable(),
+    tenant_id: z.string().nullable(),
+    method: z.string(),
+    path: z.string(),
+    target_id: z.string().nullable(),
+    status: z.number().int(),
+  })
+  .openapi('AuditEntry');
+
+/** A page of the audit log, newest first. */
+export const AuditPageSchema = z.object({ items: z.array(AuditEntrySchema), next_cursor: z.string().nullable() }).openapi('AuditPage');
+
+/** A connection purge. */
+export const PurgeSchema = z
+  .object({
+    id: z.string(),
+    connection_id: z.string(),
+    tenant_id: z.string(),
+    status: z.enum(['pending', 'running', 'completed']),
+    deleted_rows: z.number().int().openapi({ description: 'Rows deleted so far' }),
+    workflow_id: z.string(),
+    created_at: z.string(),
+    finished_at: NullableTime,
+  })
+  .openapi('Purge');

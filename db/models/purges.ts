@@ -1,0 +1,115 @@
+// SQL of `connection_purges` and of the batched deletes that purge a connection: each statement
+// deletes at most `limit` rows, so no table is locked for long.
+import type { Queryable } from '../queryable';
+import { ACTIVE_JOBS } from '../sql';
+
+/** A purge as the API shows it. */
+export interface PurgeRow {
+  id: string;
+  connection_id: string;
+  tenant_id: string;
+  status: 'pending' | 'running' | 'completed';
+  deleted_rows: string;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const PURGE_COLUMNS = 'id, connection_id, tenant_id, status, deleted_rows::text as deleted_rows, created_at, finished_at';
+
+/** Inserts a pending purge of a connection; null when one is already open for it. */
+export async function insertPurge(db: Queryable, connectionId: string, tenantId: string): Promise<PurgeRow | null> {
+  const { rows } = await db.query<PurgeRow>(
+    `insert into connection_purges (connection_id, tenant_id) values ($1, $2)
+     on conflict (connection_id) where status <> 'completed' do nothing returning ${PURGE_COLUMNS}`,
+    [connectionId, tenantId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The open (not completed) purge of a connection, or null. */
+export async function findOpenPurge(db: Queryable, connectionId: string): Promise<PurgeRow | null> {
+  const { rows } = await db.query<PurgeRow>(`select ${PURGE_COLUMNS} from connection_purges where connection_id = $1 and status <> 'completed'`, [connectionId]);
+  return rows[0] ?? null;
+}
+
+/** Purge `id`, or null. */
+export async function findPurge(db: Queryable, id: string): Promise<PurgeRow | null> {
+  const { rows } = await db.query<PurgeRow>(`select ${PURGE_COLUMNS} from connection_purges where id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+/** Marks a pending purge running. */
+export async function markPurgeRunning(db: Queryable, id: string): Promise<void> {
+  await db.query(`update connection_purges set status = 'running' where id = $1 and status = 'pending'`, [id]);
+}
+
+/** Adds `n` deleted rows to a purge's progress. */
+export async function addPurgeProgress(db: Queryable, id: string, n: number): Promise<void> {
+  await db.query('update connection_purges set deleted_rows = deleted_rows + $2 where id = $1', [id, n]);
+}
+
+/** Marks a purge completed. */
+export async function completePurge(db: Queryable, id: string, at: Date): Promise<void> {
+  await db.query(`update connection_purges set status = 'completed', finished_at = coalesce(finished_at, $2) where id = $1`, [id, at]);
+}
+
+/** Ids of the connection's active jobs (whose workflows a purge stops). */
+export async function findActiveJobIds(db: Queryable, connectionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(`select id from sync_jobs where connection_id = $1 and status in (${ACTIVE_JOBS})`, [connectionId]);
+  return rows.map((r) => r.id);
+}
+
+/** Deletes up to `limit` of the connection's records (tombstones included). */
+export async function deleteRecordsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from records where (connection_id, resource_type, external_id) in
+       (select connection_id, resource_type, external_id from records where connection_id = $1 limit $2)`,
+    [connectionId, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Deletes up to `limit` seen-set rows of the connection's tasks (sync_seen has no foreign key to cascade). */
+export async function deleteSeenBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from sync_seen where (task_id, external_id) in
+       (select s.task_id, s.external_id from sync_seen s
+          join sync_tasks t on t.id = s.task_id join sync_jobs j on j.id = t.job_id
+         where j.connection_id = $1 limit $2)`,
+    [connectionId, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Deletes up to `limit` of the connection's jobs, with their tasks and logs (by cascade). */
+export async function deleteJobsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    'delete from sync_jobs where id in (select id from sync_jobs where connection_id = $1 limit $2)',
+    [connectionId, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Deletes up to `limit` of the connection's webhook events, with their deliveries and attempts (by cascade). */
+export async function deleteWebhookEventsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    'delete from webhook_events where id in (select id from webhook_events where connection_id = $1 limit $2)',
+    [connectionId, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Deletes the connection row; its sync state, breaker stats, alerts and anything left cascade. */
+export async function deleteConnectionRow(db: Queryable, connectionId: string): Promise<number> {
+  const { rowCount } = await db.query('delete from connections where id = $1', [connectionId]);
+  return rowCount ?? 0;
+}
+
+/** Purges still `pending` (their workflow never reached its first step) created before `before`: the reconcile tick starts them. */
+export async function findUnstartedPurges(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
+  const { rows } = await db.query<{ id: string; connection_id: string }>(
+    `select id, connection_id from connection_purges where status = 'pending' and created_at < $1 order by created_at limit $2`,
+    [before, limit],
+  );
+  return rows;
+}

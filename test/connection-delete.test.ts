@@ -1,0 +1,145 @@
+// Deleting a connection through the real API, worker, time-skipping server and Postgres: a sync in
+// flight is cancelled, the purge workflow removes every row of the connection in batches, its
+// workflows are closed, and another connection of the same tenant keeps all of its rows.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testActivityDeps } from './helpers/deps';
+import { useWorkerStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'connection-delete';
+
+describe('DELETE /connections/:id and its purge', () => {
+  const stack = useWorkerStack('time-skipping', TASK_QUEUE);
+  let api: TestApi;
+  let receiver: Server;
+  let receiverUrl: string;
+
+  beforeAll(async () => {
+    api = await startTestApi(stack, TASK_QUEUE, { webhookAllowPrivate: true });
+    // A webhook receiver that accepts everything, so the connection has delivered events too.
+    receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end('ok')));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(async () => {
+    await api?.server.close();
+    await new Promise((resolve) => receiver?.close(resolve));
+  });
+
+  const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
+
+  async function created(method: string, path: string, body: unknown, status: number): Promise<any> {
+    const res = await api.call(method, path, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(status);
+    return res.body;
+  }
+
+  async function workflowStatus(workflowId: string): Promise<string> {
+    return (await stack.env.client.workflow.getHandle(workflowId).describe()).status.name;
+  }
+
+  /**
+   * Rows of each table (but the purge's own status row and the audit log, which record the
+   * deletion) whose text holds any of `ids`: every column of every row is searched, so a row that
+   * only mentions the connection in a JSON payload counts too.
+   */
+  async function rowsMentioning(ids: string[]): Promise<Record<string, number>> {
+    const tables = await q<{ name: string }>(
+      `select tablename as name from pg_tables where schemaname = 'public' and tablename not in ('connection_purges', 'audit_log', 'pgmigrations') order by 1`,
+    );
+    const found: Record<string, number> = {};
+    for (const { name } of tables) {
+      const [row] = await q<{ n: number }>(`select count(*)::int as n from "${name}" t where t::text like any($1)`, [ids.map((id) => `%${id}%`)]);
+      if (row!.n > 0) found[name] = row!.n;
+    }
+    return found;
+  }
+
+  it('cancels the sync in flight, deletes every row of the connection in batches, closes its workflow, and keeps the other connections', async () => {
+    await created('POST', '/webhooks', { tenant_id: 'acme', url: receiverUrl, event_types: ['sync.completed', 'sync.failed'] }, 201);
+    const keeper = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'keeper', provider: 'demo', config: { records_per_resource: 20, page_size: 10 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    const victim = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'victim', provider: 'demo', credentials: { token: 'victim-token' },
+      config: { records_per_resource: 1500, page_size: 50 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    // Both bootstrap syncs finish; their sync.completed events are delivered.
+    await eventually(async () => {
+      const rows = await q(`select 1 from sync_jobs where connection_id = any($1) and status = 'completed'`, [[keeper.id, victim.id]]);
+      return rows.length === 2 ? true : undefined;
+    });
+    await eventually(async () => ((await q(`select 1 from webhook_deliveries where status = 'delivered'`)).length >= 2 ? true : undefined));
+
+    // A slow full sync of the victim, caught while it runs.
+    await created('PATCH', `/connections/${victim.id}`, { config: { records_per_resource: 3000, page_size: 20, latency_ms: 25 } }, 200);
+    const running = await created('POST', `/connections/${victim.id}/sync`, { mode: 'full' }, 202);
+    const jobId: string = running.job_id;
+    await eventually(async () => {
+      const [row] = await q<{ status: string; n: number }>(
+        `select j.status, (select count(*)::int from sync_seen s join sync_tasks t on t.id = s.task_id where t.job_id = j.id) as n from sync_jobs j where j.id = $1`,
+        [jobId],
+      );
+      return row?.status === 'running' && row.n > 0 ? true : undefined;
+    });
+
+    // Everything that names the victim, collected before it goes.
+    const jobIds = (await q<{ id: string }>('select id from sync_jobs where connection_id = $1', [victim.id])).map((r) => r.id);
+    const taskIds = (await q<{ id: string }>('select id from sync_tasks where job_id = any($1)', [jobIds])).map((r) => r.id);
+    const eventIds = (await q<{ id: string }>('select id from webhook_events where connection_id = $1', [victim.id])).map((r) => r.id);
+    expect(eventIds.length).toBeGreaterThan(0);
+    const deliveryIds = (await q<{ id: string }>('select id from webhook_deliveries where event_id = any($1)', [eventIds])).map((r) => r.id);
+    const ids = [victim.id, ...jobIds, ...taskIds, ...eventIds, ...deliveryIds];
+    const before = await rowsMentioning(ids);
+    expect(Object.keys(before).sort()).toEqual(expect.arrayContaining(['connections', 'records', 'sync_jobs', 'sync_seen', 'sync_state', 'sync_tasks', 'sync_job_logs', 'webhook_events', 'webhook_deliveries', 'webhook_delivery_attempts']));
+    const keeperBefore = await rowsMentioning([keeper.id]);
+
+    const purge = await created('DELETE', `/connections/${victim.id}`, undefined, 202);
+    expect(purge).toMatchObject({ connection_id: victim.id, tenant_id: 'acme', workflow_id: `connection-purge:${purge.id}` });
+    expect(['pending', 'running']).toContain(purge.status);
+    // A repeated DELETE answers the same purge while it runs (404 once the connection is gone).
+    const again = await api.call('DELETE', `/connections/${victim.id}`);
+    if (again.status === 202) expect(again.body.id).toBe(purge.id);
+    else expect(again.status).toBe(404);
+
+    const done = await eventually(async () => {
+      const res = await api.call('GET', `/purges/${purge.id}`);
+      return res.body.status === 'completed' ? res.body : undefined;
+    });
+    expect(done.deleted_rows).toBeGreaterThan(3000);
+    expect(done.finished_at).toEqual(expect.any(String));
+
+    // Nothing of the connection remains in any table; the id is 404.
+    expect(await rowsMentioning(ids)).toEqual({});
+    expect((await api.call('GET', `/connections/${victim.id}`)).status).toBe(404);
+    expect((await api.call('GET', `/jobs/${jobId}`)).status).toBe(404);
+    expect((await api.call('DELETE', `/connections/${victim.id}`)).status).toBe(404);
+    // The sync in flight was cancelled, not left running; the connection's workflow is closed.
+    expect(await workflowStatus(`sync-job:${jobId}`)).not.toBe('RUNNING');
+    expect(await stack.env.client.workflow.getHandle(`sync-job:${jobId}`).result()).toMatchObject({ jobId, status: 'cancelled' });
+    expect(await workflowStatus(`connection:${victim.id}`)).not.toBe('RUNNING');
+    expect(await workflowStatus(`connection-purge:${purge.id}`)).toBe('COMPLETED');
+    // The other connection of the tenant kept every row.
+    expect(await rowsMentioning([keeper.id])).toEqual(keeperBefore);
+    expect(keeperBefore.records).toBeGreaterThan(0);
+    expect(await workflowStatus(`connection:${keeper.id}`)).toBe('RUNNING');
+  });
+
+  it('the reconcile tick starts a purge whose workflow was never started (the API died in between)', async () => {
+    const orphan = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'orphan', provider: 'demo', config: { records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    await created('POST', `/connections/${orphan.id}/disable`, undefined, 200);
+    const [purge] = await q<{ id: string }>(
+      `insert into connection_purges (connection_id, tenant_id, created_at) values ($1, 'acme', now() - interval '2 minutes') returning id`,
+      [orphan.id],
+    );
+    await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+    await eventually(async () => ((await api.call('GET', `/purges/${purge!.id}`)).body.status === 'completed' ? true : undefined));
+    expect(await rowsMentioning([orphan.id])).toEqual({});
+  });
+});
