@@ -24,6 +24,14 @@ export interface ActivityDeps {
   tombstoneRetentionDays: number;
   /** Webhook deliveries: WEBHOOK_ALLOW_PRIVATE lets them reach loopback and private addresses (tests, `npm start`). */
   webhooks: { allowPrivate: boolean };
+  /** Paging bounds and the shared rate budget of connectors (defaults when absent). */
+  connectors?: ConnectorSettings;
+}
+
+/** How activities drive connectors. */
+export interface ConnectorSettings {
+  /** MAX_PAGES_PER_TASK: pages one task may fetch before it fails as permanent. */
+  maxPagesPerTask: number;
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

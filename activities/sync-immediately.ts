@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import { pagesOf } from '../connectors/pages';
+import { DEFAULT_MAX_PAGES_PER_TASK, pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { RateLimited } from '../connectors/types';
 import { findSyncSource } from '../db/models/connections';
@@ -19,7 +19,8 @@ import type { ActivityDeps } from './deps';
  * stays exactly as it was. After each stored page it heartbeats the counts so far (what a caller
  * whose deadline passed reports), and a cancellation stops it before the next fetch.
  */
-export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['syncImmediately'] {
+export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately'] {
+  const { pool, metrics } = deps;
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
@@ -42,7 +43,7 @@ export function syncImmediately({ pool, metrics }: ActivityDeps): Activities['sy
           credentials: conn.credentials ?? null,
           signal: ctx.cancellationSignal,
         };
-        for await (const page of pagesOf(connector, request, null)) {
+        for await (const page of pagesOf(connector, request, null, { maxPages: deps.connectors?.maxPagesPerTask ?? DEFAULT_MAX_PAGES_PER_TASK })) {
           const written = await withTransaction(pool, (tx) =>
             upsertRecords(tx, { connectionId: input.connectionId, resourceType, jobId: null, at: new Date() }, page.records),
           );

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { PoolClient } from 'pg';
-import { pagesOf } from '../connectors/pages';
+import { DEFAULT_MAX_PAGES_PER_TASK, pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
 import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
@@ -59,7 +59,8 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * keeps the rows already written (re-reading an unchanged record writes nothing), and
  * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger }: ActivityDeps): Activities['syncTask'] {
+export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): Activities['syncTask'] {
+  const maxPages = settings?.maxPagesPerTask ?? DEFAULT_MAX_PAGES_PER_TASK;
   return async (input) => {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
@@ -133,7 +134,7 @@ export function syncTask({ pool, logger }: ActivityDeps): Activities['syncTask']
           credentials: task.credentials ?? null,
           signal: ctx.cancellationSignal,
         };
-        for await (const page of pagesOf(connector, request, pageToken)) {
+        for await (const page of pagesOf(connector, request, pageToken, { maxPages, pagesDone: pages })) {
           const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
           outsideWindow += page.records.length - records.length;
           for (const record of records) {

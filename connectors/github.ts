@@ -387,6 +387,11 @@ export const githubConnector: Connector = {
     return [...parseGitHubConfig(config).resource_types];
   },
 
+  pageKey(token) {
+    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { repo?: unknown; url?: unknown };
+    return typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
+  },
+
   async fetchPage({ resource, since, until, pageToken, config, credentials, signal }: FetchPageInput): Promise<FetchPageResult> {
     signal?.throwIfAborted();
     const cfg = parseGitHubConfig(config);

@@ -42,6 +42,11 @@ export interface Connector {
   /** The resource types a connection of this provider syncs, given its config. */
   resourceTypes(config: Record<string, unknown>): string[];
   fetchPage(input: FetchPageInput): Promise<FetchPageResult>;
+  /**
+   * The page a token fetches, in words a person can check (e.g. its URL). Two tokens of the same
+   * page give the same key: the paging loop detects a provider paging in circles by it.
+   */
+  pageKey?(token: string): string;
 }
 
 /** Base of the typed connector failures. `kind` survives serialisation into activity failures. */

@@ -97,6 +97,8 @@ export const envSchema = z
     WEBHOOK_ALLOW_PRIVATE: boolean(false),
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
     IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
+    // Pages one sync task may fetch before it fails as permanent (no job can page forever).
+    MAX_PAGES_PER_TASK: positiveInt(10000),
 
     START_DEMO: boolean(true),
   })

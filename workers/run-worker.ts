@@ -33,6 +33,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
       reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
       tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
       webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+      connectors: { maxPagesPerTask: config.MAX_PAGES_PER_TASK },
     },
   });
   const running = worker.run();

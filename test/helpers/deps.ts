@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { Registry } from 'prom-client';
-import type { ActivityDeps, RateLimitSettings } from '../../activities/deps';
+import type { ActivityDeps, ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import type { Pool } from '../../db/pool';
 import { createSyncMetrics } from '../../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../policy/rate-limit';
@@ -24,6 +24,7 @@ export function testActivityDeps(opts: {
   temporal?: Client;
   taskQueue?: string;
   rateLimit?: RateLimitSettings;
+  connectors?: ConnectorSettings | undefined;
 }): { deps: ActivityDeps; lines: LogLines; registry: Registry } {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -38,6 +39,7 @@ export function testActivityDeps(opts: {
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
     webhooks: { allowPrivate: true },
+    ...(opts.connectors && { connectors: opts.connectors }),
   };
   return { deps, lines, registry };
 }
