@@ -15,6 +15,8 @@
 // - a backfill window's start must be before its end: the two are put in order;
 // - `schedule.cron` must be a valid 5-field cron expression and `schedule.interval_seconds` at
 //   most the deployment's MAX_OVERRIDDEN_INTERVAL_SECONDS: a fixed expression, a clamped interval;
+//   `schedule.timezone` must be a zone the runtime knows and goes with a cron only, and
+//   `schedule.full_sync_every` a run count or a duration such as "7d": fixed values;
 // - a demo config's `world` names a dataset registered in-process by a test: dropped;
 // - a GitHub `base_url` must be a URL Node's URL parser accepts: this file's fake GitHub server.
 // New connections are created `paused` (a schema-valid demo config may ask for ten million records
@@ -103,6 +105,13 @@ describe('requests generated from /openapi.json', () => {
     if (!schedule) return;
     if (schedule.cron !== undefined) schedule.cron = '*/15 * * * *';
     if (typeof schedule.interval_seconds === 'number') schedule.interval_seconds = Math.min(schedule.interval_seconds, MAX_INTERVAL_SECONDS);
+    // A zone must be one the runtime knows, and only goes with a cron; full_sync_every's duration
+    // syntax ("7d") is stated in words.
+    if (schedule.timezone !== undefined) {
+      if (schedule.cron === undefined) delete schedule.timezone;
+      else schedule.timezone = 'Europe/Berlin';
+    }
+    if (schedule.full_sync_every !== undefined) schedule.full_sync_every = typeof schedule.full_sync_every === 'string' ? '7d' : 7;
   }
 
   /** A connection of its own for one backfill (one backfill may be active per connection), with no workflow. */
