@@ -6,6 +6,7 @@ import { getConnector } from '../connectors/registry';
 import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
 import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { forgetSeenOfTask, seenSetSize, type SeenSetSize } from '../db/models/seen';
+import { findEtags, saveEtags } from '../db/models/provider-etags';
 import { advanceCursor } from '../db/models/state';
 import { completeTask, lockTaskToSync, markTaskProcessing, recordPage, restartTaskPass } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
@@ -124,6 +125,9 @@ export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): 
     if (claimed.lost) restart(claimed.lost, 'while the task was interrupted');
     else if (pages > 0) log.info({ pages_done: pages, attempt }, 'resuming sync task after its last stored page');
 
+    // Conditional requests (stored ETags) for the connection's own incremental passes; a backfill
+    // neither uses nor stores them (its pass is bounded by a window).
+    const validators = !backfill && input.mode === 'incremental' ? await findEtags(pool, connectionId, input.resourceType) : undefined;
     for (;;) {
       try {
         const request = {
@@ -133,6 +137,7 @@ export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): 
           config: task.config ?? {},
           credentials: task.credentials ?? null,
           signal: ctx.cancellationSignal,
+          ...(validators && { validators }),
         };
         for await (const page of pagesOf(connector, request, pageToken, { maxPages, pagesDone: pages })) {
           const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
@@ -148,6 +153,7 @@ export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): 
               records,
             );
             await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, highWater, seen });
+            if (!backfill && page.validators?.length) await saveEtags(tx, connectionId, input.resourceType, page.validators);
             return counts.added + counts.updated;
           });
           pageToken = page.nextPageToken;

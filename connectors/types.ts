@@ -28,12 +28,37 @@ export interface FetchPageInput {
   config: Record<string, unknown>;
   credentials: Record<string, unknown> | null;
   signal?: AbortSignal;
+  /**
+   * Validators stored by earlier passes: the ETag of each first-page URL. A connector may send a
+   * conditional request with one (an unchanged first page then answers 304 and ends that part of
+   * the pass). Given only to incremental passes without an upper bound.
+   */
+  validators?: ReadonlyMap<string, string>;
+  /** The shared rate budget of this connection's credential; every request asks it first. */
+  budget?: RequestBudget;
+}
+
+/**
+ * The shared rate budget of one credential. `acquire` resolves when a request may go (it may wait
+ * a moment) or throws `RateLimited` with the wait when the budget is down to its reserve; `report`
+ * hands it what the provider answered (a 304 costs nothing) and what it said about its limit.
+ */
+export interface RequestBudget {
+  acquire(signal?: AbortSignal): Promise<void>;
+  report(answer: { status: number; remaining: number | null; resetAt: Date | null }): Promise<void>;
 }
 
 /** One page of records and where the next one starts (null when this was the last). */
 export interface FetchPageResult {
   records: ConnectorRecord[];
   nextPageToken: string | null;
+  /**
+   * Validators to store together with this page: the ETag of a first-page URL whose part of the
+   * pass ended with this page (stored only then, so a 304 never hides records not yet stored).
+   */
+  validators?: { url: string; etag: string }[];
+  /** The provider answered 304 Not Modified for a conditional request: nothing changed there. */
+  notModified?: boolean;
 }
 
 /** A provider connector. */

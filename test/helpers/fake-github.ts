@@ -7,9 +7,12 @@
 //   for issues only, since (updated_at ≥ since);
 // - answers ABSOLUTE Link URLs whose path differs from the first request
 //   (http://127.0.0.1:PORT/repositories/<id>/issues?…&page=2), with rel="prev"/"next"/"last"/"first";
-// - sends x-ratelimit-* headers on every answer.
+// - sends x-ratelimit-* headers on every answer;
+// - sends an ETag with every listing and answers 304 (no body, no rate limit spent) to a request
+//   whose If-None-Match matches the listing as it is now.
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -88,6 +91,13 @@ export interface FakeGitHub {
   setFailure(failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null): void;
   /** Sets x-ratelimit-remaining on successful answers (e.g. 0: a fine page, but the last one). */
   setRateLimitRemaining(remaining: number): void;
+  /**
+   * Changes item `number` of `repo` as an edit on GitHub would: a new title and `updated_at`
+   * (default: one minute after the newest item). Returns the item.
+   */
+  touch(repo: string, number: number, updatedAt?: string): FakeGitHubItem;
+  /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
+  afterServe: ((n: number, url: URL) => void) | null;
   close(): Promise<void>;
 }
 
@@ -261,11 +271,22 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     if (page < lastPage) links.push(`<${pageUrl(page + 1)}>; rel="next"`, `<${pageUrl(lastPage)}>; rel="last"`);
     if (page > 1) links.push(`<${pageUrl(1)}>; rel="first"`);
 
+    const etag = `W/"${createHash('sha1').update(JSON.stringify(body)).update(links.join(', ')).digest('hex')}"`;
+    const served = () => fake.afterServe?.(n, url);
+    if (req.headers['if-none-match'] === etag) {
+      // GitHub: a 304 to a conditional request does not count against the rate limit.
+      res.writeHead(304, { etag, ...rateHeaders(rateLimitRemaining, nowReset()) });
+      res.end();
+      served();
+      return;
+    }
     if (rateLimitRemaining > 0) rateLimitRemaining--;
-    return send(res, 200, body, {
+    send(res, 200, body, {
       ...rateHeaders(rateLimitRemaining, nowReset()),
+      etag,
       ...(links.length > 0 ? { link: links.join(', ') } : {}),
     });
+    served();
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -274,11 +295,20 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   });
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  return {
+  const fake: FakeGitHub = {
     baseUrl,
     token,
     requests,
     repos,
+    afterServe: null,
+    touch(repo, number, updatedAt) {
+      const items = repos.get(repo)!.items;
+      const item = items.find((i) => i.number === number)!;
+      const newest = Math.max(...items.map((i) => Date.parse(i.updated_at)));
+      item.updated_at = updatedAt ?? new Date(newest + MINUTE_MS).toISOString();
+      item.title = `${item.title} (edited)`;
+      return item;
+    },
     setFailure(next) {
       failure = next;
       failuresFired = 0;
@@ -291,4 +321,5 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
+  return fake;
 }
