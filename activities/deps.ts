@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import type { Logger } from '../lib/logger';
 import type { SyncMetrics } from '../lib/metrics';
+import type { BudgetSettings } from '../policy/rate-budget';
 import type { RateLimitPolicy } from '../policy/rate-limit';
 import type { ScheduleSettings } from '../policy/schedule';
 import type { ReconcileSettings } from '../temporal/activities';
@@ -32,6 +33,8 @@ export interface ActivityDeps {
 export interface ConnectorSettings {
   /** MAX_PAGES_PER_TASK: pages one task may fetch before it fails as permanent. */
   maxPagesPerTask: number;
+  /** RATE_BUDGET_RESERVE and RATE_BUDGETS: the shared rate budget per credential (defaults when absent). */
+  rateBudget?: BudgetSettings;
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

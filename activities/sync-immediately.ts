@@ -10,6 +10,8 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
+import { requestBudget } from './rate-budget';
+import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
 
 /**
@@ -42,6 +44,10 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
           config: conn.config ?? {},
           credentials: conn.credentials ?? null,
           signal: ctx.cancellationSignal,
+          budget: requestBudget({
+            pool, metrics, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: conn.provider_slug,
+            credentials: conn.credentials ?? null, config: conn.config ?? {},
+          }),
         };
         for await (const page of pagesOf(connector, request, null, { maxPages: deps.connectors?.maxPagesPerTask ?? DEFAULT_MAX_PAGES_PER_TASK })) {
           const written = await withTransaction(pool, (tx) =>

@@ -13,6 +13,8 @@ import { withTransaction } from '../db/transaction';
 import { inWindow, type SyncWindow } from '../policy/window';
 import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
+import { requestBudget } from './rate-budget';
+import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
 
 /**
@@ -60,7 +62,7 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * keeps the rows already written (re-reading an unchanged record writes nothing), and
  * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): Activities['syncTask'] {
+export function syncTask({ pool, logger, metrics, connectors: settings }: ActivityDeps): Activities['syncTask'] {
   const maxPages = settings?.maxPagesPerTask ?? DEFAULT_MAX_PAGES_PER_TASK;
   return async (input) => {
     const ctx = Context.current();
@@ -128,6 +130,10 @@ export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): 
     // Conditional requests (stored ETags) for the connection's own incremental passes; a backfill
     // neither uses nor stores them (its pass is bounded by a window).
     const validators = !backfill && input.mode === 'incremental' ? await findEtags(pool, connectionId, input.resourceType) : undefined;
+    const budget = requestBudget({
+      pool, metrics, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: task.provider_slug,
+      credentials: task.credentials ?? null, config: task.config ?? {},
+    });
     for (;;) {
       try {
         const request = {
@@ -138,6 +144,7 @@ export function syncTask({ pool, logger, connectors: settings }: ActivityDeps): 
           credentials: task.credentials ?? null,
           signal: ctx.cancellationSignal,
           ...(validators && { validators }),
+          ...(budget && { budget }),
         };
         for await (const page of pagesOf(connector, request, pageToken, { maxPages, pagesDone: pages })) {
           const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;

@@ -37,7 +37,7 @@ import {
   type FetchPageInput,
   type FetchPageResult,
 } from './types';
-import { GITHUB_RATE_LIMIT_HEADERS, providerGet } from './provider-fetch';
+import { GITHUB_RATE_LIMIT_HEADERS, providerGet, rateBudgetConfigSchema } from './provider-fetch';
 
 /** The resource types this connector can sync. */
 export const GITHUB_RESOURCE_TYPES = ['issues', 'pull_requests'] as const;
@@ -93,6 +93,7 @@ export const githubConfigSchema = z.object({
     .min(1, 'must be an integer between 1 and 100')
     .max(100, 'must be an integer between 1 and 100')
     .default(100),
+  rate_budget: rateBudgetConfigSchema.optional(),
 });
 
 /** A validated github config, defaults applied (`base_url` without a trailing slash). */

@@ -2,6 +2,7 @@
 // `providerGet`, so bounds on outbound requests and the shared rate budget apply to all of them.
 // It makes exactly one request (no retries, no redirects of its own beyond fetch's), reads the
 // whole body, and maps a network failure to `Transient`; an aborted signal rethrows its reason.
+import { z } from 'zod';
 import { Transient, type RequestBudget } from './types';
 
 /** Where a provider states its rate limit in response headers. */
@@ -91,3 +92,22 @@ export async function providerGet(url: string, opts: ProviderGetOptions): Promis
   }
   return { status: response.status, ok: response.ok, headers: response.headers, text };
 }
+
+/**
+ * A connection's own bounds on its credential's shared rate budget (`config.rate_budget`), over the
+ * provider's: requests kept in reserve (never spent: the budget waits for the reset instead), and
+ * a ceiling of requests per second and/or per minute across every worker using the credential.
+ */
+export const rateBudgetConfigSchema = z
+  .strictObject({
+    reserve: z.number({ error: 'must be a whole number ≥ 0' }).int('must be a whole number ≥ 0').min(0, 'must be a whole number ≥ 0').optional(),
+    per_second: z.number({ error: 'must be a whole number ≥ 1' }).int('must be a whole number ≥ 1').min(1, 'must be a whole number ≥ 1').optional(),
+    per_minute: z.number({ error: 'must be a whole number ≥ 1' }).int('must be a whole number ≥ 1').min(1, 'must be a whole number ≥ 1').optional(),
+  })
+  .meta({
+    description:
+      "Overrides this provider's shared rate budget for this connection's credential: `reserve` (requests never spent; the sync waits for the provider's reset instead), `per_second` / `per_minute` (a ceiling across all workers)",
+  });
+
+/** A validated `config.rate_budget`. */
+export type RateBudgetConfig = z.output<typeof rateBudgetConfigSchema>;

@@ -9,6 +9,7 @@ import { runProcess } from '../infra/boot';
 import { localAdminKey } from '../lib/admin-key';
 import { loadConfigOrExit } from '../lib/config';
 import { listen } from '../lib/http';
+import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
 
@@ -16,10 +17,11 @@ import { runWorker } from '../workers/run-worker';
 process.env.WEBHOOK_ALLOW_PRIVATE ??= 'true';
 const config = loadConfigOrExit();
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
+const rateBudget = loadConfigOrExit(process.env, () => parseRateBudgetConfig(process.env));
 
 runProcess(config, { name: 'start', sdkRuntime: true }, async (proc) => {
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
-  await runWorker(proc, rateLimit);
+  await runWorker(proc, rateLimit, rateBudget);
 
   const settings = apiSettings(config);
   const demoId = config.START_DEMO ? await createDemoConnectionIfEmpty({ pool, temporal, metrics, ...settings }) : null;

@@ -5,14 +5,16 @@ import { Hono } from 'hono';
 import { runProcess } from '../infra/boot';
 import { loadConfigOrExit, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
+import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from './run-worker';
 
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
+const rateBudget = loadConfigOrExit(process.env, () => parseRateBudgetConfig(process.env));
 
 runProcess(config, { name: 'worker', sdkRuntime: true }, async (proc) => {
-  await runWorker(proc, rateLimit);
+  await runWorker(proc, rateLimit, rateBudget);
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.route('/', metricsRoutes(proc.registry, proc.sdkMetrics?.scrape));

@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import type { RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
+import type { BudgetSettings } from '../policy/rate-budget';
 import { scheduleSettings } from '../lib/config';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createWorker } from './create-worker';
@@ -11,7 +12,7 @@ import { createWorker } from './create-worker';
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves.
  */
-export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Promise<void> {
+export async function runWorker(proc: Process, rateLimit: RateLimitSettings, rateBudget?: BudgetSettings): Promise<void> {
   const { config, logger, shutdown } = proc;
   const bundlePath = config.WORKFLOW_BUNDLE_PATH;
   const connection = await NativeConnection.connect({ address: proc.temporalAddress });
@@ -33,7 +34,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings): Pr
       reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
       tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
       webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
-      connectors: { maxPagesPerTask: config.MAX_PAGES_PER_TASK },
+      connectors: { maxPagesPerTask: config.MAX_PAGES_PER_TASK, ...(rateBudget && { rateBudget }) },
     },
   });
   const running = worker.run();
