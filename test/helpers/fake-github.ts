@@ -45,6 +45,12 @@ export interface FakeGitHubOptions {
   baseTime?: string;
   /** x-ratelimit-remaining sent on successful answers (default 4999). */
   rateLimitRemaining?: number;
+  /**
+   * A primary limit in fixed windows, as GitHub's: `limit` listings per `windowMs` from the first
+   * request of a window, counted across every token; past it, 429 with remaining 0 and the reset.
+   * x-ratelimit-remaining/-reset then state this window (reset in epoch seconds, rounded up).
+   */
+  budget?: { limit: number; windowMs: number };
 }
 
 /** A recorded request. `url` is the path and query exactly as received. */
@@ -98,6 +104,10 @@ export interface FakeGitHub {
   touch(repo: string, number: number, updatedAt?: string): FakeGitHubItem;
   /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
   afterServe: ((n: number, url: URL) => void) | null;
+  /** With `budget`: how many requests were answered 429 because the window's budget was spent. */
+  readonly tooMany: number;
+  /** With `budget`: how many windows were opened so far. */
+  readonly windows: number;
   close(): Promise<void>;
 }
 
@@ -146,6 +156,11 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   let failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null = null;
   let failuresFired = 0;
   let rateLimitRemaining = opts.rateLimitRemaining ?? 4999;
+  const budget = opts.budget;
+  let windowEnds = 0;
+  let windowCount = 0;
+  let windows = 0;
+  let tooMany = 0;
   let baseUrl = '';
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -280,9 +295,26 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       served();
       return;
     }
-    if (rateLimitRemaining > 0) rateLimitRemaining--;
+    let reset = nowReset();
+    if (budget) {
+      const now = Date.now();
+      if (now >= windowEnds) {
+        windowEnds = now + budget.windowMs;
+        windowCount = 0;
+        windows += 1;
+      }
+      reset = Math.ceil(windowEnds / 1000);
+      if (windowCount >= budget.limit) {
+        tooMany += 1;
+        send(res, 429, { message: 'API rate limit exceeded', documentation_url: 'https://docs.github.com/rest' }, rateHeaders(0, reset));
+        served();
+        return;
+      }
+      windowCount += 1;
+      rateLimitRemaining = budget.limit - windowCount;
+    } else if (rateLimitRemaining > 0) rateLimitRemaining--;
     send(res, 200, body, {
-      ...rateHeaders(rateLimitRemaining, nowReset()),
+      ...rateHeaders(rateLimitRemaining, reset),
       etag,
       ...(links.length > 0 ? { link: links.join(', ') } : {}),
     });
@@ -301,6 +333,12 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     requests,
     repos,
     afterServe: null,
+    get tooMany() {
+      return tooMany;
+    },
+    get windows() {
+      return windows;
+    },
     touch(repo, number, updatedAt) {
       const items = repos.get(repo)!.items;
       const item = items.find((i) => i.number === number)!;
