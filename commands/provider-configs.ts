@@ -2,10 +2,11 @@
 // that must describe and check a config without importing connectors themselves.
 import { demoConfigSchema } from '../connectors/demo';
 import { githubConfigSchema } from '../connectors/github';
+import { httpConfigSchema } from '../connectors/http';
 import { connectorSlugs, getConnector } from '../connectors/registry';
 
 /** The zod schema of each provider's connection config (the connector's own). */
-export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema } as const;
+export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema, http: httpConfigSchema } as const;
 
 /** A provider the API knows the config schema of. */
 export type ProviderSlug = keyof typeof PROVIDER_CONFIG_SCHEMAS;

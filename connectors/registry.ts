@@ -2,6 +2,7 @@
 // so adding a provider (e.g. `github`) is one registerConnector call at module load.
 import { demoConnector } from './demo';
 import { githubConnector } from './github';
+import { httpConnector } from './http';
 import { Permanent, type Connector } from './types';
 
 const connectors = new Map<string, Connector>();
@@ -30,3 +31,4 @@ export function connectorSlugs(): string[] {
 
 registerConnector(demoConnector);
 registerConnector(githubConnector);
+registerConnector(httpConnector);

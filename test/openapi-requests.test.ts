@@ -18,7 +18,8 @@
 //   `schedule.timezone` must be a zone the runtime knows and goes with a cron only, and
 //   `schedule.full_sync_every` a run count or a duration such as "7d": fixed values;
 // - a demo config's `world` names a dataset registered in-process by a test: dropped;
-// - a GitHub `base_url` must be a URL Node's URL parser accepts: this file's fake GitHub server.
+// - a GitHub `base_url` must be a URL Node's URL parser accepts: this file's fake GitHub server
+//   (an http connection's too), and an http connection's header names must be tokens: dropped.
 // New connections are created `paused` (a schema-valid demo config may ask for ten million records
 // at 2^31 ms a page; a paused connection's workflow fetches nothing) and their app_keys are made
 // unique (a taken one is a documented 409, not what this probes).
@@ -129,6 +130,10 @@ describe('requests generated from /openapi.json', () => {
       body.app_key = `g${i}-${String(body.app_key ?? '')}`.slice(0, 64);
       if (body.provider === 'demo' && body.config) delete body.config.world;
       if (body.provider === 'github' && body.config?.base_url !== undefined) body.config.base_url = github.baseUrl;
+      if (body.provider === 'http' && body.config) {
+        body.config.base_url = github.baseUrl;
+        delete body.config.headers; // header names must be tokens (RFC 9110), stated in words
+      }
       adjustSchedule(body.schedule);
       return { path: '/connections', body };
     },

@@ -109,9 +109,25 @@ const CreateDemoConnection = z
   })
   .openapi('CreateDemoConnection');
 
+/** A new declarative `http` connection: its config describes the provider (see the README). */
+const CreateHttpConnection = z
+  .strictObject({
+    ...connectionFields,
+    provider: z.literal('http'),
+    config: providerConfig('http').openapi({
+      example: {
+        base_url: 'https://api.example.com',
+        auth: { type: 'bearer' },
+        pagination: { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' },
+        resources: { customers: { path: '/v1/customers', records: 'data', id: 'id', updated_at: 'updated_at', since: { param: 'updated_since', format: 'iso8601' } } },
+      },
+    }),
+  })
+  .openapi('CreateHttpConnection');
+
 /** `POST /connections` body: one shape per provider, told apart by `provider`. */
 export const CreateConnectionBody = z
-  .discriminatedUnion('provider', [CreateGitHubConnection, CreateDemoConnection], {
+  .discriminatedUnion('provider', [CreateGitHubConnection, CreateDemoConnection, CreateHttpConnection], {
     error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${Object.keys(PROVIDER_CONFIG_SCHEMAS).map((p) => `'${p}'`).join(', ')}` : undefined),
   })
   .openapi('CreateConnection');
