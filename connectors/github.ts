@@ -1,7 +1,7 @@
 // The `github` connector: issues and pull requests of configured repositories, read
 // from the real GitHub REST API (or GitHub Enterprise / a test server via `base_url`).
 //
-// It talks HTTP through Node's built-in `fetch` only — deliberately NOT Octokit: Octokit's
+// It talks HTTP through Node's built-in `fetch` only (in `providerGet`) — deliberately NOT Octokit: Octokit's
 // retry/throttling plugins (and any client with hidden retries) would retry and sleep on their
 // own, while Synctide's central rate-limit policy (activities + workflow) must be in charge of
 // every retry. A plain fetch makes exactly one
@@ -22,10 +22,19 @@
 // page }. Link and token URLs must share the origin of `base_url`, so the token is never sent
 // elsewhere. The token never appears in an error message either (`redact` guards provider text).
 //
-// Bounds: `since` is the issues endpoint's own parameter and is applied client-side to pulls.
-// `until` (exclusive) has no parameter on either endpoint: items changed at or after it are
-// dropped, and because both listings are sorted by updated_at ascending, the first such item ends
-// that repository's paging (the pass moves on to the next repository).
+// Bounds: `since` is the issues endpoint's own parameter. Pulls have none: they are listed newest
+// first (`direction=desc`) and the first pull request older than `since` ends that repository's
+// paging; a newest-first pass longer than one page then reads the head once more (a catch-up pass
+// down to the newest change its first page showed), because items changed while it paged moved
+// to the head, out of the pages ahead. `until` (exclusive) has no parameter on either endpoint:
+// items changed at or after it are dropped; issues are oldest first, so there the first such item
+// ends the repository's paging.
+//
+// Conditional requests: the ETag of a repository's first page travels in the page tokens and is
+// returned (`validators`) with the repository's last page, for the activity to store in the same
+// transaction; the next incremental pass sends it as If-None-Match, and a 304 ends that
+// repository's part of the pass. Every request goes through `providerGet` (provider-fetch.ts),
+// the connectors' one HTTP path, which asks the shared rate budget first.
 import { z } from 'zod';
 import {
   type ConnectorError,

@@ -9,6 +9,7 @@ import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
 import { waitForState as waitFor } from './helpers/connection-state';
+import { recordHistory } from './helpers/histories';
 import { stubActivities } from './helpers/stub-activities';
 import { createTimeSkippingEnv } from './helpers/temporal';
 import { synctideBundle } from './helpers/worker';
@@ -86,6 +87,8 @@ describe('schedule options (time-skipping, stub activities)', () => {
     await env.sleep(100 * MINUTE);
     await waitForState(id, (s) => s.cycles >= 6 && s.phase === 'sleeping');
     expect(scheduledTypes(id).slice(0, 6)).toEqual(['incremental', 'incremental', 'full', 'incremental', 'incremental', 'full']);
+    const firstFull = store.jobsOf(id).find((j) => j.jobType === 'full')!;
+    await recordHistory(env.client, 'connection-full-sync-every', connectionWorkflowId(id), firstFull.runId);
   });
 
   it('full_sync_every: "1h" runs a full sync once the last one is an hour old', async () => {

@@ -30,6 +30,8 @@ export interface StubJob {
   abandoned: boolean;
   /** The plan it was enqueued with (scheduled runs). */
   plan?: PlannedRun | undefined;
+  /** The connection workflow run that enqueued it. */
+  runId?: string | undefined;
 }
 
 const ACTIVE: JobStatus[] = ['queued', 'running', 'retrying'];
@@ -119,7 +121,7 @@ export function stubActivities() {
       if (active) return { outcome: 'existing', jobId: active.id, status: active.status };
       jobs.set(input.jobId, {
         id: input.jobId, connectionId: input.connectionId, jobType: input.jobType, trigger: input.trigger,
-        status: 'queued', scheduledAt: input.scheduledAt, finishedAt: null, abandoned: false, plan: input.plan,
+        status: 'queued', scheduledAt: input.scheduledAt, finishedAt: null, abandoned: false, plan: input.plan, runId: input.runId,
       });
       if (input.plan) Object.assign(c.sync, { next_run_at: new Date(input.plan.nextRunAt).toISOString(), last_jitter_seconds: input.plan.jitterSeconds });
       return { outcome: 'enqueued', jobId: input.jobId };
