@@ -68,7 +68,7 @@ describe('paging guards', () => {
     // Pages 1, 2, 3 — and page 3's link back to page 2 is refused before it is fetched again.
     expect(fake.requests.map((u) => new URL(u, 'http://x').searchParams.get('page') ?? '1')).toEqual(['1', '2', '3']);
     const { rows: jobs } = await db.pool.query<{ status: string; error: string; retry_count: number }>(
-      'select status, error, retry_count from sync_jobs where id = $1',
+      'select status, last_error as error, retry_count from sync_jobs where id = $1',
       [jobId],
     );
     expect(jobs[0]).toMatchObject({ status: 'failed', retry_count: 0 });

@@ -84,7 +84,7 @@ describe('schedule options (time-skipping, stub activities)', () => {
   it('full_sync_every: 3 makes every third scheduled run a full sync', async () => {
     const { id } = await start({ interval_seconds: 900, full_sync_every: 3 });
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(100 * MINUTE);
+    await env.sleep(120 * MINUTE);
     await waitForState(id, (s) => s.cycles >= 6 && s.phase === 'sleeping');
     expect(scheduledTypes(id).slice(0, 6)).toEqual(['incremental', 'incremental', 'full', 'incremental', 'incremental', 'full']);
     const firstFull = store.jobsOf(id).find((j) => j.jobType === 'full')!;
