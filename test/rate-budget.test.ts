@@ -7,9 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import type { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credentialFingerprint } from '../activities/rate-budget';
+import { Registry } from 'prom-client';
+import { credentialFingerprint, requestBudget } from '../activities/rate-budget';
+import { RateLimited } from '../connectors/types';
+import { createSyncMetrics } from '../lib/metrics';
 import { budgetLimits, DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { syncJobWorkflowId } from '../temporal/ids';
@@ -136,7 +138,33 @@ describe('shared rate budget per credential', () => {
     expect(text).not.toContain(credentialFingerprint('github', { token: TOKEN }));
   });
 
-  it('a per-second ceiling holds requests back in place, and budget settings resolve connection > provider > default', async () => {
+  it('a ceiling holds requests back across budgets of one credential: a per-second window in place, a per-minute one durably', async () => {
+    const registry = new Registry();
+    const metrics = createSyncMetrics(registry);
+    const credentials = { token: 'ceiling-token' };
+    const budgetOf = (config: Record<string, unknown>) =>
+      requestBudget({ pool: db.pool, metrics, settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials, config })!;
+    // Two budgets of the same credential (two connections): 12 requests at 5 per second.
+    const [a, b] = [budgetOf({ rate_budget: { per_second: 5 } }), budgetOf({ rate_budget: { per_second: 5 } })];
+    for (let i = 0; i < 6; i++) await Promise.all([a.acquire(), b.acquire()]);
+    const waits = await registry.getSingleMetric('connector_budget_waits_total')!.get();
+    expect(waits.values.find((v) => v.labels.reason === 'ceiling')!.value).toBeGreaterThanOrEqual(2);
+    const { rows } = await db.pool.query<{ window_count: number }>('select window_count from rate_budgets where fingerprint = $1', [
+      credentialFingerprint('http', credentials),
+    ]);
+    expect(rows[0]!.window_count).toBeLessThanOrEqual(5);
+
+    // Per minute: the fourth request of the window is refused with the time to the window's end.
+    const perMinute = requestBudget({ pool: db.pool, metrics, settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials: { token: 'minute' }, config: { rate_budget: { per_minute: 3 } } })!;
+    for (let i = 0; i < 3; i++) await perMinute.acquire();
+    const refused = await perMinute.acquire().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimited);
+    expect((refused as RateLimited).retryAfterSeconds).toBeGreaterThan(5);
+    expect((refused as RateLimited).retryAfterSeconds).toBeLessThanOrEqual(60);
+    expect((refused as Error).message).toMatch(/request ceiling \(3 per 60 s\) is reached/);
+  });
+
+  it('budget settings resolve connection > provider > default, and bad settings name the variable', async () => {
     expect(budgetLimits('github', DEFAULT_BUDGET_SETTINGS)).toEqual({ reserve: 5, ceiling: null });
     const settings = { reserve: 5, providers: { github: { reserve: 50, perMinute: 600 } } };
     expect(budgetLimits('github', settings)).toEqual({ reserve: 50, ceiling: { requests: 600, seconds: 60 } });
