@@ -166,7 +166,7 @@ describe('requests generated from /openapi.json', () => {
     const schema = operation('POST', '/connections').requestBody.content['application/json'].schema;
     const resolved = schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
     const branches = (resolved.oneOf ?? resolved.anyOf ?? []).map((b: Json) => (b.$ref ? doc.components.schemas[b.$ref.split('/').pop()] : b));
-    expect(branches.map((b: Json) => b.properties.provider.enum ?? [b.properties.provider.const]).flat().sort()).toEqual(['demo', 'github']);
+    expect(branches.map((b: Json) => b.properties.provider.enum ?? [b.properties.provider.const]).flat().sort()).toEqual(['demo', 'github', 'http']);
     const github = branches.find((b: Json) => (b.properties.provider.enum ?? [b.properties.provider.const]).includes('github'));
     expect(github.properties.config.required).toEqual(['repositories']);
   });
