@@ -14,6 +14,7 @@ describe('configuration', () => {
       MAX_OVERRIDDEN_INTERVAL_SECONDS: 86400,
       RETENTION_DAYS: 7,
       IMMEDIATE_SYNC_TIMEOUT_SECONDS: 60,
+      MAX_PAGES_PER_TASK: 10000,
     });
     expect(config.DATABASE_URL).toBeUndefined();
   });
