@@ -527,7 +527,7 @@ export const githubConnector: Connector = {
     // page, so a 304 can only ever skip what an earlier pass stored in full. Not for a windowed pass.
     const received = answer.headers.get('etag');
     const validator = firstPage ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
-    const head = firstPage && !catchup ? newestUpdatedAt(body) : (position.head ?? null);
+    const head = firstPage && !catchup && descending ? newestUpdatedAt(body) : (position.head ?? null);
     if (next !== null) {
       return { records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head }) };
     }
