@@ -22,7 +22,9 @@ import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually } from './helpers/worker';
 
-const TASK_QUEUE = 'rate-budget';
+// One task queue per worker: the SDK refuses two workers of one process on the same queue. Each
+// connection's job runs on its own worker; all they share is the database, and so the budget.
+const TASK_QUEUES = ['rate-budget-a', 'rate-budget-b'];
 const TOKEN = 'ghp_shared_token_for_two_connections';
 
 describe('shared rate budget per credential', () => {
@@ -47,7 +49,7 @@ describe('shared rate budget per credential', () => {
         connection: env.nativeConnection,
         client: env.client,
         pool: db.pool,
-        taskQueue: TASK_QUEUE,
+        taskQueue: TASK_QUEUES[i]!,
         rateLimit,
         connectors: { maxPagesPerTask: 1000, rateBudget: { reserve: 10, providers: {} } },
       });
@@ -68,18 +70,18 @@ describe('shared rate budget per credential', () => {
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, config, credentials, metadata)
        values ('acme', 'github', $1, $2, $3, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [repo, { base_url: gh.baseUrl, repositories: [repo], resource_types: ['pull_requests'], per_page: 10 }, { token: TOKEN }],
+      [repo.replace('/', '-'), { base_url: gh.baseUrl, repositories: [repo], resource_types: ['pull_requests'], per_page: 10 }, { token: TOKEN }],
     );
     return rows[0]!.id;
   }
-  async function startJob(connectionId: string) {
+  async function startJob(connectionId: string, index: number) {
     const jobId = randomUUID();
     await db.pool.query(`insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger) values ($1, $2, 'acme', 'full', 'manual')`, [
       jobId,
       connectionId,
     ]);
     const handle = await env.client.workflow.start<(i: { jobId: string; connectionId: string }) => Promise<SyncJobResult>>('syncJobWorkflow', {
-      taskQueue: TASK_QUEUE,
+      taskQueue: TASK_QUEUES[index]!,
       workflowId: syncJobWorkflowId(jobId),
       args: [{ jobId, connectionId }],
     });
@@ -88,7 +90,7 @@ describe('shared rate budget per credential', () => {
 
   it('two connections sharing one token on two workers never meet a 429, wait durably for the reset, and complete', async () => {
     const ids = [await connection('octo/one'), await connection('octo/two')];
-    const jobs = await Promise.all(ids.map(startJob));
+    const jobs = await Promise.all(ids.map((id, i) => startJob(id, i)));
 
     // While they run, a job shows the wait as `retrying` with the reset as its retry_after.
     const waiting = await eventually(
