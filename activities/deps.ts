@@ -4,6 +4,7 @@ import type { Pool } from '../db/pool';
 import type { Keyring } from '../lib/credentials';
 import type { Logger } from '../lib/logger';
 import type { SyncMetrics } from '../lib/metrics';
+import type { BudgetSettings } from '../policy/rate-budget';
 import type { RateLimitPolicy } from '../policy/rate-limit';
 import type { ScheduleSettings } from '../policy/schedule';
 import type { ReconcileSettings } from '../temporal/activities';
@@ -30,6 +31,14 @@ export interface ActivityDeps {
   webhooks: { allowPrivate: boolean };
   /** Provider requests and paging: allowed hosts, PROVIDER_ALLOW_PRIVATE, byte, time and count caps. */
   providers: ProviderPolicy;
+  /** The shared rate budget of connectors' credentials (defaults when absent). */
+  connectors?: ConnectorSettings;
+}
+
+/** How activities drive connectors, besides the provider policy. */
+export interface ConnectorSettings {
+  /** RATE_BUDGET_RESERVE and RATE_BUDGETS: the shared rate budget per credential (defaults when absent). */
+  rateBudget?: BudgetSettings;
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

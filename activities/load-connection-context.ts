@@ -23,5 +23,8 @@ export function contextOf(row: SchedulingRow, settings: ScheduleSettings): Conne
     lastFinishedAt: row.last_finished_at?.getTime() ?? null,
     pausedUntil: row.paused_until?.getTime() ?? null,
     settings,
+    ...(row.runs_since_full !== null && {
+      fullSync: { scheduledRunsSinceFull: row.runs_since_full, lastFullAt: row.last_full_at?.getTime() ?? null },
+    }),
   };
 }

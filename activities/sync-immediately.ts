@@ -11,6 +11,8 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
+import { requestBudget } from './rate-budget';
+import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
 
 /** How often an immediate sync heartbeats while a page is in flight (cancellation arrives with a heartbeat's answer). */
@@ -26,7 +28,8 @@ const HEARTBEAT_EVERY_MS = 2000;
  * cancellation signal), not only at the next page. Provider requests and paging are bounded by
  * the worker's provider policy.
  */
-export function syncImmediately({ pool, metrics, providers, credentials }: ActivityDeps): Activities['syncImmediately'] {
+export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately'] {
+  const { pool, metrics, providers, credentials } = deps;
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
@@ -43,14 +46,21 @@ export function syncImmediately({ pool, metrics, providers, credentials }: Activ
         const since = input.mode === 'incremental' ? await findCursor(pool, input.connectionId, resourceType) : null;
         const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
         result.resources.push(counts);
+        // Opened here, in the activity that calls the provider; the budget is keyed by the opened
+        // credential's fingerprint, so connections sharing a token share its budget.
+        const opened = openCredentials(credentials, input.connectionId, conn.credentials);
         const request = {
           resource: resourceType,
           since,
           until: null,
           config: conn.config ?? {},
-          credentials: openCredentials(credentials, input.connectionId, conn.credentials),
+          credentials: opened,
           signal: ctx.cancellationSignal,
           policy: providers,
+          budget: requestBudget({
+            pool, metrics, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: conn.provider_slug,
+            credentials: opened, config: conn.config ?? {},
+          }),
         };
         for await (const page of pagesOf(connector, request, null)) {
           const written = await withTransaction(pool, (tx) =>

@@ -7,12 +7,15 @@ import { getConnector } from '../connectors/registry';
 import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
 import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { forgetSeenOfTask, seenSetSize, type SeenSetSize } from '../db/models/seen';
+import { findEtags, saveEtags } from '../db/models/provider-etags';
 import { advanceCursor } from '../db/models/state';
 import { completeTask, lockTaskToSync, markTaskProcessing, recordPage, restartTaskPass } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { inWindow, type SyncWindow } from '../policy/window';
 import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
+import { requestBudget } from './rate-budget';
+import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
 
 /**
@@ -60,7 +63,7 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * keeps the rows already written (re-reading an unchanged record writes nothing), and
  * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger, providers, credentials }: ActivityDeps): Activities['syncTask'] {
+export function syncTask({ pool, logger, metrics, providers, credentials, connectors: settings }: ActivityDeps): Activities['syncTask'] {
   return async (input) => {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
@@ -124,16 +127,28 @@ export function syncTask({ pool, logger, providers, credentials }: ActivityDeps)
     if (claimed.lost) restart(claimed.lost, 'while the task was interrupted');
     else if (pages > 0) log.info({ pages_done: pages, attempt }, 'resuming sync task after its last stored page');
 
+    // Conditional requests (stored ETags) for the connection's own incremental passes; a backfill
+    // neither uses nor stores them (its pass is bounded by a window).
+    const validators = !backfill && input.mode === 'incremental' ? await findEtags(pool, connectionId, input.resourceType) : undefined;
     for (;;) {
       try {
+        // Opened here, in the activity that calls the provider; the shared budget is keyed by the
+        // opened credential's fingerprint (never the sealed envelope, which differs per row).
+        const opened = openCredentials(credentials, connectionId, task.credentials);
+        const budget = requestBudget({
+          pool, metrics, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: task.provider_slug,
+          credentials: opened, config: task.config ?? {},
+        });
         const request = {
           resource: input.resourceType,
           since,
           until,
           config: task.config ?? {},
-          credentials: openCredentials(credentials, connectionId, task.credentials),
+          credentials: opened,
           signal: ctx.cancellationSignal,
           policy: providers,
+          ...(validators && { validators }),
+          ...(budget && { budget }),
         };
         for await (const page of pagesOf(connector, request, pageToken, { pages, records: entityCount })) {
           const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
@@ -149,6 +164,7 @@ export function syncTask({ pool, logger, providers, credentials }: ActivityDeps)
               records,
             );
             await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, highWater, seen });
+            if (!backfill && page.validators?.length) await saveEtags(tx, connectionId, input.resourceType, page.validators);
             return counts.added + counts.updated;
           });
           pageToken = page.nextPageToken;

@@ -16,9 +16,18 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 /** A connection as the API shows it. */
 export function presentConnection(row: ConnectionRow) {
   const sync = (row.metadata.sync ?? {}) as Record<string, unknown>;
-  const schedule: { interval_seconds?: number; cron?: string; next_run_at?: string; last_jitter_seconds?: number } = {};
+  const schedule: {
+    interval_seconds?: number;
+    cron?: string;
+    timezone?: string;
+    full_sync_every?: number | string;
+    next_run_at?: string;
+    last_jitter_seconds?: number;
+  } = {};
   if (typeof sync.interval_seconds === 'number') schedule.interval_seconds = sync.interval_seconds;
   if (typeof sync.cron === 'string') schedule.cron = sync.cron;
+  if (typeof sync.timezone === 'string') schedule.timezone = sync.timezone;
+  if (typeof sync.full_sync_every === 'number' || typeof sync.full_sync_every === 'string') schedule.full_sync_every = sync.full_sync_every;
   if (typeof sync.next_run_at === 'string') schedule.next_run_at = sync.next_run_at;
   if (typeof sync.last_jitter_seconds === 'number') schedule.last_jitter_seconds = sync.last_jitter_seconds;
   return {

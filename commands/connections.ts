@@ -149,8 +149,12 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     row = (await connections.updateConnection(deps.pool, id, { config: change.config, sealedCredentials }))!;
   }
   if (change.schedule) {
-    await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), updateScheduleSignal, change.schedule);
-    row = { ...row, metadata: { ...row.metadata, sync: { ...(row.metadata.sync as object), ...scheduleFields(change.schedule) } } };
+    const { timezone, full_sync_every, ...timing } = change.schedule;
+    // Stored first: the workflow re-plans from the stored connection when the signal arrives.
+    await connections.saveScheduleOptions(deps.pool, id, { timezone, full_sync_every });
+    await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), updateScheduleSignal, timing);
+    const sync = { ...(row.metadata.sync as object), ...scheduleFields(change.schedule), timezone, full_sync_every };
+    row = { ...row, metadata: { ...row.metadata, sync } };
   }
   return row;
 }

@@ -2,10 +2,11 @@
 // that must describe and check a config without importing connectors themselves.
 import { demoConfigSchema } from '../connectors/demo';
 import { GITHUB_CREDENTIALS_DOC, githubConfigSchema } from '../connectors/github';
+import { httpConfigSchema } from '../connectors/http';
 import { connectorSlugs, getConnector } from '../connectors/registry';
 
 /** The zod schema of each provider's connection config (the connector's own). */
-export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema } as const;
+export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema, http: httpConfigSchema } as const;
 
 /** The JSON Schema of each provider's credentials, where the connector states one (for the API's document). */
 export const PROVIDER_CREDENTIALS_DOCS: Partial<Record<keyof typeof PROVIDER_CONFIG_SCHEMAS, Record<string, unknown>>> = { github: GITHUB_CREDENTIALS_DOC };

@@ -24,10 +24,19 @@
 // elsewhere. The token never appears in an error message either: provider text is redacted
 // (the exact token and any `Bearer …`/`token …` value) before it is cut to 500 characters.
 //
-// Bounds: `since` is the issues endpoint's own parameter and is applied client-side to pulls.
-// `until` (exclusive) has no parameter on either endpoint: items changed at or after it are
-// dropped, and because both listings are sorted by updated_at ascending, the first such item ends
-// that repository's paging (the pass moves on to the next repository).
+// Bounds: `since` is the issues endpoint's own parameter. Pulls have none: they are listed newest
+// first (`direction=desc`) and the first pull request older than `since` ends that repository's
+// paging; a newest-first pass longer than one page then reads the head once more (a catch-up pass
+// down to the newest change its first page showed), because items changed while it paged moved
+// to the head, out of the pages ahead. `until` (exclusive) has no parameter on either endpoint:
+// items changed at or after it are dropped; issues are oldest first, so there the first such item
+// ends the repository's paging.
+//
+// Conditional requests: the ETag of a repository's first page travels in the page tokens and is
+// returned (`validators`) with the repository's last page, for the activity to store in the same
+// transaction; the next incremental pass sends it as If-None-Match, and a 304 ends that
+// repository's part of the pass. Every request goes through `providerGet` (provider-http.ts),
+// the connectors' one HTTP path, which asks the shared rate budget first.
 import { z } from 'zod';
 import { providerGet, providerText, type ProviderResponse } from './provider-http';
 import {
@@ -40,6 +49,7 @@ import {
   type FetchPageInput,
   type FetchPageResult,
 } from './types';
+import { GITHUB_RATE_LIMIT_HEADERS, rateBudgetConfigSchema } from './provider-http';
 
 /** The resource types this connector can sync. */
 export const GITHUB_RESOURCE_TYPES = ['issues', 'pull_requests'] as const;
@@ -123,6 +133,7 @@ export const githubConfigSchema = z.object({
     .min(1, 'must be an integer between 1 and 100')
     .max(100, 'must be an integer between 1 and 100')
     .default(100),
+  rate_budget: rateBudgetConfigSchema.optional(),
 });
 
 /** A validated github config, defaults applied (`base_url` without a trailing slash). */
@@ -281,17 +292,32 @@ export function nextLink(header: string | null | undefined, base?: string): stri
 const tokenSchema = z.object({
   repo: z.number().int().min(0),
   url: z.string().nullable(),
+  validator: z.object({ url: z.string(), etag: z.string() }).nullable().optional(),
+  catchup: z.boolean().optional(),
+  head: z.string().nullable().optional(),
 });
 
-/** A decoded page token: which repository, and the exact URL to fetch (null: its first page). */
+/**
+ * A decoded page token: which repository, the exact URL to fetch (null: its first page), and the
+ * ETag of that repository's first page, carried to the repository's last page to be stored there.
+ */
 export interface GitHubPageToken {
   repo: number;
   url: string | null;
+  validator?: { url: string; etag: string } | null;
+  /** A newest-first listing's catch-up pass: its head again, down to `head` (see fetchPage). */
+  catchup?: boolean;
+  /** The newest `updated_at` the main pass's first page showed. */
+  head?: string | null;
 }
 
-/** Encodes a page token (base64url JSON). */
+/** Encodes a page token (base64url JSON); only the fields set are written. */
 export function encodeGitHubPageToken(token: GitHubPageToken): string {
-  return Buffer.from(JSON.stringify({ repo: token.repo, url: token.url }), 'utf8').toString('base64url');
+  const body: GitHubPageToken = { repo: token.repo, url: token.url };
+  if (token.validator) body.validator = token.validator;
+  if (token.catchup) body.catchup = true;
+  if (token.head) body.head = token.head;
+  return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
 }
 
 function decodePageToken(token: string, cfg: GitHubConfig): GitHubPageToken {
@@ -303,14 +329,14 @@ function decodePageToken(token: string, cfg: GitHubConfig): GitHubPageToken {
   }
   const parsed = tokenSchema.safeParse(body);
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
-  const { repo, url } = parsed.data;
+  const { repo, url, validator, catchup, head } = parsed.data;
   if (repo >= cfg.repositories.length) {
     throw new Permanent(
       `github connector: page token names repository #${repo}, but only ${cfg.repositories.length} are configured`,
     );
   }
   if (url !== null) assertSameOrigin(url, cfg, 'page token');
-  return { repo, url };
+  return { repo, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null };
 }
 
 /** Refuses URLs outside `base_url`'s origin: we would be sending the token there. */
@@ -346,9 +372,9 @@ function firstUrl(cfg: GitHubConfig, resource: GitHubResourceType, repository: s
   const url = new URL(`${cfg.base_url}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/${endpoint}`);
   url.searchParams.set('state', 'all');
   url.searchParams.set('sort', 'updated');
-  url.searchParams.set('direction', 'asc');
+  // Pulls have no `since`: newest first, so an incremental pass stops at the first older item.
+  url.searchParams.set('direction', resource === 'issues' ? 'asc' : 'desc');
   url.searchParams.set('per_page', String(cfg.per_page));
-  // Only the issues endpoint has `since`; pulls are filtered client-side (see fetchPage).
   if (resource === 'issues' && since !== null) url.searchParams.set('since', since.toISOString());
   return url.href;
 }
@@ -399,6 +425,20 @@ function errorFor(status: number, headers: Headers, text: string, repository: st
 
 type GitHubItem = Record<string, unknown> & { number: number; updated_at?: unknown };
 
+/** The newest `updated_at` of a page (ISO), or null when no item has a readable one. */
+function newestUpdatedAt(items: readonly GitHubItem[]): string | null {
+  let best: string | null = null;
+  let bestMs = -Infinity;
+  for (const item of items) {
+    const ms = typeof item.updated_at === 'string' ? Date.parse(item.updated_at) : Number.NaN;
+    if (ms > bestMs) {
+      bestMs = ms;
+      best = item.updated_at as string;
+    }
+  }
+  return best;
+}
+
 const isItem = (value: unknown): value is GitHubItem =>
   !!value && typeof value === 'object' && !Array.isArray(value) && Number.isInteger((value as { number?: unknown }).number);
 
@@ -421,7 +461,13 @@ export const githubConnector: Connector = {
     return githubCredentialsProblem(credentials);
   },
 
-  async fetchPage({ resource, since, until, pageToken, config, credentials, signal, policy }: FetchPageInput): Promise<FetchPageResult> {
+  pageKey(token) {
+    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { repo?: unknown; url?: unknown; catchup?: unknown };
+    const page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
+    return body.catchup === true ? `${page} (catch-up pass)` : page;
+  },
+
+  async fetchPage({ resource, since, until, pageToken, config, credentials, signal, policy, validators, budget }: FetchPageInput): Promise<FetchPageResult> {
     signal?.throwIfAborted();
     const cfg = parseGitHubConfig(config);
     const token = parseCredentials(credentials);
@@ -437,67 +483,108 @@ export const githubConnector: Connector = {
       throw new Permanent(`github connector: invalid until ${String(until)}`);
     }
 
-    const position = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
+    const position: GitHubPageToken = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
+    const catchup = position.catchup === true;
     const repository = cfg.repositories[position.repo]!; // decodePageToken checked the index
+    const firstPage = position.url === null;
     const url = position.url ?? firstUrl(cfg, kind, repository, since);
+    const nextRepository = () =>
+      position.repo + 1 < cfg.repositories.length ? encodeGitHubPageToken({ repo: position.repo + 1, url: null }) : null;
+    // Conditional requests only where an unchanged first page proves nothing is left to fetch: an
+    // incremental pass without an upper bound (a full pass must see every record), and a catch-up
+    // pass, against the ETag its own main pass saw.
+    const etag = !firstPage
+      ? undefined
+      : catchup
+        ? (position.validator?.etag ?? undefined)
+        : since !== null && until == null
+          ? validators?.get(url)
+          : undefined;
 
-    const response: ProviderResponse = await providerGet(url, {
+    const answer: ProviderResponse = await providerGet(url, {
       headers: {
         Authorization: `Bearer ${token}`,
         Accept: 'application/vnd.github+json',
         'X-GitHub-Api-Version': API_VERSION,
         'User-Agent': USER_AGENT,
+        ...(etag !== undefined && { 'If-None-Match': etag }),
       },
       secrets: [token],
       context: `github connector: fetching '${repository}'`,
       ...(policy ? { policy } : {}),
       ...(signal ? { signal } : {}),
+      ...(budget ? { budget } : {}),
+      rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
     });
-    const { text } = response;
 
-    if (response.status < 200 || response.status >= 300) throw errorFor(response.status, response.headers, text, repository, redact);
+    // Unchanged since the pass that stored the ETag (or, catching up, since this pass began):
+    // nothing new in this repository.
+    if (answer.status === 304 && etag !== undefined) {
+      const keep = catchup && position.validator ? { validators: [position.validator] } : {};
+      return { records: [], nextPageToken: nextRepository(), notModified: true, ...keep };
+    }
+    if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
 
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(answer.text);
     } catch {
       // A truncated body or a proxy's HTML page: worth another try.
-      throw new Transient(`github connector: unreadable JSON from GitHub for '${repository}' (${response.status})`);
+      throw new Transient(`github connector: unreadable JSON from GitHub for '${repository}' (${answer.status})`);
     }
     if (!Array.isArray(body) || !body.every(isItem)) {
       throw new Permanent(`github connector: unexpected response for '${repository}' ${resource}: expected an array of items with a number`);
     }
 
-    const sinceMs = since === null ? null : since.getTime();
+    // A catch-up pass reads down to the main pass's head: everything changed since it began.
+    const headMs = catchup && position.head ? Date.parse(position.head) : null;
+    const sinceMs = headMs !== null && !Number.isNaN(headMs) ? Math.max(headMs, since?.getTime() ?? -Infinity) : since === null ? null : since.getTime();
     const untilMs = until == null ? null : until.getTime();
-    // Neither endpoint has an upper bound: items changed at or after `until` are dropped here.
-    // The listing is sorted by updated_at ascending, so once one item is at or after `until`
-    // every later one is too, and this repository has nothing more to serve.
-    let pastUntil = false;
+    // The order is the URL's own (a task resumed from a token of an older version keeps its order).
+    // Oldest first (issues): items before `since` are skipped (the issues endpoint already leaves
+    // them out), and once one item is at or after `until` every later one is too: the repository
+    // has nothing more to serve. Newest first (pulls): items at or after `until` are skipped, and
+    // the first item older than `since` ends the repository's paging.
+    const descending = new URL(url).searchParams.get('direction') === 'desc';
+    let ended = false;
     const records: ConnectorRecord[] = [];
     for (const item of body) {
       const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
       const updatedMs = updatedAt === null ? Number.NaN : Date.parse(updatedAt);
+      if (sinceMs !== null && updatedMs < sinceMs) {
+        if (descending) {
+          ended = true;
+          break;
+        }
+        continue;
+      }
       if (untilMs !== null) {
-        if (updatedMs >= untilMs) pastUntil = true;
+        if (updatedMs >= untilMs && !descending) ended = true;
         // A record without a (readable) change time cannot be placed before `until`.
-        if (pastUntil || Number.isNaN(updatedMs)) continue;
+        if (ended || updatedMs >= untilMs || Number.isNaN(updatedMs)) continue;
       }
       // The issues endpoint also lists pull requests (items with a `pull_request` key).
       if (kind === 'issues' && 'pull_request' in item) continue;
-      // The pulls endpoint has no `since`: filter here (pages stay sorted by updated, ascending).
-      if (kind === 'pull_requests' && sinceMs !== null && updatedAt !== null && updatedMs < sinceMs) continue;
       records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item });
     }
 
-    const next = pastUntil ? null : nextLink(response.headers.get('link'), response.url);
+    const next = ended ? null : nextLink(answer.headers.get('link'), answer.url);
     if (next !== null) assertSameOrigin(next, cfg, 'Link header');
-    const nextPageToken =
-      next !== null
-        ? encodeGitHubPageToken({ repo: position.repo, url: next })
-        : position.repo + 1 < cfg.repositories.length
-          ? encodeGitHubPageToken({ repo: position.repo + 1, url: null })
-          : null;
-    return { records, nextPageToken };
+    // The first page's ETag travels with the page tokens and is stored with the repository's last
+    // page, so a 304 can only ever skip what an earlier pass stored in full. Not for a windowed pass.
+    const received = answer.headers.get('etag');
+    const validator = firstPage ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
+    const head = firstPage && !catchup && descending ? newestUpdatedAt(body) : (position.head ?? null);
+    if (next !== null) {
+      return { records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head }) };
+    }
+    // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
+    // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
+    // unseen). A pass that took more than one page therefore reads the head once more, down to the
+    // newest change its first page showed; with its own ETag, an unchanged head costs one 304.
+    if (descending && !catchup && !firstPage && until == null && head !== null) {
+      return { records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: null, validator, catchup: true, head }) };
+    }
+    return { records, nextPageToken: nextRepository(), ...(validator && { validators: [validator] }) };
   },
 };

@@ -36,6 +36,15 @@ function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: 
   });
 }
 
+/** The page a token stands for (the connector's own description, e.g. its URL), for loop detection and messages. */
+function pageKey(connector: Connector, token: string): string {
+  try {
+    return connector.pageKey?.(token) ?? token;
+  } catch {
+    return token;
+  }
+}
+
 /**
  * Pages through one resource of a connector, starting at `pageToken` (null: the first page) and
  * following each page's `nextPageToken` until there is none. Every page is asked for with the same
@@ -45,6 +54,10 @@ function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: 
  * `maxRecordsPerTask` records, counting what `done` says earlier runs of the task fetched, and no
  * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out with NUL
  * characters stripped.
+ *
+ * Guards: a next page this loop has already fetched (a provider whose Link or cursor points back
+ * to an earlier page) fails with a `Permanent` error naming the connector and the page: retrying
+ * would only page in the same circle.
  */
 export async function* pagesOf(
   connector: Connector,
@@ -56,18 +69,33 @@ export async function* pagesOf(
   let pages = done.pages;
   let records = done.records;
   let token = pageToken;
+  const fetched = new Set<string>();
+  if (token !== null) fetched.add(pageKey(connector, token));
   do {
     request.signal?.throwIfAborted();
     if (pages >= policy.maxPagesPerTask) {
-      throw new Permanent(`'${request.resource}' has more than ${policy.maxPagesPerTask} pages (PROVIDER_MAX_PAGES_PER_TASK)`);
+      throw new Permanent(
+        `${connector.slug} connector: ${request.resource}: more than ${policy.maxPagesPerTask} pages in one task (PROVIDER_MAX_PAGES_PER_TASK); ` +
+          `stopped before page ${token === null ? '(first)' : `'${pageKey(connector, token)}'`}`,
+      );
     }
     const page = await connector.fetchPage({ ...request, pageToken: token });
     pages += 1;
     records += page.records.length;
     if (records > policy.maxRecordsPerTask) {
-      throw new Permanent(`'${request.resource}' has more than ${policy.maxRecordsPerTask} records (PROVIDER_MAX_RECORDS_PER_TASK)`);
+      throw new Permanent(`${connector.slug} connector: ${request.resource}: more than ${policy.maxRecordsPerTask} records in one task (PROVIDER_MAX_RECORDS_PER_TASK)`);
     }
-    yield { records: storable(page.records, policy.maxRecordBytes, request.resource), nextPageToken: page.nextPageToken };
+    yield { ...page, records: storable(page.records, policy.maxRecordBytes, request.resource) };
     token = page.nextPageToken;
+    if (token !== null) {
+      const key = pageKey(connector, token);
+      if (fetched.has(key)) {
+        throw new Permanent(
+          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${key}', ` +
+            'which this task already fetched; stopped instead of paging forever',
+        );
+      }
+      fetched.add(key);
+    }
   } while (token);
 }

@@ -11,10 +11,13 @@
 // - size and time: the body is streamed and capped after decompression, and the whole request
 //   has a deadline;
 // - errors: network failures are described in generic words (no address or port), and provider
-//   text is redacted first, then cut, so a secret split by the cut cannot leak its prefix.
-import { AddressNotAllowed, getBounded, isPublicAddress, ResponseTooLarge } from '../lib/outbound';
+//   text is redacted first, then cut, so a secret split by the cut cannot leak its prefix;
+// - the shared rate budget of the credential: asked before each request, told what the provider
+//   answered and what its rate-limit headers said.
 import { isIP } from 'node:net';
-import { Permanent, Transient, type ProviderPolicy } from './types';
+import { z } from 'zod';
+import { AddressNotAllowed, getBounded, isPublicAddress, ResponseTooLarge } from '../lib/outbound';
+import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
 
 export type { ProviderPolicy } from './types';
 
@@ -88,7 +91,7 @@ export function providerText(text: string, secrets: readonly string[] = []): str
   return cutText(redactSecrets(text, secrets));
 }
 
-/** A provider's answer: status, headers and body as text (2xx or not; 3xx never reach here). */
+/** A provider's answer: status, headers and body as text (2xx or not; of 3xx only 304 reaches here). */
 export interface ProviderResponse {
   status: number;
   headers: Headers;
@@ -106,7 +109,60 @@ export interface ProviderRequest {
   secrets?: readonly string[];
   /** Prefix of error messages, e.g. "github connector: fetching 'octo/hello'". */
   context: string;
+  /** The shared budget of the credential: asked before each request, told what the answer said. */
+  budget?: RequestBudget;
+  /** Where the provider states its remaining requests (read into the budget). */
+  rateLimitHeaders?: RateLimitHeaders;
 }
+
+/** Where a provider states its rate limit in response headers. */
+export interface RateLimitHeaders {
+  /** Header with the requests left in the current window, e.g. `x-ratelimit-remaining`. */
+  remaining: string;
+  /** Header with the window's reset, e.g. `x-ratelimit-reset`. */
+  reset: string;
+  /** `epoch_seconds` (GitHub: a Unix time) or `delta_seconds` (seconds from now). */
+  resetFormat: 'epoch_seconds' | 'delta_seconds';
+}
+
+/** GitHub's rate-limit headers. */
+export const GITHUB_RATE_LIMIT_HEADERS: RateLimitHeaders = {
+  remaining: 'x-ratelimit-remaining',
+  reset: 'x-ratelimit-reset',
+  resetFormat: 'epoch_seconds',
+};
+
+/** The remaining count and reset time a provider stated in `headers`, each null when absent or unreadable. */
+export function readRateLimit(headers: Headers, names: RateLimitHeaders, nowMs: number = Date.now()): { remaining: number | null; resetAt: Date | null } {
+  const remainingText = headers.get(names.remaining)?.trim() ?? '';
+  const resetText = headers.get(names.reset)?.trim() ?? '';
+  const remaining = /^\d+$/.test(remainingText) ? Number(remainingText) : null;
+  let resetAt: Date | null = null;
+  if (/^\d+(\.\d+)?$/.test(resetText)) {
+    const value = Number(resetText);
+    resetAt = new Date(names.resetFormat === 'epoch_seconds' ? value * 1000 : nowMs + value * 1000);
+  }
+  return { remaining, resetAt };
+}
+
+/**
+ * A connection's own bounds on its credential's shared rate budget (`config.rate_budget`), over the
+ * provider's: requests kept in reserve (never spent: the budget waits for the reset instead), and
+ * a ceiling of requests per second and/or per minute across every worker using the credential.
+ */
+export const rateBudgetConfigSchema = z
+  .strictObject({
+    reserve: z.number({ error: 'must be a whole number ≥ 0' }).int('must be a whole number ≥ 0').min(0, 'must be a whole number ≥ 0').optional(),
+    per_second: z.number({ error: 'must be a whole number ≥ 1' }).int('must be a whole number ≥ 1').min(1, 'must be a whole number ≥ 1').optional(),
+    per_minute: z.number({ error: 'must be a whole number ≥ 1' }).int('must be a whole number ≥ 1').min(1, 'must be a whole number ≥ 1').optional(),
+  })
+  .meta({
+    description:
+      "Overrides this provider's shared rate budget for this connection's credential: `reserve` (requests never spent; the sync waits for the provider's reset instead), `per_second` / `per_minute` (a ceiling across all workers)",
+  });
+
+/** A validated `config.rate_budget`. */
+export type RateBudgetConfig = z.output<typeof rateBudgetConfigSchema>;
 
 /**
  * GETs `url` for a connector under its policy (see the module comment). Answers any non-3xx
@@ -123,6 +179,7 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
   for (let redirects = 0; ; redirects++) {
     const problem = providerUrlProblem(current, policy);
     if (problem) throw fail('permanent', `refusing the provider URL: it ${problem}`);
+    await request.budget?.acquire(request.signal);
     let answer;
     try {
       answer = await getBounded(current, request.headers, {
@@ -138,7 +195,12 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
       const words = (err as Error).message;
       throw fail('transient', words === 'timed out' ? `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)` : `network error: ${words}`);
     }
-    if (answer.status < 300 || answer.status >= 400) {
+    if (request.budget) {
+      const stated = request.rateLimitHeaders ? readRateLimit(answer.headers, request.rateLimitHeaders) : { remaining: null, resetAt: null };
+      await request.budget.report({ status: answer.status, ...stated });
+    }
+    // 304 Not Modified answers a conditional request; it is not a redirect.
+    if (answer.status < 300 || answer.status >= 400 || answer.status === 304) {
       return { status: answer.status, headers: answer.headers, text: answer.body.toString('utf8'), url: current };
     }
     const location = answer.headers.get('location');

@@ -4,6 +4,7 @@
 // (DEMO_CONNECTOR: `npm start` and the tests), so a production deployment does not offer it.
 import { demoConnector } from './demo';
 import { githubConnector } from './github';
+import { httpConnector } from './http';
 import { Permanent, type Connector } from './types';
 
 const connectors = new Map<string, Connector>();
@@ -36,3 +37,4 @@ export function enableDemoConnector(): void {
 }
 
 registerConnector(githubConnector);
+registerConnector(httpConnector);

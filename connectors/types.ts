@@ -33,6 +33,24 @@ export interface FetchPageInput {
    * The strict DEFAULT_PROVIDER_POLICY of connectors/provider-http.ts when absent.
    */
   policy?: ProviderPolicy;
+  /**
+   * Validators stored by earlier passes: the ETag of each first-page URL. A connector may send a
+   * conditional request with one (an unchanged first page then answers 304 and ends that part of
+   * the pass). Given only to incremental passes without an upper bound.
+   */
+  validators?: ReadonlyMap<string, string>;
+  /** The shared rate budget of this connection's credential; every request asks it first. */
+  budget?: RequestBudget;
+}
+
+/**
+ * The shared rate budget of one credential. `acquire` resolves when a request may go (it may wait
+ * a moment) or throws `RateLimited` with the wait when the budget is down to its reserve; `report`
+ * hands it what the provider answered (a 304 costs nothing) and what it said about its limit.
+ */
+export interface RequestBudget {
+  acquire(signal?: AbortSignal): Promise<void>;
+  report(answer: { status: number; remaining: number | null; resetAt: Date | null }): Promise<void>;
 }
 
 /**
@@ -63,6 +81,13 @@ export interface ProviderPolicy {
 export interface FetchPageResult {
   records: ConnectorRecord[];
   nextPageToken: string | null;
+  /**
+   * Validators to store together with this page: the ETag of a first-page URL whose part of the
+   * pass ended with this page (stored only then, so a 304 never hides records not yet stored).
+   */
+  validators?: { url: string; etag: string }[];
+  /** The provider answered 304 Not Modified for a conditional request: nothing changed there. */
+  notModified?: boolean;
 }
 
 /** A provider connector. */
@@ -80,6 +105,11 @@ export interface Connector {
   endpoint?(config: Record<string, unknown>): { key: string; url: string };
   /** What is wrong with `credentials` (e.g. a token of the wrong shape, naming its key), or null. */
   credentialsProblem?(credentials: Record<string, unknown>): string | null;
+  /**
+   * The page a token fetches, in words a person can check (e.g. its URL). Two tokens of the same
+   * page give the same key: the paging loop detects a provider paging in circles by it.
+   */
+  pageKey?(token: string): string;
 }
 
 /** Base of the typed connector failures. `kind` survives serialisation into activity failures. */

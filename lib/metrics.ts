@@ -59,6 +59,24 @@ export function createSyncMetrics(registry: Registry) {
       labelNames: ['provider'] as const,
       registers,
     }),
+    connectorRequests: new Counter({
+      name: 'connector_requests_total',
+      help: 'Requests connectors sent to providers through the shared rate budget',
+      labelNames: ['provider'] as const,
+      registers,
+    }),
+    connectorBudgetWaits: new Counter({
+      name: 'connector_budget_waits_total',
+      help: "Requests the shared rate budget held back: 'reserve' (waiting for the provider's reset, durably) or 'ceiling' (the configured requests per second/minute)",
+      labelNames: ['provider', 'reason'] as const,
+      registers,
+    }),
+    connectorBudgetRemaining: new Gauge({
+      name: 'connector_budget_remaining',
+      help: 'Requests left before the reset, as the last provider answer of any credential of this provider stated it (no per-credential label)',
+      labelNames: ['provider'] as const,
+      registers,
+    }),
     rateLimitBackoffSeconds: new Histogram({
       name: 'rate_limited_backoff_seconds',
       help: 'Waits chosen by the rate-limit policy',

@@ -22,8 +22,11 @@ export const DEFAULT_SCHEDULE_SETTINGS: ScheduleSettings = {
 /** Smallest interval a connection may set. */
 export const MIN_INTERVAL_SECONDS = 60;
 
-/** A connection's effective schedule: a fixed interval or a 5-field cron expression (UTC). */
-export type Schedule = { kind: 'interval'; intervalSeconds: number } | { kind: 'cron'; cron: string };
+/**
+ * A connection's effective schedule: a fixed interval or a 5-field cron expression, evaluated in
+ * `timezone` (an IANA name; UTC when absent).
+ */
+export type Schedule = { kind: 'interval'; intervalSeconds: number } | { kind: 'cron'; cron: string; timezone?: string };
 
 /** `resolveSchedule`'s answer: the schedule to use and why any override was ignored. */
 export interface ResolvedSchedule {
@@ -44,11 +47,19 @@ export function resolveSchedule(sync: unknown, settings: ScheduleSettings): Reso
   if (typeof sync !== 'object' || Array.isArray(sync)) {
     return { schedule: fallback, warnings: ['metadata.sync must be an object; using the default interval'] };
   }
-  const { interval_seconds: interval, cron } = sync as Record<string, unknown>;
+  const { interval_seconds: interval, cron, timezone } = sync as Record<string, unknown>;
 
   if (cron !== undefined && cron !== null) {
     const problem = cronProblem(cron);
-    if (problem === undefined) return { schedule: { kind: 'cron', cron: (cron as string).trim() }, warnings };
+    if (problem === undefined) {
+      const schedule: Schedule = { kind: 'cron', cron: (cron as string).trim() };
+      if (timezone !== undefined && timezone !== null) {
+        const zoneProblem = timezoneProblem(timezone);
+        if (zoneProblem === undefined) schedule.timezone = timezone as string;
+        else warnings.push(`metadata.sync.timezone ${JSON.stringify(timezone)} ignored: ${zoneProblem}; using UTC`);
+      }
+      return { schedule, warnings };
+    }
     warnings.push(`metadata.sync.cron ${JSON.stringify(cron)} ignored: ${problem}`);
   }
   if (interval !== undefined && interval !== null) {
@@ -72,7 +83,22 @@ export function intervalProblem(value: unknown, settings: ScheduleSettings): str
   return undefined;
 }
 
-/** Why a cron expression is invalid (we accept standard 5-field expressions, UTC), or undefined. */
+/**
+ * Why `value` is not a time zone a cron schedule can use, or undefined: an IANA name such as
+ * `Europe/Berlin` (or `UTC`), as the runtime's time-zone database knows it.
+ */
+export function timezoneProblem(value: unknown): string | undefined {
+  const message = 'must be an IANA time zone name such as Europe/Berlin';
+  if (typeof value !== 'string' || value.trim() === '' || value !== value.trim()) return message;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+  } catch {
+    return `${message} (unknown zone ${JSON.stringify(value)})`;
+  }
+  return undefined;
+}
+
+/** Why a cron expression is invalid (we accept standard 5-field expressions), or undefined. */
 export function cronProblem(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.trim() === '') return 'must be a 5-field cron expression';
   if (value.trim().split(/\s+/).length !== 5) return 'must have exactly 5 fields (minute hour day month weekday)';
@@ -84,9 +110,16 @@ export function cronProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-function cronOf(expression: string): Cron {
+/**
+ * A cron evaluated in `timezone`. Croner's DST rules for fixed-time expressions (single minute and
+ * hour, e.g. `30 2 * * *`): a time the clock skips (spring forward) runs once, when the clock has
+ * jumped (03:00), and a time that occurs twice (fall back) runs once, at its first occurrence.
+ * Expressions with wildcards or steps in minute or hour are interval jobs: they skip the missing
+ * hour and run in both passes of a repeated one, as their wall clock says.
+ */
+function cronOf(expression: string, timezone = 'UTC'): Cron {
   // No callback: croner only computes dates and never starts a timer.
-  return new Cron(expression.trim(), { mode: '5-part', timezone: 'UTC' });
+  return new Cron(expression.trim(), { mode: '5-part', timezone });
 }
 
 /** Bootstrap: never ran; normal: next due time still ahead; catch_up: due time already passed. */
@@ -133,7 +166,7 @@ export interface Plan {
 export function planNextRun(input: PlanInput): Plan {
   return input.schedule.kind === 'interval'
     ? planInterval(input, input.schedule.intervalSeconds)
-    : planCron(input, cronOf(input.schedule.cron));
+    : planCron(input, cronOf(input.schedule.cron, input.schedule.timezone));
 }
 
 /** The part of a plan that is persisted and logged with the job it scheduled. */
@@ -219,4 +252,53 @@ function planCron(input: PlanInput, cron: Cron): Plan {
   const missed = cron.previousRuns(1, new Date(nextDueAt))[0]?.getTime() ?? firstFire;
   const j = sampleAround(missed);
   return { mode: 'catch_up', scheduledAt: missed + j.jitterSeconds * SECOND, nextDueAt, nextRunAt: nextDueAt, ...j };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Periodic full syncs
+
+/**
+ * `metadata.sync.full_sync_every`: every Nth scheduled run is a full sync (`runs`), or a scheduled
+ * run is a full sync once the last completed full sync is at least `seconds` old.
+ */
+export type FullSyncEvery = { runs: number } | { seconds: number };
+
+const DURATION_UNITS: Record<string, number> = { m: 60, h: 3600, d: 86400, w: 604800 };
+
+/**
+ * Reads a `full_sync_every`: a whole number of runs (≥ 1), or a duration such as `"12h"`, `"7d"`,
+ * `"2w"` (units m, h, d, w; at least one hour). Answers the value or the problem, in words.
+ */
+export function parseFullSyncEvery(value: unknown): { every: FullSyncEvery } | { problem: string } {
+  if (typeof value === 'number') {
+    if (Number.isInteger(value) && value >= 1) return { every: { runs: value } };
+    return { problem: 'must be a whole number of runs (at least 1) or a duration such as "7d"' };
+  }
+  if (typeof value === 'string') {
+    const match = /^(\d+)\s*([mhdw])$/.exec(value.trim());
+    if (match) {
+      const seconds = Number(match[1]) * DURATION_UNITS[match[2]!]!;
+      if (seconds >= 3600) return { every: { seconds } };
+      return { problem: 'must be at least one hour ("60m", "1h")' };
+    }
+  }
+  return { problem: 'must be a whole number of runs (at least 1) or a duration such as "12h", "7d" or "2w" (units m, h, d, w)' };
+}
+
+/** What deciding on a periodic full sync needs to know about earlier jobs. */
+export interface FullSyncHistory {
+  /** Scheduled runs completed since the last completed full sync (all of them when there was none). */
+  scheduledRunsSinceFull: number;
+  /** When the last full sync (of any trigger) completed, epoch milliseconds; null: never. */
+  lastFullAt: number | null;
+}
+
+/**
+ * Whether the scheduled run at `runAt` is a full sync under `every`: with `{ runs: n }` when n − 1
+ * scheduled runs completed since the last full one (every nth run), with `{ seconds }` when the last
+ * full sync (or, before any, the connection's `createdAt`) is at least that old at `runAt`.
+ */
+export function fullSyncDue(every: FullSyncEvery, history: FullSyncHistory, runAt: number, createdAt: number): boolean {
+  if ('runs' in every) return history.scheduledRunsSinceFull >= every.runs - 1;
+  return runAt - (history.lastFullAt ?? createdAt) >= every.seconds * 1000;
 }

@@ -11,6 +11,7 @@ import { resealSecrets } from '../commands/credentials';
 import { localAdminKey, localCredentialsKey } from '../lib/admin-key';
 import { loadConfigOrExit, requireKeyring } from '../lib/config';
 import { listen } from '../lib/http';
+import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
 
@@ -21,6 +22,7 @@ process.env.DEMO_CONNECTOR ??= 'true';
 process.env.PROVIDER_ALLOW_PRIVATE ??= 'true';
 const config = loadConfigOrExit();
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
+const rateBudget = loadConfigOrExit(process.env, () => parseRateBudgetConfig(process.env));
 
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
@@ -33,7 +35,7 @@ runProcess(config, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
   const sealed = await resealSecrets({ pool, credentials }, 'plaintext');
   if (sealed.sealed > 0) logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
-  await runWorker(proc, rateLimit, credentials);
+  await runWorker(proc, rateLimit, credentials, rateBudget);
 
   const settings = apiSettings(config);
   if (config.START_DEMO && !config.DEMO_CONNECTOR) logger.info('START_DEMO ignored: DEMO_CONNECTOR=false');

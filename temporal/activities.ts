@@ -3,7 +3,7 @@
 // worker. Times are epoch milliseconds taken from the workflow's clock, so bookkeeping the
 // planner reads back is consistent in replay.
 import type { RateLimitPolicy } from '../policy/rate-limit';
-import type { PlannedRun, ScheduleSettings } from '../policy/schedule';
+import type { FullSyncHistory, PlannedRun, ScheduleSettings } from '../policy/schedule';
 import type { ConnectionStatus, JobStatus, JobTrigger, SyncMode } from '../policy/vocabulary';
 import type { ImmediateSyncInput, ImmediateSyncResult } from './immediate-sync';
 import type { ScheduleChange } from './connection';
@@ -27,6 +27,8 @@ export interface ConnectionContext {
   pausedUntil: number | null;
   /** The worker's configured schedule bounds; recorded in history, so replay stays deterministic. */
   settings: ScheduleSettings;
+  /** Earlier full syncs, read only when `metadata.sync.full_sync_every` is set. */
+  fullSync?: FullSyncHistory;
 }
 
 /** One job to enqueue for a connection. */

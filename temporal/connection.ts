@@ -14,6 +14,12 @@ export type ScheduleChange = { interval_seconds: number } | { cron: string };
 export interface ScheduleChangeRequest {
   interval_seconds?: number;
   cron?: string;
+  /**
+   * The cron's IANA time zone and the periodic full sync. The API stores both in the connection
+   * before it signals; the workflow reads them from there when it re-plans, not from the signal.
+   */
+  timezone?: string;
+  full_sync_every?: number | string;
 }
 
 /** Run now instead of waiting; `mode` defaults to incremental. */

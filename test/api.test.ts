@@ -179,6 +179,20 @@ describe('REST API over HTTP', () => {
 
     const badPatch = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 5 } });
     expect(badPatch.status).toBe(400);
+    const badZone = await call('PATCH', `/connections/${conn.id}`, { schedule: { cron: '30 2 * * *', timezone: 'Mars/Olympus_Mons' } });
+    expect(badZone.status).toBe(400);
+    expect(badZone.body.error.message).toMatch(/^schedule\.timezone: must be an IANA time zone name/);
+    const zoneWithoutCron = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 120, timezone: 'Europe/Berlin' } });
+    expect(zoneWithoutCron.status).toBe(400);
+    expect(zoneWithoutCron.body.error.message).toBe('schedule.timezone: only applies to a cron schedule');
+    const badEvery = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 120, full_sync_every: '3 fortnights' } });
+    expect(badEvery.status).toBe(400);
+    expect(badEvery.body.error.message).toMatch(/^schedule\.full_sync_every: /);
+    const zoned = await call('PATCH', `/connections/${conn.id}`, { schedule: { cron: '30 2 * * *', timezone: 'Europe/Berlin', full_sync_every: '7d' } });
+    expect(zoned.status, zoned.text).toBe(200);
+    expect(zoned.body.schedule).toMatchObject({ cron: '30 2 * * *', timezone: 'Europe/Berlin', full_sync_every: '7d' });
+    const stored = await stack.db.pool.query<{ sync: Record<string, unknown> }>(`select metadata -> 'sync' as sync from connections where id = $1`, [conn.id]);
+    expect(stored.rows[0]!.sync).toMatchObject({ timezone: 'Europe/Berlin', full_sync_every: '7d' });
 
     expect((await call('POST', `/connections/${conn.id}/pause`)).status).toBe(200);
     await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'paused' ? true : undefined));

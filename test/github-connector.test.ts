@@ -138,13 +138,19 @@ describe('github connector: paging', () => {
     expect(gh.requests.length).toBe(4);
   });
 
-  it('serves pull_requests from the pulls endpoint', async () => {
+  it('serves pull_requests from the pulls endpoint, newest first', async () => {
     const pages = await pass(cfg({ per_page: 2 }), 'pull_requests');
-    expect(gh.requests.map((r) => pathOf(r.url))).toEqual(['/repos/octo/hello/pulls', '/repositories/12345/pulls']);
+    // Two pages, then the head once more (the catch-up of a multi-page newest-first pass), which
+    // is unchanged: a 304 to its ETag.
+    expect(gh.requests.map((r) => pathOf(r.url))).toEqual(['/repos/octo/hello/pulls', '/repositories/12345/pulls', '/repos/octo/hello/pulls']);
+    expect(gh.requests[2]!.headers['if-none-match']).toMatch(/^W\/"/);
+    expect(pages.at(-1)).toMatchObject({ records: [], nextPageToken: null, notModified: true });
     expect(queryOf(gh.requests[1]!.url).get('per_page')).toBe('2');
     expect(queryOf(gh.requests[0]!.url).get('state')).toBe('all');
+    expect(queryOf(gh.requests[0]!.url).get('sort')).toBe('updated');
+    expect(queryOf(gh.requests[0]!.url).get('direction')).toBe('desc');
     const records = pages.flatMap((p) => p.records);
-    expect(records.map((r) => r.externalId)).toEqual(expected('octo/hello', 'pulls'));
+    expect(records.map((r) => r.externalId)).toEqual(expected('octo/hello', 'pulls').reverse());
     expect(records.every((r) => String(r.data.title).startsWith('PR '))).toBe(true);
   });
 
@@ -178,7 +184,7 @@ describe('github connector: paging', () => {
     expect(gh.requests[2]!.url).toBe(gh.requests[1]!.url);
   });
 
-  it('sends since on incremental issues fetches, and filters pull requests client-side', async () => {
+  it('sends since on incremental issues fetches, and stops paging pull requests at the first one older than since', async () => {
     // Items are one minute apart from 2025-01-01T00:00Z; keep the newest 4 minutes.
     const newest = Math.max(...gh.repos.get('octo/hello')!.items.map((i) => Date.parse(i.updated_at)));
     const since = new Date(newest - 3 * 60_000);
@@ -187,11 +193,15 @@ describe('github connector: paging', () => {
     expect(issuePages.flatMap((p) => p.records.map((r) => r.externalId))).toEqual(expected('octo/hello', 'issues', since.getTime()));
 
     gh.requests.length = 0;
-    const prPages = await pass(cfg(), 'pull_requests', since);
+    const prPages = await pass(cfg({ per_page: 1 }), 'pull_requests', since);
     expect(queryOf(gh.requests[0]!.url).has('since')).toBe(false); // the pulls endpoint has none
     const prIds = prPages.flatMap((p) => p.records.map((r) => r.externalId));
-    expect(prIds).toEqual(expected('octo/hello', 'pulls', since.getTime()));
+    expect(prIds).toEqual(expected('octo/hello', 'pulls', since.getTime()).reverse());
     expect(prIds.length).toBeLessThan(expected('octo/hello', 'pulls').length);
+    // One page per newer PR, the page that showed an older one ended the pass, and the head once
+    // more, unchanged (304).
+    expect(gh.requests).toHaveLength(prIds.length + 2);
+    expect(prPages.at(-1)!.notModified).toBe(true);
   });
 
   it('drops items updated at or after until (issues and pulls), and stops paging a repository once past it', async () => {

@@ -15,8 +15,11 @@
 // - a backfill window's start must be before its end: the two are put in order;
 // - `schedule.cron` must be a valid 5-field cron expression and `schedule.interval_seconds` at
 //   most the deployment's MAX_OVERRIDDEN_INTERVAL_SECONDS: a fixed expression, a clamped interval;
+//   `schedule.timezone` must be a zone the runtime knows and goes with a cron only, and
+//   `schedule.full_sync_every` a run count or a duration such as "7d": fixed values;
 // - a demo config's `world` names a dataset registered in-process by a test: dropped;
-// - a GitHub `base_url` must be a URL Node's URL parser accepts: this file's fake GitHub server.
+// - a GitHub `base_url` must be a URL Node's URL parser accepts: this file's fake GitHub server
+//   (an http connection's too), and an http connection's header names must be tokens: dropped.
 // New connections are created `paused` (a schema-valid demo config may ask for ten million records
 // at 2^31 ms a page; a paused connection's workflow fetches nothing) and their app_keys are made
 // unique (a taken one is a documented 409, not what this probes).
@@ -104,8 +107,18 @@ describe('requests generated from /openapi.json', () => {
 
   function adjustSchedule(schedule: Json | undefined) {
     if (!schedule) return;
+    // Exactly one of interval_seconds and cron (the document's oneOf, which the generator may not follow).
+    if (schedule.cron !== undefined && schedule.interval_seconds !== undefined) delete schedule.interval_seconds;
+    if (schedule.cron === undefined && schedule.interval_seconds === undefined) schedule.interval_seconds = 3600;
     if (schedule.cron !== undefined) schedule.cron = '*/15 * * * *';
     if (typeof schedule.interval_seconds === 'number') schedule.interval_seconds = Math.min(schedule.interval_seconds, MAX_INTERVAL_SECONDS);
+    // A zone must be one the runtime knows, and only goes with a cron; full_sync_every's duration
+    // syntax ("7d") is stated in words.
+    if (schedule.timezone !== undefined) {
+      if (schedule.cron === undefined) delete schedule.timezone;
+      else schedule.timezone = 'Europe/Berlin';
+    }
+    if (schedule.full_sync_every !== undefined) schedule.full_sync_every = typeof schedule.full_sync_every === 'string' ? '7d' : 7;
   }
 
   /** A connection of its own for one backfill (one backfill may be active per connection), with no workflow. */
@@ -123,6 +136,10 @@ describe('requests generated from /openapi.json', () => {
       body.app_key = `g${i}-${String(body.app_key ?? '')}`.slice(0, 64);
       if (body.provider === 'demo' && body.config) delete body.config.world;
       if (body.provider === 'github' && body.config?.base_url !== undefined) body.config.base_url = github.baseUrl;
+      if (body.provider === 'http' && body.config) {
+        body.config.base_url = github.baseUrl;
+        delete body.config.headers; // header names must be tokens (RFC 9110), stated in words
+      }
       adjustSchedule(body.schedule);
       return { path: '/connections', body };
     },
@@ -152,7 +169,7 @@ describe('requests generated from /openapi.json', () => {
     const schema = operation('POST', '/connections').requestBody.content['application/json'].schema;
     const resolved = schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
     const branches = (resolved.oneOf ?? resolved.anyOf ?? []).map((b: Json) => (b.$ref ? doc.components.schemas[b.$ref.split('/').pop()] : b));
-    expect(branches.map((b: Json) => b.properties.provider.enum ?? [b.properties.provider.const]).flat().sort()).toEqual(['demo', 'github']);
+    expect(branches.map((b: Json) => b.properties.provider.enum ?? [b.properties.provider.const]).flat().sort()).toEqual(['demo', 'github', 'http']);
     const github = branches.find((b: Json) => (b.properties.provider.enum ?? [b.properties.provider.const]).includes('github'));
     expect(github.properties.config.required).toEqual(['repositories']);
   });

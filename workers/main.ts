@@ -7,11 +7,13 @@ import { runProcess } from '../infra/boot';
 import { resealSecrets } from '../commands/credentials';
 import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
+import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from './run-worker';
 
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
+const rateBudget = loadConfigOrExit(process.env, () => parseRateBudgetConfig(process.env));
 const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(c, 'npm run worker'));
 
 // Off in production: the demo provider's fault hooks are for `npm start` and tests.
@@ -21,7 +23,7 @@ runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (
   // Legacy plaintext rows are sealed at start (idempotent; safe beside other processes).
   const sealed = await resealSecrets({ pool: proc.pool, credentials }, 'plaintext');
   if (sealed.sealed > 0) proc.logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
-  await runWorker(proc, rateLimit, credentials);
+  await runWorker(proc, rateLimit, credentials, rateBudget);
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Behind the admin key when one is configured, unless METRICS_PUBLIC (tenant ids are in the labels).

@@ -4,6 +4,7 @@ import type { Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { immediateTaskQueue, providerPolicy, scheduleSettings } from '../lib/config';
 import type { Keyring } from '../lib/credentials';
+import type { BudgetSettings } from '../policy/rate-budget';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from './create-worker';
 
@@ -14,7 +15,7 @@ import { createImmediateWorker, createWorker } from './create-worker';
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves.
  */
-export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring): Promise<void> {
+export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<void> {
   const { config, logger, shutdown } = proc;
   const bundlePath = config.WORKFLOW_BUNDLE_PATH;
   const connection = await NativeConnection.connect(temporalConnectionOptions(proc.temporalAddress, proc.temporalSecurity));
@@ -35,6 +36,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
     webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
     providers: providerPolicy(config),
+    ...(rateBudget && { connectors: { rateBudget } }),
   };
   const worker = await createWorker({
     connection,

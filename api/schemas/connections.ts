@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, type ConnectionStatus } from '../../policy/vocabulary';
-import { cronProblem, MIN_INTERVAL_SECONDS } from '../../policy/schedule';
+import { cronProblem, MIN_INTERVAL_SECONDS, parseFullSyncEvery, timezoneProblem } from '../../policy/schedule';
 import { configProblem, credentialsProblem, PROVIDER_CONFIG_SCHEMAS, PROVIDER_CREDENTIALS_DOCS, type ProviderSlug } from '../../commands/provider-configs';
 import {
   boundedJsonObject,
@@ -27,7 +27,10 @@ export const AppKeySchema = z
 /** A tenant id. */
 export const TenantIdSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'must be at most 128 characters').openapi({ example: 'acme' });
 
-/** A schedule: an interval in seconds or a 5-field UTC cron expression, not both. */
+/**
+ * A schedule: an interval in seconds or a 5-field cron expression (not both), the cron's IANA
+ * `timezone` (default UTC), and how often a scheduled run is a full sync (`full_sync_every`).
+ */
 export const ScheduleSchema = z
   .strictObject({
     interval_seconds: z
@@ -40,13 +43,37 @@ export const ScheduleSchema = z
       .string()
       .refine((v) => cronProblem(v) === undefined, { error: (issue) => cronProblem(issue.input) ?? 'invalid cron' })
       .optional()
-      .openapi({ description: 'A 5-field cron expression, evaluated in UTC', example: '*/15 * * * *' }),
+      .openapi({ description: 'A 5-field cron expression, evaluated in `timezone` (default UTC)', example: '*/15 * * * *' }),
+    timezone: z
+      .string({ error: 'must be an IANA time zone name such as Europe/Berlin' })
+      .refine((v) => timezoneProblem(v) === undefined, { error: (issue) => timezoneProblem(issue.input) ?? 'invalid time zone' })
+      .optional()
+      .openapi({
+        description: 'The IANA time zone the cron expression is evaluated in (only with `cron`; default UTC). DST-correct: a time the clock skips runs once when the clock has jumped, a time that occurs twice runs once',
+        example: 'Europe/Berlin',
+      }),
+    full_sync_every: z
+      .union([z.number(), z.string()], { error: 'must be a whole number of runs or a duration such as "7d"' })
+      .superRefine((v, ctx) => {
+        const parsed = parseFullSyncEvery(v);
+        if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+      })
+      .optional()
+      .openapi({
+        description:
+          'Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1), or once the last full sync is older than a duration ("12h", "7d", "2w"; at least 1h)',
+        example: 7,
+      }),
   })
   .refine((s) => (s.interval_seconds === undefined) !== (s.cron === undefined), {
     error: 'give exactly one of interval_seconds or cron',
   })
-  // "Exactly one of the two" in the document's own terms.
-  .openapi('Schedule', { minProperties: 1, maxProperties: 1, example: { interval_seconds: 900 } });
+  .refine((s) => s.timezone === undefined || s.cron !== undefined, { error: 'only applies to a cron schedule', path: ['timezone'] })
+  // "Exactly one of interval_seconds and cron" in the document's own terms.
+  .openapi('Schedule', {
+    oneOf: [{ required: ['interval_seconds'] }, { required: ['cron'] }],
+    example: { cron: '30 2 * * *', timezone: 'Europe/Berlin', full_sync_every: 7 },
+  });
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -136,9 +163,25 @@ const CreateDemoConnection = z
     description: 'Synthetic data for trials and tests: accepted only where the deployment turns the demo provider on (DEMO_CONNECTOR); otherwise 400 unknown provider.',
   });
 
+/** A new declarative `http` connection: its config describes the provider (see the README). */
+const CreateHttpConnection = z
+  .strictObject({
+    ...connectionFields,
+    provider: z.literal('http'),
+    config: providerConfig('http').openapi({
+      example: {
+        base_url: 'https://api.example.com',
+        auth: { type: 'bearer' },
+        pagination: { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' },
+        resources: { customers: { path: '/v1/customers', records: 'data', id: 'id', updated_at: 'updated_at', since: { param: 'updated_since', format: 'iso8601' } } },
+      },
+    }),
+  })
+  .openapi('CreateHttpConnection');
+
 /** `POST /connections` body: one shape per provider, told apart by `provider`. */
 export const CreateConnectionBody = z
-  .discriminatedUnion('provider', [CreateGitHubConnection, CreateDemoConnection], {
+  .discriminatedUnion('provider', [CreateGitHubConnection, CreateDemoConnection, CreateHttpConnection], {
     error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${Object.keys(PROVIDER_CONFIG_SCHEMAS).map((p) => `'${p}'`).join(', ')}` : undefined),
   })
   .openapi('CreateConnection');
@@ -198,6 +241,8 @@ export const ConnectionSchema = z
     schedule: z.object({
       interval_seconds: z.number().optional(),
       cron: z.string().optional(),
+      timezone: z.string().optional(),
+      full_sync_every: z.union([z.number(), z.string()]).optional(),
       next_run_at: z.string().optional(),
       last_jitter_seconds: z.number().optional(),
     }),

@@ -8,7 +8,7 @@ import type { ScheduleChange } from '../../temporal/connection';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS } from '../sql';
 import { pausedUntilAt } from './breaker';
-import { lastScheduleRunAt } from './jobs';
+import { lastFullSyncAt, lastScheduleRunAt, scheduledRunsSinceFullSync } from './jobs';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
 export interface ConnectionRow {
@@ -166,6 +166,10 @@ export interface SchedulingRow {
   created_at: Date;
   last_finished_at: Date | null;
   paused_until: Date | null;
+  /** Only read when `metadata.sync.full_sync_every` is set (else null): the last completed full sync. */
+  last_full_at: Date | null;
+  /** Only read when `metadata.sync.full_sync_every` is set (else null): scheduled runs completed since it. */
+  runs_since_full: number | null;
 }
 
 /** The scheduling context of connection `id` at time `at`, in one statement; null when it is gone. */
@@ -173,7 +177,9 @@ export async function findSchedulingRow(db: Queryable, id: string, at: Date): Pr
   const { rows } = await db.query<SchedulingRow>(
     `select c.id, c.tenant_id, c.provider_slug, c.status, c.metadata -> 'sync' as sync, c.created_at,
             ${lastScheduleRunAt('c.id')} as last_finished_at,
-            ${pausedUntilAt('c.id', '$2')} as paused_until
+            ${pausedUntilAt('c.id', '$2')} as paused_until,
+            case when (c.metadata -> 'sync') ? 'full_sync_every' then ${lastFullSyncAt('c.id')} end as last_full_at,
+            case when (c.metadata -> 'sync') ? 'full_sync_every' then ${scheduledRunsSinceFullSync('c.id')} end as runs_since_full
        from connections c where c.id = $1`,
     [id, at],
   );
@@ -211,6 +217,25 @@ export async function saveScheduleChange(db: Queryable, id: string, change: Sche
               (coalesce(metadata -> 'sync', '{}'::jsonb) - 'interval_seconds' - 'cron') || $2::jsonb)
       where id = $1`,
     [id, JSON.stringify(change)],
+  );
+}
+
+/**
+ * Stores a schedule's `timezone` and `full_sync_every` in `metadata.sync`, removing each one not
+ * given (a schedule change replaces the whole schedule), keeping every other key.
+ */
+export async function saveScheduleOptions(
+  db: Queryable,
+  id: string,
+  options: { timezone?: string | undefined; full_sync_every?: number | string | undefined },
+): Promise<void> {
+  const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  await db.query(
+    `update connections
+        set metadata = jsonb_set(metadata, '{sync}',
+              (coalesce(metadata -> 'sync', '{}'::jsonb) - 'timezone' - 'full_sync_every') || $2::jsonb)
+      where id = $1`,
+    [id, JSON.stringify(given)],
   );
 }
 

@@ -89,6 +89,22 @@ export function lastScheduleRunAt(connectionColumn: string): string {
               and j.status in (${FINISHED_JOBS}) and j.abandoned_at is null)`;
 }
 
+/**
+ * SQL for when connection `connectionColumn`'s last full sync (any trigger) completed, or null.
+ * Periodic full syncs (`metadata.sync.full_sync_every`) count from it.
+ */
+export function lastFullSyncAt(connectionColumn: string): string {
+  return `(select max(f.finished_at) from sync_jobs f
+            where f.connection_id = ${connectionColumn} and f.job_type = 'full' and f.status = 'completed')`;
+}
+
+/** SQL for how many scheduled runs of connection `connectionColumn` completed since its last completed full sync. */
+export function scheduledRunsSinceFullSync(connectionColumn: string): string {
+  return `(select count(*)::int from sync_jobs r
+            where r.connection_id = ${connectionColumn} and r.trigger = 'schedule' and r.status = 'completed'
+              and r.finished_at > coalesce(${lastFullSyncAt(connectionColumn)}, '-infinity'::timestamptz))`;
+}
+
 /** The job with id `id`, or null. */
 export async function findJob(db: Queryable, id: string): Promise<JobRow | null> {
   const { rows } = await db.query<JobRow>(

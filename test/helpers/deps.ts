@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { Registry } from 'prom-client';
-import type { ActivityDeps, RateLimitSettings } from '../../activities/deps';
+import type { ActivityDeps, ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import { DEFAULT_PROVIDER_POLICY, type ProviderPolicy } from '../../connectors/provider-http';
 import type { Pool } from '../../db/pool';
 import { parseKeyring, type Keyring } from '../../lib/credentials';
@@ -37,6 +37,7 @@ export function testActivityDeps(opts: {
   rateLimit?: RateLimitSettings;
   providers?: ProviderPolicy;
   credentials?: Keyring;
+  connectors?: ConnectorSettings | undefined;
 }): { deps: ActivityDeps; lines: LogLines; registry: Registry } {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -53,6 +54,7 @@ export function testActivityDeps(opts: {
     tombstoneRetentionDays: 30,
     webhooks: { allowPrivate: true },
     providers: opts.providers ?? TEST_PROVIDER_POLICY,
+    ...(opts.connectors && { connectors: opts.connectors }),
   };
   return { deps, lines, registry };
 }

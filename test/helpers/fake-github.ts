@@ -7,9 +7,12 @@
 //   for issues only, since (updated_at ≥ since);
 // - answers ABSOLUTE Link URLs whose path differs from the first request
 //   (http://127.0.0.1:PORT/repositories/<id>/issues?…&page=2), with rel="prev"/"next"/"last"/"first";
-// - sends x-ratelimit-* headers on every answer.
+// - sends x-ratelimit-* headers on every answer;
+// - sends an ETag with every listing and answers 304 (no body, no rate limit spent) to a request
+//   whose If-None-Match matches the listing as it is now.
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -42,6 +45,12 @@ export interface FakeGitHubOptions {
   baseTime?: string;
   /** x-ratelimit-remaining sent on successful answers (default 4999). */
   rateLimitRemaining?: number;
+  /**
+   * A primary limit in fixed windows, as GitHub's: `limit` listings per `windowMs` from the first
+   * request of a window, counted across every token; past it, 429 with remaining 0 and the reset.
+   * x-ratelimit-remaining/-reset then state this window (reset in epoch seconds, rounded up).
+   */
+  budget?: { limit: number; windowMs: number };
 }
 
 /** A recorded request. `url` is the path and query exactly as received. */
@@ -88,6 +97,17 @@ export interface FakeGitHub {
   setFailure(failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null): void;
   /** Sets x-ratelimit-remaining on successful answers (e.g. 0: a fine page, but the last one). */
   setRateLimitRemaining(remaining: number): void;
+  /**
+   * Changes item `number` of `repo` as an edit on GitHub would: a new title and `updated_at`
+   * (default: one minute after the newest item). Returns the item.
+   */
+  touch(repo: string, number: number, updatedAt?: string): FakeGitHubItem;
+  /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
+  afterServe: ((n: number, url: URL) => void) | null;
+  /** With `budget`: how many requests were answered 429 because the window's budget was spent. */
+  readonly tooMany: number;
+  /** With `budget`: how many windows were opened so far. */
+  readonly windows: number;
   close(): Promise<void>;
 }
 
@@ -136,6 +156,11 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   let failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null = null;
   let failuresFired = 0;
   let rateLimitRemaining = opts.rateLimitRemaining ?? 4999;
+  const budget = opts.budget;
+  let windowEnds = 0;
+  let windowCount = 0;
+  let windows = 0;
+  let tooMany = 0;
   let baseUrl = '';
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -261,11 +286,39 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     if (page < lastPage) links.push(`<${pageUrl(page + 1)}>; rel="next"`, `<${pageUrl(lastPage)}>; rel="last"`);
     if (page > 1) links.push(`<${pageUrl(1)}>; rel="first"`);
 
-    if (rateLimitRemaining > 0) rateLimitRemaining--;
-    return send(res, 200, body, {
-      ...rateHeaders(rateLimitRemaining, nowReset()),
+    const etag = `W/"${createHash('sha1').update(JSON.stringify(body)).update(links.join(', ')).digest('hex')}"`;
+    const served = () => fake.afterServe?.(n, url);
+    if (req.headers['if-none-match'] === etag) {
+      // GitHub: a 304 to a conditional request does not count against the rate limit.
+      res.writeHead(304, { etag, ...rateHeaders(rateLimitRemaining, nowReset()) });
+      res.end();
+      served();
+      return;
+    }
+    let reset = nowReset();
+    if (budget) {
+      const now = Date.now();
+      if (now >= windowEnds) {
+        windowEnds = now + budget.windowMs;
+        windowCount = 0;
+        windows += 1;
+      }
+      reset = Math.ceil(windowEnds / 1000);
+      if (windowCount >= budget.limit) {
+        tooMany += 1;
+        send(res, 429, { message: 'API rate limit exceeded', documentation_url: 'https://docs.github.com/rest' }, rateHeaders(0, reset));
+        served();
+        return;
+      }
+      windowCount += 1;
+      rateLimitRemaining = budget.limit - windowCount;
+    } else if (rateLimitRemaining > 0) rateLimitRemaining--;
+    send(res, 200, body, {
+      ...rateHeaders(rateLimitRemaining, reset),
+      etag,
       ...(links.length > 0 ? { link: links.join(', ') } : {}),
     });
+    served();
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -274,11 +327,26 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   });
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  return {
+  const fake: FakeGitHub = {
     baseUrl,
     token,
     requests,
     repos,
+    afterServe: null,
+    get tooMany() {
+      return tooMany;
+    },
+    get windows() {
+      return windows;
+    },
+    touch(repo, number, updatedAt) {
+      const items = repos.get(repo)!.items;
+      const item = items.find((i) => i.number === number)!;
+      const newest = Math.max(...items.map((i) => Date.parse(i.updated_at)));
+      item.updated_at = updatedAt ?? new Date(newest + MINUTE_MS).toISOString();
+      item.title = `${item.title} (edited)`;
+      return item;
+    },
     setFailure(next) {
       failure = next;
       failuresFired = 0;
@@ -291,4 +359,5 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
+  return fake;
 }

@@ -3,7 +3,7 @@
 // the real activities do for the paths these tests take.
 import type { SyncMode, JobStatus, JobTrigger, ConnectionStatus } from '../../policy/vocabulary';
 import type { Activities, ConnectionContext } from '../../temporal/activities';
-import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
+import { DEFAULT_SCHEDULE_SETTINGS, type PlannedRun } from '../../policy/schedule';
 import { DEFAULT_RATE_LIMIT_POLICY } from '../../policy/rate-limit';
 
 /** A connection of the fake store. */
@@ -14,6 +14,8 @@ export interface StubConnection {
   sync: Record<string, unknown>;
   createdAt: number;
   pausedUntil: number | null;
+  /** Schedule bounds its context reports (the defaults when absent). */
+  settings?: typeof DEFAULT_SCHEDULE_SETTINGS;
 }
 
 /** A job of the fake store. */
@@ -26,6 +28,10 @@ export interface StubJob {
   scheduledAt: number;
   finishedAt: number | null;
   abandoned: boolean;
+  /** The plan it was enqueued with (scheduled runs). */
+  plan?: PlannedRun | undefined;
+  /** The connection workflow run that enqueued it. */
+  runId?: string | undefined;
 }
 
 const ACTIVE: JobStatus[] = ['queued', 'running', 'retrying'];
@@ -56,8 +62,16 @@ export function stubActivities() {
     const c = connections.get(id);
     if (!c) return null;
     const finished = [...jobs.values()].filter(
-      (j) => j.connectionId === id && j.jobType === 'incremental' && (j.status === 'completed' || j.status === 'failed') && !j.abandoned,
+      (j) =>
+        j.connectionId === id && (j.jobType === 'incremental' || j.trigger === 'schedule') && (j.status === 'completed' || j.status === 'failed') && !j.abandoned,
     );
+    const mine = [...jobs.values()].filter((j) => j.connectionId === id && j.status === 'completed');
+    const fulls = mine.filter((j) => j.jobType === 'full').map((j) => j.finishedAt!);
+    const lastFullAt = fulls.length ? Math.max(...fulls) : null;
+    const fullSync = {
+      lastFullAt,
+      scheduledRunsSinceFull: mine.filter((j) => j.trigger === 'schedule' && j.finishedAt! > (lastFullAt ?? -Infinity)).length,
+    };
     return {
       connectionId: id,
       tenantId: c.tenantId,
@@ -67,7 +81,8 @@ export function stubActivities() {
       createdAt: c.createdAt,
       lastFinishedAt: finished.length ? Math.max(...finished.map((j) => j.finishedAt!)) : null,
       pausedUntil: c.pausedUntil !== null && c.pausedUntil > at ? c.pausedUntil : null,
-      settings: DEFAULT_SCHEDULE_SETTINGS,
+      settings: c.settings ?? DEFAULT_SCHEDULE_SETTINGS,
+      ...(c.sync.full_sync_every !== undefined && { fullSync }),
     };
   };
   const end = (jobId: string, status: JobStatus, at: number): boolean => {
@@ -106,7 +121,7 @@ export function stubActivities() {
       if (active) return { outcome: 'existing', jobId: active.id, status: active.status };
       jobs.set(input.jobId, {
         id: input.jobId, connectionId: input.connectionId, jobType: input.jobType, trigger: input.trigger,
-        status: 'queued', scheduledAt: input.scheduledAt, finishedAt: null, abandoned: false,
+        status: 'queued', scheduledAt: input.scheduledAt, finishedAt: null, abandoned: false, plan: input.plan, runId: input.runId,
       });
       if (input.plan) Object.assign(c.sync, { next_run_at: new Date(input.plan.nextRunAt).toISOString(), last_jitter_seconds: input.plan.jitterSeconds });
       return { outcome: 'enqueued', jobId: input.jobId };

@@ -4,7 +4,7 @@ import { inject } from 'vitest';
 import type { NativeConnection, WorkflowBundle } from '@temporalio/worker';
 import type { Pool } from '../../db/pool';
 import { createWorker } from '../../workers/create-worker';
-import type { RateLimitSettings } from '../../activities/deps';
+import type { ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import type { Keyring } from '../../lib/credentials';
 import { testActivityDeps } from './deps';
 
@@ -24,6 +24,8 @@ export async function createTestWorker(opts: {
   pool: Pool;
   taskQueue: string;
   rateLimit?: RateLimitSettings;
+  /** Paging bounds and rate budget of connectors (defaults when omitted). */
+  connectors?: ConnectorSettings;
   /** How long in-flight activities may finish on shutdown (default 5 s). */
   shutdownGraceSeconds?: number;
   /** Workflow runs kept in memory between tasks (the SDK's default when omitted). */
@@ -37,6 +39,7 @@ export async function createTestWorker(opts: {
     taskQueue: opts.taskQueue,
     rateLimit: opts.rateLimit,
     credentials: opts.credentials,
+    connectors: opts.connectors,
   });
   const worker = await createWorker({
     connection: opts.connection,

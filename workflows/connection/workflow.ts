@@ -20,7 +20,7 @@ import { syncJobWorkflowId } from '../../temporal/ids';
 import { SYNC_JOB_WORKFLOW, type SyncJobResult, type SyncJobWorkflow } from '../../temporal/sync-job';
 import { LEAN_CYCLE_PATCH, bookkeeping, type Bookkeeping } from './bookkeeping';
 import { anyIntent, initialIntents, listenForIntents } from './intents';
-import { planFor } from './planning';
+import { fullSyncScheduled, planFor } from './planning';
 import { ConnectionView, iso } from './state';
 
 const SKIP_RETRY_MS = 60_000;
@@ -34,6 +34,11 @@ const PAUSED_RECHECK_MS = 60 * 60_000;
 const MAX_IDLE_WAITS = 25;
 /** Marks the workflow versions that bound idle waits per run; older runs replay without it. */
 const IDLE_LOOPS_PATCH = 'bounded-idle-loops';
+/**
+ * Marks the workflow versions that make a planned run a full sync when `full_sync_every` says so.
+ * Runs recorded before it replay their planned runs as incremental.
+ */
+const FULL_SYNC_EVERY_PATCH = 'full-sync-every';
 
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
@@ -119,10 +124,12 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     const manual = intents.syncNow;
     const plan = manual ? undefined : planFor(ctx);
     const scheduledAt = plan?.scheduledAt ?? Date.now();
+    // Only a connection with `full_sync_every` reaches patched(): others record no marker.
+    const periodicFull = plan !== undefined && fullSyncScheduled(ctx, plan.scheduledAt) && patched(FULL_SYNC_EVERY_PATCH);
     const enqueued = await books.enqueueJob({
       jobId,
       connectionId,
-      jobType: manual ?? 'incremental',
+      jobType: manual ?? (periodicFull ? 'full' : 'incremental'),
       trigger: manual ? 'manual' : 'schedule',
       scheduledAt,
       at: Date.now(),

@@ -1,0 +1,405 @@
+// The declarative `http` connector: a provider described by the connection's config instead of
+// code. The config names the base URL, the auth scheme (its secret comes from the credentials),
+// each resource (path, where the records are in the JSON body, their id and updated-at fields,
+// the `since` parameter and its format), the pagination style (Link header, next URL in the body,
+// cursor field + parameter, page number, offset) and the rate-limit headers. Validation errors
+// name the key at fault.
+//
+// Every request goes through the connectors' one HTTP path (`providerGet`): the shared rate budget
+// applies, and failures map to the typed errors as for GitHub (401/403 → Permanent unless they
+// carry rate-limit signals; 429 → RateLimited; 5xx, 408, network errors, unreadable JSON →
+// Transient; other 4xx → Permanent).
+//
+// The page token is base64url JSON { url }: the exact next URL, whatever the pagination style, so
+// the paging loop's guard sees a repeated page as a repeated URL. Next URLs must share the origin
+// of `base_url` (the credentials are never sent elsewhere), and a query-parameter secret is added
+// at request time only: it never appears in a token, a stored page, a log line or an error.
+//
+// Paths into JSON are a dotted subset of JSONPath (`$`, `data.items`, `$.meta.next`,
+// `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
+// input, and a subset with no filters or script expressions cannot run anything.
+import { z } from 'zod';
+import { nextLink, parseRetryAfter } from './github';
+import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
+import { Permanent, RateLimited, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+
+const USER_AGENT = 'synctide-http-connector/0.1';
+const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60;
+
+// ---------------------------------------------------------------------------------------------
+// Config
+
+const JSON_PATH = /^(\$|\$\.)?([A-Za-z0-9_-]+|\[\d+\])(\.[A-Za-z0-9_-]+|\[\d+\])*$|^\$$/;
+const jsonPath = (what: string) =>
+  z
+    .string({ error: `must be a JSON path to ${what}, such as 'data.items' or '$'` })
+    .regex(JSON_PATH, `must be a JSON path to ${what}, such as 'data.items' or '$' (dotted names and [n] indexes)`);
+const paramName = z.string({ error: 'must be a query parameter name' }).min(1, 'must be a query parameter name');
+const positiveInt = (max = 10_000) =>
+  z.number({ error: `must be an integer between 1 and ${max}` }).int(`must be an integer between 1 and ${max}`).min(1, `must be an integer between 1 and ${max}`).max(max, `must be an integer between 1 and ${max}`);
+
+const authSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('none') }),
+    z.strictObject({ type: z.literal('bearer') }).meta({ description: '`Authorization: Bearer <credentials.token>`' }),
+    z.strictObject({ type: z.literal('header'), name: z.string().regex(/^[A-Za-z0-9-]+$/, 'must be a header name') }).meta({ description: '`<name>: <credentials.token>`' }),
+    z.strictObject({ type: z.literal('basic') }).meta({ description: 'HTTP Basic with `credentials.username` and `credentials.password`' }),
+    z.strictObject({ type: z.literal('query'), name: paramName }).meta({ description: '`?<name>=<credentials.token>`, added to each request only' }),
+  ],
+  { error: "must be an object whose type is one of 'none', 'bearer', 'header', 'basic', 'query'" },
+);
+
+const paginationSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('none') }).meta({ description: 'One page per resource' }),
+    z.strictObject({ type: z.literal('link_header') }).meta({ description: 'The `Link` header\'s rel="next" URL (RFC 8288)' }),
+    z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL') }).meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
+    z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName })
+      .meta({ description: 'A cursor in the body, sent back as query parameter `param`; absent, null or empty ends' }),
+    z.strictObject({ type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional() })
+      .meta({ description: 'Page numbers from `start`; a page with fewer than `size` records (or none, without size) ends' }),
+    z.strictObject({ type: z.literal('offset'), param: paramName.default('offset'), limit_param: paramName.default('limit'), limit: positiveInt() })
+      .meta({ description: 'Offsets from 0 in steps of `limit`; a page with fewer than `limit` records ends' }),
+  ],
+  { error: "must be an object whose type is one of 'none', 'link_header', 'next_url', 'cursor', 'page_number', 'offset'" },
+);
+
+const sinceSchema = z.strictObject({
+  param: paramName,
+  format: z.enum(['iso8601', 'epoch_seconds', 'epoch_millis', 'date'], { error: "must be one of 'iso8601', 'epoch_seconds', 'epoch_millis', 'date'" }).default('iso8601'),
+});
+
+const resourceSchema = z.strictObject({
+  path: z.string({ error: "must be a path starting with '/'" }).regex(/^\/[^?#]*$/, "must be a path starting with '/' (no query or fragment: use params)"),
+  params: z.record(paramName, z.string({ error: 'must be a string' })).optional().meta({ description: 'Fixed query parameters of every request' }),
+  records: jsonPath('the array of records').default('$'),
+  id: jsonPath("a record's id"),
+  id_prefix: z.string().max(200).optional().meta({ description: 'Put before each id (e.g. to match the ids of another connector)' }),
+  updated_at: jsonPath("a record's change time").optional().meta({ description: "A record's change time (ISO 8601, or epoch seconds/milliseconds as a number)" }),
+  since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
+  exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: 'Records with any of these fields are left out' }),
+  pagination: paginationSchema.optional().meta({ description: "This resource's pagination, if not the connection's" }),
+});
+
+/** The http connection config. Unknown top-level keys are refused: a typo must not go unnoticed. */
+export const httpConfigSchema = z.strictObject({
+  base_url: z
+    .string({ error: 'must be an http(s) URL' })
+    .refine((value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash && !url.username && !url.password;
+      } catch {
+        return false;
+      }
+    }, 'must be an http(s) URL without query, fragment or credentials')
+    .meta({ format: 'uri' }),
+  auth: authSchema.default({ type: 'none' }),
+  headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be header names'), z.string()).optional().meta({ description: 'Fixed, non-secret headers of every request' }),
+  resources: z
+    .record(z.string().min(1, 'must be resource type names').max(64, 'must be resource type names of at most 64 characters'), resourceSchema, {
+      error: 'must be an object of resource type → resource',
+    })
+    .refine((r) => Object.keys(r).length > 0, 'must describe at least one resource')
+    .meta({ minProperties: 1, description: 'Resource type → how to fetch it' }),
+  pagination: paginationSchema.default({ type: 'none' }),
+  rate_limit: z
+    .strictObject({
+      remaining_header: z.string().min(1),
+      reset_header: z.string().min(1),
+      reset_format: z.enum(['epoch_seconds', 'delta_seconds']).default('epoch_seconds'),
+    })
+    .optional()
+    .meta({ description: 'Where the provider states its remaining requests and reset, read into the shared rate budget' }),
+  rate_budget: rateBudgetConfigSchema.optional(),
+});
+
+/** A validated http config, defaults applied. */
+export type HttpConfig = z.output<typeof httpConfigSchema>;
+type Resource = HttpConfig['resources'][string];
+type Pagination = HttpConfig['pagination'];
+
+function keyPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `${out ? '.' : ''}${String(part)}`;
+  return out || '(config)';
+}
+
+/** Validates an http config and applies defaults; throws `Permanent` naming each offending key. */
+export function parseHttpConfig(config: Record<string, unknown>): HttpConfig {
+  const parsed = httpConfigSchema.safeParse(config ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${keyPath(issue.path)}: ${issue.message}`);
+    throw new Permanent(`http connector: invalid config: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON paths, tokens
+
+/** The value at `path` in `value` (a dotted JSONPath subset; `$` is the value itself). */
+export function readPath(value: unknown, path: string): unknown {
+  const steps = path.replace(/^\$\.?/, '').match(/[^.[\]]+|\[\d+\]/g) ?? [];
+  let at = value;
+  for (const step of steps) {
+    if (at === null || typeof at !== 'object') return undefined;
+    at = step.startsWith('[') ? (Array.isArray(at) ? at[Number(step.slice(1, -1))] : undefined) : (at as Record<string, unknown>)[step];
+  }
+  return at;
+}
+
+const encodeToken = (url: string) => Buffer.from(JSON.stringify({ url }), 'utf8').toString('base64url');
+
+function decodeToken(token: string): string {
+  try {
+    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { url?: unknown };
+    if (typeof body.url === 'string') return body.url;
+  } catch {
+    // below
+  }
+  throw new Permanent(`http connector: invalid page token '${token}'`);
+}
+
+/** Refuses URLs outside `base_url`'s origin: we would be sending the credentials there. */
+function sameOrigin(url: string, cfg: HttpConfig, what: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Permanent(`http connector: invalid URL in ${what}: '${url}'`);
+  }
+  if (parsed.origin !== new URL(cfg.base_url).origin) {
+    throw new Permanent(`http connector: refusing to follow ${what} URL '${url}' outside ${cfg.base_url}`);
+  }
+  return parsed.href;
+}
+
+function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']): string {
+  switch (format) {
+    case 'epoch_seconds':
+      return String(Math.floor(since.getTime() / 1000));
+    case 'epoch_millis':
+      return String(since.getTime());
+    case 'date':
+      return since.toISOString().slice(0, 10);
+    default:
+      return since.toISOString();
+  }
+}
+
+/** A change time as ISO 8601: strings as given (if they parse), numbers as epoch seconds (< 1e11) or milliseconds. */
+function changeTime(value: unknown): string | null {
+  if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return new Date(value < 1e11 ? value * 1000 : value).toISOString();
+  return null;
+}
+
+/** The first page's URL of a resource: base URL + path, fixed params, `since`, the pagination's start. */
+function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, since: Date | null): string {
+  const url = new URL(cfg.base_url.replace(/\/+$/, '') + resource.path);
+  for (const [key, value] of Object.entries(resource.params ?? {})) url.searchParams.set(key, value);
+  if (since !== null && resource.since) url.searchParams.set(resource.since.param, formatSince(since, resource.since.format));
+  if (pagination.type === 'page_number') {
+    url.searchParams.set(pagination.param, String(pagination.start));
+    if (pagination.size_param && pagination.size) url.searchParams.set(pagination.size_param, String(pagination.size));
+  } else if (pagination.type === 'offset') {
+    url.searchParams.set(pagination.param, '0');
+    url.searchParams.set(pagination.limit_param, String(pagination.limit));
+  }
+  return url.href;
+}
+
+/** The next page's URL, or null when this page was the last. */
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown, count: number): string | null {
+  switch (pagination.type) {
+    case 'none':
+      return null;
+    case 'link_header': {
+      const next = nextLink(headers.get('link'), url);
+      return next === null ? null : sameOrigin(next, cfg, 'Link header');
+    }
+    case 'next_url': {
+      const next = readPath(body, pagination.path);
+      if (next === undefined || next === null || next === '') return null;
+      if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
+      return sameOrigin(new URL(next, url).href, cfg, `body '${pagination.path}'`);
+    }
+    case 'cursor': {
+      const cursor = readPath(body, pagination.path);
+      if (cursor === undefined || cursor === null || cursor === '' || cursor === false) return null;
+      if (typeof cursor !== 'string' && typeof cursor !== 'number') throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
+      const next = new URL(url);
+      next.searchParams.set(pagination.param, String(cursor));
+      return next.href;
+    }
+    case 'page_number': {
+      if (count === 0 || (pagination.size !== undefined && count < pagination.size)) return null;
+      const next = new URL(url);
+      next.searchParams.set(pagination.param, String(Number(next.searchParams.get(pagination.param) ?? pagination.start) + 1));
+      return next.href;
+    }
+    case 'offset': {
+      if (count < pagination.limit) return null;
+      const next = new URL(url);
+      next.searchParams.set(pagination.param, String(Number(next.searchParams.get(pagination.param) ?? 0) + pagination.limit));
+      return next.href;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Auth and errors
+
+interface Auth {
+  headers: Record<string, string>;
+  /** A query parameter carrying the secret, added to the request URL only. */
+  query: [string, string] | null;
+  secrets: string[];
+}
+
+function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): Auth {
+  const need = (key: string): string => {
+    const value = credentials?.[key];
+    if (typeof value !== 'string' || value.trim() === '') {
+      throw new Permanent(`http connector: invalid credentials: ${key}: a non-empty string is required for auth type '${cfg.auth.type}'`);
+    }
+    return value;
+  };
+  switch (cfg.auth.type) {
+    case 'none':
+      return { headers: {}, query: null, secrets: [] };
+    case 'bearer': {
+      const token = need('token');
+      return { headers: { Authorization: `Bearer ${token}` }, query: null, secrets: [token] };
+    }
+    case 'header': {
+      const token = need('token');
+      return { headers: { [cfg.auth.name]: token }, query: null, secrets: [token] };
+    }
+    case 'basic': {
+      const user = need('username');
+      const password = need('password');
+      const encoded = Buffer.from(`${user}:${password}`, 'utf8').toString('base64');
+      return { headers: { Authorization: `Basic ${encoded}` }, query: null, secrets: [password, encoded] };
+    }
+    case 'query': {
+      const token = need('token');
+      return { headers: {}, query: [cfg.auth.name, token], secrets: [token, encodeURIComponent(token)] };
+    }
+  }
+}
+
+function bodyMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as unknown;
+    for (const key of ['message', 'error', 'detail']) {
+      const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[key] : undefined;
+      if (typeof value === 'string') return value;
+    }
+  } catch {
+    // not JSON
+  }
+  return text.trim().slice(0, 200);
+}
+
+function errorFor(status: number, headers: Headers, text: string, what: string, limits: RateLimitHeaders, redact: (s: string) => string): ConnectorError {
+  const message = redact(bodyMessage(text));
+  const detail = message ? `: ${message}` : '';
+  const retryAfter = parseRetryAfter(headers.get('retry-after'));
+  const stated = readRateLimit(headers, limits);
+  const untilReset = stated.resetAt ? Math.max(0, Math.ceil((stated.resetAt.getTime() - Date.now()) / 1000)) : undefined;
+  if (status === 429 || (status === 403 && (retryAfter !== undefined || stated.remaining === 0))) {
+    return new RateLimited(`http connector: rate limited on ${what} (${status})${detail}`, retryAfter ?? untilReset ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS);
+  }
+  if (status === 401 || status === 403) return new Permanent(`http connector: the provider rejected the credentials for ${what} (${status})${detail}`);
+  if (status >= 500 || status === 408) return new Transient(`http connector: the provider answered ${status} for ${what}${detail}`);
+  return new Permanent(`http connector: the provider answered ${status} for ${what}${detail}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The connector
+
+/** The declarative http provider: see the module comment and `httpConfigSchema`. */
+export const httpConnector: Connector = {
+  slug: 'http',
+
+  resourceTypes(config) {
+    return Object.keys(parseHttpConfig(config).resources);
+  },
+
+  endpoint(config) {
+    return { key: 'base_url', url: parseHttpConfig(config).base_url };
+  },
+
+  pageKey(token) {
+    return decodeToken(token);
+  },
+
+  async fetchPage({ resource: name, since, until, pageToken, config, credentials, signal, policy, budget }: FetchPageInput): Promise<FetchPageResult> {
+    signal?.throwIfAborted();
+    const cfg = parseHttpConfig(config);
+    const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
+    if (!resource) throw new Permanent(`http connector: unknown resource '${name}' (configured: ${Object.keys(cfg.resources).join(', ')})`);
+    const pagination = resource.pagination ?? cfg.pagination;
+    const auth = authOf(cfg, credentials);
+    // Redacted first (the exact secrets and `Bearer|token <value>` forms), then cut.
+    const redact = (text: string) => providerText(text, auth.secrets);
+    const limits: RateLimitHeaders = cfg.rate_limit
+      ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
+      : GITHUB_RATE_LIMIT_HEADERS;
+
+    const url = pageToken === null ? firstUrl(cfg, resource, pagination, since) : sameOrigin(decodeToken(pageToken), cfg, 'page token');
+    const requestUrl = new URL(url);
+    if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
+    const what = `'${name}' (${new URL(url).pathname})`;
+    const answer = await providerGet(requestUrl.href, {
+      headers: { Accept: 'application/json', 'User-Agent': USER_AGENT, ...cfg.headers, ...auth.headers },
+      secrets: auth.secrets,
+      context: `http connector: fetching ${what}`,
+      ...(policy ? { policy } : {}),
+      ...(signal ? { signal } : {}),
+      ...(budget ? { budget } : {}),
+      rateLimitHeaders: limits,
+    });
+    if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
+
+    let body: unknown;
+    try {
+      body = JSON.parse(answer.text);
+    } catch {
+      throw new Transient(`http connector: unreadable JSON for ${what} (${answer.status})`);
+    }
+    const items = readPath(body, resource.records);
+    if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
+
+    const sinceMs = since?.getTime() ?? null;
+    const untilMs = until?.getTime() ?? null;
+    const records: ConnectorRecord[] = [];
+    items.forEach((item, index) => {
+      if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what}: record #${index} is not an object`);
+      if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return;
+      const id = readPath(item, resource.id);
+      if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
+        throw new Permanent(`http connector: ${what}: record #${index} has no string or number id at '${resource.id}'`);
+      }
+      const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
+      const updatedMs = updatedAt === null ? Number.NaN : Date.parse(updatedAt);
+      // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
+      if (sinceMs !== null && updatedMs < sinceMs) return;
+      if (untilMs !== null && (Number.isNaN(updatedMs) || updatedMs >= untilMs)) return;
+      records.push({ externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> });
+    });
+
+    let next = nextUrl(cfg, pagination, url, answer.headers, body, items.length);
+    if (next !== null && auth.query) {
+      // A provider that echoes the secret parameter into its next URL: keep it out of the token.
+      const clean = new URL(next);
+      clean.searchParams.delete(auth.query[0]);
+      next = clean.href;
+    }
+    return { records, nextPageToken: next === null ? null : encodeToken(next) };
+  },
+};

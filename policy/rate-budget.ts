@@ -1,0 +1,44 @@
+// The shared rate budget of a credential: which bounds apply. Pure: the settings come from
+// configuration and the connection's config, and the database applies them atomically.
+
+/** Bounds on one credential's requests. */
+export interface BudgetLimits {
+  /** Requests never spent: at this many left before the provider's reset, requests wait for it. */
+  reserve: number;
+  /** At most `ceiling.requests` per `ceiling.seconds` across all workers; null: no ceiling. */
+  ceiling: { requests: number; seconds: number } | null;
+}
+
+/** Budget bounds as configured for a provider or a connection; unset fields fall back. */
+export interface BudgetOverride {
+  reserve?: number | undefined;
+  perSecond?: number | undefined;
+  perMinute?: number | undefined;
+}
+
+/** The deployment's budget settings: a default reserve and per-provider overrides. */
+export interface BudgetSettings {
+  reserve: number;
+  providers: Record<string, BudgetOverride>;
+}
+
+/** Requests kept in reserve unless configured otherwise. */
+export const DEFAULT_BUDGET_RESERVE = 5;
+
+/** The settings of an unconfigured deployment: the default reserve, no ceilings. */
+export const DEFAULT_BUDGET_SETTINGS: BudgetSettings = Object.freeze({ reserve: DEFAULT_BUDGET_RESERVE, providers: {} });
+
+/**
+ * The bounds of `provider`'s credential for one connection: the connection's own override wins
+ * field by field over the provider's, which wins over the default reserve. Of the ceilings,
+ * `perSecond` applies when set, else `perMinute`; neither: no ceiling.
+ */
+export function budgetLimits(provider: string, settings: BudgetSettings, connection: BudgetOverride = {}): BudgetLimits {
+  // Own keys only: a slug such as "constructor" must not pick up Object.prototype members.
+  const own = Object.hasOwn(settings.providers, provider) ? settings.providers[provider] : undefined;
+  const reserve = connection.reserve ?? own?.reserve ?? settings.reserve;
+  const perSecond = connection.perSecond ?? (connection.perMinute === undefined ? own?.perSecond : undefined);
+  const perMinute = connection.perMinute ?? (connection.perSecond === undefined ? own?.perMinute : undefined);
+  const ceiling = perSecond !== undefined ? { requests: perSecond, seconds: 1 } : perMinute !== undefined ? { requests: perMinute, seconds: 60 } : null;
+  return { reserve, ceiling };
+}

@@ -1,0 +1,319 @@
+// The declarative http connector against local fake services on 127.0.0.1: one per pagination
+// style (Link header, next URL in the body, cursor, page number, offset), each auth scheme, the
+// `since` parameter and its formats, rate-limit headers feeding the budget, config errors naming
+// the key, and a config against the fake GitHub that yields the same records as the github
+// connector. No Temporal; the suite's shared Postgres is not used.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { configProblem } from '../commands/provider-configs';
+import { githubConnector } from '../connectors/github';
+import { httpConnector, parseHttpConfig, readPath } from '../connectors/http';
+import { pagesOf } from '../connectors/pages';
+import { getConnector } from '../connectors/registry';
+import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
+import { startFakeGitHub } from './helpers/fake-github';
+
+const TOTAL = 23;
+const SIZE = 5;
+const BASE = Date.parse('2025-03-01T00:00:00Z');
+const ITEMS = Array.from({ length: TOTAL }, (_, i) => ({
+  id: `c${i + 1}`,
+  name: `Customer ${i + 1}`,
+  updated_at: new Date(BASE + i * 60_000).toISOString(),
+}));
+
+interface Seen {
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** One fake provider serving ITEMS in every pagination style, under /<style>/items. */
+function startFakeProvider() {
+  const requests: Seen[] = [];
+  let failWith: { status: number; headers?: Record<string, string>; body?: unknown } | null = null;
+  const server: Server = createServer((req, res) => {
+    requests.push({ url: req.url ?? '', headers: req.headers });
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = new URL(req.url ?? '/', origin);
+    const rate = { 'x-rl-remaining': String(1000 - requests.length), 'x-rl-reset': '30' };
+    if (failWith) {
+      res.writeHead(failWith.status, { 'content-type': 'application/json', ...rate, ...failWith.headers });
+      res.end(JSON.stringify(failWith.body ?? { error: 'failure' }));
+      return;
+    }
+    const sinceText = url.searchParams.get('updated_since');
+    const sinceMs = sinceText === null ? null : /^\d+$/.test(sinceText) ? Number(sinceText) * 1000 : Date.parse(sinceText);
+    const items = ITEMS.filter((item) => sinceMs === null || Date.parse(item.updated_at) >= sinceMs);
+    const send = (body: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(200, { 'content-type': 'application/json', ...rate, ...headers });
+      res.end(JSON.stringify(body));
+    };
+    const style = url.pathname.split('/')[1];
+    const q = url.searchParams;
+    switch (style) {
+      case 'link': {
+        const page = Number(q.get('page') ?? 1);
+        const slice = items.slice((page - 1) * SIZE, page * SIZE);
+        const next = new URL(url);
+        next.searchParams.set('page', String(page + 1));
+        return send(slice, page * SIZE < items.length ? { link: `<${next.href}>; rel="next"` } : {});
+      }
+      case 'next': {
+        const page = Number(q.get('page') ?? 1);
+        const more = page * SIZE < items.length;
+        return send({ data: items.slice((page - 1) * SIZE, page * SIZE), next: more ? `/next/items?page=${page + 1}${sinceText ? `&updated_since=${sinceText}` : ''}` : null });
+      }
+      case 'cursor': {
+        const offset = q.has('cursor') ? Number(Buffer.from(q.get('cursor')!, 'base64url').toString()) : 0;
+        const more = offset + SIZE < items.length;
+        return send({ items: items.slice(offset, offset + SIZE), meta: { next_cursor: more ? Buffer.from(String(offset + SIZE)).toString('base64url') : null } });
+      }
+      case 'page': {
+        const page = Number(q.get('p') ?? 1);
+        const size = Number(q.get('size') ?? SIZE);
+        return send({ results: items.slice((page - 1) * size, page * size) });
+      }
+      case 'offset': {
+        const offset = Number(q.get('offset') ?? 0);
+        const limit = Number(q.get('limit') ?? SIZE);
+        return send(items.slice(offset, offset + limit));
+      }
+      default:
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{"error": "not found"}');
+    }
+  });
+  return {
+    requests,
+    fail(next: typeof failWith) {
+      failWith = next;
+    },
+    async start() {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const fake = startFakeProvider();
+let baseUrl = '';
+beforeAll(async () => {
+  baseUrl = await fake.start();
+});
+afterAll(() => fake.close());
+beforeEach(() => {
+  fake.requests.length = 0;
+  fake.fail(null);
+});
+
+type Config = Record<string, unknown>;
+const TOKEN = 'tok_http_secret_987654321';
+
+function config(style: string, pagination: Config, extra: Config = {}): Config {
+  return {
+    base_url: baseUrl,
+    auth: { type: 'bearer' },
+    pagination,
+    resources: {
+      customers: {
+        path: `/${style}/items`,
+        records: { link: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$' }[style],
+        id: 'id',
+        updated_at: 'updated_at',
+        since: { param: 'updated_since', format: 'iso8601' },
+      },
+    },
+    ...extra,
+  };
+}
+
+async function pass(connector: Connector, cfg: Config, resource = 'customers', opts: { since?: Date | null; credentials?: Config | null; budget?: RequestBudget } = {}) {
+  const records: ConnectorRecord[] = [];
+  const tokens: (string | null)[] = [];
+  const request = {
+    resource,
+    since: opts.since ?? null,
+    until: null,
+    config: cfg,
+    credentials: opts.credentials === undefined ? { token: TOKEN } : opts.credentials,
+    ...(opts.budget && { budget: opts.budget }),
+  };
+  for await (const page of pagesOf(connector, request, null)) {
+    records.push(...page.records);
+    tokens.push(page.nextPageToken);
+  }
+  return { records, tokens };
+}
+
+const STYLES: [string, Config, number][] = [
+  ['link', { type: 'link_header' }, 5],
+  ['next', { type: 'next_url', path: 'next' }, 5],
+  ['cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, 5],
+  // Page numbers and offsets learn the end from a short page: 23 records, 5 a page → 5 requests.
+  ['page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: SIZE }, 5],
+  ['offset', { type: 'offset', limit: SIZE }, 5],
+];
+
+describe('http connector: pagination', () => {
+  it.each(STYLES)('%s: pages through every record once, in order, sending the bearer token', async (style, pagination, requests) => {
+    const { records } = await pass(httpConnector, config(style, pagination));
+    expect(records.map((r) => r.externalId)).toEqual(ITEMS.map((i) => i.id));
+    expect(records[4]).toEqual({ externalId: 'c5', updatedAt: ITEMS[4]!.updated_at, data: ITEMS[4] });
+    expect(fake.requests).toHaveLength(requests);
+    for (const r of fake.requests) expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
+  });
+
+  it.each(STYLES)('%s: an incremental fetch sends since and pages only the newer records', async (style, pagination) => {
+    const since = new Date(ITEMS[15]!.updated_at);
+    const { records } = await pass(httpConnector, config(style, pagination), 'customers', { since });
+    expect(records.map((r) => r.externalId)).toEqual(ITEMS.slice(15).map((i) => i.id));
+    expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe(since.toISOString());
+  });
+
+  it('formats since as epoch seconds, epoch milliseconds or a date', async () => {
+    const since = new Date(ITEMS[10]!.updated_at);
+    const cfg = (format: string) => {
+      const c = config('offset', { type: 'offset', limit: SIZE });
+      (c.resources as Record<string, Config>).customers!.since = { param: 'updated_since', format };
+      return c;
+    };
+    const { records } = await pass(httpConnector, cfg('epoch_seconds'), 'customers', { since });
+    expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe(String(since.getTime() / 1000));
+    expect(records.map((r) => r.externalId)).toEqual(ITEMS.slice(10).map((i) => i.id));
+    fake.requests.length = 0;
+    await pass(httpConnector, cfg('epoch_millis'), 'customers', { since });
+    expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe(String(since.getTime()));
+    fake.requests.length = 0;
+    await pass(httpConnector, cfg('date'), 'customers', { since });
+    expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe('2025-03-01');
+  });
+});
+
+describe('http connector: auth, errors, rate limits', () => {
+  it('sends each auth scheme, and never puts a query-parameter secret into a page token', async () => {
+    const link = { type: 'link_header' };
+    await pass(httpConnector, config('link', link, { auth: { type: 'header', name: 'X-Api-Key' } }));
+    expect(fake.requests.every((r) => r.headers['x-api-key'] === TOKEN && r.headers.authorization === undefined)).toBe(true);
+
+    fake.requests.length = 0;
+    await pass(httpConnector, config('link', link, { auth: { type: 'basic' } }), 'customers', { credentials: { username: 'ann', password: 'p@ss' } });
+    expect(fake.requests[0]!.headers.authorization).toBe(`Basic ${Buffer.from('ann:p@ss').toString('base64')}`);
+
+    fake.requests.length = 0;
+    const { tokens } = await pass(httpConnector, config('link', link, { auth: { type: 'query', name: 'api_key' } }));
+    // The fake echoes every query parameter into its Link URL, the secret included.
+    expect(fake.requests.every((r) => new URL(r.url, baseUrl).searchParams.get('api_key') === TOKEN)).toBe(true);
+    for (const token of tokens.filter((t): t is string => t !== null)) {
+      expect(Buffer.from(token, 'base64url').toString()).not.toContain(TOKEN);
+    }
+    const err = await pass(httpConnector, config('link', link, { auth: { type: 'basic' } }), 'customers', { credentials: { username: 'ann' } }).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Permanent);
+    expect((err as Error).message).toBe("http connector: invalid credentials: password: a non-empty string is required for auth type 'basic'");
+  });
+
+  it('maps 401 to Permanent, 429 to RateLimited with the reset, 5xx to Transient, never echoing the secret', async () => {
+    const cfg = config('offset', { type: 'offset', limit: SIZE }, { auth: { type: 'query', name: 'key' }, rate_limit: { remaining_header: 'x-rl-remaining', reset_header: 'x-rl-reset', reset_format: 'delta_seconds' } });
+    fake.fail({ status: 401, body: { message: `bad key ${TOKEN}` } });
+    let err = (await pass(httpConnector, cfg).catch((e: Error) => e)) as Error;
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/rejected the credentials .*\(401\): bad key \[redacted\]/);
+    fake.fail({ status: 429, headers: { 'x-rl-remaining': '0', 'x-rl-reset': '42' } });
+    err = (await pass(httpConnector, cfg).catch((e: Error) => e)) as Error;
+    expect(err).toBeInstanceOf(RateLimited);
+    expect((err as RateLimited).retryAfterSeconds).toBeGreaterThanOrEqual(41);
+    fake.fail({ status: 503 });
+    err = (await pass(httpConnector, cfg).catch((e: Error) => e)) as Error;
+    expect(err.name).toBe('Transient');
+    expect(err.message).not.toContain(TOKEN);
+  });
+
+  it('hands the configured rate-limit headers to the budget, asking it before every request', async () => {
+    const reports: { status: number; remaining: number | null; resetAt: Date | null }[] = [];
+    let acquired = 0;
+    const budget: RequestBudget = {
+      acquire: async () => {
+        acquired += 1;
+      },
+      report: async (answer) => {
+        reports.push(answer);
+      },
+    };
+    const cfg = config('cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, {
+      rate_limit: { remaining_header: 'x-rl-remaining', reset_header: 'x-rl-reset', reset_format: 'delta_seconds' },
+    });
+    const before = Date.now();
+    await pass(httpConnector, cfg, 'customers', { budget });
+    expect(acquired).toBe(5);
+    expect(reports.map((r) => r.remaining)).toEqual([999, 998, 997, 996, 995]);
+    expect(reports[0]!.resetAt!.getTime()).toBeGreaterThanOrEqual(before + 30_000);
+  });
+});
+
+describe('http connector: config', () => {
+  it('is registered and lists its resources', () => {
+    expect(getConnector('http')).toBe(httpConnector);
+    expect(httpConnector.resourceTypes(config('link', { type: 'link_header' }))).toEqual(['customers']);
+  });
+
+  it('refuses invalid configs with errors naming each key', () => {
+    const problem = (cfg: Config) => configProblem('http', cfg);
+    expect(problem({ resources: { a: { path: '/a', id: 'id' } } })).toMatch(/^http connector: invalid config: base_url: /);
+    expect(problem({ base_url: 'ftp://x', resources: {} })).toMatch(/base_url: must be an http\(s\) URL.*resources: must describe at least one resource/);
+    expect(problem({ base_url: baseUrl, resources: { a: { path: 'a', id: 'id' } } })).toContain("resources.a.path: must be a path starting with '/'");
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'not a path!' } } })).toContain('resources.a.id: must be a JSON path');
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, pagination: { type: 'scroll' } })).toMatch(/pagination(\.type)?: must be an object whose type is one of 'none', 'link_header'/);
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, pagination: { type: 'offset' } })).toContain('pagination.limit');
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id', since: { param: 's', format: 'rfc' } } } })).toContain('resources.a.since.format');
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, typo: 1 })).toMatch(/typo/);
+    expect(problem({ base_url: baseUrl, auth: { type: 'oauth' }, resources: { a: { path: '/a', id: 'id' } } })).toMatch(/auth(\.type)?: must be an object whose type is one of 'none', 'bearer'/);
+    expect(problem(config('link', { type: 'link_header' }))).toBeNull();
+    expect(parseHttpConfig({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } } })).toMatchObject({ auth: { type: 'none' }, pagination: { type: 'none' } });
+  });
+
+  it('reads dotted JSON paths with indexes', () => {
+    const body = { data: { items: [{ id: 1 }, { id: 2 }] }, links: [{ href: '/n' }] };
+    expect(readPath(body, '$')).toBe(body);
+    expect(readPath(body, 'data.items[1].id')).toBe(2);
+    expect(readPath(body, '$.links[0].href')).toBe('/n');
+    expect(readPath(body, 'data.missing.deep')).toBeUndefined();
+  });
+});
+
+describe('http connector: equivalence with the github connector', () => {
+  it('a config describing the GitHub API yields the same records as the github connector, for issues and pull requests', async () => {
+    const gh = await startFakeGitHub({ repos: { 'octo/hello': { id: 12345, issues: 17, pulls: 12 } } });
+    try {
+      const credentials = { token: gh.token };
+      const github = { base_url: gh.baseUrl, repositories: ['octo/hello'], per_page: 4 };
+      const params = (direction: string) => ({ state: 'all', sort: 'updated', direction, per_page: '4' });
+      const http = {
+        base_url: gh.baseUrl,
+        auth: { type: 'bearer' },
+        headers: { Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28' },
+        pagination: { type: 'link_header' },
+        resources: {
+          issues: {
+            path: '/repos/octo/hello/issues', params: params('asc'), id: 'number', id_prefix: 'octo/hello#', updated_at: 'updated_at',
+            since: { param: 'since', format: 'iso8601' }, exclude_when_present: ['pull_request'],
+          },
+          pull_requests: { path: '/repos/octo/hello/pulls', params: params('desc'), id: 'number', id_prefix: 'octo/hello#', updated_at: 'updated_at' },
+        },
+      };
+      const sorted = (records: ConnectorRecord[]) => [...records].sort((a, b) => a.externalId.localeCompare(b.externalId));
+      for (const resource of ['issues', 'pull_requests']) {
+        const viaGitHub = await pass(githubConnector, github, resource, { credentials });
+        const viaHttp = await pass(httpConnector, http, resource, { credentials });
+        expect(viaHttp.records.length).toBe(resource === 'issues' ? 17 : 12);
+        expect(sorted(viaHttp.records)).toEqual(sorted(viaGitHub.records));
+      }
+      const since = new Date(Date.parse('2025-01-01T00:00:00Z') + 20 * 60_000);
+      const newer = await pass(httpConnector, http, 'issues', { credentials, since });
+      expect(sorted(newer.records)).toEqual(sorted((await pass(githubConnector, github, 'issues', { credentials, since })).records));
+      expect(newer.records.length).toBeGreaterThan(0);
+    } finally {
+      await gh.close();
+    }
+  });
+});

@@ -1,0 +1,147 @@
+// Schedule options on the time-skipping server with in-memory stub activities: periodic full
+// syncs (`full_sync_every`, a count of runs or a duration) and cron time zones across DST changes
+// (a daily 02:30 job in a zone that skips 02:30 runs once that day, not zero or two times).
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
+import { ensureConnectionWorkflow } from '../temporal/client';
+import type { ConnectionState } from '../temporal/connection';
+import { connectionWorkflowId } from '../temporal/ids';
+import { waitForState as waitFor } from './helpers/connection-state';
+import { recordHistory } from './helpers/histories';
+import { stubActivities } from './helpers/stub-activities';
+import { createTimeSkippingEnv } from './helpers/temporal';
+import { synctideBundle } from './helpers/worker';
+
+const TASK_QUEUE = 'schedule-options';
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** The local date and time of `ms` in `zone`, as `YYYY-MM-DD HH:MM`. */
+function local(ms: number, zone: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+      .formatToParts(new Date(ms))
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}`;
+}
+
+/** 00:00 UTC of the last Sunday of `month` (0-based) of the first year whose one is after `after`. */
+function lastSundayAfter(month: number, after: number): number {
+  for (let year = new Date(after).getUTCFullYear(); ; year++) {
+    const last = new Date(Date.UTC(year, month + 1, 0));
+    const sunday = Date.UTC(year, month, last.getUTCDate() - last.getUTCDay());
+    if (sunday - 3 * DAY > after) return sunday;
+  }
+}
+
+describe('schedule options (time-skipping, stub activities)', () => {
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  const store = stubActivities();
+
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: TASK_QUEUE,
+      workflowBundle: await synctideBundle(),
+      activities: store.activities,
+    });
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+  });
+
+  const started: string[] = [];
+  afterEach(async () => {
+    for (const id of started.splice(0)) {
+      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
+    }
+  });
+
+  let seq = 0;
+  async function start(sync: Record<string, unknown>, noJitter = false) {
+    seq += 1;
+    const id = `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`;
+    const connection = store.addConnection(id, await env.currentTimeMs(), sync);
+    if (noJitter) connection.settings = { ...DEFAULT_SCHEDULE_SETTINGS, jitterPctMin: 0, jitterPctMax: 0 };
+    started.push(id);
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    return { id, connection };
+  }
+  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
+    waitFor(env, id, ok, async () => store.jobsOf(id).map((j) => `${j.jobType}/${j.trigger}/${j.status}`));
+  const scheduledTypes = (id: string) => store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.status === 'completed').map((j) => j.jobType);
+
+  it('full_sync_every: 3 makes every third scheduled run a full sync', async () => {
+    const { id } = await start({ interval_seconds: 900, full_sync_every: 3 });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(120 * MINUTE);
+    await waitForState(id, (s) => s.cycles >= 6 && s.phase === 'sleeping');
+    expect(scheduledTypes(id).slice(0, 6)).toEqual(['incremental', 'incremental', 'full', 'incremental', 'incremental', 'full']);
+    const firstFull = store.jobsOf(id).find((j) => j.jobType === 'full')!;
+    await recordHistory(env.client, 'connection-full-sync-every', connectionWorkflowId(id), firstFull.runId);
+  });
+
+  it('full_sync_every: "1h" runs a full sync once the last one is an hour old', async () => {
+    const { id, connection } = await start({ interval_seconds: 900, full_sync_every: '1h' });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(190 * MINUTE);
+    await waitForState(id, (s) => s.cycles >= 9 && s.phase === 'sleeping');
+    const done = store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.status === 'completed');
+    const fulls = done.filter((j) => j.jobType === 'full');
+    expect(fulls.length).toBeGreaterThanOrEqual(2);
+    // Each run is full exactly when the last full sync (or the connection's creation) is ≥ 1 h old.
+    let lastFull = connection.createdAt;
+    for (const job of done) {
+      expect(job.jobType).toBe(job.scheduledAt - lastFull >= HOUR ? 'full' : 'incremental');
+      if (job.jobType === 'full') lastFull = job.finishedAt!;
+    }
+  });
+
+  it('an invalid full_sync_every is ignored: runs stay incremental', async () => {
+    const { id } = await start({ interval_seconds: 900, full_sync_every: 'sometimes' });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(40 * MINUTE);
+    await waitForState(id, (s) => s.cycles >= 3 && s.phase === 'sleeping');
+    expect(new Set(scheduledTypes(id))).toEqual(new Set(['incremental']));
+  });
+
+  const ZONE = 'Europe/Berlin';
+
+  it('a daily 02:30 cron in Europe/Berlin runs once on the day the clock skips 02:30 (at 03:00), once a day around it', async () => {
+    const now = await env.currentTimeMs();
+    const springForward = lastSundayAfter(2, now); // 00:00 UTC of the change day
+    await env.sleep(springForward - 2 * DAY + 12 * HOUR - now);
+    const { id } = await start({ cron: '30 2 * * *', timezone: ZONE }, true);
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(3 * DAY + 6 * HOUR);
+    await waitForState(id, (s) => s.cycles >= 4 && s.phase === 'sleeping');
+    const runs = store.jobsOf(id).filter((j) => j.status === 'completed' && j.plan?.mode === 'normal').map((j) => local(j.scheduledAt, ZONE));
+    const day = (offset: number) => local(springForward + offset * DAY + 12 * HOUR, ZONE).slice(0, 10);
+    expect(runs.slice(0, 3)).toEqual([`${day(-1)} 02:30`, `${day(0)} 03:00`, `${day(1)} 02:30`]);
+    expect(runs.filter((r) => r.startsWith(day(0)))).toHaveLength(1);
+  });
+
+  it('on the day 02:30 occurs twice (fall back) the same job runs once', async () => {
+    const now = await env.currentTimeMs();
+    const fallBack = lastSundayAfter(9, now);
+    await env.sleep(fallBack - 2 * DAY + 12 * HOUR - now);
+    const { id } = await start({ cron: '30 2 * * *', timezone: ZONE }, true);
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await env.sleep(3 * DAY + 6 * HOUR);
+    await waitForState(id, (s) => s.cycles >= 4 && s.phase === 'sleeping');
+    const runs = store.jobsOf(id).filter((j) => j.status === 'completed' && j.plan?.mode === 'normal').map((j) => local(j.scheduledAt, ZONE));
+    const day = (offset: number) => local(fallBack + offset * DAY + 12 * HOUR, ZONE).slice(0, 10);
+    expect(runs.slice(0, 3)).toEqual([`${day(-1)} 02:30`, `${day(0)} 02:30`, `${day(1)} 02:30`]);
+    expect(runs.filter((r) => r.startsWith(day(0)))).toHaveLength(1);
+  });
+});
