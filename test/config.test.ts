@@ -106,7 +106,7 @@ describe('entry points refuse to start without a credentials key', () => {
 
   it('npm run api and npm run worker exit 1 naming CREDENTIALS_KEY, and never print a key given', async () => {
     const [api, worker, bad] = await Promise.all([
-      run('api/main.ts', { ADMIN_API_KEY: 'an-admin-key-of-32-characters-xx' }),
+      run('api/main.ts', { ADMIN_API_KEY: 'q7Vd2Lx9Rb4Nf8Tz1Hc6Wm3Kp5Ys0Ge7' }),
       run('workers/main.ts', {}),
       run('workers/main.ts', { CREDENTIALS_KEY: 'not-a-32-byte-key-value' }),
     ]);

@@ -253,11 +253,11 @@ describe('the demo connector', () => {
     try {
       const registry = await import('../connectors/registry');
       const connections = await import('../commands/connections');
-      expect(registry.connectorSlugs()).toEqual(['github']);
+      expect(registry.connectorSlugs()).toEqual(['github', 'http']);
       expect(() => registry.getConnector('demo')).toThrow("unknown provider 'demo'");
-      expect(() => connections.checkConfig('demo', {})).toThrow("provider: unknown provider 'demo' (known: github)");
+      expect(() => connections.checkConfig('demo', {})).toThrow("provider: unknown provider 'demo' (known: github, http)");
       registry.enableDemoConnector();
-      expect(registry.connectorSlugs()).toEqual(['demo', 'github']);
+      expect(registry.connectorSlugs()).toEqual(['demo', 'github', 'http']);
       expect(() => connections.checkConfig('demo', {})).not.toThrow();
     } finally {
       vi.resetModules();

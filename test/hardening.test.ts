@@ -8,9 +8,10 @@ import { gzipSync } from 'node:zlib';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
+import { openCredentials } from '../lib/credentials';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -108,7 +109,8 @@ describe('hardening against hostile providers and oversized input', () => {
     const created = await create(api, { provider: 'github', status: 'paused', config, credentials: { token: TOKEN } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = created.body.id;
-    const stored = async () => (await stack.db.pool.query('select credentials from connections where id = $1', [id])).rows[0].credentials;
+    // Stored sealed: opened with the tests' key to compare.
+    const stored = async () => openCredentials(TEST_KEYRING, id, (await stack.db.pool.query('select credentials from connections where id = $1', [id])).rows[0].credentials);
 
     // Same origin (another setting): the token stays.
     const same = await api.call('PATCH', `/connections/${id}`, { config: { ...config, per_page: 50 } });

@@ -12,6 +12,7 @@ import { httpConnector, parseHttpConfig, readPath } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
+import { TEST_PROVIDER_POLICY } from './helpers/deps';
 import { startFakeGitHub } from './helpers/fake-github';
 
 const TOTAL = 23;
@@ -138,6 +139,8 @@ async function pass(connector: Connector, cfg: Config, resource = 'customers', o
     until: null,
     config: cfg,
     credentials: opts.credentials === undefined ? { token: TOKEN } : opts.credentials,
+    // The fakes listen on 127.0.0.1 over plain http: the tests' opt-in for private addresses.
+    policy: TEST_PROVIDER_POLICY,
     ...(opts.budget && { budget: opts.budget }),
   };
   for await (const page of pagesOf(connector, request, null)) {

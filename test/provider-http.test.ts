@@ -265,14 +265,14 @@ describe('bounded responses', () => {
     const pages = await collect({ ...DEFAULT_PROVIDER_POLICY, maxPagesPerTask: 3 });
     expect(pages.seen).toHaveLength(3);
     expect(pages.err).toBeInstanceOf(Permanent);
-    expect(pages.err!.message).toMatch(/more than 3 pages \(PROVIDER_MAX_PAGES_PER_TASK\)/);
+    expect(pages.err!.message).toMatch(/more than 3 pages in one task \(PROVIDER_MAX_PAGES_PER_TASK\)/);
     expect(pages.seen[0]!.records[0]).toEqual({ externalId: 'i0', updatedAt: null, data: { n: 0, key: ['ab', { c: 'd' }] } });
     // A resumed task counts what its earlier runs fetched.
     const resumed = await collect({ ...DEFAULT_PROVIDER_POLICY, maxPagesPerTask: 3 }, { pages: 2, records: 2 });
     expect(resumed.seen).toHaveLength(1);
     const records = await collect({ ...DEFAULT_PROVIDER_POLICY, maxRecordsPerTask: 4 });
     expect(records.seen).toHaveLength(4);
-    expect(records.err!.message).toMatch(/more than 4 records \(PROVIDER_MAX_RECORDS_PER_TASK\)/);
+    expect(records.err!.message).toMatch(/more than 4 records in one task \(PROVIDER_MAX_RECORDS_PER_TASK\)/);
     const big = await collect({ ...DEFAULT_PROVIDER_POLICY, maxRecordBytes: 10 });
     expect(big.seen).toHaveLength(0);
     expect(big.err).toBeInstanceOf(Permanent);

@@ -89,7 +89,9 @@ describe('resolveTemporalBinary', () => {
 
   it('finds an executable on PATH', async () => {
     const binDir = await freshDir('pathbin');
-    const cli = await fakeExecutable(binDir, 'temporal');
+    // A CLI on PATH is taken only when `temporal --version` names the pinned version.
+    const cli = path.join(binDir, 'temporal');
+    await fs.writeFile(cli, `#!/bin/sh\necho "temporal version ${TEMPORAL_BIN_VERSIONS.cli} (Server 1.32.0, UI 2.54.1)"\n`, { mode: 0o755 });
     const testServer = await fakeExecutable(binDir, 'temporal-test-server');
     const env = await controlledEnv({}, [binDir]);
     await expect(resolveTemporalBinary('cli', { env })).resolves.toEqual({ kind: 'cli', source: 'path', path: cli });

@@ -8,6 +8,7 @@ import { freePort } from '../lib/ports';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { createDevServerEnv } from './helpers/temporal';
 import { eventually } from './helpers/worker';
+import { TEST_CREDENTIALS_KEY } from './helpers/deps';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CONNECTIONS = 150;
@@ -39,6 +40,7 @@ describe('worker shutdown', () => {
         WORKER_METRICS_PORT: String(await freePort()),
         SCHEDULER_TICK_SECONDS: '3600',
         DEMO_CONNECTOR: 'true',
+        CREDENTIALS_KEY: TEST_CREDENTIALS_KEY,
         LOG_LEVEL: 'info',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
