@@ -207,7 +207,7 @@ export type Config = z.infer<typeof envSchema>;
  * Variables that hold secrets: each may instead be read from the file named by `<NAME>_FILE`
  * (Docker/Kubernetes secrets), and an invalid value is never echoed in an error.
  */
-export const SECRET_VARIABLES = ['ADMIN_API_KEY', 'DATABASE_URL', 'DATABASE_MIGRATION_URL', 'DATABASE_PASSWORD', 'DATABASE_MIGRATION_PASSWORD', 'TEMPORAL_API_KEY'] as const;
+export const SECRET_VARIABLES = ['ADMIN_API_KEY', 'CREDENTIALS_KEY', 'CREDENTIALS_KEYS', 'DATABASE_URL', 'DATABASE_MIGRATION_URL', 'DATABASE_PASSWORD', 'DATABASE_MIGRATION_PASSWORD', 'TEMPORAL_API_KEY'] as const;
 
 /** `env` with every `<SECRET>_FILE` read into `<SECRET>`; problems are returned as config lines. */
 function withSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; problems: string[] } {
