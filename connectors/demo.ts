@@ -11,6 +11,7 @@
 // that key". Unlike offsets, this never skips or repeats an unchanged record when other records
 // change or disappear between pages (see DemoWorld for the exact semantics).
 import { z } from 'zod';
+import { keyPath } from './config-errors';
 import {
   Permanent,
   RateLimited,
@@ -114,13 +115,6 @@ export const demoConfigSchema = z.object({
 export type DemoConfig = z.output<typeof demoConfigSchema>;
 /** One injected failure (`fail` in the config). */
 export type DemoFailure = z.output<typeof failSchema>;
-
-/** `fail[0].at_page` style: the key a person would look for in their JSON. */
-function keyPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `${out ? '.' : ''}${String(part)}`;
-  return out || '(config)';
-}
 
 /**
  * `key: problem` lines for one zod issue. A union (`fail`: one object or an array) reports the

@@ -38,7 +38,8 @@
 // repository's part of the pass. Every request goes through `providerGet` (provider-http.ts),
 // the connectors' one HTTP path, which asks the shared rate budget first.
 import { z } from 'zod';
-import { providerGet, providerText, type ProviderResponse } from './provider-http';
+import { parseConnectorConfig } from './config-errors';
+import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
 import {
   type ConnectorError,
   Permanent,
@@ -49,7 +50,6 @@ import {
   type FetchPageInput,
   type FetchPageResult,
 } from './types';
-import { GITHUB_RATE_LIMIT_HEADERS, rateBudgetConfigSchema } from './provider-http';
 
 /** The resource types this connector can sync. */
 export const GITHUB_RESOURCE_TYPES = ['issues', 'pull_requests'] as const;
@@ -139,20 +139,9 @@ export const githubConfigSchema = z.object({
 /** A validated github config, defaults applied (`base_url` without a trailing slash). */
 export type GitHubConfig = z.output<typeof githubConfigSchema>;
 
-function keyPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `${out ? '.' : ''}${String(part)}`;
-  return out || '(config)';
-}
-
 /** Validates a github config and applies defaults; throws `Permanent` naming the offending key. */
 export function parseGitHubConfig(config: Record<string, unknown>): GitHubConfig {
-  const parsed = githubConfigSchema.safeParse(config ?? {});
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${keyPath(issue.path)}: ${issue.message}`);
-    throw new Permanent(`github connector: invalid config: ${problems.join('; ')}`);
-  }
-  return parsed.data;
+  return parseConnectorConfig('github', githubConfigSchema, config);
 }
 
 /** What is wrong with github credentials (`{token}`), naming the key and never echoing the value, or null. */

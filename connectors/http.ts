@@ -19,6 +19,7 @@
 // `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
 // input, and a subset with no filters or script expressions cannot run anything.
 import { z } from 'zod';
+import { parseConnectorConfig } from './config-errors';
 import { nextLink, parseRetryAfter } from './github';
 import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
 import { Permanent, RateLimited, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
@@ -121,20 +122,9 @@ export type HttpConfig = z.output<typeof httpConfigSchema>;
 type Resource = HttpConfig['resources'][string];
 type Pagination = HttpConfig['pagination'];
 
-function keyPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `${out ? '.' : ''}${String(part)}`;
-  return out || '(config)';
-}
-
 /** Validates an http config and applies defaults; throws `Permanent` naming each offending key. */
 export function parseHttpConfig(config: Record<string, unknown>): HttpConfig {
-  const parsed = httpConfigSchema.safeParse(config ?? {});
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${keyPath(issue.path)}: ${issue.message}`);
-    throw new Permanent(`http connector: invalid config: ${problems.join('; ')}`);
-  }
-  return parsed.data;
+  return parseConnectorConfig('http', httpConfigSchema, config);
 }
 
 // ---------------------------------------------------------------------------------------------

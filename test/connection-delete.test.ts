@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testActivityDeps } from './helpers/deps';
+import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -123,6 +124,7 @@ describe('DELETE /connections/:id and its purge', () => {
     expect(await stack.env.client.workflow.getHandle(`sync-job:${jobId}`).result()).toMatchObject({ jobId, status: 'cancelled' });
     expect(await workflowStatus(`connection:${victim.id}`)).not.toBe('RUNNING');
     expect(await workflowStatus(`connection-purge:${purge.id}`)).toBe('COMPLETED');
+    await recordHistory(stack.env.client, 'connection-purge', `connection-purge:${purge.id}`);
     // The other connection of the tenant kept every row.
     expect(await rowsMentioning([keeper.id])).toEqual(keeperBefore);
     expect(keeperBefore.records).toBeGreaterThan(0);
