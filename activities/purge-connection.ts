@@ -3,8 +3,8 @@ import { Context } from '@temporalio/activity';
 import { updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { withTransaction } from '../db/transaction';
-import { cancelConnectionWorkflow, cancelJobWorkflow, isWorkflowRunning } from '../temporal/client';
-import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
+import { cancelConnectionWorkflow, cancelImmediateSync, cancelJobWorkflow, immediateSyncHandle, isWorkflowRunning } from '../temporal/client';
+import { connectionWorkflowId, immediateSyncWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 
@@ -15,7 +15,8 @@ const RUN_BUDGET_MS = 30_000;
 
 /**
  * Stops everything a connection being purged runs: disables it (so nothing restarts it), cancels
- * its workflow (which cancels its own job) and every active job's workflow, then checks that they
+ * its workflow (which cancels its own job), every active job's workflow and its immediate sync
+ * (which writes no job row, so only its workflow id finds it), then checks that they
  * all closed; while one still runs (a sync stops at its next heartbeat) it throws, and the
  * workflow's retry policy asks again. Idempotent.
  */
@@ -26,7 +27,8 @@ export function quiesceConnection({ pool, temporal }: ActivityDeps): Activities[
     await cancelConnectionWorkflow(temporal, connectionId);
     const jobIds = await purges.findActiveJobIds(pool, connectionId);
     for (const jobId of jobIds) await cancelJobWorkflow(temporal, jobId);
-    const ids = [connectionWorkflowId(connectionId), ...jobIds.map(syncJobWorkflowId)];
+    await cancelImmediateSync(immediateSyncHandle(temporal, connectionId));
+    const ids = [connectionWorkflowId(connectionId), immediateSyncWorkflowId(connectionId), ...jobIds.map(syncJobWorkflowId)];
     const running: string[] = [];
     for (const id of ids) if (await isWorkflowRunning(temporal, id)) running.push(id);
     if (running.length > 0) throw new Error(`waiting for ${running.join(', ')} to stop before purging`);

@@ -193,6 +193,11 @@ export async function startImmediateSync(
   }
 }
 
+/** The handle of a connection's immediate sync (`immediate-sync:<connection id>`), running or not. */
+export function immediateSyncHandle(client: Client, connectionId: string): WorkflowHandle<ImmediateSyncWorkflow> {
+  return client.workflow.getHandle<ImmediateSyncWorkflow>(immediateSyncWorkflowId(connectionId));
+}
+
 /** The counts an immediate sync's activity last sent in its heartbeat; null before its first page. */
 export async function immediateSyncProgress(client: Client, handle: WorkflowHandle<ImmediateSyncWorkflow>): Promise<ImmediateSyncProgress | null> {
   const { raw } = await handle.describe();
@@ -201,7 +206,7 @@ export async function immediateSyncProgress(client: Client, handle: WorkflowHand
   return decodeFromPayloadsAtIndex<ImmediateSyncProgress>(client.options.loadedDataConverter, 0, payloads);
 }
 
-/** Requests cancellation of an immediate sync; false when it had already closed. */
+/** Requests cancellation of an immediate sync (its activity stops the request in flight); false when it had already closed. */
 export async function cancelImmediateSync(handle: WorkflowHandle<ImmediateSyncWorkflow>): Promise<boolean> {
   try {
     await handle.cancel();

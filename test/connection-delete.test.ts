@@ -1,5 +1,5 @@
 // Deleting a connection through the real API, worker, time-skipping server and Postgres: a sync in
-// flight is cancelled, the purge workflow removes every row of the connection in batches, its
+// flight (a job, or an immediate sync) is cancelled, the purge workflow removes every row of the connection in batches, its
 // workflows are closed, and another connection of the same tenant keeps all of its rows.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -129,6 +129,26 @@ describe('DELETE /connections/:id and its purge', () => {
     expect(await rowsMentioning([keeper.id])).toEqual(keeperBefore);
     expect(keeperBefore.records).toBeGreaterThan(0);
     expect(await workflowStatus(`connection:${keeper.id}`)).toBe('RUNNING');
+  });
+
+  it('cancels an immediate sync in flight (no job row names it) before purging', async () => {
+    const victim = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'immediate-victim', provider: 'demo',
+      config: { resource_types: ['items'], records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    await eventually(async () => ((await q(`select 1 from sync_jobs where connection_id = $1 and status = 'completed'`, [victim.id])).length === 1 ? true : undefined));
+    // Slow from here on: an immediate sync of 400 pages, 100 ms each.
+    await created('PATCH', `/connections/${victim.id}`, { config: { resource_types: ['items'], records_per_resource: 400, page_size: 1, latency_ms: 100 } }, 200);
+    const answer = api.call('POST', '/sync', { app_key: 'immediate-victim', mode: 'full', immediate: true });
+    const immediate = stack.env.client.workflow.getHandle(`immediate-sync:${victim.id}`);
+    await eventually(async () => ((await immediate.describe().catch(() => null))?.status.name === 'RUNNING' ? true : undefined));
+
+    const purge = await created('DELETE', `/connections/${victim.id}`, undefined, 202);
+    await eventually(async () => ((await api.call('GET', `/purges/${purge.id}`)).body.status === 'completed' ? true : undefined));
+    // Stopped, not left to page 400 times after its connection is gone; the caller was not told it succeeded.
+    expect((await immediate.describe()).status.name).toBe('CANCELLED');
+    expect((await answer).status).not.toBe(200);
+    expect(await rowsMentioning([victim.id])).toEqual({});
   });
 
   it('the reconcile tick starts a purge whose workflow was never started (the API died in between)', async () => {
