@@ -3,7 +3,8 @@
 // sync-now signals, API syncs and, every four minutes, a worker restart (each costs up to a
 // minute of real time: work the stopped worker held times out on the server's clock). All along,
 // every active job has a live workflow; afterwards no slot ran twice and no connection's history
-// passed 2,000 events. About seven minutes alone on two cores.
+// passed 2,000 events. About seven minutes alone on two cores; 6–15 minutes beside the other fault
+// tests (its real time depends on what each restarted worker held), hence the 30-minute limit.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -179,5 +180,5 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
     expect(done.restarts).toBeGreaterThanOrEqual(3);
     const completed = counts.filter((c) => c.status === 'completed').reduce((n, c) => n + c.n, 0);
     expect(completed).toBeGreaterThan(CONNECTIONS * 5);
-  }, 1_200_000);
+  }, 1_800_000);
 });
