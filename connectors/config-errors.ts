@@ -1,4 +1,4 @@
-// How every connector reports an invalid config: one `key: problem` line per zod issue, the key
+// Config rules every connector shares, and how every connector reports an invalid config: one `key: problem` line per zod issue, the key
 // written as a person would look for it in their JSON (`resources.customers.records`, `fail[0]`).
 import type { z } from 'zod';
 import { Permanent } from './types';
@@ -21,4 +21,14 @@ export function parseConnectorConfig<S extends z.ZodType>(slug: string, schema: 
     throw new Permanent(`${slug} connector: invalid config: ${problems.join('; ')}`);
   }
   return parsed.data;
+}
+
+/** Whether `value` is an http(s) base URL without query, fragment or credentials (a provider's `base_url`). */
+export function isBareHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash && !url.username && !url.password;
+  } catch {
+    return false;
+  }
 }

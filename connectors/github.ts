@@ -38,7 +38,7 @@
 // repository's part of the pass. Every request goes through `providerGet` (provider-http.ts),
 // the connectors' one HTTP path, which asks the shared rate budget first.
 import { z } from 'zod';
-import { parseConnectorConfig } from './config-errors';
+import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
 import {
   type ConnectorError,
@@ -89,14 +89,7 @@ const TOKEN_RULE = "must be a GitHub token (20–255 letters, digits, '_', '-' o
 export const githubConfigSchema = z.object({
   base_url: z
     .string({ error: 'must be an http(s) URL such as https://api.github.com' })
-    .refine((value) => {
-      try {
-        const url = new URL(value);
-        return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash && !url.username && !url.password;
-      } catch {
-        return false;
-      }
-    }, 'must be an http(s) URL such as https://api.github.com (no user:password@, query or fragment)')
+    .refine(isBareHttpUrl, 'must be an http(s) URL such as https://api.github.com (no user:password@, query or fragment)')
     .meta({
       format: 'uri',
       maxLength: 2048,

@@ -19,7 +19,7 @@
 // `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
 // input, and a subset with no filters or script expressions cannot run anything.
 import { z } from 'zod';
-import { parseConnectorConfig } from './config-errors';
+import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink, parseRetryAfter } from './github';
 import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
 import { Permanent, RateLimited, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
@@ -88,14 +88,7 @@ const resourceSchema = z.strictObject({
 export const httpConfigSchema = z.strictObject({
   base_url: z
     .string({ error: 'must be an http(s) URL' })
-    .refine((value) => {
-      try {
-        const url = new URL(value);
-        return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash && !url.username && !url.password;
-      } catch {
-        return false;
-      }
-    }, 'must be an http(s) URL without query, fragment or credentials')
+    .refine(isBareHttpUrl, 'must be an http(s) URL without query, fragment or credentials')
     .meta({ format: 'uri' }),
   auth: authSchema.default({ type: 'none' }),
   headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be header names'), z.string()).optional().meta({ description: 'Fixed, non-secret headers of every request' }),
