@@ -1,6 +1,6 @@
 // Replays recorded histories of Synctide's workflows (test/histories/*.binpb) against the current
 // workflow code: a change that would break running workflows (non-determinism) fails here.
-// Record them again with the RECORD_HISTORIES command in the README ("Changing workflow code
+// Record them again with the RECORD_HISTORIES command in docs/architecture.md ("Changing workflow code
 // safely") when a change is meant to apply only to new runs (behind patched() or at a
 // continue-as-new boundary), keeping the old files too.
 import { Worker } from '@temporalio/worker';

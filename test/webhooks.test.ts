@@ -17,9 +17,9 @@ const TASK_QUEUE = 'webhooks';
 
 /** The verification snippet exactly as the README documents it. */
 function documentedVerifier(): (secret: string, header: string, rawBody: string) => boolean {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
   const block = /<!-- webhook-verify:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-verify:end -->/.exec(readme);
-  if (!block) throw new Error('README: no webhook-verify snippet');
+  if (!block) throw new Error('docs/api.md: no webhook-verify snippet');
   return new Function('require', `${block[1]}\nreturn verifySynctideSignature;`)(createRequire(import.meta.url));
 }
 
