@@ -28,7 +28,7 @@ const blankToUndefined = (value: unknown) => (typeof value === 'string' && value
 const positive = (fallback: number) =>
   z.preprocess(blankToUndefined, z.coerce.number({ error: POSITIVE }).positive(POSITIVE).default(fallback));
 
-const envSchema = z.object({
+export const rateLimitEnvSchema = z.object({
   RATE_LIMIT_BASE_SECONDS: positive(DEFAULT_RATE_LIMIT_POLICY.baseSeconds),
   RATE_LIMIT_MAX_SECONDS: positive(DEFAULT_RATE_LIMIT_POLICY.maxSeconds),
   RATE_LIMIT_JITTER_FACTOR: z.preprocess(
@@ -62,7 +62,7 @@ const overrideSchema = z.strictObject({
  */
 export function parseRateLimitConfig(env: NodeJS.ProcessEnv = process.env): RateLimitConfig {
   const problems: string[] = [];
-  const parsed = envSchema.safeParse(env);
+  const parsed = rateLimitEnvSchema.safeParse(env);
   let defaults: RateLimitPolicy | undefined;
   let retryCap = DEFAULT_RATE_LIMIT_RETRY_CAP;
   let rawOverrides: string | undefined;

@@ -119,3 +119,16 @@ describe('entry points refuse to start without a credentials key', () => {
     expect(bad.output).not.toContain('not-a-32-byte-key-value');
   });
 });
+
+describe('the configuration reference (docs/operations.md)', () => {
+  it('is the table lib/config-docs.ts and the schemas give (regenerate with npm run docs:config)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { configTable } = await import('../lib/config-docs');
+    const { withConfigTable } = await import('../scripts/config-table');
+    const page = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+    expect(page).toBe(withConfigTable(page, configTable()));
+    // Every variable of the main schema has its row, with the schema's default where it shows one.
+    expect(configTable()).toContain('| `API_PORT` | `3000` |');
+    expect(configTable()).toContain('`RATE_LIMIT_BASE_SECONDS`, `RATE_LIMIT_MAX_SECONDS`, `RATE_LIMIT_JITTER_FACTOR` | `5`, `900`, `0.1` |');
+  });
+});

@@ -1,0 +1,140 @@
+// The configuration reference: what each environment variable means. Keyed by the schemas that
+// parse the variables, so a variable cannot be added to them without its line here (TypeScript
+// checks the keys), and its default is read from the schema itself. `npm run docs:config` writes
+// the table of docs/operations.md from here; test/config.test.ts fails when the page differs.
+import { DEFAULT_BUDGET_RESERVE } from '../policy/rate-budget';
+import { envSchema, SECRET_VARIABLES } from './config';
+import { rateLimitEnvSchema } from './rate-limit-config';
+
+/** What a variable means, and its default in words where the schema's own would mislead (none, or computed). */
+export interface VariableDoc {
+  meaning: string;
+  shown?: string;
+  /** Words after the schema's default. */
+  note?: string;
+}
+
+/** Variables read outside the two schemas: the rate budget (lib/rate-budget-config.ts) and the Temporal binaries (infra/temporal-binaries.ts). */
+type OtherVariable = 'RATE_BUDGET_RESERVE' | 'RATE_BUDGETS' | 'TEMPORAL_CLI_PATH' | 'TEMPORAL_TEST_SERVER_PATH' | 'SYNCTIDE_TOOLS_DIR' | 'SYNCTIDE_PYTHON';
+type Variable = keyof typeof envSchema.shape | keyof typeof rateLimitEnvSchema.shape | OtherVariable;
+
+const M_DATABASE_MIGRATION_URL =
+  'the schema owner\'s role, used for migrations only ([security](security.md))';
+const M_TEMPORAL_TLS_CERT =
+  'client certificate and key files for mTLS (both or neither)';
+const M_TEMPORAL_CLI_PATH =
+  'explicit Temporal binaries';
+const M_API_RATE_LIMIT_PER_SECOND =
+  'token bucket per API key and API process: sustained requests per second, and the burst above it; over it, 429 with `Retry-After`';
+const M_JITTER_PCT_MIN =
+  'jitter bounds as fractions of the interval (0 ≤ min ≤ max < 1)';
+const M_PROVIDER_MAX_PAGES_PER_TASK =
+  'most pages and records one task (or one resource of an immediate sync) fetches before it fails';
+const M_RATE_LIMIT_BASE_SECONDS =
+  'rate-limit backoff (max ≥ base, jitter 0–1)';
+
+/** Every variable, in the table's order; consecutive ones with the same meaning share a row. */
+export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
+  NODE_ENV: { meaning: '`production` in the image and compose (libraries read it; Synctide itself behaves the same)' },
+  LOG_LEVEL: { meaning: 'pino level' },
+  DATABASE_URL: { meaning: '`postgres://…` URL; required by `npm run api` / `npm run worker`', shown: 'embedded Postgres' },
+  DATABASE_PASSWORD: { meaning: 'password put into `DATABASE_URL` (so the URL itself holds none)' },
+  DATABASE_MIGRATION_URL: { meaning: M_DATABASE_MIGRATION_URL, shown: '`DATABASE_URL`' },
+  DATABASE_MIGRATION_PASSWORD: { meaning: M_DATABASE_MIGRATION_URL, shown: '`DATABASE_URL`' },
+  MIGRATE_ON_START: { meaning: '`false`: the process applies no migrations (a separate `npm run migrate` does, as the owner)' },
+  DATABASE_POOL_MAX: { meaning: 'connections per pool (`npm start` has two: the API\'s and the worker\'s)' },
+  API_STATEMENT_TIMEOUT_SECONDS: { meaning: '`statement_timeout` of the API\'s connections (0: none)' },
+  WORKER_STATEMENT_TIMEOUT_SECONDS: { meaning: '`statement_timeout` of the worker\'s connections (0: none); its longest statements are a full sync\'s deletion of unseen records and the retention clean-up, while a 1,000-record page upsert takes ≈ 20 ms (`BENCHMARKS.md`). Migrations run on their own connection without these limits' },
+  IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: { meaning: '`idle_in_transaction_session_timeout` of every pooled connection (0: none)' },
+  DATA_DIR: { meaning: 'where `npm start` keeps the embedded Postgres and Temporal state' },
+  EMBEDDED_PG_PORT: { meaning: 'port of the embedded Postgres' },
+  TEMPORAL_ADDRESS: { meaning: '`host:port` of a Temporal frontend; required by `npm run api` / `npm run worker`', shown: 'dev server' },
+  TEMPORAL_NAMESPACE: { meaning: 'Temporal namespace' },
+  TEMPORAL_TLS: { meaning: 'connect to `TEMPORAL_ADDRESS` over TLS (implied by any of the next four)' },
+  TEMPORAL_TLS_CA: { meaning: 'file of the CA that signed the Temporal frontend\'s certificate', shown: 'system CAs' },
+  TEMPORAL_TLS_CERT: { meaning: M_TEMPORAL_TLS_CERT },
+  TEMPORAL_TLS_KEY: { meaning: M_TEMPORAL_TLS_CERT },
+  TEMPORAL_TLS_SERVER_NAME: { meaning: 'name the server\'s certificate is checked against', shown: 'host of the address' },
+  TEMPORAL_API_KEY: { meaning: 'API key for the client and worker connections (Temporal Cloud); always over TLS' },
+  TEMPORAL_TASK_QUEUE: { meaning: 'task queue of the worker' },
+  TEMPORAL_DEV_PORT: { meaning: 'gRPC port of the dev server started by `npm start`' },
+  TEMPORAL_UI_PORT: { meaning: 'Web UI port of the dev server' },
+  TEMPORAL_CLI_PATH: { meaning: M_TEMPORAL_CLI_PATH },
+  TEMPORAL_TEST_SERVER_PATH: { meaning: M_TEMPORAL_CLI_PATH },
+  SYNCTIDE_TOOLS_DIR: { meaning: 'where Temporal binaries are installed on demand', shown: '`.tools`' },
+  SYNCTIDE_PYTHON: { meaning: 'Python used to create that venv', shown: '`python3`' },
+  API_HOST: { meaning: 'interface the API (and the worker\'s metrics server) binds' },
+  API_PORT: { meaning: 'API port' },
+  ADMIN_API_KEY: { meaning: 'admin bearer key: at least 32 random characters (`openssl rand -hex 32`); placeholders such as `change-me…`, `example`, `secret`, and keys of few distinct or mostly consecutive characters are refused; required by `npm run api`', shown: 'generated by `npm start`' },
+  CREDENTIALS_KEY: { meaning: '32 bytes, base64 (`openssl rand -base64 32`): seals credentials and webhook secrets at rest (key id `default`); `npm run api` / `npm run worker` need it or `CREDENTIALS_KEYS`', shown: 'generated by `npm start` into `DATA_DIR/credentials-key`' },
+  CREDENTIALS_KEYS: { meaning: 'several keys for rotation: `id:base64,id:base64` (ids of letters, digits, `_`, `-`)' },
+  CREDENTIALS_ACTIVE_KEY_ID: { meaning: 'id of the key new secrets are sealed with; required when several keys are configured', shown: 'the only key' },
+  METRICS_PUBLIC: { meaning: '`true` serves `/metrics` without the admin key (its labels carry tenant ids)' },
+  API_RATE_LIMIT_PER_SECOND: { meaning: M_API_RATE_LIMIT_PER_SECOND },
+  API_RATE_LIMIT_BURST: { meaning: M_API_RATE_LIMIT_PER_SECOND },
+  WORKER_METRICS_PORT: { meaning: '`/metrics` and `/healthz` of `npm run worker`' },
+  WORKER_SHUTDOWN_GRACE_SECONDS: { meaning: 'how long in-flight activities may finish on shutdown' },
+  WORKER_MAX_CACHED_WORKFLOWS: { meaning: 'workflow runs a worker keeps in memory; a connection woken from outside the cache replays its short history (see *Worker memory* in the operator guide)' },
+  WORKFLOW_BUNDLE_PATH: { meaning: 'a workflow bundle built by `npm run build:workflows -- <file>`; the worker then starts without bundling (rebuild it with every workflow change; unset, the worker bundles at start)' },
+  SCHEDULER_TICK_SECONDS: { meaning: 'reconcile tick period' },
+  DEFAULT_INTERVAL_SECONDS: { meaning: 'sync interval when a connection sets none (≥ 60)' },
+  MAX_OVERRIDDEN_INTERVAL_SECONDS: { meaning: 'largest allowed `metadata.sync.interval_seconds` (≥ 60)' },
+  JITTER_PCT_MIN: { meaning: M_JITTER_PCT_MIN },
+  JITTER_PCT_MAX: { meaning: M_JITTER_PCT_MIN },
+  RETENTION_DAYS: { meaning: 'finished jobs older than this are deleted' },
+  TOMBSTONE_RETENTION_DAYS: { meaning: 'tombstones of deleted records older than this are purged (a records-feed cursor older than a purged one answers 410)' },
+  WEBHOOK_ALLOW_PRIVATE: { meaning: 'webhook URLs may name loopback, private and link-local addresses; never in production', note: '(`true` under `npm start`)' },
+  IMMEDIATE_SYNC_TIMEOUT_SECONDS: { meaning: 'how long `POST /sync` with `immediate: true` may run; then it is cancelled and answers 504 with what it fetched so far' },
+  IMMEDIATE_SYNC_TASK_QUEUE: { meaning: 'task queue of immediate syncs\' activities (API and workers must agree)', shown: '`<TEMPORAL_TASK_QUEUE>-immediate`' },
+  IMMEDIATE_SYNC_SLOTS: { meaning: 'immediate syncs a worker process runs at once (on their own queue, apart from scheduled work)' },
+  PROVIDER_HOSTS: { meaning: 'comma-separated host names provider URLs may name (add GitHub Enterprise hosts)' },
+  PROVIDER_ALLOW_PRIVATE: { meaning: 'provider URLs may be plain http and reach loopback, private and link-local addresses; test servers only, never in production', note: '(`true` under `npm start`)' },
+  PROVIDER_MAX_RESPONSE_BYTES: { meaning: 'largest provider response body, after decompression' },
+  PROVIDER_REQUEST_TIMEOUT_SECONDS: { meaning: 'time for one provider request, body included' },
+  PROVIDER_MAX_RECORD_BYTES: { meaning: 'largest record, as JSON' },
+  PROVIDER_MAX_PAGES_PER_TASK: { meaning: M_PROVIDER_MAX_PAGES_PER_TASK },
+  PROVIDER_MAX_RECORDS_PER_TASK: { meaning: M_PROVIDER_MAX_PAGES_PER_TASK },
+  RATE_LIMIT_BASE_SECONDS: { meaning: M_RATE_LIMIT_BASE_SECONDS },
+  RATE_LIMIT_MAX_SECONDS: { meaning: M_RATE_LIMIT_BASE_SECONDS },
+  RATE_LIMIT_JITTER_FACTOR: { meaning: M_RATE_LIMIT_BASE_SECONDS },
+  RATE_LIMIT_OVERRIDES: { meaning: 'per-provider JSON, e.g. `{"github":{"base_seconds":10}}` (keys `base_seconds`, `max_seconds`, `jitter_factor`)' },
+  RATE_LIMIT_RETRY_CAP: { meaning: 'rate-limit retries of one job before it fails' },
+  DEMO_CONNECTOR: { meaning: 'registers the `demo` provider (synthetic data with fault-injection hooks); off, a `demo` connection is refused with 400', note: '(`true` under `npm start`)' },
+  RATE_BUDGET_RESERVE: { shown: `\`${DEFAULT_BUDGET_RESERVE}\``, meaning: 'requests of a credential\'s provider limit never spent: at that many left, syncs wait durably for the provider\'s reset' },
+  RATE_BUDGETS: { meaning: 'per-provider JSON, e.g. `{"github": {"reserve": 50, "per_second": 10}}` (keys `reserve`, `per_second`, `per_minute`); a connection\'s `config.rate_budget` overrides it' },
+  START_DEMO: { meaning: '`npm start` creates a demo connection in an empty database (needs `DEMO_CONNECTOR`)' },
+};
+
+/** The default a variable's schema gives when it is unset, as the table shows it. */
+function schemaDefault(name: Variable): string {
+  const parsed: Record<string, unknown> = { ...envSchema.parse({}), ...rateLimitEnvSchema.parse({}) };
+  const value = parsed[name];
+  if (value === undefined) return '—';
+  return `\`${Array.isArray(value) ? value.join(',') : String(value)}\``;
+}
+
+const cell = (text: string) => text.replaceAll('|', '\\|');
+
+/** The configuration table (Markdown) of docs/operations.md. */
+export function configTable(): string {
+  const rows: string[] = ['| variable | default | meaning |', '| --- | --- | --- |'];
+  const names = Object.keys(CONFIG_DOCS) as Variable[];
+  const secretFiles = SECRET_VARIABLES.map((name) => `\`${name}\``).join(', ');
+  rows.push(
+    `| \`<SECRET>_FILE\` (e.g. \`DATABASE_URL_FILE\`, \`ADMIN_API_KEY_FILE\`) | — | any secret variable (${secretFiles}) may be read from a file instead (Docker/Kubernetes secrets; one trailing newline dropped); a secret's value is never echoed in a configuration error |`,
+  );
+  for (let i = 0; i < names.length; ) {
+    const meaning = CONFIG_DOCS[names[i]!].meaning;
+    let j = i;
+    while (j < names.length && CONFIG_DOCS[names[j]!].meaning === meaning) j += 1;
+    const group = names.slice(i, j);
+    const defaults = group.map((name) => {
+      const doc = CONFIG_DOCS[name];
+      return doc.shown ?? (doc.note ? `${schemaDefault(name)} ${doc.note}` : schemaDefault(name));
+    });
+    const shown = defaults.every((d) => d === defaults[0]) ? defaults[0]! : defaults.join(', ');
+    rows.push(`| ${group.map((name) => `\`${name}\``).join(', ')} | ${cell(shown)} | ${cell(meaning)} |`);
+    i = j;
+  }
+  return rows.join('\n');
+}
