@@ -1,4 +1,4 @@
-# One image for the production processes: `npm run api`, `npm run worker` and `npm run migrate`.
+# One image for the production processes: the API (the default command), the worker and migrate.
 # The base image is pinned by digest (node 20.20.2, Debian bookworm slim; the multi-arch index
 # digest of node:20-bookworm-slim / node:20-slim at that release), so a rebuild cannot pick up a
 # different image under the same tag. To move to a newer Node: `docker buildx imagetools inspect
@@ -16,4 +16,9 @@ COPY . .
 RUN npm run build:workflows -- /app/dist/workflow-bundle.js
 ENV WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 USER node
-CMD ["npm", "run", "api"]
+# Node itself is the command (PID 1), never `npm run …`: npm → sh → node would swallow SIGTERM, so
+# the graceful shutdown (WORKER_SHUTDOWN_GRACE_SECONDS) would never run. Synctide's processes
+# install their own SIGTERM/SIGINT handlers, which is all a PID 1 needs here (they start no
+# children). The worker: ["node", "--import", "tsx", "workers/main.ts"]; migrations:
+# ["node", "--import", "tsx", "scripts/migrate.ts"].
+CMD ["node", "--import", "tsx", "api/main.ts"]

@@ -148,3 +148,25 @@ describe('Temporal binaries', () => {
     expect(warnings.join('\n')).toContain(`Ignoring ${fake} on PATH: version 0.9.0`);
   });
 });
+
+describe('the processes in the image and in compose', () => {
+  // npm → sh → node swallows SIGTERM (npm passes it to sh, which dies without passing it on), so
+  // node must be the command itself: exactly what the package.json script runs, in exec form.
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+  const argv = (script: string) => scripts[script]!.split(' ');
+
+  it('runs node directly as the image\'s CMD', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'));
+    expect(cmd, 'an exec-form CMD').not.toBeNull();
+    expect(JSON.parse(cmd![1]!)).toEqual(argv('api'));
+  });
+
+  it('runs node directly as each compose service\'s command', () => {
+    const commands = Object.fromEntries(
+      ['migrate', 'api', 'worker'].map((name) => [name, (compose.services[name] as Service & { command?: unknown }).command]),
+    );
+    expect(commands).toEqual({ migrate: argv('migrate'), api: argv('api'), worker: argv('worker') });
+    for (const command of Object.values(commands)) expect((command as string[])[0]).toBe('node');
+  });
+});
+
