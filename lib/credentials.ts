@@ -75,6 +75,10 @@ export function newKeyBase64(): string {
   return randomBytes(32).toString('base64');
 }
 
+/** AES-GCM's IV and tag sizes: 12 bytes (the standard nonce) and the full 16-byte tag. */
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
 const aad = (slot: SecretSlot) => Buffer.from(`synctide:${slot.table}:${slot.id}`, 'utf8');
 
 /** Whether `value` is an envelope (rather than a legacy plaintext value). */
@@ -89,8 +93,8 @@ export function envelopeKeyId(value: unknown): string | null {
 
 /** Seals `plaintext` under the active key, bound to `slot`. */
 export function seal(keyring: Keyring, slot: SecretSlot, plaintext: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', keyring.keys.get(keyring.activeId)!, iv);
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', keyring.keys.get(keyring.activeId)!, iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(aad(slot));
   const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return `${PREFIX}${keyring.activeId}:${iv.toString('base64url')}:${ct.toString('base64url')}:${cipher.getAuthTag().toString('base64url')}`;
@@ -109,10 +113,17 @@ export function open(keyring: Keyring, slot: SecretSlot, envelope: string): stri
   }
   const key = keyring.keys.get(kid);
   if (!key) throw new Error(`the secret of ${where} is sealed with key '${kid}', which is not configured (CREDENTIALS_KEYS)`);
+  // Exactly a 12-byte IV and a 16-byte tag: GCM would otherwise check a tag cut to 4 bytes, which
+  // a forger can guess.
+  const ivBytes = Buffer.from(iv, 'base64url');
+  const tagBytes = Buffer.from(tag, 'base64url');
+  if (ivBytes.length !== IV_BYTES || tagBytes.length !== TAG_BYTES) {
+    throw new Error(`the secret of ${where} does not open with key '${kid}' (wrong key, or the row was altered)`);
+  }
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+    const decipher = createDecipheriv('aes-256-gcm', key, ivBytes, { authTagLength: TAG_BYTES });
     decipher.setAAD(aad(slot));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    decipher.setAuthTag(tagBytes);
     return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
   } catch {
     throw new Error(`the secret of ${where} does not open with key '${kid}' (wrong key, or the row was altered)`);

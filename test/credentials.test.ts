@@ -45,9 +45,14 @@ describe('credential envelopes', () => {
     }
   });
 
-  it('reads legacy plaintext (rows written before encryption, until the start-up step seals them)', () => {
+  it('refuses a tag cut short; reads legacy plaintext (rows written before encryption, until the start-up step seals them)', () => {
     const ring = parseKeyring({ CREDENTIALS_KEY: A })!;
     expect(ring.activeId).toBe('default');
+    const sealed = seal(ring, slot, 'top-secret');
+    const parts = sealed.split(':');
+    // GCM checks a tag cut to its first 4 bytes unless the length is enforced: a forger's 2^32 guesses.
+    parts[5] = Buffer.from(parts[5]!, 'base64url').subarray(0, 4).toString('base64url');
+    expect(() => open(ring, slot, parts.join(':'))).toThrow(/does not open/);
     expect(openCredentials(ring, slot.id, { token: 'legacy' })).toEqual({ token: 'legacy' });
     expect(openCredentials(ring, slot.id, null)).toBeNull();
     expect(openWebhookSecret(ring, slot.id, 'whsec_legacy')).toBe('whsec_legacy');
