@@ -11,15 +11,22 @@ import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 
+/** The deprecated IPv4-compatible IPv6 block (`::a.b.c.d`, RFC 4291 §2.5.5.1): no public address lies there. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
 /**
  * True for a globally routable unicast address. Loopback, private ranges, link-local (cloud
  * metadata), carrier-grade NAT, unique-local IPv6, multicast, reserved and unspecified addresses
- * are not, nor is an IPv4-mapped IPv6 form of one.
+ * are not, nor is an IPv4-mapped IPv6 form of one, nor any IPv4-compatible one (`::7f00:1` is
+ * 127.0.0.1 to a stack that still routes them).
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   let parsed = ipaddr.parse(address);
-  if (parsed instanceof ipaddr.IPv6 && parsed.isIPv4MappedAddress()) parsed = parsed.toIPv4Address();
+  if (parsed instanceof ipaddr.IPv6) {
+    if (parsed.match(IPV4_COMPATIBLE)) return false;
+    if (parsed.isIPv4MappedAddress()) parsed = parsed.toIPv4Address();
+  }
   return parsed.range() === 'unicast';
 }
 
@@ -43,6 +50,12 @@ export function outboundUrlProblem(raw: string, allowPrivate: boolean): string |
   return internal ? 'must not point at a loopback, private or link-local address' : null;
 }
 
+/**
+ * What a name that does not resolve and a name that resolves to a forbidden address both say: one
+ * message, so a tenant cannot learn which internal names exist from a webhook's or provider's error.
+ */
+const HOST_NOT_FOUND_OR_NOT_ALLOWED = 'host not found or not allowed';
+
 /** Raised when a name resolves to an address outbound requests may not reach. */
 export class AddressNotAllowed extends Error {
   override name = 'AddressNotAllowed';
@@ -56,7 +69,7 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
   dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     if (addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address))) {
-      return callback(new AddressNotAllowed('the host resolves to an address that is not allowed'), []);
+      return callback(new AddressNotAllowed(HOST_NOT_FOUND_OR_NOT_ALLOWED), []);
     }
     if (options.all) return callback(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
@@ -117,7 +130,7 @@ export function describeNetworkError(err: NodeJS.ErrnoException): string {
       return 'connection refused';
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return 'host not found';
+      return HOST_NOT_FOUND_OR_NOT_ALLOWED;
     case 'ECONNRESET':
     case 'EPIPE':
       return 'connection reset';

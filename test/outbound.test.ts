@@ -9,7 +9,7 @@ import { isPublicAddress, outboundUrlProblem, postBounded } from '../lib/outboun
 
 describe('which addresses outbound requests may reach', () => {
   it('classifies loopback, private, link-local, CGNAT, unique-local, mapped and unspecified addresses as not public', () => {
-    const internal = ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '224.0.0.1'];
+    const internal = ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '224.0.0.1', '::7f00:1', '::a00:1', '::808:808'];
     for (const address of internal) expect(isPublicAddress(address), address).toBe(false);
     for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) expect(isPublicAddress(address), address).toBe(true);
     expect(isPublicAddress('not-an-address')).toBe(false);
@@ -20,7 +20,7 @@ describe('which addresses outbound requests may reach', () => {
     expect(outboundUrlProblem('ftp://example.com/hook', false)).toMatch(/http/);
     expect(outboundUrlProblem('https://user:pw@example.com/hook', false)).toMatch(/credentials/);
     expect(outboundUrlProblem('not a url', false)).toMatch(/absolute/);
-    for (const url of ['http://127.0.0.1/', 'http://[::1]/', 'http://[::ffff:a00:1]/', 'http://localhost:8080/', 'http://api.localhost/']) {
+    for (const url of ['http://127.0.0.1/', 'http://[::1]/', 'http://[::ffff:a00:1]/', 'http://[::7f00:1]/', 'http://localhost:8080/', 'http://api.localhost/']) {
       expect(outboundUrlProblem(url, false), url).toMatch(/loopback, private or link-local/);
       expect(outboundUrlProblem(url, true), url).toBeNull();
     }
@@ -53,7 +53,11 @@ describe('postBounded', () => {
     expect(isPublicAddress(resolved.address), `${name} resolves to ${resolved.address}`).toBe(false);
     expect(outboundUrlProblem(`http://${name}:${port}/`, false)).toBeNull();
     await expect(postBounded(`http://${name}:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: false })).rejects.toThrow(
-      'the host resolves to an address that is not allowed',
+      'host not found or not allowed',
+    );
+    // The same words as a name that does not resolve: errors are no oracle of internal DNS.
+    await expect(postBounded('http://no-such-host.invalid/', '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: false })).rejects.toThrow(
+      /^host not found or not allowed$/,
     );
     expect(requests).toBe(0);
     // Allowed, the same request arrives.

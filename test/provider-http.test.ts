@@ -103,7 +103,7 @@ describe('SSRF: where provider requests may go', () => {
     const name = hostname().toLowerCase();
     const err = await failure(page(`https://${name}:${fake.port}`, { ...DEFAULT_PROVIDER_POLICY, allowedHosts: [name] }));
     expect(err).toBeInstanceOf(Permanent);
-    expect(err.message).toMatch(/resolves to an address that is not allowed/);
+    expect(err.message).toMatch(/host not found or not allowed/);
     expect(err.message).not.toMatch(/127\.|::1/);
     expect(fake.connections).toBe(0);
   });
