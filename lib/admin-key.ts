@@ -33,47 +33,30 @@ export function adminKeyProblem(key: string): string | undefined {
 }
 
 /**
- * The credentials key of `npm start` when neither CREDENTIALS_KEY nor CREDENTIALS_KEYS is set: one
- * generated on the first start and kept in `<dataDir>/credentials-key` (mode 0600, like the admin
- * key). Losing that file makes the stored credentials unreadable: back it up with the data.
+ * The key kept in `file` by `npm start`, generated on the first start. The file is created
+ * exclusively without following a symlink (a link planted there cannot redirect the write) and
+ * must be a regular file of mode 0600 to be read; a key `usable` refuses (an older version's) is
+ * replaced. `what` names the file in errors. `generated` tells the caller to show where it is.
  */
-export async function localCredentialsKey(dataDir: string): Promise<{ key: string; file: string; generated: boolean }> {
-  const file = path.resolve(dataDir, 'credentials-key');
-  try {
-    const key = (await fs.readFile(file, 'utf8')).trim();
-    if (key) return { key, file, generated: false };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const key = randomBytes(32).toString('base64');
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  await fs.writeFile(file, `${key}\n`, { mode: 0o600 });
-  return { key, file, generated: true };
-}
-
-/**
- * The admin API key of `npm start`: ADMIN_API_KEY when set; otherwise one generated on the first
- * start and kept in `<dataDir>/admin-api-key`, so a local quickstart is secured without setup and
- * the key survives restarts. The file is created exclusively without following a symlink (a link
- * planted there cannot redirect the write), and must be a regular file of mode 0600 to be read.
- * `generated` tells the caller to show where it is.
- */
-export async function localAdminKey(configured: string | undefined, dataDir: string): Promise<{ key: string; file?: string; generated: boolean }> {
-  if (configured) return { key: configured, generated: false };
-  const file = path.resolve(dataDir, 'admin-api-key');
+async function localKeyFile(
+  file: string,
+  what: string,
+  generate: () => string,
+  usable: (key: string) => boolean,
+): Promise<{ key: string; file: string; generated: boolean }> {
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const existing = await readKeyFile(file);
-  if (existing !== undefined && !adminKeyProblem(existing)) return { key: existing, file, generated: false };
+  const existing = await readKeyFile(file, what);
+  if (existing !== undefined && usable(existing)) return { key: existing, file, generated: false };
   // None yet, or one from an older version that no longer passes: replace it.
   if (existing !== undefined) await fs.rm(file);
-  const key = randomBytes(32).toString('hex');
+  const key = generate();
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
   } catch (err) {
     // Another process created it first: use theirs.
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      const theirs = await readKeyFile(file);
+      const theirs = await readKeyFile(file, what);
       if (theirs !== undefined) return { key: theirs, file, generated: false };
     }
     throw err;
@@ -87,20 +70,47 @@ export async function localAdminKey(configured: string | undefined, dataDir: str
   return { key, file, generated: true };
 }
 
+/**
+ * The credentials key of `npm start` when neither CREDENTIALS_KEY nor CREDENTIALS_KEYS is set: one
+ * generated on the first start and kept in `<dataDir>/credentials-key`, created and read like the
+ * admin key. Losing that file makes the stored credentials unreadable: back it up with the data.
+ * A file that is not 32 bytes of base64 is refused, never replaced (it may seal existing secrets);
+ * an empty one (a start that died before writing it) is replaced.
+ */
+export async function localCredentialsKey(dataDir: string): Promise<{ key: string; file: string; generated: boolean }> {
+  const file = path.resolve(dataDir, 'credentials-key');
+  return localKeyFile(file, 'the credentials key file', () => randomBytes(32).toString('base64'), (key) => {
+    // Empty: a start that died between creating and writing it, before anything was sealed.
+    if (key === '') return false;
+    if (Buffer.from(key, 'base64').length !== 32) throw new Error(`${file} does not hold a 32-byte base64 key; restore it from your backup`);
+    return true;
+  });
+}
+
+/**
+ * The admin API key of `npm start`: ADMIN_API_KEY when set; otherwise one generated on the first
+ * start and kept in `<dataDir>/admin-api-key` (see localKeyFile), so a local quickstart is secured
+ * without setup and the key survives restarts.
+ */
+export async function localAdminKey(configured: string | undefined, dataDir: string): Promise<{ key: string; file?: string; generated: boolean }> {
+  if (configured) return { key: configured, generated: false };
+  return localKeyFile(path.resolve(dataDir, 'admin-api-key'), 'the admin key file', () => randomBytes(32).toString('hex'), (key) => !adminKeyProblem(key));
+}
+
 /** The key in `file`, undefined when there is none; refuses a symlink or a file others can read. */
-async function readKeyFile(file: string): Promise<string | undefined> {
+async function readKeyFile(file: string, what: string): Promise<string | undefined> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') throw new Error(`${file} is a symbolic link; refusing to use it as the admin key file (delete it)`);
+    if (code === 'ELOOP') throw new Error(`${file} is a symbolic link; refusing to use it as ${what} (delete it)`);
     throw err;
   }
   try {
     const stat = await handle.stat();
-    if (!stat.isFile()) throw new Error(`${file} is not a regular file; refusing to use it as the admin key file`);
+    if (!stat.isFile()) throw new Error(`${file} is not a regular file; refusing to use it as ${what}`);
     assertPrivate(file, stat.mode);
     return (await handle.readFile('utf8')).trim();
   } finally {

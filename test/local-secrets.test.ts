@@ -9,7 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../infra/embedded-postgres';
-import { adminKeyProblem, localAdminKey } from '../lib/admin-key';
+import { adminKeyProblem, localAdminKey, localCredentialsKey } from '../lib/admin-key';
 import { freePort } from '../lib/ports';
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -157,3 +157,34 @@ describe('the admin key file of npm start', () => {
     expect(await mode(file)).toBe(0o600);
   });
 });
+
+describe('the credentials key file of npm start (created and read like the admin key)', () => {
+  it('is generated with mode 0600 and read back', async () => {
+    const dataDir = path.join(scratch, 'ckey-fresh');
+    const first = await localCredentialsKey(dataDir);
+    expect(first.generated).toBe(true);
+    expect(Buffer.from(first.key, 'base64')).toHaveLength(32);
+    expect(await mode(first.file)).toBe(0o600);
+    expect(await localCredentialsKey(dataDir)).toEqual({ key: first.key, file: first.file, generated: false });
+  });
+
+  it('is never written through a symlink planted in its place', async () => {
+    const dataDir = path.join(scratch, 'ckey-link');
+    await fs.mkdir(dataDir, { mode: 0o700 });
+    const target = path.join(scratch, 'ckey-victim');
+    await fs.writeFile(target, '');
+    await fs.symlink(target, path.join(dataDir, 'credentials-key'));
+    await expect(localCredentialsKey(dataDir)).rejects.toThrow(/is a symbolic link; refusing/);
+    expect(await fs.readFile(target, 'utf8')).toBe('');
+  });
+
+  it('is not used when others can read it', async () => {
+    const dataDir = path.join(scratch, 'ckey-open');
+    await fs.mkdir(dataDir, { mode: 0o700 });
+    const file = path.join(dataDir, 'credentials-key');
+    await fs.writeFile(file, `${Buffer.alloc(32, 7).toString('base64')}\n`);
+    await fs.chmod(file, 0o644);
+    await expect(localCredentialsKey(dataDir)).rejects.toThrow(/has mode 0644, not 0600; run chmod 600/);
+  });
+});
+
