@@ -466,6 +466,17 @@ export async function lockJobsWithStaleTasks(tx: PoolClient, cutoff: Date): Prom
   return rows.map((r) => r.id);
 }
 
+/** The jobs that have a `processing` task with no heartbeat since `cutoff`, with their workflow ids. */
+export async function findJobsWithStaleTasks(db: Queryable, cutoff: Date): Promise<{ id: string; workflow_id: string | null }[]> {
+  const { rows } = await db.query<{ id: string; workflow_id: string | null }>(
+    `select id, workflow_id from sync_jobs
+      where id in (select job_id from sync_tasks
+                    where status = 'processing' and coalesce(heartbeat_at, started_at) < $1)`,
+    [cutoff],
+  );
+  return rows;
+}
+
 /** A job failed because none of its tasks can still finish. */
 export interface ReapedJob extends EndedJob {
   id: string;
