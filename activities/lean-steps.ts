@@ -63,16 +63,19 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
 }
 
 /**
- * A successful attempt's end: closes the breaker and resolves alerts (as recordAttemptSuccess)
- * and finishes the job (as finishJob) in one transaction. Returns the job's status.
+ * A successful attempt's end: finishes the job (as finishJob) and, only when that transaction
+ * marked it completed, closes the breaker and resolves alerts (as recordAttemptSuccess). A job that
+ * was no longer running (ended elsewhere), or that finishing marked failed (a task failed or did
+ * not complete), records no success. Returns the job's status.
  */
 export function completeJob(deps: ActivityDeps): Activities['completeJob'] {
   return async (input) => {
     const finish = { jobId: input.jobId, outcome: 'completed' as const, at: input.at, startedAt: input.startedAt };
     const deliveries: string[] = [];
     const finished = await withTransaction(deps.pool, async (tx) => {
-      await recordSuccessInTx(tx, input.connectionId, new Date(input.at), deliveries);
-      return finishInTx(tx, finish, deliveries);
+      const job = await finishInTx(tx, finish, deliveries);
+      if (job?.status === 'completed') await recordSuccessInTx(tx, input.connectionId, new Date(input.at), deliveries);
+      return job;
     });
     return afterFinish(deps, finish, finished, deliveries);
   };

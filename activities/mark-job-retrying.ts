@@ -1,16 +1,21 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { insertAttemptLogs } from '../db/models/job-logs';
-import { markJobRetrying as markRetrying } from '../db/models/jobs';
+import { findJobStatus, markJobRetrying as markRetrying } from '../db/models/jobs';
 import { reopenTasksForRetry } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+
+/** The failure type of a step that found its job no longer running. */
+export const JOB_ENDED = 'job_ended';
 
 /**
  * Records a failed attempt and the wait before the next one, in one transaction: the job becomes
  * `retrying` with `retry_after` and `last_error`, `retry_count` (failures) or
  * `rate_limit_retry_count` (rate limits) goes up, its unfinished tasks go back to `pending`
  * (keeping their page progress, so the next attempt resumes), and a `sync_job_logs` row records the
- * attempt.
+ * attempt. A job that is no longer running or retrying fails the activity with a non-retryable
+ * `job_ended` failure.
  */
 export function markJobRetrying({ pool, metrics, logger }: ActivityDeps): Activities['markJobRetrying'] {
   return async (input) =>
@@ -19,7 +24,12 @@ export function markJobRetrying({ pool, metrics, logger }: ActivityDeps): Activi
         retryCount: input.retryCount,
         rateLimitRetryCount: input.rateLimitRetryCount,
       });
-      if (!job) throw new Error(`job ${input.jobId} is not running`);
+      if (!job) {
+        // Ended elsewhere (reaped, cancelled, failed as abandoned) or gone: retrying cannot help.
+        // The workflow ends the run with the status the job has.
+        const status = await findJobStatus(tx, input.jobId);
+        throw ApplicationFailure.nonRetryable(`job ${input.jobId} ended (${status ?? 'deleted'}) while its workflow ran`, JOB_ENDED);
+      }
       await reopenTasksForRetry(tx, input.jobId, input.error);
       if (input.kind === 'paused') return;
       if (input.kind === 'interrupted') {

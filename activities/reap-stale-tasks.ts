@@ -1,11 +1,13 @@
 import { insertAttemptLogs } from '../db/models/job-logs';
-import { addFailedTasks, failJobsWithNoOpenTask, lockJobsWithStaleTasks } from '../db/models/jobs';
+import pMap from 'p-map';
+import { addFailedTasks, failJobsWithNoOpenTask, findJobsWithStaleTasks, lockJobsWithStaleTasks } from '../db/models/jobs';
 import { forgetSeenOfTasks } from '../db/models/seen';
 import { reapStaleTasks as reapTasks } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
+import { isWorkflowRunning } from '../temporal/client';
 
 /** A task `processing` with no heartbeat for 5 minutes is reaped. */
 export const DEFAULT_STALE_AFTER_SECONDS = 300;
@@ -22,8 +24,13 @@ export function staleTaskMessage(staleAfterSeconds: number): string {
  * fails (finished_at = at, last_error = a summary, plus a `sync_job_logs` row) each such job that is
  * still running or retrying and has no task left pending or processing. Jobs and tasks are locked
  * `SKIP LOCKED`, so reapers running at once never reap a task twice and never wait on a lock.
+ *
+ * A job whose workflow is still running is left to that workflow: the silent task's activity
+ * times out on its heartbeat and the workflow retries or fails the job itself (a job failed behind
+ * a live workflow's back would leave it nothing to act on). Only jobs whose workflow (`workflow_id`)
+ * is not running, or that never had one, are reaped.
  */
-export function reapStaleTasks({ pool, logger, metrics }: ActivityDeps): Activities['reapStaleTasks'] {
+export function reapStaleTasks({ pool, logger, metrics, temporal }: ActivityDeps): Activities['reapStaleTasks'] {
   return async (input) => {
     const staleAfterSeconds = input.staleAfterSeconds ?? DEFAULT_STALE_AFTER_SECONDS;
     if (!Number.isFinite(staleAfterSeconds) || staleAfterSeconds <= 0) {
@@ -32,8 +39,16 @@ export function reapStaleTasks({ pool, logger, metrics }: ActivityDeps): Activit
     const at = new Date(input.at);
     const cutoff = new Date(input.at - staleAfterSeconds * 1000);
 
+    const suspects = await findJobsWithStaleTasks(pool, cutoff);
+    if (suspects.length === 0) return { tasks: 0, jobs: 0 };
+    const orphaned = new Set<string>();
+    await pMap(suspects, async (job) => {
+      if (!job.workflow_id || !(await isWorkflowRunning(temporal, job.workflow_id))) orphaned.add(job.id);
+    }, { concurrency: 8 });
+    if (orphaned.size === 0) return { tasks: 0, jobs: 0 };
     const outcome = await withTransaction(pool, async (tx) => {
-      const candidates = await lockJobsWithStaleTasks(tx, cutoff);
+      // A job that went stale after the check above waits for the next run.
+      const candidates = (await lockJobsWithStaleTasks(tx, cutoff)).filter((id) => orphaned.has(id));
       if (candidates.length === 0) return null;
       const reaped = await reapTasks(tx, candidates, cutoff, staleTaskMessage(staleAfterSeconds), at);
       if (reaped.length === 0) return null;

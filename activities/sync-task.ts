@@ -185,20 +185,23 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
           // TRUNCATE waits for, and a crash aborts the transaction, so the set cannot be lost
           // between this check and the delete.
           const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
-          if (lost) return { deleted: 0, lost };
+          if (lost) return { deleted: 0, lost, completed: false };
           deleted = await tombstoneUnseenRecords(tx, connectionId, input.resourceType, input.taskId, new Date());
           await forgetSeenOfTask(tx, input.taskId);
         }
         // The cursor belongs to the connection's own syncs: a backfill of an older window must not
         // move it (nor skip ahead past changes it did not fetch). It never moves backwards.
         if (!backfill) await advanceCursor(tx, connectionId, input.resourceType, highWater);
-        if (await completeTask(tx, input.taskId, deleted)) await countCompletedTask(tx, input.jobId);
-        return { deleted, lost: null };
+        const completed = await completeTask(tx, input.taskId, deleted);
+        if (completed) await countCompletedTask(tx, input.jobId);
+        return { deleted, lost: null, completed };
       });
       if (outcome.lost) {
         restart(outcome.lost, 'before the deletion step');
         continue;
       }
+      // Ended elsewhere meanwhile (reaped, cancelled): this run did not complete it.
+      if (!outcome.completed) return { status: 'skipped', entityCount, writtenCount, deletedCount: outcome.deleted, pages };
       log.info(
         {
           entity_count: entityCount, written_count: writtenCount, deleted_count: outcome.deleted, pages,

@@ -2,11 +2,14 @@
 // `sync_scheduler_backlog_gauge`, and alerts that must resolve when a connection recovers.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { deleteOldJobs } from '../activities/delete-old-jobs';
 import { enqueueJob } from '../activities/enqueue-job';
+import { finishJob } from '../activities/finish-job';
 import { openCycle } from '../activities/lean-steps';
 import { markJobRetrying } from '../activities/mark-job-retrying';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { countOverdueConnections, countStaleConnections } from '../db/models/connections';
+import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, resolveSchedule } from '../policy/schedule';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
@@ -151,5 +154,47 @@ describe('bookkeeping run twice (a local activity repeated after its workflow ta
     await markJobRetrying(deps())(retrying);
     const { rows: job } = await db.pool.query('select retry_count, rate_limit_retry_count from sync_jobs where id = $1', [jobId]);
     expect(job[0]).toEqual({ retry_count: 1, rate_limit_retry_count: 0 });
+  });
+});
+
+describe('the schedule\'s history outlives job retention', () => {
+  const DAY = 24 * 60 * MINUTE;
+  /** Inserts a running job of `connectionId` and ends it through finishJob at `at`. */
+  async function runEnded(connectionId: string, jobType: 'full' | 'incremental', trigger: 'schedule' | 'api', at: number) {
+    const id = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduled_at, started_at, created_at)
+       values ($1, $2, 'acme', $3, $4, 'running', $5, $5, $5)`,
+      [id, connectionId, jobType, trigger, new Date(at - MINUTE)],
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    expect(await finishJob(deps)({ jobId: id, outcome: 'completed', at, startedAt: at - MINUTE })).toBe('completed');
+  }
+
+  it('full_sync_every counts runs and the last run stays known after retention deleted their jobs', async () => {
+    const now = Date.now();
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at) values ('acme', 'demo', $1, $2, $3) returning id`,
+      [`app_${randomUUID().slice(0, 8)}`, { sync: { cron: '0 3 * * 1', timezone: 'UTC', full_sync_every: 10 } }, new Date(now - 60 * DAY)],
+    );
+    const id = rows[0]!.id;
+    await runEnded(id, 'full', 'schedule', now - 40 * DAY);
+    for (const daysAgo of [33, 26, 19, 12, 5, 2]) await runEnded(id, 'incremental', 'schedule', now - daysAgo * DAY);
+    await runEnded(id, 'incremental', 'api', now - 1.5 * DAY); // beside the schedule: not one of its runs
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await deleteOldJobs(deps)({ at: now, retentionDays: 1 });
+    expect((await db.pool.query('select count(*)::int as n from sync_jobs where connection_id = $1', [id])).rows[0].n).toBe(0);
+
+    const ctx = (await openCycle(deps)({ connectionId: id, at: now, cleanup: false, runId: 'test' }))!;
+    const plan = planNextRun({
+      now, schedule: resolveSchedule(ctx.sync, DEFAULT_SCHEDULE_SETTINGS).schedule, lastFinishedAt: ctx.lastFinishedAt ?? undefined,
+      activationReference: ctx.createdAt, jitterPctMin: 0, jitterPctMax: 0, random: () => 0,
+    });
+    expect({ lastFinishedAt: ctx.lastFinishedAt, fullSync: ctx.fullSync, mode: plan.mode, atOnce: plan.scheduledAt <= now }).toEqual({
+      lastFinishedAt: now - 2 * DAY,
+      fullSync: { scheduledRunsSinceFull: 6, lastFullAt: now - 40 * DAY },
+      mode: 'normal',
+      atOnce: false,
+    });
   });
 });

@@ -151,6 +151,27 @@ describe('connection workflow (time-skipping)', () => {
     await recordHistory(env.client, 'connection-pause-resume', connectionWorkflowId(id));
   });
 
+  it('a schedule change that finds the row already paused (the pause signal still on its way) leaves no queued job behind', async () => {
+    const { id, handle } = await newConnection();
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const queued = sleeping.current_job_id!;
+    // The pause command wrote the row; its signal comes after the schedule change's.
+    await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
+    await handle.signal('updateSchedule', { interval_seconds: 600 });
+    await waitForState(id, (s) => s.phase === 'paused' && s.pending.length === 0);
+    await handle.signal('pause');
+    await waitForState(id, (s) => s.phase === 'paused' && s.pending.length === 0);
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+    await handle.signal('resume');
+    const resumed = await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    const rows = await jobs(id);
+    expect({
+      old: rows.find((r) => r.id === queued)?.status,
+      queued: rows.filter((r) => r.status === 'queued').map((r) => r.id === resumed.current_job_id),
+    }).toEqual({ old: 'cancelled', queued: [true] });
+    await recordHistory(env.client, 'connection-schedule-change-while-paused', connectionWorkflowId(id));
+  });
+
   it('syncNow runs at once with the requested mode', async () => {
     const { id, handle } = await newConnection({ interval_seconds: 3600 });
     const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

@@ -10,6 +10,9 @@ import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
+import { testActivityDeps } from './helpers/deps';
+import { eventually } from './helpers/worker';
+import { reapStaleTasks } from '../activities/reap-stale-tasks';
 
 const TASK_QUEUE = 'job-failures';
 const MINUTE = 60_000;
@@ -142,5 +145,75 @@ describe('job failure policy (time-skipping)', () => {
     const job = (await db.pool.query('select rate_limit_retry_count from sync_jobs where id = $1', [jobId])).rows[0];
     expect(job.rate_limit_retry_count).toBe(20);
     expect((await rateLimitedTotal()) - before).toBe(21);
+  });
+  describe('a job ended behind its workflow', () => {
+    /** Starts a job whose pages take `latency_ms` each and waits until its task is processing. */
+    async function startSlowJob(config: Record<string, unknown>) {
+      seq += 1;
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, config) values ('acme', 'demo', $1, $2) returning id`,
+        [`behind${seq}`, { seed: `behind${seq}`, resource_types: ['issues'], records_per_resource: 10, page_size: 5, latency_ms: 1000, ...config }],
+      );
+      const connectionId = rows[0]!.id;
+      const jobId = randomUUID();
+      await db.pool.query(
+        `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger) values ($1, $2, 'acme', 'full', 'manual')`,
+        [jobId, connectionId],
+      );
+      const handle = await env.client.workflow.start<(i: { jobId: string; connectionId: string }) => Promise<SyncJobResult>>(
+        'syncJobWorkflow',
+        { taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId }] },
+      );
+      await eventually(async () => {
+        const { rows: tasks } = await db.pool.query(`select 1 from sync_tasks where job_id = $1 and status = 'processing'`, [jobId]);
+        return tasks.length > 0 ? true : undefined;
+      });
+      return { connectionId, jobId, handle };
+    }
+    /** What an earlier reaper did to a job whose task went silent: the task and the job failed. */
+    async function failBehindItsBack(jobId: string) {
+      await db.pool.query(`update sync_tasks set status = 'failed', completed_at = now(), error_message = 'reaped' where job_id = $1`, [jobId]);
+      await db.pool.query(`update sync_jobs set status = 'failed', finished_at = now(), failed_tasks = 1, last_error = 'reaped behind its back' where id = $1`, [jobId]);
+    }
+    /** The run's result, or 'still running' when it has not ended within 30 s of real time (it would retry for days). */
+    const resultOrStuck = (handle: { result(): Promise<SyncJobResult> }) =>
+      Promise.race([handle.result(), new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 30_000))]);
+
+    it('a step that finds its job ended ends the workflow with the job\'s status instead of retrying for ever', async () => {
+      const { jobId, handle } = await startSlowJob({ fail: { resource: 'issues', at_page: 2, kind: 'transient', times: 1 } });
+      await failBehindItsBack(jobId);
+      const result = await resultOrStuck(handle);
+      if (result === 'still running') await handle.terminate('test: stuck');
+      const job = (await db.pool.query('select status, last_error from sync_jobs where id = $1', [jobId])).rows[0];
+      expect({ result: result === 'still running' ? result : result.status, job }).toEqual({
+        result: 'failed',
+        job: { status: 'failed', last_error: 'reaped behind its back' },
+      });
+    }, 60_000);
+
+    it('a task that ended behind its run is no success: the breaker stays and the alert stays open', async () => {
+      const { connectionId, jobId, handle } = await startSlowJob({});
+      await db.pool.query(
+        `insert into connector_failure_stats (connection_id, provider_slug, consecutive_failures) values ($1, 'demo', 3)`,
+        [connectionId],
+      );
+      await db.pool.query(`insert into alerts (category, severity, connection_id) values ('sync_job_failed', 'critical', $1)`, [connectionId]);
+      await failBehindItsBack(jobId);
+      const result = await resultOrStuck(handle);
+      if (result === 'still running') await handle.terminate('test: stuck');
+      expect({
+        result: result === 'still running' ? result : result.status,
+        breaker: (await stats(connectionId)).consecutive_failures,
+        open: (await alerts(connectionId)).filter((a) => a.resolved_at === null).map((a) => a.category),
+      }).toEqual({ result: 'failed', breaker: 3, open: ['sync_job_failed'] });
+    }, 60_000);
+
+    it('the stale-task reaper leaves a job whose workflow runs to that workflow', async () => {
+      const { jobId, handle } = await startSlowJob({});
+      const reaped = await reapStaleTasks(testActivityDeps({ pool: db.pool, temporal: env.client }).deps)({ at: Date.now() + 10 * MINUTE });
+      const result = await handle.result();
+      const job = (await db.pool.query('select status from sync_jobs where id = $1', [jobId])).rows[0];
+      expect({ reaped, result: result.status, job: job.status }).toEqual({ reaped: { tasks: 0, jobs: 0 }, result: 'completed', job: 'completed' });
+    }, 60_000);
   });
 });

@@ -3,7 +3,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RECONCILE_WORKFLOW_ID } from '../temporal/ids';
 import { freePort } from '../lib/ports';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { createDevServerEnv } from './helpers/temporal';
@@ -82,4 +83,44 @@ describe('worker shutdown', () => {
     });
     expect(ids.size).toBe(CONNECTIONS);
   }, 180_000);
+  it('starts the reconcile tick again, without a restart, when it was terminated', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: env.address,
+        TEMPORAL_TASK_QUEUE: 'reconcile-keeper',
+        WORKER_METRICS_PORT: String(await freePort()),
+        WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+        SCHEDULER_TICK_SECONDS: '1',
+        DEMO_CONNECTOR: 'true',
+        CREDENTIALS_KEY: TEST_CREDENTIALS_KEY,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const handle = env.client.workflow.getHandle(RECONCILE_WORKFLOW_ID);
+    const running = async () => {
+      if (child.exitCode !== null) throw new Error(`worker exited early:\n${output}`);
+      const d = await handle.describe().catch(() => undefined);
+      return d?.status.name === 'RUNNING' ? d : undefined;
+    };
+    try {
+      const first = await eventually(running, { timeoutMs: 60_000 });
+      await handle.terminate('simulated operator mistake');
+      const again = await eventually(async () => {
+        const d = await running();
+        return d && d.runId !== first.runId ? d : undefined;
+      }, { timeoutMs: 30_000 });
+      expect({ running: again.status.name, queue: again.taskQueue }).toEqual({ running: 'RUNNING', queue: 'reconcile-keeper' });
+    } finally {
+      child.kill('SIGTERM');
+      await exit;
+    }
+  }, 120_000);
 });

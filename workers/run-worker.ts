@@ -11,7 +11,7 @@ import { createImmediateWorker, createWorker } from './create-worker';
 /**
  * Connects and runs the Synctide worker of a booted process until shutdown, beside it the worker
  * of immediate syncs' activities (their own queue and IMMEDIATE_SYNC_SLOTS), and makes sure the
- * reconcile tick runs. On shutdown it stops polling, lets in-flight activities finish their
+ * reconcile tick runs, at start and again every tick period. On shutdown it stops polling, lets in-flight activities finish their
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves.
  */
@@ -65,6 +65,31 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
       void shutdown.run('worker failed', 1);
     });
   }
-  await ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
+  const ensureReconcile = () =>
+    ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
+  await ensureReconcile();
+  keepReconcileRunning(proc, ensureReconcile, config.SCHEDULER_TICK_SECONDS * 1000);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
+}
+
+/**
+ * Every `everyMs` until shutdown, starts the reconcile tick when it is not running (terminated,
+ * failed, or never started): the tick is every safety net (connection workflows, abandoned jobs,
+ * stale tasks, retention), so it must not depend on a worker restart. A running tick is left alone
+ * (conflict policy "use existing"), so any number of workers can do this at once. A failed
+ * attempt is logged and tried again at the next period.
+ */
+function keepReconcileRunning(proc: Process, ensure: () => Promise<void>, everyMs: number): void {
+  let inFlight: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    if (inFlight) return;
+    inFlight = ensure()
+      .catch((err: unknown) => proc.logger.warn({ err: (err as Error).message }, 'could not make sure the reconcile tick runs; trying again next period'))
+      .finally(() => (inFlight = null));
+  }, everyMs);
+  timer.unref();
+  proc.shutdown.add('reconcile-keeper', async () => {
+    clearInterval(timer);
+    await inFlight;
+  });
 }

@@ -8,7 +8,6 @@ import type { ScheduleChange } from '../../temporal/connection';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS } from '../sql';
 import { pausedUntilAt } from './breaker';
-import { lastFullSyncAt, lastScheduleRunAt, scheduledRunsSinceFullSync } from './jobs';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
 export interface ConnectionRow {
@@ -164,6 +163,11 @@ export interface SchedulingRow {
   status: ConnectionStatus;
   sync: unknown;
   created_at: Date;
+  /**
+   * The schedule's last run (L of planning): the finish of the latest job its scheduler created
+   * (schedule or manual), of either type and however it ended, cancelled included, leaving out
+   * jobs failed as abandoned. API syncs and backfills run beside the schedule and are not its runs.
+   */
   last_finished_at: Date | null;
   paused_until: Date | null;
   /** Only read when `metadata.sync.full_sync_every` is set (else null): the last completed full sync. */
@@ -172,15 +176,21 @@ export interface SchedulingRow {
   runs_since_full: number | null;
 }
 
-/** The scheduling context of connection `id` at time `at`, in one statement; null when it is gone. */
+/**
+ * The scheduling context of connection `id` at time `at`, in one statement; null when it is gone.
+ * The schedule's history comes from `connection_schedule_runs`, which the statement that ends a job
+ * updates in its transaction (a trigger on `sync_jobs`), so it outlives the job rows retention
+ * deletes.
+ */
 export async function findSchedulingRow(db: Queryable, id: string, at: Date): Promise<SchedulingRow | null> {
   const { rows } = await db.query<SchedulingRow>(
     `select c.id, c.tenant_id, c.provider_slug, c.status, c.metadata -> 'sync' as sync, c.created_at,
-            ${lastScheduleRunAt('c.id')} as last_finished_at,
+            r.last_run_at as last_finished_at,
             ${pausedUntilAt('c.id', '$2')} as paused_until,
-            case when (c.metadata -> 'sync') ? 'full_sync_every' then ${lastFullSyncAt('c.id')} end as last_full_at,
-            case when (c.metadata -> 'sync') ? 'full_sync_every' then ${scheduledRunsSinceFullSync('c.id')} end as runs_since_full
-       from connections c where c.id = $1`,
+            case when (c.metadata -> 'sync') ? 'full_sync_every' then r.last_full_at end as last_full_at,
+            case when (c.metadata -> 'sync') ? 'full_sync_every' then coalesce(r.runs_since_full, 0) end as runs_since_full
+       from connections c left join connection_schedule_runs r on r.connection_id = c.id
+      where c.id = $1`,
     [id, at],
   );
   return rows[0] ?? null;
@@ -316,7 +326,7 @@ export async function countStaleConnections(db: Queryable, at: Date, defaultInte
   const { rows } = await db.query<{ provider: string; n: number }>(
     `select c.provider_slug as provider, count(*)::int as n from connections c
       where c.status = 'active' and c.metadata -> 'sync' ->> 'cron' is null
-        and coalesce((select max(j.finished_at) from sync_jobs j where j.connection_id = c.id and j.status = 'completed'), c.created_at)
+        and coalesce((select r.last_success_at from connection_schedule_runs r where r.connection_id = c.id), c.created_at)
             < $1::timestamptz - make_interval(secs => 2 * coalesce(
                 case when c.metadata -> 'sync' ->> 'interval_seconds' ~ '^[0-9]{1,9}$' then (c.metadata -> 'sync' ->> 'interval_seconds')::int end, $2))
       group by 1 order by 1`,

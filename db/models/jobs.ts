@@ -77,34 +77,6 @@ function endedJobColumns(table = 'sync_jobs'): string {
           (select c.provider_slug from connections c where c.id = ${table}.connection_id) as provider`;
 }
 
-/**
- * SQL for the schedule's last run of connection `connectionColumn` (L of schedule planning): the
- * finish time of the latest job its scheduler created (schedule or manual), of either type and
- * however it ended, cancelled included, leaving out jobs failed as abandoned. API syncs and
- * backfills run beside the schedule and are not its runs.
- */
-export function lastScheduleRunAt(connectionColumn: string): string {
-  return `(select max(j.finished_at) from sync_jobs j
-            where j.connection_id = ${connectionColumn} and j.trigger in (${SCHEDULER_JOB_TRIGGERS})
-              and j.status in (${FINISHED_JOBS}) and j.abandoned_at is null)`;
-}
-
-/**
- * SQL for when connection `connectionColumn`'s last full sync (any trigger) completed, or null.
- * Periodic full syncs (`metadata.sync.full_sync_every`) count from it.
- */
-export function lastFullSyncAt(connectionColumn: string): string {
-  return `(select max(f.finished_at) from sync_jobs f
-            where f.connection_id = ${connectionColumn} and f.job_type = 'full' and f.status = 'completed')`;
-}
-
-/** SQL for how many scheduled runs of connection `connectionColumn` completed since its last completed full sync. */
-export function scheduledRunsSinceFullSync(connectionColumn: string): string {
-  return `(select count(*)::int from sync_jobs r
-            where r.connection_id = ${connectionColumn} and r.trigger = 'schedule' and r.status = 'completed'
-              and r.finished_at > coalesce(${lastFullSyncAt(connectionColumn)}, '-infinity'::timestamptz))`;
-}
-
 /** The job with id `id`, or null. */
 export async function findJob(db: Queryable, id: string): Promise<JobRow | null> {
   const { rows } = await db.query<JobRow>(
@@ -464,6 +436,17 @@ export async function lockJobsWithStaleTasks(tx: PoolClient, cutoff: Date): Prom
     [cutoff],
   );
   return rows.map((r) => r.id);
+}
+
+/** The jobs that have a `processing` task with no heartbeat since `cutoff`, with their workflow ids. */
+export async function findJobsWithStaleTasks(db: Queryable, cutoff: Date): Promise<{ id: string; workflow_id: string | null }[]> {
+  const { rows } = await db.query<{ id: string; workflow_id: string | null }>(
+    `select id, workflow_id from sync_jobs
+      where id in (select job_id from sync_tasks
+                    where status = 'processing' and coalesce(heartbeat_at, started_at) < $1)`,
+    [cutoff],
+  );
+  return rows;
 }
 
 /** A job failed because none of its tasks can still finish. */

@@ -1,6 +1,7 @@
 // In-memory activities implementing the workflows' contract, for tests of workflow logic on the
 // time-skipping server without Postgres: one fake store of connections and jobs that answers as
 // the real activities do for the paths these tests take.
+import { ApplicationFailure } from '@temporalio/common';
 import type { SyncMode, JobStatus, JobTrigger, ConnectionStatus } from '../../policy/vocabulary';
 import type { Activities, ConnectionContext } from '../../temporal/activities';
 import { DEFAULT_SCHEDULE_SETTINGS, type PlannedRun } from '../../policy/schedule';
@@ -50,7 +51,9 @@ export function stubActivities() {
     enqueue: 'locked' | 'existing' | null;
     reconcile: Record<string, unknown>;
     retentionDays: number[];
-  } = { taskFails: false, enqueue: null, reconcile: {}, retentionDays: [] };
+    /** What the next syncTask calls answer, one each: skipped, or cut off by a worker shutdown. */
+    taskAnswers: ('skipped' | 'shutdown')[];
+  } = { taskFails: false, enqueue: null, reconcile: {}, retentionDays: [], taskAnswers: [] };
 
   const count = <T extends (...args: never[]) => unknown>(name: string, fn: T): T =>
     ((...args: Parameters<T>) => {
@@ -167,6 +170,9 @@ export function stubActivities() {
     })),
     syncTask: count('syncTask', async () => {
       if (behaviour.taskFails) throw Object.assign(new Error('stub: provider down'), { name: 'Error' });
+      const answer = behaviour.taskAnswers.shift();
+      if (answer === 'skipped') return { status: 'skipped', entityCount: 0, writtenCount: 0, deletedCount: 0, pages: 0 };
+      if (answer === 'shutdown') throw ApplicationFailure.create({ type: 'WorkerShutdown', message: 'stub: worker shut down', nonRetryable: true });
       return { status: 'completed', entityCount: 1, writtenCount: 1, deletedCount: 0, pages: 1 };
     }),
     failTask: count('failTask', async () => undefined),

@@ -40,6 +40,12 @@ const IDLE_LOOPS_PATCH = 'bounded-idle-loops';
  */
 const FULL_SYNC_EVERY_PATCH = 'full-sync-every';
 
+/**
+ * Marks the workflow versions that cancel the queued job when a schedule change finds the
+ * connection no longer active. Runs recorded before it replay leaving the job queued.
+ */
+const INACTIVE_REPLAN_PATCH = 'inactive-replan-cancels-job';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -183,7 +189,16 @@ async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelle
     }
     if (intents.schedule) {
       const fresh = await books.openCycle(connectionId, intents, false);
-      if (!fresh || fresh.status !== 'active') return 'restart';
+      if (!fresh || fresh.status !== 'active') {
+        // Paused (or disabled, or gone) before its signal came: the queued job must not outlive
+        // this look, or it would block every enqueue after the resume.
+        if (patched(INACTIVE_REPLAN_PATCH)) {
+          await books.cancelJob({ jobId, reason: `connection ${fresh?.status ?? 'deleted'}`, at: Date.now() });
+          view.state.last_outcome = 'cancelled';
+          view.state.current_job_id = null;
+        }
+        return 'restart';
+      }
       await replan(run, jobId, fresh);
       continue;
     }

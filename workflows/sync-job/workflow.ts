@@ -120,7 +120,9 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
       await CancellationScope.nonCancellable(() => acts.cancelJob({ jobId, reason: 'cancelled', at: Date.now() }));
       return { jobId, status: 'cancelled' };
     }
-    // Preparing failed for good (e.g. invalid configuration): the job fails with that message.
+    // Preparing failed for good (e.g. invalid configuration): the job fails with that message. A
+    // step that found the job ended elsewhere (`job_ended`) lands here too: finishing changes
+    // nothing and answers the status the job has.
     const error = failureOf(err, '').message;
     const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error });
     return { jobId, status: outcomeOf(status, 'failed'), error };

@@ -1,0 +1,127 @@
+// Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
+// replaying: runs recorded before the `bounded-idle-loops` and `task-interruptions` patches, and the
+// reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
+// server with stub activities.
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ConnectionWorkflowInput } from '../temporal/connection';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
+import type { SyncJobInput, SyncJobResult } from '../temporal/sync-job';
+import { CONNECTION_ID, PROVIDER, TENANT_ID } from '../temporal/search-attributes';
+import { waitForState } from './helpers/connection-state';
+import { recordHistory } from './helpers/histories';
+import { patchesOffBundle } from './helpers/patches-off/bundle';
+import { PATCHES_OFF_MEMO } from './helpers/patches-off/workflow';
+import { stubActivities } from './helpers/stub-activities';
+import { createTimeSkippingEnv } from './helpers/temporal';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'old-shapes';
+const MINUTE = 60_000;
+
+describe('old workflow shapes (time-skipping, stub activities)', () => {
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  const store = stubActivities();
+
+  beforeAll(async () => {
+    const [e, bundle] = await Promise.all([createTimeSkippingEnv(), patchesOffBundle()]);
+    env = e;
+    worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle: bundle, activities: store.activities });
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+  });
+
+  /** The marker names a history recorded (patched() calls that answered true). */
+  async function markers(workflowId: string, runId?: string): Promise<string[]> {
+    const events = (await env.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+    return events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+      .flatMap((p) => (p.payloads ?? []).map((x) => Buffer.from(x.data ?? []).toString('utf8')))
+      .map((text) => (JSON.parse(text) as { id: string }).id);
+  }
+
+  it('before bounded-idle-loops, an idle connection loops in one run however long it waits', async () => {
+    store.behaviour.enqueue = 'locked';
+    const id = '00000000-0000-4000-8000-000000000001';
+    store.addConnection(id, await env.currentTimeMs());
+    const handle = await env.client.workflow.start('connectionWorkflow', {
+      workflowId: connectionWorkflowId(id),
+      taskQueue: TASK_QUEUE,
+      args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
+      typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
+      memo: { [PATCHES_OFF_MEMO]: ['bounded-idle-loops'] },
+    });
+    try {
+      await waitForState(env, id, (s) => s.phase === 'sleeping');
+      // Locked: it looks again every 5 s; 4 minutes are 48 looks, beyond the 25 of the patched shape.
+      await env.sleep(4 * MINUTE);
+      await waitForState(env, id, (s) => s.phase === 'sleeping');
+      const now = await handle.describe();
+      const events = (await handle.fetchHistory()).events ?? [];
+      const timers = events.filter((e) => e.timerStartedEventAttributes).length;
+      expect({ sameRun: now.runId === handle.firstExecutionRunId, moreThan25: timers > 25, markers: await markers(handle.workflowId) })
+        .toEqual({ sameRun: true, moreThan25: true, markers: ['lean-cycle'] });
+      await recordHistory(env.client, 'connection-idle-loop.pre-bounded-idle-loops', handle.workflowId);
+    } finally {
+      store.behaviour.enqueue = null;
+      await handle.terminate('test done');
+    }
+  });
+
+  /** Runs a one-task job of a fresh stub connection with `task-interruptions` taken as absent. */
+  async function runJobWithoutInterruptions(answer: 'skipped' | 'shutdown') {
+    const connectionId = randomUUID();
+    store.addConnection(connectionId, await env.currentTimeMs());
+    const jobId = randomUUID();
+    store.jobs.set(jobId, {
+      id: jobId, connectionId, jobType: 'full', trigger: 'api', status: 'queued', scheduledAt: await env.currentTimeMs(), finishedAt: null, abandoned: false,
+    });
+    store.behaviour.taskAnswers = [answer];
+    const retriesBefore = store.calls.get('markJobRetrying') ?? 0;
+    const result = await env.client.workflow.execute<(input: SyncJobInput) => Promise<SyncJobResult>>('syncJobWorkflow', {
+      workflowId: syncJobWorkflowId(jobId),
+      taskQueue: TASK_QUEUE,
+      args: [{ jobId, connectionId }],
+      memo: { [PATCHES_OFF_MEMO]: ['task-interruptions'] },
+    });
+    return { jobId, result, retries: (store.calls.get('markJobRetrying') ?? 0) - retriesBefore };
+  }
+
+  it('before task-interruptions, a skipped task counted as done and a shut-down one as a failed attempt', async () => {
+    const skipped = await runJobWithoutInterruptions('skipped');
+    expect({ status: skipped.result.status, retries: skipped.retries, markers: await markers(syncJobWorkflowId(skipped.jobId)) })
+      .toEqual({ status: 'completed', retries: 0, markers: ['lean-job'] });
+    await recordHistory(env.client, 'sync-job-task-skipped.pre-task-interruptions', syncJobWorkflowId(skipped.jobId));
+
+    const shutdown = await runJobWithoutInterruptions('shutdown');
+    const failures = store.calls.get('recordAttemptFailure') ?? 0;
+    expect({ status: shutdown.result.status, retries: shutdown.retries, counted: failures > 0, markers: await markers(syncJobWorkflowId(shutdown.jobId)) })
+      .toEqual({ status: 'completed', retries: 1, counted: true, markers: ['lean-job'] });
+    await recordHistory(env.client, 'sync-job-worker-shutdown.pre-task-interruptions', syncJobWorkflowId(shutdown.jobId));
+  });
+
+  it('the reconcile tick: a reconcile, a reap and a retention pass per tick, then a durable sleep', async () => {
+    const handle = await env.client.workflow.start('reconcileWorkflow', {
+      workflowId: 'synctide-reconcile', taskQueue: TASK_QUEUE, args: [{ tickSeconds: 60, retentionDays: 7 }],
+    });
+    try {
+      await eventually(async () => ((store.calls.get('reconcileConnections') ?? 0) >= 1 ? true : undefined));
+      await env.sleep(3 * MINUTE);
+      await eventually(async () => ((store.calls.get('reconcileConnections') ?? 0) >= 4 ? true : undefined));
+      expect({ retention: store.behaviour.retentionDays, reaps: (store.calls.get('reapStaleTasks') ?? 0) >= 3 }).toEqual({ retention: [7], reaps: true });
+      await recordHistory(env.client, 'reconcile-ticks', handle.workflowId);
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+});
