@@ -195,8 +195,8 @@ describe('deleteOldJobs', () => {
     await deleteOldJobs({ ...deps, tombstoneRetentionDays: 30 })({ at: AT, retentionDays: 7 });
     const { rows } = await db.pool.query('select external_id from records where connection_id = $1 order by 1', [conn.id]);
     expect(rows.map((r) => r.external_id)).toEqual(['gone-yesterday', 'live']);
-    const { rows: purged } = await db.pool.query('select feed_purged_seq::text from connections where id = $1', [conn.id]);
-    expect(purged[0].feed_purged_seq).toBe(oldTombstone);
+    const { rows: purged } = await db.pool.query('select resource_type, purged_seq::text from feed_purges where connection_id = $1', [conn.id]);
+    expect(purged).toEqual([{ resource_type: 'issues', purged_seq: oldTombstone }]);
     expect(lines.find((l) => l.msg === 'old record tombstones purged')).toMatchObject({ purged: 1, tombstone_retention_days: 30 });
   });
 
