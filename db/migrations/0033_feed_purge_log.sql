@@ -20,18 +20,17 @@ CREATE INDEX feed_purges_scope_idx ON feed_purges (connection_id, resource_type,
 
 -- The old per-connection watermark becomes one logged purge per resource type the connection
 -- still has records of: cursors issued before this migration carry no epoch and are judged
--- against it as before.
+-- against it as before. `connections.feed_purged_seq` is no longer read or written; it stays
+-- (migrations are additive) for processes of the previous version during a rolling upgrade.
 INSERT INTO feed_purges (connection_id, resource_type, purged_seq)
 SELECT c.id, t.resource_type, c.feed_purged_seq
   FROM connections c
   JOIN LATERAL (SELECT DISTINCT r.resource_type FROM records r WHERE r.connection_id = c.id) t ON true
  WHERE c.feed_purged_seq > 0;
-ALTER TABLE connections DROP COLUMN feed_purged_seq;
 
 -- Down Migration
 
-ALTER TABLE connections ADD COLUMN feed_purged_seq bigint NOT NULL DEFAULT 0;
-UPDATE connections c SET feed_purged_seq = p.purged_seq
+UPDATE connections c SET feed_purged_seq = greatest(c.feed_purged_seq, p.purged_seq)
   FROM (SELECT connection_id, max(purged_seq) AS purged_seq FROM feed_purges GROUP BY connection_id) p
  WHERE c.id = p.connection_id;
 DROP TABLE feed_purges;
