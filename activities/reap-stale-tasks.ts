@@ -1,4 +1,5 @@
 import { insertAttemptLogs } from '../db/models/job-logs';
+import { emitJobEvents } from '../db/events';
 import { addFailedTasks, failJobsWithNoOpenTask, lockJobsWithStaleTasks } from '../db/models/jobs';
 import { forgetSeenOfTasks } from '../db/models/seen';
 import { reapStaleTasks as reapTasks } from '../db/models/tasks';
@@ -6,6 +7,7 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** A task `processing` with no heartbeat for 5 minutes is reaped. */
 export const DEFAULT_STALE_AFTER_SECONDS = 300;
@@ -19,11 +21,13 @@ export function staleTaskMessage(staleAfterSeconds: number): string {
  * The stale-task reaper: in one transaction, marks every `processing` task whose
  * `coalesce(heartbeat_at, started_at)` is before `at − staleAfterSeconds` as `failed` (completed_at
  * = at, a message naming the silence), adds the reaped tasks to their jobs' `failed_tasks`, and
- * fails (finished_at = at, last_error = a summary, plus a `sync_job_logs` row) each such job that is
- * still running or retrying and has no task left pending or processing. Jobs and tasks are locked
+ * fails (finished_at = at, last_error = a summary, plus a `sync_job_logs` row and its `sync.failed`
+ * webhook event) each such job that is still running or retrying and has no task left pending or
+ * processing. Jobs and tasks are locked
  * `SKIP LOCKED`, so reapers running at once never reap a task twice and never wait on a lock.
  */
-export function reapStaleTasks({ pool, logger, metrics }: ActivityDeps): Activities['reapStaleTasks'] {
+export function reapStaleTasks(deps: ActivityDeps): Activities['reapStaleTasks'] {
+  const { pool, logger, metrics } = deps;
   return async (input) => {
     const staleAfterSeconds = input.staleAfterSeconds ?? DEFAULT_STALE_AFTER_SECONDS;
     if (!Number.isFinite(staleAfterSeconds) || staleAfterSeconds <= 0) {
@@ -68,10 +72,12 @@ export function reapStaleTasks({ pool, logger, metrics }: ActivityDeps): Activit
         outcome: 'failed' as const,
         errorSummary: j.last_error,
       })));
-      return { taskIds, jobIds, failed };
+      const deliveries = await emitJobEvents(tx, failed.map((j) => j.id), 'failed', at);
+      return { taskIds, jobIds, failed, deliveries };
     });
 
     if (!outcome) return { tasks: 0, jobs: 0 };
+    startDeliveriesSoon(deps, outcome.deliveries);
     for (const job of outcome.failed) recordJobEnded(metrics, job);
     logger.warn(
       {

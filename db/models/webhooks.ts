@@ -149,17 +149,16 @@ export async function failDelivery(db: Queryable, deliveryId: string, at: Date):
   await db.query(`update webhook_deliveries set status = 'failed', finished_at = $2 where id = $1 and status = 'pending'`, [deliveryId, at]);
 }
 
-/** Notes that a delivery's workflow was started (or found running). */
-export async function markDeliveryStarted(db: Queryable, deliveryIds: string[], at: Date): Promise<void> {
-  if (deliveryIds.length === 0) return;
-  await db.query('update webhook_deliveries set workflow_started_at = $2 where id = any ($1::uuid[]) and workflow_started_at is null', [deliveryIds, at]);
-}
-
-/** Pending deliveries created before `before` whose workflow was never started, oldest first. */
-export async function findUnstartedDeliveries(db: Queryable, before: Date, limit: number): Promise<string[]> {
+/**
+ * Pending deliveries created before `before` and not among `running` (those whose workflow is
+ * known to run), oldest first: the ones whose workflow may have died or never started.
+ */
+export async function findPendingDeliveries(db: Queryable, before: Date, running: string[], limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `select id from webhook_deliveries where workflow_started_at is null and status = 'pending' and created_at < $1 order by created_at limit $2`,
-    [before, limit],
+    `select id from webhook_deliveries
+      where status = 'pending' and created_at < $1 and not (id = any ($2::uuid[]))
+      order by created_at limit $3`,
+    [before, running, limit],
   );
   return rows.map((r) => r.id);
 }
@@ -209,7 +208,7 @@ export async function findDelivery(db: Queryable, webhookId: string, deliveryId:
 
 /** Puts a finished delivery back to pending for another round of attempts (its attempts are kept). */
 export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
-  await db.query(`update webhook_deliveries set status = 'pending', finished_at = null, workflow_started_at = null where id = $1`, [deliveryId]);
+  await db.query(`update webhook_deliveries set status = 'pending', finished_at = null where id = $1`, [deliveryId]);
 }
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
