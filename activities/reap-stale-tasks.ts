@@ -23,8 +23,8 @@ export function staleTaskMessage(staleAfterSeconds: number): string {
  * = at, a message naming the silence), adds the reaped tasks to their jobs' `failed_tasks`, and
  * fails (finished_at = at, last_error = a summary, plus a `sync_job_logs` row and its `sync.failed`
  * webhook event) each such job that is still running or retrying and has no task left pending or
- * processing. Jobs and tasks are locked
- * `SKIP LOCKED`, so reapers running at once never reap a task twice and never wait on a lock.
+ * processing. Jobs and tasks are locked `SKIP LOCKED`, so reapers running at once never reap a
+ * task twice and never wait on a lock.
  */
 export function reapStaleTasks(deps: ActivityDeps): Activities['reapStaleTasks'] {
   const { pool, logger, metrics } = deps;
