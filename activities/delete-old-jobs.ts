@@ -17,8 +17,8 @@ export const DEFAULT_DELETE_BATCH_SIZE = 1000;
  * back short, so a large backlog never holds one long transaction. Returns how many jobs it deleted.
  *
  * The same daily pass purges the change feed's tombstones older than the worker's
- * TOMBSTONE_RETENTION_DAYS, in batches too (each batch also raises its connections'
- * `feed_purged_seq`, so a consumer whose cursor is older learns it must start again), and
+ * TOMBSTONE_RETENTION_DAYS, in batches too (each batch also logs, per connection and resource
+ * type, how far it purged, so a consumer whose cursor it passed learns it must start again), and
  * webhook events older than `retentionDays` none of whose deliveries is still pending, with their
  * deliveries and attempts.
  */

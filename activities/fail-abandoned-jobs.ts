@@ -1,10 +1,12 @@
 import type { PoolClient } from 'pg';
+import { emitJobEvents } from '../db/events';
 import { failAbandonedSchedulerJobs, type EndedJob } from '../db/models/jobs';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** Why a job was failed by a connection workflow's start-up cleanup. */
 export const ABANDONED_REASON =
@@ -15,11 +17,13 @@ export const ABANDONED_REASON =
  * trigger; API-requested jobs run in workflows of their own) still active belongs to an earlier
  * run that has ended (each connection has one workflow, and its child jobs are terminated with
  * it), so it is marked `failed` with a clear reason and `abandoned_at`, never left "stuck
- * running". Returns the ids it failed.
+ * running", and its `sync.failed` webhook event is written. Returns the ids it failed.
  */
-export function failAbandonedJobs({ pool, logger, metrics }: ActivityDeps): Activities['failAbandonedJobs'] {
+export function failAbandonedJobs(deps: ActivityDeps): Activities['failAbandonedJobs'] {
+  const { pool, logger, metrics } = deps;
   return async (input) => {
-    const failed = await withTransaction(pool, (tx) => failAbandonedInTx(tx, input.connectionId, new Date(input.at), input.runId ?? null));
+    const { jobs: failed, deliveries } = await withTransaction(pool, (tx) => failAbandonedInTx(tx, input.connectionId, new Date(input.at), input.runId ?? null));
+    startDeliveriesSoon(deps, deliveries);
     if (failed.length > 0) logger.warn({ connection_id: input.connectionId, job_ids: failed.map((r) => r.id) }, 'failed abandoned sync jobs');
     for (const job of failed) recordJobEnded(metrics, job);
     return failed.map((r) => r.id);
@@ -27,12 +31,19 @@ export function failAbandonedJobs({ pool, logger, metrics }: ActivityDeps): Acti
 }
 
 /**
- * The cleanup's statements, inside the caller's transaction; the caller logs and counts the ended
- * jobs. Jobs of `runId` (the run cleaning up) are its own, never abandoned: running the cleanup
- * again after the run enqueued (a repeated local activity) leaves them alone.
+ * The cleanup's statements, inside the caller's transaction, with the failed jobs' `sync.failed`
+ * events; the caller logs and counts the ended jobs and starts the deliveries once it committed.
+ * Jobs of `runId` (the run cleaning up) are its own, never abandoned: running the cleanup again
+ * after the run enqueued (a repeated local activity) leaves them alone.
  */
-export async function failAbandonedInTx(tx: PoolClient, connectionId: string, at: Date, runId: string | null): Promise<(EndedJob & { id: string })[]> {
+export async function failAbandonedInTx(
+  tx: PoolClient,
+  connectionId: string,
+  at: Date,
+  runId: string | null,
+): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
   const rows = await failAbandonedSchedulerJobs(tx, connectionId, at, ABANDONED_REASON, runId);
-  if (rows.length > 0) await failOpenTasksOfJobs(tx, rows.map((r) => r.id), at, ABANDONED_REASON);
-  return rows;
+  if (rows.length === 0) return { jobs: rows, deliveries: [] };
+  await failOpenTasksOfJobs(tx, rows.map((r) => r.id), at, ABANDONED_REASON);
+  return { jobs: rows, deliveries: await emitJobEvents(tx, rows.map((r) => r.id), 'failed', at) };
 }

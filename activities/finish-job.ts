@@ -2,7 +2,7 @@ import { raiseAlert } from '../db/models/alerts';
 import { insertAttemptLogs } from '../db/models/job-logs';
 import type { PoolClient } from 'pg';
 import { findJobStatus, finishRunningJob, type FinishedJob } from '../db/models/jobs';
-import { insertJobEvent } from '../db/models/webhooks';
+import { emitJobEvent } from '../db/events';
 import { withTransaction } from '../db/transaction';
 import type { JobStatus } from '../policy/vocabulary';
 import type { Activities, FinishJobInput } from '../temporal/activities';
@@ -55,7 +55,7 @@ export async function finishInTx(tx: PoolClient, input: FinishJobInput, deliveri
       failed_at: at.toISOString(),
     }, { replace: true });
   }
-  deliveries.push(...(await insertJobEvent(tx, input.jobId, job.status === 'completed' ? 'sync.completed' : 'sync.failed', at)));
+  deliveries.push(...(await emitJobEvent(tx, input.jobId, job.status, at)));
   return job;
 }
 

@@ -12,6 +12,7 @@ import { afterFinish, finishInTx } from './finish-job';
 import { contextOf } from './load-connection-context';
 import { prepareInTx } from './prepare-job';
 import { recordSuccessInTx } from './record-attempt';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /**
  * The start of a connection workflow's cycle: on a run's first call, fail the scheduler jobs an
@@ -23,12 +24,13 @@ export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
   const { pool, logger, metrics, settings } = deps;
   return async (input) => {
     const at = new Date(input.at);
-    const { abandoned, row } = await withTransaction(pool, async (tx) => {
-      const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId) : [];
+    const { abandoned, deliveries, row } = await withTransaction(pool, async (tx) => {
+      const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId) : { jobs: [], deliveries: [] };
       if (input.schedule) await saveScheduleChange(tx, input.connectionId, input.schedule);
       if (input.status) await setStatusUnlessDisabled(tx, input.connectionId, input.status);
-      return { abandoned, row: await findSchedulingRow(tx, input.connectionId, at) };
+      return { abandoned: abandoned.jobs, deliveries: abandoned.deliveries, row: await findSchedulingRow(tx, input.connectionId, at) };
     });
+    startDeliveriesSoon(deps, deliveries);
     if (abandoned.length > 0) logger.warn({ connection_id: input.connectionId, job_ids: abandoned.map((r) => r.id) }, 'failed abandoned sync jobs');
     for (const job of abandoned) recordJobEnded(metrics, job);
     return row && contextOf(row, settings);

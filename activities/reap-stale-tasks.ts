@@ -1,5 +1,6 @@
 import { insertAttemptLogs } from '../db/models/job-logs';
 import pMap from 'p-map';
+import { emitJobEvents } from '../db/events';
 import { addFailedTasks, failJobsWithNoOpenTask, findJobsWithStaleTasks, lockJobsWithStaleTasks } from '../db/models/jobs';
 import { forgetSeenOfTasks } from '../db/models/seen';
 import { reapStaleTasks as reapTasks } from '../db/models/tasks';
@@ -8,6 +9,7 @@ import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
 import { isWorkflowRunning } from '../temporal/client';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** A task `processing` with no heartbeat for 5 minutes is reaped. */
 export const DEFAULT_STALE_AFTER_SECONDS = 300;
@@ -21,16 +23,18 @@ export function staleTaskMessage(staleAfterSeconds: number): string {
  * The stale-task reaper: in one transaction, marks every `processing` task whose
  * `coalesce(heartbeat_at, started_at)` is before `at − staleAfterSeconds` as `failed` (completed_at
  * = at, a message naming the silence), adds the reaped tasks to their jobs' `failed_tasks`, and
- * fails (finished_at = at, last_error = a summary, plus a `sync_job_logs` row) each such job that is
- * still running or retrying and has no task left pending or processing. Jobs and tasks are locked
- * `SKIP LOCKED`, so reapers running at once never reap a task twice and never wait on a lock.
+ * fails (finished_at = at, last_error = a summary, plus a `sync_job_logs` row and its `sync.failed`
+ * webhook event) each such job that is still running or retrying and has no task left pending or
+ * processing. Jobs and tasks are locked `SKIP LOCKED`, so reapers running at once never reap a
+ * task twice and never wait on a lock.
  *
  * A job whose workflow is still running is left to that workflow: the silent task's activity
  * times out on its heartbeat and the workflow retries or fails the job itself (a job failed behind
  * a live workflow's back would leave it nothing to act on). Only jobs whose workflow (`workflow_id`)
  * is not running, or that never had one, are reaped.
  */
-export function reapStaleTasks({ pool, logger, metrics, temporal }: ActivityDeps): Activities['reapStaleTasks'] {
+export function reapStaleTasks(deps: ActivityDeps): Activities['reapStaleTasks'] {
+  const { pool, logger, metrics, temporal } = deps;
   return async (input) => {
     const staleAfterSeconds = input.staleAfterSeconds ?? DEFAULT_STALE_AFTER_SECONDS;
     if (!Number.isFinite(staleAfterSeconds) || staleAfterSeconds <= 0) {
@@ -83,10 +87,12 @@ export function reapStaleTasks({ pool, logger, metrics, temporal }: ActivityDeps
         outcome: 'failed' as const,
         errorSummary: j.last_error,
       })));
-      return { taskIds, jobIds, failed };
+      const deliveries = await emitJobEvents(tx, failed.map((j) => j.id), 'failed', at);
+      return { taskIds, jobIds, failed, deliveries };
     });
 
     if (!outcome) return { tasks: 0, jobs: 0 };
+    startDeliveriesSoon(deps, outcome.deliveries);
     for (const job of outcome.failed) recordJobEnded(metrics, job);
     logger.warn(
       {

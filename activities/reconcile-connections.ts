@@ -2,7 +2,8 @@ import pMap from 'p-map';
 import { countOverdueConnections, countStaleConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
 import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
-import { findUnstartedDeliveries, markDeliveryStarted } from '../db/models/webhooks';
+import { emitJobEvent } from '../db/events';
+import { findPendingDeliveries } from '../db/models/webhooks';
 import { findUnstartedPurges } from '../db/models/purges';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
@@ -20,8 +21,9 @@ import {
   startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
-import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
+import { connectionWorkflowId, deliveryIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 const BATCH_SIZE = 200;
 /** Temporal calls in flight at once during a tick. */
@@ -31,21 +33,21 @@ const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 const JOB_GRACE_MS = 60_000;
 /** Active jobs checked per tick, oldest first. */
 const JOBS_PER_TICK = 5000;
-/** A delivery younger than this is still being started by the process that wrote it. */
+/** A delivery younger than this is still being started by the process that wrote it (or redelivered it). */
 const DELIVERY_GRACE_MS = 15_000;
 /** How long the tick waits before a second look at workflows the listing missed (visibility lags behind). */
 const VISIBILITY_SETTLE_MS = 2000;
-/** Unstarted deliveries started per tick, oldest first. */
+/** Pending deliveries without a running workflow started per tick, oldest first. */
 const DELIVERIES_PER_TICK = 500;
 
 /** Why the tick failed a job no workflow runs any more. */
 export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more (it ended before the job finished)';
 
 /**
- * One reconcile tick. It lists the running connection and job workflows once (one visibility
- * query, a page per 1,000), and takes a second, narrower look (after 2 s, as visibility lags
- * behind starts and continue-as-new) at what that listing missed, so its Temporal calls grow with
- * what changed, not with the fleet:
+ * One reconcile tick. It lists the running connection, job and delivery workflows once (one
+ * visibility query, a page per 1,000), and takes a second, narrower look (after 2 s, as
+ * visibility lags behind starts and continue-as-new) at what that listing missed, so its Temporal
+ * calls grow with what changed, not with the fleet:
  * - connections are scanned in batches under `FOR UPDATE SKIP LOCKED` (a row an enqueue holds is
  *   skipped: its workflow is evidently alive), and the batch's locks are released before any
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
@@ -55,9 +57,10 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   for a queued job of the scheduler, its connection's workflow. A requested job still queued
  *   without one gets it started; any other is failed as abandoned (with its open tasks), so no
  *   job stays active forever and blocks its connection's schedule;
- * - every pending webhook delivery older than a few seconds has had its workflow started (the
- *   process that wrote it may have died before starting it), and so has every connection purge
- *   still pending after a minute;
+ * - every pending webhook delivery older than a few seconds has a running workflow: one whose
+ *   workflow is not running (the process that wrote it died before starting it, its workflow was
+ *   terminated, or a redelivery found the previous run still closing) gets it started, and so
+ *   does every connection purge still pending after a minute;
  * - the backlog gauge is set to the number of overdue connections, and the freshness gauge to
  *   the number of connections, by provider, whose last success is older than twice their interval.
  * Without a list API (the time-skipping test server) every connection is ensured and every
@@ -89,13 +92,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     }
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
-    const unstarted = await findUnstartedDeliveries(pool, new Date(input.at - DELIVERY_GRACE_MS), DELIVERIES_PER_TICK);
-    if (unstarted.length > 0) {
-      const started = await startWebhookDeliveries(temporal, deps.taskQueue, unstarted);
-      await markDeliveryStarted(pool, started, new Date());
-      result.deliveriesStarted = started.length;
-      result.temporalCalls += unstarted.length;
-    }
+    await reconcileDeliveries(deps, input.at, running, result);
     for (const purge of await findUnstartedPurges(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
       result.temporalCalls += 1;
       await startConnectionPurge(temporal, deps.taskQueue, { purgeId: purge.id, connectionId: purge.connection_id }).catch((err: unknown) =>
@@ -208,10 +205,32 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
     if (!row) return null;
     await failOpenTasksOfJobs(tx, [job.id], new Date(at), NO_WORKFLOW_REASON);
     await forgetSeenOfJob(tx, job.id);
-    return row;
+    return { ...row, deliveries: await emitJobEvent(tx, job.id, 'failed', new Date(at)) };
   });
   if (!ended) return;
+  startDeliveriesSoon(deps, ended.deliveries);
   recordJobEnded(metrics, ended);
   result.abandoned += 1;
   logger.warn({ job_id: job.id, connection_id: job.connection_id, trigger: job.trigger, status: job.status }, 'failed an active job that no workflow runs');
+}
+
+/**
+ * Keeps the rule "every pending delivery has a live workflow": the pending deliveries older than
+ * the grace time whose `webhook-delivery:` workflow is not running (by the tick's listing, or,
+ * without a list API, by asking the server about each) get it started. Starting is "use
+ * existing", so a workflow the listing missed (visibility lags behind starts) is merely found running.
+ */
+async function reconcileDeliveries(deps: ActivityDeps, at: number, running: Set<string> | null, result: ReconcileResult): Promise<void> {
+  const { pool, temporal, taskQueue } = deps;
+  const live = running && [...running].flatMap((id) => deliveryIdOf(id) ?? []);
+  let suspects = await findPendingDeliveries(pool, new Date(at - DELIVERY_GRACE_MS), live ?? [], DELIVERIES_PER_TICK);
+  if (!running) {
+    result.temporalCalls += suspects.length;
+    const alive = await pMap(suspects, (id) => isWorkflowRunning(temporal, webhookDeliveryWorkflowId(id)), { concurrency: CONCURRENCY });
+    suspects = suspects.filter((_, i) => !alive[i]);
+  }
+  if (suspects.length === 0) return;
+  const started = await startWebhookDeliveries(temporal, taskQueue, suspects);
+  result.deliveriesStarted = started.length;
+  result.temporalCalls += suspects.length;
 }

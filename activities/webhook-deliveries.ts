@@ -2,7 +2,7 @@
 // committed, and the delivery attempt itself (signed, bounded, recorded).
 import { openWebhookSecret } from '../lib/credentials';
 import { ApplicationFailure } from '@temporalio/common';
-import { failDelivery, findDeliveryTarget, markDeliveryStarted, recordDeliveryAttempt } from '../db/models/webhooks';
+import { failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { postBounded } from '../lib/outbound';
 import { SIGNATURE_HEADER, signWebhook } from '../lib/webhook-signature';
@@ -18,15 +18,15 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 /**
  * Starts the delivery workflows of deliveries whose rows just committed, without waiting: the
  * caller's work (a job's end) never waits for Temporal on their behalf, and a start that fails is
- * made by the reconcile tick, which starts every pending delivery whose start was not recorded.
+ * made by the reconcile tick, which starts every pending delivery whose workflow is not running.
  */
-export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'pool' | 'temporal' | 'taskQueue' | 'logger'>, deliveryIds: string[]): void {
+export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQueue' | 'logger'>, deliveryIds: string[]): void {
   if (deliveryIds.length === 0) return;
-  void (async () => {
-    const started = await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveryIds);
-    await markDeliveryStarted(deps.pool, started, new Date());
-  })().catch((err: unknown) =>
-    deps.logger.warn({ err: (err as Error).message, deliveries: deliveryIds.length }, 'webhook delivery start deferred to the reconcile tick'),
+  void startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveryIds).then(
+    (started) => {
+      if (started.length < deliveryIds.length) deps.logger.warn({ deliveries: deliveryIds.length - started.length }, 'webhook delivery start deferred to the reconcile tick');
+    },
+    (err: unknown) => deps.logger.warn({ err: (err as Error).message, deliveries: deliveryIds.length }, 'webhook delivery start deferred to the reconcile tick'),
   );
 }
 
@@ -35,13 +35,14 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'pool' | 'temporal'
  * attempt) signed with the webhook's secret and carrying the event id as idempotency key, records
  * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
  * retryable failure: the workflow's retry policy backs off. A delivery whose webhook was deleted
- * is dropped; one delivered already is not sent again.
+ * is dropped; one no longer pending (delivered, or given up) is not sent again: a run started for
+ * it late (the reconcile tick restarting what it saw pending a moment earlier) ends at once.
  */
 export function deliverWebhook({ pool, webhooks, credentials }: ActivityDeps): Activities['deliverWebhook'] {
   return async ({ deliveryId }) => {
     const target = await findDeliveryTarget(pool, deliveryId);
     if (!target) return 'dropped';
-    if (target.status === 'delivered') return 'delivered';
+    if (target.status !== 'pending') return target.status;
     const body = JSON.stringify({
       id: target.event_id,
       type: target.event_type,

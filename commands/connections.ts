@@ -8,7 +8,8 @@ import { findBreaker, type BreakerRow } from '../db/models/breaker';
 import * as connections from '../db/models/connections';
 import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
-import { insertConnectionEvent, markDeliveryStarted } from '../db/models/webhooks';
+import { emitJobEvent } from '../db/events';
+import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { sealCredentials } from '../lib/credentials';
 import { recordJobEnded } from '../lib/metrics';
@@ -202,11 +203,16 @@ export async function disableConnection(deps: CommandDeps, id: string): Promise<
   await stopConnectionWorkflow(deps.temporal, row.id);
   for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
     if (await cancelJobWorkflow(deps.temporal, job.id)) continue;
-    const ended = await withTransaction(deps.pool, (tx) => jobs.cancelJobAndTasks(tx, job.id, new Date(), 'connection disabled'));
+    const at = new Date();
+    const ended = await withTransaction(deps.pool, async (tx) => {
+      const cancelled = await jobs.cancelJobAndTasks(tx, job.id, at, 'connection disabled');
+      if (cancelled) deliveries.push(...(await emitJobEvent(tx, job.id, 'cancelled', at)));
+      return cancelled;
+    });
     if (ended) recordJobEnded(deps.metrics, ended);
   }
-  // Unstarted ones are started by the reconcile tick.
-  await markDeliveryStarted(deps.pool, await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveries), new Date());
+  // One whose start fails is started by the reconcile tick.
+  await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveries);
   return { id: row.id, status: 'disabled' };
 }
 

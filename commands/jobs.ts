@@ -7,8 +7,8 @@ import { findBreaker, findPauseAt } from '../db/models/breaker';
 import { findConnection, findConnectionsByAppKey, type ConnectionRow } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
 import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
-import { forgetSeenOfJob } from '../db/models/seen';
-import { cancelOpenTasks, findJobTasks, type TaskRow } from '../db/models/tasks';
+import { emitJobEvent } from '../db/events';
+import { findJobTasks, type TaskRow } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
 import { ACTIVE_JOB_STATUSES, isSchedulerTrigger, type SyncMode } from '../policy/vocabulary';
@@ -18,6 +18,7 @@ import {
   ensureJobWorkflow,
   signalConnectionWorkflow,
   signalRunningConnectionWorkflow,
+  startWebhookDeliveries,
 } from '../temporal/client';
 import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
 import { refOf } from './connections';
@@ -229,18 +230,17 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
 }
 
 /**
- * Marks an active job whose workflow is gone, and its open tasks, `cancelled` with `reason`, in
- * one transaction (as a workflow's own cancellation would), and counts its end once.
+ * Marks an active job whose workflow is gone, and its open tasks, `cancelled` with `reason`, and
+ * writes its `sync.cancelled` event, in one transaction (as a workflow's own cancellation would),
+ * and counts its end once.
  */
 async function endOrphanedJob(deps: CommandDeps, jobId: string, reason: string): Promise<void> {
   const at = new Date();
   const ended = await withTransaction(deps.pool, async (tx) => {
-    const job = await jobs.cancelActiveJob(tx, jobId, at, reason);
-    if (!job) return null;
-    await cancelOpenTasks(tx, jobId, at, reason);
-    // A cancelled full pass never reaches its deletion step: its seen-set is of no further use.
-    await forgetSeenOfJob(tx, jobId);
-    return job;
+    const job = await jobs.cancelJobAndTasks(tx, jobId, at, reason);
+    return job && { ...job, deliveries: await emitJobEvent(tx, jobId, 'cancelled', at) };
   });
-  if (ended) recordJobEnded(deps.metrics, ended);
+  if (!ended) return;
+  recordJobEnded(deps.metrics, ended);
+  await startWebhookDeliveries(deps.temporal, deps.taskQueue, ended.deliveries);
 }

@@ -12,7 +12,8 @@ export type { PurgeRow };
  * Deletes connection `id`: disables it and stops its workflow and active jobs (as a disable does),
  * then records a purge and starts its workflow, which waits until they have all closed and deletes
  * the connection's records, tombstones, seen-sets, jobs, tasks, logs, sync state, breaker rows,
- * alerts and webhook events with their deliveries, in batches, and last the connection itself.
+ * alerts and webhook events with their deliveries (but events still being delivered, such as
+ * the `connection.disabled` this call writes), in batches, and last the connection itself.
  * A repeated call while the purge runs returns the same purge (and starts its workflow if needed).
  */
 export async function deleteConnection(deps: CommandDeps, id: string): Promise<PurgeRow> {

@@ -1,24 +1,25 @@
 // Commands on a connection's synced records: the change feed consumers follow.
 import type { RecordChange } from '../db/models/records';
-import { findFeedPurgedSeq, readChanges } from '../db/models/records';
+import { findFeedExpiry, readChanges } from '../db/models/records';
+import type { FeedCursor } from '../policy/feed-cursor';
 import { withTransaction } from '../db/transaction';
 import type { CommandDeps } from './deps';
 import { CommandRefused, notFound } from './errors';
 
 export type { RecordChange };
 
-/** Which changes to read: after feed position `afterSeq` ('0' from the start), at most `limit`. */
+/** Which changes to read: after cursor `after` (none: from the start), at most `limit`. */
 export interface ChangesQuery {
-  afterSeq: string;
+  after?: FeedCursor;
   limit: number;
   resourceType?: string;
   modifiedAfter?: Date;
 }
 
-/** One page of the feed: the changes and the position to continue from (the last one read, or `afterSeq`). */
+/** One page of the feed: the changes and the cursor to continue from (at the last one read, or where `after` was). */
 export interface ChangesPage {
   changes: RecordChange[];
-  nextSeq: string;
+  next: FeedCursor;
   /** True when the page is full: more changes may follow at once. */
   hasMore: boolean;
 }
@@ -27,23 +28,30 @@ export interface ChangesPage {
  * Reads a page of connection `connectionId`'s change feed: inserts, updates and tombstones in
  * `change_seq` order, each record once in its latest state. Writers of one connection commit in
  * sequence order (they hold the connection's feed lock), so a position once passed never gains a
- * change behind it. The purge mark and the page come from one snapshot: a cursor older than the
- * last purged tombstone is refused (`cursor_expired`, 410) rather than silently skipping a
- * deletion; reading again from the start rebuilds a copy.
+ * change behind it. The purge log and the page come from one snapshot: a cursor past which a
+ * purge removed a tombstone of the reader's resource types after the cursor was issued is refused
+ * (`cursor_expired`, 410) rather than silently skipping a deletion; reading again from the start
+ * rebuilds a copy. A purge the cursor's issuer had already seen, or of another resource type than
+ * the reader follows, never expires it. The next cursor carries the snapshot's purge epoch.
  */
 export async function listChanges(deps: CommandDeps, connectionId: string, query: ChangesQuery): Promise<ChangesPage> {
+  const afterSeq = query.after?.seq ?? '0';
   return withTransaction(
     deps.pool,
     async (tx) => {
-      const purgedSeq = await findFeedPurgedSeq(tx, connectionId);
-      if (purgedSeq === null) throw notFound('no connection with that id');
-      if (query.afterSeq !== '0' && BigInt(query.afterSeq) < BigInt(purgedSeq)) {
+      const expiry = await findFeedExpiry(tx, { connectionId, afterSeq, epoch: query.after?.epoch ?? '0', resourceType: query.resourceType });
+      if (!expiry) throw notFound('no connection with that id');
+      if (query.after && expiry.purged_through !== null) {
         throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {
-          purged_through: purgedSeq,
+          purged_through: expiry.purged_through,
         });
       }
-      const changes = await readChanges(tx, { connectionId, ...query });
-      return { changes, nextSeq: changes.at(-1)?.change_seq ?? query.afterSeq, hasMore: changes.length === query.limit };
+      const changes = await readChanges(tx, { connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter });
+      return {
+        changes,
+        next: { seq: changes.at(-1)?.change_seq ?? afterSeq, epoch: expiry.epoch },
+        hasMore: changes.length === query.limit,
+      };
     },
     { snapshot: true },
   );

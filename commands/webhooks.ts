@@ -68,6 +68,6 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
   if (!delivery) throw notFound('no delivery with that id for this webhook');
   if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
   await webhooks.reopenDelivery(deps.pool, deliveryId);
-  const started = await startWebhookDeliveries(deps.temporal, deps.taskQueue, [deliveryId]);
-  await webhooks.markDeliveryStarted(deps.pool, started, new Date());
+  // A start that fails, or finds the previous run still closing, is made by the reconcile tick.
+  await startWebhookDeliveries(deps.temporal, deps.taskQueue, [deliveryId]);
 }

@@ -71,6 +71,7 @@ export type JobOutcome = (typeof JOB_OUTCOMES)[number];
 export const WEBHOOK_EVENT_TYPES = [
   'sync.completed',
   'sync.failed',
+  'sync.cancelled',
   'connection.breaker_opened',
   'connection.breaker_closed',
   'connection.disabled',

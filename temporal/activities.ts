@@ -8,6 +8,7 @@ import type { ConnectionStatus, JobStatus, JobTrigger, SyncMode } from '../polic
 import type { ImmediateSyncInput, ImmediateSyncResult } from './immediate-sync';
 import type { ScheduleChange } from './connection';
 import type { ConnectionPurgeInput, PurgeProgress } from './purge';
+import type { WebhookDeliveryOutcome } from './webhook-delivery';
 
 /** What a connection workflow needs to plan its next run. */
 export interface ConnectionContext {
@@ -176,7 +177,7 @@ export interface ReconcileResult {
   abandoned: number;
   /** Calls the tick made to Temporal. */
   temporalCalls: number;
-  /** Pending webhook deliveries whose workflow had not been started, started now. */
+  /** Pending webhook deliveries whose workflow was not running (never started, or died), started now. */
   deliveriesStarted?: number;
   /**
    * The tick's settings from the configuration of the worker that ran it, read on every tick so a
@@ -271,7 +272,7 @@ export interface Activities {
   deleteOldJobs(input: DeleteOldJobsInput): Promise<number>;
   // Webhook deliveries.
   /** One attempt; throws a retryable failure unless the receiver answered 2xx. */
-  deliverWebhook(input: { deliveryId: string }): Promise<'delivered' | 'dropped'>;
+  deliverWebhook(input: { deliveryId: string }): Promise<WebhookDeliveryOutcome>;
   failWebhookDelivery(input: { deliveryId: string; at: number }): Promise<void>;
   // Connection purges.
   /** Stops everything the connection runs; throws (retryable) until its workflows have all closed. */

@@ -220,14 +220,14 @@ export async function cancelImmediateSync(handle: WorkflowHandle<ImmediateSyncWo
 const GRPC_UNIMPLEMENTED = 12;
 
 /**
- * The ids of every running Synctide connection and job workflow, from one visibility listing
- * (a page per 1,000). Null when the server has no list API (Temporal's time-skipping test
- * server): callers then ask about each workflow they care about instead.
+ * The ids of every running Synctide connection, job and webhook-delivery workflow, from one
+ * visibility listing (a page per 1,000). Null when the server has no list API (Temporal's
+ * time-skipping test server): callers then ask about each workflow they care about instead.
  */
 export async function listRunningWorkflowIds(client: Client): Promise<Set<string> | null> {
   const ids = new Set<string>();
   try {
-    const query = `WorkflowType IN ('${CONNECTION_WORKFLOW}', '${SYNC_JOB_WORKFLOW}') AND ExecutionStatus = 'Running'`;
+    const query = `WorkflowType IN ('${CONNECTION_WORKFLOW}', '${SYNC_JOB_WORKFLOW}', '${WEBHOOK_DELIVERY_WORKFLOW}') AND ExecutionStatus = 'Running'`;
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) ids.add(info.workflowId);
   } catch (err) {
     // The client wraps the server's gRPC status in a ServiceError.
@@ -280,8 +280,10 @@ export async function cancelConnectionWorkflow(client: Client, connectionId: str
 
 /**
  * Starts the `webhook-delivery:<id>` workflow of each delivery, or finds it running (conflict
- * policy "use existing"); a delivery whose earlier workflow closed gets a new run (redelivery).
- * Returns the ids it started or found; a failed start is left for the reconcile tick.
+ * policy "use existing"); a delivery whose earlier workflow closed gets a new run (redelivery, or
+ * a pending delivery whose workflow died). The one way deliveries are started. Returns the ids it
+ * started or found; a failed start is left for the reconcile tick, which starts every pending
+ * delivery whose workflow is not running.
  */
 export async function startWebhookDeliveries(client: Client, taskQueue: string, deliveryIds: string[]): Promise<string[]> {
   const started: string[] = [];

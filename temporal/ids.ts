@@ -17,3 +17,12 @@ export const RECONCILE_WORKFLOW_ID = 'synctide-reconcile';
 
 /** Workflow id of the delivery of one webhook event to one endpoint. */
 export const webhookDeliveryWorkflowId = (deliveryId: string): string => `webhook-delivery:${deliveryId}`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The delivery id a `webhook-delivery:<uuid>` workflow id names; null for any other workflow id. */
+export function deliveryIdOf(workflowId: string): string | null {
+  const prefix = webhookDeliveryWorkflowId('');
+  const id = workflowId.startsWith(prefix) ? workflowId.slice(prefix.length) : '';
+  return UUID.test(id) ? id : null;
+}

@@ -151,6 +151,40 @@ describe('DELETE /connections/:id and its purge', () => {
     expect(await rowsMentioning([victim.id])).toEqual({});
   });
 
+  it("keeps an event whose delivery is still pending (the deletion's own connection.disabled) until it is delivered", async () => {
+    // A receiver that is down (500) until the purge has finished.
+    let up = false;
+    const received: { event: any; answered: number }[] = [];
+    const down = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        received.push({ event: JSON.parse(body), answered: up ? 200 : 500 });
+        res.writeHead(up ? 200 : 500).end();
+      });
+    });
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    try {
+      const hook = await created('POST', '/webhooks', {
+        tenant_id: 'pending-at-delete', url: `http://127.0.0.1:${(down.address() as AddressInfo).port}/hook`, event_types: ['connection.disabled'],
+      }, 201);
+      const victim = await created('POST', '/connections', {
+        tenant_id: 'pending-at-delete', app_key: 'victim', provider: 'demo', config: { records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },
+      }, 201);
+      const purge = await created('DELETE', `/connections/${victim.id}`, undefined, 202);
+      await eventually(async () => ((await api.call('GET', `/purges/${purge.id}`)).body.status === 'completed' ? true : undefined));
+      expect((await api.call('GET', `/connections/${victim.id}`)).status).toBe(404);
+      // The connection is gone; its connection.disabled is still being delivered.
+      const deliveries = await api.call('GET', `/webhooks/${hook.id}/deliveries`);
+      expect(deliveries.body.items.map((d: any) => [d.event_type, d.status])).toEqual([['connection.disabled', 'pending']]);
+      up = true;
+      expect(await stack.env.client.workflow.getHandle(`webhook-delivery:${deliveries.body.items[0].id}`).result()).toBe('delivered');
+      expect(received.at(-1)).toMatchObject({ answered: 200, event: { type: 'connection.disabled', data: { connection_id: victim.id } } });
+    } finally {
+      await new Promise((resolve) => down.close(resolve));
+    }
+  });
+
   it('the reconcile tick starts a purge whose workflow was never started (the API died in between)', async () => {
     const orphan = await created('POST', '/connections', {
       tenant_id: 'acme', app_key: 'orphan', provider: 'demo', config: { records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },

@@ -195,9 +195,19 @@ describe('deleteOldJobs', () => {
     await deleteOldJobs({ ...deps, tombstoneRetentionDays: 30 })({ at: AT, retentionDays: 7 });
     const { rows } = await db.pool.query('select external_id from records where connection_id = $1 order by 1', [conn.id]);
     expect(rows.map((r) => r.external_id)).toEqual(['gone-yesterday', 'live']);
-    const { rows: purged } = await db.pool.query('select feed_purged_seq::text from connections where id = $1', [conn.id]);
-    expect(purged[0].feed_purged_seq).toBe(oldTombstone);
+    const { rows: purged } = await db.pool.query('select resource_type, purged_seq::text from feed_purges where connection_id = $1', [conn.id]);
+    expect(purged).toEqual([{ resource_type: 'issues', purged_seq: oldTombstone }]);
     expect(lines.find((l) => l.msg === 'old record tombstones purged')).toMatchObject({ purged: 1, tombstone_retention_days: 30 });
+    // A later purge of the same resource type replaces the log row it covers; another type gets its own.
+    const later = await insert('gone-long-ago-too', 40);
+    const { rows: other } = await db.pool.query(
+      `insert into records (connection_id, resource_type, external_id, data, deleted_at, change)
+       values ($1, 'pulls', 'p', '{}', $2, 'delete') returning change_seq::text`,
+      [conn.id, new Date(AT - 40 * DAY)],
+    );
+    await deleteOldJobs({ ...deps, tombstoneRetentionDays: 30 })({ at: AT, retentionDays: 7 });
+    const { rows: log } = await db.pool.query('select resource_type, purged_seq::text from feed_purges where connection_id = $1 order by 1', [conn.id]);
+    expect(log).toEqual([{ resource_type: 'issues', purged_seq: later }, { resource_type: 'pulls', purged_seq: other[0].change_seq }]);
   });
 
   it('deletes webhook events past RETENTION_DAYS once none of their deliveries is pending', async () => {

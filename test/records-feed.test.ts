@@ -1,7 +1,10 @@
 // The records API as a consumer uses it: a loop that follows a connection's change feed with the
 // cursor while syncs write, against a real API, worker, time-skipping server and Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { finishJob } from '../activities/finish-job';
 import { createDemoWorld } from '../connectors/demo';
+import { purgeTombstonesBatch } from '../db/models/records';
+import { testActivityDeps } from './helpers/deps';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
 
@@ -124,23 +127,122 @@ describe('records API: a consumer following the change feed', () => {
     console.log(`[records-feed] ${changesRead} changes read, ${pollsDuringFull} polls during the full sync, ${changed} records changed beside it`);
   });
 
-  it('answers 404 for an unknown connection, 400 for a cursor it did not issue, and 410 once tombstones after the cursor were purged', async () => {
+  it('answers 404 for an unknown connection and 400 for a cursor it did not issue', async () => {
     expect((await call('GET', '/connections/00000000-0000-4000-8000-000000000000/records')).status).toBe(404);
-    const created = await call('POST', '/connections', {
-      tenant_id: 'acme', app_key: 'feed-edges', provider: 'demo', config: { records_per_resource: 3 }, schedule: { interval_seconds: 86_400 },
-    });
-    const id: string = created.body.id;
+    const id = await feedConnection();
     const bad = await call('GET', `/connections/${id}/records?cursor=not-a-cursor`);
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('invalid_request');
-    // A consumer that read up to position 1; a purge then removed tombstones up to position 2.
-    const cursor = Buffer.from(JSON.stringify({ seq: '1' })).toString('base64url');
-    expect((await call('GET', `/connections/${id}/records?cursor=${cursor}`)).status).toBe(200);
-    await stack.db.pool.query('update connections set feed_purged_seq = 2 where id = $1', [id]);
-    const expired = await call('GET', `/connections/${id}/records?cursor=${cursor}`);
+  });
+
+  /** A connection row of its own tenant (no workflow: the test writes its records). */
+  async function feedConnection(): Promise<string> {
+    const { rows } = await stack.db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ('feed-' || gen_random_uuid(), 'demo', 'feed', 'paused') returning id`,
+    );
+    return rows[0]!.id;
+  }
+
+  /** Writes a live record, or a tombstone deleted long ago (purgeable), at the next feed position; answers it. */
+  async function write(connectionId: string, resourceType: string, externalId: string, tombstone = false): Promise<string> {
+    const { rows } = await stack.db.pool.query<{ change_seq: string }>(
+      `insert into records (connection_id, resource_type, external_id, data, synced_at, deleted_at, change)
+       values ($1, $2, $3, '{}', now(), $4, $5)
+       on conflict (connection_id, resource_type, external_id) do update
+          set deleted_at = excluded.deleted_at, change = excluded.change, change_seq = nextval('records_change_seq')
+       returning change_seq::text`,
+      [connectionId, resourceType, externalId, tombstone ? new Date(Date.now() - 90 * 86_400_000) : null, tombstone ? 'delete' : 'insert'],
+    );
+    return rows[0]!.change_seq;
+  }
+
+  const purge = () => purgeTombstonesBatch(stack.db.pool, new Date(Date.now() - 86_400_000), 1000);
+
+  /** Reads the whole feed from `cursor` in pages of `limit`; answers the items and the last answer. */
+  async function readAll(connectionId: string, opts: { limit: number; resourceType?: string; cursor?: string }) {
+    const items: any[] = [];
+    let cursor = opts.cursor;
+    for (let page = 0; page < 100; page++) {
+      const query = `limit=${opts.limit}${opts.resourceType ? `&resource_type=${opts.resourceType}` : ''}${cursor ? `&cursor=${cursor}` : ''}`;
+      const answer = await call('GET', `/connections/${connectionId}/records?${query}`);
+      if (answer.status !== 200) return { items, answer, cursor };
+      items.push(...answer.body.items);
+      cursor = answer.body.next_cursor;
+      if (!answer.body.has_more) return { items, answer, cursor };
+    }
+    throw new Error('the feed never ended');
+  }
+
+  it('a fresh reader after a tombstone purge pages to the end (no 410 on page 2)', async () => {
+    const id = await feedConnection();
+    for (const key of ['a', 'b', 'c', 'd', 'e']) await write(id, 'items', key);
+    // The newest positions were deletions, purged before anyone read them.
+    await write(id, 'items', 'd', true);
+    await write(id, 'items', 'e', true);
+    expect(await purge()).toBe(2);
+    const { items, answer } = await readAll(id, { limit: 2 });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(items.map((i) => i.external_id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('expires a cursor once a purge passed it after it was issued, and only then; a reader of another resource type is not expired', async () => {
+    const id = await feedConnection();
+    for (const key of ['a', 'b', 'c']) await write(id, 'items', key);
+    await write(id, 'others', 'x');
+    // Both readers stop after one page: the unfiltered one at 'b', the items-only one at 'b' too.
+    const all = await call('GET', `/connections/${id}/records?limit=2`);
+    const itemsOnly = await call('GET', `/connections/${id}/records?limit=2&resource_type=items`);
+    expect([all.status, itemsOnly.status]).toEqual([200, 200]);
+    // 'x' (of `others`) is deleted and purged: the unfiltered reader had not read its deletion yet.
+    await write(id, 'others', 'x', true);
+    expect(await purge()).toBe(1);
+    const itemsNext = await readAll(id, { limit: 2, resourceType: 'items', cursor: itemsOnly.body.next_cursor });
+    expect(itemsNext.answer.status, JSON.stringify(itemsNext.answer.body)).toBe(200);
+    expect(itemsNext.items.map((i) => i.external_id)).toEqual(['c']);
+    const allNext = await call('GET', `/connections/${id}/records?limit=2&cursor=${all.body.next_cursor}`);
+    expect(allNext.status).toBe(410);
+    expect(allNext.body.error.code).toBe('cursor_expired');
+    // An items-reader is expired by an items purge past its cursor.
+    const before = itemsNext.cursor!;
+    await write(id, 'items', 'a', true);
+    await write(id, 'items', 'z');
+    const fresh = await readAll(id, { limit: 10, resourceType: 'items' });
+    expect(fresh.items.map((i) => [i.external_id, i.change])).toEqual([['b', 'insert'], ['c', 'insert'], ['a', 'delete'], ['z', 'insert']]);
+    expect(await purge()).toBe(1);
+    const expired = await call('GET', `/connections/${id}/records?resource_type=items&cursor=${before}`);
     expect(expired.status).toBe(410);
-    expect(expired.body.error.code).toBe('cursor_expired');
-    // Without a cursor the feed is read again from the start.
+    // A cursor issued before cursors carried a purge epoch counts every logged purge as after it.
+    const legacy = (seq: string) => Buffer.from(JSON.stringify({ seq })).toString('base64url');
+    expect((await call('GET', `/connections/${id}/records?cursor=${legacy('999999999999')}`)).status).toBe(200);
+    expect((await call('GET', `/connections/${id}/records?cursor=${legacy('1')}`)).status).toBe(410);
+    // A cursor issued after that purge is not expired by it; without a cursor the feed is read again from the start.
+    expect((await call('GET', `/connections/${id}/records?resource_type=items&cursor=${fresh.cursor}`)).status).toBe(200);
     expect((await call('GET', `/connections/${id}/records`)).status).toBe(200);
+  });
+
+  it("the cursor of a sync.completed event is not expired when the connection's newest positions were purged", async () => {
+    const id = await feedConnection();
+    const { rows: conn } = await stack.db.pool.query<{ tenant_id: string }>('select tenant_id from connections where id = $1', [id]);
+    await stack.db.pool.query(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'http://127.0.0.1:9/', '{sync.completed}', 'whsec_x')`,
+      [conn[0]!.tenant_id],
+    );
+    await write(id, 'items', 'a');
+    await write(id, 'items', 'b', true);
+    expect(await purge()).toBe(1);
+    const { rows: job } = await stack.db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, $2, 'incremental', 'api', 'running', now()) returning id`,
+      [id, conn[0]!.tenant_id],
+    );
+    // No worker polls this queue: the delivery is written, not sent.
+    const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: 'records-feed-nobody' });
+    expect(await finishJob(deps)({ jobId: job[0]!.id, outcome: 'completed', at: Date.now(), startedAt: Date.now() })).toBe('completed');
+    const { rows: event } = await stack.db.pool.query<{ payload: { cursor: string } }>(
+      `select payload from webhook_events where connection_id = $1 and event_type = 'sync.completed'`,
+      [id],
+    );
+    const answer = await call('GET', `/connections/${id}/records?cursor=${event[0]!.payload.cursor}`);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.items).toEqual([]);
   });
 });

@@ -5,8 +5,8 @@ import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
-import { ensureConnectionWorkflow } from '../temporal/client';
-import { connectionWorkflowId } from '../temporal/ids';
+import { ensureConnectionWorkflow, listRunningWorkflowIds, startWebhookDeliveries } from '../temporal/client';
+import { connectionWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
 import { testActivityDeps } from './helpers/deps';
@@ -148,5 +148,32 @@ describe('scheduler on the dev server', () => {
     // the connection disabled.
     await eventually(async () => ((await handle.describe()).status.name !== 'RUNNING' ? true : undefined));
     handles.mockRestore();
+  });
+
+  it('the tick (by its one listing) leaves a pending delivery whose workflow runs alone, and restarts one whose workflow died', async () => {
+    // A delivery to a receiver that is down, so its workflow keeps retrying.
+    const { rows: hook } = await db.pool.query<{ id: string }>(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ('acme', 'http://127.0.0.1:9/', '{connection.disabled}', 'whsec_x') returning id`,
+    );
+    const { rows: event } = await db.pool.query<{ id: string }>(
+      `insert into webhook_events (tenant_id, event_type, payload, created_at) values ('acme', 'connection.disabled', '{}', now() - interval '1 minute') returning id`,
+    );
+    const { rows: delivery } = await db.pool.query<{ id: string }>(
+      `insert into webhook_deliveries (webhook_id, event_id, created_at) values ($1, $2, now() - interval '1 minute') returning id`,
+      [hook[0]!.id, event[0]!.id],
+    );
+    const workflowId = webhookDeliveryWorkflowId(delivery[0]!.id);
+    expect(await startWebhookDeliveries(env.client, TASK_QUEUE, [delivery[0]!.id])).toEqual([delivery[0]!.id]);
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    await eventually(async () => ((await listRunningWorkflowIds(env.client))?.has(workflowId) ? true : undefined));
+    expect((await reconcileConnections(deps)({ at: Date.now() })).deliveriesStarted).toBeUndefined();
+    const first = await env.client.workflow.getHandle(workflowId).describe();
+    await env.client.workflow.getHandle(workflowId).terminate('the worker host was lost');
+    // Once the listing no longer shows it, a tick starts a new run.
+    await eventually(async () => ((await reconcileConnections(deps)({ at: Date.now() })).deliveriesStarted === 1 ? true : undefined));
+    const second = await env.client.workflow.getHandle(workflowId).describe();
+    expect(second.status.name).toBe('RUNNING');
+    expect(second.runId).not.toBe(first.runId);
+    await env.client.workflow.getHandle(workflowId).terminate('test over');
   });
 });

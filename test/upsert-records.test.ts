@@ -85,8 +85,8 @@ describe('record writes and the change feed', () => {
     // Purging old tombstones removes c and records how far the purge reached.
     expect(await purgeTombstonesBatch(db.pool, new Date(Date.now() + 1000), 100)).toBeGreaterThanOrEqual(1);
     expect((await feed('0', conn)).map((c) => c.external_id)).toEqual(['b', 'a']);
-    const { rows: purged } = await db.pool.query('select feed_purged_seq::text from connections where id = $1', [conn]);
-    expect(purged[0].feed_purged_seq).toBe(afterDelete[2]!.change_seq);
+    const { rows: purged } = await db.pool.query('select resource_type, purged_seq::text from feed_purges where connection_id = $1', [conn]);
+    expect(purged).toEqual([{ resource_type: 'issues', purged_seq: afterDelete[2]!.change_seq }]);
   });
 
   it('commits two writers of one connection in feed order, so a reader between them misses nothing', async () => {

@@ -7,6 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
+import { cancelJob } from '../activities/cancel-job';
+import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
+import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { testActivityDeps } from './helpers/deps';
 import { recordHistory } from './helpers/histories';
@@ -40,6 +43,22 @@ async function startReceiver(failures: number) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** A receiver on 127.0.0.1 that answers 500 until `open()` is called, then 200. */
+async function startGatedReceiver() {
+  let open = false;
+  const received: { headers: IncomingHttpHeaders; answered: number }[] = [];
+  const server: Server = createServer((req, res) => {
+    req.resume().on('end', () => {
+      const answered = open ? 200 : 500;
+      received.push({ headers: req.headers, answered });
+      res.writeHead(answered).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  return { url, received, open: () => void (open = true), close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 describe('webhooks', () => {
@@ -90,9 +109,13 @@ describe('webhooks', () => {
       // The sync finishes whatever the receiver answers.
       await waitFor(async () => ((await call(server, 'GET', `/jobs/${jobId}`)).body.status === 'completed' ? true : undefined));
 
+      // The delivery of this job's event (the scheduler's first job sends a sync.completed too).
       const deliveryId: string = await waitFor(async () => {
-        const page = await call(server, 'GET', `/webhooks/${webhookId}/deliveries`);
-        return page.body.items.find((d: any) => d.event_type === 'sync.completed')?.id;
+        const { rows } = await stack.db.pool.query<{ id: string }>(
+          `select d.id from webhook_deliveries d join webhook_events e on e.id = d.event_id where d.webhook_id = $1 and e.payload->'job'->>'id' = $2`,
+          [webhookId, jobId],
+        );
+        return rows[0]?.id;
       });
       expect(await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)).result()).toBe('delivered');
       await recordHistory(stack.env.client, 'webhook-delivery-retried', webhookDeliveryWorkflowId(deliveryId));
@@ -188,6 +211,116 @@ describe('webhooks', () => {
       expect(receiver.received.map((r) => r.headers['synctide-event-id'])).toEqual([event[0]!.id]);
       // Started once: the next tick finds nothing to start.
       expect((await reconcileConnections(deps)({ at: Date.now() })).deliveriesStarted).toBeUndefined();
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('every end of a job sends its event: sync.failed when the reaper, a start-up clean-up or the reconcile tick fails it, sync.cancelled when it is cancelled', async () => {
+    // A webhook of its own tenant; no worker polls the task queue the activities start deliveries on.
+    const tenant = 'job-ends';
+    const { rows: hook } = await stack.db.pool.query<{ id: string }>(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'http://127.0.0.1:9/', '{sync.failed,sync.cancelled}', 'whsec_x') returning id`,
+      [tenant],
+    );
+    // Each job on a connection of its own (disabled: the tick starts no workflow for it).
+    const job = async (trigger: string, status: string) => {
+      const { rows: conn } = await stack.db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'ends-' || gen_random_uuid(), 'disabled') returning id`,
+        [tenant],
+      );
+      const { rows } = await stack.db.pool.query<{ id: string }>(
+        `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at)
+         values ($1, $2, 'incremental', $3, $4, now() - interval '20 minutes', now() - interval '20 minutes') returning id`,
+        [conn[0]!.id, tenant, trigger, status],
+      );
+      return { id: rows[0]!.id, connectionId: conn[0]!.id };
+    };
+    const reaped = await job('api', 'running');
+    await stack.db.pool.query(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at) values ($1, 'items', 'processing', now() - interval '20 minutes', now() - interval '20 minutes')`,
+      [reaped.id],
+    );
+    const abandonedAtStart = await job('schedule', 'running');
+    const cancelled = await job('api', 'queued');
+    const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: 'webhooks-nobody' });
+    expect((await reapStaleTasks(deps)({ at: Date.now() })).jobs).toBeGreaterThanOrEqual(1);
+    expect(await failAbandonedJobs(deps)({ connectionId: abandonedAtStart.connectionId, at: Date.now(), runId: 'a-new-run' })).toEqual([abandonedAtStart.id]);
+    expect(await cancelJob(deps)({ jobId: cancelled.id, at: Date.now(), reason: 'cancelled over the API' })).toBe(true);
+    // Left running with no workflow: the tick fails it as abandoned.
+    const abandonedByTick = await job('api', 'running');
+    await reconcileConnections(deps)({ at: Date.now() });
+    const { rows: events } = await stack.db.pool.query<{ event_type: string; job_id: string; status: string; cursor: string }>(
+      `select e.event_type, e.payload->'job'->>'id' as job_id, e.payload->'job'->>'status' as status, e.payload->>'cursor' as cursor
+         from webhook_events e join webhook_deliveries d on d.event_id = e.id where d.webhook_id = $1`,
+      [hook[0]!.id],
+    );
+    const byJob = Object.fromEntries(events.map((e) => [e.job_id, [e.event_type, e.status]]));
+    expect(byJob).toEqual({
+      [reaped.id]: ['sync.failed', 'failed'],
+      [abandonedAtStart.id]: ['sync.failed', 'failed'],
+      [abandonedByTick.id]: ['sync.failed', 'failed'],
+      [cancelled.id]: ['sync.cancelled', 'cancelled'],
+    });
+    expect(events.every((e) => typeof e.cursor === 'string')).toBe(true);
+    // sync.cancelled is an event type a webhook can subscribe to.
+    const subscribed = await call(server, 'POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/', event_types: ['sync.cancelled'] });
+    expect(subscribed.status, JSON.stringify(subscribed.body)).toBe(201);
+  });
+
+  /** A pending delivery of a new event to a new webhook of `tenant` at `url`, written a minute ago (past the tick's grace time). */
+  async function oldPendingDelivery(tenant: string, url: string): Promise<{ webhookId: string; eventId: string; deliveryId: string }> {
+    const created = await call(server, 'POST', '/webhooks', { tenant_id: tenant, url, event_types: ['connection.disabled'] });
+    expect(created.status).toBe(201);
+    const { rows: event } = await stack.db.pool.query<{ id: string }>(
+      `insert into webhook_events (tenant_id, event_type, payload, created_at) values ($1, 'connection.disabled', '{"connection_id": "gone"}', now() - interval '1 minute') returning id`,
+      [tenant],
+    );
+    const { rows: delivery } = await stack.db.pool.query<{ id: string }>(
+      `insert into webhook_deliveries (webhook_id, event_id, created_at) values ($1, $2, now() - interval '1 minute') returning id`,
+      [created.body.id, event[0]!.id],
+    );
+    return { webhookId: created.body.id, eventId: event[0]!.id, deliveryId: delivery[0]!.id };
+  }
+
+  it('the reconcile tick restarts a pending delivery whose workflow died', async () => {
+    const receiver = await startGatedReceiver();
+    try {
+      const { eventId, deliveryId } = await oldPendingDelivery('dead-deliveries', receiver.url);
+      const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE });
+      await reconcileConnections(deps)({ at: Date.now() });
+      // Its workflow runs and is retrying (the receiver answers 500), then dies.
+      await waitFor(async () => (receiver.received.length > 0 ? true : undefined));
+      const handle = stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId));
+      await handle.terminate('the worker host was lost');
+      receiver.open();
+      const tick = await reconcileConnections(deps)({ at: Date.now() });
+      expect(tick.deliveriesStarted ?? 0).toBeGreaterThanOrEqual(1);
+      expect(await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)).result()).toBe('delivered');
+      expect(receiver.received.at(-1)).toMatchObject({ answered: 200, headers: { 'synctide-event-id': eventId } });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a redelivery that found the previous run still closing is delivered: the tick restarts it once that run has ended', async () => {
+    const receiver = await startGatedReceiver();
+    try {
+      const { webhookId, deliveryId } = await oldPendingDelivery('closing-redeliveries', receiver.url);
+      const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE });
+      await reconcileConnections(deps)({ at: Date.now() });
+      await waitFor(async () => (receiver.received.length > 0 ? true : undefined));
+      // Its retries ran out: the delivery is marked failed and its run is about to close.
+      await stack.db.pool.query(`update webhook_deliveries set status = 'failed', finished_at = now() where id = $1`, [deliveryId]);
+      // Redelivered in that moment: the start finds the closing run and starts none.
+      expect((await call(server, 'POST', `/webhooks/${webhookId}/deliveries/${deliveryId}/redeliver`)).status).toBe(202);
+      await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)).terminate('closed');
+      receiver.open();
+      const tick = await reconcileConnections(deps)({ at: Date.now() });
+      expect(tick.deliveriesStarted ?? 0).toBeGreaterThanOrEqual(1);
+      expect(await stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId)).result()).toBe('delivered');
+      const deliveries = await call(server, 'GET', `/webhooks/${webhookId}/deliveries`);
+      expect(deliveries.body.items.map((d: any) => [d.id, d.status])).toEqual([[deliveryId, 'delivered']]);
     } finally {
       await receiver.close();
     }

@@ -4,7 +4,8 @@ import { listChanges } from '../../commands/records';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { presentRecordChange } from '../present';
-import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, notFound } from '../schemas/common';
+import { decodeFeedCursor, encodeFeedCursor } from '../../policy/feed-cursor';
+import { conflict, errorResponses, IdParams, jsonAnswer, notFound } from '../schemas/common';
 import { ListRecordsQuery, RecordPageSchema } from '../schemas/records';
 
 const tags = ['records'];
@@ -20,7 +21,7 @@ const list = createRoute({
     200: jsonAnswer(RecordPageSchema, 'One page of changes'),
     ...errorResponses,
     404: notFound,
-    410: conflict('The cursor is older than purged tombstones (`cursor_expired`): read again from the start'),
+    410: conflict('Tombstones past the cursor were purged after it was issued (`cursor_expired`): read again from the start'),
   },
 });
 
@@ -31,19 +32,15 @@ export function recordRoutes(deps: ApiDeps) {
   app.openapi(list, async (c) => {
     const { id } = c.req.valid('param');
     const query = c.req.valid('query');
-    let afterSeq = '0';
-    if (query.cursor !== undefined) {
-      const position = decodeCursor(query.cursor)?.seq;
-      if (typeof position !== 'string' || !/^\d{1,19}$/.test(position)) throw invalid('cursor: not a cursor this API returned');
-      afterSeq = position;
-    }
+    const after = query.cursor === undefined ? undefined : decodeFeedCursor(query.cursor);
+    if (after === null) throw invalid('cursor: not a cursor this API returned');
     const page = await listChanges(deps, id, {
-      afterSeq,
+      after,
       limit: query.limit,
       resourceType: query.resource_type,
       modifiedAfter: query.modified_after ? new Date(query.modified_after) : undefined,
     });
-    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: encodeCursor({ seq: page.nextSeq }), has_more: page.hasMore }, 200);
+    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: encodeFeedCursor(page.next), has_more: page.hasMore }, 200);
   });
 
   return app;

@@ -10,7 +10,14 @@ export const CreateWebhookBody = z
       .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
       .max(2000, 'must be at most 2000 characters')
       .openapi({ description: 'http(s); loopback, private and link-local addresses are refused unless WEBHOOK_ALLOW_PRIVATE', example: 'https://example.com/hooks/synctide' }),
-    event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, 'must name at least one event type'),
+    event_types: z
+      .array(z.enum(WEBHOOK_EVENT_TYPES))
+      .min(1, 'must name at least one event type')
+      .openapi({
+        description:
+          'Events to send: `sync.completed`, `sync.failed`, `sync.cancelled` (one per job that ends, by the status it ended with, whoever ended it; ' +
+          'data: the job, its counts, its error and a records-feed cursor), `connection.breaker_opened`, `connection.breaker_closed`, `connection.disabled`',
+      }),
   })
   .openapi('CreateWebhook');
 

@@ -90,10 +90,18 @@ export async function deleteJobsBatch(db: Queryable, connectionId: string, limit
   return rowCount ?? 0;
 }
 
-/** Deletes up to `limit` of the connection's webhook events, with their deliveries and attempts (by cascade). */
+/**
+ * Deletes up to `limit` of the connection's webhook events none of whose deliveries is still
+ * pending, with their deliveries and attempts (by cascade). An event still being delivered (such
+ * as the `connection.disabled` the deletion itself wrote) outlives the connection until it is
+ * delivered or given up; the retention clean-up deletes it then.
+ */
 export async function deleteWebhookEventsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
   const { rowCount } = await db.query(
-    'delete from webhook_events where id in (select id from webhook_events where connection_id = $1 limit $2)',
+    `delete from webhook_events where id in (
+       select e.id from webhook_events e
+        where e.connection_id = $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
+        limit $2)`,
     [connectionId, limit],
   );
   return rowCount ?? 0;

@@ -131,30 +131,78 @@ export async function readChanges(
   return rows;
 }
 
-/**
- * The highest change position of connection `connectionId` that a tombstone purge removed (0 when
- * none): a cursor below it may have missed a deletion. Null when the connection does not exist.
- */
-export async function findFeedPurgedSeq(db: Queryable, connectionId: string): Promise<string | null> {
-  const { rows } = await db.query<{ feed_purged_seq: string }>('select feed_purged_seq::text from connections where id = $1', [connectionId]);
-  return rows[0]?.feed_purged_seq ?? null;
+/** Two-key advisory locks in this class: (class, 0) is held by every tombstone purge while it writes. */
+const PURGE_LOCK_CLASS = 0x5eee;
+
+/** Whether a feed cursor may still be read on, and the purge epoch a cursor issued now carries. */
+export interface FeedExpiry {
+  /**
+   * The highest position of a tombstone in the reader's scope that a purge after the cursor's
+   * epoch removed past the cursor's position; null when none did (the cursor is good).
+   */
+  purged_through: string | null;
+  /** The newest purge this snapshot sees: cursors issued from it carry it. */
+  epoch: string;
 }
 
 /**
- * Hard-deletes up to `limit` tombstones older than `before` and raises each affected connection's
- * `feed_purged_seq` to the highest position removed, in one statement. A record seen again since
- * (no longer a tombstone) is left alone. Returns how many it deleted.
+ * Judges a feed cursor of connection `connectionId` at position `afterSeq`, issued at purge epoch
+ * `epoch`, for a reader of `resourceType` (or of every type): it has expired only when a purge the
+ * cursor's issuer had not seen removed a tombstone of that scope past its position (a deletion
+ * the reader would otherwise never learn of). Also answers the current epoch. Null when the
+ * connection does not exist.
+ */
+export async function findFeedExpiry(
+  db: Queryable,
+  cursor: { connectionId: string; afterSeq: string; epoch: string; resourceType?: string },
+): Promise<FeedExpiry | null> {
+  const { rows } = await db.query<FeedExpiry>(
+    `select (select max(p.purged_seq)::text from feed_purges p
+              where p.connection_id = c.id and ($2::text is null or p.resource_type = $2)
+                and p.id > $3::bigint and p.purged_seq > $4::bigint) as purged_through,
+            (select coalesce(max(id), 0)::text from feed_purges) as epoch
+       from connections c where c.id = $1`,
+    [cursor.connectionId, cursor.resourceType ?? null, cursor.epoch, cursor.afterSeq],
+  );
+  return rows[0] ?? null;
+}
+
+/** Where a feed cursor of a connection issued now would stand: its latest change and the purge epoch. */
+export interface FeedHead {
+  seq: string;
+  epoch: string;
+}
+
+/** The feed head of connection `connectionId` (position '0' when it has no records). */
+export async function findFeedHead(db: Queryable, connectionId: string): Promise<FeedHead> {
+  const { rows } = await db.query<FeedHead>(
+    `select (select coalesce(max(change_seq), 0)::text from records where connection_id = $1) as seq,
+            (select coalesce(max(id), 0)::text from feed_purges) as epoch`,
+    [connectionId],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Hard-deletes up to `limit` tombstones older than `before`, in one statement, and logs per
+ * connection and resource type the highest position removed (`feed_purges`), deleting the log
+ * rows that the new one covers. Purges hold one lock while they write, so they commit in the
+ * order of their log ids (a reader's snapshot sees every purge up to an id, none after it). A
+ * record seen again since (no longer a tombstone) is left alone. Returns how many it deleted.
  */
 export async function purgeTombstonesBatch(db: Queryable, before: Date, limit: number): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `with doomed as (select ctid from records where deleted_at < $1 limit $2),
+    `with purge_lock as (select pg_advisory_xact_lock($3, 0)),
+          doomed as (select r.ctid from purge_lock, records r where r.deleted_at < $1 limit $2),
           purged as (delete from records r using doomed d where r.ctid = d.ctid and r.deleted_at < $1
-                     returning r.connection_id, r.change_seq),
-          marked as (update connections c set feed_purged_seq = greatest(c.feed_purged_seq, p.last_seq)
-                       from (select connection_id, max(change_seq) as last_seq from purged group by connection_id) p
-                      where c.id = p.connection_id)
+                     returning r.connection_id, r.resource_type, r.change_seq),
+          logged as (insert into feed_purges (connection_id, resource_type, purged_seq)
+                     select connection_id, resource_type, max(change_seq) from purged group by connection_id, resource_type
+                     returning connection_id, resource_type, purged_seq),
+          covered as (delete from feed_purges o using logged l
+                       where o.connection_id = l.connection_id and o.resource_type = l.resource_type and o.purged_seq <= l.purged_seq)
      select count(*)::int as n from purged`,
-    [before, limit],
+    [before, limit, PURGE_LOCK_CLASS],
   );
   return rows[0]!.n;
 }

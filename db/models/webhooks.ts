@@ -1,6 +1,7 @@
 // SQL of `webhooks`, `webhook_events`, `webhook_deliveries` and `webhook_delivery_attempts`.
 // An event and its deliveries are inserted by the transaction that makes the event true.
 import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
+import type { JobEventFacts } from '../../policy/webhook-events';
 import type { Queryable } from '../queryable';
 
 /** A webhook as listed: never its secret. */
@@ -71,38 +72,27 @@ export async function insertConnectionEvent(
 }
 
 /**
- * Inserts `sync.completed` or `sync.failed` for a job that just ended, with its summary built
- * here: the job, its record counts summed over its tasks, the error summary, and a records-feed
- * cursor at the connection's latest change (the records API's cursor format, base64url of
- * `{"seq":"<n>"}`), with deliveries as insertConnectionEvent. One statement; when nobody listens
- * it costs one index lookup.
+ * What the event `type` of job `jobId` says (its row, its record counts summed over its tasks and
+ * the connection's feed head: latest change and purge epoch), read in the caller's transaction;
+ * null when no webhook of the job's tenant listens for `type` (then it costs one index lookup).
  */
-export async function insertJobEvent(tx: Queryable, jobId: string, type: 'sync.completed' | 'sync.failed', at: Date): Promise<string[]> {
-  const { rows } = await tx.query<{ id: string }>(
-    `with job as (select * from sync_jobs where id = $1),
-          hooks as (select w.id from webhooks w join job on job.tenant_id = w.tenant_id where $2 = any (w.event_types)),
-          summary as (
-            select job.tenant_id, job.connection_id, jsonb_build_object(
-                     'job', jsonb_build_object('id', job.id, 'connection_id', job.connection_id, 'job_type', job.job_type,
-                                               'trigger', job.trigger, 'status', job.status, 'started_at', job.started_at,
-                                               'finished_at', job.finished_at),
-                     'counts', (select jsonb_build_object('added', coalesce(sum(t.added_count), 0), 'updated', coalesce(sum(t.updated_count), 0),
-                                                          'deleted', coalesce(sum(t.deleted_count), 0), 'unchanged', coalesce(sum(t.unchanged_count), 0))
-                                  from sync_tasks t where t.job_id = job.id),
-                     'error', job.last_error,
-                     'cursor', rtrim(translate(encode(convert_to(
-                                 '{"seq":"' || (select coalesce(max(r.change_seq), 0) from records r where r.connection_id = job.connection_id) || '"}',
-                                 'UTF8'), 'base64'), '+/', '-_'), '=')) as data
-              from job where exists (select 1 from hooks)),
-          event as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
-                    select tenant_id, connection_id, $2, data, $3 from summary
-                    returning id)
-     insert into webhook_deliveries (webhook_id, event_id, created_at)
-     select hooks.id, event.id, $3 from hooks cross join event
-     returning id`,
-    [jobId, type, at],
+export async function findJobEventFacts(tx: Queryable, jobId: string, type: WebhookEventType): Promise<JobEventFacts | null> {
+  const { rows } = await tx.query<Omit<JobEventFacts, 'feed'> & { feed_seq: string; feed_epoch: string }>(
+    `select j.id, j.connection_id, j.job_type, j.trigger, j.status, j.started_at, j.finished_at, j.last_error,
+            c.added, c.updated, c.deleted, c.unchanged,
+            (select coalesce(max(r.change_seq), 0)::text from records r where r.connection_id = j.connection_id) as feed_seq,
+            (select coalesce(max(p.id), 0)::text from feed_purges p) as feed_epoch
+       from sync_jobs j,
+            lateral (select coalesce(sum(t.added_count), 0)::int as added, coalesce(sum(t.updated_count), 0)::int as updated,
+                            coalesce(sum(t.deleted_count), 0)::int as deleted, coalesce(sum(t.unchanged_count), 0)::int as unchanged
+                       from sync_tasks t where t.job_id = j.id) c
+      where j.id = $1 and exists (select 1 from webhooks w where w.tenant_id = j.tenant_id and $2 = any (w.event_types))`,
+    [jobId, type],
   );
-  return rows.map((r) => r.id);
+  const row = rows[0];
+  if (!row) return null;
+  const { feed_seq, feed_epoch, ...facts } = row;
+  return { ...facts, feed: { seq: feed_seq, epoch: feed_epoch } };
 }
 
 /** What the delivery activity needs: the endpoint, its secret (as stored: sealed), the event. */
@@ -159,17 +149,16 @@ export async function failDelivery(db: Queryable, deliveryId: string, at: Date):
   await db.query(`update webhook_deliveries set status = 'failed', finished_at = $2 where id = $1 and status = 'pending'`, [deliveryId, at]);
 }
 
-/** Notes that a delivery's workflow was started (or found running). */
-export async function markDeliveryStarted(db: Queryable, deliveryIds: string[], at: Date): Promise<void> {
-  if (deliveryIds.length === 0) return;
-  await db.query('update webhook_deliveries set workflow_started_at = $2 where id = any ($1::uuid[]) and workflow_started_at is null', [deliveryIds, at]);
-}
-
-/** Pending deliveries created before `before` whose workflow was never started, oldest first. */
-export async function findUnstartedDeliveries(db: Queryable, before: Date, limit: number): Promise<string[]> {
+/**
+ * Pending deliveries created before `before` and not among `running` (those whose workflow is
+ * known to run), oldest first: the ones whose workflow may have died or never started.
+ */
+export async function findPendingDeliveries(db: Queryable, before: Date, running: string[], limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `select id from webhook_deliveries where workflow_started_at is null and status = 'pending' and created_at < $1 order by created_at limit $2`,
-    [before, limit],
+    `select id from webhook_deliveries
+      where status = 'pending' and created_at < $1 and not (id = any ($2::uuid[]))
+      order by created_at limit $3`,
+    [before, running, limit],
   );
   return rows.map((r) => r.id);
 }
@@ -219,7 +208,7 @@ export async function findDelivery(db: Queryable, webhookId: string, deliveryId:
 
 /** Puts a finished delivery back to pending for another round of attempts (its attempts are kept). */
 export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
-  await db.query(`update webhook_deliveries set status = 'pending', finished_at = null, workflow_started_at = null where id = $1`, [deliveryId]);
+  await db.query(`update webhook_deliveries set status = 'pending', finished_at = null where id = $1`, [deliveryId]);
 }
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */

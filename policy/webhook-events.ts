@@ -1,0 +1,65 @@
+// Webhook events about a job's end, typed: which event a finished job sends, and its payload,
+// built here from the facts the database holds. Pure: no I/O.
+import { encodeFeedCursor, type FeedCursor } from './feed-cursor';
+import type { FinishedJobStatus, JobTrigger, SyncMode, WebhookEventType } from './vocabulary';
+
+/** The event every job end sends, by the status it ended with (whoever ended it). */
+export const JOB_EVENT_TYPES = {
+  completed: 'sync.completed',
+  failed: 'sync.failed',
+  cancelled: 'sync.cancelled',
+} as const satisfies Record<FinishedJobStatus, WebhookEventType>;
+/** A job event's type. */
+export type JobEventType = (typeof JOB_EVENT_TYPES)[FinishedJobStatus];
+
+/** What a job event says, as read in the transaction that ended the job. */
+export interface JobEventFacts {
+  id: string;
+  connection_id: string;
+  job_type: SyncMode;
+  trigger: JobTrigger;
+  status: FinishedJobStatus;
+  started_at: Date | null;
+  finished_at: Date | null;
+  last_error: string | null;
+  added: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+  /** The connection's feed head when the job ended. */
+  feed: FeedCursor;
+}
+
+/** The `data` of a job event: the job, its record counts over its tasks, its error summary, and a records-feed cursor at the connection's latest change. */
+export interface JobEventData {
+  job: {
+    id: string;
+    connection_id: string;
+    job_type: SyncMode;
+    trigger: JobTrigger;
+    status: FinishedJobStatus;
+    started_at: string | null;
+    finished_at: string | null;
+  };
+  counts: { added: number; updated: number; deleted: number; unchanged: number };
+  error: string | null;
+  cursor: string;
+}
+
+/** The `data` of the event of a job that ended as `facts` says. */
+export function jobEventData(facts: JobEventFacts): JobEventData {
+  return {
+    job: {
+      id: facts.id,
+      connection_id: facts.connection_id,
+      job_type: facts.job_type,
+      trigger: facts.trigger,
+      status: facts.status,
+      started_at: facts.started_at?.toISOString() ?? null,
+      finished_at: facts.finished_at?.toISOString() ?? null,
+    },
+    counts: { added: facts.added, updated: facts.updated, deleted: facts.deleted, unchanged: facts.unchanged },
+    error: facts.last_error,
+    cursor: encodeFeedCursor(facts.feed),
+  };
+}
