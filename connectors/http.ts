@@ -18,6 +18,7 @@
 // Paths into JSON are a dotted subset of JSONPath (`$`, `data.items`, `$.meta.next`,
 // `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
 // input, and a subset with no filters or script expressions cannot run anything.
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink, parseRetryAfter } from './github';
@@ -51,6 +52,26 @@ const authSchema = z.discriminatedUnion(
   { error: "must be an object whose type is one of 'none', 'bearer', 'header', 'basic', 'query'" },
 );
 
+// Positions (page numbers, offsets) shift when the provider's list changes during a pass: a record
+// removed from a page already read moves the next one back onto it, unread. A listing paged by
+// position is therefore read again from where the read began until two reads in a row served the
+// same records in the same order; an item present for the whole of such a pair was served by it
+// (a record leaves its place only by deletion, or by a change that moves it to the end of a
+// change-time order). With `order: 'change_ascending'` a read ends at each keyset step (below),
+// so only records sharing one change time over more than one page are read twice.
+const maxReads = z
+  .number({ error: 'must be an integer between 1 and 20' })
+  .int('must be an integer between 1 and 20')
+  .min(1, 'must be an integer between 1 and 20')
+  .max(20, 'must be an integer between 1 and 20')
+  .default(5)
+  .meta({
+    description:
+      'Reads of a listing paged by position (from where the read began) until two in a row agree, so records that shift between pages while the ' +
+      'provider changes are not missed; a listing still changing after this many reads fails the task as transient (retried). 1: read once, ' +
+      'not safe under change (records can be skipped, and a full sync can then delete records the provider still has).',
+  });
+
 const paginationSchema = z.discriminatedUnion(
   'type',
   [
@@ -59,9 +80,11 @@ const paginationSchema = z.discriminatedUnion(
     z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL') }).meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
     z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName })
       .meta({ description: 'A cursor in the body, sent back as query parameter `param`; absent, null or empty ends' }),
-    z.strictObject({ type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional() })
-      .meta({ description: 'Page numbers from `start`; a page with fewer than `size` records (or none, without size) ends' }),
-    z.strictObject({ type: z.literal('offset'), param: paramName.default('offset'), limit_param: paramName.default('limit'), limit: positiveInt() })
+    z.strictObject({
+      type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional(),
+      max_reads: maxReads,
+    }).meta({ description: 'Page numbers from `start`; a page with fewer than `size` records (or none, without size) ends' }),
+    z.strictObject({ type: z.literal('offset'), param: paramName.default('offset'), limit_param: paramName.default('limit'), limit: positiveInt(), max_reads: maxReads })
       .meta({ description: 'Offsets from 0 in steps of `limit`; a page with fewer than `limit` records ends' }),
   ],
   { error: "must be an object whose type is one of 'none', 'link_header', 'next_url', 'cursor', 'page_number', 'offset'" },
@@ -81,6 +104,15 @@ const resourceSchema = z.strictObject({
   updated_at: jsonPath("a record's change time").optional().meta({ description: "A record's change time (ISO 8601, or epoch seconds/milliseconds as a number)" }),
   since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
   exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: 'Records with any of these fields are left out' }),
+  order: z
+    .enum(['unspecified', 'change_ascending'], { error: "must be one of 'unspecified', 'change_ascending'" })
+    .default('unspecified')
+    .meta({
+      description:
+        "How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order, and `since` " +
+        'inclusive (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen ' +
+        '(`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.',
+    }),
   pagination: paginationSchema.optional().meta({ description: "This resource's pagination, if not the connection's" }),
 });
 
@@ -97,6 +129,14 @@ export const httpConfigSchema = z.strictObject({
       error: 'must be an object of resource type → resource',
     })
     .refine((r) => Object.keys(r).length > 0, 'must describe at least one resource')
+    .superRefine((resources, ctx) => {
+      for (const [name, resource] of Object.entries(resources)) {
+        if (resource.order !== 'change_ascending') continue;
+        for (const key of ['updated_at', 'since'] as const) {
+          if (resource[key] === undefined) ctx.addIssue({ code: 'custom', path: [name, 'order'], message: `'change_ascending' needs resources.${name}.${key}` });
+        }
+      }
+    })
     .meta({ minProperties: 1, description: 'Resource type → how to fetch it' }),
   pagination: paginationSchema.default({ type: 'none' }),
   rate_limit: z
@@ -134,12 +174,36 @@ export function readPath(value: unknown, path: string): unknown {
   return at;
 }
 
-const encodeToken = (url: string) => Buffer.from(JSON.stringify({ url }), 'utf8').toString('base64url');
+/**
+ * Where a read of a listing paged by position stands: its number (from 1), the URL it began at,
+ * the digest of the previous complete read (null after the first), the running digest of this one
+ * and its pages so far.
+ */
+interface ReadState {
+  n: number;
+  start: string;
+  prev: string | null;
+  acc: string;
+  pages: number;
+}
 
-function decodeToken(token: string): string {
+/** A page token: the exact URL to fetch, and for position paging the read it belongs to. */
+interface Token {
+  url: string;
+  read?: ReadState;
+}
+
+const encodeToken = (token: Token) => Buffer.from(JSON.stringify(token), 'utf8').toString('base64url');
+
+function decodeToken(token: string): Token {
   try {
-    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { url?: unknown };
-    if (typeof body.url === 'string') return body.url;
+    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Token;
+    const read = body.read;
+    const readOk =
+      read === undefined ||
+      (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
+        typeof read.acc === 'string' && Number.isInteger(read.pages));
+    if (typeof body.url === 'string' && readOk) return body;
   } catch {
     // below
   }
@@ -196,7 +260,7 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
 }
 
 /** The next page's URL, or null when this page was the last. */
-function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown, count: number): string | null {
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown): string | null {
   switch (pagination.type) {
     case 'none':
       return null;
@@ -218,19 +282,112 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: 
       next.searchParams.set(pagination.param, String(cursor));
       return next.href;
     }
-    case 'page_number': {
-      if (count === 0 || (pagination.size !== undefined && count < pagination.size)) return null;
-      const next = new URL(url);
-      next.searchParams.set(pagination.param, String(Number(next.searchParams.get(pagination.param) ?? pagination.start) + 1));
-      return next.href;
-    }
-    case 'offset': {
-      if (count < pagination.limit) return null;
-      const next = new URL(url);
-      next.searchParams.set(pagination.param, String(Number(next.searchParams.get(pagination.param) ?? 0) + pagination.limit));
-      return next.href;
-    }
+    case 'page_number':
+    case 'offset':
+      throw new Error('position paging goes through positionNext');
   }
+}
+
+type PositionPagination = Extract<Pagination, { type: 'page_number' | 'offset' }>;
+
+/** The URL of the next position after `url`'s: the next page number, or the offset one limit on. */
+function nextPosition(url: string, pagination: PositionPagination): string {
+  const next = new URL(url);
+  const at = Number(next.searchParams.get(pagination.param) ?? (pagination.type === 'page_number' ? pagination.start : 0));
+  next.searchParams.set(pagination.param, String(at + (pagination.type === 'page_number' ? 1 : pagination.limit)));
+  return next.href;
+}
+
+/** A `since` value as milliseconds, in its format's resolution (a date is its midnight UTC). */
+function sinceMillis(value: string, format: z.output<typeof sinceSchema>['format']): number {
+  switch (format) {
+    case 'epoch_seconds':
+      return Number(value) * 1000;
+    case 'epoch_millis':
+      return Number(value);
+    case 'date':
+      return Date.parse(`${value}T00:00:00Z`);
+    default:
+      return Date.parse(value);
+  }
+}
+
+/** A running digest of the records a read served, in order (their ids and change times). */
+function digest(acc: string, keys: unknown[]): string {
+  return createHash('sha256').update(acc).update(JSON.stringify(keys)).digest('base64url').slice(0, 24);
+}
+
+/**
+ * The next token of a listing paged by position (page numbers, offsets), or null at its end.
+ *
+ * With `order: 'change_ascending'` (and `since`), paging is by keyset: after a full page whose last
+ * change time lies past the request's `since` (in its format's resolution), the next request asks
+ * for `since` = that time from the first position again (records of that time are served again;
+ * storing them twice writes nothing). Only a page whose records all share the `since` time moves to
+ * the next position. A provider that lists a record changed before `since`, or out of change-time
+ * order, contradicts the declaration: that fails as Permanent, naming the key.
+ *
+ * A read is the pages from where it began to its end (the listing's end, or a keyset step). A read
+ * of more than one page is repeated from its first URL until two reads in a row served the same
+ * records in the same order (`max_reads` at most, then Transient); a single page is one consistent
+ * answer and needs no second read.
+ */
+function positionNext(
+  name: string,
+  resource: Resource,
+  pagination: PositionPagination,
+  url: string,
+  read: ReadState | undefined,
+  items: unknown[],
+  what: string,
+): Token | null {
+  const full = pagination.type === 'page_number'
+    ? items.length > 0 && (pagination.size === undefined || items.length >= pagination.size)
+    : items.length >= pagination.limit;
+  const keys = items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]);
+  const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
+  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1 };
+  let after: string | null = null;
+  if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
+    const { param, format } = resource.since;
+    const sinceText = new URL(url).searchParams.get(param);
+    const floor = sinceText === null ? null : sinceMillis(sinceText, format);
+    let previous = Number.NEGATIVE_INFINITY;
+    let last: Date | null = null;
+    items.forEach((item, index) => {
+      const change = changeTime(readPath(item, resource.updated_at!));
+      if (change === null) {
+        throw new Permanent(`http connector: ${what}: record #${index} has no change time at '${resource.updated_at}', which resources.${name}.order 'change_ascending' needs`);
+      }
+      last = new Date(change);
+      if (floor !== null && sinceMillis(formatSince(last, format), format) < floor) {
+        throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed a record changed before ${param}=${sinceText} (does it filter by '${param}'?)`);
+      }
+      if (last.getTime() < previous) {
+        throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed record #${index} out of change-time order`);
+      }
+      previous = last.getTime();
+    });
+    if (full && last !== null) {
+      const lastText = formatSince(last, format);
+      if (floor !== null && sinceMillis(lastText, format) <= floor) return { url: nextPosition(url, pagination), read: done };
+      const step = new URL(url);
+      step.searchParams.set(param, lastText);
+      step.searchParams.set(pagination.param, pagination.type === 'page_number' ? String(pagination.start) : '0');
+      after = step.href;
+    }
+  } else if (full) {
+    return { url: nextPosition(url, pagination), read: done };
+  }
+  // This read is complete.
+  if (done.pages === 1 || pagination.max_reads <= 1 || done.prev === done.acc) return after === null ? null : { url: after };
+  if (done.n >= pagination.max_reads) {
+    throw new Transient(
+      `http connector: ${what}: the listing changed during each of ${done.n} reads from '${done.start}' (pages shift while the provider changes; ` +
+        `max_reads ${pagination.max_reads}), so a record may have been skipped; retrying later`,
+    );
+  }
+  return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,7 +475,8 @@ export const httpConnector: Connector = {
   },
 
   pageKey(token) {
-    return decodeToken(token);
+    const { url, read } = decodeToken(token);
+    return read ? `${url} (read ${read.n})` : url;
   },
 
   async fetchPage({ resource: name, since, until, pageToken, config, credentials, signal, policy, budget }: FetchPageInput): Promise<FetchPageResult> {
@@ -334,7 +492,8 @@ export const httpConnector: Connector = {
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
 
-    const url = pageToken === null ? firstUrl(cfg, resource, pagination, since) : sameOrigin(decodeToken(pageToken), cfg, 'page token');
+    const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
+    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token');
     const requestUrl = new URL(url);
     if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
     const what = `'${name}' (${new URL(url).pathname})`;
@@ -376,13 +535,18 @@ export const httpConnector: Connector = {
       records.push({ externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> });
     });
 
-    let next = nextUrl(cfg, pagination, url, answer.headers, body, items.length);
+    if (pagination.type === 'page_number' || pagination.type === 'offset') {
+      // Built from our own URL (the secret is added to the request only): nothing to clean.
+      const next = positionNext(name, resource, pagination, url, token.read, items, what);
+      return { records, nextPageToken: next === null ? null : encodeToken(next) };
+    }
+    let next = nextUrl(cfg, pagination, url, answer.headers, body);
     if (next !== null && auth.query) {
       // A provider that echoes the secret parameter into its next URL: keep it out of the token.
       const clean = new URL(next);
       clean.searchParams.delete(auth.query[0]);
       next = clean.href;
     }
-    return { records, nextPageToken: next === null ? null : encodeToken(next) };
+    return { records, nextPageToken: next === null ? null : encodeToken({ url: next }) };
   },
 };

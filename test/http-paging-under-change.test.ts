@@ -43,9 +43,20 @@ function editBeforeRequest(fake: FakeHttpProvider, n: number, edit: () => void) 
   };
 }
 
-describe.each(['page', 'offset'] as const)('http connector, %s paging under change', (style) => {
+// Each style by position (read again until two reads agree) and by keyset (`order: 'change_ascending'`).
+const CASES = [
+  ['page', 'positions'],
+  ['offset', 'positions'],
+  ['page', 'keyset'],
+  ['offset', 'keyset'],
+] as const;
+const KEYSET = { order: 'change_ascending' };
+
+describe.each(CASES)('http connector, %s paging by %s under change', (style, by) => {
+  const resourceExtra = by === 'keyset' ? KEYSET : {};
+
   it('a full pass does not tombstone an item that slid into a page already read', async () => {
-    const { fake, clock, connectionId } = await setUp(style);
+    const { fake, clock, connectionId } = await setUp(style, resourceExtra);
     try {
       const { deps } = testActivityDeps({ pool: db.pool });
       await runPass(deps, connectionId, 'items', 'full');
@@ -65,7 +76,7 @@ describe.each(['page', 'offset'] as const)('http connector, %s paging under chan
   });
 
   it('an incremental pass does not skip an older change that slid into a page already read', async () => {
-    const { fake, clock, connectionId } = await setUp(style);
+    const { fake, clock, connectionId } = await setUp(style, resourceExtra);
     try {
       const { deps } = testActivityDeps({ pool: db.pool });
       await runPass(deps, connectionId, 'items', 'full');
@@ -82,6 +93,48 @@ describe.each(['page', 'offset'] as const)('http connector, %s paging under chan
       const stored = await storedRecords(db.pool, connectionId, 'items');
       const stale = fake.list().filter((item) => JSON.stringify(stored.get(item.id)?.data) !== JSON.stringify(item)).map((i) => i.id);
       expect(stale, 'changes the incremental passes never stored').toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe.each(['page', 'offset'] as const)('http connector, %s paging by keyset', (style) => {
+  it('steps by change time without reading twice, and reads a block of one change time over several pages until two reads agree', async () => {
+    const { fake, clock, connectionId } = await setUp(style, KEYSET);
+    try {
+      const { deps } = testActivityDeps({ pool: db.pool });
+      // 9 items one a second, 3 a page: no request, 1-3; since=3: 3-5; since=5: 5-7; since=7: 7-9; since=9: 9 (short, the end).
+      const before = fake.requests;
+      await runPass(deps, connectionId, 'items', 'full');
+      expect(fake.requests - before).toBe(5);
+      // Seven items now share one second (a bulk edit): more than two pages of one change time.
+      clock.ms = Date.now() - HOUR;
+      for (const id of ['i00002', 'i00003', 'i00004', 'i00005', 'i00006', 'i00007', 'i00008']) fake.edit(id);
+      // While the block is read, item 3 (read on its first page) is deleted and item 5 slides back.
+      editBeforeRequest(fake, 3, () => fake.remove('i00003'));
+      await runPass(deps, connectionId, 'items', 'full');
+      fake.beforeRequest = null;
+      let stored = await storedRecords(db.pool, connectionId, 'items');
+      // Nothing the provider has was tombstoned, and every change is stored (item 3, deleted after
+      // it was read, waits for the next full pass).
+      for (const item of fake.list()) expect(stored.get(item.id)).toMatchObject({ data: item, deleted_at: null });
+      await runPass(deps, connectionId, 'items', 'full');
+      stored = await storedRecords(db.pool, connectionId, 'items');
+      const live = [...stored.values()].filter((r) => r.deleted_at === null).map((r) => r.external_id).sort();
+      expect(live).toEqual(fake.list().map((i) => i.id).sort());
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("refuses a provider that does not honour since or the declared order, naming the key", async () => {
+    const { fake, connectionId } = await setUp(style, { ...KEYSET, since: { param: 'ignored_since' } });
+    try {
+      const { deps } = testActivityDeps({ pool: db.pool });
+      // The fake ignores `ignored_since`: the first keyset step's answer starts before it.
+      const err = await runPass(deps, connectionId, 'items', 'full').catch((e: Error) => e);
+      expect(String((err as Error).message)).toMatch(/resources\.items\.order is 'change_ascending', but the provider listed a record changed before ignored_since=/);
     } finally {
       await fake.close();
     }

@@ -5,7 +5,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { syncTask } from '../../activities/sync-task';
 import type { ActivityDeps } from '../../activities/deps';
 import type { Pool } from '../../db/pool';
-import type { SyncTaskResult } from '../../temporal/activities';
+import type { SyncTaskInput, SyncTaskResult } from '../../temporal/activities';
 
 export type PassKind = 'full' | 'incremental' | 'backfill';
 
@@ -43,7 +43,8 @@ export async function runPass(
   const taskId = task.rows[0]!.id;
   const env = new MockActivityEnvironment({ attempt: 1 });
   try {
-    const result = await env.run(syncTask(deps), { jobId, taskId, resourceType, mode: kind === 'full' ? 'full' : 'incremental' });
+    const input: SyncTaskInput = { jobId, taskId, resourceType, mode: kind === 'full' ? 'full' : 'incremental' };
+    const result = (await env.run(syncTask(deps), input)) as SyncTaskResult;
     return { taskId, result };
   } finally {
     // Ended whatever happened: a connection has one active job of a type at a time.
