@@ -49,6 +49,7 @@ import {
   type ConnectorRecord,
   type FetchPageInput,
   type FetchPageResult,
+  sinceOf,
 } from './types';
 
 /** The resource types this connector can sync. */
@@ -443,13 +444,18 @@ export const githubConnector: Connector = {
     return githubCredentialsProblem(credentials);
   },
 
+  partitions(config) {
+    return [...parseGitHubConfig(config).repositories];
+  },
+
   pageKey(token) {
     const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { repo?: unknown; url?: unknown; catchup?: unknown };
     const page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
     return body.catchup === true ? `${page} (catch-up pass)` : page;
   },
 
-  async fetchPage({ resource, since, until, pageToken, config, credentials, signal, policy, validators, budget }: FetchPageInput): Promise<FetchPageResult> {
+  async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
+    const { resource, until, pageToken, config, credentials, signal, policy, validators, budget } = input;
     signal?.throwIfAborted();
     const cfg = parseGitHubConfig(config);
     const token = parseCredentials(credentials);
@@ -458,9 +464,6 @@ export const githubConnector: Connector = {
       throw new Permanent(`github connector: unknown resource '${resource}' (configured: ${cfg.resource_types.join(', ')})`);
     }
     const kind = resource as GitHubResourceType;
-    if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
-      throw new Permanent(`github connector: invalid since ${String(since)}`);
-    }
     if (until != null && (!(until instanceof Date) || Number.isNaN(until.getTime()))) {
       throw new Permanent(`github connector: invalid until ${String(until)}`);
     }
@@ -468,6 +471,11 @@ export const githubConnector: Connector = {
     const position: GitHubPageToken = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
     const catchup = position.catchup === true;
     const repository = cfg.repositories[position.repo]!; // decodePageToken checked the index
+    // Each repository is a partition with its own cursor.
+    const since = sinceOf(input, repository);
+    if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
+      throw new Permanent(`github connector: invalid since ${String(since)}`);
+    }
     const firstPage = position.url === null;
     const url = position.url ?? firstUrl(cfg, kind, repository, since);
     const nextRepository = () =>
@@ -480,7 +488,7 @@ export const githubConnector: Connector = {
       : catchup
         ? (position.validator?.etag ?? undefined)
         : since !== null && until == null
-          ? validators?.get(url)
+          ? validators?.get(url)?.etag
           : undefined;
 
     const answer: ProviderResponse = await providerGet(url, {
@@ -502,8 +510,8 @@ export const githubConnector: Connector = {
     // Unchanged since the pass that stored the ETag (or, catching up, since this pass began):
     // nothing new in this repository.
     if (answer.status === 304 && etag !== undefined) {
-      const keep = catchup && position.validator ? { validators: [position.validator] } : {};
-      return { records: [], nextPageToken: nextRepository(), notModified: true, ...keep };
+      const keep = catchup && position.validator ? { validators: [{ ...position.validator, next: null }] } : {};
+      return { records: [], nextPageToken: nextRepository(), notModified: true, completedPartitions: [repository], ...keep };
     }
     if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
 
@@ -547,7 +555,7 @@ export const githubConnector: Connector = {
       }
       // The issues endpoint also lists pull requests (items with a `pull_request` key).
       if (kind === 'issues' && 'pull_request' in item) continue;
-      records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item });
+      records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item, partition: repository });
     }
 
     const next = ended ? null : nextLink(answer.headers.get('link'), answer.url);
@@ -567,6 +575,6 @@ export const githubConnector: Connector = {
     if (descending && !catchup && !firstPage && until == null && head !== null) {
       return { records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: null, validator, catchup: true, head }) };
     }
-    return { records, nextPageToken: nextRepository(), ...(validator && { validators: [validator] }) };
+    return { records, nextPageToken: nextRepository(), completedPartitions: [repository], ...(validator && { validators: [{ ...validator, next: null }] }) };
   },
 };
