@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink, parseRetryAfter } from './github';
 import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
-import { Permanent, RateLimited, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+import { Permanent, RateLimited, sinceOf, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';
 const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60;
@@ -72,13 +72,26 @@ const maxReads = z
       'not safe under change (records can be skipped, and a full sync can then delete records the provider still has).',
   });
 
+// A provider's own next links and cursors are taken as keyset positions (after this record), as
+// real providers' are: a record present for the whole pass is served. One that hides a page
+// number or offset in them is declared `stable: false`.
+const stableLinks = z
+  .boolean({ error: 'must be true or false' })
+  .default(true)
+  .meta({
+    description:
+      "Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. " +
+      'false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete nothing.',
+  });
+
 const paginationSchema = z.discriminatedUnion(
   'type',
   [
     z.strictObject({ type: z.literal('none') }).meta({ description: 'One page per resource' }),
-    z.strictObject({ type: z.literal('link_header') }).meta({ description: 'The `Link` header\'s rel="next" URL (RFC 8288)' }),
-    z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL') }).meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
-    z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName })
+    z.strictObject({ type: z.literal('link_header'), stable: stableLinks }).meta({ description: 'The `Link` header\'s rel="next" URL (RFC 8288)' }),
+    z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL'), stable: stableLinks })
+      .meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
+    z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName, stable: stableLinks })
       .meta({ description: 'A cursor in the body, sent back as query parameter `param`; absent, null or empty ends' }),
     z.strictObject({
       type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional(),
@@ -192,6 +205,9 @@ interface Token {
   url: string;
   read?: ReadState;
 }
+
+/** The next token of a listing paged by position, and the `since` value its cursor must not pass (a block read once). */
+type PositionNext = Token & { hold?: string };
 
 const encodeToken = (token: Token) => Buffer.from(JSON.stringify(token), 'utf8').toString('base64url');
 
@@ -340,7 +356,7 @@ function positionNext(
   read: ReadState | undefined,
   items: unknown[],
   what: string,
-): Token | null {
+): PositionNext | null {
   const full = pagination.type === 'page_number'
     ? items.length > 0 && (pagination.size === undefined || items.length >= pagination.size)
     : items.length >= pagination.limit;
@@ -370,7 +386,10 @@ function positionNext(
     });
     if (full && last !== null) {
       const lastText = formatSince(last, format);
-      if (floor !== null && sinceMillis(lastText, format) <= floor) return { url: nextPosition(url, pagination), read: done };
+      if (floor !== null && sinceMillis(lastText, format) <= floor) {
+        // Within records sharing the `since` time, by position: unverified when read only once.
+        return { url: nextPosition(url, pagination), read: done, ...(pagination.max_reads <= 1 && { hold: sinceText! }) };
+      }
       const step = new URL(url);
       step.searchParams.set(param, lastText);
       step.searchParams.set(pagination.param, pagination.type === 'page_number' ? String(pagination.start) : '0');
@@ -474,12 +493,29 @@ export const httpConnector: Connector = {
     return { key: 'base_url', url: parseHttpConfig(config).base_url };
   },
 
+  consistentListing(config, resource) {
+    const cfg = parseHttpConfig(config);
+    const pagination = (Object.hasOwn(cfg.resources, resource) ? cfg.resources[resource]?.pagination : undefined) ?? cfg.pagination;
+    switch (pagination.type) {
+      case 'none':
+        return true;
+      case 'page_number':
+      case 'offset':
+        return pagination.max_reads > 1;
+      default:
+        return pagination.stable;
+    }
+  },
+
   pageKey(token) {
     const { url, read } = decodeToken(token);
     return read ? `${url} (read ${read.n})` : url;
   },
 
-  async fetchPage({ resource: name, since, until, pageToken, config, credentials, signal, policy, budget }: FetchPageInput): Promise<FetchPageResult> {
+  async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
+    const { resource: name, until, pageToken, config, credentials, signal, policy, budget } = input;
+    // One listing per resource: the partition ''.
+    const since = sinceOf(input, '');
     signal?.throwIfAborted();
     const cfg = parseHttpConfig(config);
     const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
@@ -538,7 +574,10 @@ export const httpConnector: Connector = {
     if (pagination.type === 'page_number' || pagination.type === 'offset') {
       // Built from our own URL (the secret is added to the request only): nothing to clean.
       const next = positionNext(name, resource, pagination, url, token.read, items, what);
-      return { records, nextPageToken: next === null ? null : encodeToken(next) };
+      if (next === null) return { records, nextPageToken: null };
+      const { hold, ...nextToken } = next;
+      const holdAt = hold === undefined || !resource.since ? null : new Date(sinceMillis(hold, resource.since.format));
+      return { records, nextPageToken: encodeToken(nextToken), ...(holdAt && { holdCursors: [{ partition: '', at: holdAt.toISOString() }] }) };
     }
     let next = nextUrl(cfg, pagination, url, answer.headers, body);
     if (next !== null && auth.query) {

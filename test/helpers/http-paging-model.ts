@@ -9,6 +9,11 @@
 //   was skipped for good by an earlier pass), and nothing the provider has is tombstoned;
 // - a quiet full pass then leaves exactly the provider's items live (ids and data).
 //
+// The provider's clock is the model's own timeline (it runs ahead of the wall clock): each change
+// moves it on by 0, ½ or 1 s, passes may start 90 s later than the last change (older than the
+// cursors' clock-skew margin, so the margin cannot hide a skipped change), and every pass starts at
+// its time (the task's `started_at`), as it would against a provider whose clock agrees with ours.
+//
 // A pass may fail with the connector's "listing changed during each of … reads" (a listing paged
 // by position that never held still): the job would retry it; the model counts it and goes on.
 import fc from 'fast-check';
@@ -46,6 +51,8 @@ interface PassPlan {
   rate: number;
   /** Changes made between the previous pass and this one. */
   quietChanges: number;
+  /** Whether the pass starts 90 s after the last change (else at once). */
+  later: boolean;
   /** A backfill's window, as offsets in seconds from the first item's change time. */
   window: [number, number];
 }
@@ -67,14 +74,21 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
       seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
       rate: fc.integer({ min: 0, max: 60 }),
       quietChanges: fc.integer({ min: 0, max: 3 }),
+      later: fc.boolean(),
       window: fc.tuple(fc.integer({ min: -2, max: 12 }), fc.integer({ min: 0, max: 8 })).map(([a, w]): [number, number] => [a, a + w]),
     }),
     { minLength: 1, maxLength: 5 },
   ),
 });
 
-/** One random change: an edit (half), a creation or a deletion. */
-function change(fake: FakeHttpProvider, random: () => number, deletedDuring?: Set<string>) {
+/** The model's clock (ms), read by the fake provider. */
+interface Clock {
+  ms: number;
+}
+
+/** One random change, 0 to 1 s after the last: an edit (half), a creation or a deletion. */
+function change(fake: FakeHttpProvider, clock: Clock, random: () => number, deletedDuring?: Set<string>) {
+  clock.ms += [0, 500, 1000][Math.floor(random() * 3)]!;
   const ids = [...fake.items.keys()];
   const roll = random();
   if (ids.length === 0 || roll < 0.25) {
@@ -92,8 +106,11 @@ const LISTING_KEPT_CHANGING = /the listing changed during each of \d+ reads/;
 
 /** Runs one scenario for a variant against a new connection; throws (expect) when an invariant breaks. */
 async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario, label: string, stats: ModelStats): Promise<void> {
-  const hourAgo = Date.now() - 3_600_000;
-  const fake = await startFakeHttpProvider({ size: scenario.size, initial: initialItems(scenario.items, hourAgo, scenario.perSecond) });
+  // Ahead of the wall clock: records written by earlier passes were synced before any later pass start.
+  const clock: Clock = { ms: Date.now() + 3_600_000 };
+  const hourAgo = clock.ms - 3_600_000;
+  const fake = await startFakeHttpProvider({ size: scenario.size, initial: initialItems(scenario.items, hourAgo, scenario.perSecond), clock: () => clock.ms });
+  const passStart = () => new Date(clock.ms);
   try {
     const config = {
       base_url: fake.baseUrl,
@@ -111,15 +128,16 @@ async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario
 
     for (const [index, plan] of scenario.passes.entries()) {
       const random = mulberry32(plan.seed);
-      for (let k = 0; k < plan.quietChanges; k += 1) change(fake, random);
+      for (let k = 0; k < plan.quietChanges; k += 1) change(fake, clock, random);
+      if (plan.later) clock.ms += 90_000;
       const presentAtStart = new Set(fake.items.keys());
       const deletedDuring = new Set<string>();
       fake.beforeRequest = () => {
-        if (random() * 100 < plan.rate) for (let k = 1 + Math.floor(random() * 2); k > 0; k -= 1) change(fake, random, deletedDuring);
+        if (random() * 100 < plan.rate) for (let k = 1 + Math.floor(random() * 2); k > 0; k -= 1) change(fake, clock, random, deletedDuring);
       };
       const window = plan.kind === 'backfill' ? { start: new Date(firstChange + plan.window[0] * 1000), end: new Date(firstChange + plan.window[1] * 1000) } : undefined;
       try {
-        await runPass(deps, connectionId, 'items', plan.kind, window);
+        await runPass(deps, connectionId, 'items', plan.kind, window, passStart());
         stats.passes += 1;
       } catch (err) {
         if (!LISTING_KEPT_CHANGING.test(String((err as Error).message))) throw err;
@@ -135,13 +153,14 @@ async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario
       }
     }
 
-    // Quiet from here on. One incremental pass brings every change.
-    await runPass(deps, connectionId, 'items', 'incremental');
+    // Quiet from here on (and past the clock-skew margin). One incremental pass brings every change.
+    clock.ms += 120_000;
+    await runPass(deps, connectionId, 'items', 'incremental', undefined, passStart());
     let stored = await storedRecords(pool, connectionId, 'items');
     const stale = fake.list().filter((item) => stored.get(item.id)?.deleted_at !== null || JSON.stringify(stored.get(item.id)?.data) !== JSON.stringify(item));
     expect(stale.map((i) => i.id), `${label}: after a quiet incremental pass, items not stored with their latest data`).toEqual([]);
     // And a full pass leaves exactly the provider's items live.
-    await runPass(deps, connectionId, 'items', 'full');
+    await runPass(deps, connectionId, 'items', 'full', undefined, passStart());
     stored = await storedRecords(pool, connectionId, 'items');
     const live = [...stored.values()].filter((r) => r.deleted_at === null);
     expect(live.map((r) => r.external_id).sort(), `${label}: live records after a quiet full pass`).toEqual([...fake.items.keys()].sort());

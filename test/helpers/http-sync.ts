@@ -29,6 +29,7 @@ export async function runPass(
   resourceType: string,
   kind: PassKind,
   window?: { start: Date; end: Date | null },
+  passStart?: Date,
 ): Promise<{ taskId: string; result: SyncTaskResult }> {
   const { rows } = await deps.pool.query<{ id: string }>(
     `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, window_start, window_end)
@@ -36,9 +37,11 @@ export async function runPass(
     [connectionId, kind === 'full' ? 'full' : 'incremental', kind === 'backfill' ? 'backfill' : 'manual', window?.start ?? null, window?.end ?? null],
   );
   const jobId = rows[0]!.id;
+  // `passStart`: the task's start on a test's own timeline (the provider's clock), which the pass
+  // keeps as its start (cursor cap, deletion bound); else the database's now at its claim.
   const task = await deps.pool.query<{ id: string }>(
-    `insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id`,
-    [jobId, resourceType],
+    `insert into sync_tasks (job_id, resource_type, started_at) values ($1, $2, $3) returning id`,
+    [jobId, resourceType, passStart ?? null],
   );
   const taskId = task.rows[0]!.id;
   const env = new MockActivityEnvironment({ attempt: 1 });
