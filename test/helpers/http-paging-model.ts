@@ -194,5 +194,6 @@ export async function checkHttpPagingModel(pool: Pool, variant: ModelVariant, nu
     }),
     { numRuns, seed, endOnFailure: true },
   );
+  console.log(`http paging model, ${variantName(variant)}: ${stats.runs} runs, ${stats.passes} passes completed, ${stats.failedPasses} failed as the listing kept changing`);
   return stats;
 }
