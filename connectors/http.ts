@@ -10,8 +10,15 @@
 // carry rate-limit signals; 429 → RateLimited; 5xx, 408, network errors, unreadable JSON →
 // Transient; other 4xx → Permanent).
 //
-// The page token is base64url JSON { url }: the exact next URL, whatever the pagination style, so
-// the paging loop's guard sees a repeated page as a repeated URL. Next URLs must share the origin
+// The page token is base64url JSON { url, read? }: the exact next URL, whatever the pagination
+// style, and for page numbers and offsets which read of the listing it belongs to (see
+// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read.
+//
+// Paging while the provider changes: a pass serves every record the provider has, unchanged, for
+// the whole pass. Provider links and cursors are taken as keyset positions (`stable`, default
+// true); page numbers and offsets page by keyset under `order: 'change_ascending'` and read what
+// they page by position again until two reads agree (`max_reads`). A listing that cannot promise
+// it (`stable: false`, `max_reads: 1`) is declared not consistent, so full syncs delete nothing. Next URLs must share the origin
 // of `base_url` (the credentials are never sent elsewhere), and a query-parameter secret is added
 // at request time only: it never appears in a token, a stored page, a log line or an error.
 //

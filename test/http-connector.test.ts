@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
-import { httpConnector, parseHttpConfig, readPath } from '../connectors/http';
+import { z } from 'zod';
+import { httpConfigSchema, httpConnector, parseHttpConfig, readPath } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
@@ -281,6 +282,19 @@ describe('http connector: config', () => {
     expect(problem({ base_url: baseUrl, auth: { type: 'oauth' }, resources: { a: { path: '/a', id: 'id' } } })).toMatch(/auth(\.type)?: must be an object whose type is one of 'none', 'bearer'/);
     expect(problem(config('link', { type: 'link_header' }))).toBeNull();
     expect(parseHttpConfig({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } } })).toMatchObject({ auth: { type: 'none' }, pagination: { type: 'none' } });
+  });
+
+  it('declares which listings are consistent (a full sync may delete what they did not serve), and documents the keys in the schema', () => {
+    const consistent = (style: string, pagination: Config, extra: Config = {}) => httpConnector.consistentListing!(config(style, pagination, extra), 'customers');
+    expect(consistent('link', { type: 'link_header' })).toBe(true);
+    expect(consistent('cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor', stable: false })).toBe(false);
+    expect(consistent('page', { type: 'page_number', size: SIZE })).toBe(true);
+    expect(consistent('offset', { type: 'offset', limit: SIZE, max_reads: 1 })).toBe(false);
+    expect(consistent('link', { type: 'none' })).toBe(true);
+    const schema = JSON.stringify(z.toJSONSchema(httpConfigSchema, { io: 'input' }));
+    for (const text of ["'change_ascending': by `updated_at` ascending", 'Reads of a listing paged by position', "Whether the provider's next links/cursors are stable"]) {
+      expect(schema).toContain(text);
+    }
   });
 
   it('reads dotted JSON paths with indexes', () => {
