@@ -347,8 +347,9 @@ function digest(acc: string, keys: unknown[]): string {
  * change time lies past the request's `since` (in its format's resolution), the next request asks
  * for `since` = that time from the first position again (records of that time are served again;
  * storing them twice writes nothing). Only a page whose records all share the `since` time moves to
- * the next position. A provider that lists a record changed before `since`, or out of change-time
- * order, contradicts the declaration: that fails as Permanent, naming the key.
+ * the next position; with an upper bound `until` the pass ends at the first page that reaches it.
+ * A provider that lists a record changed before `since`, or out of change-time order, contradicts
+ * the declaration: that fails as Permanent, naming the key.
  *
  * A read is the pages from where it began to its end (the listing's end, or a keyset step). A read
  * of more than one page is repeated from its first URL until two reads in a row served the same
@@ -362,6 +363,7 @@ function positionNext(
   url: string,
   read: ReadState | undefined,
   items: unknown[],
+  until: Date | null,
   what: string,
 ): PositionNext | null {
   const full = pagination.type === 'page_number'
@@ -377,8 +379,8 @@ function positionNext(
     const floor = sinceText === null ? null : sinceMillis(sinceText, format);
     let previous = Number.NEGATIVE_INFINITY;
     let last: Date | null = null;
-    items.forEach((item, index) => {
-      const change = changeTime(readPath(item, resource.updated_at!));
+    for (const [index, item] of items.entries()) {
+      const change = changeTime(readPath(item, resource.updated_at));
       if (change === null) {
         throw new Permanent(`http connector: ${what}: record #${index} has no change time at '${resource.updated_at}', which resources.${name}.order 'change_ascending' needs`);
       }
@@ -390,7 +392,7 @@ function positionNext(
         throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed record #${index} out of change-time order`);
       }
       previous = last.getTime();
-    });
+    }
     if (full && last !== null) {
       const lastText = formatSince(last, format);
       if (floor !== null && sinceMillis(lastText, format) <= floor) {
@@ -400,7 +402,8 @@ function positionNext(
       const step = new URL(url);
       step.searchParams.set(param, lastText);
       step.searchParams.set(pagination.param, pagination.type === 'page_number' ? String(pagination.start) : '0');
-      after = step.href;
+      // Ascending: what follows was changed at or after `until`, outside the window.
+      after = until !== null && last.getTime() >= until.getTime() ? null : step.href;
     }
   } else if (full) {
     return { url: nextPosition(url, pagination), read: done };
@@ -580,7 +583,7 @@ export const httpConnector: Connector = {
 
     if (pagination.type === 'page_number' || pagination.type === 'offset') {
       // Built from our own URL (the secret is added to the request only): nothing to clean.
-      const next = positionNext(name, resource, pagination, url, token.read, items, what);
+      const next = positionNext(name, resource, pagination, url, token.read, items, until, what);
       if (next === null) return { records, nextPageToken: null };
       const { hold, ...nextToken } = next;
       const holdAt = hold === undefined || !resource.since ? null : new Date(sinceMillis(hold, resource.since.format));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { checkHttpPagingModel, MODEL_VARIANTS, variantName } from './helpers/http-paging-model';
 
-const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 6);
+const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 4);
 
 let db: TestDatabase;
 beforeAll(async () => {

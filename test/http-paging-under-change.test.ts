@@ -128,6 +128,21 @@ describe.each(['page', 'offset'] as const)('http connector, %s paging by keyset'
     }
   });
 
+  it('a backfill window ends its pass at the first page that reaches the window end', async () => {
+    const { fake, connectionId } = await setUp(style, KEYSET);
+    try {
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const first = Date.parse(fake.list()[0]!.updated_at);
+      const before = fake.requests;
+      // [item 1, item 3): one page ([1, 2, 3]) reaches the end; the 6 items after it are not asked for.
+      await runPass(deps, connectionId, 'items', 'backfill', { start: new Date(first), end: new Date(first + 2000) });
+      expect(fake.requests - before).toBe(1);
+      expect([...(await storedRecords(db.pool, connectionId, 'items')).keys()].sort()).toEqual(['i00001', 'i00002']);
+    } finally {
+      await fake.close();
+    }
+  });
+
   it("refuses a provider that does not honour since or the declared order, naming the key", async () => {
     const { fake, connectionId } = await setUp(style, { ...KEYSET, since: { param: 'ignored_since' } });
     try {
