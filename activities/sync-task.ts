@@ -7,8 +7,8 @@ import { getConnector } from '../connectors/registry';
 import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
 import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { forgetSeenOfTask, seenSetSize, type SeenSetSize } from '../db/models/seen';
-import { findEtags, saveEtags } from '../db/models/provider-etags';
-import { advanceCursors, findCursors } from '../db/models/state';
+import { findEtags, forgetEtagsBefore, saveEtags } from '../db/models/provider-etags';
+import { advanceCursors, findCursors, forgetOtherPartitions } from '../db/models/state';
 import { completeTask, lockTaskToSync, markTaskProcessing, recordPage, restartTaskPass } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { inWindow, type SyncWindow } from '../policy/window';
@@ -269,6 +269,12 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
           );
           await forgetSeenOfTask(tx, input.taskId);
         }
+        // Validators this complete pass neither stored nor confirmed go: no later 304 may vouch for
+        // pages whose records it did not see (they may be tombstones by now).
+        if (!backfill) await forgetEtagsBefore(tx, connectionId, input.resourceType, passStart);
+        // A partition the config no longer names loses its cursor: named again, it is read whole.
+        const partitions = connector.partitions?.(task.config ?? {});
+        if (!backfill && partitions) await forgetOtherPartitions(tx, connectionId, input.resourceType, ['', ...partitions]);
         if (await completeTask(tx, input.taskId, deleted)) await countCompletedTask(tx, input.jobId);
         return { deleted, lost: null };
       });

@@ -81,4 +81,75 @@ describe('github data path under change', () => {
     expect([...stored.keys()].filter((k) => k.startsWith('o/new#')).length).toBe(5);
     expect(stored).toEqual(truth(gh, ['o/a', 'o/new']));
   });
+
+  it('an incremental pass skips no issue when one it already read is edited mid-pass (the rest do not slide into read pages)', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/shift': { id: 621, issues: 6 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/shift'], 2);
+    await full(id);
+    // Four issues change before the pass (the oldest first), so it reads them over three pages…
+    for (const [n, s] of [[6, 1], [5, 2], [4, 3], [3, 4]] as const) fake.touch('o/shift', n, `2025-02-01T00:00:0${s}Z`);
+    // …and the first of them, already read on page 1, changes again after that page.
+    onceAfter(fake, /\/issues/, () => fake.touch('o/shift', 6, '2025-02-01T00:00:05Z'));
+    await issues(id);
+    fake.afterServe = null;
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/shift']));
+  });
+
+  it('a full pass does not tombstone an issue that slid into a page already read because another was edited mid-pass', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/slide': { id: 631, issues: 6 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/slide'], 2);
+    await full(id);
+    // The oldest issue (page 1) is edited after page 1 was served: it moves to the end.
+    onceAfter(fake, /\/issues/, () => fake.touch('o/slide', 6));
+    const pass = await full(id);
+    expect(pass.get('issues')).toMatchObject({ status: 'completed', deletedCount: 0 });
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
+    expect(await titles(id)).toEqual(truth(fake, ['o/slide']));
+  });
+
+  it('a 304 on a first page skips that page only: an issue moved to a later page of the same listing is still synced', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/bulk': { id: 641, issues: 6 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/bulk'], 2);
+    await full(id);
+    // A bulk edit of five issues in one second: the listing from the cursor spans three pages.
+    const second = '2025-03-01T00:00:00Z';
+    for (const n of [1, 2, 3, 4, 5]) fake.touch('o/bulk', n, second);
+    await issues(id);
+    await issues(id); // stores the validators of the listing from that second
+    // One issue of page 2 changes: it moves to the end; page 1 stays the same (and answers 304).
+    fake.touch('o/bulk', 3, '2025-03-01T00:00:01Z');
+    const before = fake.requests.length;
+    await issues(id);
+    expect(fake.requests.slice(before).some((r) => r.headers['if-none-match'] !== undefined)).toBe(true);
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/bulk']));
+  });
+
+  it('the deletion step re-checks what a full pass did not see: an issue GitHub still has is kept, a deleted one and one of a dropped repository go', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/keep': { id: 651, issues: 4 }, 'o/drop': { id: 652, issues: 2 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/keep', 'o/drop']);
+    await full(id);
+    await driver.setConfig(id, config(fake, ['o/keep']));
+    fake.remove('o/keep', 4);
+    // Issue 3 is missing from the listing the pass reads, but GitHub has it again right after.
+    const items = fake.repos.get('o/keep')!.items;
+    const hidden = items.splice(items.findIndex((i) => i.number === 3), 1)[0]!;
+    onceAfter(fake, /^\/repos\/o\/keep\/issues\?/, () => items.push(hidden));
+    const before = fake.requests.length;
+    const pass = await full(id);
+    expect(pass.get('issues')).toMatchObject({ status: 'completed', deletedCount: 3 });
+    expect(await driver.tombstones(id, 'issues')).toEqual(['o/drop#1', 'o/drop#2', 'o/keep#4']);
+    expect(await titles(id)).toEqual(truth(fake, ['o/keep']));
+    // One GET per candidate of a configured repository: #3 (alive) and #4 (410 Gone).
+    expect(fake.requests.slice(before).map((r) => r.url).filter((u) => /\/issues\/\d+$/.test(u)).sort()).toEqual(['/repos/o/keep/issues/3', '/repos/o/keep/issues/4']);
+    // The dropped repository lost its cursor: named again, its whole history comes back.
+    await driver.setConfig(id, config(fake, ['o/keep', 'o/drop']));
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/keep', 'o/drop']));
+  });
 });

@@ -28,3 +28,18 @@ export async function saveEtags(
     [connectionId, resourceType, validators.map((v) => v.url), validators.map((v) => v.etag), validators.map((v) => v.next)],
   );
 }
+
+/**
+ * Forgets the validators of a connection's resource type that were neither stored nor confirmed
+ * (by a 304) since `before`: what a complete pass did not visit (an old `since` URL, a page past
+ * where an incremental pass stopped, a repository no longer configured). Its records may have
+ * changed in our store since (a tombstone), so no later 304 may vouch for them.
+ */
+export async function forgetEtagsBefore(db: Queryable, connectionId: string, resourceType: string, before: Date): Promise<number> {
+  const { rowCount } = await db.query('delete from provider_etags where connection_id = $1 and resource_type = $2 and updated_at < $3', [
+    connectionId,
+    resourceType,
+    before,
+  ]);
+  return rowCount ?? 0;
+}

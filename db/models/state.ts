@@ -36,3 +36,15 @@ export async function advanceCursors(
     [connectionId, resourceType, cursors.map((c) => c.partition), cursors.map((c) => c.cursor)],
   );
 }
+
+/**
+ * Forgets the cursors of a connection's resource type whose partition is not in `partitions`
+ * (a repository dropped from the config): added again later, it is read from nothing.
+ */
+export async function forgetOtherPartitions(db: Queryable, connectionId: string, resourceType: string, partitions: readonly string[]): Promise<void> {
+  await db.query('delete from sync_state where connection_id = $1 and resource_type = $2 and partition <> all($3::text[])', [
+    connectionId,
+    resourceType,
+    [...partitions],
+  ]);
+}
