@@ -143,6 +143,24 @@ describe.each(['page', 'offset'] as const)('http connector, %s paging by keyset'
     }
   });
 
+  it('with max_reads 1, a block of one change time over several pages, read once, holds the cursor at that time', async () => {
+    const { fake, clock, connectionId } = await setUp(style, KEYSET, { max_reads: 1 });
+    try {
+      const { deps } = testActivityDeps({ pool: db.pool });
+      clock.ms = Date.now() - HOUR;
+      for (const id of ['i00002', 'i00003', 'i00004', 'i00005', 'i00006', 'i00007', 'i00008']) fake.edit(id);
+      const block = fake.items.get('i00002')!.updated_at;
+      clock.ms = Date.now() - HOUR / 2;
+      fake.create();
+      await runPass(deps, connectionId, 'items', 'full');
+      const { rows } = await db.pool.query<{ cursor: Date }>(`select cursor from sync_state where connection_id = $1 and resource_type = 'items' and partition = ''`, [connectionId]);
+      // Not the newest change seen (half an hour ago): the block was paged by position, unverified.
+      expect(rows[0]!.cursor.toISOString()).toBe(new Date(block).toISOString());
+    } finally {
+      await fake.close();
+    }
+  });
+
   it("refuses a provider that does not honour since or the declared order, naming the key", async () => {
     const { fake, connectionId } = await setUp(style, { ...KEYSET, since: { param: 'ignored_since' } });
     try {
