@@ -14,13 +14,15 @@
 // style, and for page numbers and offsets which read of the listing it belongs to (see
 // positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read.
 //
+// Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
+// query-parameter secret is added at request time only: it never appears in a token, a stored
+// page, a log line or an error.
+//
 // Paging while the provider changes: a pass serves every record the provider has, unchanged, for
 // the whole pass. Provider links and cursors are taken as keyset positions (`stable`, default
 // true); page numbers and offsets page by keyset under `order: 'change_ascending'` and read what
 // they page by position again until two reads agree (`max_reads`). A listing that cannot promise
-// it (`stable: false`, `max_reads: 1`) is declared not consistent, so full syncs delete nothing. Next URLs must share the origin
-// of `base_url` (the credentials are never sent elsewhere), and a query-parameter secret is added
-// at request time only: it never appears in a token, a stored page, a log line or an error.
+// it (`stable: false`, `max_reads: 1`) is declared not consistent, so full syncs delete nothing.
 //
 // Paths into JSON are a dotted subset of JSONPath (`$`, `data.items`, `$.meta.next`,
 // `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
