@@ -22,7 +22,8 @@
 // the whole pass. Provider links and cursors are taken as keyset positions (`stable`, default
 // true); page numbers and offsets page by keyset under `order: 'change_ascending'` and read what
 // they page by position again until two reads agree (`max_reads`). A listing that cannot promise
-// it (`stable: false`, `max_reads: 1`) is declared not consistent, so full syncs delete nothing.
+// it (`stable: false`, `max_reads: 1`) is declared not consistent: full syncs delete only what
+// `recheck` confirms gone by the resource's `item` lookup (nothing without one).
 //
 // Paths into JSON are a dotted subset of JSONPath (`$`, `data.items`, `$.meta.next`,
 // `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
@@ -78,7 +79,7 @@ const maxReads = z
     description:
       'Reads of a listing paged by position (from where the read began) until two in a row agree, so records that shift between pages while the ' +
       'provider changes are not missed; a listing still changing after this many reads fails the task as transient (retried). 1: read once, ' +
-      'not safe under change (records can be skipped, and a full sync can then delete records the provider still has).',
+      "not safe under change: records can be skipped, so full syncs delete only what the resource's `item` lookup confirms gone.",
   });
 
 // A provider's own next links and cursors are taken as keyset positions (after this record), as
@@ -90,7 +91,8 @@ const stableLinks = z
   .meta({
     description:
       "Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. " +
-      'false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete nothing.',
+      'false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what ' +
+      "the resource's `item` lookup confirms gone (nothing without one).",
   });
 
 const paginationSchema = z.discriminatedUnion(
@@ -136,6 +138,20 @@ const resourceSchema = z.strictObject({
         '(`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.',
     }),
   pagination: paginationSchema.optional().meta({ description: "This resource's pagination, if not the connection's" }),
+  item: z
+    .strictObject({
+      path: z
+        .string({ error: "must be a path starting with '/' with '{id}' in it" })
+        .regex(/^\/[^?#]*\{id\}[^?#]*$/, "must be a path starting with '/' with '{id}' in it (no query or fragment)"),
+      record: jsonPath('the record in the answer').default('$'),
+    })
+    .optional()
+    .meta({
+      description:
+        "One record by id, e.g. {\"path\": \"/v1/customers/{id}\", \"record\": \"data\"} ({id}: its id without id_prefix). A full sync looks up " +
+        'the records it did not see (at most 100) before deleting them: 404 or 410 is gone, an answer keeps the record. Lets a listing that is ' +
+        'not consistent (stable: false, max_reads: 1) delete what is confirmed gone.',
+    }),
 });
 
 /** The http connection config. Unknown top-level keys are refused: a typo must not go unnoticed. */
@@ -490,6 +506,44 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   return new Permanent(`http connector: the provider answered ${status} for ${what}${detail}`);
 }
 
+/** A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present` leaves it out. */
+function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
+  if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
+  if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return null;
+  const id = readPath(item, resource.id);
+  if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
+    throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);
+  }
+  const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
+  return { externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> };
+}
+
+/** One GET of `url` (the query secret added to the request only) through the connectors' HTTP path. */
+function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<FetchPageInput, 'signal' | 'policy' | 'budget'>) {
+  const requestUrl = new URL(url);
+  if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
+  const limits: RateLimitHeaders = cfg.rate_limit
+    ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
+    : GITHUB_RATE_LIMIT_HEADERS;
+  return providerGet(requestUrl.href, {
+    headers: { Accept: 'application/json', 'User-Agent': USER_AGENT, ...cfg.headers, ...auth.headers },
+    secrets: auth.secrets,
+    context: `http connector: fetching ${what}`,
+    ...(opts.policy ? { policy: opts.policy } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.budget ? { budget: opts.budget } : {}),
+    rateLimitHeaders: limits,
+  });
+}
+
+function jsonOf(answer: { status: number; text: string }, what: string): unknown {
+  try {
+    return JSON.parse(answer.text);
+  } catch {
+    throw new Transient(`http connector: unreadable JSON for ${what} (${answer.status})`);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The connector
 
@@ -519,6 +573,44 @@ export const httpConnector: Connector = {
     }
   },
 
+  /**
+   * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
+   * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
+   * that names another id). Without `item`, nothing can be looked up: a consistent listing's word
+   * stands (every id is reported gone, with no request), and otherwise none is confirmed.
+   */
+  async recheck({ resource: name, externalIds, config, credentials, signal, policy, budget }) {
+    const cfg = parseHttpConfig(config);
+    const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
+    if (!resource) throw new Permanent(`http connector: unknown resource '${name}' (configured: ${Object.keys(cfg.resources).join(', ')})`);
+    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : [] };
+    const auth = authOf(cfg, credentials);
+    const redact = (text: string) => providerText(text, auth.secrets);
+    const limits: RateLimitHeaders = cfg.rate_limit
+      ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
+      : GITHUB_RATE_LIMIT_HEADERS;
+    const prefix = resource.id_prefix ?? '';
+    const alive: ConnectorRecord[] = [];
+    const gone: string[] = [];
+    for (const externalId of externalIds) {
+      signal?.throwIfAborted();
+      if (!externalId.startsWith(prefix)) continue;
+      const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
+      const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
+      const what = `'${name}' (${new URL(url).pathname})`;
+      const answer = await get(cfg, auth, url, what, { signal, policy, budget });
+      if (answer.status === 404 || answer.status === 410) {
+        gone.push(externalId);
+        continue;
+      }
+      if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
+      const record = recordOf(readPath(jsonOf(answer, what), resource.item.record), resource, `${what}: the record at '${resource.item.record}'`);
+      if (record === null || record.externalId !== externalId) gone.push(externalId);
+      else alive.push(record);
+    }
+    return { alive, gone };
+  },
+
   pageKey(token) {
     const { url, read } = decodeToken(token);
     return read ? `${url} (read ${read.n})` : url;
@@ -542,26 +634,10 @@ export const httpConnector: Connector = {
 
     const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
     const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token');
-    const requestUrl = new URL(url);
-    if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
     const what = `'${name}' (${new URL(url).pathname})`;
-    const answer = await providerGet(requestUrl.href, {
-      headers: { Accept: 'application/json', 'User-Agent': USER_AGENT, ...cfg.headers, ...auth.headers },
-      secrets: auth.secrets,
-      context: `http connector: fetching ${what}`,
-      ...(policy ? { policy } : {}),
-      ...(signal ? { signal } : {}),
-      ...(budget ? { budget } : {}),
-      rateLimitHeaders: limits,
-    });
+    const answer = await get(cfg, auth, url, what, { signal, policy, budget });
     if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
-
-    let body: unknown;
-    try {
-      body = JSON.parse(answer.text);
-    } catch {
-      throw new Transient(`http connector: unreadable JSON for ${what} (${answer.status})`);
-    }
+    const body = jsonOf(answer, what);
     const items = readPath(body, resource.records);
     if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
 
@@ -569,18 +645,13 @@ export const httpConnector: Connector = {
     const untilMs = until?.getTime() ?? null;
     const records: ConnectorRecord[] = [];
     items.forEach((item, index) => {
-      if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what}: record #${index} is not an object`);
-      if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return;
-      const id = readPath(item, resource.id);
-      if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
-        throw new Permanent(`http connector: ${what}: record #${index} has no string or number id at '${resource.id}'`);
-      }
-      const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
-      const updatedMs = updatedAt === null ? Number.NaN : Date.parse(updatedAt);
+      const record = recordOf(item, resource, `${what}: record #${index}`);
+      if (record === null) return;
+      const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
       // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
       if (sinceMs !== null && updatedMs < sinceMs) return;
       if (untilMs !== null && (Number.isNaN(updatedMs) || updatedMs >= untilMs)) return;
-      records.push({ externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> });
+      records.push(record);
     });
 
     if (pagination.type === 'page_number' || pagination.type === 'offset') {

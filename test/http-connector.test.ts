@@ -292,7 +292,7 @@ describe('http connector: config', () => {
     expect(consistent('offset', { type: 'offset', limit: SIZE, max_reads: 1 })).toBe(false);
     expect(consistent('link', { type: 'none' })).toBe(true);
     const schema = JSON.stringify(z.toJSONSchema(httpConfigSchema, { io: 'input' }));
-    for (const text of ["'change_ascending': by `updated_at` ascending", 'Reads of a listing paged by position', "Whether the provider's next links/cursors are stable"]) {
+    for (const text of ["'change_ascending': by `updated_at` ascending", 'Reads of a listing paged by position', "Whether the provider's next links/cursors are stable", 'One record by id']) {
       expect(schema).toContain(text);
     }
   });

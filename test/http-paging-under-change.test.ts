@@ -173,3 +173,30 @@ describe.each(['page', 'offset'] as const)('http connector, %s paging by keyset'
     }
   });
 });
+
+describe('http connector: deletion when the listing is not consistent', () => {
+  it('deletes nothing on the listing\'s word; with item lookups it tombstones exactly the items the provider answers 404 for', async () => {
+    const { fake, connectionId } = await setUp('cursor', {}, { stable: false });
+    try {
+      const { deps } = testActivityDeps({ pool: db.pool });
+      await runPass(deps, connectionId, 'items', 'full');
+      fake.remove('i00003');
+      fake.remove('i00007');
+      await runPass(deps, connectionId, 'items', 'full');
+      const tombstones = async () => [...(await storedRecords(db.pool, connectionId, 'items')).values()].filter((r) => r.deleted_at !== null).map((r) => r.external_id).sort();
+      expect(await tombstones()).toEqual([]);
+
+      const { rows } = await db.pool.query<{ config: { resources: { items: Record<string, unknown> } } }>('select config from connections where id = $1', [connectionId]);
+      const config = rows[0]!.config;
+      config.resources.items.item = { path: '/cursor/items/{id}', record: 'item' };
+      await db.pool.query('update connections set config = $2 where id = $1', [connectionId, config]);
+      const before = fake.requests;
+      await runPass(deps, connectionId, 'items', 'full');
+      expect(await tombstones()).toEqual(['i00003', 'i00007']);
+      // The listing (7 items, 3 a page) and one lookup per candidate.
+      expect(fake.requests - before).toBe(3 + 2);
+    } finally {
+      await fake.close();
+    }
+  });
+});

@@ -8,7 +8,8 @@
 // - next:    the same position as a next URL in the body (`next`);
 // - cursor:  the same position as an opaque cursor in the body (`meta.next_cursor`, param `cursor`);
 // - page:    page numbers (`page`, `per_page`) over the list as it is at the request: they shift;
-// - offset:  offsets (`offset`, `limit`) over the list as it is at the request: they shift.
+// - offset:  offsets (`offset`, `limit`) over the list as it is at the request: they shift;
+// - and /<style>/items/<id>: one item as `{ item }`, 404 once deleted.
 //
 // The keyset styles are stable, as real providers' cursors are: an item present for the whole pass
 // is served once at least; positions are not. `beforeRequest` runs before each page request is
@@ -136,6 +137,14 @@ export async function startFakeHttpProvider(opts: { size: number; initial?: Fake
       return next;
     };
     const style = url.pathname.split('/')[1] as FakeHttpStyle;
+    const one = /^\/[a-z]+\/items\/([^/]+)$/.exec(url.pathname);
+    if (one) {
+      // One item by id: 404 once it is deleted.
+      const item = items.get(decodeURIComponent(one[1]!));
+      res.writeHead(item ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(item ? { item } : { error: 'not found' }));
+      return;
+    }
     switch (style) {
       case 'none':
         return send(listed);

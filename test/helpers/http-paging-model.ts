@@ -24,10 +24,15 @@ import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type F
 import { createHttpConnection, runPass, storedRecords, type PassKind } from './http-sync';
 import { mulberry32 } from './random';
 
-/** A paging style, and for page numbers and offsets whether the resource declares change-time order (keyset). */
+/**
+ * A paging style; for page numbers and offsets whether the resource declares change-time order
+ * (keyset); and whether the listing is declared not consistent (`stable: false`) with deletions
+ * confirmed by item lookups instead.
+ */
 export interface ModelVariant {
   style: FakeHttpStyle;
   keyset: boolean;
+  lookups?: boolean;
 }
 
 export const MODEL_VARIANTS: ModelVariant[] = [
@@ -39,9 +44,10 @@ export const MODEL_VARIANTS: ModelVariant[] = [
   { style: 'offset', keyset: false },
   { style: 'page', keyset: true },
   { style: 'offset', keyset: true },
+  { style: 'cursor', keyset: false, lookups: true },
 ];
 
-export const variantName = (v: ModelVariant) => `${v.style}${v.keyset ? ' by keyset' : ''}`;
+export const variantName = (v: ModelVariant) => `${v.style}${v.keyset ? ' by keyset' : ''}${v.lookups ? ', stable: false, with item lookups' : ''}`;
 
 interface PassPlan {
   kind: PassKind;
@@ -114,11 +120,12 @@ async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario
   try {
     const config = {
       base_url: fake.baseUrl,
-      pagination: paginationOf(variant.style, scenario.size),
+      pagination: { ...paginationOf(variant.style, scenario.size), ...(variant.lookups && { stable: false }) },
       resources: {
         items: {
           path: `/${variant.style}/items`, records: RECORDS_PATH[variant.style], id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' },
           ...(variant.keyset && { order: 'change_ascending' }),
+          ...(variant.lookups && { item: { path: `/${variant.style}/items/{id}`, record: 'item' } }),
         },
       },
     };
@@ -190,7 +197,7 @@ export async function checkHttpPagingModel(pool: Pool, variant: ModelVariant, nu
     fc.asyncProperty(scenarioArb, async (scenario) => {
       stats.runs += 1;
       labels += 1;
-      await runScenario(pool, variant, scenario, `model-${variant.style}${variant.keyset ? '-keyset' : ''}-${labels}`, stats);
+      await runScenario(pool, variant, scenario, `model-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}-${labels}`, stats);
     }),
     { numRuns, seed, endOnFailure: true },
   );
