@@ -33,15 +33,18 @@ export const MAX_RECHECKS = 100;
  * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates with the connector's
  * `recheck` (when it has one), stores those alive (they are then no candidates: written after the
  * pass began), and says which it may tombstone: with a consistent listing every candidate but
- * those not confirmed gone; without one only those confirmed gone (none without `recheck`).
+ * those not confirmed gone; without one (or when the pass held a cursor) only those confirmed gone
+ * (none without `recheck`).
  */
 async function confirmDeletions(
   deps: Pick<ActivityDeps, 'pool'>,
   connector: Connector,
   request: Omit<FetchPageInput, 'pageToken' | 'since' | 'until'>,
-  target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date },
+  target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date; held: boolean },
 ): Promise<{ except: string[] } | { only: string[] }> {
-  const consistent = connector.consistentListing?.(request.config, request.resource) ?? false;
+  // A pass that held a cursor (the connector could not read past some time consistently) is no
+  // consistent listing, whatever the connector's listing is otherwise.
+  const consistent = (connector.consistentListing?.(request.config, request.resource) ?? false) && !target.held;
   if (!connector.recheck) return consistent ? { except: [] } : { only: [] };
   const { pool } = deps;
   const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
@@ -246,7 +249,7 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
         }
         if (full) {
           deletable = await confirmDeletions({ pool }, connector, context, {
-            connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore,
+            connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore, held: holds.size > 0,
           });
         }
       } catch (err) {

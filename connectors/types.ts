@@ -22,8 +22,8 @@
 //   (`since` = the last change time served, inclusive, de-duplicated) or by a provider cursor.
 // - Deletion detection. A full pass tombstones a record it did not see only when the connector
 //   declares its listing consistent (`consistentListing`: what it lacks was absent from the
-//   provider at some time during the pass), or when `recheck` confirms the record gone. Without
-//   either, the platform deletes nothing it cannot confirm. Records whose change time is at or
+//   provider at some time during the pass, and the pass held no cursor), or when `recheck`
+//   confirms the record gone. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
 //   after the pass start are never tombstoned on the pass's word.
 // - Conditional requests. A stored validator (ETag) may skip only the page it validates: the
 //   connector stores with it what comes after that page (`next`), and on a 304 continues there.

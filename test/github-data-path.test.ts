@@ -152,4 +152,18 @@ describe('github data path under change', () => {
     await issues(id);
     expect(await titles(id)).toEqual(truth(fake, ['o/keep', 'o/drop']));
   });
+
+  it('caps a repository cursor at the task start less the clock skew, never at the newest change seen beyond it', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/future': { id: 661, issues: 2 } } });
+    const id = await connection(gh, ['o/future']);
+    // GitHub's clock runs an hour ahead of ours.
+    gh.touch('o/future', 1, new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'));
+    await full(id);
+    const { rows } = await db.pool.query<{ cursor: Date; started_at: Date }>(
+      `select s.cursor, (select max(t.started_at) from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1) as started_at
+         from sync_state s where s.connection_id = $1 and s.partition = 'o/future'`,
+      [id],
+    );
+    expect(rows[0]!.cursor.getTime()).toBe(rows[0]!.started_at.getTime() - 60_000);
+  });
 });
