@@ -577,7 +577,9 @@ export const httpConnector: Connector = {
    * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
    * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
    * that names another id). Without `item`, nothing can be looked up: a consistent listing's word
-   * stands (every id is reported gone, with no request), and otherwise none is confirmed.
+   * stands (every id is reported gone, with no request), and otherwise none is confirmed. (A pass
+   * of this connector holds a cursor only where its listing is not consistent, so a held pass,
+   * which the platform lets delete only what is confirmed gone, never gets "all gone" here.)
    */
   async recheck({ resource: name, externalIds, config, credentials, signal, policy, budget }) {
     const cfg = parseHttpConfig(config);
