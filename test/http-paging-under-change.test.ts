@@ -35,7 +35,7 @@ async function setUp(style: FakeHttpStyle, resourceExtra: Record<string, unknown
   return { fake, clock, connectionId };
 }
 
-/** Edits `id` at the fake's now, before the `n`th page request of the next pass (1-based). */
+/** Runs `edit` (a change at the fake's clock) before the `n`th page request of the next pass (1-based). */
 function editBeforeRequest(fake: FakeHttpProvider, n: number, edit: () => void) {
   const first = fake.requests;
   fake.beforeRequest = () => {
