@@ -174,6 +174,35 @@ describe.each(['page', 'offset'] as const)('http connector, %s paging by keyset'
   });
 });
 
+describe('http connector: a listing that never holds still', () => {
+  it('fails the task as transient after max_reads reads that all differ, deleting nothing', async () => {
+    const { fake, clock, connectionId } = await setUp('page', {}, { max_reads: 3 });
+    try {
+      const { deps } = testActivityDeps({ pool: db.pool });
+      await runPass(deps, connectionId, 'items', 'full');
+      fake.remove('i00009');
+      clock.ms = Date.now();
+      // An edit before every request: no two reads serve the same records.
+      let n = 0;
+      fake.beforeRequest = () => {
+        n += 1;
+        fake.edit(`i0000${1 + (n % 8)}`);
+      };
+      const before = fake.requests;
+      const err = (await runPass(deps, connectionId, 'items', 'full').catch((e: Error) => e)) as Error;
+      fake.beforeRequest = null;
+      expect(err.message).toMatch(/^http connector: 'items' \(\/page\/items\): the listing changed during each of 3 reads from '.*\/page\/items\?page=1&per_page=3'/);
+      expect(err.message).toContain('max_reads 3');
+      // Three reads of 3 pages (8 items, the third page short).
+      expect(fake.requests - before).toBe(9);
+      const stored = await storedRecords(db.pool, connectionId, 'items');
+      expect([...stored.values()].filter((r) => r.deleted_at !== null)).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
 describe('http connector: deletion when the listing is not consistent', () => {
   it('deletes nothing on the listing\'s word; with item lookups it tombstones exactly the items the provider answers 404 for', async () => {
     const { fake, connectionId } = await setUp('cursor', {}, { stable: false });
