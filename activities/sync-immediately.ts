@@ -6,7 +6,7 @@ import { getConnector } from '../connectors/registry';
 import { RateLimited } from '../connectors/types';
 import { findSyncSource } from '../db/models/connections';
 import { upsertRecords } from '../db/models/records';
-import { findCursor } from '../db/models/state';
+import { findCursors } from '../db/models/state';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
@@ -43,7 +43,8 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       const resourceTypes = input.resourceTypes?.length ? input.resourceTypes : connector.resourceTypes(conn.config ?? {});
       const result: ImmediateSyncResult = { connectionId: input.connectionId, mode: input.mode, resources: [] };
       for (const resourceType of resourceTypes) {
-        const since = input.mode === 'incremental' ? await findCursor(pool, input.connectionId, resourceType) : null;
+        // Per partition, as a job's incremental pass (connectors/types.ts: a partition without a cursor is read from nothing).
+        const cursors = input.mode === 'incremental' ? await findCursors(pool, input.connectionId, resourceType) : undefined;
         const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
         result.resources.push(counts);
         // Opened here, in the activity that calls the provider; the budget is keyed by the opened
@@ -51,7 +52,8 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         const opened = openCredentials(credentials, input.connectionId, conn.credentials);
         const request = {
           resource: resourceType,
-          since,
+          since: cursors?.get('') ?? null,
+          ...(cursors && { cursors }),
           until: null,
           config: conn.config ?? {},
           credentials: opened,
@@ -64,7 +66,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         };
         for await (const page of pagesOf(connector, request, null)) {
           const written = await withTransaction(pool, (tx) =>
-            upsertRecords(tx, { connectionId: input.connectionId, resourceType, jobId: null, at: new Date() }, page.records),
+            upsertRecords(tx, { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt }, page.records),
           );
           counts.writtenCount += written.added + written.updated;
           counts.entityCount += page.records.length;

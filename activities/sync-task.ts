@@ -5,13 +5,15 @@ import type { PoolClient } from 'pg';
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { addProcessedEntities, countCompletedTask } from '../db/models/jobs';
-import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
+import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { forgetSeenOfTask, seenSetSize, type SeenSetSize } from '../db/models/seen';
-import { findEtags, saveEtags } from '../db/models/provider-etags';
-import { advanceCursor } from '../db/models/state';
+import { findEtags, forgetEtagsBefore, saveEtags } from '../db/models/provider-etags';
+import { advanceCursors, findCursors, forgetOtherPartitions } from '../db/models/state';
 import { completeTask, lockTaskToSync, markTaskProcessing, recordPage, restartTaskPass } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { inWindow, type SyncWindow } from '../policy/window';
+import { CURSOR_CLOCK_SKEW_MS, nextCursor } from '../policy/cursor';
+import type { Connector, FetchPageInput } from '../connectors/types';
 import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
 import { requestBudget } from './rate-budget';
@@ -23,6 +25,42 @@ import type { ActivityDeps } from './deps';
  * that the run fails, and the job's retry policy decides.
  */
 const MAX_PASS_RESTARTS = 3;
+
+/** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
+export const MAX_RECHECKS = 100;
+
+/**
+ * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates with the connector's
+ * `recheck` (when it has one), stores those alive (they are then no candidates: written after the
+ * pass began), and says which it may tombstone: with a consistent listing every candidate but
+ * those not confirmed gone; without one (or when the pass held a cursor) only those confirmed gone
+ * (none without `recheck`).
+ */
+async function confirmDeletions(
+  deps: Pick<ActivityDeps, 'pool'>,
+  connector: Connector,
+  request: Omit<FetchPageInput, 'pageToken' | 'since' | 'until'>,
+  target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date; held: boolean },
+): Promise<{ except: string[] } | { only: string[] }> {
+  // A pass that held a cursor (the connector could not read past some time consistently) is no
+  // consistent listing, whatever the connector's listing is otherwise.
+  const consistent = (connector.consistentListing?.(request.config, request.resource) ?? false) && !target.held;
+  if (!connector.recheck) return consistent ? { except: [] } : { only: [] };
+  const { pool } = deps;
+  const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
+  if (candidates.length === 0) return { except: [] };
+  const fetchedAt = new Date();
+  const answer = await connector.recheck({ ...request, externalIds: candidates });
+  const asked = new Set(candidates);
+  const alive = answer.alive.filter((r) => asked.has(r.externalId));
+  if (alive.length > 0) {
+    await withTransaction(pool, (tx) =>
+      upsertRecords(tx, { connectionId: target.connectionId, resourceType: target.resourceType, jobId: target.jobId, at: new Date(), fetchedAt }, alive),
+    );
+  }
+  const gone = new Set(answer.gone.filter((id) => asked.has(id)));
+  return consistent ? { except: candidates.filter((id) => !gone.has(id)) } : { only: [...gone] };
+}
 
 /**
  * When a full pass's seen-set is incomplete (its rows in `sync_seen` differ from the logged
@@ -44,11 +82,16 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * processing is taken over only by a retry of this same activity; a completed one answers with its
  * counts and runs nothing; a disabled connection's task is skipped), then pages through the
  * connector from where the task last stopped: each page's records, the `sync_seen` ids (full
- * mode), how many ids were new to the seen-set and the task's progress are written in one
+ * mode), how many ids were new to the seen-set, the task's progress (with the newest change time
+ * seen per partition) and the cursors of the partitions the page completed are written in one
  * transaction, and the activity heartbeats with the page token, so a retried attempt resumes after
  * the last stored page and cancellation arrives within one page. On success a full pass deletes
- * the records it did not see, the cursor moves to the largest provider `updated_at` seen, and the
- * task completes with its counts.
+ * the records it did not see (only as far as the connector's listing or its re-check confirms
+ * them gone) and the task completes with its counts.
+ *
+ * Cursors are per partition (see connectors/types.ts): an incremental pass gives the connector
+ * every partition's cursor, and a partition read to its end moves its own cursor to
+ * min(newest change time seen there, task start − clock skew), never backwards.
  *
  * An incremental backfill asks the connector for its window [start, end) and stores only the
  * records changed inside it (`policy/window.ts`), so a connector that ignores a bound still cannot
@@ -72,13 +115,13 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
       const task = await lockTaskToSync(tx, input.taskId);
       if (!task) return null;
       // Done by an earlier attempt of the job: answer as it ended, run nothing again.
-      if (task.status === 'completed') return { task, lost: null };
+      if (task.status === 'completed') return { task, lost: null, startedAt: task.started_at ?? new Date() };
       if (task.connection_status === 'disabled') return null;
       const ours = task.status === 'pending' || (task.status === 'processing' && attempt > 1);
       if (!ours) return null;
-      await markTaskProcessing(tx, input.taskId);
+      const startedAt = await markTaskProcessing(tx, input.taskId);
       const lost = full && task.pages_done > 0 ? await restartIfSeenSetLost(tx, input.jobId, input.taskId) : null;
-      return { task, lost };
+      return { task, lost, startedAt };
     });
     if (!claimed) {
       // Held by an earlier attempt (locked, or processing), ended elsewhere, or its connection
@@ -99,15 +142,24 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
     const backfill = task.window_start !== null;
     const window: SyncWindow | null =
       input.mode === 'incremental' && task.window_start !== null ? { start: task.window_start, end: task.window_end } : null;
-    const since = input.mode === 'incremental' ? (window?.start ?? task.cursor) : null;
+    // An incremental pass of the connection's own (no window) starts each partition at its cursor.
+    const cursors = input.mode === 'incremental' && !window ? await findCursors(pool, connectionId, input.resourceType) : undefined;
+    const since = input.mode === 'incremental' ? (window?.start ?? cursors?.get('') ?? null) : null;
     const until = window?.end ?? null;
+    // The pass start: the task's first start (a resumed task keeps it), which caps every cursor.
+    const passStart = claimed.startedAt;
+    // A record the provider changed at or after the pass start (less the clock skew) was alive
+    // during the pass: the deletion step never judges it.
+    const changedBefore = new Date(passStart.getTime() - CURSOR_CLOCK_SKEW_MS);
     let outsideWindow = 0;
     const log = logger.child({ job_id: input.jobId, task_id: input.taskId, connection_id: connectionId, resource_type: input.resourceType });
     let pageToken = task.page_token;
     let pages = task.pages_done;
     let entityCount = task.entity_count;
     let writtenCount = task.written_count;
-    let highWater = task.high_water;
+    const marks = (field: 'high' | 'hold') => new Map(Object.entries(task.partition_progress?.[field] ?? {}).map(([p, t]) => [p, new Date(t)]));
+    const highWater = marks('high');
+    const holds = marks('hold');
     let restarts = 0;
     const restart = (size: SeenSetSize, when: string) => {
       restarts += 1;
@@ -121,7 +173,8 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
       pageToken = null;
       pages = 0;
       entityCount = 0;
-      highWater = null;
+      highWater.clear();
+      holds.clear();
       ctx.heartbeat({ pageToken, pages });
     };
     if (claimed.lost) restart(claimed.lost, 'while the task was interrupted');
@@ -131,6 +184,7 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
     // neither uses nor stores them (its pass is bounded by a window).
     const validators = !backfill && input.mode === 'incremental' ? await findEtags(pool, connectionId, input.resourceType) : undefined;
     for (;;) {
+      let deletable: { except: string[] } | { only: string[] } = { only: [] };
       try {
         // Opened here, in the activity that calls the provider; the shared budget is keyed by the
         // opened credential's fingerprint (never the sealed envelope, which differs per row).
@@ -139,32 +193,52 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
           pool, metrics, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: task.provider_slug,
           credentials: opened, config: task.config ?? {},
         });
-        const request = {
+        const context = {
           resource: input.resourceType,
-          since,
-          until,
           config: task.config ?? {},
           credentials: opened,
           signal: ctx.cancellationSignal,
           policy: providers,
-          ...(validators && { validators }),
           ...(budget && { budget }),
         };
+        const request = { ...context, since, until, ...(cursors && { cursors }), ...(validators && { validators }) };
         for await (const page of pagesOf(connector, request, pageToken, { pages, records: entityCount })) {
           const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
           outsideWindow += page.records.length - records.length;
           for (const record of records) {
             const t = record.updatedAt ? new Date(record.updatedAt) : null;
-            if (t && (!highWater || t > highWater)) highWater = t;
+            const partition = record.partition ?? '';
+            const seen = highWater.get(partition);
+            if (t && !Number.isNaN(t.getTime()) && (!seen || t > seen)) highWater.set(partition, t);
           }
+          for (const { partition, at } of page.holdCursors ?? []) {
+            const t = new Date(at);
+            const held = holds.get(partition);
+            if (!Number.isNaN(t.getTime()) && (!held || t < held)) holds.set(partition, t);
+          }
+          // The partitions this page ended: those it names, and every one with the pass's last page.
+          const completed = page.nextPageToken === null
+            ? new Set(['', ...(connector.partitions?.(task.config ?? {}) ?? []), ...highWater.keys(), ...(page.completedPartitions ?? [])])
+            : new Set(page.completedPartitions ?? []);
           const written = await withTransaction(pool, async (tx) => {
             const { seen, ...counts } = await upsertRecords(
               tx,
-              { connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), seenBy: full ? input.taskId : undefined },
+              {
+                connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
+                seenBy: full ? input.taskId : undefined,
+              },
               records,
             );
-            await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, highWater, seen });
+            const iso = (m: Map<string, Date>) => Object.fromEntries([...m].map(([p, t]) => [p, t.toISOString()]));
+            const progress = { high: iso(highWater), hold: iso(holds) };
+            await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, progress, seen });
             if (!backfill && page.validators?.length) await saveEtags(tx, connectionId, input.resourceType, page.validators);
+            // The cursor belongs to the connection's own syncs: a backfill of an older window must
+            // not move it (nor skip ahead past changes it did not fetch).
+            if (!backfill && completed.size > 0) {
+              const moved = [...completed].map((p) => ({ partition: p, cursor: nextCursor(highWater.get(p) ?? null, passStart, holds.get(p) ?? null) }));
+              await advanceCursors(tx, connectionId, input.resourceType, moved);
+            }
             return counts.added + counts.updated;
           });
           pageToken = page.nextPageToken;
@@ -172,6 +246,11 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
           entityCount += records.length;
           writtenCount += written;
           ctx.heartbeat({ pageToken, pages });
+        }
+        if (full) {
+          deletable = await confirmDeletions({ pool }, connector, context, {
+            connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore, held: holds.size > 0,
+          });
         }
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
@@ -186,12 +265,19 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
           // between this check and the delete.
           const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
           if (lost) return { deleted: 0, lost, completed: false };
-          deleted = await tombstoneUnseenRecords(tx, connectionId, input.resourceType, input.taskId, new Date());
+          deleted = await tombstoneUnseenRecords(
+            tx,
+            { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore, at: new Date() },
+            deletable,
+          );
           await forgetSeenOfTask(tx, input.taskId);
         }
-        // The cursor belongs to the connection's own syncs: a backfill of an older window must not
-        // move it (nor skip ahead past changes it did not fetch). It never moves backwards.
-        if (!backfill) await advanceCursor(tx, connectionId, input.resourceType, highWater);
+        // Validators this complete pass neither stored nor confirmed go: no later 304 may vouch for
+        // pages whose records it did not see (they may be tombstones by now).
+        if (!backfill) await forgetEtagsBefore(tx, connectionId, input.resourceType, passStart);
+        // A partition the config no longer names loses its cursor: named again, it is read whole.
+        const partitions = connector.partitions?.(task.config ?? {});
+        if (!backfill && partitions) await forgetOtherPartitions(tx, connectionId, input.resourceType, ['', ...partitions]);
         const completed = await completeTask(tx, input.taskId, deleted);
         if (completed) await countCompletedTask(tx, input.jobId);
         return { deleted, lost: null, completed };

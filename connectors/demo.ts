@@ -537,6 +537,11 @@ export const demoConnector: Connector = {
     return resourceTypesOf(parseDemoConfig(config));
   },
 
+  // Keyset paging on (updatedAt, externalId): a record unchanged for the whole pass is served.
+  consistentListing() {
+    return true;
+  },
+
   async fetchPage({ resource, since, until, pageToken, config, signal }: FetchPageInput): Promise<FetchPageResult> {
     logFetch({ resource, pageToken, at: Date.now() });
     signal?.throwIfAborted();

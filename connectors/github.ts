@@ -16,27 +16,40 @@
 // - 5xx, network errors, unreadable bodies → Transient; an aborted `signal` → its AbortError.
 // A 200 whose `x-ratelimit-remaining` is 0 is a normal page: the next request gets the 403.
 //
-// Paging follows the `Link` header's rel="next" URL exactly as GitHub returns it (GitHub's next
-// URLs often have another shape than the first request, e.g. /repositories/<id>/issues?page=2),
-// parsed per RFC 8288. Repositories are fetched one after another: the page token is base64url
-// JSON { repo: index into `repositories`, url: the next URL, or null for that repository's first
-// page }. Link and token URLs must share the origin of `base_url`, so the token is never sent
-// elsewhere. The token never appears in an error message either: provider text is redacted
-// (the exact token and any `Bearer …`/`token …` value) before it is cut to 500 characters.
+// Each repository is a partition (connectors/types.ts): its own cursor (`sinceOf`), its records
+// name it, and the page that ends it says so. Repositories are fetched one after another: the page
+// token is base64url JSON { repo: index into `repositories`, url: the next URL, or null for that
+// repository's first page }. Token and Link URLs must share the origin of `base_url`, so the token
+// is never sent elsewhere. The token never appears in an error message either: provider text is
+// redacted (the exact token and any `Bearer …`/`token …` value) before it is cut to 500 characters.
 //
-// Bounds: `since` is the issues endpoint's own parameter. Pulls have none: they are listed newest
-// first (`direction=desc`) and the first pull request older than `since` ends that repository's
-// paging; a newest-first pass longer than one page then reads the head once more (a catch-up pass
-// down to the newest change its first page showed), because items changed while it paged moved
-// to the head, out of the pages ahead. `until` (exclusive) has no parameter on either endpoint:
-// items changed at or after it are dropped; issues are oldest first, so there the first such item
-// ends the repository's paging.
+// Issues are read oldest first by keyset: each next page asks `since` = the last item's
+// `updated_at` (inclusive; the platform de-duplicates the item served twice), so an issue edited
+// mid-pass moves only to pages not yet read and none slides into a page already read. When a whole
+// page shares one second, `since` cannot move and the next page is the next page number within
+// that second; such a page holds the repository's cursor at that second (`holdCursors`), since an
+// edit there can shift the rest. GitHub's Link header only says whether more pages follow.
+// Pulls have no `since`: they are listed newest first (`direction=desc`) following the Link
+// header's rel="next" URL exactly as GitHub returns it (often another shape than the first
+// request, e.g. /repositories/<id>/pulls?page=2), parsed per RFC 8288; the first pull request older
+// than `since` ends that repository's paging; a newest-first pass longer than one page then reads
+// the head once more (a catch-up pass down to the newest change its first page showed), because
+// items changed while it paged moved to the head, out of the pages ahead. `until` (exclusive) has
+// no parameter on either endpoint: items changed at or after it are dropped; issues are oldest
+// first, so there the first such item ends the repository's paging.
 //
-// Conditional requests: the ETag of a repository's first page travels in the page tokens and is
-// returned (`validators`) with the repository's last page, for the activity to store in the same
-// transaction; the next incremental pass sends it as If-None-Match, and a 304 ends that
-// repository's part of the pass. Every request goes through `providerGet` (provider-http.ts),
-// the connectors' one HTTP path, which asks the shared rate budget first.
+// Deletion: both listings are consistent (keyset; newest first where a change moves an item only to
+// the head, and GitHub cannot delete a pull request), and `recheck` GETs a candidate by number:
+// 200 alive, 404/410 gone, an item transferred elsewhere or of a repository no longer configured
+// gone.
+//
+// Conditional requests: every page's ETag is returned (`validators`) with the page's records, for
+// the activity to store in the same transaction, with a note of what follows the page in its
+// listing (the next URL, or none; newest first also its oldest and newest change times). The next
+// incremental pass sends it as If-None-Match for that URL; a 304 skips that page only and goes on
+// with the noted next page (ending the repository where the listing ended or, newest first, where
+// the page reached `since`). Every request goes through `providerGet` (provider-http.ts), the
+// connectors' one HTTP path, which asks the shared rate budget first.
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
@@ -49,6 +62,9 @@ import {
   type ConnectorRecord,
   type FetchPageInput,
   type FetchPageResult,
+  type RecheckInput,
+  type RecheckResult,
+  sinceOf,
 } from './types';
 
 /** The resource types this connector can sync. */
@@ -357,7 +373,7 @@ function firstUrl(cfg: GitHubConfig, resource: GitHubResourceType, repository: s
   // Pulls have no `since`: newest first, so an incremental pass stops at the first older item.
   url.searchParams.set('direction', resource === 'issues' ? 'asc' : 'desc');
   url.searchParams.set('per_page', String(cfg.per_page));
-  if (resource === 'issues' && since !== null) url.searchParams.set('since', since.toISOString());
+  if (resource === 'issues' && since !== null) url.searchParams.set('since', sinceParam(since));
   return url.href;
 }
 
@@ -424,6 +440,79 @@ function newestUpdatedAt(items: readonly GitHubItem[]): string | null {
 const isItem = (value: unknown): value is GitHubItem =>
   !!value && typeof value === 'object' && !Array.isArray(value) && Number.isInteger((value as { number?: unknown }).number);
 
+/** The request headers of every GitHub call. */
+function requestHeaders(token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}`, Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': API_VERSION, 'User-Agent': USER_AGENT };
+}
+
+/** A time as GitHub's `since` takes it: ISO 8601 in whole seconds (rounded down, so nothing is left out). */
+function sinceParam(at: Date): string {
+  return new Date(Math.floor(at.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/** What a stored validator notes about its page: the next page of its listing (null: the last), and newest first its oldest and newest change times. */
+interface PageNote {
+  next: string | null;
+  oldest?: string | null;
+  newest?: string | null;
+}
+
+/** A stored note read back; an unreadable one reads as "the listing goes on nowhere": nothing is skipped beyond the page. */
+function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null } {
+  try {
+    const note = JSON.parse(text ?? 'null') as PageNote | null;
+    const str = (v: unknown) => (typeof v === 'string' ? v : null);
+    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest) };
+  } catch {
+    return { next: null, oldest: null, newest: null };
+  }
+}
+
+/** The `since` second a page URL numbers its pages within (page 2 or later), or null. */
+function heldSecond(url: string): string | null {
+  const params = new URL(url).searchParams;
+  const since = params.get('since');
+  return since !== null && Number(params.get('page') ?? '1') >= 2 ? since : null;
+}
+
+/** Whole seconds of an ISO time (NaN when unreadable). */
+const secondOf = (iso: unknown) => (typeof iso === 'string' ? Math.floor(Date.parse(iso) / 1000) : Number.NaN);
+
+/**
+ * The next page of an oldest-first issues listing after `body` (fetched from `url`), by keyset:
+ * `since` = the last item's change time (inclusive: the items of that second are served again, and
+ * the platform de-duplicates them), so an item edited mid-pass moves only to pages not yet read
+ * and no other item slides into a page already read. When the whole page shares one second,
+ * `since` cannot move: the next page is the next page number within that second. Null when the
+ * page's times are unreadable (the caller follows GitHub's Link then).
+ */
+function keysetNext(cfg: GitHubConfig, repository: string, url: string, body: readonly GitHubItem[]): string | null {
+  const last = secondOf(body.at(-1)?.updated_at);
+  const first = secondOf(body[0]?.updated_at);
+  if (Number.isNaN(last) || Number.isNaN(first)) return null;
+  const next = new URL(firstUrl(cfg, 'issues', repository, new Date(last * 1000)));
+  if (first === last) {
+    const params = new URL(url).searchParams;
+    const within = secondOf(params.get('since')) === last;
+    next.searchParams.set('page', String((within ? Number(params.get('page') ?? '1') : 1) + 1));
+  }
+  return next.href;
+}
+
+/** The oldest `updated_at` of a page (as GitHub wrote it), or null when no item has a readable one. */
+function oldestUpdatedAt(items: readonly GitHubItem[]): string | null {
+  let best: string | null = null;
+  let bestMs = Infinity;
+  for (const item of items) {
+    const ms = typeof item.updated_at === 'string' ? Date.parse(item.updated_at) : Number.NaN;
+    if (ms < bestMs) {
+      bestMs = ms;
+      best = item.updated_at as string;
+    }
+  }
+  return best;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The connector
 
@@ -443,13 +532,18 @@ export const githubConnector: Connector = {
     return githubCredentialsProblem(credentials);
   },
 
+  partitions(config) {
+    return [...parseGitHubConfig(config).repositories];
+  },
+
   pageKey(token) {
     const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { repo?: unknown; url?: unknown; catchup?: unknown };
     const page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
     return body.catchup === true ? `${page} (catch-up pass)` : page;
   },
 
-  async fetchPage({ resource, since, until, pageToken, config, credentials, signal, policy, validators, budget }: FetchPageInput): Promise<FetchPageResult> {
+  async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
+    const { resource, until, pageToken, config, credentials, signal, policy, validators, budget } = input;
     signal?.throwIfAborted();
     const cfg = parseGitHubConfig(config);
     const token = parseCredentials(credentials);
@@ -458,9 +552,6 @@ export const githubConnector: Connector = {
       throw new Permanent(`github connector: unknown resource '${resource}' (configured: ${cfg.resource_types.join(', ')})`);
     }
     const kind = resource as GitHubResourceType;
-    if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
-      throw new Permanent(`github connector: invalid since ${String(since)}`);
-    }
     if (until != null && (!(until instanceof Date) || Number.isNaN(until.getTime()))) {
       throw new Permanent(`github connector: invalid until ${String(until)}`);
     }
@@ -468,29 +559,29 @@ export const githubConnector: Connector = {
     const position: GitHubPageToken = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
     const catchup = position.catchup === true;
     const repository = cfg.repositories[position.repo]!; // decodePageToken checked the index
+    // Each repository is a partition with its own cursor.
+    const since = sinceOf(input, repository);
+    if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
+      throw new Permanent(`github connector: invalid since ${String(since)}`);
+    }
     const firstPage = position.url === null;
     const url = position.url ?? firstUrl(cfg, kind, repository, since);
+    // The order is the URL's own (a task resumed from a token of an older version keeps its order).
+    const descending = new URL(url).searchParams.get('direction') === 'desc';
     const nextRepository = () =>
       position.repo + 1 < cfg.repositories.length ? encodeGitHubPageToken({ repo: position.repo + 1, url: null }) : null;
-    // Conditional requests only where an unchanged first page proves nothing is left to fetch: an
-    // incremental pass without an upper bound (a full pass must see every record), and a catch-up
-    // pass, against the ETag its own main pass saw.
-    const etag = !firstPage
-      ? undefined
-      : catchup
-        ? (position.validator?.etag ?? undefined)
-        : since !== null && until == null
-          ? validators?.get(url)
-          : undefined;
+    // Conditional requests: a catch-up pass's head against the ETag its own main pass saw; any
+    // other page against the validator an earlier pass stored for that very URL (given only to
+    // incremental passes without an upper bound: a full pass must see every record).
+    const stored = !catchup && until == null ? validators?.get(url) : undefined;
+    const etag = catchup ? (firstPage ? (position.validator?.etag ?? undefined) : undefined) : stored?.etag;
+    // A page numbered within one `since` second can lose an item to an edit that shifts the rest
+    // (see keysetNext): the repository's cursor may not pass that second in this pass.
+    const held = heldSecond(url);
+    const holdCursors = held === null ? {} : { holdCursors: [{ partition: repository, at: held }] };
 
     const answer: ProviderResponse = await providerGet(url, {
-      headers: {
-        Authorization: `Bearer ${token}`,
-        Accept: 'application/vnd.github+json',
-        'X-GitHub-Api-Version': API_VERSION,
-        'User-Agent': USER_AGENT,
-        ...(etag !== undefined && { 'If-None-Match': etag }),
-      },
+      headers: { ...requestHeaders(token), ...(etag !== undefined && { 'If-None-Match': etag }) },
       secrets: [token],
       context: `github connector: fetching '${repository}'`,
       ...(policy ? { policy } : {}),
@@ -499,11 +590,33 @@ export const githubConnector: Connector = {
       rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
     });
 
-    // Unchanged since the pass that stored the ETag (or, catching up, since this pass began):
-    // nothing new in this repository.
+    /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
+    const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: GitHubPageToken['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
+      if (next !== null) {
+        return { ...extra, ...holdCursors, records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head }) };
+      }
+      // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
+      // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
+      // unseen). A pass that took more than one page therefore reads the head once more, down to the
+      // newest change its first page showed; with its own ETag, an unchanged head costs one 304.
+      if (descending && !catchup && !firstPage && until == null && head !== null) {
+        return { ...extra, ...holdCursors, records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: null, validator, catchup: true, head }) };
+      }
+      return { ...extra, ...holdCursors, records, nextPageToken: nextRepository(), completedPartitions: [repository] };
+    };
+
     if (answer.status === 304 && etag !== undefined) {
-      const keep = catchup && position.validator ? { validators: [position.validator] } : {};
-      return { records: [], nextPageToken: nextRepository(), notModified: true, ...keep };
+      // A catch-up pass's head is unchanged since this pass began: nothing moved there.
+      if (catchup) return after([], null, null, null, { notModified: true });
+      // This page is as an earlier pass stored it (its records with it): skip it, and go on with
+      // what that pass noted follows it.
+      const note = parseNote(stored?.next ?? null);
+      const ended = note.next === null || (descending && since !== null && note.oldest !== null && Date.parse(note.oldest) < since.getTime());
+      const head = firstPage && descending ? note.newest : (position.head ?? null);
+      const validator = firstPage && descending ? { url, etag } : (position.validator ?? null);
+      // Confirmed, the validator is stored again (a pass keeps the validators it visited).
+      const confirmed = { url, etag, next: stored?.next ?? null };
+      return after([], ended ? null : note.next, head, validator, { notModified: true, validators: [confirmed] });
     }
     if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
 
@@ -522,12 +635,10 @@ export const githubConnector: Connector = {
     const headMs = catchup && position.head ? Date.parse(position.head) : null;
     const sinceMs = headMs !== null && !Number.isNaN(headMs) ? Math.max(headMs, since?.getTime() ?? -Infinity) : since === null ? null : since.getTime();
     const untilMs = until == null ? null : until.getTime();
-    // The order is the URL's own (a task resumed from a token of an older version keeps its order).
     // Oldest first (issues): items before `since` are skipped (the issues endpoint already leaves
     // them out), and once one item is at or after `until` every later one is too: the repository
     // has nothing more to serve. Newest first (pulls): items at or after `until` are skipped, and
     // the first item older than `since` ends the repository's paging.
-    const descending = new URL(url).searchParams.get('direction') === 'desc';
     let ended = false;
     const records: ConnectorRecord[] = [];
     for (const item of body) {
@@ -547,26 +658,86 @@ export const githubConnector: Connector = {
       }
       // The issues endpoint also lists pull requests (items with a `pull_request` key).
       if (kind === 'issues' && 'pull_request' in item) continue;
-      records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item });
+      records.push({ externalId: `${repository}#${item.number}`, updatedAt, data: item, partition: repository });
     }
 
-    const next = ended ? null : nextLink(answer.headers.get('link'), answer.url);
-    if (next !== null) assertSameOrigin(next, cfg, 'Link header');
-    // The first page's ETag travels with the page tokens and is stored with the repository's last
-    // page, so a 304 can only ever skip what an earlier pass stored in full. Not for a windowed pass.
+    const linkNext = nextLink(answer.headers.get('link'), answer.url);
+    if (linkNext !== null) assertSameOrigin(linkNext, cfg, 'Link header');
+    // Oldest first by `since`, page numbers only within one second; newest first by GitHub's Link.
+    const listingNext = linkNext === null ? null : descending ? linkNext : (keysetNext(cfg, repository, url, body) ?? linkNext);
+    // The page's validator, stored with its records, notes what follows the page in its listing
+    // (and, newest first, its oldest and newest change times), so a 304 skips this page only.
     const received = answer.headers.get('etag');
-    const validator = firstPage ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
+    const note: PageNote = {
+      next: listingNext,
+      ...(descending && { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) }),
+    };
+    const saved = received && until == null && !catchup ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
+    // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed pass).
+    const validator = firstPage && !catchup ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
     const head = firstPage && !catchup && descending ? newestUpdatedAt(body) : (position.head ?? null);
-    if (next !== null) {
-      return { records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head }) };
+    return after(records, ended ? null : listingNext, head, validator, saved);
+  },
+
+  consistentListing() {
+    // Issues: keyset by `since` (an item unchanged for the whole pass is served; page numbers only
+    // within one second, where the deletion step's re-check covers a shift). Pull requests: newest
+    // first, where a change only moves an item to the head (read again by the catch-up pass), and
+    // GitHub cannot delete a pull request.
+    return true;
+  },
+
+  async recheck({ resource, externalIds, config, credentials, signal, policy, budget }: RecheckInput): Promise<RecheckResult> {
+    const cfg = parseGitHubConfig(config);
+    const token = parseCredentials(credentials);
+    const redact = (text: string) => providerText(text, [token]);
+    const endpoint = resource === 'pull_requests' ? 'pulls' : 'issues';
+    const alive: ConnectorRecord[] = [];
+    const gone: string[] = [];
+    for (const externalId of externalIds) {
+      signal?.throwIfAborted();
+      const hash = externalId.lastIndexOf('#');
+      const repository = externalId.slice(0, hash);
+      const number = externalId.slice(hash + 1);
+      // A repository no longer configured is not this connection's any more.
+      if (hash < 0 || !cfg.repositories.includes(repository) || !/^\d+$/.test(number)) {
+        gone.push(externalId);
+        continue;
+      }
+      const [owner = '', name = ''] = repository.split('/');
+      const url = `${cfg.base_url}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/${endpoint}/${number}`;
+      const answer = await providerGet(url, {
+        headers: requestHeaders(token),
+        secrets: [token],
+        context: `github connector: re-checking '${externalId}'`,
+        ...(policy ? { policy } : {}),
+        ...(signal ? { signal } : {}),
+        ...(budget ? { budget } : {}),
+        rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
+      });
+      if (answer.status === 404 || answer.status === 410) {
+        gone.push(externalId);
+        continue;
+      }
+      if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
+      let item: unknown;
+      try {
+        item = JSON.parse(answer.text);
+      } catch {
+        throw new Transient(`github connector: unreadable JSON from GitHub for '${externalId}' (${answer.status})`);
+      }
+      if (!isItem(item) || String(item.number) !== number) {
+        throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
+      }
+      // Transferred to another repository (GitHub redirects there): gone from this one.
+      const home = typeof item.repository_url === 'string' ? item.repository_url.toLowerCase() : null;
+      if ((home !== null && !home.endsWith(`/repos/${repository.toLowerCase()}`)) || (resource === 'issues' && 'pull_request' in item)) {
+        gone.push(externalId);
+        continue;
+      }
+      const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
+      alive.push({ externalId, updatedAt, data: item, partition: repository });
     }
-    // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
-    // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
-    // unseen). A pass that took more than one page therefore reads the head once more, down to the
-    // newest change its first page showed; with its own ETag, an unchanged head costs one 304.
-    if (descending && !catchup && !firstPage && until == null && head !== null) {
-      return { records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: null, validator, catchup: true, head }) };
-    }
-    return { records, nextPageToken: nextRepository(), ...(validator && { validators: [validator] }) };
+    return { alive, gone };
   },
 };

@@ -10,19 +10,30 @@
 // carry rate-limit signals; 429 → RateLimited; 5xx, 408, network errors, unreadable JSON →
 // Transient; other 4xx → Permanent).
 //
-// The page token is base64url JSON { url }: the exact next URL, whatever the pagination style, so
-// the paging loop's guard sees a repeated page as a repeated URL. Next URLs must share the origin
-// of `base_url` (the credentials are never sent elsewhere), and a query-parameter secret is added
-// at request time only: it never appears in a token, a stored page, a log line or an error.
+// The page token is base64url JSON { url, read? }: the exact next URL, whatever the pagination
+// style, and for page numbers and offsets which read of the listing it belongs to (see
+// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read.
+//
+// Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
+// query-parameter secret is added at request time only: it never appears in a token, a stored
+// page, a log line or an error.
+//
+// Paging while the provider changes: a pass serves every record the provider has, unchanged, for
+// the whole pass. Provider links and cursors are taken as keyset positions (`stable`, default
+// true); page numbers and offsets page by keyset under `order: 'change_ascending'` and read what
+// they page by position again until two reads agree (`max_reads`). A listing that cannot promise
+// it (`stable: false`, `max_reads: 1`) is declared not consistent: full syncs delete only what
+// `recheck` confirms gone by the resource's `item` lookup (nothing without one).
 //
 // Paths into JSON are a dotted subset of JSONPath (`$`, `data.items`, `$.meta.next`,
 // `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
 // input, and a subset with no filters or script expressions cannot run anything.
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink, parseRetryAfter } from './github';
 import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
-import { Permanent, RateLimited, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+import { Permanent, RateLimited, sinceOf, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';
 const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60;
@@ -51,17 +62,53 @@ const authSchema = z.discriminatedUnion(
   { error: "must be an object whose type is one of 'none', 'bearer', 'header', 'basic', 'query'" },
 );
 
+// Positions (page numbers, offsets) shift when the provider's list changes during a pass: a record
+// removed from a page already read moves the next one back onto it, unread. A listing paged by
+// position is therefore read again from where the read began until two reads in a row served the
+// same records in the same order; an item present for the whole of such a pair was served by it
+// (a record leaves its place only by deletion, or by a change that moves it to the end of a
+// change-time order). With `order: 'change_ascending'` a read ends at each keyset step (below),
+// so only records sharing one change time over more than one page are read twice.
+const maxReads = z
+  .number({ error: 'must be an integer between 1 and 20' })
+  .int('must be an integer between 1 and 20')
+  .min(1, 'must be an integer between 1 and 20')
+  .max(20, 'must be an integer between 1 and 20')
+  .default(5)
+  .meta({
+    description:
+      'Reads of a listing paged by position (from where the read began) until two in a row agree, so records that shift between pages while the ' +
+      'provider changes are not missed; a listing still changing after this many reads fails the task as transient (retried). 1: read once, ' +
+      "not safe under change: records can be skipped, so full syncs delete only what the resource's `item` lookup confirms gone.",
+  });
+
+// A provider's own next links and cursors are taken as keyset positions (after this record), as
+// real providers' are: a record present for the whole pass is served. One that hides a page
+// number or offset in them is declared `stable: false`.
+const stableLinks = z
+  .boolean({ error: 'must be true or false' })
+  .default(true)
+  .meta({
+    description:
+      "Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. " +
+      'false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what ' +
+      "the resource's `item` lookup confirms gone (nothing without one).",
+  });
+
 const paginationSchema = z.discriminatedUnion(
   'type',
   [
     z.strictObject({ type: z.literal('none') }).meta({ description: 'One page per resource' }),
-    z.strictObject({ type: z.literal('link_header') }).meta({ description: 'The `Link` header\'s rel="next" URL (RFC 8288)' }),
-    z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL') }).meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
-    z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName })
+    z.strictObject({ type: z.literal('link_header'), stable: stableLinks }).meta({ description: 'The `Link` header\'s rel="next" URL (RFC 8288)' }),
+    z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL'), stable: stableLinks })
+      .meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
+    z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName, stable: stableLinks })
       .meta({ description: 'A cursor in the body, sent back as query parameter `param`; absent, null or empty ends' }),
-    z.strictObject({ type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional() })
-      .meta({ description: 'Page numbers from `start`; a page with fewer than `size` records (or none, without size) ends' }),
-    z.strictObject({ type: z.literal('offset'), param: paramName.default('offset'), limit_param: paramName.default('limit'), limit: positiveInt() })
+    z.strictObject({
+      type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional(),
+      max_reads: maxReads,
+    }).meta({ description: 'Page numbers from `start`; a page with fewer than `size` records (or none, without size) ends' }),
+    z.strictObject({ type: z.literal('offset'), param: paramName.default('offset'), limit_param: paramName.default('limit'), limit: positiveInt(), max_reads: maxReads })
       .meta({ description: 'Offsets from 0 in steps of `limit`; a page with fewer than `limit` records ends' }),
   ],
   { error: "must be an object whose type is one of 'none', 'link_header', 'next_url', 'cursor', 'page_number', 'offset'" },
@@ -81,7 +128,30 @@ const resourceSchema = z.strictObject({
   updated_at: jsonPath("a record's change time").optional().meta({ description: "A record's change time (ISO 8601, or epoch seconds/milliseconds as a number)" }),
   since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
   exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: 'Records with any of these fields are left out' }),
+  order: z
+    .enum(['unspecified', 'change_ascending'], { error: "must be one of 'unspecified', 'change_ascending'" })
+    .default('unspecified')
+    .meta({
+      description:
+        "How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order, and `since` " +
+        'inclusive (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen ' +
+        '(`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.',
+    }),
   pagination: paginationSchema.optional().meta({ description: "This resource's pagination, if not the connection's" }),
+  item: z
+    .strictObject({
+      path: z
+        .string({ error: "must be a path starting with '/' with '{id}' in it" })
+        .regex(/^\/[^?#]*\{id\}[^?#]*$/, "must be a path starting with '/' with '{id}' in it (no query or fragment)"),
+      record: jsonPath('the record in the answer').default('$'),
+    })
+    .optional()
+    .meta({
+      description:
+        "One record by id, e.g. {\"path\": \"/v1/customers/{id}\", \"record\": \"data\"} ({id}: its id without id_prefix). A full sync looks up " +
+        'the records it did not see (at most 100) before deleting them: 404 or 410 is gone, an answer keeps the record. Lets a listing that is ' +
+        'not consistent (stable: false, max_reads: 1) delete what is confirmed gone.',
+    }),
 });
 
 /** The http connection config. Unknown top-level keys are refused: a typo must not go unnoticed. */
@@ -97,6 +167,14 @@ export const httpConfigSchema = z.strictObject({
       error: 'must be an object of resource type → resource',
     })
     .refine((r) => Object.keys(r).length > 0, 'must describe at least one resource')
+    .superRefine((resources, ctx) => {
+      for (const [name, resource] of Object.entries(resources)) {
+        if (resource.order !== 'change_ascending') continue;
+        for (const key of ['updated_at', 'since'] as const) {
+          if (resource[key] === undefined) ctx.addIssue({ code: 'custom', path: [name, 'order'], message: `'change_ascending' needs resources.${name}.${key}` });
+        }
+      }
+    })
     .meta({ minProperties: 1, description: 'Resource type → how to fetch it' }),
   pagination: paginationSchema.default({ type: 'none' }),
   rate_limit: z
@@ -134,12 +212,39 @@ export function readPath(value: unknown, path: string): unknown {
   return at;
 }
 
-const encodeToken = (url: string) => Buffer.from(JSON.stringify({ url }), 'utf8').toString('base64url');
+/**
+ * Where a read of a listing paged by position stands: its number (from 1), the URL it began at,
+ * the digest of the previous complete read (null after the first), the running digest of this one
+ * and its pages so far.
+ */
+interface ReadState {
+  n: number;
+  start: string;
+  prev: string | null;
+  acc: string;
+  pages: number;
+}
 
-function decodeToken(token: string): string {
+/** A page token: the exact URL to fetch, and for position paging the read it belongs to. */
+interface Token {
+  url: string;
+  read?: ReadState;
+}
+
+/** The next token of a listing paged by position, and the `since` value its cursor must not pass (a block read once). */
+type PositionNext = Token & { hold?: string };
+
+const encodeToken = (token: Token) => Buffer.from(JSON.stringify(token), 'utf8').toString('base64url');
+
+function decodeToken(token: string): Token {
   try {
-    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { url?: unknown };
-    if (typeof body.url === 'string') return body.url;
+    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Token;
+    const read = body.read;
+    const readOk =
+      read === undefined ||
+      (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
+        typeof read.acc === 'string' && Number.isInteger(read.pages));
+    if (typeof body.url === 'string' && readOk) return body;
   } catch {
     // below
   }
@@ -196,7 +301,7 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
 }
 
 /** The next page's URL, or null when this page was the last. */
-function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown, count: number): string | null {
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown): string | null {
   switch (pagination.type) {
     case 'none':
       return null;
@@ -218,19 +323,118 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: 
       next.searchParams.set(pagination.param, String(cursor));
       return next.href;
     }
-    case 'page_number': {
-      if (count === 0 || (pagination.size !== undefined && count < pagination.size)) return null;
-      const next = new URL(url);
-      next.searchParams.set(pagination.param, String(Number(next.searchParams.get(pagination.param) ?? pagination.start) + 1));
-      return next.href;
-    }
-    case 'offset': {
-      if (count < pagination.limit) return null;
-      const next = new URL(url);
-      next.searchParams.set(pagination.param, String(Number(next.searchParams.get(pagination.param) ?? 0) + pagination.limit));
-      return next.href;
-    }
+    case 'page_number':
+    case 'offset':
+      throw new Error('position paging goes through positionNext');
   }
+}
+
+type PositionPagination = Extract<Pagination, { type: 'page_number' | 'offset' }>;
+
+/** The URL of the next position after `url`'s: the next page number, or the offset one limit on. */
+function nextPosition(url: string, pagination: PositionPagination): string {
+  const next = new URL(url);
+  const at = Number(next.searchParams.get(pagination.param) ?? (pagination.type === 'page_number' ? pagination.start : 0));
+  next.searchParams.set(pagination.param, String(at + (pagination.type === 'page_number' ? 1 : pagination.limit)));
+  return next.href;
+}
+
+/** A `since` value as milliseconds, in its format's resolution (a date is its midnight UTC). */
+function sinceMillis(value: string, format: z.output<typeof sinceSchema>['format']): number {
+  switch (format) {
+    case 'epoch_seconds':
+      return Number(value) * 1000;
+    case 'epoch_millis':
+      return Number(value);
+    case 'date':
+      return Date.parse(`${value}T00:00:00Z`);
+    default:
+      return Date.parse(value);
+  }
+}
+
+/** A running digest of the records a read served, in order (their ids and change times). */
+function digest(acc: string, keys: unknown[]): string {
+  return createHash('sha256').update(acc).update(JSON.stringify(keys)).digest('base64url').slice(0, 24);
+}
+
+/**
+ * The next token of a listing paged by position (page numbers, offsets), or null at its end.
+ *
+ * With `order: 'change_ascending'` (and `since`), paging is by keyset: after a full page whose last
+ * change time lies past the request's `since` (in its format's resolution), the next request asks
+ * for `since` = that time from the first position again (records of that time are served again;
+ * storing them twice writes nothing). Only a page whose records all share the `since` time moves to
+ * the next position; with an upper bound `until` the pass ends at the first page that reaches it.
+ * A provider that lists a record changed before `since`, or out of change-time order, contradicts
+ * the declaration: that fails as Permanent, naming the key.
+ *
+ * A read is the pages from where it began to its end (the listing's end, or a keyset step). A read
+ * of more than one page is repeated from its first URL until two reads in a row served the same
+ * records in the same order (`max_reads` at most, then Transient); a single page is one consistent
+ * answer and needs no second read.
+ */
+function positionNext(
+  name: string,
+  resource: Resource,
+  pagination: PositionPagination,
+  url: string,
+  read: ReadState | undefined,
+  items: unknown[],
+  until: Date | null,
+  what: string,
+): PositionNext | null {
+  const full = pagination.type === 'page_number'
+    ? items.length > 0 && (pagination.size === undefined || items.length >= pagination.size)
+    : items.length >= pagination.limit;
+  const keys = items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]);
+  const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
+  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1 };
+  let after: string | null = null;
+  if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
+    const { param, format } = resource.since;
+    const sinceText = new URL(url).searchParams.get(param);
+    const floor = sinceText === null ? null : sinceMillis(sinceText, format);
+    let previous = Number.NEGATIVE_INFINITY;
+    let last: Date | null = null;
+    for (const [index, item] of items.entries()) {
+      const change = changeTime(readPath(item, resource.updated_at));
+      if (change === null) {
+        throw new Permanent(`http connector: ${what}: record #${index} has no change time at '${resource.updated_at}', which resources.${name}.order 'change_ascending' needs`);
+      }
+      last = new Date(change);
+      if (floor !== null && sinceMillis(formatSince(last, format), format) < floor) {
+        throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed a record changed before ${param}=${sinceText} (does it filter by '${param}'?)`);
+      }
+      if (last.getTime() < previous) {
+        throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed record #${index} out of change-time order`);
+      }
+      previous = last.getTime();
+    }
+    if (full && last !== null) {
+      const lastText = formatSince(last, format);
+      if (floor !== null && sinceMillis(lastText, format) <= floor) {
+        // Within records sharing the `since` time, by position: unverified when read only once.
+        return { url: nextPosition(url, pagination), read: done, ...(pagination.max_reads <= 1 && { hold: sinceText! }) };
+      }
+      const step = new URL(url);
+      step.searchParams.set(param, lastText);
+      step.searchParams.set(pagination.param, pagination.type === 'page_number' ? String(pagination.start) : '0');
+      // Ascending: what follows was changed at or after `until`, outside the window.
+      after = until !== null && last.getTime() >= until.getTime() ? null : step.href;
+    }
+  } else if (full) {
+    return { url: nextPosition(url, pagination), read: done };
+  }
+  // This read is complete.
+  if (done.pages === 1 || pagination.max_reads <= 1 || done.prev === done.acc) return after === null ? null : { url: after };
+  if (done.n >= pagination.max_reads) {
+    throw new Transient(
+      `http connector: ${what}: the listing changed during each of ${done.n} reads from '${done.start}' (pages shift while the provider changes; ` +
+        `max_reads ${pagination.max_reads}), so a record may have been skipped; retrying later`,
+    );
+  }
+  return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,6 +506,44 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   return new Permanent(`http connector: the provider answered ${status} for ${what}${detail}`);
 }
 
+/** A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present` leaves it out. */
+function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
+  if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
+  if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return null;
+  const id = readPath(item, resource.id);
+  if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
+    throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);
+  }
+  const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
+  return { externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> };
+}
+
+/** One GET of `url` (the query secret added to the request only) through the connectors' HTTP path. */
+function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<FetchPageInput, 'signal' | 'policy' | 'budget'>) {
+  const requestUrl = new URL(url);
+  if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
+  const limits: RateLimitHeaders = cfg.rate_limit
+    ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
+    : GITHUB_RATE_LIMIT_HEADERS;
+  return providerGet(requestUrl.href, {
+    headers: { Accept: 'application/json', 'User-Agent': USER_AGENT, ...cfg.headers, ...auth.headers },
+    secrets: auth.secrets,
+    context: `http connector: fetching ${what}`,
+    ...(opts.policy ? { policy: opts.policy } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.budget ? { budget: opts.budget } : {}),
+    rateLimitHeaders: limits,
+  });
+}
+
+function jsonOf(answer: { status: number; text: string }, what: string): unknown {
+  try {
+    return JSON.parse(answer.text);
+  } catch {
+    throw new Transient(`http connector: unreadable JSON for ${what} (${answer.status})`);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The connector
 
@@ -317,11 +559,69 @@ export const httpConnector: Connector = {
     return { key: 'base_url', url: parseHttpConfig(config).base_url };
   },
 
-  pageKey(token) {
-    return decodeToken(token);
+  consistentListing(config, resource) {
+    const cfg = parseHttpConfig(config);
+    const pagination = (Object.hasOwn(cfg.resources, resource) ? cfg.resources[resource]?.pagination : undefined) ?? cfg.pagination;
+    switch (pagination.type) {
+      case 'none':
+        return true;
+      case 'page_number':
+      case 'offset':
+        return pagination.max_reads > 1;
+      default:
+        return pagination.stable;
+    }
   },
 
-  async fetchPage({ resource: name, since, until, pageToken, config, credentials, signal, policy, budget }: FetchPageInput): Promise<FetchPageResult> {
+  /**
+   * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
+   * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
+   * that names another id). Without `item`, nothing can be looked up: a consistent listing's word
+   * stands (every id is reported gone, with no request), and otherwise none is confirmed. (A pass
+   * of this connector holds a cursor only where its listing is not consistent, so a held pass,
+   * which the platform lets delete only what is confirmed gone, never gets "all gone" here.)
+   */
+  async recheck({ resource: name, externalIds, config, credentials, signal, policy, budget }) {
+    const cfg = parseHttpConfig(config);
+    const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
+    if (!resource) throw new Permanent(`http connector: unknown resource '${name}' (configured: ${Object.keys(cfg.resources).join(', ')})`);
+    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : [] };
+    const auth = authOf(cfg, credentials);
+    const redact = (text: string) => providerText(text, auth.secrets);
+    const limits: RateLimitHeaders = cfg.rate_limit
+      ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
+      : GITHUB_RATE_LIMIT_HEADERS;
+    const prefix = resource.id_prefix ?? '';
+    const alive: ConnectorRecord[] = [];
+    const gone: string[] = [];
+    for (const externalId of externalIds) {
+      signal?.throwIfAborted();
+      if (!externalId.startsWith(prefix)) continue;
+      const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
+      const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
+      const what = `'${name}' (${new URL(url).pathname})`;
+      const answer = await get(cfg, auth, url, what, { signal, policy, budget });
+      if (answer.status === 404 || answer.status === 410) {
+        gone.push(externalId);
+        continue;
+      }
+      if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
+      const record = recordOf(readPath(jsonOf(answer, what), resource.item.record), resource, `${what}: the record at '${resource.item.record}'`);
+      if (record === null || record.externalId !== externalId) gone.push(externalId);
+      else alive.push(record);
+    }
+    return { alive, gone };
+  },
+
+  pageKey(token) {
+    const { url, read } = decodeToken(token);
+    return read ? `${url} (read ${read.n})` : url;
+  },
+
+  async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
+    const { resource: name, until, pageToken, config, credentials, signal, policy, budget } = input;
+    // One listing per resource: the partition ''.
+    const since = sinceOf(input, '');
     signal?.throwIfAborted();
     const cfg = parseHttpConfig(config);
     const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
@@ -334,27 +634,12 @@ export const httpConnector: Connector = {
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
 
-    const url = pageToken === null ? firstUrl(cfg, resource, pagination, since) : sameOrigin(decodeToken(pageToken), cfg, 'page token');
-    const requestUrl = new URL(url);
-    if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
+    const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
+    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token');
     const what = `'${name}' (${new URL(url).pathname})`;
-    const answer = await providerGet(requestUrl.href, {
-      headers: { Accept: 'application/json', 'User-Agent': USER_AGENT, ...cfg.headers, ...auth.headers },
-      secrets: auth.secrets,
-      context: `http connector: fetching ${what}`,
-      ...(policy ? { policy } : {}),
-      ...(signal ? { signal } : {}),
-      ...(budget ? { budget } : {}),
-      rateLimitHeaders: limits,
-    });
+    const answer = await get(cfg, auth, url, what, { signal, policy, budget });
     if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
-
-    let body: unknown;
-    try {
-      body = JSON.parse(answer.text);
-    } catch {
-      throw new Transient(`http connector: unreadable JSON for ${what} (${answer.status})`);
-    }
+    const body = jsonOf(answer, what);
     const items = readPath(body, resource.records);
     if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
 
@@ -362,27 +647,30 @@ export const httpConnector: Connector = {
     const untilMs = until?.getTime() ?? null;
     const records: ConnectorRecord[] = [];
     items.forEach((item, index) => {
-      if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what}: record #${index} is not an object`);
-      if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return;
-      const id = readPath(item, resource.id);
-      if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
-        throw new Permanent(`http connector: ${what}: record #${index} has no string or number id at '${resource.id}'`);
-      }
-      const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
-      const updatedMs = updatedAt === null ? Number.NaN : Date.parse(updatedAt);
+      const record = recordOf(item, resource, `${what}: record #${index}`);
+      if (record === null) return;
+      const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
       // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
       if (sinceMs !== null && updatedMs < sinceMs) return;
       if (untilMs !== null && (Number.isNaN(updatedMs) || updatedMs >= untilMs)) return;
-      records.push({ externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> });
+      records.push(record);
     });
 
-    let next = nextUrl(cfg, pagination, url, answer.headers, body, items.length);
+    if (pagination.type === 'page_number' || pagination.type === 'offset') {
+      // Built from our own URL (the secret is added to the request only): nothing to clean.
+      const next = positionNext(name, resource, pagination, url, token.read, items, until, what);
+      if (next === null) return { records, nextPageToken: null };
+      const { hold, ...nextToken } = next;
+      const holdAt = hold === undefined || !resource.since ? null : new Date(sinceMillis(hold, resource.since.format));
+      return { records, nextPageToken: encodeToken(nextToken), ...(holdAt && { holdCursors: [{ partition: '', at: holdAt.toISOString() }] }) };
+    }
+    let next = nextUrl(cfg, pagination, url, answer.headers, body);
     if (next !== null && auth.query) {
       // A provider that echoes the secret parameter into its next URL: keep it out of the token.
       const clean = new URL(next);
       clean.searchParams.delete(auth.query[0]);
       next = clean.href;
     }
-    return { records, nextPageToken: next === null ? null : encodeToken(next) };
+    return { records, nextPageToken: next === null ? null : encodeToken({ url: next }) };
   },
 };

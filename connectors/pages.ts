@@ -32,7 +32,7 @@ function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: 
       throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
     const hasNul = json.includes('\\u0000') || String(record.externalId).includes('\u0000') || (record.updatedAt ?? '').includes('\u0000');
-    return hasNul ? { externalId: stripNul(record.externalId), updatedAt: record.updatedAt === null ? null : stripNul(record.updatedAt), data: stripNul(record.data) } : record;
+    return hasNul ? { ...record, externalId: stripNul(record.externalId), updatedAt: record.updatedAt === null ? null : stripNul(record.updatedAt), data: stripNul(record.data) } : record;
   });
 }
 
@@ -53,7 +53,7 @@ function pageKey(connector: Connector, token: string): string {
  * limits hold for both (`request.policy`, else the defaults): at most `maxPagesPerTask` pages and
  * `maxRecordsPerTask` records, counting what `done` says earlier runs of the task fetched, and no
  * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out with NUL
- * characters stripped.
+ * characters stripped, and each page says when its request began (`fetchedAt`).
  *
  * Guards: a next page this loop has already fetched (a provider whose Link or cursor points back
  * to an earlier page) fails with a `Permanent` error naming the connector and the page: retrying
@@ -64,7 +64,7 @@ export async function* pagesOf(
   request: Omit<FetchPageInput, 'pageToken'>,
   pageToken: string | null,
   done: PagingProgress = { pages: 0, records: 0 },
-): AsyncGenerator<FetchPageResult> {
+): AsyncGenerator<FetchPageResult & { fetchedAt: Date }> {
   const policy = request.policy ?? DEFAULT_PROVIDER_POLICY;
   let pages = done.pages;
   let records = done.records;
@@ -79,13 +79,14 @@ export async function* pagesOf(
           `stopped before page ${token === null ? '(first)' : `'${pageKey(connector, token)}'`}`,
       );
     }
+    const fetchedAt = new Date();
     const page = await connector.fetchPage({ ...request, pageToken: token });
     pages += 1;
     records += page.records.length;
     if (records > policy.maxRecordsPerTask) {
       throw new Permanent(`${connector.slug} connector: ${request.resource}: more than ${policy.maxRecordsPerTask} records in one task (PROVIDER_MAX_RECORDS_PER_TASK)`);
     }
-    yield { ...page, records: storable(page.records, policy.maxRecordBytes, request.resource) };
+    yield { ...page, records: storable(page.records, policy.maxRecordBytes, request.resource), fetchedAt };
     token = page.nextPageToken;
     if (token !== null) {
       const key = pageKey(connector, token);

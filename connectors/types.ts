@@ -1,6 +1,32 @@
 // The connector contract: a provider exposes resource types and pages of records.
-// Connectors do I/O only through fetchPage and never retry on their own: the central policy
-// (activities + workflow) decides what a failure means.
+// Connectors do I/O only through fetchPage (and recheck) and never retry on their own: the central
+// policy (activities + workflow) decides what a failure means.
+//
+// What a connector must guarantee, so that incremental passes lose nothing and full passes delete
+// only what the provider deleted:
+// - Partitions. What the connector pages separately (GitHub: each repository) is a partition, and
+//   every record names its own (`ConnectorRecord.partition`; '' for a connector with one listing).
+//   The platform keeps one cursor per (connection, resource type, partition); a partition without
+//   a cursor (new, or never read to its end) is read from nothing. A connector reads partition p's
+//   lower bound with `sinceOf(input, p)`, never from `input.since` alone.
+// - Cursor. A partition's cursor moves only when a pass read that partition to its end (the page
+//   that ends it says so in `completedPartitions`; the last page of a pass ends every partition),
+//   to min(newest `updatedAt` seen there, any `holdCursors` of the pass, pass start − clock skew),
+//   never backwards. An incremental
+//   pass must serve every record of a partition changed at or after its cursor (inclusive: the
+//   platform de-duplicates).
+// - Paging under change. A pass must serve every record that exists, unchanged, for the whole pass
+//   (records changed or created meanwhile may be served or not: the next pass has them). Page
+//   numbers or offsets over a listing ordered by change time do not guarantee this (an item edited
+//   mid-pass moves to the end and the next one slides into a page already read): page by keyset
+//   (`since` = the last change time served, inclusive, de-duplicated) or by a provider cursor.
+// - Deletion detection. A full pass tombstones a record it did not see only when the connector
+//   declares its listing consistent (`consistentListing`: what it lacks was absent from the
+//   provider at some time during the pass, and the pass held no cursor), or when `recheck`
+//   confirms the record gone. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
+//   after the pass start are never tombstoned on the pass's word.
+// - Conditional requests. A stored validator (ETag) may skip only the page it validates: the
+//   connector stores with it what comes after that page (`next`), and on a 304 continues there.
 
 /** One record as a provider returns it. */
 export interface ConnectorRecord {
@@ -9,13 +35,31 @@ export interface ConnectorRecord {
   /** When the provider last changed it (ISO 8601), if the provider says. */
   updatedAt: string | null;
   data: Record<string, unknown>;
+  /** The partition the record was listed in (see `Connector.partitions`); '' when absent. */
+  partition?: string;
+}
+
+/** A validator stored for one page URL: its ETag, and what comes after that page. */
+export interface StoredValidator {
+  etag: string;
+  /** The connector's own note of what follows the page (e.g. the next page's URL), or null: the page was its listing's last. */
+  next: string | null;
 }
 
 /** What fetchPage needs. */
 export interface FetchPageInput {
   resource: string;
-  /** Incremental fetches: only records changed at or after this time. Null for a full fetch. */
+  /**
+   * The lower bound of every partition: only records changed at or after this time. A backfill
+   * window's start, or in an incremental pass the cursor of partition ''; null for a full fetch.
+   * Read a partition's bound with `sinceOf(input, partition)`, which prefers `cursors`.
+   */
   since: Date | null;
+  /**
+   * Incremental passes (no window): the cursor of each partition that has one. A partition absent
+   * from it is read from nothing (since = null): it is new, or was never read to its end.
+   */
+  cursors?: ReadonlyMap<string, Date>;
   /**
    * Only records changed before this time (exclusive: a record changed exactly at `until` is
    * left out, so adjacent windows [a, b) and [b, c) never both serve it). Null: no upper bound.
@@ -34,11 +78,11 @@ export interface FetchPageInput {
    */
   policy?: ProviderPolicy;
   /**
-   * Validators stored by earlier passes: the ETag of each first-page URL. A connector may send a
-   * conditional request with one (an unchanged first page then answers 304 and ends that part of
-   * the pass). Given only to incremental passes without an upper bound.
+   * Validators stored by earlier passes, by page URL. A connector may send a conditional request
+   * with one; a 304 skips that page only: the pass goes on with what the validator's `next` says
+   * follows it. Given only to incremental passes without an upper bound.
    */
-  validators?: ReadonlyMap<string, string>;
+  validators?: ReadonlyMap<string, StoredValidator>;
   /** The shared rate budget of this connection's credential; every request asks it first. */
   budget?: RequestBudget;
 }
@@ -82,12 +126,36 @@ export interface FetchPageResult {
   records: ConnectorRecord[];
   nextPageToken: string | null;
   /**
-   * Validators to store together with this page: the ETag of a first-page URL whose part of the
-   * pass ended with this page (stored only then, so a 304 never hides records not yet stored).
+   * Validators to store in this page's transaction: the ETag of each page URL whose records this
+   * result carries (or that answered 304), with what follows that page.
    */
-  validators?: { url: string; etag: string }[];
-  /** The provider answered 304 Not Modified for a conditional request: nothing changed there. */
+  validators?: ({ url: string } & StoredValidator)[];
+  /** The provider answered 304 Not Modified for a conditional request: that page is unchanged. */
   notModified?: boolean;
+  /**
+   * Partitions this pass read to their end with this page: their cursors may move (in this page's
+   * transaction). The last page of a pass (no next token) ends every partition.
+   */
+  completedPartitions?: string[];
+  /**
+   * Partitions whose cursor this pass may not move past `at` (ISO), whatever newer change times it
+   * saw: the connector could not read past `at` consistently (e.g. it paged by number among more
+   * records changed in one second than a page holds, where an edit shifts the rest). The next
+   * pass reads from there again.
+   */
+  holdCursors?: { partition: string; at: string }[];
+}
+
+/** What `recheck` needs: the ids to look up one by one, and the request context of fetchPage. */
+export type RecheckInput = Pick<FetchPageInput, 'resource' | 'config' | 'credentials' | 'signal' | 'policy' | 'budget'> & {
+  externalIds: readonly string[];
+};
+
+/** What `recheck` found: records alive now (to store), and ids the provider says are gone. */
+export interface RecheckResult {
+  alive: ConnectorRecord[];
+  /** Ids the provider answered "not found"/"gone" for. An id in neither list stays as it is. */
+  gone: string[];
 }
 
 /** A provider connector. */
@@ -110,6 +178,29 @@ export interface Connector {
    * page give the same key: the paging loop detects a provider paging in circles by it.
    */
   pageKey?(token: string): string;
+  /** The partitions a connection's config reads separately (GitHub: its repositories); absent: one, ''. */
+  partitions?(config: Record<string, unknown>): string[];
+  /**
+   * Whether a full pass over `resource` is a consistent listing: a record it did not serve was
+   * absent from the provider at some moment of the pass (keyset or provider-cursor paging, or an
+   * order in which changes only move items to pages not yet read). Unset: false.
+   */
+  consistentListing?(config: Record<string, unknown>, resource: string): boolean;
+  /**
+   * Looks records up by id, one by one (each costs a request): which are alive (with their current
+   * data) and which the provider says are gone. The deletion step confirms candidates with it
+   * (bounded in number) before it tombstones them.
+   */
+  recheck?(input: RecheckInput): Promise<RecheckResult>;
+}
+
+/**
+ * The lower bound of partition `partition` in a fetch: its cursor in an incremental pass (null
+ * when it has none: read it from nothing), else `since` (a window's start, or null).
+ */
+export function sinceOf(input: Pick<FetchPageInput, 'since' | 'cursors'>, partition: string): Date | null {
+  if (input.cursors) return input.cursors.get(partition) ?? null;
+  return input.since;
 }
 
 /** Base of the typed connector failures. `kind` survives serialisation into activity failures. */

@@ -81,6 +81,8 @@ async function failure(promise: Promise<unknown>): Promise<Error> {
 
 const pathOf = (url: string) => new URL(url, 'http://x').pathname;
 const queryOf = (url: string) => new URL(url, 'http://x').searchParams;
+/** Ids in order of first appearance (keyset paging serves the item at each page boundary twice). */
+const unique = (ids: string[]) => [...new Set(ids)];
 
 /** What GitHub holds for `repo`, as the fake serves it: items sorted by updated_at ascending. */
 function expected(repo: string, kind: 'issues' | 'pulls', sinceMs: number | null = null, untilMs: number | null = null) {
@@ -96,20 +98,19 @@ function expected(repo: string, kind: 'issues' | 'pulls', sinceMs: number | null
 // ---------------------------------------------------------------------------------------------
 
 describe('github connector: paging', () => {
-  it('follows Link rel="next" exactly, across pages whose URLs differ in shape from the first', async () => {
+  it('pages issues by keyset: each next page starts at the last change time served (inclusive)', async () => {
     const pages = await pass(cfg(), 'issues');
-    // 7 issues + 3 PRs on the issues endpoint, 3 per page → 4 pages.
-    expect(pages).toHaveLength(4);
-    expect(gh.requests).toHaveLength(4);
-
-    const [first, second, ...rest] = gh.requests;
+    // 7 issues + 3 PRs on the issues endpoint at distinct minutes, 3 per page: each page after the
+    // first starts at the previous page's last item, so five pages serve the ten items.
+    expect(pages).toHaveLength(5);
+    expect(gh.requests).toHaveLength(5);
+    const [first, ...rest] = gh.requests;
     expect(pathOf(first!.url)).toBe('/repos/octo/hello/issues');
     expect(Object.fromEntries(queryOf(first!.url))).toEqual({ state: 'all', sort: 'updated', direction: 'asc', per_page: '3' });
-    // The next pages are GitHub's /repositories/{id}/… URLs, fetched as given.
-    expect(pathOf(second!.url)).toBe('/repositories/12345/issues');
-    expect(queryOf(second!.url).get('page')).toBe('2');
-    expect(rest.map((r) => pathOf(r.url))).toEqual(['/repositories/12345/issues', '/repositories/12345/issues']);
-    expect(rest.map((r) => queryOf(r.url).get('page'))).toEqual(['3', '4']);
+    const byTime = [...gh.repos.get('octo/hello')!.items].sort((a, b) => Date.parse(a.updated_at) - Date.parse(b.updated_at));
+    // Page k + 1 asks from the updated_at of the last item of page k (items 3k − 1 in time order, 0-based: 2, 4, 6, 8).
+    expect(rest.map((r) => queryOf(r.url).get('since'))).toEqual([2, 4, 6, 8].map((i) => byTime[i]!.updated_at.replace('.000Z', 'Z')));
+    expect(rest.every((r) => pathOf(r.url) === '/repos/octo/hello/issues' && !queryOf(r.url).has('page'))).toBe(true);
 
     for (const request of gh.requests) {
       expect(request.method).toBe('GET');
@@ -119,15 +120,40 @@ describe('github connector: paging', () => {
       expect(request.headers['user-agent']).toMatch(/synctide/);
     }
 
-    const ids = pages.flatMap((p) => p.records.map((r) => r.externalId));
+    const ids = unique(pages.flatMap((p) => p.records.map((r) => r.externalId)));
     expect(ids).toEqual(expected('octo/hello', 'issues'));
     expect(ids).toHaveLength(7);
     expect(pages.at(-1)!.nextPageToken).toBeNull();
+    expect(pages.at(-1)!.completedPartitions).toEqual(['octo/hello']);
+    expect(pages.flatMap((p) => p.records).every((r) => r.partition === 'octo/hello')).toBe(true);
+  });
+
+  it('pages by number within one second when a whole page shares it, and holds the cursor at that second', async () => {
+    for (const n of [1, 3, 5, 7, 8]) gh.touch('octo/hello', n, '2025-02-01T00:00:00Z');
+    const pages = await pass(cfg(), 'issues', new Date('2025-02-01T00:00:00Z'));
+    expect(gh.requests.map((r) => [queryOf(r.url).get('since'), queryOf(r.url).get('page')])).toEqual([
+      ['2025-02-01T00:00:00Z', null],
+      ['2025-02-01T00:00:00Z', '2'],
+    ]);
+    expect(unique(pages.flatMap((p) => p.records.map((r) => r.externalId))).sort()).toEqual(['octo/hello#1', 'octo/hello#3', 'octo/hello#5', 'octo/hello#7', 'octo/hello#8']);
+    expect(pages[1]!.holdCursors).toEqual([{ partition: 'octo/hello', at: '2025-02-01T00:00:00Z' }]);
+    expect(pages[0]!.holdCursors).toBeUndefined();
+  });
+
+  it('follows Link rel="next" of pull requests exactly, across pages whose URLs differ in shape from the first', async () => {
+    await pass(cfg({ per_page: 1 }), 'pull_requests');
+    const [first, second, third] = gh.requests;
+    expect(pathOf(first!.url)).toBe('/repos/octo/hello/pulls');
+    // The next pages are GitHub's /repositories/{id}/… URLs, fetched as given.
+    expect([second, third].map((r) => `${pathOf(r!.url)}?page=${queryOf(r!.url).get('page')}`)).toEqual([
+      '/repositories/12345/pulls?page=2',
+      '/repositories/12345/pulls?page=3',
+    ]);
   });
 
   it('excludes pull requests from issues and keeps the whole item as data', async () => {
     const records = (await pass(cfg(), 'issues')).flatMap((p) => p.records);
-    expect(records.length).toBe(7);
+    expect(unique(records.map((r) => r.externalId)).length).toBe(7);
     for (const record of records) {
       expect(record.data).not.toHaveProperty('pull_request');
       expect(record.data.title).toMatch(/^Issue /);
@@ -135,7 +161,7 @@ describe('github connector: paging', () => {
       expect(record.externalId).toBe(`octo/hello#${String(record.data.number)}`);
     }
     // Some page held only PRs or a mix: the PRs were dropped, not the page.
-    expect(gh.requests.length).toBe(4);
+    expect(gh.requests.length).toBe(5);
   });
 
   it('serves pull_requests from the pulls endpoint, newest first', async () => {
@@ -157,22 +183,17 @@ describe('github connector: paging', () => {
   it('pages two repositories in one pass, moving on when a repository has no next link', async () => {
     const config = cfg({ repositories: ['octo/hello', 'octo/world'] });
     const pages = await pass(config, 'issues');
-    const ids = pages.flatMap((p) => p.records.map((r) => r.externalId));
+    const ids = unique(pages.flatMap((p) => p.records.map((r) => r.externalId)));
     expect(ids).toEqual([...expected('octo/hello', 'issues'), ...expected('octo/world', 'issues')]);
-    expect(gh.requests.map((r) => pathOf(r.url))).toEqual([
-      '/repos/octo/hello/issues',
-      '/repositories/12345/issues',
-      '/repositories/12345/issues',
-      '/repositories/12345/issues',
-      '/repos/octo/world/issues',
-      '/repositories/67890/issues',
-    ]);
+    // octo/hello takes five pages (see above), octo/world's four items two.
+    expect(gh.requests.map((r) => pathOf(r.url))).toEqual([...Array(5).fill('/repos/octo/hello/issues'), ...Array(2).fill('/repos/octo/world/issues')]);
     // The page token says where we are: repository index and the exact next URL.
-    const afterHello = JSON.parse(Buffer.from(pages[3]!.nextPageToken!, 'base64url').toString('utf8'));
+    const afterHello = JSON.parse(Buffer.from(pages[4]!.nextPageToken!, 'base64url').toString('utf8'));
     expect(afterHello).toEqual({ repo: 1, url: null });
-    const inWorld = JSON.parse(Buffer.from(pages[4]!.nextPageToken!, 'base64url').toString('utf8'));
+    expect(pages[4]!.completedPartitions).toEqual(['octo/hello']);
+    const inWorld = JSON.parse(Buffer.from(pages[5]!.nextPageToken!, 'base64url').toString('utf8'));
     expect(inWorld.repo).toBe(1);
-    expect(inWorld.url).toMatch(new RegExp(`^${gh.baseUrl}/repositories/67890/issues\\?.*page=2`));
+    expect(inWorld.url).toMatch(new RegExp(`^${gh.baseUrl}/repos/octo/world/issues\\?.*since=`));
     expect(pages.at(-1)!.nextPageToken).toBeNull();
   });
 
@@ -189,8 +210,8 @@ describe('github connector: paging', () => {
     const newest = Math.max(...gh.repos.get('octo/hello')!.items.map((i) => Date.parse(i.updated_at)));
     const since = new Date(newest - 3 * 60_000);
     const issuePages = await pass(cfg(), 'issues', since);
-    expect(queryOf(gh.requests[0]!.url).get('since')).toBe(since.toISOString());
-    expect(issuePages.flatMap((p) => p.records.map((r) => r.externalId))).toEqual(expected('octo/hello', 'issues', since.getTime()));
+    expect(queryOf(gh.requests[0]!.url).get('since')).toBe(since.toISOString().replace('.000Z', 'Z'));
+    expect(unique(issuePages.flatMap((p) => p.records.map((r) => r.externalId)))).toEqual(expected('octo/hello', 'issues', since.getTime()));
 
     gh.requests.length = 0;
     const prPages = await pass(cfg({ per_page: 1 }), 'pull_requests', since);
@@ -209,23 +230,25 @@ describe('github connector: paging', () => {
     const base = Date.parse('2025-01-01T00:00:00Z');
     const until = new Date(base + 5 * 60_000); // #5 is updated exactly at `until`: out
     const config = cfg({ repositories: ['octo/hello', 'octo/world'] });
-    const issueIds = (await pass(config, 'issues', null, until)).flatMap((p) => p.records.map((r) => r.externalId));
+    const issueIds = unique((await pass(config, 'issues', null, until)).flatMap((p) => p.records.map((r) => r.externalId)));
     expect(issueIds).toEqual(['octo/hello#10', 'octo/hello#9', 'octo/hello#8', 'octo/hello#7', ...expected('octo/world', 'issues')]);
     expect(issueIds).toEqual([...expected('octo/hello', 'issues', null, until.getTime()), ...expected('octo/world', 'issues', null, until.getTime())]);
-    // Sorted by updated_at ascending: page 2 of octo/hello reached `until`, so pages 3 and 4 were
-    // not requested and paging moved on to octo/world.
-    expect(gh.requests.map((r) => `${pathOf(r.url)}?page=${queryOf(r.url).get('page') ?? '1'}`)).toEqual([
-      '/repos/octo/hello/issues?page=1',
-      '/repositories/12345/issues?page=2',
-      '/repos/octo/world/issues?page=1',
-      '/repositories/67890/issues?page=2',
+    // Sorted by updated_at ascending: the third page of octo/hello reached `until`, so no later one
+    // was requested and paging moved on to octo/world.
+    const minute = (m: number) => new Date(base + m * 60_000).toISOString().replace('.000Z', 'Z');
+    expect(gh.requests.map((r) => `${pathOf(r.url)}?since=${queryOf(r.url).get('since')}`)).toEqual([
+      '/repos/octo/hello/issues?since=null',
+      `/repos/octo/hello/issues?since=${minute(2)}`,
+      `/repos/octo/hello/issues?since=${minute(4)}`,
+      '/repos/octo/world/issues?since=null',
+      `/repos/octo/world/issues?since=${minute(2)}`,
     ]);
 
     const prIds = (await pass(cfg(), 'pull_requests', null, until)).flatMap((p) => p.records.map((r) => r.externalId));
     expect(prIds).toEqual(['octo/hello#6']);
     // With since as well: the window [base + 2 min, base + 5 min) holds #6, #7 and #8.
     const since = new Date(base + 2 * 60_000);
-    const windowIssues = (await pass(cfg(), 'issues', since, until)).flatMap((p) => p.records.map((r) => r.externalId));
+    const windowIssues = unique((await pass(cfg(), 'issues', since, until)).flatMap((p) => p.records.map((r) => r.externalId)));
     expect(windowIssues).toEqual(['octo/hello#8', 'octo/hello#7']);
     const windowPulls = (await pass(cfg(), 'pull_requests', since, until)).flatMap((p) => p.records.map((r) => r.externalId));
     expect(windowPulls).toEqual(['octo/hello#6']);
@@ -349,7 +372,7 @@ describe('github connector: errors', () => {
   it('maps 5xx to Transient, for the Nth request or a path', async () => {
     gh.setFailure({ kind: 'server_error', nth: 1 });
     expect(await failure(page(cfg(), 'issues'))).toBeInstanceOf(Transient);
-    gh.setFailure({ kind: 'server_error', status: 502, path: '/repositories/' });
+    gh.setFailure({ kind: 'server_error', status: 502, path: /since=/ });
     const first = await page(cfg(), 'issues');
     const err = await failure(page(cfg(), 'issues', first.nextPageToken));
     expect(err).toBeInstanceOf(Transient);

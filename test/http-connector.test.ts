@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
-import { httpConnector, parseHttpConfig, readPath } from '../connectors/http';
+import { z } from 'zod';
+import { httpConfigSchema, httpConnector, parseHttpConfig, readPath } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
@@ -150,28 +151,31 @@ async function pass(connector: Connector, cfg: Config, resource = 'customers', o
   return { records, tokens };
 }
 
+// The number of reads: a listing paged by position (page numbers, offsets, without a declared
+// change-time order) is read until two reads in a row agree, twice when nothing changes.
 const STYLES: [string, Config, number][] = [
-  ['link', { type: 'link_header' }, 5],
-  ['next', { type: 'next_url', path: 'next' }, 5],
-  ['cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, 5],
-  // Page numbers and offsets learn the end from a short page: 23 records, 5 a page → 5 requests.
-  ['page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: SIZE }, 5],
-  ['offset', { type: 'offset', limit: SIZE }, 5],
+  ['link', { type: 'link_header' }, 1],
+  ['next', { type: 'next_url', path: 'next' }, 1],
+  ['cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, 1],
+  // Page numbers and offsets learn the end from a short page: 23 records, 5 a page → 5 requests a read.
+  ['page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: SIZE }, 2],
+  ['offset', { type: 'offset', limit: SIZE }, 2],
 ];
+const times = <T>(list: T[], n: number) => Array.from({ length: n }, () => list).flat();
 
 describe('http connector: pagination', () => {
-  it.each(STYLES)('%s: pages through every record once, in order, sending the bearer token', async (style, pagination, requests) => {
+  it.each(STYLES)('%s: pages through every record once a read, in order, sending the bearer token', async (style, pagination, reads) => {
     const { records } = await pass(httpConnector, config(style, pagination));
-    expect(records.map((r) => r.externalId)).toEqual(ITEMS.map((i) => i.id));
+    expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.map((i) => i.id), reads));
     expect(records[4]).toEqual({ externalId: 'c5', updatedAt: ITEMS[4]!.updated_at, data: ITEMS[4] });
-    expect(fake.requests).toHaveLength(requests);
+    expect(fake.requests).toHaveLength(5 * reads);
     for (const r of fake.requests) expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
-  it.each(STYLES)('%s: an incremental fetch sends since and pages only the newer records', async (style, pagination) => {
+  it.each(STYLES)('%s: an incremental fetch sends since and pages only the newer records', async (style, pagination, reads) => {
     const since = new Date(ITEMS[15]!.updated_at);
     const { records } = await pass(httpConnector, config(style, pagination), 'customers', { since });
-    expect(records.map((r) => r.externalId)).toEqual(ITEMS.slice(15).map((i) => i.id));
+    expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.slice(15).map((i) => i.id), reads));
     expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe(since.toISOString());
   });
 
@@ -184,7 +188,7 @@ describe('http connector: pagination', () => {
     };
     const { records } = await pass(httpConnector, cfg('epoch_seconds'), 'customers', { since });
     expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe(String(since.getTime() / 1000));
-    expect(records.map((r) => r.externalId)).toEqual(ITEMS.slice(10).map((i) => i.id));
+    expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.slice(10).map((i) => i.id), 2));
     fake.requests.length = 0;
     await pass(httpConnector, cfg('epoch_millis'), 'customers', { since });
     expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('updated_since')).toBe(String(since.getTime()));
@@ -270,9 +274,27 @@ describe('http connector: config', () => {
     expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, pagination: { type: 'offset' } })).toContain('pagination.limit');
     expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id', since: { param: 's', format: 'rfc' } } } })).toContain('resources.a.since.format');
     expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, typo: 1 })).toMatch(/typo/);
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id', updated_at: 'u', order: 'change_ascending' } } }))
+      .toBe("http connector: invalid config: resources.a.order: 'change_ascending' needs resources.a.since");
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id', order: 'newest' } } })).toContain("resources.a.order: must be one of 'unspecified', 'change_ascending'");
+    expect(problem({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, pagination: { type: 'offset', limit: 5, max_reads: 0 } }))
+      .toContain('pagination.max_reads: must be an integer between 1 and 20');
     expect(problem({ base_url: baseUrl, auth: { type: 'oauth' }, resources: { a: { path: '/a', id: 'id' } } })).toMatch(/auth(\.type)?: must be an object whose type is one of 'none', 'bearer'/);
     expect(problem(config('link', { type: 'link_header' }))).toBeNull();
     expect(parseHttpConfig({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } } })).toMatchObject({ auth: { type: 'none' }, pagination: { type: 'none' } });
+  });
+
+  it('declares which listings are consistent (a full sync may delete what they did not serve), and documents the keys in the schema', () => {
+    const consistent = (style: string, pagination: Config, extra: Config = {}) => httpConnector.consistentListing!(config(style, pagination, extra), 'customers');
+    expect(consistent('link', { type: 'link_header' })).toBe(true);
+    expect(consistent('cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor', stable: false })).toBe(false);
+    expect(consistent('page', { type: 'page_number', size: SIZE })).toBe(true);
+    expect(consistent('offset', { type: 'offset', limit: SIZE, max_reads: 1 })).toBe(false);
+    expect(consistent('link', { type: 'none' })).toBe(true);
+    const schema = JSON.stringify(z.toJSONSchema(httpConfigSchema, { io: 'input' }));
+    for (const text of ["'change_ascending': by `updated_at` ascending", 'Reads of a listing paged by position', "Whether the provider's next links/cursors are stable", 'One record by id']) {
+      expect(schema).toContain(text);
+    }
   });
 
   it('reads dotted JSON paths with indexes', () => {
@@ -304,7 +326,11 @@ describe('http connector: equivalence with the github connector', () => {
           pull_requests: { path: '/repos/octo/hello/pulls', params: params('desc'), id: 'number', id_prefix: 'octo/hello#', updated_at: 'updated_at' },
         },
       };
-      const sorted = (records: ConnectorRecord[]) => [...records].sort((a, b) => a.externalId.localeCompare(b.externalId));
+      // The github connector also names each record's partition (its repository); the http one has one partition.
+      // Each record once (the github connector pages issues by keyset: `since` is inclusive, so the
+      // last issue of a page comes again at the head of the next).
+      const sorted = (records: ConnectorRecord[]) =>
+        [...new Map(records.map(({ partition: _partition, ...r }) => [r.externalId, r])).values()].sort((a, b) => a.externalId.localeCompare(b.externalId));
       for (const resource of ['issues', 'pull_requests']) {
         const viaGitHub = await pass(githubConnector, github, resource, { credentials });
         const viaHttp = await pass(httpConnector, http, resource, { credentials });

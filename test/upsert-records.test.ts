@@ -69,13 +69,13 @@ describe('record writes and the change feed', () => {
       [conn],
     );
     await db.pool.query(`insert into sync_seen (task_id, external_id) values ($1, 'b')`, [task[0].id]);
-    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, conn, 'issues', task[0].id, new Date()))).toBe(2);
+    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, { connectionId: conn, resourceType: 'issues', taskId: task[0].id, changedBefore: new Date(), at: new Date() }, { except: [] }))).toBe(2);
     const afterDelete = await feed(cursor, conn);
     expect(afterDelete.map((c) => [c.external_id, c.change])).toEqual([['b', 'update'], ['a', 'delete'], ['c', 'delete']]);
     expect(afterDelete[1]).toMatchObject({ data: { v: 1 } });
     expect(afterDelete[1]!.deleted_at).toBeInstanceOf(Date);
     // Tombstoning again changes nothing.
-    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, conn, 'issues', task[0].id, new Date()))).toBe(0);
+    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, { connectionId: conn, resourceType: 'issues', taskId: task[0].id, changedBefore: new Date(), at: new Date() }, { except: [] }))).toBe(0);
 
     // Seen again, a tombstoned record comes back as an insert.
     expect(await putConn([record('a', { v: 1 })])).toEqual({ added: 1, updated: 0, unchanged: 0 });
@@ -127,5 +127,33 @@ describe('record writes and the change feed', () => {
       first.release();
       second.release();
     }
+  });
+
+  it('a page fetched before a full pass tombstoned a record never brings it back; a page fetched after does', async () => {
+    const t0 = new Date(Date.now() - 60_000);
+    const page = [record('gone', { v: 1 }, '2025-01-01T00:00:00Z')];
+    await withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, at: t0, fetchedAt: t0 }, page));
+    // A full pass's deletion step tombstones it at `deletedAt`…
+    const deletedAt = new Date(Date.now() - 30_000);
+    await db.pool.query(
+      `update records set deleted_at = $2, synced_at = $2, change = 'delete', change_seq = nextval('records_change_seq')
+        where connection_id = $1 and resource_type = 'stale'`,
+      [connectionId, deletedAt],
+    );
+    const state = async () =>
+      (await db.pool.query('select deleted_at from records where connection_id = $1 and external_id = $2', [connectionId, 'gone'])).rows[0].deleted_at;
+    // …and a page another job fetched before that is written after it: still a tombstone.
+    const before = new Date(deletedAt.getTime() - 1000);
+    const late = await withTransaction(db.pool, (tx) =>
+      upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, at: new Date(), fetchedAt: before }, page),
+    );
+    expect(late).toMatchObject({ added: 0, updated: 0 });
+    expect(await state()).toEqual(deletedAt);
+    // A page fetched after the deletion that has it again brings it back.
+    const again = await withTransaction(db.pool, (tx) =>
+      upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, at: new Date(), fetchedAt: new Date() }, page),
+    );
+    expect(again).toMatchObject({ added: 1, updated: 0 });
+    expect(await state()).toBeNull();
   });
 });

@@ -1,28 +1,45 @@
-// SQL of `provider_etags`: the ETag of each first-page URL a connection's listings answered, for
-// conditional requests (a 304 answers "unchanged" without spending the provider's rate limit).
+// SQL of `provider_etags`: the ETag of each page URL a connection's listings answered, with what
+// follows that page, for conditional requests (a 304 answers "this page is unchanged" without
+// spending the provider's rate limit, and the pass goes on after it).
+import type { StoredValidator } from '../../connectors/types';
 import type { Queryable } from '../queryable';
 
-/** The stored ETags of a connection's resource type, by first-page URL. */
-export async function findEtags(db: Queryable, connectionId: string, resourceType: string): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ url: string; etag: string }>(
-    'select url, etag from provider_etags where connection_id = $1 and resource_type = $2',
+/** The stored validators of a connection's resource type, by page URL. */
+export async function findEtags(db: Queryable, connectionId: string, resourceType: string): Promise<Map<string, StoredValidator>> {
+  const { rows } = await db.query<{ url: string; etag: string; next: string | null }>(
+    'select url, etag, next from provider_etags where connection_id = $1 and resource_type = $2',
     [connectionId, resourceType],
   );
-  return new Map(rows.map((r) => [r.url, r.etag]));
+  return new Map(rows.map((r) => [r.url, { etag: r.etag, next: r.next }]));
 }
 
-/** Stores (or replaces) the ETag of each first-page URL given. */
+/** Stores (or replaces) the validator of each page URL given. */
 export async function saveEtags(
   db: Queryable,
   connectionId: string,
   resourceType: string,
-  validators: readonly { url: string; etag: string }[],
+  validators: readonly ({ url: string } & StoredValidator)[],
 ): Promise<void> {
   if (validators.length === 0) return;
   await db.query(
-    `insert into provider_etags (connection_id, resource_type, url, etag)
-     select $1, $2, v.url, v.etag from unnest($3::text[], $4::text[]) as v(url, etag)
-     on conflict (connection_id, resource_type, url) do update set etag = excluded.etag, updated_at = now()`,
-    [connectionId, resourceType, validators.map((v) => v.url), validators.map((v) => v.etag)],
+    `insert into provider_etags (connection_id, resource_type, url, etag, next)
+     select $1, $2, v.url, v.etag, v.next from unnest($3::text[], $4::text[], $5::text[]) as v(url, etag, next)
+     on conflict (connection_id, resource_type, url) do update set etag = excluded.etag, next = excluded.next, updated_at = now()`,
+    [connectionId, resourceType, validators.map((v) => v.url), validators.map((v) => v.etag), validators.map((v) => v.next)],
   );
+}
+
+/**
+ * Forgets the validators of a connection's resource type that were neither stored nor confirmed
+ * (by a 304) since `before`: what a complete pass did not visit (an old `since` URL, a page past
+ * where an incremental pass stopped, a repository no longer configured). Its records may have
+ * changed in our store since (a tombstone), so no later 304 may vouch for them.
+ */
+export async function forgetEtagsBefore(db: Queryable, connectionId: string, resourceType: string, before: Date): Promise<number> {
+  const { rowCount } = await db.query('delete from provider_etags where connection_id = $1 and resource_type = $2 and updated_at < $3', [
+    connectionId,
+    resourceType,
+    before,
+  ]);
+  return rowCount ?? 0;
 }

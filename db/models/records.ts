@@ -36,13 +36,23 @@ export interface UpsertResult extends UpsertCounts {
  * lock (the rows to write are read through the lock's CTE, so it is held before any `nextval`).
  * A record whose data and updated_at are unchanged is not rewritten, nor is one the provider says
  * is older than the stored version; every other write takes the next `change_seq`. A tombstoned
- * record seen again comes back as an insert. Duplicate ids within a page keep the last occurrence
+ * record seen again comes back as an insert, but only by a page fetched after it was tombstoned
+ * (`fetchedAt` after its `deleted_at`): a page fetched before a full pass's deletion step and
+ * written after it is older news than the tombstone. Duplicate ids within a page keep the last occurrence
  * (Postgres cannot upsert one row twice in a statement) and count once. With `seenBy` (a full
  * pass's task), the same statement adds the page's ids to that task's seen-set.
  */
 export async function upsertRecords(
   tx: PoolClient,
-  target: { connectionId: string; resourceType: string; jobId: string | null; at: Date; seenBy?: string },
+  target: {
+    connectionId: string;
+    resourceType: string;
+    jobId: string | null;
+    at: Date;
+    seenBy?: string;
+    /** When the provider request that served these records began; `at` when not given. */
+    fetchedAt?: Date;
+  },
   records: ConnectorRecord[],
 ): Promise<UpsertResult> {
   if (records.length === 0) return { added: 0, updated: 0, unchanged: 0, seen: 0 };
@@ -69,30 +79,67 @@ export async function upsertRecords(
           -- Never replace a newer version with an older one (two jobs of a connection can overlap).
           and (records.source_updated_at is null or excluded.source_updated_at is null
                or excluded.source_updated_at >= records.source_updated_at)
+          -- Never undo a tombstone with a page fetched before it was written.
+          and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
        returning change)
      select count(*) filter (where change = 'insert')::int as added, count(*) filter (where change = 'update')::int as updated,
             (select count(*) from seen)::int as seen
        from written`,
-    [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null],
+    [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at],
   );
   const { added, updated, seen } = counts[0]!;
   return { added, updated, unchanged: rows.length - added - updated, seen };
 }
 
-/**
- * The deletion step of a full pass: turns the connection's live records of `resourceType` that
- * task `taskId` did not see into tombstones (`deleted_at`, a new `change_seq`, data kept), under
- * the change-feed lock. A record written after the pass began (by a job running beside it) is not
- * the pass's to judge. Returns how many it tombstoned.
- */
-export async function tombstoneUnseenRecords(tx: PoolClient, connectionId: string, resourceType: string, taskId: string, at: Date): Promise<number> {
-  await lockChangeFeed(tx, connectionId);
-  const { rowCount } = await tx.query(
-    `update records r set deleted_at = $4, synced_at = $4, change = 'delete', change_seq = nextval('records_change_seq')
-      where r.connection_id = $1 and r.resource_type = $2 and r.deleted_at is null
+/** Which unseen records a full pass's deletion step may judge (see `listDeletionCandidates`). */
+const CANDIDATES = `r.connection_id = $1 and r.resource_type = $2 and r.deleted_at is null
         and not exists (select 1 from sync_seen s where s.task_id = $3 and s.external_id = r.external_id)
-        and r.synced_at < (select started_at from sync_tasks where id = $3)`,
-    [connectionId, resourceType, taskId, at],
+        and r.synced_at < (select started_at from sync_tasks where id = $3)
+        and (r.source_updated_at is null or r.source_updated_at < $4)`;
+
+/**
+ * Up to `limit` of the records a full pass (task `taskId`) may delete, by id: live records of
+ * `resourceType` it did not see, written before the pass began (a record written by a job running
+ * beside it is not the pass's to judge) and changed at the provider before `changedBefore` (the
+ * pass start less the clock skew: a record changed during the pass was alive then, whatever the
+ * listing served).
+ */
+export async function listDeletionCandidates(
+  db: Queryable,
+  connectionId: string,
+  resourceType: string,
+  taskId: string,
+  changedBefore: Date,
+  limit: number,
+): Promise<string[]> {
+  const { rows } = await db.query<{ external_id: string }>(
+    `select r.external_id from records r where ${CANDIDATES} order by r.external_id limit $5`,
+    [connectionId, resourceType, taskId, changedBefore, limit],
+  );
+  return rows.map((r) => r.external_id);
+}
+
+/**
+ * The deletion step of a full pass: turns deletion candidates (as `listDeletionCandidates`
+ * defines them) into tombstones (`deleted_at`, a new `change_seq`, data kept), under the
+ * change-feed lock: every candidate but the `except` ids, or with `only`, just those of them.
+ * Returns how many it tombstoned.
+ */
+export async function tombstoneUnseenRecords(
+  tx: PoolClient,
+  target: { connectionId: string; resourceType: string; taskId: string; changedBefore: Date; at: Date },
+  which: { except: readonly string[] } | { only: readonly string[] },
+): Promise<number> {
+  await lockChangeFeed(tx, target.connectionId);
+  const only = 'only' in which ? [...which.only] : null;
+  const except = 'except' in which ? [...which.except] : [];
+  if (only !== null && only.length === 0) return 0;
+  const { rowCount } = await tx.query(
+    `update records r set deleted_at = $5, synced_at = $5, change = 'delete', change_seq = nextval('records_change_seq')
+      where ${CANDIDATES}
+        and ($6::text[] is null or r.external_id = any($6::text[]))
+        and r.external_id <> all($7::text[])`,
+    [target.connectionId, target.resourceType, target.taskId, target.changedBefore, target.at, only, except],
   );
   return rowCount ?? 0;
 }

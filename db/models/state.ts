@@ -1,14 +1,14 @@
-// SQL of `sync_state`: per connection and resource type, the cursor the next incremental fetch
-// starts from and when the resource last synced.
+// SQL of `sync_state`: per connection, resource type and partition, the cursor the next
+// incremental fetch of that partition starts from and when it last synced.
 import type { Queryable } from '../queryable';
 
-/** The cursor of a connection's resource type, or null when it never synced. */
-export async function findCursor(db: Queryable, connectionId: string, resourceType: string): Promise<Date | null> {
-  const { rows } = await db.query<{ cursor: Date | null }>(
-    'select cursor from sync_state where connection_id = $1 and resource_type = $2',
+/** The cursors of a connection's resource type, by partition ('' for a single-partition connector); partitions without one are absent. */
+export async function findCursors(db: Queryable, connectionId: string, resourceType: string): Promise<Map<string, Date>> {
+  const { rows } = await db.query<{ partition: string; cursor: Date }>(
+    'select partition, cursor from sync_state where connection_id = $1 and resource_type = $2 and cursor is not null',
     [connectionId, resourceType],
   );
-  return rows[0]?.cursor ?? null;
+  return new Map(rows.map((r) => [r.partition, r.cursor]));
 }
 
 /** Whether any resource type of the connection has synced. */
@@ -17,13 +17,34 @@ export async function hasAnyState(db: Queryable, connectionId: string): Promise<
   return (rowCount ?? 0) > 0;
 }
 
-/** Moves a resource type's cursor to `highWater` (never backwards) and stamps `last_synced_at`. */
-export async function advanceCursor(db: Queryable, connectionId: string, resourceType: string, highWater: Date | null): Promise<void> {
+/**
+ * Moves each given partition's cursor to its new value (never backwards; a null value leaves the
+ * cursor as it is) and stamps `last_synced_at`, in one statement.
+ */
+export async function advanceCursors(
+  db: Queryable,
+  connectionId: string,
+  resourceType: string,
+  cursors: readonly { partition: string; cursor: Date | null }[],
+): Promise<void> {
+  if (cursors.length === 0) return;
   await db.query(
-    `insert into sync_state (connection_id, resource_type, cursor, last_synced_at)
-     values ($1, $2, $3, now())
-     on conflict (connection_id, resource_type) do update
+    `insert into sync_state (connection_id, resource_type, partition, cursor, last_synced_at)
+     select $1, $2, c.partition, c.cursor, now() from unnest($3::text[], $4::timestamptz[]) as c(partition, cursor)
+     on conflict (connection_id, resource_type, partition) do update
         set cursor = greatest(excluded.cursor, sync_state.cursor), last_synced_at = excluded.last_synced_at`,
-    [connectionId, resourceType, highWater],
+    [connectionId, resourceType, cursors.map((c) => c.partition), cursors.map((c) => c.cursor)],
   );
+}
+
+/**
+ * Forgets the cursors of a connection's resource type whose partition is not in `partitions`
+ * (a repository dropped from the config): added again later, it is read from nothing.
+ */
+export async function forgetOtherPartitions(db: Queryable, connectionId: string, resourceType: string, partitions: readonly string[]): Promise<void> {
+  await db.query('delete from sync_state where connection_id = $1 and resource_type = $2 and partition <> all($3::text[])', [
+    connectionId,
+    resourceType,
+    [...partitions],
+  ]);
 }

@@ -66,14 +66,23 @@ export async function failOpenTasksOfJobs(tx: Queryable, jobIds: string[], at: D
   );
 }
 
-/** A task with its job, connection and cursor: what a task run needs, credentials included. */
+/** A pass's marks per partition: the newest change time seen (`high`), and the time its cursor may not pass (`hold`). */
+export interface PartitionProgress {
+  high: Record<string, string>;
+  hold: Record<string, string>;
+}
+
+/** A task with its job and connection: what a task run needs, credentials included. */
 export interface TaskToSync {
   status: TaskStatus;
   page_token: string | null;
   pages_done: number;
   entity_count: number;
   written_count: number;
-  high_water: Date | null;
+  /** Per partition, the newest provider change time the pass has seen and where its cursor is held (ISO times). */
+  partition_progress: PartitionProgress;
+  /** When the task first started (its pass start); null before it ever ran. */
+  started_at: Date | null;
   connection_id: string;
   /** A backfill's window (see `policy/window.ts`): both null for a job without one. */
   window_start: Date | null;
@@ -83,37 +92,36 @@ export interface TaskToSync {
   config: Record<string, unknown> | null;
   /** As stored: a sealed envelope (or a legacy plaintext object); the activity opens it. */
   credentials: unknown;
-  cursor: Date | null;
   deleted_count: number;
 }
 
 /** Locks task `taskId` `FOR UPDATE SKIP LOCKED` with what its run needs; null when missing or locked. */
 export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<TaskToSync | null> {
   const { rows } = await tx.query<TaskToSync>(
-    `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.high_water, t.deleted_count,
-            j.connection_id, j.window_start, j.window_end, c.provider_slug, c.status as connection_status, c.config, c.credentials, s.cursor
+    `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.partition_progress, t.started_at, t.deleted_count,
+            j.connection_id, j.window_start, j.window_end, c.provider_slug, c.status as connection_status, c.config, c.credentials
        from sync_tasks t
        join sync_jobs j on j.id = t.job_id
        join connections c on c.id = j.connection_id
-       left join sync_state s on s.connection_id = j.connection_id and s.resource_type = t.resource_type
       where t.id = $1 for update of t skip locked`,
     [taskId],
   );
   return rows[0] ?? null;
 }
 
-/** Marks a task `processing` (keeping its first start time) and beats its heartbeat. */
-export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<void> {
-  await tx.query(
+/** Marks a task `processing` (keeping its first start time) and beats its heartbeat; returns its start time. */
+export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<Date> {
+  const { rows } = await tx.query<{ started_at: Date }>(
     `update sync_tasks set status = 'processing', started_at = coalesce(started_at, now()), heartbeat_at = now()
-      where id = $1`,
+      where id = $1 returning started_at`,
     [taskId],
   );
+  return rows[0]!.started_at;
 }
 
 /**
  * Records one stored page: where the next one starts, the counts (what the upsert added, updated
- * and left unchanged), the high-water mark and how many ids it added to the task's seen-set
+ * and left unchanged), the marks per partition and how many ids it added to the task's seen-set
  * (`seen`, 0 outside a full pass); and the page's records in job `jobId`'s progress, in the same
  * statement.
  */
@@ -121,17 +129,17 @@ export async function recordPage(
   tx: Queryable,
   taskId: string,
   jobId: string,
-  page: { nextPageToken: string | null; records: number; counts: UpsertCounts; highWater: Date | null; seen: number },
+  page: { nextPageToken: string | null; records: number; counts: UpsertCounts; progress: PartitionProgress; seen: number },
 ): Promise<void> {
   const { added, updated, unchanged } = page.counts;
   await tx.query(
     `with task as (
        update sync_tasks set page_token = $2, pages_done = pages_done + 1, entity_count = entity_count + $3,
               written_count = written_count + $4 + $5, added_count = added_count + $4, updated_count = updated_count + $5,
-              unchanged_count = unchanged_count + $6, high_water = $7, seen_count = seen_count + $8, heartbeat_at = now()
+              unchanged_count = unchanged_count + $6, partition_progress = $7, seen_count = seen_count + $8, heartbeat_at = now()
         where id = $1)
      update sync_jobs set processed_entities = processed_entities + $3 where id = $9`,
-    [taskId, page.nextPageToken, page.records, added, updated, unchanged, page.highWater, page.seen, jobId],
+    [taskId, page.nextPageToken, page.records, added, updated, unchanged, JSON.stringify(page.progress), page.seen, jobId],
   );
 }
 
@@ -143,7 +151,7 @@ export async function recordPage(
  */
 export async function restartTaskPass(tx: Queryable, taskId: string): Promise<number> {
   const { rows } = await tx.query<{ discarded: number }>(
-    `update sync_tasks t set page_token = null, pages_done = 0, entity_count = 0, seen_count = 0, high_water = null, unchanged_count = 0,
+    `update sync_tasks t set page_token = null, pages_done = 0, entity_count = 0, seen_count = 0, high_water = null, partition_progress = '{"high": {}, "hold": {}}', unchanged_count = 0,
             heartbeat_at = now()
        from (select id, entity_count from sync_tasks where id = $1 for update) old
       where t.id = old.id

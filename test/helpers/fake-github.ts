@@ -1,6 +1,7 @@
 // A small local stand-in for the GitHub REST API (node:http on 127.0.0.1, port 0), covering what
 // the github connector uses: GET /repos/{owner}/{repo}/{issues|pulls} and the
-// /repositories/{id}/{issues|pulls} form GitHub uses in its Link headers. Like GitHub it:
+// /repositories/{id}/{issues|pulls} form GitHub uses in its Link headers, and one item by number
+// (GET /repos/{owner}/{repo}/{issues|pulls}/{number}: 410 Gone for a deleted issue). Like GitHub it:
 // - requires `Authorization: Bearer <token>` (401 "Bad credentials" otherwise);
 // - lists pull requests in the issues endpoint too (items with a `pull_request` key);
 // - honours state, sort (updated|created), direction, per_page (default 30, max 100), page and,
@@ -102,6 +103,12 @@ export interface FakeGitHub {
    * (default: one minute after the newest item). Returns the item.
    */
   touch(repo: string, number: number, updatedAt?: string): FakeGitHubItem;
+  /** Deletes issue `number` of `repo` (GitHub cannot delete pull requests): listings leave it out, GET by number answers 410. */
+  remove(repo: string, number: number): void;
+  /** Adds an item to `repo` (the next number) changed at `updatedAt`; a pull request when `pull`. */
+  create(repo: string, updatedAt: string, pull?: boolean): FakeGitHubItem;
+  /** Adds an empty repository (for a config that names it later). */
+  addRepo(fullName: string, id: number): void;
   /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
   afterServe: ((n: number, url: URL) => void) | null;
   /** With `budget`: how many requests were answered 429 because the window's budget was spent. */
@@ -147,6 +154,8 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   const token = opts.token ?? 'ghp_fake_token_for_tests';
   const baseMs = Date.parse(opts.baseTime ?? '2025-01-01T00:00:00Z');
   const repos = new Map<string, { id: number; items: FakeGitHubItem[] }>();
+  /** Deleted issues, as 'owner/name#number'. */
+  const deleted = new Set<string>();
   let nextId = 12345;
   for (const [fullName, spec] of Object.entries(opts.repos ?? {})) {
     const id = spec.id ?? nextId++;
@@ -232,6 +241,20 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       return send(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
     }
     if (req.method !== 'GET') return send(res, 404, { message: 'Not Found' });
+
+    // One item: /repos/{owner}/{name}/{issues|pulls}/{number}
+    const single = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)$/.exec(url.pathname);
+    if (single) {
+      const fullName = `${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`;
+      const number = Number(single[4]);
+      const item = repos.get(fullName)?.items.find((i) => i.number === number && (single[3] === 'issues' || 'pull_request' in i));
+      if (!item) {
+        const gone = deleted.has(`${fullName}#${number}`);
+        return send(res, gone ? 410 : 404, { message: gone ? 'This issue was deleted' : 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+      }
+      const { pull_request: _omit, ...pr } = item;
+      return send(res, 200, single[3] === 'issues' ? item : pr, rateHeaders(rateLimitRemaining, nowReset()));
+    }
 
     // /repos/{owner}/{name}/{issues|pulls} or /repositories/{id}/{issues|pulls}
     let repo: { id: number; items: FakeGitHubItem[] } | undefined;
@@ -346,6 +369,32 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       item.updated_at = updatedAt ?? new Date(newest + MINUTE_MS).toISOString();
       item.title = `${item.title} (edited)`;
       return item;
+    },
+    remove(repo, number) {
+      const items = repos.get(repo)!.items;
+      const at = items.findIndex((i) => i.number === number);
+      if (at < 0 || 'pull_request' in items[at]!) throw new Error(`fake github: ${repo}#${number} is no issue to delete`);
+      items.splice(at, 1);
+      deleted.add(`${repo}#${number}`);
+    },
+    create(repo, updatedAt, pull = false) {
+      const entry = repos.get(repo)!;
+      const number = Math.max(0, ...entry.items.map((i) => i.number), ...[...deleted].filter((d) => d.startsWith(`${repo}#`)).map((d) => Number(d.slice(repo.length + 1)))) + 1;
+      const item: FakeGitHubItem = {
+        id: entry.id * 10_000 + number,
+        number,
+        title: `${pull ? 'PR' : 'Issue'} ${number} of ${repo}`,
+        state: 'open',
+        created_at: updatedAt,
+        updated_at: updatedAt,
+        html_url: `https://github.com/${repo}/${pull ? 'pull' : 'issues'}/${number}`,
+      };
+      if (pull) item.pull_request = { url: `https://api.github.com/repos/${repo}/pulls/${number}` };
+      entry.items.push(item);
+      return item;
+    },
+    addRepo(fullName, id) {
+      repos.set(fullName, { id, items: [] });
     },
     setFailure(next) {
       failure = next;

@@ -1,0 +1,23 @@
+// The http connector's model-based test (test/helpers/http-paging-model.ts) with many more random
+// scenarios per paging style than `npm test` runs: HTTP_MODEL_RUNS each (default 150). No Temporal:
+// the sync activity runs directly against real Postgres and the fake provider.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import { checkHttpPagingModel, MODEL_VARIANTS, variantName } from '../helpers/http-paging-model';
+
+const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 150);
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('http connector model, long run', () => {
+  it.each(MODEL_VARIANTS.map((v) => [variantName(v), v] as const))('%s', { timeout: 1_200_000 }, async (_name, variant) => {
+    const stats = await checkHttpPagingModel(db.pool, variant, RUNS);
+    expect(stats.runs).toBe(RUNS);
+  });
+});

@@ -1,0 +1,169 @@
+// The GitHub data path while GitHub's data changes: cursors per repository, a repository added
+// later, paging over issues that move while a pass reads them, and conditional requests. Each
+// test drives the syncTask activity directly (real Postgres, the fake GitHub on 127.0.0.1) and
+// changes the fake between the page requests of a pass, as GitHub's users would.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from './helpers/database';
+import { createTestDatabase } from './helpers/database';
+import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { syncDriver } from './helpers/sync-driver';
+
+const TOKEN = 'ghp_data_path_token_1234567890';
+
+describe('github data path under change', () => {
+  let db: TestDatabase;
+  let driver: ReturnType<typeof syncDriver>;
+  let gh: FakeGitHub | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    driver = syncDriver(db.pool);
+  });
+  afterEach(async () => {
+    await gh?.close();
+    gh = undefined;
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const config = (fake: FakeGitHub, repositories: string[], perPage = 100) => ({
+    base_url: fake.baseUrl,
+    repositories,
+    resource_types: ['issues'],
+    per_page: perPage,
+  });
+  const connection = (fake: FakeGitHub, repositories: string[], perPage = 100) =>
+    driver.connection('github', config(fake, repositories, perPage), { token: TOKEN });
+  const issues = (id: string) => driver.pass(id, ['issues'], { mode: 'incremental' });
+  const full = (id: string) => driver.pass(id, ['issues'], { mode: 'full' });
+  /** The fake's issues (no pull requests) of `repos`: external id → title. */
+  const truth = (fake: FakeGitHub, repos: string[]) =>
+    new Map(
+      repos.flatMap((repo) =>
+        fake.repos.get(repo)!.items.filter((i) => !('pull_request' in i)).map((i) => [`${repo}#${i.number}`, i.title] as const),
+      ),
+    );
+  const titles = async (id: string) => new Map([...(await driver.live(id, 'issues'))].map(([k, v]) => [k, v.title]));
+  /** Runs `change` once, right after the fake answered the first request whose path matches `path`. */
+  const onceAfter = (fake: FakeGitHub, path: RegExp, change: () => void) => {
+    let done = false;
+    fake.afterServe = (_n, url) => {
+      if (done || !path.test(url.pathname + url.search)) return;
+      done = true;
+      change();
+    };
+  };
+
+  it('keeps a cursor per repository: an issue edited in A while B is read (B changing later) is synced', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 601, issues: 3 }, 'o/b': { id: 602, issues: 3 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/a', 'o/b']);
+    await full(id);
+    // A was read, B not yet: A's issue is edited, then B's, later.
+    onceAfter(fake, /^\/repos\/o\/a\/issues/, () => {
+      fake.touch('o/a', 1, '2025-02-01T00:00:00Z');
+      fake.touch('o/b', 1, '2025-02-01T00:01:00Z');
+    });
+    await issues(id);
+    fake.afterServe = null;
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/b']));
+  });
+
+  it('reads the whole history of a repository added to the config later (its partition has no cursor)', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 611, issues: 3 }, 'o/new': { id: 612, issues: 5 } } });
+    const id = await connection(gh, ['o/a']);
+    gh.touch('o/a', 1, '2025-06-01T00:00:00Z'); // A's cursor is newer than any issue of o/new
+    await full(id);
+    await driver.setConfig(id, config(gh, ['o/a', 'o/new']));
+    await issues(id);
+    const stored = await titles(id);
+    expect([...stored.keys()].filter((k) => k.startsWith('o/new#')).length).toBe(5);
+    expect(stored).toEqual(truth(gh, ['o/a', 'o/new']));
+  });
+
+  it('an incremental pass skips no issue when one it already read is edited mid-pass (the rest do not slide into read pages)', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/shift': { id: 621, issues: 6 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/shift'], 2);
+    await full(id);
+    // Four issues change before the pass (the oldest first), so it reads them over three pages…
+    for (const [n, s] of [[6, 1], [5, 2], [4, 3], [3, 4]] as const) fake.touch('o/shift', n, `2025-02-01T00:00:0${s}Z`);
+    // …and the first of them, already read on page 1, changes again after that page.
+    onceAfter(fake, /\/issues/, () => fake.touch('o/shift', 6, '2025-02-01T00:00:05Z'));
+    await issues(id);
+    fake.afterServe = null;
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/shift']));
+  });
+
+  it('a full pass does not tombstone an issue that slid into a page already read because another was edited mid-pass', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/slide': { id: 631, issues: 6 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/slide'], 2);
+    await full(id);
+    // The oldest issue (page 1) is edited after page 1 was served: it moves to the end.
+    onceAfter(fake, /\/issues/, () => fake.touch('o/slide', 6));
+    const pass = await full(id);
+    expect(pass.get('issues')).toMatchObject({ status: 'completed', deletedCount: 0 });
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
+    expect(await titles(id)).toEqual(truth(fake, ['o/slide']));
+  });
+
+  it('a 304 on a first page skips that page only: an issue moved to a later page of the same listing is still synced', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/bulk': { id: 641, issues: 6 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/bulk'], 2);
+    await full(id);
+    // A bulk edit of five issues in one second: the listing from the cursor spans three pages.
+    const second = '2025-03-01T00:00:00Z';
+    for (const n of [1, 2, 3, 4, 5]) fake.touch('o/bulk', n, second);
+    await issues(id);
+    await issues(id); // stores the validators of the listing from that second
+    // One issue of page 2 changes: it moves to the end; page 1 stays the same (and answers 304).
+    fake.touch('o/bulk', 3, '2025-03-01T00:00:01Z');
+    const before = fake.requests.length;
+    await issues(id);
+    expect(fake.requests.slice(before).some((r) => r.headers['if-none-match'] !== undefined)).toBe(true);
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/bulk']));
+  });
+
+  it('the deletion step re-checks what a full pass did not see: an issue GitHub still has is kept, a deleted one and one of a dropped repository go', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/keep': { id: 651, issues: 4 }, 'o/drop': { id: 652, issues: 2 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/keep', 'o/drop']);
+    await full(id);
+    await driver.setConfig(id, config(fake, ['o/keep']));
+    fake.remove('o/keep', 4);
+    // Issue 3 is missing from the listing the pass reads, but GitHub has it again right after.
+    const items = fake.repos.get('o/keep')!.items;
+    const hidden = items.splice(items.findIndex((i) => i.number === 3), 1)[0]!;
+    onceAfter(fake, /^\/repos\/o\/keep\/issues\?/, () => items.push(hidden));
+    const before = fake.requests.length;
+    const pass = await full(id);
+    expect(pass.get('issues')).toMatchObject({ status: 'completed', deletedCount: 3 });
+    expect(await driver.tombstones(id, 'issues')).toEqual(['o/drop#1', 'o/drop#2', 'o/keep#4']);
+    expect(await titles(id)).toEqual(truth(fake, ['o/keep']));
+    // One GET per candidate of a configured repository: #3 (alive) and #4 (410 Gone).
+    expect(fake.requests.slice(before).map((r) => r.url).filter((u) => /\/issues\/\d+$/.test(u)).sort()).toEqual(['/repos/o/keep/issues/3', '/repos/o/keep/issues/4']);
+    // The dropped repository lost its cursor: named again, its whole history comes back.
+    await driver.setConfig(id, config(fake, ['o/keep', 'o/drop']));
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/keep', 'o/drop']));
+  });
+
+  it('caps a repository cursor at the task start less the clock skew, never at the newest change seen beyond it', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/future': { id: 661, issues: 2 } } });
+    const id = await connection(gh, ['o/future']);
+    // GitHub's clock runs an hour ahead of ours.
+    gh.touch('o/future', 1, new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'));
+    await full(id);
+    const { rows } = await db.pool.query<{ cursor: Date; started_at: Date }>(
+      `select s.cursor, (select max(t.started_at) from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1) as started_at
+         from sync_state s where s.connection_id = $1 and s.partition = 'o/future'`,
+      [id],
+    );
+    expect(rows[0]!.cursor.getTime()).toBe(rows[0]!.started_at.getTime() - 60_000);
+  });
+});

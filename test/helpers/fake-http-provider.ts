@@ -1,0 +1,197 @@
+// A fake provider for the declarative `http` connector, on 127.0.0.1 over real HTTP, that behaves
+// like a real one while its data changes: one list of items sorted by change time ascending (ties
+// by id), change times in whole seconds from the wall clock, `updated_since` (inclusive), and one
+// route per paging style under /<style>/items:
+//
+// - none:    every item in one answer;
+// - link:    a Link rel="next" URL whose `after` is an opaque keyset position (change time, id);
+// - next:    the same position as a next URL in the body (`next`);
+// - cursor:  the same position as an opaque cursor in the body (`meta.next_cursor`, param `cursor`);
+// - page:    page numbers (`page`, `per_page`) over the list as it is at the request: they shift;
+// - offset:  offsets (`offset`, `limit`) over the list as it is at the request: they shift;
+// - and /<style>/items/<id>: one item as `{ item }`, 404 once deleted.
+//
+// The keyset styles are stable, as real providers' cursors are: an item present for the whole pass
+// is served once at least; positions are not. `beforeRequest` runs before each page request is
+// answered (the test's changes "between page requests"), `requests` counts what was asked.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeItem {
+  id: string;
+  name: string;
+  version: number;
+  updated_at: string;
+}
+
+export const FAKE_HTTP_STYLES = ['none', 'link', 'next', 'cursor', 'page', 'offset'] as const;
+export type FakeHttpStyle = (typeof FAKE_HTTP_STYLES)[number];
+
+/** The http connector pagination config of each style, for a page size. */
+export function paginationOf(style: FakeHttpStyle, size: number): Record<string, unknown> {
+  switch (style) {
+    case 'none':
+      return { type: 'none' };
+    case 'link':
+      return { type: 'link_header' };
+    case 'next':
+      return { type: 'next_url', path: 'next' };
+    case 'cursor':
+      return { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' };
+    case 'page':
+      return { type: 'page_number', param: 'page', start: 1, size_param: 'per_page', size };
+    case 'offset':
+      return { type: 'offset', param: 'offset', limit_param: 'limit', limit: size };
+  }
+}
+
+/** Where each style's records are in the body. */
+export const RECORDS_PATH: Record<FakeHttpStyle, string> = { none: '$', link: '$', next: 'data', cursor: 'items', page: 'results', offset: '$' };
+
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+const order = (a: FakeItem, b: FakeItem) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const encodePosition = (item: FakeItem) => Buffer.from(JSON.stringify([item.updated_at, item.id])).toString('base64url');
+function decodePosition(text: string): [string, string] {
+  return JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as [string, string];
+}
+
+export interface FakeHttpProvider {
+  baseUrl: string;
+  /** Items by id (the provider's truth). */
+  items: Map<string, FakeItem>;
+  /** Page requests answered so far. */
+  requests: number;
+  /** Runs before each page request is answered: the place for changes between page requests. */
+  beforeRequest: ((url: URL) => void) | null;
+  /** The current second (whole seconds), never before the last change time given out. */
+  now(): number;
+  create(name?: string): FakeItem;
+  edit(id: string): FakeItem;
+  remove(id: string): void;
+  /** The truth, sorted as the provider lists it. */
+  list(): FakeItem[];
+  close(): Promise<void>;
+}
+
+/** Starts the fake with `initial` items (change times given), serving `size` items a page. */
+export async function startFakeHttpProvider(opts: { size: number; initial?: FakeItem[]; clock?: () => number }): Promise<FakeHttpProvider> {
+  const items = new Map<string, FakeItem>((opts.initial ?? []).map((i) => [i.id, { ...i }]));
+  const clock = opts.clock ?? Date.now;
+  let nextId = items.size + 1;
+  let latest = 0;
+  const state: Omit<FakeHttpProvider, 'baseUrl' | 'close'> = {
+    items,
+    requests: 0,
+    beforeRequest: null,
+    now() {
+      latest = Math.max(latest, Math.floor(clock() / 1000) * 1000);
+      return latest;
+    },
+    create(name) {
+      const id = `i${String(nextId++).padStart(5, '0')}`;
+      const item = { id, name: name ?? `item ${id}`, version: 1, updated_at: iso(state.now()) };
+      items.set(id, item);
+      return item;
+    },
+    edit(id) {
+      const old = items.get(id);
+      if (!old) throw new Error(`no item ${id}`);
+      // A change time never goes back; within one second it stays (a real provider's whole seconds).
+      const at = Math.max(state.now(), Date.parse(old.updated_at));
+      const item = { ...old, version: old.version + 1, name: `${old.id} v${old.version + 1}`, updated_at: iso(at) };
+      items.set(id, item);
+      return item;
+    },
+    remove(id) {
+      items.delete(id);
+    },
+    list() {
+      return [...items.values()].sort(order);
+    },
+  };
+
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    state.requests += 1;
+    state.beforeRequest?.(url);
+    const q = url.searchParams;
+    const since = q.get('updated_since');
+    const sinceMs = since === null ? null : Date.parse(since);
+    const listed = state.list().filter((i) => sinceMs === null || Date.parse(i.updated_at) >= sinceMs);
+    const send = (body: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(200, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify(body));
+    };
+    const size = opts.size;
+    /** The keyset page after `after` (exclusive), and the position of its last item when more follow. */
+    const keysetPage = (after: string | null) => {
+      const from = after === null ? null : decodePosition(after);
+      const rest = from === null ? listed : listed.filter((i) => i.updated_at > from[0] || (i.updated_at === from[0] && i.id > from[1]));
+      const page = rest.slice(0, size);
+      return { page, next: rest.length > size ? encodePosition(page[page.length - 1]!) : null };
+    };
+    const withAfter = (after: string) => {
+      const next = new URL(url.pathname, `http://${req.headers.host}`);
+      if (since !== null) next.searchParams.set('updated_since', since);
+      next.searchParams.set('after', after);
+      return next;
+    };
+    const style = url.pathname.split('/')[1] as FakeHttpStyle;
+    const one = /^\/[a-z]+\/items\/([^/]+)$/.exec(url.pathname);
+    if (one) {
+      // One item by id: 404 once it is deleted.
+      const item = items.get(decodeURIComponent(one[1]!));
+      res.writeHead(item ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(item ? { item } : { error: 'not found' }));
+      return;
+    }
+    switch (style) {
+      case 'none':
+        return send(listed);
+      case 'link': {
+        const { page, next } = keysetPage(q.get('after'));
+        return send(page, next === null ? {} : { link: `<${withAfter(next).href}>; rel="next"` });
+      }
+      case 'next': {
+        const { page, next } = keysetPage(q.get('after'));
+        const rel = next === null ? null : withAfter(next);
+        return send({ data: page, next: rel === null ? null : `${rel.pathname}${rel.search}` });
+      }
+      case 'cursor': {
+        const { page, next } = keysetPage(q.get('cursor'));
+        return send({ items: page, meta: { next_cursor: next } });
+      }
+      case 'page': {
+        const page = Number(q.get('page') ?? 1);
+        const per = Number(q.get('per_page') ?? size);
+        return send({ results: listed.slice((page - 1) * per, page * per) });
+      }
+      case 'offset': {
+        const offset = Number(q.get('offset') ?? 0);
+        const limit = Number(q.get('limit') ?? size);
+        return send(listed.slice(offset, offset + limit));
+      }
+      default:
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{"error": "not found"}');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return Object.assign(state, {
+    baseUrl,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+}
+
+/** `n` items, ids i00001…, change times whole seconds ascending from `startMs`, `perSecond` sharing each second. */
+export function initialItems(n: number, startMs: number, perSecond = 1): FakeItem[] {
+  return Array.from({ length: n }, (_, k) => {
+    const id = `i${String(k + 1).padStart(5, '0')}`;
+    return { id, name: `item ${id}`, version: 1, updated_at: iso(Math.floor(startMs / 1000) * 1000 + Math.floor(k / perSecond) * 1000) };
+  });
+}

@@ -1,0 +1,244 @@
+// A model-based test of the GitHub data path: random histories of a fake GitHub whose issues and
+// pull requests are edited, created and deleted BETWEEN the page requests of a pass, with whole-
+// second timestamps (many ties), small pages, 3 configured repositories and 2 more added to the
+// config at random, and full, incremental and backfill passes in random order. The sync passes
+// run the real syncTask activity (MockActivityEnvironment) on real Postgres.
+//
+// Invariants:
+// - after every full pass, no record that existed at the provider for the whole of that pass (in
+//   a configured repository) is a tombstone (one it missed in a tie of more items changed in one
+//   second than a page holds, shifted by an edit, may be stored only by the next pass: the
+//   repository's cursor is held there);
+// - once the provider is quiet, one incremental pass brings every record the provider has to its
+//   current data (no change was skipped);
+// - after a quiet full pass and a quiet incremental one, the records feed read from the start
+//   (latest state per record, tombstones left out) equals the provider's truth, ids and data.
+//
+// Shared by test/github-model.test.ts (a few runs in `npm test`) and the fault suite's longer run.
+import { appendFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { readChanges } from '../../db/models/records';
+import type { Pool } from '../../db/pool';
+import { startFakeGitHub, type FakeGitHub, type FakeGitHubItem } from './fake-github';
+import { syncDriver } from './sync-driver';
+
+const TOKEN = 'ghp_model_token_1234567890abcdef';
+const RESOURCES = ['issues', 'pull_requests'];
+/** Configured from the start, and added to the config later. */
+const INITIAL = ['m/alpha', 'm/beta', 'm/gamma'];
+const SPARE = ['m/delta', 'm/epsilon'];
+const REPOS = [...INITIAL, ...SPARE];
+/** The fake's clock starts here (far before the real clock, so the pass-start cap never hides a change). */
+const BASE_MS = Date.parse('2025-05-01T00:00:00Z');
+
+type Op =
+  | { kind: 'edit'; repo: number; item: number; tick: boolean }
+  | { kind: 'create'; repo: number; pull: boolean; tick: boolean }
+  | { kind: 'delete'; repo: number; item: number; tick: boolean };
+/** An op applied right after the pass's `after`-th listing request was answered (or after the pass, if it made fewer). */
+interface Mutation {
+  after: number;
+  op: Op;
+}
+type Step =
+  | { kind: 'full' | 'incremental'; mutations: Mutation[] }
+  | { kind: 'backfill'; mutations: Mutation[]; start: number; length: number }
+  | { kind: 'add' };
+interface Scenario {
+  perPage: number;
+  initial: { issues: number; pulls: number }[];
+  steps: Step[];
+}
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('edit' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('create' as const), repo: fc.nat(), pull: fc.boolean(), tick: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
+);
+const mutationsArb = fc.array(fc.record({ after: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 });
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('backfill' as const), mutations: mutationsArb, start: fc.nat(20), length: fc.integer({ min: 1, max: 20 }) }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'add' as const }) },
+);
+/** The scenarios the model explores. */
+export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  perPage: fc.integer({ min: 2, max: 3 }),
+  initial: fc.array(fc.record({ issues: fc.nat(5), pulls: fc.nat(4) }), { minLength: REPOS.length, maxLength: REPOS.length }),
+  steps: fc.array(stepArb, { minLength: 2, maxLength: 6 }),
+});
+
+/** Writes a line to the file GITHUB_MODEL_DEBUG names (a trace of each pass, for a failing seed). */
+const trace = (line: string) => {
+  if (process.env.GITHUB_MODEL_DEBUG) appendFileSync(process.env.GITHUB_MODEL_DEBUG, `${line}\n`);
+};
+
+/** JSON with keys sorted (jsonb does not keep the provider's key order). */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v,
+  );
+}
+
+/** The provider's truth of `repos`: external id → the data each resource's listing serves. */
+function truthOf(fake: FakeGitHub, repos: readonly string[]): Map<string, Map<string, unknown>> {
+  const issues = new Map<string, unknown>();
+  const pulls = new Map<string, unknown>();
+  for (const repo of repos) {
+    for (const item of fake.repos.get(repo)!.items) {
+      const json = JSON.parse(JSON.stringify(item)) as FakeGitHubItem;
+      if ('pull_request' in json) {
+        const { pull_request: _omit, ...pr } = json;
+        pulls.set(`${repo}#${item.number}`, pr);
+      } else issues.set(`${repo}#${item.number}`, json);
+    }
+  }
+  return new Map([
+    ['issues', issues],
+    ['pull_requests', pulls],
+  ]);
+}
+
+/** Runs one scenario against a fresh fake GitHub and a new connection on `pool`. */
+export async function runScenario(pool: Pool, scenario: Scenario): Promise<void> {
+  const fake = await startFakeGitHub({ token: TOKEN });
+  try {
+    const driver = syncDriver(pool);
+    let clock = BASE_MS;
+    const at = () => new Date(clock).toISOString().replace('.000Z', 'Z');
+    REPOS.forEach((repo, i) => fake.addRepo(repo, 900 + i));
+    // Initial items, three to a second (ties at every page boundary).
+    let k = 0;
+    for (const [i, spec] of scenario.initial.entries()) {
+      const kinds = [...Array<boolean>(spec.issues).fill(false), ...Array<boolean>(spec.pulls).fill(true)];
+      for (const pull of kinds) {
+        clock = BASE_MS + Math.floor(k / 3) * 1000;
+        k += 1;
+        fake.create(REPOS[i]!, at(), pull);
+      }
+    }
+    let configured = [...INITIAL];
+    const config = () => ({ base_url: fake.baseUrl, repositories: configured, resource_types: RESOURCES, per_page: scenario.perPage });
+    const id = await driver.connection('github', config(), { token: TOKEN });
+
+    /** Applies one op to the fake; returns the id it deleted, if any. */
+    const apply = (op: Op): string | null => {
+      if (op.tick) clock += 1000;
+      trace(`   op ${JSON.stringify(op)} → ${REPOS[op.repo % REPOS.length]} at ${at()} (after request ${fake.requests.length})`);
+      const repo = REPOS[op.repo % REPOS.length]!;
+      const items = fake.repos.get(repo)!.items;
+      if (op.kind === 'create') {
+        fake.create(repo, at(), op.pull);
+        return null;
+      }
+      if (op.kind === 'edit') {
+        if (items.length === 0) return null;
+        fake.touch(repo, items[op.item % items.length]!.number, at());
+        return null;
+      }
+      const issues = items.filter((i) => !('pull_request' in i));
+      if (issues.length === 0) return null;
+      const victim = issues[op.item % issues.length]!.number;
+      fake.remove(repo, victim);
+      return `${repo}#${victim}`;
+    };
+
+    /** Runs a pass with `mutations` applied between its listing requests; returns the ids deleted meanwhile. */
+    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }) => {
+      const pending = [...mutations].sort((a, b) => a.after - b.after);
+      const deleted = new Set<string>();
+      let served = 0;
+      fake.afterServe = () => {
+        served += 1;
+        while (pending.length > 0 && pending[0]!.after <= served) {
+          const gone = apply(pending.shift()!.op);
+          if (gone) deleted.add(gone);
+        }
+      };
+      const from = fake.requests.length;
+      try {
+        const results = await driver.pass(id, RESOURCES, window ? { mode: 'incremental', window } : { mode: kind === 'full' ? 'full' : 'incremental' });
+        for (const [resource, result] of results) expect(result.status, `${kind} pass of ${resource}`).toBe('completed');
+      } finally {
+        fake.afterServe = null;
+        trace(`-- ${kind} pass${window ? ` [${window.start.toISOString()}, ${window.end.toISOString()})` : ''}: requests ${from + 1}…${fake.requests.length}`);
+        for (const [i, r] of fake.requests.slice(from).entries()) trace(`   ${from + i + 1} ${decodeURIComponent(r.url)}${r.headers['if-none-match'] ? ' (conditional)' : ''}`);
+        trace(`   ops left: ${JSON.stringify(pending)}; deleted: ${[...deleted].join(', ')}`);
+      }
+      for (const rest of pending) apply(rest.op);
+      return deleted;
+    };
+
+    /** The records feed read from the start: each record's latest state, tombstones left out, by resource. */
+    const feed = async () => {
+      const changes = await readChanges(pool, { connectionId: id, afterSeq: '0', limit: 100_000 });
+      const out = new Map(RESOURCES.map((r) => [r, new Map<string, unknown>()]));
+      for (const change of changes) if (change.change !== 'delete') out.get(change.resource_type)!.set(change.external_id, change.data);
+      return out;
+    };
+
+    /** The tombstones, by resource. */
+    const tombstones = async () => new Map(await Promise.all(RESOURCES.map(async (r) => [r, new Set(await driver.tombstones(id, r))] as const)));
+
+    for (const step of scenario.steps) {
+      if (step.kind === 'add') {
+        const next = SPARE.find((repo) => !configured.includes(repo));
+        if (next) {
+          configured = [...configured, next];
+          await driver.setConfig(id, config());
+        }
+        continue;
+      }
+      if (step.kind === 'backfill') {
+        const start = new Date(BASE_MS + step.start * 1000);
+        await runPass('backfill', step.mutations, { start, end: new Date(start.getTime() + step.length * 1000) });
+        continue;
+      }
+      // Whatever exists now and is not deleted during the pass existed for the whole pass.
+      const before = truthOf(fake, configured);
+      const deleted = await runPass(step.kind, step.mutations);
+      if (step.kind === 'full') {
+        const dead = await tombstones();
+        for (const [resource, ids] of before) {
+          const wrong = [...ids.keys()].filter((x) => !deleted.has(x) && dead.get(resource)!.has(x));
+          expect(wrong, `${resource} that existed for the whole of a full pass but are tombstones after it`).toEqual([]);
+        }
+      }
+    }
+
+    // The provider is quiet from here on. One incremental pass catches up on every change.
+    await runPass('incremental', []);
+    const truth = truthOf(fake, configured);
+    let stored = await feed();
+    for (const [resource, items] of truth) {
+      const stale = [...items].filter(([x, data]) => canonical(stored.get(resource)!.get(x)) !== canonical(data)).map(([x]) => x);
+      expect(stale, `${resource} an incremental pass left missing or stale once the provider was quiet`).toEqual([]);
+    }
+    // A full pass and an incremental one: the feed equals the truth.
+    await runPass('full', []);
+    await runPass('incremental', []);
+    stored = await feed();
+    for (const [resource, items] of truth) expect(stored.get(resource), `${resource} after a quiet full and incremental pass`).toEqual(items);
+  } finally {
+    await fake.close();
+  }
+}
+
+/**
+ * Checks the model over `numRuns` random scenarios (GITHUB_MODEL_RUNS overrides) with a seed that
+ * is printed (FC_SEED, else the globally configured one, else a fresh one), so a failure replays.
+ */
+export async function checkGitHubModel(pool: Pool, numRuns: number): Promise<void> {
+  const runs = Number(process.env.GITHUB_MODEL_RUNS ?? numRuns);
+  const seed = Number(process.env.FC_SEED ?? fc.readConfigureGlobal().seed ?? Math.floor(Math.random() * 2 ** 31));
+  console.log(`github model: ${runs} runs, seed ${seed} (replay with FC_SEED=${seed})`);
+  await fc.assert(
+    fc.asyncProperty(scenarioArb, (scenario) => runScenario(pool, scenario)),
+    // FC_PATH (from a failure's report) replays just the failing run.
+    { numRuns: runs, seed, endOnFailure: true, ...(process.env.FC_PATH && { path: process.env.FC_PATH }) },
+  );
+}

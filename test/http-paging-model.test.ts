@@ -1,0 +1,25 @@
+// The model-based test of the `http` connector under change (test/helpers/http-paging-model.ts),
+// a few random scenarios per paging style: none, Link header, next URL, cursor (keyset-based, as
+// real providers' are), page numbers and offsets (read until two reads agree), and page numbers
+// and offsets by keyset (`order: 'change_ascending'`). The sync activity runs directly against real
+// Postgres. HTTP_MODEL_RUNS sets the runs per style; the fault suite runs many more.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { checkHttpPagingModel, MODEL_VARIANTS, variantName } from './helpers/http-paging-model';
+
+const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 4);
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('http connector model: stored records equal the provider after quiet passes, whatever changed during earlier ones', () => {
+  it.each(MODEL_VARIANTS.map((v) => [variantName(v), v] as const))('%s', async (_name, variant) => {
+    const stats = await checkHttpPagingModel(db.pool, variant, RUNS);
+    expect(stats.runs).toBe(RUNS);
+  });
+});
