@@ -597,7 +597,7 @@ export const githubConnector: Connector = {
     });
 
     /** The number of the page's first item (set once a body was read). */
-    let pageFirst: number | undefined;
+    let pageFirst: number | undefined = undefined;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
     const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: GitHubPageToken['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
       if (next !== null) {
