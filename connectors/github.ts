@@ -293,7 +293,7 @@ const tokenSchema = z.object({
   validator: z.object({ url: z.string(), etag: z.string() }).nullable().optional(),
   catchup: z.boolean().optional(),
   head: z.string().nullable().optional(),
-  first: z.number().int().optional(),
+  first: z.string().optional(),
 });
 
 /**
@@ -308,8 +308,11 @@ export interface GitHubPageToken {
   catchup?: boolean;
   /** The newest `updated_at` the main pass's first page showed. */
   head?: string | null;
-  /** Paging by number within one second: the number of the previous page's first item (a server that ignores `page` repeats it). */
-  first?: number;
+  /**
+   * Paging by number within one second: the previous page's first item, as `number@updated_at` (a
+   * server that ignores `page` serves it first again; an item an edit moved there has a new time).
+   */
+  first?: string;
 }
 
 /** Encodes a page token (base64url JSON); only the fields set are written. */
@@ -596,8 +599,8 @@ export const githubConnector: Connector = {
       rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
     });
 
-    /** The number of the page's first item (set once a body was read). */
-    let pageFirst: number | undefined = undefined;
+    /** The page's first item as `number@updated_at` (set once a body was read). */
+    let pageFirst: string | undefined = undefined;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
     const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: GitHubPageToken['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
       if (next !== null) {
@@ -642,10 +645,11 @@ export const githubConnector: Connector = {
 
     // Paged by number within one second, a page that starts with the previous page's first item
     // means the server ignores `page`: paging on would never end.
-    if (position.first !== undefined && body[0]?.number === position.first) {
+    const firstKey = body[0] ? `${body[0].number}@${String(body[0].updated_at)}` : undefined;
+    if (position.first !== undefined && firstKey === position.first) {
       throw new Permanent(`github connector: '${repository}': ${url} repeats the previous page; the server does not page by 'page' within 'since'`);
     }
-    pageFirst = body[0]?.number;
+    pageFirst = firstKey;
     // A catch-up pass reads down to the main pass's head: everything changed since it began.
     const headMs = catchup && position.head ? Date.parse(position.head) : null;
     const sinceMs = headMs !== null && !Number.isNaN(headMs) ? Math.max(headMs, since?.getTime() ?? -Infinity) : since === null ? null : since.getTime();
