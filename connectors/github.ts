@@ -293,6 +293,7 @@ const tokenSchema = z.object({
   validator: z.object({ url: z.string(), etag: z.string() }).nullable().optional(),
   catchup: z.boolean().optional(),
   head: z.string().nullable().optional(),
+  first: z.string().optional(),
 });
 
 /**
@@ -307,6 +308,11 @@ export interface GitHubPageToken {
   catchup?: boolean;
   /** The newest `updated_at` the main pass's first page showed. */
   head?: string | null;
+  /**
+   * Paging by number within one second: the previous page's first item, as `number@updated_at` (a
+   * server that ignores `page` serves it first again; an item an edit moved there has a new time).
+   */
+  first?: string;
 }
 
 /** Encodes a page token (base64url JSON); only the fields set are written. */
@@ -315,6 +321,7 @@ export function encodeGitHubPageToken(token: GitHubPageToken): string {
   if (token.validator) body.validator = token.validator;
   if (token.catchup) body.catchup = true;
   if (token.head) body.head = token.head;
+  if (token.first !== undefined) body.first = token.first;
   return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
 }
 
@@ -327,14 +334,14 @@ function decodePageToken(token: string, cfg: GitHubConfig): GitHubPageToken {
   }
   const parsed = tokenSchema.safeParse(body);
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
-  const { repo, url, validator, catchup, head } = parsed.data;
+  const { repo, url, validator, catchup, head, first } = parsed.data;
   if (repo >= cfg.repositories.length) {
     throw new Permanent(
       `github connector: page token names repository #${repo}, but only ${cfg.repositories.length} are configured`,
     );
   }
   if (url !== null) assertSameOrigin(url, cfg, 'page token');
-  return { repo, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null };
+  return { repo, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null, ...(first !== undefined && { first }) };
 }
 
 /** Refuses URLs outside `base_url`'s origin: we would be sending the token there. */
@@ -566,8 +573,10 @@ export const githubConnector: Connector = {
     }
     const firstPage = position.url === null;
     const url = position.url ?? firstUrl(cfg, kind, repository, since);
-    // The order is the URL's own (a task resumed from a token of an older version keeps its order).
-    const descending = new URL(url).searchParams.get('direction') === 'desc';
+    // The order is the URL's own (a task resumed from a token of an older version keeps its order);
+    // a next URL without one keeps the order this connector asks for.
+    const direction = new URL(url).searchParams.get('direction');
+    const descending = direction === null ? kind === 'pull_requests' : direction === 'desc';
     const nextRepository = () =>
       position.repo + 1 < cfg.repositories.length ? encodeGitHubPageToken({ repo: position.repo + 1, url: null }) : null;
     // Conditional requests: a catch-up pass's head against the ETag its own main pass saw; any
@@ -590,10 +599,13 @@ export const githubConnector: Connector = {
       rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
     });
 
+    /** The page's first item as `number@updated_at` (set once a body was read). */
+    let pageFirst: string | undefined = undefined;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
     const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: GitHubPageToken['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
       if (next !== null) {
-        return { ...extra, ...holdCursors, records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head }) };
+        const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst } : {};
+        return { ...extra, ...holdCursors, records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head, ...first }) };
       }
       // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
       // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
@@ -631,6 +643,13 @@ export const githubConnector: Connector = {
       throw new Permanent(`github connector: unexpected response for '${repository}' ${resource}: expected an array of items with a number`);
     }
 
+    // Paged by number within one second, a page that starts with the previous page's first item
+    // means the server ignores `page`: paging on would never end.
+    const firstKey = body[0] ? `${body[0].number}@${String(body[0].updated_at)}` : undefined;
+    if (position.first !== undefined && firstKey === position.first) {
+      throw new Permanent(`github connector: '${repository}': ${url} repeats the previous page; the server does not page by 'page' within 'since'`);
+    }
+    pageFirst = firstKey;
     // A catch-up pass reads down to the main pass's head: everything changed since it began.
     const headMs = catchup && position.head ? Date.parse(position.head) : null;
     const sinceMs = headMs !== null && !Number.isNaN(headMs) ? Math.max(headMs, since?.getTime() ?? -Infinity) : since === null ? null : since.getTime();
@@ -664,7 +683,7 @@ export const githubConnector: Connector = {
     const linkNext = nextLink(answer.headers.get('link'), answer.url);
     if (linkNext !== null) assertSameOrigin(linkNext, cfg, 'Link header');
     // Oldest first by `since`, page numbers only within one second; newest first by GitHub's Link.
-    const listingNext = linkNext === null ? null : descending ? linkNext : (keysetNext(cfg, repository, url, body) ?? linkNext);
+    const listingNext = linkNext === null ? null : descending || kind !== 'issues' ? linkNext : (keysetNext(cfg, repository, url, body) ?? linkNext);
     // The page's validator, stored with its records, notes what follows the page in its listing
     // (and, newest first, its oldest and newest change times), so a 304 skips this page only.
     const received = answer.headers.get('etag');

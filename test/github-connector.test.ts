@@ -140,6 +140,19 @@ describe('github connector: paging', () => {
     expect(pages[0]!.holdCursors).toBeUndefined();
   });
 
+  it('fails with Permanent instead of paging forever when a server repeats a page numbered within one second', async () => {
+    for (const n of [1, 3, 5, 7, 8]) gh.touch('octo/hello', n, '2025-02-01T00:00:00Z');
+    gh.setFailure(null);
+    const first = await page(cfg(), 'issues', null, new Date('2025-02-01T00:00:00Z'));
+    const token = JSON.parse(Buffer.from(first.nextPageToken!, 'base64url').toString('utf8'));
+    expect(queryOf(token.url).get('page')).toBe('2');
+    // The same page again, as a server ignoring `page` would serve it.
+    const again = encodeGitHubPageToken({ ...token, url: token.url.replace('page=2', 'page=1') });
+    const err = await failure(page(cfg(), 'issues', again, new Date('2025-02-01T00:00:00Z')));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/repeats the previous page/);
+  });
+
   it('follows Link rel="next" of pull requests exactly, across pages whose URLs differ in shape from the first', async () => {
     await pass(cfg({ per_page: 1 }), 'pull_requests');
     const [first, second, third] = gh.requests;

@@ -326,9 +326,8 @@ describe('http connector: equivalence with the github connector', () => {
           pull_requests: { path: '/repos/octo/hello/pulls', params: params('desc'), id: 'number', id_prefix: 'octo/hello#', updated_at: 'updated_at' },
         },
       };
-      // The github connector also names each record's partition (its repository); the http one has one partition.
-      // Each record once (the github connector pages issues by keyset: `since` is inclusive, so the
-      // last issue of a page comes again at the head of the next).
+      // The github connector also names each record's partition (its repository), and pages issues
+      // by keyset (serving the item at each page boundary twice); the http one has one partition.
       const sorted = (records: ConnectorRecord[]) =>
         [...new Map(records.map(({ partition: _partition, ...r }) => [r.externalId, r])).values()].sort((a, b) => a.externalId.localeCompare(b.externalId));
       for (const resource of ['issues', 'pull_requests']) {

@@ -134,10 +134,12 @@ describe('SSRF: where provider requests may go', () => {
     expect(err.message).toMatch(/refusing a redirect \(302\) to another origin/);
     expect(elsewhere.requests).toHaveLength(0);
 
-    // GitHub answers 301 for a renamed repository: followed within the origin, with paging after it.
+    // GitHub answers 301 for a renamed repository (keeping the query): followed within the origin,
+    // with paging after it (the next page by keyset goes through the redirect again).
     const renamed = await serve((req, res, self) => {
-      if (req.url!.startsWith('/repos/')) return res.writeHead(301, { location: '/repositories/7/issues?page=1' }).end();
-      const n = Number(new URL(req.url!, 'http://x').searchParams.get('page'));
+      const query = req.url!.split('?')[1] ?? '';
+      if (req.url!.startsWith('/repos/')) return res.writeHead(301, { location: `/repositories/7/issues?${query}` }).end();
+      const n = Number(new URL(req.url!, 'http://x').searchParams.get('page') ?? '1');
       const link = n === 1 ? { link: `<${self.url}/repositories/7/issues?page=2>; rel="next"` } : {};
       res.writeHead(200, { 'content-type': 'application/json', ...link }).end(JSON.stringify([issue(n)]));
     });
@@ -146,7 +148,9 @@ describe('SSRF: where provider requests may go', () => {
       pages.push(p);
     }
     expect(pages.map((p) => p.records.map((r) => r.externalId))).toEqual([['octo/hello#1'], ['octo/hello#2']]);
-    expect(renamed.requests.map((r) => r.url)).toEqual(['/repos/octo/hello/issues?state=all&sort=updated&direction=asc&per_page=100', '/repositories/7/issues?page=1', '/repositories/7/issues?page=2']);
+    const first = 'state=all&sort=updated&direction=asc&per_page=100';
+    const second = `${first}&since=2025-01-01T00%3A00%3A01Z&page=2`;
+    expect(renamed.requests.map((r) => r.url)).toEqual([`/repos/octo/hello/issues?${first}`, `/repositories/7/issues?${first}`, `/repos/octo/hello/issues?${second}`, `/repositories/7/issues?${second}`]);
   });
 
   it('describes network errors in words that name no address or port', async () => {
