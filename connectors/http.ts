@@ -31,8 +31,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
-import { nextLink, parseRetryAfter } from './github';
-import { GITHUB_RATE_LIMIT_HEADERS, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
+import { nextLink } from './link-header';
+import { GITHUB_RATE_LIMIT_HEADERS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';

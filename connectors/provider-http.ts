@@ -218,3 +218,13 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
     current = next.href;
   }
 }
+
+/** Seconds to wait per a `Retry-After` value (delta-seconds or an HTTP-date), or undefined. */
+export function parseRetryAfter(value: string | null, nowMs: number = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+}

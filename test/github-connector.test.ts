@@ -3,13 +3,9 @@
 // mapping of 401/403/404/429/5xx/network failures and aborts to the typed connector errors. No
 // database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  encodeGitHubPageToken,
-  githubConnector,
-  nextLink,
-  parseLinkHeader,
-  parseRetryAfter,
-} from '../connectors/github';
+import { encodeGitHubPageToken, githubConnector } from '../connectors/github';
+import { nextLink, parseLinkHeader } from '../connectors/link-header';
+import { parseRetryAfter } from '../connectors/provider-http';
 import { getConnector } from '../connectors/registry';
 import { ConnectorError, Permanent, RateLimited, Transient, type FetchPageResult } from '../connectors/types';
 import { TEST_PROVIDER_POLICY } from './helpers/deps';
