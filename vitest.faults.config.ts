@@ -6,6 +6,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/faults/**/*.slow.test.ts'],
+    // The long model runs are CPU-bound: `npm run test:models` runs them on their own.
+    exclude: ['test/faults/**/*.model.slow.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     setupFiles: ['test/setup-fast-check.ts', 'test/setup-sdk-logs.ts', 'test/setup-demo-connector.ts'],
     pool: 'forks',

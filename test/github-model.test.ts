@@ -1,5 +1,5 @@
 // The model-based test of the GitHub data path (test/helpers/github-model.ts), a few runs with a
-// printed seed; the fault suite runs more (test/faults/github-model.slow.test.ts).
+// printed seed; `npm run test:models` runs more (test/faults/github.model.slow.test.ts).
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { checkGitHubModel } from './helpers/github-model';

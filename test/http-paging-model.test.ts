@@ -2,12 +2,12 @@
 // a few random scenarios per paging style: none, Link header, next URL, cursor (keyset-based, as
 // real providers' are), page numbers and offsets (read until two reads agree), and page numbers
 // and offsets by keyset (`order: 'change_ascending'`). The sync activity runs directly against real
-// Postgres. HTTP_MODEL_RUNS sets the runs per style; the fault suite runs many more.
+// Postgres. HTTP_MODEL_RUNS sets the runs per style; `npm run test:models` runs many more.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { checkHttpPagingModel, MODEL_VARIANTS, variantName } from './helpers/http-paging-model';
 
-const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 4);
+const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 2);
 
 let db: TestDatabase;
 beforeAll(async () => {

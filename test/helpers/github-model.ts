@@ -14,7 +14,7 @@
 // - after a quiet full pass and a quiet incremental one, the records feed read from the start
 //   (latest state per record, tombstones left out) equals the provider's truth, ids and data.
 //
-// Shared by test/github-model.test.ts (a few runs in `npm test`) and the fault suite's longer run.
+// Shared by test/github-model.test.ts (a few runs in `npm test`) and the longer run of `npm run test:models`.
 import { appendFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { expect } from 'vitest';

@@ -1,5 +1,5 @@
 // The model of the `http` connector's sync under change, shared by test/http-paging-model.test.ts
-// (a few runs per paging style in `npm test`) and the fault suite's longer run. A fake provider
+// (a few runs per paging style in `npm test`) and the longer run of `npm run test:models`. A fake provider
 // (test/helpers/fake-http-provider.ts) changes its items at random between page requests (edits,
 // creations, deletions, change times in whole seconds from the wall clock) while a random sequence
 // of full, incremental and backfill passes runs the sync activity against real Postgres. Invariants:

@@ -1,11 +1,11 @@
 // The http connector's model-based test (test/helpers/http-paging-model.ts) with many more random
-// scenarios per paging style than `npm test` runs: HTTP_MODEL_RUNS each (default 150). No Temporal:
+// scenarios per paging style than `npm test` runs: HTTP_MODEL_RUNS each (default 50). No Temporal:
 // the sync activity runs directly against real Postgres and the fake provider.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { checkHttpPagingModel, MODEL_VARIANTS, variantName } from '../helpers/http-paging-model';
 
-const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 150);
+const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 50);
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 // The model-based test of the GitHub data path (test/helpers/github-model.ts) with many runs
-// (GITHUB_MODEL_RUNS, default 200); `npm test` runs a few of the same model.
+// (GITHUB_MODEL_RUNS, default 100); `npm test` runs a few of the same model.
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { checkGitHubModel } from '../helpers/github-model';
@@ -14,6 +14,6 @@ describe('github data path: model, long run', () => {
   });
 
   it('holds its invariants over many random histories', async () => {
-    await checkGitHubModel(db.pool, 200);
+    await checkGitHubModel(db.pool, 100);
   }, 1_800_000);
 });

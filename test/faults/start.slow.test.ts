@@ -8,10 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../lib/ports';
+import { freePort } from '../../lib/ports';
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 interface Started {
   child: ChildProcess;
