@@ -86,7 +86,9 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     }
     const suspects = await jobsWithoutListedWorkflow(pool, jobs, running);
     if (running) {
-      const unlistedConnections = rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id)));
+      // Disabled connections are looked at again too: one whose workflow is missing from a lagging
+      // listing would otherwise be noted stopped while it still runs, and never be stopped.
+      const unlistedConnections = rows.filter((row) => !running.has(connectionWorkflowId(row.id)));
       const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
       await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
     }

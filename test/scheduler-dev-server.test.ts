@@ -150,6 +150,33 @@ describe('scheduler on the dev server', () => {
     handles.mockRestore();
   });
 
+  it('stops a disabled connection whose workflow a lagging listing leaves out (it is asked about again, not noted stopped)', async () => {
+    const id = await insertConnection('to-disable-lagging', { interval_seconds: 3600 });
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
+    await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
+    await db.pool.query(`update connections set status = 'disabled' where id = $1`, [id]);
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    // The tick's broad listing misses the workflow, as visibility does for a moment after a run
+    // continues as new; the narrower second look sees it.
+    const list = deps.temporal.workflow.list.bind(deps.temporal.workflow);
+    const listing = vi.spyOn(deps.temporal.workflow, 'list').mockImplementationOnce((options) => {
+      const all = list(options);
+      const missing = connectionWorkflowId(id);
+      return Object.assign(
+        (async function* () {
+          for await (const info of all) if (info.workflowId !== missing) yield info;
+        })(),
+        { intoHistories: all.intoHistories },
+      ) as unknown as ReturnType<typeof list>;
+    });
+    const result = await reconcileConnections(deps)({ at: Date.now() });
+    listing.mockRestore();
+    expect(result.stopped).toBe(1);
+    await eventually(async () => ((await handle.describe()).status.name !== 'RUNNING' ? true : undefined));
+    const { rows } = await db.pool.query(`select workflow_stopped_at from connections where id = $1`, [id]);
+    expect(rows[0].workflow_stopped_at).toBeNull();
+  });
+
   it('the tick (by its one listing) leaves a pending delivery whose workflow runs alone, and restarts one whose workflow died', async () => {
     // A delivery to a receiver that is down, so its workflow keeps retrying.
     const { rows: hook } = await db.pool.query<{ id: string }>(
