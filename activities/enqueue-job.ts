@@ -3,6 +3,7 @@ import { connectionExists, lockConnectionSkipLocked, writeNextRun } from '../db/
 import { findBlockingJob, insertJob, jobExists } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
 import type { Activities, EnqueueJobResult } from '../temporal/activities';
+import { syncJobWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 
 /**
@@ -33,6 +34,7 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
         trigger: input.trigger,
         scheduledAt: new Date(input.scheduledAt),
         ...(input.runId && { schedulerRunId: input.runId }),
+        workflowId: syncJobWorkflowId(input.jobId),
       });
       if (!inserted) {
         const active = await findBlockingJob(tx, input.connectionId, input.trigger, input.jobType);

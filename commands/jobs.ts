@@ -21,6 +21,7 @@ import {
   startWebhookDeliveries,
 } from '../temporal/client';
 import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
+import { syncJobWorkflowId } from '../temporal/ids';
 import { refOf } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
@@ -65,8 +66,10 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
     ...request.backfill?.payload,
     ...(request.resourceTypes ? { resource_types: resourceTypes } : {}),
   };
+  const id = randomUUID();
   const result = await insertRequestedJob(deps, {
-    id: randomUUID(),
+    id,
+    workflowId: syncJobWorkflowId(id),
     connectionId: connection.id,
     tenantId: connection.tenant_id,
     jobType: request.mode,

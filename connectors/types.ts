@@ -28,23 +28,8 @@
 // - Conditional requests. A stored validator (ETag) may skip only the page it validates: the
 //   connector stores with it what comes after that page (`next`), and on a 304 continues there.
 
-/** One record as a provider returns it. */
-export interface ConnectorRecord {
-  /** The provider's stable id of the record within its resource type. */
-  externalId: string;
-  /** When the provider last changed it (ISO 8601), if the provider says. */
-  updatedAt: string | null;
-  data: Record<string, unknown>;
-  /** The partition the record was listed in (see `Connector.partitions`); '' when absent. */
-  partition?: string;
-}
-
-/** A validator stored for one page URL: its ETag, and what comes after that page. */
-export interface StoredValidator {
-  etag: string;
-  /** The connector's own note of what follows the page (e.g. the next page's URL), or null: the page was its listing's last. */
-  next: string | null;
-}
+export type { ConnectorRecord, StoredValidator } from '../policy/records';
+import type { ConnectorRecord, StoredValidator } from '../policy/records';
 
 /** What fetchPage needs. */
 export interface FetchPageInput {

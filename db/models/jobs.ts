@@ -3,7 +3,6 @@
 // statuses guard every insert, so concurrent enqueues and requests insert one row.
 import type { PoolClient } from 'pg';
 import type { ActiveJobStatus, ConnectionStatus, FinishedJobStatus, JobStatus, JobTrigger, SyncMode } from '../../policy/vocabulary';
-import { syncJobWorkflowId } from '../../temporal/ids';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, FINISHED_JOBS, OPEN_TASKS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS } from '../sql';
 import { pausedUntilAt } from './breaker';
@@ -129,10 +128,12 @@ export interface NewJob {
   idempotencyKey?: string;
   /** The connection workflow run that enqueues a scheduler job. */
   schedulerRunId?: string;
+  /** The id of the job's own workflow (`syncJobWorkflowId(id)`), kept on the row for operators. */
+  workflowId: string;
 }
 
 /**
- * Inserts a queued job whose workflow will be `sync-job:<id>`, unless a unique index says no (one
+ * Inserts a queued job whose workflow will be `job.workflowId`, unless a unique index says no (one
  * active job per connection and type, one active backfill, one job per tenant and idempotency
  * key): then nothing is written and false is returned. `scheduledAt` null means now.
  */
@@ -143,7 +144,7 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
      values ($1, $2, $3, $4, $5, 'queued', $6, coalesce($7, now()), $8, $9, $10, $11, $12, $13)
      on conflict do nothing`,
     [job.id, job.connectionId, job.tenantId, job.jobType, job.trigger, job.priority ?? 0, job.scheduledAt,
-      job.window?.start ?? null, job.window?.end ?? null, job.payload ?? {}, job.idempotencyKey ?? null, syncJobWorkflowId(job.id),
+      job.window?.start ?? null, job.window?.end ?? null, job.payload ?? {}, job.idempotencyKey ?? null, job.workflowId,
       job.schedulerRunId ?? null],
   );
   return (rowCount ?? 0) > 0;

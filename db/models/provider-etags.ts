@@ -1,7 +1,7 @@
 // SQL of `provider_etags`: the ETag of each page URL a connection's listings answered, with what
 // follows that page, for conditional requests (a 304 answers "this page is unchanged" without
 // spending the provider's rate limit, and the pass goes on after it).
-import type { StoredValidator } from '../../connectors/types';
+import type { StoredValidator } from '../../policy/records';
 import type { Queryable } from '../queryable';
 
 /** The stored validators of a connection's resource type, by page URL. */

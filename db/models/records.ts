@@ -1,7 +1,7 @@
 // SQL of `records`: the synced data, keyed by (connection, resource type, external id). Pages are
 // written in one statement each; an unchanged record costs no write.
 import type { PoolClient } from 'pg';
-import type { ConnectorRecord } from '../../connectors/types';
+import type { ConnectorRecord } from '../../policy/records';
 import type { Queryable } from '../queryable';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */

@@ -7,6 +7,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertJob } from '../../db/models/jobs';
 import { ensureJobWorkflow } from '../../temporal/client';
+import { syncJobWorkflowId } from '../../temporal/ids';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { activeDuplicates, countOf, overlappingRuns, watchActiveJobs } from '../helpers/invariants';
 import { stopAllSynctide, startSynctide, workerEnv, type SynctideProcess } from '../helpers/processes';
@@ -58,7 +59,7 @@ describe('kill -9 of the worker during a full sync', () => {
       const connectionId = rows[0]!.id;
       // What POST /sync {mode: "full"} does: insert the job, start its sync-job workflow.
       const jobId = randomUUID();
-      expect(await insertJob(db.pool, { id: jobId, connectionId, tenantId: 'acme', jobType: 'full', trigger: 'api', scheduledAt: null })).toBe(true);
+      expect(await insertJob(db.pool, { id: jobId, connectionId, tenantId: 'acme', jobType: 'full', trigger: 'api', scheduledAt: null, workflowId: syncJobWorkflowId(jobId) })).toBe(true);
       await ensureJobWorkflow(env.client, TASK_QUEUE, { id: jobId, connection: { id: connectionId, tenantId: 'acme', providerSlug: 'demo' } });
       connectionIds.push(connectionId);
       jobIds.push(jobId);
