@@ -636,7 +636,7 @@ describe('REST API over HTTP', () => {
       'GET /connections/{id}': ['200'],
       'PATCH /connections/{id}': ['200', '409'],
       'POST /connections/{id}/pause': ['200', '409'],
-      'POST /connections/{id}/resume': ['200'],
+      'POST /connections/{id}/resume': ['200', '409'],
       'POST /connections/{id}/disable': ['200'],
       'POST /connections/{id}/sync': ['202', '409'],
       'POST /sync': ['200', '202', '409', '502', '504'],

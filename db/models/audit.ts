@@ -32,7 +32,7 @@ export async function listAuditEntries(db: Queryable, query: { tenantId?: string
   const { rows } = await db.query<AuditRow>(
     `select id::text as id, at, actor, api_key_id, tenant_id, method, path, target_id, target_tenant_id, status from audit_log
       where ($1::text is null or tenant_id = $1 or target_tenant_id = $1) and ($2::bigint is null or id < $2)
-      order by id desc limit $3`,
+      order by audit_log.id desc limit $3`, // the bigint column: the text alias would sort 9 before 10
     [query.tenantId ?? null, query.beforeId ?? null, query.limit + 1],
   );
   return { rows: rows.slice(0, query.limit), more: rows.length > query.limit };
