@@ -1,3 +1,4 @@
+import { deleteOldAuditEntriesBatch } from '../db/models/audit';
 import { deleteFinishedJobsBatch } from '../db/models/jobs';
 import { purgeTombstonesBatch } from '../db/models/records';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
@@ -20,9 +21,9 @@ export const DEFAULT_DELETE_BATCH_SIZE = 1000;
  * TOMBSTONE_RETENTION_DAYS, in batches too (each batch also logs, per connection and resource
  * type, how far it purged, so a consumer whose cursor it passed learns it must start again), and
  * webhook events older than `retentionDays` none of whose deliveries is still pending, with their
- * deliveries and attempts.
+ * deliveries and attempts, and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS.
  */
-export function deleteOldJobs({ pool, logger, tombstoneRetentionDays }: ActivityDeps): Activities['deleteOldJobs'] {
+export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditRetentionDays }: ActivityDeps): Activities['deleteOldJobs'] {
   return async (input) => {
     const batchSize = input.batchSize ?? DEFAULT_DELETE_BATCH_SIZE;
     if (!Number.isFinite(input.retentionDays) || input.retentionDays < 0) {
@@ -60,6 +61,14 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays }: Activity
       if (n < batchSize) break;
     }
     if (events > 0) logger.info({ events, retention_days: input.retentionDays }, 'old webhook events deleted');
+    const auditCutoff = new Date(input.at - auditRetentionDays * DAY_MS);
+    let auditEntries = 0;
+    for (;;) {
+      const n = await deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize);
+      auditEntries += n;
+      if (n < batchSize) break;
+    }
+    if (auditEntries > 0) logger.info({ audit_entries: auditEntries, audit_retention_days: auditRetentionDays }, 'old audit log entries deleted');
     return deleted;
   };
 }

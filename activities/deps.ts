@@ -27,6 +27,8 @@ export interface ActivityDeps {
   reconcile: ReconcileSettings;
   /** TOMBSTONE_RETENTION_DAYS: tombstones of deleted records older than this are purged by retention cleanup. */
   tombstoneRetentionDays: number;
+  /** AUDIT_LOG_RETENTION_DAYS: audit_log entries older than this are deleted by retention cleanup. */
+  auditRetentionDays: number;
   /** Webhook deliveries: WEBHOOK_ALLOW_PRIVATE lets them reach loopback and private addresses (tests, `npm start`). */
   webhooks: { allowPrivate: boolean };
   /** Provider requests and paging: allowed hosts, PROVIDER_ALLOW_PRIVATE, byte, time and count caps. */

@@ -98,7 +98,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
-  const guarded = [authenticate(deps, deps.adminApiKey), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), auditLog(deps), tenantScope(deps)];
+  const guarded = [authenticate(deps, deps.adminApiKey, deps.authFailureLimit), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), auditLog(deps), tenantScope(deps)];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
   app.use(refuseNul);

@@ -16,6 +16,8 @@ export interface ApiDeps extends CommandDeps {
   metricsPublic?: boolean;
   /** The per-API-key token bucket (API_RATE_LIMIT_PER_SECOND, API_RATE_LIMIT_BURST); unset, no limit. */
   rateLimit?: BucketLimits;
+  /** Failed tenant-key lookups per client address (API_AUTH_FAILURES_PER_MINUTE); unset, no limit. */
+  authFailureLimit?: BucketLimits;
   /** Extra metrics text appended to `/metrics` (the Temporal SDK's own worker metrics). */
   extraMetrics?: () => Promise<string>;
 }
@@ -23,11 +25,12 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
     rateLimit: { ratePerSecond: config.API_RATE_LIMIT_PER_SECOND, burst: config.API_RATE_LIMIT_BURST },
+    authFailureLimit: { ratePerSecond: config.API_AUTH_FAILURES_PER_MINUTE / 60, burst: config.API_AUTH_FAILURES_PER_MINUTE },
     maxIntervalSeconds: config.MAX_OVERRIDDEN_INTERVAL_SECONDS,
     immediateSyncTimeoutMs: config.IMMEDIATE_SYNC_TIMEOUT_SECONDS * 1000,
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,

@@ -6,5 +6,8 @@ export type Principal =
   | { kind: 'admin' }
   | { kind: 'tenant'; tenantId: string; keyId: string; scopes: string[] };
 
-/** Hono environment of the Synctide API: per-request id, logger and the authenticated caller. */
-export type ApiEnv = { Variables: RequestIdVariables & { log: Logger; principal: Principal } };
+/**
+ * Hono environment of the Synctide API: per-request id, logger, the authenticated caller, and the
+ * other tenant a tenant key's refused call aimed at (set by the tenant scope, for the audit log).
+ */
+export type ApiEnv = { Variables: RequestIdVariables & { log: Logger; principal: Principal; targetTenant?: string } };

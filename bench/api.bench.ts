@@ -51,7 +51,7 @@ async function main(stack: BenchStack) {
         init: {
           method: 'POST',
           headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ app_key: appKeys[i], mode: 'incremental' }),
+          body: JSON.stringify({ app_key: appKeys[i], tenant_id: 'bench', mode: 'incremental' }),
         },
         expect: 202,
         sent: () => (sentAt[i] = Date.now()),

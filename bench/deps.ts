@@ -39,6 +39,7 @@ export function benchActivityDeps(opts: {
     rateLimit: { defaults: DEFAULT_RATE_LIMIT_POLICY, overrides: {}, retryCap: DEFAULT_RATE_LIMIT_RETRY_CAP },
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
+    auditRetentionDays: 365,
     webhooks: { allowPrivate: true },
     providers: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true },
   };

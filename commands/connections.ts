@@ -8,6 +8,7 @@ import { findBreaker, type BreakerRow } from '../db/models/breaker';
 import * as connections from '../db/models/connections';
 import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
+import { findOpenPurge } from '../db/models/purges';
 import { emitJobEvent } from '../db/events';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
@@ -80,6 +81,18 @@ export async function getConnection(deps: CommandDeps, id: string, missing = 'no
   return row;
 }
 
+/**
+ * Refuses (409 `purge_in_progress`, with the purge's id) any change to a connection whose purge is
+ * open: a resume, an update or a sync would start work on rows the purge is deleting, and a
+ * resumed workflow would keep the purge waiting for it.
+ */
+export async function refuseWhilePurging(deps: CommandDeps, connectionId: string): Promise<void> {
+  const purge = await findOpenPurge(deps.pool, connectionId);
+  if (purge) {
+    throw new CommandRefused('conflict', 'purge_in_progress', 'the connection is being deleted (its purge is in progress); it can no longer be resumed, changed or synced', { purge_id: purge.id });
+  }
+}
+
 /** One page of connections ordered by id. */
 export function listConnections(deps: CommandDeps, input: ListConnectionsInput): Promise<{ rows: ConnectionRow[]; more: boolean }> {
   return connections.listConnections(deps.pool, input);
@@ -133,6 +146,7 @@ export interface ConnectionUpdate {
  */
 export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
   const current = await getConnection(deps, id);
+  await refuseWhilePurging(deps, id);
   checkSchedule(deps, change.schedule);
   if (change.config) checkConfig(current.provider_slug, change.config, deps);
   if (change.credentials) checkCredentials(current.provider_slug, change.credentials);
@@ -178,9 +192,13 @@ export async function pauseConnection(deps: CommandDeps, id: string): Promise<St
   return { id: row.id, status: 'paused' };
 }
 
-/** Resumes a paused connection, or re-enables a disabled one; its workflow is started if it is not running. */
+/**
+ * Resumes a paused connection, or re-enables a disabled one; its workflow is started if it is not
+ * running. Refused while the connection's purge is open.
+ */
 export async function resumeConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
+  await refuseWhilePurging(deps, row.id);
   await connections.updateConnection(deps.pool, row.id, { status: 'active' });
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), resumeSignal);
   return { id: row.id, status: 'active' };

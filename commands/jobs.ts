@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { getConnector } from '../connectors/registry';
 import { findOpenAlert } from '../db/models/alerts';
 import { findBreaker, findPauseAt } from '../db/models/breaker';
-import { findConnection, findConnectionsByAppKey, type ConnectionRow } from '../db/models/connections';
+import { findConnection, findConnectionByAppKey as findByAppKey, type ConnectionRow } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
 import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
@@ -22,7 +22,7 @@ import {
 } from '../temporal/client';
 import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
 import { syncJobWorkflowId } from '../temporal/ids';
-import { refOf } from './connections';
+import { refOf, refuseWhilePurging } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
@@ -115,10 +115,12 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 }
 
 /**
- * Refuses a sync of a connection that is not active, or that its circuit breaker pauses (with the
- * breaker's state and its open alert), before anything is written.
+ * Refuses a sync of a connection whose purge is open (`purge_in_progress`), that is not active, or
+ * that its circuit breaker pauses (with the breaker's state and its open alert), before anything
+ * is written.
  */
 export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow): Promise<void> {
+  await refuseWhilePurging(deps, connection.id);
   if (connection.status !== 'active') {
     throw new CommandRefused('conflict', `connection_${connection.status}`, `the connection is ${connection.status}; resume it first`);
   }
@@ -188,12 +190,16 @@ function sameRequest(job: JobRow, request: JobRequest): boolean {
   );
 }
 
-/** The connection an app key names (of one tenant when given); refuses when none or several match. */
-export async function findConnectionByAppKey(deps: CommandDeps, appKey: string, tenantId?: string): Promise<ConnectionRow> {
-  const rows = await findConnectionsByAppKey(deps.pool, appKey, tenantId);
-  if (rows.length === 0) throw notFound('no connection with that app_key');
-  if (rows.length > 1) throw new CommandRefused('conflict', 'ambiguous_app_key', 'several tenants use this app_key; give tenant_id');
-  return rows[0]!;
+/**
+ * The connection an app key names in tenant `tenantId`. An app key is unique only within a tenant,
+ * so the tenant must be named (a tenant key names its own; the admin key must give `tenant_id`):
+ * otherwise any tenant could take an app key another tenant's calls rely on.
+ */
+export async function findConnectionByAppKey(deps: CommandDeps, appKey: string, tenantId: string | undefined): Promise<ConnectionRow> {
+  if (tenantId === undefined) throw invalid('tenant_id: required with app_key for the admin key (an app_key is unique only within a tenant)');
+  const row = await findByAppKey(deps.pool, appKey, tenantId);
+  if (!row) throw notFound('no connection with that app_key');
+  return row;
 }
 
 /** A job with its tasks when asked for (or when some failed, to name them in its error). */

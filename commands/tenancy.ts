@@ -46,6 +46,11 @@ export async function revokeApiKey(deps: Pick<CommandDeps, 'pool'>, tenantId: st
   return row;
 }
 
+/** Whether `token` has a tenant key's shape: only such a token costs a lookup. */
+export function looksLikeTenantKey(token: string): boolean {
+  return TENANT_KEY.test(token);
+}
+
 /**
  * The tenant key `token` names, when it is a valid, unrevoked one: the stored hash is compared in
  * constant time. Stamps its `last_used_at` (at most once a minute). Null for anything else.

@@ -72,6 +72,10 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   METRICS_PUBLIC: { meaning: '`true` serves `/metrics` without the admin key (its labels carry tenant ids)' },
   API_RATE_LIMIT_PER_SECOND: { meaning: M_API_RATE_LIMIT_PER_SECOND },
   API_RATE_LIMIT_BURST: { meaning: M_API_RATE_LIMIT_PER_SECOND },
+  API_AUTH_FAILURES_PER_MINUTE: {
+    meaning:
+      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute; beyond it a tenant key from that address answers 429 with `Retry-After` before any lookup (behind a balancer its address is the one counted; the admin key is never held back)',
+  },
   WORKER_METRICS_PORT: { meaning: '`/metrics` and `/healthz` of `npm run worker`' },
   WORKER_SHUTDOWN_GRACE_SECONDS: { meaning: 'how long in-flight activities may finish on shutdown' },
   WORKER_MAX_CACHED_WORKFLOWS: { meaning: 'workflow runs a worker keeps in memory; a connection woken from outside the cache replays its short history (see *Worker memory* in the operator guide)' },
@@ -83,6 +87,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   JITTER_PCT_MAX: { meaning: M_JITTER_PCT_MIN },
   RETENTION_DAYS: { meaning: 'finished jobs older than this are deleted' },
   TOMBSTONE_RETENTION_DAYS: { meaning: 'tombstones of deleted records older than this are purged (a records-feed cursor older than a purged one answers 410)' },
+  AUDIT_LOG_RETENTION_DAYS: { meaning: '`audit_log` entries older than this are deleted by the daily retention clean-up (in batches), whose worker setting applies' },
   WEBHOOK_ALLOW_PRIVATE: { meaning: 'webhook URLs may name loopback, private and link-local addresses; never in production', note: '(`true` under `npm start`)' },
   IMMEDIATE_SYNC_TIMEOUT_SECONDS: { meaning: 'how long `POST /sync` with `immediate: true` may run; then it is cancelled and answers 504 with what it fetched so far' },
   IMMEDIATE_SYNC_TASK_QUEUE: { meaning: 'task queue of immediate syncs\' activities (API and workers must agree)', shown: '`<TEMPORAL_TASK_QUEUE>-immediate`' },

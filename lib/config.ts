@@ -118,6 +118,9 @@ export const envSchema = z
     // Per-API-key token bucket: sustained requests per second and the burst allowed above it.
     API_RATE_LIMIT_PER_SECOND: z.coerce.number({ error: 'must be a positive number' }).positive('must be a positive number').default(50),
     API_RATE_LIMIT_BURST: positiveInt(500),
+    // Failed lookups of well-formed tenant keys per client address and API process: that many at
+    // once, refilled at that many a minute; beyond it such keys from the address answer 429.
+    API_AUTH_FAILURES_PER_MINUTE: positiveInt(30),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
     // Workflow runs a worker keeps in memory between tasks. A sleeping connection outside the cache
@@ -144,6 +147,8 @@ export const envSchema = z
       .default(0.2),
     RETENTION_DAYS: positiveInt(7),
     TOMBSTONE_RETENTION_DAYS: positiveInt(30),
+    // audit_log entries older than this are deleted by the worker's daily retention clean-up.
+    AUDIT_LOG_RETENTION_DAYS: positiveInt(365),
     // Webhook URLs may name loopback and private addresses (tests and `npm start` only: otherwise a
     // tenant could make the platform call internal services).
     WEBHOOK_ALLOW_PRIVATE: boolean(false),

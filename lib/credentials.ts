@@ -136,14 +136,17 @@ export function sealCredentials(keyring: Keyring, id: string, credentials: Recor
 }
 
 /**
- * The plaintext credentials of connection `id` from their stored form: an envelope is opened, a
- * legacy plaintext object (written before encryption, not yet sealed by the start-up step) is
- * returned as it is. Only the activity that calls the provider does this.
+ * The plaintext credentials of connection `id` from their sealed envelope. Anything else stored is
+ * an error naming the row (never a value): every process seals legacy plaintext rows at start
+ * (`resealSecrets`), so an unsealed object is a row written around the API, which must not be
+ * trusted as it is. Only the activities that call the provider do this.
  */
 export function openCredentials(keyring: Keyring, id: string, stored: unknown): Record<string, unknown> | null {
   if (stored === null || stored === undefined) return null;
-  if (isEnvelope(stored)) return JSON.parse(open(keyring, { table: 'connections', id }, stored)) as Record<string, unknown>;
-  return stored as Record<string, unknown>;
+  if (!isEnvelope(stored)) {
+    throw new Error(`the stored credentials of connections row ${id} are not sealed; restart a process with the credentials key to seal them`);
+  }
+  return JSON.parse(open(keyring, { table: 'connections', id }, stored)) as Record<string, unknown>;
 }
 
 /** A webhook's signing secret from its stored form (an envelope, or a legacy plaintext secret). */

@@ -119,7 +119,7 @@ describe('REST API over HTTP', () => {
   it('answers 401 without or with a wrong key and creates nothing', async () => {
     const before = { jobs: await count('sync_jobs'), connections: await count('connections') };
     for (const auth of [null, 'wrong-key-wrong-key-wrong', '']) {
-      const sync = await call('POST', '/sync', { app_key: 'anything' }, { auth });
+      const sync = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'anything' }, { auth });
       expect(sync.status).toBe(401);
       expect(sync.body.error.code).toBe('unauthorized');
       const create = await call('POST', '/connections', { tenant_id: 't', app_key: 'k', provider: 'demo' }, { auth });
@@ -138,18 +138,18 @@ describe('REST API over HTTP', () => {
   });
 
   it('rejects a bad app_key (400), unknown keys (400), and a 2 MiB body (413) with JSON errors', async () => {
-    const bad = await call('POST', '/sync', { app_key: 'bad key!' });
+    const bad = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'bad key!' });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('invalid_request');
     expect(bad.body.error.message).toMatch(/app_key/);
-    const unknown = await call('POST', '/sync', { app_key: 'ok', surprise: 1 });
+    const unknown = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'ok', surprise: 1 });
     expect(unknown.status).toBe(400);
     const huge = await call('POST', '/sync', undefined, { raw: JSON.stringify({ app_key: 'x', pad: 'x'.repeat(2 * 1024 * 1024) }) });
     expect(huge.status).toBe(413);
     expect(huge.body.error.code).toBe('payload_too_large');
     const notJson = await call('POST', '/sync', undefined, { raw: '{"app_key":' });
     expect(notJson.status).toBe(400);
-    const missing = await call('POST', '/sync', { app_key: 'no-such-app' });
+    const missing = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'no-such-app' });
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe('not_found');
   });
@@ -196,7 +196,7 @@ describe('REST API over HTTP', () => {
 
     expect((await call('POST', `/connections/${conn.id}/pause`)).status).toBe(200);
     await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'paused' ? true : undefined));
-    const pausedSync = await call('POST', '/sync', { app_key: 'managed' });
+    const pausedSync = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'managed' });
     expect(pausedSync.status).toBe(409);
     expect(pausedSync.body.error.code).toBe('connection_paused');
 
@@ -312,7 +312,7 @@ describe('REST API over HTTP', () => {
       const res = await fetch(`${gated.url}/sync`, {
         method: 'POST',
         headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ app_key: 'outbox', mode: 'full' }),
+        body: JSON.stringify({ tenant_id: 'acme', app_key: 'outbox', mode: 'full' }),
       });
       expect(res.status).toBe(202);
       const { job_id: jobId } = (await res.json()) as { job_id: string };
@@ -329,7 +329,7 @@ describe('REST API over HTTP', () => {
 
   it('POST /sync creates a job; GET /jobs/:id shows its progress, tasks and 404 for an unknown id', async () => {
     const conn = await createConnection('sync-me');
-    const res = await call('POST', '/sync', { app_key: 'sync-me', mode: 'full' });
+    const res = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'sync-me', mode: 'full' });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toMatchObject({ status: 'queued', total_tasks: 3, connection_id: conn.id, mode: 'full' });
     expect(res.body.resource_types).toEqual(['issues', 'pull_requests', 'users']);
@@ -351,11 +351,11 @@ describe('REST API over HTTP', () => {
     expect((await call('GET', '/jobs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await call('GET', '/jobs/not-a-uuid')).status).toBe(400);
 
-    const subset = await call('POST', '/sync', { app_key: 'sync-me', mode: 'full', resource_types: ['users'] });
+    const subset = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'sync-me', mode: 'full', resource_types: ['users'] });
     expect(subset.status).toBe(202);
     expect(subset.body).toMatchObject({ total_tasks: 1, resource_types: ['users'] });
     expect((await jobDone(subset.body.job_id)).tasks.map((t: { resource_type: string }) => t.resource_type)).toEqual(['users']);
-    expect((await call('POST', '/sync', { app_key: 'sync-me', resource_types: ['nope'] })).status).toBe(400);
+    expect((await call('POST', '/sync', { tenant_id: 'acme', app_key: 'sync-me', resource_types: ['nope'] })).status).toBe(400);
 
     // Listing, filtered and paged by cursor.
     const first = await call('GET', `/jobs?connection_id=${conn.id}&limit=1`);
@@ -373,7 +373,7 @@ describe('REST API over HTTP', () => {
     await createConnection('now-please');
     const jobs = await count('sync_jobs');
     const tasks = await count('sync_tasks');
-    const res = await call('POST', '/sync', { app_key: 'now-please', mode: 'full', immediate: true });
+    const res = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'now-please', mode: 'full', immediate: true });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ immediate: true, mode: 'full', total_entities: 60 });
     expect(res.body.resources).toHaveLength(3);
@@ -394,7 +394,7 @@ describe('REST API over HTTP', () => {
     const res = await app.request('/sync', {
       method: 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ app_key: 'slow-now', mode: 'full', immediate: true }),
+      body: JSON.stringify({ tenant_id: 'acme', app_key: 'slow-now', mode: 'full', immediate: true }),
     });
     const body = (await res.json()) as any;
     expect(res.status, JSON.stringify(body)).toBe(504);
@@ -421,7 +421,7 @@ describe('REST API over HTTP', () => {
 
   it('immediate: true refuses a paused connection and one paused by its circuit breaker with 409, as a queued sync does', async () => {
     await createConnection('now-paused', { status: 'paused' });
-    const paused = await call('POST', '/sync', { app_key: 'now-paused', immediate: true });
+    const paused = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'now-paused', immediate: true });
     expect(paused.status, paused.text).toBe(409);
     expect(paused.body.error.code).toBe('connection_paused');
 
@@ -436,8 +436,8 @@ describe('REST API over HTTP', () => {
       `insert into alerts (category, severity, connection_id, context) values ('sync_circuit_breaker', 'warning', $1, $2)`,
       [conn.id, { connection_id: conn.id, consecutive_failures: 5, paused_until: until.toISOString() }],
     );
-    const queued = await call('POST', '/sync', { app_key: 'now-breaker' });
-    const now = await call('POST', '/sync', { app_key: 'now-breaker', immediate: true });
+    const queued = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'now-breaker' });
+    const now = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'now-breaker', immediate: true });
     expect(now.status, now.text).toBe(409);
     expect(now.body.error).toMatchObject({ code: 'circuit_breaker_open', paused_until: until.toISOString(), consecutive_failures: 5 });
     expect(now.body.error.alert).toMatchObject({ severity: 'warning', context: { consecutive_failures: 5 } });
@@ -448,7 +448,7 @@ describe('REST API over HTTP', () => {
     await createConnection('doomed', {
       config: { records_per_resource: 20, page_size: 10, fail: { resource: 'users', at_page: 1, kind: 'permanent' } },
     });
-    const res = await call('POST', '/sync', { app_key: 'doomed', mode: 'full' });
+    const res = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'doomed', mode: 'full' });
     const job = await jobDone(res.body.job_id);
     expect(job.status).toBe('failed');
     expect(job.error.message).toMatch(/users/);
@@ -538,7 +538,7 @@ describe('REST API over HTTP', () => {
     expect(res.status).toBe(409);
     expect(res.body.error).toMatchObject({ code: 'circuit_breaker_open', paused_until: until.toISOString(), consecutive_failures: 5 });
     expect(res.body.error.alert).toMatchObject({ severity: 'warning', context: { consecutive_failures: 5 } });
-    expect((await call('POST', '/sync', { app_key: 'breaker' })).status).toBe(409);
+    expect((await call('POST', '/sync', { tenant_id: 'acme', app_key: 'breaker' })).status).toBe(409);
     expect(await count('sync_jobs where connection_id = $1 and trigger in ($2, $3)', [conn.id, 'api', 'backfill'])).toBe(0);
     expect(await count('sync_jobs where connection_id = $1', [conn.id])).toBe(before);
     const detail = await call('GET', `/connections/${conn.id}`);
@@ -547,7 +547,7 @@ describe('REST API over HTTP', () => {
 
   it('POST /jobs/:id/cancel stops a running job', async () => {
     await createConnection('slow', { config: { records_per_resource: 500, page_size: 5, latency_ms: 200 } });
-    const res = await call('POST', '/sync', { app_key: 'slow', mode: 'full' });
+    const res = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'slow', mode: 'full' });
     await eventually(async () => ((await call('GET', `/jobs/${res.body.job_id}`)).body.status === 'running' ? true : undefined));
     const cancel = await call('POST', `/jobs/${res.body.job_id}/cancel`);
     expect(cancel.status).toBe(202);
@@ -564,7 +564,7 @@ describe('REST API over HTTP', () => {
     });
     expect(res.status, res.text).toBe(201);
     expect(res.body.has_credentials).toBe(true);
-    const sync = await call('POST', '/sync', { app_key: 'gh', mode: 'full' });
+    const sync = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'gh', mode: 'full' });
     const job = await jobDone(sync.body.job_id);
     expect(job.status).toBe('completed');
     expect(job.processed_entities).toBeGreaterThan(0);
@@ -582,7 +582,7 @@ describe('REST API over HTTP', () => {
     const conn = await createConnection('metered', {
       config: { records_per_resource: 10, page_size: 10, seed: 'metered', fail: { resource: 'users', at_page: 1, kind: 'rate_limited', retry_after_seconds: 1, times: 1 } },
     });
-    const res = await call('POST', '/sync', { app_key: 'metered', mode: 'full' });
+    const res = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'metered', mode: 'full' });
     expect((await jobDone(res.body.job_id)).status).toBe('completed');
     // The injected rate limit (once) hits whichever job reads `users` first; wait for all of them.
     await eventually(async () =>
@@ -636,7 +636,7 @@ describe('REST API over HTTP', () => {
       'GET /connections/{id}': ['200'],
       'PATCH /connections/{id}': ['200', '409'],
       'POST /connections/{id}/pause': ['200', '409'],
-      'POST /connections/{id}/resume': ['200'],
+      'POST /connections/{id}/resume': ['200', '409'],
       'POST /connections/{id}/disable': ['200'],
       'POST /connections/{id}/sync': ['202', '409'],
       'POST /sync': ['200', '202', '409', '502', '504'],

@@ -139,7 +139,7 @@ describe('DELETE /connections/:id and its purge', () => {
     await eventually(async () => ((await q(`select 1 from sync_jobs where connection_id = $1 and status = 'completed'`, [victim.id])).length === 1 ? true : undefined));
     // Slow from here on: an immediate sync of 400 pages, 100 ms each.
     await created('PATCH', `/connections/${victim.id}`, { config: { resource_types: ['items'], records_per_resource: 400, page_size: 1, latency_ms: 100 } }, 200);
-    const answer = api.call('POST', '/sync', { app_key: 'immediate-victim', mode: 'full', immediate: true });
+    const answer = api.call('POST', '/sync', { tenant_id: 'acme', app_key: 'immediate-victim', mode: 'full', immediate: true });
     const immediate = stack.env.client.workflow.getHandle(`immediate-sync:${victim.id}`);
     await eventually(async () => ((await immediate.describe().catch(() => null))?.status.name === 'RUNNING' ? true : undefined));
 

@@ -45,7 +45,7 @@ describe('credential envelopes', () => {
     }
   });
 
-  it('refuses a tag cut short; reads legacy plaintext (rows written before encryption, until the start-up step seals them)', () => {
+  it('refuses a tag cut short and an unsealed credentials object (the start-up step seals legacy rows first); reads a legacy webhook secret', () => {
     const ring = parseKeyring({ CREDENTIALS_KEY: A })!;
     expect(ring.activeId).toBe('default');
     const sealed = seal(ring, slot, 'top-secret');
@@ -53,7 +53,13 @@ describe('credential envelopes', () => {
     // GCM checks a tag cut to its first 4 bytes unless the length is enforced: a forger's 2^32 guesses.
     parts[5] = Buffer.from(parts[5]!, 'base64url').subarray(0, 4).toString('base64url');
     expect(() => open(ring, slot, parts.join(':'))).toThrow(/does not open/);
-    expect(openCredentials(ring, slot.id, { token: 'legacy' })).toEqual({ token: 'legacy' });
+    // No plaintext fallback: an object that is not an envelope is an error that names the row, never the value.
+    expect(() => openCredentials(ring, slot.id, { token: 'legacy-value' })).toThrow(`the stored credentials of connections row ${slot.id} are not sealed`);
+    try {
+      openCredentials(ring, slot.id, { token: 'legacy-value' });
+    } catch (err) {
+      expect((err as Error).message).not.toContain('legacy-value');
+    }
     expect(openCredentials(ring, slot.id, null)).toBeNull();
     expect(openWebhookSecret(ring, slot.id, 'whsec_legacy')).toBe('whsec_legacy');
     const hook = { table: 'webhooks' as const, id: slot.id };

@@ -8,6 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
+import { sealedTestCredentials } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { useWorkerStack } from './helpers/stack';
 
@@ -30,10 +31,11 @@ describe('github: efficient pull-request syncs', () => {
   let seq = 0;
   async function connection(fake: FakeGitHub, repositories: string[]) {
     seq += 1;
+    const id = randomUUID();
     const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, credentials, metadata)
-       values ('acme', 'github', $1, $2, $3, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [`eff-${seq}`, { base_url: fake.baseUrl, repositories, resource_types: ['pull_requests'], per_page: 100 }, { token: TOKEN }],
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, metadata)
+       values ($4, 'acme', 'github', $1, $2, $3, '{"sync": {"interval_seconds": 3600}}') returning id`,
+      [`eff-${seq}`, { base_url: fake.baseUrl, repositories, resource_types: ['pull_requests'], per_page: 100 }, sealedTestCredentials(id, { token: TOKEN }), id],
     );
     return rows[0]!.id;
   }

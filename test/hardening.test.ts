@@ -175,7 +175,7 @@ describe('hardening against hostile providers and oversized input', () => {
     });
     expect(payload.status).toBe(400);
     expect(payload.body.error.message).toMatch(/payload: must be at most 64 KiB as JSON/);
-    const types = await api.call('POST', '/sync', { app_key: 'whatever', resource_types: Array.from({ length: 51 }, (_, i) => `t${i}`) });
+    const types = await api.call('POST', '/sync', { tenant_id: 'acme', app_key: 'whatever', resource_types: Array.from({ length: 51 }, (_, i) => `t${i}`) });
     expect(types.status).toBe(400);
 
     const nul = await create(api, { provider: 'github', status: 'paused', config: { repositories: ['octo/hello'] }, credentials: { token: `${TOKEN}\u0000` } });
@@ -234,12 +234,12 @@ describe('hardening against hostile providers and oversized input', () => {
     const created = await create(api, { provider: 'demo', config: { resource_types: ['items'], records_per_resource: 3, page_size: 1, latency_ms: 700 } });
     expect(created.status).toBe(201);
     const appKey = `c${seq}`;
-    const first = api.call('POST', '/sync', { app_key: appKey, mode: 'full', immediate: true });
+    const first = api.call('POST', '/sync', { tenant_id: 'acme', app_key: appKey, mode: 'full', immediate: true });
     await eventually(async () => {
       const description = await stack.env.client.workflow.getHandle(`immediate-sync:${created.body.id}`).describe().catch(() => null);
       return description?.status.name === 'RUNNING' ? true : undefined;
     });
-    const second = await api.call('POST', '/sync', { app_key: appKey, immediate: true });
+    const second = await api.call('POST', '/sync', { tenant_id: 'acme', app_key: appKey, immediate: true });
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('immediate_sync_running');
     const answer = await first;
@@ -247,7 +247,7 @@ describe('hardening against hostile providers and oversized input', () => {
     expect(answer.body.total_entities).toBe(3);
     await recordHistory(stack.env.client, 'immediate-sync-own-queue', `immediate-sync:${created.body.id}`);
     // Finished: the next one runs.
-    expect((await api.call('POST', '/sync', { app_key: appKey, immediate: true })).status).toBe(200);
+    expect((await api.call('POST', '/sync', { tenant_id: 'acme', app_key: appKey, immediate: true })).status).toBe(200);
   });
 
   it('a flood of immediate syncs waits for its own slots and does not hold up scheduled work', async () => {
@@ -255,7 +255,7 @@ describe('hardening against hostile providers and oversized input', () => {
     const flood = [];
     for (let i = 0; i < 3; i++) flood.push(await create(api, { provider: 'demo', config: slow }));
     const fast = await create(api, { provider: 'demo', config: { resource_types: ['items'], records_per_resource: 5, page_size: 5 } });
-    const answers = flood.map((c, i) => api.call('POST', '/sync', { app_key: `c${seq - 3 + i}`, mode: 'full', immediate: true }));
+    const answers = flood.map((c, i) => api.call('POST', '/sync', { tenant_id: 'acme', app_key: `c${seq - 3 + i}`, mode: 'full', immediate: true }));
     // All three started; with one slot, at most one activity of them runs.
     const handles = flood.map((c) => stack.env.client.workflow.getHandle(`immediate-sync:${c.body.id}`));
     await eventually(async () => ((await Promise.all(handles.map((h) => h.describe().catch(() => null)))).every((d) => d?.status.name === 'RUNNING') ? true : undefined));
@@ -287,7 +287,7 @@ describe('hardening against hostile providers and oversized input', () => {
     const created = await create(api, { provider: 'github', status: 'paused', config: { base_url: gone.url, repositories: ['octo/hello'], resource_types: ['issues'] }, credentials: { token: TOKEN } });
     expect(created.status).toBe(201);
     await stack.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
-    const res = await api.call('POST', '/sync', { app_key: `c${seq}`, immediate: true });
+    const res = await api.call('POST', '/sync', { tenant_id: 'acme', app_key: `c${seq}`, immediate: true });
     expect(res.status, JSON.stringify(res.body)).toBe(502);
     expect(res.body.error.code).toBe('sync_failed');
     expect(res.body.error.message).toBe("the sync failed: github connector: fetching 'octo/hello': network error: connection refused");
@@ -299,7 +299,7 @@ describe('hardening against hostile providers and oversized input', () => {
     const created = await create(impatient, { provider: 'github', status: 'paused', config: { base_url: fake.url, repositories: ['octo/hello'], resource_types: ['issues'] }, credentials: { token: TOKEN } });
     expect(created.status).toBe(201);
     await stack.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
-    const res = await impatient.call('POST', '/sync', { app_key: `c${seq}`, immediate: true });
+    const res = await impatient.call('POST', '/sync', { tenant_id: 'acme', app_key: `c${seq}`, immediate: true });
     expect(res.status, JSON.stringify(res.body)).toBe(504);
     // The activity heartbeats while the request hangs, learns of the cancellation and aborts the
     // request, long before the provider request's own 30 s timeout.

@@ -10,7 +10,7 @@ import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
-import { testActivityDeps } from './helpers/deps';
+import { sealedTestCredentials, testActivityDeps } from './helpers/deps';
 import { eventually } from './helpers/worker';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
 
@@ -32,10 +32,11 @@ describe('job failure policy (time-skipping)', () => {
   let seq = 0;
   async function runJob(config: Record<string, unknown>) {
     seq += 1;
+    const id = randomUUID();
     const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, credentials)
-       values ('acme', 'demo', $1, $2, '{"token": "s3cret-token-value"}') returning id`,
-      [`f${seq}`, { seed: `s${seq}`, resource_types: ['issues'], records_per_resource: 10, ...config }],
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials)
+       values ($3, 'acme', 'demo', $1, $2, $4) returning id`,
+      [`f${seq}`, { seed: `s${seq}`, resource_types: ['issues'], records_per_resource: 10, ...config }, id, sealedTestCredentials(id, { token: 's3cret-token-value' })],
     );
     const connectionId = rows[0]!.id;
     const jobId = randomUUID();

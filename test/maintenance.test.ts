@@ -233,6 +233,24 @@ describe('deleteOldJobs', () => {
     expect((await db.pool.query('select count(*)::int as n from webhook_deliveries')).rows[0].n).toBe(2);
   });
 
+  it('deletes audit_log rows past AUDIT_LOG_RETENTION_DAYS, in batches', async () => {
+    const entry = (daysAgo: number, n: number) =>
+      db.pool.query(
+        `insert into audit_log (at, actor, tenant_id, method, path, status) select $1, 'admin', 'acme', 'POST', '/x/' || i, 200 from generate_series(1, $2::int) i`,
+        [new Date(AT - daysAgo * DAY), n],
+      );
+    await db.pool.query('truncate audit_log');
+    await entry(400, 5);
+    await entry(91, 3);
+    await entry(89, 2);
+    const { deps, lines } = harness();
+    await deleteOldJobs({ ...deps, auditRetentionDays: 90 })({ at: AT, retentionDays: 7, batchSize: 2 });
+    const { rows } = await db.pool.query<{ n: number; oldest: Date }>('select count(*)::int as n, min(at) as oldest from audit_log');
+    expect(rows[0]!.n).toBe(2);
+    expect(rows[0]!.oldest.getTime()).toBe(AT - 89 * DAY);
+    expect(lines.find((l) => l.msg === 'old audit log entries deleted')).toMatchObject({ audit_entries: 8, audit_retention_days: 90 });
+  });
+
   it('deletes a large backlog in batches', async () => {
     const conn = await newConnection();
     const ids: string[] = [];

@@ -145,7 +145,8 @@ describe('requests generated from /openapi.json', () => {
     },
     'POST /sync': (body) => {
       body.app_key = target.appKey;
-      if (body.tenant_id !== undefined) body.tenant_id = target.tenantId;
+      // The admin key must name the app key's tenant.
+      body.tenant_id = target.tenantId;
       if (body.resource_types !== undefined) body.resource_types = ownTypes(body.resource_types);
       return { path: '/sync', body };
     },

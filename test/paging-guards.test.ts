@@ -13,6 +13,7 @@ import { Permanent, type Connector } from '../connectors/types';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
+import { sealedTestCredentials } from './helpers/deps';
 import { useWorkerStack } from './helpers/stack';
 
 const TASK_QUEUE = 'paging-guards';
@@ -49,10 +50,11 @@ describe('paging guards', () => {
   });
 
   it('a Link header pointing back to page 2 fails the task after page 3 with a permanent error naming the connector and the page', async () => {
+    const id = randomUUID();
     const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, credentials, metadata)
-       values ('acme', 'github', 'cycle', $1, $2, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [{ base_url: fake.baseUrl, repositories: ['octo/cycle'], resource_types: ['pull_requests'] }, { token: TOKEN }],
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, metadata)
+       values ($3, 'acme', 'github', 'cycle', $1, $2, '{"sync": {"interval_seconds": 3600}}') returning id`,
+      [{ base_url: fake.baseUrl, repositories: ['octo/cycle'], resource_types: ['pull_requests'] }, sealedTestCredentials(id, { token: TOKEN }), id],
     );
     const connectionId = rows[0]!.id;
     const jobId = randomUUID();

@@ -17,7 +17,7 @@ import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { DEFAULT_RATE_LIMIT_SETTINGS } from './helpers/deps';
+import { DEFAULT_RATE_LIMIT_SETTINGS, sealedTestCredentials } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually } from './helpers/worker';
@@ -67,10 +67,11 @@ describe('shared rate budget per credential', () => {
   });
 
   async function connection(repo: string) {
+    const id = randomUUID();
     const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, credentials, metadata)
-       values ('acme', 'github', $1, $2, $3, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [repo.replace('/', '-'), { base_url: gh.baseUrl, repositories: [repo], resource_types: ['pull_requests'], per_page: 10 }, { token: TOKEN }],
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, metadata)
+       values ($4, 'acme', 'github', $1, $2, $3, '{"sync": {"interval_seconds": 3600}}') returning id`,
+      [repo.replace('/', '-'), { base_url: gh.baseUrl, repositories: [repo], resource_types: ['pull_requests'], per_page: 10 }, sealedTestCredentials(id, { token: TOKEN }), id],
     );
     return rows[0]!.id;
   }

@@ -15,6 +15,7 @@ import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
+import { sealedTestCredentials } from './helpers/deps';
 import { startFakeGitHub } from './helpers/fake-github';
 import { recordHistory } from './helpers/histories';
 import { eventually, type LogLines } from './helpers/worker';
@@ -231,10 +232,11 @@ describe('sync jobs', () => {
     const github = await startFakeGitHub({ token: 'ghp_valid_token_1234567890', repos: { 'acme/app': { issues: 250, pulls: 40 } } });
     try {
       const config = { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 100 };
+      const [okId, badId] = [randomUUID(), randomUUID()];
       const { rows } = await db.pool.query<{ id: string }>(
-        `insert into connections (tenant_id, provider_slug, app_key, config, credentials)
-         values ('acme', 'github', 'gh-ok', $1, $2), ('acme', 'github', 'gh-bad', $1, $3) returning id`,
-        [config, { token: 'ghp_valid_token_1234567890' }, { token: 'ghp_wrong_token_0987654321' }],
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials)
+         values ($4, 'acme', 'github', 'gh-ok', $1, $2), ($5, 'acme', 'github', 'gh-bad', $1, $3) returning id`,
+        [config, sealedTestCredentials(okId, { token: 'ghp_valid_token_1234567890' }), sealedTestCredentials(badId, { token: 'ghp_wrong_token_0987654321' }), okId, badId],
       );
       const ok = await runJob(rows[0]!.id, 'full');
       expect(ok.result.status).toBe('completed');

@@ -336,13 +336,15 @@ describe('tenant security', () => {
     const entries: any[] = audit.body.items;
     expect(entries.some((e) => e.actor === `key:${betaKeyId}` && e.method === 'DELETE' && e.path === `/connections/${own.doomed}` && e.status === 202 && e.target_id === own.doomed)).toBe(true);
     expect(entries.some((e) => e.actor === 'admin' && e.method === 'POST' && e.path === `/connections/${adm.conn}/pause` && e.tenant_id === 'beta')).toBe(true);
-    expect(entries.every((e) => e.tenant_id === 'beta')).toBe(true);
+    expect(entries.every((e) => e.tenant_id === 'beta' || e.target_tenant_id === 'beta')).toBe(true);
     expect(entries.some((e) => e.method === 'GET')).toBe(false);
     const ids = entries.map((e) => Number(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
-    // The refused cross-tenant calls are audited under alpha's key with their 404.
+    // The refused cross-tenant calls are audited under alpha's key with their 404, and shown to
+    // beta, the tenant they aimed at.
     const alphaAudit = await admin('GET', '/audit?tenant_id=alpha&limit=200');
     expect(alphaAudit.body.items.some((e: any) => e.status === 404 && e.path === `/connections/${own.conn}/pause`)).toBe(true);
+    expect(entries.some((e) => e.tenant_id === 'alpha' && e.target_tenant_id === 'beta' && e.status === 404 && e.path === `/connections/${own.conn}/pause`)).toBe(true);
   });
 
   it('answers 429 with Retry-After once a key has used its burst, and other keys go on', async () => {

@@ -34,6 +34,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     rateLimit,
     reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
     tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
+    auditRetentionDays: config.AUDIT_LOG_RETENTION_DAYS,
     webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
     providers: providerPolicy(config),
     ...(rateBudget && { connectors: { rateBudget } }),

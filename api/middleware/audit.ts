@@ -9,8 +9,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * Writes one `audit_log` row per mutating call (every method but GET, HEAD, OPTIONS) that passed
  * authentication and the rate limit, a call the tenant scope then refuses (403, 404) included: who (admin, or the tenant key's id), what (method and path), the target's id
- * and tenant, when, and the answer's status. Bodies are never recorded, so no secret is. A failed
- * write is logged and does not change the answer.
+ * and tenant, when, and the answer's status. A tenant key's call refused because it named another
+ * tenant's resource or tenant_id also records that tenant (`target_tenant_id`), so the tenant it
+ * aimed at sees the attempt in its own audit log. Bodies are never recorded, so no secret is. A
+ * failed write is logged and does not change the answer.
  */
 export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
@@ -41,6 +43,7 @@ export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<Api
       method: c.req.method,
       path: c.req.path,
       target_id: targetId,
+      target_tenant_id: c.res.status === 404 ? (c.get('targetTenant') ?? null) : null,
       status: c.res.status,
     }).catch((err: unknown) => c.get('log').warn({ err, path: c.req.path }, 'audit log write failed'));
   };

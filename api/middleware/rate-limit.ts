@@ -10,7 +10,9 @@ const MAX_BUCKETS = 10_000;
  * A token bucket per API key (the admin key is one key, each tenant key another), in this
  * process's memory: over the limit a request answers 429 with `Retry-After` (seconds) before any
  * handler runs, so one tenant's script cannot starve the API for the others. With several API
- * processes behind a balancer each keeps its own buckets (the limit scales with them).
+ * processes behind a balancer each keeps its own buckets (the limit scales with them): each
+ * replica is configured with its share of the deployment's limit (docs/security.md). Not shared
+ * through Postgres on purpose: that would cost a write per request.
  */
 export function rateLimit(limits: BucketLimits, now: () => number = Date.now): MiddlewareHandler<ApiEnv> {
   const buckets = new Map<string, BucketState>();

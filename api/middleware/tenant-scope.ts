@@ -68,18 +68,28 @@ export function tenantScope(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<
     const reading = c.req.method === 'GET' || c.req.method === 'HEAD';
     if (!principal.scopes.includes(reading ? 'read' : 'write')) return forbidden(`this key lacks the ${reading ? 'read' : 'write'} scope`);
 
-    const owns = async (kind: OwnedKind, id: unknown) => typeof id !== 'string' || !UUID.test(id) || (await ownerOf(deps, kind, id)) === principal.tenantId;
+    // The other tenant a refused call aimed at is kept for the audit log, so that tenant sees it.
+    const aimedAt = (tenant: unknown) => {
+      if (typeof tenant === 'string') c.set('targetTenant', tenant);
+      return hidden();
+    };
+    const owns = async (kind: OwnedKind, id: unknown) => {
+      if (typeof id !== 'string' || !UUID.test(id)) return true;
+      const owner = await ownerOf(deps, kind, id);
+      if (owner !== null && owner !== principal.tenantId) c.set('targetTenant', owner);
+      return owner === principal.tenantId;
+    };
     const named = pathResource(c.req.path);
     if (named && !(await owns(named.kind, named.id))) return hidden();
 
     const query = c.req.query();
-    if (query.tenant_id !== undefined && query.tenant_id !== principal.tenantId) return hidden();
+    if (query.tenant_id !== undefined && query.tenant_id !== principal.tenantId) return aimedAt(query.tenant_id);
     for (const field of CONNECTION_FIELDS) if (!(await owns('connection', query[field]))) return hidden();
 
     if (!reading) {
       const body = await jsonObjectBody(c);
       if (body) {
-        if (body.tenant_id !== undefined && body.tenant_id !== principal.tenantId) return hidden();
+        if (body.tenant_id !== undefined && body.tenant_id !== principal.tenantId) return aimedAt(body.tenant_id);
         for (const field of CONNECTION_FIELDS) if (!(await owns('connection', body[field]))) return hidden();
       }
     }

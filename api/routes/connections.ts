@@ -21,6 +21,7 @@ import {
   ConnectionDetailSchema,
   ConnectionPageSchema,
   ConnectionSchema,
+  UpdatedConnectionSchema,
   CreateConnectionBody,
   ListConnectionsQuery,
   StatusChangeSchema,
@@ -50,10 +51,10 @@ const update = createRoute({
   method: 'patch', path: '/connections/{id}', tags, summary: 'Change config, credentials or schedule (a schedule change re-plans the sleeping workflow)',
   request: { params: IdParams, body: jsonBody(UpdateConnectionBody) },
   responses: {
-    200: jsonAnswer(ConnectionSchema, 'Updated. A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
+    200: jsonAnswer(UpdatedConnectionSchema, 'Updated (without `config` for a key lacking the `read` scope). A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The connection is disabled'),
+    409: conflict('The connection is disabled (for a schedule change), or being deleted (`purge_in_progress`, with `purge_id`)'),
   },
 });
 const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, refusals: { 409?: ReturnType<typeof conflict> } = {}) =>
@@ -63,7 +64,7 @@ const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, re
     responses: { 200: jsonAnswer(StatusChangeSchema, 'Done; a connection workflow that was not running is started'), ...errorResponses, 404: notFound, ...refusals },
   });
 const pause = statusRoute('pause', 'Stop scheduling runs (a running job finishes; a queued one is cancelled)', { 409: conflict('The connection is disabled') });
-const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)');
+const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)', { 409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`)') });
 const disable = statusRoute('disable', 'Stop the workflow; keep the data');
 const syncNow = createRoute({
   method: 'post', path: '/connections/{id}/sync', tags, summary: 'Sync now (incremental or full)',
@@ -72,7 +73,7 @@ const syncNow = createRoute({
     202: jsonAnswer(SyncAcceptedSchema, 'The job that runs the sync'),
     ...errorResponses,
     404: notFound,
-    409: conflict('Paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid'),
+    409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid'),
   },
 });
 
@@ -117,7 +118,11 @@ export function connectionRoutes(deps: ApiDeps) {
     const body = c.req.valid('json');
     const row = await updateConnection(deps, id, body);
     c.get('log').info({ connection_id: id, changed: Object.keys(body) }, 'connection updated');
-    return c.json(presentConnection(row), 200);
+    // A key without the read scope may change a connection but not read it: its answer leaves the
+    // config out (an empty or schedule-only PATCH would otherwise read it).
+    const principal = c.get('principal');
+    const { config, ...rest } = presentConnection(row);
+    return c.json(principal.kind === 'tenant' && !principal.scopes.includes('read') ? rest : { ...rest, config }, 200);
   });
 
   app.openapi(pause, async (c) => {

@@ -16,7 +16,7 @@ const route = createRoute({
     200: jsonAnswer(ImmediateSyncSchema, 'immediate: the sync ran; no job or task rows were written'),
     ...errorResponses,
     404: notFound,
-    409: conflict('Ambiguous app_key, or the connection is paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time)'),
+    409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time)'),
     502: { description: 'immediate: the provider failed', content: { 'application/json': { schema: ErrorSchema } } },
     504: jsonAnswer(ImmediateSyncTimeoutSchema, 'immediate: not finished within IMMEDIATE_SYNC_TIMEOUT_SECONDS; the sync was cancelled, and `fetched` tells what it fetched and stored so far'),
   },

@@ -252,6 +252,9 @@ export const ConnectionSchema = z
   })
   .openapi('Connection');
 
+/** `PATCH /connections/:id` answer: the connection; without `config` for a key lacking the `read` scope. */
+export const UpdatedConnectionSchema = ConnectionSchema.partial({ config: true }).openapi('UpdatedConnection');
+
 /** `GET /connections/:id`: the connection, its workflow's live state and its breaker. */
 export const ConnectionDetailSchema = ConnectionSchema.extend({
   live: LiveStateSchema.nullable().openapi({ description: "The workflow's `state` query; null when the workflow is not running or did not answer" }),

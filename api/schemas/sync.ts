@@ -7,12 +7,12 @@ import { AppKeySchema, TenantIdSchema } from './connections';
 export const SyncBody = z
   .strictObject({
     app_key: AppKeySchema,
-    tenant_id: TenantIdSchema.optional().openapi({ description: 'Needed only when two tenants use the same app_key' }),
+    tenant_id: TenantIdSchema.optional().openapi({ description: 'The tenant whose app_key it is: required with the admin key (an app_key is unique only within a tenant); a tenant key names its own tenant' }),
     mode: SyncModeSchema.default('incremental'),
     resource_types: ResourceTypesSchema.optional(),
     immediate: z.boolean().default(false).openapi({ description: 'Run now and answer with the results; no job or task rows' }),
   })
-  .openapi('SyncRequest', { example: { app_key: 'acme-github', mode: 'incremental' } });
+  .openapi('SyncRequest', { example: { app_key: 'acme-github', tenant_id: 'acme', mode: 'incremental' } });
 
 /** 202 answer of a sync request: the job that will run it. */
 export const SyncAcceptedSchema = z

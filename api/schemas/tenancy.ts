@@ -47,7 +47,7 @@ export const ApiKeyListSchema = z.object({ items: z.array(ApiKeySchema) }).opena
 
 /** `GET /audit` query. */
 export const AuditQuery = z.object({
-  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' }, description: "The tenant's own calls, and other tenants' refused calls aimed at it" }),
   limit: LimitQuery,
   cursor: CursorQuery,
 });
@@ -63,6 +63,7 @@ export const AuditEntrySchema = z
     method: z.string(),
     path: z.string(),
     target_id: z.string().nullable(),
+    target_tenant_id: z.string().nullable().openapi({ description: "For a tenant key's call refused because it named another tenant's resource or tenant_id: that tenant" }),
     status: z.number().int(),
   })
   .openapi('AuditEntry');

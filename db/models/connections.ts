@@ -33,14 +33,10 @@ export async function findConnection(db: Queryable, id: string): Promise<Connect
   return rows[0] ?? null;
 }
 
-/** The connections with app key `appKey`, of one tenant when given (at most two are returned). */
-export async function findConnectionsByAppKey(db: Queryable, appKey: string, tenantId?: string): Promise<ConnectionRow[]> {
-  const { rows } = await db.query<ConnectionRow>(
-    `select ${CONNECTION_COLUMNS} from connections c
-      where c.app_key = $1 and ($2::text is null or c.tenant_id = $2) order by c.id limit 2`,
-    [appKey, tenantId ?? null],
-  );
-  return rows;
+/** Tenant `tenantId`'s connection with app key `appKey` (unique per tenant), or null. */
+export async function findConnectionByAppKey(db: Queryable, appKey: string, tenantId: string): Promise<ConnectionRow | null> {
+  const { rows } = await db.query<ConnectionRow>(`select ${CONNECTION_COLUMNS} from connections c where c.app_key = $1 and c.tenant_id = $2`, [appKey, tenantId]);
+  return rows[0] ?? null;
 }
 
 /** Whether the database holds any connection at all. */

@@ -64,7 +64,7 @@ describe('Postgres unreachable for 30 s during syncs', () => {
     while (Date.now() - stoppedAt < OUTAGE_MS) {
       await ask('GET', '/jobs');
       await ask('GET', `/jobs/${jobIds[0]}`);
-      await ask('POST', '/sync', { app_key: 'outage-0', mode: 'full' });
+      await ask('POST', '/sync', { tenant_id: 'acme', app_key: 'outage-0', mode: 'full' });
       await ask('GET', '/readyz');
       await new Promise((r) => setTimeout(r, 2000));
     }

@@ -45,7 +45,7 @@ describe('scale-out: two API and two worker processes', () => {
     // A full sync of each, requested alternately through each API (answered 202 at once).
     const requested: string[] = [];
     for (let i = 0; i < CONNECTIONS; i++) {
-      const res = await callApi(api(i + 1), 'POST', '/sync', { app_key: `scale-${i}`, mode: 'full' });
+      const res = await callApi(api(i + 1), 'POST', '/sync', { tenant_id: 'acme', app_key: `scale-${i}`, mode: 'full' });
       expect(res.status, JSON.stringify(res.body)).toBe(202);
       expect(res.body).toMatchObject({ connection_id: ids[i], mode: 'full', total_tasks: RESOURCE_TYPES });
       requested.push(res.body.job_id);

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import type { ActivityDeps, ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import { DEFAULT_PROVIDER_POLICY, type ProviderPolicy } from '../../connectors/provider-http';
 import type { Pool } from '../../db/pool';
-import { parseKeyring, type Keyring } from '../../lib/credentials';
+import { parseKeyring, sealCredentials, type Keyring } from '../../lib/credentials';
 import { createSyncMetrics } from '../../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
@@ -17,6 +17,14 @@ export const TEST_CREDENTIALS_KEY = Buffer.alloc(32, 42).toString('base64');
 
 /** The keyring of test processes: TEST_CREDENTIALS_KEY as key `default`. */
 export const TEST_KEYRING: Keyring = parseKeyring({ CREDENTIALS_KEY: TEST_CREDENTIALS_KEY })!;
+
+/**
+ * `credentials` as the API stores them for connection `id`: sealed with TEST_KEYRING, as the JSON
+ * text of the envelope (a jsonb string). Activities refuse an unsealed credentials object.
+ */
+export function sealedTestCredentials(id: string, credentials: Record<string, unknown> | null): string | null {
+  return credentials === null ? null : JSON.stringify(sealCredentials(TEST_KEYRING, id, credentials));
+}
 
 /** The rate-limit settings of an unconfigured worker (the defaults). */
 export const DEFAULT_RATE_LIMIT_SETTINGS: RateLimitSettings = {
@@ -52,6 +60,7 @@ export function testActivityDeps(opts: {
     rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT_SETTINGS,
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
+    auditRetentionDays: 365,
     webhooks: { allowPrivate: true },
     providers: opts.providers ?? TEST_PROVIDER_POLICY,
     ...(opts.connectors && { connectors: opts.connectors }),

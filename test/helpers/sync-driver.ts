@@ -6,7 +6,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { syncTask } from '../../activities/sync-task';
 import type { Pool } from '../../db/pool';
 import type { SyncTaskResult } from '../../temporal/activities';
-import { testActivityDeps } from './deps';
+import { sealedTestCredentials, testActivityDeps } from './deps';
 
 /** A pass to run: its mode, and for a backfill its window. */
 export interface PassOptions {
@@ -22,12 +22,13 @@ export function syncDriver(pool: Pool) {
   const { deps, lines } = testActivityDeps({ pool });
   const run = syncTask(deps);
 
-  /** Inserts a connection of `provider` with `config` and plaintext `credentials`; returns its id. */
+  /** Inserts a connection of `provider` with `config` and `credentials` (sealed, as the API stores them); returns its id. */
   async function connection(provider: string, config: Record<string, unknown>, credentials: Record<string, unknown> | null = null): Promise<string> {
+    const id = randomUUID();
     const { rows } = await pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, credentials, metadata)
-       values ('acme', $1, $2, $3, $4, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [provider, `driver-${randomUUID()}`, config, credentials],
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, metadata)
+       values ($5, 'acme', $1, $2, $3, $4, '{"sync": {"interval_seconds": 3600}}') returning id`,
+      [provider, `driver-${randomUUID()}`, config, sealedTestCredentials(id, credentials), id],
     );
     return rows[0]!.id;
   }
