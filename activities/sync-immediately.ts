@@ -11,6 +11,7 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
+import { credentialSecrets } from '../connectors/provider-http';
 import { requestBudget } from './rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
@@ -33,6 +34,8 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
+    // The credential values every error of the provider calls is redacted with.
+    let secrets: readonly string[] = [];
     let progress: ImmediateSyncProgress = { resources: [] };
     const beat = setInterval(() => ctx.heartbeat(progress), HEARTBEAT_EVERY_MS);
     try {
@@ -50,6 +53,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         // Opened here, in the activity that calls the provider; the budget is keyed by the opened
         // credential's fingerprint, so connections sharing a token share its budget.
         const opened = openCredentials(credentials, input.connectionId, conn.credentials);
+        secrets = credentialSecrets(opened);
         const request = {
           resource: resourceType,
           since: cursors?.get('') ?? null,
@@ -80,7 +84,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('immediate sync cancelled');
       // One provider rate limit, one count: the failure is not retried (see toActivityFailure).
       if (err instanceof RateLimited && provider !== undefined) metrics.rateLimited.inc({ provider });
-      throw toActivityFailure(err);
+      throw toActivityFailure(err, secrets);
     } finally {
       clearInterval(beat);
     }
