@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { redactSecrets } from '../connectors/provider-http';
 import { ConnectorError, RateLimited } from '../connectors/types';
+import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
 
 /** `err` (and its causes) with every value of `secrets` redacted from message and stack; `err` itself when none appears. */
 function redacted(err: unknown, secrets: readonly string[], depth = 0): unknown {
@@ -27,13 +28,22 @@ function redacted(err: unknown, secrets: readonly string[], depth = 0): unknown 
  * the connector put into it (a URL a provider echoed the secret into, say). From here a message
  * goes to the job and task rows, job logs, alerts, webhook events, the Temporal history and the
  * log, so none of them can hold a credential.
+ *
+ * A rate limit's wait (the provider's `Retry-After` or stated reset) is believed up to
+ * `maxWaitSeconds` (RATE_BUDGET_MAX_RESET_SECONDS): a longer one is cut to it, and the message says so.
  */
-export function toActivityFailure(err: unknown, secrets: readonly string[] = []): unknown {
+export function toActivityFailure(err: unknown, secrets: readonly string[] = [], maxWaitSeconds: number = DEFAULT_MAX_RESET_SECONDS): unknown {
   if (!(err instanceof ConnectorError)) return redacted(err, secrets);
+  let message = redactSecrets(err.message, secrets);
+  let retryAfterSeconds = err instanceof RateLimited ? (err.retryAfterSeconds ?? null) : null;
+  if (retryAfterSeconds !== null && retryAfterSeconds > maxWaitSeconds) {
+    message += ` (the provider asked to wait ${retryAfterSeconds} s, more than RATE_BUDGET_MAX_RESET_SECONDS = ${maxWaitSeconds} s: capped)`;
+    retryAfterSeconds = maxWaitSeconds;
+  }
   return ApplicationFailure.create({
-    message: redactSecrets(err.message, secrets),
+    message,
     type: err.kind,
     nonRetryable: err.kind !== 'transient',
-    details: err instanceof RateLimited ? [{ retryAfterSeconds: err.retryAfterSeconds ?? null }] : [],
+    details: err instanceof RateLimited ? [{ retryAfterSeconds }] : [],
   });
 }

@@ -50,8 +50,8 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         const cursors = input.mode === 'incremental' ? await findCursors(pool, input.connectionId, resourceType) : undefined;
         const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
         result.resources.push(counts);
-        // Opened here, in the activity that calls the provider; the budget is keyed by the opened
-        // credential's fingerprint, so connections sharing a token share its budget.
+        // Opened here, in the activity that calls the provider; the budget is keyed by the tenant and
+        // the opened credential's fingerprint, so a tenant's connections sharing a token share its budget.
         const opened = openCredentials(credentials, input.connectionId, conn.credentials);
         secrets = credentialSecrets(opened);
         const request = {
@@ -64,8 +64,9 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
           signal: ctx.cancellationSignal,
           policy: providers,
           budget: requestBudget({
-            pool, metrics, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: conn.provider_slug,
-            credentials: opened, config: conn.config ?? {},
+            pool, metrics, keyring: credentials, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS,
+            maxResetSeconds: deps.connectors?.maxResetSeconds, tenantId: conn.tenant_id, connectionId: input.connectionId,
+            provider: conn.provider_slug, credentials: opened, config: conn.config ?? {},
           }),
         };
         for await (const page of pagesOf(connector, request, null)) {
@@ -84,7 +85,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('immediate sync cancelled');
       // One provider rate limit, one count: the failure is not retried (see toActivityFailure).
       if (err instanceof RateLimited && provider !== undefined) metrics.rateLimited.inc({ provider });
-      throw toActivityFailure(err, secrets);
+      throw toActivityFailure(err, secrets, deps.connectors?.maxResetSeconds);
     } finally {
       clearInterval(beat);
     }

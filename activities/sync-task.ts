@@ -190,12 +190,12 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
       let deletable: { except: string[] } | { only: string[] } = { only: [] };
       try {
         // Opened here, in the activity that calls the provider; the shared budget is keyed by the
-        // opened credential's fingerprint (never the sealed envelope, which differs per row).
+        // tenant and the opened credential's fingerprint (never the sealed envelope, which differs per row).
         const opened = openCredentials(credentials, connectionId, task.credentials);
         secrets = credentialSecrets(opened);
         const budget = requestBudget({
-          pool, metrics, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: task.provider_slug,
-          credentials: opened, config: task.config ?? {},
+          pool, metrics, keyring: credentials, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, maxResetSeconds: settings?.maxResetSeconds,
+          tenantId: task.tenant_id, connectionId, provider: task.provider_slug, credentials: opened, config: task.config ?? {},
         });
         const context = {
           resource: input.resourceType,
@@ -258,7 +258,7 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
         }
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
-        throw toActivityFailure(err, secrets);
+        throw toActivityFailure(err, secrets, settings?.maxResetSeconds);
       }
 
       const outcome = await withTransaction(pool, async (tx) => {
