@@ -41,6 +41,11 @@ export interface ActivityDeps {
 export interface ConnectorSettings {
   /** RATE_BUDGET_RESERVE and RATE_BUDGETS: the shared rate budget per credential (defaults when absent). */
   rateBudget?: BudgetSettings;
+  /**
+   * RATE_BUDGET_MAX_RESET_SECONDS: the furthest a provider's stated reset or wait is believed (a
+   * budget's reset, a rate limit's hint); default DEFAULT_MAX_RESET_SECONDS.
+   */
+  maxResetSeconds?: number;
 }
 
 /** The rate-limit configuration activities hand to job workflows. */

@@ -2,6 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
+import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
 import { withTransaction } from '../db/transaction';
 import { cancelConnectionWorkflow, cancelImmediateSync, cancelJobWorkflow, immediateSyncHandle, isWorkflowRunning } from '../temporal/client';
 import { connectionWorkflowId, immediateSyncWorkflowId, syncJobWorkflowId } from '../temporal/ids';
@@ -37,8 +38,9 @@ export function quiesceConnection({ pool, temporal }: ActivityDeps): Activities[
 
 /**
  * Deletes the connection's rows, table by table, `BATCH` rows per statement, for about 30 s
- * (heartbeating after each batch); once every batch came back short it deletes the connection row
- * (its sync state, breaker and alerts cascade) and completes the purge in one transaction.
+ * (heartbeating after each batch); once every batch came back short it deletes the rate budgets
+ * only this connection used and the connection row (its sync state, breaker, alerts and budget
+ * usage rows cascade) and completes the purge in one transaction.
  * Idempotent: a retry deletes what is left.
  */
 export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeConnectionBatch'] {
@@ -59,6 +61,11 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
       }
     }
     await withTransaction(pool, async (tx) => {
+      // The rate budgets this connection used that no other connection uses (a tenant's budget is
+      // shared by its connections holding the same credential): first, while its usage rows exist.
+      const budgets = await deleteBudgetsOnlyOf(tx, connectionId);
+      if (budgets > 0) await purges.addPurgeProgress(tx, purgeId, budgets);
+      deleted += budgets;
       const n = await purges.deleteConnectionRow(tx, connectionId);
       if (n > 0) await purges.addPurgeProgress(tx, purgeId, n);
       deleted += n;

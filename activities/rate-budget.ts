@@ -1,13 +1,16 @@
-// The shared, proactive rate budget of a provider credential, as the connectors' HTTP path asks it
-// before each request: across every worker (a row in Postgres, keyed by a fingerprint of the
-// credential, never the credential itself), so two connections sharing one token share its limit.
-import { createHash } from 'node:crypto';
+// The shared, proactive rate budget of a tenant's provider credential, as the connectors' HTTP path
+// asks it before each request: across every worker (a row in Postgres, keyed by a keyed fingerprint
+// of the tenant and the credential, never the credential itself), so two connections of a tenant
+// sharing one token share its limit, and another tenant holding the same token has a budget of its
+// own (its connections cannot spend or poison this one).
+import { createHmac } from 'node:crypto';
 import { RateLimited, type RequestBudget } from '../connectors/types';
 import { rateBudgetConfigSchema } from '../connectors/provider-http';
 import { ensureBudget, findBudgetWait, reportBudget, spendBudget } from '../db/models/rate-budgets';
 import type { Pool } from '../db/pool';
+import { derivedKey, type Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
-import { budgetLimits, type BudgetSettings } from '../policy/rate-budget';
+import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, type BudgetSettings } from '../policy/rate-budget';
 
 /** Waits shorter than this (a full per-second window) are waited out in place; longer ones are durable. */
 const IN_PLACE_WAIT_MS = 5_000;
@@ -22,11 +25,16 @@ function canonical(value: unknown): unknown {
 }
 
 /**
- * The fingerprint of a provider credential: SHA-256 over a fixed label, the provider and the
- * credential's canonical JSON. One-way: the budget table never holds the credential itself.
+ * The fingerprint of a tenant's provider credential: HMAC-SHA256, keyed by a key derived from the
+ * credentials keyring's active key, over the tenant, the provider and the credential's canonical
+ * JSON. One-way and keyed: the budget table never holds the credential, and a dump of it without
+ * the keyring allows no offline guessing. It changes with the active key (a rotation starts
+ * budgets afresh: they are soft state).
  */
-export function credentialFingerprint(provider: string, credentials: Record<string, unknown>): string {
-  return createHash('sha256').update('synctide rate budget v1\0').update(provider).update('\0').update(JSON.stringify(canonical(credentials))).digest('hex');
+export function credentialFingerprint(keyring: Keyring, tenantId: string, provider: string, credentials: Record<string, unknown>): string {
+  return createHmac('sha256', derivedKey(keyring, 'rate-budget-fingerprint-v2'))
+    .update(JSON.stringify([tenantId, provider, canonical(credentials)]))
+    .digest('hex');
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -39,32 +47,41 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /**
- * The budget of `credentials` for a connection of `provider` (none without credentials). Before
- * each request it takes one unit; when the provider's remaining count is down to the reserve it
- * throws `RateLimited` with the time to the reset, so the job workflow waits durably (a timer, and
- * the job's `retry_after`) instead of spending the last requests. A full ceiling window shorter
- * than a few seconds is waited out in place. After each answer it records what the provider said.
- * The connection's `config.rate_budget` overrides the provider's settings; an invalid one is ignored.
+ * The budget of `credentials` for a connection of `tenantId` and `provider` (none without
+ * credentials). Before each request it takes one unit; when the provider's remaining count is down
+ * to the reserve it throws `RateLimited` with the time to the reset, so the job workflow waits
+ * durably (a timer, and the job's `retry_after`) instead of spending the last requests. A full
+ * ceiling window shorter than a few seconds is waited out in place. After each answer it records
+ * what the provider said; a stated reset more than `maxResetSeconds` away is taken as that far,
+ * and the error of a wait for it says so. The connection's `config.rate_budget` overrides the
+ * provider's settings; an invalid one is ignored.
  */
 export function requestBudget(opts: {
   pool: Pool;
   metrics: SyncMetrics;
+  keyring: Keyring;
   settings: BudgetSettings;
+  /** RATE_BUDGET_MAX_RESET_SECONDS (default DEFAULT_MAX_RESET_SECONDS). */
+  maxResetSeconds?: number | undefined;
+  tenantId: string;
+  /** The connection using the budget (recorded, so its purge can delete budgets no other connection uses). */
+  connectionId?: string;
   provider: string;
   credentials: Record<string, unknown> | null;
   config: Record<string, unknown>;
 }): RequestBudget | undefined {
-  const { pool, metrics, provider, credentials } = opts;
+  const { pool, metrics, provider, credentials, tenantId } = opts;
   if (!credentials || Object.keys(credentials).length === 0) return undefined;
   const own = rateBudgetConfigSchema.safeParse(opts.config.rate_budget ?? {});
   const override = own.success ? { reserve: own.data.reserve, perSecond: own.data.per_second, perMinute: own.data.per_minute } : {};
   const limits = budgetLimits(provider, opts.settings, override);
-  const fingerprint = credentialFingerprint(provider, credentials);
+  const maxResetSeconds = opts.maxResetSeconds ?? DEFAULT_MAX_RESET_SECONDS;
+  const fingerprint = credentialFingerprint(opts.keyring, tenantId, provider, credentials);
   let ensured = false;
   return {
     async acquire(signal) {
       if (!ensured) {
-        await ensureBudget(pool, fingerprint, provider);
+        await ensureBudget(pool, { fingerprint, provider, tenantId, connectionId: opts.connectionId ?? null });
         ensured = true;
       }
       for (;;) {
@@ -86,16 +103,19 @@ export function requestBudget(opts: {
           await sleep(Math.max(ms, 1), signal);
           continue;
         }
+        const capped = wait.cappedFrom
+          ? ` (the provider stated a reset at ${wait.cappedFrom.toISOString()}, more than RATE_BUDGET_MAX_RESET_SECONDS = ${maxResetSeconds} s away: capped)`
+          : '';
         throw new RateLimited(
           reason === 'reserve'
-            ? `${provider} connector: the credential's shared rate budget is down to its reserve (${wait.remaining} left of ${limits.reserve} kept); waiting for the provider's reset at ${until.toISOString()}`
+            ? `${provider} connector: the credential's shared rate budget is down to its reserve (${wait.remaining} left of ${limits.reserve} kept); waiting for the provider's reset at ${until.toISOString()}${capped}`
             : `${provider} connector: the credential's request ceiling (${limits.ceiling?.requests} per ${limits.ceiling?.seconds} s) is reached; waiting until ${until.toISOString()}`,
           Math.max(1, Math.ceil(ms / 1000)),
         );
       }
     },
     async report(answer) {
-      const remaining = await reportBudget(pool, fingerprint, answer);
+      const remaining = await reportBudget(pool, fingerprint, answer, maxResetSeconds);
       if (remaining !== null) metrics.connectorBudgetRemaining.set({ provider }, remaining);
     },
   };

@@ -11,6 +11,7 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
+import { credentialSecrets } from '../connectors/provider-http';
 import { requestBudget } from './rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
@@ -33,6 +34,8 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
+    // The credential values every error of the provider calls is redacted with.
+    let secrets: readonly string[] = [];
     let progress: ImmediateSyncProgress = { resources: [] };
     const beat = setInterval(() => ctx.heartbeat(progress), HEARTBEAT_EVERY_MS);
     try {
@@ -47,9 +50,10 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         const cursors = input.mode === 'incremental' ? await findCursors(pool, input.connectionId, resourceType) : undefined;
         const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
         result.resources.push(counts);
-        // Opened here, in the activity that calls the provider; the budget is keyed by the opened
-        // credential's fingerprint, so connections sharing a token share its budget.
+        // Opened here, in the activity that calls the provider; the budget is keyed by the tenant and
+        // the opened credential's fingerprint, so a tenant's connections sharing a token share its budget.
         const opened = openCredentials(credentials, input.connectionId, conn.credentials);
+        secrets = credentialSecrets(opened);
         const request = {
           resource: resourceType,
           since: cursors?.get('') ?? null,
@@ -60,8 +64,9 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
           signal: ctx.cancellationSignal,
           policy: providers,
           budget: requestBudget({
-            pool, metrics, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: conn.provider_slug,
-            credentials: opened, config: conn.config ?? {},
+            pool, metrics, keyring: credentials, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS,
+            maxResetSeconds: deps.connectors?.maxResetSeconds, tenantId: conn.tenant_id, connectionId: input.connectionId,
+            provider: conn.provider_slug, credentials: opened, config: conn.config ?? {},
           }),
         };
         for await (const page of pagesOf(connector, request, null)) {
@@ -80,7 +85,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('immediate sync cancelled');
       // One provider rate limit, one count: the failure is not retried (see toActivityFailure).
       if (err instanceof RateLimited && provider !== undefined) metrics.rateLimited.inc({ provider });
-      throw toActivityFailure(err);
+      throw toActivityFailure(err, secrets, deps.connectors?.maxResetSeconds);
     } finally {
       clearInterval(beat);
     }

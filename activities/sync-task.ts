@@ -16,6 +16,7 @@ import { CURSOR_CLOCK_SKEW_MS, nextCursor } from '../policy/cursor';
 import type { Connector, FetchPageInput } from '../connectors/types';
 import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
+import { credentialSecrets } from '../connectors/provider-http';
 import { requestBudget } from './rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
@@ -183,15 +184,18 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
     // Conditional requests (stored ETags) for the connection's own incremental passes; a backfill
     // neither uses nor stores them (its pass is bounded by a window).
     const validators = !backfill && input.mode === 'incremental' ? await findEtags(pool, connectionId, input.resourceType) : undefined;
+    // The credential values every error of the provider calls is redacted with.
+    let secrets: readonly string[] = [];
     for (;;) {
       let deletable: { except: string[] } | { only: string[] } = { only: [] };
       try {
         // Opened here, in the activity that calls the provider; the shared budget is keyed by the
-        // opened credential's fingerprint (never the sealed envelope, which differs per row).
+        // tenant and the opened credential's fingerprint (never the sealed envelope, which differs per row).
         const opened = openCredentials(credentials, connectionId, task.credentials);
+        secrets = credentialSecrets(opened);
         const budget = requestBudget({
-          pool, metrics, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: task.provider_slug,
-          credentials: opened, config: task.config ?? {},
+          pool, metrics, keyring: credentials, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, maxResetSeconds: settings?.maxResetSeconds,
+          tenantId: task.tenant_id, connectionId, provider: task.provider_slug, credentials: opened, config: task.config ?? {},
         });
         const context = {
           resource: input.resourceType,
@@ -254,7 +258,7 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
         }
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
-        throw toActivityFailure(err);
+        throw toActivityFailure(err, secrets, settings?.maxResetSeconds);
       }
 
       const outcome = await withTransaction(pool, async (tx) => {

@@ -27,7 +27,7 @@ import { pauseSignal, resumeSignal, updateScheduleSignal, type ConnectionState, 
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
-import { configProblem, credentialOrigin, credentialsProblem, endpointOf } from './provider-configs';
+import { configProblem, credentialBinding, credentialsProblem, endpointOf } from './provider-configs';
 
 export type { ConnectionRow } from '../db/models/connections';
 
@@ -140,9 +140,10 @@ export interface ConnectionUpdate {
  * is not running is started and does so in its first cycle). Returns the connection as it now
  * stands, the new schedule included.
  *
- * Credentials are bound to the provider origin (e.g. GitHub's `base_url`): a config that moves the
- * origin clears the stored credentials unless the same request gives credentials again, so a
- * token is never sent to a host it was not given for.
+ * Credentials are bound to the provider origin (e.g. GitHub's `base_url`) and to how they are
+ * presented (the http connector's auth scheme and its header or parameter name): a config that
+ * moves the origin or changes the scheme clears the stored credentials unless the same request
+ * gives credentials again, so a token is never sent to a host, or in a place, it was not given for.
  */
 export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
   const current = await getConnection(deps, id);
@@ -151,8 +152,8 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   if (change.config) checkConfig(current.provider_slug, change.config, deps);
   if (change.credentials) checkCredentials(current.provider_slug, change.credentials);
   if (change.config !== undefined && change.credentials === undefined) {
-    const before = credentialOrigin(current.provider_slug, current.config ?? {});
-    const after = credentialOrigin(current.provider_slug, change.config);
+    const before = credentialBinding(current.provider_slug, current.config ?? {});
+    const after = credentialBinding(current.provider_slug, change.config);
     if (before !== after) change = { ...change, credentials: null };
   }
   if (change.schedule && current.status === 'disabled') {

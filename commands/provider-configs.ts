@@ -42,15 +42,28 @@ export function endpointOf(provider: string, config: Record<string, unknown>): {
   }
 }
 
-/** The origin credentials of `provider` given `config` are bound to (null: none, or no network). */
-export function credentialOrigin(provider: string, config: Record<string, unknown>): string | null {
+/**
+ * What credentials of `provider` given `config` are bound to: the origin they are sent to and how
+ * they are presented (the auth scheme and the header or parameter carrying them), as one string
+ * compared for equality; null for a provider without network access or a config its connector
+ * rejects.
+ */
+export function credentialBinding(provider: string, config: Record<string, unknown>): string | null {
   const url = endpointOf(provider, config)?.url;
   if (!url) return null;
+  let origin: string;
   try {
-    return new URL(url).origin;
+    origin = new URL(url).origin;
   } catch {
     return null;
   }
+  let use = '';
+  try {
+    use = getConnector(provider).credentialUse?.(config) ?? '';
+  } catch {
+    return null;
+  }
+  return JSON.stringify([origin, use]);
 }
 
 /** What `provider`'s connector finds wrong with `credentials` (`key: problem`, never the value), or null. */

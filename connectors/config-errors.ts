@@ -32,3 +32,24 @@ export function isBareHttpUrl(value: string): boolean {
     return false;
   }
 }
+
+/**
+ * Request headers a connection's config may not set (fixed `headers`, or the name of a header
+ * carrying the secret): the hop-by-hop headers and the framing headers the HTTP client itself
+ * writes (a `Transfer-Encoding` or `Content-Length` of the config's would desynchronise the
+ * request), and the headers that name the host or route the request (`Host`, `Forwarded`,
+ * `X-Forwarded-*`: they move the virtual host, and with it where the origin-bound credentials go),
+ * and `Cookie` (a session credential: secrets belong in the credentials). Compared in lower case.
+ */
+export const REFUSED_HEADERS: readonly string[] = Object.freeze([
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'content-length', 'expect', 'host', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-real-ip',
+  'cookie',
+]);
+
+/** Why a config may not set request header `name`, or null when it may. */
+export function refusedHeaderProblem(name: string): string | null {
+  return REFUSED_HEADERS.includes(name.toLowerCase())
+    ? `'${name}' may not be set by a connection (hop-by-hop, framing, host-routing and cookie headers are refused)`
+    : null;
+}

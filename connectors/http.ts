@@ -30,7 +30,7 @@
 // input, and a subset with no filters or script expressions cannot run anything.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
+import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { GITHUB_RATE_LIMIT_HEADERS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
@@ -50,12 +50,21 @@ const paramName = z.string({ error: 'must be a query parameter name' }).min(1, '
 const positiveInt = (max = 10_000) =>
   z.number({ error: `must be an integer between 1 and ${max}` }).int(`must be an integer between 1 and ${max}`).min(1, `must be an integer between 1 and ${max}`).max(max, `must be an integer between 1 and ${max}`);
 
+/** A request header name a config may set: a token of letters, digits and '-', none of REFUSED_HEADERS. */
+const headerName = z
+  .string({ error: 'must be a header name' })
+  .regex(/^[A-Za-z0-9-]+$/, 'must be a header name')
+  .superRefine((name, ctx) => {
+    const problem = refusedHeaderProblem(name);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
 const authSchema = z.discriminatedUnion(
   'type',
   [
     z.strictObject({ type: z.literal('none') }),
     z.strictObject({ type: z.literal('bearer') }).meta({ description: '`Authorization: Bearer <credentials.token>`' }),
-    z.strictObject({ type: z.literal('header'), name: z.string().regex(/^[A-Za-z0-9-]+$/, 'must be a header name') }).meta({ description: '`<name>: <credentials.token>`' }),
+    z.strictObject({ type: z.literal('header'), name: headerName }).meta({ description: '`<name>: <credentials.token>` (not a hop-by-hop, framing, host-routing or cookie header)' }),
     z.strictObject({ type: z.literal('basic') }).meta({ description: 'HTTP Basic with `credentials.username` and `credentials.password`' }),
     z.strictObject({ type: z.literal('query'), name: paramName }).meta({ description: '`?<name>=<credentials.token>`, added to each request only' }),
   ],
@@ -161,7 +170,16 @@ export const httpConfigSchema = z.strictObject({
     .refine(isBareHttpUrl, 'must be an http(s) URL without query, fragment or credentials')
     .meta({ format: 'uri' }),
   auth: authSchema.default({ type: 'none' }),
-  headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be header names'), z.string()).optional().meta({ description: 'Fixed, non-secret headers of every request' }),
+  headers: z
+    .record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be header names'), z.string())
+    .superRefine((headers, ctx) => {
+      for (const name of Object.keys(headers)) {
+        const problem = refusedHeaderProblem(name);
+        if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+      }
+    })
+    .optional()
+    .meta({ description: 'Fixed, non-secret headers of every request (not hop-by-hop, framing, host-routing or cookie headers)' }),
   resources: z
     .record(z.string().min(1, 'must be resource type names').max(64, 'must be resource type names of at most 64 characters'), resourceSchema, {
       error: 'must be an object of resource type → resource',
@@ -479,6 +497,21 @@ function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): A
   }
 }
 
+/**
+ * `url` without the secret, for a page token: a provider may echo the query secret into its next
+ * URL, under the configured name in any case (`api_key`, `API_KEY`), or any secret under another
+ * name. Such parameters go; the secret is added again at request time under its configured name.
+ */
+function withoutSecrets(url: string, auth: Auth): string {
+  const clean = new URL(url);
+  const name = auth.query?.[0].toLowerCase();
+  const secret = (value: string) => auth.secrets.some((s) => s !== '' && value.includes(s));
+  for (const [key, value] of [...clean.searchParams]) {
+    if (key.toLowerCase() === name || secret(value)) clean.searchParams.delete(key);
+  }
+  return clean.href;
+}
+
 function bodyMessage(text: string): string {
   try {
     const body = JSON.parse(text) as unknown;
@@ -557,6 +590,14 @@ export const httpConnector: Connector = {
 
   endpoint(config) {
     return { key: 'base_url', url: parseHttpConfig(config).base_url };
+  },
+
+  credentialUse(config) {
+    const { auth } = parseHttpConfig(config);
+    // Header names are case-insensitive; query parameter names are not.
+    if (auth.type === 'header') return `header ${auth.name.toLowerCase()}`;
+    if (auth.type === 'query') return `query ${auth.name}`;
+    return auth.type;
   },
 
   consistentListing(config, resource) {
@@ -664,13 +705,7 @@ export const httpConnector: Connector = {
       const holdAt = hold === undefined || !resource.since ? null : new Date(sinceMillis(hold, resource.since.format));
       return { records, nextPageToken: encodeToken(nextToken), ...(holdAt && { holdCursors: [{ partition: '', at: holdAt.toISOString() }] }) };
     }
-    let next = nextUrl(cfg, pagination, url, answer.headers, body);
-    if (next !== null && auth.query) {
-      // A provider that echoes the secret parameter into its next URL: keep it out of the token.
-      const clean = new URL(next);
-      clean.searchParams.delete(auth.query[0]);
-      next = clean.href;
-    }
-    return { records, nextPageToken: next === null ? null : encodeToken({ url: next }) };
+    const next = nextUrl(cfg, pagination, url, answer.headers, body);
+    return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };
   },
 };

@@ -81,6 +81,38 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
   return out.replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, '$1$2[redacted]');
 }
 
+/** Credential keys that name an account rather than hold a secret (left out of `credentialSecrets`). */
+const IDENTITY_KEYS = /^(user(name)?|login|email|account(_id)?|client_id)$/i;
+
+/**
+ * Every secret value of a connection's credentials, in each form a request may carry it: as it
+ * is, URL-encoded (path or query, `%20` and `+` for a space), and for a username and password the
+ * base64 of `username:password` (HTTP Basic). Values under identity keys (username, login, email…)
+ * and values under 4 characters are left out: redacting those would garble messages and protect
+ * nothing. What an error becoming an activity failure is redacted with.
+ */
+export function credentialSecrets(credentials: Record<string, unknown> | null | undefined): string[] {
+  if (!credentials) return [];
+  const out = new Set<string>();
+  const visit = (value: unknown, key: string) => {
+    if (typeof value === 'string') {
+      if (value.length < 4 || IDENTITY_KEYS.test(key)) return;
+      out.add(value);
+      out.add(encodeURIComponent(value));
+      out.add(new URLSearchParams({ v: value }).toString().slice(2));
+    } else if (Array.isArray(value)) {
+      for (const item of value) visit(item, key);
+    } else if (value && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) visit(v, k);
+    }
+  };
+  visit(credentials, '');
+  const { username, password } = credentials;
+  if (typeof username === 'string' && typeof password === 'string') out.add(Buffer.from(`${username}:${password}`, 'utf8').toString('base64'));
+  // Longest first: a secret that contains another is redacted whole.
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
 /** `text` cut to `max` characters (an ellipsis marks the cut). Cut only redacted text. */
 export function cutText(text: string, max = MAX_ERROR_TEXT): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;

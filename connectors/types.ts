@@ -156,6 +156,13 @@ export interface Connector {
    * Throws like resourceTypes on an invalid config.
    */
   endpoint?(config: Record<string, unknown>): { key: string; url: string };
+  /**
+   * How the credentials are presented to the provider given `config` (the auth scheme, and the
+   * header or query parameter carrying the secret), as a string compared for equality: a config
+   * change that alters it drops credentials not given again, as an origin move does. Unset: one
+   * way only. Throws like resourceTypes on an invalid config.
+   */
+  credentialUse?(config: Record<string, unknown>): string;
   /** What is wrong with `credentials` (e.g. a token of the wrong shape, naming its key), or null. */
   credentialsProblem?(credentials: Record<string, unknown>): string | null;
   /**

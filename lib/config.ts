@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
 import { adminKeyProblem } from './admin-key';
 import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
@@ -179,6 +180,10 @@ export const envSchema = z
     PROVIDER_MAX_RECORD_BYTES: positiveInt(1024 * 1024),
     PROVIDER_MAX_PAGES_PER_TASK: positiveInt(100_000),
     PROVIDER_MAX_RECORDS_PER_TASK: positiveInt(10_000_000),
+    // The furthest a provider's stated rate-limit reset (or Retry-After) is believed: a further one
+    // is taken as this far, so a provider or a connection's `rate_limit` header mapping naming a
+    // reset decades away holds the credential's syncs back this long at most.
+    RATE_BUDGET_MAX_RESET_SECONDS: positiveInt(DEFAULT_MAX_RESET_SECONDS),
 
     // Registers the `demo` provider (synthetic data with fault-injection hooks): `npm start` and
     // the tests turn it on; production leaves it off, so no tenant can create a demo connection.

@@ -5,7 +5,7 @@
 // Envelope: `enc:v1:<key id>:<iv>:<ciphertext>:<tag>` (base64url parts, 12-byte random IV, 16-byte
 // tag). The row's table and id are the additional authenticated data: an envelope copied into
 // another row does not open there.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
 const PREFIX = 'enc:v1:';
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
@@ -68,6 +68,14 @@ export function parseKeyring(env: { CREDENTIALS_KEY?: string; CREDENTIALS_KEYS?:
   const activeId = named || [...keys.keys()][0]!;
   if (!keys.has(activeId)) throw new KeyringProblem('CREDENTIALS_ACTIVE_KEY_ID', `must be one of the configured key ids (${[...keys.keys()].join(', ')})`);
   return { activeId, keys };
+}
+
+/**
+ * A 32-byte key for `purpose` (e.g. keyed fingerprints), derived from the active key with
+ * HKDF-SHA256: never the sealing key itself, and one per purpose. It changes with the active key.
+ */
+export function derivedKey(keyring: Keyring, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', keyring.keys.get(keyring.activeId)!, Buffer.alloc(0), `synctide:${purpose}`, 32));
 }
 
 /** A new random key, base64: what `npm start` stores when none is configured. */

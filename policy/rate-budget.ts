@@ -22,6 +22,13 @@ export interface BudgetSettings {
   providers: Record<string, BudgetOverride>;
 }
 
+/**
+ * The furthest a provider's stated reset is believed, in seconds, unless configured otherwise
+ * (RATE_BUDGET_MAX_RESET_SECONDS): a reset further away is taken as this far, so a provider (or a
+ * connection's `rate_limit` header mapping) naming one decades away holds syncs back an hour at most.
+ */
+export const DEFAULT_MAX_RESET_SECONDS = 3600;
+
 /** Requests kept in reserve unless configured otherwise. */
 export const DEFAULT_BUDGET_RESERVE = 5;
 

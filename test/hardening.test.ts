@@ -131,6 +131,48 @@ describe('hardening against hostile providers and oversized input', () => {
     expect(second.requests).toHaveLength(0);
   });
 
+  it('refuses hop-by-hop, framing, host-routing and cookie headers in an http config, and an auth-scheme change clears credentials', async () => {
+    const provider = await serve(listing('[]'));
+    const config = (extra: Record<string, unknown>) => ({ base_url: provider.url, resources: { items: { path: '/items', id: 'id' } }, ...extra });
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ headers: { Host: 'internal.example' } }, 'headers.Host', 'Host'],
+      [{ headers: { Accept: 'application/json', 'Transfer-Encoding': 'chunked' } }, 'headers.Transfer-Encoding', 'Transfer-Encoding'],
+      [{ headers: { cookie: 'session=1' } }, 'headers.cookie', 'cookie'],
+      [{ headers: { 'Content-Length': '0' } }, 'headers.Content-Length', 'Content-Length'],
+      [{ headers: { 'X-Forwarded-Host': 'admin.internal' } }, 'headers.X-Forwarded-Host', 'X-Forwarded-Host'],
+      [{ auth: { type: 'header', name: 'Host' } }, 'auth.name', 'Host'],
+      [{ auth: { type: 'header', name: 'Connection' } }, 'auth.name', 'Connection'],
+    ];
+    for (const [extra, key, name] of cases) {
+      const res = await create(api, { provider: 'http', status: 'paused', config: config(extra), credentials: { token: TOKEN } });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(JSON.stringify(res.body)).toContain(`${key}: '${name}' may not be set by a connection`);
+    }
+
+    const header = config({ auth: { type: 'header', name: 'X-Api-Key' }, headers: { 'X-Client': 'synctide' } });
+    const created = await create(api, { provider: 'http', status: 'paused', config: header, credentials: { token: TOKEN } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.id;
+    const stored = async () => openCredentials(TEST_KEYRING, id, (await stack.db.pool.query('select credentials from connections where id = $1', [id])).rows[0].credentials);
+    // The same scheme and header (its name in another case), another setting: the token stays.
+    const same = await api.call('PATCH', `/connections/${id}`, { config: { ...header, auth: { type: 'header', name: 'x-api-key' }, headers: {} } });
+    expect(same.status, JSON.stringify(same.body)).toBe(200);
+    expect(same.body.has_credentials).toBe(true);
+    // Another header name: cleared, as an origin move clears them.
+    const renamed = await api.call('PATCH', `/connections/${id}`, { config: { ...header, auth: { type: 'header', name: 'X-Other-Key' } } });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
+    expect(renamed.body.has_credentials).toBe(false);
+    expect(await stored()).toBeNull();
+    // Header → query with credentials in the same request: kept; then query → bearer without: cleared.
+    const query = await api.call('PATCH', `/connections/${id}`, { config: { ...header, auth: { type: 'query', name: 'api_key' } }, credentials: { token: TOKEN } });
+    expect(query.body.has_credentials).toBe(true);
+    expect(await stored()).toEqual({ token: TOKEN });
+    const bearer = await api.call('PATCH', `/connections/${id}`, { config: { ...header, auth: { type: 'bearer' } } });
+    expect(bearer.status, JSON.stringify(bearer.body)).toBe(200);
+    expect(bearer.body.has_credentials).toBe(false);
+    expect(provider.requests).toHaveLength(0);
+  });
+
   it('allows only PROVIDER_HOSTS over https, and refuses tokens of the wrong shape, naming the field', async () => {
     for (const [base_url, rule] of [
       ['https://evil.example', /config\.base_url: host 'evil\.example' is not an allowed provider host \(PROVIDER_HOSTS\)/],

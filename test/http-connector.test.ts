@@ -2,7 +2,8 @@
 // style (Link header, next URL in the body, cursor, page number, offset), each auth scheme, the
 // `since` parameter and its formats, rate-limit headers feeding the budget, config errors naming
 // the key, and a config against the fake GitHub that yields the same records as the github
-// connector. No Temporal; the suite's shared Postgres is not used.
+// connector, and secrets kept out of failures and page tokens (through the sync activity on a
+// database of the file's own). No Temporal.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +14,14 @@ import { httpConfigSchema, httpConnector, parseHttpConfig, readPath } from '../c
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
-import { TEST_PROVIDER_POLICY } from './helpers/deps';
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { toActivityFailure } from '../activities/connector-failure';
+import { credentialSecrets } from '../connectors/provider-http';
+import { sealCredentials } from '../lib/credentials';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { runPass } from './helpers/http-sync';
 import { startFakeGitHub } from './helpers/fake-github';
 
 const TOTAL = 23;
@@ -60,6 +68,21 @@ function startFakeProvider() {
         const next = new URL(url);
         next.searchParams.set('page', String(page + 1));
         return send(slice, page * SIZE < items.length ? { link: `<${next.href}>; rel="next"` } : {});
+      }
+      case 'elsewhere': {
+        // A Link to another origin (localhost, not 127.0.0.1) echoing every query parameter, the
+        // query-auth secret included.
+        const next = new URL(url.pathname + url.search, origin.replace('127.0.0.1', 'localhost'));
+        next.searchParams.set('page', '2');
+        return send(items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
+      }
+      case 'shout': {
+        // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
+        const page = Number(q.get('PAGE') ?? 1);
+        const next = new URL('/shout/items', origin);
+        for (const [name, value] of q) if (name.toUpperCase() !== 'PAGE') next.searchParams.set(name.toUpperCase(), value);
+        next.searchParams.set('PAGE', String(page + 1));
+        return send(items.slice((page - 1) * SIZE, page * SIZE), page * SIZE < items.length ? { link: `<${next.href}>; rel="next"` } : {});
       }
       case 'next': {
         const page = Number(q.get('page') ?? 1);
@@ -121,7 +144,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$' }[style],
+        records: { link: '$', elsewhere: '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -255,6 +278,66 @@ describe('http connector: auth, errors, rate limits', () => {
     expect(acquired).toBe(5);
     expect(reports.map((r) => r.remaining)).toEqual([999, 998, 997, 996, 995]);
     expect(reports[0]!.resetAt!.getTime()).toBeGreaterThanOrEqual(before + 30_000);
+  });
+});
+
+describe('http connector: secrets in errors and page tokens', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db?.drop());
+
+  /** A connection of tenant acme with `cfg` and the query-auth token sealed, as the API stores it. */
+  async function connection(cfg: Config): Promise<string> {
+    const id = randomUUID();
+    await db.pool.query(
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
+      [id, `c-${id}`, cfg, JSON.stringify(sealCredentials(TEST_KEYRING, id, { token: TOKEN }))],
+    );
+    return id;
+  }
+
+  it('a cross-origin Link echoing the query secret fails the task with the secret redacted, in the failure, its stack, the task row and the log', async () => {
+    const cfg = config('elsewhere', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
+    const { deps, lines } = testActivityDeps({ pool: db.pool });
+    const id = await connection(cfg);
+    const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/refusing to follow Link header URL 'http:\/\/localhost:\d+\/elsewhere\/items\?api_key=\[redacted\]/);
+    expect(err.message).not.toContain(TOKEN);
+    expect(err.stack ?? '').not.toContain(TOKEN);
+    const { rows } = await db.pool.query('select t.*, j.last_error from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1', [id]);
+    expect(JSON.stringify(rows)).not.toContain(TOKEN);
+    expect(JSON.stringify(lines)).not.toContain(TOKEN);
+    // The provider did see the secret on the one request made to it (its own origin).
+    expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('api_key')).toBe(TOKEN);
+  });
+
+  it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
+    const cfg = config('shout', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
+    const { records, tokens } = await pass(httpConnector, cfg);
+    expect(records.map((r) => r.externalId)).toEqual(ITEMS.map((i) => i.id));
+    expect(tokens.filter((t) => t !== null)).toHaveLength(4);
+    for (const token of tokens.filter((t): t is string => t !== null)) expect(Buffer.from(token, 'base64url').toString()).not.toContain(TOKEN);
+    // The secret is sent once per request, under the configured name only.
+    for (const r of fake.requests) {
+      const q = new URL(r.url, baseUrl).searchParams;
+      expect([q.getAll('api_key'), q.getAll('API_KEY')]).toEqual([[TOKEN], []]);
+    }
+  });
+
+  it('redacts every credential value, in its encoded forms, from any error that becomes an activity failure', () => {
+    const credentials = { username: 'ann', password: 'p@ss w/rd+1', token: 'tok_abc' };
+    const secrets = credentialSecrets(credentials);
+    for (const shown of ['p@ss w/rd+1', encodeURIComponent('p@ss w/rd+1'), 'p%40ss+w%2Frd%2B1', Buffer.from('ann:p@ss w/rd+1').toString('base64'), 'tok_abc']) {
+      const failure = toActivityFailure(new Permanent(`http connector: refusing '${shown}'`), secrets) as ApplicationFailure;
+      expect(failure.message).toBe("http connector: refusing '[redacted]'");
+      const plain = toActivityFailure(new Error(`boom ${shown}`), secrets) as Error;
+      expect(plain.message).toBe('boom [redacted]');
+      expect(plain.stack).not.toContain(shown);
+    }
   });
 });
 

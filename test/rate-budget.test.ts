@@ -17,7 +17,7 @@ import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { DEFAULT_RATE_LIMIT_SETTINGS, sealedTestCredentials } from './helpers/deps';
+import { DEFAULT_RATE_LIMIT_SETTINGS, TEST_KEYRING, sealedTestCredentials } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually } from './helpers/worker';
@@ -127,10 +127,10 @@ describe('shared rate budget per credential', () => {
     );
     expect(counts[0]!.n).toBeGreaterThanOrEqual(1);
 
-    // The budget row is keyed by the fingerprint; the token itself is stored nowhere in it.
+    // The budget row is keyed by the tenant's keyed fingerprint; the token itself is stored nowhere in it.
     const { rows: budgets } = await db.pool.query<Record<string, unknown>>('select * from rate_budgets');
     expect(budgets).toHaveLength(1);
-    expect(budgets[0]!.fingerprint).toBe(credentialFingerprint('github', { token: TOKEN }));
+    expect(budgets[0]!.fingerprint).toBe(credentialFingerprint(TEST_KEYRING, 'acme', 'github', { token: TOKEN }));
     expect(JSON.stringify(budgets)).not.toContain(TOKEN);
 
     // Metrics per provider, no per-credential label.
@@ -138,7 +138,7 @@ describe('shared rate budget per credential', () => {
     expect(text).toMatch(/connector_requests_total\{provider="github"\} \d+/);
     expect(text).toMatch(/connector_budget_waits_total\{provider="github",reason="reserve"\} \d+/);
     expect(text).toMatch(/connector_budget_remaining\{provider="github"\} \d+/);
-    expect(text).not.toContain(credentialFingerprint('github', { token: TOKEN }));
+    expect(text).not.toContain(credentialFingerprint(TEST_KEYRING, 'acme', 'github', { token: TOKEN }));
   });
 
   it('a ceiling holds requests back across budgets of one credential: a per-second window in place, a per-minute one durably', async () => {
@@ -146,19 +146,19 @@ describe('shared rate budget per credential', () => {
     const metrics = createSyncMetrics(registry);
     const credentials = { token: 'ceiling-token' };
     const budgetOf = (config: Record<string, unknown>) =>
-      requestBudget({ pool: db.pool, metrics, settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials, config })!;
+      requestBudget({ pool: db.pool, metrics, keyring: TEST_KEYRING, tenantId: 'acme', settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials, config })!;
     // Two budgets of the same credential (two connections): 12 requests at 5 per second.
     const [a, b] = [budgetOf({ rate_budget: { per_second: 5 } }), budgetOf({ rate_budget: { per_second: 5 } })];
     for (let i = 0; i < 6; i++) await Promise.all([a.acquire(), b.acquire()]);
     const waits = await registry.getSingleMetric('connector_budget_waits_total')!.get();
     expect(waits.values.find((v) => v.labels.reason === 'ceiling')!.value).toBeGreaterThanOrEqual(2);
     const { rows } = await db.pool.query<{ window_count: number }>('select window_count from rate_budgets where fingerprint = $1', [
-      credentialFingerprint('http', credentials),
+      credentialFingerprint(TEST_KEYRING, 'acme', 'http', credentials),
     ]);
     expect(rows[0]!.window_count).toBeLessThanOrEqual(5);
 
     // Per minute: the fourth request of the window is refused with the time to the window's end.
-    const perMinute = requestBudget({ pool: db.pool, metrics, settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials: { token: 'minute' }, config: { rate_budget: { per_minute: 3 } } })!;
+    const perMinute = requestBudget({ pool: db.pool, metrics, keyring: TEST_KEYRING, tenantId: 'acme', settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials: { token: 'minute' }, config: { rate_budget: { per_minute: 3 } } })!;
     for (let i = 0; i < 3; i++) await perMinute.acquire();
     const refused = await perMinute.acquire().catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RateLimited);

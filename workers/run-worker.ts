@@ -37,7 +37,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     auditRetentionDays: config.AUDIT_LOG_RETENTION_DAYS,
     webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
     providers: providerPolicy(config),
-    ...(rateBudget && { connectors: { rateBudget } }),
+    connectors: { ...(rateBudget && { rateBudget }), maxResetSeconds: config.RATE_BUDGET_MAX_RESET_SECONDS },
   };
   const worker = await createWorker({
     connection,

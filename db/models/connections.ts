@@ -194,6 +194,7 @@ export async function findSchedulingRow(db: Queryable, id: string, at: Date): Pr
 
 /** What a connector needs of a connection: provider, config and credentials as stored (sealed). */
 export interface SyncSource {
+  tenant_id: string;
   provider_slug: string;
   config: Record<string, unknown>;
   credentials: unknown;
@@ -201,7 +202,7 @@ export interface SyncSource {
 
 /** The provider, config and credentials of connection `id`, or null. */
 export async function findSyncSource(db: Queryable, id: string): Promise<SyncSource | null> {
-  const { rows } = await db.query<SyncSource>('select provider_slug, config, credentials from connections where id = $1', [id]);
+  const { rows } = await db.query<SyncSource>('select tenant_id, provider_slug, config, credentials from connections where id = $1', [id]);
   return rows[0] ?? null;
 }
 

@@ -1,10 +1,39 @@
-// SQL of `rate_budgets`: one row per provider credential (by fingerprint), shared by every worker.
-// Each request takes one unit in a single statement, so concurrent workers never overspend.
+// SQL of `rate_budgets`: one row per tenant and provider credential (by keyed fingerprint), shared
+// by every worker, and of `rate_budget_connections`, which connections use each. Each request takes
+// one unit in a single statement, so concurrent workers never overspend.
 import type { Queryable } from '../queryable';
 
-/** Creates the budget row of a credential when it has none yet. */
-export async function ensureBudget(db: Queryable, fingerprint: string, provider: string): Promise<void> {
-  await db.query('insert into rate_budgets (fingerprint, provider) values ($1, $2) on conflict (fingerprint) do nothing', [fingerprint, provider]);
+/**
+ * Creates the budget row of a tenant's credential when it has none yet, and records that
+ * `connectionId` uses it (so a purge can delete the budgets no other connection uses).
+ */
+export async function ensureBudget(
+  db: Queryable,
+  budget: { fingerprint: string; provider: string; tenantId: string; connectionId: string | null },
+): Promise<void> {
+  await db.query(
+    `with budget as (
+       insert into rate_budgets (fingerprint, provider, tenant_id) values ($1, $2, $3) on conflict (fingerprint) do nothing
+     )
+     insert into rate_budget_connections (connection_id, fingerprint)
+     select $4::uuid, $1 where $4::uuid is not null
+     on conflict do nothing`,
+    [budget.fingerprint, budget.provider, budget.tenantId, budget.connectionId],
+  );
+}
+
+/**
+ * Deletes the budgets connection `connectionId` used that no other connection uses (a purge, before
+ * the connection row goes and its `rate_budget_connections` rows with it). Answers how many.
+ */
+export async function deleteBudgetsOnlyOf(db: Queryable, connectionId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from rate_budgets b
+      where b.fingerprint in (select fingerprint from rate_budget_connections where connection_id = $1)
+        and not exists (select 1 from rate_budget_connections o where o.fingerprint = b.fingerprint and o.connection_id <> $1)`,
+    [connectionId],
+  );
+  return rowCount ?? 0;
 }
 
 /**
@@ -42,6 +71,8 @@ export interface BudgetWait {
   remaining: number | null;
   /** The provider's reset, when the remaining count is down to the reserve before it. */
   reserveUntil: Date | null;
+  /** The reset the provider stated when it lay beyond the cap (`reserveUntil` is then the cap), else null. */
+  cappedFrom: Date | null;
   /** The end of the ceiling's window, when it is full. */
   ceilingUntil: Date | null;
   now: Date;
@@ -57,40 +88,55 @@ export async function findBudgetWait(
   const { rows } = await db.query<BudgetWait>(
     `select remaining,
             case when remaining is not null and reset_at > now() and remaining <= $2 then reset_at end as "reserveUntil",
+            case when remaining is not null and reset_at > now() and remaining <= $2 then reset_capped_from end as "cappedFrom",
             case when $3::int is not null and now() < window_started_at + make_interval(secs => $4) and window_count >= $3
                  then window_started_at + make_interval(secs => $4) end as "ceilingUntil",
             now() as now
        from rate_budgets where fingerprint = $1`,
     [fingerprint, reserve, ceiling?.requests ?? null, ceiling?.seconds ?? 1],
   );
-  return rows[0] ?? { remaining: null, reserveUntil: null, ceilingUntil: null, now: new Date() };
+  return rows[0] ?? { remaining: null, reserveUntil: null, cappedFrom: null, ceilingUntil: null, now: new Date() };
 }
 
 /**
  * Records what the provider answered: a 304 gives its unit back (conditional requests cost
  * nothing); a stated remaining count replaces ours when it belongs to a later window (a reset more
  * than a second after ours), and otherwise lowers it (requests in flight were already taken).
- * Answers the remaining count now stored.
+ * A stated reset more than `maxResetSeconds` away is taken as now + `maxResetSeconds` (and kept in
+ * `reset_capped_from`): a provider, or a connection's `rate_limit` mapping, that names a reset
+ * decades away cannot stop the credential's syncs for longer than that. Answers the remaining
+ * count now stored.
  */
 export async function reportBudget(
   db: Queryable,
   fingerprint: string,
   answer: { status: number; remaining: number | null; resetAt: Date | null },
+  maxResetSeconds: number,
 ): Promise<number | null> {
   const { rows } = await db.query<{ remaining: number | null }>(
-    `update rate_budgets
+    `with stated as (
+       -- least() skips nulls: an unstated reset stays unstated.
+       select case when $4::timestamptz is not null then least($4::timestamptz, now() + make_interval(secs => $5)) end as at,
+              case when $4::timestamptz > now() + make_interval(secs => $5) then $4::timestamptz end as capped_from
+     )
+     update rate_budgets
         set remaining = case
               when $3::int is null then remaining + (case when $2 = 304 then 1 else 0 end)
-              when $4::timestamptz is not null and (reset_at is null or $4 > reset_at + interval '1 second') then $3
+              when s.at is not null and (reset_at is null or s.at > reset_at + interval '1 second') then $3
               else least(coalesce(remaining, $3) + (case when $2 = 304 then 1 else 0 end), $3) end,
             reset_at = case
-              when $4::timestamptz is null then reset_at
-              when reset_at is null or $4 > reset_at + interval '1 second' then $4
+              when s.at is null then reset_at
+              when reset_at is null or s.at > reset_at + interval '1 second' then s.at
               else reset_at end,
+            reset_capped_from = case
+              when s.at is null then reset_capped_from
+              when reset_at is null or s.at > reset_at + interval '1 second' then s.capped_from
+              else reset_capped_from end,
             updated_at = now()
+       from stated s
       where fingerprint = $1
       returning remaining`,
-    [fingerprint, answer.status, answer.remaining, answer.resetAt],
+    [fingerprint, answer.status, answer.remaining, answer.resetAt, maxResetSeconds],
   );
   return rows[0]?.remaining ?? null;
 }

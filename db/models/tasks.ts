@@ -84,6 +84,8 @@ export interface TaskToSync {
   /** When the task first started (its pass start); null before it ever ran. */
   started_at: Date | null;
   connection_id: string;
+  /** The connection's tenant (whose rate budget its requests spend). */
+  tenant_id: string;
   /** A backfill's window (see `policy/window.ts`): both null for a job without one. */
   window_start: Date | null;
   window_end: Date | null;
@@ -99,7 +101,7 @@ export interface TaskToSync {
 export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<TaskToSync | null> {
   const { rows } = await tx.query<TaskToSync>(
     `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.partition_progress, t.started_at, t.deleted_count,
-            j.connection_id, j.window_start, j.window_end, c.provider_slug, c.status as connection_status, c.config, c.credentials
+            j.connection_id, j.window_start, j.window_end, c.tenant_id, c.provider_slug, c.status as connection_status, c.config, c.credentials
        from sync_tasks t
        join sync_jobs j on j.id = t.job_id
        join connections c on c.id = j.connection_id

@@ -74,7 +74,13 @@ export interface FakeHttpProvider {
 }
 
 /** Starts the fake with `initial` items (change times given), serving `size` items a page. */
-export async function startFakeHttpProvider(opts: { size: number; initial?: FakeItem[]; clock?: () => number }): Promise<FakeHttpProvider> {
+export async function startFakeHttpProvider(opts: {
+  size: number;
+  initial?: FakeItem[];
+  clock?: () => number;
+  /** Headers added to every page answer (e.g. rate-limit headers). */
+  headers?: Record<string, string>;
+}): Promise<FakeHttpProvider> {
   const items = new Map<string, FakeItem>((opts.initial ?? []).map((i) => [i.id, { ...i }]));
   const clock = opts.clock ?? Date.now;
   let nextId = items.size + 1;
@@ -119,7 +125,7 @@ export async function startFakeHttpProvider(opts: { size: number; initial?: Fake
     const sinceMs = since === null ? null : Date.parse(since);
     const listed = state.list().filter((i) => sinceMs === null || Date.parse(i.updated_at) >= sinceMs);
     const send = (body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(200, { 'content-type': 'application/json', ...headers });
+      res.writeHead(200, { 'content-type': 'application/json', ...opts.headers, ...headers });
       res.end(JSON.stringify(body));
     };
     const size = opts.size;

@@ -33,7 +33,7 @@ export async function runPass(
 ): Promise<{ taskId: string; result: SyncTaskResult }> {
   const { rows } = await deps.pool.query<{ id: string }>(
     `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, window_start, window_end)
-     values ($1, 'acme', $2, $3, 'running', now(), $4, $5) returning id`,
+     select $1, tenant_id, $2, $3, 'running', now(), $4, $5 from connections where id = $1 returning id`,
     [connectionId, kind === 'full' ? 'full' : 'incremental', kind === 'backfill' ? 'backfill' : 'manual', window?.start ?? null, window?.end ?? null],
   );
   const jobId = rows[0]!.id;
