@@ -86,9 +86,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     }
     const suspects = await jobsWithoutListedWorkflow(pool, jobs, running);
     if (running) {
-      // Disabled connections are looked at again too: one whose workflow is missing from a lagging
-      // listing would otherwise be noted stopped while it still runs, and never be stopped.
-      const unlistedConnections = rows.filter((row) => !running.has(connectionWorkflowId(row.id)));
+      const unlistedConnections = rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id)));
       const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
       await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
     }
@@ -160,19 +158,18 @@ async function reconcileConnection(
     return;
   }
   // Cancellation is only requested: a later tick looks again (and notes it once it has ended).
-  if (running) {
-    if (alive) {
-      await cancelConnectionWorkflow(temporal, row.id);
-      result.stopped += 1;
-      result.temporalCalls += 1;
-      return;
-    }
-  } else {
-    result.temporalCalls += 1;
-    if (await stopConnectionWorkflow(temporal, row.id)) {
-      result.stopped += 1;
-      return;
-    }
+  result.temporalCalls += 1;
+  if (alive) {
+    await cancelConnectionWorkflow(temporal, row.id);
+    result.stopped += 1;
+    return;
+  }
+  // Not listed: the server is asked before the workflow is noted ended, since visibility lags (a
+  // run that just continued as new may be missing from the listing). Only disabled connections
+  // not yet noted are asked, each once.
+  if (await stopConnectionWorkflow(temporal, row.id)) {
+    result.stopped += 1;
+    return;
   }
   // Found not running: later ticks leave it alone until the connection changes again.
   await markWorkflowStopped(pool, row.id);
