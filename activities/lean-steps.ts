@@ -1,11 +1,12 @@
 // The merged steps of the lean cycle: each does in one transaction what two or three of the
 // older activities did in one each, so a workflow can run it as one local activity.
-import { saveScheduleChange, setStatusUnlessDisabled, findSchedulingRow } from '../db/models/connections';
+import { setStatusUnlessDisabled, findSchedulingRow } from '../db/models/connections';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
 import type { Activities } from '../temporal/activities';
 import { ConnectorError } from '../connectors/types';
 import { afterClaim, claimInTx } from './claim-job';
+import { storeLegacyScheduleChange } from './connection-settings';
 import type { ActivityDeps } from './deps';
 import { failAbandonedInTx } from './fail-abandoned-jobs';
 import { afterFinish, finishInTx } from './finish-job';
@@ -16,7 +17,7 @@ import { startDeliveriesSoon } from './webhook-deliveries';
 
 /**
  * The start of a connection workflow's cycle: on a run's first call, fail the scheduler jobs an
- * earlier run left active (as abandoned); store a pending schedule change and pause or resume; then
+ * earlier run left active (as abandoned); store a pending legacy schedule change and pause or resume; then
  * read the scheduling context. One transaction; the same steps as failAbandonedJobs,
  * saveSchedule, setConnectionStatus and loadConnectionContext.
  */
@@ -26,9 +27,9 @@ export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
     const at = new Date(input.at);
     const { abandoned, deliveries, row } = await withTransaction(pool, async (tx) => {
       const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId) : { jobs: [], deliveries: [] };
-      if (input.schedule) await saveScheduleChange(tx, input.connectionId, input.schedule);
+      if (input.schedule) await storeLegacyScheduleChange(tx, input.connectionId, input.schedule, settings, logger);
       if (input.status) await setStatusUnlessDisabled(tx, input.connectionId, input.status);
-      return { abandoned: abandoned.jobs, deliveries: abandoned.deliveries, row: await findSchedulingRow(tx, input.connectionId, at) };
+      return { abandoned: abandoned.jobs, deliveries: abandoned.deliveries, row: await findSchedulingRow(tx, input.connectionId, at, settings) };
     });
     startDeliveriesSoon(deps, deliveries);
     if (abandoned.length > 0) logger.warn({ connection_id: input.connectionId, job_ids: abandoned.map((r) => r.id) }, 'failed abandoned sync jobs');

@@ -6,7 +6,7 @@ import type { ActivityDeps } from './deps';
 /** Reads one connection's scheduling context; null when the connection no longer exists. */
 export function loadConnectionContext({ pool, settings }: ActivityDeps): Activities['loadConnectionContext'] {
   return async (connectionId, at) => {
-    const row = await findSchedulingRow(pool, connectionId, new Date(at));
+    const row = await findSchedulingRow(pool, connectionId, new Date(at), settings);
     return row && contextOf(row, settings);
   };
 }
@@ -18,7 +18,9 @@ export function contextOf(row: SchedulingRow, settings: ScheduleSettings): Conne
     tenantId: row.tenant_id,
     providerSlug: row.provider_slug,
     status: row.status,
-    sync: row.sync ?? undefined,
+    schedule: row.schedule.schedule,
+    scheduleWarnings: row.schedule.warnings,
+    firstActivatedAt: row.first_activated_at?.getTime() ?? null,
     createdAt: row.created_at.getTime(),
     lastFinishedAt: row.last_finished_at?.getTime() ?? null,
     pausedUntil: row.paused_until?.getTime() ?? null,

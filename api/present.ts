@@ -1,6 +1,7 @@
 // Rows → API answers. Times become ISO strings; credentials never leave the database; error texts
 // are cut to their first line so nothing like a stack or a statement can ride along.
 import type { ConnectionDetail, ConnectionRow } from '../commands/connections';
+import { scheduleFields, type ScheduleFields } from '../policy/schedule';
 import type { ActiveJobStatus } from '../policy/vocabulary';
 import { firstLine as safeMessage } from '../commands/errors';
 import type { JobRow, TaskRow } from '../commands/jobs';
@@ -15,21 +16,11 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** A connection as the API shows it. */
 export function presentConnection(row: ConnectionRow) {
-  const sync = (row.metadata.sync ?? {}) as Record<string, unknown>;
-  const schedule: {
-    interval_seconds?: number;
-    cron?: string;
-    timezone?: string;
-    full_sync_every?: number | string;
-    next_run_at?: string;
-    last_jitter_seconds?: number;
-  } = {};
-  if (typeof sync.interval_seconds === 'number') schedule.interval_seconds = sync.interval_seconds;
-  if (typeof sync.cron === 'string') schedule.cron = sync.cron;
-  if (typeof sync.timezone === 'string') schedule.timezone = sync.timezone;
-  if (typeof sync.full_sync_every === 'number' || typeof sync.full_sync_every === 'string') schedule.full_sync_every = sync.full_sync_every;
-  if (typeof sync.next_run_at === 'string') schedule.next_run_at = sync.next_run_at;
-  if (typeof sync.last_jitter_seconds === 'number') schedule.last_jitter_seconds = sync.last_jitter_seconds;
+  const schedule: ScheduleFields & { next_run_at?: string; last_jitter_seconds?: number } = {
+    ...(row.schedule && scheduleFields(row.schedule)),
+    ...(row.next_run_at !== null && { next_run_at: row.next_run_at }),
+    ...(row.last_jitter_seconds !== null && { last_jitter_seconds: row.last_jitter_seconds }),
+  };
   return {
     id: row.id,
     tenant_id: row.tenant_id,

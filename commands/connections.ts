@@ -14,6 +14,7 @@ import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { sealCredentials } from '../lib/credentials';
 import { recordJobEnded } from '../lib/metrics';
+import { parseSchedule, type Schedule, type ScheduleFields } from '../policy/schedule';
 import type { ConnectionStatus } from '../policy/vocabulary';
 import {
   cancelJobWorkflow,
@@ -23,7 +24,7 @@ import {
   startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
-import { pauseSignal, resumeSignal, updateScheduleSignal, type ConnectionState, type ScheduleChangeRequest } from '../temporal/connection';
+import { pauseSignal, replanSignal, resumeSignal, type ConnectionState } from '../temporal/connection';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
@@ -41,7 +42,8 @@ export interface NewConnectionRequest {
   provider: string;
   config: Record<string, unknown>;
   credentials: Record<string, unknown> | null;
-  schedule: ScheduleChangeRequest | null;
+  /** As the API spells it; parsed here (`parseSchedule`, with MAX_OVERRIDDEN_INTERVAL_SECONDS). */
+  schedule: ScheduleFields | null;
   status: 'active' | 'paused';
 }
 
@@ -51,7 +53,7 @@ export interface NewConnectionRequest {
  * wrong shape, an interval above the configured maximum, and a taken (tenant, app key).
  */
 export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
-  checkSchedule(deps, request.schedule);
+  const schedule = request.schedule ? scheduleOf(deps, request.schedule) : null;
   checkConfig(request.provider, request.config, deps);
   checkCredentials(request.provider, request.credentials);
   // The id is chosen here: the sealed credentials are bound to it, and only the envelope is stored.
@@ -63,7 +65,7 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
     appKey: request.appKey,
     config: request.config,
     sealedCredentials: sealCredentials(deps.credentials, id, request.credentials),
-    schedule: request.schedule as Record<string, unknown> | null,
+    schedule,
     // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
     status: request.status,
   });
@@ -131,14 +133,15 @@ export interface ConnectionUpdate {
   config?: Record<string, unknown>;
   /** null removes the credentials. */
   credentials?: Record<string, unknown> | null;
-  schedule?: ScheduleChangeRequest;
+  /** Replaces the whole schedule; as the API spells it, parsed here. */
+  schedule?: ScheduleFields;
 }
 
 /**
- * Changes config and credentials (read at the next run) and sends a schedule change to the
- * workflow, which validates, stores and re-plans it at once (also while it sleeps; a workflow that
- * is not running is started and does so in its first cycle). Returns the connection as it now
- * stands, the new schedule included.
+ * Changes config, credentials (read at the next run) and the schedule in one statement, then,
+ * when the schedule changed, sends the payload-free `replan` to the workflow, which re-plans at
+ * once from the schedule as stored (also while it sleeps; a workflow that is not running is
+ * started and plans from it in its first cycle). Returns the row as stored.
  *
  * Credentials are bound to the provider origin (e.g. GitHub's `base_url`) and to how they are
  * presented (the http connector's auth scheme and its header or parameter name): a config that
@@ -148,7 +151,7 @@ export interface ConnectionUpdate {
 export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
   const current = await getConnection(deps, id);
   await refuseWhilePurging(deps, id);
-  checkSchedule(deps, change.schedule);
+  const schedule = change.schedule ? scheduleOf(deps, change.schedule) : undefined;
   if (change.config) checkConfig(current.provider_slug, change.config, deps);
   if (change.credentials) checkCredentials(current.provider_slug, change.credentials);
   if (change.config !== undefined && change.credentials === undefined) {
@@ -156,22 +159,15 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     const after = credentialBinding(current.provider_slug, change.config);
     if (before !== after) change = { ...change, credentials: null };
   }
-  if (change.schedule && current.status === 'disabled') {
+  if (schedule && current.status === 'disabled') {
     throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
   }
-  let row = current;
-  if (change.config !== undefined || change.credentials !== undefined) {
-    const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
-    row = (await connections.updateConnection(deps.pool, id, { config: change.config, sealedCredentials }))!;
-  }
-  if (change.schedule) {
-    const { timezone, full_sync_every, ...timing } = change.schedule;
-    // Stored first: the workflow re-plans from the stored connection when the signal arrives.
-    await connections.saveScheduleOptions(deps.pool, id, { timezone, full_sync_every });
-    await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), updateScheduleSignal, timing);
-    const sync = { ...(row.metadata.sync as object), ...scheduleFields(change.schedule), timezone, full_sync_every };
-    row = { ...row, metadata: { ...row.metadata, sync } };
-  }
+  if (change.config === undefined && change.credentials === undefined && !schedule) return current;
+  const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
+  const row = await connections.updateConnection(deps.pool, id, { config: change.config, sealedCredentials, schedule });
+  if (!row) throw notFound('no connection with that id');
+  // Stored first: the workflow re-plans from the stored row when the signal arrives.
+  if (schedule) await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), replanSignal);
   return row;
 }
 
@@ -257,14 +253,16 @@ function checkCredentials(provider: string, credentials: Record<string, unknown>
   if (problem) throw invalid(`credentials.${problem}`);
 }
 
-function checkSchedule(deps: CommandDeps, schedule: ScheduleChangeRequest | null | undefined): void {
-  if (schedule?.interval_seconds !== undefined && schedule.interval_seconds > deps.maxIntervalSeconds) {
-    throw invalid(`schedule.interval_seconds: exceeds MAX_OVERRIDDEN_INTERVAL_SECONDS (${deps.maxIntervalSeconds})`);
+/**
+ * The schedule a request gives, through the one parser with this deployment's
+ * MAX_OVERRIDDEN_INTERVAL_SECONDS; refuses any problem, naming its key.
+ */
+function scheduleOf(deps: CommandDeps, fields: ScheduleFields): Schedule {
+  const { schedule, problems } = parseSchedule(fields, { maxOverriddenIntervalSeconds: deps.maxIntervalSeconds });
+  if (problems.length > 0 || !schedule) {
+    throw invalid(problems.map((p) => `schedule${p.key ? `.${p.key}` : ''}: ${p.message}`).join('; ') || 'schedule: give exactly one of interval_seconds or cron');
   }
-}
-
-function scheduleFields(schedule: ScheduleChangeRequest) {
-  return schedule.cron !== undefined ? { cron: schedule.cron, interval_seconds: undefined } : { interval_seconds: schedule.interval_seconds, cron: undefined };
+  return schedule;
 }
 
 /** A connection's identity as its workflow's search attributes show it. */

@@ -23,12 +23,88 @@ export const DEFAULT_SCHEDULE_SETTINGS: ScheduleSettings = {
 export const MIN_INTERVAL_SECONDS = 60;
 
 /**
- * A connection's effective schedule: a fixed interval or a 5-field cron expression, evaluated in
- * `timezone` (an IANA name; UTC when absent).
+ * A connection's schedule, the one typed owner of it: a fixed interval or a 5-field cron expression
+ * evaluated in `timezone` (an IANA name; UTC when absent), and how often a scheduled run is a full
+ * sync (`fullSyncEvery`, as given: a number of runs or a duration such as "7d"). `parseSchedule`
+ * makes one from the API's, the command's or the stored spelling; `scheduleFields` spells it back.
  */
-export type Schedule = { kind: 'interval'; intervalSeconds: number } | { kind: 'cron'; cron: string; timezone?: string };
+export type Schedule = ({ kind: 'interval'; intervalSeconds: number } | { kind: 'cron'; cron: string; timezone?: string }) & {
+  fullSyncEvery?: number | string;
+};
 
-/** `resolveSchedule`'s answer: the schedule to use and why any override was ignored. */
+/** A schedule as the API and `metadata.sync` spell it. */
+export interface ScheduleFields {
+  interval_seconds?: number;
+  cron?: string;
+  timezone?: string;
+  full_sync_every?: number | string;
+}
+
+/** The keys of `metadata.sync` a schedule owns (the rest is the planner's bookkeeping). */
+export const SCHEDULE_KEYS = ['interval_seconds', 'cron', 'timezone', 'full_sync_every'] as const;
+
+/** One thing wrong with a schedule, under the key it concerns (none: the whole schedule). */
+export interface ScheduleProblem {
+  key?: (typeof SCHEDULE_KEYS)[number];
+  message: string;
+  /** The value given at `key`. */
+  given?: unknown;
+  /**
+   * `value`: the value itself is invalid (it is left out of the schedule); `combination`: valid
+   * values that do not go together (both or neither of interval and cron, a time zone without cron).
+   */
+  kind: 'value' | 'combination';
+}
+
+/** `parseSchedule`'s answer: what the valid values make, and every problem. */
+export interface ParsedSchedule {
+  /** A valid cron wins over a valid interval; null when neither is given and valid. */
+  schedule: Schedule | null;
+  problems: ScheduleProblem[];
+}
+
+const given = (value: unknown) => value !== undefined && value !== null;
+
+/**
+ * The one schedule parser, used by the API's zod schema, the commands and the stored row's reader.
+ * A schedule is exactly one of `interval_seconds` (60 ≤ n ≤ `maxOverriddenIntervalSeconds`) and
+ * `cron`, an optional `timezone` (only with cron) and an optional `full_sync_every`. A request
+ * with any problem is refused; a stored value is read leniently (`resolveSchedule`).
+ */
+export function parseSchedule(raw: unknown, limits: Pick<ScheduleSettings, 'maxOverriddenIntervalSeconds'>): ParsedSchedule {
+  if (!given(raw)) return { schedule: null, problems: [] };
+  if (typeof raw !== 'object' || Array.isArray(raw)) return { schedule: null, problems: [{ message: 'must be an object', kind: 'value' }] };
+  const { interval_seconds: interval, cron, timezone, full_sync_every: every } = raw as Record<string, unknown>;
+  const problems: ScheduleProblem[] = [];
+  const value = (key: ScheduleProblem['key'], problem: string | undefined, v: unknown) => {
+    if (problem !== undefined) problems.push({ key, message: problem, given: v, kind: 'value' });
+    return problem === undefined;
+  };
+  const cronOk = given(cron) && value('cron', cronProblem(cron), cron);
+  const intervalOk = given(interval) && value('interval_seconds', intervalProblem(interval, limits), interval);
+  const zoneOk = given(timezone) && value('timezone', timezoneProblem(timezone), timezone);
+  const everyParsed = given(every) ? parseFullSyncEvery(every) : undefined;
+  const everyOk = everyParsed !== undefined && value('full_sync_every', 'problem' in everyParsed ? everyParsed.problem : undefined, every);
+  if (given(cron) === given(interval)) problems.push({ message: 'give exactly one of interval_seconds or cron', kind: 'combination' });
+  if (given(timezone) && !given(cron)) problems.push({ key: 'timezone', message: 'only applies to a cron schedule', given: timezone, kind: 'combination' });
+
+  const extra = everyOk ? { fullSyncEvery: every as number | string } : {};
+  let schedule: Schedule | null = null;
+  if (cronOk) schedule = { kind: 'cron', cron: (cron as string).trim(), ...(zoneOk && { timezone: timezone as string }), ...extra };
+  else if (intervalOk) schedule = { kind: 'interval', intervalSeconds: interval as number, ...extra };
+  return { schedule, problems };
+}
+
+/** A schedule in the spelling of the API and `metadata.sync`. */
+export function scheduleFields(schedule: Schedule): ScheduleFields {
+  const timing: ScheduleFields =
+    schedule.kind === 'cron'
+      ? { cron: schedule.cron, ...(schedule.timezone !== undefined && { timezone: schedule.timezone }) }
+      : { interval_seconds: schedule.intervalSeconds };
+  return { ...timing, ...(schedule.fullSyncEvery !== undefined && { full_sync_every: schedule.fullSyncEvery }) };
+}
+
+/** `resolveSchedule`'s answer: the schedule to use and why any stored value was ignored. */
 export interface ResolvedSchedule {
   schedule: Schedule;
   /** One message per ignored value, naming the validation failure. */
@@ -36,45 +112,37 @@ export interface ResolvedSchedule {
 }
 
 /**
- * Reads `metadata.sync` and returns the schedule to use. `cron` wins over `interval_seconds` when
- * both are valid. An out-of-range or malformed value is ignored with a warning that names the
- * failure, and the default interval is used.
+ * Reads a stored `metadata.sync` with `parseSchedule` and returns the schedule to use. `cron` wins
+ * over `interval_seconds` when both are valid. An out-of-range or malformed value (metadata can be
+ * edited by hand) is ignored with a warning that names the failure: the default interval is used,
+ * UTC for a bad time zone, incremental runs for a bad `full_sync_every`.
  */
 export function resolveSchedule(sync: unknown, settings: ScheduleSettings): ResolvedSchedule {
+  const { schedule, problems } = parseSchedule(sync, settings);
   const warnings: string[] = [];
-  const fallback: Schedule = { kind: 'interval', intervalSeconds: settings.defaultIntervalSeconds };
-  if (sync === undefined || sync === null) return { schedule: fallback, warnings };
-  if (typeof sync !== 'object' || Array.isArray(sync)) {
-    return { schedule: fallback, warnings: ['metadata.sync must be an object; using the default interval'] };
+  for (const p of problems) {
+    if (p.kind !== 'value') continue;
+    const what = `metadata.sync.${p.key} ${JSON.stringify(p.given)} ignored: ${p.message}`;
+    if (p.key === undefined) warnings.push('metadata.sync must be an object; using the default interval');
+    else if (p.key === 'cron' || p.key === 'full_sync_every') warnings.push(what);
+    else if (p.key === 'interval_seconds' && schedule?.kind !== 'cron') warnings.push(`${what}; using the default ${settings.defaultIntervalSeconds} s`);
+    else if (p.key === 'timezone' && schedule?.kind === 'cron') warnings.push(`${what}; using UTC`);
   }
-  const { interval_seconds: interval, cron, timezone } = sync as Record<string, unknown>;
-
-  if (cron !== undefined && cron !== null) {
-    const problem = cronProblem(cron);
-    if (problem === undefined) {
-      const schedule: Schedule = { kind: 'cron', cron: (cron as string).trim() };
-      if (timezone !== undefined && timezone !== null) {
-        const zoneProblem = timezoneProblem(timezone);
-        if (zoneProblem === undefined) schedule.timezone = timezone as string;
-        else warnings.push(`metadata.sync.timezone ${JSON.stringify(timezone)} ignored: ${zoneProblem}; using UTC`);
-      }
-      return { schedule, warnings };
-    }
-    warnings.push(`metadata.sync.cron ${JSON.stringify(cron)} ignored: ${problem}`);
-  }
-  if (interval !== undefined && interval !== null) {
-    const problem = intervalProblem(interval, settings);
-    if (problem === undefined) return { schedule: { kind: 'interval', intervalSeconds: interval as number }, warnings };
-    warnings.push(
-      `metadata.sync.interval_seconds ${JSON.stringify(interval)} ignored: ${problem}; ` +
-        `using the default ${settings.defaultIntervalSeconds} s`,
-    );
-  }
+  if (schedule) return { schedule, warnings };
+  // No valid interval or cron: the default interval, still with a valid full_sync_every.
+  const every = !problems.some((p) => p.kind === 'value' && (p.key === 'full_sync_every' || p.key === undefined))
+    ? (sync as { full_sync_every?: unknown } | null | undefined)?.full_sync_every
+    : undefined;
+  const fallback: Schedule = {
+    kind: 'interval',
+    intervalSeconds: settings.defaultIntervalSeconds,
+    ...(given(every) && { fullSyncEvery: every as number | string }),
+  };
   return { schedule: fallback, warnings };
 }
 
 /** Why an interval override is invalid, or undefined when it is valid. */
-export function intervalProblem(value: unknown, settings: ScheduleSettings): string | undefined {
+export function intervalProblem(value: unknown, settings: Pick<ScheduleSettings, 'maxOverriddenIntervalSeconds'>): string | undefined {
   if (typeof value !== 'number' || !Number.isInteger(value)) return 'must be an integer number of seconds';
   if (value < MIN_INTERVAL_SECONDS) return `must be at least ${MIN_INTERVAL_SECONDS}`;
   if (value > settings.maxOverriddenIntervalSeconds) {

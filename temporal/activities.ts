@@ -3,7 +3,7 @@
 // worker. Times are epoch milliseconds taken from the workflow's clock, so bookkeeping the
 // planner reads back is consistent in replay.
 import type { RateLimitPolicy } from '../policy/rate-limit';
-import type { FullSyncHistory, PlannedRun, ScheduleSettings } from '../policy/schedule';
+import type { FullSyncHistory, PlannedRun, Schedule, ScheduleSettings } from '../policy/schedule';
 import type { ConnectionStatus, JobStatus, JobTrigger, SyncMode } from '../policy/vocabulary';
 import type { ImmediateSyncInput, ImmediateSyncResult } from './immediate-sync';
 import type { ScheduleChange } from './connection';
@@ -16,8 +16,18 @@ export interface ConnectionContext {
   tenantId: string;
   providerSlug: string;
   status: ConnectionStatus;
-  /** Raw `metadata.sync`; validated by the pure planner, which warns about bad values. */
-  sync: unknown;
+  /**
+   * The stored schedule as this worker's bounds let it apply (the default interval when none is
+   * stored or valid), read by the connections row mapper. Absent only in results recorded by
+   * older workers, which carry `sync` instead.
+   */
+  schedule?: Schedule;
+  /** Why a stored value was ignored, one message each; the workflow logs them. */
+  scheduleWarnings?: string[];
+  /** `metadata.sync.first_activated_at` as epoch milliseconds, when a valid time. */
+  firstActivatedAt?: number | null;
+  /** Legacy: raw `metadata.sync`, in results recorded before `schedule`. Never written now. */
+  sync?: unknown;
   createdAt: number;
   /**
    * The schedule's last run: finish time of the latest finished job of the connection's own
@@ -220,7 +230,7 @@ export interface OpenCycleInput {
   cleanup: boolean;
   /** The run asking: its own jobs are never an earlier run's. */
   runId: string;
-  /** A pending schedule change to store first. */
+  /** A pending legacy `updateSchedule` change to store first. */
   schedule?: ScheduleChange;
   /** A pending pause or resume to store first (a disabled connection stays disabled). */
   status?: 'active' | 'paused';
@@ -242,6 +252,7 @@ export interface Activities {
   enqueueJob(input: EnqueueJobInput): Promise<EnqueueJobResult>;
   rescheduleQueuedJob(input: RescheduleQueuedJobInput): Promise<boolean>;
   cancelJob(input: { jobId: string; reason: string; at: number }): Promise<boolean>;
+  /** Stores a legacy `updateSchedule` change (runs recorded before the lean cycle). */
   saveSchedule(input: { connectionId: string; change: ScheduleChange }): Promise<void>;
   setConnectionStatus(input: { connectionId: string; status: 'active' | 'paused' }): Promise<string | null>;
   /**

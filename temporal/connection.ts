@@ -7,10 +7,14 @@ import type { JobOutcome, Phase, SyncMode } from '../policy/vocabulary';
 /** Workflow type name of the connection scheduler. */
 export const CONNECTION_WORKFLOW = 'connectionWorkflow';
 
-/** A schedule change: either an interval or a cron expression (the other is removed). */
+/**
+ * The payload of the legacy `updateSchedule` signal, as the workflow accepted it: an interval or a
+ * cron expression (the other is removed). Only runs of older API versions and the CLI send it;
+ * Synctide's commands store the schedule themselves and send `replan`.
+ */
 export type ScheduleChange = { interval_seconds: number } | { cron: string };
 
-/** Payload of `updateSchedule`, as a client sends it (validated by the workflow). */
+/** Payload of the legacy `updateSchedule`, as a client sends it (validated by the workflow). */
 export interface ScheduleChangeRequest {
   interval_seconds?: number;
   cron?: string;
@@ -28,7 +32,15 @@ export const syncNowSignal = defineSignal<[{ mode?: SyncMode }?]>('syncNow');
 export const pauseSignal = defineSignal('pause');
 /** Resume scheduling after `pause`. */
 export const resumeSignal = defineSignal('resume');
-/** Change the interval or cron; while sleeping, the next run is re-planned at once. */
+/**
+ * The stored schedule changed: while sleeping, the next run is re-planned at once from the
+ * schedule as stored (read by an activity). No payload: the row is the one owner of the schedule.
+ */
+export const replanSignal = defineSignal('replan');
+/**
+ * Legacy: change the interval or cron through the workflow, which validates and stores it, then
+ * re-plans. Kept for runs that received it from an older API, and for the CLI.
+ */
 export const updateScheduleSignal = defineSignal<[ScheduleChangeRequest]>('updateSchedule');
 /** Cancel the current job, queued or running; the schedule goes on with the next cycle. */
 export const cancelJobSignal = defineSignal('cancelJob');
@@ -57,7 +69,10 @@ export interface Intents {
   syncNow: SyncMode | null;
   /** `paused` / `active` when a pause or resume is pending (the last one wins). */
   status: 'paused' | 'active' | null;
+  /** A legacy `updateSchedule` payload not yet stored. */
   schedule: ScheduleChange | null;
+  /** A `replan` not yet acted on (absent in state carried by older runs). */
+  replan?: boolean;
   cancelJob: boolean;
 }
 

@@ -222,6 +222,32 @@ describe('REST API over HTTP', () => {
     expect(await count(`sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying')`, [conn.id])).toBe(0);
   });
 
+  it('PATCH of a schedule answers the row as stored, written in one statement: what GET shows at once', async () => {
+    // Paused: no enqueue writes the row between the answer and the GET.
+    const conn = await createConnection('stored-answer', { status: 'paused', schedule: { interval_seconds: 3600, full_sync_every: 7 } });
+    const before = (await call('GET', `/connections/${conn.id}`)).body;
+    const patched = await call('PATCH', `/connections/${conn.id}`, { schedule: { cron: '  0 * * * *  ', timezone: 'Europe/Berlin' } });
+    expect(patched.status, patched.text).toBe(200);
+    const { live: _live, breaker: _breaker, ...shown } = (await call('GET', `/connections/${conn.id}`)).body;
+    // The whole schedule is replaced (no interval, no full_sync_every left), the cron as stored.
+    expect({ answer: patched.body, schedule: patched.body.schedule }).toEqual({
+      answer: shown,
+      schedule: { cron: '0 * * * *', timezone: 'Europe/Berlin' },
+    });
+    expect(Date.parse(patched.body.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
+    const stored = await stack.db.pool.query<{ sync: Record<string, unknown> }>(`select metadata -> 'sync' as sync from connections where id = $1`, [conn.id]);
+    expect(stored.rows[0]!.sync).toMatchObject({ cron: '0 * * * *', timezone: 'Europe/Berlin' });
+    expect(stored.rows[0]!.sync).not.toHaveProperty('full_sync_every');
+
+    // The deployment's maximum is the command's parse: refused before anything is written.
+    const tooLong = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 86_401 } });
+    expect({ status: tooLong.status, message: tooLong.body.error?.message }).toEqual({
+      status: 400,
+      message: 'schedule.interval_seconds: exceeds MAX_OVERRIDDEN_INTERVAL_SECONDS (86400)',
+    });
+    expect((await call('GET', `/connections/${conn.id}`)).body.schedule).toEqual(shown.schedule);
+  });
+
   it('PATCH schedule, pause, resume, cancel and sync-now reach a connection whose workflow is not running: it runs again with the change applied', async () => {
     const conn = await createConnection('orphaned');
     const handle = stack.env.client.workflow.getHandle(connectionWorkflowId(conn.id));
@@ -237,11 +263,11 @@ describe('REST API over HTTP', () => {
     };
     await liveWhen((s) => s.phase === 'sleeping' && s.last_outcome === 'completed');
 
-    // The schedule change is stored by the workflow itself, so the stored interval proves it got there.
+    // The command stores the schedule; its replan signal starts the workflow, which plans from it.
     await killWorkflow();
     const patched = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 7200 } });
     expect(patched.status, patched.text).toBe(200);
-    await eventually(async () => ((await row()).metadata.sync.interval_seconds === 7200 ? true : undefined));
+    expect((await row()).metadata.sync.interval_seconds).toBe(7200);
     expect((await handle.describe()).status.name).toBe('RUNNING');
     await liveWhen((s) => s.phase === 'sleeping');
 

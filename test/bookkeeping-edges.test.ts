@@ -9,7 +9,7 @@ import { openCycle } from '../activities/lean-steps';
 import { markJobRetrying } from '../activities/mark-job-retrying';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { countOverdueConnections, countStaleConnections } from '../db/models/connections';
-import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, resolveSchedule } from '../policy/schedule';
+import { planNextRun } from '../policy/schedule';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
@@ -187,14 +187,42 @@ describe('the schedule\'s history outlives job retention', () => {
 
     const ctx = (await openCycle(deps)({ connectionId: id, at: now, cleanup: false, runId: 'test' }))!;
     const plan = planNextRun({
-      now, schedule: resolveSchedule(ctx.sync, DEFAULT_SCHEDULE_SETTINGS).schedule, lastFinishedAt: ctx.lastFinishedAt ?? undefined,
+      now, schedule: ctx.schedule!, lastFinishedAt: ctx.lastFinishedAt ?? undefined,
       activationReference: ctx.createdAt, jitterPctMin: 0, jitterPctMax: 0, random: () => 0,
     });
-    expect({ lastFinishedAt: ctx.lastFinishedAt, fullSync: ctx.fullSync, mode: plan.mode, atOnce: plan.scheduledAt <= now }).toEqual({
+    expect({ schedule: ctx.schedule, lastFinishedAt: ctx.lastFinishedAt, fullSync: ctx.fullSync, mode: plan.mode, atOnce: plan.scheduledAt <= now }).toEqual({
+      schedule: { kind: 'cron', cron: '0 3 * * 1', timezone: 'UTC', fullSyncEvery: 10 },
       lastFinishedAt: now - 2 * DAY,
       fullSync: { scheduledRunsSinceFull: 6, lastFullAt: now - 40 * DAY },
       mode: 'normal',
       atOnce: false,
+    });
+  });
+});
+
+describe('a legacy updateSchedule change (an older API, the CLI) is stored through the one parser and writer', () => {
+  it('over the maximum it is not stored; a cron keeps the stored time zone and full_sync_every', async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, metadata) values ('acme', 'demo', $1, $2) returning id`,
+      [`app_${randomUUID().slice(0, 8)}`, { sync: { cron: '0 3 * * *', timezone: 'Europe/Berlin', full_sync_every: '7d' } }],
+    );
+    const id = rows[0]!.id;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const open = (schedule: { interval_seconds: number } | { cron: string }) =>
+      openCycle(deps)({ connectionId: id, at: Date.now(), cleanup: false, runId: 'test', schedule });
+    const sync = async () => (await db.pool.query(`select metadata -> 'sync' as sync from connections where id = $1`, [id])).rows[0].sync;
+
+    const refused = await open({ interval_seconds: deps.settings.maxOverriddenIntervalSeconds + 1 });
+    expect({ schedule: refused?.schedule, sync: await sync() }).toEqual({
+      schedule: { kind: 'cron', cron: '0 3 * * *', timezone: 'Europe/Berlin', fullSyncEvery: '7d' },
+      sync: { cron: '0 3 * * *', timezone: 'Europe/Berlin', full_sync_every: '7d' },
+    });
+    const cron = await open({ cron: ' 30 2 * * * ' });
+    expect(cron?.schedule).toEqual({ kind: 'cron', cron: '30 2 * * *', timezone: 'Europe/Berlin', fullSyncEvery: '7d' });
+    const interval = await open({ interval_seconds: 600 });
+    expect({ schedule: interval?.schedule, sync: await sync() }).toEqual({
+      schedule: { kind: 'interval', intervalSeconds: 600, fullSyncEvery: '7d' },
+      sync: { interval_seconds: 600, full_sync_every: '7d' },
     });
   });
 });

@@ -2,6 +2,7 @@
 // rules at the workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { updateConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
@@ -124,6 +125,34 @@ describe('connection workflow (time-skipping)', () => {
     expect(rows[0].sync.interval_seconds).toBe(120);
     expect(rows[0].sync.next_run_at).toBe(after.next_run_at);
     await recordHistory(env.client, 'connection-update-schedule', connectionWorkflowId(id));
+  });
+
+  it('re-plans at once from the stored schedule when the payload-free replan arrives while sleeping', async () => {
+    const { id, handle } = await newConnection();
+    const before = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const [finished] = (await jobs(id)).filter((r) => r.status === 'completed');
+    // As the PATCH command does: the one writer stores the schedule, then the signal carries nothing.
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 120 } });
+    await handle.signal('replan');
+    const after = await waitForState(id, (s) => s.scheduled_at !== before.scheduled_at && s.pending.length === 0);
+    const scheduled = Date.parse(after.scheduled_at!);
+    const base = finished.finished_at.getTime() + 120_000;
+    expect(scheduled).toBeGreaterThanOrEqual(base);
+    expect(scheduled).toBeLessThanOrEqual(base + 24_000);
+    const queued = (await jobs(id)).filter((r) => r.status === 'queued');
+    expect(queued.map((r) => r.scheduled_at.toISOString())).toEqual([after.scheduled_at]);
+    const { rows } = await db.pool.query(`select metadata -> 'sync' as sync from connections where id = $1`, [id]);
+    expect(rows[0].sync.next_run_at).toBe(after.next_run_at);
+    // Nothing of the schedule crossed Temporal in the signal.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'replan');
+    expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? [])).toEqual([[]]);
+    const patches = events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+      .flatMap((p) => (p.payloads ?? []).map((x) => (JSON.parse(Buffer.from(x.data ?? []).toString('utf8')) as { id: string }).id));
+    expect(patches).toContain('schedule-replan');
+    await recordHistory(env.client, 'connection-replan', connectionWorkflowId(id));
   });
 
   it('pause stops runs until resume', async () => {

@@ -1,6 +1,6 @@
 // Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
-// replaying: runs recorded before the `bounded-idle-loops` and `task-interruptions` patches, and the
-// reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions` and `schedule-replan`
+// patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
 // patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
 // server with stub activities.
 import { randomUUID } from 'node:crypto';
@@ -74,6 +74,32 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       await recordHistory(env.client, 'connection-idle-loop.pre-bounded-idle-loops', handle.workflowId);
     } finally {
       store.behaviour.enqueue = null;
+      await handle.terminate('test done');
+    }
+  });
+
+  it('before schedule-replan, a replan signal was left unhandled: the queued job stays where it was planned', async () => {
+    const id = '00000000-0000-4000-8000-000000000002';
+    const connection = store.addConnection(id, await env.currentTimeMs());
+    const handle = await env.client.workflow.start('connectionWorkflow', {
+      workflowId: connectionWorkflowId(id),
+      taskQueue: TASK_QUEUE,
+      args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
+      typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
+      memo: { [PATCHES_OFF_MEMO]: ['schedule-replan'] },
+    });
+    try {
+      const sleeping = await waitForState(env, id, (s) => s.phase === 'sleeping' && s.cycles >= 1);
+      // The stored schedule changes and the signal comes, as from a newer API to an older worker.
+      connection.sync.interval_seconds = 120;
+      await handle.signal('replan');
+      const after = await waitForState(env, id, (s) => s.phase === 'sleeping');
+      const events = (await handle.fetchHistory()).events ?? [];
+      const signalled = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'replan').length;
+      expect({ scheduledAt: after.scheduled_at, pending: after.pending, signalled, markers: await markers(handle.workflowId) })
+        .toEqual({ scheduledAt: sleeping.scheduled_at, pending: [], signalled: 1, markers: ['lean-cycle'] });
+      await recordHistory(env.client, 'connection-replan-unhandled.pre-schedule-replan', handle.workflowId);
+    } finally {
       await handle.terminate('test done');
     }
   });

@@ -9,7 +9,9 @@ import {
   intervalProblem,
   jitterBounds,
   planNextRun,
+  parseSchedule,
   resolveSchedule,
+  scheduleFields,
   sampleJitter,
   type Plan,
   type PlanInput,
@@ -60,6 +62,28 @@ const settings = (overrides: Partial<ScheduleSettings> = {}): ScheduleSettings =
 });
 
 // ---------------------------------------------------------------------------------------------
+
+describe('parseSchedule: the one parser of a schedule (API schema, command, stored row)', () => {
+  const limits = { maxOverriddenIntervalSeconds: 3600 };
+  it('answers a typed schedule that scheduleFields spells back as stored', () => {
+    const parsed = parseSchedule({ cron: ' 0 * * * * ', timezone: 'Europe/Berlin', full_sync_every: '7d' }, limits);
+    expect(parsed).toEqual({ schedule: { kind: 'cron', cron: '0 * * * *', timezone: 'Europe/Berlin', fullSyncEvery: '7d' }, problems: [] });
+    expect(scheduleFields(parsed.schedule!)).toEqual({ cron: '0 * * * *', timezone: 'Europe/Berlin', full_sync_every: '7d' });
+    expect(scheduleFields(parseSchedule({ interval_seconds: 600 }, limits).schedule!)).toEqual({ interval_seconds: 600 });
+  });
+
+  it('names every problem under its key: values, the maximum, and combinations', () => {
+    const messages = (raw: unknown) => parseSchedule(raw, limits).problems.map((p) => `${p.key ?? '-'}: ${p.message}`);
+    expect(messages({ interval_seconds: 3601 })).toEqual(['interval_seconds: exceeds MAX_OVERRIDDEN_INTERVAL_SECONDS (3600)']);
+    expect(messages({ interval_seconds: 120, timezone: 'UTC' })).toEqual(['timezone: only applies to a cron schedule']);
+    expect(messages({})).toEqual(['-: give exactly one of interval_seconds or cron']);
+    expect(messages({ interval_seconds: 120, cron: '0 * * * *' })).toEqual(['-: give exactly one of interval_seconds or cron']);
+    expect(messages({ cron: '0 * * * *', timezone: 'Mars/Olympus', full_sync_every: 'often' })).toEqual([
+      expect.stringMatching(/^timezone: must be an IANA time zone name/),
+      expect.stringMatching(/^full_sync_every: /),
+    ]);
+  });
+});
 
 describe('effective interval resolution (metadata.sync)', () => {
   it('uses metadata.sync.interval_seconds when present', () => {

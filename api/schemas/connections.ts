@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, type ConnectionStatus } from '../../policy/vocabulary';
-import { cronProblem, MIN_INTERVAL_SECONDS, parseFullSyncEvery, timezoneProblem } from '../../policy/schedule';
+import { MIN_INTERVAL_SECONDS, parseSchedule } from '../../policy/schedule';
 import { configProblem, credentialsProblem, PROVIDER_CONFIG_SCHEMAS, PROVIDER_CREDENTIALS_DOCS, type ProviderSlug } from '../../commands/provider-configs';
 import {
   boundedJsonObject,
@@ -27,26 +27,28 @@ export const AppKeySchema = z
 /** A tenant id. */
 export const TenantIdSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'must be at most 128 characters').openapi({ example: 'acme' });
 
+/** The schema knows no deployment: the command checks MAX_OVERRIDDEN_INTERVAL_SECONDS. */
+const NO_DEPLOYMENT_MAXIMUM = { maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY };
+
 /**
  * A schedule: an interval in seconds or a 5-field cron expression (not both), the cron's IANA
- * `timezone` (default UTC), and how often a scheduled run is a full sync (`full_sync_every`).
+ * `timezone` (default UTC), and how often a scheduled run is a full sync (`full_sync_every`). The
+ * fields here give the types and the document; the rules are `parseSchedule`'s (policy/schedule.ts),
+ * the one parser the command and the stored row's reader use too (the command adds the
+ * deployment's MAX_OVERRIDDEN_INTERVAL_SECONDS).
  */
 export const ScheduleSchema = z
   .strictObject({
     interval_seconds: z
       .number({ error: 'must be an integer number of seconds' })
-      .int('must be an integer number of seconds')
-      .min(MIN_INTERVAL_SECONDS, `must be at least ${MIN_INTERVAL_SECONDS}`)
       .optional()
-      .openapi({ description: "At most the deployment's MAX_OVERRIDDEN_INTERVAL_SECONDS (default 86400)" }),
+      .openapi({ type: 'integer', minimum: MIN_INTERVAL_SECONDS, description: "At most the deployment's MAX_OVERRIDDEN_INTERVAL_SECONDS (default 86400)" }),
     cron: z
-      .string()
-      .refine((v) => cronProblem(v) === undefined, { error: (issue) => cronProblem(issue.input) ?? 'invalid cron' })
+      .string({ error: 'must be a 5-field cron expression' })
       .optional()
       .openapi({ description: 'A 5-field cron expression, evaluated in `timezone` (default UTC)', example: '*/15 * * * *' }),
     timezone: z
       .string({ error: 'must be an IANA time zone name such as Europe/Berlin' })
-      .refine((v) => timezoneProblem(v) === undefined, { error: (issue) => timezoneProblem(issue.input) ?? 'invalid time zone' })
       .optional()
       .openapi({
         description: 'The IANA time zone the cron expression is evaluated in (only with `cron`; default UTC). DST-correct: a time the clock skips runs once when the clock has jumped, a time that occurs twice runs once',
@@ -54,10 +56,6 @@ export const ScheduleSchema = z
       }),
     full_sync_every: z
       .union([z.number(), z.string()], { error: 'must be a whole number of runs or a duration such as "7d"' })
-      .superRefine((v, ctx) => {
-        const parsed = parseFullSyncEvery(v);
-        if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
-      })
       .optional()
       .openapi({
         description:
@@ -65,10 +63,11 @@ export const ScheduleSchema = z
         example: 7,
       }),
   })
-  .refine((s) => (s.interval_seconds === undefined) !== (s.cron === undefined), {
-    error: 'give exactly one of interval_seconds or cron',
+  .superRefine((fields, ctx) => {
+    for (const problem of parseSchedule(fields, NO_DEPLOYMENT_MAXIMUM).problems) {
+      ctx.addIssue({ code: 'custom', message: problem.message, path: problem.key ? [problem.key] : [] });
+    }
   })
-  .refine((s) => s.timezone === undefined || s.cron !== undefined, { error: 'only applies to a cron schedule', path: ['timezone'] })
   // "Exactly one of interval_seconds and cron" in the document's own terms.
   .openapi('Schedule', {
     oneOf: [{ required: ['interval_seconds'] }, { required: ['cron'] }],

@@ -2,9 +2,16 @@
 // only by the functions that hand them to a connector (`findSyncSource`, the task claim in
 // tasks.ts); every other read shows only whether a connection has any.
 import type { PoolClient } from 'pg';
-import type { PlannedRun } from '../../policy/schedule';
+import {
+  parseSchedule,
+  resolveSchedule,
+  scheduleFields,
+  type PlannedRun,
+  type ResolvedSchedule,
+  type Schedule,
+  type ScheduleSettings,
+} from '../../policy/schedule';
 import type { ConnectionStatus } from '../../policy/vocabulary';
-import type { ScheduleChange } from '../../temporal/connection';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS } from '../sql';
 import { pausedUntilAt } from './breaker';
@@ -18,25 +25,56 @@ export interface ConnectionRow {
   status: ConnectionStatus;
   config: Record<string, unknown>;
   has_credentials: boolean;
-  metadata: Record<string, unknown>;
+  /** The stored schedule; null when none is stored (or none valid): the default interval applies. */
+  schedule: Schedule | null;
+  /** The planner's bookkeeping in `metadata.sync`: the next run and the jitter it drew. */
+  next_run_at: string | null;
+  last_jitter_seconds: number | null;
   created_at: Date;
   updated_at: Date;
 }
 
-/** The select list that produces a ConnectionRow from `connections c`. */
+/** A connection row as selected, before `connectionOf` reads its `metadata.sync`. */
+type StoredConnection = Omit<ConnectionRow, 'schedule' | 'next_run_at' | 'last_jitter_seconds'> & { sync: unknown };
+
+/** The select list that produces a StoredConnection from `connections c`. */
 const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.config,
-  c.credentials is not null as has_credentials, c.metadata, c.created_at, c.updated_at`;
+  c.credentials is not null as has_credentials, c.metadata -> 'sync' as sync, c.created_at, c.updated_at`;
+
+/** Reads a stored schedule as stored: bounded by what a schedule may be, not by this deployment's maximum. */
+const AS_STORED = { maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY };
+
+/**
+ * The row mapper of `metadata.sync`: the schedule through the one parser (`parseSchedule`), the
+ * planner's bookkeeping by type. Every function answering a ConnectionRow answers through it.
+ */
+function connectionOf({ sync, ...row }: StoredConnection): ConnectionRow {
+  const stored = (sync ?? {}) as Record<string, unknown>;
+  return {
+    ...row,
+    schedule: parseSchedule(sync, AS_STORED).schedule,
+    next_run_at: typeof stored.next_run_at === 'string' ? stored.next_run_at : null,
+    last_jitter_seconds: typeof stored.last_jitter_seconds === 'number' ? stored.last_jitter_seconds : null,
+  };
+}
+
+/**
+ * The `metadata.sync` object a schedule is stored as (with `scheduleFields`' spelling), merged over
+ * the stored one after removing every schedule key, so the stored schedule is exactly `schedule`.
+ */
+const STORE_SCHEDULE = (sync: string, json: string) =>
+  `(coalesce(${sync}, '{}'::jsonb) - 'interval_seconds' - 'cron' - 'timezone' - 'full_sync_every') || ${json}`;
 
 /** The connection with id `id`, or null. */
 export async function findConnection(db: Queryable, id: string): Promise<ConnectionRow | null> {
-  const { rows } = await db.query<ConnectionRow>(`select ${CONNECTION_COLUMNS} from connections c where c.id = $1`, [id]);
-  return rows[0] ?? null;
+  const { rows } = await db.query<StoredConnection>(`select ${CONNECTION_COLUMNS} from connections c where c.id = $1`, [id]);
+  return rows[0] ? connectionOf(rows[0]) : null;
 }
 
 /** Tenant `tenantId`'s connection with app key `appKey` (unique per tenant), or null. */
 export async function findConnectionByAppKey(db: Queryable, appKey: string, tenantId: string): Promise<ConnectionRow | null> {
-  const { rows } = await db.query<ConnectionRow>(`select ${CONNECTION_COLUMNS} from connections c where c.app_key = $1 and c.tenant_id = $2`, [appKey, tenantId]);
-  return rows[0] ?? null;
+  const { rows } = await db.query<StoredConnection>(`select ${CONNECTION_COLUMNS} from connections c where c.app_key = $1 and c.tenant_id = $2`, [appKey, tenantId]);
+  return rows[0] ? connectionOf(rows[0]) : null;
 }
 
 /** Whether the database holds any connection at all. */
@@ -55,8 +93,8 @@ export interface NewConnection {
   config: Record<string, unknown>;
   /** Sealed credentials (an envelope), or null. */
   sealedCredentials: string | null;
-  /** Written to `metadata.sync` (interval_seconds | cron). */
-  schedule: Record<string, unknown> | null;
+  /** Stored in `metadata.sync`; null: the default interval. */
+  schedule: Schedule | null;
   /** The status it is born with: a connection created paused is never active, not even briefly. */
   status: 'active' | 'paused';
 }
@@ -66,14 +104,14 @@ export interface NewConnection {
  * `metadata.sync.first_activated_at` is stamped now, the reference of its first scheduled run.
  */
 export async function insertConnection(db: Queryable, input: NewConnection): Promise<ConnectionRow | null> {
-  const { rows } = await db.query<ConnectionRow>(
+  const { rows } = await db.query<StoredConnection>(
     `insert into connections as c (id, tenant_id, provider_slug, app_key, config, credentials, status, metadata)
      values ($8, $1, $2, $3, $4, to_jsonb($5::text), $7, jsonb_build_object('sync', $6::jsonb || jsonb_build_object('first_activated_at', now())))
      on conflict (tenant_id, app_key) do nothing
      returning ${CONNECTION_COLUMNS}`,
-    [input.tenantId, input.providerSlug, input.appKey, input.config, input.sealedCredentials, input.schedule ?? {}, input.status, input.id],
+    [input.tenantId, input.providerSlug, input.appKey, input.config, input.sealedCredentials, input.schedule ? scheduleFields(input.schedule) : {}, input.status, input.id],
   );
-  return rows[0] ?? null;
+  return rows[0] ? connectionOf(rows[0]) : null;
 }
 
 /** Fields of a connection the API may change; undefined leaves a field as it is. */
@@ -82,20 +120,34 @@ export interface ConnectionChange {
   /** Sealed credentials (an envelope); null removes the credentials. */
   sealedCredentials?: string | null;
   status?: ConnectionStatus;
+  /** Replaces the whole stored schedule (interval or cron, time zone, full_sync_every). */
+  schedule?: Schedule;
 }
 
-/** Applies `change` to connection `id` and returns the row, or null when there is none. */
+/**
+ * Applies `change` to connection `id` in one statement and returns the row as stored, or null when
+ * there is none. The one writer of a connection's schedule.
+ */
 export async function updateConnection(db: Queryable, id: string, change: ConnectionChange): Promise<ConnectionRow | null> {
-  const { rows } = await db.query<ConnectionRow>(
+  const { rows } = await db.query<StoredConnection>(
     `update connections c
         set config = coalesce($2, c.config),
             credentials = case when $3 then to_jsonb($4::text) else c.credentials end,
-            status = coalesce($5, c.status)
+            status = coalesce($5, c.status),
+            metadata = case when $6::jsonb is null then c.metadata
+                            else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end
       where c.id = $1
       returning ${CONNECTION_COLUMNS}`,
-    [id, change.config ?? null, change.sealedCredentials !== undefined, change.sealedCredentials ?? null, change.status ?? null],
+    [
+      id,
+      change.config ?? null,
+      change.sealedCredentials !== undefined,
+      change.sealedCredentials ?? null,
+      change.status ?? null,
+      change.schedule ? scheduleFields(change.schedule) : null,
+    ],
   );
-  return rows[0] ?? null;
+  return rows[0] ? connectionOf(rows[0]) : null;
 }
 
 /** Filters and keyset position of a connections listing. */
@@ -110,7 +162,7 @@ export interface ListConnectionsInput {
 
 /** One page of connections ordered by id; `limit + 1` rows are read to know if more exist. */
 export async function listConnections(db: Queryable, input: ListConnectionsInput): Promise<{ rows: ConnectionRow[]; more: boolean }> {
-  const { rows } = await db.query<ConnectionRow>(
+  const { rows } = await db.query<StoredConnection>(
     `select ${CONNECTION_COLUMNS} from connections c
       where ($1::text is null or c.tenant_id = $1)
         and ($2::text is null or c.provider_slug = $2)
@@ -119,7 +171,7 @@ export async function listConnections(db: Queryable, input: ListConnectionsInput
       order by c.id limit $5`,
     [input.tenantId ?? null, input.providerSlug ?? null, input.status ?? null, input.afterId ?? null, input.limit + 1],
   );
-  return { rows: rows.slice(0, input.limit), more: rows.length > input.limit };
+  return { rows: rows.slice(0, input.limit).map(connectionOf), more: rows.length > input.limit };
 }
 
 /** The identity of a connection an enqueue holds locked. */
@@ -157,7 +209,10 @@ export interface SchedulingRow {
   tenant_id: string;
   provider_slug: string;
   status: ConnectionStatus;
-  sync: unknown;
+  /** The stored schedule as the worker's bounds let the planner use it, and why any value was ignored. */
+  schedule: ResolvedSchedule;
+  /** `metadata.sync.first_activated_at` (the reference of a first run), when a valid time. */
+  first_activated_at: Date | null;
   created_at: Date;
   /**
    * The schedule's last run (L of planning): the finish of the latest job its scheduler created
@@ -178,8 +233,8 @@ export interface SchedulingRow {
  * updates in its transaction (a trigger on `sync_jobs`), so it outlives the job rows retention
  * deletes.
  */
-export async function findSchedulingRow(db: Queryable, id: string, at: Date): Promise<SchedulingRow | null> {
-  const { rows } = await db.query<SchedulingRow>(
+export async function findSchedulingRow(db: Queryable, id: string, at: Date, settings: ScheduleSettings): Promise<SchedulingRow | null> {
+  const { rows } = await db.query<Omit<SchedulingRow, 'schedule' | 'first_activated_at'> & { sync: unknown }>(
     `select c.id, c.tenant_id, c.provider_slug, c.status, c.metadata -> 'sync' as sync, c.created_at,
             r.last_run_at as last_finished_at,
             ${pausedUntilAt('c.id', '$2')} as paused_until,
@@ -189,7 +244,15 @@ export async function findSchedulingRow(db: Queryable, id: string, at: Date): Pr
       where c.id = $1`,
     [id, at],
   );
-  return rows[0] ?? null;
+  if (!rows[0]) return null;
+  const { sync, ...row } = rows[0];
+  const first = (sync as { first_activated_at?: unknown } | null)?.first_activated_at;
+  const activated = typeof first === 'string' ? new Date(first) : null;
+  return {
+    ...row,
+    schedule: resolveSchedule(sync, settings),
+    first_activated_at: activated && !Number.isNaN(activated.getTime()) ? activated : null,
+  };
 }
 
 /** What a connector needs of a connection: provider, config and credentials as stored (sealed). */
@@ -214,36 +277,6 @@ export async function setStatusUnlessDisabled(db: Queryable, id: string, status:
     [id, status],
   );
   return rows[0]?.status ?? null;
-}
-
-/** Stores a schedule change in `metadata.sync`, replacing any previous interval or cron. */
-export async function saveScheduleChange(db: Queryable, id: string, change: ScheduleChange): Promise<void> {
-  await db.query(
-    `update connections
-        set metadata = jsonb_set(metadata, '{sync}',
-              (coalesce(metadata -> 'sync', '{}'::jsonb) - 'interval_seconds' - 'cron') || $2::jsonb)
-      where id = $1`,
-    [id, JSON.stringify(change)],
-  );
-}
-
-/**
- * Stores a schedule's `timezone` and `full_sync_every` in `metadata.sync`, removing each one not
- * given (a schedule change replaces the whole schedule), keeping every other key.
- */
-export async function saveScheduleOptions(
-  db: Queryable,
-  id: string,
-  options: { timezone?: string | undefined; full_sync_every?: number | string | undefined },
-): Promise<void> {
-  const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
-  await db.query(
-    `update connections
-        set metadata = jsonb_set(metadata, '{sync}',
-              (coalesce(metadata -> 'sync', '{}'::jsonb) - 'timezone' - 'full_sync_every') || $2::jsonb)
-      where id = $1`,
-    [id, JSON.stringify(given)],
-  );
 }
 
 /**

@@ -4,7 +4,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { SyncMode, JobStatus, JobTrigger, ConnectionStatus } from '../../policy/vocabulary';
 import type { Activities, ConnectionContext } from '../../temporal/activities';
-import { DEFAULT_SCHEDULE_SETTINGS, type PlannedRun } from '../../policy/schedule';
+import { DEFAULT_SCHEDULE_SETTINGS, resolveSchedule, type PlannedRun } from '../../policy/schedule';
 import { DEFAULT_RATE_LIMIT_POLICY } from '../../policy/rate-limit';
 
 /** A connection of the fake store. */
@@ -80,7 +80,9 @@ export function stubActivities() {
       tenantId: c.tenantId,
       providerSlug: 'demo',
       status: c.status,
-      sync: c.sync,
+      // As the connections row mapper reads metadata.sync.
+      ...(({ schedule, warnings }) => ({ schedule, scheduleWarnings: warnings }))(resolveSchedule(c.sync, c.settings ?? DEFAULT_SCHEDULE_SETTINGS)),
+      firstActivatedAt: typeof c.sync.first_activated_at === 'string' ? Date.parse(c.sync.first_activated_at) : null,
       createdAt: c.createdAt,
       lastFinishedAt: finished.length ? Math.max(...finished.map((j) => j.finishedAt!)) : null,
       pausedUntil: c.pausedUntil !== null && c.pausedUntil > at ? c.pausedUntil : null,

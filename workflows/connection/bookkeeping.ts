@@ -17,7 +17,8 @@ export const LEAN_CYCLE_PATCH = 'lean-cycle';
 export interface Bookkeeping {
   /**
    * Opens a cycle: on a run's first call (`cleanup`) fails the jobs an earlier run left active,
-   * stores pending intents (schedule change, pause or resume), then reads the connection.
+   * stores pending intents (a legacy schedule change, pause or resume), then reads the connection
+   * with its stored schedule, which answers any pending `replan`.
    */
   openCycle(connectionId: string, intents: Intents, cleanup: boolean): Promise<ConnectionContext | null>;
   /** Stores pending intents: a schedule change, then a pause or resume. */
@@ -44,6 +45,7 @@ export function bookkeeping(lean: boolean): Bookkeeping {
   };
   return {
     async openCycle(connectionId, intents, cleanup) {
+      if (intents.replan) intents.replan = false;
       if (!lean) {
         if (cleanup) await regular.failAbandonedJobs({ connectionId, at: Date.now() });
         await applyIntents(connectionId, intents);

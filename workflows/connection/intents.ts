@@ -1,10 +1,11 @@
 // Signals only record intent; the connection workflow's loop acts on it. This module owns the
-// handlers and the validation of `updateSchedule`; bookkeeping.ts writes intents to Postgres.
-import { log, setHandler } from '@temporalio/workflow';
+// handlers and the validation of the legacy `updateSchedule`; bookkeeping.ts writes intents to Postgres.
+import { log, patched, setHandler } from '@temporalio/workflow';
 import { DEFAULT_SCHEDULE_SETTINGS, cronProblem, intervalProblem } from '../../policy/schedule';
 import {
   cancelJobSignal,
   pauseSignal,
+  replanSignal,
   resumeSignal,
   stateQuery,
   syncNowSignal,
@@ -14,6 +15,13 @@ import {
   type ScheduleChange,
   type ScheduleChangeRequest,
 } from '../../temporal/connection';
+
+/**
+ * Marks the workflow versions that act on the payload-free `replan` signal. A run whose worker had
+ * no handler for it left the signal unhandled; on replay it stays ignored (no marker), so the
+ * history's commands stay the same.
+ */
+export const SCHEDULE_REPLAN_PATCH = 'schedule-replan';
 
 /** The intents a run starts with: those carried over, or none. */
 export function initialIntents(carried: Intents | undefined): Intents {
@@ -31,6 +39,9 @@ export function listenForIntents(intents: Intents, state: ConnectionState): void
   setHandler(resumeSignal, () => {
     intents.status = 'active';
   });
+  setHandler(replanSignal, () => {
+    if (patched(SCHEDULE_REPLAN_PATCH)) intents.replan = true;
+  });
   setHandler(updateScheduleSignal, (change) => {
     const accepted = acceptScheduleChange(change);
     if (accepted) intents.schedule = accepted;
@@ -43,10 +54,13 @@ export function listenForIntents(intents: Intents, state: ConnectionState): void
 
 /** Whether any signal is waiting to be acted on. */
 export function anyIntent(intents: Intents): boolean {
-  return intents.syncNow !== null || intents.status !== null || intents.schedule !== null || intents.cancelJob;
+  return intents.syncNow !== null || intents.status !== null || intents.schedule !== null || intents.replan === true || intents.cancelJob;
 }
 
-/** Validates an `updateSchedule` payload; an invalid one is logged and ignored. */
+/**
+ * Validates a legacy `updateSchedule` payload; an invalid one is logged and ignored. (Its storing
+ * activity parses it again with the worker's maximum, through the one parser.)
+ */
 function acceptScheduleChange(change: ScheduleChangeRequest | undefined): ScheduleChange | null {
   if (change?.cron !== undefined) {
     const problem = cronProblem(change.cron);
@@ -73,6 +87,7 @@ function pendingNames(intents: Intents): string[] {
   if (intents.syncNow) names.push(`syncNow:${intents.syncNow}`);
   if (intents.status) names.push(intents.status === 'paused' ? 'pause' : 'resume');
   if (intents.schedule) names.push('updateSchedule');
+  if (intents.replan) names.push('replan');
   if (intents.cancelJob) names.push('cancelJob');
   return names;
 }

@@ -112,6 +112,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     if (ctx.status === 'paused') {
       view.setPhase('paused');
       // Woken by resume; also re-reads the status hourly in case it was changed without a signal.
+      // A `replan` needs no look while paused: the next look reads the stored schedule anyway.
       await condition(() => intents.status !== null || intents.schedule !== null, PAUSED_RECHECK_MS);
       idleWaits += 1;
       continue;
@@ -164,7 +165,8 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
 
 /**
  * Sleeps durably until the queued job's `scheduled_at`, acting on signals as they come: a cancel
- * or pause cancels the queued job, a resume is stored, a schedule change re-plans the job, and
+ * or pause cancels the queued job, a resume is stored, a `replan` (or a legacy schedule change,
+ * stored first) re-plans the job from the schedule as stored, and
  * `syncNow` brings it forward. `run` when it is due, `cancelled` when it was cancelled, `restart`
  * when the cycle must look at the connection again (paused, or no longer active).
  */
@@ -187,7 +189,8 @@ async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelle
       await books.applyIntents(connectionId, intents);
       continue;
     }
-    if (intents.schedule) {
+    if (intents.schedule || intents.replan) {
+      // Reads the stored schedule (and stores a legacy change first); clears both intents.
       const fresh = await books.openCycle(connectionId, intents, false);
       if (!fresh || fresh.status !== 'active') {
         // Paused (or disabled, or gone) before its signal came: the queued job must not outlive
