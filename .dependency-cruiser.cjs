@@ -40,7 +40,7 @@ module.exports = {
     onlyImports('contract-is-small', CONTRACT, [CONTRACT, dir('policy')], 'The Temporal contract holds names and types only.'),
     onlyImports('temporal-client', '^temporal/client\\.ts$', [CONTRACT], 'Client helpers are typed by the contract, never by workflow code.'),
     onlyImports('workflows-see-contract-and-policy', dir('workflows'), [CONTRACT, dir('policy')], 'Workflows are deterministic: they import the contract and pure policy only.'),
-    onlyImports('db-below-the-rest', dir('db'), [dir('policy'), CONTRACT], 'SQL knows tables and the vocabulary, not the layers that use it (no connector types).'),
+    onlyImports('db-below-the-rest', dir('db'), [dir('policy')], 'SQL knows tables and the vocabulary, not the layers that use it (no connector or Temporal types).'),
     onlyImports('activities', dir('activities'), [dir('db'), dir('connectors'), dir('policy'), dir('temporal'), dir('lib')], 'Activities do I/O through db/ and connectors/.'),
     onlyImports('commands', dir('commands'), [dir('db'), dir('temporal'), dir('connectors'), dir('policy'), dir('lib')], 'Commands own "write + signal/start".'),
     onlyImports('api-through-commands', '^api/(?!main\\.ts$)', [dir('commands'), CONTRACT, dir('policy'), dir('lib')], 'Routes parse, call a command, present: no SQL, no workflow code, no client calls of their own.'),
