@@ -11,6 +11,8 @@ import { webhookDeliveryWorkflowId } from '../temporal/ids';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { cancelJob } from '../activities/cancel-job';
 import { deliverWebhook } from '../activities/webhook-deliveries';
+import { webhookEventSchema } from '../api/schemas/webhook-events';
+import type { WebhookEventType } from '../policy/vocabulary';
 import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
@@ -133,6 +135,8 @@ describe('webhooks', () => {
       expect(new Set(forJob.map((r) => r.body)).size).toBe(1);
       const event = JSON.parse(forJob[3]!.body);
       expect(event.type).toBe('sync.completed');
+      // The body is what the OpenAPI document's `webhooks` says: no field missing, none more.
+      expect(webhookEventSchema('sync.completed').parse(event)).toEqual(event);
       expect(event.id).toBe(forJob[3]!.headers['synctide-event-id']);
       // The full pass saw each of the 30 records once (the scheduler's first job may have stored them already).
       const { added, updated, unchanged, deleted } = event.data.counts;
@@ -239,6 +243,10 @@ describe('webhooks', () => {
       expect(types).toEqual(['connection.breaker_closed', 'connection.breaker_opened', 'connection.disabled']);
       await waitFor(async () => (receiver.received.length === 3 ? true : undefined));
       expect(receiver.received.map((r) => JSON.parse(r.body).data.connection_id)).toEqual([connectionId, connectionId, connectionId]);
+      for (const { body } of receiver.received) {
+        const event = JSON.parse(body) as { type: WebhookEventType };
+        expect(webhookEventSchema(event.type).parse(event), event.type).toEqual(event);
+      }
     } finally {
       await receiver.close();
     }

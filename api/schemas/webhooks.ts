@@ -79,3 +79,6 @@ export const ListDeliveriesQuery = z.object({ limit: LimitQuery, cursor: CursorQ
 
 /** A page of deliveries, newest first. */
 export const DeliveryPageSchema = z.object({ items: z.array(DeliverySchema), next_cursor: z.string().nullable() }).openapi('WebhookDeliveryPage');
+
+/** What `POST /webhooks/:id/deliveries/:delivery_id/redeliver` did. */
+export const RedeliveryAnswerSchema = z.object({ delivery_id: z.string(), status: z.literal('pending') }).openapi('RedeliveryAnswer');
