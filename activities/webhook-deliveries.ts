@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { postBounded } from '../lib/outbound';
-import { SIGNATURE_HEADER, signWebhook } from '../lib/webhook-signature';
+import { SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '../lib/webhook-signature';
 import type { Activities } from '../temporal/activities';
 import { startWebhookDeliveries } from '../temporal/client';
 import type { ActivityDeps } from './deps';
@@ -50,13 +50,18 @@ export function deliverWebhook({ pool, webhooks, credentials }: ActivityDeps): A
       tenant_id: target.tenant_id,
       data: target.payload,
     });
+    // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
+    // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.
+    const secret = openWebhookSecret(credentials, target.webhook_id, target.secret);
+    const timestamp = Math.floor(Date.now() / 1000);
     const headers = {
       'content-type': 'application/json',
       'user-agent': 'Synctide-Webhooks/1',
+      ...standardWebhookHeaders(secret, target.event_id, timestamp, body),
       'synctide-event-id': target.event_id,
       'synctide-event-type': target.event_type,
       'synctide-delivery-id': target.id,
-      [SIGNATURE_HEADER]: signWebhook(openWebhookSecret(credentials, target.webhook_id, target.secret), Math.floor(Date.now() / 1000), body),
+      [SIGNATURE_HEADER]: signWebhook(secret, timestamp, body),
     };
     const startedAt = Date.now();
     let statusCode: number | null = null;

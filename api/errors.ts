@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { CommandRefused, type Refusal } from '../commands/errors';
+import type { ApiErrorCode } from '../policy/vocabulary';
 
 /** The HTTP status of each way a command can refuse. */
 const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, gone: 410, failed: 502, timeout: 504 };
@@ -10,7 +11,7 @@ const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, no
 export class ApiError extends Error {
   constructor(
     readonly status: ContentfulStatusCode,
-    readonly code: string,
+    readonly code: ApiErrorCode,
     message: string,
     /** Extra fields placed beside code and message (e.g. the alert of a paused connection). */
     readonly details?: Record<string, unknown>,
@@ -21,7 +22,7 @@ export class ApiError extends Error {
 }
 
 /** The JSON body of every error answer. */
-export function errorBody(code: string, message: string, details?: Record<string, unknown>) {
+export function errorBody(code: ApiErrorCode, message: string, details?: Record<string, unknown>) {
   return { error: { code, message, ...details } };
 }
 

@@ -1,3 +1,5 @@
+import type { ApiErrorCode } from '../policy/vocabulary';
+
 /** Why a command refused: the caller maps it to its own answer (HTTP status, exit code). */
 export type Refusal = 'invalid' | 'not_found' | 'conflict' | 'gone' | 'failed' | 'timeout';
 
@@ -6,7 +8,7 @@ export class CommandRefused extends Error {
   override name = 'CommandRefused';
   constructor(
     readonly reason: Refusal,
-    readonly code: string,
+    readonly code: ApiErrorCode,
     message: string,
     /** Extra fields for the answer (e.g. the alert of a connection paused by its breaker). */
     readonly details?: Record<string, unknown>,

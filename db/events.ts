@@ -16,7 +16,7 @@ export async function emitJobEvent(tx: Queryable, jobId: string, status: Finishe
   const type = JOB_EVENT_TYPES[status];
   const facts = await findJobEventFacts(tx, jobId, type);
   if (!facts) return [];
-  return insertConnectionEvent(tx, { type, connectionId: facts.connection_id, data: { ...jobEventData(facts) } }, at);
+  return insertConnectionEvent(tx, { type, connectionId: facts.connection_id, data: jobEventData(facts) }, at);
 }
 
 /** emitJobEvent for each job of `jobIds`, all ended `status`; returns every new delivery's id. */

@@ -83,3 +83,37 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 /** One delivery state. */
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/**
+ * The `error.code` of every error answer of the API (and of a command's refusal): the OpenAPI
+ * document's enum, and the type every error is made with, so a new code is documented or fails
+ * typecheck.
+ */
+export const API_ERROR_CODES = [
+  'invalid_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'conflict',
+  'connection_paused',
+  'connection_disabled',
+  'circuit_breaker_open',
+  'purge_in_progress',
+  'invalid_connection_config',
+  'idempotency_key_reused',
+  'backfill_in_progress',
+  'immediate_sync_running',
+  'job_finished',
+  'job_starting',
+  'delivery_pending',
+  'cursor_expired',
+  'payload_too_large',
+  'rate_limited',
+  'sync_failed',
+  'timeout',
+  'unavailable',
+  'internal',
+  'error',
+] as const;
+/** One API error code. */
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number];

@@ -63,3 +63,42 @@ export function jobEventData(facts: JobEventFacts): JobEventData {
     cursor: encodeFeedCursor(facts.feed),
   };
 }
+
+/** The `data` of `connection.breaker_opened`: the breaker paused the connection after repeated failures. */
+export interface BreakerOpenedData {
+  connection_id: string;
+  provider_slug: string;
+  consecutive_failures: number;
+  /** When the breaker lets the connection run again (ISO 8601). */
+  paused_until: string;
+  /** The last failure's message (provider text redacted and cut). */
+  last_error: string;
+}
+
+/** The `data` of `connection.breaker_closed`: a successful attempt closed the breaker. */
+export interface BreakerClosedData {
+  connection_id: string;
+  closed_at: string;
+}
+
+/** The `data` of `connection.disabled`. */
+export interface ConnectionDisabledData {
+  connection_id: string;
+  disabled_at: string;
+}
+
+/**
+ * The `data` of each event type: what the emitters write (typed through insertConnectionEvent)
+ * and what the OpenAPI document's `webhooks` show (its schemas are checked against these types).
+ */
+export interface WebhookEventData {
+  'sync.completed': JobEventData;
+  'sync.failed': JobEventData;
+  'sync.cancelled': JobEventData;
+  'connection.breaker_opened': BreakerOpenedData;
+  'connection.breaker_closed': BreakerClosedData;
+  'connection.disabled': ConnectionDisabledData;
+}
+
+/** One event as written: its type and that type's `data`. */
+export type WebhookEvent = { [T in WebhookEventType]: { type: T; data: WebhookEventData[T] } }[WebhookEventType];

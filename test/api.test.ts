@@ -647,11 +647,11 @@ describe('REST API over HTTP', () => {
         'POST /jobs/{id}/cancel', 'GET /connections/{id}/records', 'POST /webhooks', 'GET /webhooks', 'GET /webhooks/{id}',
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
         'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
-        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit',
+        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit', 'GET /healthz', 'GET /readyz', 'GET /metrics',
       ].sort(),
     );
-    // Each route documents every status it answers with (besides 500).
-    const common = ['400', '401', '403', '404', '413', '429', '503'];
+    // Each route documents every status it answers with, 500 among the common ones.
+    const common = ['400', '401', '403', '404', '413', '429', '500', '503'];
     const documented = Object.fromEntries(routes.map((route) => {
       const [method, path] = route.split(' ') as [string, string];
       return [route, Object.keys(doc.paths[path][method.toLowerCase()].responses).filter((s) => !common.includes(s)).sort()];
@@ -683,8 +683,14 @@ describe('REST API over HTTP', () => {
       'GET /tenants/{tenant_id}/api-keys': ['200'],
       'DELETE /tenants/{tenant_id}/api-keys/{key_id}': ['200'],
       'GET /audit': ['200'],
+      'GET /healthz': ['200'],
+      'GET /readyz': ['200'],
+      'GET /metrics': ['200'],
     });
-    for (const route of routes) {
+    // The probes and metrics are not the resource routes: each answers only what it documents.
+    expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '400', '503']);
+    expect(Object.keys(doc.paths['/metrics'].get.responses).sort()).toEqual(['200', '401', '403', '429', '500']);
+    for (const route of routes.filter((r) => !['GET /healthz', 'GET /readyz', 'GET /metrics'].includes(r))) {
       const [method, path] = route.split(' ') as [string, string];
       expect(Object.keys(doc.paths[path][method.toLowerCase()].responses), route).toEqual(expect.arrayContaining(common));
     }
@@ -702,7 +708,10 @@ describe('REST API over HTTP', () => {
       expect(res.status).toBe(503);
       const body = (await res.json()) as { error: unknown };
       expect(body.error).toEqual({ code: 'unavailable', message: expect.stringMatching(/Postgres is unreachable/) });
-      expect((await app.request('/readyz')).status).toBe(503);
+      const ready = await app.request('/readyz');
+      expect(ready.status).toBe(503);
+      // As the document says: when to look again.
+      expect(ready.headers.get('retry-after')).toBe('5');
     } finally {
       await deadPool.end();
     }

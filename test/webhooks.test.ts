@@ -3,11 +3,16 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { cancelJob } from '../activities/cancel-job';
+import { deliverWebhook } from '../activities/webhook-deliveries';
+import { webhookEventSchema } from '../api/schemas/webhook-events';
+import type { WebhookEventType } from '../policy/vocabulary';
 import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
@@ -130,6 +135,8 @@ describe('webhooks', () => {
       expect(new Set(forJob.map((r) => r.body)).size).toBe(1);
       const event = JSON.parse(forJob[3]!.body);
       expect(event.type).toBe('sync.completed');
+      // The body is what the OpenAPI document's `webhooks` says: no field missing, none more.
+      expect(webhookEventSchema('sync.completed').parse(event)).toEqual(event);
       expect(event.id).toBe(forJob[3]!.headers['synctide-event-id']);
       // The full pass saw each of the 30 records once (the scheduler's first job may have stored them already).
       const { added, updated, unchanged, deleted } = event.data.counts;
@@ -144,6 +151,21 @@ describe('webhooks', () => {
       expect(verify(secret, String(delivered.headers['synctide-signature']), delivered.body)).toBe(true);
       expect(verify(secret, String(delivered.headers['synctide-signature']), delivered.body.replace('"added":30', '"added":31'))).toBe(false);
       expect(verify('whsec_wrong', String(delivered.headers['synctide-signature']), delivered.body)).toBe(false);
+
+      // Standard Webhooks: the reference library verifies the delivery with the secret as given,
+      // webhook-id being the event id and both signatures made at one timestamp...
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      const standard = new Webhook(secret);
+      const headers = delivered.headers as Record<string, string>;
+      expect(standard.verify(delivered.body, headers)).toEqual(event);
+      expect(headers['webhook-id']).toBe(event.id);
+      expect(headers['synctide-signature']).toMatch(new RegExp(`^t=${headers['webhook-timestamp']},v1=`));
+      // ...and refuses it tampered: another body, timestamp or id, or another secret.
+      const refused = (body: string, changed: Record<string, string>, key = secret) => () => new Webhook(key).verify(body, { ...headers, ...changed });
+      expect(refused(delivered.body.replace('"type":"sync.completed"', '"type":"sync.failed"'), {})).toThrow(WebhookVerificationError);
+      expect(refused(delivered.body, { 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1) })).toThrow(WebhookVerificationError);
+      expect(refused(delivered.body, { 'webhook-id': 'another-id' })).toThrow(WebhookVerificationError);
+      expect(refused(delivered.body, {}, `whsec_${randomBytes(32).toString('base64')}`)).toThrow(WebhookVerificationError);
 
       const deliveries = await call(server, 'GET', `/webhooks/${webhookId}/deliveries`);
       const delivery = deliveries.body.items.find((d: any) => d.id === deliveryId);
@@ -161,6 +183,39 @@ describe('webhooks', () => {
 
       expect((await call(server, 'DELETE', `/webhooks/${webhookId}`)).status).toBe(204);
       expect((await call(server, 'GET', `/webhooks/${webhookId}`)).status).toBe(404);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a secret made before Standard Webhooks (whsec_ and base64url) signs with its 32 bytes: it verifies in its standard base64 form, and the old header still with the secret as it is', async () => {
+    const receiver = await startReceiver(0);
+    try {
+      // The old form, with a URL-safe character the standard alphabet lacks.
+      let bytes = randomBytes(32);
+      while (!/[-_]/.test(bytes.toString('base64url'))) bytes = randomBytes(32);
+      const oldSecret = `whsec_${bytes.toString('base64url')}`;
+      // Stored as before sealing existed (legacy plaintext opens as it is).
+      const { rows: hook } = await stack.db.pool.query<{ id: string }>(
+        `insert into webhooks (tenant_id, url, event_types, secret) values ('old-secrets', $1, '{connection.disabled}', $2) returning id`,
+        [receiver.url, oldSecret],
+      );
+      const { rows: event } = await stack.db.pool.query<{ id: string }>(
+        `insert into webhook_events (tenant_id, event_type, payload) values ('old-secrets', 'connection.disabled', '{"connection_id": "c"}') returning id`,
+      );
+      const { rows: delivery } = await stack.db.pool.query<{ id: string }>(
+        `insert into webhook_deliveries (webhook_id, event_id) values ($1, $2) returning id`,
+        [hook[0]!.id, event[0]!.id],
+      );
+      const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: 'webhooks-nobody' });
+      expect(await deliverWebhook(deps)({ deliveryId: delivery[0]!.id })).toBe('delivered');
+      const [received] = receiver.received;
+      const headers = received!.headers as Record<string, string>;
+      // As docs/api.md tells a receiver: the same secret in standard base64.
+      const converted = `whsec_${bytes.toString('base64')}`;
+      expect(new Webhook(converted).verify(received!.body, headers)).toMatchObject({ id: event[0]!.id, type: 'connection.disabled' });
+      expect(() => new Webhook(converted).verify(received!.body.replace('"c"', '"d"'), headers)).toThrow(WebhookVerificationError);
+      expect(documentedVerifier()(oldSecret, headers['synctide-signature']!, received!.body)).toBe(true);
     } finally {
       await receiver.close();
     }
@@ -188,6 +243,10 @@ describe('webhooks', () => {
       expect(types).toEqual(['connection.breaker_closed', 'connection.breaker_opened', 'connection.disabled']);
       await waitFor(async () => (receiver.received.length === 3 ? true : undefined));
       expect(receiver.received.map((r) => JSON.parse(r.body).data.connection_id)).toEqual([connectionId, connectionId, connectionId]);
+      for (const { body } of receiver.received) {
+        const event = JSON.parse(body) as { type: WebhookEventType };
+        expect(webhookEventSchema(event.type).parse(event), event.type).toEqual(event);
+      }
     } finally {
       await receiver.close();
     }

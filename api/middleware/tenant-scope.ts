@@ -9,6 +9,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Paths only the admin key may call: they span tenants or manage keys. */
 const ADMIN_ONLY = /^\/(tenants(\/|$)|audit$|metrics$)/;
 
+/** True for a path only the admin key may call (also how the OpenAPI document marks its operations). */
+export const isAdminOnlyPath = (path: string): boolean => ADMIN_ONLY.test(path);
+
 /** The resource a path names by id: `/connections/{id}...`, `/jobs/{id}...`, `/webhooks/{id}...`, `/purges/{id}`. */
 const PATH_RESOURCES: [RegExp, OwnedKind][] = [
   [/^\/connections\/([^/]+)/, 'connection'],

@@ -33,47 +33,52 @@ import { SyncAcceptedSchema } from '../schemas/sync';
 const tags = ['connections'];
 
 const create = createRoute({
-  method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow',
+  method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow', operationId: 'createConnection',
+  description: "Stores a provider connection of a tenant (its config checked by the provider's schema, its credentials sealed) and starts its `connection:<id>` workflow, which runs the first sync at once unless `status` is `paused`.",
   request: { body: jsonBody(CreateConnectionBody) },
-  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken') },
+  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken', 'conflict') },
 });
 const list = createRoute({
-  method: 'get', path: '/connections', tags, summary: 'List connections (cursor pagination, by id)',
+  method: 'get', path: '/connections', tags, summary: 'List connections (cursor pagination, by id)', operationId: 'listConnections',
+  description: 'Connections ordered by id, filtered by tenant, provider or status; a tenant key lists its own tenant only. Pass `next_cursor` as `cursor` for the next page.',
   request: { query: ListConnectionsQuery },
   responses: { 200: jsonAnswer(ConnectionPageSchema, 'One page'), ...errorResponses },
 });
 const get = createRoute({
-  method: 'get', path: '/connections/{id}', tags, summary: "A connection with its workflow's live state and its breaker",
+  method: 'get', path: '/connections/{id}', tags, summary: "A connection with its workflow's live state and its breaker", operationId: 'getConnection',
+  description: "The connection, the live state its workflow answers to the `state` query (null when the workflow is not running or did not answer) and its circuit breaker with any open alert.",
   request: { params: IdParams },
   responses: { 200: jsonAnswer(ConnectionDetailSchema, 'The connection'), ...errorResponses, 404: notFound },
 });
 const update = createRoute({
-  method: 'patch', path: '/connections/{id}', tags, summary: 'Change config, credentials or schedule (a schedule change re-plans the sleeping workflow)',
+  method: 'patch', path: '/connections/{id}', tags, summary: 'Change config, credentials or schedule (a schedule change re-plans the sleeping workflow)', operationId: 'updateConnection',
+  description: 'Changes any of config, credentials (null removes them) and schedule. A running job finishes with what it started with; a schedule change is signalled to the workflow, which plans its next run again.',
   request: { params: IdParams, body: jsonBody(UpdateConnectionBody) },
   responses: {
     200: jsonAnswer(UpdatedConnectionSchema, 'Updated (without `config` for a key lacking the `read` scope). A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The connection is disabled (for a schedule change), or being deleted (`purge_in_progress`, with `purge_id`)'),
+    409: conflict('The connection is disabled (for a schedule change), or being deleted (`purge_in_progress`, with `purge_id`)', 'connection_disabled', 'purge_in_progress'),
   },
 });
-const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, refusals: { 409?: ReturnType<typeof conflict> } = {}) =>
+const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, description: string, refusals: { 409?: ReturnType<typeof conflict> } = {}) =>
   createRoute({
-    method: 'post', path: `/connections/{id}/${action}`, tags, summary,
+    method: 'post', path: `/connections/{id}/${action}`, tags, summary, description, operationId: `${action}Connection`,
     request: { params: IdParams },
     responses: { 200: jsonAnswer(StatusChangeSchema, 'Done; a connection workflow that was not running is started'), ...errorResponses, 404: notFound, ...refusals },
   });
-const pause = statusRoute('pause', 'Stop scheduling runs (a running job finishes; a queued one is cancelled)', { 409: conflict('The connection is disabled') });
-const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)', { 409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`)') });
-const disable = statusRoute('disable', 'Stop the workflow; keep the data');
+const pause = statusRoute('pause', 'Stop scheduling runs (a running job finishes; a queued one is cancelled)', 'Sets the connection `paused` and signals its workflow, which plans no run until it is resumed; requested syncs are refused with 409 `connection_paused`.', { 409: conflict('The connection is disabled', 'connection_disabled') });
+const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)', 'Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule.', { 409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`)', 'purge_in_progress') });
+const disable = statusRoute('disable', 'Stop the workflow; keep the data', 'Sets the connection `disabled`, cancels its active jobs and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.');
 const syncNow = createRoute({
-  method: 'post', path: '/connections/{id}/sync', tags, summary: 'Sync now (incremental or full)',
+  method: 'post', path: '/connections/{id}/sync', tags, summary: 'Sync now (incremental or full)', operationId: 'syncConnection',
+  description: 'Requests a job of the connection now (all resource types, or some). An identical active job is answered instead of a new one. Poll `GET /jobs/{id}` for its progress.',
   request: { params: IdParams, body: { ...jsonBody(SyncNowBody), required: false } },
   responses: {
     202: jsonAnswer(SyncAcceptedSchema, 'The job that runs the sync'),
     ...errorResponses,
     404: notFound,
-    409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid'),
+    409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid', 'purge_in_progress', 'connection_paused', 'connection_disabled', 'circuit_breaker_open', 'invalid_connection_config'),
   },
 });
 

@@ -4,7 +4,8 @@ import type { ApiDeps } from '../deps';
 
 /**
  * `GET /healthz` (the process is up) and `GET /readyz` (Postgres and Temporal answer; the answer
- * is reused for a few seconds and concurrent probes share one check, so they cost no more).
+ * is reused for a few seconds and concurrent probes share one check, so they cost no more; a 503
+ * says when to look again in `Retry-After`).
  */
 export function healthRoutes(deps: ApiDeps): Hono {
   const app = new Hono();
@@ -12,6 +13,7 @@ export function healthRoutes(deps: ApiDeps): Hono {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     const { ready, checks, details } = await readiness();
+    if (!ready) c.header('Retry-After', '5');
     return c.json({ status: ready ? 'ok' : 'unavailable', checks, ...(details && { details }) }, ready ? 200 : 503);
   });
   return app;

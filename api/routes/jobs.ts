@@ -22,33 +22,37 @@ const IdempotencyHeaders = z.object({
 });
 
 const schedule = createRoute({
-  method: 'post', path: '/jobs/schedule', tags, summary: 'Schedule a backfill job for a connection and window',
+  method: 'post', path: '/jobs/schedule', tags, summary: 'Schedule a backfill job for a connection and window', operationId: 'scheduleBackfill',
+  description: 'Requests a backfill of the connection (`pairId`): the records changed in the half-open window [start, end). One backfill may be active per connection; an `Idempotency-Key` makes a retried request return the same job.',
   request: { body: jsonBody(ScheduleJobBody), headers: IdempotencyHeaders },
   responses: {
     202: jsonAnswer(JobSchema, 'Accepted (or the job of an earlier request with the same Idempotency-Key)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, the key reused for another request, or the stored config is invalid'),
+    409: conflict('Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, the key reused for another request, or the stored config is invalid', 'circuit_breaker_open', 'connection_paused', 'connection_disabled', 'backfill_in_progress', 'idempotency_key_reused', 'invalid_connection_config'),
   },
 });
 const get = createRoute({
-  method: 'get', path: '/jobs/{id}', tags, summary: 'Status and progress of a job',
+  method: 'get', path: '/jobs/{id}', tags, summary: 'Status and progress of a job', operationId: 'getJob',
+  description: 'The job with its status, progress, record counts, retry state and error summary; with `include_tasks=true` also each task (one per resource type).',
   request: { params: IdParams, query: JobQuery },
   responses: { 200: jsonAnswer(JobSchema, 'The job'), ...errorResponses, 404: notFound },
 });
 const list = createRoute({
-  method: 'get', path: '/jobs', tags, summary: 'List jobs, newest first (cursor pagination)',
+  method: 'get', path: '/jobs', tags, summary: 'List jobs, newest first (cursor pagination)', operationId: 'listJobs',
+  description: "Jobs newest first, filtered by connection, tenant, status, type or trigger; a tenant key lists its own tenant's only.",
   request: { query: ListJobsQuery },
   responses: { 200: jsonAnswer(JobPageSchema, 'One page'), ...errorResponses },
 });
 const cancel = createRoute({
-  method: 'post', path: '/jobs/{id}/cancel', tags, summary: 'Cancel a queued, running or waiting job',
+  method: 'post', path: '/jobs/{id}/cancel', tags, summary: 'Cancel a queued, running or waiting job', operationId: 'cancelJob',
+  description: 'Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running) and sends `sync.cancelled` to subscribed webhooks.',
   request: { params: IdParams },
   responses: {
     202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The job has already finished (`job_finished`), or it was requested and its workflow is starting (`job_starting`: retry in a moment)'),
+    409: conflict('The job has already finished (`job_finished`), or it was requested and its workflow is starting (`job_starting`: retry in a moment)', 'job_finished', 'job_starting'),
   },
 });
 

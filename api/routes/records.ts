@@ -11,7 +11,7 @@ import { ListRecordsQuery, RecordPageSchema } from '../schemas/records';
 const tags = ['records'];
 
 const list = createRoute({
-  method: 'get', path: '/connections/{id}/records', tags,
+  method: 'get', path: '/connections/{id}/records', tags, operationId: 'listRecordChanges',
   summary: "A connection's change feed: inserts, updates and deletions (tombstones) in order, from a cursor",
   description:
     'Poll with `next_cursor` to see every insert, update and delete exactly once, in order, even while a sync is writing. ' +
@@ -21,7 +21,7 @@ const list = createRoute({
     200: jsonAnswer(RecordPageSchema, 'One page of changes'),
     ...errorResponses,
     404: notFound,
-    410: conflict('Tombstones past the cursor were purged after it was issued (`cursor_expired`): read again from the start'),
+    410: conflict('Tombstones past the cursor were purged after it was issued (`cursor_expired`): read again from the start', 'cursor_expired'),
   },
 });
 

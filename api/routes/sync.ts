@@ -5,19 +5,20 @@ import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { tenantFilter } from '../middleware/auth';
 import { presentAccepted } from '../present';
-import { conflict, ErrorSchema, errorResponses, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorAnswer, errorResponses, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema, SyncBody } from '../schemas/sync';
 
 const route = createRoute({
-  method: 'post', path: '/sync', tags: ['sync'], summary: 'Sync an app instance: a job, or immediate results',
+  method: 'post', path: '/sync', tags: ['sync'], summary: 'Sync an app instance: a job, or immediate results', operationId: 'requestSync',
+  description: 'Finds the connection by `app_key` (and `tenant_id` when two tenants share it) and requests a job (202), or with `immediate: true` runs the sync now and answers with what it fetched (200), writing no job or task rows.',
   request: { body: jsonBody(SyncBody) },
   responses: {
     202: jsonAnswer(SyncAcceptedSchema, 'A job was created (or an identical one is already active) and will run'),
     200: jsonAnswer(ImmediateSyncSchema, 'immediate: the sync ran; no job or task rows were written'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time)'),
-    502: { description: 'immediate: the provider failed', content: { 'application/json': { schema: ErrorSchema } } },
+    409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time)', 'purge_in_progress', 'connection_paused', 'connection_disabled', 'circuit_breaker_open', 'invalid_connection_config', 'immediate_sync_running'),
+    502: errorAnswer('immediate: the provider failed', 'sync_failed'),
     504: jsonAnswer(ImmediateSyncTimeoutSchema, 'immediate: not finished within IMMEDIATE_SYNC_TIMEOUT_SECONDS; the sync was cancelled, and `fetched` tells what it fetched and stored so far'),
   },
 });

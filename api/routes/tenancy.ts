@@ -19,33 +19,39 @@ import {
 } from '../schemas/tenancy';
 
 const createKey = createRoute({
-  method: 'post', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "Create a tenant API key (admin only; the secret is shown once)",
+  method: 'post', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "Create a tenant API key (admin only; the secret is shown once)", operationId: 'createApiKey',
+  description: 'Creates a key for the tenant with the scopes given (default read and write). The answer carries the key itself, the only time it is shown; only its hash is stored.',
   request: { params: TenantParams, body: { ...jsonBody(CreateApiKeyBody), required: false } },
   responses: { 201: jsonAnswer(CreatedApiKeySchema, 'Created, with its secret'), ...errorResponses },
 });
 const listKeys = createRoute({
-  method: 'get', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "A tenant's API keys, revoked ones included (admin only; never secrets)",
+  method: 'get', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "A tenant's API keys, revoked ones included (admin only; never secrets)", operationId: 'listApiKeys',
+  description: "The tenant's keys with their prefixes, scopes and last use, revoked ones included; never the keys themselves.",
   request: { params: TenantParams },
   responses: { 200: jsonAnswer(ApiKeyListSchema, 'The keys'), ...errorResponses },
 });
 const revokeKey = createRoute({
-  method: 'delete', path: '/tenants/{tenant_id}/api-keys/{key_id}', tags: ['tenants'], summary: 'Revoke a tenant API key at once (admin only)',
+  method: 'delete', path: '/tenants/{tenant_id}/api-keys/{key_id}', tags: ['tenants'], summary: 'Revoke a tenant API key at once (admin only)', operationId: 'revokeApiKey',
+  description: 'Revokes the key: its next request answers 401.',
   request: { params: TenantKeyParams },
   responses: { 200: jsonAnswer(ApiKeySchema, 'Revoked'), ...errorResponses, 404: notFound },
 });
 const audit = createRoute({
-  method: 'get', path: '/audit', tags: ['tenants'], summary: 'The audit log of mutating calls, newest first (admin only)',
+  method: 'get', path: '/audit', tags: ['tenants'], summary: 'The audit log of mutating calls, newest first (admin only)', operationId: 'listAuditEntries',
+  description: 'One entry per mutating call (who, which tenant, method, path, target and status), refused ones included, newest first; optionally of one tenant.',
   request: { query: AuditQuery },
   responses: { 200: jsonAnswer(AuditPageSchema, 'One page'), ...errorResponses },
 });
 const remove = createRoute({
   method: 'delete', path: '/connections/{id}', tags: ['connections'],
-  summary: 'Delete a connection and purge everything of it (its workflow and jobs are stopped first)',
+  summary: 'Delete a connection and purge everything of it (its workflow and jobs are stopped first)', operationId: 'deleteConnection',
+  description: 'Disables the connection, stops its workflow and jobs, then a `connection-purge:<id>` workflow deletes its rows in batches, the connection last. Read the purge at `/purges/{id}`.',
   request: { params: IdParams },
   responses: { 202: jsonAnswer(PurgeSchema, 'The purge, running; read it at /purges/{id}. Afterwards the connection is 404'), ...errorResponses, 404: notFound },
 });
 const purge = createRoute({
-  method: 'get', path: '/purges/{id}', tags: ['connections'], summary: "A connection purge's status",
+  method: 'get', path: '/purges/{id}', tags: ['connections'], summary: "A connection purge's status", operationId: 'getPurge',
+  description: 'How far the purge got: its status and the rows deleted so far.',
   request: { params: IdParams },
   responses: { 200: jsonAnswer(PurgeSchema, 'The purge'), ...errorResponses, 404: notFound },
 });

@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { invalid } from '../../commands/errors';
 import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
@@ -13,6 +13,7 @@ import {
   DeliveryParams,
   ListDeliveriesQuery,
   ListWebhooksQuery,
+  RedeliveryAnswerSchema,
   WebhookPageSchema,
   WebhookSchema,
 } from '../schemas/webhooks';
@@ -21,38 +22,44 @@ const tags = ['webhooks'];
 const UUID = /^[0-9a-f-]{36}$/i;
 
 const create = createRoute({
-  method: 'post', path: '/webhooks', tags, summary: "Subscribe an endpoint to a tenant's events (the signing secret is shown once)",
+  method: 'post', path: '/webhooks', tags, summary: "Subscribe an endpoint to a tenant's events (the signing secret is shown once)", operationId: 'createWebhook',
+  description: 'Subscribes an http(s) endpoint to event types of a tenant. Deliveries are signed per Standard Webhooks with the `whsec_` secret in this answer (the only time it is shown); the payload of each event type is under `webhooks`.',
   request: { body: jsonBody(CreateWebhookBody) },
   responses: { 201: jsonAnswer(CreatedWebhookSchema, 'Created, with its secret'), ...errorResponses },
 });
 const list = createRoute({
-  method: 'get', path: '/webhooks', tags, summary: 'List webhooks (cursor pagination, by id; never their secrets)',
+  method: 'get', path: '/webhooks', tags, summary: 'List webhooks (cursor pagination, by id; never their secrets)', operationId: 'listWebhooks',
+  description: "Webhooks ordered by id, optionally of one tenant; a tenant key lists its own tenant's only.",
   request: { query: ListWebhooksQuery },
   responses: { 200: jsonAnswer(WebhookPageSchema, 'One page'), ...errorResponses },
 });
 const get = createRoute({
-  method: 'get', path: '/webhooks/{id}', tags, summary: 'One webhook',
+  method: 'get', path: '/webhooks/{id}', tags, summary: 'One webhook', operationId: 'getWebhook',
+  description: 'The webhook: its endpoint and event types (never its secret).',
   request: { params: IdParams },
   responses: { 200: jsonAnswer(WebhookSchema, 'The webhook'), ...errorResponses, 404: notFound },
 });
 const remove = createRoute({
-  method: 'delete', path: '/webhooks/{id}', tags, summary: 'Delete a webhook and its deliveries (retries in progress stop)',
+  method: 'delete', path: '/webhooks/{id}', tags, summary: 'Delete a webhook and its deliveries (retries in progress stop)', operationId: 'deleteWebhook',
+  description: 'Deletes the subscription and its deliveries; a delivery being retried stops at its next attempt.',
   request: { params: IdParams },
   responses: { 204: { description: 'Deleted' }, ...errorResponses, 404: notFound },
 });
 const deliveries = createRoute({
-  method: 'get', path: '/webhooks/{id}/deliveries', tags, summary: "A webhook's deliveries, newest first, with every attempt's status code",
+  method: 'get', path: '/webhooks/{id}/deliveries', tags, summary: "A webhook's deliveries, newest first, with every attempt's status code", operationId: 'listWebhookDeliveries',
+  description: 'Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours), each with its attempts.',
   request: { params: IdParams, query: ListDeliveriesQuery },
   responses: { 200: jsonAnswer(DeliveryPageSchema, 'One page'), ...errorResponses, 404: notFound },
 });
 const redeliverRoute = createRoute({
-  method: 'post', path: '/webhooks/{id}/deliveries/{delivery_id}/redeliver', tags, summary: 'Deliver a finished delivery again (same event id)',
+  method: 'post', path: '/webhooks/{id}/deliveries/{delivery_id}/redeliver', tags, summary: 'Deliver a finished delivery again (same event id)', operationId: 'redeliverWebhookDelivery',
+  description: 'Sends a delivered or failed delivery again, with the same event id (`webhook-id`) and body, retried as a new delivery would be.',
   request: { params: DeliveryParams },
   responses: {
-    202: jsonAnswer(z.object({ delivery_id: z.string(), status: z.literal('pending') }), 'Queued for delivery'),
+    202: jsonAnswer(RedeliveryAnswerSchema, 'Queued for delivery'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The delivery is still being attempted (`delivery_pending`)'),
+    409: conflict('The delivery is still being attempted (`delivery_pending`)', 'delivery_pending'),
   },
 });
 

@@ -1,33 +1,76 @@
 import { z } from '@hono/zod-openapi';
-import { SYNC_MODES } from '../../policy/vocabulary';
+import { API_ERROR_CODES, SYNC_MODES, type ApiErrorCode } from '../../policy/vocabulary';
 
 /** `{error: {code, message}}`, the body of every error answer. */
 export const ErrorSchema = z
   .object({
     error: z
       .object({
-        code: z.string().openapi({ example: 'not_found' }),
+        code: z.enum(API_ERROR_CODES).openapi({ description: 'Stable: branch on it (the message is for people and may change)', example: 'not_found' }),
         message: z.string().openapi({ example: 'no job with that id' }),
       })
       .catchall(z.unknown()),
   })
   .openapi('Error');
 
+/** A message an answer with each code may carry, for the document's examples. */
+const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
+  invalid_request: 'limit: must be an integer between 1 and 200',
+  unauthorized: 'a valid API key is required: Authorization: Bearer <key>',
+  forbidden: 'this route needs the admin key',
+  not_found: 'no such resource',
+  conflict: 'tenant acme already has a connection with app_key acme-github',
+  connection_paused: 'the connection is paused; resume it first',
+  connection_disabled: 'the connection is disabled',
+  circuit_breaker_open: 'the connection is paused by its circuit breaker after repeated failures',
+  purge_in_progress: 'the connection is being deleted (purge 6f1c…); no change is accepted',
+  invalid_connection_config: "the connection's config is invalid: repositories: must name at least one repository",
+  idempotency_key_reused: 'this Idempotency-Key was already used for a different request',
+  backfill_in_progress: 'a backfill of this connection is still active; retry when it has finished',
+  immediate_sync_running: 'an immediate sync of this connection is already running; wait for its answer',
+  job_finished: 'the job has already finished (completed)',
+  job_starting: 'the job is starting; retry in a moment',
+  delivery_pending: 'the delivery is still being attempted',
+  cursor_expired: 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)',
+  payload_too_large: 'the request body exceeds 1048576 bytes (1 MiB)',
+  rate_limited: 'too many requests for this API key; retry in 1 s',
+  sync_failed: 'the sync failed: the provider answered 502',
+  timeout: 'the immediate sync did not finish within 60 s (IMMEDIATE_SYNC_TIMEOUT_SECONDS) and was cancelled; what it fetched is stored',
+  unavailable: 'Postgres is unreachable; try again shortly',
+  internal: 'internal error',
+  error: 'bad request',
+};
+
+/** An error answer: `codes` are the codes it may carry, each shown as an example. */
+export const errorAnswer = (description: string, ...codes: [ApiErrorCode, ...ApiErrorCode[]]) => ({
+  description,
+  content: {
+    'application/json': {
+      schema: ErrorSchema,
+      examples: Object.fromEntries(codes.map((code) => [code, { value: { error: { code, message: ERROR_MESSAGES[code] } } }])),
+    },
+  },
+});
+
+/** The `Retry-After` header of an answer that asks to try again later. */
+const retryAfter = (description: string) => ({ 'Retry-After': { description, schema: { type: 'integer' as const, minimum: 1 } } });
+
 /** Error answers shared by authenticated routes. */
 export const errorResponses = {
-  400: { description: 'The request does not match the schema', content: { 'application/json': { schema: ErrorSchema } } },
-  401: { description: 'Missing, wrong or revoked API key', content: { 'application/json': { schema: ErrorSchema } } },
-  403: { description: 'A tenant key on an admin-only route, or without the scope (read, write) the method needs', content: { 'application/json': { schema: ErrorSchema } } },
-  404: { description: "No such resource; with a tenant key also any id or tenant_id of another tenant", content: { 'application/json': { schema: ErrorSchema } } },
-  413: { description: 'Body larger than 1 MiB', content: { 'application/json': { schema: ErrorSchema } } },
-  429: { description: 'This API key exceeded its request rate; retry after `Retry-After` seconds', content: { 'application/json': { schema: ErrorSchema } } },
-  503: { description: 'Postgres or Temporal is unreachable', content: { 'application/json': { schema: ErrorSchema } } },
+  400: errorAnswer('The request does not match the schema', 'invalid_request'),
+  401: errorAnswer('Missing, wrong or revoked API key', 'unauthorized'),
+  403: errorAnswer('A tenant key on an admin-only route, or without the scope (read, write) the method needs', 'forbidden'),
+  404: errorAnswer("No such resource; with a tenant key also any id or tenant_id of another tenant", 'not_found'),
+  413: errorAnswer('Body larger than 1 MiB', 'payload_too_large'),
+  429: { ...errorAnswer('This API key exceeded its request rate; retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this key has a request again') },
+  500: errorAnswer('An unexpected error (never with a stack, statement or internal detail; the API logs it)', 'internal'),
+  503: { ...errorAnswer('Postgres or Temporal is unreachable; retry after `Retry-After` seconds', 'unavailable'), headers: retryAfter('Seconds to wait before trying again') },
 } as const;
 
 /** A 404 answer. */
-export const notFound = { description: 'No such resource', content: { 'application/json': { schema: ErrorSchema } } } as const;
-/** A 409 answer. */
-export const conflict = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } }) as const;
+export const notFound = errorAnswer('No such resource', 'not_found');
+/** A 409 (or 410) answer carrying one of `codes`. */
+export const conflict = (description: string, ...codes: [ApiErrorCode, ...ApiErrorCode[]]) => errorAnswer(description, ...codes);
 
 /** A JSON body part of a route. */
 export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({

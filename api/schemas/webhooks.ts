@@ -34,7 +34,10 @@ export const WebhookSchema = z
 
 /** A new webhook with its signing secret, shown this once. */
 export const CreatedWebhookSchema = WebhookSchema.extend({
-  secret: z.string().openapi({ description: 'The HMAC-SHA256 signing secret: shown only in this answer; store it now' }),
+  secret: z.string().openapi({
+    description: 'The Standard Webhooks signing secret (`whsec_` and the base64 of 32 random bytes): shown only in this answer; store it now',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/3JYfWWhE+k=',
+  }),
 }).openapi('CreatedWebhook');
 
 /** `GET /webhooks` query. */
@@ -57,7 +60,7 @@ export const DeliveryParams = z.object({
 export const DeliverySchema = z
   .object({
     id: z.string(),
-    event_id: z.string().openapi({ description: 'The idempotency id the receiver sees in `Synctide-Event-Id`' }),
+    event_id: z.string().openapi({ description: 'The idempotency id the receiver sees in `webhook-id` (and the deprecated `Synctide-Event-Id`)' }),
     event_type: z.enum(WEBHOOK_EVENT_TYPES),
     status: z.enum(DELIVERY_STATUSES),
     attempts: z.number(),
@@ -76,3 +79,6 @@ export const ListDeliveriesQuery = z.object({ limit: LimitQuery, cursor: CursorQ
 
 /** A page of deliveries, newest first. */
 export const DeliveryPageSchema = z.object({ items: z.array(DeliverySchema), next_cursor: z.string().nullable() }).openapi('WebhookDeliveryPage');
+
+/** What `POST /webhooks/:id/deliveries/:delivery_id/redeliver` did. */
+export const RedeliveryAnswerSchema = z.object({ delivery_id: z.string(), status: z.literal('pending') }).openapi('RedeliveryAnswer');

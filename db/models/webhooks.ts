@@ -1,7 +1,7 @@
 // SQL of `webhooks`, `webhook_events`, `webhook_deliveries` and `webhook_delivery_attempts`.
 // An event and its deliveries are inserted by the transaction that makes the event true.
 import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
-import type { JobEventFacts } from '../../policy/webhook-events';
+import type { JobEventFacts, WebhookEvent } from '../../policy/webhook-events';
 import type { Queryable } from '../queryable';
 
 /** A webhook as listed: never its secret. */
@@ -54,7 +54,7 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<boolean>
  */
 export async function insertConnectionEvent(
   tx: Queryable,
-  event: { type: WebhookEventType; connectionId: string; data: Record<string, unknown> },
+  event: WebhookEvent & { connectionId: string },
   at: Date,
 ): Promise<string[]> {
   const { rows } = await tx.query<{ id: string }>(

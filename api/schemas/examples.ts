@@ -1,0 +1,164 @@
+// An example of every answer schema, by its component name: the document puts it on each JSON
+// answer of that schema. Each is typed by its schema, so an example that no longer fits fails
+// typecheck (and `npm run lint:openapi` checks it against the document).
+import type { z } from '@hono/zod-openapi';
+import { ConnectionDetailSchema, ConnectionPageSchema, ConnectionSchema, StatusChangeSchema } from './connections';
+import { CancelAnswerSchema, JobPageSchema, JobSchema } from './jobs';
+import { RecordPageSchema } from './records';
+import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema } from './sync';
+import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema } from './tenancy';
+import { CreatedWebhookSchema, DeliveryPageSchema, RedeliveryAnswerSchema, WebhookPageSchema, WebhookSchema } from './webhooks';
+
+/** `value`, typed by `schema`. */
+const ex = <T extends z.ZodType>(_schema: T, value: z.output<T>): z.output<T> => value;
+
+const CONNECTION_ID = '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10';
+const JOB_ID = '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a';
+const WEBHOOK_ID = '3d0f7a9e-8c1b-4e55-b1f2-6a7d9e0c4b21';
+const DELIVERY_ID = 'a8e4c3d2-1b0f-4a9e-8d7c-6b5a4f3e2d1c';
+const KEY_ID = '5c9b8a7d-6e5f-4d3c-2b1a-0f9e8d7c6b5a';
+const PURGE_ID = '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b';
+const AT = '2025-01-01T12:00:00.000Z';
+const NEXT = 'eyJpZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9';
+
+const connection = ex(ConnectionSchema, {
+  id: CONNECTION_ID,
+  tenant_id: 'acme',
+  provider: 'github',
+  app_key: 'acme-github',
+  status: 'active',
+  config: { repositories: ['acme/app'] },
+  has_credentials: true,
+  schedule: { interval_seconds: 900, next_run_at: '2025-01-01T12:15:00.000Z', last_jitter_seconds: 12 },
+  workflow_id: `connection:${CONNECTION_ID}`,
+  created_at: AT,
+  updated_at: AT,
+});
+
+const job = ex(JobSchema, {
+  id: JOB_ID,
+  connection_id: CONNECTION_ID,
+  tenant_id: 'acme',
+  provider: 'github',
+  job_type: 'incremental',
+  trigger: 'api',
+  status: 'running',
+  priority: 0,
+  scheduled_at: AT,
+  started_at: '2025-01-01T12:00:01.000Z',
+  finished_at: null,
+  window: null,
+  payload: {},
+  retry_count: 0,
+  max_retries: 5,
+  retry_after: null,
+  total_tasks: 2,
+  completed_tasks: 1,
+  failed_tasks: 0,
+  processed_entities: 1200,
+  counts: { added: 40, updated: 12, deleted: 0, unchanged: 1148 },
+  progress_percentage: 50,
+  error: null,
+  workflow_id: `sync-job:${JOB_ID}`,
+  created_at: AT,
+});
+
+const webhook = ex(WebhookSchema, {
+  id: WEBHOOK_ID,
+  tenant_id: 'acme',
+  url: 'https://example.com/hooks/synctide',
+  event_types: ['sync.completed', 'sync.failed'],
+  created_at: AT,
+});
+
+const apiKey = ex(ApiKeySchema, {
+  id: KEY_ID,
+  tenant_id: 'acme',
+  name: 'billing backend',
+  prefix: '4f1a9c2e7b30',
+  scopes: ['read', 'write'],
+  created_at: AT,
+  last_used_at: null,
+  revoked_at: null,
+});
+
+const purge = ex(PurgeSchema, {
+  id: PURGE_ID,
+  connection_id: CONNECTION_ID,
+  tenant_id: 'acme',
+  status: 'running',
+  deleted_rows: 5000,
+  workflow_id: `connection-purge:${PURGE_ID}`,
+  created_at: AT,
+  finished_at: null,
+});
+
+const githubCounts = [
+  { resource_type: 'issues', entity_count: 30, written_count: 30, pages: 1 },
+  { resource_type: 'pull_requests', entity_count: 5, written_count: 5, pages: 1 },
+];
+
+/** The example of each answer schema, by component name. */
+export const ANSWER_EXAMPLES: Record<string, unknown> = {
+  Connection: connection,
+  ConnectionPage: ex(ConnectionPageSchema, { items: [connection], next_cursor: NEXT }),
+  ConnectionDetail: ex(ConnectionDetailSchema, {
+    ...connection,
+    live: {
+      phase: 'sleeping', next_run_at: '2025-01-01T12:15:00.000Z', scheduled_at: '2025-01-01T12:15:00.000Z',
+      last_jitter_seconds: 12, current_job_id: null, last_outcome: 'completed', pending: [], cycles: 4,
+    },
+    breaker: { open: false, consecutive_failures: 0, paused_until: null, last_failure_at: null, alert: null },
+  }),
+  StatusChange: ex(StatusChangeSchema, { id: CONNECTION_ID, status: 'paused', workflow: `connection:${CONNECTION_ID}` }),
+  SyncAccepted: ex(SyncAcceptedSchema, {
+    job_id: JOB_ID, status: 'queued', total_tasks: 2, resource_types: ['issues', 'pull_requests'],
+    connection_id: CONNECTION_ID, mode: 'incremental', workflow_id: `sync-job:${JOB_ID}`,
+  }),
+  ImmediateSync: ex(ImmediateSyncSchema, { immediate: true, connection_id: CONNECTION_ID, mode: 'incremental', total_entities: 35, resources: githubCounts }),
+  ImmediateSyncTimeout: ex(ImmediateSyncTimeoutSchema, {
+    error: {
+      code: 'timeout',
+      message: 'the immediate sync did not finish within 60 s (IMMEDIATE_SYNC_TIMEOUT_SECONDS) and was cancelled; what it fetched is stored',
+      fetched: { total_entities: 30, resources: githubCounts.slice(0, 1) },
+    },
+  }),
+  Job: job,
+  JobPage: ex(JobPageSchema, { items: [job], next_cursor: null }),
+  CancelAnswer: ex(CancelAnswerSchema, { job_id: JOB_ID, status: 'running', cancel_requested: true }),
+  RecordPage: ex(RecordPageSchema, {
+    items: [
+      {
+        external_id: '1347', resource_type: 'issues', data: { number: 1347, title: 'Found a bug', state: 'open' },
+        source_updated_at: '2025-01-01T11:58:00.000Z', synced_at: '2025-01-01T12:00:03.000Z', deleted_at: null, change: 'insert',
+      },
+    ],
+    next_cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
+    has_more: false,
+  }),
+  Webhook: webhook,
+  CreatedWebhook: ex(CreatedWebhookSchema, { ...webhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/3JYfWWhE+k=' }),
+  WebhookPage: ex(WebhookPageSchema, { items: [webhook], next_cursor: null }),
+  WebhookDeliveryPage: ex(DeliveryPageSchema, {
+    items: [
+      {
+        id: DELIVERY_ID, event_id: '7b6a5f4e-3d2c-4b1a-9f8e-7d6c5b4a3f2e', event_type: 'sync.completed', status: 'delivered', attempts: 2,
+        last_status_code: 200, last_error: null, created_at: AT, finished_at: '2025-01-01T12:00:11.000Z',
+        attempt_log: [
+          { attempt: 1, status_code: 500, error: null, duration_ms: 31, at: '2025-01-01T12:00:00.500Z' },
+          { attempt: 2, status_code: 200, error: null, duration_ms: 28, at: '2025-01-01T12:00:11.000Z' },
+        ],
+      },
+    ],
+    next_cursor: null,
+  }),
+  RedeliveryAnswer: ex(RedeliveryAnswerSchema, { delivery_id: DELIVERY_ID, status: 'pending' }),
+  ApiKey: { ...apiKey, revoked_at: '2025-02-01T09:00:00.000Z' },
+  CreatedApiKey: ex(CreatedApiKeySchema, { ...apiKey, secret: 'stk_4f1a9c2e7b30_cWppTGIP_NsgguhlFcX-Rwsg3ukPCsbQcoPq8iWG1so' }),
+  ApiKeyList: ex(ApiKeyListSchema, { items: [apiKey] }),
+  AuditPage: ex(AuditPageSchema, {
+    items: [{ id: '42', at: AT, actor: `key:${KEY_ID}`, api_key_id: KEY_ID, tenant_id: 'acme', method: 'POST', path: '/sync', target_id: null, target_tenant_id: null, status: 202 }],
+    next_cursor: null,
+  }),
+  Purge: purge,
+};

@@ -1,0 +1,113 @@
+import { z } from '@hono/zod-openapi';
+import { FINISHED_JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, type WebhookEventType } from '../../policy/vocabulary';
+import type { WebhookEventData } from '../../policy/webhook-events';
+
+/** True when A and B are the same type (neither has a field or a value the other lacks). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+const Time = z.string().openapi({ description: 'ISO 8601', example: '2025-01-01T12:00:00.000Z' });
+
+/** The `data` of a `sync.*` event. */
+const JobEventDataSchema = z
+  .object({
+    job: z.object({
+      id: z.string(),
+      connection_id: z.string(),
+      job_type: z.enum(SYNC_MODES),
+      trigger: z.enum(JOB_TRIGGERS),
+      status: z.enum(FINISHED_JOB_STATUSES),
+      started_at: Time.nullable(),
+      finished_at: Time.nullable(),
+    }),
+    counts: z.object({ added: z.number(), updated: z.number(), deleted: z.number(), unchanged: z.number() }),
+    error: z.string().nullable().openapi({ description: 'sync.failed: what went wrong; sync.cancelled: why; null when completed' }),
+    cursor: z.string().openapi({ description: "A records-feed cursor at the connection's latest change when the job ended" }),
+  })
+  .openapi('JobEventData');
+
+/** The `data` of each event type, checked against the types the emitters write (policy/webhook-events.ts). */
+export const WEBHOOK_EVENT_DATA_SCHEMAS = {
+  'sync.completed': JobEventDataSchema,
+  'sync.failed': JobEventDataSchema,
+  'sync.cancelled': JobEventDataSchema,
+  'connection.breaker_opened': z
+    .object({
+      connection_id: z.string(),
+      provider_slug: z.string(),
+      consecutive_failures: z.number(),
+      paused_until: Time,
+      last_error: z.string(),
+    })
+    .openapi('BreakerOpenedData'),
+  'connection.breaker_closed': z.object({ connection_id: z.string(), closed_at: Time }).openapi('BreakerClosedData'),
+  'connection.disabled': z.object({ connection_id: z.string(), disabled_at: Time }).openapi('ConnectionDisabledData'),
+} as const;
+
+// A schema that says anything else than the emitted type fails typecheck here.
+const sameData: { [T in WebhookEventType]: Same<z.output<(typeof WEBHOOK_EVENT_DATA_SCHEMAS)[T]>, WebhookEventData[T]> } = {
+  'sync.completed': true,
+  'sync.failed': true,
+  'sync.cancelled': true,
+  'connection.breaker_opened': true,
+  'connection.breaker_closed': true,
+  'connection.disabled': true,
+};
+void sameData;
+
+/** What each event means, for the document. */
+export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
+  'sync.completed': 'A job completed: the job, its record counts and a feed cursor at the connection\'s latest change.',
+  'sync.failed': 'A job failed for good (retries ran out, or the reaper or a clean-up failed it as abandoned): as sync.completed, with its error.',
+  'sync.cancelled': 'A job was cancelled (over the API, by a pause, disable or deletion): as sync.completed, with the reason as error.',
+  'connection.breaker_opened': 'The circuit breaker paused a connection after repeated failed attempts, until paused_until.',
+  'connection.breaker_closed': 'A successful attempt closed the circuit breaker of a connection.',
+  'connection.disabled': 'A connection was disabled (its workflow stopped; its data kept).',
+};
+
+/** The body of a delivery of event type `type`. */
+export function webhookEventSchema(type: WebhookEventType) {
+  return z.object({
+    id: z.string().openapi({ description: 'The event id: also `webhook-id` (and the deprecated `Synctide-Event-Id`); deduplicate on it' }),
+    type: z.literal(type),
+    created_at: Time,
+    tenant_id: z.string(),
+    data: WEBHOOK_EVENT_DATA_SCHEMAS[type],
+  });
+}
+
+/** An example `data` of each event type. */
+export const WEBHOOK_EVENT_EXAMPLES: WebhookEventData = {
+  'sync.completed': {
+    job: {
+      id: '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a', connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', job_type: 'incremental', trigger: 'schedule',
+      status: 'completed', started_at: '2025-01-01T12:00:00.000Z', finished_at: '2025-01-01T12:00:42.000Z',
+    },
+    counts: { added: 12, updated: 3, deleted: 0, unchanged: 985 },
+    error: null,
+    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
+  },
+  'sync.failed': {
+    job: {
+      id: '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a', connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', job_type: 'full', trigger: 'api',
+      status: 'failed', started_at: '2025-01-01T12:00:00.000Z', finished_at: '2025-01-01T12:31:05.000Z',
+    },
+    counts: { added: 0, updated: 0, deleted: 0, unchanged: 400 },
+    error: 'issues: the provider answered 500',
+    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
+  },
+  'sync.cancelled': {
+    job: {
+      id: '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a', connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', job_type: 'incremental', trigger: 'api',
+      status: 'cancelled', started_at: '2025-01-01T12:00:00.000Z', finished_at: '2025-01-01T12:00:07.000Z',
+    },
+    counts: { added: 5, updated: 0, deleted: 0, unchanged: 0 },
+    error: 'cancelled over the API',
+    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
+  },
+  'connection.breaker_opened': {
+    connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', provider_slug: 'github', consecutive_failures: 5,
+    paused_until: '2025-01-01T13:00:00.000Z', last_error: 'the provider answered 502',
+  },
+  'connection.breaker_closed': { connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', closed_at: '2025-01-01T13:01:12.000Z' },
+  'connection.disabled': { connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', disabled_at: '2025-01-01T12:00:00.000Z' },
+};
