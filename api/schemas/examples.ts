@@ -101,6 +101,7 @@ const githubCounts = [
 /** The example of each answer schema, by component name. */
 export const ANSWER_EXAMPLES: Record<string, unknown> = {
   Connection: connection,
+  UpdatedConnection: connection,
   ConnectionPage: ex(ConnectionPageSchema, { items: [connection], next_cursor: NEXT }),
   ConnectionDetail: ex(ConnectionDetailSchema, {
     ...connection,
