@@ -3,8 +3,7 @@
 // `since` parameter and its formats, rate-limit headers feeding the budget, config errors naming
 // the key, and a config against the fake GitHub that yields the same records as the github
 // connector. No Temporal; the suite's shared Postgres is not used.
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
@@ -15,6 +14,7 @@ import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
 import { TEST_PROVIDER_POLICY } from './helpers/deps';
 import { startFakeGitHub } from './helpers/fake-github';
+import { serve, type FakeHandler, type FakeServer } from './helpers/fake-server';
 
 const TOTAL = 23;
 const SIZE = 5;
@@ -34,9 +34,10 @@ interface Seen {
 function startFakeProvider() {
   const requests: Seen[] = [];
   let failWith: { status: number; headers?: Record<string, string>; body?: unknown } | null = null;
-  const server: Server = createServer((req, res) => {
+  let server: FakeServer | undefined;
+  const handler: FakeHandler = (req, res, self) => {
     requests.push({ url: req.url ?? '', headers: req.headers });
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const origin = self.url;
     const url = new URL(req.url ?? '/', origin);
     const rate = { 'x-rl-remaining': String(1000 - requests.length), 'x-rl-reset': '30' };
     if (failWith) {
@@ -85,17 +86,17 @@ function startFakeProvider() {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end('{"error": "not found"}');
     }
-  });
+  };
   return {
     requests,
     fail(next: typeof failWith) {
       failWith = next;
     },
     async start() {
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      server = await serve(handler);
+      return server.url;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => server?.close(),
   };
 }
 
