@@ -1,7 +1,7 @@
 // Commands on a connection's synced records: the change feed consumers follow.
 import type { RecordChange } from '../db/models/records';
 import { findFeedExpiry, readChanges } from '../db/models/records';
-import type { FeedCursor } from '../policy/feed-cursor';
+import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
 import type { CommandDeps } from './deps';
 import { CommandRefused, notFound } from './errors';

@@ -5,6 +5,7 @@ import type { ApiKeyRow } from '../db/models/api-keys';
 import * as audit from '../db/models/audit';
 import type { AuditRow } from '../db/models/audit';
 import * as owners from '../db/models/owners';
+import { KEY_SCOPES, type KeyScope } from '../policy/vocabulary';
 import type { CommandDeps } from './deps';
 import { notFound } from './errors';
 
@@ -19,7 +20,7 @@ const TENANT_KEY = /^stk_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 /** Scopes a tenant key may carry. */
-export type KeyScope = 'read' | 'write';
+export type { KeyScope };
 
 /** Creates an API key for tenant `tenantId` and returns it with its secret: the only time it is shown. */
 export async function createApiKey(
@@ -29,7 +30,7 @@ export async function createApiKey(
 ): Promise<{ key: ApiKeyRow; secret: string }> {
   const prefix = randomBytes(6).toString('hex');
   const secret = `stk_${prefix}_${randomBytes(32).toString('base64url')}`;
-  const scopes = [...new Set(options.scopes?.length ? options.scopes : ['read', 'write'])];
+  const scopes = [...new Set(options.scopes?.length ? options.scopes : KEY_SCOPES)];
   const key = await apiKeys.insertApiKey(deps.pool, { tenantId, name: options.name ?? null, prefix, secretHash: sha256(secret), scopes });
   return { key, secret };
 }

@@ -1,10 +1,20 @@
 // The domain's words, spelled once. Zod schemas, SQL, metrics and workflows all take them from
 // here, so a status or trigger cannot be spelled two ways. Pure: no I/O.
 
+/**
+ * Each word of `words` under its own name (`byName(['a', 'b'])` is `{ a: 'a', b: 'b' }`), frozen: code
+ * and SQL name one word as `JOB_STATUS.queued`, never as a second spelling of it.
+ */
+function byName<const T extends string>(words: readonly T[]): { readonly [K in T]: K } {
+  return Object.freeze(Object.fromEntries(words.map((word) => [word, word]))) as { readonly [K in T]: K };
+}
+
 /** Every status a sync job can have. */
 export const JOB_STATUSES = ['queued', 'running', 'retrying', 'completed', 'failed', 'cancelled'] as const;
 /** A sync job's status. */
 export type JobStatus = (typeof JOB_STATUSES)[number];
+/** Each job status by name. */
+export const JOB_STATUS = byName(JOB_STATUSES);
 
 /**
  * A job that has not finished. A connection has at most one active job per type (and one active
@@ -23,6 +33,8 @@ export type FinishedJobStatus = (typeof FINISHED_JOB_STATUSES)[number];
 export const JOB_TRIGGERS = ['schedule', 'manual', 'api', 'backfill'] as const;
 /** A job's trigger. */
 export type JobTrigger = (typeof JOB_TRIGGERS)[number];
+/** Each trigger by name. */
+export const JOB_TRIGGER = byName(JOB_TRIGGERS);
 
 /**
  * Jobs a connection workflow creates itself (its planned runs and `syncNow`) and runs as its
@@ -48,11 +60,19 @@ export type SyncMode = (typeof SYNC_MODES)[number];
 export const CONNECTION_STATUSES = ['active', 'paused', 'disabled'] as const;
 /** A connection's status. */
 export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
+/** Each connection status by name. */
+export const CONNECTION_STATUS = byName(CONNECTION_STATUSES);
+/** The statuses a connection may be created with or set to by pause and resume (disabling has its own way). */
+export const SETTABLE_CONNECTION_STATUSES = ['active', 'paused'] as const satisfies readonly ConnectionStatus[];
+/** A status a connection may be created with or set to by pause and resume. */
+export type SettableConnectionStatus = (typeof SETTABLE_CONNECTION_STATUSES)[number];
 
 /** Every status of one resource type's task within a job. */
 export const TASK_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const;
 /** A task's status. */
 export type TaskStatus = (typeof TASK_STATUSES)[number];
+/** Each task status by name. */
+export const TASK_STATUS = byName(TASK_STATUSES);
 /** A task that has not finished. */
 export const OPEN_TASK_STATUSES = ['pending', 'processing'] as const satisfies readonly TaskStatus[];
 
@@ -117,3 +137,26 @@ export const API_ERROR_CODES = [
 ] as const;
 /** One API error code. */
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
+/** Each delivery state by name. */
+export const DELIVERY_STATUS = byName(DELIVERY_STATUSES);
+
+/** States of a connection's purge: recorded, deleting its rows, done. */
+export const PURGE_STATUSES = ['pending', 'running', 'completed'] as const;
+/** One purge state. */
+export type PurgeStatus = (typeof PURGE_STATUSES)[number];
+/** Each purge state by name. */
+export const PURGE_STATUS = byName(PURGE_STATUSES);
+
+/** What the latest write of a record in the change feed did to it. */
+export const RECORD_CHANGES = ['insert', 'update', 'delete'] as const;
+/** One kind of change. */
+export type RecordChangeKind = (typeof RECORD_CHANGES)[number];
+/** Each kind of change by name. */
+export const RECORD_CHANGE = byName(RECORD_CHANGES);
+
+/** What a tenant API key may do: `read` answers GET and HEAD, `write` every other method. */
+export const KEY_SCOPES = ['read', 'write'] as const;
+/** One key scope. */
+export type KeyScope = (typeof KEY_SCOPES)[number];
+/** Each key scope by name. */
+export const KEY_SCOPE = byName(KEY_SCOPES);

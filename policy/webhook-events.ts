@@ -1,6 +1,6 @@
 // Webhook events about a job's end, typed: which event a finished job sends, and its payload,
 // built here from the facts the database holds. Pure: no I/O.
-import { encodeFeedCursor, type FeedCursor } from './feed-cursor';
+import { feedCursor, type FeedCursor } from './cursors';
 import type { FinishedJobStatus, JobTrigger, SyncMode, WebhookEventType } from './vocabulary';
 
 /** The event every job end sends, by the status it ended with (whoever ended it). */
@@ -60,7 +60,7 @@ export function jobEventData(facts: JobEventFacts): JobEventData {
     },
     counts: { added: facts.added, updated: facts.updated, deleted: facts.deleted, unchanged: facts.unchanged },
     error: facts.last_error,
-    cursor: encodeFeedCursor(facts.feed),
+    cursor: feedCursor.encode(facts.feed),
   };
 }
 

@@ -1,12 +1,11 @@
 // Deleting a connection through the real API, worker, time-skipping server and Postgres: a sync in
 // flight (a job, or an immediate sync) is cancelled, the purge workflow removes every row of the connection in batches, its
 // workflows are closed, and another connection of the same tenant keeps all of its rows.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testActivityDeps } from './helpers/deps';
+import { receiver as startReceiver, type FakeReceiver } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -16,19 +15,16 @@ const TASK_QUEUE = 'connection-delete';
 describe('DELETE /connections/:id and its purge', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);
   let api: TestApi;
-  let receiver: Server;
-  let receiverUrl: string;
+  let receiver: FakeReceiver;
 
   beforeAll(async () => {
     api = await startTestApi(stack, TASK_QUEUE, { webhookAllowPrivate: true });
     // A webhook receiver that accepts everything, so the connection has delivered events too.
-    receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end('ok')));
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    receiver = await startReceiver(() => 200);
   });
   afterAll(async () => {
     await api?.server.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
   });
 
   const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
@@ -61,7 +57,7 @@ describe('DELETE /connections/:id and its purge', () => {
   }
 
   it('cancels the sync in flight, deletes every row of the connection in batches, closes its workflow, and keeps the other connections', async () => {
-    await created('POST', '/webhooks', { tenant_id: 'acme', url: receiverUrl, event_types: ['sync.completed', 'sync.failed'] }, 201);
+    await created('POST', '/webhooks', { tenant_id: 'acme', url: receiver.url, event_types: ['sync.completed', 'sync.failed'] }, 201);
     const keeper = await created('POST', '/connections', {
       tenant_id: 'acme', app_key: 'keeper', provider: 'demo', config: { records_per_resource: 20, page_size: 10 }, schedule: { interval_seconds: 86_400 },
     }, 201);
@@ -154,19 +150,10 @@ describe('DELETE /connections/:id and its purge', () => {
   it("keeps an event whose delivery is still pending (the deletion's own connection.disabled) until it is delivered", async () => {
     // A receiver that is down (500) until the purge has finished.
     let up = false;
-    const received: { event: any; answered: number }[] = [];
-    const down = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => {
-        received.push({ event: JSON.parse(body), answered: up ? 200 : 500 });
-        res.writeHead(up ? 200 : 500).end();
-      });
-    });
-    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const down = await startReceiver(() => (up ? 200 : 500));
     try {
       const hook = await created('POST', '/webhooks', {
-        tenant_id: 'pending-at-delete', url: `http://127.0.0.1:${(down.address() as AddressInfo).port}/hook`, event_types: ['connection.disabled'],
+        tenant_id: 'pending-at-delete', url: down.url, event_types: ['connection.disabled'],
       }, 201);
       const victim = await created('POST', '/connections', {
         tenant_id: 'pending-at-delete', app_key: 'victim', provider: 'demo', config: { records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },
@@ -179,9 +166,11 @@ describe('DELETE /connections/:id and its purge', () => {
       expect(deliveries.body.items.map((d: any) => [d.event_type, d.status])).toEqual([['connection.disabled', 'pending']]);
       up = true;
       expect(await stack.env.client.workflow.getHandle(`webhook-delivery:${deliveries.body.items[0].id}`).result()).toBe('delivered');
-      expect(received.at(-1)).toMatchObject({ answered: 200, event: { type: 'connection.disabled', data: { connection_id: victim.id } } });
+      const last = down.received.at(-1)!;
+      expect(last.answered).toBe(200);
+      expect(JSON.parse(last.body)).toMatchObject({ type: 'connection.disabled', data: { connection_id: victim.id } });
     } finally {
-      await new Promise((resolve) => down.close(resolve));
+      await down.close();
     }
   });
 

@@ -4,8 +4,7 @@
 // the key, and a config against the fake GitHub that yields the same records as the github
 // connector, and secrets kept out of failures and page tokens (through the sync activity on a
 // database of the file's own). No Temporal.
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
@@ -23,6 +22,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { runPass } from './helpers/http-sync';
 import { startFakeGitHub } from './helpers/fake-github';
+import { serve, type FakeHandler, type FakeServer } from './helpers/fake-server';
 
 const TOTAL = 23;
 const SIZE = 5;
@@ -42,9 +42,10 @@ interface Seen {
 function startFakeProvider() {
   const requests: Seen[] = [];
   let failWith: { status: number; headers?: Record<string, string>; body?: unknown } | null = null;
-  const server: Server = createServer((req, res) => {
+  let server: FakeServer | undefined;
+  const handler: FakeHandler = (req, res, self) => {
     requests.push({ url: req.url ?? '', headers: req.headers });
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const origin = self.url;
     const url = new URL(req.url ?? '/', origin);
     const rate = { 'x-rl-remaining': String(1000 - requests.length), 'x-rl-reset': '30' };
     if (failWith) {
@@ -108,17 +109,17 @@ function startFakeProvider() {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end('{"error": "not found"}');
     }
-  });
+  };
   return {
     requests,
     fail(next: typeof failWith) {
       failWith = next;
     },
     async start() {
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      server = await serve(handler);
+      return server.url;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => server?.close(),
   };
 }
 

@@ -1,11 +1,10 @@
 // Outbound requests a user can aim (webhook URLs): the address rules, and the POST's bounds, against
 // real HTTP servers on 127.0.0.1 only.
-import { createServer, type Server } from 'node:http';
 import { lookup } from 'node:dns/promises';
-import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isPublicAddress, outboundUrlProblem, postBounded } from '../lib/outbound';
+import { closeFakeServers, serve } from './helpers/fake-server';
 
 describe('which addresses outbound requests may reach', () => {
   it('classifies loopback, private, link-local, CGNAT, unique-local, mapped and unspecified addresses as not public', () => {
@@ -28,24 +27,13 @@ describe('which addresses outbound requests may reach', () => {
 });
 
 describe('postBounded', () => {
-  let server: Server | undefined;
-  let requests = 0;
   afterEach(async () => {
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    server = undefined;
-    requests = 0;
+    await closeFakeServers();
   });
-  async function serve(handler: Parameters<typeof createServer>[1]): Promise<number> {
-    server = createServer((req, res) => {
-      requests += 1;
-      handler!(req, res);
-    });
-    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-    return (server.address() as AddressInfo).port;
-  }
 
   it('refuses, at connect time, a host name that resolves to a loopback address, and sends nothing', async () => {
-    const port = await serve((_req, res) => res.end('ok'));
+    const server = await serve((_req, res) => res.end('ok'));
+    const { port } = server;
     // The machine's own name resolves to a loopback address (/etc/hosts) yet passes the URL check
     // (a name, not `localhost`): only the check of the resolved address stops it.
     const name = hostname().toLowerCase();
@@ -59,20 +47,20 @@ describe('postBounded', () => {
     await expect(postBounded('http://no-such-host.invalid/', '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: false })).rejects.toThrow(
       /^host not found or not allowed$/,
     );
-    expect(requests).toBe(0);
+    expect(server.requests).toHaveLength(0);
     // Allowed, the same request arrives.
     await expect(postBounded(`http://${name}:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true })).resolves.toEqual({ status: 200 });
-    expect(requests).toBe(1);
+    expect(server.requests).toHaveLength(1);
   });
 
   it('answers the status without following a redirect, reads at most the cap of a large answer, and times out a silent receiver', async () => {
-    let port = await serve((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:9/' }).end());
-    await expect(postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true })).resolves.toEqual({ status: 302 });
-    expect(requests).toBe(1);
-    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    const redirecting = await serve((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:9/' }).end());
+    await expect(postBounded(`${redirecting.url}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true })).resolves.toEqual({ status: 302 });
+    expect(redirecting.requests).toHaveLength(1);
+    await redirecting.close();
 
     let written = 0;
-    port = await serve((_req, res) => {
+    const large = await serve((_req, res) => {
       res.writeHead(200);
       const chunk = Buffer.alloc(64 * 1024, 'x');
       const pump = () => {
@@ -82,22 +70,19 @@ describe('postBounded', () => {
       res.on('close', () => undefined);
       pump();
     });
-    await expect(postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 10_000, maxResponseBytes: 256 * 1024, allowPrivate: true })).resolves.toEqual({ status: 200 });
+    await expect(postBounded(`${large.url}/`, '{}', {}, { timeoutMs: 10_000, maxResponseBytes: 256 * 1024, allowPrivate: true })).resolves.toEqual({ status: 200 });
     // The receiver stopped well short of its 64 MiB: the reader hung up after the cap.
     expect(written).toBeLessThan(16 * 1024 * 1024);
-    server!.closeAllConnections();
-    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    await large.close();
 
-    port = await serve(() => undefined); // never answers
-    await expect(postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 300, maxResponseBytes: 1024, allowPrivate: true })).rejects.toThrow('timed out');
-    server!.closeAllConnections();
+    const silent = await serve(() => undefined); // never answers
+    await expect(postBounded(`${silent.url}/`, '{}', {}, { timeoutMs: 300, maxResponseBytes: 1024, allowPrivate: true })).rejects.toThrow('timed out');
   });
 
   it('names no address or port when the receiver is unreachable', async () => {
-    const port = await serve(() => undefined);
-    await new Promise<void>((resolve) => server!.close(() => resolve()));
-    server = undefined;
-    const failure = await postBounded(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true }).catch((err: Error) => err);
+    const gone = await serve(() => undefined);
+    await gone.close();
+    const failure = await postBounded(`${gone.url}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true }).catch((err: Error) => err);
     expect((failure as Error).message).toBe('connection refused');
   });
 });

@@ -3,8 +3,6 @@
 // a task past PROVIDER_MAX_PAGES_PER_TASK fails the same way. The Link cycle runs as a real sync job on the
 // time-skipping server with Postgres and the github connector against a local fake on 127.0.0.1.
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pagesOf } from '../connectors/pages';
@@ -14,6 +12,7 @@ import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
 import { sealedTestCredentials } from './helpers/deps';
+import { serve } from './helpers/fake-server';
 import { useWorkerStack } from './helpers/stack';
 
 const TASK_QUEUE = 'paging-guards';
@@ -22,18 +21,16 @@ const TOKEN = 'ghp_cycle_token_value_123456';
 /** A GitHub-like pulls endpoint of 3 pages whose page 3 links back to page 2 (rel="next"). */
 async function startCycleServer() {
   const requests: string[] = [];
-  const server: Server = createServer((req, res) => {
+  const server = await serve((req, res, self) => {
     requests.push(req.url ?? '');
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const page = Number(url.searchParams.get('page') ?? 1);
-    const link = (p: number) => `<http://127.0.0.1:${(server.address() as AddressInfo).port}/repositories/7/pulls?page=${p}>; rel="next"`;
+    const link = (p: number) => `<${self.url}/repositories/7/pulls?page=${p}>; rel="next"`;
     const next = page === 3 ? 2 : page + 1;
     res.writeHead(200, { 'content-type': 'application/json', link: link(next) });
     res.end(JSON.stringify([{ number: page, updated_at: `2025-01-0${page}T00:00:00Z`, title: `PR ${page}` }]));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { baseUrl, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return { baseUrl: server.url, requests, close: () => server.close() };
 }
 
 describe('paging guards', () => {

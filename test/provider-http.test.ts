@@ -1,8 +1,6 @@
 // Hostile and broken providers against the one provider HTTP function (connectors/provider-http.ts)
-// and the github connector, with real HTTP servers on 127.0.0.1 only (issue 17: SSRF, redaction,
+// and the github connector, with real HTTP servers on 127.0.0.1 only (SSRF, redaction,
 // bounded responses, paging caps, NULs). No Temporal; Postgres only for the pg-error log test.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,45 +12,14 @@ import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { pino } from 'pino';
 import { serializeError } from '../lib/logger';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { closeFakeServers, serve } from './helpers/fake-server';
 
 const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
 /** The opt-in for test servers on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE), otherwise the defaults. */
 const TEST_POLICY: ProviderPolicy = { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true };
 
-interface Fake {
-  url: string;
-  port: number;
-  /** Requests received. */
-  requests: IncomingMessage[];
-  /** TCP connections accepted (a request refused before connecting leaves this at 0). */
-  connections: number;
-  close(): Promise<void>;
-}
-
-const servers: Fake[] = [];
-
-/** A server on 127.0.0.1 answering with `handler`, closed after each test. */
-async function serve(handler: (req: IncomingMessage, res: ServerResponse, fake: Fake) => void): Promise<Fake> {
-  const fake = { requests: [] as IncomingMessage[], connections: 0 } as Fake;
-  const server: Server = createServer((req, res) => {
-    fake.requests.push(req);
-    handler(req, res, fake);
-  });
-  server.on('connection', () => (fake.connections += 1));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.port = (server.address() as AddressInfo).port;
-  fake.url = `http://127.0.0.1:${fake.port}`;
-  fake.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  servers.push(fake);
-  return fake;
-}
-
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
+  await closeFakeServers();
 });
 
 const issue = (number: number, extra: Record<string, unknown> = {}) => ({ id: number, number, title: `Issue ${number}`, updated_at: `2025-01-01T00:00:0${number % 10}Z`, ...extra });

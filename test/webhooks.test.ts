@@ -1,10 +1,8 @@
 // Webhooks end to end on the time-skipping server (its clock skips the retry backoff) with a real
 // API, worker, Postgres and an HTTP receiver on 127.0.0.1.
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
@@ -17,6 +15,7 @@ import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { testActivityDeps } from './helpers/deps';
+import { receiver as fakeReceiver } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
@@ -32,38 +31,18 @@ function documentedVerifier(): (secret: string, header: string, rawBody: string)
 }
 
 /** A receiver on 127.0.0.1 that fails the first `failures` requests of each event with 500, then answers 200. */
-async function startReceiver(failures: number) {
-  const received: { headers: IncomingHttpHeaders; body: string; answered: number }[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    req.on('end', () => {
-      const eventId = req.headers['synctide-event-id'];
-      const earlier = received.filter((r) => r.headers['synctide-event-id'] === eventId).length;
-      const answered = earlier < failures ? 500 : 200;
-      received.push({ headers: req.headers, body, answered });
-      res.writeHead(answered).end();
-    });
+function startReceiver(failures: number) {
+  return fakeReceiver(({ headers }, before) => {
+    const earlier = before.filter((r) => r.headers['synctide-event-id'] === headers['synctide-event-id']).length;
+    return earlier < failures ? 500 : 200;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 /** A receiver on 127.0.0.1 that answers 500 until `open()` is called, then 200. */
 async function startGatedReceiver() {
   let open = false;
-  const received: { headers: IncomingHttpHeaders; answered: number }[] = [];
-  const server: Server = createServer((req, res) => {
-    req.resume().on('end', () => {
-      const answered = open ? 200 : 500;
-      received.push({ headers: req.headers, answered });
-      res.writeHead(answered).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, open: () => void (open = true), close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const gated = await fakeReceiver(() => (open ? 200 : 500));
+  return { ...gated, open: () => void (open = true) };
 }
 
 describe('webhooks', () => {

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { CommandDeps } from '../../commands/deps';
 import { ownerOf, type OwnedKind } from '../../commands/tenancy';
+import { KEY_SCOPE } from '../../policy/vocabulary';
 import type { ApiEnv } from '../env';
 import { errorBody } from '../errors';
 
@@ -69,7 +70,8 @@ export function tenantScope(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<
     const hidden = () => c.json(errorBody('not_found', 'no such resource'), 404);
     if (ADMIN_ONLY.test(c.req.path)) return forbidden('this route needs the admin key');
     const reading = c.req.method === 'GET' || c.req.method === 'HEAD';
-    if (!principal.scopes.includes(reading ? 'read' : 'write')) return forbidden(`this key lacks the ${reading ? 'read' : 'write'} scope`);
+    const needed = reading ? KEY_SCOPE.read : KEY_SCOPE.write;
+    if (!principal.scopes.includes(needed)) return forbidden(`this key lacks the ${needed} scope`);
 
     // The other tenant a refused call aimed at is kept for the audit log, so that tenant sees it.
     const aimedAt = (tenant: unknown) => {

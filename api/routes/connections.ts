@@ -15,8 +15,10 @@ import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError, describeIssues } from '../errors';
 import { tenantFilter } from '../middleware/auth';
+import { pageAnswer, pageRequest } from '../pagination';
+import { uuidCursor } from '../../policy/cursors';
 import { presentAccepted, presentConnection, presentConnectionDetail } from '../present';
-import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   ConnectionDetailSchema,
   ConnectionPageSchema,
@@ -103,13 +105,9 @@ export function connectionRoutes(deps: ApiDeps) {
 
   app.openapi(list, async (c) => {
     const q = c.req.valid('query');
-    const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    if (position === null || (position && !/^[0-9a-f-]{36}$/i.test(position.id ?? ''))) {
-      throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
-    }
-    const page = await listConnections(deps, { tenantId: tenantFilter(c, q.tenant_id), providerSlug: q.provider, status: q.status, afterId: position?.id, limit: q.limit });
-    const last = page.rows[page.rows.length - 1];
-    return c.json({ items: page.rows.map(presentConnection), next_cursor: page.more && last ? encodeCursor({ id: last.id }) : null }, 200);
+    const { after, limit } = pageRequest(uuidCursor, q);
+    const page = await listConnections(deps, { tenantId: tenantFilter(c, q.tenant_id), providerSlug: q.provider, status: q.status, afterId: after?.id, limit });
+    return c.json(pageAnswer(page, uuidCursor, (row) => ({ id: row.id }), presentConnection), 200);
   });
 
   app.openapi(get, async (c) => {

@@ -5,9 +5,10 @@ import { cancelJob, getJob, listJobs, requestJob } from '../../commands/jobs';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { tenantFilter } from '../middleware/auth';
-import { ApiError } from '../errors';
+import { pageAnswer, pageRequest } from '../pagination';
+import { jobCursor } from '../../policy/cursors';
 import { presentJob } from '../present';
-import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import { CancelAnswerSchema, JobPageSchema, JobQuery, JobSchema, ListJobsQuery, ScheduleJobBody } from '../schemas/jobs';
 
 const tags = ['jobs'];
@@ -88,21 +89,13 @@ export function jobRoutes(deps: ApiDeps) {
 
   app.openapi(list, async (c) => {
     const q = c.req.valid('query');
-    const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    const createdAt = position ? new Date(position.created_at ?? '') : undefined;
-    if (position === null || (position && (Number.isNaN(createdAt!.getTime()) || !/^[0-9a-f-]{36}$/i.test(position.id ?? '')))) {
-      throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
-    }
+    const { after, limit } = pageRequest(jobCursor, q);
     const page = await listJobs(deps, {
       connectionId: q.connection_id, tenantId: tenantFilter(c, q.tenant_id), status: q.status, jobType: q.job_type, trigger: q.trigger,
-      before: position ? { createdAt: createdAt!, id: position.id! } : undefined,
-      limit: q.limit,
+      before: after,
+      limit,
     });
-    const last = page.rows[page.rows.length - 1];
-    return c.json({
-      items: page.rows.map((job) => presentJob(job)),
-      next_cursor: page.more && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
-    }, 200);
+    return c.json(pageAnswer(page, jobCursor, (job) => ({ createdAt: job.created_at, id: job.id }), (job) => presentJob(job)), 200);
   });
 
   app.openapi(cancel, async (c) => {

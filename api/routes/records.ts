@@ -1,10 +1,10 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { invalid } from '../../commands/errors';
 import { listChanges } from '../../commands/records';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { presentRecordChange } from '../present';
-import { decodeFeedCursor, encodeFeedCursor } from '../../policy/feed-cursor';
+import { feedCursor } from '../../policy/cursors';
+import { readCursor } from '../pagination';
 import { conflict, errorResponses, IdParams, jsonAnswer, notFound } from '../schemas/common';
 import { ListRecordsQuery, RecordPageSchema } from '../schemas/records';
 
@@ -32,15 +32,14 @@ export function recordRoutes(deps: ApiDeps) {
   app.openapi(list, async (c) => {
     const { id } = c.req.valid('param');
     const query = c.req.valid('query');
-    const after = query.cursor === undefined ? undefined : decodeFeedCursor(query.cursor);
-    if (after === null) throw invalid('cursor: not a cursor this API returned');
+    const after = readCursor(feedCursor, query.cursor);
     const page = await listChanges(deps, id, {
       after,
       limit: query.limit,
       resourceType: query.resource_type,
       modifiedAfter: query.modified_after ? new Date(query.modified_after) : undefined,
     });
-    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: encodeFeedCursor(page.next), has_more: page.hasMore }, 200);
+    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: feedCursor.encode(page.next), has_more: page.hasMore }, 200);
   });
 
   return app;

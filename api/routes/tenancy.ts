@@ -4,8 +4,10 @@ import { createApiKey, listApiKeys, listAudit, revokeApiKey } from '../../comman
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError } from '../errors';
+import { pageAnswer, pageRequest } from '../pagination';
 import { presentApiKey, presentAuditEntry, presentPurge } from '../present';
-import { decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { serialCursor } from '../../policy/cursors';
+import { errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   ApiKeyListSchema,
   ApiKeySchema,
@@ -81,11 +83,9 @@ export function tenancyRoutes(deps: ApiDeps) {
 
   app.openapi(audit, async (c) => {
     const q = c.req.valid('query');
-    const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    if (position === null || (position && !/^\d{1,19}$/.test(position.id ?? ''))) throw new ApiError(400, 'invalid_request', 'cursor: not a cursor this API made');
-    const page = await listAudit(deps, { tenantId: q.tenant_id, beforeId: position?.id, limit: q.limit });
-    const last = page.rows.at(-1);
-    return c.json({ items: page.rows.map(presentAuditEntry), next_cursor: page.more && last ? encodeCursor({ id: last.id }) : null }, 200);
+    const { after, limit } = pageRequest(serialCursor, q);
+    const page = await listAudit(deps, { tenantId: q.tenant_id, beforeId: after?.id, limit });
+    return c.json(pageAnswer(page, serialCursor, (row) => ({ id: row.id }), presentAuditEntry), 200);
   });
 
   app.openapi(remove, async (c) => {

@@ -1,11 +1,12 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { invalid } from '../../commands/errors';
 import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { tenantFilter } from '../middleware/auth';
+import { pageAnswer, pageRequest } from '../pagination';
 import { presentDelivery, presentWebhook } from '../present';
-import { conflict, decodeCursor, encodeCursor, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { deliveryCursor, uuidCursor } from '../../policy/cursors';
+import { conflict, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   CreatedWebhookSchema,
   CreateWebhookBody,
@@ -19,7 +20,6 @@ import {
 } from '../schemas/webhooks';
 
 const tags = ['webhooks'];
-const UUID = /^[0-9a-f-]{36}$/i;
 
 const create = createRoute({
   method: 'post', path: '/webhooks', tags, summary: "Subscribe an endpoint to a tenant's events (the signing secret is shown once)", operationId: 'createWebhook',
@@ -76,11 +76,9 @@ export function webhookRoutes(deps: ApiDeps) {
 
   app.openapi(list, async (c) => {
     const q = c.req.valid('query');
-    const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    if (position === null || (position && !UUID.test(position.id ?? ''))) throw invalid('cursor: not a cursor this API made');
-    const page = await listWebhooks(deps, { tenantId: tenantFilter(c, q.tenant_id), afterId: position?.id, limit: q.limit });
-    const last = page.rows.at(-1);
-    return c.json({ items: page.rows.map(presentWebhook), next_cursor: page.more && last ? encodeCursor({ id: last.id }) : null }, 200);
+    const { after, limit } = pageRequest(uuidCursor, q);
+    const page = await listWebhooks(deps, { tenantId: tenantFilter(c, q.tenant_id), afterId: after?.id, limit });
+    return c.json(pageAnswer(page, uuidCursor, (row) => ({ id: row.id }), presentWebhook), 200);
   });
 
   app.openapi(get, async (c) => c.json(presentWebhook(await getWebhook(deps, c.req.valid('param').id)), 200));
@@ -93,15 +91,9 @@ export function webhookRoutes(deps: ApiDeps) {
   app.openapi(deliveries, async (c) => {
     const { id } = c.req.valid('param');
     const q = c.req.valid('query');
-    const position = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    if (position === null || (position && (!UUID.test(position.id ?? '') || Number.isNaN(Date.parse(position.at ?? ''))))) {
-      throw invalid('cursor: not a cursor this API made');
-    }
-    const before = position ? { createdAt: new Date(position.at!), id: position.id! } : undefined;
-    const page = await listDeliveries(deps, id, { before, limit: q.limit });
-    const last = page.rows.at(-1);
-    const next = page.more && last ? encodeCursor({ at: last.created_at.toISOString(), id: last.id }) : null;
-    return c.json({ items: page.rows.map(presentDelivery), next_cursor: next }, 200);
+    const { after, limit } = pageRequest(deliveryCursor, q);
+    const page = await listDeliveries(deps, id, { before: after, limit });
+    return c.json(pageAnswer(page, deliveryCursor, (row) => ({ createdAt: row.created_at, id: row.id }), presentDelivery), 200);
   });
 
   app.openapi(redeliverRoute, async (c) => {

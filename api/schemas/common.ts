@@ -106,21 +106,6 @@ export const CursorQuery = z
   .optional()
   .openapi({ param: { name: 'cursor', in: 'query' }, description: 'next_cursor of the previous page' });
 
-/** Encodes a keyset position as an opaque cursor. */
-export function encodeCursor(position: Record<string, string>): string {
-  return Buffer.from(JSON.stringify(position)).toString('base64url');
-}
-
-/** Decodes a cursor made by encodeCursor; null when it is malformed. */
-export function decodeCursor(cursor: string): Record<string, string> | null {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, string>) : null;
-  } catch {
-    return null;
-  }
-}
-
 /** An ISO 8601 time, or null. */
 export const NullableTime = z.string().nullable().openapi({ example: '2025-01-01T12:00:00.000Z' });
 

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, type ConnectionStatus } from '../../policy/vocabulary';
+import { CONNECTION_STATUS, CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, SETTABLE_CONNECTION_STATUSES } from '../../policy/vocabulary';
 import { MIN_INTERVAL_SECONDS, parseSchedule } from '../../policy/schedule';
 import { configProblem, credentialsProblem, PROVIDER_CONFIG_SCHEMAS, PROVIDER_CREDENTIALS_DOCS, type ProviderSlug } from '../../commands/provider-configs';
 import {
@@ -134,7 +134,7 @@ const connectionFields = {
   app_key: AppKeySchema,
   credentials: Credentials,
   schedule: ScheduleSchema.optional(),
-  status: z.enum(['active', 'paused'] as const satisfies readonly ConnectionStatus[]).default('active'),
+  status: z.enum(SETTABLE_CONNECTION_STATUSES).default(CONNECTION_STATUS.active),
 };
 
 /** A new `github` connection: its config names the repositories (`credentials.token` is read at sync time). */

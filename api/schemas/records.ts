@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { RECORD_CHANGES } from '../../policy/vocabulary';
 import { CursorQuery, NullableTime } from './common';
 
 /** `GET /connections/:id/records` query. */
@@ -27,7 +28,7 @@ export const RecordChangeSchema = z
     source_updated_at: NullableTime,
     synced_at: z.string().openapi({ description: 'When this change was written' }),
     deleted_at: NullableTime.openapi({ description: 'Set on a tombstone: a full sync found the record gone at the provider' }),
-    change: z.enum(['insert', 'update', 'delete']),
+    change: z.enum(RECORD_CHANGES),
   })
   .openapi('RecordChange');
 

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { KEY_SCOPES, PURGE_STATUSES } from '../../policy/vocabulary';
 import { CursorQuery, LimitQuery, NullableTime } from './common';
 
 /** The `tenant_id` path parameter of a tenant's API keys. */
@@ -16,7 +17,7 @@ export const CreateApiKeyBody = z
   .strictObject({
     name: z.string().min(1).max(200).optional().openapi({ description: 'A label for people, e.g. "billing backend"' }),
     scopes: z
-      .array(z.enum(['read', 'write']))
+      .array(z.enum(KEY_SCOPES))
       .min(1, 'must name at least one scope')
       .optional()
       .openapi({ description: 'read: GET routes; write: every other route. Default both.' }),
@@ -77,7 +78,7 @@ export const PurgeSchema = z
     id: z.string(),
     connection_id: z.string(),
     tenant_id: z.string(),
-    status: z.enum(['pending', 'running', 'completed']),
+    status: z.enum(PURGE_STATUSES),
     deleted_rows: z.number().int().openapi({ description: 'Rows deleted so far' }),
     workflow_id: z.string(),
     created_at: z.string(),

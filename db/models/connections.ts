@@ -11,9 +11,9 @@ import {
   type Schedule,
   type ScheduleSettings,
 } from '../../policy/schedule';
-import type { ConnectionStatus } from '../../policy/vocabulary';
+import type { ConnectionStatus, SettableConnectionStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS } from '../sql';
+import { ACTIVE_JOBS, CONNECTION, JOB } from '../sql';
 import { pausedUntilAt } from './breaker';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
@@ -96,7 +96,7 @@ export interface NewConnection {
   /** Stored in `metadata.sync`; null: the default interval. */
   schedule: Schedule | null;
   /** The status it is born with: a connection created paused is never active, not even briefly. */
-  status: 'active' | 'paused';
+  status: SettableConnectionStatus;
 }
 
 /**
@@ -270,9 +270,9 @@ export async function findSyncSource(db: Queryable, id: string): Promise<SyncSou
 }
 
 /** Pauses or resumes a connection, leaving a disabled one disabled; its status after, or null. */
-export async function setStatusUnlessDisabled(db: Queryable, id: string, status: 'active' | 'paused'): Promise<ConnectionStatus | null> {
+export async function setStatusUnlessDisabled(db: Queryable, id: string, status: SettableConnectionStatus): Promise<ConnectionStatus | null> {
   const { rows } = await db.query<{ status: ConnectionStatus }>(
-    `update connections set status = case when status = 'disabled' then status else $2 end
+    `update connections set status = case when status = ${CONNECTION.disabled} then status else $2 end
       where id = $1 returning status`,
     [id, status],
   );
@@ -310,7 +310,7 @@ export interface ReconcileRow {
 export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit: number): Promise<ReconcileRow[]> {
   const { rows } = await tx.query<ReconcileRow>(
     `select id, tenant_id, provider_slug, status from connections
-      where id > $1 and (status <> 'disabled' or workflow_stopped_at is null or workflow_stopped_at < updated_at)
+      where id > $1 and (status <> ${CONNECTION.disabled} or workflow_stopped_at is null or workflow_stopped_at < updated_at)
       order by id limit $2 for update skip locked`,
     [afterId, limit],
   );
@@ -319,7 +319,7 @@ export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit:
 
 /** Notes that a disabled connection's workflow was found ended. */
 export async function markWorkflowStopped(db: Queryable, id: string): Promise<void> {
-  await db.query(`update connections set workflow_stopped_at = now() where id = $1 and status = 'disabled'`, [id]);
+  await db.query(`update connections set workflow_stopped_at = now() where id = $1 and status = ${CONNECTION.disabled}`, [id]);
 }
 
 /** A queued job counts as late this long after its scheduled time (it may be starting right now). */
@@ -333,12 +333,12 @@ const LATE_AFTER = "interval '30 seconds'";
 export async function countOverdueConnections(db: Queryable, at: Date): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `select count(*)::int as n from connections c
-      where c.status = 'active'
+      where c.status = ${CONNECTION.active}
         and (
           (case when c.metadata -> 'sync' ->> 'next_run_at' ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
                 then (c.metadata -> 'sync' ->> 'next_run_at')::timestamptz end < $1
            and not exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status in (${ACTIVE_JOBS})))
-          or exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = 'queued'
+          or exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = ${JOB.queued}
                        and j.scheduled_at < $1::timestamptz - ${LATE_AFTER})
         )`,
     [at],
@@ -355,7 +355,7 @@ export async function countOverdueConnections(db: Queryable, at: Date): Promise<
 export async function countStaleConnections(db: Queryable, at: Date, defaultIntervalSeconds: number): Promise<{ provider: string; n: number }[]> {
   const { rows } = await db.query<{ provider: string; n: number }>(
     `select c.provider_slug as provider, count(*)::int as n from connections c
-      where c.status = 'active' and c.metadata -> 'sync' ->> 'cron' is null
+      where c.status = ${CONNECTION.active} and c.metadata -> 'sync' ->> 'cron' is null
         and coalesce((select r.last_success_at from connection_schedule_runs r where r.connection_id = c.id), c.created_at)
             < $1::timestamptz - make_interval(secs => 2 * coalesce(
                 case when c.metadata -> 'sync' ->> 'interval_seconds' ~ '^[0-9]{1,9}$' then (c.metadata -> 'sync' ->> 'interval_seconds')::int end, $2))

@@ -1,5 +1,6 @@
 // SQL of `sync_job_logs`: one row per finished attempt of a job, unique per (job, attempt), so a
 // retried activity writes nothing twice.
+import type { FinishedJobStatus, JOB_STATUS } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
 
 /** One finished attempt. */
@@ -11,7 +12,8 @@ export interface AttemptLog {
   finishedAt: Date;
   processedCount: number | string;
   failedCount: number;
-  outcome: 'completed' | 'failed' | 'retrying' | 'cancelled';
+  /** How the attempt ended: the job's status after it, finished or waiting to retry. */
+  outcome: FinishedJobStatus | typeof JOB_STATUS.retrying;
   errorSummary: string | null;
 }
 

@@ -2,12 +2,42 @@
 // one active job per type (and one active backfill): two partial unique indexes over the active
 // statuses guard every insert, so concurrent enqueues and requests insert one row.
 import type { PoolClient } from 'pg';
-import type { ActiveJobStatus, ConnectionStatus, FinishedJobStatus, JobStatus, JobTrigger, SyncMode } from '../../policy/vocabulary';
+import { INITIAL_JOB_STATUS, transitionJob } from '../../policy/job-lifecycle';
+import {
+  ACTIVE_JOB_STATUSES,
+  JOB_STATUS,
+  type ActiveJobStatus,
+  type ConnectionStatus,
+  type FinishedJobStatus,
+  type JobStatus,
+  type JobTrigger,
+  type SyncMode,
+} from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, FINISHED_JOBS, OPEN_TASKS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS } from '../sql';
+import { ACTIVE_JOBS, FINISHED_JOBS, JOB, OPEN_TASKS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
 import { forgetSeenOfJob } from './seen';
 import { cancelOpenTasks } from './tasks';
+
+const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
+
+/**
+ * The status change each statement here makes that writes a job's status, by function: from the
+ * statuses its WHERE allows to those its SET writes. Each is checked against `validJobTransitions`
+ * when this module loads, and each statement takes its status words from its entry.
+ */
+export const JOB_STATUS_CHANGES = {
+  cancelActiveJob: transitionJob(ACTIVE_JOB_STATUSES, [cancelled]),
+  markJobRunning: transitionJob([queued, retrying, running], [running]),
+  finishRunningJob: transitionJob([running], [completed, failed]),
+  failAbandonedSchedulerJobs: transitionJob(ACTIVE_JOB_STATUSES, [failed]),
+  markJobRetrying: transitionJob([running, retrying], [retrying]),
+  failJobsWithNoOpenTask: transitionJob([running, retrying], [failed]),
+  failAbandonedJob: transitionJob(ACTIVE_JOB_STATUSES, [failed]),
+} as const;
+
+/** How a running job is finished: `completed` (when every task completed) or `failed`. */
+export type FinishOutcome = (typeof JOB_STATUS_CHANGES.finishRunningJob.to)[number];
 
 /** A sync job as the API shows it. */
 export interface JobRow {
@@ -141,7 +171,7 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
   const { rowCount } = await db.query(
     `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at,
                             window_start, window_end, payload, idempotency_key, workflow_id, scheduler_run_id)
-     values ($1, $2, $3, $4, $5, 'queued', $6, coalesce($7, now()), $8, $9, $10, $11, $12, $13)
+     values ($1, $2, $3, $4, $5, ${JOB[INITIAL_JOB_STATUS]}, $6, coalesce($7, now()), $8, $9, $10, $11, $12, $13)
      on conflict do nothing`,
     [job.id, job.connectionId, job.tenantId, job.jobType, job.trigger, job.priority ?? 0, job.scheduledAt,
       job.window?.start ?? null, job.window?.end ?? null, job.payload ?? {}, job.idempotencyKey ?? null, job.workflowId,
@@ -182,7 +212,7 @@ export async function findBlockingJob(db: Queryable, connectionId: string, trigg
   const { rows } = await db.query<ActiveJob>(
     `select id, status from sync_jobs
       where connection_id = $1 and status in (${ACTIVE_JOBS})
-        and (case when $2 = 'backfill' then trigger = 'backfill' else trigger <> 'backfill' and job_type = $3 end)`,
+        and (case when $2 = ${TRIGGER.backfill} then trigger = ${TRIGGER.backfill} else trigger <> ${TRIGGER.backfill} and job_type = $3 end)`,
     [connectionId, trigger, jobType],
   );
   return rows[0] ?? null;
@@ -199,7 +229,7 @@ export async function hasActiveJobOfType(db: Queryable, connectionId: string, jo
 
 /** Locks job `id` while it is still queued; its type, or null when it is not queued. */
 export async function lockQueuedJob(tx: PoolClient, id: string): Promise<{ job_type: SyncMode } | null> {
-  const { rows } = await tx.query<{ job_type: SyncMode }>(`select job_type from sync_jobs where id = $1 and status = 'queued' for update`, [id]);
+  const { rows } = await tx.query<{ job_type: SyncMode }>(`select job_type from sync_jobs where id = $1 and status = ${JOB.queued} for update`, [id]);
   return rows[0] ?? null;
 }
 
@@ -212,9 +242,10 @@ export async function moveQueuedJob(tx: PoolClient, id: string, scheduledAt: Dat
 
 /** Cancels an active job with a reason; the ended row, or null when it had already finished. */
 export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+  const change = JOB_STATUS_CHANGES.cancelActiveJob;
   const { rows } = await tx.query<EndedJob & { connection_id: string }>(
-    `update sync_jobs set status = 'cancelled', finished_at = $2, last_error = $3
-      where id = $1 and status in (${ACTIVE_JOBS})
+    `update sync_jobs set status = ${sqlList(change.to)}, finished_at = $2, last_error = $3
+      where id = $1 and status in (${sqlList(change.from)})
       returning connection_id, status, ${endedJobColumns()}`,
     [id, at, reason],
   );
@@ -267,16 +298,17 @@ export async function lockJobForClaim(tx: PoolClient, id: string): Promise<Claim
 
 /** Marks a claimed job running under `workflowId` (its first start time is kept). */
 export async function markJobRunning(tx: PoolClient, id: string, at: Date, workflowId: string): Promise<void> {
+  const change = JOB_STATUS_CHANGES.markJobRunning;
   await tx.query(
-    `update sync_jobs set status = 'running', started_at = coalesce(started_at, $2), workflow_id = $3, retry_after = null
-      where id = $1`,
+    `update sync_jobs set status = ${sqlList(change.to)}, started_at = coalesce(started_at, $2), workflow_id = $3, retry_after = null
+      where id = $1 and status in (${sqlList(change.from)})`,
     [id, at, workflowId],
   );
 }
 
 /** A running job that was just finished. */
 export interface FinishedJob extends EndedJob {
-  status: 'completed' | 'failed';
+  status: FinishOutcome;
   connection_id: string;
   retry_count: number;
   rate_limit_retry_count: number;
@@ -290,19 +322,20 @@ export interface FinishedJob extends EndedJob {
  * completed: one with a failed or unfinished task is marked failed, naming how many. Null when the
  * job is no longer running.
  */
-export async function finishRunningJob(tx: PoolClient, id: string, outcome: 'completed' | 'failed', at: Date, error: string | null): Promise<FinishedJob | null> {
+export async function finishRunningJob(tx: PoolClient, id: string, outcome: FinishOutcome, at: Date, error: string | null): Promise<FinishedJob | null> {
+  const change = JOB_STATUS_CHANGES.finishRunningJob;
   const { rows } = await tx.query<FinishedJob>(
     `with unfinished as (
-       select count(*)::int as n from sync_tasks where job_id = $1 and status <> 'completed'
+       select count(*)::int as n from sync_tasks where job_id = $1 and status <> ${TASK.completed}
      )
      update sync_jobs
-        set status = case when $2 = 'completed' and (failed_tasks > 0 or (select n from unfinished) > 0) then 'failed' else $2 end,
+        set status = case when $2 = ${JOB.completed} and (failed_tasks > 0 or (select n from unfinished) > 0) then ${JOB.failed} else $2 end,
             finished_at = $3,
-            last_error = case when $2 <> 'completed' then $4
+            last_error = case when $2 <> ${JOB.completed} then $4
                               when failed_tasks > 0 then failed_tasks || ' task(s) failed'
                               when (select n from unfinished) > 0 then (select n from unfinished) || ' task(s) did not complete'
                               else $4 end
-      where id = $1 and status = 'running'
+      where id = $1 and status in (${sqlList(change.from)})
       returning connection_id, retry_count, rate_limit_retry_count, processed_entities, failed_tasks, status, last_error,
                 ${endedJobColumns()}`,
     [id, outcome, at, error],
@@ -318,9 +351,10 @@ export async function failAbandonedSchedulerJobs(
   reason: string,
   exceptRunId: string | null,
 ): Promise<(EndedJob & { id: string })[]> {
+  const change = JOB_STATUS_CHANGES.failAbandonedSchedulerJobs;
   const { rows } = await tx.query<EndedJob & { id: string }>(
-    `update sync_jobs set status = 'failed', finished_at = $2, abandoned_at = $2, last_error = $3
-      where connection_id = $1 and status in (${ACTIVE_JOBS})
+    `update sync_jobs set status = ${sqlList(change.to)}, finished_at = $2, abandoned_at = $2, last_error = $3
+      where connection_id = $1 and status in (${sqlList(change.from)})
         and trigger in (${SCHEDULER_JOB_TRIGGERS})
         and ($4::text is null or scheduler_run_id is distinct from $4)
       returning id, status, ${endedJobColumns()}`,
@@ -353,14 +387,15 @@ export async function markJobRetrying(
 ): Promise<RetryingJob | null> {
   // With the counts the caller wants after this attempt they are set (a repeated call changes
   // nothing); without them the attempt's kind adds one, as callers recorded before did.
+  const change = JOB_STATUS_CHANGES.markJobRetrying;
   const { rows } = await tx.query<RetryingJob>(
     `update sync_jobs
-        set status = 'retrying', retry_after = $2, last_error = $3, failed_tasks = 0,
+        set status = ${sqlList(change.to)}, retry_after = $2, last_error = $3, failed_tasks = 0,
             retry_count = case when $5::int is null then retry_count + case when $4 = 'failure' then 1 else 0 end
                                else greatest(retry_count, $5::int) end,
             rate_limit_retry_count = case when $6::int is null then rate_limit_retry_count + case when $4 = 'rate_limited' then 1 else 0 end
                                           else greatest(rate_limit_retry_count, $6::int) end
-      where id = $1 and status in ('running', 'retrying')
+      where id = $1 and status in (${sqlList(change.from)})
       returning connection_id, retry_count, rate_limit_retry_count, processed_entities,
                 (select provider_slug from connections c where c.id = sync_jobs.connection_id) as provider`,
     [id, retryAfter, error, kind, counts.retryCount ?? null, counts.rateLimitRetryCount ?? null],
@@ -431,7 +466,7 @@ export async function lockJobsWithStaleTasks(tx: PoolClient, cutoff: Date): Prom
   const { rows } = await tx.query<{ id: string }>(
     `select id from sync_jobs
       where id in (select job_id from sync_tasks
-                    where status = 'processing' and coalesce(heartbeat_at, started_at) < $1)
+                    where status = ${TASK.processing} and coalesce(heartbeat_at, started_at) < $1)
       order by id
       for no key update skip locked`,
     [cutoff],
@@ -444,7 +479,7 @@ export async function findJobsWithStaleTasks(db: Queryable, cutoff: Date): Promi
   const { rows } = await db.query<{ id: string; workflow_id: string | null }>(
     `select id, workflow_id from sync_jobs
       where id in (select job_id from sync_tasks
-                    where status = 'processing' and coalesce(heartbeat_at, started_at) < $1)`,
+                    where status = ${TASK.processing} and coalesce(heartbeat_at, started_at) < $1)`,
     [cutoff],
   );
   return rows;
@@ -463,11 +498,12 @@ export interface ReapedJob extends EndedJob {
 
 /** Fails each running or retrying job of `ids` that has no open task left, with its summary. */
 export async function failJobsWithNoOpenTask(tx: PoolClient, ids: string[], summaries: string[], at: Date): Promise<ReapedJob[]> {
+  const change = JOB_STATUS_CHANGES.failJobsWithNoOpenTask;
   const { rows } = await tx.query<ReapedJob>(
-    `update sync_jobs j set status = 'failed', finished_at = $3, last_error = r.summary
+    `update sync_jobs j set status = ${sqlList(change.to)}, finished_at = $3, last_error = r.summary
        from unnest($1::uuid[], $2::text[]) as r(job_id, summary)
       where j.id = r.job_id
-        and j.status in ('running', 'retrying')
+        and j.status in (${sqlList(change.from)})
         and not exists (select 1 from sync_tasks t where t.job_id = j.id and t.status in (${OPEN_TASKS}))
       returning j.id, j.connection_id, j.retry_count, j.started_at, j.processed_entities, j.failed_tasks, j.last_error,
                 j.status, ${endedJobColumns('j')}`,
@@ -539,9 +575,10 @@ export async function findActiveJobStatuses(db: Queryable, ids: string[]): Promi
 
 /** Fails one active job as abandoned (no workflow runs it); the ended row, or null when it had finished. */
 export async function failAbandonedJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+  const change = JOB_STATUS_CHANGES.failAbandonedJob;
   const { rows } = await tx.query<EndedJob & { connection_id: string }>(
-    `update sync_jobs set status = 'failed', finished_at = $2, abandoned_at = $2, last_error = $3
-      where id = $1 and status in (${ACTIVE_JOBS})
+    `update sync_jobs set status = ${sqlList(change.to)}, finished_at = $2, abandoned_at = $2, last_error = $3
+      where id = $1 and status in (${sqlList(change.from)})
       returning connection_id, status, ${endedJobColumns()}`,
     [id, at, reason],
   );

@@ -1,14 +1,15 @@
 // SQL of `connection_purges` and of the batched deletes that purge a connection: each statement
 // deletes at most `limit` rows, so no table is locked for long.
+import type { PurgeStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS } from '../sql';
+import { ACTIVE_JOBS, DELIVERY, PURGE } from '../sql';
 
 /** A purge as the API shows it. */
 export interface PurgeRow {
   id: string;
   connection_id: string;
   tenant_id: string;
-  status: 'pending' | 'running' | 'completed';
+  status: PurgeStatus;
   deleted_rows: string;
   created_at: Date;
   finished_at: Date | null;
@@ -20,7 +21,7 @@ const PURGE_COLUMNS = 'id, connection_id, tenant_id, status, deleted_rows::text 
 export async function insertPurge(db: Queryable, connectionId: string, tenantId: string): Promise<PurgeRow | null> {
   const { rows } = await db.query<PurgeRow>(
     `insert into connection_purges (connection_id, tenant_id) values ($1, $2)
-     on conflict (connection_id) where status <> 'completed' do nothing returning ${PURGE_COLUMNS}`,
+     on conflict (connection_id) where status <> ${PURGE.completed} do nothing returning ${PURGE_COLUMNS}`,
     [connectionId, tenantId],
   );
   return rows[0] ?? null;
@@ -28,7 +29,7 @@ export async function insertPurge(db: Queryable, connectionId: string, tenantId:
 
 /** The open (not completed) purge of a connection, or null. */
 export async function findOpenPurge(db: Queryable, connectionId: string): Promise<PurgeRow | null> {
-  const { rows } = await db.query<PurgeRow>(`select ${PURGE_COLUMNS} from connection_purges where connection_id = $1 and status <> 'completed'`, [connectionId]);
+  const { rows } = await db.query<PurgeRow>(`select ${PURGE_COLUMNS} from connection_purges where connection_id = $1 and status <> ${PURGE.completed}`, [connectionId]);
   return rows[0] ?? null;
 }
 
@@ -40,7 +41,7 @@ export async function findPurge(db: Queryable, id: string): Promise<PurgeRow | n
 
 /** Marks a pending purge running. */
 export async function markPurgeRunning(db: Queryable, id: string): Promise<void> {
-  await db.query(`update connection_purges set status = 'running' where id = $1 and status = 'pending'`, [id]);
+  await db.query(`update connection_purges set status = ${PURGE.running} where id = $1 and status = ${PURGE.pending}`, [id]);
 }
 
 /** Adds `n` deleted rows to a purge's progress. */
@@ -50,7 +51,7 @@ export async function addPurgeProgress(db: Queryable, id: string, n: number): Pr
 
 /** Marks a purge completed. */
 export async function completePurge(db: Queryable, id: string, at: Date): Promise<void> {
-  await db.query(`update connection_purges set status = 'completed', finished_at = coalesce(finished_at, $2) where id = $1`, [id, at]);
+  await db.query(`update connection_purges set status = ${PURGE.completed}, finished_at = coalesce(finished_at, $2) where id = $1`, [id, at]);
 }
 
 /** Ids of the connection's active jobs (whose workflows a purge stops). */
@@ -100,7 +101,7 @@ export async function deleteWebhookEventsBatch(db: Queryable, connectionId: stri
   const { rowCount } = await db.query(
     `delete from webhook_events where id in (
        select e.id from webhook_events e
-        where e.connection_id = $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
+        where e.connection_id = $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})
         limit $2)`,
     [connectionId, limit],
   );
@@ -116,7 +117,7 @@ export async function deleteConnectionRow(db: Queryable, connectionId: string): 
 /** Purges still `pending` (their workflow never reached its first step) created before `before`: the reconcile tick starts them. */
 export async function findUnstartedPurges(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
   const { rows } = await db.query<{ id: string; connection_id: string }>(
-    `select id, connection_id from connection_purges where status = 'pending' and created_at < $1 order by created_at limit $2`,
+    `select id, connection_id from connection_purges where status = ${PURGE.pending} and created_at < $1 order by created_at limit $2`,
     [before, limit],
   );
   return rows;

@@ -2,7 +2,9 @@
 // written in one statement each; an unchanged record costs no write.
 import type { PoolClient } from 'pg';
 import type { ConnectorRecord } from '../../policy/records';
+import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
+import { CHANGE } from '../sql';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */
 const FEED_LOCK_CLASS = 0x5eed;
@@ -71,7 +73,7 @@ export async function upsertRecords(
           set data = excluded.data, source_updated_at = excluded.source_updated_at,
               last_seen_job_id = excluded.last_seen_job_id, synced_at = excluded.synced_at,
               change_seq = nextval('records_change_seq'),
-              change = case when records.deleted_at is null then 'update' else 'insert' end,
+              change = case when records.deleted_at is null then ${CHANGE.update} else ${CHANGE.insert} end,
               deleted_at = null
         where (records.deleted_at is not null
                or records.data is distinct from excluded.data
@@ -82,7 +84,7 @@ export async function upsertRecords(
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
        returning change)
-     select count(*) filter (where change = 'insert')::int as added, count(*) filter (where change = 'update')::int as updated,
+     select count(*) filter (where change = ${CHANGE.insert})::int as added, count(*) filter (where change = ${CHANGE.update})::int as updated,
             (select count(*) from seen)::int as seen
        from written`,
     [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at],
@@ -135,7 +137,7 @@ export async function tombstoneUnseenRecords(
   const except = 'except' in which ? [...which.except] : [];
   if (only !== null && only.length === 0) return 0;
   const { rowCount } = await tx.query(
-    `update records r set deleted_at = $5, synced_at = $5, change = 'delete', change_seq = nextval('records_change_seq')
+    `update records r set deleted_at = $5, synced_at = $5, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
       where ${CANDIDATES}
         and ($6::text[] is null or r.external_id = any($6::text[]))
         and r.external_id <> all($7::text[])`,
@@ -154,7 +156,7 @@ export interface RecordChange {
   source_updated_at: Date | null;
   synced_at: Date;
   deleted_at: Date | null;
-  change: 'insert' | 'update' | 'delete';
+  change: RecordChangeKind;
 }
 
 /**

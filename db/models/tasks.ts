@@ -1,10 +1,10 @@
 // SQL of `sync_tasks`: one task per resource type of a job, with the paging progress that lets a
 // retried task resume after its last stored page.
 import type { PoolClient } from 'pg';
-import type { ConnectionStatus, TaskStatus } from '../../policy/vocabulary';
+import { TASK_STATUS, type ConnectionStatus, type TaskStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
 import type { UpsertCounts } from './records';
-import { OPEN_TASKS } from '../sql';
+import { OPEN_TASKS, sqlList, TASK } from '../sql';
 
 /** One task of a job as the status endpoint shows it. */
 export interface TaskRow {
@@ -51,7 +51,7 @@ export async function listTasksOfTypes(tx: Queryable, jobId: string, resourceTyp
 /** Marks a job's open tasks `cancelled` with a reason. */
 export async function cancelOpenTasks(tx: Queryable, jobId: string, at: Date, reason: string): Promise<void> {
   await tx.query(
-    `update sync_tasks set status = 'cancelled', completed_at = $2, error_message = $3
+    `update sync_tasks set status = ${TASK.cancelled}, completed_at = $2, error_message = $3
       where job_id = $1 and status in (${OPEN_TASKS})`,
     [jobId, at, reason],
   );
@@ -60,7 +60,7 @@ export async function cancelOpenTasks(tx: Queryable, jobId: string, at: Date, re
 /** Marks the open tasks of these jobs `failed` with a reason. */
 export async function failOpenTasksOfJobs(tx: Queryable, jobIds: string[], at: Date, reason: string): Promise<void> {
   await tx.query(
-    `update sync_tasks set status = 'failed', completed_at = $2, error_message = $3
+    `update sync_tasks set status = ${TASK.failed}, completed_at = $2, error_message = $3
       where job_id = any($1::uuid[]) and status in (${OPEN_TASKS})`,
     [jobIds, at, reason],
   );
@@ -114,7 +114,7 @@ export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<Ta
 /** Marks a task `processing` (keeping its first start time) and beats its heartbeat; returns its start time. */
 export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<Date> {
   const { rows } = await tx.query<{ started_at: Date }>(
-    `update sync_tasks set status = 'processing', started_at = coalesce(started_at, now()), heartbeat_at = now()
+    `update sync_tasks set status = ${TASK.processing}, started_at = coalesce(started_at, now()), heartbeat_at = now()
       where id = $1 returning started_at`,
     [taskId],
   );
@@ -166,8 +166,8 @@ export async function restartTaskPass(tx: Queryable, taskId: string): Promise<nu
 /** Completes a processing task with its deletion count; false when it was not processing. */
 export async function completeTask(tx: Queryable, taskId: string, deleted: number): Promise<boolean> {
   const { rowCount } = await tx.query(
-    `update sync_tasks set status = 'completed', deleted_count = $2, completed_at = now(), heartbeat_at = now()
-      where id = $1 and status = 'processing'`,
+    `update sync_tasks set status = ${TASK.completed}, deleted_count = $2, completed_at = now(), heartbeat_at = now()
+      where id = $1 and status = ${TASK.processing}`,
     [taskId, deleted],
   );
   return (rowCount ?? 0) > 0;
@@ -176,7 +176,7 @@ export async function completeTask(tx: Queryable, taskId: string, deleted: numbe
 /** Fails an open task with its error; false when it had already finished. */
 export async function failTask(tx: Queryable, taskId: string, error: string): Promise<boolean> {
   const { rowCount } = await tx.query(
-    `update sync_tasks set status = 'failed', error_message = $2, completed_at = now()
+    `update sync_tasks set status = ${TASK.failed}, error_message = $2, completed_at = now()
       where id = $1 and status in (${OPEN_TASKS})`,
     [taskId, error],
   );
@@ -186,8 +186,8 @@ export async function failTask(tx: Queryable, taskId: string, error: string): Pr
 /** Puts a job's unfinished tasks back to `pending` for its next attempt (their page progress stays). */
 export async function reopenTasksForRetry(tx: Queryable, jobId: string, error: string): Promise<void> {
   await tx.query(
-    `update sync_tasks set status = 'pending', error_message = $2
-      where job_id = $1 and status in ('processing', 'failed')`,
+    `update sync_tasks set status = ${TASK.pending}, error_message = $2
+      where job_id = $1 and status in (${sqlList([TASK_STATUS.processing, TASK_STATUS.failed])})`,
     [jobId, error],
   );
 }
@@ -206,9 +206,9 @@ export interface ReapedTask {
  */
 export async function reapStaleTasks(tx: PoolClient, jobIds: string[], cutoff: Date, message: string, at: Date): Promise<ReapedTask[]> {
   const { rows } = await tx.query<ReapedTask>(
-    `update sync_tasks t set status = 'failed', error_message = $3, completed_at = $4
+    `update sync_tasks t set status = ${TASK.failed}, error_message = $3, completed_at = $4
        from (select id from sync_tasks
-              where job_id = any($1::uuid[]) and status = 'processing'
+              where job_id = any($1::uuid[]) and status = ${TASK.processing}
                 and coalesce(heartbeat_at, started_at) < $2
               for update skip locked) stale
       where t.id = stale.id

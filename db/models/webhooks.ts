@@ -3,6 +3,7 @@
 import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
 import type { JobEventFacts, WebhookEvent } from '../../policy/webhook-events';
 import type { Queryable } from '../queryable';
+import { DELIVERY } from '../sql';
 
 /** A webhook as listed: never its secret. */
 export interface WebhookRow {
@@ -131,7 +132,7 @@ export async function recordDeliveryAttempt(
   const { rows } = await tx.query<{ attempts: number }>(
     `update webhook_deliveries
         set attempts = attempts + 1, last_status_code = $2, last_error = $3,
-            status = case when $5 then 'delivered' else status end,
+            status = case when $5 then ${DELIVERY.delivered} else status end,
             finished_at = case when $5 then $4 else finished_at end
       where id = $1
       returning attempts`,
@@ -146,7 +147,7 @@ export async function recordDeliveryAttempt(
 
 /** Marks a still-pending delivery failed for good (its retries ran out). */
 export async function failDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
-  await db.query(`update webhook_deliveries set status = 'failed', finished_at = $2 where id = $1 and status = 'pending'`, [deliveryId, at]);
+  await db.query(`update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2 where id = $1 and status = ${DELIVERY.pending}`, [deliveryId, at]);
 }
 
 /**
@@ -156,7 +157,7 @@ export async function failDelivery(db: Queryable, deliveryId: string, at: Date):
 export async function findPendingDeliveries(db: Queryable, before: Date, running: string[], limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `select id from webhook_deliveries
-      where status = 'pending' and created_at < $1 and not (id = any ($2::uuid[]))
+      where status = ${DELIVERY.pending} and created_at < $1 and not (id = any ($2::uuid[]))
       order by created_at limit $3`,
     [before, running, limit],
   );
@@ -208,7 +209,7 @@ export async function findDelivery(db: Queryable, webhookId: string, deliveryId:
 
 /** Puts a finished delivery back to pending for another round of attempts (its attempts are kept). */
 export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
-  await db.query(`update webhook_deliveries set status = 'pending', finished_at = null where id = $1`, [deliveryId]);
+  await db.query(`update webhook_deliveries set status = ${DELIVERY.pending}, finished_at = null where id = $1`, [deliveryId]);
 }
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
@@ -216,7 +217,7 @@ export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: n
   const { rowCount } = await db.query(
     `delete from webhook_events where id in (
        select e.id from webhook_events e
-        where e.created_at < $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
+        where e.created_at < $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})
         limit $2)`,
     [before, limit],
   );

@@ -3,11 +3,10 @@
 // dev server (kept down while their 10 s retry timers come due). Once a new worker runs and the
 // receiver accepts, every sync.completed event is delivered: none lost, none failed, none
 // answered 2xx twice, and each delivery's attempts (500s before the faults, then one 200) recorded.
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { webhookDeliveryWorkflowId } from '../../temporal/ids';
+import { receiver as fakeReceiver } from '../helpers/fake-server';
 import { countOf } from '../helpers/invariants';
 import { apiEnv, callApi, createDemoConnection, startSynctide, workerEnv, type SynctideProcess } from '../helpers/processes';
 import { usePersistedStack } from '../helpers/servers';
@@ -21,29 +20,11 @@ const EVENTS = CONNECTIONS * 2;
 const TEMPORAL_DOWN_MS = 15_000;
 const PRIVATE = { WEBHOOK_ALLOW_PRIVATE: 'true' };
 
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-  answered: number;
-  at: number;
-}
-
 /** A receiver on 127.0.0.1 answering 500 until `accepting` is set, then 200; it keeps every request. */
 async function startReceiver() {
-  const received: Received[] = [];
   const state = { accepting: false };
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    req.on('end', () => {
-      const answered = state.accepting ? 200 : 500;
-      received.push({ headers: req.headers, body, answered, at: Date.now() });
-      res.writeHead(answered).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, state, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const receiver = await fakeReceiver(() => (state.accepting ? 200 : 500));
+  return { ...receiver, state };
 }
 
 interface Delivery {

@@ -14,8 +14,8 @@
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { serve } from './fake-server';
 
 /** One item as the fake serves it (the GitHub fields the connector and tests look at). */
 export interface FakeGitHubItem extends Record<string, unknown> {
@@ -227,7 +227,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     }
   };
 
-  const server = createServer((req, res) => {
+  const server = await serve((req, res) => {
     const received = req.url ?? '/';
     requests.push({ method: req.method ?? 'GET', url: received, headers: req.headers });
     const n = requests.length;
@@ -344,11 +344,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     served();
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = server.url;
 
   const fake: FakeGitHub = {
     baseUrl,
@@ -403,10 +399,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     setRateLimitRemaining(remaining) {
       rateLimitRemaining = remaining;
     },
-    close() {
-      server.closeAllConnections();
-      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
-    },
+    close: () => server.close(),
   };
   return fake;
 }

@@ -14,8 +14,7 @@
 // The keyset styles are stable, as real providers' cursors are: an item present for the whole pass
 // is served once at least; positions are not. `beforeRequest` runs before each page request is
 // answered (the test's changes "between page requests"), `requests` counts what was asked.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { serve } from './fake-server';
 
 export interface FakeItem {
   id: string;
@@ -116,7 +115,7 @@ export async function startFakeHttpProvider(opts: {
     },
   };
 
-  const server: Server = createServer((req, res) => {
+  const server = await serve((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     state.requests += 1;
     state.beforeRequest?.(url);
@@ -182,16 +181,7 @@ export async function startFakeHttpProvider(opts: {
         res.end('{"error": "not found"}');
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return Object.assign(state, {
-    baseUrl,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  });
+  return Object.assign(state, { baseUrl: server.url, close: () => server.close() });
 }
 
 /** `n` items, ids i00001…, change times whole seconds ascending from `startMs`, `perSecond` sharing each second. */

@@ -1,9 +1,8 @@
-// Issue 17 through the real API, worker, Postgres and the Temporal dev server, with fake providers
-// on 127.0.0.1: credentials bound to the provider origin and the host allowlist, input size caps
+// Hostile providers and oversized input through the real API, worker, Postgres and the Temporal
+// dev server, with fake providers on 127.0.0.1: credentials bound to the provider origin and the host allowlist, input size caps
 // and NULs, a gzip bomb failing its task, and immediate syncs (one per connection, their own task
 // queue and slots, cancellation reaching a request in flight).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { openCredentials } from '../lib/credentials';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { closeFakeServers, serve } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -20,41 +20,11 @@ const TASK_QUEUE = 'hardening';
 const IMMEDIATE_QUEUE = 'hardening-immediate';
 const TOKEN = 'ghp_HardeningStackToken_0123456789abcd';
 
-interface Fake {
-  url: string;
-  requests: IncomingMessage[];
-  /** Requests whose connection closed before an answer was sent. */
-  abandoned: number;
-  close(): Promise<void>;
-}
-const fakes: Fake[] = [];
-
-/** A provider on 127.0.0.1 answering with `handler`. */
-async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Fake> {
-  const fake = { requests: [] as IncomingMessage[], abandoned: 0 } as Fake;
-  const server: Server = createServer((req, res) => {
-    fake.requests.push(req);
-    res.on('close', () => {
-      if (!res.writableEnded) fake.abandoned += 1;
-    });
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  fake.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  fakes.push(fake);
-  return fake;
-}
-
 /** A GitHub issues listing of `items` (one page). */
 const listing = (items: string) => (_req: IncomingMessage, res: ServerResponse) =>
   res.writeHead(200, { 'content-type': 'application/json' }).end(items);
 
-describe('hardening against hostile providers and oversized input', () => {
+describe('hostile providers and oversized input', () => {
   const stack = useWorkerStack('dev-server', TASK_QUEUE);
   let api: TestApi;
   let strict: TestApi;
@@ -81,7 +51,7 @@ describe('hardening against hostile providers and oversized input', () => {
     immediateRunning = immediateWorker.run();
   });
   afterEach(async () => {
-    await Promise.all(fakes.splice(0).map((f) => f.close()));
+    await closeFakeServers();
   });
   afterAll(async () => {
     if (immediateWorker?.getState() === 'RUNNING') immediateWorker.shutdown();

@@ -1,4 +1,4 @@
-// Configuration side of the deployment hardening: admin keys that are placeholders or too short
+// Deployment configuration: admin keys that are placeholders or too short
 // are refused, secrets come from *_FILE files and are never echoed, the Temporal TLS/mTLS and API
 // key settings become the connection options of client and worker, pool limits per role.
 import { randomBytes } from 'node:crypto';

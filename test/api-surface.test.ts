@@ -65,7 +65,7 @@ function app(deps: { pool?: Pool; temporal?: TestWorkflowEnvironment['client'] }
     metrics: createSyncMetrics(registry),
     logger: log.logger,
     credentials: TEST_KEYRING,
-    taskQueue: 'hardening',
+    taskQueue: 'api-surface',
     adminApiKey: KEY,
     maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: 60_000,

@@ -1,0 +1,104 @@
+// The one fake HTTP server of the tests: a provider or a webhook receiver on 127.0.0.1, on a free
+// port, answering with the test's handler and keeping what it received. Every fake provider and
+// receiver of the suite is built on `serve`.
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What a fake server keeps of a request it received. */
+export interface FakeRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** A fake server on 127.0.0.1. */
+export interface FakeServer {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  port: number;
+  /** Requests received, in order. */
+  requests: FakeRequest[];
+  /** TCP connections accepted (a request refused before connecting leaves this at 0). */
+  connections: number;
+  /** Requests whose connection closed before an answer was sent. */
+  abandoned: number;
+  /** Drops open connections and stops listening. */
+  close(): Promise<void>;
+}
+
+/** Answers one request; `fake` is the server answering it. */
+export type FakeHandler = (req: IncomingMessage, res: ServerResponse, fake: FakeServer) => void;
+
+const open = new Set<FakeServer>();
+
+/** Starts a fake server answering every request with `handler`. */
+export async function serve(handler: FakeHandler): Promise<FakeServer> {
+  const server: Server = createServer((req, res) => {
+    fake.requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers });
+    res.on('close', () => {
+      if (!res.writableEnded) fake.abandoned += 1;
+    });
+    handler(req, res, fake);
+  });
+  server.on('connection', () => (fake.connections += 1));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const fake: FakeServer = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests: [],
+    connections: 0,
+    abandoned: 0,
+    close() {
+      open.delete(fake);
+      server.closeAllConnections();
+      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+  open.add(fake);
+  return fake;
+}
+
+/** Closes every fake server still open (for an `afterEach` or `afterAll`). */
+export async function closeFakeServers(): Promise<void> {
+  await Promise.all([...open].map((fake) => fake.close()));
+}
+
+/** One request a receiver took. */
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The status it was answered with. */
+  answered: number;
+  /** When it arrived (Date.now()). */
+  at: number;
+}
+
+/** A webhook receiver: `url` is its `/hook` address; `received` every request it answered. */
+export interface FakeReceiver {
+  url: string;
+  received: Received[];
+  server: FakeServer;
+  close(): Promise<void>;
+}
+
+/**
+ * A webhook receiver that reads each request's body and answers it with the status `answer`
+ * gives (from the request and those received before it).
+ */
+export async function receiver(answer: (request: { headers: IncomingHttpHeaders; body: string }, before: readonly Received[]) => number): Promise<FakeReceiver> {
+  const received: Received[] = [];
+  const server = await serve((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      const answered = answer({ headers: req.headers, body }, received);
+      received.push({ headers: req.headers, body, answered, at: Date.now() });
+      res.writeHead(answered).end();
+    });
+  });
+  return { url: `${server.url}/hook`, received, server, close: () => server.close() };
+}
