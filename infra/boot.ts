@@ -4,12 +4,14 @@
 // metrics registry. Each entry point then adds only what is its own.
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { countOpenBreakersByProvider } from '../db/models/breaker';
 import { countActiveJobsByStatus } from '../db/models/jobs';
+import { findWebhookBacklog } from '../db/models/webhooks';
 import { migrate } from '../db/migrate';
 import { createPool, type Pool, type PoolLimits } from '../db/pool';
 import { temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
-import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, type SyncMetrics } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import type { Registry } from 'prom-client';
 import { openDatabase, type Database } from './database';
@@ -126,6 +128,7 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
 
   const registry = createMetricsRegistry({ process: options.name });
   registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
+  registerStateGauges(registry, { openBreakers: () => countOpenBreakersByProvider(pool), webhookBacklog: () => findWebhookBacklog(pool) });
   const metrics = createSyncMetrics(registry);
   return {
     config, logger, shutdown, database, pool, poolRole: options.pool, openPool, temporal, temporalAddress, temporalSecurity: security, devServer, registry, metrics, sdkMetrics,
