@@ -123,7 +123,9 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
   const pool = openPool(options.pool);
   // The dev server `npm start` runs listens on loopback without TLS; TEMPORAL_ADDRESS gets the configured TLS and key.
   const security = config.TEMPORAL_ADDRESS ? temporalSecurity(config) : {};
-  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, security);
+  // Retried (bounded, logged) while the server or the namespace is not there yet: compose and
+  // Kubernetes start Synctide beside Temporal's schema and namespace jobs.
+  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, security, { timeoutMs: config.TEMPORAL_STARTUP_WAIT_SECONDS * 1000, logger });
   shutdown.add('temporal-client', () => temporal.connection.close());
 
   const registry = createMetricsRegistry({ process: options.name });
