@@ -1,5 +1,6 @@
 // A process started beside Temporal (compose, Kubernetes) waits, bounded and saying what it waits
 // for, until the frontend answers and its namespace is registered, instead of exiting for good.
+import { msToTs } from '@temporalio/common/lib/time';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectTemporal } from '../infra/temporal-connection';
@@ -35,7 +36,7 @@ describe('connectTemporal at start-up', () => {
     let registered: Promise<unknown> | undefined;
     // The namespace is registered only once the process said it waits for it.
     const log = waitLog(() => {
-      registered ??= env.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 86_400 } });
+      registered ??= env.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     });
     const client = await connectTemporal(address, namespace, {}, { timeoutMs: 120_000, retryMs: 200, logger: log.logger });
     try {
