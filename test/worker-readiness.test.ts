@@ -1,6 +1,6 @@
 // A worker's readiness is real: ready only while its workers are running and polling; false
 // before run() and from the moment shutdown begins, while in-flight work still drains.
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerReadiness } from '../workers/run-worker';

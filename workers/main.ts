@@ -25,11 +25,12 @@ runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (
   // Legacy plaintext rows are sealed at start (idempotent; safe beside other processes).
   const sealed = await resealSecrets({ pool: proc.pool, credentials }, 'plaintext');
   if (sealed.sealed > 0) proc.logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
-  let readiness: (() => WorkerReadiness) | undefined;
+  // Set once the workers run; until then /readyz answers 503.
+  const started: { readiness?: () => WorkerReadiness } = {};
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', (c) => {
-    const now = readiness?.() ?? { ready: false, workers: {} };
+    const now = started.readiness?.() ?? { ready: false, workers: {} };
     return c.json({ status: now.ready ? 'ready' : 'not_ready', workers: now.workers }, now.ready ? 200 : 503);
   });
   // Behind the admin key when one is configured, unless METRICS_PUBLIC (tenant ids are in the labels).
@@ -40,6 +41,6 @@ runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (
   // reverse order), so /readyz answers 503 through start-up and the whole drain.
   const server = await listen(app, config.API_HOST, config.WORKER_METRICS_PORT);
   proc.shutdown.add('metrics-server', () => server.close());
-  readiness = await runWorker(proc, rateLimit, credentials, rateBudget);
+  started.readiness = await runWorker(proc, rateLimit, credentials, rateBudget);
   proc.logger.info({ metrics: `${server.url}/metrics` }, 'worker started');
 });
