@@ -55,6 +55,7 @@ for error in (lint.get("errors") or []):
 chart = helm_python.Chart.load(str(CHART))
 try:
     for label, values in VALUE_SETS.items():
+        before = len(problems)
         rendered = chart.render(values, name="synctide", namespace="synctide", is_install=True)
         docs = [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
         for doc in docs:
@@ -99,7 +100,8 @@ try:
         secrets_text = "\n".join(rendered.values())
         if merged["secrets"]["existingSecret"]:
             check(SECRETS["adminApiKey"] not in secrets_text and ("Secret", "synctide") not in kinds, f"{label}: an existing Secret is referenced, none is made")
-        print(f"ok: {label}: {len(docs)} manifests valid for Kubernetes {', '.join(KUBE_VERSIONS)}")
+        if len(problems) == before:
+            print(f"ok: {label}: {len(docs)} manifests valid for Kubernetes {', '.join(KUBE_VERSIONS)}")
 
     # A chart-made Secret without its values is refused, naming the value.
     try:
