@@ -15,7 +15,8 @@ COPY . .
 # Workers start from this bundle instead of running webpack at every start (rebuilt with the image).
 RUN npm run build:workflows -- /app/dist/workflow-bundle.js
 ENV WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
-USER node
+# The image's `node` user by number, so Kubernetes can verify runAsNonRoot.
+USER 1000:1000
 # Node itself is the command (PID 1), never `npm run …`: npm → sh → node would swallow SIGTERM, so
 # the graceful shutdown (WORKER_SHUTDOWN_GRACE_SECONDS) would never run. Synctide's processes
 # install their own SIGTERM/SIGINT handlers, which is all a PID 1 needs here (they start no

@@ -15,7 +15,7 @@ import type { ActivityDeps } from './deps';
 export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
   const { pool, logger, metrics } = deps;
   return async (input) => {
-    const endTimer = metrics.tickDurationMs.startTimer({ operation: 'enqueue' });
+    const endTimer = metrics.tickDurationSeconds.startTimer({ operation: 'enqueue' });
     const result = await withTransaction(pool, async (tx): Promise<EnqueueJobResult & { tenantId?: string; provider?: string }> => {
       // A retry of an enqueue that already committed: the job is ours, whoever holds the row now.
       if (await jobExists(tx, input.jobId)) return { outcome: 'enqueued', jobId: input.jobId };
@@ -47,8 +47,8 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
 
     const { tenantId, provider, ...answer } = result;
     if (answer.outcome === 'enqueued' && tenantId !== undefined) {
-      metrics.jobsScheduled.inc({ provider_slug: provider, tenant_id: tenantId });
-      metrics.jobs.inc({ status: 'queued', connector_id: provider });
+      metrics.jobsScheduled.inc({ provider, tenant_id: tenantId });
+      metrics.jobs.inc({ status: 'queued', provider });
       if (input.plan) metrics.jitterSeconds.observe(input.plan.jitterSeconds);
       const plan = input.plan;
       logger.info(

@@ -50,7 +50,7 @@ export function markJobRetrying({ pool, metrics, logger }: ActivityDeps): Activi
         outcome: 'retrying',
         errorSummary: input.error,
       }]);
-      metrics.jobRetries.inc({ connector_id: job.provider });
+      metrics.jobRetries.inc({ provider: job.provider });
       const waitSeconds = (input.retryAfter - input.at) / 1000;
       if (input.kind === 'rate_limited') metrics.rateLimitBackoffSeconds.observe(waitSeconds);
       // Every attempt that met a rate limit counts one event, whatever else failed beside it.

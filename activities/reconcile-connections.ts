@@ -69,7 +69,7 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
 export function reconcileConnections(deps: ActivityDeps): Activities['reconcileConnections'] {
   const { pool, logger, metrics, temporal, reconcile } = deps;
   return async (input) => {
-    const endTimer = metrics.tickDurationMs.startTimer({ operation: 'reconcile' });
+    const endTimer = metrics.tickDurationSeconds.startTimer({ operation: 'reconcile' });
     const result: ReconcileResult = { ensured: 0, stopped: 0, backlog: 0, adopted: 0, abandoned: 0, temporalCalls: 0, settings: reconcile };
     // Active jobs are read before the running workflows are listed: a job whose workflow starts in
     // between is then seen under its earlier owner (a queued scheduler job under its connection),

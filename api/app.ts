@@ -8,6 +8,7 @@ import type { ApiEnv } from './env';
 import { describeIssues, errorBody, errorResponse } from './errors';
 import { auditLog } from './middleware/audit';
 import { authenticate } from './middleware/auth';
+import { recordHttpMetrics } from './middleware/http-metrics';
 import { rateLimit } from './middleware/rate-limit';
 import { tenantScope } from './middleware/tenant-scope';
 import { requestLog, serverRequestId } from './middleware/request-log';
@@ -57,7 +58,7 @@ const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
 const OPEN_PATHS = new Set(['/healthz', '/readyz']);
 
 /**
- * Builds the Hono application: security headers → request id (generated here) and log → body
+ * Builds the Hono application: request metrics → security headers → request id (generated here) and log → body
  * limit → NUL refusal → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
@@ -74,6 +75,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
+  app.use(recordHttpMetrics(deps.registry));
   app.use(
     secureHeaders({
       contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },

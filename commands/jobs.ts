@@ -81,7 +81,7 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
     idempotencyKey: request.idempotencyKey,
   });
   const { job } = result;
-  if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', connector_id: connection.provider_slug });
+  if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', provider: connection.provider_slug });
   if (result.outcome === 'same_key' && !sameRequest(job, request)) {
     throw new CommandRefused('conflict', 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request', { job_id: job.id });
   }

@@ -28,3 +28,40 @@ export async function migrate(databaseUrl: string, log: (msg: string) => void = 
   });
   return applied.map((m) => m.name);
 }
+
+/** Error codes of a Postgres that is not reachable or not accepting connections yet. */
+const NOT_YET_REACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '57P03']);
+
+/**
+ * True when `err` says Postgres cannot be reached or is still starting (refused, unresolvable,
+ * `57P03` the database system is starting up, a connection cut off at once): waiting may help.
+ * A wrong password, a missing database or a failing migration is no such error.
+ */
+export function isNotYetReachable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && NOT_YET_REACHABLE.has(code)) return true;
+  return err instanceof Error && /Connection terminated unexpectedly/.test(err.message);
+}
+
+/**
+ * `migrate`, retried every `retryMs` while Postgres is not reachable yet (a compose or Kubernetes
+ * start where the database comes up beside the migration job), for at most `timeoutMs`; each
+ * wait is reported to `onWait`. Any other failure is thrown at once.
+ */
+export async function migrateWhenReachable(
+  databaseUrl: string,
+  opts: { timeoutMs: number; retryMs?: number; onWait?: (info: { attempt: number; waitedSeconds: number; error: string }) => void; log?: (msg: string) => void },
+): Promise<string[]> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrate(databaseUrl, opts.log);
+    } catch (err) {
+      const waited = Date.now() - started;
+      if (!isNotYetReachable(err)) throw err;
+      if (waited >= opts.timeoutMs) throw new Error(`gave up waiting for Postgres after ${Math.round(waited / 1000)} s: ${(err as Error).message}`, { cause: err });
+      opts.onWait?.({ attempt, waitedSeconds: Math.round(waited / 1000), error: (err as Error).message || String((err as { code?: string }).code) });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(opts.retryMs ?? 2000, Math.max(0, opts.timeoutMs - waited))));
+    }
+  }
+}

@@ -4,12 +4,14 @@
 // metrics registry. Each entry point then adds only what is its own.
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { countOpenBreakersByProvider } from '../db/models/breaker';
 import { countActiveJobsByStatus } from '../db/models/jobs';
+import { findWebhookBacklog } from '../db/models/webhooks';
 import { migrate } from '../db/migrate';
 import { createPool, type Pool, type PoolLimits } from '../db/pool';
 import { temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
-import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, type SyncMetrics } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import type { Registry } from 'prom-client';
 import { openDatabase, type Database } from './database';
@@ -121,11 +123,14 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
   const pool = openPool(options.pool);
   // The dev server `npm start` runs listens on loopback without TLS; TEMPORAL_ADDRESS gets the configured TLS and key.
   const security = config.TEMPORAL_ADDRESS ? temporalSecurity(config) : {};
-  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, security);
+  // Retried (bounded, logged) while the server or the namespace is not there yet: compose and
+  // Kubernetes start Synctide beside Temporal's schema and namespace jobs.
+  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, security, { timeoutMs: config.TEMPORAL_STARTUP_WAIT_SECONDS * 1000, logger });
   shutdown.add('temporal-client', () => temporal.connection.close());
 
   const registry = createMetricsRegistry({ process: options.name });
   registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
+  registerStateGauges(registry, { openBreakers: () => countOpenBreakersByProvider(pool), webhookBacklog: () => findWebhookBacklog(pool) });
   const metrics = createSyncMetrics(registry);
   return {
     config, logger, shutdown, database, pool, poolRole: options.pool, openPool, temporal, temporalAddress, temporalSecurity: security, devServer, registry, metrics, sdkMetrics,

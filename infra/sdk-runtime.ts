@@ -11,6 +11,18 @@ export interface SdkMetrics {
   scrape(): Promise<string>;
 }
 
+/**
+ * The Temporal SDK metrics that deploy/grafana/synctide.json and deploy/prometheus/rules.yml read
+ * (histograms in milliseconds, served as `<name>_bucket`, `_sum`, `_count`). The SDK registers
+ * them itself, so test/faults/start.slow.test.ts checks each name in a real worker's scrape.
+ */
+export const SDK_METRICS_READ = [
+  'temporal_worker_task_slots_available',
+  'temporal_workflow_task_schedule_to_start_latency',
+  'temporal_activity_schedule_to_start_latency',
+  'temporal_workflow_task_execution_latency',
+] as const;
+
 /** A scrape of the SDK's exporter waits at most this long. */
 const SCRAPE_TIMEOUT_MS = 2000;
 

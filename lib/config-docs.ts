@@ -50,6 +50,8 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   EMBEDDED_PG_PORT: { meaning: 'port of the embedded Postgres' },
   TEMPORAL_ADDRESS: { meaning: '`host:port` of a Temporal frontend; required by `npm run api` / `npm run worker`', shown: 'dev server' },
   TEMPORAL_NAMESPACE: { meaning: 'Temporal namespace' },
+  DATABASE_STARTUP_WAIT_SECONDS: { meaning: '`npm run migrate`: how long it waits for Postgres to accept connections (retrying every 2 s, logging each wait) before it exits 1' },
+  TEMPORAL_STARTUP_WAIT_SECONDS: { meaning: 'how long a starting process waits for TEMPORAL_ADDRESS to answer and TEMPORAL_NAMESPACE to exist (retrying every 2 s and logging what it waits for) before it exits 1' },
   TEMPORAL_TLS: { meaning: 'connect to `TEMPORAL_ADDRESS` over TLS (implied by any of the next four)' },
   TEMPORAL_TLS_CA: { meaning: 'file of the CA that signed the Temporal frontend\'s certificate', shown: 'system CAs' },
   TEMPORAL_TLS_CERT: { meaning: M_TEMPORAL_TLS_CERT },

@@ -85,6 +85,8 @@ export const envSchema = z
         .optional(),
     ),
     TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+    TEMPORAL_STARTUP_WAIT_SECONDS: positiveInt(300),
+    DATABASE_STARTUP_WAIT_SECONDS: positiveInt(120),
     TEMPORAL_TASK_QUEUE: z.string().min(1).default('synctide'),
     // TLS to TEMPORAL_ADDRESS (implied by any TEMPORAL_TLS_* file or TEMPORAL_API_KEY): the CA
     // that signed the server's certificate (default: the system's), a client certificate and key for

@@ -20,7 +20,7 @@ export function createSyncMetrics(registry: Registry) {
     jobsScheduled: new Counter({
       name: 'sync_scheduler_jobs_scheduled_total',
       help: 'Jobs enqueued by connection workflows (scheduled runs and sync-now)',
-      labelNames: ['provider_slug', 'tenant_id'] as const,
+      labelNames: ['provider', 'tenant_id'] as const,
       registers,
     }),
     jitterSeconds: new Histogram({
@@ -36,21 +36,21 @@ export function createSyncMetrics(registry: Registry) {
       registers,
     }),
     backlog: new Gauge({
-      name: 'sync_scheduler_backlog_gauge',
+      name: 'sync_scheduler_backlog',
       help: 'Active connections whose next run is overdue and that have no active job',
       registers,
     }),
-    tickDurationMs: new Histogram({
-      name: 'sync_scheduler_tick_duration_ms',
-      help: 'Duration of reconcile ticks and enqueue transactions in milliseconds',
+    tickDurationSeconds: new Histogram({
+      name: 'sync_scheduler_tick_duration_seconds',
+      help: 'Duration of reconcile ticks and enqueue transactions in seconds',
       labelNames: ['operation'] as const,
-      buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
     jobRetries: new Counter({
       name: 'sync_job_retries_total',
       help: 'Retries of sync jobs (failures and rate limits)',
-      labelNames: ['connector_id'] as const,
+      labelNames: ['provider'] as const,
       registers,
     }),
     rateLimited: new Counter({
@@ -86,7 +86,7 @@ export function createSyncMetrics(registry: Registry) {
     jobs: new Counter({
       name: 'sync_jobs_total',
       help: 'Sync jobs reaching a status: queued when enqueued, completed/failed/cancelled when they end',
-      labelNames: ['status', 'connector_id'] as const,
+      labelNames: ['status', 'provider'] as const,
       registers,
     }),
     jobDurationSeconds: new Histogram({
@@ -131,6 +131,81 @@ export function registerQueueDepthGauge(registry: Registry, countNow: CountActiv
   });
 }
 
+/** What the state gauges read from the database at scrape time (each one grouped query). */
+export interface StateCounts {
+  /** Connections whose circuit-breaker pause is in force now, by provider. */
+  openBreakers(): Promise<Map<string, number>>;
+  /** Webhook deliveries still pending, and the age in seconds of the oldest (0 when none). */
+  webhookBacklog(): Promise<{ pending: number; oldestSeconds: number }>;
+}
+
+/**
+ * Registers the gauges read from the database at scrape time, like `sync_jobs_queue_depth`, so
+ * every process reports the same values whichever process changed the rows:
+ * `sync_breakers_open{provider}`, `webhook_deliveries_pending` and
+ * `webhook_deliveries_oldest_pending_seconds`. Each count is reused for `cacheMs` and shared by
+ * concurrent scrapes; a failed or slow count leaves the previous values.
+ */
+export function registerStateGauges(registry: Registry, counts: StateCounts, cacheMs = QUEUE_DEPTH_CACHE_MS): void {
+  const breakers = singleFlight(counts.openBreakers, cacheMs);
+  const webhooks = singleFlight(counts.webhookBacklog, cacheMs);
+  const registers = [registry];
+  new Gauge({
+    name: 'sync_breakers_open',
+    help: 'Connections whose circuit breaker holds them paused now, by provider (counted in the database at scrape time)',
+    labelNames: ['provider'] as const,
+    registers,
+    async collect() {
+      const open = await withTimeout(breakers(), QUEUE_DEPTH_TIMEOUT_MS).catch(() => null);
+      if (!open) return;
+      this.reset();
+      for (const [provider, n] of open) this.set({ provider }, n);
+    },
+  });
+  const oldest = new Gauge({
+    name: 'webhook_deliveries_oldest_pending_seconds',
+    help: 'Age of the oldest webhook delivery still pending, 0 when none is (read at scrape time)',
+    registers,
+  });
+  new Gauge({
+    name: 'webhook_deliveries_pending',
+    help: 'Webhook deliveries not yet delivered nor given up (counted in the database at scrape time)',
+    registers,
+    async collect() {
+      const backlog = await withTimeout(webhooks(), QUEUE_DEPTH_TIMEOUT_MS).catch(() => null);
+      if (!backlog) return;
+      this.set(backlog.pending);
+      oldest.set(backlog.oldestSeconds);
+    },
+  });
+}
+
+/** Seconds buckets of `http_request_duration_seconds`. */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * The API's request metrics: `http_requests_total{method,route,status}` and
+ * `http_request_duration_seconds{method,route,status}`. `route` is the matched route's template
+ * (`/connections/:id`), never the path itself, so ids do not multiply series. Returns the ones
+ * already on `registry` when an app was built on it before.
+ */
+export function httpMetrics(registry: Registry) {
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests =
+    (registry.getSingleMetric('http_requests_total') as Counter<(typeof labelNames)[number]> | undefined) ??
+    new Counter({ name: 'http_requests_total', help: 'HTTP requests the API answered, by method, route template and status', labelNames, registers: [registry] });
+  const duration =
+    (registry.getSingleMetric('http_request_duration_seconds') as Histogram<(typeof labelNames)[number]> | undefined) ??
+    new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from a request reaching the API to its answer, by method, route template and status',
+      labelNames,
+      buckets: HTTP_BUCKETS,
+      registers: [registry],
+    });
+  return { requests, duration };
+}
+
 /** `work`'s value, or null when it takes longer than `ms`; a late rejection is swallowed. */
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;
@@ -148,7 +223,7 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | null> {
 /** A job that just reached a final status, with what its metrics need. */
 export interface EndedJobFacts {
   status: string;
-  /** The connection's provider slug: `connector_id` of `sync_jobs_total`. */
+  /** The connection's provider slug: `provider` of `sync_jobs_total`. */
   provider: string;
   /** `started_at`, or `created_at` for a job that never started. */
   began_at: Date;
@@ -156,13 +231,13 @@ export interface EndedJobFacts {
 }
 
 /**
- * Counts a job's end in `sync_jobs_total{status,connector_id}` and observes its duration in
+ * Counts a job's end in `sync_jobs_total{status,provider}` and observes its duration in
  * `sync_job_duration_seconds{outcome}`. Call after the ending transaction committed, once per row
  * the UPDATE changed: a retried activity finds the job already ended and changes nothing, so the
  * job is counted exactly once.
  */
 export function recordJobEnded(metrics: SyncMetrics, job: EndedJobFacts): void {
-  metrics.jobs.inc({ status: job.status, connector_id: job.provider });
+  metrics.jobs.inc({ status: job.status, provider: job.provider });
   // Clock skew between a workflow's time and the database's created_at must not go negative.
   const seconds = Math.max(0, (job.finished_at.getTime() - job.began_at.getTime()) / 1000);
   metrics.jobDurationSeconds.observe({ outcome: job.status }, seconds);

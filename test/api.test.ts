@@ -618,16 +618,16 @@ describe('REST API over HTTP', () => {
     );
     const text = (await call('GET', '/metrics')).text;
     const expectLine = (pattern: RegExp) => expect(text, String(pattern)).toMatch(pattern);
-    expectLine(/^sync_scheduler_jobs_scheduled_total\{[^}]*provider_slug="demo"[^}]*tenant_id="acme"[^}]*\} \d+/m);
+    expectLine(/^sync_scheduler_jobs_scheduled_total\{[^}]*provider="demo"[^}]*tenant_id="acme"[^}]*\} \d+/m);
     expectLine(/^sync_scheduler_jitter_seconds_bucket\{/m);
-    expectLine(/^sync_scheduler_backlog_gauge(\{[^}]*\})? \d+/m);
-    expectLine(/^sync_scheduler_tick_duration_ms_bucket\{/m);
+    expectLine(/^sync_scheduler_backlog(\{[^}]*\})? \d+/m);
+    expectLine(/^sync_scheduler_tick_duration_seconds_bucket\{/m);
     expectLine(/^rate_limited_total\{[^}]*provider="demo"[^}]*\} \d+/m);
     expectLine(/^rate_limited_backoff_seconds_bucket\{[^}]*le="900"/m);
-    expectLine(/^sync_jobs_total\{[^}]*status="completed"[^}]*connector_id="demo"|^sync_jobs_total\{[^}]*connector_id="demo"[^}]*status="completed"/m);
+    expectLine(/^sync_jobs_total\{[^}]*status="completed"[^}]*provider="demo"|^sync_jobs_total\{[^}]*provider="demo"[^}]*status="completed"/m);
     expectLine(/^sync_jobs_queue_depth\{[^}]*status="queued"[^}]*\} \d+/m);
     expectLine(/^sync_job_duration_seconds_bucket\{[^}]*outcome="completed"/m);
-    expectLine(/^sync_job_retries_total\{[^}]*connector_id="demo"[^}]*\} \d+/m);
+    expectLine(/^sync_job_retries_total\{[^}]*provider="demo"[^}]*\} \d+/m);
   });
 
   it('/openapi.json is a valid OpenAPI 3 document listing every route, and /docs renders', async () => {

@@ -1,5 +1,5 @@
 // Bookkeeping edges against a real, freshly migrated Postgres: the backlog count behind
-// `sync_scheduler_backlog_gauge`, and alerts that must resolve when a connection recovers.
+// `sync_scheduler_backlog`, and alerts that must resolve when a connection recovers.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deleteOldJobs } from '../activities/delete-old-jobs';

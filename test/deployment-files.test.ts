@@ -17,6 +17,12 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
 interface Service {
+  image?: string;
+  build?: unknown;
+  restart?: string;
+  entrypoint?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
   ports?: (string | { published?: string | number; host_ip?: string })[];
   environment?: Record<string, string | number | null>;
   networks?: string[];
@@ -67,6 +73,43 @@ describe('docker-compose.yml', () => {
     const init = read('infra/compose/postgres-init.sh');
     expect(init).toContain('grant select, insert, update, delete on tables to synctide_app');
     expect(init).not.toMatch(/password '[^:]/); // passwords only from psql variables read from secrets
+  });
+
+  it('runs temporalio/server with admin-tools jobs for its schema and namespace, not the deprecated auto-setup', () => {
+    const text = read('docker-compose.yml');
+    expect(text).not.toMatch(/^\s*image:\s*temporalio\/auto-setup/m);
+    const server = compose.services.temporal!;
+    const version = /^temporalio\/server:(\d+\.\d+\.\d+)$/.exec(server.image ?? '')?.[1];
+    expect(version, server.image).toBeDefined();
+    for (const job of ['temporal-schema', 'temporal-namespace']) {
+      // admin-tools of the server's own version (its tags are <server>-tctl-<tctl>-cli-<cli>).
+      expect(compose.services[job]!.image, job).toMatch(new RegExp(`^temporalio/admin-tools:${version!.replace(/\./g, '\\.')}-`));
+      expect(compose.services[job]!.restart, job).toBe('no');
+    }
+    expect(server.depends_on!['temporal-schema']).toEqual({ condition: 'service_completed_successfully' });
+    expect(compose.services['temporal-namespace']!.depends_on!.temporal).toEqual({ condition: 'service_healthy' });
+    expect(read('infra/compose/temporal-schema.sh')).toMatch(/temporal-sql-tool[\s\S]*setup-schema -v 0\.0[\s\S]*update-schema/);
+    expect(read('infra/compose/temporal-namespace.sh')).toContain('temporal operator namespace create');
+  });
+
+  it('restarts long-running services, checks Postgres over TCP and builds one named image', () => {
+    for (const name of ['postgres', 'temporal', 'api', 'worker']) expect(compose.services[name]!.restart, name).toBe('unless-stopped');
+    for (const name of ['migrate', 'temporal-schema', 'temporal-namespace']) expect(compose.services[name]!.restart, name).toBe('no');
+    // The init-time server listens on the Unix socket only: a check over TCP passes only for the real one.
+    expect(compose.services.postgres!.healthcheck!.test.join(' ')).toMatch(/pg_isready -h 127\.0\.0\.1 /);
+    const images = ['migrate', 'api', 'worker'].map((name) => compose.services[name]!.image);
+    expect(new Set(images)).toEqual(new Set(['${SYNCTIDE_IMAGE:-synctide:local}']));
+    expect(Object.entries(compose.services).filter(([, s]) => s.build !== undefined).map(([name]) => name)).toEqual(['migrate']);
+  });
+
+  it('bounds every start-up wait and says what it waits for', () => {
+    expect(compose.services.migrate!.environment!.DATABASE_STARTUP_WAIT_SECONDS).toBeGreaterThan(0);
+    for (const name of ['api', 'worker']) expect(Number(compose.services[name]!.environment!.TEMPORAL_STARTUP_WAIT_SECONDS), name).toBeGreaterThan(0);
+    for (const script of ['infra/compose/temporal-schema.sh', 'infra/compose/temporal-namespace.sh']) {
+      const text = read(script);
+      expect(text, script).toMatch(/-ge 60 \]; then echo "gave up waiting for/);
+      expect(text, script).toMatch(/echo "waiting for /);
+    }
   });
 
   it('adds the Temporal Web UI only on request, bound to loopback, with write actions disabled', () => {

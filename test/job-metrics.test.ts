@@ -1,4 +1,4 @@
-// Job-lifecycle metrics: sync_jobs_total{status,connector_id},
+// Job-lifecycle metrics: sync_jobs_total{status,provider},
 // sync_job_duration_seconds{outcome} and sync_jobs_queue_depth{status}, recorded by the activities
 // that change a job's status and read from a real, freshly migrated Postgres database. Activities
 // are called directly (no Temporal), each twice where Temporal could retry them.
@@ -95,7 +95,7 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
     // A retried enqueue finds the job it inserted: still one queued job.
     await expect(enqueueJob(deps)(input)).resolves.toMatchObject({ outcome: 'enqueued' });
     await expect(enqueueJob(deps)(input)).resolves.toMatchObject({ outcome: 'enqueued' });
-    expect(await sample(registry, 'sync_jobs_total', { status: 'queued', connector_id: 'github' })).toBe(1);
+    expect(await sample(registry, 'sync_jobs_total', { status: 'queued', provider: 'github' })).toBe(1);
 
     const startedAt = Date.now();
     await claimJob(deps)({ jobId: input.jobId, workflowId: `sync-job:${input.jobId}`, at: startedAt });
@@ -104,12 +104,12 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
     // A retried finish changes nothing and answers the status the job has.
     await expect(finishJob(deps)(finish)).resolves.toBe('completed');
 
-    expect(await sample(registry, 'sync_jobs_total', { status: 'completed', connector_id: 'github' })).toBe(1);
+    expect(await sample(registry, 'sync_jobs_total', { status: 'completed', provider: 'github' })).toBe(1);
     expect(await sample(registry, 'sync_job_duration_seconds_count', { outcome: 'completed' })).toBe(1);
     expect(await sample(registry, 'sync_job_duration_seconds_sum', { outcome: 'completed' })).toBeCloseTo(42, 3);
     expect(await scraped(registry, 'sync_jobs_total')).toEqual([
-      'sync_jobs_total{status="queued",connector_id="github"} 1',
-      'sync_jobs_total{status="completed",connector_id="github"} 1',
+      'sync_jobs_total{status="queued",provider="github"} 1',
+      'sync_jobs_total{status="completed",provider="github"} 1',
     ]);
     expect(await scraped(registry, 'sync_job_duration_seconds')).toContain(
       'sync_job_duration_seconds_count{outcome="completed"} 1',
@@ -125,7 +125,7 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
 
     // Asked to complete, but a task failed: the job fails, and is counted as failed.
     await expect(finishJob(deps)({ jobId, outcome: 'completed', at: startedAt + 5 * SECOND, startedAt })).resolves.toBe('failed');
-    expect(await sample(registry, 'sync_jobs_total', { status: 'failed', connector_id: 'demo' })).toBe(1);
+    expect(await sample(registry, 'sync_jobs_total', { status: 'failed', provider: 'demo' })).toBe(1);
     expect(await sample(registry, 'sync_jobs_total', { status: 'completed' })).toBe(0);
     expect(await sample(registry, 'sync_job_duration_seconds_sum', { outcome: 'failed' })).toBeCloseTo(5, 3);
   });
@@ -140,7 +140,7 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
     await expect(cancelJob(deps)({ jobId, reason: 'test', at })).resolves.toBe(true);
     await expect(cancelJob(deps)({ jobId, reason: 'test', at })).resolves.toBe(false);
 
-    expect(await sample(registry, 'sync_jobs_total', { status: 'cancelled', connector_id: 'github' })).toBe(1);
+    expect(await sample(registry, 'sync_jobs_total', { status: 'cancelled', provider: 'github' })).toBe(1);
     expect(await sample(registry, 'sync_job_duration_seconds_count', { outcome: 'cancelled' })).toBe(1);
     expect(await sample(registry, 'sync_job_duration_seconds_sum', { outcome: 'cancelled' })).toBeCloseTo(7, 3);
   });
@@ -155,7 +155,7 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
     await expect(failAbandonedJobs(deps)(cleanup)).resolves.toHaveLength(2);
     await expect(failAbandonedJobs(deps)(cleanup)).resolves.toEqual([]);
 
-    expect(await sample(registry, 'sync_jobs_total', { status: 'failed', connector_id: 'github' })).toBe(2);
+    expect(await sample(registry, 'sync_jobs_total', { status: 'failed', provider: 'github' })).toBe(2);
     expect(await sample(registry, 'sync_job_duration_seconds_count', { outcome: 'failed' })).toBe(2);
   });
 
@@ -172,7 +172,7 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
     await expect(reapStaleTasks(deps)({ at: now })).resolves.toEqual({ tasks: 1, jobs: 1 });
     await expect(reapStaleTasks(deps)({ at: now })).resolves.toEqual({ tasks: 0, jobs: 0 });
 
-    expect(await sample(registry, 'sync_jobs_total', { status: 'failed', connector_id: 'github' })).toBe(1);
+    expect(await sample(registry, 'sync_jobs_total', { status: 'failed', provider: 'github' })).toBe(1);
     expect(await sample(registry, 'sync_job_duration_seconds_sum', { outcome: 'failed' })).toBeCloseTo(20 * 60, 3);
   });
 });

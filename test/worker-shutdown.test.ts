@@ -26,6 +26,7 @@ describe('worker shutdown', () => {
   });
 
   it('finishes the in-flight tick, logs the shutdown and exits 0 on SIGTERM', async () => {
+    const metricsPort = await freePort();
     await db.pool.query(
       `insert into connections (tenant_id, provider_slug, app_key, metadata)
        select 'acme', 'demo', 'c' || i, '{"sync": {"interval_seconds": 3600}}' from generate_series(1, $1) i`,
@@ -38,7 +39,7 @@ describe('worker shutdown', () => {
         DATABASE_URL: db.url,
         TEMPORAL_ADDRESS: env.address,
         TEMPORAL_TASK_QUEUE: 'shutdown-test',
-        WORKER_METRICS_PORT: String(await freePort()),
+        WORKER_METRICS_PORT: String(metricsPort),
         SCHEDULER_TICK_SECONDS: '3600',
         DEMO_CONNECTOR: 'true',
         CREDENTIALS_KEY: TEST_CREDENTIALS_KEY,
@@ -57,6 +58,10 @@ describe('worker shutdown', () => {
       const { rows } = await db.pool.query('select count(*)::int as n from sync_jobs');
       return rows[0].n > 0 ? true : undefined;
     }, { timeoutMs: 120_000 });
+    // Ready while its workers poll (the Kubernetes readiness probe of the chart).
+    const ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', workers: { worker: 'RUNNING', immediate: 'RUNNING' } });
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
 

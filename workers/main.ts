@@ -1,6 +1,8 @@
 // `npm run worker`: a production worker process. Run any number of them against one database and
-// Temporal namespace; each also serves /metrics and /healthz on WORKER_METRICS_PORT: its own
-// metrics followed by the Temporal SDK's, read from the SDK's exporter on a loopback port.
+// Temporal namespace; each also serves on WORKER_METRICS_PORT /metrics (its own metrics followed
+// by the Temporal SDK's, read from the SDK's exporter on a loopback port), /healthz (the process
+// answers: liveness) and /readyz (200 while its workers are running and polling, 503 before and
+// from the moment shutdown begins: readiness).
 import { Hono } from 'hono';
 import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
@@ -9,7 +11,7 @@ import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config'
 import { listen, metricsRoutes } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
-import { runWorker } from './run-worker';
+import { runWorker, type WorkerReadiness } from './run-worker';
 
 const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
 const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
@@ -23,14 +25,22 @@ runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (
   // Legacy plaintext rows are sealed at start (idempotent; safe beside other processes).
   const sealed = await resealSecrets({ pool: proc.pool, credentials }, 'plaintext');
   if (sealed.sealed > 0) proc.logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
-  await runWorker(proc, rateLimit, credentials, rateBudget);
+  // Set once the workers run; until then /readyz answers 503.
+  const started: { readiness?: () => WorkerReadiness } = {};
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', (c) => {
+    const now = started.readiness?.() ?? { ready: false, workers: {} };
+    return c.json({ status: now.ready ? 'ready' : 'not_ready', workers: now.workers }, now.ready ? 200 : 503);
+  });
   // Behind the admin key when one is configured, unless METRICS_PUBLIC (tenant ids are in the labels).
   const metricsKey = config.METRICS_PUBLIC ? undefined : config.ADMIN_API_KEY;
   if (!metricsKey && !config.METRICS_PUBLIC) proc.logger.warn('worker /metrics is open: set ADMIN_API_KEY to require it, or METRICS_PUBLIC=true to say so');
   app.route('/', metricsRoutes(proc.registry, proc.sdkMetrics?.scrape, metricsKey));
+  // Listening before the workers start and closed after they stopped (shutdown runs its steps in
+  // reverse order), so /readyz answers 503 through start-up and the whole drain.
   const server = await listen(app, config.API_HOST, config.WORKER_METRICS_PORT);
   proc.shutdown.add('metrics-server', () => server.close());
+  started.readiness = await runWorker(proc, rateLimit, credentials, rateBudget);
   proc.logger.info({ metrics: `${server.url}/metrics` }, 'worker started');
 });

@@ -8,14 +8,36 @@ import type { BudgetSettings } from '../policy/rate-budget';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from './create-worker';
 
+/** A worker whose state readiness reads (the SDK's Worker). */
+interface StatefulWorker {
+  getState(): string;
+}
+
+/** Whether a worker process is ready, and the state of each of its workers. */
+export interface WorkerReadiness {
+  ready: boolean;
+  workers: Record<string, string>;
+}
+
+/**
+ * A worker process is ready while every one of its workers is RUNNING: polling its task queue.
+ * Before `run()` (INITIALIZED) and from the moment shutdown begins (STOPPING, DRAINING, DRAINED,
+ * STOPPED) or a worker failed (FAILED), it is not, so readiness turns false before the process
+ * exits while in-flight activities still finish.
+ */
+export function workerReadiness(workers: Record<string, StatefulWorker>): WorkerReadiness {
+  const states = Object.fromEntries(Object.entries(workers).map(([name, w]) => [name, w.getState()]));
+  return { ready: Object.values(states).every((state) => state === 'RUNNING'), workers: states };
+}
+
 /**
  * Connects and runs the Synctide worker of a booted process until shutdown, beside it the worker
  * of immediate syncs' activities (their own queue and IMMEDIATE_SYNC_SLOTS), and makes sure the
  * reconcile tick runs, at start and again every tick period. On shutdown it stops polling, lets in-flight activities finish their
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
- * and resolves.
+ * and resolves. Returns the process's readiness (see workerReadiness).
  */
-export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<void> {
+export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<() => WorkerReadiness> {
   const { config, logger, shutdown } = proc;
   const bundlePath = config.WORKFLOW_BUNDLE_PATH;
   const connection = await NativeConnection.connect(temporalConnectionOptions(proc.temporalAddress, proc.temporalSecurity));
@@ -71,6 +93,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
   await ensureReconcile();
   keepReconcileRunning(proc, ensureReconcile, config.SCHEDULER_TICK_SECONDS * 1000);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
+  return () => workerReadiness({ worker, immediate: immediateWorker });
 }
 
 /**

@@ -79,3 +79,12 @@ export async function closeBreakers(tx: PoolClient, connectionId: string, count:
     [connectionId, count, pausedUntil],
   );
 }
+
+/** Connections whose breaker pause is in force now, by provider (`sync_breakers_open`). */
+export async function countOpenBreakersByProvider(db: Queryable): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ provider: string; n: number }>(
+    `select provider_slug as provider, count(distinct connection_id)::int as n from connector_failure_stats
+      where paused_until > now() group by provider_slug`,
+  );
+  return new Map(rows.map((r) => [r.provider, r.n]));
+}

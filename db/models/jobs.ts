@@ -93,7 +93,7 @@ const JOB_COLUMNS = `j.id, j.connection_id, j.tenant_id, c.provider_slug, j.job_
 /** A job that an UPDATE just moved to a final status, with what its metrics need. */
 export interface EndedJob {
   status: FinishedJobStatus;
-  /** The connection's provider slug: `connector_id` of `sync_jobs_total`. */
+  /** The connection's provider slug: `provider` of `sync_jobs_total`. */
   provider: string;
   /** `started_at`, or `created_at` for a job that never started. */
   began_at: Date;

@@ -249,3 +249,13 @@ export async function countSecretsToReseal(db: Queryable, activeId: string): Pro
   );
   return rows[0]!.n;
 }
+
+/** How many deliveries are pending, and the age in seconds of the oldest (0 when none). */
+export async function findWebhookBacklog(db: Queryable): Promise<{ pending: number; oldestSeconds: number }> {
+  const { rows } = await db.query<{ pending: number; oldest_seconds: number }>(
+    `select count(*)::int as pending,
+            coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_seconds
+       from webhook_deliveries where status = 'pending'`,
+  );
+  return { pending: rows[0]!.pending, oldestSeconds: rows[0]!.oldest_seconds };
+}

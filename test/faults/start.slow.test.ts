@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../lib/ports';
+import { SDK_METRICS_READ } from '../../infra/sdk-runtime';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -121,12 +122,14 @@ describe('npm start', () => {
 
     // One /metrics for the one process: job-lifecycle metrics, then the Temporal SDK's worker metrics.
     const scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`, auth)).text();
-    expect(scrape).toMatch(/^sync_jobs_total\{status="queued",connector_id="demo"[^}]*\} [1-9]/m);
+    expect(scrape).toMatch(/^sync_jobs_total\{status="queued",provider="demo"[^}]*\} [1-9]/m);
     for (const status of ['queued', 'running', 'retrying']) {
       expect(scrape).toMatch(new RegExp(`^sync_jobs_queue_depth\\{status="${status}"[^}]*\\} \\d+$`, 'm'));
     }
     expect(scrape).toMatch(/^temporal_worker_task_slots_available\{[^}]*task_queue="synctide"[^}]*\} \d+/m);
     expect(scrape).toMatch(/^temporal_workflow_task_execution_latency_count\{/m);
+    // Every SDK metric the dashboard and the alert rules read is in a real worker's scrape.
+    for (const name of SDK_METRICS_READ) expect(scrape, name).toMatch(new RegExp(`^${name}(_bucket)?\\{`, 'm'));
 
     // Leave a mark in the database to prove that a second start reuses DATA_DIR; its credentials
     // are plaintext, as rows written before encryption are, and the next start seals them.

@@ -1,0 +1,117 @@
+"""Renders deploy/helm/synctide as `helm template` does (Helm's own Go SDK, through the PyPI
+package helm-python-sdk) with two sets of values, and validates every manifest against the
+Kubernetes OpenAPI schemas, strictly (unknown fields refused), for the oldest and newest versions
+the chart supports (PyPI kubernetes-validate ships the schemas; nothing is fetched). Then checks
+the promises the chart makes: probes, the worker's grace, the migrate hook. Run by .ci/run;
+exits 1 on any problem."""
+import sys
+from pathlib import Path
+
+import helm_python
+import kubernetes_validate
+import yaml
+
+CHART = Path(__file__).parent / "synctide"
+KUBE_VERSIONS = ["1.30.0", "1.37.0"]
+
+SECRETS = {
+    "databasePassword": "app-password",
+    "databaseMigrationPassword": "owner-password",
+    "adminApiKey": "f3a9c1e07b5d48e2a6c9f0d1b7e4a352f3a9c1e07b5d48e2",
+    "credentialsKey": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+}
+VALUE_SETS = {
+    "defaults with chart-made secrets": {"secrets": SECRETS},
+    "existing secrets, mTLS and API key, HPA": {
+        "secrets": {"existingSecret": "synctide-secrets"},
+        "temporal": {
+            "address": "acme.a1b2c.tmprl.cloud:7233",
+            "namespace": "acme.a1b2c",
+            "apiKey": True,
+            "tls": {"enabled": True, "existingSecret": "temporal-client-tls", "mtls": True, "ca": True, "serverName": "acme.a1b2c.tmprl.cloud"},
+        },
+        "api": {"hpa": {"enabled": True}},
+        "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120},
+        "env": {"PROVIDER_HOSTS": "api.github.com"},
+    },
+}
+
+problems = []
+
+
+def check(condition, message):
+    if not condition:
+        problems.append(message)
+
+
+lint = helm_python.lint(str(CHART), {"secrets": SECRETS}, strict=True)
+# Helm's severities: 1 info, 2 warning, 4 error (strict: warnings count).
+for message in (lint.get("messages") or []):
+    if message.get("severity", 0) >= 2:
+        problems.append(f"helm lint: {message}")
+for error in (lint.get("errors") or []):
+    problems.append(f"helm lint: {error}")
+
+chart = helm_python.Chart.load(str(CHART))
+try:
+    for label, values in VALUE_SETS.items():
+        before = len(problems)
+        rendered = chart.render(values, name="synctide", namespace="synctide", is_install=True)
+        docs = [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+        for doc in docs:
+            for version in KUBE_VERSIONS:
+                try:
+                    kubernetes_validate.validate(doc, version, strict=True)
+                except Exception as err:  # ValidationError, InvalidSchemaError, VersionNotSupportedError
+                    problems.append(f"{label}: {doc.get('kind')}/{doc['metadata'].get('name')} (Kubernetes {version}): {err}")
+        kinds = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+        merged = chart.merge_values(values)
+        api = kinds.get(("Deployment", "synctide-api"))
+        worker = kinds.get(("Deployment", "synctide-worker"))
+        job = kinds.get(("Job", "synctide-migrate"))
+        check(api and worker and job, f"{label}: API and worker Deployments and the migrate Job are rendered")
+        if not (api and worker and job):
+            continue
+        api_c = api["spec"]["template"]["spec"]["containers"][0]
+        worker_pod = worker["spec"]["template"]["spec"]
+        worker_c = worker_pod["containers"][0]
+        check(api_c["readinessProbe"]["httpGet"]["path"] == "/readyz" and api_c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{label}: API probes /readyz and /healthz")
+        check(worker_c["readinessProbe"]["httpGet"]["path"] == "/readyz", f"{label}: the worker's readiness is its /readyz")
+        grace = int(next(e["value"] for e in worker_c["env"] if e["name"] == "WORKER_SHUTDOWN_GRACE_SECONDS"))
+        check(worker_pod.get("terminationGracePeriodSeconds", 0) > grace, f"{label}: terminationGracePeriodSeconds above WORKER_SHUTDOWN_GRACE_SECONDS")
+        check(grace == merged["worker"]["shutdownGraceSeconds"], f"{label}: the worker's grace is the value's")
+        for c in (api_c, worker_c):
+            check(c["command"][0] == "node", f"{label}: {c['name']} runs node directly")
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            check(env.get("MIGRATE_ON_START") == "false", f"{label}: {c['name']} leaves migrations to the Job")
+            check("synctide_app@" in env["DATABASE_URL"], f"{label}: {c['name']} runs as the DML-only role")
+        hooks = job["metadata"]["annotations"]["helm.sh/hook"]
+        check("pre-install" in hooks and "pre-upgrade" in hooks, f"{label}: migrate is a pre-install/pre-upgrade hook")
+        job_env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        check("synctide_owner@" in job_env["DATABASE_MIGRATION_URL"], f"{label}: migrate runs as the schema owner")
+        check(("PodDisruptionBudget", "synctide-worker") in kinds and ("PodDisruptionBudget", "synctide-api") in kinds, f"{label}: both PDBs")
+        for c in (api_c, worker_c, job["spec"]["template"]["spec"]["containers"][0]):
+            check(c.get("resources", {}).get("requests"), f"{label}: {c['name']} has resource requests")
+        if merged["api"]["hpa"]["enabled"]:
+            check(("HorizontalPodAutoscaler", "synctide-api") in kinds and "replicas" not in api["spec"], f"{label}: the API HPA owns the replica count")
+        if merged["temporal"]["tls"]["mtls"]:
+            env = {e["name"]: e.get("value") for e in worker_c["env"]}
+            check(env.get("TEMPORAL_TLS_CERT") and env.get("TEMPORAL_TLS_KEY") and env.get("TEMPORAL_API_KEY_FILE"), f"{label}: mTLS files and the API key reach the processes")
+        secrets_text = "\n".join(rendered.values())
+        if merged["secrets"]["existingSecret"]:
+            check(SECRETS["adminApiKey"] not in secrets_text and ("Secret", "synctide") not in kinds, f"{label}: an existing Secret is referenced, none is made")
+        if len(problems) == before:
+            print(f"ok: {label}: {len(docs)} manifests valid for Kubernetes {', '.join(KUBE_VERSIONS)}")
+
+    # A chart-made Secret without its values is refused, naming the value.
+    try:
+        chart.render({}, name="synctide", namespace="synctide", is_install=True)
+        problems.append("rendering without secrets or an existing Secret must fail")
+    except helm_python.HelmError as err:
+        check("secrets.databasePassword" in str(err), f"the missing-secret error names the value: {err}")
+finally:
+    chart.close()
+
+for p in problems:
+    print("PROBLEM:", p, file=sys.stderr)
+sys.exit(1 if problems else 0)

@@ -1,0 +1,12 @@
+// `npm run metrics:exposition`: prints the Prometheus text of every metric Synctide itself
+// registers (without prom-client's process_* and nodejs_* defaults, which are not ours), as the
+// API and worker processes serve it, for `promtool check metrics` in CI.
+import { Registry } from 'prom-client';
+import { httpMetrics, createSyncMetrics, registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
+
+const registry = new Registry();
+createSyncMetrics(registry);
+registerQueueDepthGauge(registry, async () => new Map());
+registerStateGauges(registry, { openBreakers: async () => new Map([['github', 0]]), webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }) });
+httpMetrics(registry);
+process.stdout.write(await registry.metrics());
