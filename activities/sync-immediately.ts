@@ -1,4 +1,3 @@
-import { openCredentials } from '../lib/credentials';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { pagesOf } from '../connectors/pages';
@@ -11,6 +10,7 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
+import { credentialProvider, withCurrentCredential } from './credential-provider';
 import { requestBudget } from './rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
@@ -29,7 +29,7 @@ const HEARTBEAT_EVERY_MS = 2000;
  * the worker's provider policy.
  */
 export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately'] {
-  const { pool, metrics, providers, credentials } = deps;
+  const { pool, metrics, providers } = deps;
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
@@ -39,7 +39,9 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       const conn = await findSyncSource(pool, input.connectionId);
       if (!conn) throw new Error(`connection ${input.connectionId} does not exist`);
       provider = conn.provider_slug;
-      const connector = getConnector(conn.provider_slug);
+      // The connector asks for the current credential with every request (see credential-provider.ts).
+      const source = credentialProvider(deps, input.connectionId, conn.credentials);
+      const connector = withCurrentCredential(getConnector(conn.provider_slug), source);
       const resourceTypes = input.resourceTypes?.length ? input.resourceTypes : connector.resourceTypes(conn.config ?? {});
       const result: ImmediateSyncResult = { connectionId: input.connectionId, mode: input.mode, resources: [] };
       for (const resourceType of resourceTypes) {
@@ -47,21 +49,20 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         const cursors = input.mode === 'incremental' ? await findCursors(pool, input.connectionId, resourceType) : undefined;
         const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
         result.resources.push(counts);
-        // Opened here, in the activity that calls the provider; the budget is keyed by the opened
-        // credential's fingerprint, so connections sharing a token share its budget.
-        const opened = openCredentials(credentials, input.connectionId, conn.credentials);
+        // The budget is keyed by the opened credential's fingerprint, so connections sharing a
+        // token share its budget (an OAuth 2 grant: by the grant).
         const request = {
           resource: resourceType,
           since: cursors?.get('') ?? null,
           ...(cursors && { cursors }),
           until: null,
           config: conn.config ?? {},
-          credentials: opened,
+          credentials: null,
           signal: ctx.cancellationSignal,
           policy: providers,
           budget: requestBudget({
             pool, metrics, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, provider: conn.provider_slug,
-            credentials: opened, config: conn.config ?? {},
+            credentials: source.budgetKey, config: conn.config ?? {},
           }),
         };
         for await (const page of pagesOf(connector, request, null)) {

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { connectorSlugs } from '../connectors/registry';
 import type { AlertRow } from '../db/models/alerts';
-import { findOpenAlert } from '../db/models/alerts';
+import { findOpenAlert, resolveAlert } from '../db/models/alerts';
 import { findBreaker, type BreakerRow } from '../db/models/breaker';
 import * as connections from '../db/models/connections';
 import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
@@ -147,7 +147,12 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   let row = current;
   if (change.config !== undefined || change.credentials !== undefined) {
     const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
-    row = (await connections.updateConnection(deps.pool, id, { config: change.config, sealedCredentials }))!;
+    // New credentials end `needs_reauth` (in the same statement) and resolve its alert.
+    row = (await withTransaction(deps.pool, async (tx) => {
+      const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials });
+      if (change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
+      return updated;
+    }))!;
   }
   if (change.schedule) {
     const { timezone, full_sync_every, ...timing } = change.schedule;

@@ -3,7 +3,7 @@
 // tasks.ts); every other read shows only whether a connection has any.
 import type { PoolClient } from 'pg';
 import type { PlannedRun } from '../../policy/schedule';
-import type { ConnectionStatus } from '../../policy/vocabulary';
+import type { ConnectionStatus, CredentialKind } from '../../policy/vocabulary';
 import type { ScheduleChange } from '../../temporal/connection';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS } from '../sql';
@@ -18,6 +18,9 @@ export interface ConnectionRow {
   status: ConnectionStatus;
   config: Record<string, unknown>;
   has_credentials: boolean;
+  credential_kind: CredentialKind;
+  /** The OAuth app of an `oauth2` credential, else null. */
+  oauth_app_id: string | null;
   metadata: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
@@ -25,7 +28,7 @@ export interface ConnectionRow {
 
 /** The select list that produces a ConnectionRow from `connections c`. */
 const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.config,
-  c.credentials is not null as has_credentials, c.metadata, c.created_at, c.updated_at`;
+  c.credentials is not null as has_credentials, c.credential_kind, c.oauth_app_id, c.metadata, c.created_at, c.updated_at`;
 
 /** The connection with id `id`, or null. */
 export async function findConnection(db: Queryable, id: string): Promise<ConnectionRow | null> {
@@ -83,8 +86,13 @@ export async function insertConnection(db: Queryable, input: NewConnection): Pro
 /** Fields of a connection the API may change; undefined leaves a field as it is. */
 export interface ConnectionChange {
   config?: Record<string, unknown>;
-  /** Sealed credentials (an envelope); null removes the credentials. */
+  /**
+   * Sealed credentials (an envelope); null removes the credentials. Written with their kind: an
+   * `oauth2` credential names its OAuth app (`oauthAppId`), any other is a `token`. New credentials
+   * (not null) end `needs_reauth`: the connection is `active` again.
+   */
   sealedCredentials?: string | null;
+  oauthAppId?: string | null;
   status?: ConnectionStatus;
 }
 
@@ -94,10 +102,12 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
     `update connections c
         set config = coalesce($2, c.config),
             credentials = case when $3 then to_jsonb($4::text) else c.credentials end,
-            status = coalesce($5, c.status)
+            credential_kind = case when $3 then (case when $6::uuid is null then 'token' else 'oauth2' end) else c.credential_kind end,
+            oauth_app_id = case when $3 then $6::uuid else c.oauth_app_id end,
+            status = coalesce($5, case when $3 and $4::text is not null and c.status = 'needs_reauth' then 'active' else c.status end)
       where c.id = $1
       returning ${CONNECTION_COLUMNS}`,
-    [id, change.config ?? null, change.sealedCredentials !== undefined, change.sealedCredentials ?? null, change.status ?? null],
+    [id, change.config ?? null, change.sealedCredentials !== undefined, change.sealedCredentials ?? null, change.status ?? null, change.oauthAppId ?? null],
   );
   return rows[0] ?? null;
 }
@@ -377,4 +387,58 @@ export async function countCredentialsToReseal(db: Queryable, activeId: string):
     [activeId],
   );
   return rows[0]!.n;
+}
+
+/**
+ * Takes the refresh lock of connection `id`'s credential until the transaction ends: one refresh
+ * at a time per credential, across every worker. An advisory lock, so the connection row itself
+ * stays free for enqueues (`FOR UPDATE SKIP LOCKED`) and status changes while the token endpoint
+ * answers.
+ */
+export async function lockCredentialRefresh(tx: PoolClient, id: string): Promise<void> {
+  await tx.query(`select pg_advisory_xact_lock(hashtextextended('synctide:credentials:' || $1::text, 0))`, [id]);
+}
+
+/** What a refresh reads under its lock: the stored credential, the status, and the OAuth app's client. */
+export interface CredentialForRefresh {
+  status: ConnectionStatus;
+  tenant_id: string;
+  provider_slug: string;
+  credentials: unknown;
+  credential_kind: CredentialKind;
+  oauth_app_id: string | null;
+  token_url: string | null;
+  client_id: string | null;
+  /** Sealed (bound to the oauth_apps row). */
+  client_secret: string | null;
+}
+
+/** Connection `id`'s credential and its OAuth app's client (null columns for a `token`), or null. */
+export async function findCredentialForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
+  const { rows } = await db.query<CredentialForRefresh>(
+    `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.oauth_app_id, a.token_url, a.client_id, a.client_secret
+       from connections c left join oauth_apps a on a.id = c.oauth_app_id
+      where c.id = $1`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Marks connection `id` `needs_reauth` when it is active or paused and still holds the credential
+ * `stored` (new credentials that arrived meanwhile are not refused). True when it changed.
+ */
+export async function markNeedsReauth(db: Queryable, id: string, stored: unknown): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update connections set status = 'needs_reauth'
+      where id = $1 and status in ('active', 'paused') and credentials = $2::jsonb`,
+    [id, JSON.stringify(stored)],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** The status of connection `id`, or null when there is none. */
+export async function findConnectionStatus(db: Queryable, id: string): Promise<ConnectionStatus | null> {
+  const { rows } = await db.query<{ status: ConnectionStatus }>('select status from connections where id = $1', [id]);
+  return rows[0]?.status ?? null;
 }
