@@ -135,7 +135,13 @@ async function refreshUnderLock(
     const next = nextSecret(latest, answer, Date.now());
     const sealed = sealCredentials(deps.credentials, connectionId, { ...next })!;
     if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
-      throw new Transient('oauth2: the credentials changed while they were refreshed; trying again');
+      // Changed under the refresh: re-sealed by a key rotation (the same grant: store the answer over
+      // it, the old refresh token is spent), or replaced by new credentials (they win).
+      const now = await findCredentialForRefresh(tx, connectionId);
+      const same = now ? oauth2SecretOf(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
+      if (!now || same?.refresh_token !== latest.refresh_token || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
+        throw new Transient('oauth2: the credentials were replaced while they were refreshed; trying again with the new ones');
+      }
     }
     deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
     return { secret: next };

@@ -196,7 +196,7 @@ export async function completeAuthorization(
   const verifier = open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier);
   let answer;
   try {
-    answer = await exchangeCode(client, callback.code, verifier, policyOf(deps));
+    answer = await exchangeCode(client, { code: callback.code, state: callback.state }, verifier, policyOf(deps));
   } catch (err) {
     const reason = err instanceof GrantRefused ? 'the provider refused the code' : 'the code exchange failed';
     throw new CommandRefused('failed', 'token_exchange_failed', `${reason}: ${(err as Error).message}`);

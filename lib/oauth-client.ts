@@ -108,11 +108,12 @@ export function authorizationUrl(app: OAuthClientApp, input: { state: string; ch
  * Exchanges an authorization `code` (with the flow's PKCE verifier) for tokens at the app's token
  * endpoint, authenticating with the client secret (HTTP Basic).
  */
-export async function exchangeCode(app: OAuthClientApp, code: string, verifier: string, policy: TokenRequestPolicy): Promise<TokenAnswer> {
+export async function exchangeCode(app: OAuthClientApp, callback: { code: string; state: string }, verifier: string, policy: TokenRequestPolicy): Promise<TokenAnswer> {
   const as = server(app);
   const client: oauth.Client = { client_id: app.clientId };
   try {
-    const params = new URLSearchParams({ code });
+    // The state was checked (and consumed) by the caller; this validates the parameters' shape.
+    const params = oauth.validateAuthResponse(as, client, new URLSearchParams(callback), callback.state);
     const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), params, app.redirectUri, verifier, options(policy));
     return answerOf(await oauth.processAuthorizationCodeResponse(as, client, response));
   } catch (err) {

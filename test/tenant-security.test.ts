@@ -6,6 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -15,6 +16,7 @@ const GH_TOKEN = 'ghp_known_token_Q7x2m9Lk4Zp1';
 const DEMO_TOKEN = 'demo-known-token-R8s3n0Mj5Yq2';
 const DEMO_PASSWORD = 'demo-known-password-T9u4o1Nh6Xr3';
 const PATCHED_TOKEN = 'patched-known-token-V0w5p2Pg7Ws4';
+const CLIENT_SECRET = 'oauth-client-secret-W1x6q3Qf8Vt5';
 
 interface Answer {
   status: number;
@@ -27,15 +29,20 @@ describe('tenant security', () => {
   const apiLog = capturingLogger();
   let api: TestApi;
   let github: FakeGitHub;
+  let oauth: FakeOAuth;
   const answers: string[] = [];
 
   beforeAll(async () => {
     github = await startFakeGitHub({ token: GH_TOKEN, repos: { 'acme/app': { issues: 12, pulls: 3 } } });
+    // An OAuth server whose grants are GitHub tokens the fake GitHub accepts, each within its refresh margin.
+    oauth = await startFakeOAuth({ accessToken: () => GH_TOKEN, clientSecret: CLIENT_SECRET });
+    oauth.expiresIn = 60;
     api = await startTestApi(stack, TASK_QUEUE, { logger: apiLog.logger, webhookAllowPrivate: true });
   });
   afterAll(async () => {
     await api?.server.close();
     await github?.close();
+    await oauth?.close();
   });
 
   /** One call with `key` as the bearer token. */
@@ -92,7 +99,7 @@ describe('tenant security', () => {
     });
   }
 
-  it('keeps known tokens and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
+  it('keeps known tokens, refresh tokens, OAuth client secrets and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
     const gh = await created(
       admin('POST', '/connections', {
         tenant_id: 'acme', app_key: 'gh', provider: 'github',
@@ -116,25 +123,49 @@ describe('tenant security', () => {
     // A full sync of the GitHub connection: it can only succeed with the token opened from its envelope.
     const accepted = await created(admin('POST', `/connections/${gh.id}/sync`, { mode: 'full' }), 202);
     expect((await jobFinished(TEST_API_KEY, accepted.job_id)).status).toBe('completed');
+
+    // An oauth2 GitHub connection through the connect flow; its token is refreshed (rotating the
+    // refresh token) before every request of its sync, as it is always within its margin.
+    const app = await created(admin('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: 'gh-app', client_id: oauth.clientId, client_secret: CLIENT_SECRET,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${api.server.url}/oauth/callback`,
+    }));
+    const ghOAuth = await created(admin('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'gh-oauth', provider: 'github', config: { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 5 },
+      schedule: { interval_seconds: 86_400 },
+    }));
+    const start = await created(admin('POST', `/connections/${ghOAuth.id}/oauth/authorize`, { oauth_app_id: app.id }), 200);
+    const consent = await fetch(start.authorization_url, { redirect: 'manual' });
+    const back = await fetch(consent.headers.get('location')!);
+    answers.push(await back.text());
+    expect(back.status).toBe(200);
+    const viaOAuth = await created(admin('POST', `/connections/${ghOAuth.id}/sync`, { mode: 'full' }), 202);
+    expect((await jobFinished(TEST_API_KEY, viaOAuth.job_id)).status).toBe('completed');
+    expect(oauth.counts.refresh).toBeGreaterThan(0);
     const [stored15] = await q<{ n: number }>('select count(*)::int as n from records where connection_id = $1', [gh.id]);
     expect(stored15!.n).toBeGreaterThan(0);
     expect(github.requests.length).toBeGreaterThan(0);
 
-    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret];
+    const refreshTokens = oauth.issued.filter((t) => t !== GH_TOKEN);
+    expect(refreshTokens.length).toBeGreaterThan(1);
+    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, CLIENT_SECRET, ...refreshTokens];
     // At rest: every stored secret is an envelope of key `default`; none of the values appears.
     const dump = await dumpAll();
     expect(dump).toContain(gh.id);
     expect(dump).toContain('enc:v1:default:');
     for (const secret of secrets) expect(dump, 'a secret in the database').not.toContain(secret);
-    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id]]);
+    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id]]);
+    expect(stored).toHaveLength(3);
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
+    const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
+    expect(appRow!.client_secret).toMatch(/^enc:v1:default:/);
     const [hookRow] = await q<{ secret: string }>('select secret from webhooks where id = $1', [hook.id]);
     expect(hookRow!.secret).toMatch(/^enc:v1:default:/);
 
     // Temporal history of the sync (its job workflow and the connection's): ids yes, tokens no.
-    for (const workflowId of [`sync-job:${accepted.job_id}`, `connection:${gh.id}`]) {
+    for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id]] as const) {
       const bytes = await historyBytes(workflowId);
-      expect(bytes.includes(gh.id), `${workflowId} names its connection`).toBe(true);
+      expect(bytes.includes(connectionId), `${workflowId} names its connection`).toBe(true);
       for (const secret of secrets) expect(bytes.includes(secret), `a secret in ${workflowId}`).toBe(false);
     }
 
