@@ -226,8 +226,16 @@ describe('tenant security', () => {
       }));
       const job = await created(admin('POST', `/connections/${slow.id}/sync`, { mode: 'incremental' }), 202);
       const hook = await created(admin('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['connection.breaker_opened'] }));
-      return { tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string, hook: hook.id as string, purge: '', newHook: '' };
+      const app = await created(admin('POST', '/oauth-apps', { tenant_id: tenant, name: `${tag}-app`, ...APP }));
+      return {
+        tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string,
+        hook: hook.id as string, purge: '', newHook: '', app: app.id as string, newApp: '',
+      };
     }
+    const APP = {
+      client_id: 'matrix-client', client_secret: 'matrix-client-secret', authorize_url: 'https://example.com/authorize',
+      token_url: 'https://example.com/token', redirect_uri: 'https://example.com/oauth/callback',
+    };
     const alpha = await resources('alpha', 'a');
     const own = await resources('beta', 'b');
     const adm = await resources('beta', 'b2');
@@ -277,6 +285,19 @@ describe('tenant security', () => {
       { name: 'GET /webhooks/:id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}`) },
       { name: 'GET /webhooks/:id/deliveries', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}/deliveries`) },
       { name: 'DELETE /webhooks/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/webhooks/${w.hook}`) },
+      {
+        name: 'POST /oauth-apps', ok: 201,
+        call: async (k, w, n) => {
+          const res = await call(k, 'POST', '/oauth-apps', { tenant_id: w.tenant, name: `${w.tag}-app-${n}`, ...APP });
+          if (res.status === 201) w.newApp = res.body.id;
+          return res;
+        },
+      },
+      { name: 'GET /oauth-apps?tenant_id', ok: 200, call: (k, w) => call(k, 'GET', `/oauth-apps?tenant_id=${w.tenant}`) },
+      { name: 'GET /oauth-apps/:id', ok: 200, call: (k, w) => call(k, 'GET', `/oauth-apps/${w.app}`) },
+      { name: 'PATCH /oauth-apps/:id', ok: 200, call: (k, w) => call(k, 'PATCH', `/oauth-apps/${w.app}`, { scopes: ['repo'] }) },
+      { name: 'POST /connections/:id/oauth/authorize', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/oauth/authorize`, { oauth_app_id: w.app }) },
+      { name: 'DELETE /oauth-apps/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/oauth-apps/${w.newApp}`) },
       { name: 'POST /connections/:id/disable', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/disable`) },
       {
         name: 'DELETE /connections/:id', ok: 202,
@@ -298,14 +319,15 @@ describe('tenant security', () => {
      */
     async function snapshot() {
       const counts: Record<string, number> = {};
-      for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys']) {
+      for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys', 'oauth_apps', 'oauth_states']) {
         counts[table] = (await q<{ n: number }>(`select count(*)::int as n from "${table}"`))[0]!.n;
       }
       counts.requested_jobs = (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger in ('api', 'backfill')`))[0]!.n;
       const beta = await q(`select id, status, app_key, config, credentials from connections where tenant_id = 'beta' order by id`);
       const hooks = await q(`select id, url, event_types from webhooks where tenant_id = 'beta' order by id`);
+      const apps = await q(`select id, client_id, client_secret, scopes, token_url from oauth_apps where tenant_id = 'beta' order by id`);
       const slowJobs = await q(`select id, status from sync_jobs where id = any($1) order by id`, [[own.job, adm.job]]);
-      return { counts, beta, hooks, slowJobs };
+      return { counts, beta, hooks, apps, slowJobs };
     }
 
     let n = 0;
@@ -326,7 +348,7 @@ describe('tenant security', () => {
     }
 
     // Listings never show another tenant: alpha's key without a filter sees alpha only.
-    for (const path of ['/connections', '/jobs', '/webhooks']) {
+    for (const path of ['/connections', '/jobs', '/webhooks', '/oauth-apps']) {
       const res = await call(alphaKey, 'GET', path);
       expect(res.status).toBe(200);
       expect(res.body.items.length).toBeGreaterThan(0);
