@@ -622,6 +622,8 @@ describe('REST API over HTTP', () => {
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
         'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
         'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit',
+        'POST /oauth-apps', 'GET /oauth-apps', 'GET /oauth-apps/{id}', 'PATCH /oauth-apps/{id}', 'DELETE /oauth-apps/{id}',
+        'POST /connections/{id}/oauth/authorize', 'GET /oauth/callback',
       ].sort(),
     );
     // Each route documents every status it answers with (besides 500).
@@ -657,6 +659,13 @@ describe('REST API over HTTP', () => {
       'GET /tenants/{tenant_id}/api-keys': ['200'],
       'DELETE /tenants/{tenant_id}/api-keys/{key_id}': ['200'],
       'GET /audit': ['200'],
+      'POST /oauth-apps': ['201', '409'],
+      'GET /oauth-apps': ['200'],
+      'GET /oauth-apps/{id}': ['200'],
+      'PATCH /oauth-apps/{id}': ['200'],
+      'DELETE /oauth-apps/{id}': ['204', '409'],
+      'POST /connections/{id}/oauth/authorize': ['200', '409'],
+      'GET /oauth/callback': ['200', '502'],
     });
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];
