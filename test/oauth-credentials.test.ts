@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../activities/enqueue-job';
 import { recordAttemptFailure } from '../activities/record-attempt';
 import { syncTask } from '../activities/sync-task';
 import { createApp } from '../api/app';
@@ -182,6 +183,11 @@ describe('oauth2 credentials', () => {
     await expect(runTask(db.pool, again.jobId, again.tasks[0]!, 'a').result).rejects.toThrow(/needs new credentials/);
     await endJob(again.jobId);
     expect(oauth.counts.refresh).toBe(before);
+    // The schedule enqueues nothing while it needs reauthorization.
+    const enqueue = () => new MockActivityEnvironment().run(enqueueJob(deps), {
+      jobId: randomUUID(), connectionId: conn.id, jobType: 'incremental' as const, trigger: 'schedule' as const, scheduledAt: Date.now(), at: Date.now(),
+    }) as Promise<{ outcome: string }>;
+    expect(await enqueue()).toMatchObject({ outcome: 'inactive', status: 'needs_reauth' });
     // New credentials (PATCH credentials) make it active again and resolve the alert.
     const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
     const row = await updateConnection(commandDeps, conn.id, { credentials: { token: 'static_token_1234567890' } });
@@ -189,6 +195,7 @@ describe('oauth2 credentials', () => {
     expect(row.credential_kind).toBe('token');
     const open2 = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
     expect(open2.rowCount).toBe(0);
+    expect(await enqueue()).toMatchObject({ outcome: 'enqueued' });
   });
 });
 
