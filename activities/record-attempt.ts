@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { raiseAlert, resolveAlert } from '../db/models/alerts';
-import { closeBreakers, setFailureCount, touchFailure } from '../db/models/breaker';
-import { findProviderSlug } from '../db/models/connections';
+import { closeBreakers, findBreaker, setFailureCount, touchFailure } from '../db/models/breaker';
+import { findConnectionStatus, findProviderSlug } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { onFailedAttempt, onSuccess } from '../policy/breaker';
@@ -14,13 +14,18 @@ import { startDeliveriesSoon } from './webhook-deliveries';
  * come here). At the threshold the connection is paused for 30 minutes and one
  * `sync_circuit_breaker` warning alert and a `connection.breaker_opened` webhook event are
  * written, in the same transaction. An attempt counted already (the same `attemptKey` again: a
- * repeated call) changes nothing.
+ * repeated call) changes nothing, and neither does an attempt of a connection that `needs_reauth`
+ * (its OAuth grant was refused: the provider is not failing, the credentials are).
  */
 export function recordAttemptFailure(deps: ActivityDeps): Activities['recordAttemptFailure'] {
   const { pool, logger } = deps;
   return async (input) => {
     const deliveries: string[] = [];
     const state = await withTransaction(pool, async (tx) => {
+      if ((await findConnectionStatus(tx, input.connectionId)) === 'needs_reauth') {
+        const breaker = await findBreaker(tx, input.connectionId);
+        return { consecutiveFailures: breaker.consecutive_failures, pausedUntil: breaker.paused_until?.getTime() ?? null };
+      }
       const provider = (await findProviderSlug(tx, input.connectionId)) ?? 'unknown';
       const current = await touchFailure(tx, input.connectionId, provider, new Date(input.at));
       if (input.attemptKey !== undefined && current.last_failure_key === input.attemptKey) {

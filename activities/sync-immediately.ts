@@ -1,4 +1,3 @@
-import { openCredentials } from '../lib/credentials';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { pagesOf } from '../connectors/pages';
@@ -11,7 +10,7 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
-import { credentialSecrets } from '../connectors/provider-http';
+import { credentialProvider, withCurrentCredential } from './credential-provider';
 import { requestBudget } from './rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
@@ -30,19 +29,22 @@ const HEARTBEAT_EVERY_MS = 2000;
  * the worker's provider policy.
  */
 export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately'] {
-  const { pool, metrics, providers, credentials } = deps;
+  const { pool, metrics, providers } = deps;
   return async (input) => {
     const ctx = Context.current();
     let provider: string | undefined;
     // The credential values every error of the provider calls is redacted with.
-    let secrets: readonly string[] = [];
+    let secrets: () => readonly string[] = () => [];
     let progress: ImmediateSyncProgress = { resources: [] };
     const beat = setInterval(() => ctx.heartbeat(progress), HEARTBEAT_EVERY_MS);
     try {
       const conn = await findSyncSource(pool, input.connectionId);
       if (!conn) throw new Error(`connection ${input.connectionId} does not exist`);
       provider = conn.provider_slug;
-      const connector = getConnector(conn.provider_slug);
+      // The connector asks for the current credential with every request (see credential-provider.ts).
+      const source = credentialProvider(deps, input.connectionId, conn.credentials);
+      secrets = () => source.secrets();
+      const connector = withCurrentCredential(getConnector(conn.provider_slug), source);
       const resourceTypes = input.resourceTypes?.length ? input.resourceTypes : connector.resourceTypes(conn.config ?? {});
       const result: ImmediateSyncResult = { connectionId: input.connectionId, mode: input.mode, resources: [] };
       for (const resourceType of resourceTypes) {
@@ -50,23 +52,21 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         const cursors = input.mode === 'incremental' ? await findCursors(pool, input.connectionId, resourceType) : undefined;
         const counts: ResourceCounts = { resourceType, entityCount: 0, writtenCount: 0, pages: 0 };
         result.resources.push(counts);
-        // Opened here, in the activity that calls the provider; the budget is keyed by the tenant and
-        // the opened credential's fingerprint, so a tenant's connections sharing a token share its budget.
-        const opened = openCredentials(credentials, input.connectionId, conn.credentials);
-        secrets = credentialSecrets(opened);
+        // The budget is keyed by the tenant and the opened credential's fingerprint, so a tenant's
+        // connections sharing a token share its budget (an OAuth 2 grant: by the grant).
         const request = {
           resource: resourceType,
           since: cursors?.get('') ?? null,
           ...(cursors && { cursors }),
           until: null,
           config: conn.config ?? {},
-          credentials: opened,
+          credentials: null,
           signal: ctx.cancellationSignal,
           policy: providers,
           budget: requestBudget({
-            pool, metrics, keyring: credentials, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS,
+            pool, metrics, keyring: deps.credentials, settings: deps.connectors?.rateBudget ?? DEFAULT_BUDGET_SETTINGS,
             maxResetSeconds: deps.connectors?.maxResetSeconds, tenantId: conn.tenant_id, connectionId: input.connectionId,
-            provider: conn.provider_slug, credentials: opened, config: conn.config ?? {},
+            provider: conn.provider_slug, credentials: source.budgetKey, config: conn.config ?? {},
           }),
         };
         for await (const page of pagesOf(connector, request, null)) {
@@ -85,7 +85,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('immediate sync cancelled');
       // One provider rate limit, one count: the failure is not retried (see toActivityFailure).
       if (err instanceof RateLimited && provider !== undefined) metrics.rateLimited.inc({ provider });
-      throw toActivityFailure(err, secrets, deps.connectors?.maxResetSeconds);
+      throw toActivityFailure(err, secrets(), deps.connectors?.maxResetSeconds);
     } finally {
       clearInterval(beat);
     }

@@ -1,4 +1,3 @@
-import { openCredentials } from '../lib/credentials';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { PoolClient } from 'pg';
@@ -16,7 +15,7 @@ import { CURSOR_CLOCK_SKEW_MS, nextCursor } from '../policy/cursor';
 import type { Connector, FetchPageInput } from '../connectors/types';
 import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
-import { credentialSecrets } from '../connectors/provider-http';
+import { credentialProvider, withCurrentCredential } from './credential-provider';
 import { requestBudget } from './rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
@@ -107,7 +106,8 @@ async function restartIfSeenSetLost(tx: PoolClient, jobId: string, taskId: strin
  * keeps the rows already written (re-reading an unchanged record writes nothing), and
  * `pages_done` counts from zero again.
  */
-export function syncTask({ pool, logger, metrics, providers, credentials, connectors: settings }: ActivityDeps): Activities['syncTask'] {
+export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
+  const { pool, logger, metrics, providers, connectors: settings } = deps;
   return async (input) => {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
@@ -134,8 +134,11 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
       return { status: 'completed', entityCount: task.entity_count, writtenCount: task.written_count, deletedCount: task.deleted_count, pages: task.pages_done };
     }
 
-    const connector = getConnector(task.provider_slug);
     const connectionId = task.connection_id;
+    // The connector asks for the current credential with every request (an OAuth 2 token is
+    // refreshed near its expiry and once after a 401); it never sees how it was obtained.
+    const source = credentialProvider(deps, connectionId, task.credentials);
+    const connector = withCurrentCredential(getConnector(task.provider_slug), source);
     // A backfill never moves the cursor. An incremental backfill fetches its window [start, end)
     // instead of from the cursor (the connector's `since` and `until`) and stores only the records
     // changed inside it, whatever the connector served: a record changed at `end` belongs to the
@@ -184,23 +187,21 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
     // Conditional requests (stored ETags) for the connection's own incremental passes; a backfill
     // neither uses nor stores them (its pass is bounded by a window).
     const validators = !backfill && input.mode === 'incremental' ? await findEtags(pool, connectionId, input.resourceType) : undefined;
-    // The credential values every error of the provider calls is redacted with.
-    let secrets: readonly string[] = [];
     for (;;) {
       let deletable: { except: string[] } | { only: string[] } = { only: [] };
       try {
-        // Opened here, in the activity that calls the provider; the shared budget is keyed by the
-        // tenant and the opened credential's fingerprint (never the sealed envelope, which differs per row).
-        const opened = openCredentials(credentials, connectionId, task.credentials);
-        secrets = credentialSecrets(opened);
+        // Opened by the credential provider, in the activity that calls the provider; the shared
+        // budget is keyed by the tenant and the opened credential's fingerprint (never the sealed
+        // envelope, which differs per row), for an OAuth 2 grant by the grant (its tokens change
+        // with each refresh).
         const budget = requestBudget({
-          pool, metrics, keyring: credentials, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, maxResetSeconds: settings?.maxResetSeconds,
-          tenantId: task.tenant_id, connectionId, provider: task.provider_slug, credentials: opened, config: task.config ?? {},
+          pool, metrics, keyring: deps.credentials, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, maxResetSeconds: settings?.maxResetSeconds,
+          tenantId: task.tenant_id, connectionId, provider: task.provider_slug, credentials: source.budgetKey, config: task.config ?? {},
         });
         const context = {
           resource: input.resourceType,
           config: task.config ?? {},
-          credentials: opened,
+          credentials: null,
           signal: ctx.cancellationSignal,
           policy: providers,
           ...(budget && { budget }),
@@ -258,7 +259,8 @@ export function syncTask({ pool, logger, metrics, providers, credentials, connec
         }
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
-        throw toActivityFailure(err, secrets, settings?.maxResetSeconds);
+        // Every error of the provider calls is redacted with the credential values this run sent.
+        throw toActivityFailure(err, source.secrets(), settings?.maxResetSeconds);
       }
 
       const outcome = await withTransaction(pool, async (tx) => {

@@ -15,6 +15,7 @@ import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
 import { isDocsPath, registerDocs } from './routes/docs';
 import { healthRoutes } from './routes/health';
+import { OAUTH_CALLBACK_PATH, oauthRoutes } from './routes/oauth';
 import { jobRoutes } from './routes/jobs';
 import { recordRoutes } from './routes/records';
 import { webhookRoutes } from './routes/webhooks';
@@ -54,8 +55,11 @@ const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
   return next();
 };
 
-/** Routes anyone may call: probes, docs (isDocsPath) and (with METRICS_PUBLIC) metrics. */
-const OPEN_PATHS = new Set(['/healthz', '/readyz']);
+/**
+ * Routes anyone may call: probes, docs (isDocsPath), (with METRICS_PUBLIC) metrics, and the OAuth
+ * callback, which a person's browser reaches from the provider (its single-use state is its proof).
+ */
+const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 
 /**
  * Builds the Hono application: request metrics → security headers → request id (generated here) and log → body
@@ -113,6 +117,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', recordRoutes(deps));
   app.route('/', webhookRoutes(deps));
   app.route('/', tenancyRoutes(deps));
+  app.route('/', oauthRoutes(deps));
   registerDocs(app);
 
   app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));

@@ -1,3 +1,4 @@
+import type { OAuthAppRow } from '../commands/oauth';
 // Rows → API answers. Times become ISO strings; credentials never leave the database; error texts
 // are cut to their first line so nothing like a stack or a statement can ride along.
 import type { ConnectionDetail, ConnectionRow } from '../commands/connections';
@@ -29,6 +30,8 @@ export function presentConnection(row: ConnectionRow) {
     status: row.status,
     config: row.config,
     has_credentials: row.has_credentials,
+    credential_kind: row.credential_kind,
+    oauth_app_id: row.oauth_app_id,
     schedule,
     workflow_id: connectionWorkflowId(row.id),
     created_at: row.created_at.toISOString(),
@@ -193,5 +196,21 @@ export function presentPurge(row: PurgeRow) {
     workflow_id: connectionPurgeWorkflowId(row.id),
     created_at: row.created_at.toISOString(),
     finished_at: iso(row.finished_at),
+  };
+}
+
+/** An OAuth app (never its client secret). */
+export function presentOAuthApp(row: OAuthAppRow) {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    client_id: row.client_id,
+    authorize_url: row.authorize_url,
+    token_url: row.token_url,
+    redirect_uri: row.redirect_uri,
+    scopes: row.scopes,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
   };
 }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { connectorSlugs } from '../connectors/registry';
 import type { AlertRow } from '../db/models/alerts';
-import { findOpenAlert } from '../db/models/alerts';
+import { findOpenAlert, resolveAlert } from '../db/models/alerts';
 import { findBreaker, type BreakerRow } from '../db/models/breaker';
 import * as connections from '../db/models/connections';
 import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
@@ -164,7 +164,12 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   }
   if (change.config === undefined && change.credentials === undefined && !schedule) return current;
   const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
-  const row = await connections.updateConnection(deps.pool, id, { config: change.config, sealedCredentials, schedule });
+  // New credentials end `needs_reauth` (in the same statement) and resolve its alert.
+  const row = await withTransaction(deps.pool, async (tx) => {
+    const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials, schedule });
+    if (updated && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
+    return updated;
+  });
   if (!row) throw notFound('no connection with that id');
   // Stored first: the workflow re-plans from the stored row when the signal arrives.
   if (schedule) await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), replanSignal);

@@ -1,6 +1,9 @@
 // Sealing stored secrets: the start-up step that seals legacy plaintext rows, and rotation
-// (`npm run credentials:rotate`), which re-seals every row under the active key.
+// (`npm run credentials:rotate`), which re-seals every row under the active key: connection
+// credentials (OAuth 2 grants included: they are the connection's envelope), webhook secrets and
+// OAuth apps' client secrets. A connect flow's PKCE verifier lives ten minutes and is not re-sealed.
 import * as connections from '../db/models/connections';
+import * as oauthApps from '../db/models/oauth-apps';
 import * as webhooks from '../db/models/webhooks';
 import type { Pool } from '../db/pool';
 import { isEnvelope, open, seal, sealCredentials, type Keyring } from '../lib/credentials';
@@ -60,12 +63,26 @@ export async function resealSecrets(
       after = rows.at(-1)!.id;
       onBatch('webhooks', result.sealed);
     }
+    for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
+      const rows = await oauthApps.listClientSecretsToReseal(deps.pool, activeId, after, BATCH);
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        const slot = { table: 'oauth_apps' as const, id: row.id };
+        const plaintext = isEnvelope(row.stored) ? open(keyring, slot, row.stored) : row.stored;
+        if (await oauthApps.replaceClientSecret(deps.pool, row.id, row.stored, seal(keyring, slot, plaintext))) result.sealed++;
+        else skippedThisPass++;
+      }
+      after = rows.at(-1)!.id;
+      onBatch('oauth_apps', result.sealed);
+    }
     result.skipped += skippedThisPass;
     if (skippedThisPass === 0) break;
   }
   if (scope === 'all') {
     result.remaining =
-      (await connections.countCredentialsToReseal(deps.pool, keyring.activeId)) + (await webhooks.countSecretsToReseal(deps.pool, keyring.activeId));
+      (await connections.countCredentialsToReseal(deps.pool, keyring.activeId)) +
+      (await webhooks.countSecretsToReseal(deps.pool, keyring.activeId)) +
+      (await oauthApps.countClientSecretsToReseal(deps.pool, keyring.activeId));
   }
   return result;
 }

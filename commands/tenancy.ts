@@ -12,7 +12,7 @@ import { notFound } from './errors';
 export type { ApiKeyRow, AuditRow };
 
 /** Kinds of resource a tenant owns, by the path segment that names them. */
-export type OwnedKind = 'connection' | 'job' | 'webhook' | 'purge';
+export type OwnedKind = 'connection' | 'job' | 'webhook' | 'purge' | 'oauth_app';
 
 /** A tenant key: `stk_<prefix>_<secret>`; the prefix (public) finds the row, the whole key is hashed. */
 const TENANT_KEY = /^stk_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
@@ -76,6 +76,8 @@ export function ownerOf(deps: Pick<CommandDeps, 'pool'>, kind: OwnedKind, id: st
       return owners.webhookTenant(deps.pool, id);
     case 'purge':
       return owners.purgeTenant(deps.pool, id);
+    case 'oauth_app':
+      return owners.oauthAppTenant(deps.pool, id);
   }
 }
 

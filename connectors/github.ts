@@ -66,6 +66,7 @@ import {
   type RecheckInput,
   type RecheckResult,
   sinceOf,
+  Unauthorized,
 } from './types';
 
 /** The resource types this connector can sync. */
@@ -277,7 +278,7 @@ function errorFor(status: number, headers: Headers, text: string, repository: st
   // Redacted first, then cut: a token split by the cut would leak its prefix.
   const message = redact(bodyMessage(text));
   const detail = message ? `: ${message}` : '';
-  if (status === 401) return new Permanent('GitHub rejected the credentials (401)');
+  if (status === 401) return new Unauthorized('GitHub rejected the credentials (401)');
   if (status === 404) {
     return new Permanent(`github connector: repository '${repository}' not found (404), or the token cannot see it`);
   }

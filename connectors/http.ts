@@ -33,7 +33,7 @@ import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { GITHUB_RATE_LIMIT_HEADERS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
-import { Permanent, RateLimited, sinceOf, Transient, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+import { Permanent, RateLimited, sinceOf, Transient, Unauthorized, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';
 const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60;
@@ -534,7 +534,8 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   if (status === 429 || (status === 403 && (retryAfter !== undefined || stated.remaining === 0))) {
     return new RateLimited(`http connector: rate limited on ${what} (${status})${detail}`, retryAfter ?? untilReset ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS);
   }
-  if (status === 401 || status === 403) return new Permanent(`http connector: the provider rejected the credentials for ${what} (${status})${detail}`);
+  if (status === 401) return new Unauthorized(`http connector: the provider rejected the credentials for ${what} (${status})${detail}`);
+  if (status === 403) return new Permanent(`http connector: the provider rejected the credentials for ${what} (${status})${detail}`);
   if (status >= 500 || status === 408) return new Transient(`http connector: the provider answered ${status} for ${what}${detail}`);
   return new Permanent(`http connector: the provider answered ${status} for ${what}${detail}`);
 }

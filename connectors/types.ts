@@ -228,3 +228,12 @@ export class Permanent extends ConnectorError {
     super('permanent', message);
   }
 }
+
+/**
+ * The provider refused the credential (401). Permanent for a static token; for an OAuth 2
+ * credential the activity refreshes once and retries the request once (see
+ * activities/credential-provider.ts).
+ */
+export class Unauthorized extends Permanent {
+  override name = 'Unauthorized';
+}

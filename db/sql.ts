@@ -5,6 +5,7 @@
 import {
   ACTIVE_JOB_STATUSES,
   CONNECTION_STATUSES,
+  CREDENTIAL_KINDS,
   DELIVERY_STATUSES,
   FINISHED_JOB_STATUSES,
   JOB_STATUSES,
@@ -17,10 +18,10 @@ import {
   TASK_STATUSES,
 } from '../policy/vocabulary';
 
-/** `'a', 'b'` for a list of vocabulary words (plain lower-case words only). */
+/** `'a', 'b'` for a list of vocabulary words (plain lower-case words, digits after the first letter). */
 export function sqlList(values: readonly string[]): string {
   for (const value of values) {
-    if (!/^[a-z_]+$/.test(value)) throw new RangeError(`not a vocabulary word: ${JSON.stringify(value)}`);
+    if (!/^[a-z_][a-z0-9_]*$/.test(value)) throw new RangeError(`not a vocabulary word: ${JSON.stringify(value)}`);
   }
   return values.map((value) => `'${value}'`).join(', ');
 }
@@ -38,6 +39,8 @@ export const TRIGGER = sqlWords(JOB_TRIGGERS);
 export const TASK = sqlWords(TASK_STATUSES);
 /** Connection statuses as SQL literals. */
 export const CONNECTION = sqlWords(CONNECTION_STATUSES);
+/** Credential kinds as SQL literals. */
+export const CREDENTIAL = sqlWords(CREDENTIAL_KINDS);
 /** Webhook delivery states as SQL literals. */
 export const DELIVERY = sqlWords(DELIVERY_STATUSES);
 /** Purge states as SQL literals. */

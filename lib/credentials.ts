@@ -22,7 +22,7 @@ export interface Keyring {
 
 /** Where an envelope lives: the table and row id it is bound to. */
 export interface SecretSlot {
-  table: 'connections' | 'webhooks';
+  table: 'connections' | 'webhooks' | 'oauth_apps' | 'oauth_states';
   id: string;
 }
 

@@ -193,7 +193,7 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
 export function getBounded(
   url: string,
   headers: Record<string, string>,
-  opts: { timeoutMs: number; maxBodyBytes: number; allowPrivate: boolean; signal?: AbortSignal },
+  opts: { timeoutMs: number; maxBodyBytes: number; allowPrivate: boolean; signal?: AbortSignal; postBody?: string },
 ): Promise<BoundedAnswer> {
   const problem = outboundUrlProblem(url, opts.allowPrivate);
   if (problem) return Promise.reject(new AddressNotAllowed(`url ${problem}`));
@@ -215,9 +215,14 @@ export function getBounded(
     };
     const onAbort = () => fail(timeout.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : (signal.reason as Error));
     signal.addEventListener('abort', onAbort, { once: true });
+    const post = opts.postBody !== undefined;
     const req = (secure ? https : http).request(target, {
-      method: 'GET',
-      headers: { 'accept-encoding': 'gzip, deflate, br', ...headers },
+      method: post ? 'POST' : 'GET',
+      headers: {
+        'accept-encoding': 'gzip, deflate, br',
+        ...headers,
+        ...(post && { 'content-length': Buffer.byteLength(opts.postBody!).toString() }),
+      },
       agent: keepAlive[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
       ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
     });
@@ -261,6 +266,19 @@ export function getBounded(
         resolve({ status: res.statusCode ?? 0, headers: answer, body: Buffer.concat(chunks, size) });
       });
     });
-    req.end();
+    req.end(opts.postBody);
   });
+}
+
+/**
+ * POSTs `body` to `url` under exactly `getBounded`'s bounds and checks, answering the whole body:
+ * for exchanges whose answer matters (an OAuth token endpoint), unlike webhook deliveries.
+ */
+export function postBoundedForAnswer(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  opts: { timeoutMs: number; maxBodyBytes: number; allowPrivate: boolean; signal?: AbortSignal },
+): Promise<BoundedAnswer> {
+  return getBounded(url, headers, { ...opts, postBody: body });
 }

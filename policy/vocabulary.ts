@@ -56,8 +56,12 @@ export const SYNC_MODES = ['incremental', 'full'] as const;
 /** A sync mode; also a job's `job_type`. */
 export type SyncMode = (typeof SYNC_MODES)[number];
 
-/** Every status a connection can have. */
-export const CONNECTION_STATUSES = ['active', 'paused', 'disabled'] as const;
+/**
+ * Every status a connection can have. `needs_reauth`: the provider refused its OAuth grant
+ * (`invalid_grant`); its schedule enqueues nothing, no breaker failure is counted, and new
+ * credentials (PATCH credentials, or the connect flow) make it `active` again.
+ */
+export const CONNECTION_STATUSES = ['active', 'paused', 'disabled', 'needs_reauth'] as const;
 /** A connection's status. */
 export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
 /** Each connection status by name. */
@@ -66,6 +70,11 @@ export const CONNECTION_STATUS = byName(CONNECTION_STATUSES);
 export const SETTABLE_CONNECTION_STATUSES = ['active', 'paused'] as const satisfies readonly ConnectionStatus[];
 /** A status a connection may be created with or set to by pause and resume. */
 export type SettableConnectionStatus = (typeof SETTABLE_CONNECTION_STATUSES)[number];
+
+/** How a connection's credentials are obtained: a static `token`, or an `oauth2` grant kept fresh by refresh. */
+export const CREDENTIAL_KINDS = ['token', 'oauth2'] as const;
+/** A credential kind. */
+export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
 /** Every status of one resource type's task within a job. */
 export const TASK_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const;
@@ -95,6 +104,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'connection.breaker_opened',
   'connection.breaker_closed',
   'connection.disabled',
+  'connection.credentials_invalid',
 ] as const;
 /** One webhook event type. */
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -119,6 +129,10 @@ export const API_ERROR_CODES = [
   'connection_disabled',
   'circuit_breaker_open',
   'purge_in_progress',
+  'connection_needs_reauth',
+  'oauth_app_in_use',
+  'authorization_refused',
+  'token_exchange_failed',
   'invalid_connection_config',
   'idempotency_key_reused',
   'backfill_in_progress',

@@ -87,6 +87,16 @@ export interface ConnectionDisabledData {
   disabled_at: string;
 }
 
+/** The `data` of `connection.credentials_invalid`: the provider refused the OAuth grant; the connection needs new credentials. */
+export interface CredentialsInvalidData {
+  connection_id: string;
+  provider_slug: string;
+  /** What the provider said, or why no refresh was possible. */
+  reason: string;
+  /** When the connection became `needs_reauth` (ISO 8601). */
+  at: string;
+}
+
 /**
  * The `data` of each event type: what the emitters write (typed through insertConnectionEvent)
  * and what the OpenAPI document's `webhooks` show (its schemas are checked against these types).
@@ -98,6 +108,7 @@ export interface WebhookEventData {
   'connection.breaker_opened': BreakerOpenedData;
   'connection.breaker_closed': BreakerClosedData;
   'connection.disabled': ConnectionDisabledData;
+  'connection.credentials_invalid': CredentialsInvalidData;
 }
 
 /** One event as written: its type and that type's `data`. */

@@ -648,6 +648,8 @@ describe('REST API over HTTP', () => {
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
         'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
         'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit', 'GET /healthz', 'GET /readyz', 'GET /metrics',
+        'POST /oauth-apps', 'GET /oauth-apps', 'GET /oauth-apps/{id}', 'PATCH /oauth-apps/{id}', 'DELETE /oauth-apps/{id}',
+        'POST /connections/{id}/oauth/authorize', 'GET /oauth/callback',
       ].sort(),
     );
     // Each route documents every status it answers with, 500 among the common ones.
@@ -686,6 +688,13 @@ describe('REST API over HTTP', () => {
       'GET /healthz': ['200'],
       'GET /readyz': ['200'],
       'GET /metrics': ['200'],
+      'POST /oauth-apps': ['201', '409'],
+      'GET /oauth-apps': ['200'],
+      'GET /oauth-apps/{id}': ['200'],
+      'PATCH /oauth-apps/{id}': ['200'],
+      'DELETE /oauth-apps/{id}': ['204', '409'],
+      'POST /connections/{id}/oauth/authorize': ['200', '409'],
+      'GET /oauth/callback': ['200', '502'],
     });
     // The probes and metrics are not the resource routes: each answers only what it documents.
     expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '400', '503']);

@@ -6,6 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -15,6 +16,7 @@ const GH_TOKEN = 'ghp_known_token_Q7x2m9Lk4Zp1';
 const DEMO_TOKEN = 'demo-known-token-R8s3n0Mj5Yq2';
 const DEMO_PASSWORD = 'demo-known-password-T9u4o1Nh6Xr3';
 const PATCHED_TOKEN = 'patched-known-token-V0w5p2Pg7Ws4';
+const CLIENT_SECRET = 'oauth-client-secret-W1x6q3Qf8Vt5';
 
 interface Answer {
   status: number;
@@ -27,15 +29,20 @@ describe('tenant security', () => {
   const apiLog = capturingLogger();
   let api: TestApi;
   let github: FakeGitHub;
+  let oauth: FakeOAuth;
   const answers: string[] = [];
 
   beforeAll(async () => {
     github = await startFakeGitHub({ token: GH_TOKEN, repos: { 'acme/app': { issues: 12, pulls: 3 } } });
+    // An OAuth server whose grants are GitHub tokens the fake GitHub accepts, each within its refresh margin.
+    oauth = await startFakeOAuth({ accessToken: () => GH_TOKEN, clientSecret: CLIENT_SECRET });
+    oauth.expiresIn = 60;
     api = await startTestApi(stack, TASK_QUEUE, { logger: apiLog.logger, webhookAllowPrivate: true });
   });
   afterAll(async () => {
     await api?.server.close();
     await github?.close();
+    await oauth?.close();
   });
 
   /** One call with `key` as the bearer token. */
@@ -92,7 +99,7 @@ describe('tenant security', () => {
     });
   }
 
-  it('keeps known tokens and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
+  it('keeps known tokens, refresh tokens, OAuth client secrets and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
     const gh = await created(
       admin('POST', '/connections', {
         tenant_id: 'acme', app_key: 'gh', provider: 'github',
@@ -116,25 +123,49 @@ describe('tenant security', () => {
     // A full sync of the GitHub connection: it can only succeed with the token opened from its envelope.
     const accepted = await created(admin('POST', `/connections/${gh.id}/sync`, { mode: 'full' }), 202);
     expect((await jobFinished(TEST_API_KEY, accepted.job_id)).status).toBe('completed');
+
+    // An oauth2 GitHub connection through the connect flow; its token is refreshed (rotating the
+    // refresh token) before every request of its sync, as it is always within its margin.
+    const app = await created(admin('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: 'gh-app', client_id: oauth.clientId, client_secret: CLIENT_SECRET,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${api.server.url}/oauth/callback`,
+    }));
+    const ghOAuth = await created(admin('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'gh-oauth', provider: 'github', config: { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 5 },
+      schedule: { interval_seconds: 86_400 },
+    }));
+    const start = await created(admin('POST', `/connections/${ghOAuth.id}/oauth/authorize`, { oauth_app_id: app.id }), 200);
+    const consent = await fetch(start.authorization_url, { redirect: 'manual' });
+    const back = await fetch(consent.headers.get('location')!);
+    answers.push(await back.text());
+    expect(back.status).toBe(200);
+    const viaOAuth = await created(admin('POST', `/connections/${ghOAuth.id}/sync`, { mode: 'full' }), 202);
+    expect((await jobFinished(TEST_API_KEY, viaOAuth.job_id)).status).toBe('completed');
+    expect(oauth.counts.refresh).toBeGreaterThan(0);
     const [stored15] = await q<{ n: number }>('select count(*)::int as n from records where connection_id = $1', [gh.id]);
     expect(stored15!.n).toBeGreaterThan(0);
     expect(github.requests.length).toBeGreaterThan(0);
 
-    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret];
+    const refreshTokens = oauth.issued.filter((t) => t !== GH_TOKEN);
+    expect(refreshTokens.length).toBeGreaterThan(1);
+    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, CLIENT_SECRET, ...refreshTokens];
     // At rest: every stored secret is an envelope of key `default`; none of the values appears.
     const dump = await dumpAll();
     expect(dump).toContain(gh.id);
     expect(dump).toContain('enc:v1:default:');
     for (const secret of secrets) expect(dump, 'a secret in the database').not.toContain(secret);
-    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id]]);
+    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id]]);
+    expect(stored).toHaveLength(3);
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
+    const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
+    expect(appRow!.client_secret).toMatch(/^enc:v1:default:/);
     const [hookRow] = await q<{ secret: string }>('select secret from webhooks where id = $1', [hook.id]);
     expect(hookRow!.secret).toMatch(/^enc:v1:default:/);
 
     // Temporal history of the sync (its job workflow and the connection's): ids yes, tokens no.
-    for (const workflowId of [`sync-job:${accepted.job_id}`, `connection:${gh.id}`]) {
+    for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id]] as const) {
       const bytes = await historyBytes(workflowId);
-      expect(bytes.includes(gh.id), `${workflowId} names its connection`).toBe(true);
+      expect(bytes.includes(connectionId), `${workflowId} names its connection`).toBe(true);
       for (const secret of secrets) expect(bytes.includes(secret), `a secret in ${workflowId}`).toBe(false);
     }
 
@@ -195,8 +226,16 @@ describe('tenant security', () => {
       }));
       const job = await created(admin('POST', `/connections/${slow.id}/sync`, { mode: 'incremental' }), 202);
       const hook = await created(admin('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['connection.breaker_opened'] }));
-      return { tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string, hook: hook.id as string, purge: '', newHook: '' };
+      const app = await created(admin('POST', '/oauth-apps', { tenant_id: tenant, name: `${tag}-app`, ...APP }));
+      return {
+        tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string,
+        hook: hook.id as string, purge: '', newHook: '', app: app.id as string, newApp: '',
+      };
     }
+    const APP = {
+      client_id: 'matrix-client', client_secret: 'matrix-client-secret', authorize_url: 'https://example.com/authorize',
+      token_url: 'https://example.com/token', redirect_uri: 'https://example.com/oauth/callback',
+    };
     const alpha = await resources('alpha', 'a');
     const own = await resources('beta', 'b');
     const adm = await resources('beta', 'b2');
@@ -246,6 +285,19 @@ describe('tenant security', () => {
       { name: 'GET /webhooks/:id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}`) },
       { name: 'GET /webhooks/:id/deliveries', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}/deliveries`) },
       { name: 'DELETE /webhooks/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/webhooks/${w.hook}`) },
+      {
+        name: 'POST /oauth-apps', ok: 201,
+        call: async (k, w, n) => {
+          const res = await call(k, 'POST', '/oauth-apps', { tenant_id: w.tenant, name: `${w.tag}-app-${n}`, ...APP });
+          if (res.status === 201) w.newApp = res.body.id;
+          return res;
+        },
+      },
+      { name: 'GET /oauth-apps?tenant_id', ok: 200, call: (k, w) => call(k, 'GET', `/oauth-apps?tenant_id=${w.tenant}`) },
+      { name: 'GET /oauth-apps/:id', ok: 200, call: (k, w) => call(k, 'GET', `/oauth-apps/${w.app}`) },
+      { name: 'PATCH /oauth-apps/:id', ok: 200, call: (k, w) => call(k, 'PATCH', `/oauth-apps/${w.app}`, { scopes: ['repo'] }) },
+      { name: 'POST /connections/:id/oauth/authorize', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/oauth/authorize`, { oauth_app_id: w.app }) },
+      { name: 'DELETE /oauth-apps/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/oauth-apps/${w.newApp}`) },
       { name: 'POST /connections/:id/disable', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/disable`) },
       {
         name: 'DELETE /connections/:id', ok: 202,
@@ -267,14 +319,15 @@ describe('tenant security', () => {
      */
     async function snapshot() {
       const counts: Record<string, number> = {};
-      for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys']) {
+      for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys', 'oauth_apps', 'oauth_states']) {
         counts[table] = (await q<{ n: number }>(`select count(*)::int as n from "${table}"`))[0]!.n;
       }
       counts.requested_jobs = (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger in ('api', 'backfill')`))[0]!.n;
       const beta = await q(`select id, status, app_key, config, credentials from connections where tenant_id = 'beta' order by id`);
       const hooks = await q(`select id, url, event_types from webhooks where tenant_id = 'beta' order by id`);
+      const apps = await q(`select id, client_id, client_secret, scopes, token_url from oauth_apps where tenant_id = 'beta' order by id`);
       const slowJobs = await q(`select id, status from sync_jobs where id = any($1) order by id`, [[own.job, adm.job]]);
-      return { counts, beta, hooks, slowJobs };
+      return { counts, beta, hooks, apps, slowJobs };
     }
 
     let n = 0;
@@ -295,7 +348,7 @@ describe('tenant security', () => {
     }
 
     // Listings never show another tenant: alpha's key without a filter sees alpha only.
-    for (const path of ['/connections', '/jobs', '/webhooks']) {
+    for (const path of ['/connections', '/jobs', '/webhooks', '/oauth-apps']) {
       const res = await call(alphaKey, 'GET', path);
       expect(res.status).toBe(200);
       expect(res.body.items.length).toBeGreaterThan(0);

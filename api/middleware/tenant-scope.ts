@@ -19,6 +19,7 @@ const PATH_RESOURCES: [RegExp, OwnedKind][] = [
   [/^\/jobs\/([^/]+)/, 'job'],
   [/^\/webhooks\/([^/]+)/, 'webhook'],
   [/^\/purges\/([^/]+)/, 'purge'],
+  [/^\/oauth-apps\/([^/]+)/, 'oauth_app'],
 ];
 
 /** Body and query fields that name a connection by id. */
@@ -96,6 +97,7 @@ export function tenantScope(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<
       if (body) {
         if (body.tenant_id !== undefined && body.tenant_id !== principal.tenantId) return aimedAt(body.tenant_id);
         for (const field of CONNECTION_FIELDS) if (!(await owns('connection', body[field]))) return hidden();
+        if (!(await owns('oauth_app', body.oauth_app_id))) return hidden();
       }
     }
     return next();

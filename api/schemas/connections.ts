@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { CONNECTION_STATUS, CONNECTION_STATUSES, JOB_OUTCOMES, PHASES, SETTABLE_CONNECTION_STATUSES } from '../../policy/vocabulary';
+import { CONNECTION_STATUS, CONNECTION_STATUSES, CREDENTIAL_KINDS, JOB_OUTCOMES, PHASES, SETTABLE_CONNECTION_STATUSES } from '../../policy/vocabulary';
 import { MIN_INTERVAL_SECONDS, parseSchedule } from '../../policy/schedule';
 import { configProblem, credentialsProblem, PROVIDER_CONFIG_SCHEMAS, PROVIDER_CREDENTIALS_DOCS, type ProviderSlug } from '../../commands/provider-configs';
 import {
@@ -234,9 +234,11 @@ export const ConnectionSchema = z
     tenant_id: z.string(),
     provider: z.string(),
     app_key: z.string(),
-    status: z.enum(CONNECTION_STATUSES),
+    status: z.enum(CONNECTION_STATUSES).openapi({ description: '`needs_reauth`: the provider refused the OAuth grant; new credentials (PATCH `credentials`, or the connect flow) make it `active` again' }),
     config: JsonObject,
     has_credentials: z.boolean(),
+    credential_kind: z.enum(CREDENTIAL_KINDS).openapi({ description: '`token` (a static token) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)' }),
+    oauth_app_id: z.string().nullable(),
     schedule: z.object({
       interval_seconds: z.number().optional(),
       cron: z.string().optional(),

@@ -7,6 +7,7 @@ import { CancelAnswerSchema, JobPageSchema, JobSchema } from './jobs';
 import { RecordPageSchema } from './records';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema } from './sync';
 import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema } from './tenancy';
+import { AuthorizationSchema, CallbackSchema, OAuthAppPageSchema, OAuthAppSchema } from './oauth';
 import { CreatedWebhookSchema, DeliveryPageSchema, RedeliveryAnswerSchema, WebhookPageSchema, WebhookSchema } from './webhooks';
 
 /** `value`, typed by `schema`. */
@@ -29,6 +30,8 @@ const connection = ex(ConnectionSchema, {
   status: 'active',
   config: { repositories: ['acme/app'] },
   has_credentials: true,
+  credential_kind: 'token',
+  oauth_app_id: null,
   schedule: { interval_seconds: 900, next_run_at: '2025-01-01T12:15:00.000Z', last_jitter_seconds: 12 },
   workflow_id: `connection:${CONNECTION_ID}`,
   created_at: AT,
@@ -98,6 +101,19 @@ const githubCounts = [
   { resource_type: 'pull_requests', entity_count: 5, written_count: 5, pages: 1 },
 ];
 
+const oauthApp = ex(OAuthAppSchema, {
+  id: '2b7c9d1e-3f4a-4b5c-8d6e-7f8a9b0c1d2e',
+  tenant_id: 'acme',
+  name: 'github',
+  client_id: 'Iv1.8a61f9b3a7aba766',
+  authorize_url: 'https://github.com/login/oauth/authorize',
+  token_url: 'https://github.com/login/oauth/access_token',
+  redirect_uri: 'https://synctide.example.com/oauth/callback',
+  scopes: ['repo'],
+  created_at: AT,
+  updated_at: AT,
+});
+
 /** The example of each answer schema, by component name. */
 export const ANSWER_EXAMPLES: Record<string, unknown> = {
   Connection: connection,
@@ -162,4 +178,11 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
     next_cursor: null,
   }),
   Purge: purge,
+  OAuthApp: oauthApp,
+  OAuthAppPage: ex(OAuthAppPageSchema, { items: [oauthApp], next_cursor: null }),
+  OAuthAuthorization: ex(AuthorizationSchema, {
+    authorization_url: 'https://github.com/login/oauth/authorize?response_type=code&client_id=Iv1.8a61f9b3a7aba766&redirect_uri=https%3A%2F%2Fsynctide.example.com%2Foauth%2Fcallback&scope=repo&state=Wm9vS2x5c3RhdGU&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256',
+    expires_at: '2025-01-01T12:10:00.000Z',
+  }),
+  OAuthCallback: ex(CallbackSchema, { connection_id: CONNECTION_ID, status: 'active', credential_kind: 'oauth2' }),
 };

@@ -41,6 +41,9 @@ export const WEBHOOK_EVENT_DATA_SCHEMAS = {
     .openapi('BreakerOpenedData'),
   'connection.breaker_closed': z.object({ connection_id: z.string(), closed_at: Time }).openapi('BreakerClosedData'),
   'connection.disabled': z.object({ connection_id: z.string(), disabled_at: Time }).openapi('ConnectionDisabledData'),
+  'connection.credentials_invalid': z
+    .object({ connection_id: z.string(), provider_slug: z.string(), reason: z.string(), at: Time })
+    .openapi('CredentialsInvalidData'),
 } as const;
 
 // A schema that says anything else than the emitted type fails typecheck here.
@@ -51,6 +54,7 @@ const sameData: { [T in WebhookEventType]: Same<z.output<(typeof WEBHOOK_EVENT_D
   'connection.breaker_opened': true,
   'connection.breaker_closed': true,
   'connection.disabled': true,
+  'connection.credentials_invalid': true,
 };
 void sameData;
 
@@ -62,6 +66,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   'connection.breaker_opened': 'The circuit breaker paused a connection after repeated failed attempts, until paused_until.',
   'connection.breaker_closed': 'A successful attempt closed the circuit breaker of a connection.',
   'connection.disabled': 'A connection was disabled (its workflow stopped; its data kept).',
+  'connection.credentials_invalid': 'The provider refused a connection\'s OAuth grant (revoked or expired): the connection is needs_reauth, its schedule runs nothing until new credentials arrive (the connect flow or PATCH credentials).',
 };
 
 /** The body of a delivery of event type `type`. */
@@ -110,4 +115,10 @@ export const WEBHOOK_EVENT_EXAMPLES: WebhookEventData = {
   },
   'connection.breaker_closed': { connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', closed_at: '2025-01-01T13:01:12.000Z' },
   'connection.disabled': { connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', disabled_at: '2025-01-01T12:00:00.000Z' },
+  'connection.credentials_invalid': {
+    connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10',
+    provider_slug: 'github',
+    reason: 'oauth2: the provider refused the grant (invalid_grant); reconnect the connection or PATCH its credentials',
+    at: '2025-01-01T12:00:00.000Z',
+  },
 };

@@ -16,7 +16,8 @@ export const CreateWebhookBody = z
       .openapi({
         description:
           'Events to send: `sync.completed`, `sync.failed`, `sync.cancelled` (one per job that ends, by the status it ended with, whoever ended it; ' +
-          'data: the job, its counts, its error and a records-feed cursor), `connection.breaker_opened`, `connection.breaker_closed`, `connection.disabled`',
+          'data: the job, its counts, its error and a records-feed cursor), `connection.breaker_opened`, `connection.breaker_closed`, `connection.disabled`, ' +
+          '`connection.credentials_invalid` (the provider refused the OAuth grant: the connection needs new credentials)',
       }),
   })
   .openapi('CreateWebhook');

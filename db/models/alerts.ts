@@ -4,7 +4,7 @@ import type { PoolClient } from 'pg';
 import type { Queryable } from '../queryable';
 
 /** Alert categories Synctide raises. */
-export type AlertCategory = 'sync_circuit_breaker' | 'sync_job_failed';
+export type AlertCategory = 'sync_circuit_breaker' | 'sync_job_failed' | 'connection_credentials_invalid';
 
 /** An open alert as the API shows it. */
 export interface AlertRow {

@@ -11,9 +11,9 @@ import {
   type Schedule,
   type ScheduleSettings,
 } from '../../policy/schedule';
-import type { ConnectionStatus, SettableConnectionStatus } from '../../policy/vocabulary';
+import type { ConnectionStatus, CredentialKind, SettableConnectionStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, CONNECTION, JOB } from '../sql';
+import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB } from '../sql';
 import { pausedUntilAt } from './breaker';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
@@ -25,6 +25,9 @@ export interface ConnectionRow {
   status: ConnectionStatus;
   config: Record<string, unknown>;
   has_credentials: boolean;
+  credential_kind: CredentialKind;
+  /** The OAuth app of an `oauth2` credential, else null. */
+  oauth_app_id: string | null;
   /** The stored schedule; null when none is stored (or none valid): the default interval applies. */
   schedule: Schedule | null;
   /** The planner's bookkeeping in `metadata.sync`: the next run and the jitter it drew. */
@@ -39,7 +42,7 @@ type StoredConnection = Omit<ConnectionRow, 'schedule' | 'next_run_at' | 'last_j
 
 /** The select list that produces a StoredConnection from `connections c`. */
 const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.config,
-  c.credentials is not null as has_credentials, c.metadata -> 'sync' as sync, c.created_at, c.updated_at`;
+  c.credentials is not null as has_credentials, c.credential_kind, c.oauth_app_id, c.metadata -> 'sync' as sync, c.created_at, c.updated_at`;
 
 /** Reads a stored schedule as stored: bounded by what a schedule may be, not by this deployment's maximum. */
 const AS_STORED = { maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY };
@@ -117,8 +120,13 @@ export async function insertConnection(db: Queryable, input: NewConnection): Pro
 /** Fields of a connection the API may change; undefined leaves a field as it is. */
 export interface ConnectionChange {
   config?: Record<string, unknown>;
-  /** Sealed credentials (an envelope); null removes the credentials. */
+  /**
+   * Sealed credentials (an envelope); null removes the credentials. Written with their kind: an
+   * `oauth2` credential names its OAuth app (`oauthAppId`), any other is a `token`. New credentials
+   * (not null) end `needs_reauth`: the connection is `active` again.
+   */
   sealedCredentials?: string | null;
+  oauthAppId?: string | null;
   status?: ConnectionStatus;
   /** Replaces the whole stored schedule (interval or cron, time zone, full_sync_every). */
   schedule?: Schedule;
@@ -133,7 +141,9 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
     `update connections c
         set config = coalesce($2, c.config),
             credentials = case when $3 then to_jsonb($4::text) else c.credentials end,
-            status = coalesce($5, c.status),
+            credential_kind = case when $3 then (case when $7::uuid is null then ${CREDENTIAL.token} else ${CREDENTIAL.oauth2} end) else c.credential_kind end,
+            oauth_app_id = case when $3 then $7::uuid else c.oauth_app_id end,
+            status = coalesce($5, case when $3 and $4::text is not null and c.status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else c.status end),
             metadata = case when $6::jsonb is null then c.metadata
                             else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end
       where c.id = $1
@@ -145,6 +155,7 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
       change.sealedCredentials ?? null,
       change.status ?? null,
       change.schedule ? scheduleFields(change.schedule) : null,
+      change.oauthAppId ?? null,
     ],
   );
   return rows[0] ? connectionOf(rows[0]) : null;
@@ -407,4 +418,58 @@ export async function countCredentialsToReseal(db: Queryable, activeId: string):
     [activeId],
   );
   return rows[0]!.n;
+}
+
+/**
+ * Takes the refresh lock of connection `id`'s credential until the transaction ends: one refresh
+ * at a time per credential, across every worker. An advisory lock, so the connection row itself
+ * stays free for enqueues (`FOR UPDATE SKIP LOCKED`) and status changes while the token endpoint
+ * answers.
+ */
+export async function lockCredentialRefresh(tx: PoolClient, id: string): Promise<void> {
+  await tx.query(`select pg_advisory_xact_lock(hashtextextended('synctide:credentials:' || $1::text, 0))`, [id]);
+}
+
+/** What a refresh reads under its lock: the stored credential, the status, and the OAuth app's client. */
+export interface CredentialForRefresh {
+  status: ConnectionStatus;
+  tenant_id: string;
+  provider_slug: string;
+  credentials: unknown;
+  credential_kind: CredentialKind;
+  oauth_app_id: string | null;
+  token_url: string | null;
+  client_id: string | null;
+  /** Sealed (bound to the oauth_apps row). */
+  client_secret: string | null;
+}
+
+/** Connection `id`'s credential and its OAuth app's client (null columns for a `token`), or null. */
+export async function findCredentialForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
+  const { rows } = await db.query<CredentialForRefresh>(
+    `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.oauth_app_id, a.token_url, a.client_id, a.client_secret
+       from connections c left join oauth_apps a on a.id = c.oauth_app_id
+      where c.id = $1`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Marks connection `id` `needs_reauth` when it is active or paused and still holds the credential
+ * `stored` (new credentials that arrived meanwhile are not refused). True when it changed.
+ */
+export async function markNeedsReauth(db: Queryable, id: string, stored: unknown): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update connections set status = 'needs_reauth'
+      where id = $1 and status in ('active', 'paused') and credentials = $2::jsonb`,
+    [id, JSON.stringify(stored)],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** The status of connection `id`, or null when there is none. */
+export async function findConnectionStatus(db: Queryable, id: string): Promise<ConnectionStatus | null> {
+  const { rows } = await db.query<{ status: ConnectionStatus }>('select status from connections where id = $1', [id]);
+  return rows[0]?.status ?? null;
 }

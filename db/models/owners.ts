@@ -24,3 +24,9 @@ export async function purgeTenant(db: Queryable, id: string): Promise<string | n
   const { rows } = await db.query<{ tenant_id: string }>('select tenant_id from connection_purges where id = $1', [id]);
   return rows[0]?.tenant_id ?? null;
 }
+
+/** The tenant of OAuth app `id`, or null when there is none. */
+export async function oauthAppTenant(db: Queryable, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ tenant_id: string }>('select tenant_id from oauth_apps where id = $1', [id]);
+  return rows[0]?.tenant_id ?? null;
+}

@@ -1,0 +1,180 @@
+// The credential seam between the activities that call a provider and the connectors: a connector
+// is handed "the current credential" (`{token}` for an OAuth 2 access token, or the stored static
+// credentials as they are) and never learns how it was obtained.
+//
+// OAuth 2 rules:
+// - A token within its refresh margin (policy/oauth.ts) is refreshed before use, by exactly one
+//   worker: the refresh runs in a transaction holding the credential's refresh lock
+//   (`lockCredentialRefresh`), re-reads the stored credential under it, and refreshes only when it
+//   is still the one this worker held (another worker's fresh token is used as it is).
+// - The answer (new access token, and the rotated refresh token when the provider sent one) is
+//   sealed into one envelope and written with one compare-and-set statement: access and refresh
+//   token are replaced together or not at all, so a crash cannot keep a used refresh token
+//   without its successor, nor overwrite credentials a PATCH stored meanwhile.
+// - A 401 from the provider refreshes once and retries the request once; a second 401 fails.
+// - `invalid_grant` marks the connection `needs_reauth`, opens a `connection_credentials_invalid`
+//   alert and writes a `connection.credentials_invalid` webhook event in the same transaction;
+//   the task then fails with `CredentialsInvalid` (permanent, counted toward no breaker).
+import { raiseAlert } from '../db/models/alerts';
+import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials } from '../db/models/connections';
+import { insertConnectionEvent } from '../db/models/webhooks';
+import { withTransaction } from '../db/transaction';
+import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
+import { credentialSecrets } from '../connectors/provider-http';
+import { open, openCredentials, sealCredentials } from '../lib/credentials';
+import { GrantRefused, refreshGrant } from '../lib/oauth-client';
+import { nextSecret, oauth2SecretOf, refreshDue, type OAuth2Secret } from '../policy/oauth';
+import type { ActivityDeps } from './deps';
+import { startDeliveriesSoon } from './webhook-deliveries';
+
+/** The provider refused the grant: the connection needs new credentials. Permanent. */
+export class CredentialsInvalid extends Permanent {
+  override name = 'CredentialsInvalid';
+}
+
+/** Where a connector's credential comes from, for one activity run. */
+export interface CredentialProvider {
+  /** The credential to send now; an OAuth 2 token within its margin is refreshed first. */
+  current(): Promise<Record<string, unknown> | null>;
+  /**
+   * After the provider refused `used` (401): a renewed credential to retry with once, or null when
+   * none can be had (a static token).
+   */
+  renewed(used: Record<string, unknown> | null): Promise<Record<string, unknown> | null>;
+  /** What the shared rate budget is keyed by: stable across refreshes of one grant. */
+  budgetKey: Record<string, unknown> | null;
+  /** Every credential value this run opened or obtained (refreshed tokens too): what errors are redacted with. */
+  secrets(): string[];
+}
+
+/** What the connector sees of an OAuth 2 credential. */
+const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
+
+/**
+ * The credential provider of connection `connectionId`, whose credentials were read (sealed) as
+ * `stored`. Opens them here, in the activity that calls the provider.
+ */
+export function credentialProvider(
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>,
+  connectionId: string,
+  stored: unknown,
+): CredentialProvider {
+  const opened = openCredentials(deps.credentials, connectionId, stored);
+  let secret = oauth2SecretOf(opened);
+  if (!secret) {
+    return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
+  }
+  const seen: unknown[] = [opened];
+  const refresh = async (held: OAuth2Secret, force: boolean): Promise<OAuth2Secret> => {
+    const outcome = await refreshUnderLock(deps, connectionId, held, force);
+    if ('invalid' in outcome) {
+      startDeliveriesSoon(deps, outcome.deliveries);
+      throw new CredentialsInvalid(outcome.invalid);
+    }
+    seen.push(outcome.secret);
+    return outcome.secret;
+  };
+  return {
+    budgetKey: { oauth2_grant: connectionId },
+    secrets: () => credentialSecrets({ seen }),
+    async current() {
+      if (refreshDue(secret!, Date.now())) secret = await refresh(secret!, false);
+      return presented(secret!);
+    },
+    async renewed(used) {
+      // Refused with a token this run replaced meanwhile: the newer one, without another refresh.
+      if (used?.token !== secret!.access_token) return presented(secret!);
+      secret = await refresh(secret!, true);
+      return presented(secret);
+    },
+  };
+}
+
+type RefreshOutcome = { secret: OAuth2Secret } | { invalid: string; deliveries: string[] };
+
+/**
+ * The refresh itself, in one transaction under the credential's lock (see the module comment).
+ * `force` refreshes a token that is not yet due (the provider refused it) unless another worker
+ * already replaced it.
+ */
+async function refreshUnderLock(
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
+  connectionId: string,
+  held: OAuth2Secret,
+  force: boolean,
+): Promise<RefreshOutcome> {
+  return withTransaction(deps.pool, async (tx): Promise<RefreshOutcome> => {
+    await lockCredentialRefresh(tx, connectionId);
+    const row = await findCredentialForRefresh(tx, connectionId);
+    const latest = row ? oauth2SecretOf(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
+    if (!row || !latest || row.credential_kind !== 'oauth2' || !row.oauth_app_id || !row.client_secret || !row.client_id || !row.token_url) {
+      throw new Permanent('oauth2: the connection has no OAuth 2 credentials any more');
+    }
+    if (row.status === 'needs_reauth') {
+      return { invalid: 'oauth2: the connection needs new credentials (its grant was refused); reconnect it or PATCH its credentials', deliveries: [] };
+    }
+    const replaced = latest.access_token !== held.access_token;
+    if (replaced && !refreshDue(latest, Date.now())) return { secret: latest };
+    if (!replaced && !force && !refreshDue(latest, Date.now())) return { secret: latest };
+    const invalid = async (reason: string): Promise<RefreshOutcome> => {
+      const at = new Date();
+      if (!(await markNeedsReauth(tx, connectionId, row.credentials))) return { invalid: reason, deliveries: [] };
+      const context = { connection_id: connectionId, provider_slug: row.provider_slug, reason, at: at.toISOString() };
+      await raiseAlert(tx, 'connection_credentials_invalid', connectionId, context, { replace: true });
+      const deliveries = await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId, data: context }, at);
+      deps.logger.warn({ connection_id: connectionId, provider_slug: row.provider_slug }, 'oauth2 grant refused: connection needs reauthorization');
+      return { invalid: reason, deliveries };
+    };
+    if (!latest.refresh_token) return invalid('oauth2: the access token expired and the grant has no refresh token; reconnect the connection');
+    const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id }, row.client_secret);
+    let answer;
+    try {
+      answer = await refreshGrant(
+        { clientId: row.client_id, clientSecret, tokenUrl: row.token_url },
+        latest.refresh_token,
+        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+      );
+    } catch (err) {
+      if (err instanceof GrantRefused) return invalid(`oauth2: ${err.message}; reconnect the connection or PATCH its credentials`);
+      throw new Transient(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
+    }
+    const next = nextSecret(latest, answer, Date.now());
+    const sealed = sealCredentials(deps.credentials, connectionId, { ...next })!;
+    if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
+      // Changed under the refresh: re-sealed by a key rotation (the same grant: store the answer over
+      // it, the old refresh token is spent), or replaced by new credentials (they win).
+      const now = await findCredentialForRefresh(tx, connectionId);
+      const same = now ? oauth2SecretOf(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
+      if (!now || same?.refresh_token !== latest.refresh_token || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
+        throw new Transient('oauth2: the credentials were replaced while they were refreshed; trying again with the new ones');
+      }
+    }
+    deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
+    return { secret: next };
+  });
+}
+
+/**
+ * `connector` asking `provider` for the credential of every request: each fetchPage and recheck
+ * gets the current one, and a 401 (`Unauthorized`) renews it once and retries once.
+ */
+export function withCurrentCredential(connector: Connector, provider: CredentialProvider): Connector {
+  async function call<I extends { credentials: Record<string, unknown> | null }, R>(input: I, run: (input: I) => Promise<R>): Promise<R> {
+    const credentials = await provider.current();
+    try {
+      return await run({ ...input, credentials });
+    } catch (err) {
+      if (!(err instanceof Unauthorized)) throw err;
+      const renewed = await provider.renewed(credentials);
+      if (!renewed) throw err;
+      return run({ ...input, credentials: renewed });
+    }
+  }
+  const wrapped: Connector = Object.create(connector) as Connector;
+  wrapped.fetchPage = (input: FetchPageInput) => call(input, (i) => connector.fetchPage(i));
+  if (connector.recheck) {
+    const recheck = connector.recheck.bind(connector);
+    wrapped.recheck = (input: RecheckInput) => call(input, recheck);
+  }
+  return wrapped;
+}

@@ -1,0 +1,131 @@
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import {
+  completeAuthorization,
+  createOAuthApp,
+  deleteOAuthApp,
+  getOAuthApp,
+  listOAuthApps,
+  startAuthorization,
+  updateOAuthApp,
+} from '../../commands/oauth';
+import type { ApiDeps } from '../deps';
+import type { ApiEnv } from '../env';
+import { tenantFilter } from '../middleware/auth';
+import { presentOAuthApp } from '../present';
+import { uuidCursor } from '../../policy/cursors';
+import { pageAnswer, pageRequest } from '../pagination';
+import { conflict, errorAnswer, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import {
+  AuthorizationSchema,
+  AuthorizeBody,
+  CallbackQuery,
+  CallbackSchema,
+  CreateOAuthAppBody,
+  ListOAuthAppsQuery,
+  OAuthAppPageSchema,
+  OAuthAppSchema,
+  UpdateOAuthAppBody,
+} from '../schemas/oauth';
+
+const tags = ['oauth'];
+
+/** The callback path: called by the person's browser coming back from the provider, with no API key (the single-use state is its proof). */
+export const OAUTH_CALLBACK_PATH = '/oauth/callback';
+
+const create = createRoute({
+  method: 'post', path: '/oauth-apps', tags, summary: "Register a tenant's OAuth client at a provider (the client secret is sealed and never shown)", operationId: 'createOAuthApp',
+  description: "Registers a tenant's OAuth 2 client (client id, client secret, authorization and token endpoints, the exact redirect URI, scopes). Connections of the tenant name it in the connect flow; the client secret is sealed at rest and appears in no answer.",
+  request: { body: jsonBody(CreateOAuthAppBody) },
+  responses: { 201: jsonAnswer(OAuthAppSchema, 'Created'), ...errorResponses, 409: conflict('The tenant has an app of that name', 'conflict') },
+});
+const list = createRoute({
+  method: 'get', path: '/oauth-apps', tags, summary: 'List OAuth apps (cursor pagination, by id; never their secrets)', operationId: 'listOAuthApps',
+  description: "OAuth apps ordered by id, optionally of one tenant; a tenant key lists its own tenant's only.",
+  request: { query: ListOAuthAppsQuery },
+  responses: { 200: jsonAnswer(OAuthAppPageSchema, 'One page'), ...errorResponses },
+});
+const get = createRoute({
+  method: 'get', path: '/oauth-apps/{id}', tags, summary: 'One OAuth app', operationId: 'getOAuthApp',
+  description: 'One OAuth app, without its client secret.',
+  request: { params: IdParams },
+  responses: { 200: jsonAnswer(OAuthAppSchema, 'The app'), ...errorResponses, 404: notFound },
+});
+const patch = createRoute({
+  method: 'patch', path: '/oauth-apps/{id}', tags, summary: 'Change an OAuth app (a new client secret is sealed); connections using it refresh with the change', operationId: 'updateOAuthApp',
+  description: 'Changes any of the client id, client secret (sealed), endpoints, redirect URI and scopes; the next refresh of every connection using the app uses them.',
+  request: { params: IdParams, body: jsonBody(UpdateOAuthAppBody) },
+  responses: { 200: jsonAnswer(OAuthAppSchema, 'Updated'), ...errorResponses, 404: notFound },
+});
+const remove = createRoute({
+  method: 'delete', path: '/oauth-apps/{id}', tags, summary: 'Delete an OAuth app no connection uses', operationId: 'deleteOAuthApp',
+  description: 'Deletes the app; refused while a connection holds credentials obtained through it.',
+  request: { params: IdParams },
+  responses: { 204: { description: 'Deleted' }, ...errorResponses, 404: notFound, 409: conflict('Connections use the app', 'oauth_app_in_use') },
+});
+const authorize = createRoute({
+  method: 'post', path: '/connections/{id}/oauth/authorize', tags, summary: "Start the connect flow: the provider's authorization URL (PKCE S256, single-use state, 10 minutes)", operationId: 'authorizeConnection',
+  description: "Answers the URL to send the person to: the provider's authorization endpoint with PKCE (S256) and a single-use state bound to the tenant, the connection and the app, valid for 10 minutes. A redirect_uri, when given, must equal the app's registered one exactly.",
+  request: { params: IdParams, body: jsonBody(AuthorizeBody) },
+  responses: { 200: jsonAnswer(AuthorizationSchema, 'Where to send the person'), ...errorResponses, 404: notFound, 409: conflict('The connection is disabled', 'connection_disabled') },
+});
+const callback = createRoute({
+  method: 'get', path: OAUTH_CALLBACK_PATH, tags, summary: 'The redirect URI target: exchanges the code, stores the tokens sealed, ends needs_reauth (no API key: the state is the proof)', operationId: 'completeOAuthCallback',
+  description: 'Where the provider sends the person back: consumes the single-use state, exchanges the code with the PKCE verifier at the token endpoint, stores the tokens sealed and makes the connection active. A replayed or expired state answers 400.',
+  security: [],
+  request: { query: CallbackQuery },
+  responses: { 200: jsonAnswer(CallbackSchema, 'Connected'), ...errorResponses, 502: errorAnswer('The provider refused the authorization or the code exchange failed', 'authorization_refused', 'token_exchange_failed') },
+});
+
+/** Routes of `/oauth-apps`, the connect flow's authorize route and its callback: parse, call a command, present. */
+export function oauthRoutes(deps: ApiDeps) {
+  const app = new OpenAPIHono<ApiEnv>();
+
+  app.openapi(create, async (c) => {
+    const b = c.req.valid('json');
+    const row = await createOAuthApp(deps, {
+      tenantId: b.tenant_id, name: b.name, clientId: b.client_id, clientSecret: b.client_secret,
+      authorizeUrl: b.authorize_url, tokenUrl: b.token_url, redirectUri: b.redirect_uri, scopes: b.scopes,
+    });
+    c.get('log').info({ oauth_app_id: row.id, tenant_id: row.tenant_id }, 'oauth app created');
+    return c.json(presentOAuthApp(row), 201);
+  });
+
+  app.openapi(list, async (c) => {
+    const q = c.req.valid('query');
+    const { after, limit } = pageRequest(uuidCursor, q);
+    const page = await listOAuthApps(deps, { tenantId: tenantFilter(c, q.tenant_id), afterId: after?.id, limit });
+    return c.json(pageAnswer(page, uuidCursor, (row) => ({ id: row.id }), presentOAuthApp), 200);
+  });
+
+  app.openapi(get, async (c) => c.json(presentOAuthApp(await getOAuthApp(deps, c.req.valid('param').id)), 200));
+
+  app.openapi(patch, async (c) => {
+    const b = c.req.valid('json');
+    const row = await updateOAuthApp(deps, c.req.valid('param').id, {
+      clientId: b.client_id, clientSecret: b.client_secret, authorizeUrl: b.authorize_url, tokenUrl: b.token_url, redirectUri: b.redirect_uri, scopes: b.scopes,
+    });
+    return c.json(presentOAuthApp(row), 200);
+  });
+
+  app.openapi(remove, async (c) => {
+    await deleteOAuthApp(deps, c.req.valid('param').id);
+    return c.body(null, 204);
+  });
+
+  app.openapi(authorize, async (c) => {
+    const b = c.req.valid('json');
+    const start = await startAuthorization(deps, c.req.valid('param').id, {
+      appId: b.oauth_app_id, ...(b.redirect_uri !== undefined && { redirectUri: b.redirect_uri }), ...(b.scopes && { scopes: b.scopes }),
+    });
+    return c.json({ authorization_url: start.authorization_url, expires_at: start.expires_at.toISOString() }, 200);
+  });
+
+  app.openapi(callback, async (c) => {
+    const q = c.req.valid('query');
+    const done = await completeAuthorization(deps, { state: q.state, code: q.code, error: q.error });
+    c.get('log').info({ connection_id: done.connection_id }, 'oauth connect flow completed');
+    return c.json({ connection_id: done.connection_id, status: done.status, credential_kind: 'oauth2' as const }, 200);
+  });
+
+  return app;
+}

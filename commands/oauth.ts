@@ -1,0 +1,213 @@
+// OAuth 2: a tenant's OAuth apps (client id, sealed client secret, endpoints, the one redirect
+// URI, scopes) and the connect flow that gives a connection an `oauth2` credential.
+//
+// Connect flow: `startAuthorization` stores a random `state` (its SHA-256 hash only) bound to the
+// tenant, the connection and the app, with the PKCE S256 verifier (sealed) and a short expiry
+// (policy/oauth.ts), and answers the provider's authorization URL. The provider sends the person
+// back to the app's redirect URI with `code` and `state`; `completeAuthorization` consumes the
+// state (once: a second callback with it finds nothing), exchanges the code with the verifier and
+// the exact registered redirect URI, and stores the tokens sealed as the connection's credential,
+// which ends `needs_reauth`.
+import { createHash, randomUUID } from 'node:crypto';
+import { resolveAlert } from '../db/models/alerts';
+import * as connections from '../db/models/connections';
+import * as apps from '../db/models/oauth-apps';
+import type { OAuthAppRow } from '../db/models/oauth-apps';
+import { consumeOAuthState, insertOAuthState } from '../db/models/oauth-states';
+import { withTransaction } from '../db/transaction';
+import { open, seal, sealCredentials } from '../lib/credentials';
+import { authorizationUrl, exchangeCode, GrantRefused, newPkce, newState, type OAuthClientApp } from '../lib/oauth-client';
+import { outboundUrlProblem } from '../lib/outbound';
+import { nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
+import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
+import type { CommandDeps } from './deps';
+import { CommandRefused, invalid, notFound } from './errors';
+
+export type { OAuthAppRow } from '../db/models/oauth-apps';
+
+/** An OAuth app to create. */
+export interface NewOAuthAppRequest {
+  tenantId: string;
+  name: string;
+  clientId: string;
+  clientSecret: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  redirectUri: string;
+  scopes: string[];
+}
+
+/** What may change on an app; undefined leaves a field as it is. */
+export type OAuthAppUpdate = Partial<Omit<NewOAuthAppRequest, 'tenantId' | 'name'>>;
+
+const policyOf = (deps: Pick<CommandDeps, 'providers'>) => deps.providers ?? DEFAULT_PROVIDER_POLICY;
+
+/**
+ * Refuses an endpoint a token request may not reach: https only (plain http and private
+ * addresses only with PROVIDER_ALLOW_PRIVATE), no credentials, query allowed only on the
+ * authorization URL, never a fragment.
+ */
+function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: string, raw: string | undefined): void {
+  if (raw === undefined) return;
+  const allowPrivate = policyOf(deps).allowPrivate;
+  const problem = outboundUrlProblem(raw, allowPrivate);
+  if (problem) throw invalid(`${field}: ${problem}`);
+  const url = new URL(raw);
+  if (url.protocol !== 'https:' && !allowPrivate) throw invalid(`${field}: must be an https URL`);
+  if (url.hash) throw invalid(`${field}: must not carry a fragment`);
+}
+
+/** Creates a tenant's OAuth app; its client secret is sealed (bound to the row) and never answered. */
+export async function createOAuthApp(deps: CommandDeps, request: NewOAuthAppRequest): Promise<OAuthAppRow> {
+  checkUrl(deps, 'authorize_url', request.authorizeUrl);
+  checkUrl(deps, 'token_url', request.tokenUrl);
+  checkUrl(deps, 'redirect_uri', request.redirectUri);
+  const id = randomUUID();
+  const row = await apps.insertOAuthApp(deps.pool, {
+    id,
+    tenantId: request.tenantId,
+    name: request.name,
+    clientId: request.clientId,
+    sealedClientSecret: seal(deps.credentials, { table: 'oauth_apps', id }, request.clientSecret),
+    authorizeUrl: request.authorizeUrl,
+    tokenUrl: request.tokenUrl,
+    redirectUri: request.redirectUri,
+    scopes: request.scopes,
+  });
+  if (!row) throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has an OAuth app named ${request.name}`);
+  return row;
+}
+
+/** The app with id `id`, or `not_found`. */
+export async function getOAuthApp(deps: Pick<CommandDeps, 'pool'>, id: string): Promise<OAuthAppRow> {
+  const row = await apps.findOAuthApp(deps.pool, id);
+  if (!row) throw notFound('no OAuth app with that id');
+  return row;
+}
+
+/** One page of apps ordered by id. */
+export function listOAuthApps(deps: Pick<CommandDeps, 'pool'>, query: { tenantId?: string; afterId?: string; limit: number }) {
+  return apps.listOAuthApps(deps.pool, query);
+}
+
+/** Changes an app (a new client secret is sealed); connections using it refresh with the change. */
+export async function updateOAuthApp(deps: CommandDeps, id: string, change: OAuthAppUpdate): Promise<OAuthAppRow> {
+  checkUrl(deps, 'authorize_url', change.authorizeUrl);
+  checkUrl(deps, 'token_url', change.tokenUrl);
+  checkUrl(deps, 'redirect_uri', change.redirectUri);
+  const row = await apps.updateOAuthApp(deps.pool, id, {
+    clientId: change.clientId,
+    sealedClientSecret: change.clientSecret === undefined ? undefined : seal(deps.credentials, { table: 'oauth_apps', id }, change.clientSecret),
+    authorizeUrl: change.authorizeUrl,
+    tokenUrl: change.tokenUrl,
+    redirectUri: change.redirectUri,
+    scopes: change.scopes,
+  });
+  if (!row) throw notFound('no OAuth app with that id');
+  return row;
+}
+
+/** Deletes an app no connection's credential uses (`conflict` otherwise). */
+export async function deleteOAuthApp(deps: Pick<CommandDeps, 'pool'>, id: string): Promise<void> {
+  const outcome = await apps.deleteOAuthApp(deps.pool, id);
+  if (outcome === 'missing') throw notFound('no OAuth app with that id');
+  if (outcome === 'in_use') throw new CommandRefused('conflict', 'oauth_app_in_use', 'connections use this OAuth app; give them other credentials first');
+}
+
+const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
+
+/** The app of `appId` with its secret opened, for one token request. */
+async function clientOf(deps: CommandDeps, appId: string): Promise<{ row: OAuthAppRow; client: OAuthClientApp }> {
+  const row = await apps.findOAuthAppClient(deps.pool, appId);
+  if (!row) throw notFound('no OAuth app with that id');
+  const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.id }, row.client_secret);
+  return {
+    row,
+    client: { clientId: row.client_id, clientSecret, authorizeUrl: row.authorize_url, tokenUrl: row.token_url, redirectUri: row.redirect_uri },
+  };
+}
+
+/** What `startAuthorization` answers. */
+export interface AuthorizationStart {
+  authorization_url: string;
+  expires_at: Date;
+}
+
+/**
+ * Starts the connect flow of connection `connectionId` with app `appId` (of the connection's
+ * tenant). A `redirectUri`, when given, must equal the app's registered one exactly.
+ */
+export async function startAuthorization(
+  deps: CommandDeps,
+  connectionId: string,
+  request: { appId: string; redirectUri?: string; scopes?: string[] },
+): Promise<AuthorizationStart> {
+  const connection = await connections.findConnection(deps.pool, connectionId);
+  if (!connection) throw notFound('no connection with that id');
+  if (connection.status === 'disabled') throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
+  const { row, client } = await clientOf(deps, request.appId);
+  // Another tenant's app is as good as missing.
+  if (row.tenant_id !== connection.tenant_id) throw notFound('no OAuth app with that id');
+  if (request.redirectUri !== undefined && request.redirectUri !== row.redirect_uri) {
+    throw invalid("redirect_uri: must equal the OAuth app's registered redirect_uri exactly");
+  }
+  const state = newState();
+  const pkce = await newPkce();
+  const hash = sha256(state);
+  const expiresAt = new Date(Date.now() + OAUTH_STATE_TTL_SECONDS * 1000);
+  await insertOAuthState(deps.pool, {
+    state_hash: hash,
+    tenant_id: connection.tenant_id,
+    connection_id: connection.id,
+    oauth_app_id: row.id,
+    code_verifier: seal(deps.credentials, { table: 'oauth_states', id: hash }, pkce.verifier),
+    expires_at: expiresAt,
+  });
+  return {
+    authorization_url: authorizationUrl(client, { state, challenge: pkce.challenge, scopes: request.scopes ?? row.scopes }),
+    expires_at: expiresAt,
+  };
+}
+
+/** What the callback did. */
+export interface AuthorizationDone {
+  connection_id: string;
+  status: string;
+}
+
+/**
+ * Completes a connect flow from the provider's redirect: `state` must be a live one (unknown,
+ * used or expired: `invalid`), the provider's `error` is answered as such, and the code is
+ * exchanged at the app's token endpoint with the flow's verifier and the registered redirect URI.
+ * The tokens are stored sealed as the connection's `oauth2` credential; a connection that needed
+ * reauthorization is active again and its credentials alert is resolved.
+ */
+export async function completeAuthorization(
+  deps: CommandDeps,
+  callback: { state?: string; code?: string; error?: string },
+): Promise<AuthorizationDone> {
+  if (!callback.state) throw invalid('state: required');
+  const hash = sha256(callback.state);
+  const flow = await consumeOAuthState(deps.pool, hash, new Date());
+  if (!flow) throw invalid('state: unknown, already used or expired; start the connect flow again');
+  if (callback.error) throw new CommandRefused('failed', 'authorization_refused', `the provider answered ${callback.error.slice(0, 100)}; start the connect flow again`);
+  if (!callback.code) throw invalid('code: required');
+  const { client } = await clientOf(deps, flow.oauth_app_id);
+  const verifier = open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier);
+  let answer;
+  try {
+    answer = await exchangeCode(client, { code: callback.code, state: callback.state }, verifier, policyOf(deps));
+  } catch (err) {
+    const reason = err instanceof GrantRefused ? 'the provider refused the code' : 'the code exchange failed';
+    throw new CommandRefused('failed', 'token_exchange_failed', `${reason}: ${(err as Error).message}`);
+  }
+  const secret = nextSecret({ refresh_token: null, scopes: [] }, answer, Date.now());
+  const sealed = sealCredentials(deps.credentials, flow.connection_id, { ...secret })!;
+  const row = await withTransaction(deps.pool, async (tx) => {
+    const updated = await connections.updateConnection(tx, flow.connection_id, { sealedCredentials: sealed, oauthAppId: flow.oauth_app_id });
+    if (updated) await resolveAlert(tx, 'connection_credentials_invalid', flow.connection_id, new Date());
+    return updated;
+  });
+  if (!row) throw notFound('the connection no longer exists');
+  return { connection_id: row.id, status: row.status };
+}

@@ -1,0 +1,139 @@
+// The OAuth 2 client side of Synctide, on `oauth4webapi` (standards only, no dependencies): the
+// authorization URL with PKCE S256, the code exchange and the refresh. Every token request goes
+// through `postBoundedForAnswer` (lib/outbound.ts): bounded in time and size, its resolved address
+// checked like a webhook's, so a token URL cannot reach internal addresses unless the deployment
+// allows private ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name the endpoint's
+// answer (`error` code) and never a token or the client secret.
+import * as oauth from 'oauth4webapi';
+import { postBoundedForAnswer } from './outbound';
+
+/** A tenant's OAuth client with its secret opened (in memory, for one request). */
+export interface OAuthClientApp {
+  clientId: string;
+  clientSecret: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  redirectUri: string;
+}
+
+/** How token requests may go: private addresses (tests) and the time and size caps. */
+export interface TokenRequestPolicy {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  maxResponseBytes: number;
+}
+
+/** What a token endpoint granted. */
+export interface TokenAnswer {
+  access_token: string;
+  refresh_token?: string | undefined;
+  expires_in?: number | undefined;
+  scope?: string | undefined;
+}
+
+/** The grant is gone (`invalid_grant`: revoked, expired, or a refresh token used twice): only a person can renew it. */
+export class GrantRefused extends Error {
+  override name = 'GrantRefused';
+}
+
+/** Any other failed token request (network, 5xx, an unusable answer): it may succeed later. */
+export class TokenRequestFailed extends Error {
+  override name = 'TokenRequestFailed';
+}
+
+function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.AuthorizationServer {
+  return { issuer: new URL(app.tokenUrl).origin, authorization_endpoint: app.authorizeUrl, token_endpoint: app.tokenUrl };
+}
+
+function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenEndpointRequestOptions {
+  return {
+    [oauth.allowInsecureRequests]: policy.allowPrivate,
+    [oauth.customFetch]: async (url, init) => {
+      const body = init.body instanceof URLSearchParams ? init.body.toString() : String(init.body ?? '');
+      const answer = await postBoundedForAnswer(url, body, init.headers, {
+        timeoutMs: policy.timeoutMs,
+        maxBodyBytes: policy.maxResponseBytes,
+        allowPrivate: policy.allowPrivate,
+        ...(signal && { signal }),
+      });
+      return new Response(new Uint8Array(answer.body), { status: answer.status, headers: answer.headers });
+    },
+  };
+}
+
+/** A token request's failure in words that carry no secret: the endpoint's error code, or a generic reason. */
+function describe(err: unknown): Error {
+  if (err instanceof oauth.ResponseBodyError) {
+    const words = `the token endpoint answered ${err.status} ${err.error}`;
+    return err.error === 'invalid_grant' ? new GrantRefused(words) : new TokenRequestFailed(words);
+  }
+  if (err instanceof Error && err.name === 'AbortError') return err;
+  return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+function answerOf(result: oauth.TokenEndpointResponse): TokenAnswer {
+  return {
+    access_token: result.access_token,
+    refresh_token: result.refresh_token,
+    expires_in: result.expires_in,
+    scope: result.scope,
+  };
+}
+
+/** The PKCE pair of a new connect flow: the verifier (kept, sealed) and its S256 challenge (sent). */
+export async function newPkce(): Promise<{ verifier: string; challenge: string }> {
+  const verifier = oauth.generateRandomCodeVerifier();
+  return { verifier, challenge: await oauth.calculatePKCECodeChallenge(verifier) };
+}
+
+/** A new random `state`. */
+export function newState(): string {
+  return oauth.generateRandomState();
+}
+
+/** The provider's authorization URL for a connect flow. */
+export function authorizationUrl(app: OAuthClientApp, input: { state: string; challenge: string; scopes: string[] }): string {
+  const url = new URL(app.authorizeUrl);
+  url.searchParams.set('response_type', 'code');
+  url.searchParams.set('client_id', app.clientId);
+  url.searchParams.set('redirect_uri', app.redirectUri);
+  if (input.scopes.length > 0) url.searchParams.set('scope', input.scopes.join(' '));
+  url.searchParams.set('state', input.state);
+  url.searchParams.set('code_challenge', input.challenge);
+  url.searchParams.set('code_challenge_method', 'S256');
+  return url.href;
+}
+
+/**
+ * Exchanges an authorization `code` (with the flow's PKCE verifier) for tokens at the app's token
+ * endpoint, authenticating with the client secret (HTTP Basic).
+ */
+export async function exchangeCode(app: OAuthClientApp, callback: { code: string; state: string }, verifier: string, policy: TokenRequestPolicy): Promise<TokenAnswer> {
+  const as = server(app);
+  const client: oauth.Client = { client_id: app.clientId };
+  try {
+    // The state was checked (and consumed) by the caller; this validates the parameters' shape.
+    const params = oauth.validateAuthResponse(as, client, new URLSearchParams(callback), callback.state);
+    const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), params, app.redirectUri, verifier, options(policy));
+    return answerOf(await oauth.processAuthorizationCodeResponse(as, client, response));
+  } catch (err) {
+    throw describe(err);
+  }
+}
+
+/** Refreshes a grant: the token endpoint's answer, `GrantRefused` on `invalid_grant`, `TokenRequestFailed` otherwise. */
+export async function refreshGrant(
+  app: Pick<OAuthClientApp, 'clientId' | 'clientSecret' | 'tokenUrl'>,
+  refreshToken: string,
+  policy: TokenRequestPolicy,
+  signal?: AbortSignal,
+): Promise<TokenAnswer> {
+  const as = server({ authorizeUrl: app.tokenUrl, tokenUrl: app.tokenUrl });
+  const client: oauth.Client = { client_id: app.clientId };
+  try {
+    const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), refreshToken, options(policy, signal));
+    return answerOf(await oauth.processRefreshTokenResponse(as, client, response));
+  } catch (err) {
+    throw describe(err);
+  }
+}

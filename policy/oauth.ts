@@ -1,0 +1,60 @@
+// OAuth 2 credentials: what an `oauth2` credential holds once opened, when it is refreshed, and
+// how long a connect flow's `state` lives. Pure: no I/O.
+
+/**
+ * A token within this many seconds of its expiry is refreshed before it is used: a request sent
+ * with it could otherwise meet its expiry in flight (and a page's requests take seconds).
+ */
+export const REFRESH_MARGIN_SECONDS = 300;
+
+/** How long a connect flow's `state` (and its PKCE verifier) may wait for the callback. */
+export const OAUTH_STATE_TTL_SECONDS = 600;
+
+/** An opened `oauth2` credential (the plaintext of its envelope). */
+export interface OAuth2Secret {
+  kind: 'oauth2';
+  access_token: string;
+  /** Null when the provider gave none: the grant then ends with the access token. */
+  refresh_token: string | null;
+  /** ISO time the access token expires; null when the provider did not say (used until refused). */
+  expires_at: string | null;
+  scopes: string[];
+}
+
+/** The `oauth2` credential `opened` holds, or null when it is of another kind. */
+export function oauth2SecretOf(opened: Record<string, unknown> | null): OAuth2Secret | null {
+  if (!opened || opened.kind !== 'oauth2' || typeof opened.access_token !== 'string') return null;
+  return {
+    kind: 'oauth2',
+    access_token: opened.access_token,
+    refresh_token: typeof opened.refresh_token === 'string' ? opened.refresh_token : null,
+    expires_at: typeof opened.expires_at === 'string' ? opened.expires_at : null,
+    scopes: Array.isArray(opened.scopes) ? opened.scopes.filter((s): s is string => typeof s === 'string') : [],
+  };
+}
+
+/** Whether `secret` must be refreshed before use at `nowMs`: its expiry is known and within the margin. */
+export function refreshDue(secret: Pick<OAuth2Secret, 'expires_at'>, nowMs: number, marginSeconds = REFRESH_MARGIN_SECONDS): boolean {
+  if (secret.expires_at === null) return false;
+  const at = Date.parse(secret.expires_at);
+  return Number.isNaN(at) || at - nowMs <= marginSeconds * 1000;
+}
+
+/**
+ * The credential after a token answer: the new access token, the rotated refresh token when the
+ * provider sent one (else the one it was refreshed with: rotation is optional), the expiry from
+ * `expires_in`, and the granted scopes (else those held before).
+ */
+export function nextSecret(
+  before: Pick<OAuth2Secret, 'refresh_token' | 'scopes'>,
+  answer: { access_token: string; refresh_token?: string | undefined; expires_in?: number | undefined; scope?: string | undefined },
+  nowMs: number,
+): OAuth2Secret {
+  return {
+    kind: 'oauth2',
+    access_token: answer.access_token,
+    refresh_token: answer.refresh_token ?? before.refresh_token,
+    expires_at: typeof answer.expires_in === 'number' ? new Date(nowMs + answer.expires_in * 1000).toISOString() : null,
+    scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : before.scopes,
+  };
+}

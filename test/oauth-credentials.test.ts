@@ -1,0 +1,294 @@
+// OAuth 2 credentials against a real OAuth server and resource on 127.0.0.1 (test/helpers/fake-oauth.ts),
+// real Postgres, and the sync activity run as a worker runs it (MockActivityEnvironment): refresh once
+// across concurrent activity calls, rotation stored, 401 → one refresh and one retry, invalid_grant →
+// needs_reauth with its event and alert and no breaker count, and the connect flow through the API.
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../activities/enqueue-job';
+import { recordAttemptFailure } from '../activities/record-attempt';
+import { syncTask } from '../activities/sync-task';
+import { createApp } from '../api/app';
+import { updateConnection } from '../commands/connections';
+import type { CommandDeps } from '../commands/deps';
+import { createPool, type Pool } from '../db/pool';
+import { isEnvelope, open, seal, sealCredentials } from '../lib/credentials';
+import { listen, type HttpServer } from '../lib/http';
+import { createSyncMetrics } from '../lib/metrics';
+import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { capturingLogger } from './helpers/logs';
+
+let db: TestDatabase;
+let oauth: FakeOAuth;
+let secondPool: Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  secondPool = createPool(db.url, 5);
+  oauth = await startFakeOAuth();
+});
+afterAll(async () => {
+  await secondPool?.end();
+  await oauth?.close();
+  await db?.drop();
+});
+
+const config = () => ({
+  base_url: oauth.url,
+  auth: { type: 'bearer' },
+  resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' }, b: { path: '/items', id: 'id', updated_at: 'updated_at' } },
+});
+
+async function insertApp(tenant = 'acme'): Promise<string> {
+  const id = randomUUID();
+  await db.pool.query(
+    `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+     values ($1, $2, $3, $4, $5, $6, $7, 'https://example.com/cb')`,
+    [id, tenant, `app-${id.slice(0, 8)}`, oauth.clientId, seal(TEST_KEYRING, { table: 'oauth_apps', id }, oauth.clientSecret), `${oauth.url}/authorize`, `${oauth.url}/token`],
+  );
+  return id;
+}
+
+/** An active http connection holding an oauth2 grant of the fake server whose access token expires in `expiresInSeconds`. */
+async function oauthConnection(expiresInSeconds: number): Promise<{ id: string; appId: string; grant: { access: string; refresh: string } }> {
+  const appId = await insertApp();
+  const id = randomUUID();
+  const grant = oauth.grant();
+  const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + expiresInSeconds * 1000).toISOString(), scopes: ['read'] };
+  await db.pool.query(
+    `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, credential_kind, oauth_app_id)
+     values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text), 'oauth2', $5)`,
+    [id, `c-${id.slice(0, 8)}`, config(), sealCredentials(TEST_KEYRING, id, secret), appId],
+  );
+  return { id, appId, grant };
+}
+
+/** A running job of the connection with one task per resource type; the task ids. */
+async function job(connectionId: string, resources: string[]): Promise<{ jobId: string; tasks: string[] }> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, 'acme', 'incremental', 'manual', 'running', now()) returning id`,
+    [connectionId],
+  );
+  const jobId = rows[0]!.id;
+  const tasks: string[] = [];
+  for (const r of resources) {
+    const t = await db.pool.query<{ id: string }>('insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id', [jobId, r]);
+    tasks.push(t.rows[0]!.id);
+  }
+  return { jobId, tasks };
+}
+
+async function endJob(jobId: string) {
+  await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
+}
+
+function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string) {
+  const { deps, lines } = testActivityDeps({ pool });
+  const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'incremental' };
+  return { lines, result: new MockActivityEnvironment({ attempt: 1 }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
+}
+
+async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
+  const { rows } = await db.pool.query<{ credentials: string }>('select credentials from connections where id = $1', [connectionId]);
+  expect(isEnvelope(rows[0]!.credentials)).toBe(true);
+  return JSON.parse(open(TEST_KEYRING, { table: 'connections', id: connectionId }, rows[0]!.credentials)) as Record<string, unknown>;
+}
+
+describe('oauth2 credentials', () => {
+  it('two activity calls on two pools with a token inside its refresh margin refresh exactly once, and both use the result', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    const { jobId, tasks } = await job(conn.id, ['a', 'b']);
+    const before = oauth.counts.refresh;
+    let release!: () => void;
+    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
+    const first = runTask(db.pool, jobId, tasks[0]!, 'a');
+    const second = runTask(secondPool, jobId, tasks[1]!, 'b');
+    // Let the first refresh answer only once the other call waits on the refresh lock.
+    for (;;) {
+      const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
+      if (rows[0]!.n >= 1 || oauth.counts.refresh - before >= 2) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    release();
+    const [a, b] = await Promise.all([first.result, second.result]);
+    oauth.refreshGate = null;
+    await endJob(jobId);
+    expect(oauth.counts.refresh - before).toBe(1);
+    expect(a.status).toBe('completed');
+    expect(b.status).toBe('completed');
+    expect(a.entityCount + b.entityCount).toBe(4);
+    // Rotation stored: the refresh token is the new one (the old one is refused by the server now).
+    const stored = await storedSecret(conn.id);
+    expect(stored.refresh_token).not.toBe(conn.grant.refresh);
+    expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
+    expect(oauth.refreshTokens.has(conn.grant.refresh)).toBe(false);
+    expect(Date.parse(stored.expires_at as string)).toBeGreaterThan(Date.now() + 3000 * 1000);
+    // Never in a log line.
+    const logged = JSON.stringify([...first.lines, ...second.lines]);
+    for (const s of [conn.grant.access, conn.grant.refresh, stored.access_token, stored.refresh_token, oauth.clientSecret]) expect(logged).not.toContain(s);
+  });
+
+  it('a 401 refreshes once and retries once; a token refused again fails the task instead of looping', async () => {
+    const conn = await oauthConnection(3600);
+    oauth.accessTokens.delete(conn.grant.access); // revoked at the resource, not yet expired by the clock
+    const before = { ...oauth.counts };
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const ok = await runTask(db.pool, jobId, tasks[0]!, 'a').result;
+    await endJob(jobId);
+    expect(ok.status).toBe('completed');
+    expect(oauth.counts.refresh - before.refresh).toBe(1);
+    expect(oauth.counts.unauthorized - before.unauthorized).toBe(1);
+    const rotated = await storedSecret(conn.id);
+    expect(rotated.refresh_token).not.toBe(conn.grant.refresh);
+
+    // The resource refuses every token now: one refresh, one retry, then the task fails.
+    oauth.refuseAll = true;
+    const mid = { ...oauth.counts };
+    const second = await job(conn.id, ['a']);
+    await expect(runTask(db.pool, second.jobId, second.tasks[0]!, 'a').result).rejects.toThrow(/rejected the credentials/);
+    await endJob(second.jobId);
+    expect(oauth.counts.refresh - mid.refresh).toBe(1);
+    expect(oauth.counts.items - mid.items).toBe(2);
+    oauth.refuseAll = false;
+  });
+
+  it('invalid_grant puts the connection in needs_reauth with an event and an alert, counts no breaker failure, and new credentials clear it', async () => {
+    const conn = await oauthConnection(10);
+    oauth.refreshTokens.delete(conn.grant.refresh); // revoked
+    await db.pool.query(`insert into webhooks (tenant_id, url, event_types, secret) values ('acme', 'https://example.com/h', '{connection.credentials_invalid}', 'whsec')`);
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await expect(runTask(db.pool, jobId, tasks[0]!, 'a').result).rejects.toThrow(/invalid_grant/);
+    const status = await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id]);
+    expect(status.rows[0]!.status).toBe('needs_reauth');
+    const events = await db.pool.query<{ payload: Record<string, unknown> }>(
+      `select payload from webhook_events where connection_id = $1 and event_type = 'connection.credentials_invalid'`, [conn.id]);
+    expect(events.rows).toHaveLength(1);
+    expect(events.rows[0]!.payload.connection_id).toBe(conn.id);
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(alerts.rowCount).toBe(1);
+    // The job workflow then records the failed attempt: nothing is counted for a connection that needs reauthorization.
+    const breaker = (await new MockActivityEnvironment().run(recordAttemptFailure(deps), { connectionId: conn.id, at: Date.now(), error: 'x', attemptKey: 'k1' })) as { consecutiveFailures: number };
+    expect(breaker.consecutiveFailures).toBe(0);
+    const stats = await db.pool.query('select 1 from connector_failure_stats where connection_id = $1 and consecutive_failures > 0', [conn.id]);
+    expect(stats.rowCount).toBe(0);
+    await endJob(jobId);
+    // A later run fails at once without calling the token endpoint again.
+    const before = oauth.counts.refresh;
+    const again = await job(conn.id, ['a']);
+    await expect(runTask(db.pool, again.jobId, again.tasks[0]!, 'a').result).rejects.toThrow(/needs new credentials/);
+    await endJob(again.jobId);
+    expect(oauth.counts.refresh).toBe(before);
+    // The schedule enqueues nothing while it needs reauthorization.
+    const enqueue = () => new MockActivityEnvironment().run(enqueueJob(deps), {
+      jobId: randomUUID(), connectionId: conn.id, jobType: 'incremental' as const, trigger: 'schedule' as const, scheduledAt: Date.now(), at: Date.now(),
+    }) as Promise<{ outcome: string }>;
+    expect(await enqueue()).toMatchObject({ outcome: 'inactive', status: 'needs_reauth' });
+    // New credentials (PATCH credentials) make it active again and resolve the alert.
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    const row = await updateConnection(commandDeps, conn.id, { credentials: { token: 'static_token_1234567890' } });
+    expect(row.status).toBe('active');
+    expect(row.credential_kind).toBe('token');
+    const open2 = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(open2.rowCount).toBe(0);
+    expect(await enqueue()).toMatchObject({ outcome: 'enqueued' });
+  });
+});
+
+describe('the connect flow through the API', () => {
+  let server: HttpServer;
+  let lines: Record<string, unknown>[];
+  const call = async (method: string, path: string, body?: unknown, key: string | null = 'admin-key-0123456789abcdefghij') => {
+    const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+    const text = await res.text();
+    return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
+  };
+  beforeAll(async () => {
+    const registry = new Registry();
+    const captured = capturingLogger();
+    lines = captured.lines;
+    const app = createApp({
+      pool: db.pool, temporal: undefined as never, registry, metrics: createSyncMetrics(registry), logger: captured.logger, taskQueue: 'oauth-test',
+      adminApiKey: 'admin-key-0123456789abcdefghij', credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000, providers: TEST_PROVIDER_POLICY,
+    });
+    server = await listen(app, '127.0.0.1', 0);
+  });
+  afterAll(async () => server?.close());
+
+  it('authorize → consent → callback stores the tokens sealed, once, and a sync uses them; secrets are in no answer', async () => {
+    const redirect = `${server.url}/oauth/callback`;
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: 'fake', client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: redirect, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    expect(created.text).not.toContain(oauth.clientSecret);
+    const stored = await db.pool.query<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [created.body.id]);
+    expect(isEnvelope(stored.rows[0]!.client_secret)).toBe(true);
+    const listed = await call('GET', '/oauth-apps?tenant_id=acme');
+    expect(listed.status).toBe(200);
+    expect(listed.text).not.toContain(oauth.clientSecret);
+
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', 'flow', $2, 'needs_reauth')`, [id, config()]);
+
+    const wrongRedirect = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: created.body.id, redirect_uri: `${redirect}/` });
+    expect(wrongRedirect.status).toBe(400);
+    expect(wrongRedirect.body.error.message).toMatch(/redirect_uri/);
+
+    const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: created.body.id });
+    expect(start.status).toBe(200);
+    const auth = new URL(start.body.authorization_url as string);
+    expect(auth.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(auth.searchParams.get('redirect_uri')).toBe(redirect);
+    const state = auth.searchParams.get('state')!;
+    const states = await db.pool.query<{ state_hash: string }>('select state_hash from oauth_states where connection_id = $1', [id]);
+    expect(states.rows).toHaveLength(1);
+    expect(states.rows[0]!.state_hash).not.toBe(state);
+
+    // The fake consent redirects back with a code and the state.
+    const consent = await fetch(auth, { redirect: 'manual' });
+    expect(consent.status).toBe(302);
+    const back = new URL(consent.headers.get('location')!);
+    const done = await call('GET', `${back.pathname}${back.search}`, undefined, null);
+    expect(done.text).toContain(id);
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ connection_id: id, status: 'active', credential_kind: 'oauth2' });
+    // Single-use: the same callback again is refused.
+    const replay = await call('GET', `${back.pathname}${back.search}`, undefined, null);
+    expect(replay.status).toBe(400);
+    expect(replay.body.error.message).toMatch(/state/);
+
+    const row = await db.pool.query<{ credentials: string; credential_kind: string; oauth_app_id: string }>(
+      'select credentials, credential_kind, oauth_app_id from connections where id = $1', [id]);
+    expect(row.rows[0]!.credential_kind).toBe('oauth2');
+    expect(row.rows[0]!.oauth_app_id).toBe(created.body.id);
+    const secret = await storedSecret(id);
+    expect(JSON.stringify(row.rows[0]!.credentials)).not.toContain(secret.access_token as string);
+    expect(JSON.stringify(row.rows[0]!.credentials)).not.toContain(secret.refresh_token as string);
+
+    const shown = await call('GET', `/connections/${id}`);
+    expect(shown.status).toBe(200);
+    expect(shown.body.credential_kind ?? shown.body.connection?.credential_kind).toBe('oauth2');
+    for (const s of [secret.access_token as string, secret.refresh_token as string, oauth.clientSecret]) {
+      expect(shown.text).not.toContain(s);
+      expect(JSON.stringify(lines)).not.toContain(s);
+    }
+
+    const before = oauth.counts.items;
+    const { jobId, tasks } = await job(id, ['a']);
+    const result = await runTask(db.pool, jobId, tasks[0]!, 'a').result;
+    await endJob(jobId);
+    expect(result).toMatchObject({ status: 'completed', entityCount: 2 });
+    expect(oauth.counts.items - before).toBe(1);
+
+    // An app in use cannot be deleted.
+    expect((await call('DELETE', `/oauth-apps/${created.body.id}`)).status).toBe(409);
+  });
+});
