@@ -7,13 +7,14 @@
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../api/app';
 import type { ApiDeps } from '../api/deps';
+import { Registry } from 'prom-client';
 import { createLogger } from '../lib/logger';
 import { API_ERROR_CODES, WEBHOOK_EVENT_TYPES } from '../policy/vocabulary';
 
 type Json = Record<string, any>;
 
 async function served(): Promise<Json> {
-  const app = createApp({ adminApiKey: 'openapi-document-test-0123456789ab', logger: createLogger('silent') } as ApiDeps);
+  const app = createApp({ adminApiKey: 'openapi-document-test-0123456789ab', logger: createLogger('silent'), registry: new Registry() } as ApiDeps);
   const res = await app.request('/openapi.json');
   expect(res.status).toBe(200);
   return (await res.json()) as Json;
@@ -30,12 +31,12 @@ describe('the OpenAPI document', () => {
   it('names and describes every operation: a unique camelCase operationId starting with a verb, and a description', async () => {
     const doc = await served();
     const ops = operations(doc);
-    expect(ops.length).toBe(29);
+    expect(ops.length).toBe(36);
     const ids = ops.map(([, op]) => op.operationId);
     expect(ids.filter((id) => typeof id !== 'string')).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
     for (const [route, op] of ops) {
-      expect(op.operationId, route).toMatch(/^(list|get|create|update|delete|pause|resume|disable|sync|request|schedule|cancel|redeliver|revoke)[A-Z][A-Za-z]*$/);
+      expect(op.operationId, route).toMatch(/^(list|get|create|update|delete|pause|resume|disable|sync|request|schedule|cancel|redeliver|revoke|start|complete)[A-Z][A-Za-z]*$/);
       expect(op.description?.length ?? 0, route).toBeGreaterThan(30);
     }
     expect(Object.fromEntries(ops.map(([route, op]) => [route, op.operationId]))).toMatchObject({
@@ -77,7 +78,7 @@ describe('the OpenAPI document', () => {
     const security = Object.fromEntries(operations(doc).map(([route, op]) => [route, op.security]));
     for (const [route, requirement] of Object.entries(security)) {
       const [method, path] = route.split(' ') as [string, string];
-      if (path === '/healthz' || path === '/readyz') expect(requirement, route).toEqual([]);
+      if (path === '/healthz' || path === '/readyz' || path === '/oauth/callback') expect(requirement, route).toEqual([]);
       else if (/^\/(tenants|audit|metrics)/.test(path)) expect(requirement, route).toEqual([{ adminApiKey: [] }]);
       else expect(requirement, route).toEqual([{ adminApiKey: [] }, { tenantApiKey: [method === 'GET' ? 'read' : 'write'] }]);
     }

@@ -63,7 +63,7 @@ const remove = createRoute({
   responses: { 204: { description: 'Deleted' }, ...errorResponses, 404: notFound, 409: conflict('Connections use the app', 'oauth_app_in_use') },
 });
 const authorize = createRoute({
-  method: 'post', path: '/connections/{id}/oauth/authorize', tags, summary: "Start the connect flow: the provider's authorization URL (PKCE S256, single-use state, 10 minutes)", operationId: 'authorizeConnection',
+  method: 'post', path: '/connections/{id}/oauth/authorize', tags, summary: "Start the connect flow: the provider's authorization URL (PKCE S256, single-use state, 10 minutes)", operationId: 'startOAuthAuthorization',
   description: "Answers the URL to send the person to: the provider's authorization endpoint with PKCE (S256) and a single-use state bound to the tenant, the connection and the app, valid for 10 minutes. A redirect_uri, when given, must equal the app's registered one exactly.",
   request: { params: IdParams, body: jsonBody(AuthorizeBody) },
   responses: { 200: jsonAnswer(AuthorizationSchema, 'Where to send the person'), ...errorResponses, 404: notFound, 409: conflict('The connection is disabled', 'connection_disabled') },

@@ -461,8 +461,8 @@ export async function findCredentialForRefresh(db: Queryable, id: string): Promi
  */
 export async function markNeedsReauth(db: Queryable, id: string, stored: unknown): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update connections set status = 'needs_reauth'
-      where id = $1 and status in ('active', 'paused') and credentials = $2::jsonb`,
+    `update connections set status = ${CONNECTION.needs_reauth}
+      where id = $1 and status in (${CONNECTION.active}, ${CONNECTION.paused}) and credentials = $2::jsonb`,
     [id, JSON.stringify(stored)],
   );
   return (rowCount ?? 0) > 0;

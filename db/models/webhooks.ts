@@ -255,7 +255,7 @@ export async function findWebhookBacklog(db: Queryable): Promise<{ pending: numb
   const { rows } = await db.query<{ pending: number; oldest_seconds: number }>(
     `select count(*)::int as pending,
             coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_seconds
-       from webhook_deliveries where status = 'pending'`,
+       from webhook_deliveries where status = ${DELIVERY.pending}`,
   );
   return { pending: rows[0]!.pending, oldestSeconds: rows[0]!.oldest_seconds };
 }
