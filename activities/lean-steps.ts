@@ -47,7 +47,7 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
   return async (input) => {
     const at = new Date(input.at);
     const outcome = await withTransaction(pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits);
       if (!claim.claimed) return { claim };
       try {
         return { claim, prepared: await prepareInTx(tx, input.jobId, at, rateLimit) };

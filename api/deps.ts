@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import { BackgroundStarts } from '../commands/background-starts';
 import type { CommandDeps } from '../commands/deps';
 import type { Shutdown } from '../lib/shutdown';
-import { immediateTaskQueue, providerPolicy, type Config } from '../lib/config';
+import { immediateTaskQueue, providerPolicy, type Config, tenantLimits } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { BucketLimits } from '../policy/token-bucket';
 
@@ -23,7 +23,7 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
@@ -34,6 +34,7 @@ export function apiSettings(
     defaultIntervalSeconds: config.DEFAULT_INTERVAL_SECONDS,
     immediateTaskQueue: immediateTaskQueue(config),
     providers: providerPolicy(config),
+    tenantLimits: tenantLimits(config),
   };
 }
 

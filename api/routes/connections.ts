@@ -34,7 +34,7 @@ const tags = ['connections'];
 const create = createRoute({
   method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow',
   request: { body: jsonBody(CreateConnectionBody) },
-  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken') },
+  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken, or the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`)') },
 });
 const list = createRoute({
   method: 'get', path: '/connections', tags, summary: 'List connections (cursor pagination, by id)',

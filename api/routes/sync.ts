@@ -17,6 +17,7 @@ const route = createRoute({
     ...errorResponses,
     404: notFound,
     409: conflict('Ambiguous app_key, or the connection is paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time)'),
+    429: conflict('This API key exceeded its request rate, or (immediate) the tenant runs its limit of immediate syncs at once (`tenant_limit`, with `limit`, `value` and `retry_after_seconds`); retry after `Retry-After` seconds'),
     502: { description: 'immediate: the provider failed', content: { 'application/json': { schema: ErrorSchema } } },
     504: jsonAnswer(ImmediateSyncTimeoutSchema, 'immediate: not finished within IMMEDIATE_SYNC_TIMEOUT_SECONDS; the sync was cancelled, and `fetched` tells what it fetched and stored so far'),
   },

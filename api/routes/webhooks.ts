@@ -23,7 +23,7 @@ const UUID = /^[0-9a-f-]{36}$/i;
 const create = createRoute({
   method: 'post', path: '/webhooks', tags, summary: "Subscribe an endpoint to a tenant's events (the signing secret is shown once)",
   request: { body: jsonBody(CreateWebhookBody) },
-  responses: { 201: jsonAnswer(CreatedWebhookSchema, 'Created, with its secret'), ...errorResponses },
+  responses: { 201: jsonAnswer(CreatedWebhookSchema, 'Created, with its secret'), ...errorResponses, 409: conflict('The tenant has its limit of webhooks (`tenant_limit`, with `limit` and `value`)') },
 });
 const list = createRoute({
   method: 'get', path: '/webhooks', tags, summary: 'List webhooks (cursor pagination, by id; never their secrets)',
@@ -53,6 +53,7 @@ const redeliverRoute = createRoute({
     ...errorResponses,
     404: notFound,
     409: conflict('The delivery is still being attempted (`delivery_pending`)'),
+    429: conflict('This API key exceeded its request rate, or the tenant its redeliveries per hour (`tenant_limit`, with `limit`, `value` and `retry_after_seconds`); retry after `Retry-After` seconds'),
   },
 });
 

@@ -250,13 +250,14 @@ export interface ClaimRow {
   status: JobStatus;
   workflow_id: string | null;
   retry_count: number;
+  tenant_id: string;
   connection_status: ConnectionStatus;
 }
 
 /** Locks job `id` `FOR UPDATE SKIP LOCKED`; null when it is missing or locked by another claimer. */
 export async function lockJobForClaim(tx: PoolClient, id: string): Promise<ClaimRow | null> {
   const { rows } = await tx.query<ClaimRow>(
-    `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, c.status as connection_status
+    `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status
        from sync_jobs j join connections c on c.id = j.connection_id
       where j.id = $1 for update of j skip locked`,
     [id],
