@@ -212,10 +212,12 @@ export async function disableConnection(deps: CommandDeps, id: string): Promise<
   });
   await stopConnectionWorkflow(deps.temporal, row.id);
   for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
-    if (await cancelJobWorkflow(deps.temporal, job.id)) continue;
+    const hadWorkflow = await cancelJobWorkflow(deps.temporal, job.id);
+    // One its workflow has not claimed yet may be waiting to (as in cancelJob): ended here too.
+    if (hadWorkflow && job.status !== 'queued') continue;
     const at = new Date();
     const ended = await withTransaction(deps.pool, async (tx) => {
-      const cancelled = await jobs.cancelJobAndTasks(tx, job.id, at, 'connection disabled');
+      const cancelled = await jobs.cancelJobAndTasks(tx, job.id, at, 'connection disabled', hadWorkflow);
       if (cancelled) deliveries.push(...(await emitJobEvent(tx, job.id, 'cancelled', at)));
       return cancelled;
     });

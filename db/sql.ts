@@ -20,6 +20,8 @@ export function sqlList(values: readonly string[]): string {
 
 /** `'queued', 'running', 'retrying'`. */
 export const ACTIVE_JOBS = sqlList(ACTIVE_JOB_STATUSES);
+/** `'queued'`: a job not yet claimed. */
+export const QUEUED_JOBS = sqlList(['queued']);
 /** `'completed', 'failed', 'cancelled'`. */
 export const FINISHED_JOBS = sqlList(FINISHED_JOB_STATUSES);
 /** `'pending', 'processing'`. */

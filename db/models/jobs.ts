@@ -5,7 +5,7 @@ import type { PoolClient } from 'pg';
 import type { ActiveJobStatus, ConnectionStatus, FinishedJobStatus, JobStatus, JobTrigger, SyncMode } from '../../policy/vocabulary';
 import { syncJobWorkflowId } from '../../temporal/ids';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, FINISHED_JOBS, OPEN_TASKS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS } from '../sql';
+import { ACTIVE_JOBS, FINISHED_JOBS, OPEN_TASKS, QUEUED_JOBS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS } from '../sql';
 import { pausedUntilAt } from './breaker';
 import { forgetSeenOfJob } from './seen';
 import { cancelOpenTasks } from './tasks';
@@ -209,11 +209,14 @@ export async function moveQueuedJob(tx: PoolClient, id: string, scheduledAt: Dat
   ]);
 }
 
-/** Cancels an active job with a reason; the ended row, or null when it had already finished. */
-export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+/**
+ * Cancels an active job (`onlyQueued`: only one not yet claimed) with a reason; the ended row, or
+ * null when it had already finished (or been claimed).
+ */
+export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reason: string, onlyQueued = false): Promise<(EndedJob & { connection_id: string }) | null> {
   const { rows } = await tx.query<EndedJob & { connection_id: string }>(
     `update sync_jobs set status = 'cancelled', finished_at = $2, last_error = $3
-      where id = $1 and status in (${ACTIVE_JOBS})
+      where id = $1 and status in (${onlyQueued ? QUEUED_JOBS : ACTIVE_JOBS})
       returning connection_id, status, ${endedJobColumns()}`,
     [id, at, reason],
   );
@@ -223,10 +226,11 @@ export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reas
 /**
  * Inside a transaction: cancels an active job and its open tasks with a reason and forgets its
  * seen-sets (a cancelled full pass never reaches its deletion step). Null when the job had
- * already finished. The caller counts the ended job's metrics once the transaction committed.
+ * already finished (`onlyQueued`: or was no longer queued). The caller counts the ended job's
+ * metrics once the transaction committed.
  */
-export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
-  const job = await cancelActiveJob(tx, id, at, reason);
+export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string, onlyQueued = false): Promise<(EndedJob & { connection_id: string }) | null> {
+  const job = await cancelActiveJob(tx, id, at, reason, onlyQueued);
   if (!job) return null;
   await cancelOpenTasks(tx, id, at, reason);
   await forgetSeenOfJob(tx, id);
