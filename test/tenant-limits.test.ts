@@ -223,19 +223,28 @@ describe('per-tenant limits', () => {
   it("fairness: a tenant flooding immediate syncs and due jobs on a saturated worker leaves another tenant's immediate sync and scheduled job running first", async () => {
     // The flooding tenant may hold fewer slots than there are: two of three, of each kind.
     await setLimits('flood', { max_running_jobs: 2, max_immediate_syncs: 2 });
-    const immediate = [];
+    const immediate: { id: string; appKey: string }[] = [];
     for (let i = 0; i < 5; i++) immediate.push(await syncable('flood', SLOW));
     const quiet = await syncable('quiet', FAST);
 
     // Immediate syncs: five slow ones of the flooding tenant, then one fast one of the other.
     const finished: string[] = [];
+    let refused = 0;
     const flood = immediate.map((c, i) =>
       api.call('POST', '/sync', { app_key: c.appKey, tenant_id: 'flood', mode: 'full', immediate: true }).then((res) => {
         if (res.status === 200) finished.push(`flood-${i}`);
+        if (res.status === 429) refused += 1;
         return res;
       }),
     );
-    await eventually(async () => ((await q(`select 1 from immediate_sync_leases where tenant_id = 'flood'`)).length >= 2 ? true : undefined));
+    // Every flood request was admitted or refused, and the admitted ones hold every slot they can.
+    await eventually(async () => {
+      const admitted = (await q(`select 1 from immediate_sync_leases where tenant_id = 'flood'`)).length;
+      if (admitted + refused < immediate.length) return undefined;
+      const described = await Promise.all(immediate.map((c) => env.client.workflow.getHandle(`immediate-sync:${c.id}`).describe().catch(() => null)));
+      const started = described.filter((d) => (d?.raw.pendingActivities ?? []).some((a) => String(a.state) === 'PENDING_ACTIVITY_STATE_STARTED' || String(a.state) === '2')).length;
+      return started >= Math.min(admitted, IMMEDIATE_SLOTS) ? true : undefined;
+    });
     const mine = await api.call('POST', '/sync', { app_key: quiet.appKey, tenant_id: 'quiet', mode: 'full', immediate: true });
     finished.push('quiet');
     expect(mine.status, JSON.stringify(mine.body)).toBe(200);
