@@ -621,7 +621,7 @@ describe('REST API over HTTP', () => {
         'POST /jobs/{id}/cancel', 'GET /connections/{id}/records', 'POST /webhooks', 'GET /webhooks', 'GET /webhooks/{id}',
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
         'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
-        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit',
+        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit', 'GET /tenants/{tenant_id}/limits', 'PATCH /tenants/{tenant_id}/limits',
       ].sort(),
     );
     // Each route documents every status it answers with (besides 500).
@@ -645,7 +645,7 @@ describe('REST API over HTTP', () => {
       'GET /jobs': ['200'],
       'POST /jobs/{id}/cancel': ['202', '409'],
       'GET /connections/{id}/records': ['200', '410'],
-      'POST /webhooks': ['201'],
+      'POST /webhooks': ['201', '409'],
       'GET /webhooks': ['200'],
       'GET /webhooks/{id}': ['200'],
       'DELETE /webhooks/{id}': ['204'],
@@ -657,6 +657,8 @@ describe('REST API over HTTP', () => {
       'GET /tenants/{tenant_id}/api-keys': ['200'],
       'DELETE /tenants/{tenant_id}/api-keys/{key_id}': ['200'],
       'GET /audit': ['200'],
+      'GET /tenants/{tenant_id}/limits': ['200'],
+      'PATCH /tenants/{tenant_id}/limits': ['200'],
     });
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];
