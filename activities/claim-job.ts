@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { PoolClient } from 'pg';
 import { countRunningJobs, findTenantLimits, lockTenant, overridesOf } from '../db/models/tenant-limits';
@@ -20,10 +21,24 @@ import { startDeliveriesSoon } from './webhook-deliveries';
  */
 export function claimJob(deps: ActivityDeps): Activities['claimJob'] {
   return async (input) => {
-    const outcome = await withTransaction(deps.pool, (tx) => claimInTx(tx, input.jobId, input.workflowId, new Date(input.at), deps.tenantLimits));
+    const outcome = await withTransaction(deps.pool, (tx) => claimInTx(tx, input.jobId, input.workflowId, claimTime(input.at), deps.tenantLimits));
     afterClaim(deps, input.jobId, outcome);
     return outcome.claimed ?? null;
   };
+}
+
+/**
+ * When a claim happens: the workflow's time `at`, or, for a retried attempt (one that waited for
+ * its tenant's running jobs, or for Postgres), now when later: the job starts when it is claimed.
+ */
+export function claimTime(at: number): Date {
+  let attempt = 1;
+  try {
+    attempt = Context.current().info.attempt;
+  } catch {
+    // Called outside an activity (tests): the first attempt.
+  }
+  return new Date(attempt > 1 ? Math.max(at, Date.now()) : at);
 }
 
 /** The failure type of a claim that waits for its tenant's running jobs. */
