@@ -1,4 +1,8 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { PoolClient } from 'pg';
+import { countRunningJobs, findTenantLimits, lockTenant, overridesOf } from '../db/models/tenant-limits';
+import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { emitJobEvent } from '../db/events';
 import { cancelJobAndTasks, lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
@@ -17,11 +21,28 @@ import { startDeliveriesSoon } from './webhook-deliveries';
  */
 export function claimJob(deps: ActivityDeps): Activities['claimJob'] {
   return async (input) => {
-    const outcome = await withTransaction(deps.pool, (tx) => claimInTx(tx, input.jobId, input.workflowId, new Date(input.at)));
+    const outcome = await withTransaction(deps.pool, (tx) => claimInTx(tx, input.jobId, input.workflowId, claimTime(input.at), deps.tenantLimits));
     afterClaim(deps, input.jobId, outcome);
     return outcome.claimed ?? null;
   };
 }
+
+/**
+ * When a claim happens: the workflow's time `at`, or, for a retried attempt (one that waited for
+ * its tenant's running jobs, or for Postgres), now when later: the job starts when it is claimed.
+ */
+export function claimTime(at: number): Date {
+  let attempt = 1;
+  try {
+    attempt = Context.current().info.attempt;
+  } catch {
+    // Called outside an activity (tests): the first attempt.
+  }
+  return new Date(attempt > 1 ? Math.max(at, Date.now()) : at);
+}
+
+/** The failure type of a claim that waits for its tenant's running jobs. */
+export const TENANT_AT_JOB_LIMIT = 'TenantAtJobLimit';
 
 /** What a claim did: the claimed job, or a job it cancelled because its connection may not run it. */
 export interface ClaimOutcome {
@@ -32,8 +53,14 @@ export interface ClaimOutcome {
   deliveries?: string[];
 }
 
-/** Claiming, inside the caller's transaction. */
-export async function claimInTx(tx: PoolClient, jobId: string, workflowId: string, at: Date): Promise<ClaimOutcome> {
+/**
+ * Claiming, inside the caller's transaction. A job that would start running while its tenant
+ * already runs its limit of jobs (TENANT_MAX_RUNNING_JOBS or the tenant's override) is not
+ * claimed: the activity fails retryably with a delay of 65–95 s, so the job stays queued (or
+ * retrying) on a durable timer and claims again then, holding no worker slot meanwhile, while
+ * other tenants' jobs claim at once. The count is taken under the tenant's lock.
+ */
+export async function claimInTx(tx: PoolClient, jobId: string, workflowId: string, at: Date, defaults: TenantLimits = DEFAULT_TENANT_LIMITS): Promise<ClaimOutcome> {
   const job = await lockJobForClaim(tx, jobId);
   if (!job) return {};
   const refusal =
@@ -46,8 +73,23 @@ export async function claimInTx(tx: PoolClient, jobId: string, workflowId: strin
   }
   const claimable = job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === workflowId);
   if (!claimable) return {};
+  if (job.status !== 'running') await waitUnlessUnderLimit(tx, job.tenant_id, jobId, defaults);
   await markJobRunning(tx, jobId, at, workflowId);
   return { claimed: { jobId: job.id, connectionId: job.connection_id, jobType: job.job_type, retryCount: job.retry_count } };
+}
+
+/** Throws the retryable failure that makes a claim wait when the tenant runs its limit of jobs. */
+async function waitUnlessUnderLimit(tx: PoolClient, tenantId: string, jobId: string, defaults: TenantLimits): Promise<void> {
+  await lockTenant(tx, tenantId);
+  const max = effectiveLimits(defaults, overridesOf(await findTenantLimits(tx, tenantId))).runningJobs;
+  if (fitsUnder(max, await countRunningJobs(tx, tenantId, jobId))) return;
+  throw ApplicationFailure.create({
+    message: `waiting: the tenant runs its limit of ${max} jobs at once (${TENANT_LIMIT_NAMES.runningJobs})`,
+    type: TENANT_AT_JOB_LIMIT,
+    nextRetryDelay: `${runningJobsWaitSeconds(Math.random())} seconds`,
+    // Expected while a tenant is busy: not an error in the SDK's logs and metrics.
+    category: ApplicationFailureCategory.BENIGN,
+  });
 }
 
 /** Logs and counts a job a claim cancelled, and starts its event's deliveries, once its transaction committed. */

@@ -7,6 +7,7 @@ import type { SyncMetrics } from '../lib/metrics';
 import type { BudgetSettings } from '../policy/rate-budget';
 import type { RateLimitPolicy } from '../policy/rate-limit';
 import type { ScheduleSettings } from '../policy/schedule';
+import type { TenantLimits } from '../policy/tenant-limits';
 import type { ReconcileSettings } from '../temporal/activities';
 
 /** What activities need from the worker process. */
@@ -35,6 +36,8 @@ export interface ActivityDeps {
   providers: ProviderPolicy;
   /** The shared rate budget of connectors' credentials (defaults when absent). */
   connectors?: ConnectorSettings;
+  /** The default per-tenant limits (TENANT_MAX_*): claims wait while a tenant runs its limit of jobs. DEFAULT_TENANT_LIMITS when absent. */
+  tenantLimits?: TenantLimits;
 }
 
 /** How activities drive connectors, besides the provider policy. */

@@ -5,7 +5,7 @@ import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
 import type { Activities } from '../temporal/activities';
 import { ConnectorError } from '../connectors/types';
-import { afterClaim, claimInTx } from './claim-job';
+import { afterClaim, claimInTx, claimTime } from './claim-job';
 import { storeLegacyScheduleChange } from './connection-settings';
 import type { ActivityDeps } from './deps';
 import { failAbandonedInTx } from './fail-abandoned-jobs';
@@ -46,9 +46,9 @@ export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
 export function startJob(deps: ActivityDeps): Activities['startJob'] {
   const { pool, rateLimit } = deps;
   return async (input) => {
-    const at = new Date(input.at);
+    const at = claimTime(input.at);
     const outcome = await withTransaction(pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits);
       if (!claim.claimed) return { claim };
       try {
         return { claim, prepared: await prepareInTx(tx, input.jobId, at, rateLimit) };

@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import { BackgroundStarts } from '../commands/background-starts';
 import type { CommandDeps } from '../commands/deps';
 import type { Shutdown } from '../lib/shutdown';
-import { immediateTaskQueue, providerPolicy, type Config } from '../lib/config';
+import { immediateTaskQueue, providerPolicy, type Config, tenantLimits } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { BucketLimits } from '../policy/token-bucket';
 
@@ -25,7 +25,7 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
@@ -37,6 +37,7 @@ export function apiSettings(
     defaultIntervalSeconds: config.DEFAULT_INTERVAL_SECONDS,
     immediateTaskQueue: immediateTaskQueue(config),
     providers: providerPolicy(config),
+    tenantLimits: tenantLimits(config),
   };
 }
 

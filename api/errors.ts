@@ -5,7 +5,7 @@ import { CommandRefused, type Refusal } from '../commands/errors';
 import type { ApiErrorCode } from '../policy/vocabulary';
 
 /** The HTTP status of each way a command can refuse. */
-const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, gone: 410, failed: 502, timeout: 504 };
+const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, gone: 410, failed: 502, timeout: 504, limited: 429 };
 
 /** An error the API answers with its own status, code and message (never internals). */
 export class ApiError extends Error {
@@ -32,7 +32,12 @@ export function errorBody(code: ApiErrorCode, message: string, details?: Record<
  */
 export function errorResponse(c: Context, err: unknown): Response {
   if (err instanceof ApiError) return c.json(errorBody(err.code, err.message, err.details), err.status);
-  if (err instanceof CommandRefused) return c.json(errorBody(err.code, err.message, err.details), REFUSAL_STATUS[err.reason]);
+  if (err instanceof CommandRefused) {
+    // A refusal for a rate-type limit says when to try again.
+    const retryAfter = err.details?.retry_after_seconds;
+    if (err.reason === 'limited' && typeof retryAfter === 'number') c.header('Retry-After', String(retryAfter));
+    return c.json(errorBody(err.code, err.message, err.details), REFUSAL_STATUS[err.reason]);
+  }
   // Hono's own refusals, e.g. a body that is not JSON.
   if (err instanceof HTTPException && err.status < 500) {
     const code = err.status === 400 ? 'invalid_request' : err.status === 413 ? 'payload_too_large' : 'error';

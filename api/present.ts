@@ -10,6 +10,8 @@ import type { RecordChange } from '../commands/records';
 import type { DeliveryRow, WebhookRow } from '../commands/webhooks';
 import type { PurgeRow } from '../commands/purges';
 import type { ApiKeyRow, AuditRow } from '../commands/tenancy';
+import type { TenantLimitsView } from '../commands/tenant-limits';
+import { TENANT_LIMIT_NAMES, type TenantLimitKind } from '../policy/tenant-limits';
 import { connectionPurgeWorkflowId } from '../temporal/purge';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 
@@ -164,6 +166,17 @@ export function presentDelivery(row: DeliveryRow) {
     finished_at: row.finished_at?.toISOString() ?? null,
     attempt_log: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at).toISOString() })),
   };
+}
+
+/** A tenant's limits: limit names as the API and errors name them (max_connections, …). */
+export function presentTenantLimits(view: TenantLimitsView) {
+  const named = <T>(values: Record<TenantLimitKind, T>) =>
+    Object.fromEntries((Object.keys(TENANT_LIMIT_NAMES) as TenantLimitKind[]).map((k) => [TENANT_LIMIT_NAMES[k], values[k]])) as Record<
+      'max_connections' | 'max_webhooks' | 'max_immediate_syncs' | 'max_running_jobs' | 'max_redeliveries_per_hour',
+      T
+    >;
+  const overrides = Object.fromEntries((Object.keys(TENANT_LIMIT_NAMES) as TenantLimitKind[]).map((k) => [k, view.overrides[k] ?? null])) as Record<TenantLimitKind, number | null>;
+  return { tenant_id: view.tenantId, limits: named(view.limits), overrides: named(overrides), usage: view.usage };
 }
 
 /** A tenant API key as the API shows it (never its secret or hash). */

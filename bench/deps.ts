@@ -11,6 +11,7 @@ import type { Pool } from '../db/pool';
 import { parseKeyring } from '../lib/credentials';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
+import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limits';
 import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../policy/schedule';
 
 // Every benchmark syncs demo connections: the provider production leaves off (DEMO_CONNECTOR).
@@ -27,6 +28,8 @@ export function benchActivityDeps(opts: {
   client: Client;
   taskQueue: string;
   settings?: ScheduleSettings;
+  /** Default per-tenant limits; unset, every bench tenant may run any number of jobs (one tenant holds all of a bench's connections). */
+  tenantLimits?: TenantLimits;
 }): ActivityDeps {
   return {
     pool: opts.pool,
@@ -42,5 +45,6 @@ export function benchActivityDeps(opts: {
     auditRetentionDays: 365,
     webhooks: { allowPrivate: true },
     providers: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true },
+    tenantLimits: opts.tenantLimits ?? { ...DEFAULT_TENANT_LIMITS, runningJobs: Number.MAX_SAFE_INTEGER },
   };
 }

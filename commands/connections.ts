@@ -28,6 +28,9 @@ import { pauseSignal, replanSignal, resumeSignal, type ConnectionState } from '.
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
+import { countConnections } from '../db/models/tenant-limits';
+import { fitsUnder } from '../policy/tenant-limits';
+import { lockedLimits, overLimit } from './tenant-limits';
 import { configProblem, credentialBinding, credentialsProblem, endpointOf } from './provider-configs';
 
 export type { ConnectionRow } from '../db/models/connections';
@@ -50,7 +53,8 @@ export interface NewConnectionRequest {
 /**
  * Creates a connection and starts its workflow. Refuses an unknown provider, a config its
  * connector rejects or whose provider host is not allowed (PROVIDER_HOSTS), credentials of the
- * wrong shape, an interval above the configured maximum, and a taken (tenant, app key).
+ * wrong shape, an interval above the configured maximum, a taken (tenant, app key), and one more
+ * connection than the tenant's limit (`tenant_limit`, 409).
  */
 export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
   const schedule = request.schedule ? scheduleOf(deps, request.schedule) : null;
@@ -58,16 +62,22 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
   checkCredentials(request.provider, request.credentials);
   // The id is chosen here: the sealed credentials are bound to it, and only the envelope is stored.
   const id = randomUUID();
-  const row = await connections.insertConnection(deps.pool, {
-    id,
-    tenantId: request.tenantId,
-    providerSlug: request.provider,
-    appKey: request.appKey,
-    config: request.config,
-    sealedCredentials: sealCredentials(deps.credentials, id, request.credentials),
-    schedule,
-    // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
-    status: request.status,
+  const sealedCredentials = sealCredentials(deps.credentials, id, request.credentials);
+  // Counted and inserted under the tenant's lock: two requests cannot both take the last place.
+  const row = await withTransaction(deps.pool, async (tx) => {
+    const max = (await lockedLimits(deps, tx, request.tenantId)).connections;
+    if (!fitsUnder(max, await countConnections(tx, request.tenantId))) throw overLimit('connections', max, 'connections');
+    return connections.insertConnection(tx, {
+      id,
+      tenantId: request.tenantId,
+      providerSlug: request.provider,
+      appKey: request.appKey,
+      config: request.config,
+      sealedCredentials,
+      schedule,
+      // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
+      status: request.status,
+    });
   });
   if (!row) {
     throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
@@ -222,10 +232,12 @@ export async function disableConnection(deps: CommandDeps, id: string): Promise<
   });
   await stopConnectionWorkflow(deps.temporal, row.id);
   for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
-    if (await cancelJobWorkflow(deps.temporal, job.id)) continue;
+    const hadWorkflow = await cancelJobWorkflow(deps.temporal, job.id);
+    // One its workflow has not claimed yet may be waiting to (as in cancelJob): ended here too.
+    if (hadWorkflow && job.status !== 'queued') continue;
     const at = new Date();
     const ended = await withTransaction(deps.pool, async (tx) => {
-      const cancelled = await jobs.cancelJobAndTasks(tx, job.id, at, 'connection disabled');
+      const cancelled = await jobs.cancelJobAndTasks(tx, job.id, at, 'connection disabled', hadWorkflow);
       if (cancelled) deliveries.push(...(await emitJobEvent(tx, job.id, 'cancelled', at)));
       return cancelled;
     });

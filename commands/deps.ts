@@ -3,6 +3,7 @@ import type { ProviderPolicy } from '../connectors/types';
 import type { Pool } from '../db/pool';
 import type { Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
+import type { TenantLimits } from '../policy/tenant-limits';
 import type { BackgroundStarts } from './background-starts';
 
 /** What commands need from their process. */
@@ -38,4 +39,6 @@ export interface CommandDeps {
   providers?: ProviderPolicy;
   /** DEFAULT_INTERVAL_SECONDS: the interval of a connection without its own (readiness's freshness count). */
   defaultIntervalSeconds?: number;
+  /** The default per-tenant limits (TENANT_MAX_*); DEFAULT_TENANT_LIMITS when unset. */
+  tenantLimits?: TenantLimits;
 }

@@ -1,7 +1,7 @@
 import type { ApiErrorCode } from '../policy/vocabulary';
 
 /** Why a command refused: the caller maps it to its own answer (HTTP status, exit code). */
-export type Refusal = 'invalid' | 'not_found' | 'conflict' | 'gone' | 'failed' | 'timeout';
+export type Refusal = 'invalid' | 'not_found' | 'conflict' | 'gone' | 'failed' | 'timeout' | 'limited';
 
 /** A command that could not be carried out, with a stable code and a message fit for a user. */
 export class CommandRefused extends Error {

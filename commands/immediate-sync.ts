@@ -1,12 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { ConnectionRow } from '../db/models/connections';
+import { countImmediateSyncs, insertImmediateSyncLease, releaseImmediateSyncLease } from '../db/models/tenant-limits';
+import { withTransaction } from '../db/transaction';
+import { fitsUnder, IMMEDIATE_SYNC_RETRY_AFTER_SECONDS } from '../policy/tenant-limits';
 import type { SyncMode } from '../policy/vocabulary';
 import { cancelImmediateSync, immediateSyncProgress, startImmediateSync } from '../temporal/client';
 import type { ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import type { CommandDeps } from './deps';
 import { CommandRefused, firstLine } from './errors';
 import { refuseUnlessSyncable, resolveResourceTypes } from './jobs';
+import { lockedLimits, overLimit } from './tenant-limits';
 
 export type { ImmediateSyncResult } from '../temporal/immediate-sync';
 
@@ -25,7 +30,8 @@ export function countsView(resources: ResourceCounts[]) {
 /**
  * Runs a connection's sync now and answers with per-resource counts; no job or task rows are
  * written. Refuses what a queued sync refuses (a connection not active, or paused by its circuit
- * breaker), and a second immediate sync of a connection while one runs (`immediate_sync_running`).
+ * breaker), a second immediate sync of a connection while one runs (`immediate_sync_running`),
+ * and one more than the tenant may run at once (`tenant_limit`, 429).
  * Its activity runs on `deps.immediateTaskQueue` when set (workers give that queue its own slots).
  * A provider failure is refused as `sync_failed` with the connector's first line. When
  * `immediateSyncTimeoutMs` passes first, the sync is cancelled and refused as `timeout`, with
@@ -34,8 +40,38 @@ export function countsView(resources: ResourceCounts[]) {
 export async function runImmediately(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, requested?: string[]): Promise<ImmediateSyncResult> {
   await refuseUnlessSyncable(deps, connection);
   const resourceTypes = resolveResourceTypes(connection, requested);
+  const executionTimeoutMs = deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS;
+  const lease = await takeImmediateSlot(deps, connection, executionTimeoutMs);
+  try {
+    return await runWithLease(deps, connection, mode, resourceTypes, executionTimeoutMs);
+  } finally {
+    // A release that fails leaves the lease counted only until it expires.
+    await releaseImmediateSyncLease(deps.pool, lease, connection.tenant_id, new Date()).catch(() => undefined);
+  }
+}
+
+/**
+ * Counts one more immediate sync of the connection's tenant, under its lock, or refuses with
+ * `tenant_limit` (429) when TENANT_MAX_IMMEDIATE_SYNCS (or the tenant's override) of them run:
+ * the shared immediate-sync slots then always leave room for other tenants. The lease lasts at
+ * most the sync's execution timeout (an API process that dies leaves it until then). Returns its id.
+ */
+async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, executionTimeoutMs: number): Promise<string> {
+  const id = randomUUID();
+  await withTransaction(deps.pool, async (tx) => {
+    const max = (await lockedLimits(deps, tx, connection.tenant_id)).immediateSyncs;
+    const now = new Date();
+    if (!fitsUnder(max, await countImmediateSyncs(tx, connection.tenant_id, now))) {
+      throw overLimit('immediateSyncs', max, 'immediate syncs running at once', IMMEDIATE_SYNC_RETRY_AFTER_SECONDS);
+    }
+    await insertImmediateSyncLease(tx, { id, tenantId: connection.tenant_id, connectionId: connection.id, expiresAt: new Date(now.getTime() + executionTimeoutMs) });
+  });
+  return id;
+}
+
+async function runWithLease(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, resourceTypes: string[], executionTimeoutMs: number): Promise<ImmediateSyncResult> {
   const input = { connectionId: connection.id, mode, resourceTypes, ...(deps.immediateTaskQueue && { activityTaskQueue: deps.immediateTaskQueue }) };
-  const handle = await startImmediateSync(deps.temporal, deps.taskQueue, input, deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS);
+  const handle = await startImmediateSync(deps.temporal, deps.taskQueue, input, executionTimeoutMs);
   if (!handle) {
     throw new CommandRefused('conflict', 'immediate_sync_running', 'an immediate sync of this connection is already running; wait for its answer');
   }

@@ -96,7 +96,7 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
         // Queued by a scheduler that is no longer running, so nothing would ever run it (a new
         // run fails it as abandoned): cancel it, ask again, so a job of this request's own runs
         // at once, and start the scheduler again.
-        await endOrphanedJob(deps, job.id, 'cancelled: the connection workflow that queued it was no longer running; a sync requested over the API replaced it');
+        await endJob(deps, job.id, 'cancelled: the connection workflow that queued it was no longer running; a sync requested over the API replaced it');
         const answer = await requestJob(deps, request, orphanRetries - 1);
         await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));
         return answer;
@@ -229,24 +229,30 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
   if (!(ACTIVE_JOB_STATUSES as readonly string[]).includes(job.status)) {
     throw new CommandRefused('conflict', 'job_finished', `the job has already finished (${job.status})`);
   }
-  if (await cancelJobWorkflow(deps.temporal, id)) return job;
+  if (await cancelJobWorkflow(deps.temporal, id)) {
+    // A job its workflow has not claimed yet may be waiting to (its tenant runs its limit of
+    // jobs: the claim retries on a timer), where the cancellation ends the run before the part
+    // that marks the job: it is ended here. Once cancelled, the workflow claims nothing more.
+    if (job.status === 'queued') await endJob(deps, id, 'cancelled', true);
+    return job;
+  }
   if (!isSchedulerTrigger(job.trigger)) throw new CommandRefused('conflict', 'job_starting', 'the job is starting; retry in a moment');
   if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, cancelJobSignal)) return job;
-  await endOrphanedJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
+  await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
   const connection = await findConnection(deps.pool, job.connection_id);
   if (connection && connection.status !== 'disabled') await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));
   return (await jobs.findJob(deps.pool, id)) ?? job;
 }
 
 /**
- * Marks an active job whose workflow is gone, and its open tasks, `cancelled` with `reason`, and
- * writes its `sync.cancelled` event, in one transaction (as a workflow's own cancellation would),
- * and counts its end once.
+ * Marks an active job (`onlyQueued`: only one not yet claimed), and its open tasks, `cancelled`
+ * with `reason`, and writes its `sync.cancelled` event, in one transaction (as a workflow's own
+ * cancellation would), and counts its end once.
  */
-async function endOrphanedJob(deps: CommandDeps, jobId: string, reason: string): Promise<void> {
+async function endJob(deps: CommandDeps, jobId: string, reason: string, onlyQueued = false): Promise<void> {
   const at = new Date();
   const ended = await withTransaction(deps.pool, async (tx) => {
-    const job = await jobs.cancelJobAndTasks(tx, jobId, at, reason);
+    const job = await jobs.cancelJobAndTasks(tx, jobId, at, reason, onlyQueued);
     return job && { ...job, deliveries: await emitJobEvent(tx, jobId, 'cancelled', at) };
   });
   if (!ended) return;

@@ -7,7 +7,11 @@ import { outboundUrlProblem } from '../lib/outbound';
 import { newWebhookSecret } from '../lib/webhook-signature';
 import type { WebhookEventType } from '../policy/vocabulary';
 import { startWebhookDeliveries } from '../temporal/client';
+import { countWebhooks, insertRedelivery, redeliveriesSince } from '../db/models/tenant-limits';
+import { withTransaction } from '../db/transaction';
+import { fitsUnder, REDELIVERY_WINDOW_MS, redeliveryRetryAfterSeconds } from '../policy/tenant-limits';
 import type { CommandDeps } from './deps';
+import { lockedLimits, overLimit } from './tenant-limits';
 import { CommandRefused, invalid, notFound } from './errors';
 
 export type { DeliveryRow, WebhookRow };
@@ -22,7 +26,8 @@ export interface NewWebhook {
 /**
  * Creates a webhook with a new signing secret and returns both: the only time the secret is
  * shown. The URL must be http(s) without credentials, and, unless WEBHOOK_ALLOW_PRIVATE, must not
- * name a loopback, private or link-local address (names are checked again when resolved).
+ * name a loopback, private or link-local address (names are checked again when resolved). One
+ * more webhook than the tenant's limit is refused (`tenant_limit`, 409).
  */
 export async function createWebhook(deps: CommandDeps, hook: NewWebhook): Promise<{ webhook: WebhookRow; secret: string }> {
   const problem = outboundUrlProblem(hook.url, deps.webhookAllowPrivate ?? false);
@@ -31,7 +36,11 @@ export async function createWebhook(deps: CommandDeps, hook: NewWebhook): Promis
   const id = randomUUID();
   // Sealed like provider credentials: HMAC needs the secret itself, so it cannot be a hash.
   const sealedSecret = seal(deps.credentials, { table: 'webhooks', id }, secret);
-  const webhook = await webhooks.insertWebhook(deps.pool, { ...hook, id, eventTypes: [...new Set(hook.eventTypes)], sealedSecret });
+  const webhook = await withTransaction(deps.pool, async (tx) => {
+    const max = (await lockedLimits(deps, tx, hook.tenantId)).webhooks;
+    if (!fitsUnder(max, await countWebhooks(tx, hook.tenantId))) throw overLimit('webhooks', max, 'webhooks');
+    return webhooks.insertWebhook(tx, { ...hook, id, eventTypes: [...new Set(hook.eventTypes)], sealedSecret });
+  });
   return { webhook, secret };
 }
 
@@ -61,13 +70,28 @@ export async function listDeliveries(deps: CommandDeps, webhookId: string, query
 /**
  * Sends a delivery again: a finished one (delivered or failed) goes back to pending and gets a
  * new delivery workflow run, with the same event id, so a receiver can still deduplicate. A
- * delivery still pending is already being retried: refused with `delivery_pending`.
+ * delivery still pending is already being retried: refused with `delivery_pending`. A tenant
+ * may ask for TENANT_MAX_REDELIVERIES_PER_HOUR in any sliding hour; more are refused
+ * (`tenant_limit`, 429 with the seconds until the oldest leaves the hour).
  */
 export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId: string): Promise<void> {
-  const delivery = await webhooks.findDelivery(deps.pool, webhookId, deliveryId);
-  if (!delivery) throw notFound('no delivery with that id for this webhook');
-  if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
-  await webhooks.reopenDelivery(deps.pool, deliveryId);
+  const hook = await webhooks.findWebhook(deps.pool, webhookId);
+  if (!hook) throw notFound('no delivery with that id for this webhook');
+  await withTransaction(deps.pool, async (tx) => {
+    const delivery = await webhooks.findDelivery(tx, webhookId, deliveryId);
+    if (!delivery) throw notFound('no delivery with that id for this webhook');
+    if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
+    // Counted and recorded under the tenant's lock, over a sliding hour.
+    const max = (await lockedLimits(deps, tx, hook.tenant_id)).redeliveriesPerHour;
+    const now = new Date();
+    const since = new Date(now.getTime() - REDELIVERY_WINDOW_MS);
+    const recent = await redeliveriesSince(tx, hook.tenant_id, since);
+    if (!fitsUnder(max, recent.n)) {
+      throw overLimit('redeliveriesPerHour', max, 'redeliveries an hour', redeliveryRetryAfterSeconds(recent.oldest ?? now, now));
+    }
+    await insertRedelivery(tx, { tenantId: hook.tenant_id, deliveryId, at: now, before: since });
+    await webhooks.reopenDelivery(tx, deliveryId);
+  });
   // A start that fails, or finds the previous run still closing, is made by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, [deliveryId]);
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
+import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limits';
 import { adminKeyProblem } from './admin-key';
 import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
 
@@ -162,6 +163,15 @@ export const envSchema = z
     // the slots scheduled work runs in.
     IMMEDIATE_SYNC_TASK_QUEUE: optionalString,
     IMMEDIATE_SYNC_SLOTS: positiveInt(4),
+
+    // Per-tenant limits (the admin overrides them per tenant: PATCH /tenants/{id}/limits). Keep
+    // TENANT_MAX_IMMEDIATE_SYNCS below the immediate-sync slots of all workers, and
+    // TENANT_MAX_RUNNING_JOBS below the workers' activity slots, so one tenant cannot take them all.
+    TENANT_MAX_CONNECTIONS: positiveInt(DEFAULT_TENANT_LIMITS.connections),
+    TENANT_MAX_WEBHOOKS: positiveInt(DEFAULT_TENANT_LIMITS.webhooks),
+    TENANT_MAX_IMMEDIATE_SYNCS: positiveInt(DEFAULT_TENANT_LIMITS.immediateSyncs),
+    TENANT_MAX_RUNNING_JOBS: positiveInt(DEFAULT_TENANT_LIMITS.runningJobs),
+    TENANT_MAX_REDELIVERIES_PER_HOUR: positiveInt(DEFAULT_TENANT_LIMITS.redeliveriesPerHour),
 
     // Providers: where connectors may send requests (host names, comma-separated; GitHub Enterprise
     // hosts are added here) and how much a provider may cost a worker.
@@ -379,6 +389,17 @@ export function providerPolicy(config: Config) {
     maxRecordBytes: config.PROVIDER_MAX_RECORD_BYTES,
     maxPagesPerTask: config.PROVIDER_MAX_PAGES_PER_TASK,
     maxRecordsPerTask: config.PROVIDER_MAX_RECORDS_PER_TASK,
+  };
+}
+
+/** The default per-tenant limits (TENANT_MAX_*). */
+export function tenantLimits(config: Config): TenantLimits {
+  return {
+    connections: config.TENANT_MAX_CONNECTIONS,
+    webhooks: config.TENANT_MAX_WEBHOOKS,
+    immediateSyncs: config.TENANT_MAX_IMMEDIATE_SYNCS,
+    runningJobs: config.TENANT_MAX_RUNNING_JOBS,
+    redeliveriesPerHour: config.TENANT_MAX_REDELIVERIES_PER_HOUR,
   };
 }
 

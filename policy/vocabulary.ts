@@ -129,6 +129,7 @@ export const API_ERROR_CODES = [
   'connection_disabled',
   'circuit_breaker_open',
   'purge_in_progress',
+  'tenant_limit',
   'connection_needs_reauth',
   'oauth_app_in_use',
   'authorization_refused',

@@ -647,7 +647,7 @@ describe('REST API over HTTP', () => {
         'POST /jobs/{id}/cancel', 'GET /connections/{id}/records', 'POST /webhooks', 'GET /webhooks', 'GET /webhooks/{id}',
         'DELETE /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
         'DELETE /connections/{id}', 'GET /purges/{id}', 'POST /tenants/{tenant_id}/api-keys', 'GET /tenants/{tenant_id}/api-keys',
-        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit', 'GET /healthz', 'GET /readyz', 'GET /metrics',
+        'DELETE /tenants/{tenant_id}/api-keys/{key_id}', 'GET /audit', 'GET /tenants/{tenant_id}/limits', 'PATCH /tenants/{tenant_id}/limits', 'GET /healthz', 'GET /readyz', 'GET /metrics',
         'POST /oauth-apps', 'GET /oauth-apps', 'GET /oauth-apps/{id}', 'PATCH /oauth-apps/{id}', 'DELETE /oauth-apps/{id}',
         'POST /connections/{id}/oauth/authorize', 'GET /oauth/callback',
       ].sort(),
@@ -673,7 +673,7 @@ describe('REST API over HTTP', () => {
       'GET /jobs': ['200'],
       'POST /jobs/{id}/cancel': ['202', '409'],
       'GET /connections/{id}/records': ['200', '410'],
-      'POST /webhooks': ['201'],
+      'POST /webhooks': ['201', '409'],
       'GET /webhooks': ['200'],
       'GET /webhooks/{id}': ['200'],
       'DELETE /webhooks/{id}': ['204'],
@@ -695,6 +695,8 @@ describe('REST API over HTTP', () => {
       'DELETE /oauth-apps/{id}': ['204', '409'],
       'POST /connections/{id}/oauth/authorize': ['200', '409'],
       'GET /oauth/callback': ['200', '502'],
+      'GET /tenants/{tenant_id}/limits': ['200'],
+      'PATCH /tenants/{tenant_id}/limits': ['200'],
     });
     // The probes and metrics are not the resource routes: each answers only what it documents.
     expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '400', '503']);

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
 import { openCredentials } from '../lib/credentials';
 import { createImmediateWorker } from '../workers/create-worker';
+import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
 import { startTestApi, type TestApi } from './helpers/api';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -34,7 +35,8 @@ describe('hostile providers and oversized input', () => {
 
   beforeAll(async () => {
     // The API as tests deploy it (fake providers on 127.0.0.1 allowed), immediate syncs on their own queue.
-    api = await startTestApi(stack, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE });
+    // Its tenant may run more immediate syncs at once than the one slot: the flood below is about the slots.
+    api = await startTestApi(stack, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, tenantLimits: { ...DEFAULT_TENANT_LIMITS, immediateSyncs: 10 } });
     // As in production: api.github.com only, https only.
     strict = await startTestApi(stack, TASK_QUEUE, { providers: DEFAULT_PROVIDER_POLICY });
     impatient = await startTestApi(stack, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, immediateSyncTimeoutMs: 2000 });

@@ -370,15 +370,18 @@ describe('tenant security', () => {
     expect([ownRedeliver.status, ownRedeliver.body.error.message]).toEqual([404, 'no delivery with that id for this webhook']);
 
     // Admin-only routes: a tenant key is refused (403) whatever the tenant; the admin succeeds.
-    const adminOnly: [string, string, number][] = [
+    const adminOnly: [string, string, number, unknown?][] = [
       ['POST', '/tenants/beta/api-keys', 201],
       ['GET', '/tenants/beta/api-keys', 200],
       ['GET', '/audit?tenant_id=beta', 200],
       ['GET', '/metrics', 200],
+      // A tenant can neither read nor raise its own limits.
+      ['GET', '/tenants/beta/limits', 200],
+      ['PATCH', '/tenants/beta/limits', 200, { max_connections: null }],
     ];
-    for (const [method, path, ok] of adminOnly) {
-      expect((await call(betaKey, method, path)).status, `${method} ${path} with a tenant key`).toBe(403);
-      expect((await call(TEST_API_KEY, method, path)).status, `${method} ${path} as admin`).toBe(ok);
+    for (const [method, path, ok, body] of adminOnly) {
+      expect((await call(betaKey, method, path, body)).status, `${method} ${path} with a tenant key`).toBe(403);
+      expect((await call(TEST_API_KEY, method, path, body)).status, `${method} ${path} as admin`).toBe(ok);
     }
     const keys = await admin('GET', '/tenants/beta/api-keys');
     const betaKeyId: string = keys.body.items[0].id;
@@ -398,6 +401,31 @@ describe('tenant security', () => {
     const alphaAudit = await admin('GET', '/audit?tenant_id=alpha&limit=200');
     expect(alphaAudit.body.items.some((e: any) => e.status === 404 && e.path === `/connections/${own.conn}/pause`)).toBe(true);
     expect(entries.some((e) => e.tenant_id === 'alpha' && e.target_tenant_id === 'beta' && e.status === 404 && e.path === `/connections/${own.conn}/pause`)).toBe(true);
+  });
+
+  it("quotas: a tenant at its limits is refused with the limit named, whoever calls; another tenant's calls and limits are untouched", async () => {
+    const gammaKey = await newKey('gamma');
+    const deltaKey = await newKey('delta');
+    const limits = await admin('PATCH', '/tenants/gamma/limits', { max_connections: 1, max_webhooks: 1 });
+    expect(limits.status, limits.text).toBe(200);
+    const conn = (n: number) => ({ tenant_id: 'gamma', app_key: `q-${n}`, provider: 'demo', status: 'paused' });
+    const hook = { tenant_id: 'gamma', url: 'http://127.0.0.1:9/q', event_types: ['sync.failed'] };
+    await created(call(gammaKey, 'POST', '/connections', conn(1)));
+    await created(call(gammaKey, 'POST', '/webhooks', hook));
+    // Over the limit, with the tenant's own key or the admin's: 409 naming the limit and its value.
+    for (const key of [gammaKey, TEST_API_KEY]) {
+      const c = await call(key, 'POST', '/connections', conn(2));
+      expect([c.status, c.body.error]).toEqual([409, expect.objectContaining({ code: 'tenant_limit', limit: 'max_connections', value: 1 })]);
+      const w = await call(key, 'POST', '/webhooks', hook);
+      expect([w.status, w.body.error]).toEqual([409, expect.objectContaining({ code: 'tenant_limit', limit: 'max_webhooks', value: 1 })]);
+    }
+    // Another tenant is not held back, and gamma's limits are not its own.
+    await created(call(deltaKey, 'POST', '/connections', { ...conn(2), tenant_id: 'delta' }));
+    await created(call(deltaKey, 'POST', '/webhooks', { ...hook, tenant_id: 'delta' }));
+    expect((await admin('GET', '/tenants/delta/limits')).body.overrides.max_connections).toBeNull();
+    // A tenant key cannot reach another tenant's limits either.
+    expect((await call(deltaKey, 'PATCH', '/tenants/gamma/limits', { max_connections: 100 })).status).toBe(403);
+    expect((await admin('GET', '/tenants/gamma/limits')).body.limits.max_connections).toBe(1);
   });
 
   it('answers 429 with Retry-After once a key has used its burst, and other keys go on', async () => {

@@ -13,6 +13,8 @@ export interface WorkerDeps {
   activities: ActivityDeps;
   /** Workflow runs kept in memory between tasks; 0 keeps none (every task replays its run's history). */
   maxCachedWorkflows?: number;
+  /** Activities run at once (the SDK's default, 100, when unset; tests saturate a worker with fewer). */
+  activitySlots?: number;
 }
 
 /**
@@ -21,7 +23,7 @@ export interface WorkerDeps {
  * workflow bundle. However many immediate syncs are asked for, they wait for these slots and never
  * take those of scheduled jobs.
  */
-export async function createImmediateWorker(deps: Omit<WorkerDeps, 'workflowBundle' | 'maxCachedWorkflows'> & { taskQueue: string; slots: number }): Promise<Worker> {
+export async function createImmediateWorker(deps: Omit<WorkerDeps, 'workflowBundle' | 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number }): Promise<Worker> {
   const { syncImmediately } = createActivities(deps.activities);
   return Worker.create({
     connection: deps.connection,
@@ -44,6 +46,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     activities: createActivities(deps.activities),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     ...(deps.maxCachedWorkflows !== undefined && { maxCachedWorkflows: deps.maxCachedWorkflows }),
+    ...(deps.activitySlots !== undefined && { maxConcurrentActivityTaskExecutions: deps.activitySlots }),
     // Heartbeats carry cancellation to a sync task: send them at least every second so a
     // cancelled job stops within about a page instead of up to 0.8 × the heartbeat timeout.
     maxHeartbeatThrottleInterval: '1 second',

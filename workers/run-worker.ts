@@ -2,7 +2,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
-import { immediateTaskQueue, providerPolicy, scheduleSettings } from '../lib/config';
+import { immediateTaskQueue, providerPolicy, scheduleSettings, tenantLimits } from '../lib/config';
 import type { Keyring } from '../lib/credentials';
 import type { BudgetSettings } from '../policy/rate-budget';
 import { ensureReconcileWorkflow } from '../temporal/client';
@@ -59,6 +59,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     auditRetentionDays: config.AUDIT_LOG_RETENTION_DAYS,
     webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
     providers: providerPolicy(config),
+    tenantLimits: tenantLimits(config),
     connectors: { ...(rateBudget && { rateBudget }), maxResetSeconds: config.RATE_BUDGET_MAX_RESET_SECONDS },
   };
   const worker = await createWorker({

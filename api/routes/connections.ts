@@ -38,7 +38,7 @@ const create = createRoute({
   method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow', operationId: 'createConnection',
   description: "Stores a provider connection of a tenant (its config checked by the provider's schema, its credentials sealed) and starts its `connection:<id>` workflow, which runs the first sync at once unless `status` is `paused`.",
   request: { body: jsonBody(CreateConnectionBody) },
-  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken', 'conflict') },
+  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken, or the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`)', 'conflict', 'tenant_limit') },
 });
 const list = createRoute({
   method: 'get', path: '/connections', tags, summary: 'List connections (cursor pagination, by id)', operationId: 'listConnections',

@@ -1,11 +1,12 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { deleteConnection, getPurge } from '../../commands/purges';
 import { createApiKey, listApiKeys, listAudit, revokeApiKey } from '../../commands/tenancy';
+import { getTenantLimits, setTenantLimits } from '../../commands/tenant-limits';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError } from '../errors';
 import { pageAnswer, pageRequest } from '../pagination';
-import { presentApiKey, presentAuditEntry, presentPurge } from '../present';
+import { presentApiKey, presentAuditEntry, presentPurge, presentTenantLimits } from '../present';
 import { serialCursor } from '../../policy/cursors';
 import { errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
@@ -17,6 +18,8 @@ import {
   CreatedApiKeySchema,
   PurgeSchema,
   TenantKeyParams,
+  TenantLimitsBody,
+  TenantLimitsSchema,
   TenantParams,
 } from '../schemas/tenancy';
 
@@ -37,6 +40,17 @@ const revokeKey = createRoute({
   description: 'Revokes the key: its next request answers 401.',
   request: { params: TenantKeyParams },
   responses: { 200: jsonAnswer(ApiKeySchema, 'Revoked'), ...errorResponses, 404: notFound },
+});
+const readLimits = createRoute({
+  method: 'get', path: '/tenants/{tenant_id}/limits', tags: ['tenants'], summary: "A tenant's limits: the values that apply, its overrides and what it holds now (admin only)",
+  request: { params: TenantParams },
+  responses: { 200: jsonAnswer(TenantLimitsSchema, 'The limits'), ...errorResponses },
+});
+const changeLimits = createRoute({
+  method: 'patch', path: '/tenants/{tenant_id}/limits', tags: ['tenants'],
+  summary: "Override a tenant's limits (admin only): each field named is set, null returns it to the default, the others are kept",
+  request: { params: TenantParams, body: jsonBody(TenantLimitsBody) },
+  responses: { 200: jsonAnswer(TenantLimitsSchema, 'The limits now'), ...errorResponses },
 });
 const audit = createRoute({
   method: 'get', path: '/audit', tags: ['tenants'], summary: 'The audit log of mutating calls, newest first (admin only)', operationId: 'listAuditEntries',
@@ -79,6 +93,22 @@ export function tenancyRoutes(deps: ApiDeps) {
     const key = await revokeApiKey(deps, tenant_id, key_id);
     c.get('log').info({ api_key_id: key.id, tenant_id }, 'api key revoked');
     return c.json(presentApiKey(key), 200);
+  });
+
+  app.openapi(readLimits, async (c) => c.json(presentTenantLimits(await getTenantLimits(deps, c.req.valid('param').tenant_id)), 200));
+
+  app.openapi(changeLimits, async (c) => {
+    const { tenant_id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    const view = await setTenantLimits(deps, tenant_id, {
+      connections: body.max_connections,
+      webhooks: body.max_webhooks,
+      immediateSyncs: body.max_immediate_syncs,
+      runningJobs: body.max_running_jobs,
+      redeliveriesPerHour: body.max_redeliveries_per_hour,
+    });
+    c.get('log').info({ tenant_id, overrides: view.overrides }, 'tenant limits changed');
+    return c.json(presentTenantLimits(view), 200);
   });
 
   app.openapi(audit, async (c) => {

@@ -24,6 +24,7 @@ const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   connection_disabled: 'the connection is disabled',
   circuit_breaker_open: 'the connection is paused by its circuit breaker after repeated failures',
   purge_in_progress: 'the connection is being deleted (purge 6f1c…); no change is accepted',
+  tenant_limit: 'tenant acme has its limit of connections (max_connections 1000)',
   connection_needs_reauth: 'the connection needs new credentials (its OAuth grant was refused); reconnect it or PATCH its credentials',
   oauth_app_in_use: 'connections use this OAuth app; give them other credentials first',
   authorization_refused: 'the provider refused the authorization: access_denied',
@@ -57,7 +58,7 @@ export const errorAnswer = (description: string, ...codes: [ApiErrorCode, ...Api
 });
 
 /** The `Retry-After` header of an answer that asks to try again later. */
-const retryAfter = (description: string) => ({ 'Retry-After': { description, schema: { type: 'integer' as const, minimum: 1 } } });
+export const retryAfter = (description: string) => ({ 'Retry-After': { description, schema: { type: 'integer' as const, minimum: 1 } } });
 
 /** Error answers shared by authenticated routes. */
 export const errorResponses = {

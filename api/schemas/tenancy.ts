@@ -85,3 +85,47 @@ export const PurgeSchema = z
     finished_at: NullableTime,
   })
   .openapi('Purge');
+
+/** One per-tenant limit override: a non-negative integer, or null for the default. */
+const LimitOverride = z.number().int('must be an integer ≥ 0, or null for the default').min(0, 'must be an integer ≥ 0, or null for the default').nullable();
+
+/** `PATCH /tenants/{tenant_id}/limits` body: each field named is set (null: back to the default); the others are kept. */
+export const TenantLimitsBody = z
+  .strictObject({
+    max_connections: LimitOverride.optional(),
+    max_webhooks: LimitOverride.optional(),
+    max_immediate_syncs: LimitOverride.optional(),
+    max_running_jobs: LimitOverride.optional(),
+    max_redeliveries_per_hour: LimitOverride.optional(),
+  })
+  .openapi('TenantLimitsChange');
+
+const LimitValues = z.object({
+  max_connections: z.number().int(),
+  max_webhooks: z.number().int(),
+  max_immediate_syncs: z.number().int(),
+  max_running_jobs: z.number().int(),
+  max_redeliveries_per_hour: z.number().int(),
+});
+
+/** A tenant's limits: the values that apply, its overrides (null: the default) and what it holds now. */
+export const TenantLimitsSchema = z
+  .object({
+    tenant_id: z.string(),
+    limits: LimitValues.openapi({ description: 'The values that apply: each override where set, else the default (TENANT_MAX_*)' }),
+    overrides: z.object({
+      max_connections: z.number().int().nullable(),
+      max_webhooks: z.number().int().nullable(),
+      max_immediate_syncs: z.number().int().nullable(),
+      max_running_jobs: z.number().int().nullable(),
+      max_redeliveries_per_hour: z.number().int().nullable(),
+    }),
+    usage: z.object({
+      connections: z.number().int(),
+      webhooks: z.number().int(),
+      immediate_syncs: z.number().int(),
+      running_jobs: z.number().int(),
+      redeliveries_last_hour: z.number().int(),
+    }),
+  })
+  .openapi('TenantLimits');

@@ -240,12 +240,16 @@ export async function moveQueuedJob(tx: PoolClient, id: string, scheduledAt: Dat
   ]);
 }
 
-/** Cancels an active job with a reason; the ended row, or null when it had already finished. */
-export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
+/**
+ * Cancels an active job (`onlyQueued`: only one not yet claimed) with a reason; the ended row, or
+ * null when it had already finished (or been claimed).
+ */
+export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reason: string, onlyQueued = false): Promise<(EndedJob & { connection_id: string }) | null> {
   const change = JOB_STATUS_CHANGES.cancelActiveJob;
+  const from = onlyQueued ? change.from.filter((status) => status === JOB_STATUS.queued) : change.from;
   const { rows } = await tx.query<EndedJob & { connection_id: string }>(
     `update sync_jobs set status = ${sqlList(change.to)}, finished_at = $2, last_error = $3
-      where id = $1 and status in (${sqlList(change.from)})
+      where id = $1 and status in (${sqlList(from)})
       returning connection_id, status, ${endedJobColumns()}`,
     [id, at, reason],
   );
@@ -255,10 +259,11 @@ export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reas
 /**
  * Inside a transaction: cancels an active job and its open tasks with a reason and forgets its
  * seen-sets (a cancelled full pass never reaches its deletion step). Null when the job had
- * already finished. The caller counts the ended job's metrics once the transaction committed.
+ * already finished (`onlyQueued`: or was no longer queued). The caller counts the ended job's
+ * metrics once the transaction committed.
  */
-export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string): Promise<(EndedJob & { connection_id: string }) | null> {
-  const job = await cancelActiveJob(tx, id, at, reason);
+export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string, onlyQueued = false): Promise<(EndedJob & { connection_id: string }) | null> {
+  const job = await cancelActiveJob(tx, id, at, reason, onlyQueued);
   if (!job) return null;
   await cancelOpenTasks(tx, id, at, reason);
   await forgetSeenOfJob(tx, id);
@@ -282,13 +287,14 @@ export interface ClaimRow {
   status: JobStatus;
   workflow_id: string | null;
   retry_count: number;
+  tenant_id: string;
   connection_status: ConnectionStatus;
 }
 
 /** Locks job `id` `FOR UPDATE SKIP LOCKED`; null when it is missing or locked by another claimer. */
 export async function lockJobForClaim(tx: PoolClient, id: string): Promise<ClaimRow | null> {
   const { rows } = await tx.query<ClaimRow>(
-    `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, c.status as connection_status
+    `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status
        from sync_jobs j join connections c on c.id = j.connection_id
       where j.id = $1 for update of j skip locked`,
     [id],

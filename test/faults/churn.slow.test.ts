@@ -22,6 +22,7 @@ import { startNonStickyProxy, type NonStickyProxy } from '../helpers/non-sticky-
 import { createTimeSkippingEnv } from '../helpers/temporal';
 import { mulberry32 } from '../helpers/random';
 import { createTestWorker } from '../helpers/worker';
+import { DEFAULT_TENANT_LIMITS } from '../../policy/tenant-limits';
 
 const TASK_QUEUE = 'faults-churn';
 const CONNECTIONS = 200;
@@ -62,7 +63,12 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
 
   async function startWorker() {
     const connection = await NativeConnection.connect({ address: proxy.address });
-    const created = await createTestWorker({ connection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE, shutdownGraceSeconds: 1 });
+    // One tenant holds all 200 connections: its running-jobs limit would shape the load this test
+    // is about (per-tenant limits are tested in test/tenant-limits.test.ts).
+    const created = await createTestWorker({
+      connection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE, shutdownGraceSeconds: 1,
+      tenantLimits: { ...DEFAULT_TENANT_LIMITS, runningJobs: CONNECTIONS },
+    });
     worker = { worker: created.worker, run: created.worker.run(), connection };
     return created.metrics;
   }

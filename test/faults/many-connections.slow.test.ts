@@ -43,7 +43,9 @@ describe('two workers and two reconcile ticks on 500 connections', () => {
     const servers = { databaseUrl: db.url, temporalAddress: env.address, taskQueue: TASK_QUEUE };
     // Ports are picked one after the other (two probes at once could be handed the same one).
     const envs = [];
-    for (let i = 0; i < 2; i++) envs.push(await workerEnv(servers, { SCHEDULER_TICK_SECONDS: String(TICK_SECONDS) }));
+    // One tenant holds all 500 connections: its running-jobs limit would shape the load this test
+    // is about (per-tenant limits are tested in test/tenant-limits.test.ts).
+    for (let i = 0; i < 2; i++) envs.push(await workerEnv(servers, { SCHEDULER_TICK_SECONDS: String(TICK_SECONDS), TENANT_MAX_RUNNING_JOBS: '1000' }));
     workers.push(...(await Promise.all(envs.map((vars, i) => startSynctide('worker', vars, { name: `worker-${i + 1}` })))));
     // The workers ensure the namespace's reconcile tick; a second tick workflow races it.
     const secondTick = await env.client.workflow.start('reconcileWorkflow', {

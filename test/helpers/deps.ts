@@ -7,6 +7,7 @@ import { parseKeyring, sealCredentials, type Keyring } from '../../lib/credentia
 import { createSyncMetrics } from '../../lib/metrics';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
+import type { TenantLimits } from '../../policy/tenant-limits';
 import { capturingLogger, type LogLines } from './logs';
 
 /** The provider policy of tests: the defaults, plus the opt-in for fake providers on 127.0.0.1. */
@@ -46,6 +47,7 @@ export function testActivityDeps(opts: {
   providers?: ProviderPolicy;
   credentials?: Keyring;
   connectors?: ConnectorSettings | undefined;
+  tenantLimits?: TenantLimits | undefined;
 }): { deps: ActivityDeps; lines: LogLines; registry: Registry } {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -64,6 +66,7 @@ export function testActivityDeps(opts: {
     webhooks: { allowPrivate: true },
     providers: opts.providers ?? TEST_PROVIDER_POLICY,
     ...(opts.connectors && { connectors: opts.connectors }),
+    ...(opts.tenantLimits && { tenantLimits: opts.tenantLimits }),
   };
   return { deps, lines, registry };
 }

@@ -6,6 +6,7 @@ import type { Pool } from '../../db/pool';
 import { createWorker } from '../../workers/create-worker';
 import type { ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import type { Keyring } from '../../lib/credentials';
+import type { TenantLimits } from '../../policy/tenant-limits';
 import { testActivityDeps } from './deps';
 
 export { capturingLogger, type LogLines } from './logs';
@@ -32,6 +33,10 @@ export async function createTestWorker(opts: {
   maxCachedWorkflows?: number;
   /** The credentials keyring of the activities (default: the tests' one key). */
   credentials?: Keyring;
+  /** The default per-tenant limits of the activities (DEFAULT_TENANT_LIMITS when omitted). */
+  tenantLimits?: TenantLimits;
+  /** Activities run at once (the SDK's default when omitted). */
+  activitySlots?: number;
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
@@ -40,12 +45,14 @@ export async function createTestWorker(opts: {
     rateLimit: opts.rateLimit,
     credentials: opts.credentials,
     connectors: opts.connectors,
+    tenantLimits: opts.tenantLimits,
   });
   const worker = await createWorker({
     connection: opts.connection,
     namespace: 'default',
     shutdownGraceSeconds: opts.shutdownGraceSeconds ?? 5,
     ...(opts.maxCachedWorkflows !== undefined && { maxCachedWorkflows: opts.maxCachedWorkflows }),
+    ...(opts.activitySlots !== undefined && { activitySlots: opts.activitySlots }),
     workflowBundle: await synctideBundle(),
     activities: deps,
   });

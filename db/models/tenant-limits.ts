@@ -1,0 +1,161 @@
+// Per-tenant limits: the admin's overrides, the tenant lock every limited insert or claim takes,
+// and what each limit counts. A check counts inside the transaction that then inserts (or claims),
+// after taking the tenant's lock, so two concurrent requests cannot both take the last place.
+import type { TenantLimitOverrides } from '../../policy/tenant-limits';
+import type { Queryable } from '../queryable';
+
+/** Two-key advisory locks in this class are the per-tenant limit locks. */
+const TENANT_LOCK_CLASS = 0x7e17;
+
+/** A tenant's overrides row: null columns keep the default. */
+export interface TenantLimitsRow {
+  tenant_id: string;
+  max_connections: number | null;
+  max_webhooks: number | null;
+  max_immediate_syncs: number | null;
+  max_running_jobs: number | null;
+  max_redeliveries_per_hour: number | null;
+  updated_at: Date;
+}
+
+const COLUMNS = 'tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, updated_at';
+
+/** The overrides of a row as the policy takes them. */
+export function overridesOf(row: TenantLimitsRow | null): TenantLimitOverrides {
+  return {
+    connections: row?.max_connections ?? null,
+    webhooks: row?.max_webhooks ?? null,
+    immediateSyncs: row?.max_immediate_syncs ?? null,
+    runningJobs: row?.max_running_jobs ?? null,
+    redeliveriesPerHour: row?.max_redeliveries_per_hour ?? null,
+  };
+}
+
+/** Takes tenant `tenantId`'s limit lock until the end of transaction `tx`. */
+export async function lockTenant(tx: Queryable, tenantId: string): Promise<void> {
+  await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [TENANT_LOCK_CLASS, tenantId]);
+}
+
+/** A tenant's overrides, or null when it has none. */
+export async function findTenantLimits(db: Queryable, tenantId: string): Promise<TenantLimitsRow | null> {
+  const { rows } = await db.query<TenantLimitsRow>(`select ${COLUMNS} from tenant_limits where tenant_id = $1`, [tenantId]);
+  return rows[0] ?? null;
+}
+
+/**
+ * Sets the overrides `change` names (null: back to the default), leaving the others as they are;
+ * returns the row.
+ */
+export async function upsertTenantLimits(db: Queryable, tenantId: string, change: TenantLimitOverrides): Promise<TenantLimitsRow> {
+  const has = (k: keyof TenantLimitOverrides) => change[k] !== undefined;
+  const { rows } = await db.query<TenantLimitsRow>(
+    `insert into tenant_limits as t (tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour)
+     values ($1, $2, $4, $6, $8, $10)
+     on conflict (tenant_id) do update set
+       max_connections = case when $3 then excluded.max_connections else t.max_connections end,
+       max_webhooks = case when $5 then excluded.max_webhooks else t.max_webhooks end,
+       max_immediate_syncs = case when $7 then excluded.max_immediate_syncs else t.max_immediate_syncs end,
+       max_running_jobs = case when $9 then excluded.max_running_jobs else t.max_running_jobs end,
+       max_redeliveries_per_hour = case when $11 then excluded.max_redeliveries_per_hour else t.max_redeliveries_per_hour end,
+       updated_at = now()
+     returning ${COLUMNS}`,
+    [
+      tenantId,
+      change.connections ?? null, has('connections'),
+      change.webhooks ?? null, has('webhooks'),
+      change.immediateSyncs ?? null, has('immediateSyncs'),
+      change.runningJobs ?? null, has('runningJobs'),
+      change.redeliveriesPerHour ?? null, has('redeliveriesPerHour'),
+    ],
+  );
+  return rows[0]!;
+}
+
+/** What a tenant holds now, for the limits that count rows. */
+export interface TenantUsage {
+  connections: number;
+  webhooks: number;
+  immediate_syncs: number;
+  running_jobs: number;
+  redeliveries_last_hour: number;
+}
+
+/** Everything a tenant holds now, each as its limit counts it. */
+export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Promise<TenantUsage> {
+  const { rows } = await db.query<TenantUsage>(
+    `select
+       (select count(*)::int from connections c where c.tenant_id = $1
+           and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> 'completed')) as connections,
+       (select count(*)::int from webhooks where tenant_id = $1) as webhooks,
+       (select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2) as immediate_syncs,
+       (select count(*)::int from sync_jobs where tenant_id = $1 and status = 'running') as running_jobs,
+       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour`,
+    [tenantId, at],
+  );
+  return rows[0]!;
+}
+
+/** A tenant's connections, those being purged left out. */
+export async function countConnections(db: Queryable, tenantId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from connections c where c.tenant_id = $1
+        and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> 'completed')`,
+    [tenantId],
+  );
+  return rows[0]!.n;
+}
+
+/** A tenant's webhooks. */
+export async function countWebhooks(db: Queryable, tenantId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>('select count(*)::int as n from webhooks where tenant_id = $1', [tenantId]);
+  return rows[0]!.n;
+}
+
+/** A tenant's running jobs other than `exceptJobId`. */
+export async function countRunningJobs(db: Queryable, tenantId: string, exceptJobId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from sync_jobs where tenant_id = $1 and status = 'running' and id <> $2`,
+    [tenantId, exceptJobId],
+  );
+  return rows[0]!.n;
+}
+
+/** A tenant's immediate syncs still counted at `at` (their lease not expired). */
+export async function countImmediateSyncs(db: Queryable, tenantId: string, at: Date): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'select count(*)::int as n from immediate_sync_leases where tenant_id = $1 and expires_at > $2',
+    [tenantId, at],
+  );
+  return rows[0]!.n;
+}
+
+/** Counts an immediate sync request (lease `id`) against its tenant until `expiresAt` or its release. */
+export async function insertImmediateSyncLease(db: Queryable, lease: { id: string; tenantId: string; connectionId: string; expiresAt: Date }): Promise<void> {
+  await db.query(
+    'insert into immediate_sync_leases (id, tenant_id, connection_id, expires_at) values ($1, $2, $3, $4)',
+    [lease.id, lease.tenantId, lease.connectionId, lease.expiresAt],
+  );
+}
+
+/** Stops counting lease `id`, and drops the tenant's expired leases. */
+export async function releaseImmediateSyncLease(db: Queryable, id: string, tenantId: string, at: Date): Promise<void> {
+  await db.query('delete from immediate_sync_leases where id = $1 or (tenant_id = $2 and expires_at <= $3)', [id, tenantId, at]);
+}
+
+/** The tenant's redeliveries since `since`: how many, and when the oldest was. */
+export async function redeliveriesSince(db: Queryable, tenantId: string, since: Date): Promise<{ n: number; oldest: Date | null }> {
+  const { rows } = await db.query<{ n: number; oldest: Date | null }>(
+    'select count(*)::int as n, min(at) as oldest from webhook_redeliveries where tenant_id = $1 and at > $2',
+    [tenantId, since],
+  );
+  return rows[0]!;
+}
+
+/** Records a redelivery of `deliveryId` by tenant `tenantId` at `at`, dropping the tenant's rows older than `before`. */
+export async function insertRedelivery(db: Queryable, entry: { tenantId: string; deliveryId: string; at: Date; before: Date }): Promise<void> {
+  await db.query(
+    `with old as (delete from webhook_redeliveries where tenant_id = $1 and at <= $4)
+     insert into webhook_redeliveries (tenant_id, delivery_id, at) values ($1, $2, $3)`,
+    [entry.tenantId, entry.deliveryId, entry.at, entry.before],
+  );
+}

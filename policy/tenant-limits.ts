@@ -1,0 +1,79 @@
+// Per-tenant limits: how much of the shared platform one tenant may hold, so no tenant can crowd
+// out another. Each has a default (configuration) and an optional per-tenant override set by the
+// admin; the pure rules here decide the effective value and whether a request fits under it.
+
+/** What a tenant may hold at once, or within an hour. */
+export interface TenantLimits {
+  /** Connections (a connection being purged no longer counts). */
+  connections: number;
+  /** Webhooks. */
+  webhooks: number;
+  /** Immediate syncs running at once. */
+  immediateSyncs: number;
+  /** Sync jobs running at once; more wait, queued or retrying, until one ends. */
+  runningJobs: number;
+  /** Webhook redeliveries requested in any sliding hour. */
+  redeliveriesPerHour: number;
+}
+
+/** The kinds of limit. */
+export type TenantLimitKind = keyof TenantLimits;
+
+/** The defaults when configuration names none (TENANT_MAX_*). */
+export const DEFAULT_TENANT_LIMITS: TenantLimits = {
+  connections: 1000,
+  webhooks: 100,
+  immediateSyncs: 2,
+  runningJobs: 50,
+  redeliveriesPerHour: 100,
+};
+
+/** Each limit's name in answers, the admin API and the overrides table. */
+export const TENANT_LIMIT_NAMES: Record<TenantLimitKind, string> = {
+  connections: 'max_connections',
+  webhooks: 'max_webhooks',
+  immediateSyncs: 'max_immediate_syncs',
+  runningJobs: 'max_running_jobs',
+  redeliveriesPerHour: 'max_redeliveries_per_hour',
+};
+
+/** A tenant's overrides: null (or absent) keeps the default. */
+export type TenantLimitOverrides = { [K in TenantLimitKind]?: number | null };
+
+/** The limits that apply to a tenant: each override where set, else the default. */
+export function effectiveLimits(defaults: TenantLimits, overrides: TenantLimitOverrides | null | undefined): TenantLimits {
+  const out = { ...defaults };
+  for (const kind of Object.keys(defaults) as TenantLimitKind[]) {
+    const value = overrides?.[kind];
+    if (value !== null && value !== undefined) out[kind] = value;
+  }
+  return out;
+}
+
+/** Whether one more fits: `inUse` are held now (the new one not among them). */
+export function fitsUnder(limit: number, inUse: number): boolean {
+  return inUse < limit;
+}
+
+/** The length of the redelivery window, in milliseconds. */
+export const REDELIVERY_WINDOW_MS = 3_600_000;
+
+/**
+ * Seconds until a redelivery fits again: the oldest one inside the window leaves it then
+ * (at least 1). `oldest` is the earliest redelivery of the window, `now` the present.
+ */
+export function redeliveryRetryAfterSeconds(oldest: Date, now: Date): number {
+  return Math.max(1, Math.ceil((oldest.getTime() + REDELIVERY_WINDOW_MS - now.getTime()) / 1000));
+}
+
+/** Seconds a caller refused an immediate sync for the tenant's limit is told to wait. */
+export const IMMEDIATE_SYNC_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * How long a job whose tenant runs its limit of jobs waits before it tries to claim again, in
+ * seconds: 65–95 s (jittered by `random` in [0, 1)). Above the SDK's one-minute local retry
+ * threshold, so a waiting job sleeps on a durable timer and holds no worker slot or cache entry.
+ */
+export function runningJobsWaitSeconds(random: number): number {
+  return 65 + Math.floor(random * 30);
+}

@@ -1,0 +1,321 @@
+// Per-tenant limits through the real API, worker, Postgres and the Temporal dev server: each limit
+// (connections, webhooks, immediate syncs, running jobs, redeliveries per hour) refuses or holds
+// back one tenant's excess without touching another tenant; checks are race-free; and a tenant
+// that floods immediate syncs and due jobs on a saturated worker leaves another tenant's immediate
+// sync and scheduled job running first.
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
+import { createImmediateWorker } from '../workers/create-worker';
+import { startTestApi, type TestApi } from './helpers/api';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
+import { useWorkerStack } from './helpers/stack';
+import { createDevServerEnv } from './helpers/temporal';
+import { createTestWorker, eventually } from './helpers/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+
+const TASK_QUEUE = 'tenant-limits';
+const IMMEDIATE_QUEUE = 'tenant-limits-immediate';
+/** The worker's activity slots and the immediate worker's: small, so a flood saturates them. */
+const ACTIVITY_SLOTS = 3;
+const IMMEDIATE_SLOTS = 3;
+
+const SLOW = { resource_types: ['items'], records_per_resource: 40, page_size: 1, latency_ms: 400 };
+const FAST = { resource_types: ['items'], records_per_resource: 2, page_size: 2 };
+const DAY = { interval_seconds: 86_400 };
+
+describe('per-tenant limits', () => {
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let api: TestApi;
+  const workers: { worker: Worker; running: Promise<void> }[] = [];
+
+  beforeAll(async () => {
+    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    const connection: NativeConnection = env.nativeConnection;
+    const { worker, registry, metrics } = await createTestWorker({ connection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE, activitySlots: ACTIVITY_SLOTS });
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps });
+    for (const w of [worker, immediate]) workers.push({ worker: w, running: w.run() });
+    api = await startTestApi({ env, db, worker, registry, metrics, lines: [] }, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
+  });
+  afterAll(async () => {
+    await api?.server.close();
+    for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await Promise.all(workers.map((w) => w.running));
+    await env?.teardown();
+    await db?.drop();
+  });
+
+  const q = <T = any>(sql: string, params: unknown[] = []) => db.pool.query(sql, params).then((r) => r.rows as T[]);
+  const setLimits = async (tenant: string, body: Record<string, number | null>) => {
+    const res = await api.call('PATCH', `/tenants/${tenant}/limits`, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body;
+  };
+  let seq = 0;
+  /** Creates a connection of `tenant`; answers as the API did. */
+  const connect = (tenant: string, config: Record<string, unknown>, status: 'active' | 'paused' = 'paused') =>
+    api.call('POST', '/connections', { tenant_id: tenant, app_key: `k${++seq}`, provider: 'demo', config, schedule: DAY, status });
+  /**
+   * A connection that may sync but runs no scheduled job soon: created paused, its schedule's last
+   * run set to now (its next run is a day away), then marked active in its row.
+   */
+  async function syncable(tenant: string, config: Record<string, unknown>) {
+    const res = await connect(tenant, config);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await q(
+      `insert into connection_schedule_runs (connection_id, last_run_at) values ($1, now())
+       on conflict (connection_id) do update set last_run_at = now()`,
+      [res.body.id],
+    );
+    await q(`update connections set status = 'active' where id = $1`, [res.body.id]);
+    return { id: res.body.id as string, appKey: res.body.app_key as string };
+  }
+  const expectRefusal = (res: { status: number; body: any }, status: number, limit: string, value: number) => {
+    expect(res.status, JSON.stringify(res.body)).toBe(status);
+    expect(res.body.error).toMatchObject({ code: 'tenant_limit', limit, value });
+  };
+  const jobStatus = async (id: string) => (await q<{ status: string }>('select status from sync_jobs where id = $1', [id]))[0]?.status;
+
+  it('the admin reads and overrides a tenant limit; null goes back to the default; bad values answer 400', async () => {
+    const fresh = await api.call('GET', '/tenants/nobody/limits');
+    expect(fresh.status).toBe(200);
+    expect(fresh.body.limits).toEqual({
+      max_connections: DEFAULT_TENANT_LIMITS.connections, max_webhooks: DEFAULT_TENANT_LIMITS.webhooks,
+      max_immediate_syncs: DEFAULT_TENANT_LIMITS.immediateSyncs, max_running_jobs: DEFAULT_TENANT_LIMITS.runningJobs,
+      max_redeliveries_per_hour: DEFAULT_TENANT_LIMITS.redeliveriesPerHour,
+    });
+    expect(Object.values(fresh.body.overrides).every((v) => v === null)).toBe(true);
+    const set = await setLimits('lim-admin', { max_webhooks: 7, max_running_jobs: 0 });
+    expect(set.limits).toMatchObject({ max_webhooks: 7, max_running_jobs: 0, max_connections: DEFAULT_TENANT_LIMITS.connections });
+    // Fields not named are kept; null returns one to the default.
+    const next = await setLimits('lim-admin', { max_webhooks: null });
+    expect(next.overrides).toMatchObject({ max_webhooks: null, max_running_jobs: 0 });
+    expect(next.limits.max_webhooks).toBe(DEFAULT_TENANT_LIMITS.webhooks);
+    for (const bad of [{ max_webhooks: -1 }, { max_webhooks: 1.5 }, { max_webhooks: '3' }, { max_things: 1 }]) {
+      const res = await api.call('PATCH', '/tenants/lim-admin/limits', bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+  });
+
+  it('connections: over the limit 409 naming it; concurrent creates take exactly the places left; other tenants go on', async () => {
+    await setLimits('lim-c', { max_connections: 3 });
+    expect((await connect('lim-c', FAST)).status).toBe(201);
+    const burst = await Promise.all(Array.from({ length: 6 }, () => connect('lim-c', FAST)));
+    expect(burst.filter((r) => r.status === 201)).toHaveLength(2);
+    for (const refused of burst.filter((r) => r.status !== 201)) expectRefusal(refused, 409, 'max_connections', 3);
+    expect((await q(`select 1 from connections where tenant_id = 'lim-c'`)).length).toBe(3);
+    expect((await api.call('GET', '/tenants/lim-c/limits')).body.usage.connections).toBe(3);
+    // Another tenant is not held back.
+    expect((await connect('lim-c-other', FAST)).status).toBe(201);
+    // Back to the default: it goes on.
+    await setLimits('lim-c', { max_connections: null });
+    expect((await connect('lim-c', FAST)).status).toBe(201);
+  });
+
+  it('webhooks: over the limit 409 naming it; concurrent creates take exactly the places left', async () => {
+    await setLimits('lim-w', { max_webhooks: 2 });
+    const hook = () => api.call('POST', '/webhooks', { tenant_id: 'lim-w', url: 'http://127.0.0.1:9/hook', event_types: ['sync.failed'] });
+    const burst = await Promise.all(Array.from({ length: 5 }, hook));
+    expect(burst.filter((r) => r.status === 201)).toHaveLength(2);
+    for (const refused of burst.filter((r) => r.status !== 201)) expectRefusal(refused, 409, 'max_webhooks', 2);
+    expect((await q(`select 1 from webhooks where tenant_id = 'lim-w'`)).length).toBe(2);
+    // Deleting one frees its place.
+    expect((await api.call('DELETE', `/webhooks/${burst.find((r) => r.status === 201)!.body.id}`)).status).toBe(204);
+    expect((await hook()).status).toBe(201);
+  });
+
+  it('redeliveries: over the limit an hour 429 with Retry-After naming it; another tenant goes on', async () => {
+    await setLimits('lim-r', { max_redeliveries_per_hour: 2 });
+    /** A webhook of `tenant` with `n` failed deliveries. */
+    async function failedDeliveries(tenant: string, n: number) {
+      const hook = await api.call('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['sync.failed'] });
+      expect(hook.status).toBe(201);
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const [event] = await q<{ id: string }>(`insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.failed', '{}') returning id`, [tenant]);
+        const [delivery] = await q<{ id: string }>(
+          `insert into webhook_deliveries (webhook_id, event_id, status, finished_at, workflow_started_at) values ($1, $2, 'failed', now(), now()) returning id`,
+          [hook.body.id, event!.id],
+        );
+        ids.push(delivery!.id);
+      }
+      return { hook: hook.body.id as string, ids };
+    }
+    const mine = await failedDeliveries('lim-r', 3);
+    const redeliver = (hook: string, id: string) => api.call('POST', `/webhooks/${hook}/deliveries/${id}/redeliver`);
+    expect((await redeliver(mine.hook, mine.ids[0]!)).status).toBe(202);
+    expect((await redeliver(mine.hook, mine.ids[1]!)).status).toBe(202);
+    const res = await fetch(`${api.server.url}/webhooks/${mine.hook}/deliveries/${mine.ids[2]}/redeliver`, {
+      method: 'POST', headers: { authorization: 'Bearer test-admin-key-0123456789abcdef' },
+    });
+    const body = (await res.json()) as any;
+    expectRefusal({ status: res.status, body }, 429, 'max_redeliveries_per_hour', 2);
+    // The oldest of the hour leaves it in at most an hour: that is when to retry.
+    const retryAfter = Number(res.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(3600);
+    expect(body.error.retry_after_seconds).toBe(retryAfter);
+    expect((await q(`select status from webhook_deliveries where id = $1`, [mine.ids[2]]))[0].status).toBe('failed');
+    const other = await failedDeliveries('lim-r-other', 1);
+    expect((await redeliver(other.hook, other.ids[0]!)).status).toBe(202);
+    // Once the hour has passed for the oldest, the tenant may again.
+    await q(`update webhook_redeliveries set at = at - interval '61 minutes' where tenant_id = 'lim-r'`);
+    expect((await redeliver(mine.hook, mine.ids[2]!)).status).toBe(202);
+  });
+
+  it('immediate syncs: one over the limit answers 429 with Retry-After naming it; a finished one frees its place', async () => {
+    await setLimits('lim-i', { max_immediate_syncs: 1 });
+    const slow = await syncable('lim-i', { ...SLOW, records_per_resource: 6 });
+    const fast = await syncable('lim-i', FAST);
+    const first = api.call('POST', '/sync', { app_key: slow.appKey, tenant_id: 'lim-i', immediate: true });
+    await eventually(async () => ((await env.client.workflow.getHandle(`immediate-sync:${slow.id}`).describe().catch(() => null))?.status.name === 'RUNNING' ? true : undefined));
+    const res = await fetch(`${api.server.url}/sync`, {
+      method: 'POST', headers: { authorization: 'Bearer test-admin-key-0123456789abcdef', 'content-type': 'application/json' },
+      body: JSON.stringify({ app_key: fast.appKey, tenant_id: 'lim-i', immediate: true }),
+    });
+    const body = (await res.json()) as any;
+    expectRefusal({ status: res.status, body }, 429, 'max_immediate_syncs', 1);
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // Refused before it started: no workflow of the fast connection.
+    expect(await env.client.workflow.getHandle(`immediate-sync:${fast.id}`).describe().catch(() => null)).toBeNull();
+    const answered = await first;
+    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+    expect((await q(`select 1 from immediate_sync_leases where tenant_id = 'lim-i'`)).length).toBe(0);
+    expect((await api.call('POST', '/sync', { app_key: fast.appKey, tenant_id: 'lim-i', immediate: true })).status).toBe(200);
+  });
+
+  it('running jobs: a job over the limit stays queued on a durable timer, holding no slot, while other tenants run', async () => {
+    await setLimits('lim-j', { max_running_jobs: 1 });
+    const slow = await syncable('lim-j', { ...SLOW, records_per_resource: 1000 });
+    const second = await syncable('lim-j', FAST);
+    const other = await syncable('lim-j-other', FAST);
+    const first = await api.call('POST', `/connections/${slow.id}/sync`, { mode: 'full' });
+    expect(first.status).toBe(202);
+    await eventually(async () => ((await jobStatus(first.body.job_id)) === 'running' ? true : undefined));
+    const waiting = await api.call('POST', `/connections/${second.id}/sync`, { mode: 'full' });
+    expect(waiting.status).toBe(202);
+    const handle = env.client.workflow.getHandle(`sync-job:${waiting.body.job_id}`);
+    // Its claim was refused and waits on a timer: the job stays queued with no activity pending.
+    await eventually(async () => {
+      const history = await handle.fetchHistory();
+      return history.events?.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined;
+    }, { describe: async () => (await handle.fetchHistory()).events?.map((e) => temporal.api.enums.v1.EventType[e.eventType!]) });
+    expect(await jobStatus(waiting.body.job_id)).toBe('queued');
+    expect((await handle.describe()).raw.pendingActivities ?? []).toHaveLength(0);
+    // Another tenant's job runs to the end meanwhile.
+    const theirs = await api.call('POST', `/connections/${other.id}/sync`, { mode: 'full' });
+    expect(theirs.status).toBe(202);
+    await eventually(async () => ((await jobStatus(theirs.body.job_id)) === 'completed' ? true : undefined));
+    expect(await jobStatus(waiting.body.job_id)).toBe('queued');
+    expect(await jobStatus(first.body.job_id)).toBe('running');
+    // Cancelled while waiting: it ends cancelled, never having run.
+    expect((await api.call('POST', `/jobs/${waiting.body.job_id}/cancel`)).status).toBe(202);
+    await eventually(async () => ((await jobStatus(waiting.body.job_id)) === 'cancelled' ? true : undefined));
+    expect((await q(`select started_at from sync_jobs where id = $1`, [waiting.body.job_id]))[0].started_at).toBeNull();
+    expect((await api.call('POST', `/jobs/${first.body.job_id}/cancel`)).status).toBe(202);
+    await eventually(async () => ((await jobStatus(first.body.job_id)) === 'cancelled' ? true : undefined));
+  });
+
+  it("fairness: a tenant flooding immediate syncs and due jobs on a saturated worker leaves another tenant's immediate sync and scheduled job running first", async () => {
+    // The flooding tenant may hold fewer slots than there are: two of three, of each kind.
+    await setLimits('flood', { max_running_jobs: 2, max_immediate_syncs: 2 });
+    const immediate: { id: string; appKey: string }[] = [];
+    for (let i = 0; i < 5; i++) immediate.push(await syncable('flood', SLOW));
+    const quiet = await syncable('quiet', FAST);
+
+    // Immediate syncs: five slow ones of the flooding tenant, then one fast one of the other.
+    const finished: string[] = [];
+    let refused = 0;
+    const flood = immediate.map((c, i) =>
+      api.call('POST', '/sync', { app_key: c.appKey, tenant_id: 'flood', mode: 'full', immediate: true }).then((res) => {
+        if (res.status === 200) finished.push(`flood-${i}`);
+        if (res.status === 429) refused += 1;
+        return res;
+      }),
+    );
+    // Every flood request was admitted or refused, and the admitted ones hold every slot they can.
+    await eventually(async () => {
+      const admitted = (await q(`select 1 from immediate_sync_leases where tenant_id = 'flood'`)).length;
+      if (admitted + refused < immediate.length) return undefined;
+      const described = await Promise.all(immediate.map((c) => env.client.workflow.getHandle(`immediate-sync:${c.id}`).describe().catch(() => null)));
+      const started = described.filter((d) => (d?.raw.pendingActivities ?? []).some((a) => String(a.state) === 'PENDING_ACTIVITY_STATE_STARTED' || String(a.state) === '2')).length;
+      return started >= Math.min(admitted, IMMEDIATE_SLOTS) ? true : undefined;
+    });
+    const mine = await api.call('POST', '/sync', { app_key: quiet.appKey, tenant_id: 'quiet', mode: 'full', immediate: true });
+    finished.push('quiet');
+    expect(mine.status, JSON.stringify(mine.body)).toBe(200);
+    const answers = await Promise.all(flood);
+    // The other tenant's finished before any of the flood's; two of the flood ran, the rest were
+    // refused at once.
+    expect(finished[0]).toBe('quiet');
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(2);
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(3);
+
+    // Scheduled jobs: six active connections of the flooding tenant are due at once (their first
+    // run), then one of the other tenant's.
+    const floodJobs = [];
+    for (let i = 0; i < 6; i++) floodJobs.push(await connect('flood', SLOW, 'active'));
+    let peakRunning = 0;
+    const runningOfFlood = async () => (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where tenant_id = 'flood' and status = 'running'`))[0]!.n;
+    await eventually(async () => {
+      peakRunning = Math.max(peakRunning, await runningOfFlood());
+      return (await q(`select 1 from sync_jobs where tenant_id = 'flood'`)).length >= 6 && peakRunning >= 2 ? true : undefined;
+    });
+    const theirs = await connect('quiet', FAST, 'active');
+    expect(theirs.status).toBe(201);
+    const quietJob = await eventually(async () => {
+      peakRunning = Math.max(peakRunning, await runningOfFlood());
+      const [row] = await q<{ status: string }>(`select status from sync_jobs where connection_id = $1 and status = 'completed'`, [theirs.body.id]);
+      return row;
+    });
+    expect(quietJob.status).toBe('completed');
+    // The other tenant's scheduled job completed before any of the flood's; the flood never held
+    // more than its two slots, and the rest of its due jobs wait queued.
+    const flooded = await q<{ status: string }>(`select status from sync_jobs where tenant_id = 'flood'`);
+    expect(flooded.filter((j) => j.status === 'completed')).toHaveLength(0);
+    expect(peakRunning).toBe(2);
+    expect(flooded.filter((j) => j.status === 'queued').length).toBeGreaterThanOrEqual(4);
+    // Stop the flood's connections (their jobs are cancelled).
+    for (const c of floodJobs) await api.call('POST', `/connections/${c.body.id}/disable`);
+  });
+});
+
+describe('a job waiting for its tenant’s running jobs', () => {
+  const stack = useWorkerStack('time-skipping', 'tenant-limits-wait');
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi(stack, 'tenant-limits-wait');
+  });
+  afterAll(async () => {
+    await api?.server.close();
+  });
+
+  it('claims and runs once a running job of its tenant has ended, after its durable wait', async () => {
+    const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
+    expect((await api.call('PATCH', '/tenants/lim-wait/limits', { max_running_jobs: 1 })).status).toBe(200);
+    const ids: string[] = [];
+    for (const config of [{ ...SLOW, records_per_resource: 8, latency_ms: 300 }, FAST]) {
+      const res = await api.call('POST', '/connections', { tenant_id: 'lim-wait', app_key: `w${ids.length}`, provider: 'demo', config, schedule: DAY, status: 'paused' });
+      expect(res.status).toBe(201);
+      await q(`update connections set status = 'active' where id = $1`, [res.body.id]);
+      ids.push(res.body.id);
+    }
+    const first = (await api.call('POST', `/connections/${ids[0]}/sync`, { mode: 'full' })).body.job_id as string;
+    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'running'`, [first])).length ? true : undefined));
+    const second = (await api.call('POST', `/connections/${ids[1]}/sync`, { mode: 'full' })).body.job_id as string;
+    const handle = stack.env.client.workflow.getHandle(`sync-job:${second}`);
+    await eventually(async () =>
+      (await handle.fetchHistory()).events?.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined,
+    );
+    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'completed'`, [first])).length ? true : undefined));
+    expect((await q(`select status from sync_jobs where id = $1`, [second]))[0].status).toBe('queued');
+    // Waiting for its result lets the test server skip the timer: the job claims and runs.
+    expect((await handle.result()).status).toBe('completed');
+    expect((await q(`select status from sync_jobs where id = $1`, [second]))[0].status).toBe('completed');
+  });
+});
