@@ -42,13 +42,15 @@ const revokeKey = createRoute({
   responses: { 200: jsonAnswer(ApiKeySchema, 'Revoked'), ...errorResponses, 404: notFound },
 });
 const readLimits = createRoute({
-  method: 'get', path: '/tenants/{tenant_id}/limits', tags: ['tenants'], summary: "A tenant's limits: the values that apply, its overrides and what it holds now (admin only)",
+  method: 'get', path: '/tenants/{tenant_id}/limits', tags: ['tenants'], summary: "A tenant's limits: the values that apply, its overrides and what it holds now (admin only)", operationId: 'getTenantLimits',
+  description: 'The limits that apply to a tenant (each override where set, else the deployment default TENANT_MAX_*), the overrides themselves, and what the tenant holds now as each limit counts it.',
   request: { params: TenantParams },
   responses: { 200: jsonAnswer(TenantLimitsSchema, 'The limits'), ...errorResponses },
 });
 const changeLimits = createRoute({
   method: 'patch', path: '/tenants/{tenant_id}/limits', tags: ['tenants'],
-  summary: "Override a tenant's limits (admin only): each field named is set, null returns it to the default, the others are kept",
+  summary: "Override a tenant's limits (admin only): each field named is set, null returns it to the default, the others are kept", operationId: 'updateTenantLimits',
+  description: 'Sets overrides of the named limits (0 allows none; null returns a limit to the default); limits not named keep their override. Requests over a limit are refused with 409 (counts) or 429 (rates) `tenant_limit`.',
   request: { params: TenantParams, body: jsonBody(TenantLimitsBody) },
   responses: { 200: jsonAnswer(TenantLimitsSchema, 'The limits now'), ...errorResponses },
 });

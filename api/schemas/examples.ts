@@ -6,7 +6,7 @@ import { ConnectionDetailSchema, ConnectionPageSchema, ConnectionSchema, StatusC
 import { CancelAnswerSchema, JobPageSchema, JobSchema } from './jobs';
 import { RecordPageSchema } from './records';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema } from './sync';
-import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema } from './tenancy';
+import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema, TenantLimitsSchema } from './tenancy';
 import { AuthorizationSchema, CallbackSchema, OAuthAppPageSchema, OAuthAppSchema } from './oauth';
 import { CreatedWebhookSchema, DeliveryPageSchema, RedeliveryAnswerSchema, WebhookPageSchema, WebhookSchema } from './webhooks';
 
@@ -178,6 +178,12 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
     next_cursor: null,
   }),
   Purge: purge,
+  TenantLimits: ex(TenantLimitsSchema, {
+    tenant_id: 'acme',
+    limits: { max_connections: 1000, max_webhooks: 100, max_immediate_syncs: 2, max_running_jobs: 200, max_redeliveries_per_hour: 100 },
+    overrides: { max_connections: null, max_webhooks: null, max_immediate_syncs: null, max_running_jobs: 200, max_redeliveries_per_hour: null },
+    usage: { connections: 12, webhooks: 2, immediate_syncs: 0, running_jobs: 3, redeliveries_last_hour: 1 },
+  }),
   OAuthApp: oauthApp,
   OAuthAppPage: ex(OAuthAppPageSchema, { items: [oauthApp], next_cursor: null }),
   OAuthAuthorization: ex(AuthorizationSchema, {

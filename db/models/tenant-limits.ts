@@ -3,6 +3,7 @@
 // after taking the tenant's lock, so two concurrent requests cannot both take the last place.
 import type { TenantLimitOverrides } from '../../policy/tenant-limits';
 import type { Queryable } from '../queryable';
+import { JOB, PURGE } from '../sql';
 
 /** Two-key advisory locks in this class are the per-tenant limit locks. */
 const TENANT_LOCK_CLASS = 0x7e17;
@@ -85,10 +86,10 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
   const { rows } = await db.query<TenantUsage>(
     `select
        (select count(*)::int from connections c where c.tenant_id = $1
-           and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> 'completed')) as connections,
+           and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})) as connections,
        (select count(*)::int from webhooks where tenant_id = $1) as webhooks,
        (select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2) as immediate_syncs,
-       (select count(*)::int from sync_jobs where tenant_id = $1 and status = 'running') as running_jobs,
+       (select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}) as running_jobs,
        (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour`,
     [tenantId, at],
   );
@@ -99,7 +100,7 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
 export async function countConnections(db: Queryable, tenantId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `select count(*)::int as n from connections c where c.tenant_id = $1
-        and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> 'completed')`,
+        and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`,
     [tenantId],
   );
   return rows[0]!.n;
@@ -114,7 +115,7 @@ export async function countWebhooks(db: Queryable, tenantId: string): Promise<nu
 /** A tenant's running jobs other than `exceptJobId`. */
 export async function countRunningJobs(db: Queryable, tenantId: string, exceptJobId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `select count(*)::int as n from sync_jobs where tenant_id = $1 and status = 'running' and id <> $2`,
+    `select count(*)::int as n from sync_jobs where tenant_id = $1 and status = ${JOB.running} and id <> $2`,
     [tenantId, exceptJobId],
   );
   return rows[0]!.n;
