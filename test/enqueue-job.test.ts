@@ -452,7 +452,7 @@ describe('enqueueJob', () => {
     const scheduledFor = async (c: Conn) =>
       (await registry.getMetricsAsJSON())
         .find((m) => m.name === 'sync_scheduler_jobs_scheduled_total')!
-        .values.find((v) => v.labels.provider_slug === c.provider && v.labels.tenant_id === c.tenant)?.value ?? 0;
+        .values.find((v) => v.labels.provider === c.provider && v.labels.tenant_id === c.tenant)?.value ?? 0;
     const countBefore = await scheduledFor(conn);
     const jitterBefore = await jitterCount();
     const neighbourBefore = await scheduledFor(neighbour);
