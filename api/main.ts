@@ -1,6 +1,6 @@
 // `npm run api`: a production API process. Run any number of them behind a load balancer.
 import { enableDemoConnector } from '../connectors/registry';
-import { resealSecrets } from '../commands/credentials';
+import { sealPlaintextSecrets } from '../commands/credentials';
 import { runProcess } from '../infra/boot';
 import { loadConfigOrExit, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
 import { listen } from '../lib/http';
@@ -14,9 +14,7 @@ const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(c, 'npm 
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
 runProcess(config, { name: 'api', sdkRuntime: false, pool: 'api' }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
-  // Legacy plaintext rows are sealed before the first request (idempotent; safe beside other processes).
-  const sealed = await resealSecrets({ pool, credentials }, 'plaintext');
-  if (sealed.sealed > 0) logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
+  await sealPlaintextSecrets({ pool, credentials }, logger);
   const background = backgroundStarts(logger, shutdown);
   const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, credentials, ...apiSettings(config), background });
   const server = await listen(app, config.API_HOST, config.API_PORT);

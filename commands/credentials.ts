@@ -7,6 +7,7 @@ import * as oauthApps from '../db/models/oauth-apps';
 import * as webhooks from '../db/models/webhooks';
 import type { Pool } from '../db/pool';
 import { isEnvelope, open, seal, sealCredentials, type Keyring } from '../lib/credentials';
+import type { Logger } from '../lib/logger';
 
 /** Rows read per batch: each is one short statement, so no table is locked for long. */
 const BATCH = 200;
@@ -19,6 +20,15 @@ export interface ResealResult {
   skipped: number;
   /** Rows still not under the active key afterwards (0 when the pass is complete). */
   remaining: number;
+}
+
+/**
+ * The start-up step of every process that opens secrets (the API, the worker, `npm start`): legacy
+ * plaintext rows are sealed before it serves or polls (idempotent; safe beside other processes).
+ */
+export async function sealPlaintextSecrets(deps: { pool: Pool; credentials: Keyring }, logger: Logger): Promise<void> {
+  const { sealed } = await resealSecrets(deps, 'plaintext');
+  if (sealed > 0) logger.info({ sealed }, 'sealed plaintext credentials and webhook secrets');
 }
 
 /**

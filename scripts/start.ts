@@ -7,7 +7,7 @@ import { apiSettings, backgroundStarts } from '../api/deps';
 import { createDemoConnectionIfEmpty } from '../commands/demo-connection';
 import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
-import { resealSecrets } from '../commands/credentials';
+import { sealPlaintextSecrets } from '../commands/credentials';
 import { localAdminKey, localCredentialsKey } from '../lib/admin-key';
 import { loadConfigOrExit, requireKeyring } from '../lib/config';
 import { listen } from '../lib/http';
@@ -33,8 +33,7 @@ const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(localKey
 // The process's own pool is the API's; the worker opens its own (separate limits, no contention).
 runProcess(config, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc) => {
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
-  const sealed = await resealSecrets({ pool, credentials }, 'plaintext');
-  if (sealed.sealed > 0) logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
+  await sealPlaintextSecrets({ pool, credentials }, logger);
   await runWorker(proc, rateLimit, credentials, rateBudget);
 
   const settings = apiSettings(config);

@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import { enableDemoConnector } from '../connectors/registry';
 import { runProcess } from '../infra/boot';
-import { resealSecrets } from '../commands/credentials';
+import { sealPlaintextSecrets } from '../commands/credentials';
 import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
@@ -22,9 +22,7 @@ const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(c, 'npm 
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
 runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (proc) => {
-  // Legacy plaintext rows are sealed at start (idempotent; safe beside other processes).
-  const sealed = await resealSecrets({ pool: proc.pool, credentials }, 'plaintext');
-  if (sealed.sealed > 0) proc.logger.info({ sealed: sealed.sealed }, 'sealed plaintext credentials and webhook secrets');
+  await sealPlaintextSecrets({ pool: proc.pool, credentials }, proc.logger);
   // Set once the workers run; until then /readyz answers 503.
   const started: { readiness?: () => WorkerReadiness } = {};
   const app = new Hono();
