@@ -45,6 +45,7 @@ module.exports = {
     onlyImports('commands', dir('commands'), [dir('db'), dir('temporal'), dir('connectors'), dir('policy'), dir('lib')], 'Commands own "write + signal/start".'),
     onlyImports('api-through-commands', '^api/(?!main\\.ts$)', [dir('commands'), CONTRACT, dir('policy'), dir('lib')], 'Routes parse, call a command, present: no SQL, no workflow code, no client calls of their own.'),
     onlyImports('infra', dir('infra'), [dir('db'), dir('lib'), CONTRACT, dir('policy')], 'Infrastructure: servers, connections, the boot.'),
+    onlyImports('client-stands-alone', dir('clients'), [], 'The typed API client is copied into other projects: it imports nothing of the platform (generated types and openapi-fetch only).'),
     onlyImports('workers', '^workers/(?!main\\.ts$)', [dir('activities'), dir('infra'), dir('lib'), dir('temporal'), dir('policy')], 'The worker wires activities and workflows to a connection.'),
   ],
   options: {

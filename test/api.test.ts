@@ -7,6 +7,7 @@ import { Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
+import { createSynctideClient, type SynctideClient } from '../clients/typescript';
 import { BackgroundStarts } from '../commands/background-starts';
 import { listen, type HttpServer } from '../lib/http';
 import { countActiveJobsByStatus } from '../db/models/jobs';
@@ -34,12 +35,17 @@ describe('REST API over HTTP', () => {
   const answers: string[] = [];
   let server: HttpServer;
   let github: FakeGitHub;
+  /** The generated typed client (clients/typescript) against this file's real server. */
+  let api: SynctideClient;
 
   beforeAll(async () => {
     // As api/main.ts does: the queue depth is read from Postgres at each scrape.
     registerQueueDepthGauge(stack.registry, () => countActiveJobsByStatus(stack.db.pool));
     // As api/main.ts runs it: a requested job's workflow starts after the answer.
     server = await listen(appWith(stack.db.pool, { background: new BackgroundStarts((err) => console.error(err)) }), '127.0.0.1', 0);
+    api = createSynctideClient({ baseUrl: server.url, apiKey: KEY });
+    // Its answers are checked with the hand-made calls' (no secret in any answer).
+    api.use({ onResponse: async ({ response }) => void answers.push(await response.clone().text()) });
     github = await startFakeGitHub({ token: TOKEN, repos: { 'acme/app': { issues: 30, pulls: 5 } } });
   });
   // Shown when a test failed: the API's own account of its 5xx answers.
@@ -98,22 +104,24 @@ describe('REST API over HTTP', () => {
     (await stack.db.pool.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]!.n;
 
   async function createConnection(appKey: string, extra: Record<string, unknown> = {}) {
-    const res = await call('POST', '/connections', {
-      tenant_id: 'acme',
-      app_key: appKey,
-      provider: 'demo',
-      config: { records_per_resource: 20, page_size: 10 },
-      schedule: { interval_seconds: 3600 },
-      ...extra,
+    const { data, error, response } = await api.POST('/connections', {
+      body: {
+        tenant_id: 'acme',
+        app_key: appKey,
+        provider: 'demo',
+        config: { records_per_resource: 20, page_size: 10 },
+        schedule: { interval_seconds: 3600 },
+        ...extra,
+      },
     });
-    expect(res.status, res.text).toBe(201);
-    return res.body as { id: string; workflow_id: string };
+    expect(response.status, JSON.stringify(error)).toBe(201);
+    return data!;
   }
 
   const jobDone = (id: string) =>
     eventually(async () => {
-      const res = await call('GET', `/jobs/${id}?include_tasks=true`);
-      return ['completed', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+      const { data } = await api.GET('/jobs/{id}', { params: { path: { id }, query: { include_tasks: 'true' } } });
+      return data && ['completed', 'failed', 'cancelled'].includes(data.status) ? (data as any) : undefined;
     });
 
   it('answers 401 without or with a wrong key and creates nothing', async () => {
@@ -167,9 +175,9 @@ describe('REST API over HTTP', () => {
     expect(sleeping.breaker).toMatchObject({ open: false, consecutive_failures: 0 });
     const hourAway = Date.parse(sleeping.live.next_run_at);
 
-    const patched = await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 120 } });
-    expect(patched.status, patched.text).toBe(200);
-    expect(patched.body.schedule.interval_seconds).toBe(120);
+    const patched = await api.PATCH('/connections/{id}', { params: { path: { id: conn.id } }, body: { schedule: { interval_seconds: 120 } } });
+    expect(patched.response.status, JSON.stringify(patched.error)).toBe(200);
+    expect(patched.data!.schedule).toMatchObject({ interval_seconds: 120 });
     const replanned = await eventually(async () => {
       const live = (await call('GET', `/connections/${conn.id}`)).body.live;
       return live && Date.parse(live.next_run_at) < hourAway - 30 * 60_000 ? live : undefined;
@@ -203,16 +211,16 @@ describe('REST API over HTTP', () => {
     expect((await call('POST', `/connections/${conn.id}/resume`)).status).toBe(200);
     await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'sleeping' ? true : undefined));
 
-    const now = await call('POST', `/connections/${conn.id}/sync`, { mode: 'full' });
-    expect(now.status, now.text).toBe(202);
-    expect(now.body.mode).toBe('full');
-    const done = await jobDone(now.body.job_id);
+    const now = await api.POST('/connections/{id}/sync', { params: { path: { id: conn.id } }, body: { mode: 'full' } });
+    expect(now.response.status, JSON.stringify(now.error)).toBe(202);
+    expect(now.data!.mode).toBe('full');
+    const done = await jobDone(now.data!.job_id);
     expect(done.status).toBe('completed');
 
-    const listed = await call('GET', '/connections?tenant_id=acme&limit=1');
-    expect(listed.status).toBe(200);
-    expect(listed.body.items).toHaveLength(1);
-    expect(listed.body.items[0]).not.toHaveProperty('credentials');
+    const listed = await api.GET('/connections', { params: { query: { tenant_id: 'acme', limit: 1 } } });
+    expect(listed.response.status).toBe(200);
+    expect(listed.data!.items).toHaveLength(1);
+    expect(listed.data!.items[0]).not.toHaveProperty('credentials');
 
     expect((await call('POST', `/connections/${conn.id}/disable`)).status).toBe(200);
     await eventually(async () => {
@@ -384,15 +392,36 @@ describe('REST API over HTTP', () => {
     expect((await call('POST', '/sync', { tenant_id: 'acme', app_key: 'sync-me', resource_types: ['nope'] })).status).toBe(400);
 
     // Listing, filtered and paged by cursor.
-    const first = await call('GET', `/jobs?connection_id=${conn.id}&limit=1`);
-    expect(first.body.items).toHaveLength(1);
-    expect(first.body.next_cursor).toEqual(expect.any(String));
-    const second = await call('GET', `/jobs?connection_id=${conn.id}&limit=1&cursor=${first.body.next_cursor}`);
-    expect(second.body.items).toHaveLength(1);
-    expect(second.body.items[0].id).not.toBe(first.body.items[0].id);
-    const all = await call('GET', `/jobs?connection_id=${conn.id}&trigger=api`);
-    expect(all.body.items.map((j: { id: string }) => j.id).sort()).toEqual([res.body.job_id, subset.body.job_id].sort());
-    expect((await call('GET', '/jobs?cursor=garbage')).status).toBe(400);
+    const first = (await api.GET('/jobs', { params: { query: { connection_id: conn.id, limit: 1 } } })).data!;
+    expect(first.items).toHaveLength(1);
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const second = (await api.GET('/jobs', { params: { query: { connection_id: conn.id, limit: 1, cursor: first.next_cursor! } } })).data!;
+    expect(second.items).toHaveLength(1);
+    expect(second.items[0]!.id).not.toBe(first.items[0]!.id);
+    const all = (await api.GET('/jobs', { params: { query: { connection_id: conn.id, trigger: 'api' } } })).data!;
+    expect(all.items.map((j) => j.id).sort()).toEqual([res.body.job_id, subset.body.job_id].sort());
+    const garbage = await api.GET('/jobs', { params: { query: { cursor: 'garbage' } } });
+    expect({ status: garbage.response.status, code: garbage.error?.error.code }).toEqual({ status: 400, code: 'invalid_request' });
+  });
+
+  it('webhooks through the typed client: created with its secret once, listed and shown without it', async () => {
+    // A tenant with no connections: no event is ever delivered to this address.
+    const created = await api.POST('/webhooks', {
+      body: { tenant_id: 'typed-client', url: 'https://hooks.example.com/synctide', event_types: ['sync.completed', 'sync.failed'] },
+    });
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    const hook = created.data!;
+    expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+    const listed = await api.GET('/webhooks', { params: { query: { tenant_id: 'typed-client' } } });
+    expect(listed.response.status).toBe(200);
+    const { secret: _secret, ...shown } = hook;
+    expect(listed.data!.items).toEqual([shown]);
+    const one = await api.GET('/webhooks/{id}', { params: { path: { id: hook.id } } });
+    expect(one.data).toEqual(shown);
+    expect(answers.slice(-2).join('\n')).not.toContain(hook.secret);
+    const refused = await api.POST('/webhooks', { body: { tenant_id: 'typed-client', url: 'ftp://hooks.example.com/', event_types: ['sync.completed'] } });
+    expect({ status: refused.response.status, code: refused.error?.error.code }).toEqual({ status: 400, code: 'invalid_request' });
+    expect(refused.error?.error.message).toMatch(/url/);
   });
 
   it('immediate: true answers with the results and writes no job or task rows', async () => {
