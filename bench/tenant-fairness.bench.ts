@@ -103,13 +103,14 @@ async function main(stack: BenchStack) {
     const meter = cpuMeter(stack);
     const flood = await startFlood(stack, api);
     let flooded: Figures;
+    let a: Awaited<ReturnType<typeof floodJobs>>;
     try {
       flooded = await measureB(stack, api, 'flooded');
+      a = await floodJobs(stack.pool);
     } finally {
       await flood.stop();
     }
     const cpu = formatCpu(meter.read());
-    const a = await floodJobs(stack.pool);
 
     const row = (name: string, x: number[], y: number[]) => {
       const [a50, a99, f50, f99] = [percentile(x, 50), percentile(x, 99), percentile(y, 50), percentile(y, 99)];
