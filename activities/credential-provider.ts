@@ -64,19 +64,22 @@ export function credentialProvider(
   if (!secret) {
     return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
   }
-  const seen: unknown[] = [opened];
+  // The token values this run held (the opened grant and each refresh): the secrets of an oauth2
+  // credential are its tokens, not its kind, expiry or scope names.
+  const tokens = (held: OAuth2Secret) => [held.access_token, held.refresh_token];
+  const seen: (string | null)[] = tokens(secret);
   const refresh = async (held: OAuth2Secret, force: boolean): Promise<OAuth2Secret> => {
     const outcome = await refreshUnderLock(deps, connectionId, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
       throw new CredentialsInvalid(outcome.invalid);
     }
-    seen.push(outcome.secret);
+    seen.push(...tokens(outcome.secret));
     return outcome.secret;
   };
   return {
     budgetKey: { oauth2_grant: connectionId },
-    secrets: () => credentialSecrets({ seen }),
+    secrets: () => credentialSecrets({ tokens: seen.filter((token): token is string => token !== null) }),
     async current() {
       if (refreshDue(secret!, Date.now())) secret = await refresh(secret!, false);
       return presented(secret!);

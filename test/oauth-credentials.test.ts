@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../activities/enqueue-job';
 import { recordAttemptFailure } from '../activities/record-attempt';
 import { syncTask } from '../activities/sync-task';
+import { credentialProvider } from '../activities/credential-provider';
 import { createApp } from '../api/app';
 import { updateConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
@@ -290,5 +291,25 @@ describe('the connect flow through the API', () => {
 
     // An app in use cannot be deleted.
     expect((await call('DELETE', `/oauth-apps/${created.body.id}`)).status).toBe(409);
+  });
+});
+
+describe('what errors are redacted with', () => {
+  it("an oauth2 credential's secrets are its tokens, not its kind, expiry or scope names (which would garble messages)", () => {
+    const connectionId = randomUUID();
+    const stored = sealCredentials(TEST_KEYRING, connectionId, {
+      kind: 'oauth2',
+      access_token: 'gho_access0123456789',
+      refresh_token: 'ghr_refresh0123456789',
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      scopes: ['repo', 'read:org'],
+    });
+    const source = credentialProvider({ credentials: TEST_KEYRING } as Parameters<typeof credentialProvider>[0], connectionId, stored);
+    const secrets = source.secrets();
+    expect(secrets).toEqual(expect.arrayContaining(['gho_access0123456789', 'ghr_refresh0123456789']));
+    for (const word of ['oauth2', 'repo', 'read:org', 'read%3Aorg']) expect(secrets).not.toContain(word);
+    // A static token: every value of the opened credentials.
+    const token = credentialProvider({ credentials: TEST_KEYRING } as Parameters<typeof credentialProvider>[0], connectionId, sealCredentials(TEST_KEYRING, connectionId, { token: 'ghp_static0123456789' }));
+    expect(token.secrets()).toContain('ghp_static0123456789');
   });
 });
