@@ -121,7 +121,16 @@ describe('npm start', () => {
     }
 
     // One /metrics for the one process: job-lifecycle metrics, then the Temporal SDK's worker metrics.
-    const scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`, auth)).text();
+    // The SDK reports a latency once a task of its kind ran (the first regular activity is the
+    // job's sync task, a moment after its workflow shows): scraped again until each is there, for
+    // at most a minute; the assertions below say which one is missing if it never comes.
+    const sdkMetric = (name: string) => new RegExp(`^${name}(_bucket)?\\{`, 'm');
+    let scrape = '';
+    for (let tries = 0; tries < 120; tries++) {
+      scrape = await (await fetch(`http://127.0.0.1:${ports.API_PORT}/metrics`, auth)).text();
+      if (SDK_METRICS_READ.every((name) => sdkMetric(name).test(scrape))) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
     expect(scrape).toMatch(/^sync_jobs_total\{status="queued",provider="demo"[^}]*\} [1-9]/m);
     for (const status of ['queued', 'running', 'retrying']) {
       expect(scrape).toMatch(new RegExp(`^sync_jobs_queue_depth\\{status="${status}"[^}]*\\} \\d+$`, 'm'));
@@ -129,7 +138,7 @@ describe('npm start', () => {
     expect(scrape).toMatch(/^temporal_worker_task_slots_available\{[^}]*task_queue="synctide"[^}]*\} \d+/m);
     expect(scrape).toMatch(/^temporal_workflow_task_execution_latency_count\{/m);
     // Every SDK metric the dashboard and the alert rules read is in a real worker's scrape.
-    for (const name of SDK_METRICS_READ) expect(scrape, name).toMatch(new RegExp(`^${name}(_bucket)?\\{`, 'm'));
+    for (const name of SDK_METRICS_READ) expect(scrape, name).toMatch(sdkMetric(name));
 
     // Leave a mark in the database to prove that a second start reuses DATA_DIR; its credentials
     // are plaintext, as rows written before encryption are, and the next start seals them.
