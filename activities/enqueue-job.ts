@@ -7,7 +7,7 @@ import { syncJobWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 
 /**
- * Enqueues a job in one transaction: lock the connection `FOR UPDATE SKIP LOCKED` (locked
+ * Enqueues a job in one transaction: lock the connection `FOR NO KEY UPDATE SKIP LOCKED` (locked
  * elsewhere → skip), skip it when not active or breaker-paused, insert the job guarded by the
  * partial unique index (conflict → the existing active job), and write `next_run_at` and
  * `last_jitter_seconds` into `metadata.sync` in the same transaction.

@@ -48,7 +48,7 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  * visibility query, a page per 1,000), and takes a second, narrower look (after 2 s, as
  * visibility lags behind starts and continue-as-new) at what that listing missed, so its Temporal
  * calls grow with what changed, not with the fleet:
- * - connections are scanned in batches under `FOR UPDATE SKIP LOCKED` (a row an enqueue holds is
+ * - connections are scanned in batches under `FOR NO KEY UPDATE SKIP LOCKED` (a row an enqueue holds is
  *   skipped: its workflow is evidently alive), and the batch's locks are released before any
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
  *   ("use existing", so racing ticks and API calls are safe); a disabled connection's running

@@ -7,6 +7,8 @@ import { type Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { enqueueJob } from '../activities/enqueue-job';
+import { lockConnectionSkipLocked } from '../db/models/connections';
+import { insertJob as insertJobRow } from '../db/models/jobs';
 import type { EnqueueJobInput } from '../temporal/activities';
 import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
@@ -487,6 +489,48 @@ describe('enqueueJob', () => {
     expect(await scheduledFor(conn)).toBe(1);
     expect(await jitterCount()).toBe(jitterBefore + 1);
     expect(lines.map((l) => l.msg)).toEqual(['enqueue skipped']);
+  });
+
+  it('an API job inserted while an enqueue holds the connection row is no deadlock', async () => {
+    // Found in CI: an enqueue locks its connection row, an API request inserts a job of the same
+    // type (its foreign-key check wants a KEY SHARE lock on that row), then the enqueue's insert
+    // meets the API job's unfinished row in the one-active-job index and waits for it. A FOR
+    // UPDATE lock made the API insert wait for the enqueue too: Postgres ended one with
+    // "deadlock detected" and the request was answered 500.
+    const conn = await newConnection();
+    const enqueuer = await db.pool.connect();
+    const apiPool = new pg.Pool({ connectionString: db.url, max: 1 });
+    try {
+      await enqueuer.query('begin');
+      expect(await lockConnectionSkipLocked(enqueuer, conn.id)).not.toBeNull();
+      const apiJob = randomUUID();
+      const apiInsert = insertJobRow(apiPool, {
+        id: apiJob, workflowId: `sync-job:${apiJob}`, connectionId: conn.id, tenantId: conn.tenant,
+        jobType: 'incremental', trigger: 'api', scheduledAt: null,
+      }).then((inserted) => ({ inserted }), (err: Error) => ({ err }));
+      // Until the API insert has finished or waits on a lock.
+      for (;;) {
+        const settled = await Promise.race([apiInsert, new Promise<null>((r) => setTimeout(r, 20, null))]);
+        if (settled) break;
+        const { rows } = await db.pool.query(
+          "select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into sync_jobs%'");
+        if (rows.length > 0) break;
+      }
+      const schedulerJob = randomUUID();
+      const enqueued = await insertJobRow(enqueuer, {
+        id: schedulerJob, workflowId: `sync-job:${schedulerJob}`, connectionId: conn.id, tenantId: conn.tenant,
+        jobType: 'incremental', trigger: 'schedule', scheduledAt: null,
+      }).then((inserted) => ({ inserted }), (err: Error) => ({ err }));
+      await enqueuer.query('err' in enqueued ? 'rollback' : 'commit');
+      const api = await apiInsert;
+      expect({ api, enqueued }).toEqual({ api: { inserted: true }, enqueued: { inserted: false } });
+      const jobs = await jobsOf(conn.id);
+      expect(jobs.map((j) => j.id)).toEqual([apiJob]);
+    } finally {
+      await enqueuer.query('rollback').catch(() => undefined);
+      enqueuer.release();
+      await apiPool.end();
+    }
   });
 
   it('parallel schedulers remain race-free: one job per connection over 50 rounds', async () => {

@@ -193,10 +193,15 @@ export interface LockedConnection {
   status: ConnectionStatus;
 }
 
-/** Locks the connection row `FOR UPDATE SKIP LOCKED`; null when it is missing or locked elsewhere. */
+/**
+ * Locks the connection row `FOR NO KEY UPDATE SKIP LOCKED`; null when it is missing or locked
+ * elsewhere. Never FOR UPDATE: that conflicts with the KEY SHARE lock every insert of a row that
+ * references the connection takes, so a job inserted by a request while this lock is held, which
+ * the holder's own job insert then waits for in the one-active-job index, ends in a deadlock.
+ */
 export async function lockConnectionSkipLocked(tx: PoolClient, id: string): Promise<LockedConnection | null> {
   const { rows } = await tx.query<LockedConnection>(
-    'select id, tenant_id, provider_slug, status from connections where id = $1 for update skip locked',
+    'select id, tenant_id, provider_slug, status from connections where id = $1 for no key update skip locked',
     [id],
   );
   return rows[0] ?? null;
@@ -316,13 +321,14 @@ export interface ReconcileRow {
 /**
  * The next batch of connections after `afterId` whose workflow the tick must ensure or stop:
  * all but disabled ones already noted as stopped (until the row changes again). Locked
- * `FOR UPDATE SKIP LOCKED`, so a row an enqueue holds is left for the next tick.
+ * `FOR NO KEY UPDATE SKIP LOCKED` (a row an enqueue holds is left for the next tick; rows that
+ * reference a locked connection can still be inserted).
  */
 export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit: number): Promise<ReconcileRow[]> {
   const { rows } = await tx.query<ReconcileRow>(
     `select id, tenant_id, provider_slug, status from connections
       where id > $1 and (status <> ${CONNECTION.disabled} or workflow_stopped_at is null or workflow_stopped_at < updated_at)
-      order by id limit $2 for update skip locked`,
+      order by id limit $2 for no key update skip locked`,
     [afterId, limit],
   );
   return rows;
@@ -423,7 +429,7 @@ export async function countCredentialsToReseal(db: Queryable, activeId: string):
 /**
  * Takes the refresh lock of connection `id`'s credential until the transaction ends: one refresh
  * at a time per credential, across every worker. An advisory lock, so the connection row itself
- * stays free for enqueues (`FOR UPDATE SKIP LOCKED`) and status changes while the token endpoint
+ * stays free for enqueues (`FOR NO KEY UPDATE SKIP LOCKED`) and status changes while the token endpoint
  * answers.
  */
 export async function lockCredentialRefresh(tx: PoolClient, id: string): Promise<void> {

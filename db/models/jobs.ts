@@ -227,9 +227,14 @@ export async function hasActiveJobOfType(db: Queryable, connectionId: string, jo
   return (rowCount ?? 0) > 0;
 }
 
-/** Locks job `id` while it is still queued; its type, or null when it is not queued. */
+/**
+ * Locks job `id` while it is still queued; its type, or null when it is not queued. Row locks on
+ * jobs and tasks that are updated, not deleted, are FOR NO KEY UPDATE: FOR UPDATE would also block
+ * the KEY SHARE lock of every insert of a row that references them (tasks, logs), a deadlock
+ * waiting to happen.
+ */
 export async function lockQueuedJob(tx: PoolClient, id: string): Promise<{ job_type: SyncMode } | null> {
-  const { rows } = await tx.query<{ job_type: SyncMode }>(`select job_type from sync_jobs where id = $1 and status = ${JOB.queued} for update`, [id]);
+  const { rows } = await tx.query<{ job_type: SyncMode }>(`select job_type from sync_jobs where id = $1 and status = ${JOB.queued} for no key update`, [id]);
   return rows[0] ?? null;
 }
 
@@ -291,12 +296,12 @@ export interface ClaimRow {
   connection_status: ConnectionStatus;
 }
 
-/** Locks job `id` `FOR UPDATE SKIP LOCKED`; null when it is missing or locked by another claimer. */
+/** Locks job `id` `FOR NO KEY UPDATE SKIP LOCKED`; null when it is missing or locked by another claimer. */
 export async function lockJobForClaim(tx: PoolClient, id: string): Promise<ClaimRow | null> {
   const { rows } = await tx.query<ClaimRow>(
     `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status
        from sync_jobs j join connections c on c.id = j.connection_id
-      where j.id = $1 for update of j skip locked`,
+      where j.id = $1 for no key update of j skip locked`,
     [id],
   );
   return rows[0] ?? null;

@@ -97,7 +97,7 @@ export interface TaskToSync {
   deleted_count: number;
 }
 
-/** Locks task `taskId` `FOR UPDATE SKIP LOCKED` with what its run needs; null when missing or locked. */
+/** Locks task `taskId` `FOR NO KEY UPDATE SKIP LOCKED` with what its run needs; null when missing or locked. */
 export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<TaskToSync | null> {
   const { rows } = await tx.query<TaskToSync>(
     `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.partition_progress, t.started_at, t.deleted_count,
@@ -105,7 +105,7 @@ export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<Ta
        from sync_tasks t
        join sync_jobs j on j.id = t.job_id
        join connections c on c.id = j.connection_id
-      where t.id = $1 for update of t skip locked`,
+      where t.id = $1 for no key update of t skip locked`,
     [taskId],
   );
   return rows[0] ?? null;
