@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { BackgroundStarts } from '../commands/background-starts';
+import { BackgroundStarts } from '../lib/background-starts';
 import type { CommandDeps } from '../commands/deps';
 import type { Shutdown } from '../lib/shutdown';
 import { immediateTaskQueue, providerPolicy, type Config, tenantLimits } from '../lib/config';

@@ -4,7 +4,7 @@ import type { Pool } from '../db/pool';
 import type { Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
 import type { TenantLimits } from '../policy/tenant-limits';
-import type { BackgroundStarts } from './background-starts';
+import type { BackgroundStarts } from '../lib/background-starts';
 
 /** What commands need from their process. */
 export interface CommandDeps {

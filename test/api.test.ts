@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
 import { createSynctideClient, type SynctideClient } from '../clients/typescript';
-import { BackgroundStarts } from '../commands/background-starts';
+import { BackgroundStarts } from '../lib/background-starts';
 import { listen, type HttpServer } from '../lib/http';
 import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';

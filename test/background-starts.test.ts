@@ -1,6 +1,6 @@
 // The API's background workflow starts: retried, never a rejection, drained on shutdown.
 import { describe, expect, it } from 'vitest';
-import { BackgroundStarts } from '../commands/background-starts';
+import { BackgroundStarts } from '../lib/background-starts';
 
 describe('BackgroundStarts', () => {
   it('retries a failing start and reports it once every attempt failed, without rejecting', async () => {
