@@ -43,7 +43,12 @@ module.exports = {
     onlyImports('db-below-the-rest', dir('db'), [dir('policy')], 'SQL knows tables and the vocabulary, not the layers that use it (no connector or Temporal types).'),
     onlyImports('activities', dir('activities'), [dir('db'), dir('connectors'), dir('policy'), dir('temporal'), dir('lib')], 'Activities do I/O through db/ and connectors/.'),
     onlyImports('commands', dir('commands'), [dir('db'), dir('temporal'), dir('connectors'), dir('policy'), dir('lib')], 'Commands own "write + signal/start".'),
-    onlyImports('api-through-commands', '^api/(?!main\\.ts$)', [dir('commands'), CONTRACT, dir('policy'), dir('lib')], 'Routes parse, call a command, present: no SQL, no workflow code, no client calls of their own.'),
+    onlyImports(
+      'api-through-commands',
+      '^api/(?!main\\.ts$)',
+      [dir('commands'), CONTRACT, dir('policy'), dir('lib'), '^infra/readiness\\.ts$'],
+      'Routes parse, call a command, present: no SQL, no workflow code, no client calls of their own. The one exception is the process\'s readiness probe (infra/readiness.ts), which /readyz answers as it is.',
+    ),
     onlyImports('infra', dir('infra'), [dir('db'), dir('lib'), CONTRACT, dir('policy')], 'Infrastructure: servers, connections, the boot.'),
     onlyImports('client-stands-alone', dir('clients'), [], 'The typed API client is copied into other projects: it imports nothing of the platform (generated types and openapi-fetch only).'),
     onlyImports('workers', '^workers/(?!main\\.ts$)', [dir('activities'), dir('infra'), dir('lib'), dir('temporal'), dir('policy')], 'The worker wires activities and workflows to a connection.'),

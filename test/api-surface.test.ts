@@ -10,7 +10,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../api/app';
 import { DOCS_CSP, SWAGGER_UI_VERSION } from '../api/routes/docs';
-import { readinessProbe } from '../commands/readiness';
+import { readinessProbe } from '../infra/readiness';
 import { demoConnector, demoFetchLog, recordDemoFetches, resetDemoFetchLog } from '../connectors/demo';
 import { createPool, type Pool } from '../db/pool';
 import { createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { readinessProbe } from '../../commands/readiness';
+import { readinessProbe } from '../../infra/readiness';
 import type { ApiDeps } from '../deps';
 
 /**

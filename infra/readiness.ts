@@ -1,7 +1,15 @@
+import type { Client } from '@temporalio/client';
 import { countStaleConnections } from '../db/models/connections';
-import { ping } from '../db/pool';
+import { ping, type Pool } from '../db/pool';
 import { singleFlight } from '../lib/single-flight';
-import type { CommandDeps } from './deps';
+
+/** What a readiness check reaches: the process's pool and Temporal client. */
+export interface ReadinessDeps {
+  pool: Pool;
+  temporal: Client;
+  /** DEFAULT_INTERVAL_SECONDS: the interval of a connection without its own (the freshness count). */
+  defaultIntervalSeconds?: number;
+}
 
 /** How long a readiness answer is reused: probes come every few seconds from every balancer. */
 export const READINESS_CACHE_MS = 5000;
@@ -24,7 +32,7 @@ export interface ReadinessDetails {
  * also how many connections are stale (a detail: it does not make the process unready).
  */
 export async function checkReadiness(
-  deps: Pick<CommandDeps, 'pool' | 'temporal' | 'defaultIntervalSeconds'>,
+  deps: ReadinessDeps,
 ): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
   const [postgres, temporal] = await Promise.all([
     probe(() => ping(deps.pool)),
@@ -47,7 +55,7 @@ export type Readiness = Awaited<ReturnType<typeof checkReadiness>>;
  * (`/readyz` needs no key), they cost at most one Postgres query and one Temporal call per period.
  */
 export function readinessProbe(
-  deps: Pick<CommandDeps, 'pool' | 'temporal' | 'defaultIntervalSeconds'>,
+  deps: ReadinessDeps,
   ttlMs = READINESS_CACHE_MS,
 ): () => Promise<Readiness> {
   return singleFlight(() => checkReadiness(deps), ttlMs);
@@ -58,7 +66,7 @@ const staleCounts = new WeakMap<object, { readAt: number; value: number }>();
 const STALE_COUNT_TTL_MS = 30_000;
 
 /** Stale connections, read at most every 30 s per pool (the query scans every active connection). */
-async function staleConnections(deps: Pick<CommandDeps, 'pool' | 'defaultIntervalSeconds'>): Promise<number> {
+async function staleConnections(deps: Pick<ReadinessDeps, 'pool' | 'defaultIntervalSeconds'>): Promise<number> {
   const cached = staleCounts.get(deps.pool);
   if (cached && Date.now() - cached.readAt < STALE_COUNT_TTL_MS) return cached.value;
   const rows = await countStaleConnections(deps.pool, new Date(), deps.defaultIntervalSeconds ?? DEFAULT_INTERVAL_SECONDS);
