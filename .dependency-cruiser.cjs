@@ -1,7 +1,8 @@
 // Import boundaries, checked by `npm run lint`. Data flows one way:
 //   api → commands → temporal (contract, client) / db
 //   workflows → temporal contract / policy
-//   activities → db / connectors / policy / temporal
+//   activities → services / db / connectors / policy / temporal
+//   services (what activities share around a provider call) → db / connectors / policy
 //   policy imports nothing with I/O; lib is process plumbing under everything.
 // Entry points (scripts/, bench/, the main.ts of api/ and workers/) may wire anything together.
 // Type-only imports count too: a type import of a workflow module is still a dependency on it.
@@ -41,7 +42,13 @@ module.exports = {
     onlyImports('temporal-client', '^temporal/client\\.ts$', [CONTRACT], 'Client helpers are typed by the contract, never by workflow code.'),
     onlyImports('workflows-see-contract-and-policy', dir('workflows'), [CONTRACT, dir('policy')], 'Workflows are deterministic: they import the contract and pure policy only.'),
     onlyImports('db-below-the-rest', dir('db'), [dir('policy')], 'SQL knows tables and the vocabulary, not the layers that use it (no connector or Temporal types).'),
-    onlyImports('activities', dir('activities'), [dir('db'), dir('connectors'), dir('policy'), dir('temporal'), dir('lib')], 'Activities do I/O through db/ and connectors/.'),
+    onlyImports('activities', dir('activities'), [dir('services'), dir('db'), dir('connectors'), dir('policy'), dir('temporal'), dir('lib')], 'Activities do I/O through db/ and connectors/.'),
+    onlyImports(
+      'services',
+      dir('services'),
+      [dir('db'), dir('connectors'), dir('policy'), dir('lib')],
+      'What activities share around a provider call (the shared rate budget, the failure a provider error becomes): no activity, no Temporal contract.',
+    ),
     onlyImports('commands', dir('commands'), [dir('db'), dir('temporal'), dir('connectors'), dir('policy'), dir('lib')], 'Commands own "write + signal/start".'),
     onlyImports(
       'api-through-commands',

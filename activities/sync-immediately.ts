@@ -11,7 +11,7 @@ import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
 import { toActivityFailure } from './connector-failure';
 import { credentialProvider, withCurrentCredential } from './credential-provider';
-import { requestBudget } from './rate-budget';
+import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
 

@@ -16,7 +16,7 @@ import type { Connector, FetchPageInput } from '../connectors/types';
 import type { Activities } from '../temporal/activities';
 import { toActivityFailure } from './connector-failure';
 import { credentialProvider, withCurrentCredential } from './credential-provider';
-import { requestBudget } from './rate-budget';
+import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
 

@@ -11,7 +11,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toActivityFailure } from '../activities/connector-failure';
 import { purgeConnectionBatch } from '../activities/purge-connection';
-import { credentialFingerprint } from '../activities/rate-budget';
+import { credentialFingerprint } from '../services/rate-budget';
 import { syncImmediately } from '../activities/sync-immediately';
 import { RateLimited } from '../connectors/types';
 import { parseKeyring, sealCredentials } from '../lib/credentials';

@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { credentialFingerprint, requestBudget } from '../activities/rate-budget';
+import { credentialFingerprint, requestBudget } from '../services/rate-budget';
 import { RateLimited } from '../connectors/types';
 import { createSyncMetrics } from '../lib/metrics';
 import { budgetLimits, DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
