@@ -6,7 +6,7 @@ import { insertTasks, listTasksOfTypes } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { policyFor } from '../policy/rate-limit';
 import type { Activities, PreparedJob } from '../temporal/activities';
-import { toActivityFailure } from './connector-failure';
+import { toActivityFailure } from '../services/connector-failure';
 import type { ActivityDeps, RateLimitSettings } from './deps';
 
 const MAX_PARALLEL_TASKS = 8;

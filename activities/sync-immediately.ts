@@ -9,7 +9,7 @@ import { findCursors } from '../db/models/state';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ImmediateSyncProgress, ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
-import { toActivityFailure } from './connector-failure';
+import { toActivityFailure } from '../services/connector-failure';
 import { credentialProvider, withCurrentCredential } from './credential-provider';
 import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';

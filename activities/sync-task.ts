@@ -14,7 +14,7 @@ import { inWindow, type SyncWindow } from '../policy/window';
 import { CURSOR_CLOCK_SKEW_MS, nextCursor } from '../policy/cursor';
 import type { Connector, FetchPageInput } from '../connectors/types';
 import type { Activities } from '../temporal/activities';
-import { toActivityFailure } from './connector-failure';
+import { toActivityFailure } from '../services/connector-failure';
 import { credentialProvider, withCurrentCredential } from './credential-provider';
 import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';

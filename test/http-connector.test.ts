@@ -15,7 +15,7 @@ import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { toActivityFailure } from '../activities/connector-failure';
+import { toActivityFailure } from '../services/connector-failure';
 import { credentialSecrets } from '../connectors/provider-http';
 import { sealCredentials } from '../lib/credentials';
 import { createTestDatabase, type TestDatabase } from './helpers/database';

@@ -9,7 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toActivityFailure } from '../activities/connector-failure';
+import { toActivityFailure } from '../services/connector-failure';
 import { purgeConnectionBatch } from '../activities/purge-connection';
 import { credentialFingerprint } from '../services/rate-budget';
 import { syncImmediately } from '../activities/sync-immediately';
