@@ -11,7 +11,7 @@ import { enqueueJob } from './enqueue-job';
 import { failAbandonedJobs } from './fail-abandoned-jobs';
 import { failTask } from './fail-task';
 import { finishJob } from './finish-job';
-import { completeJob, openCycle, startJob } from './lean-steps';
+import { completeJob, openCycle, startJob } from './open-cycle';
 import { loadConnectionContext } from './load-connection-context';
 import { markJobRetrying } from './mark-job-retrying';
 import { prepareJob } from './prepare-job';

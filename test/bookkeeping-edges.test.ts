@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deleteOldJobs } from '../activities/delete-old-jobs';
 import { enqueueJob } from '../activities/enqueue-job';
 import { finishJob } from '../activities/finish-job';
-import { openCycle } from '../activities/lean-steps';
+import { openCycle } from '../activities/open-cycle';
 import { markJobRetrying } from '../activities/mark-job-retrying';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { countOverdueConnections, countStaleConnections } from '../db/models/connections';
