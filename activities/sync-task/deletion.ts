@@ -1,0 +1,93 @@
+import type { Connector, FetchPageInput } from '../../connectors/types';
+import { countCompletedTask } from '../../db/models/jobs';
+import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
+import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
+import { forgetEtagsBefore } from '../../db/models/provider-etags';
+import { forgetOtherPartitions } from '../../db/models/state';
+import { completeTask } from '../../db/models/tasks';
+import { withTransaction } from '../../db/transaction';
+import type { ActivityDeps } from '../deps';
+import type { Pass } from './pass';
+import { restartIfSeenSetLost } from './seen-set';
+
+/** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
+export const MAX_RECHECKS = 100;
+
+/** Which unseen records a full pass may tombstone: every candidate `except` some, or `only` some. */
+export type Deletable = { except: string[] } | { only: string[] };
+
+/**
+ * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates with the connector's
+ * `recheck` (when it has one), stores those alive (they are then no candidates: written after the
+ * pass began), and says which it may tombstone: with a consistent listing every candidate but
+ * those not confirmed gone; without one (or when the pass held a cursor) only those confirmed gone
+ * (none without `recheck`).
+ */
+export async function confirmDeletions(
+  deps: Pick<ActivityDeps, 'pool'>,
+  connector: Connector,
+  request: Omit<FetchPageInput, 'pageToken' | 'since' | 'until'>,
+  target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date; held: boolean },
+): Promise<Deletable> {
+  // A pass that held a cursor (the connector could not read past some time consistently) is no
+  // consistent listing, whatever the connector's listing is otherwise.
+  const consistent = (connector.consistentListing?.(request.config, request.resource) ?? false) && !target.held;
+  if (!connector.recheck) return consistent ? { except: [] } : { only: [] };
+  const { pool } = deps;
+  const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
+  if (candidates.length === 0) return { except: [] };
+  const fetchedAt = new Date();
+  const answer = await connector.recheck({ ...request, externalIds: candidates });
+  const asked = new Set(candidates);
+  const alive = answer.alive.filter((r) => asked.has(r.externalId));
+  if (alive.length > 0) {
+    await withTransaction(pool, (tx) =>
+      upsertRecords(tx, { connectionId: target.connectionId, resourceType: target.resourceType, jobId: target.jobId, at: new Date(), fetchedAt }, alive),
+    );
+  }
+  const gone = new Set(answer.gone.filter((id) => asked.has(id)));
+  return consistent ? { except: candidates.filter((id) => !gone.has(id)) } : { only: [...gone] };
+}
+
+/** How a pass ended: records tombstoned, a lost seen-set (the pass starts again), whether this run completed the task. */
+export interface PassEnd {
+  deleted: number;
+  lost: SeenSetSize | null;
+  /** False when the task ended elsewhere meanwhile (reaped, cancelled). */
+  completed: boolean;
+}
+
+/**
+ * Ends a pass read to its last page, in one transaction: a full pass with a complete seen-set
+ * tombstones the records it may (`deletable`) and forgets its seen-set (a lost set sends the pass
+ * back instead, deleting nothing); the connection's own pass forgets the ETags it neither stored
+ * nor confirmed and the cursors of partitions the config no longer names; the task completes.
+ */
+export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, deletable: Deletable): Promise<PassEnd> {
+  const { input, connectionId, backfill } = pass;
+  return withTransaction(deps.pool, async (tx) => {
+    let deleted = 0;
+    if (pass.full) {
+      // Checked in the deletion's own transaction: the count holds a lock on sync_seen that a
+      // TRUNCATE waits for, and a crash aborts the transaction, so the set cannot be lost
+      // between this check and the delete.
+      const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
+      if (lost) return { deleted: 0, lost, completed: false };
+      deleted = await tombstoneUnseenRecords(
+        tx,
+        { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore: pass.changedBefore, at: new Date() },
+        deletable,
+      );
+      await forgetSeenOfTask(tx, input.taskId);
+    }
+    // Validators this complete pass neither stored nor confirmed go: no later 304 may vouch for
+    // pages whose records it did not see (they may be tombstones by now).
+    if (!backfill) await forgetEtagsBefore(tx, connectionId, input.resourceType, pass.passStart);
+    // A partition the config no longer names loses its cursor: named again, it is read whole.
+    const partitions = pass.connector.partitions?.(pass.task.config ?? {});
+    if (!backfill && partitions) await forgetOtherPartitions(tx, connectionId, input.resourceType, ['', ...partitions]);
+    const completed = await completeTask(tx, input.taskId, deleted);
+    if (completed) await countCompletedTask(tx, input.jobId);
+    return { deleted, lost: null, completed };
+  });
+}

@@ -1,0 +1,104 @@
+import type { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
+import { pagesOf } from '../../connectors/pages';
+import type { FetchPageResult, StoredValidator } from '../../connectors/types';
+import { upsertRecords } from '../../db/models/records';
+import { saveEtags } from '../../db/models/provider-etags';
+import { advanceCursors } from '../../db/models/state';
+import { recordPage } from '../../db/models/tasks';
+import { withTransaction } from '../../db/transaction';
+import { nextCursor } from '../../policy/cursor';
+import { DEFAULT_BUDGET_SETTINGS } from '../../policy/rate-budget';
+import { inWindow } from '../../policy/window';
+import { toActivityFailure } from '../../services/connector-failure';
+import type { ActivityDeps } from '../deps';
+import { requestBudget } from '../../services/rate-budget';
+import { confirmDeletions, type Deletable } from './deletion';
+import type { Pass, PassProgress } from './pass';
+
+/**
+ * Reads the pass from where `progress` stands to its last page, storing each page as it comes
+ * (`storePage`), then, for a full pass, confirms which unseen records it may tombstone. Every
+ * error of the provider calls leaves as an activity failure redacted with the credential values
+ * this run sent; a cancellation as a CancelledFailure.
+ */
+export async function readPass(
+  deps: ActivityDeps,
+  ctx: Context,
+  pass: Pass,
+  progress: PassProgress,
+  validators: Map<string, StoredValidator> | undefined,
+): Promise<Deletable> {
+  const { pool, metrics, providers, connectors: settings } = deps;
+  const { input, task, connectionId, connector } = pass;
+  try {
+    // Opened by the credential provider, in the activity that calls the provider; the shared
+    // budget is keyed by the tenant and the opened credential's fingerprint (never the sealed
+    // envelope, which differs per row), for an OAuth 2 grant by the grant (its tokens change
+    // with each refresh).
+    const budget = requestBudget({
+      pool, metrics, keyring: deps.credentials, settings: settings?.rateBudget ?? DEFAULT_BUDGET_SETTINGS, maxResetSeconds: settings?.maxResetSeconds,
+      tenantId: task.tenant_id, connectionId, provider: task.provider_slug, credentials: pass.source.budgetKey, config: task.config ?? {},
+    });
+    const context = {
+      resource: input.resourceType,
+      config: task.config ?? {},
+      credentials: null,
+      signal: ctx.cancellationSignal,
+      policy: providers,
+      ...(budget && { budget }),
+    };
+    const { cursors } = pass;
+    const request = { ...context, since: pass.since, until: pass.until, ...(cursors && { cursors }), ...(validators && { validators }) };
+    for await (const page of pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount })) {
+      await storePage(deps, pass, progress, page);
+    }
+    if (!pass.full) return { only: [] };
+    return await confirmDeletions({ pool }, connector, context, {
+      connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore: pass.changedBefore, held: progress.holds.size > 0,
+    });
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
+    // Every error of the provider calls is redacted with the credential values this run sent.
+    throw toActivityFailure(err, pass.source.secrets(), settings?.maxResetSeconds);
+  }
+}
+
+/**
+ * Stores one page in one transaction: its records (of a window, only those inside it), the
+ * `sync_seen` ids (full mode), the task's progress with the partitions' marks, the page's ETags
+ * and the cursors of the partitions the page completed; then counts it and heartbeats.
+ */
+async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress: PassProgress, page: FetchPageResult & { fetchedAt: Date }): Promise<void> {
+  const { input, task, connectionId, connector, window, backfill } = pass;
+  const records = window ? page.records.filter((r) => inWindow(r.updatedAt, window)) : page.records;
+  progress.outsideWindow += page.records.length - records.length;
+  progress.mark(records, page.holdCursors);
+  // The partitions this page ended: those it names, and every one with the pass's last page.
+  const completed = page.nextPageToken === null
+    ? new Set(['', ...(connector.partitions?.(task.config ?? {}) ?? []), ...progress.highWater.keys(), ...(page.completedPartitions ?? [])])
+    : new Set(page.completedPartitions ?? []);
+  const written = await withTransaction(deps.pool, async (tx) => {
+    const { seen, ...counts } = await upsertRecords(
+      tx,
+      {
+        connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
+        seenBy: pass.full ? input.taskId : undefined,
+      },
+      records,
+    );
+    await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, progress: progress.logged(), seen });
+    if (!backfill && page.validators?.length) await saveEtags(tx, connectionId, input.resourceType, page.validators);
+    // The cursor belongs to the connection's own syncs: a backfill of an older window must
+    // not move it (nor skip ahead past changes it did not fetch).
+    if (!backfill && completed.size > 0) {
+      const moved = [...completed].map((p) => ({
+        partition: p,
+        cursor: nextCursor(progress.highWater.get(p) ?? null, pass.passStart, progress.holds.get(p) ?? null),
+      }));
+      await advanceCursors(tx, connectionId, input.resourceType, moved);
+    }
+    return counts.added + counts.updated;
+  });
+  progress.stored(page.nextPageToken, records.length, written);
+}
