@@ -41,25 +41,23 @@ export interface IdPosition {
   id: string;
 }
 
+/** Cursors of listings ordered by an id whose text matches `pattern`: `{"id":"<id>"}`. */
+function idCursor(pattern: RegExp): CursorCodec<IdPosition> {
+  return {
+    encode: ({ id }) => encodeFields({ id }),
+    decode(text) {
+      const fields = decodeFields(text);
+      const id = fields && field(fields, 'id', pattern);
+      return id ? { id } : null;
+    },
+  };
+}
+
 /** Cursors of listings ordered by a uuid id (connections, webhooks): `{"id":"<uuid>"}`. */
-export const uuidCursor: CursorCodec<IdPosition> = {
-  encode: ({ id }) => encodeFields({ id }),
-  decode(text) {
-    const fields = decodeFields(text);
-    const id = fields && field(fields, 'id', UUID);
-    return id ? { id } : null;
-  },
-};
+export const uuidCursor = idCursor(UUID);
 
 /** Cursors of listings ordered by a bigint id (the audit log): `{"id":"<digits>"}`. */
-export const serialCursor: CursorCodec<IdPosition> = {
-  encode: ({ id }) => encodeFields({ id }),
-  decode(text) {
-    const fields = decodeFields(text);
-    const id = fields && field(fields, 'id', BIGINT);
-    return id ? { id } : null;
-  },
-};
+export const serialCursor = idCursor(BIGINT);
 
 /** A keyset position of rows ordered by creation time, then id. */
 export interface TimePosition {
