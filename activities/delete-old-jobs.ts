@@ -11,6 +11,21 @@ const DAY_MS = 86_400_000;
 export const DEFAULT_DELETE_BATCH_SIZE = 1000;
 
 /**
+ * Runs `batch` (one statement deleting at most `size` rows) until a batch comes back short.
+ * Autocommit: each batch commits on its own, so progress survives a failure midway.
+ */
+async function inBatches(size: number, batch: () => Promise<number>): Promise<{ deleted: number; batches: number }> {
+  let deleted = 0;
+  let batches = 0;
+  for (;;) {
+    const n = await batch();
+    deleted += n;
+    batches += 1;
+    if (n < size) return { deleted, batches };
+  }
+}
+
+/**
  * Retention cleanup: deletes finished jobs (`completed`, `failed`, `cancelled`) whose
  * `coalesce(finished_at, created_at)` is before `at − retentionDays`, with their tasks and logs by
  * FK cascade and their tasks' `sync_seen` rows. Active jobs are never deleted, however old.
@@ -33,41 +48,18 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditReten
       throw new RangeError(`batchSize must be an integer >= 1, got ${batchSize}`);
     }
     const cutoff = new Date(input.at - input.retentionDays * DAY_MS);
-    let deleted = 0;
-    let batches = 0;
-    for (;;) {
-      // Autocommit: each batch commits on its own, so progress survives a failure midway.
-      const n = await deleteFinishedJobsBatch(pool, cutoff, batchSize);
-      deleted += n;
-      batches += 1;
-      if (n < batchSize) break;
-    }
+    const { deleted, batches } = await inBatches(batchSize, () => deleteFinishedJobsBatch(pool, cutoff, batchSize));
     logger.info(
       { deleted, batches, retention_days: input.retentionDays, cutoff: cutoff.toISOString() },
       'old sync jobs deleted',
     );
     const tombstoneCutoff = new Date(input.at - tombstoneRetentionDays * DAY_MS);
-    let purged = 0;
-    for (;;) {
-      const n = await purgeTombstonesBatch(pool, tombstoneCutoff, batchSize);
-      purged += n;
-      if (n < batchSize) break;
-    }
+    const { deleted: purged } = await inBatches(batchSize, () => purgeTombstonesBatch(pool, tombstoneCutoff, batchSize));
     if (purged > 0) logger.info({ purged, tombstone_retention_days: tombstoneRetentionDays }, 'old record tombstones purged');
-    let events = 0;
-    for (;;) {
-      const n = await deleteOldEventsBatch(pool, cutoff, batchSize);
-      events += n;
-      if (n < batchSize) break;
-    }
+    const { deleted: events } = await inBatches(batchSize, () => deleteOldEventsBatch(pool, cutoff, batchSize));
     if (events > 0) logger.info({ events, retention_days: input.retentionDays }, 'old webhook events deleted');
     const auditCutoff = new Date(input.at - auditRetentionDays * DAY_MS);
-    let auditEntries = 0;
-    for (;;) {
-      const n = await deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize);
-      auditEntries += n;
-      if (n < batchSize) break;
-    }
+    const { deleted: auditEntries } = await inBatches(batchSize, () => deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize));
     if (auditEntries > 0) logger.info({ audit_entries: auditEntries, audit_retention_days: auditRetentionDays }, 'old audit log entries deleted');
     return deleted;
   };
