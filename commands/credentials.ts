@@ -48,43 +48,28 @@ export async function resealSecrets(
   const activeId = scope === 'all' ? keyring.activeId : null;
   const result: ResealResult = { sealed: 0, skipped: 0, remaining: 0 };
   for (let pass = 0; pass < maxPasses; pass++) {
-    let skippedThisPass = 0;
-    for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
-      const rows = await connections.listCredentialsToReseal(deps.pool, activeId, after, BATCH);
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        const plaintext = isEnvelope(row.stored) ? JSON.parse(open(keyring, { table: 'connections', id: row.id }, row.stored)) : row.stored;
-        const sealed = sealCredentials(keyring, row.id, plaintext as Record<string, unknown>)!;
-        if (await connections.replaceCredentials(deps.pool, row.id, row.stored, sealed)) result.sealed++;
-        else skippedThisPass++;
-      }
-      after = rows.at(-1)!.id;
-      onBatch('connections', result.sealed);
-    }
-    for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
-      const rows = await webhooks.listSecretsToReseal(deps.pool, activeId, after, BATCH);
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        const slot = { table: 'webhooks' as const, id: row.id };
-        const plaintext = isEnvelope(row.stored) ? open(keyring, slot, row.stored) : row.stored;
-        if (await webhooks.replaceSecret(deps.pool, row.id, row.stored, seal(keyring, slot, plaintext))) result.sealed++;
-        else skippedThisPass++;
-      }
-      after = rows.at(-1)!.id;
-      onBatch('webhooks', result.sealed);
-    }
-    for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
-      const rows = await oauthApps.listClientSecretsToReseal(deps.pool, activeId, after, BATCH);
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        const slot = { table: 'oauth_apps' as const, id: row.id };
-        const plaintext = isEnvelope(row.stored) ? open(keyring, slot, row.stored) : row.stored;
-        if (await oauthApps.replaceClientSecret(deps.pool, row.id, row.stored, seal(keyring, slot, plaintext))) result.sealed++;
-        else skippedThisPass++;
-      }
-      after = rows.at(-1)!.id;
-      onBatch('oauth_apps', result.sealed);
-    }
+    const skippedThisPass =
+      (await resealTable({
+        table: 'connections',
+        list: (after) => connections.listCredentialsToReseal(deps.pool, activeId, after, BATCH),
+        resealed: (row) => {
+          const plaintext = isEnvelope(row.stored) ? JSON.parse(open(keyring, { table: 'connections', id: row.id }, row.stored)) : row.stored;
+          return sealCredentials(keyring, row.id, plaintext as Record<string, unknown>)!;
+        },
+        replace: (row, sealed) => connections.replaceCredentials(deps.pool, row.id, row.stored, sealed),
+      }, result, onBatch)) +
+      (await resealTable({
+        table: 'webhooks',
+        list: (after) => webhooks.listSecretsToReseal(deps.pool, activeId, after, BATCH),
+        resealed: (row) => resealText(keyring, { table: 'webhooks', id: row.id }, row.stored),
+        replace: (row, sealed) => webhooks.replaceSecret(deps.pool, row.id, row.stored, sealed),
+      }, result, onBatch)) +
+      (await resealTable({
+        table: 'oauth_apps',
+        list: (after) => oauthApps.listClientSecretsToReseal(deps.pool, activeId, after, BATCH),
+        resealed: (row) => resealText(keyring, { table: 'oauth_apps', id: row.id }, row.stored),
+        replace: (row, sealed) => oauthApps.replaceClientSecret(deps.pool, row.id, row.stored, sealed),
+      }, result, onBatch));
     result.skipped += skippedThisPass;
     if (skippedThisPass === 0) break;
   }
@@ -95,4 +80,40 @@ export async function resealSecrets(
       (await oauthApps.countClientSecretsToReseal(deps.pool, keyring.activeId));
   }
   return result;
+}
+
+/** One table's sealed column as a sealing pass walks it: rows by id after a given one, a row's value sealed anew, a compare-and-set write. */
+interface ResealTable<Stored> {
+  table: string;
+  list(afterId: string): Promise<{ id: string; stored: Stored }[]>;
+  resealed(row: { id: string; stored: Stored }): string;
+  replace(row: { id: string; stored: Stored }, sealed: string): Promise<boolean>;
+}
+
+/**
+ * Walks one table by id in batches of BATCH, sealing each row anew and writing it with
+ * compare-and-set; counts what it sealed into `result` and reports each batch. Returns how many
+ * rows changed under it (left to whoever changed them).
+ */
+async function resealTable<Stored>(
+  walk: ResealTable<Stored>,
+  result: ResealResult,
+  onBatch: (table: string, done: number) => void,
+): Promise<number> {
+  let skipped = 0;
+  for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
+    const rows = await walk.list(after);
+    if (rows.length === 0) return skipped;
+    for (const row of rows) {
+      if (await walk.replace(row, walk.resealed(row))) result.sealed++;
+      else skipped++;
+    }
+    after = rows.at(-1)!.id;
+    onBatch(walk.table, result.sealed);
+  }
+}
+
+/** A text secret (a webhook's, an OAuth app's) sealed under the active key: opened first when it is an envelope, as is when legacy plaintext. */
+function resealText(keyring: Keyring, slot: Parameters<typeof seal>[1], stored: string): string {
+  return seal(keyring, slot, isEnvelope(stored) ? open(keyring, slot, stored) : stored);
 }
