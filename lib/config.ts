@@ -200,6 +200,11 @@ export const envSchema = z
     // Registers the `demo` provider (synthetic data with fault-injection hooks): `npm start` and
     // the tests turn it on; production leaves it off, so no tenant can create a demo connection.
     DEMO_CONNECTOR: boolean(false),
+
+    // Traces (OpenTelemetry): unset, tracing is off and costs nothing. Set, spans go over OTLP
+    // (HTTP/protobuf) to `<endpoint>/v1/traces`; the SDK's other OTEL_* variables
+    // (OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...) apply as documented there.
+    OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, for example http://localhost:4318' }).optional()),
     START_DEMO: boolean(true),
   })
   .superRefine((env, ctx) => {
