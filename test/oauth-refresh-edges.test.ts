@@ -3,11 +3,14 @@
 // workers (two Worker instances, each with its own Temporal connection and Postgres pool, polling
 // one task queue). An access token that expires at the provider in the middle of a multi-page sync
 // is refreshed once and the job completes with every record; 20 jobs running at once on the two
-// workers refresh each grant exactly once.
+// workers refresh each grant exactly once; a revoked grant fails its job into needs_reauth with
+// the alert and the webhook delivered, and the breaker counts nothing.
 import { randomUUID } from 'node:crypto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebhook } from '../commands/webhooks';
+import type { CommandDeps } from '../commands/deps';
 import { insertJob } from '../db/models/jobs';
 import { createPool, type Pool } from '../db/pool';
 import { open, seal, sealCredentials } from '../lib/credentials';
@@ -16,6 +19,7 @@ import { syncJobWorkflowId } from '../temporal/ids';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { receiver } from './helpers/fake-server';
 import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually, type LogLines } from './helpers/worker';
 
@@ -35,7 +39,9 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
   beforeAll(async () => {
     [env, db, oauth] = await Promise.all([createDevServerEnv(), createTestDatabase(), startFakeOAuth()]);
     for (let i = 0; i < 2; i++) {
-      const pool = createPool(db.url, 10);
+      // A refresh holds its transaction (one pool connection) while the token endpoint answers: room
+      // for all 20 held refreshes of the test below on either worker, and the bookkeeping besides.
+      const pool = createPool(db.url, 30);
       const connection = await NativeConnection.connect({ address: env.address });
       const made = await createTestWorker({ connection, client: env.client, pool, taskQueue: TASK_QUEUE });
       pools.push(pool);
@@ -146,7 +152,7 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
     const results = await Promise.all(jobs.map((j) => j.handle.result()));
     oauth.refreshGate = null;
 
-    expect(results.map((r) => r.status)).toEqual(Array(20).fill('completed'));
+    expect(results.map((r) => r.status), JSON.stringify(results.filter((r) => r.status !== 'completed').slice(0, 2))).toEqual(Array(20).fill('completed'));
     expect(oauth.counts.refresh - before.refresh).toBe(20);
     for (const c of conns) {
       expect(await recordCount(c.id)).toBe(2 * oauth.pageCount * oauth.pageSize);
@@ -159,5 +165,39 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
     // Both workers ran sync tasks of these jobs.
     const ran = lines.map((l) => l.filter((line) => jobs.some((j) => line.job_id === j.jobId)).length);
     expect(ran.every((n) => n > 0)).toBe(true);
+  });
+
+  it('a revoked grant: the job fails once, the connection needs reauthorization, the alert opens, the webhook is delivered, and no breaker failure is counted', async () => {
+    const hook = await receiver(() => 200);
+    try {
+      const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, webhookAllowPrivate: true } as unknown as CommandDeps;
+      await createWebhook(commandDeps, { tenantId: 'acme', url: hook.url, eventTypes: ['connection.credentials_invalid'] });
+      const conn = await oauthConnection(10); // due: refreshed before the first page
+      oauth.refreshTokens.delete(conn.grant.refresh); // revoked at the provider
+      const before = { ...oauth.counts };
+      const { jobId, handle } = await startJob(conn.id);
+      const result = await handle.result();
+
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatch(/invalid_grant/);
+      // One refresh refused, no resource request, and no retry that asked again.
+      expect(oauth.counts.refresh - before.refresh).toBe(1);
+      expect(oauth.counts.items - before.items).toBe(0);
+      expect((await jobRow(jobId)).status).toBe('failed');
+      const status = await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id]);
+      expect(status.rows[0]!.status).toBe('needs_reauth');
+      const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+      expect(alerts.rowCount).toBe(1);
+      const breaker = await db.pool.query<{ n: number }>('select coalesce(sum(consecutive_failures), 0)::int as n from connector_failure_stats where connection_id = $1', [conn.id]);
+      expect(breaker.rows[0]!.n).toBe(0);
+      // The event reached the receiver, without a token or the client secret in it.
+      const delivered = await eventually(async () => hook.received.find((r) => (JSON.parse(r.body) as { type: string; data: { connection_id: string } }).data.connection_id === conn.id));
+      const event = JSON.parse(delivered.body) as { type: string; data: Record<string, unknown> };
+      expect(event.type).toBe('connection.credentials_invalid');
+      expect(event.data).toMatchObject({ connection_id: conn.id, provider_slug: 'http' });
+      for (const s of [conn.grant.access, conn.grant.refresh, oauth.clientSecret]) expect(delivered.body).not.toContain(s);
+    } finally {
+      await hook.close();
+    }
   });
 });
