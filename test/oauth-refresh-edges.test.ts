@@ -3,7 +3,8 @@
 // workers (two Worker instances, each with its own Temporal connection and Postgres pool, polling
 // one task queue). An access token that expires at the provider in the middle of a multi-page sync
 // is refreshed once and the job completes with every record; 20 jobs running at once on the two
-// workers refresh each grant exactly once; a revoked grant fails its job into needs_reauth with
+// workers refresh each grant exactly once, also when two jobs hold one grant at the same time (a
+// grant belongs to one connection, which runs one full and one incremental job at most); a revoked grant fails its job into needs_reauth with
 // the alert and the webhook delivered, and the breaker counts nothing.
 import { randomUUID } from 'node:crypto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -87,10 +88,10 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
     return { id, grant };
   }
 
-  /** What POST /sync {mode: "full"} does: the job row, then its workflow. */
-  async function startJob(connectionId: string) {
+  /** What POST /sync does: the job row, then its workflow. */
+  async function startJob(connectionId: string, jobType: 'full' | 'incremental' = 'full') {
     const jobId = randomUUID();
-    expect(await insertJob(db.pool, { id: jobId, connectionId, tenantId: 'acme', jobType: 'full', trigger: 'api', scheduledAt: null, workflowId: syncJobWorkflowId(jobId) })).toBe(true);
+    expect(await insertJob(db.pool, { id: jobId, connectionId, tenantId: 'acme', jobType, trigger: 'api', scheduledAt: null, workflowId: syncJobWorkflowId(jobId) })).toBe(true);
     const handle = await ensureJobWorkflow(env.client, TASK_QUEUE, { id: jobId, connection: { id: connectionId, tenantId: 'acme', providerSlug: 'http' } });
     return { jobId, handle };
   }
@@ -163,6 +164,39 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
     const refused = await db.pool.query(`select 1 from connections where id = any($1) and status <> 'active'`, [conns.map((c) => c.id)]);
     expect(refused.rowCount).toBe(0);
     // Both workers ran sync tasks of these jobs.
+    const ran = lines.map((l) => l.filter((line) => jobs.some((j) => line.job_id === j.jobId)).length);
+    expect(ran.every((n) => n > 0)).toBe(true);
+  });
+
+  it('20 jobs at once on two workers, a full and an incremental job of each of 10 connections: each grant, held by two jobs at once, is refreshed exactly once', async () => {
+    oauth.pageCount = 2;
+    oauth.pageSize = 5;
+    const conns = [];
+    for (let i = 0; i < 10; i++) conns.push(await oauthConnection(10)); // within the 300 s margin
+    const before = { ...oauth.counts };
+    // Hold the refresh answers until every grant's second job waits on the refresh lock its first holds.
+    let release!: () => void;
+    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
+    const jobs = await Promise.all(conns.flatMap((c) => [startJob(c.id, 'full'), startJob(c.id, 'incremental')]));
+    const waiting = await eventually(async () => {
+      const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
+      return rows[0]!.n >= 10 && oauth.counts.refresh - before.refresh >= 10 ? rows[0]!.n : undefined;
+    }, { timeoutMs: 45_000, describe: async () => ({ refreshes: oauth.counts.refresh - before.refresh }) });
+    release();
+    const results = await Promise.all(jobs.map((j) => j.handle.result()));
+    oauth.refreshGate = null;
+
+    expect(waiting).toBe(10);
+    expect(results.map((r) => r.status), JSON.stringify(results.filter((r) => r.status !== 'completed').slice(0, 2))).toEqual(Array(20).fill('completed'));
+    expect(oauth.counts.refresh - before.refresh).toBe(10);
+    expect(oauth.counts.unauthorized - before.unauthorized).toBe(0);
+    for (const c of conns) {
+      expect(await recordCount(c.id)).toBe(oauth.pageCount * oauth.pageSize);
+      const stored = await storedSecret(c.id);
+      expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
+    }
+    const refused = await db.pool.query(`select 1 from connections where id = any($1) and status <> 'active'`, [conns.map((c) => c.id)]);
+    expect(refused.rowCount).toBe(0);
     const ran = lines.map((l) => l.filter((line) => jobs.some((j) => line.job_id === j.jobId)).length);
     expect(ran.every((n) => n > 0)).toBe(true);
   });
