@@ -34,6 +34,8 @@ export class CliError extends Error {
     /** The API's error code (`not_found`, `conflict`, …) when the API answered with an error. */
     readonly code?: string,
     readonly status?: number,
+    /** The message without the code in front, for --json errors. */
+    readonly detail: string = message,
   ) {
     super(message);
     this.name = 'CliError';
@@ -58,5 +60,5 @@ export function apiError(status: number, body: unknown): CliError {
   const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
   const code = typeof error?.code === 'string' ? error.code : undefined;
   const message = typeof error?.message === 'string' ? error.message : `HTTP ${status}`;
-  return new CliError(code ? `${code}: ${message}` : message, exitCodeOfStatus(status), code, status);
+  return new CliError(code ? `${code}: ${message}` : message, exitCodeOfStatus(status), code, status, message);
 }

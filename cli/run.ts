@@ -73,7 +73,7 @@ export function commandHelp(c: Command): string {
 
 /** Writes a failure to stderr: a line, or with --json an `{"error": …}` document. */
 function report(out: Output, err: CliError): void {
-  if (out.json) out.stderr.write(`${JSON.stringify({ error: { code: err.code ?? 'error', message: err.message, exit_code: err.exitCode, ...(err.status && { status: err.status }) } })}\n`);
+  if (out.json) out.stderr.write(`${JSON.stringify({ error: { code: err.code ?? 'error', message: err.detail, exit_code: err.exitCode, ...(err.status && { status: err.status }) } })}\n`);
   else out.stderr.write(`synctide: ${err.message}\n`);
 }
 

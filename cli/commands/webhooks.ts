@@ -24,14 +24,14 @@ export const webhookCommands: Command[] = [
     summary: "Subscribe an endpoint to a tenant's events (the signing secret is printed once)",
     flags: {
       tenant: { type: 'string', value: '<tenant-id>', description: 'The tenant (required)' },
-      url: { type: 'string', value: '<https-url>', description: 'Where deliveries are POSTed (required)' },
+      endpoint: { type: 'string', value: '<https-url>', description: 'Where deliveries are POSTed (required; --url names the API)' },
       event: { type: 'string', multiple: true, value: '<type>', description: `An event type (repeatable, or comma-separated; "all" for every one): ${EVENT_TYPES.join(', ')}` },
     },
     async run({ client, settings, out }, flags) {
       const events = list(flags, 'event');
       if (events.length === 0) throw usage('--event is required (one or more event types, or "all")');
       const eventTypes = events.includes('all') ? [...EVENT_TYPES] : (events as EventType[]);
-      const created = await answer(settings.url, client.POST('/webhooks', { body: { tenant_id: required(flags, 'tenant'), url: required(flags, 'url'), event_types: eventTypes } }));
+      const created = await answer(settings.url, client.POST('/webhooks', { body: { tenant_id: required(flags, 'tenant'), url: required(flags, 'endpoint'), event_types: eventTypes } }));
       emit(out, created, () => [
         `Created webhook ${created.id}`,
         ...fields([['tenant', created.tenant_id], ['url', created.url], ['events', created.event_types.join(', ')]]).map((l) => `  ${l}`),
