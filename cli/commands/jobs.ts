@@ -114,7 +114,7 @@ export const jobCommands: Command[] = [
           ['finished', when(job.finished_at)],
         ]),
         ...(job.tasks
-          ? ['', ...table(['RESOURCE', 'STATUS', 'RECORDS', 'DELETED', 'ERROR'], job.tasks.map((t) => [t.resource_type, t.status, num(t.entity_count), num(t.deleted_count), t.error_message ?? '']))]
+          ? ['', ...table(['RESOURCE', 'STATUS', 'RECORDS', 'DELETED', 'ERROR'], job.tasks.map((t) => [t.resource_type, t.status, num(t.entity_count), num(t.deleted_count), t.error_message ?? '']), 'No tasks yet.')]
           : []),
       ]);
     },
