@@ -236,7 +236,20 @@ describe('synctide CLI against a real stack', () => {
     expect((await cli(['connections', 'resume', id])).stdout).toBe(`Resumed connection ${id} (status active).\n`);
     const purge = await json(['connections', 'delete', id]);
     expect(purge).toMatchObject({ connection_id: id });
-    await eventually(async () => ((await cli(['connections', 'show', id])).code === 4 ? true : undefined));
+    // The purge runs in the background: wait for it in-process, then ask the CLI once.
+    await eventually(async () => ((await api.call('GET', `/connections/${id}`)).status === 404 ? true : undefined));
+    const gone = await cli(['connections', 'show', id]);
+    expect(gone.code).toBe(4);
+    expect(gone.stderr).toMatch(/^synctide: not_found: /);
+  });
+
+  it('exits 7 when the job it follows fails, with the failure in the summary', async () => {
+    const config = { records_per_resource: PER_RESOURCE, page_size: 5, fail: { resource: 'users', at_page: 1, kind: 'permanent' } };
+    const created = await json(['connections', 'create', '--tenant', 'acme', '--app-key', 'doomed', '--provider', 'demo', '--provider-config', JSON.stringify(config)]);
+    const run = await cli(['sync', created.id, '--full', '--poll', '0.2']);
+    expect(run.code, run.stderr).toBe(7);
+    expect(run.stderr).toMatch(/^job \S+ failed: /m);
+    expect(run.stdout).toMatch(/^Job \S+ failed: .*users.*: \d+ records/);
   });
 
   it('never printed the admin key', () => {
