@@ -337,15 +337,22 @@ export function shownValue(name: string, raw: string | undefined): string | unde
 }
 
 /**
- * Loads configuration for a process entry point: on a ConfigError it prints the message and
- * exits with status 1, so a bad variable stops the process before anything starts.
+ * Loads configuration for a process entry point, once: `refine` builds from it everything the
+ * process reads from its environment (checked requirements, keyring, other settings), and the
+ * entry point passes that down. On a ConfigError it prints the message and exits with status 1,
+ * so a bad variable stops the process before anything starts.
  */
 export function loadConfigOrExit<T = Config>(
   env: NodeJS.ProcessEnv = process.env,
   refine: (config: Config) => T = (config) => config as T,
 ): T {
+  return orExit(() => refine(loadConfig(env)));
+}
+
+/** `fn`'s answer; on a ConfigError it prints the message and exits with status 1. */
+export function orExit<T>(fn: () => T): T {
   try {
-    return refine(loadConfig(env));
+    return fn();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
