@@ -30,7 +30,36 @@ declare module 'vitest' {
   }
 }
 
+/** What the setup shares with the test files, and how to let go of it. */
+interface Shared {
+  values: { [K in 'pgAdminUrl' | 'pgTemplateDatabase' | 'temporalCliPath' | 'temporalTestServerPath' | 'workflowBundlePath']: string };
+  stop(): Promise<void>;
+}
+
+/**
+ * The run's shared servers and files, started by the first project whose setup runs and stopped
+ * with the last one's teardown: vitest runs a global setup once per project (and once for the
+ * root config), and every project must see the same Postgres, template and bundle. Kept on
+ * globalThis because each project may load this module afresh.
+ */
+const SHARED = Symbol.for('synctide.test.global-setup');
+type Holder = { shared: Promise<Shared>; users: number };
+const registry = globalThis as unknown as { [SHARED]?: Holder };
+
 export default async function setup(project: TestProject) {
+  const holder = (registry[SHARED] ??= { shared: startShared(), users: 0 });
+  holder.users += 1;
+  const shared = await holder.shared;
+  for (const [key, value] of Object.entries(shared.values)) project.provide(key as keyof Shared['values'], value);
+  return async () => {
+    holder.users -= 1;
+    if (holder.users > 0) return;
+    delete registry[SHARED];
+    await shared.stop();
+  };
+}
+
+async function startShared(): Promise<Shared> {
   const stops: (() => Promise<unknown>)[] = [];
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
@@ -55,13 +84,17 @@ export default async function setup(project: TestProject) {
   stops.push(() => fs.rm(bundleDir, { recursive: true, force: true }));
   const bundlePath = path.join(bundleDir, 'workflow-bundle.js');
   await Promise.all([writeWorkflowBundle(bundlePath), templateReady]);
-  project.provide('workflowBundlePath', bundlePath);
-  project.provide('pgAdminUrl', adminUrl);
-  project.provide('pgTemplateDatabase', template);
-  project.provide('temporalCliPath', cli.path!);
-  project.provide('temporalTestServerPath', testServer.path!);
-  return async () => {
-    for (const stop of stops) await stop();
+  return {
+    values: {
+      workflowBundlePath: bundlePath,
+      pgAdminUrl: adminUrl,
+      pgTemplateDatabase: template,
+      temporalCliPath: cli.path!,
+      temporalTestServerPath: testServer.path!,
+    },
+    async stop() {
+      for (const stop of stops) await stop();
+    },
   };
 }
 
