@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
@@ -8,7 +10,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * says, so a new file falls on the right side without being listed here.
  */
 const RUNS_ALONE = /time-?skipping|TimeSkipping|pg_stat_activity|pg_locks/;
-const files = readdirSync('test', { recursive: true, encoding: 'utf8' })
+const root = path.dirname(fileURLToPath(import.meta.url));
+const files = readdirSync(path.join(root, 'test'), { recursive: true, encoding: 'utf8' })
   .filter((file) => file.endsWith('.test.ts') && !file.endsWith('.slow.test.ts'))
   .map((file) => `test/${file.split('\\').join('/')}`);
 /**
@@ -16,7 +19,7 @@ const files = readdirSync('test', { recursive: true, encoding: 'utf8' })
  * seen waiting within a 3 s provider window (missed beside a CPU-heavy file).
  */
 const ALSO_ALONE = ['test/rate-budget.test.ts'];
-const alone = files.filter((file) => ALSO_ALONE.includes(file) || RUNS_ALONE.test(readFileSync(file, 'utf8')));
+const alone = files.filter((file) => ALSO_ALONE.includes(file) || RUNS_ALONE.test(readFileSync(path.join(root, file), 'utf8')));
 
 export default defineConfig({
   test: {
