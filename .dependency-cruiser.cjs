@@ -58,6 +58,8 @@ module.exports = {
     ),
     onlyImports('infra', dir('infra'), [dir('db'), dir('lib'), CONTRACT, dir('policy')], 'Infrastructure: servers, connections, the boot.'),
     onlyImports('client-stands-alone', dir('clients'), [], 'The typed API client is copied into other projects: it imports nothing of the platform (generated types and openapi-fetch only).'),
+    onlyImports('cli-on-the-client', dir('cli'), [dir('clients')], 'The CLI is a client of the API like any other: it talks HTTP through the typed client only.'),
+    onlyImports('bin-starts-the-cli', dir('bin'), [dir('cli')], 'bin/ holds the CLI launcher only.'),
     onlyImports('workers', '^workers/(?!main\\.ts$)', [dir('activities'), dir('infra'), dir('lib'), dir('temporal'), dir('policy')], 'The worker wires activities and workflows to a connection.'),
   ],
   options: {

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { PoolClient } from 'pg';
-import { countRunningJobs, findTenantLimits, lockTenant, overridesOf } from '../db/models/tenant-limits';
+import { lockTenant, runningJobsAndOverride } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { emitJobEvent } from '../db/events';
 import { cancelJobAndTasks, lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
@@ -81,8 +81,9 @@ export async function claimInTx(tx: PoolClient, jobId: string, workflowId: strin
 /** Throws the retryable failure that makes a claim wait when the tenant runs its limit of jobs. */
 async function waitUnlessUnderLimit(tx: PoolClient, tenantId: string, jobId: string, defaults: TenantLimits): Promise<void> {
   await lockTenant(tx, tenantId);
-  const max = effectiveLimits(defaults, overridesOf(await findTenantLimits(tx, tenantId))).runningJobs;
-  if (fitsUnder(max, await countRunningJobs(tx, tenantId, jobId))) return;
+  const { running, max_running_jobs } = await runningJobsAndOverride(tx, tenantId, jobId);
+  const max = effectiveLimits(defaults, { runningJobs: max_running_jobs }).runningJobs;
+  if (fitsUnder(max, running)) return;
   throw ApplicationFailure.create({
     message: `waiting: the tenant runs its limit of ${max} jobs at once (${TENANT_LIMIT_NAMES.runningJobs})`,
     type: TENANT_AT_JOB_LIMIT,

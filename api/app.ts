@@ -1,3 +1,4 @@
+import { httpInstrumentationMiddleware } from '@hono/otel';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -20,6 +21,7 @@ import { jobRoutes } from './routes/jobs';
 import { recordRoutes } from './routes/records';
 import { webhookRoutes } from './routes/webhooks';
 import { metricsRoutes } from '../lib/http';
+import { activeTracing } from '../lib/tracing';
 import { syncRoutes } from './routes/sync';
 import { tenancyRoutes } from './routes/tenancy';
 
@@ -62,7 +64,8 @@ const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
 const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 
 /**
- * Builds the Hono application: request metrics → security headers → request id (generated here) and log → body
+ * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
+ * trace of an incoming `traceparent` or a new one → request metrics → security headers → request id (generated here) and log → body
  * limit → NUL refusal → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
@@ -79,6 +82,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
+  if (activeTracing()) app.use(httpInstrumentationMiddleware({ captureActiveRequests: false }));
   app.use(recordHttpMetrics(deps.registry));
   app.use(
     secureHeaders({

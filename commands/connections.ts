@@ -8,7 +8,8 @@ import { findBreaker, type BreakerRow } from '../db/models/breaker';
 import * as connections from '../db/models/connections';
 import type { ConnectionRow, ListConnectionsInput } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
-import { findOpenPurge } from '../db/models/purges';
+import { findOpenPurge, findOpenPurgeLocked } from '../db/models/purges';
+import type { Queryable } from '../db/queryable';
 import { emitJobEvent } from '../db/events';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
@@ -96,10 +97,12 @@ export async function getConnection(deps: CommandDeps, id: string, missing = 'no
 /**
  * Refuses (409 `purge_in_progress`, with the purge's id) any change to a connection whose purge is
  * open: a resume, an update or a sync would start work on rows the purge is deleting, and a
- * resumed workflow would keep the purge waiting for it.
+ * resumed workflow would keep the purge waiting for it. Given a transaction, it holds the
+ * connection's purge lock (shared) until it ends: a change written after this check in the same
+ * transaction cannot slip in between a deletion's start and its purge row, whatever the timing.
  */
-export async function refuseWhilePurging(deps: CommandDeps, connectionId: string): Promise<void> {
-  const purge = await findOpenPurge(deps.pool, connectionId);
+export async function refuseWhilePurging(db: Queryable, connectionId: string, locked?: 'locked'): Promise<void> {
+  const purge = locked ? await findOpenPurgeLocked(db, connectionId) : await findOpenPurge(db, connectionId);
   if (purge) {
     throw new CommandRefused('conflict', 'purge_in_progress', 'the connection is being deleted (its purge is in progress); it can no longer be resumed, changed or synced', { purge_id: purge.id });
   }
@@ -160,7 +163,7 @@ export interface ConnectionUpdate {
  */
 export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
   const current = await getConnection(deps, id);
-  await refuseWhilePurging(deps, id);
+  await refuseWhilePurging(deps.pool, id);
   const schedule = change.schedule ? scheduleOf(deps, change.schedule) : undefined;
   if (change.config) checkConfig(current.provider_slug, change.config, deps);
   if (change.credentials) checkCredentials(current.provider_slug, change.credentials);
@@ -176,6 +179,7 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
   // New credentials end `needs_reauth` (in the same statement) and resolve its alert.
   const row = await withTransaction(deps.pool, async (tx) => {
+    await refuseWhilePurging(tx, id, 'locked');
     const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials, schedule });
     if (updated && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return updated;
@@ -210,8 +214,12 @@ export async function pauseConnection(deps: CommandDeps, id: string): Promise<St
  */
 export async function resumeConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  await refuseWhilePurging(deps, row.id);
-  await connections.updateConnection(deps.pool, row.id, { status: 'active' });
+  // Checked and written in one transaction under the purge lock: never re-activates a connection
+  // whose deletion has begun.
+  await withTransaction(deps.pool, async (tx) => {
+    await refuseWhilePurging(tx, row.id, 'locked');
+    await connections.updateConnection(tx, row.id, { status: 'active' });
+  });
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), resumeSignal);
   return { id: row.id, status: 'active' };
 }
@@ -224,12 +232,27 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
  */
 export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  const deliveries = await withTransaction(deps.pool, async (tx) => {
-    await connections.updateConnection(tx, row.id, { status: 'disabled' });
-    if (row.status === 'disabled') return [];
-    const at = new Date();
-    return insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
-  });
+  const deliveries = await withTransaction(deps.pool, (tx) => writeDisabled(tx, row));
+  await stopConnectionWork(deps, row, deliveries);
+  return { id: row.id, status: 'disabled' };
+}
+
+/**
+ * Writes connection `row` disabled and, when it was not already, its `connection.disabled` event,
+ * in transaction `tx`; answers the event's deliveries to start once it commits.
+ */
+export async function writeDisabled(tx: Queryable, row: ConnectionRow): Promise<string[]> {
+  await connections.updateConnection(tx, row.id, { status: 'disabled' });
+  if (row.status === 'disabled') return [];
+  const at = new Date();
+  return insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
+}
+
+/**
+ * Stops what a connection written disabled runs: its workflow and its active requested jobs (see
+ * `disableConnection`); then starts `deliveries` and those of the jobs it ended.
+ */
+export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, deliveries: string[]): Promise<void> {
   await stopConnectionWorkflow(deps.temporal, row.id);
   for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
     const hadWorkflow = await cancelJobWorkflow(deps.temporal, job.id);
@@ -245,7 +268,6 @@ export async function disableConnection(deps: CommandDeps, id: string): Promise<
   }
   // One whose start fails is started by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveries);
-  return { id: row.id, status: 'disabled' };
 }
 
 /**

@@ -120,7 +120,7 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
  * is written.
  */
 export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow): Promise<void> {
-  await refuseWhilePurging(deps, connection.id);
+  await refuseWhilePurging(deps.pool, connection.id);
   if (connection.status !== 'active') {
     throw new CommandRefused('conflict', `connection_${connection.status}`, `the connection is ${connection.status}; resume it first`);
   }
@@ -154,7 +154,12 @@ async function insertRequestedJob(deps: CommandDeps, job: NewJob): Promise<Inser
   for (let attempt = 0; attempt < 5; attempt++) {
     const same = await byKey();
     if (same) return { outcome: 'same_key', job: same };
-    if (await jobs.insertJob(deps.pool, job)) return { outcome: 'inserted', job: (await jobs.findJob(deps.pool, job.id))! };
+    // Inserted under the purge lock after checking again: no job is inserted once a deletion began.
+    const inserted = await withTransaction(deps.pool, async (tx) => {
+      await refuseWhilePurging(tx, job.connectionId, 'locked');
+      return jobs.insertJob(tx, job);
+    });
+    if (inserted) return { outcome: 'inserted', job: (await jobs.findJob(deps.pool, job.id))! };
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
     const blocking = await jobs.findBlockingJob(deps.pool, job.connectionId, job.trigger, job.jobType);

@@ -2,15 +2,16 @@
 import * as purges from '../db/models/purges';
 import type { PurgeRow } from '../db/models/purges';
 import { startConnectionPurge } from '../temporal/client';
-import { disableConnection, getConnection } from './connections';
+import { withTransaction } from '../db/transaction';
+import { getConnection, stopConnectionWork, writeDisabled } from './connections';
 import type { CommandDeps } from './deps';
 import { notFound } from './errors';
 
 export type { PurgeRow };
 
 /**
- * Deletes connection `id`: disables it and stops its workflow and active jobs (as a disable does),
- * then records a purge and starts its workflow, which waits until they have all closed and deletes
+ * Deletes connection `id`: records a purge and disables it (one transaction), stops its workflow
+ * and active jobs (as a disable does), then starts the purge's workflow, which waits until they have all closed and deletes
  * the connection's records, tombstones, seen-sets, jobs, tasks, logs, sync state, breaker rows,
  * alerts and webhook events with their deliveries (but events still being delivered, such as
  * the `connection.disabled` this call writes), in batches, and last the connection itself.
@@ -18,9 +19,16 @@ export type { PurgeRow };
  */
 export async function deleteConnection(deps: CommandDeps, id: string): Promise<PurgeRow> {
   const row = await getConnection(deps, id);
-  await disableConnection(deps, row.id);
-  const purge = (await purges.insertPurge(deps.pool, row.id, row.tenant_id)) ?? (await purges.findOpenPurge(deps.pool, row.id));
+  // The purge row and the disable in one transaction under the purge lock (exclusive): a resume,
+  // update or sync checks for an open purge under the same lock (shared), so none can pass its
+  // check once the deletion has begun and then write the connection active or changed.
+  const { purge, deliveries } = await withTransaction(deps.pool, async (tx) => {
+    await purges.lockForPurge(tx, row.id);
+    const purge = (await purges.insertPurge(tx, row.id, row.tenant_id)) ?? (await purges.findOpenPurge(tx, row.id));
+    return { purge, deliveries: purge ? await writeDisabled(tx, row) : [] };
+  });
   if (!purge) throw notFound('no connection with that id');
+  await stopConnectionWork(deps, row, deliveries);
   await startConnectionPurge(deps.temporal, deps.taskQueue, { purgeId: purge.id, connectionId: row.id });
   return purge;
 }

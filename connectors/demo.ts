@@ -1,10 +1,10 @@
 // The `demo` connector: deterministic synthetic data with no network, for the local
 // default, tests and benchmarks. Everything it serves is a pure function of the connection config,
-// so a test can state exactly what a sync must produce (see `demoRecords`). Two pieces of
-// in-process state exist only for tests: the failure counters behind `fail.times`, and the fetch
-// log (off unless a test turns it on, and bounded); a third, the "world" registry, lets a test
-// mutate a dataset between (or during) passes. The platform registers this connector only when
-// DEMO_CONNECTOR is on (`npm start`, tests), never by default.
+// so a test can state exactly what a sync must produce (see `demoRecords`). The module holds no
+// state: each connector `createDemoConnector` makes keeps its own failure counters behind
+// `fail.times`, its own "worlds" (datasets a test mutates between or during passes) and, only when
+// asked for (tests), a bounded fetch log. The platform registers one only when DEMO_CONNECTOR is
+// on (`npm start`, tests), never by default.
 //
 // Paging is keyset pagination in both modes: records are ordered by (updatedAt, externalId) and a
 // page token carries the key of the last record served, so the next page is "everything after
@@ -64,7 +64,7 @@ const failSchema = z.object(
  * connection's config may carry keys meant for other parts of the platform.
  */
 export const demoConfigSchema = z.object({
-  /** Serve a test's in-process DemoWorld instead of generated records. */
+  /** Serve a test's in-process DemoWorld (of the same connector) instead of generated records. */
   world: z
     .string({ error: 'must be a demo world id' })
     .min(1, 'must be a demo world id')
@@ -133,22 +133,22 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: readonly PropertyKey[]):
  * Validates a connection's demo config and applies the defaults. Throws `Permanent` naming the
  * offending key, because retrying cannot fix a config.
  */
-export function parseDemoConfig(config: Record<string, unknown>): DemoConfig {
+export function parseDemoConfig(config: Record<string, unknown>, worlds: Worlds = NO_WORLDS): DemoConfig {
   const parsed = demoConfigSchema.safeParse(config ?? {});
   if (!parsed.success) {
     const problems = parsed.error.issues.flatMap((issue) => describeIssue(issue, []));
     throw new Permanent(`demo connector: invalid config: ${problems.join('; ')}`);
   }
-  if (parsed.data.world !== undefined && !demoWorlds.has(parsed.data.world)) {
+  if (parsed.data.world !== undefined && !worlds.has(parsed.data.world)) {
     throw new Permanent(`demo connector: invalid config: world: unknown demo world '${parsed.data.world}'`);
   }
   return parsed.data;
 }
 
-/** The resource types of a parsed config (see `demoConnector.resourceTypes`). */
-function resourceTypesOf(cfg: DemoConfig): string[] {
+/** The resource types of a parsed config (see the connector's `resourceTypes`). */
+function resourceTypesOf(cfg: DemoConfig, worlds: Worlds): string[] {
   if (cfg.resource_types) return [...cfg.resource_types];
-  if (cfg.world !== undefined) return [...worldOf(cfg).resources.keys()];
+  if (cfg.world !== undefined) return [...worldOf(cfg, worlds).resources.keys()];
   return ['issues', 'pull_requests', 'users'];
 }
 
@@ -344,25 +344,21 @@ export class DemoWorld {
   }
 }
 
-/** The worlds a config's `world` key can name (in-process, for tests). */
-export const demoWorlds = new Map<string, DemoWorld>();
+/** The worlds a config's `world` key can name: those of one connector (in-process, for tests). */
+type Worlds = ReadonlyMap<string, DemoWorld>;
 
-/** Creates (or replaces with an empty one) the world `id` and registers it. */
-export function createDemoWorld(id: string): DemoWorld {
-  const world = new DemoWorld(id);
-  demoWorlds.set(id, world);
-  return world;
-}
+/** No worlds: what a config is checked against without a connector. */
+const NO_WORLDS: Worlds = new Map();
 
-function worldOf(cfg: DemoConfig): DemoWorld {
-  const world = cfg.world === undefined ? undefined : demoWorlds.get(cfg.world);
+function worldOf(cfg: DemoConfig, worlds: Worlds): DemoWorld {
+  const world = cfg.world === undefined ? undefined : worlds.get(cfg.world);
   // parseDemoConfig checked it, but a test may have dropped the world since.
   if (!world) throw new Permanent(`demo connector: invalid config: world: unknown demo world '${String(cfg.world)}'`);
   return world;
 }
 
-function worldCandidates(cfg: DemoConfig, resource: string, bounds: Bounds, limit: number): Candidate[] {
-  const records = worldOf(cfg).resources.get(resource) ?? new Map<string, DemoWorldRecord>();
+function worldCandidates(cfg: DemoConfig, worlds: Worlds, resource: string, bounds: Bounds, limit: number): Candidate[] {
+  const records = worldOf(cfg, worlds).resources.get(resource) ?? new Map<string, DemoWorldRecord>();
   const out: Candidate[] = [];
   for (const [externalId, record] of records) {
     const key = { ms: Date.parse(record.updatedAt), externalId };
@@ -374,8 +370,8 @@ function worldCandidates(cfg: DemoConfig, resource: string, bounds: Bounds, limi
   return out.sort(compareKeys).slice(0, limit);
 }
 
-function candidates(cfg: DemoConfig, resource: string, bounds: Bounds, limit: number): Candidate[] {
-  return cfg.world !== undefined ? worldCandidates(cfg, resource, bounds, limit) : generatedCandidates(cfg, resource, bounds, limit);
+function candidates(cfg: DemoConfig, worlds: Worlds, resource: string, bounds: Bounds, limit: number): Candidate[] {
+  return cfg.world !== undefined ? worldCandidates(cfg, worlds, resource, bounds, limit) : generatedCandidates(cfg, resource, bounds, limit);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,13 +407,6 @@ function decodeToken(token: string, resource: string): { after: Key; page: numbe
 // ---------------------------------------------------------------------------------------------
 // Test hooks: injected failure counters and the fetch log
 
-const failureCounts = new Map<string, number>();
-
-/** Forgets how often each injected failure has fired, so `times` counts from zero again. */
-export function resetDemoFailures(): void {
-  failureCounts.clear();
-}
-
 /** One fetchPage call, as tests observe it. `at` is Date.now() when the call started. */
 export interface DemoFetchLogEntry {
   resource: string;
@@ -425,39 +414,32 @@ export interface DemoFetchLogEntry {
   at: number;
 }
 
-/** The most entries `demoFetchLog` keeps; older ones are dropped, so it can never grow without bound. */
+/** The most entries a fetch log keeps by default; older ones are dropped, so it can never grow without bound. */
 export const DEMO_FETCH_LOG_LIMIT = 100_000;
 
-let fetchLogOn = false;
-let fetchLogLimit = DEMO_FETCH_LOG_LIMIT;
-
-/**
- * Every fetchPage call, successful or not, appended when the call starts: tests use it to prove
- * that no page was fetched twice or after a cancellation. Recorded only after
- * `recordDemoFetches(true)` (the tests' setup), and then only the latest DEMO_FETCH_LOG_LIMIT
- * calls: `npm start`'s demo connection records nothing.
- */
-export const demoFetchLog: DemoFetchLogEntry[] = [];
-
-/** Turns recording into `demoFetchLog` on or off (off by default), keeping at most `limit` entries. */
-export function recordDemoFetches(on: boolean, limit = DEMO_FETCH_LOG_LIMIT): void {
-  fetchLogOn = on;
-  fetchLogLimit = limit;
-}
-
-/** Empties `demoFetchLog` (in place, so existing references see it). */
-export function resetDemoFetchLog(): void {
-  demoFetchLog.length = 0;
-}
-
-function logFetch(entry: DemoFetchLogEntry): void {
-  if (!fetchLogOn) return;
-  if (demoFetchLog.length >= fetchLogLimit) demoFetchLog.splice(0, demoFetchLog.length - fetchLogLimit + 1);
-  demoFetchLog.push(entry);
+/** A demo connector with what it keeps between calls, for the tests that read or reset it. */
+export interface DemoConnector extends Connector {
+  /** The worlds its configs' `world` key can name. */
+  readonly worlds: Map<string, DemoWorld>;
+  /** Creates (or replaces with an empty one) world `id` of this connector. */
+  createWorld(id: string): DemoWorld;
+  /**
+   * Every fetchPage call, successful or not, appended when the call starts (only while recording,
+   * and only the latest `limit`): tests use it to prove that no page was fetched twice or after a
+   * cancellation. Emptied in place, so references stay valid.
+   */
+  readonly fetchLog: DemoFetchLogEntry[];
+  /** Turns recording into `fetchLog` on or off, keeping at most `limit` entries. */
+  recordFetches(on: boolean, limit?: number): void;
+  resetFetchLog(): void;
+  /** Forgets how often each injected failure has fired, so `times` counts from zero again. */
+  resetFailures(): void;
+  /** `demoRecords` with this connector's worlds. */
+  records(config: Record<string, unknown>, resource: string, since?: Date | null, until?: Date | null): ConnectorRecord[];
 }
 
 /** Throws the configured failure for this page, unless its `times` budget is spent. */
-function injectFailure(cfg: DemoConfig, resource: string, page: number): void {
+function injectFailure(failureCounts: Map<string, number>, cfg: DemoConfig, resource: string, page: number): void {
   const rules = cfg.fail === undefined ? [] : Array.isArray(cfg.fail) ? cfg.fail : [cfg.fail];
   const rule = rules.find((r) => r.resource === resource && r.at_page === page);
   if (!rule) return;
@@ -505,8 +487,8 @@ function timeBound(name: 'since' | 'until', value: Date | null | undefined): num
   return ms;
 }
 
-function assertResource(cfg: DemoConfig, resource: string): void {
-  const types = resourceTypesOf(cfg);
+function assertResource(cfg: DemoConfig, worlds: Worlds, resource: string): void {
+  const types = resourceTypesOf(cfg, worlds);
   if (!types.includes(resource)) {
     throw new Permanent(`demo connector: unknown resource '${resource}' (configured: ${types.join(', ') || 'none'})`);
   }
@@ -515,52 +497,91 @@ function assertResource(cfg: DemoConfig, resource: string): void {
 /**
  * Every record a full pass over `resource` serves, in order — what a sync of this config must
  * produce. With `since`, what an incremental pass serves; with `until` too, what a backfill of the
- * window [since, until) serves. Throws like fetchPage on bad input.
+ * window [since, until) serves. Throws like fetchPage on bad input. `worlds`: those a `world` key
+ * may name (a connector's `records` passes its own).
  */
 export function demoRecords(
   config: Record<string, unknown>,
   resource: string,
   since: Date | null = null,
   until: Date | null = null,
+  worlds: Worlds = NO_WORLDS,
 ): ConnectorRecord[] {
-  const cfg = parseDemoConfig(config);
-  assertResource(cfg, resource);
+  const cfg = parseDemoConfig(config, worlds);
+  assertResource(cfg, worlds, resource);
   const bounds = { sinceMs: timeBound('since', since), untilMs: timeBound('until', until), after: null };
-  return candidates(cfg, resource, bounds, Number.POSITIVE_INFINITY).map((c) => c.build());
+  return candidates(cfg, worlds, resource, bounds, Number.POSITIVE_INFINITY).map((c) => c.build());
 }
 
-/** The demo provider: see the module comment and `demoConfigSchema` for what it serves. */
-export const demoConnector: Connector = {
-  slug: 'demo',
+/**
+ * A demo provider (see the module comment and `demoConfigSchema` for what it serves) with its own
+ * worlds and failure counters, recording no fetch log until told to.
+ */
+export function createDemoConnector(): DemoConnector {
+  const worlds = new Map<string, DemoWorld>();
+  const failureCounts = new Map<string, number>();
+  const fetchLog: DemoFetchLogEntry[] = [];
+  let recording = false;
+  let limit = DEMO_FETCH_LOG_LIMIT;
+  const logFetch = (entry: DemoFetchLogEntry) => {
+    if (!recording) return;
+    if (fetchLog.length >= limit) fetchLog.splice(0, fetchLog.length - limit + 1);
+    fetchLog.push(entry);
+  };
 
-  resourceTypes(config) {
-    return resourceTypesOf(parseDemoConfig(config));
-  },
+  return {
+    slug: 'demo',
+    worlds,
+    fetchLog,
 
-  // Keyset paging on (updatedAt, externalId): a record unchanged for the whole pass is served.
-  consistentListing() {
-    return true;
-  },
+    createWorld(id) {
+      const world = new DemoWorld(id);
+      worlds.set(id, world);
+      return world;
+    },
+    recordFetches(on, max = DEMO_FETCH_LOG_LIMIT) {
+      recording = on;
+      limit = max;
+    },
+    resetFetchLog() {
+      fetchLog.length = 0;
+    },
+    resetFailures() {
+      failureCounts.clear();
+    },
+    records(config, resource, since = null, until = null) {
+      return demoRecords(config, resource, since, until, worlds);
+    },
 
-  async fetchPage({ resource, since, until, pageToken, config, signal }: FetchPageInput): Promise<FetchPageResult> {
-    logFetch({ resource, pageToken, at: Date.now() });
-    signal?.throwIfAborted();
-    const cfg = parseDemoConfig(config);
-    assertResource(cfg, resource);
-    const { after, page } = pageToken === null ? { after: null, page: 1 } : decodeToken(pageToken, resource);
-    const sinceMs = timeBound('since', since);
-    const untilMs = timeBound('until', until);
+    resourceTypes(config) {
+      return resourceTypesOf(parseDemoConfig(config, worlds), worlds);
+    },
 
-    // Latency first, then the failure: like a real request that takes time and then fails.
-    await sleep(cfg.latency_ms, signal);
-    injectFailure(cfg, resource, page);
+    // Keyset paging on (updatedAt, externalId): a record unchanged for the whole pass is served.
+    consistentListing() {
+      return true;
+    },
 
-    // One extra candidate tells whether another page exists, so the last page says so itself
-    // (no trailing empty page).
-    const found = candidates(cfg, resource, { sinceMs, untilMs, after }, cfg.page_size + 1);
-    const pageRecords = found.slice(0, cfg.page_size);
-    const last = pageRecords[pageRecords.length - 1];
-    const nextPageToken = found.length > cfg.page_size && last ? encodeToken(resource, last, page + 1) : null;
-    return { records: pageRecords.map((c) => c.build()), nextPageToken };
-  },
-};
+    async fetchPage({ resource, since, until, pageToken, config, signal }: FetchPageInput): Promise<FetchPageResult> {
+      logFetch({ resource, pageToken, at: Date.now() });
+      signal?.throwIfAborted();
+      const cfg = parseDemoConfig(config, worlds);
+      assertResource(cfg, worlds, resource);
+      const { after, page } = pageToken === null ? { after: null, page: 1 } : decodeToken(pageToken, resource);
+      const sinceMs = timeBound('since', since);
+      const untilMs = timeBound('until', until);
+
+      // Latency first, then the failure: like a real request that takes time and then fails.
+      await sleep(cfg.latency_ms, signal);
+      injectFailure(failureCounts, cfg, resource, page);
+
+      // One extra candidate tells whether another page exists, so the last page says so itself
+      // (no trailing empty page).
+      const found = candidates(cfg, worlds, resource, { sinceMs, untilMs, after }, cfg.page_size + 1);
+      const pageRecords = found.slice(0, cfg.page_size);
+      const last = pageRecords[pageRecords.length - 1];
+      const nextPageToken = found.length > cfg.page_size && last ? encodeToken(resource, last, page + 1) : null;
+      return { records: pageRecords.map((c) => c.build()), nextPageToken };
+    },
+  };
+}

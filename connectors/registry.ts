@@ -2,7 +2,7 @@
 // so adding a provider (e.g. `github`) is one registerConnector call at module load. The `demo`
 // provider (synthetic data with fault-injection hooks) is registered only on request
 // (DEMO_CONNECTOR: `npm start` and the tests), so a production deployment does not offer it.
-import { demoConnector } from './demo';
+import { createDemoConnector } from './demo';
 import { githubConnector } from './github';
 import { httpConnector } from './http';
 import { Permanent, type Connector } from './types';
@@ -31,9 +31,12 @@ export function connectorSlugs(): string[] {
   return [...connectors.keys()].sort();
 }
 
-/** Registers the `demo` provider: called by entry points when DEMO_CONNECTOR is on, and by tests. */
-export function enableDemoConnector(): void {
-  registerConnector(demoConnector);
+/**
+ * Registers the `demo` provider: called by entry points when DEMO_CONNECTOR is on (a new one), and
+ * by the tests' setup (the one whose worlds and fetch log they read).
+ */
+export function enableDemoConnector(connector: Connector = createDemoConnector()): void {
+  registerConnector(connector);
 }
 
 registerConnector(githubConnector);

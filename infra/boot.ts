@@ -13,6 +13,7 @@ import { temporalSecurity, type Config, type TemporalSecurity } from '../lib/con
 import { createLogger, type Logger } from '../lib/logger';
 import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
+import { startTracing } from '../lib/tracing';
 import type { Registry } from 'prom-client';
 import { openDatabase, type Database } from './database';
 import { installSdkMetrics, type SdkMetrics } from './sdk-runtime';
@@ -78,6 +79,13 @@ export function poolLimits(config: Config, role: PoolRole): PoolLimits {
 export function runProcess(config: Config, options: BootOptions, main: (proc: Process) => Promise<void>): void {
   const logger = createLogger(config.LOG_LEVEL, { process: options.name });
   const shutdown = new Shutdown(logger).onSignals();
+  // Before the Temporal client and the worker exist: they take their interceptors from it.
+  if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
+    const tracing = startTracing({ process: options.name });
+    // Registered first, so it runs last: the spans of the shutdown itself are exported too.
+    shutdown.add('tracing', () => tracing.shutdown());
+    logger.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }, 'traces are exported over OTLP');
+  }
   boot(config, options, logger, shutdown)
     .then(main)
     .catch((err: Error) => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import type { TemporalSecurity } from '../lib/config';
 import type { Logger } from '../lib/logger';
+import { temporalClientInterceptors } from '../lib/tracing';
 import { ensureSearchAttributes } from './temporal-namespace';
 
 const GRPC_NOT_FOUND = 5;
@@ -54,7 +55,8 @@ export async function connectTemporal(address: string, namespace: string, securi
       connection = await Connection.connect(temporalConnectionOptions(address, security));
       await connection.workflowService.describeNamespace({ namespace });
       await ensureSearchAttributes(connection, namespace);
-      return new Client({ connection, namespace });
+      const interceptors = temporalClientInterceptors();
+      return new Client({ connection, namespace, ...(interceptors && { interceptors }) });
     } catch (err) {
       await connection?.close().catch(() => undefined);
       const reason = startupWaitReason(err, address, namespace);

@@ -116,6 +116,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   RATE_BUDGETS: { meaning: 'per-provider JSON, e.g. `{"github": {"reserve": 50, "per_second": 10}}` (keys `reserve`, `per_second`, `per_minute`); a connection\'s `config.rate_budget` overrides it' },
   RATE_BUDGET_MAX_RESET_SECONDS: { meaning: 'the furthest a provider\'s stated rate-limit reset or `Retry-After` is believed: a further one (a provider, or a connection\'s `rate_limit` header mapping, naming a reset decades away) is taken as this far, and the job\'s error says so' },
   START_DEMO: { meaning: '`npm start` creates a demo connection in an empty database (needs `DEMO_CONNECTOR`)' },
+  OTEL_EXPORTER_OTLP_ENDPOINT: { meaning: 'OpenTelemetry traces: spans go over OTLP (HTTP/protobuf) to `<endpoint>/v1/traces`, e.g. `http://localhost:4318`; unset, tracing is off (no SDK, no spans). The SDK\'s other `OTEL_*` variables apply ([traces](#traces))' },
 };
 
 /** The default a variable's schema gives when it is unset, as the table shows it. */

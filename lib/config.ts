@@ -200,6 +200,11 @@ export const envSchema = z
     // Registers the `demo` provider (synthetic data with fault-injection hooks): `npm start` and
     // the tests turn it on; production leaves it off, so no tenant can create a demo connection.
     DEMO_CONNECTOR: boolean(false),
+
+    // Traces (OpenTelemetry): unset, tracing is off and costs nothing. Set, spans go over OTLP
+    // (HTTP/protobuf) to `<endpoint>/v1/traces`; the SDK's other OTEL_* variables
+    // (OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...) apply as documented there.
+    OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, for example http://localhost:4318' }).optional()),
     START_DEMO: boolean(true),
   })
   .superRefine((env, ctx) => {
@@ -332,15 +337,22 @@ export function shownValue(name: string, raw: string | undefined): string | unde
 }
 
 /**
- * Loads configuration for a process entry point: on a ConfigError it prints the message and
- * exits with status 1, so a bad variable stops the process before anything starts.
+ * Loads configuration for a process entry point, once: `refine` builds from it everything the
+ * process reads from its environment (checked requirements, keyring, other settings), and the
+ * entry point passes that down. On a ConfigError it prints the message and exits with status 1,
+ * so a bad variable stops the process before anything starts.
  */
 export function loadConfigOrExit<T = Config>(
   env: NodeJS.ProcessEnv = process.env,
   refine: (config: Config) => T = (config) => config as T,
 ): T {
+  return orExit(() => refine(loadConfig(env)));
+}
+
+/** `fn`'s answer; on a ConfigError it prints the message and exits with status 1. */
+export function orExit<T>(fn: () => T): T {
   try {
-    return refine(loadConfig(env));
+    return fn();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

@@ -1,4 +1,5 @@
-import { pino, type Logger } from 'pino';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
+import { pino, type Logger, type LoggerOptions } from 'pino';
 
 /** Paths pino replaces with "[redacted]": credentials and auth headers never reach a log line. */
 export const REDACT_PATHS = [
@@ -42,9 +43,28 @@ export function serializeError(err: unknown): unknown {
   return out;
 }
 
+/** The trace and span of the active span, when the line is logged inside a traced piece of work. */
+function traceFields(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const ctx = span.spanContext();
+  return isSpanContextValid(ctx) ? { trace_id: ctx.traceId, span_id: ctx.spanId } : {};
+}
+
+/**
+ * How every line looks: `"level":"info"` as a word (log explorers need no mapping from pino's
+ * numbers), and `trace_id`/`span_id` on lines logged inside a span (lib/tracing.ts; while tracing
+ * is off there is never an active span and nothing is added).
+ */
+export const LINE_SHAPE = {
+  formatters: { level: (label: string) => ({ level: label }) },
+  mixin: traceFields,
+} satisfies LoggerOptions;
+
 /** Creates the process logger: JSON lines on stdout with credentials and statement values left out. */
 export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
   return pino({
+    ...LINE_SHAPE,
     level,
     base: { service: 'synctide', ...bindings },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },

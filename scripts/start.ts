@@ -6,34 +6,35 @@ import { createApp } from '../api/app';
 import { apiSettings, backgroundStarts } from '../api/deps';
 import { createDemoConnectionIfEmpty } from '../commands/demo-connection';
 import { enableDemoConnector } from '../connectors/registry';
-import { runProcess } from '../infra/boot';
-import { sealPlaintextSecrets } from '../commands/credentials';
 import { localAdminKey, localCredentialsKey } from '../lib/admin-key';
-import { loadConfigOrExit, requireKeyring } from '../lib/config';
+import { loadConfigOrExit, orExit, requireKeyring } from '../lib/config';
 import { listen } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
+import { runService } from './service';
 
 // The one-machine quickstart: webhooks may go to receivers on this machine unless told otherwise,
 // and the demo provider is there for the demo connection.
 process.env.WEBHOOK_ALLOW_PRIVATE ??= 'true';
 process.env.DEMO_CONNECTOR ??= 'true';
 process.env.PROVIDER_ALLOW_PRIVATE ??= 'true';
-const config = loadConfigOrExit();
-const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
-const rateBudget = loadConfigOrExit(process.env, () => parseRateBudgetConfig(process.env));
+// Parsed once, here, and passed down.
+const { config, rateLimit, rateBudget } = loadConfigOrExit(process.env, (c) => ({
+  config: c,
+  rateLimit: parseRateLimitConfig(process.env),
+  rateBudget: parseRateBudgetConfig(process.env),
+}));
 
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
 // No key configured: one is generated into DATA_DIR (like the admin key) before anything starts.
 const localKey = config.CREDENTIALS_KEY || config.CREDENTIALS_KEYS ? null : await localCredentialsKey(config.DATA_DIR);
-const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(localKey ? { ...c, CREDENTIALS_KEY: localKey.key } : c, 'npm start'));
+const credentials = orExit(() => requireKeyring(localKey ? { ...config, CREDENTIALS_KEY: localKey.key } : config, 'npm start'));
 
 // The process's own pool is the API's; the worker opens its own (separate limits, no contention).
-runProcess(config, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc) => {
+runService(config, credentials, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc) => {
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
-  await sealPlaintextSecrets({ pool, credentials }, logger);
   await runWorker(proc, rateLimit, credentials, rateBudget);
 
   const settings = apiSettings(config);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../api/app';
 import { DOCS_CSP, SWAGGER_UI_VERSION } from '../api/routes/docs';
 import { readinessProbe } from '../infra/readiness';
-import { demoConnector, demoFetchLog, recordDemoFetches, resetDemoFetchLog } from '../connectors/demo';
+import { demoConnector, demoFetchLog, recordDemoFetches, resetDemoFetchLog } from './helpers/demo';
 import { createPool, type Pool } from '../db/pool';
 import { createSyncMetrics, registerQueueDepthGauge } from '../lib/metrics';
 import { singleFlight } from '../lib/single-flight';

@@ -95,6 +95,23 @@ describe('freshness: connections whose last success is older than twice their in
   });
 });
 
+describe('freshness reads a stored interval as the schedule parser does', () => {
+  it('uses a stored integer interval, and the default for a string, a fraction, a value below the minimum or beyond an int, or an object', async () => {
+    const now = new Date();
+    // Never synced, created 25 minutes ago: stale under a 600 s interval (2 × 600 < 1,500), not under the 900 s default.
+    const created = new Date(now.getTime() - 25 * MINUTE);
+    const stored = ['600', '"600"', '600.5', '30', '-600', '1e12', '{"seconds": 600}', 'null'];
+    for (const [i, value] of stored.entries()) {
+      await db.pool.query(
+        `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at) values ('acme', 'stored-interval', $1, jsonb_build_object('sync', jsonb_build_object('interval_seconds', $2::jsonb)), $3)`,
+        [`interval-${i}`, value, created],
+      );
+    }
+    const counts = await countStaleConnections(db.pool, now, 900);
+    expect(counts.find((c) => c.provider === 'stored-interval')).toEqual({ provider: 'stored-interval', n: 1 });
+  });
+});
+
 describe('alerts resolve when the connection recovers', () => {
   it('a success resolves the open sync_job_failed alert as well as the breaker alert', async () => {
     const id = await connection(null);

@@ -30,6 +30,14 @@ describe('configuration', () => {
     expect(loadConfig({ WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath') }).WORKFLOW_BUNDLE_PATH).toBe(inject('workflowBundlePath'));
   });
 
+  it('turns traces on only with an http(s) OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+    expect(loadConfig({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector:4318');
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT: must be an http\(s\) URL/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://otel-collector:4317' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT: must be an http\(s\) URL/);
+  });
+
   it('rejects jitter bounds whose minimum exceeds the maximum', () => {
     expect(() => loadConfig({ JITTER_PCT_MIN: '0.3', JITTER_PCT_MAX: '0.1' })).toThrow(/JITTER_PCT_MIN: must not exceed JITTER_PCT_MAX/);
     expect(loadConfig({ JITTER_PCT_MIN: '0.05', JITTER_PCT_MAX: '0.3' })).toMatchObject({ JITTER_PCT_MIN: 0.05, JITTER_PCT_MAX: 0.3 });

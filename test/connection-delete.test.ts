@@ -1,6 +1,7 @@
 // Deleting a connection through the real API, worker, time-skipping server and Postgres: a sync in
 // flight (a job, or an immediate sync) is cancelled, the purge workflow removes every row of the connection in batches, its
-// workflows are closed, and another connection of the same tenant keeps all of its rows.
+// workflows are closed, another connection of the same tenant keeps all of its rows, and a resume, PATCH or
+// sync racing the DELETE is refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -171,6 +172,44 @@ describe('DELETE /connections/:id and its purge', () => {
       expect(JSON.parse(last.body)).toMatchObject({ type: 'connection.disabled', data: { connection_id: victim.id } });
     } finally {
       await down.close();
+    }
+  });
+
+  it('a resume, PATCH or sync arriving while a DELETE is under way is refused (409 purge_in_progress), never re-activating the connection', async () => {
+    const victim = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'racing', provider: 'demo', config: { records_per_resource: 1, page_size: 1 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    // Another transaction holds the connection row, so the DELETE stops in the middle of its work
+    // (the step that writes the row); whatever the DELETE has begun is then not yet committed.
+    const holder = await stack.db.pool.connect();
+    let released = false;
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from connections where id = $1 for no key update', [victim.id]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
+      const deleting = api.call('DELETE', `/connections/${victim.id}`);
+      // The DELETE waits for the held row: its work has begun.
+      await eventually(async () => ((await q('select 1 from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid])).length > 0 ? true : undefined));
+      const racing = [
+        api.call('POST', `/connections/${victim.id}/resume`),
+        api.call('PATCH', `/connections/${victim.id}`, { config: { records_per_resource: 2, page_size: 1 } }),
+        api.call('POST', `/connections/${victim.id}/sync`, { mode: 'full' }),
+      ];
+      // They reached the database and wait there (on the DELETE or on the held row) before it goes on.
+      await eventually(async () => ((await q(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length >= 3 ? true : undefined));
+      await holder.query('commit');
+      released = true;
+      const deleted = await deleting;
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+      for (const res of await Promise.all(racing)) {
+        expect([res.status, res.body.error]).toEqual([409, { code: 'purge_in_progress', message: expect.stringContaining('being deleted'), purge_id: deleted.body.id }]);
+      }
+      await eventually(async () => ((await api.call('GET', `/purges/${deleted.body.id}`)).body.status === 'completed' ? true : undefined));
+      expect(await q('select 1 from connections where id = $1', [victim.id])).toEqual([]);
+      expect(await q(`select 1 from sync_jobs where trigger = 'api' and connection_id = $1`, [victim.id])).toEqual([]);
+    } finally {
+      if (!released) await holder.query('rollback');
+      holder.release();
     }
   });
 

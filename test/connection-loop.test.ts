@@ -1,74 +1,30 @@
 // The connection workflow's loop on the time-skipping server with in-memory stub activities (no
 // Postgres): planning, durable sleep, every signal, the breaker wait and continue-as-new, fast.
 // The full-stack file (connection-workflow.test.ts) covers the same loop with the real activities.
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConnectionWorkflow } from '../temporal/client';
-import type { ConnectionState } from '../temporal/connection';
+import { describe, expect, it } from 'vitest';
 import { connectionWorkflowId } from '../temporal/ids';
-import { waitForState as waitFor } from './helpers/connection-state';
 import { recordHistory } from './helpers/histories';
-import { stubActivities } from './helpers/stub-activities';
-import { createTimeSkippingEnv } from './helpers/temporal';
-import { eventually, synctideBundle } from './helpers/worker';
+import { useStubLoop } from './helpers/stub-loop';
+import { eventually } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-loop';
 const MINUTE = 60_000;
 
 describe('connection workflow loop (time-skipping, stub activities)', () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  const store = stubActivities();
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowBundle: await synctideBundle(),
-      activities: store.activities,
-    });
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-  });
-
-  // Each test's workflows end with it, so time skips only for the next test's.
-  const started: string[] = [];
-  afterEach(async () => {
-    for (const id of started.splice(0)) {
-      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
-    }
-  });
-
-  let seq = 0;
-  async function start(sync?: Record<string, unknown>, pausedUntil?: number) {
-    seq += 1;
-    const id = `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`;
-    const connection = store.addConnection(id, await env.currentTimeMs(), sync);
-    if (pausedUntil !== undefined) connection.pausedUntil = pausedUntil;
-    started.push(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
-    return { id, handle, connection };
-  }
-  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    waitFor(env, id, ok, async () => store.jobsOf(id).map((j) => `${j.jobType}/${j.trigger}/${j.status}`));
+  const loop = useStubLoop(TASK_QUEUE);
+  const { store, waitForState } = loop;
+  const start = (sync?: Record<string, unknown>, pausedUntil?: number) => loop.start(sync, { pausedUntil });
   const statuses = (id: string) => store.jobsOf(id).map((j) => j.status);
 
   it('the reconcile tick takes its period and retention from the worker on every tick, not from its first input', async () => {
     store.behaviour.reconcile = { settings: { tickSeconds: 300, retentionDays: 3 } };
     store.behaviour.retentionDays.length = 0;
-    const handle = await env.client.workflow.start('reconcileWorkflow', {
+    const handle = await loop.env.client.workflow.start('reconcileWorkflow', {
       workflowId: 'reconcile-settings', taskQueue: TASK_QUEUE, args: [{ tickSeconds: 60, retentionDays: 7 }],
     });
     try {
       await eventually(async () => ((store.calls.get('reconcileConnections') ?? 0) >= 1 ? true : undefined));
-      await env.sleep(2 * MINUTE);
+      await loop.env.sleep(2 * MINUTE);
       const history = await handle.fetchHistory();
       const timers = (history.events ?? []).filter((e) => e.timerStartedEventAttributes).map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds));
       expect(timers[0]).toBe(300);
@@ -82,7 +38,7 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
   it('bootstraps at once, then runs one job per interval, each after L + interval + jitter', async () => {
     const { id } = await start();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(50 * MINUTE);
+    await loop.env.sleep(50 * MINUTE);
     const state = await waitForState(id, (s) => s.cycles >= 3 && s.phase === 'sleeping');
     const done = store.jobsOf(id).filter((j) => j.status === 'completed');
     expect(done.length).toBe(state.cycles);
@@ -101,12 +57,12 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
     await waitForState(id, (s) => s.phase === 'paused');
     expect(connection.status).toBe('paused');
     expect(statuses(id)).toEqual(['completed', 'cancelled']);
-    await env.sleep(60 * MINUTE);
+    await loop.env.sleep(60 * MINUTE);
     expect(statuses(id)).toEqual(['completed', 'cancelled']);
 
     await handle.signal('resume');
     const caughtUp = await waitForState(id, (s) => s.phase === 'sleeping' || s.cycles >= 2);
-    if (caughtUp.cycles < 2) await env.sleep(4 * MINUTE); // the catch-up job's jitter
+    if (caughtUp.cycles < 2) await loop.env.sleep(4 * MINUTE); // the catch-up job's jitter
     await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
     expect(connection.status).toBe('active');
     expect(statuses(id)).toEqual(['completed', 'cancelled', 'completed', 'queued']);
@@ -148,12 +104,12 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
   });
 
   it('backs off while the breaker pauses the connection and runs when the pause ends', async () => {
-    const now = await env.currentTimeMs();
+    const now = await loop.env.currentTimeMs();
     const { id } = await start(undefined, now + 30 * MINUTE);
     const paused = await waitForState(id, (s) => s.phase === 'backing_off');
     expect(paused.breaker?.paused_until).toBe(new Date(now + 30 * MINUTE).toISOString());
     expect(store.jobsOf(id)).toHaveLength(0);
-    await env.sleep(31 * MINUTE);
+    await loop.env.sleep(31 * MINUTE);
     const after = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
     expect(after.breaker).toBeNull();
     expect(statuses(id)).toEqual(['completed', 'queued']);
@@ -171,7 +127,7 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
 
   /** The number of events in the current run of a connection's workflow, and how many runs it had. */
   async function historyOf(id: string) {
-    const handle = env.client.workflow.getHandle(connectionWorkflowId(id));
+    const handle = loop.env.client.workflow.getHandle(connectionWorkflowId(id));
     const events = (await handle.fetchHistory()).events?.length ?? 0;
     return { events, runId: (await handle.describe()).runId };
   }
@@ -193,13 +149,13 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
       }
       const first = await historyOf(id);
       // 120 idle rounds: far more than one history holds within its bound.
-      await env.sleep(minutes * MINUTE);
+      await loop.env.sleep(minutes * MINUTE);
       await waitForState(id, (s) => s.phase === (kind === 'paused' ? 'paused' : 'sleeping'));
       const later = await historyOf(id);
       expect(later.events).toBeLessThan(500);
       expect(later.runId).not.toBe(first.runId);
       if (kind === 'paused') expect(connection.status).toBe('paused');
-      if (kind === 'locked') await recordHistory(env.client, 'connection-idle-continue-as-new', connectionWorkflowId(id), first.runId);
+      if (kind === 'locked') await recordHistory(loop.env.client, 'connection-idle-continue-as-new', connectionWorkflowId(id), first.runId);
     } finally {
       store.behaviour.enqueue = null;
     }
@@ -209,7 +165,7 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
     const { id, handle } = await start({ interval_seconds: 300 });
     const first = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
     const run1 = (await handle.describe()).runId;
-    await env.sleep(7 * MINUTE);
+    await loop.env.sleep(7 * MINUTE);
     const second = await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
     expect((await handle.describe()).runId).not.toBe(run1);
     expect(second.next_run_at).not.toBe(first.next_run_at);

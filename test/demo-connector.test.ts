@@ -2,16 +2,8 @@
 // database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createDemoWorld,
-  demoConnector,
-  demoFetchLog,
-  demoRecords,
-  demoTitle,
-  demoWorlds,
-  resetDemoFailures,
-  resetDemoFetchLog,
-} from '../connectors/demo';
+import { createDemoConnector, demoTitle } from '../connectors/demo';
+import { createDemoWorld, demoConnector, demoFetchLog, demoRecords, demoWorlds, resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
 import { connectorSlugs, getConnector, registerConnector } from '../connectors/registry';
 import { type ConnectorError, Permanent, RateLimited, Transient, type ConnectorRecord, type FetchPageResult } from '../connectors/types';
 
@@ -476,6 +468,25 @@ describe('property: paging', () => {
       ),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('state per connector', () => {
+  it('keeps worlds, failure counters and the fetch log in the connector, not in the module: two connectors share none', async () => {
+    const [a, b] = [createDemoConnector(), createDemoConnector()];
+    a.createWorld('only-in-a').upsert('issues', 'x', { n: 1 }, '2024-01-01T00:00:00.000Z');
+    expect(a.resourceTypes({ world: 'only-in-a' })).toEqual(['issues']);
+    expect(() => b.resourceTypes({ world: 'only-in-a' })).toThrow("unknown demo world 'only-in-a'");
+    const config = { records_per_resource: 1, fail: { resource: 'issues', at_page: 1, kind: 'transient', times: 1 } };
+    const first = (c: typeof a) => c.fetchPage({ resource: 'issues', since: null, until: null, pageToken: null, config, credentials: null });
+    await expect(first(a)).rejects.toThrow(Transient);
+    await expect(first(a)).resolves.toMatchObject({ records: [expect.anything()] });
+    // b's budget of one failure is its own, still unspent.
+    await expect(first(b)).rejects.toThrow(Transient);
+    // Recording is off until asked for, per connector.
+    b.recordFetches(true);
+    await first(b);
+    expect([a.fetchLog.length, b.fetchLog.length]).toEqual([0, 1]);
   });
 });
 

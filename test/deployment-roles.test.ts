@@ -2,88 +2,23 @@
 // (with role and database names made unique for this run) on the tests' Postgres server, then the
 // migrations as the owner and the platform's statements as the runtime role, which must not be
 // able to change the schema or reach Temporal's databases.
-import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../db/migrate';
 import { countActiveJobsByStatus } from '../db/models/jobs';
-import { databaseUrl } from './helpers/database';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const suffix = `_t${randomBytes(4).toString('hex')}`;
-const names = {
-  synctide_owner: `synctide_owner${suffix}`,
-  synctide_app: `synctide_app${suffix}`,
-  temporal_visibility: `temporal_visibility${suffix}`,
-  temporal: `temporal${suffix}`,
-  synctide: `synctide${suffix}`,
-};
-const passwords: Record<string, string> = {};
-
-/** `url` (the tests' superuser URL) as `user` with `password` on `database`. */
-function urlAs(user: string, password: string, database: string): string {
-  const url = new URL(databaseUrl(inject('pgAdminUrl'), database));
-  url.username = user;
-  url.password = password;
-  return url.toString();
-}
-
-/** Runs the init script's psql input: \set from secret files, \connect, statements with :'vars'. */
-async function runInitScript(): Promise<void> {
-  const script = readFileSync(path.join(ROOT, 'infra/compose/postgres-init.sh'), 'utf8');
-  let sql = /<<'SQL'\n([\s\S]*?)\nSQL\n/.exec(script)![1]!;
-  for (const [name, unique] of Object.entries(names)) sql = sql.replace(new RegExp(`\\b${name}\\b(?!_)`, 'g'), unique);
-  let client = new pg.Client({ connectionString: inject('pgAdminUrl') });
-  await client.connect();
-  try {
-    let statement = '';
-    for (const raw of sql.split('\n')) {
-      const line = raw.replace(/--.*$/, '');
-      const set = /^\\set (\w+) `cat \/run\/secrets\/(\w+)`$/.exec(line);
-      if (set) {
-        passwords[set[1]!] = randomBytes(16).toString('hex');
-        continue;
-      }
-      const connect = /^\\connect (\w+)$/.exec(line);
-      if (connect) {
-        await client.end();
-        client = new pg.Client({ connectionString: databaseUrl(inject('pgAdminUrl'), connect[1]!) });
-        await client.connect();
-        continue;
-      }
-      statement += `${line}\n`;
-      if (line.trimEnd().endsWith(';')) {
-        const text = statement.replace(/:'(\w+)'/g, (_, v: string) => client.escapeLiteral(passwords[v]!));
-        await client.query(text);
-        statement = '';
-      }
-    }
-    expect(statement.trim()).toBe('');
-  } finally {
-    await client.end();
-  }
-}
+import { createComposeRoles, type ComposeRoles } from './helpers/compose-roles';
 
 describe('compose database roles', () => {
+  let roles: ComposeRoles;
+  let names: ComposeRoles['names'];
+  let passwords: ComposeRoles['passwords'];
+  let urlAs: ComposeRoles['urlAs'];
   beforeAll(async () => {
-    await runInitScript();
+    roles = await createComposeRoles();
+    ({ names, passwords, urlAs } = roles);
   });
   afterAll(async () => {
-    const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
-    await admin.connect();
-    try {
-      for (const db of [names.synctide, names.temporal, names.temporal_visibility]) {
-        await admin.query(`drop database if exists ${admin.escapeIdentifier(db)} with (force)`);
-      }
-      for (const role of [names.synctide_app, names.synctide_owner, names.temporal]) {
-        await admin.query(`drop role if exists ${admin.escapeIdentifier(role)}`);
-      }
-    } finally {
-      await admin.end();
-    }
+    await roles?.drop();
   });
 
   it('lets the owner migrate and the runtime role read and write rows, but not change the schema', async () => {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
@@ -90,7 +90,7 @@ describe('full sync after the seen-set was lost', () => {
   }
 
   const seenSetWarnings = (taskId: string) =>
-    lines.filter((l) => l.task_id === taskId && Number(l.level) === 40 && /seen-set/.test(String(l.msg))).map((l) => String(l.msg));
+    lines.filter((l) => l.task_id === taskId && l.level === 'warn' && /seen-set/.test(String(l.msg))).map((l) => String(l.msg));
   const taskOf = async (jobId: string) => (await db.pool.query('select * from sync_tasks where job_id = $1', [jobId])).rows[0];
 
   it('a task resumed after its seen-set was lost restarts its pass: it deletes exactly what the provider deleted', async () => {

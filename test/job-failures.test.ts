@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';

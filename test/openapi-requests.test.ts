@@ -190,7 +190,7 @@ describe('requests generated from /openapi.json', () => {
         if (answer.status >= 500 || refused || !documented.includes(answer.status)) wrong.push({ body: request.body, status: answer.status, answer: answer.body });
       }
       // A 500's cause is in the API's error log: name it in the failure.
-      const errors = apiLog.lines.filter((l) => l.level === 50).map((l) => JSON.stringify(l.err)).slice(0, 3);
+      const errors = apiLog.lines.filter((l) => l.level === 'error').map((l) => JSON.stringify(l.err)).slice(0, 3);
       expect(wrong.slice(0, 5), `${wrong.length} of ${bodies.length} wrong; statuses ${JSON.stringify([...statuses])}; errors ${errors.join(' | ')}`).toEqual([]);
       // The bodies reached the commands, and most were accepted.
       const accepted = [...statuses].filter(([status]) => status < 300).reduce((sum, [, n]) => sum + n, 0);

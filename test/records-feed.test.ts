@@ -2,7 +2,7 @@
 // cursor while syncs write, against a real API, worker, time-skipping server and Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finishJob } from '../activities/finish-job';
-import { createDemoWorld } from '../connectors/demo';
+import { createDemoWorld } from './helpers/demo';
 import { purgeTombstonesBatch } from '../db/models/records';
 import { testActivityDeps } from './helpers/deps';
 import { startTestApi, type TestApi } from './helpers/api';

@@ -1,18 +1,11 @@
 // Schedule options on the time-skipping server with in-memory stub activities: periodic full
 // syncs (`full_sync_every`, a count of runs or a duration) and cron time zones across DST changes
 // (a daily 02:30 job in a zone that skips 02:30 runs once that day, not zero or two times).
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
-import { ensureConnectionWorkflow } from '../temporal/client';
-import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
-import { waitForState as waitFor } from './helpers/connection-state';
 import { recordHistory } from './helpers/histories';
-import { stubActivities } from './helpers/stub-activities';
-import { createTimeSkippingEnv } from './helpers/temporal';
-import { synctideBundle } from './helpers/worker';
+import { useStubLoop } from './helpers/stub-loop';
 
 const TASK_QUEUE = 'schedule-options';
 const MINUTE = 60_000;
@@ -39,62 +32,26 @@ function lastSundayAfter(month: number, after: number): number {
 }
 
 describe('schedule options (time-skipping, stub activities)', () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  const store = stubActivities();
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowBundle: await synctideBundle(),
-      activities: store.activities,
-    });
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-  });
-
-  const started: string[] = [];
-  afterEach(async () => {
-    for (const id of started.splice(0)) {
-      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
-    }
-  });
-
-  let seq = 0;
-  async function start(sync: Record<string, unknown>, noJitter = false) {
-    seq += 1;
-    const id = `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`;
-    const connection = store.addConnection(id, await env.currentTimeMs(), sync);
-    if (noJitter) connection.settings = { ...DEFAULT_SCHEDULE_SETTINGS, jitterPctMin: 0, jitterPctMax: 0 };
-    started.push(id);
-    await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
-    return { id, connection };
-  }
-  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    waitFor(env, id, ok, async () => store.jobsOf(id).map((j) => `${j.jobType}/${j.trigger}/${j.status}`));
+  const loop = useStubLoop(TASK_QUEUE);
+  const { store, waitForState } = loop;
+  const start = (sync: Record<string, unknown>, noJitter = false) =>
+    loop.start(sync, noJitter ? { settings: { ...DEFAULT_SCHEDULE_SETTINGS, jitterPctMin: 0, jitterPctMax: 0 } } : {});
   const scheduledTypes = (id: string) => store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.status === 'completed').map((j) => j.jobType);
 
   it('full_sync_every: 3 makes every third scheduled run a full sync', async () => {
     const { id } = await start({ interval_seconds: 900, full_sync_every: 3 });
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(120 * MINUTE);
+    await loop.env.sleep(120 * MINUTE);
     await waitForState(id, (s) => s.cycles >= 6 && s.phase === 'sleeping');
     expect(scheduledTypes(id).slice(0, 6)).toEqual(['incremental', 'incremental', 'full', 'incremental', 'incremental', 'full']);
     const firstFull = store.jobsOf(id).find((j) => j.jobType === 'full')!;
-    await recordHistory(env.client, 'connection-full-sync-every', connectionWorkflowId(id), firstFull.runId);
+    await recordHistory(loop.env.client, 'connection-full-sync-every', connectionWorkflowId(id), firstFull.runId);
   });
 
   it('full_sync_every: "1h" runs a full sync once the last one is an hour old', async () => {
     const { id, connection } = await start({ interval_seconds: 900, full_sync_every: '1h' });
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(190 * MINUTE);
+    await loop.env.sleep(190 * MINUTE);
     await waitForState(id, (s) => s.cycles >= 9 && s.phase === 'sleeping');
     const done = store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.status === 'completed');
     const fulls = done.filter((j) => j.jobType === 'full');
@@ -110,7 +67,7 @@ describe('schedule options (time-skipping, stub activities)', () => {
   it('an invalid full_sync_every is ignored: runs stay incremental', async () => {
     const { id } = await start({ interval_seconds: 900, full_sync_every: 'sometimes' });
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(40 * MINUTE);
+    await loop.env.sleep(40 * MINUTE);
     await waitForState(id, (s) => s.cycles >= 3 && s.phase === 'sleeping');
     expect(new Set(scheduledTypes(id))).toEqual(new Set(['incremental']));
   });
@@ -118,12 +75,12 @@ describe('schedule options (time-skipping, stub activities)', () => {
   const ZONE = 'Europe/Berlin';
 
   it('a daily 02:30 cron in Europe/Berlin runs once on the day the clock skips 02:30 (at 03:00), once a day around it', async () => {
-    const now = await env.currentTimeMs();
+    const now = await loop.env.currentTimeMs();
     const springForward = lastSundayAfter(2, now); // 00:00 UTC of the change day
-    await env.sleep(springForward - 2 * DAY + 12 * HOUR - now);
+    await loop.env.sleep(springForward - 2 * DAY + 12 * HOUR - now);
     const { id } = await start({ cron: '30 2 * * *', timezone: ZONE }, true);
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(3 * DAY + 6 * HOUR);
+    await loop.env.sleep(3 * DAY + 6 * HOUR);
     await waitForState(id, (s) => s.cycles >= 4 && s.phase === 'sleeping');
     const runs = store.jobsOf(id).filter((j) => j.status === 'completed' && j.plan?.mode === 'normal').map((j) => local(j.scheduledAt, ZONE));
     const day = (offset: number) => local(springForward + offset * DAY + 12 * HOUR, ZONE).slice(0, 10);
@@ -132,12 +89,12 @@ describe('schedule options (time-skipping, stub activities)', () => {
   });
 
   it('on the day 02:30 occurs twice (fall back) the same job runs once', async () => {
-    const now = await env.currentTimeMs();
+    const now = await loop.env.currentTimeMs();
     const fallBack = lastSundayAfter(9, now);
-    await env.sleep(fallBack - 2 * DAY + 12 * HOUR - now);
+    await loop.env.sleep(fallBack - 2 * DAY + 12 * HOUR - now);
     const { id } = await start({ cron: '30 2 * * *', timezone: ZONE }, true);
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
-    await env.sleep(3 * DAY + 6 * HOUR);
+    await loop.env.sleep(3 * DAY + 6 * HOUR);
     await waitForState(id, (s) => s.cycles >= 4 && s.phase === 'sleeping');
     const runs = store.jobsOf(id).filter((j) => j.status === 'completed' && j.plan?.mode === 'normal').map((j) => local(j.scheduledAt, ZONE));
     const day = (offset: number) => local(fallBack + offset * DAY + 12 * HOUR, ZONE).slice(0, 10);

@@ -1,7 +1,6 @@
-// The tests sync demo connections: register the demo provider (off by default, as in production)
-// and record its fetch log, which they read to prove what was fetched.
-import { recordDemoFetches } from '../connectors/demo';
+// The tests sync demo connections: register the demo provider (off by default, as in production),
+// the one of test/helpers/demo.ts, whose fetch log and worlds the tests read.
 import { enableDemoConnector } from '../connectors/registry';
+import { demoConnector } from './helpers/demo';
 
-enableDemoConnector();
-recordDemoFetches(true);
+enableDemoConnector(demoConnector);

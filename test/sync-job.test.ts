@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createDemoWorld, demoConnector, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from '../connectors/demo';
+import { createDemoWorld, demoConnector, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
 import { registerConnector } from '../connectors/registry';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';

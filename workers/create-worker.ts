@@ -1,6 +1,7 @@
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
-import { WORKFLOWS_PATH } from '../infra/workflow-bundle';
+import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
+import { temporalWorkerTracing } from '../lib/tracing';
 
 /** What a Synctide worker needs. */
 export interface WorkerDeps {
@@ -30,19 +31,26 @@ export async function createImmediateWorker(deps: Omit<WorkerDeps, 'workflowBund
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     activities: { syncImmediately },
+    interceptors: temporalWorkerTracing().interceptors,
     maxConcurrentActivityTaskExecutions: deps.slots,
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     maxHeartbeatThrottleInterval: '1 second',
   });
 }
 
-/** Creates the one Synctide worker: all workflows and activities on one task queue. */
+/**
+ * Creates the one Synctide worker: all workflows and activities on one task queue, with the
+ * tracing interceptors (a prebuilt bundle has the workflow ones in it already) and sink.
+ */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+  const tracing = temporalWorkerTracing();
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.activities.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    interceptors: { ...tracing.interceptors, ...(!deps.workflowBundle && { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }) },
+    sinks: tracing.sinks,
     activities: createActivities(deps.activities),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     ...(deps.maxCachedWorkflows !== undefined && { maxCachedWorkflows: deps.maxCachedWorkflows }),

@@ -5,24 +5,25 @@
 // from the moment shutdown begins: readiness).
 import { Hono } from 'hono';
 import { enableDemoConnector } from '../connectors/registry';
-import { runProcess } from '../infra/boot';
-import { sealPlaintextSecrets } from '../commands/credentials';
+import { runService } from '../scripts/service';
 import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker, type WorkerReadiness } from './run-worker';
 
-const config = loadConfigOrExit(process.env, (c) => requireServers(c, 'npm run worker'));
-const rateLimit = loadConfigOrExit(process.env, () => parseRateLimitConfig(process.env));
-const rateBudget = loadConfigOrExit(process.env, () => parseRateBudgetConfig(process.env));
-const credentials = loadConfigOrExit(process.env, (c) => requireKeyring(c, 'npm run worker'));
+// Parsed once, here, and passed down.
+const { config, rateLimit, rateBudget, credentials } = loadConfigOrExit(process.env, (c) => ({
+  config: requireServers(c, 'npm run worker'),
+  rateLimit: parseRateLimitConfig(process.env),
+  rateBudget: parseRateBudgetConfig(process.env),
+  credentials: requireKeyring(c, 'npm run worker'),
+}));
 
 // Off in production: the demo provider's fault hooks are for `npm start` and tests.
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
-runProcess(config, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (proc) => {
-  await sealPlaintextSecrets({ pool: proc.pool, credentials }, proc.logger);
+runService(config, credentials, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (proc) => {
   // Set once the workers run; until then /readyz answers 503.
   const started: { readiness?: () => WorkerReadiness } = {};
   const app = new Hono();

@@ -3,6 +3,7 @@
 // tasks.ts); every other read shows only whether a connection has any.
 import type { PoolClient } from 'pg';
 import {
+  MIN_INTERVAL_SECONDS,
   parseSchedule,
   resolveSchedule,
   scheduleFields,
@@ -364,18 +365,31 @@ export async function countOverdueConnections(db: Queryable, at: Date): Promise<
 }
 
 /**
+ * The stored `metadata.sync.interval_seconds` of `connections c` as an int, read as the row mapper
+ * reads a stored schedule (`parseSchedule` with no maximum): a JSON integer of at least
+ * MIN_INTERVAL_SECONDS; anything else (a string, a fraction, a value beyond an int, below the
+ * minimum, a hand-edited object) is null. The type is asked before any cast, so no stored value
+ * makes the statement fail.
+ */
+const STORED_INTERVAL_SECONDS = (() => {
+  const value = `(c.metadata -> 'sync' -> 'interval_seconds')`;
+  return `case when jsonb_typeof(${value}) = 'number'
+               then (case when ${value}::numeric between ${MIN_INTERVAL_SECONDS} and 2147483647 and ${value}::numeric = trunc(${value}::numeric)
+                          then ${value}::numeric::int end) end`;
+})();
+
+/**
  * Active interval-scheduled connections whose last successful sync (or, never synced, their
- * creation) is older than twice their interval (`defaultIntervalSeconds` when unset), counted by
- * provider. Cron-scheduled connections are left out: their gaps vary by design, and a late cron
- * run shows in the backlog gauge.
+ * creation) is older than twice their interval (`defaultIntervalSeconds` when none valid is
+ * stored), counted by provider. Cron-scheduled connections are left out: their gaps vary by
+ * design, and a late cron run shows in the backlog gauge.
  */
 export async function countStaleConnections(db: Queryable, at: Date, defaultIntervalSeconds: number): Promise<{ provider: string; n: number }[]> {
   const { rows } = await db.query<{ provider: string; n: number }>(
     `select c.provider_slug as provider, count(*)::int as n from connections c
       where c.status = ${CONNECTION.active} and c.metadata -> 'sync' ->> 'cron' is null
         and coalesce((select r.last_success_at from connection_schedule_runs r where r.connection_id = c.id), c.created_at)
-            < $1::timestamptz - make_interval(secs => 2 * coalesce(
-                case when c.metadata -> 'sync' ->> 'interval_seconds' ~ '^[0-9]{1,9}$' then (c.metadata -> 'sync' ->> 'interval_seconds')::int end, $2))
+            < $1::timestamptz - make_interval(secs => 2 * coalesce(${STORED_INTERVAL_SECONDS}, $2))
       group by 1 order by 1`,
     [at, defaultIntervalSeconds],
   );

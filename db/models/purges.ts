@@ -17,6 +17,28 @@ export interface PurgeRow {
 
 const PURGE_COLUMNS = 'id, connection_id, tenant_id, status, deleted_rows::text as deleted_rows, created_at, finished_at';
 
+/** The advisory lock a connection's deletion takes exclusively and its resume, update and sync share. */
+const PURGE_LOCK = `hashtextextended('synctide:connection-purge:' || $1::text, 0)`;
+
+/**
+ * Takes connection `connectionId`'s purge lock exclusively until the transaction ends: the
+ * transaction that records its purge holds it, so no resume, update or sync (which share it) can
+ * pass its check for an open purge while that purge is being recorded.
+ */
+export async function lockForPurge(tx: Queryable, connectionId: string): Promise<void> {
+  await tx.query(`select pg_advisory_xact_lock(${PURGE_LOCK})`, [connectionId]);
+}
+
+/**
+ * Takes connection `connectionId`'s purge lock shared until the transaction ends, then answers its
+ * open purge (or null). A statement after it sees any purge recorded before it got the lock, so a
+ * change written in the same transaction after a null answer can never follow a purge's start.
+ */
+export async function findOpenPurgeLocked(tx: Queryable, connectionId: string): Promise<PurgeRow | null> {
+  await tx.query(`select pg_advisory_xact_lock_shared(${PURGE_LOCK})`, [connectionId]);
+  return findOpenPurge(tx, connectionId);
+}
+
 /** Inserts a pending purge of a connection; null when one is already open for it. */
 export async function insertPurge(db: Queryable, connectionId: string, tenantId: string): Promise<PurgeRow | null> {
   const { rows } = await db.query<PurgeRow>(

@@ -72,6 +72,10 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
   return rows[0]!;
 }
 
+/** Tenant `$1`'s connections as its limit counts them: those being purged left out. */
+const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenant_id = $1
+    and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`;
+
 /** What a tenant holds now, for the limits that count rows. */
 export interface TenantUsage {
   connections: number;
@@ -85,8 +89,7 @@ export interface TenantUsage {
 export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Promise<TenantUsage> {
   const { rows } = await db.query<TenantUsage>(
     `select
-       (select count(*)::int from connections c where c.tenant_id = $1
-           and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})) as connections,
+       (${COUNT_CONNECTIONS}) as connections,
        (select count(*)::int from webhooks where tenant_id = $1) as webhooks,
        (select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2) as immediate_syncs,
        (select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}) as running_jobs,
@@ -98,11 +101,7 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
 
 /** A tenant's connections, those being purged left out. */
 export async function countConnections(db: Queryable, tenantId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `select count(*)::int as n from connections c where c.tenant_id = $1
-        and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`,
-    [tenantId],
-  );
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_CONNECTIONS}) as n`, [tenantId]);
   return rows[0]!.n;
 }
 
@@ -112,13 +111,17 @@ export async function countWebhooks(db: Queryable, tenantId: string): Promise<nu
   return rows[0]!.n;
 }
 
-/** A tenant's running jobs other than `exceptJobId`. */
-export async function countRunningJobs(db: Queryable, tenantId: string, exceptJobId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `select count(*)::int as n from sync_jobs where tenant_id = $1 and status = ${JOB.running} and id <> $2`,
+/**
+ * A tenant's running jobs other than `exceptJobId`, with its override of the running-jobs limit
+ * (null: the default), in one statement: a claim reads both on its hot path.
+ */
+export async function runningJobsAndOverride(db: Queryable, tenantId: string, exceptJobId: string): Promise<{ running: number; max_running_jobs: number | null }> {
+  const { rows } = await db.query<{ running: number; max_running_jobs: number | null }>(
+    `select (select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running} and id <> $2) as running,
+            (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
     [tenantId, exceptJobId],
   );
-  return rows[0]!.n;
+  return rows[0]!;
 }
 
 /** A tenant's immediate syncs still counted at `at` (their lease not expired). */

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createDatabaseIfMissing } from '../../infra/database';
-import { migrate } from '../../db/migrate';
 import { createPool, type Pool } from '../../db/pool';
 
 /** A fresh, migrated database of its own for one test file. */
@@ -20,18 +19,34 @@ export function databaseUrl(baseUrl: string, database: string): string {
   return url.toString();
 }
 
+/** A database name no other test uses. */
+function freshName(): string {
+  return `synctide_test_${randomBytes(6).toString('hex')}`;
+}
+
 /** Creates an empty database (no migrations) and returns its URL. */
 export async function createEmptyDatabase(): Promise<string> {
   const adminUrl = inject('pgAdminUrl');
-  const name = `synctide_test_${randomBytes(6).toString('hex')}`;
+  const name = freshName();
   await createDatabaseIfMissing(adminUrl, name);
   return databaseUrl(adminUrl, name);
 }
 
-/** Creates a database, applies every migration, and opens a pool on it. */
+/**
+ * Creates a database with every migration applied and opens a pool on it: a copy of the template
+ * the global setup migrated (the same tables, functions and `pgmigrations` rows as migrating it).
+ */
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const url = await createEmptyDatabase();
-  await migrate(url);
+  const adminUrl = inject('pgAdminUrl');
+  const name = freshName();
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`create database ${client.escapeIdentifier(name)} template ${client.escapeIdentifier(inject('pgTemplateDatabase'))}`);
+  } finally {
+    await client.end();
+  }
+  const url = databaseUrl(adminUrl, name);
   const pool = createPool(url, 20);
   return {
     url,

@@ -1,8 +1,10 @@
 // A real OAuth 2 authorization server and protected resource on 127.0.0.1 (node:http), for the
 // credential tests: `/authorize` (the "consent": redirects to the redirect URI with a code),
 // `/token` (authorization_code with PKCE S256, refresh_token with rotation: each refresh token
-// works once; `invalid_grant` for any other), and `/items` (a JSON list, 401 without a live access
-// token). Counts every token request by grant type.
+// works once, or with `rotation: 'until_successor_used'` until the token that replaced it is used;
+// `invalid_grant` for any other), `/items` (a JSON list, 401 without a live access token) and
+// `/pages` (`pageCount` pages of `pageSize` records by `?page=`, 401 likewise). Counts every token
+// request by grant type.
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +24,19 @@ export interface FakeOAuth {
   expiresIn: number;
   /** Holds each refresh answer until this resolves (to make concurrent refreshes overlap). */
   refreshGate: Promise<void> | null;
+  /**
+   * How a refresh token is spent: `strict` (default), it works once; `until_successor_used`, it
+   * keeps working until the refresh token issued for it is used (as Xero, Okta's grace period or
+   * Auth0's reuse interval allow), so a client that lost the answer can refresh again.
+   */
+  rotation: 'strict' | 'until_successor_used';
+  /** Access token → after how many resource requests it expires at the provider (others never do). */
+  expireAfterUses: Map<string, number>;
+  /** Awaited after a refresh issued its tokens, before its answer is sent. */
+  beforeRefreshAnswer: (() => Promise<void>) | null;
+  /** `/pages`: how many pages, of how many records. */
+  pageCount: number;
+  pageSize: number;
   /** Every access and refresh token issued so far. */
   issued: string[];
   /** Issues a grant directly (as if consented earlier): its access and refresh token. */
@@ -39,6 +54,8 @@ const body = (req: IncomingMessage) =>
 /** `accessToken`: the access token to issue (default a new one each time; e.g. the one token a fake GitHub accepts). */
 export async function startFakeOAuth(opts: { accessToken?: () => string; clientSecret?: string } = {}): Promise<FakeOAuth> {
   let n = 0;
+  const predecessors = new Map<string, string>();
+  const uses = new Map<string, number>();
   const codes = new Map<string, { challenge: string; redirectUri: string }>();
   const issue = () => {
     n += 1;
@@ -60,6 +77,11 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     refuseAll: false,
     expiresIn: 3600,
     refreshGate: null,
+    rotation: 'strict',
+    expireAfterUses: new Map(),
+    beforeRefreshAnswer: null,
+    pageCount: 5,
+    pageSize: 10,
     grant: issue,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -87,8 +109,14 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
         fake.counts.refresh += 1;
         const token = form.get('refresh_token') ?? '';
         if (fake.refreshGate) await fake.refreshGate;
-        if (!fake.refreshTokens.delete(token)) return json(400, { error: 'invalid_grant', error_description: 'refresh token unknown or used' });
+        if (!fake.refreshTokens.has(token)) return json(400, { error: 'invalid_grant', error_description: 'refresh token unknown or used' });
+        // Using a successor spends the token it replaced; strict rotation spends this one now.
+        const predecessor = predecessors.get(token);
+        if (predecessor) fake.refreshTokens.delete(predecessor);
+        if (fake.rotation === 'strict') fake.refreshTokens.delete(token);
         const t = issue();
+        predecessors.set(t.refresh, token);
+        if (fake.beforeRefreshAnswer) await fake.beforeRefreshAnswer();
         return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, scope: 'read' });
       }
       if (form.get('grant_type') === 'authorization_code') {
@@ -111,6 +139,22 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
         return json(401, { message: 'bad token' });
       }
       return json(200, [{ id: '1', name: 'one', updated_at: '2025-01-01T00:00:00Z' }, { id: '2', name: 'two', updated_at: '2025-01-02T00:00:00Z' }]);
+    }
+    if (url.pathname === '/pages') {
+      fake.counts.items += 1;
+      const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+      if (fake.refuseAll || !fake.accessTokens.has(token)) {
+        fake.counts.unauthorized += 1;
+        return json(401, { message: 'bad token' });
+      }
+      const used = (uses.get(token) ?? 0) + 1;
+      uses.set(token, used);
+      if (used >= (fake.expireAfterUses.get(token) ?? Infinity)) fake.accessTokens.delete(token);
+      const page = Number(url.searchParams.get('page') ?? '1');
+      const records = page >= 1 && page <= fake.pageCount
+        ? Array.from({ length: fake.pageSize }, (_, i) => ({ id: `p${page}-${i}`, name: `record ${page}-${i}`, updated_at: '2025-01-01T00:00:00Z' }))
+        : [];
+      return json(200, records);
     }
     json(404, { message: 'no such route' });
   });

@@ -1,10 +1,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { LINE_SHAPE } from '../../lib/logger';
 
 /** Log lines captured from a test worker, parsed. */
 export type LogLines = Record<string, unknown>[];
 
-/** A pino logger that keeps its JSON lines in memory for assertions. */
+/** A pino logger that keeps its JSON lines in memory for assertions, shaped as the process logger's. */
 export function capturingLogger() {
   const lines: LogLines = [];
   const stream = new Writable({
@@ -13,5 +14,5 @@ export function capturingLogger() {
       done();
     },
   });
-  return { logger: pino({ level: 'debug' }, stream), lines };
+  return { logger: pino({ ...LINE_SHAPE, level: 'debug' }, stream), lines };
 }

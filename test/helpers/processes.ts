@@ -62,14 +62,18 @@ const READY: Record<'worker' | 'api', string> = { worker: 'worker started', api:
 export async function startSynctide(
   script: 'worker' | 'api',
   env: Record<string, string>,
-  opts: { name?: string; readyTimeoutMs?: number } = {},
+  opts: { name?: string; readyTimeoutMs?: number; command?: ContainerCommand } = {},
 ): Promise<SynctideProcess> {
   const name = opts.name ?? script;
-  const child: ChildProcess = spawn(process.execPath, scriptArgs(script), {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = opts.command
+    ? spawnContainerCommand(opts.command, { ...process.env, LOG_LEVEL: 'info', ...env })
+    : spawn(process.execPath, scriptArgs(script), {
+        cwd: ROOT,
+        env: { ...process.env, LOG_LEVEL: 'info', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+  // The process a signal goes to: the command itself (PID 1 of its namespace, when it has one).
+  let target = child.pid ?? -1;
   const lines: LogLines = [];
   const other: string[] = [];
   // SYNCTIDE_TEST_LOG_DIR keeps every line each process printed, for reading after a failed run.
@@ -110,7 +114,7 @@ export async function startSynctide(
 
   const proc: SynctideProcess = {
     name,
-    pid: child.pid ?? -1,
+    pid: target,
     lines,
     otherOutput: () => other.join('\n'),
     exit,
@@ -135,12 +139,12 @@ export async function startSynctide(
       });
     },
     kill(signal) {
-      if (ended === null) child.kill(signal);
+      if (ended === null) signalPid(target, signal);
     },
     async stop() {
       if (ended !== null) return ended;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      signalPid(target, 'SIGTERM');
+      const timer = setTimeout(() => signalPid(target, 'SIGKILL'), 60_000);
       const status = await exit;
       clearTimeout(timer);
       return status;
@@ -148,10 +152,52 @@ export async function startSynctide(
   };
   spawned.add(proc);
   void exit.then(() => spawned.delete(proc));
+  if (opts.command?.pidNamespace) proc.pid = target = await namespaceInit(child);
 
   const ready = await proc.waitForLog((l) => l.msg === READY[script], opts.readyTimeoutMs ?? 180_000);
   if (script === 'api') proc.url = String(ready.url);
   return proc;
+}
+
+/**
+ * A process started as a container runtime starts its command: `argv` (exec form, `node` found on
+ * PATH as in the image) in `cwd`; with `pidNamespace`, as PID 1 of a PID namespace of its own
+ * (`unshare --pid --fork --mount-proc`, root only), where the kernel kills every other process of
+ * the namespace when PID 1 exits, as in a container.
+ */
+export interface ContainerCommand {
+  argv: string[];
+  cwd: string;
+  pidNamespace?: boolean;
+}
+
+function spawnContainerCommand(command: ContainerCommand, env: NodeJS.ProcessEnv): ChildProcess {
+  const [file, ...args] = command.pidNamespace
+    ? ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child', ...command.argv]
+    : command.argv;
+  return spawn(file!, args, { cwd: command.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** The host pid of the namespace's PID 1: the one child `unshare --fork` started. */
+async function namespaceInit(unshare: ChildProcess): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      const children = readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim();
+      if (children) return Number(children.split(/\s+/)[0]);
+    } catch {
+      // not started yet, or already gone
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`unshare (pid ${unshare.pid}) started no child`);
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
 }
 
 function describeOutput(proc: SynctideProcess): string {

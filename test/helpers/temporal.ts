@@ -20,7 +20,8 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
  * A Temporal CLI dev server of its own (in memory, no Web UI), with Synctide's search attributes
  * registered. Its output is kept by the process that started it, not printed; it logs errors
  * only, or what `logLevel` (the CLI's --log-level: debug, info, warn, error, never) says.
- * `teardown()` closes the connections and stops the server.
+ * `teardown()` closes the connections and kills the server: it keeps its state in memory only,
+ * so there is nothing a graceful stop (seconds of draining) would save.
  */
 export async function createDevServerEnv(opts: { logLevel?: string } = {}): Promise<TestWorkflowEnvironment> {
   const server = await startDevServer({
@@ -33,7 +34,15 @@ export async function createDevServerEnv(opts: { logLevel?: string } = {}): Prom
   const teardown = env.teardown.bind(env);
   env.teardown = async () => {
     await teardown();
-    await server.stop();
+    // A pid of -1 (never spawned) must not reach kill(2): it would signal every process.
+    if (server.pid > 0) {
+      try {
+        process.kill(server.pid, 'SIGKILL');
+      } catch {
+        // Exited already.
+      }
+    }
+    await server.stop(); // resolves once the process has exited
   };
   return env;
 }

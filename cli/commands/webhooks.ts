@@ -1,0 +1,98 @@
+// webhooks create/list/show/delete/deliveries/redeliver.
+import type { components } from '../../clients/typescript';
+import { answer } from '../api';
+import { list, pages, PAGING, required, str, type Command } from '../command';
+import { usage } from '../errors';
+import { emit, fields, table, when } from '../output';
+
+type EventType = components['schemas']['Webhook']['event_types'][number];
+
+/** Every event type a webhook can subscribe to, as the document lists them. */
+export const EVENT_TYPES: readonly EventType[] = [
+  'sync.completed',
+  'sync.failed',
+  'sync.cancelled',
+  'connection.breaker_opened',
+  'connection.breaker_closed',
+  'connection.disabled',
+  'connection.credentials_invalid',
+];
+
+export const webhookCommands: Command[] = [
+  {
+    words: ['webhooks', 'create'],
+    summary: "Subscribe an endpoint to a tenant's events (the signing secret is printed once)",
+    flags: {
+      tenant: { type: 'string', value: '<tenant-id>', description: 'The tenant (required)' },
+      endpoint: { type: 'string', value: '<https-url>', description: 'Where deliveries are POSTed (required; --url names the API)' },
+      event: { type: 'string', multiple: true, value: '<type>', description: `An event type (repeatable, or comma-separated; "all" for every one): ${EVENT_TYPES.join(', ')}` },
+    },
+    async run({ client, settings, out }, flags) {
+      const events = list(flags, 'event');
+      if (events.length === 0) throw usage('--event is required (one or more event types, or "all")');
+      const eventTypes = events.includes('all') ? [...EVENT_TYPES] : (events as EventType[]);
+      const created = await answer(settings.url, client.POST('/webhooks', { body: { tenant_id: required(flags, 'tenant'), url: required(flags, 'endpoint'), event_types: eventTypes } }));
+      emit(out, created, () => [
+        `Created webhook ${created.id}`,
+        ...fields([['tenant', created.tenant_id], ['url', created.url], ['events', created.event_types.join(', ')]]).map((l) => `  ${l}`),
+        `Signing secret (shown once; verify deliveries with a Standard Webhooks library): ${created.secret}`,
+      ]);
+    },
+  },
+  {
+    words: ['webhooks', 'list'],
+    summary: 'List webhooks (never their secrets)',
+    flags: { tenant: { type: 'string', value: '<tenant-id>', description: 'Only this tenant' }, ...PAGING },
+    async run({ client, settings, out }, flags) {
+      const page = await pages(flags, (q) => answer(settings.url, client.GET('/webhooks', { params: { query: { ...q, tenant_id: str(flags, 'tenant') } } })));
+      emit(out, page, () => [
+        ...table(['ID', 'TENANT', 'URL', 'EVENTS', 'CREATED'], page.items.map((w) => [w.id, w.tenant_id, w.url, w.event_types.join(','), when(w.created_at)]), 'No webhooks.'),
+        ...(page.next_cursor ? [`(more: --cursor ${page.next_cursor}, or --all)`] : []),
+      ]);
+    },
+  },
+  {
+    words: ['webhooks', 'show'],
+    summary: 'One webhook',
+    args: ['<webhook-id>'],
+    async run({ client, settings, out }, _flags, [id]) {
+      const w = await answer(settings.url, client.GET('/webhooks/{id}', { params: { path: { id: id! } } }));
+      emit(out, w, () => fields([['id', w.id], ['tenant', w.tenant_id], ['url', w.url], ['events', w.event_types.join(', ')], ['created', when(w.created_at)]]));
+    },
+  },
+  {
+    words: ['webhooks', 'delete'],
+    summary: 'Delete a webhook and its deliveries',
+    args: ['<webhook-id>'],
+    async run({ client, settings, out }, _flags, [id]) {
+      await answer(settings.url, client.DELETE('/webhooks/{id}', { params: { path: { id: id! } } }));
+      emit(out, { id, deleted: true }, () => `Deleted webhook ${id}.`);
+    },
+  },
+  {
+    words: ['webhooks', 'deliveries'],
+    summary: "A webhook's deliveries, newest first, with each attempt's status",
+    args: ['<webhook-id>'],
+    flags: { ...PAGING },
+    async run({ client, settings, out }, flags, [id]) {
+      const page = await pages(flags, (q) => answer(settings.url, client.GET('/webhooks/{id}/deliveries', { params: { path: { id: id! }, query: q } })));
+      emit(out, page, () => [
+        ...table(
+          ['ID', 'EVENT', 'STATUS', 'ATTEMPTS', 'LAST', 'CREATED'],
+          page.items.map((d) => [d.id, d.event_type, d.status, String(d.attempts), d.last_status_code !== null ? String(d.last_status_code) : (d.last_error ?? '-'), when(d.created_at)]),
+          'No deliveries.',
+        ),
+        ...(page.next_cursor ? [`(more: --cursor ${page.next_cursor}, or --all)`] : []),
+      ]);
+    },
+  },
+  {
+    words: ['webhooks', 'redeliver'],
+    summary: 'Deliver a finished delivery again (same event id)',
+    args: ['<webhook-id>', '<delivery-id>'],
+    async run({ client, settings, out }, _flags, [id, deliveryId]) {
+      const again = await answer(settings.url, client.POST('/webhooks/{id}/deliveries/{delivery_id}/redeliver', { params: { path: { id: id!, delivery_id: deliveryId! } } }));
+      emit(out, again, () => `Delivery ${again.delivery_id} ${again.status} again.`);
+    },
+  },
+];

@@ -1,0 +1,81 @@
+// Where the CLI finds the API and its key: `--url`, then the environment (SYNCTIDE_URL,
+// SYNCTIDE_API_KEY), then a JSON config file ({"url": …, "api_key": …}) named by `--config` or
+// SYNCTIDE_CONFIG, else $XDG_CONFIG_HOME/synctide/config.json (~/.config/synctide/config.json).
+// There is no flag for the key: a key on a command line is left in shell history and `ps`. The key
+// is never printed, not even in errors; `synctide config` says only where it came from.
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { usage } from './errors';
+
+export interface Settings {
+  url: string;
+  apiKey: string;
+  /** Where each came from, for `synctide config` and error messages. */
+  sources: { url: string; apiKey: string };
+  /** The config file read, if any. */
+  file?: string;
+}
+
+interface FileSettings {
+  url?: string;
+  api_key?: string;
+}
+
+/** The default config file path for `env`. */
+export function defaultConfigPath(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
+  return join(base, 'synctide', 'config.json');
+}
+
+function readConfigFile(path: string, required: boolean): FileSettings | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (!required && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw usage(`cannot read config file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // The parser's message may quote the file, key included: say only where.
+    throw usage(`config file ${path} is not valid JSON`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usage(`config file ${path} must hold a JSON object`);
+  const { url, api_key } = parsed as Record<string, unknown>;
+  if (url !== undefined && typeof url !== 'string') throw usage(`config file ${path}: "url" must be a string`);
+  if (api_key !== undefined && typeof api_key !== 'string') throw usage(`config file ${path}: "api_key" must be a string`);
+  return { url, api_key };
+}
+
+/** The URL and key from the flags, `env` and the config file, or a usage error naming what is missing. */
+export function resolveSettings(flags: { url?: string; config?: string }, env: NodeJS.ProcessEnv): Settings {
+  const named = flags.config ?? (env.SYNCTIDE_CONFIG || undefined);
+  const path = named ?? defaultConfigPath(env);
+  const file = readConfigFile(path, named !== undefined);
+  const pick = (flag: string | undefined, flagName: string, envName: string, fileValue: string | undefined): [string, string] | undefined => {
+    if (flag) return [flag, flagName];
+    if (env[envName]) return [env[envName]!, envName];
+    if (fileValue) return [fileValue, path];
+    return undefined;
+  };
+  const url = pick(flags.url, '--url', 'SYNCTIDE_URL', file?.url);
+  const apiKey = pick(undefined, '', 'SYNCTIDE_API_KEY', file?.api_key);
+  if (!url) throw usage(`no API URL: set SYNCTIDE_URL, pass --url, or put "url" in ${path}`);
+  if (!apiKey) throw usage(`no API key: set SYNCTIDE_API_KEY or put "api_key" in ${path}`);
+  let parsedUrl: URL;
+  try {
+    parsedUrl = new URL(url[0]);
+  } catch {
+    throw usage(`the API URL from ${url[1]} is not a URL`);
+  }
+  if (parsedUrl.protocol !== 'http:' && parsedUrl.protocol !== 'https:') throw usage(`the API URL from ${url[1]} must be http or https`);
+  return {
+    url: url[0].replace(/\/+$/, ''),
+    apiKey: apiKey[0],
+    sources: { url: url[1], apiKey: apiKey[1] },
+    ...(file && { file: path }),
+  };
+}

@@ -1,0 +1,64 @@
+// Exit codes a script can branch on, and the one error type that carries them. Every failure of a
+// command ends as a CliError: a refused argument, a configuration that is missing, an API error
+// answer (by its HTTP status) or a job that ended other than completed.
+
+/** The process exit codes of the CLI (documented in docs/cli.md; keep the two in step). */
+export const EXIT = {
+  /** The command did what it was asked. */
+  ok: 0,
+  /** Anything else: a 5xx answer, the API unreachable, an answer the CLI did not expect. */
+  failure: 1,
+  /** The command line was wrong (unknown command or flag, missing argument, bad value), no URL or
+   * key is configured, or the API refused the request as invalid (400): retrying it cannot help. */
+  usage: 2,
+  /** The key was refused (401) or lacks the right (403: an admin route, a scope, another tenant). */
+  auth: 3,
+  /** What was named does not exist (404), or belongs to another tenant. */
+  notFound: 4,
+  /** The state forbids it now (409, 410): a taken app key, a finished job, a paused connection. */
+  conflict: 5,
+  /** A rate limit or a tenant limit answered 429: retry later. */
+  limited: 6,
+  /** A job the command waited for ended failed or cancelled. */
+  jobFailed: 7,
+  /** Stopped by Ctrl-C (SIGINT) while waiting or following; what was running on the server goes on. */
+  interrupted: 130,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+    /** The API's error code (`not_found`, `conflict`, …) when the API answered with an error. */
+    readonly code?: string,
+    readonly status?: number,
+    /** The message without the code in front, for --json errors. */
+    readonly detail: string = message,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** A command-line mistake (exit 2). */
+export const usage = (message: string) => new CliError(message, EXIT.usage, 'usage');
+
+/** The exit code of an API error answer with HTTP `status`. */
+export function exitCodeOfStatus(status: number): ExitCode {
+  if (status === 400 || status === 413 || status === 422) return EXIT.usage;
+  if (status === 401 || status === 403) return EXIT.auth;
+  if (status === 404) return EXIT.notFound;
+  if (status === 409 || status === 410) return EXIT.conflict;
+  if (status === 429) return EXIT.limited;
+  return EXIT.failure;
+}
+
+/** The CliError of an API error answer: its `error.code` and message when the body has them. */
+export function apiError(status: number, body: unknown): CliError {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const code = typeof error?.code === 'string' ? error.code : undefined;
+  const message = typeof error?.message === 'string' ? error.message : `HTTP ${status}`;
+  return new CliError(code ? `${code}: ${message}` : message, exitCodeOfStatus(status), code, status, message);
+}
