@@ -15,14 +15,28 @@
 // - `invalid_grant` marks the connection `needs_reauth`, opens a `connection_credentials_invalid`
 //   alert and writes a `connection.credentials_invalid` webhook event in the same transaction;
 //   the task then fails with `CredentialsInvalid` (permanent, counted toward no breaker).
+//
+// GitHub App rules (a `github_app` credential: app id, private key, installation id):
+// - The connector is handed the installation token (`{token}`). It is minted from the app's JWT
+//   when none is cached or the cached one is within its margin (policy/github-app.ts), under the
+//   same lock and re-read as a refresh, so one worker mints per expiry and the others use its
+//   token; the token and its expiry are sealed into the credential's envelope with one
+//   compare-and-set statement.
+// - A 401 mints once more (unless another worker's newer token is at hand) and retries once.
+// - GitHub refusing the app or the installation (401/403/404 on the mint: key revoked, app
+//   uninstalled) marks the connection `needs_reauth` exactly as `invalid_grant` does.
 import { raiseAlert } from '../db/models/alerts';
-import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials } from '../db/models/connections';
+import type { PoolClient } from 'pg';
+import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials, type CredentialForRefresh } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
 import { credentialSecrets } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
+import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
 import { GrantRefused, refreshGrant } from '../lib/oauth-client';
+import { parseGitHubConfig } from '../connectors/github';
+import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
 import { nextSecret, oauth2SecretOf, refreshDue, type OAuth2Secret } from '../policy/oauth';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
@@ -60,6 +74,8 @@ export function credentialProvider(
   stored: unknown,
 ): CredentialProvider {
   const opened = openCredentials(deps.credentials, connectionId, stored);
+  const app = githubAppSecretOf(opened);
+  if (app) return githubAppProvider(deps, connectionId, app);
   let secret = oauth2SecretOf(opened);
   if (!secret) {
     return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
@@ -93,7 +109,29 @@ export function credentialProvider(
   };
 }
 
-type RefreshOutcome = { secret: OAuth2Secret } | { invalid: string; deliveries: string[] };
+type Refused = { invalid: string; deliveries: string[] };
+type RefreshOutcome = { secret: OAuth2Secret } | Refused;
+
+/**
+ * The provider refused the credential `row` holds: marks the connection `needs_reauth` (unless new
+ * credentials arrived meanwhile), opens its alert and writes the `connection.credentials_invalid`
+ * event, in the caller's transaction.
+ */
+async function refuseCredentials(
+  deps: Pick<ActivityDeps, 'logger'>,
+  tx: PoolClient,
+  connectionId: string,
+  row: CredentialForRefresh,
+  reason: string,
+): Promise<Refused> {
+  const at = new Date();
+  if (!(await markNeedsReauth(tx, connectionId, row.credentials))) return { invalid: reason, deliveries: [] };
+  const context = { connection_id: connectionId, provider_slug: row.provider_slug, reason, at: at.toISOString() };
+  await raiseAlert(tx, 'connection_credentials_invalid', connectionId, context, { replace: true });
+  const deliveries = await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId, data: context }, at);
+  deps.logger.warn({ connection_id: connectionId, provider_slug: row.provider_slug, kind: row.credential_kind }, 'credentials refused by the provider: connection needs reauthorization');
+  return { invalid: reason, deliveries };
+}
 
 /**
  * The refresh itself, in one transaction under the credential's lock (see the module comment).
@@ -119,15 +157,7 @@ async function refreshUnderLock(
     const replaced = latest.access_token !== held.access_token;
     if (replaced && !refreshDue(latest, Date.now())) return { secret: latest };
     if (!replaced && !force && !refreshDue(latest, Date.now())) return { secret: latest };
-    const invalid = async (reason: string): Promise<RefreshOutcome> => {
-      const at = new Date();
-      if (!(await markNeedsReauth(tx, connectionId, row.credentials))) return { invalid: reason, deliveries: [] };
-      const context = { connection_id: connectionId, provider_slug: row.provider_slug, reason, at: at.toISOString() };
-      await raiseAlert(tx, 'connection_credentials_invalid', connectionId, context, { replace: true });
-      const deliveries = await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId, data: context }, at);
-      deps.logger.warn({ connection_id: connectionId, provider_slug: row.provider_slug }, 'oauth2 grant refused: connection needs reauthorization');
-      return { invalid: reason, deliveries };
-    };
+    const invalid = (reason: string) => refuseCredentials(deps, tx, connectionId, row, reason);
     if (!latest.refresh_token) return invalid('oauth2: the access token expired and the grant has no refresh token; reconnect the connection');
     const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id }, row.client_secret);
     let answer;
@@ -153,6 +183,90 @@ async function refreshUnderLock(
       }
     }
     deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
+    return { secret: next };
+  });
+}
+
+/** The provider of a `github_app` credential (see the module comment). */
+function githubAppProvider(
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>,
+  connectionId: string,
+  opened: GitHubAppSecret,
+): CredentialProvider {
+  let secret = opened;
+  // The key, every installation token and every JWT this run held: what errors are redacted with.
+  const seen = new Set<string>([opened.private_key, ...(opened.token ? [opened.token] : [])]);
+  const mint = async (held: GitHubAppSecret, force: boolean): Promise<GitHubAppSecret> => {
+    const outcome = await mintUnderLock(deps, connectionId, held, force, (jwt) => seen.add(jwt));
+    if ('invalid' in outcome) {
+      startDeliveriesSoon(deps, outcome.deliveries);
+      throw new CredentialsInvalid(outcome.invalid);
+    }
+    if (outcome.secret.token) seen.add(outcome.secret.token);
+    return outcome.secret;
+  };
+  return {
+    // GitHub limits an installation's requests, whoever holds its tokens.
+    budgetKey: { github_app: String(opened.app_id), installation_id: opened.installation_id },
+    secrets: () => credentialSecrets({ tokens: [...seen] }),
+    async current() {
+      if (installationTokenDue(secret, Date.now())) secret = await mint(secret, false);
+      return { token: secret.token! };
+    },
+    async renewed(used) {
+      if (used?.token !== secret.token) return { token: secret.token! };
+      secret = await mint(secret, true);
+      return { token: secret.token! };
+    },
+  };
+}
+
+/**
+ * Mints an installation token in one transaction under the credential's lock: re-reads the stored
+ * credential, uses a token another worker stored meanwhile while it is fresh, else mints one and
+ * stores it sealed (compare-and-set). `force`: the token `held` was refused, mint unless another
+ * worker already replaced it.
+ */
+async function mintUnderLock(
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
+  connectionId: string,
+  held: GitHubAppSecret,
+  force: boolean,
+  onJwt: (jwt: string) => void,
+): Promise<{ secret: GitHubAppSecret } | Refused> {
+  return withTransaction(deps.pool, async (tx): Promise<{ secret: GitHubAppSecret } | Refused> => {
+    await lockCredentialRefresh(tx, connectionId);
+    const row = await findCredentialForRefresh(tx, connectionId);
+    const latest = row ? githubAppSecretOf(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
+    if (!row || !latest) throw new Permanent('github_app: the connection has no GitHub App credentials any more');
+    if (row.status === 'needs_reauth') {
+      return { invalid: 'github_app: the connection needs new credentials (GitHub refused the app or its installation); PATCH its credentials', deliveries: [] };
+    }
+    const fresh = !installationTokenDue(latest, Date.now());
+    if (fresh && (latest.token !== held.token || !force)) return { secret: latest };
+    let minted;
+    try {
+      minted = await mintInstallationToken(
+        { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase: parseGitHubConfig(row.config ?? {}).base_url },
+        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+      );
+    } catch (err) {
+      if (err instanceof InstallationRefused) return refuseCredentials(deps, tx, connectionId, row, `github_app: ${err.message}; PATCH the connection's credentials`);
+      throw new Transient(`github_app: minting an installation token failed: ${(err as Error).message}`);
+    }
+    onJwt(minted.jwt);
+    const next: GitHubAppSecret = { ...latest, token: minted.token, expires_at: minted.expires_at };
+    const sealed = sealCredentials(deps.credentials, connectionId, { ...next })!;
+    if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
+      // Re-sealed by a key rotation (the same installation: store over it), or replaced by new
+      // credentials (they win).
+      const now = await findCredentialForRefresh(tx, connectionId);
+      const same = now ? githubAppSecretOf(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
+      if (!now || !same || !sameInstallation(same, latest) || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
+        throw new Transient('github_app: the credentials were replaced while a token was minted; trying again with the new ones');
+      }
+    }
+    deps.logger.info({ connection_id: connectionId, installation_id: latest.installation_id, expires_at: minted.expires_at }, 'github_app installation token minted');
     return { secret: next };
   });
 }
