@@ -16,28 +16,30 @@
 //   alert and writes a `connection.credentials_invalid` webhook event in the same transaction;
 //   the task then fails with `CredentialsInvalid` (permanent, counted toward no breaker).
 //
-// GitHub App rules (a `github_app` credential: app id, private key, installation id):
-// - The connector is handed the installation token (`{token}`). It is minted from the app's JWT
-//   when none is cached or the cached one is within its margin (policy/github-app.ts), under the
-//   same lock and re-read as a refresh, so one worker mints per expiry and the others use its
-//   token; the token and its expiry are sealed into the credential's envelope with one
-//   compare-and-set statement.
-// - A 401 mints once more (unless another worker's newer token is at hand) and retries once.
-// - GitHub refusing the app or the installation (401/403/404 on the mint: key revoked, app
-//   uninstalled) marks the connection `needs_reauth` exactly as `invalid_grant` does.
+// Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
+// is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
+// endpoint, client id and secret, scopes: the token comes from the client credentials grant).
+// - The connector is handed the token (`{token}`). A new one is obtained when none is cached or
+//   the cached one is within its margin (policy/github-app.ts, policy/oauth.ts), under the same
+//   lock and re-read as a refresh, so one worker obtains one per expiry and the others use it; the
+//   token and its expiry are sealed into the credential's envelope with one compare-and-set.
+// - A 401 obtains one more (unless another worker's newer token is at hand) and retries once.
+// - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
+//   uninstalled; `invalid_client` and the like from a token endpoint) marks the connection
+//   `needs_reauth` exactly as `invalid_grant` does.
 import { raiseAlert } from '../db/models/alerts';
 import type { PoolClient } from 'pg';
 import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials, type CredentialForRefresh } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
-import { credentialSecrets } from '../connectors/provider-http';
+import { credentialSecrets, providerUrlProblem } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
 import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
-import { GrantRefused, refreshGrant } from '../lib/oauth-client';
+import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
-import { nextSecret, oauth2SecretOf, refreshDue, type OAuth2Secret } from '../policy/oauth';
+import { clientCredentialsSecretOf, clientTokenDue, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -75,7 +77,9 @@ export function credentialProvider(
 ): CredentialProvider {
   const opened = openCredentials(deps.credentials, connectionId, stored);
   const app = githubAppSecretOf(opened);
-  if (app) return githubAppProvider(deps, connectionId, app);
+  if (app) return cachedTokenProvider(deps, connectionId, app, GITHUB_APP);
+  const client = clientCredentialsSecretOf(opened);
+  if (client) return cachedTokenProvider(deps, connectionId, client, CLIENT_CREDENTIALS);
   let secret = oauth2SecretOf(opened);
   if (!secret) {
     return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
@@ -187,17 +191,96 @@ async function refreshUnderLock(
   });
 }
 
-/** The provider of a `github_app` credential (see the module comment). */
-function githubAppProvider(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>,
-  connectionId: string,
-  opened: GitHubAppSecret,
-): CredentialProvider {
+/** A credential whose token the platform obtains itself and caches (sealed) in its envelope. */
+interface CachedToken {
+  token: string | null;
+  expires_at: string | null;
+}
+
+/** The provider refused the credential itself: the connection needs new credentials. */
+class Refusal extends Error {}
+
+type Deps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>;
+
+/** How one kind of cached-token credential is read, judged and renewed. */
+interface CachedTokenKind<S extends CachedToken> {
+  /** Names the kind in messages and logs. */
+  label: string;
+  parse(opened: Record<string, unknown> | null): S | null;
+  /** Whether a new token is needed at `nowMs` (none cached, or within its margin). */
+  due(secret: S, nowMs: number): boolean;
+  /** Obtains a new token for `latest`: throws `Refusal` when the provider refuses the credential. */
+  obtain(deps: Deps, latest: S, row: CredentialForRefresh): Promise<{ token: string; expires_at: string | null; secrets: string[] }>;
+  /** Whether `a` and `b` are the same credential (a token of one may be stored over the other). */
+  same(a: S, b: S): boolean;
+  budgetKey(secret: S, connectionId: string): Record<string, unknown>;
+  /** The long-lived secrets of the credential (key, client secret). */
+  secrets(secret: S): string[];
+  /** What to do about a refused credential, appended to the reason. */
+  remedy: string;
+  /** The log message of a token obtained. */
+  obtained: string;
+}
+
+const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
+  label: 'github_app',
+  parse: githubAppSecretOf,
+  due: installationTokenDue,
+  async obtain(deps, latest, row) {
+    try {
+      const minted = await mintInstallationToken(
+        { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase: parseGitHubConfig(row.config ?? {}).base_url },
+        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+      );
+      return { token: minted.token, expires_at: minted.expires_at, secrets: [minted.jwt] };
+    } catch (err) {
+      if (err instanceof InstallationRefused) throw new Refusal(err.message);
+      throw err;
+    }
+  },
+  same: sameInstallation,
+  // GitHub limits an installation's requests, whoever holds its tokens.
+  budgetKey: (secret) => ({ github_app: String(secret.app_id), installation_id: secret.installation_id }),
+  secrets: (secret) => [secret.private_key],
+  remedy: "PATCH the connection's credentials",
+  obtained: 'github_app installation token minted',
+};
+
+const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
+  label: 'oauth2 client credentials',
+  parse: clientCredentialsSecretOf,
+  due: clientTokenDue,
+  async obtain(deps, latest) {
+    // The token endpoint is aimed by the caller: an allowed provider host, like a base_url.
+    const problem = providerUrlProblem(latest.token_url, deps.providers);
+    if (problem) throw new Permanent(`oauth2 client credentials: token_url ${problem}`);
+    try {
+      const answer = await clientCredentialsToken(
+        { clientId: latest.client_id, clientSecret: latest.client_secret, tokenUrl: latest.token_url },
+        latest.scopes,
+        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+      );
+      const expires_at = typeof answer.expires_in === 'number' ? new Date(Date.now() + answer.expires_in * 1000).toISOString() : null;
+      return { token: answer.access_token, expires_at, secrets: [] };
+    } catch (err) {
+      if (err instanceof GrantRefused) throw new Refusal(err.message);
+      throw err;
+    }
+  },
+  same: (a, b) => a.token_url === b.token_url && a.client_id === b.client_id && a.client_secret === b.client_secret && a.scopes.join(' ') === b.scopes.join(' '),
+  budgetKey: (secret) => ({ oauth2_client: secret.client_id, token_url: secret.token_url }),
+  secrets: (secret) => [secret.client_secret],
+  remedy: "PATCH the connection's credentials",
+  obtained: 'oauth2 client credentials token obtained',
+};
+
+/** The provider of a cached-token credential (see the module comment). */
+function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: string, opened: S, kind: CachedTokenKind<S>): CredentialProvider {
   let secret = opened;
-  // The key, every installation token and every JWT this run held: what errors are redacted with.
-  const seen = new Set<string>([opened.private_key, ...(opened.token ? [opened.token] : [])]);
-  const mint = async (held: GitHubAppSecret, force: boolean): Promise<GitHubAppSecret> => {
-    const outcome = await mintUnderLock(deps, connectionId, held, force, (jwt) => seen.add(jwt));
+  // The long-lived secrets, every token and every signed assertion this run held: what errors are redacted with.
+  const seen = new Set<string>([...kind.secrets(opened), ...(opened.token ? [opened.token] : [])]);
+  const renew = async (held: S, force: boolean): Promise<S> => {
+    const outcome = await renewUnderLock(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
       throw new CredentialsInvalid(outcome.invalid);
@@ -206,67 +289,65 @@ function githubAppProvider(
     return outcome.secret;
   };
   return {
-    // GitHub limits an installation's requests, whoever holds its tokens.
-    budgetKey: { github_app: String(opened.app_id), installation_id: opened.installation_id },
+    budgetKey: kind.budgetKey(opened, connectionId),
     secrets: () => credentialSecrets({ tokens: [...seen] }),
     async current() {
-      if (installationTokenDue(secret, Date.now())) secret = await mint(secret, false);
+      if (kind.due(secret, Date.now())) secret = await renew(secret, false);
       return { token: secret.token! };
     },
     async renewed(used) {
       if (used?.token !== secret.token) return { token: secret.token! };
-      secret = await mint(secret, true);
+      secret = await renew(secret, true);
       return { token: secret.token! };
     },
   };
 }
 
 /**
- * Mints an installation token in one transaction under the credential's lock: re-reads the stored
- * credential, uses a token another worker stored meanwhile while it is fresh, else mints one and
- * stores it sealed (compare-and-set). `force`: the token `held` was refused, mint unless another
- * worker already replaced it.
+ * Obtains a new token in one transaction under the credential's lock: re-reads the stored
+ * credential, uses a token another worker stored meanwhile while it is fresh, else obtains one and
+ * stores it sealed (compare-and-set). `force`: the token `held` was refused; obtain one unless
+ * another worker already replaced it.
  */
-async function mintUnderLock(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
+async function renewUnderLock<S extends CachedToken>(
+  deps: Deps,
   connectionId: string,
-  held: GitHubAppSecret,
+  held: S,
   force: boolean,
-  onJwt: (jwt: string) => void,
-): Promise<{ secret: GitHubAppSecret } | Refused> {
-  return withTransaction(deps.pool, async (tx): Promise<{ secret: GitHubAppSecret } | Refused> => {
+  kind: CachedTokenKind<S>,
+  onSecrets: (secrets: string[]) => void,
+): Promise<{ secret: S } | Refused> {
+  return withTransaction(deps.pool, async (tx): Promise<{ secret: S } | Refused> => {
     await lockCredentialRefresh(tx, connectionId);
     const row = await findCredentialForRefresh(tx, connectionId);
-    const latest = row ? githubAppSecretOf(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
-    if (!row || !latest) throw new Permanent('github_app: the connection has no GitHub App credentials any more');
+    const latest = row ? kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
+    if (!row || !latest) throw new Permanent(`${kind.label}: the connection has no such credentials any more`);
     if (row.status === 'needs_reauth') {
-      return { invalid: 'github_app: the connection needs new credentials (GitHub refused the app or its installation); PATCH its credentials', deliveries: [] };
+      return { invalid: `${kind.label}: the connection needs new credentials (the provider refused them); ${kind.remedy}`, deliveries: [] };
     }
-    const fresh = !installationTokenDue(latest, Date.now());
+    const fresh = !kind.due(latest, Date.now());
     if (fresh && (latest.token !== held.token || !force)) return { secret: latest };
-    let minted;
+    let obtained;
     try {
-      minted = await mintInstallationToken(
-        { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase: parseGitHubConfig(row.config ?? {}).base_url },
-        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
-      );
+      obtained = await kind.obtain(deps, latest, row);
     } catch (err) {
-      if (err instanceof InstallationRefused) return refuseCredentials(deps, tx, connectionId, row, `github_app: ${err.message}; PATCH the connection's credentials`);
-      throw new Transient(`github_app: minting an installation token failed: ${(err as Error).message}`);
+      if (err instanceof Refusal) return refuseCredentials(deps, tx, connectionId, row, `${kind.label}: ${err.message}; ${kind.remedy}`);
+      if (err instanceof Permanent) throw err;
+      throw new Transient(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
     }
-    onJwt(minted.jwt);
-    const next: GitHubAppSecret = { ...latest, token: minted.token, expires_at: minted.expires_at };
-    const sealed = sealCredentials(deps.credentials, connectionId, { ...next })!;
+    onSecrets([obtained.token, ...obtained.secrets]);
+    const next: S = { ...latest, token: obtained.token, expires_at: obtained.expires_at };
+    const sealed = sealCredentials(deps.credentials, connectionId, { ...next } as unknown as Record<string, unknown>)!;
     if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
-      // Re-sealed by a key rotation (the same installation: store over it), or replaced by new
+      // Re-sealed by a key rotation (the same credential: store over it), or replaced by new
       // credentials (they win).
       const now = await findCredentialForRefresh(tx, connectionId);
-      const same = now ? githubAppSecretOf(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
-      if (!now || !same || !sameInstallation(same, latest) || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
-        throw new Transient('github_app: the credentials were replaced while a token was minted; trying again with the new ones');
+      const same = now ? kind.parse(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
+      if (!now || !same || !kind.same(same, latest) || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
+        throw new Transient(`${kind.label}: the credentials were replaced while a token was obtained; trying again with the new ones`);
       }
     }
-    deps.logger.info({ connection_id: connectionId, installation_id: latest.installation_id, expires_at: minted.expires_at }, 'github_app installation token minted');
+    deps.logger.info({ connection_id: connectionId, kind: kind.label, expires_at: obtained.expires_at }, kind.obtained);
     return { secret: next };
   });
 }
