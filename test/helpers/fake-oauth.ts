@@ -1,7 +1,8 @@
 // A real OAuth 2 authorization server and protected resource on 127.0.0.1 (node:http), for the
 // credential tests: `/authorize` (the "consent": redirects to the redirect URI with a code),
 // `/token` (authorization_code with PKCE S256, refresh_token with rotation: each refresh token
-// works once; `invalid_grant` for any other), and `/items` (a JSON list, 401 without a live access
+// works once; `invalid_grant` for any other; client_credentials: an access token alone, no refresh
+// token), and `/items` (a JSON list, 401 without a live access
 // token). Counts every token request by grant type.
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -11,7 +12,7 @@ export interface FakeOAuth {
   url: string;
   clientId: string;
   clientSecret: string;
-  counts: { refresh: number; code: number; items: number; unauthorized: number };
+  counts: { refresh: number; code: number; client: number; items: number; unauthorized: number };
   /** Refresh tokens that work (each once: rotation). */
   refreshTokens: Set<string>;
   /** Access tokens the resource accepts. */
@@ -20,7 +21,7 @@ export interface FakeOAuth {
   refuseAll: boolean;
   /** expires_in of issued access tokens. */
   expiresIn: number;
-  /** Holds each refresh answer until this resolves (to make concurrent refreshes overlap). */
+  /** Holds each refresh and client credentials answer until this resolves (to make concurrent requests overlap). */
   refreshGate: Promise<void> | null;
   /** Every access and refresh token issued so far. */
   issued: string[];
@@ -54,7 +55,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     clientId: 'client-abc',
     clientSecret: opts.clientSecret ?? 'client-secret-XYZ-0123456789',
     issued: [],
-    counts: { refresh: 0, code: 0, items: 0, unauthorized: 0 },
+    counts: { refresh: 0, code: 0, client: 0, items: 0, unauthorized: 0 },
     refreshTokens: new Set(),
     accessTokens: new Set(),
     refuseAll: false,
@@ -90,6 +91,13 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
         if (!fake.refreshTokens.delete(token)) return json(400, { error: 'invalid_grant', error_description: 'refresh token unknown or used' });
         const t = issue();
         return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, scope: 'read' });
+      }
+      if (form.get('grant_type') === 'client_credentials') {
+        fake.counts.client += 1;
+        if (fake.refreshGate) await fake.refreshGate;
+        const t = issue();
+        fake.refreshTokens.delete(t.refresh);
+        return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, scope: form.get('scope') ?? 'read' });
       }
       if (form.get('grant_type') === 'authorization_code') {
         fake.counts.code += 1;
