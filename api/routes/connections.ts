@@ -49,6 +49,10 @@ const createExamples = {
 const updateExamples = {
   token: { summary: 'New credentials: a token', value: { credentials: { token: 'ghp_0123456789abcdefghijklmnopqrstuvwxyz' } } },
   github_app: { summary: 'New credentials: a GitHub App installation', value: { credentials: GITHUB_APP_CREDENTIALS_EXAMPLE } },
+  http_client_credentials: {
+    summary: 'New credentials of an http connection: an OAuth 2 client (client credentials grant)',
+    value: { credentials: { kind: 'oauth2_client_credentials', token_url: 'https://auth.example.com/oauth/token', client_id: 'synctide-reader', client_secret: 'cs_…', scopes: ['read'] } },
+  },
   schedule: { summary: 'A new schedule', value: { schedule: { interval_seconds: 3600 } } },
 };
 

@@ -81,7 +81,7 @@ const Credentials = boundedJsonObject(MAX_CREDENTIALS_BYTES)
   .nullable()
   .optional()
   .openapi({
-    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is \`{"kind": "github_app", "app_id", "installation_id", "private_key"}\` (its installation tokens are minted and renewed by the platform)`,
+    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is \`{"kind": "github_app", "app_id", "installation_id", "private_key"}\` (its installation tokens are minted and renewed by the platform); an \`http\` connection may give an OAuth 2 client (the client credentials grant) as \`{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}\`, whose access token the platform obtains, caches and renews and the connector sends as its \`token\` (auth \`bearer\`, \`header\` or \`query\`)`,
     example: { token: 'ghp_…' },
   });
 
