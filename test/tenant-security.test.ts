@@ -106,7 +106,7 @@ describe('tenant security', () => {
     });
   }
 
-  it('keeps known tokens, refresh tokens, OAuth client secrets, GitHub App private keys, installation tokens and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
+  it('keeps known tokens, refresh tokens, OAuth client secrets (code and client credentials grants), GitHub App private keys, installation tokens and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
     const gh = await created(
       admin('POST', '/connections', {
         tenant_id: 'acme', app_key: 'gh', provider: 'github',
@@ -165,6 +165,18 @@ describe('tenant security', () => {
     const jwts = github.requests.filter((r) => r.url.startsWith('/app/')).map((r) => String(r.headers.authorization).slice('Bearer '.length));
     expect(APP_KEY_LINES.length).toBeGreaterThan(10);
 
+    // An http connection whose token comes from the client credentials grant (the same client secret).
+    const ccBefore = oauth.counts.client;
+    const httpClient = await created(admin('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'http-client-credentials', provider: 'http',
+      config: { base_url: oauth.url, auth: { type: 'bearer' }, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+      credentials: { kind: 'oauth2_client_credentials', token_url: `${oauth.url}/token`, client_id: oauth.clientId, client_secret: CLIENT_SECRET },
+      schedule: { interval_seconds: 86_400 },
+    }));
+    const viaClient = await created(admin('POST', `/connections/${httpClient.id}/sync`, { mode: 'full' }), 202);
+    expect((await jobFinished(TEST_API_KEY, viaClient.job_id)).status).toBe('completed');
+    expect(oauth.counts.client - ccBefore).toBeGreaterThan(0);
+
     const refreshTokens = oauth.issued.filter((t) => t !== GH_TOKEN);
     expect(refreshTokens.length).toBeGreaterThan(1);
     const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, CLIENT_SECRET, ...refreshTokens, ...APP_KEY_LINES, ...installationTokens, ...jwts];
@@ -173,8 +185,8 @@ describe('tenant security', () => {
     expect(dump).toContain(gh.id);
     expect(dump).toContain('enc:v1:default:');
     for (const secret of secrets) expect(dump, 'a secret in the database').not.toContain(secret);
-    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id, ghApp.id]]);
-    expect(stored).toHaveLength(4);
+    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id, ghApp.id, httpClient.id]]);
+    expect(stored).toHaveLength(5);
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
     const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
     expect(appRow!.client_secret).toMatch(/^enc:v1:default:/);
@@ -182,7 +194,7 @@ describe('tenant security', () => {
     expect(hookRow!.secret).toMatch(/^enc:v1:default:/);
 
     // Temporal history of the sync (its job workflow and the connection's): ids yes, tokens no.
-    for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id], [`sync-job:${viaApp.job_id}`, ghApp.id]] as const) {
+    for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id], [`sync-job:${viaApp.job_id}`, ghApp.id], [`sync-job:${viaClient.job_id}`, httpClient.id]] as const) {
       const bytes = await historyBytes(workflowId);
       expect(bytes.includes(connectionId), `${workflowId} names its connection`).toBe(true);
       for (const secret of secrets) expect(bytes.includes(secret), `a secret in ${workflowId}`).toBe(false);
