@@ -227,9 +227,13 @@ const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
   parse: githubAppSecretOf,
   due: installationTokenDue,
   async obtain(deps, latest, row) {
+    // The JWT goes only to the connection's own GitHub, an allowed provider host.
+    const apiBase = parseGitHubConfig(row.config ?? {}).base_url;
+    const problem = providerUrlProblem(apiBase, deps.providers);
+    if (problem) throw new Permanent(`github_app: base_url ${problem}`);
     try {
       const minted = await mintInstallationToken(
-        { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase: parseGitHubConfig(row.config ?? {}).base_url },
+        { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase },
         { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
       );
       return { token: minted.token, expires_at: minted.expires_at, secrets: [minted.jwt] };
