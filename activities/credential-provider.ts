@@ -15,15 +15,31 @@
 // - `invalid_grant` marks the connection `needs_reauth`, opens a `connection_credentials_invalid`
 //   alert and writes a `connection.credentials_invalid` webhook event in the same transaction;
 //   the task then fails with `CredentialsInvalid` (permanent, counted toward no breaker).
+//
+// Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
+// is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
+// endpoint, client id and secret, scopes: the token comes from the client credentials grant).
+// - The connector is handed the token (`{token}`). A new one is obtained when none is cached or
+//   the cached one is within its margin (policy/github-app.ts, policy/oauth.ts), under the same
+//   lock and re-read as a refresh, so one worker obtains one per expiry and the others use it; the
+//   token and its expiry are sealed into the credential's envelope with one compare-and-set.
+// - A 401 obtains one more (unless another worker's newer token is at hand) and retries once.
+// - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
+//   uninstalled; `invalid_client` and the like from a token endpoint) marks the connection
+//   `needs_reauth` exactly as `invalid_grant` does.
 import { raiseAlert } from '../db/models/alerts';
-import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials } from '../db/models/connections';
+import type { PoolClient } from 'pg';
+import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials, type CredentialForRefresh } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
-import { credentialSecrets } from '../connectors/provider-http';
+import { credentialSecrets, providerUrlProblem } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
-import { GrantRefused, refreshGrant } from '../lib/oauth-client';
-import { nextSecret, oauth2SecretOf, refreshDue, type OAuth2Secret } from '../policy/oauth';
+import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
+import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
+import { parseGitHubConfig } from '../connectors/github';
+import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
+import { clientCredentialsSecretOf, clientTokenDue, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -60,6 +76,10 @@ export function credentialProvider(
   stored: unknown,
 ): CredentialProvider {
   const opened = openCredentials(deps.credentials, connectionId, stored);
+  const app = githubAppSecretOf(opened);
+  if (app) return cachedTokenProvider(deps, connectionId, app, GITHUB_APP);
+  const client = clientCredentialsSecretOf(opened);
+  if (client) return cachedTokenProvider(deps, connectionId, client, CLIENT_CREDENTIALS);
   let secret = oauth2SecretOf(opened);
   if (!secret) {
     return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
@@ -93,7 +113,29 @@ export function credentialProvider(
   };
 }
 
-type RefreshOutcome = { secret: OAuth2Secret } | { invalid: string; deliveries: string[] };
+type Refused = { invalid: string; deliveries: string[] };
+type RefreshOutcome = { secret: OAuth2Secret } | Refused;
+
+/**
+ * The provider refused the credential `row` holds: marks the connection `needs_reauth` (unless new
+ * credentials arrived meanwhile), opens its alert and writes the `connection.credentials_invalid`
+ * event, in the caller's transaction.
+ */
+async function refuseCredentials(
+  deps: Pick<ActivityDeps, 'logger'>,
+  tx: PoolClient,
+  connectionId: string,
+  row: CredentialForRefresh,
+  reason: string,
+): Promise<Refused> {
+  const at = new Date();
+  if (!(await markNeedsReauth(tx, connectionId, row.credentials))) return { invalid: reason, deliveries: [] };
+  const context = { connection_id: connectionId, provider_slug: row.provider_slug, reason, at: at.toISOString() };
+  await raiseAlert(tx, 'connection_credentials_invalid', connectionId, context, { replace: true });
+  const deliveries = await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId, data: context }, at);
+  deps.logger.warn({ connection_id: connectionId, provider_slug: row.provider_slug, kind: row.credential_kind }, 'credentials refused by the provider: connection needs reauthorization');
+  return { invalid: reason, deliveries };
+}
 
 /**
  * The refresh itself, in one transaction under the credential's lock (see the module comment).
@@ -119,15 +161,7 @@ async function refreshUnderLock(
     const replaced = latest.access_token !== held.access_token;
     if (replaced && !refreshDue(latest, Date.now())) return { secret: latest };
     if (!replaced && !force && !refreshDue(latest, Date.now())) return { secret: latest };
-    const invalid = async (reason: string): Promise<RefreshOutcome> => {
-      const at = new Date();
-      if (!(await markNeedsReauth(tx, connectionId, row.credentials))) return { invalid: reason, deliveries: [] };
-      const context = { connection_id: connectionId, provider_slug: row.provider_slug, reason, at: at.toISOString() };
-      await raiseAlert(tx, 'connection_credentials_invalid', connectionId, context, { replace: true });
-      const deliveries = await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId, data: context }, at);
-      deps.logger.warn({ connection_id: connectionId, provider_slug: row.provider_slug }, 'oauth2 grant refused: connection needs reauthorization');
-      return { invalid: reason, deliveries };
-    };
+    const invalid = (reason: string) => refuseCredentials(deps, tx, connectionId, row, reason);
     if (!latest.refresh_token) return invalid('oauth2: the access token expired and the grant has no refresh token; reconnect the connection');
     const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id }, row.client_secret);
     let answer;
@@ -153,6 +187,171 @@ async function refreshUnderLock(
       }
     }
     deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
+    return { secret: next };
+  });
+}
+
+/** A credential whose token the platform obtains itself and caches (sealed) in its envelope. */
+interface CachedToken {
+  token: string | null;
+  expires_at: string | null;
+}
+
+/** The provider refused the credential itself: the connection needs new credentials. */
+class Refusal extends Error {}
+
+type Deps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>;
+
+/** How one kind of cached-token credential is read, judged and renewed. */
+interface CachedTokenKind<S extends CachedToken> {
+  /** Names the kind in messages and logs. */
+  label: string;
+  parse(opened: Record<string, unknown> | null): S | null;
+  /** Whether a new token is needed at `nowMs` (none cached, or within its margin). */
+  due(secret: S, nowMs: number): boolean;
+  /** Obtains a new token for `latest`: throws `Refusal` when the provider refuses the credential. */
+  obtain(deps: Deps, latest: S, row: CredentialForRefresh): Promise<{ token: string; expires_at: string | null; secrets: string[] }>;
+  /** Whether `a` and `b` are the same credential (a token of one may be stored over the other). */
+  same(a: S, b: S): boolean;
+  budgetKey(secret: S, connectionId: string): Record<string, unknown>;
+  /** The long-lived secrets of the credential (key, client secret). */
+  secrets(secret: S): string[];
+  /** What to do about a refused credential, appended to the reason. */
+  remedy: string;
+  /** The log message of a token obtained. */
+  obtained: string;
+}
+
+const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
+  label: 'github_app',
+  parse: githubAppSecretOf,
+  due: installationTokenDue,
+  async obtain(deps, latest, row) {
+    // The JWT goes only to the connection's own GitHub, an allowed provider host.
+    const apiBase = parseGitHubConfig(row.config ?? {}).base_url;
+    const problem = providerUrlProblem(apiBase, deps.providers);
+    if (problem) throw new Permanent(`github_app: base_url ${problem}`);
+    try {
+      const minted = await mintInstallationToken(
+        { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase },
+        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+      );
+      return { token: minted.token, expires_at: minted.expires_at, secrets: [minted.jwt] };
+    } catch (err) {
+      if (err instanceof InstallationRefused) throw new Refusal(err.message);
+      throw err;
+    }
+  },
+  same: sameInstallation,
+  // GitHub limits an installation's requests, whoever holds its tokens.
+  budgetKey: (secret) => ({ github_app: String(secret.app_id), installation_id: secret.installation_id }),
+  secrets: (secret) => [secret.private_key],
+  remedy: "PATCH the connection's credentials",
+  obtained: 'github_app installation token minted',
+};
+
+const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
+  label: 'oauth2 client credentials',
+  parse: clientCredentialsSecretOf,
+  due: clientTokenDue,
+  async obtain(deps, latest) {
+    // The token endpoint is aimed by the caller: an allowed provider host, like a base_url.
+    const problem = providerUrlProblem(latest.token_url, deps.providers);
+    if (problem) throw new Permanent(`oauth2 client credentials: token_url ${problem}`);
+    try {
+      const answer = await clientCredentialsToken(
+        { clientId: latest.client_id, clientSecret: latest.client_secret, tokenUrl: latest.token_url },
+        latest.scopes,
+        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+      );
+      const expires_at = typeof answer.expires_in === 'number' ? new Date(Date.now() + answer.expires_in * 1000).toISOString() : null;
+      return { token: answer.access_token, expires_at, secrets: [] };
+    } catch (err) {
+      if (err instanceof GrantRefused) throw new Refusal(err.message);
+      throw err;
+    }
+  },
+  same: (a, b) => a.token_url === b.token_url && a.client_id === b.client_id && a.client_secret === b.client_secret && a.scopes.join(' ') === b.scopes.join(' '),
+  budgetKey: (secret) => ({ oauth2_client: secret.client_id, token_url: secret.token_url }),
+  secrets: (secret) => [secret.client_secret],
+  remedy: "PATCH the connection's credentials",
+  obtained: 'oauth2 client credentials token obtained',
+};
+
+/** The provider of a cached-token credential (see the module comment). */
+function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: string, opened: S, kind: CachedTokenKind<S>): CredentialProvider {
+  let secret = opened;
+  // The long-lived secrets, every token and every signed assertion this run held: what errors are redacted with.
+  const seen = new Set<string>([...kind.secrets(opened), ...(opened.token ? [opened.token] : [])]);
+  const renew = async (held: S, force: boolean): Promise<S> => {
+    const outcome = await renewUnderLock(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
+    if ('invalid' in outcome) {
+      startDeliveriesSoon(deps, outcome.deliveries);
+      throw new CredentialsInvalid(outcome.invalid);
+    }
+    if (outcome.secret.token) seen.add(outcome.secret.token);
+    return outcome.secret;
+  };
+  return {
+    budgetKey: kind.budgetKey(opened, connectionId),
+    secrets: () => credentialSecrets({ tokens: [...seen] }),
+    async current() {
+      if (kind.due(secret, Date.now())) secret = await renew(secret, false);
+      return { token: secret.token! };
+    },
+    async renewed(used) {
+      if (used?.token !== secret.token) return { token: secret.token! };
+      secret = await renew(secret, true);
+      return { token: secret.token! };
+    },
+  };
+}
+
+/**
+ * Obtains a new token in one transaction under the credential's lock: re-reads the stored
+ * credential, uses a token another worker stored meanwhile while it is fresh, else obtains one and
+ * stores it sealed (compare-and-set). `force`: the token `held` was refused; obtain one unless
+ * another worker already replaced it.
+ */
+async function renewUnderLock<S extends CachedToken>(
+  deps: Deps,
+  connectionId: string,
+  held: S,
+  force: boolean,
+  kind: CachedTokenKind<S>,
+  onSecrets: (secrets: string[]) => void,
+): Promise<{ secret: S } | Refused> {
+  return withTransaction(deps.pool, async (tx): Promise<{ secret: S } | Refused> => {
+    await lockCredentialRefresh(tx, connectionId);
+    const row = await findCredentialForRefresh(tx, connectionId);
+    const latest = row ? kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
+    if (!row || !latest) throw new Permanent(`${kind.label}: the connection has no such credentials any more`);
+    if (row.status === 'needs_reauth') {
+      return { invalid: `${kind.label}: the connection needs new credentials (the provider refused them); ${kind.remedy}`, deliveries: [] };
+    }
+    const fresh = !kind.due(latest, Date.now());
+    if (fresh && (latest.token !== held.token || !force)) return { secret: latest };
+    let obtained;
+    try {
+      obtained = await kind.obtain(deps, latest, row);
+    } catch (err) {
+      if (err instanceof Refusal) return refuseCredentials(deps, tx, connectionId, row, `${kind.label}: ${err.message}; ${kind.remedy}`);
+      if (err instanceof Permanent) throw err;
+      throw new Transient(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
+    }
+    onSecrets([obtained.token, ...obtained.secrets]);
+    const next: S = { ...latest, token: obtained.token, expires_at: obtained.expires_at };
+    const sealed = sealCredentials(deps.credentials, connectionId, { ...next } as unknown as Record<string, unknown>)!;
+    if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
+      // Re-sealed by a key rotation (the same credential: store over it), or replaced by new
+      // credentials (they win).
+      const now = await findCredentialForRefresh(tx, connectionId);
+      const same = now ? kind.parse(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
+      if (!now || !same || !kind.same(same, latest) || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
+        throw new Transient(`${kind.label}: the credentials were replaced while a token was obtained; trying again with the new ones`);
+      }
+    }
+    deps.logger.info({ connection_id: connectionId, kind: kind.label, expires_at: obtained.expires_at }, kind.obtained);
     return { secret: next };
   });
 }

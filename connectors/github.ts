@@ -50,6 +50,7 @@
 // with the noted next page (ending the repository where the listing ended or, newest first, where
 // the page reached `since`). Every request goes through `providerGet` (provider-http.ts), the
 // connectors' one HTTP path, which asks the shared rate budget first.
+import { createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
@@ -92,11 +93,38 @@ export const MAX_REPOSITORIES = 100;
 /** A GitHub token: ghp_…, github_pat_…, gho_/ghu_/ghs_/ghr_…, or a classic 40-hex token. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_.-]{20,255}$/;
 
-/** The github credentials as JSON Schema (for the API's document): `{token}` of TOKEN_SHAPE. */
+/** A GitHub App's client id (`Iv1.…`, `Iv23…`), which GitHub takes as the JWT's issuer like the numeric app id. */
+const APP_CLIENT_ID = /^Iv[0-9A-Za-z.]{4,60}$/;
+/** Largest private key taken (a 4096-bit RSA key in PEM is about 3.3 KB). */
+const MAX_PRIVATE_KEY_CHARS = 8000;
+
+/**
+ * The github credentials as JSON Schema (for the API's document): `{token}` of TOKEN_SHAPE, or a
+ * GitHub App installation whose installation tokens the platform mints and renews.
+ */
 export const GITHUB_CREDENTIALS_DOC = {
-  type: 'object',
-  properties: { token: { type: 'string', pattern: TOKEN_SHAPE.source, minLength: 20, maxLength: 255, description: "A GitHub token (20–255 letters, digits, '_', '-' or '.')" } },
-  required: ['token'],
+  oneOf: [
+    {
+      type: 'object',
+      title: 'GitHub token',
+      properties: { token: { type: 'string', pattern: TOKEN_SHAPE.source, minLength: 20, maxLength: 255, description: "A GitHub token (20–255 letters, digits, '_', '-' or '.')" } },
+      required: ['token'],
+    },
+    {
+      type: 'object',
+      title: 'GitHub App installation',
+      description:
+        "A GitHub App installation: an installation token is minted from the app's JWT at `POST {base_url}/app/installations/{installation_id}/access_tokens` before the first request, cached sealed until 5 minutes before its expiry, and minted once across workers. A 401/403/404 from GitHub (key revoked, app uninstalled) makes the connection `needs_reauth`.",
+      properties: {
+        kind: { type: 'string', enum: ['github_app'] },
+        app_id: { oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: APP_CLIENT_ID.source }], description: "The app's id, or its client id (`Iv…`)" },
+        installation_id: { type: 'integer', minimum: 1, description: "The installation's id (in the installation's settings URL)" },
+        private_key: { type: 'string', maxLength: MAX_PRIVATE_KEY_CHARS, description: "The app's RSA private key, PEM (PKCS#1 as GitHub issues it, or PKCS#8). Sealed at rest; never shown, logged or sent anywhere but into the JWT's signature" },
+      },
+      required: ['kind', 'app_id', 'installation_id', 'private_key'],
+      additionalProperties: false,
+    },
+  ],
 } as const;
 const TOKEN_RULE = "must be a GitHub token (20–255 letters, digits, '_', '-' or '.')";
 
@@ -155,8 +183,33 @@ export function parseGitHubConfig(config: Record<string, unknown>): GitHubConfig
   return parseConnectorConfig('github', githubConfigSchema, config);
 }
 
-/** What is wrong with github credentials (`{token}`), naming the key and never echoing the value, or null. */
+/** What is wrong with a GitHub App credential (naming the key, never echoing a value), or null. */
+function githubAppCredentialsProblem(credentials: Record<string, unknown>): string | null {
+  const allowed = new Set(['kind', 'app_id', 'installation_id', 'private_key']);
+  const extra = Object.keys(credentials).find((key) => !allowed.has(key));
+  if (extra !== undefined) return `${extra}: is not a GitHub App credential key (kind, app_id, installation_id, private_key)`;
+  const { app_id, installation_id, private_key } = credentials;
+  const appIdOk = (typeof app_id === 'number' && Number.isSafeInteger(app_id) && app_id > 0) || (typeof app_id === 'string' && APP_CLIENT_ID.test(app_id));
+  if (!appIdOk) return "app_id: must be the app's id (a positive integer) or its client id (Iv…)";
+  if (typeof installation_id !== 'number' || !Number.isSafeInteger(installation_id) || installation_id <= 0) return 'installation_id: must be a positive integer';
+  if (typeof private_key !== 'string' || private_key.length > MAX_PRIVATE_KEY_CHARS) return `private_key: must be an RSA private key in PEM of at most ${MAX_PRIVATE_KEY_CHARS} characters`;
+  try {
+    if (createPrivateKey(private_key.replace(/\\n/g, '\n')).asymmetricKeyType !== 'rsa') return 'private_key: must be an RSA key (GitHub Apps sign with RS256)';
+  } catch {
+    return 'private_key: must be an RSA private key in PEM (PKCS#1 as GitHub issues it, or PKCS#8)';
+  }
+  return null;
+}
+
+/**
+ * What is wrong with github credentials (`{token}`, or a GitHub App installation `{kind:
+ * 'github_app', …}`), naming the key and never echoing the value, or null.
+ */
 export function githubCredentialsProblem(credentials: Record<string, unknown> | null): string | null {
+  if (credentials && 'kind' in credentials) {
+    if (credentials.kind === 'github_app') return githubAppCredentialsProblem(credentials);
+    return "kind: must be 'github_app' (or leave kind out and give a token)";
+  }
   const token = credentials?.token;
   if (typeof token !== 'string' || token.trim() === '') return 'token: a non-empty GitHub token string is required';
   if (!TOKEN_SHAPE.test(token)) return `token: ${TOKEN_RULE}`;
@@ -165,7 +218,8 @@ export function githubCredentialsProblem(credentials: Record<string, unknown> | 
 
 /** The token of a connection's credentials; throws `Permanent` (never echoing values) otherwise. */
 function parseCredentials(credentials: Record<string, unknown> | null): string {
-  const problem = githubCredentialsProblem(credentials);
+  // A GitHub App credential reaches the connector as its current installation token (`{token}`).
+  const problem = githubCredentialsProblem(credentials && 'kind' in credentials ? { token: undefined } : credentials);
   if (problem) throw new Permanent(`github connector: invalid credentials: ${problem}`);
   return credentials!.token as string;
 }

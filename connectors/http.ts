@@ -458,6 +458,27 @@ function positionNext(
 // ---------------------------------------------------------------------------------------------
 // Auth and errors
 
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/;
+
+/**
+ * What is wrong with an `oauth2_client_credentials` credential (the client credentials grant: the
+ * platform obtains the token, which then goes where `auth` says, e.g. `bearer`), naming the key and
+ * never echoing a value, or null.
+ */
+export function clientCredentialsProblem(credentials: Record<string, unknown>): string | null {
+  const allowed = new Set(['kind', 'token_url', 'client_id', 'client_secret', 'scopes']);
+  const extra = Object.keys(credentials).find((key) => !allowed.has(key));
+  if (extra !== undefined) return `${extra}: is not a client credentials key (kind, token_url, client_id, client_secret, scopes)`;
+  const { token_url, client_id, client_secret, scopes } = credentials;
+  if (typeof token_url !== 'string' || token_url.length > 2000 || !isBareHttpUrl(token_url)) return 'token_url: must be an http(s) URL without query, fragment or credentials (https unless PROVIDER_ALLOW_PRIVATE)';
+  if (typeof client_id !== 'string' || client_id.length === 0 || client_id.length > 500) return 'client_id: must be a string of 1-500 characters';
+  if (typeof client_secret !== 'string' || client_secret.length === 0 || client_secret.length > 2000) return 'client_secret: must be a string of 1-2000 characters';
+  if (scopes !== undefined && (!Array.isArray(scopes) || scopes.length > 100 || !scopes.every((scope) => typeof scope === 'string' && SCOPE_TOKEN.test(scope)))) {
+    return 'scopes: must be at most 100 scope tokens (no spaces or quotes)';
+  }
+  return null;
+}
+
 interface Auth {
   headers: Record<string, string>;
   /** A query parameter carrying the secret, added to the request URL only. */
@@ -591,6 +612,13 @@ export const httpConnector: Connector = {
 
   endpoint(config) {
     return { key: 'base_url', url: parseHttpConfig(config).base_url };
+  },
+
+  credentialsProblem(credentials) {
+    // A kind the platform turns into a token (the connector then sees `{token}`); others as given.
+    if (credentials.kind === 'oauth2_client_credentials') return clientCredentialsProblem(credentials);
+    if ('kind' in credentials) return "kind: must be 'oauth2_client_credentials', or left out";
+    return null;
   },
 
   credentialUse(config) {

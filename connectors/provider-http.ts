@@ -82,7 +82,7 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
 }
 
 /** Credential keys that name an account rather than hold a secret (left out of `credentialSecrets`). */
-const IDENTITY_KEYS = /^(user(name)?|login|email|account(_id)?|client_id)$/i;
+const IDENTITY_KEYS = /^(user(name)?|login|email|account(_id)?|client_id|app_id|kind)$/i;
 
 /**
  * Every secret value of a connection's credentials, in each form a request may carry it: as it

@@ -1,5 +1,5 @@
 // The OAuth 2 client side of Synctide, on `oauth4webapi` (standards only, no dependencies): the
-// authorization URL with PKCE S256, the code exchange and the refresh. Every token request goes
+// authorization URL with PKCE S256, the code exchange, the refresh and the client credentials grant. Every token request goes
 // through `postBoundedForAnswer` (lib/outbound.ts): bounded in time and size, its resolved address
 // checked like a webhook's, so a token URL cannot reach internal addresses unless the deployment
 // allows private ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name the endpoint's
@@ -134,6 +134,32 @@ export async function refreshGrant(
     const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), refreshToken, options(policy, signal));
     return answerOf(await oauth.processRefreshTokenResponse(as, client, response));
   } catch (err) {
+    throw describe(err);
+  }
+}
+
+/** Token endpoint errors that mean the client itself is refused (wrong or revoked secret, grant or scope not allowed): only a person can fix them. */
+const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'invalid_grant', 'invalid_scope']);
+
+/**
+ * An access token by the client credentials grant (the client acting for itself, no person):
+ * `GrantRefused` when the endpoint refuses the client, `TokenRequestFailed` otherwise.
+ */
+export async function clientCredentialsToken(
+  app: Pick<OAuthClientApp, 'clientId' | 'clientSecret' | 'tokenUrl'>,
+  scopes: string[],
+  policy: TokenRequestPolicy,
+  signal?: AbortSignal,
+): Promise<TokenAnswer> {
+  const as = server({ authorizeUrl: app.tokenUrl, tokenUrl: app.tokenUrl });
+  const client: oauth.Client = { client_id: app.clientId };
+  const parameters: Record<string, string> = scopes.length > 0 ? { scope: scopes.join(' ') } : {};
+  try {
+    const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), parameters, options(policy, signal));
+    return answerOf(await oauth.processClientCredentialsResponse(as, client, response));
+  } catch (err) {
+    if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${err.status} ${err.error}`);
+    if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) throw new GrantRefused('the token endpoint refused the client (401)');
     throw describe(err);
   }
 }

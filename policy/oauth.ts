@@ -58,3 +58,41 @@ export function nextSecret(
     scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : before.scopes,
   };
 }
+
+/**
+ * An opened `oauth2_client_credentials` credential: the client (token endpoint, id, secret,
+ * scopes) given inline and sealed, and the access token it last obtained, cached with its expiry.
+ */
+export interface ClientCredentialsSecret {
+  kind: 'oauth2_client_credentials';
+  token_url: string;
+  client_id: string;
+  client_secret: string;
+  scopes: string[];
+  /** The cached access token, null until one was obtained. */
+  token: string | null;
+  /** ISO expiry of the cached token; null with no token, or when the endpoint did not say. */
+  expires_at: string | null;
+}
+
+/** The `oauth2_client_credentials` credential `opened` holds, or null when it is of another kind. */
+export function clientCredentialsSecretOf(opened: Record<string, unknown> | null): ClientCredentialsSecret | null {
+  if (!opened || opened.kind !== 'oauth2_client_credentials') return null;
+  const { token_url, client_id, client_secret } = opened;
+  if (typeof token_url !== 'string' || typeof client_id !== 'string' || typeof client_secret !== 'string') return null;
+  const token = typeof opened.token === 'string' ? opened.token : null;
+  return {
+    kind: 'oauth2_client_credentials',
+    token_url,
+    client_id,
+    client_secret,
+    scopes: Array.isArray(opened.scopes) ? opened.scopes.filter((s): s is string => typeof s === 'string') : [],
+    token,
+    expires_at: token && typeof opened.expires_at === 'string' ? opened.expires_at : null,
+  };
+}
+
+/** Whether a client credentials token must be obtained at `nowMs`: none cached, or the cached one within the refresh margin. */
+export function clientTokenDue(secret: Pick<ClientCredentialsSecret, 'token' | 'expires_at'>, nowMs: number): boolean {
+  return secret.token === null || refreshDue(secret, nowMs);
+}

@@ -200,6 +200,99 @@ describe('oauth2 credentials', () => {
   });
 });
 
+describe('oauth2 client credentials (the http connector)', () => {
+  /** An active http connection holding a client credentials credential of the fake server (sealed). */
+  async function clientConnection(clientSecret = oauth.clientSecret): Promise<string> {
+    const id = randomUUID();
+    const credential = { kind: 'oauth2_client_credentials', token_url: `${oauth.url}/token`, client_id: oauth.clientId, client_secret: clientSecret, scopes: ['read'] };
+    await db.pool.query(
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text))`,
+      [id, `cc-${id.slice(0, 8)}`, config(), sealCredentials(TEST_KEYRING, id, credential)],
+    );
+    return id;
+  }
+
+  /** Both resources of a job at once on two pools, the token answer held until one waits on the other's lock. */
+  async function twoWorkers(connectionId: string) {
+    const { jobId, tasks } = await job(connectionId, ['a', 'b']);
+    const before = oauth.counts.client;
+    let release!: () => void;
+    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
+    const first = runTask(db.pool, jobId, tasks[0]!, 'a');
+    const second = runTask(secondPool, jobId, tasks[1]!, 'b');
+    // A run with a fresh cached token takes no lock at all: then there is nothing to hold.
+    let settled = false;
+    void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
+    for (;;) {
+      const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
+      if (rows[0]!.n >= 1 || oauth.counts.client - before >= 2 || settled) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    release();
+    const results = await Promise.all([first.result, second.result]);
+    oauth.refreshGate = null;
+    await endJob(jobId);
+    return { results, lines: [...first.lines, ...second.lines], requests: oauth.counts.client - before };
+  }
+
+  it('two workers obtain one token per expiry by the client credentials grant; it is cached sealed and the client secret is never logged', async () => {
+    const id = await clientConnection();
+    const run1 = await twoWorkers(id);
+    expect(run1.requests).toBe(1);
+    for (const r of run1.results) expect(r.status).toBe('completed');
+    expect(run1.results[0].entityCount + run1.results[1].entityCount).toBe(4);
+    const stored = await storedSecret(id);
+    expect(stored.token).toBe(oauth.issued.at(-2));
+    expect(Date.parse(stored.expires_at as string)).toBeGreaterThan(Date.now() + 3000 * 1000);
+    // Fresh: no token request at all.
+    expect((await twoWorkers(id)).requests).toBe(0);
+    // Within its margin: one request again, for both workers.
+    await db.pool.query('update connections set credentials = to_jsonb($2::text) where id = $1', [
+      id, sealCredentials(TEST_KEYRING, id, { ...stored, expires_at: new Date(Date.now() + 60_000).toISOString() }),
+    ]);
+    const run3 = await twoWorkers(id);
+    expect(run3.requests).toBe(1);
+    for (const r of run3.results) expect(r.status).toBe('completed');
+    const logged = JSON.stringify([...run1.lines, ...run3.lines]);
+    expect(logged).toContain('oauth2 client credentials token obtained');
+    for (const s of [oauth.clientSecret, stored.token as string, (await storedSecret(id)).token as string]) expect(logged).not.toContain(s);
+  });
+
+  it('a client the token endpoint refuses (invalid_client) makes the connection needs_reauth with its alert; the secret is in no error', async () => {
+    const id = await clientConnection('not-the-client-secret-0123');
+    const { jobId, tasks } = await job(id, ['a']);
+    const failure = await runTask(db.pool, jobId, tasks[0]!, 'a').result.then(() => null, (err: Error) => err);
+    await endJob(jobId);
+    expect(failure?.message).toMatch(/invalid_client/);
+    expect(failure?.message).not.toContain('not-the-client-secret-0123');
+    expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status).toBe('needs_reauth');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id]);
+    expect(alerts.rowCount).toBe(1);
+  });
+
+  it('PATCH credentials checks a client credentials credential (URL, keys, scopes) without echoing it, and then takes it', async () => {
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `ccp-${id.slice(0, 8)}`, config()]);
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    const good = { kind: 'oauth2_client_credentials', token_url: `${oauth.url}/token`, client_id: oauth.clientId, client_secret: 'patched-secret-Q1w2e3r4' };
+    for (const [bad, key] of [
+      [{ ...good, token_url: 'ftp://example.com/token' }, 'token_url'],
+      [{ ...good, token_url: 'https://user:pw@example.com/token' }, 'token_url'],
+      [{ ...good, client_secret: '' }, 'client_secret'],
+      [{ ...good, scopes: ['has space'] }, 'scopes'],
+      [{ ...good, token: 'chosen-token-0123456789' }, 'token'],
+      [{ ...good, kind: 'oauth1' }, 'kind'],
+    ] as const) {
+      const err = await updateConnection(commandDeps, id, { credentials: bad }).then(() => null, (e: Error) => e);
+      expect(err?.message).toContain(`credentials.${key}`);
+      expect(err?.message).not.toContain('patched-secret-Q1w2e3r4');
+    }
+    const row = await updateConnection(commandDeps, id, { credentials: good });
+    expect(row.has_credentials).toBe(true);
+    expect((await storedSecret(id)).client_secret).toBe('patched-secret-Q1w2e3r4');
+  });
+});
+
 describe('the connect flow through the API', () => {
   let server: HttpServer;
   let lines: Record<string, unknown>[];

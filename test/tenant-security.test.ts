@@ -2,6 +2,7 @@
 // known tokens are nowhere at rest, in workflow history, in logs or answers; tenant keys see and
 // change only their own tenant (every route, own id / another tenant's id / admin); API keys are
 // shown once and revocable; mutating calls are audited; the per-key limit answers 429.
+import { generateKeyPairSync } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
@@ -17,6 +18,9 @@ const DEMO_TOKEN = 'demo-known-token-R8s3n0Mj5Yq2';
 const DEMO_PASSWORD = 'demo-known-password-T9u4o1Nh6Xr3';
 const PATCHED_TOKEN = 'patched-known-token-V0w5p2Pg7Ws4';
 const CLIENT_SECRET = 'oauth-client-secret-W1x6q3Qf8Vt5';
+const APP_KEY = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs1', format: 'pem' } });
+/** Lines of the GitHub App's private key: what a leaked key shows wherever it went, its newlines escaped or not. */
+const APP_KEY_LINES = APP_KEY.privateKey.split('\n').filter((line) => line.length === 64);
 
 interface Answer {
   status: number;
@@ -33,7 +37,10 @@ describe('tenant security', () => {
   const answers: string[] = [];
 
   beforeAll(async () => {
-    github = await startFakeGitHub({ token: GH_TOKEN, repos: { 'acme/app': { issues: 12, pulls: 3 } } });
+    github = await startFakeGitHub({
+      token: GH_TOKEN, repos: { 'acme/app': { issues: 12, pulls: 3 } },
+      app: { id: 31337, publicKey: APP_KEY.publicKey, installations: [4242] },
+    });
     // An OAuth server whose grants are GitHub tokens the fake GitHub accepts, each within its refresh margin.
     oauth = await startFakeOAuth({ accessToken: () => GH_TOKEN, clientSecret: CLIENT_SECRET });
     oauth.expiresIn = 60;
@@ -99,7 +106,7 @@ describe('tenant security', () => {
     });
   }
 
-  it('keeps known tokens, refresh tokens, OAuth client secrets and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
+  it('keeps known tokens, refresh tokens, OAuth client secrets (code and client credentials grants), GitHub App private keys, installation tokens and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
     const gh = await created(
       admin('POST', '/connections', {
         tenant_id: 'acme', app_key: 'gh', provider: 'github',
@@ -146,16 +153,40 @@ describe('tenant security', () => {
     expect(stored15!.n).toBeGreaterThan(0);
     expect(github.requests.length).toBeGreaterThan(0);
 
+    // A GitHub App installation: its sync mints an installation token from the app's JWT.
+    const ghApp = await created(admin('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'gh-app-installation', provider: 'github', config: { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 5 },
+      credentials: { kind: 'github_app', app_id: 31337, installation_id: 4242, private_key: APP_KEY.privateKey }, schedule: { interval_seconds: 86_400 },
+    }));
+    const viaApp = await created(admin('POST', `/connections/${ghApp.id}/sync`, { mode: 'full' }), 202);
+    expect((await jobFinished(TEST_API_KEY, viaApp.job_id)).status).toBe('completed');
+    expect(github.mints.length).toBeGreaterThan(0);
+    const installationTokens = github.mints.map((m) => m.token);
+    const jwts = github.requests.filter((r) => r.url.startsWith('/app/')).map((r) => String(r.headers.authorization).slice('Bearer '.length));
+    expect(APP_KEY_LINES.length).toBeGreaterThan(10);
+
+    // An http connection whose token comes from the client credentials grant (the same client secret).
+    const ccBefore = oauth.counts.client;
+    const httpClient = await created(admin('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'http-client-credentials', provider: 'http',
+      config: { base_url: oauth.url, auth: { type: 'bearer' }, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+      credentials: { kind: 'oauth2_client_credentials', token_url: `${oauth.url}/token`, client_id: oauth.clientId, client_secret: CLIENT_SECRET },
+      schedule: { interval_seconds: 86_400 },
+    }));
+    const viaClient = await created(admin('POST', `/connections/${httpClient.id}/sync`, { mode: 'full' }), 202);
+    expect((await jobFinished(TEST_API_KEY, viaClient.job_id)).status).toBe('completed');
+    expect(oauth.counts.client - ccBefore).toBeGreaterThan(0);
+
     const refreshTokens = oauth.issued.filter((t) => t !== GH_TOKEN);
     expect(refreshTokens.length).toBeGreaterThan(1);
-    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, CLIENT_SECRET, ...refreshTokens];
+    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, CLIENT_SECRET, ...refreshTokens, ...APP_KEY_LINES, ...installationTokens, ...jwts];
     // At rest: every stored secret is an envelope of key `default`; none of the values appears.
     const dump = await dumpAll();
     expect(dump).toContain(gh.id);
     expect(dump).toContain('enc:v1:default:');
     for (const secret of secrets) expect(dump, 'a secret in the database').not.toContain(secret);
-    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id]]);
-    expect(stored).toHaveLength(3);
+    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id, ghApp.id, httpClient.id]]);
+    expect(stored).toHaveLength(5);
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
     const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
     expect(appRow!.client_secret).toMatch(/^enc:v1:default:/);
@@ -163,7 +194,7 @@ describe('tenant security', () => {
     expect(hookRow!.secret).toMatch(/^enc:v1:default:/);
 
     // Temporal history of the sync (its job workflow and the connection's): ids yes, tokens no.
-    for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id]] as const) {
+    for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id], [`sync-job:${viaApp.job_id}`, ghApp.id], [`sync-job:${viaClient.job_id}`, httpClient.id]] as const) {
       const bytes = await historyBytes(workflowId);
       expect(bytes.includes(connectionId), `${workflowId} names its connection`).toBe(true);
       for (const secret of secrets) expect(bytes.includes(secret), `a secret in ${workflowId}`).toBe(false);

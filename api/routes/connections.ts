@@ -34,10 +34,32 @@ import { SyncAcceptedSchema } from '../schemas/sync';
 
 const tags = ['connections'];
 
+/** A GitHub App private key as an example shows it (never a real key). */
+const EXAMPLE_PRIVATE_KEY = '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA…\n-----END RSA PRIVATE KEY-----\n';
+const GITHUB_CONFIG_EXAMPLE = { repositories: ['octo-org/octo-repo'] };
+const GITHUB_APP_CREDENTIALS_EXAMPLE = { kind: 'github_app', app_id: 123456, installation_id: 7890123, private_key: EXAMPLE_PRIVATE_KEY };
+
+const createExamples = {
+  github_token: { summary: 'A GitHub connection with a token', value: { tenant_id: 'acme', app_key: 'acme-github', provider: 'github', config: GITHUB_CONFIG_EXAMPLE, credentials: { token: 'ghp_0123456789abcdefghijklmnopqrstuvwxyz' } } },
+  github_app: {
+    summary: 'A GitHub connection through a GitHub App installation (installation tokens minted and renewed by the platform)',
+    value: { tenant_id: 'acme', app_key: 'acme-github-app', provider: 'github', config: GITHUB_CONFIG_EXAMPLE, credentials: GITHUB_APP_CREDENTIALS_EXAMPLE },
+  },
+};
+const updateExamples = {
+  token: { summary: 'New credentials: a token', value: { credentials: { token: 'ghp_0123456789abcdefghijklmnopqrstuvwxyz' } } },
+  github_app: { summary: 'New credentials: a GitHub App installation', value: { credentials: GITHUB_APP_CREDENTIALS_EXAMPLE } },
+  http_client_credentials: {
+    summary: 'New credentials of an http connection: an OAuth 2 client (client credentials grant)',
+    value: { credentials: { kind: 'oauth2_client_credentials', token_url: 'https://auth.example.com/oauth/token', client_id: 'synctide-reader', client_secret: 'cs_…', scopes: ['read'] } },
+  },
+  schedule: { summary: 'A new schedule', value: { schedule: { interval_seconds: 3600 } } },
+};
+
 const create = createRoute({
   method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow', operationId: 'createConnection',
   description: "Stores a provider connection of a tenant (its config checked by the provider's schema, its credentials sealed) and starts its `connection:<id>` workflow, which runs the first sync at once unless `status` is `paused`.",
-  request: { body: jsonBody(CreateConnectionBody) },
+  request: { body: jsonBody(CreateConnectionBody, undefined, createExamples) },
   responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken, or the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`)', 'conflict', 'tenant_limit') },
 });
 const list = createRoute({
@@ -55,7 +77,7 @@ const get = createRoute({
 const update = createRoute({
   method: 'patch', path: '/connections/{id}', tags, summary: 'Change config, credentials or schedule (a schedule change re-plans the sleeping workflow)', operationId: 'updateConnection',
   description: 'Changes any of config, credentials (null removes them) and schedule. A running job finishes with what it started with; a schedule change is signalled to the workflow, which plans its next run again.',
-  request: { params: IdParams, body: jsonBody(UpdateConnectionBody) },
+  request: { params: IdParams, body: jsonBody(UpdateConnectionBody, undefined, updateExamples) },
   responses: {
     200: jsonAnswer(UpdatedConnectionSchema, 'Updated (without `config` for a key lacking the `read` scope). A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
     ...errorResponses,

@@ -77,11 +77,11 @@ export const notFound = errorAnswer('No such resource', 'not_found');
 /** A 409 (or 410) answer carrying one of `codes`. */
 export const conflict = (description: string, ...codes: [ApiErrorCode, ...ApiErrorCode[]]) => errorAnswer(description, ...codes);
 
-/** A JSON body part of a route. */
-export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({
+/** A JSON body part of a route, with named examples when given. */
+export const jsonBody = <T extends z.ZodType>(schema: T, description?: string, examples?: Record<string, { summary: string; value: unknown }>) => ({
   required: true,
   description,
-  content: { 'application/json': { schema } },
+  content: { 'application/json': { schema, ...(examples && { examples }) } },
 });
 
 /** A JSON answer of a route. */

@@ -81,7 +81,7 @@ const Credentials = boundedJsonObject(MAX_CREDENTIALS_BYTES)
   .nullable()
   .optional()
   .openapi({
-    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'`,
+    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is \`{"kind": "github_app", "app_id", "installation_id", "private_key"}\` (its installation tokens are minted and renewed by the platform); an \`http\` connection may give an OAuth 2 client (the client credentials grant) as \`{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}\`, whose access token the platform obtains, caches and renews and the connector sends as its \`token\` (auth \`bearer\`, \`header\` or \`query\`)`,
     example: { token: 'ghp_…' },
   });
 
@@ -121,7 +121,7 @@ function providerCredentials(provider: ProviderSlug) {
     const problem = credentialsProblem(provider, credentials);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
-  const description = `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again`;
+  const description = `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again${provider === 'github' ? '. A token, or a GitHub App installation (`kind: github_app`) whose installation tokens the platform mints from the app\'s JWT and renews before they expire' : ''}`;
   return schema
     .nullable()
     .optional()
@@ -237,7 +237,7 @@ export const ConnectionSchema = z
     status: z.enum(CONNECTION_STATUSES).openapi({ description: '`needs_reauth`: the provider refused the OAuth grant; new credentials (PATCH `credentials`, or the connect flow) make it `active` again' }),
     config: JsonObject,
     has_credentials: z.boolean(),
-    credential_kind: z.enum(CREDENTIAL_KINDS).openapi({ description: '`token` (a static token) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)' }),
+    credential_kind: z.enum(CREDENTIAL_KINDS).openapi({ description: '`token` (credentials given whole: a static token, or a GitHub App installation whose tokens the platform mints) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)' }),
     oauth_app_id: z.string().nullable(),
     schedule: z.object({
       interval_seconds: z.number().optional(),

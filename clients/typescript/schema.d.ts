@@ -833,7 +833,7 @@ export interface components {
             };
             has_credentials: boolean;
             /**
-             * @description `token` (a static token) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)
+             * @description `token` (credentials given whole: a static token, or a GitHub App installation whose tokens the platform mints) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)
              * @enum {string}
              */
             credential_kind: "token" | "oauth2";
@@ -871,15 +871,26 @@ export interface components {
             /** @example acme-github */
             app_key: string;
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A token, or a GitHub App installation (`kind: github_app`) whose installation tokens the platform mints from the app's JWT and renews before they expire
              * @example {
              *       "token": "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
              *     }
              */
-            credentials?: {
+            credentials?: ({
+                [key: string]: unknown;
+            } | null) & ({
                 /** @description A GitHub token (20–255 letters, digits, '_', '-' or '.') */
                 token: string;
-            };
+            } | {
+                /** @enum {string} */
+                kind: "github_app";
+                /** @description The app's id, or its client id (`Iv…`) */
+                app_id: number | string;
+                /** @description The installation's id (in the installation's settings URL) */
+                installation_id: number;
+                /** @description The app's RSA private key, PEM (PKCS#1 as GitHub issues it, or PKCS#8). Sealed at rest; never shown, logged or sent anywhere but into the JWT's signature */
+                private_key: string;
+            });
             schedule?: components["schemas"]["Schedule"];
             /**
              * @default active
@@ -1041,7 +1052,7 @@ export interface components {
             /** @example acme-github */
             app_key: string;
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is `{"kind": "github_app", "app_id", "installation_id", "private_key"}` (its installation tokens are minted and renewed by the platform); an `http` connection may give an OAuth 2 client (the client credentials grant) as `{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}`, whose access token the platform obtains, caches and renews and the connector sends as its `token` (auth `bearer`, `header` or `query`)
              * @example {
              *       "token": "ghp_…"
              *     }
@@ -1350,7 +1361,7 @@ export interface components {
             };
             has_credentials: boolean;
             /**
-             * @description `token` (a static token) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)
+             * @description `token` (credentials given whole: a static token, or a GitHub App installation whose tokens the platform mints) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)
              * @enum {string}
              */
             credential_kind: "token" | "oauth2";
@@ -1373,7 +1384,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is `{"kind": "github_app", "app_id", "installation_id", "private_key"}` (its installation tokens are minted and renewed by the platform); an `http` connection may give an OAuth 2 client (the client credentials grant) as `{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}`, whose access token the platform obtains, caches and renews and the connector sends as its `token` (auth `bearer`, `header` or `query`)
              * @example {
              *       "token": "ghp_…"
              *     }

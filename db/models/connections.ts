@@ -457,6 +457,8 @@ export interface CredentialForRefresh {
   provider_slug: string;
   credentials: unknown;
   credential_kind: CredentialKind;
+  /** The connection's config (a GitHub App's installation token is minted at its `base_url`). */
+  config: Record<string, unknown> | null;
   oauth_app_id: string | null;
   token_url: string | null;
   client_id: string | null;
@@ -467,7 +469,7 @@ export interface CredentialForRefresh {
 /** Connection `id`'s credential and its OAuth app's client (null columns for a `token`), or null. */
 export async function findCredentialForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
   const { rows } = await db.query<CredentialForRefresh>(
-    `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.oauth_app_id, a.token_url, a.client_id, a.client_secret
+    `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.config, c.oauth_app_id, a.token_url, a.client_id, a.client_secret
        from connections c left join oauth_apps a on a.id = c.oauth_app_id
       where c.id = $1`,
     [id],

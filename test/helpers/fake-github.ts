@@ -11,9 +11,13 @@
 // - sends x-ratelimit-* headers on every answer;
 // - sends an ETag with every listing and answers 304 (no body, no rate limit spent) to a request
 //   whose If-None-Match matches the listing as it is now.
+// With `app`, it also mints GitHub App installation tokens as GitHub does:
+// POST /app/installations/{id}/access_tokens checks the app's JWT (RS256 signature against the
+// app's public key, `iss` the app id, not expired) and answers 201 {token, expires_at}; a minted
+// token is then accepted like `token` until it expires.
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes, verify, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { serve } from './fake-server';
 
@@ -52,6 +56,26 @@ export interface FakeGitHubOptions {
    * x-ratelimit-remaining/-reset then state this window (reset in epoch seconds, rounded up).
    */
   budget?: { limit: number; windowMs: number };
+  /** A GitHub App whose installations mint tokens (see the module comment). */
+  app?: FakeGitHubApp;
+}
+
+/** The GitHub App of a fake: its id (the JWT's `iss`), its public key and its installations. */
+export interface FakeGitHubApp {
+  id: number | string;
+  publicKey: KeyObject | string;
+  installations: number[];
+  /** Lifetime of a minted token (default 3600 s, as GitHub's). */
+  tokenTtlSeconds?: number;
+}
+
+/** One installation token the fake minted. */
+export interface FakeGitHubMint {
+  installationId: number;
+  token: string;
+  expiresAt: string;
+  /** The verified JWT's claims. */
+  claims: { iss: unknown; iat: number; exp: number };
 }
 
 /** A recorded request. `url` is the path and query exactly as received. */
@@ -111,6 +135,14 @@ export interface FakeGitHub {
   addRepo(fullName: string, id: number): void;
   /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
   afterServe: ((n: number, url: URL) => void) | null;
+  /** With `app`: every installation token minted, in order. */
+  mints: FakeGitHubMint[];
+  /** With `app`: token requests refused (bad JWT: signature, issuer or expiry; unknown installation). */
+  refusedMints: number;
+  /** With `app`: while set, a token request waits for it before minting (to hold a mint in flight). */
+  mintGate: Promise<void> | null;
+  /** With `app`: changes a minted token's lifetime from now on (e.g. to make the next one expire within the margin). */
+  setTokenTtl(seconds: number): void;
   /** With `budget`: how many requests were answered 429 because the window's budget was spent. */
   readonly tooMany: number;
   /** With `budget`: how many windows were opened so far. */
@@ -171,6 +203,31 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   let windows = 0;
   let tooMany = 0;
   let baseUrl = '';
+  const mints: FakeGitHubMint[] = [];
+  let refusedMints = 0;
+  let tokenTtl = opts.app?.tokenTtlSeconds ?? 3600;
+  /** Whether `authorization` carries the static token or an unexpired minted one. */
+  const authorized = (authorization: string | undefined) => {
+    if (authorization === `Bearer ${token}`) return true;
+    const now = Date.now();
+    return mints.some((m) => authorization === `Bearer ${m.token}` && Date.parse(m.expiresAt) > now);
+  };
+  /** The claims of a JWT signed RS256 by the app's key, or null. */
+  const verifiedClaims = (authorization: string | undefined, app: FakeGitHubApp) => {
+    const jwt = /^Bearer (.+)$/.exec(authorization ?? '')?.[1];
+    const [header, payload, signature] = jwt?.split('.') ?? [];
+    if (!header || !payload || !signature) return null;
+    try {
+      if ((JSON.parse(Buffer.from(header, 'base64url').toString()) as { alg?: string }).alg !== 'RS256') return null;
+      if (!verify('sha256', Buffer.from(`${header}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url'))) return null;
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as FakeGitHubMint['claims'];
+      const now = Math.floor(Date.now() / 1000);
+      if (String(claims.iss) !== String(app.id) || !(claims.exp > now) || !(claims.iat <= now + 60) || claims.exp - claims.iat > 600) return null;
+      return claims;
+    } catch {
+      return null;
+    }
+  };
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, {
@@ -237,7 +294,32 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       failuresFired++;
       return answerFailure(res, failure);
     }
-    if (req.headers.authorization !== `Bearer ${token}`) {
+    const mint = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
+    if (mint && req.method === 'POST' && opts.app) {
+      const claims = verifiedClaims(req.headers.authorization, opts.app);
+      if (!claims) {
+        refusedMints++;
+        return send(res, 401, { message: 'A JSON web token could not be decoded', documentation_url: 'https://docs.github.com/rest' });
+      }
+      const installationId = Number(mint[1]);
+      if (!opts.app.installations.includes(installationId)) {
+        refusedMints++;
+        return send(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+      }
+      void (async () => {
+        if (fake.mintGate) await fake.mintGate;
+        const minted: FakeGitHubMint = {
+          installationId,
+          token: `ghs_${randomBytes(27).toString('base64url').replace(/[-_]/g, 'x')}`,
+          expiresAt: new Date(Math.floor(Date.now() / 1000 + tokenTtl) * 1000).toISOString().replace('.000Z', 'Z'),
+          claims,
+        };
+        mints.push(minted);
+        send(res, 201, { token: minted.token, expires_at: minted.expiresAt, permissions: { issues: 'read', pull_requests: 'read' }, repository_selection: 'all' });
+      })();
+      return;
+    }
+    if (!authorized(req.headers.authorization)) {
       return send(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
     }
     if (req.method !== 'GET') return send(res, 404, { message: 'Not Found' });
@@ -352,6 +434,14 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     requests,
     repos,
     afterServe: null,
+    mintGate: null,
+    mints,
+    get refusedMints() {
+      return refusedMints;
+    },
+    setTokenTtl(seconds) {
+      tokenTtl = seconds;
+    },
     get tooMany() {
       return tooMany;
     },

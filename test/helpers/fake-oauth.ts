@@ -2,9 +2,9 @@
 // credential tests: `/authorize` (the "consent": redirects to the redirect URI with a code),
 // `/token` (authorization_code with PKCE S256, refresh_token with rotation: each refresh token
 // works once, or with `rotation: 'until_successor_used'` until the token that replaced it is used;
-// `invalid_grant` for any other), `/items` (a JSON list, 401 without a live access token) and
-// `/pages` (`pageCount` pages of `pageSize` records by `?page=`, 401 likewise). Counts every token
-// request by grant type.
+// `invalid_grant` for any other; client_credentials: an access token alone, no refresh token),
+// `/items` (a JSON list, 401 without a live access token) and `/pages` (`pageCount` pages of
+// `pageSize` records by `?page=`, 401 likewise). Counts every token request by grant type.
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +13,7 @@ export interface FakeOAuth {
   url: string;
   clientId: string;
   clientSecret: string;
-  counts: { refresh: number; code: number; items: number; unauthorized: number };
+  counts: { refresh: number; code: number; client: number; items: number; unauthorized: number };
   /** Refresh tokens that work (each once: rotation). */
   refreshTokens: Set<string>;
   /** Access tokens the resource accepts. */
@@ -22,7 +22,7 @@ export interface FakeOAuth {
   refuseAll: boolean;
   /** expires_in of issued access tokens. */
   expiresIn: number;
-  /** Holds each refresh answer until this resolves (to make concurrent refreshes overlap). */
+  /** Holds each refresh and client credentials answer until this resolves (to make concurrent requests overlap). */
   refreshGate: Promise<void> | null;
   /**
    * How a refresh token is spent: `strict` (default), it works once; `until_successor_used`, it
@@ -71,7 +71,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     clientId: 'client-abc',
     clientSecret: opts.clientSecret ?? 'client-secret-XYZ-0123456789',
     issued: [],
-    counts: { refresh: 0, code: 0, items: 0, unauthorized: 0 },
+    counts: { refresh: 0, code: 0, client: 0, items: 0, unauthorized: 0 },
     refreshTokens: new Set(),
     accessTokens: new Set(),
     refuseAll: false,
@@ -118,6 +118,13 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
         predecessors.set(t.refresh, token);
         if (fake.beforeRefreshAnswer) await fake.beforeRefreshAnswer();
         return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, scope: 'read' });
+      }
+      if (form.get('grant_type') === 'client_credentials') {
+        fake.counts.client += 1;
+        if (fake.refreshGate) await fake.refreshGate;
+        const t = issue();
+        fake.refreshTokens.delete(t.refresh);
+        return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, scope: form.get('scope') ?? 'read' });
       }
       if (form.get('grant_type') === 'authorization_code') {
         fake.counts.code += 1;

@@ -1,0 +1,239 @@
+// GitHub App credentials against a fake GitHub on 127.0.0.1 (test/helpers/fake-github.ts) that
+// verifies the app's JWT with the app's public key, real Postgres, and the sync activity run as a
+// worker runs it (MockActivityEnvironment): an installation token is minted from a test RSA key
+// once per expiry across two workers (two pools), cached sealed, minted again after a 401 once,
+// a refused installation makes the connection needs_reauth, and the API takes the credential
+// (validated, never answered).
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { syncTask } from '../activities/sync-task';
+import { createApp } from '../api/app';
+import { createPool, type Pool } from '../db/pool';
+import { isEnvelope, open, sealCredentials } from '../lib/credentials';
+import { listen, type HttpServer } from '../lib/http';
+import { createSyncMetrics } from '../lib/metrics';
+import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { capturingLogger } from './helpers/logs';
+
+const APP_ID = 424242;
+const INSTALLATION = 9001;
+const rsa = () => generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs1', format: 'pem' } });
+const appKey = rsa();
+const otherKey = rsa();
+/** A line from the middle of a PEM: what a leaked key would show wherever it went (newlines escaped or not). */
+const keyLine = (pem: string) => pem.split('\n')[3]!;
+
+let db: TestDatabase;
+let github: FakeGitHub;
+let secondPool: Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  secondPool = createPool(db.url, 5);
+  github = await startFakeGitHub({
+    token: 'ghp_static_token_nobody_uses_0001',
+    repos: { 'acme/app': { issues: 4, pulls: 2 } },
+    app: { id: APP_ID, publicKey: appKey.publicKey, installations: [INSTALLATION] },
+  });
+});
+afterAll(async () => {
+  await secondPool?.end();
+  await github?.close();
+  await db?.drop();
+});
+
+const appCredential = (privateKey = appKey.privateKey, installation = INSTALLATION) => ({ kind: 'github_app', app_id: APP_ID, installation_id: installation, private_key: privateKey });
+
+/** An active github connection holding `credential` (sealed), `extra` merged into it (e.g. a cached token). */
+async function appConnection(credential: Record<string, unknown> = appCredential()): Promise<string> {
+  const id = randomUUID();
+  await db.pool.query(
+    `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
+    [id, `gh-${id.slice(0, 8)}`, { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 2 }, sealCredentials(TEST_KEYRING, id, credential)],
+  );
+  return id;
+}
+
+async function job(connectionId: string, resources: string[]): Promise<{ jobId: string; tasks: string[] }> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, 'acme', 'full', 'manual', 'running', now()) returning id`,
+    [connectionId],
+  );
+  const tasks: string[] = [];
+  for (const r of resources) tasks.push((await db.pool.query<{ id: string }>('insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id', [rows[0]!.id, r])).rows[0]!.id);
+  return { jobId: rows[0]!.id, tasks };
+}
+
+const endJob = (jobId: string) => db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
+
+function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string) {
+  const { deps, lines } = testActivityDeps({ pool });
+  const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'full' };
+  return { lines, result: new MockActivityEnvironment({ attempt: 1 }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
+}
+
+async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
+  const { rows } = await db.pool.query<{ credentials: string }>('select credentials from connections where id = $1', [connectionId]);
+  expect(isEnvelope(rows[0]!.credentials)).toBe(true);
+  return JSON.parse(open(TEST_KEYRING, { table: 'connections', id: connectionId }, rows[0]!.credentials)) as Record<string, unknown>;
+}
+
+/** Both resource types of a job run at once on two pools, the token request held until one waits on the other's lock. */
+async function twoWorkers(connectionId: string) {
+  const { jobId, tasks } = await job(connectionId, ['issues', 'pull_requests']);
+  const before = github.mints.length;
+  let release!: () => void;
+  github.mintGate = new Promise<void>((resolve) => (release = resolve));
+  const first = runTask(db.pool, jobId, tasks[0]!, 'issues');
+  const second = runTask(secondPool, jobId, tasks[1]!, 'pull_requests');
+  // A run with a fresh cached token takes no lock at all: then there is nothing to hold.
+  let settled = false;
+  void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
+  for (;;) {
+    const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
+    if (rows[0]!.n >= 1 || github.mints.length - before >= 2 || settled) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  release();
+  const results = await Promise.all([first.result, second.result]);
+  github.mintGate = null;
+  await endJob(jobId);
+  return { results, lines: [...first.lines, ...second.lines], mints: github.mints.length - before };
+}
+
+describe('github_app credentials', () => {
+  it('two workers mint one installation token per expiry from the app JWT; it is cached sealed and used by both; nothing secret is logged', async () => {
+    const id = await appConnection();
+    const run1 = await twoWorkers(id);
+    expect(run1.mints).toBe(1);
+    for (const r of run1.results) expect(r.status).toBe('completed');
+    expect(run1.results[0].entityCount + run1.results[1].entityCount).toBe(8); // the issues listing holds the 4 issues and the 2 pulls (as GitHub's does), the pulls listing the 2 pulls
+    const first = github.mints.at(-1)!;
+    // The fake verified the JWT against the public key; its claims are GitHub's rules.
+    expect(first.installationId).toBe(INSTALLATION);
+    expect(first.claims.iss).toBe(APP_ID);
+    expect(first.claims.exp - first.claims.iat).toBeLessThanOrEqual(600);
+    // Every repository request carried the minted token.
+    const listings = github.requests.filter((r) => r.url.startsWith('/repos/') || r.url.startsWith('/repositories/'));
+    expect(listings.length).toBeGreaterThan(2);
+    for (const r of listings) expect(r.headers.authorization).toBe(`Bearer ${first.token}`);
+    const stored = await storedSecret(id);
+    expect(stored).toMatchObject({ kind: 'github_app', app_id: APP_ID, installation_id: INSTALLATION, token: first.token, expires_at: new Date(first.expiresAt).toISOString() });
+    const raw = JSON.stringify((await db.pool.query('select credentials from connections where id = $1', [id])).rows[0]);
+    expect(raw).not.toContain(first.token);
+    expect(raw).not.toContain(keyLine(appKey.privateKey));
+
+    // A fresh cached token: another run mints nothing.
+    const run2 = await twoWorkers(id);
+    expect(run2.mints).toBe(0);
+
+    // The cached token reaches its margin (stored expiry 2 minutes away): one mint again, for both workers.
+    await db.pool.query('update connections set credentials = to_jsonb($2::text) where id = $1', [
+      id, sealCredentials(TEST_KEYRING, id, { ...stored, expires_at: new Date(Date.now() + 120_000).toISOString() }),
+    ]);
+    const run3 = await twoWorkers(id);
+    expect(run3.mints).toBe(1);
+    for (const r of run3.results) expect(r.status).toBe('completed');
+    expect((await storedSecret(id)).token).toBe(github.mints.at(-1)!.token);
+
+    const jwts = github.requests.filter((r) => r.url.startsWith('/app/')).map((r) => String(r.headers.authorization).slice('Bearer '.length));
+    expect(jwts.length).toBeGreaterThanOrEqual(2);
+    const logged = JSON.stringify([...run1.lines, ...run2.lines, ...run3.lines]);
+    expect(logged).toContain('installation token minted');
+    for (const secret of [keyLine(appKey.privateKey), ...github.mints.map((m) => m.token), ...jwts]) expect(logged).not.toContain(secret);
+  });
+
+  it('a 401 with the cached token mints once more and retries once', async () => {
+    const id = await appConnection();
+    const warm = await job(id, ['pull_requests']);
+    expect((await runTask(db.pool, warm.jobId, warm.tasks[0]!, 'pull_requests').result).status).toBe('completed');
+    await endJob(warm.jobId);
+    const before = github.mints.length;
+    github.setFailure({ kind: 'unauthorized', path: '/repos/', times: 1 });
+    const { jobId, tasks } = await job(id, ['pull_requests']);
+    const result = await runTask(db.pool, jobId, tasks[0]!, 'pull_requests').result;
+    github.setFailure(null);
+    await endJob(jobId);
+    expect(result.status).toBe('completed');
+    expect(github.mints.length - before).toBe(1);
+  });
+
+  it('GitHub refusing the JWT (a key that is not the app\'s) or the installation makes the connection needs_reauth with its alert, naming no secret', async () => {
+    for (const credential of [appCredential(otherKey.privateKey), appCredential(appKey.privateKey, 777)]) {
+      const id = await appConnection(credential);
+      const refusedBefore = github.refusedMints;
+      const { jobId, tasks } = await job(id, ['issues']);
+      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+      await endJob(jobId);
+      expect(failure?.message).toMatch(/GitHub refused (the app JWT|installation 777)/);
+      expect(github.refusedMints - refusedBefore).toBe(1);
+      for (const secret of [keyLine(otherKey.privateKey), keyLine(appKey.privateKey)]) expect(JSON.stringify(failure, Object.getOwnPropertyNames(failure))).not.toContain(secret);
+      expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status).toBe('needs_reauth');
+      const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id]);
+      expect(alerts.rowCount).toBe(1);
+    }
+  });
+});
+
+describe('github_app credentials through the API', () => {
+  let server: HttpServer;
+  let lines: Record<string, unknown>[];
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method, headers: { authorization: 'Bearer admin-key-0123456789abcdefghij', 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
+  };
+  beforeAll(async () => {
+    const registry = new Registry();
+    const captured = capturingLogger();
+    lines = captured.lines;
+    const app = createApp({
+      pool: db.pool, temporal: undefined as never, registry, metrics: createSyncMetrics(registry), logger: captured.logger, taskQueue: 'ghapp-test',
+      adminApiKey: 'admin-key-0123456789abcdefghij', credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000, providers: TEST_PROVIDER_POLICY,
+    });
+    server = await listen(app, '127.0.0.1', 0);
+  });
+  afterAll(async () => server?.close());
+
+  it('PATCH credentials takes a github_app credential (checked: key shape, ids, no extra keys, never echoed) and a sync then mints with it', async () => {
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'github', 'api-app', $2)`, [
+      id, { base_url: github.baseUrl, repositories: ['acme/app'] },
+    ]);
+    const refused = [
+      [{ ...appCredential(), private_key: 'not a key at all, but long enough to be mistaken for one' }, /private_key/],
+      [{ ...appCredential(), installation_id: -1 }, /installation_id/],
+      [{ ...appCredential(), app_id: 'x' }, /app_id/],
+      [{ ...appCredential(), token: 'ghs_i_choose_my_own_cached_token_0001' }, /token: is not a GitHub App credential key/],
+      [{ ...appCredential(), kind: 'saml' }, /kind/],
+    ] as const;
+    for (const [credentials, message] of refused) {
+      const res = await call('PATCH', `/connections/${id}`, { credentials });
+      expect(res.status, res.text).toBe(400);
+      expect(res.text).toMatch(message);
+      expect(res.text).not.toContain(keyLine(appKey.privateKey));
+      expect(res.text).not.toContain('ghs_i_choose_my_own_cached_token_0001');
+    }
+    const ok = await call('PATCH', `/connections/${id}`, { credentials: appCredential() });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.has_credentials).toBe(true);
+    expect(ok.text).not.toContain(keyLine(appKey.privateKey));
+    const shown = await call('GET', `/connections/${id}`);
+    expect(shown.text).not.toContain(keyLine(appKey.privateKey));
+    expect(JSON.stringify(lines)).not.toContain(keyLine(appKey.privateKey));
+
+    const before = github.mints.length;
+    const { jobId, tasks } = await job(id, ['issues']);
+    const result = await runTask(db.pool, jobId, tasks[0]!, 'issues').result;
+    await endJob(jobId);
+    expect(result.status).toBe('completed');
+    expect(github.mints.length - before).toBe(1);
+  });
+});
