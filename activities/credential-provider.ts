@@ -4,9 +4,11 @@
 //
 // OAuth 2 rules:
 // - A token within its refresh margin (policy/oauth.ts) is refreshed before use, by exactly one
-//   worker: the refresh runs in a transaction holding the credential's refresh lock
-//   (`lockCredentialRefresh`), re-reads the stored credential under it, and refreshes only when it
-//   is still the one this worker held (another worker's fresh token is used as it is).
+//   worker, and no database connection is held while the token endpoint answers
+//   (`renewWithLease`): a short transaction under the credential's refresh lock
+//   (`lockCredentialRefresh`) re-reads the stored credential and claims a renewal lease only when
+//   it is still due (another worker's fresh token is used as it is); workers that find a live
+//   lease wait for its stored result; a lease past its expiry (a dead worker's) is taken over.
 // - The answer (new access token, and the rotated refresh token when the provider sent one) is
 //   sealed into one envelope and written with one compare-and-set statement: access and refresh
 //   token are replaced together or not at all, so a crash cannot keep a used refresh token
@@ -21,7 +23,7 @@
 // endpoint, client id and secret, scopes: the token comes from the client credentials grant).
 // - The connector is handed the token (`{token}`). A new one is obtained when none is cached or
 //   the cached one is within its margin (policy/github-app.ts, policy/oauth.ts), under the same
-//   lock and re-read as a refresh, so one worker obtains one per expiry and the others use it; the
+//   lease and re-read as a refresh, so one worker obtains one per expiry and the others use it; the
 //   token and its expiry are sealed into the credential's envelope with one compare-and-set.
 // - A 401 obtains one more (unless another worker's newer token is at hand) and retries once.
 // - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
@@ -29,7 +31,17 @@
 //   `needs_reauth` exactly as `invalid_grant` does.
 import { raiseAlert } from '../db/models/alerts';
 import type { PoolClient } from 'pg';
-import { findCredentialForRefresh, lockCredentialRefresh, markNeedsReauth, replaceCredentials, type CredentialForRefresh } from '../db/models/connections';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  claimCredentialLease,
+  findCredentialForRefresh,
+  lockCredentialRefresh,
+  markNeedsReauth,
+  releaseCredentialLease,
+  storeRenewedCredentials,
+  type CredentialForRefresh,
+} from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
@@ -89,7 +101,7 @@ export function credentialProvider(
   const tokens = (held: OAuth2Secret) => [held.access_token, held.refresh_token];
   const seen: (string | null)[] = tokens(secret);
   const refresh = async (held: OAuth2Secret, force: boolean): Promise<OAuth2Secret> => {
-    const outcome = await refreshUnderLock(deps, connectionId, held, force);
+    const outcome = await refreshWithLease(deps, connectionId, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
       throw new CredentialsInvalid(outcome.invalid);
@@ -112,6 +124,9 @@ export function credentialProvider(
     },
   };
 }
+
+/** The provider refused the credential itself: the connection needs new credentials. */
+class Refusal extends Error {}
 
 type Refused = { invalid: string; deliveries: string[] };
 type RefreshOutcome = { secret: OAuth2Secret } | Refused;
@@ -138,57 +153,160 @@ async function refuseCredentials(
 }
 
 /**
- * The refresh itself, in one transaction under the credential's lock (see the module comment).
- * `force` refreshes a token that is not yet due (the provider refused it) unless another worker
- * already replaced it.
+ * The refresh of an OAuth 2 grant, through `renewWithLease` (see the module comment). `force`
+ * refreshes a token that is not yet due (the provider refused it) unless another worker already
+ * replaced it.
  */
-async function refreshUnderLock(
+async function refreshWithLease(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
   connectionId: string,
   held: OAuth2Secret,
   force: boolean,
 ): Promise<RefreshOutcome> {
-  return withTransaction(deps.pool, async (tx): Promise<RefreshOutcome> => {
-    await lockCredentialRefresh(tx, connectionId);
-    const row = await findCredentialForRefresh(tx, connectionId);
-    const latest = row ? oauth2SecretOf(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
-    if (!row || !latest || row.credential_kind !== 'oauth2' || !row.oauth_app_id || !row.client_secret || !row.client_id || !row.token_url) {
-      throw new Permanent('oauth2: the connection has no OAuth 2 credentials any more');
-    }
-    if (row.status === 'needs_reauth') {
-      return { invalid: 'oauth2: the connection needs new credentials (its grant was refused); reconnect it or PATCH its credentials', deliveries: [] };
-    }
-    const replaced = latest.access_token !== held.access_token;
-    if (replaced && !refreshDue(latest, Date.now())) return { secret: latest };
-    if (!replaced && !force && !refreshDue(latest, Date.now())) return { secret: latest };
-    const invalid = (reason: string) => refuseCredentials(deps, tx, connectionId, row, reason);
-    if (!latest.refresh_token) return invalid('oauth2: the access token expired and the grant has no refresh token; reconnect the connection');
-    const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id }, row.client_secret);
-    let answer;
-    try {
-      answer = await refreshGrant(
-        { clientId: row.client_id, clientSecret, tokenUrl: row.token_url },
-        latest.refresh_token,
-        { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
-      );
-    } catch (err) {
-      if (err instanceof GrantRefused) return invalid(`oauth2: ${err.message}; reconnect the connection or PATCH its credentials`);
-      throw new Transient(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
-    }
-    const next = nextSecret(latest, answer, Date.now());
-    const sealed = sealCredentials(deps.credentials, connectionId, { ...next })!;
-    if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
-      // Changed under the refresh: re-sealed by a key rotation (the same grant: store the answer over
-      // it, the old refresh token is spent), or replaced by new credentials (they win).
-      const now = await findCredentialForRefresh(tx, connectionId);
-      const same = now ? oauth2SecretOf(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
-      if (!now || same?.refresh_token !== latest.refresh_token || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
-        throw new Transient('oauth2: the credentials were replaced while they were refreshed; trying again with the new ones');
+  return renewWithLease<OAuth2Secret>(deps, connectionId, {
+    label: 'oauth2',
+    parse(row) {
+      const latest = oauth2SecretOf(openCredentials(deps.credentials, connectionId, row.credentials));
+      if (!latest || row.credential_kind !== 'oauth2' || !row.oauth_app_id || !row.client_secret || !row.client_id || !row.token_url) return null;
+      return latest;
+    },
+    gone: 'oauth2: the connection has no OAuth 2 credentials any more',
+    needsReauth: 'oauth2: the connection needs new credentials (its grant was refused); reconnect it or PATCH its credentials',
+    due: (latest) => refreshDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
+    async obtain(latest, row) {
+      if (!latest.refresh_token) throw new Refusal('the access token expired and the grant has no refresh token; reconnect the connection');
+      const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id! }, row.client_secret!);
+      try {
+        const answer = await refreshGrant(
+          { clientId: row.client_id!, clientSecret, tokenUrl: row.token_url! },
+          latest.refresh_token,
+          { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
+        );
+        deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
+        return nextSecret(latest, answer, Date.now());
+      } catch (err) {
+        if (err instanceof GrantRefused) throw new Refusal(`${err.message}; reconnect the connection or PATCH its credentials`);
+        throw new Transient(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
       }
-    }
-    deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
-    return { secret: next };
+    },
+    // The same grant: its refresh token unchanged (a key rotation re-sealed it meanwhile).
+    same: (a, b) => a.refresh_token === b.refresh_token,
   });
+}
+
+/** How a renewal leased across workers reads, judges, renews and compares one credential kind. */
+interface LeasedRenewal<S> {
+  label: string;
+  /** The stored credential of `row` when it still is of this kind (else the renewal is `gone`). */
+  parse(row: CredentialForRefresh): S | null;
+  gone: string;
+  needsReauth: string;
+  /** Whether `latest` (as stored now) must be renewed; else it is used as it is. */
+  due(latest: S): boolean;
+  /**
+   * The renewed credential, from the provider: throws `Refusal` (reason) when the provider refuses
+   * the credential itself, `Permanent` when it cannot be asked, any other error as transient.
+   */
+  obtain(latest: S, row: CredentialForRefresh): Promise<S>;
+  /** Whether `a` and `b` are the same credential (a renewal of one may be stored over the other). */
+  same(a: S, b: S): boolean;
+}
+
+/**
+ * How long a renewal lease lasts: the provider's whole answer time and a margin, so the lease of a
+ * live worker never ends while its request is under way; a dead worker's lease ends by itself.
+ */
+const leaseMsOf = (deps: Pick<ActivityDeps, 'providers'>) => deps.providers.timeoutMs + 10_000;
+
+/** The first pause of a worker waiting for another worker's renewal, and the longest. */
+const WAIT_FIRST_MS = 50;
+const WAIT_MAX_MS = 1_000;
+
+/**
+ * Renews the credential of connection `connectionId` once across every worker, never holding a
+ * database connection while the provider answers:
+ * 1. a short transaction under `lockCredentialRefresh` re-reads the stored credential; a fresh one
+ *    (another worker's renewal) is used as it is; a live lease of another worker means waiting
+ *    (re-reading with backoff, bounded: twice the lease) for its stored result; else the lease is
+ *    claimed (a lease past its expiry too: its worker died) and the transaction commits;
+ * 2. the provider is asked with no connection held;
+ * 3. a short compare-and-set stores the answer sealed and ends the lease: only over the credential
+ *    that was renewed (or, re-sealed by a key rotation meanwhile, the same one); new credentials a
+ *    PATCH stored meanwhile win. The old credential stays stored until then, so a crash before the
+ *    store loses nothing that was stored; a refusal marks the connection `needs_reauth`.
+ */
+async function renewWithLease<S>(
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
+  connectionId: string,
+  kind: LeasedRenewal<S>,
+): Promise<{ secret: S } | Refused> {
+  const leaseMs = leaseMsOf(deps);
+  const waitUntil = Date.now() + 2 * leaseMs;
+  let pause = WAIT_FIRST_MS;
+  let waited = false;
+  for (;;) {
+    type Step = { done: { secret: S } | Refused } | { wait: true } | { claimed: { row: CredentialForRefresh; latest: S; lease: string } };
+    const step = await withTransaction(deps.pool, async (tx): Promise<Step> => {
+      await lockCredentialRefresh(tx, connectionId);
+      const row = await findCredentialForRefresh(tx, connectionId);
+      const latest = row ? kind.parse(row) : null;
+      if (!row || !latest) throw new Permanent(kind.gone);
+      if (row.status === 'needs_reauth') return { done: { invalid: kind.needsReauth, deliveries: [] } };
+      if (!kind.due(latest)) return { done: { secret: latest } };
+      if (row.lease_live) return { wait: true };
+      const lease = randomUUID();
+      if (!(await claimCredentialLease(tx, connectionId, lease, leaseMs))) return { wait: true };
+      return { claimed: { row, latest, lease } };
+    });
+    if ('done' in step) return step.done;
+    if ('wait' in step) {
+      if (Date.now() > waitUntil) throw new Transient(`${kind.label}: another worker has been renewing the credential for too long; trying again later`);
+      if (!waited) deps.logger.info({ connection_id: connectionId, kind: kind.label }, 'waiting for the credential renewal of another worker');
+      waited = true;
+      await sleep(pause);
+      pause = Math.min(pause * 2, WAIT_MAX_MS);
+      continue;
+    }
+    return storeRenewal(deps, connectionId, kind, step.claimed);
+  }
+}
+
+/** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
+async function storeRenewal<S>(
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger'>,
+  connectionId: string,
+  kind: LeasedRenewal<S>,
+  { row, latest, lease }: { row: CredentialForRefresh; latest: S; lease: string },
+): Promise<{ secret: S } | Refused> {
+  let next: S;
+  try {
+    next = await kind.obtain(latest, row);
+  } catch (err) {
+    if (err instanceof Refusal) {
+      const reason = `${kind.label}: ${err.message}`;
+      return withTransaction(deps.pool, async (tx) => {
+        const refused = await refuseCredentials(deps, tx, connectionId, row, reason);
+        await releaseCredentialLease(tx, connectionId, lease);
+        return refused;
+      });
+    }
+    // Best effort: an unreleased lease ends by itself.
+    await releaseCredentialLease(deps.pool, connectionId, lease).catch(() => undefined);
+    throw err;
+  }
+  const sealed = sealCredentials(deps.credentials, connectionId, { ...next } as unknown as Record<string, unknown>)!;
+  const stored = await withTransaction(deps.pool, async (tx) => {
+    if (await storeRenewedCredentials(tx, connectionId, row.credentials, sealed, lease)) return true;
+    // Changed meanwhile: re-sealed by a key rotation (the same credential: store over it, the old
+    // refresh token is spent), or replaced by new credentials (they win).
+    const now = await findCredentialForRefresh(tx, connectionId);
+    const same = now ? kind.parse(now) : null;
+    if (now && same && kind.same(same, latest) && (await storeRenewedCredentials(tx, connectionId, now.credentials, sealed, lease))) return true;
+    await releaseCredentialLease(tx, connectionId, lease);
+    return false;
+  });
+  if (!stored) throw new Transient(`${kind.label}: the credentials were replaced while they were renewed; trying again with the new ones`);
+  return { secret: next };
 }
 
 /** A credential whose token the platform obtains itself and caches (sealed) in its envelope. */
@@ -196,9 +314,6 @@ interface CachedToken {
   token: string | null;
   expires_at: string | null;
 }
-
-/** The provider refused the credential itself: the connection needs new credentials. */
-class Refusal extends Error {}
 
 type Deps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>;
 
@@ -284,7 +399,7 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
   // The long-lived secrets, every token and every signed assertion this run held: what errors are redacted with.
   const seen = new Set<string>([...kind.secrets(opened), ...(opened.token ? [opened.token] : [])]);
   const renew = async (held: S, force: boolean): Promise<S> => {
-    const outcome = await renewUnderLock(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
+    const outcome = await renewCachedToken(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
       throw new CredentialsInvalid(outcome.invalid);
@@ -308,12 +423,11 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
 }
 
 /**
- * Obtains a new token in one transaction under the credential's lock: re-reads the stored
- * credential, uses a token another worker stored meanwhile while it is fresh, else obtains one and
- * stores it sealed (compare-and-set). `force`: the token `held` was refused; obtain one unless
- * another worker already replaced it.
+ * Obtains a new token through `renewWithLease`: a token another worker stored meanwhile is used
+ * while it is fresh, else one is obtained and stored sealed. `force`: the token `held` was
+ * refused; obtain one unless another worker already replaced it.
  */
-async function renewUnderLock<S extends CachedToken>(
+async function renewCachedToken<S extends CachedToken>(
   deps: Deps,
   connectionId: string,
   held: S,
@@ -321,38 +435,26 @@ async function renewUnderLock<S extends CachedToken>(
   kind: CachedTokenKind<S>,
   onSecrets: (secrets: string[]) => void,
 ): Promise<{ secret: S } | Refused> {
-  return withTransaction(deps.pool, async (tx): Promise<{ secret: S } | Refused> => {
-    await lockCredentialRefresh(tx, connectionId);
-    const row = await findCredentialForRefresh(tx, connectionId);
-    const latest = row ? kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)) : null;
-    if (!row || !latest) throw new Permanent(`${kind.label}: the connection has no such credentials any more`);
-    if (row.status === 'needs_reauth') {
-      return { invalid: `${kind.label}: the connection needs new credentials (the provider refused them); ${kind.remedy}`, deliveries: [] };
-    }
-    const fresh = !kind.due(latest, Date.now());
-    if (fresh && (latest.token !== held.token || !force)) return { secret: latest };
-    let obtained;
-    try {
-      obtained = await kind.obtain(deps, latest, row);
-    } catch (err) {
-      if (err instanceof Refusal) return refuseCredentials(deps, tx, connectionId, row, `${kind.label}: ${err.message}; ${kind.remedy}`);
-      if (err instanceof Permanent) throw err;
-      throw new Transient(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
-    }
-    onSecrets([obtained.token, ...obtained.secrets]);
-    const next: S = { ...latest, token: obtained.token, expires_at: obtained.expires_at };
-    const sealed = sealCredentials(deps.credentials, connectionId, { ...next } as unknown as Record<string, unknown>)!;
-    if (!(await replaceCredentials(tx, connectionId, row.credentials, sealed))) {
-      // Re-sealed by a key rotation (the same credential: store over it), or replaced by new
-      // credentials (they win).
-      const now = await findCredentialForRefresh(tx, connectionId);
-      const same = now ? kind.parse(openCredentials(deps.credentials, connectionId, now.credentials)) : null;
-      if (!now || !same || !kind.same(same, latest) || !(await replaceCredentials(tx, connectionId, now.credentials, sealed))) {
-        throw new Transient(`${kind.label}: the credentials were replaced while a token was obtained; trying again with the new ones`);
+  return renewWithLease<S>(deps, connectionId, {
+    label: kind.label,
+    parse: (row) => kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)),
+    gone: `${kind.label}: the connection has no such credentials any more`,
+    needsReauth: `${kind.label}: the connection needs new credentials (the provider refused them); ${kind.remedy}`,
+    due: (latest) => kind.due(latest, Date.now()) || (force && latest.token === held.token),
+    async obtain(latest, row) {
+      let obtained;
+      try {
+        obtained = await kind.obtain(deps, latest, row);
+      } catch (err) {
+        if (err instanceof Refusal) throw new Refusal(`${err.message}; ${kind.remedy}`);
+        if (err instanceof Permanent) throw err;
+        throw new Transient(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
       }
-    }
-    deps.logger.info({ connection_id: connectionId, kind: kind.label, expires_at: obtained.expires_at }, kind.obtained);
-    return { secret: next };
+      onSecrets([obtained.token, ...obtained.secrets]);
+      deps.logger.info({ connection_id: connectionId, kind: kind.label, expires_at: obtained.expires_at }, kind.obtained);
+      return { ...latest, token: obtained.token, expires_at: obtained.expires_at };
+    },
+    same: kind.same,
   });
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../db/migrate';
@@ -34,6 +35,24 @@ describe('migrations', () => {
         expect(before).toContain(`${table}.`);
       }
     } finally {
+      await dropDatabase(url);
+    }
+  });
+
+  it('the newest migration goes down and up again cleanly, and its down removes what its up added', async () => {
+    const url = await createEmptyDatabase();
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await migrate(url);
+      const before = await schemaFingerprint(url);
+      const [up, down] = readFileSync(new URL('../db/migrations/0048_credential_refresh_lease.sql', import.meta.url), 'utf8').split('-- Down Migration');
+      await client.connect();
+      await client.query(down!);
+      expect(await schemaFingerprint(url)).not.toContain('credential_lease');
+      await client.query(up!);
+      expect(await schemaFingerprint(url)).toBe(before);
+    } finally {
+      await client.end();
       await dropDatabase(url);
     }
   });

@@ -108,10 +108,10 @@ describe('oauth2 credentials', () => {
     oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
     const first = runTask(db.pool, jobId, tasks[0]!, 'a');
     const second = runTask(secondPool, jobId, tasks[1]!, 'b');
-    // Let the first refresh answer only once the other call waits on the refresh lock.
+    // Let the first refresh answer only once the other call waits for its renewal lease.
     for (;;) {
-      const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
-      if (rows[0]!.n >= 1 || oauth.counts.refresh - before >= 2) break;
+      const waiting = [...first.lines, ...second.lines].some((l) => l.msg === 'waiting for the credential renewal of another worker');
+      if (waiting || oauth.counts.refresh - before >= 2) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     release();
@@ -131,6 +131,26 @@ describe('oauth2 credentials', () => {
     // Never in a log line.
     const logged = JSON.stringify([...first.lines, ...second.lines]);
     for (const s of [conn.grant.access, conn.grant.refresh, stored.access_token, stored.refresh_token, oauth.clientSecret]) expect(logged).not.toContain(s);
+  });
+
+  it('a renewal lease left by a worker that died (past its expiry) is taken over: one refresh, stored, and the lease ends', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    await db.pool.query(
+      `update connections set credential_lease_token = $2, credential_lease_until = now() - interval '1 second' where id = $1`,
+      [conn.id, randomUUID()],
+    );
+    const before = oauth.counts.refresh;
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const run = runTask(db.pool, jobId, tasks[0]!, 'a');
+    const result = await run.result;
+    await endJob(jobId);
+    expect(result.status).toBe('completed');
+    expect(oauth.counts.refresh - before).toBe(1);
+    expect(run.lines.some((l) => l.msg === 'waiting for the credential renewal of another worker')).toBe(false);
+    const stored = await storedSecret(conn.id);
+    expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
+    const lease = await db.pool.query('select 1 from connections where id = $1 and credential_lease_token is null and credential_lease_until is null', [conn.id]);
+    expect(lease.rowCount).toBe(1);
   });
 
   it('a 401 refreshes once and retries once; a token refused again fails the task instead of looping', async () => {
@@ -212,7 +232,7 @@ describe('oauth2 client credentials (the http connector)', () => {
     return id;
   }
 
-  /** Both resources of a job at once on two pools, the token answer held until one waits on the other's lock. */
+  /** Both resources of a job at once on two pools, the token answer held until one waits for the other's renewal lease. */
   async function twoWorkers(connectionId: string) {
     const { jobId, tasks } = await job(connectionId, ['a', 'b']);
     const before = oauth.counts.client;
@@ -224,8 +244,8 @@ describe('oauth2 client credentials (the http connector)', () => {
     let settled = false;
     void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
     for (;;) {
-      const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
-      if (rows[0]!.n >= 1 || oauth.counts.client - before >= 2 || settled) break;
+      const waiting = [...first.lines, ...second.lines].some((l) => l.msg === 'waiting for the credential renewal of another worker');
+      if (waiting || oauth.counts.client - before >= 2 || settled) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     release();

@@ -3,8 +3,10 @@
 // workers (two Worker instances, each with its own Temporal connection and Postgres pool, polling
 // one task queue). An access token that expires at the provider in the middle of a multi-page sync
 // is refreshed once and the job completes with every record; 20 jobs running at once on the two
-// workers refresh each grant exactly once, also when two jobs hold one grant at the same time (a
-// grant belongs to one connection, which runs one full and one incremental job at most); a revoked grant fails its job into needs_reauth with
+// workers refresh each grant exactly once, in worker pools of 5 (a refresh holds no pool connection
+// while the token endpoint answers: a lease, not a transaction, keeps it single), also when two jobs
+// hold one grant at the same time (a grant belongs to one connection, which runs one full and one
+// incremental job at most); a revoked grant fails its job into needs_reauth with
 // the alert and the webhook delivered, and the breaker counts nothing.
 import { randomUUID } from 'node:crypto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -40,9 +42,9 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
   beforeAll(async () => {
     [env, db, oauth] = await Promise.all([createDevServerEnv(), createTestDatabase(), startFakeOAuth()]);
     for (let i = 0; i < 2; i++) {
-      // A refresh holds its transaction (one pool connection) while the token endpoint answers: room
-      // for all 20 held refreshes of the test below on either worker, and the bookkeeping besides.
-      const pool = createPool(db.url, 30);
+      // Small pools: a refresh holds no pool connection while the token endpoint answers, so 20
+      // refreshes held in flight at once fit in pools of 5.
+      const pool = createPool(db.url, 5);
       const connection = await NativeConnection.connect({ address: env.address });
       const made = await createTestWorker({ connection, client: env.client, pool, taskQueue: TASK_QUEUE });
       pools.push(pool);
@@ -171,22 +173,27 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
   it('20 jobs at once on two workers, a full and an incremental job of each of 10 connections: each grant, held by two jobs at once, is refreshed exactly once', async () => {
     oauth.pageCount = 2;
     oauth.pageSize = 5;
-    const conns = [];
+    const conns: { id: string }[] = [];
     for (let i = 0; i < 10; i++) conns.push(await oauthConnection(10)); // within the 300 s margin
     const before = { ...oauth.counts };
-    // Hold the refresh answers until every grant's second job waits on the refresh lock its first holds.
+    // Hold the refresh answers until every grant's second job waits for the renewal lease its first
+    // holds (each worker logs once that it waits), with no database connection held meanwhile.
     let release!: () => void;
     oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
     const jobs = await Promise.all(conns.flatMap((c) => [startJob(c.id, 'full'), startJob(c.id, 'incremental')]));
+    const waitingFor = () => new Set(lines.flat().filter((l) => l.msg === 'waiting for the credential renewal of another worker').map((l) => l.connection_id));
     const waiting = await eventually(async () => {
-      const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`);
-      return rows[0]!.n >= 10 && oauth.counts.refresh - before.refresh >= 10 ? rows[0]!.n : undefined;
-    }, { timeoutMs: 45_000, describe: async () => ({ refreshes: oauth.counts.refresh - before.refresh }) });
+      const n = conns.filter((c) => waitingFor().has(c.id)).length;
+      return n >= 10 && oauth.counts.refresh - before.refresh >= 10 ? n : undefined;
+    }, { timeoutMs: 45_000, describe: async () => ({ refreshes: oauth.counts.refresh - before.refresh, waiting: waitingFor().size }) });
+    const leases = await db.pool.query<{ n: number }>('select count(*)::int as n from connections where id = any($1) and credential_lease_until > now()', [conns.map((c) => c.id)]);
     release();
     const results = await Promise.all(jobs.map((j) => j.handle.result()));
     oauth.refreshGate = null;
 
     expect(waiting).toBe(10);
+    // Ten refreshes under way: ten leases held across the token requests.
+    expect(leases.rows[0]!.n).toBe(10);
     expect(results.map((r) => r.status), JSON.stringify(results.filter((r) => r.status !== 'completed').slice(0, 2))).toEqual(Array(20).fill('completed'));
     expect(oauth.counts.refresh - before.refresh).toBe(10);
     expect(oauth.counts.unauthorized - before.unauthorized).toBe(0);
@@ -195,7 +202,7 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
       const stored = await storedSecret(c.id);
       expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
     }
-    const refused = await db.pool.query(`select 1 from connections where id = any($1) and status <> 'active'`, [conns.map((c) => c.id)]);
+    const refused = await db.pool.query(`select 1 from connections where id = any($1) and (status <> 'active' or credential_lease_token is not null)`, [conns.map((c) => c.id)]);
     expect(refused.rowCount).toBe(0);
     const ran = lines.map((l) => l.filter((line) => jobs.some((j) => line.job_id === j.jobId)).length);
     expect(ran.every((n) => n > 0)).toBe(true);

@@ -441,10 +441,10 @@ export async function countCredentialsToReseal(db: Queryable, activeId: string):
 }
 
 /**
- * Takes the refresh lock of connection `id`'s credential until the transaction ends: one refresh
- * at a time per credential, across every worker. An advisory lock, so the connection row itself
- * stays free for enqueues (`FOR NO KEY UPDATE SKIP LOCKED`) and status changes while the token endpoint
- * answers.
+ * Takes the refresh lock of connection `id`'s credential until the transaction ends: one decision
+ * to renew (claiming the renewal lease) at a time per credential, across every worker. Held only
+ * for that short transaction, never while a provider answers. An advisory lock, so the connection
+ * row itself stays free for enqueues (`FOR NO KEY UPDATE SKIP LOCKED`) and status changes.
  */
 export async function lockCredentialRefresh(tx: PoolClient, id: string): Promise<void> {
   await tx.query(`select pg_advisory_xact_lock(hashtextextended('synctide:credentials:' || $1::text, 0))`, [id]);
@@ -464,17 +464,61 @@ export interface CredentialForRefresh {
   client_id: string | null;
   /** Sealed (bound to the oauth_apps row). */
   client_secret: string | null;
+  /** Whether another worker holds a live renewal lease on the credential. */
+  lease_live: boolean;
 }
 
 /** Connection `id`'s credential and its OAuth app's client (null columns for a `token`), or null. */
 export async function findCredentialForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
   const { rows } = await db.query<CredentialForRefresh>(
-    `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.config, c.oauth_app_id, a.token_url, a.client_id, a.client_secret
+    `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.config, c.oauth_app_id, a.token_url, a.client_id, a.client_secret,
+            coalesce(c.credential_lease_until > now(), false) as lease_live
        from connections c left join oauth_apps a on a.id = c.oauth_app_id
       where c.id = $1`,
     [id],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * Claims the renewal lease of connection `id`'s credential for `leaseMs` under the token `lease`,
+ * when no live lease is held (none, or one past its expiry: its worker died). True when claimed.
+ * Called under `lockCredentialRefresh`, in the transaction that decided to renew.
+ */
+export async function claimCredentialLease(db: Queryable, id: string, lease: string, leaseMs: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update connections set credential_lease_token = $2, credential_lease_until = now() + make_interval(secs => $3::double precision / 1000)
+      where id = $1 and (credential_lease_until is null or credential_lease_until <= now())`,
+    [id, lease, leaseMs],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Stores the renewed credential `sealed` over `stored` (compare and set: only while connection
+ * `id` still holds the credential that was renewed) and ends the lease `lease` when it is still
+ * held. A lease lost meanwhile (expired and claimed by another worker) does not stop the store: the
+ * provider has issued the answer (a rotated refresh token among it), and discarding it could lose
+ * the grant; the other worker's store then finds the credential changed. True when stored.
+ */
+export async function storeRenewedCredentials(db: Queryable, id: string, stored: unknown, sealed: string, lease: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update connections
+        set credentials = to_jsonb($3::text),
+            credential_lease_until = case when credential_lease_token = $4 then null else credential_lease_until end,
+            credential_lease_token = case when credential_lease_token = $4 then null else credential_lease_token end
+      where id = $1 and credentials = $2::jsonb`,
+    [id, JSON.stringify(stored), sealed, lease],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Ends the renewal lease `lease` of connection `id` when it is still held (a renewal that failed). */
+export async function releaseCredentialLease(db: Queryable, id: string, lease: string): Promise<void> {
+  await db.query(
+    'update connections set credential_lease_token = null, credential_lease_until = null where id = $1 and credential_lease_token = $2',
+    [id, lease],
+  );
 }
 
 /**
