@@ -503,8 +503,7 @@ export async function claimCredentialLease(db: Queryable, id: string, lease: str
  */
 export async function storeRenewedCredentials(db: Queryable, id: string, stored: unknown, sealed: string, lease: string): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update connections
-        set credentials = to_jsonb($3::text),
+    `update connections set credentials = to_jsonb($3::text),
             credential_lease_until = case when credential_lease_token = $4 then null else credential_lease_until end,
             credential_lease_token = case when credential_lease_token = $4 then null else credential_lease_token end
       where id = $1 and credentials = $2::jsonb`,
