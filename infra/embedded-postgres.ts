@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { followOutput } from './child-output';
+import { followOutput, stopChild } from './child-process';
 
 /** Options for an embedded Postgres server. */
 export interface EmbeddedPostgresOptions {
@@ -101,13 +101,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     urlFor,
     passwordFile,
     pid: child.pid ?? -1,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGINT');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited, 'SIGINT', 15_000),
   };
 }
 

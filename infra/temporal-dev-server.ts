@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
-import { followOutput } from './child-output';
+import { followOutput, stopChild } from './child-process';
 
 /** Options for the local Temporal dev server (`temporal server start-dev`). */
 export interface DevServerOptions {
@@ -92,12 +92,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     address,
     uiUrl: options.uiPort === undefined ? null : `http://127.0.0.1:${options.uiPort}`,
     pid: child.pid ?? -1,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited, 'SIGTERM', 10_000),
   };
 }

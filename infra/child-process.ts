@@ -1,5 +1,6 @@
-// The output of a child process this process started (Postgres, the Temporal dev server): passed
-// on line by line, with its last lines kept for the error that says why the child did not start.
+// A server this process started as a child (Postgres, the Temporal dev server): its output passed
+// on line by line, with its last lines kept for the error that says why it did not start, and its
+// stop.
 import type { ChildProcess } from 'node:child_process';
 
 /**
@@ -19,4 +20,16 @@ export function followOutput(child: ChildProcess, keep: number, onLog?: (line: s
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
   return tail;
+}
+
+/**
+ * Stops `child` with `signal`, and with SIGKILL if it still runs `graceMs` later; resolves when it
+ * exited (`exited`), at once when it already had.
+ */
+export async function stopChild(child: ChildProcess, exited: Promise<void>, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
