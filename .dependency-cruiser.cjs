@@ -4,7 +4,8 @@
 //   activities → services / db / connectors / policy / temporal
 //   services (what activities share around a provider call) → db / connectors / policy
 //   policy imports nothing with I/O; lib is process plumbing under everything.
-// Entry points (scripts/, bench/, the main.ts of api/ and workers/) may wire anything together.
+// Entry points (scripts/, bench/, the main.ts of api/ and workers/) may wire anything together;
+// processes/ holds the start they share.
 // Type-only imports count too: a type import of a workflow module is still a dependency on it.
 
 /** A folder of the project, as a path regex. */
@@ -55,6 +56,12 @@ module.exports = {
       '^api/(?!main\\.ts$)',
       [dir('commands'), CONTRACT, dir('policy'), dir('lib'), '^infra/readiness\\.ts$'],
       'Routes parse, call a command, present: no SQL, no workflow code, no client calls of their own. The one exception is the process\'s readiness probe (infra/readiness.ts), which /readyz answers as it is.',
+    ),
+    onlyImports(
+      'processes',
+      dir('processes'),
+      [dir('commands'), dir('infra'), dir('lib'), dir('policy')],
+      'The start every serving process shares (the one boot, then the start-up steps of commands): below the entry points that run it, above what it wires.',
     ),
     onlyImports('infra', dir('infra'), [dir('db'), dir('lib'), CONTRACT, dir('policy')], 'Infrastructure: servers, connections, the boot.'),
     onlyImports('client-stands-alone', dir('clients'), [], 'The typed API client is copied into other projects: it imports nothing of the platform (generated types and openapi-fetch only).'),

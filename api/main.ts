@@ -2,7 +2,7 @@
 import { enableDemoConnector } from '../connectors/registry';
 import { loadConfigOrExit, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
 import { listen } from '../lib/http';
-import { runService } from '../scripts/service';
+import { runService } from '../processes/service';
 import { createApp } from './app';
 import { apiSettings, backgroundStarts } from './deps';
 

@@ -9,34 +9,18 @@
 // (default 16) in flight; two alternating rounds, the second is reported.
 import pMap from 'p-map';
 import { Hono } from 'hono';
-import { pino } from 'pino';
-import { createApp } from '../api/app';
 import { listen, type HttpServer } from '../lib/http';
-import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
 import { syncJobWorkflowId } from '../temporal/ids';
-import { BENCH_KEYRING } from './deps';
+import { BENCH_ADMIN_KEY, benchApp } from './api-app';
 import { type BenchStack, msSince, percentile, runBench, table } from './stack';
 
 const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
 const CONCURRENCY = Number(process.env.BENCH_API_CONCURRENCY ?? 16);
-const KEY = 'bench-admin-key-0123456789abcdef';
 
 await runBench('api', `${REQUESTS} requests per route, ${CONCURRENCY} in flight`, main);
 
 async function main(stack: BenchStack) {
-  const registry = createMetricsRegistry();
-  const app = createApp({
-    pool: stack.pool,
-    temporal: stack.client,
-    registry,
-    metrics: createSyncMetrics(registry),
-    logger: pino({ level: 'silent' }),
-    taskQueue: 'bench-api-no-worker',
-    adminApiKey: KEY,
-    credentials: BENCH_KEYRING,
-    maxIntervalSeconds: 86_400,
-    immediateSyncTimeoutMs: 60_000,
-  });
+  const app = benchApp(stack, { taskQueue: 'bench-api-no-worker', immediateSyncTimeoutMs: 60_000 });
   const hello = new Hono().get('/hello', (c) => c.json({ hello: 'world' }));
   const [api, floor] = await Promise.all([listen(app, '127.0.0.1', 0), listen(hello, '127.0.0.1', 0)]);
   try {
@@ -50,7 +34,7 @@ async function main(stack: BenchStack) {
         path: '/sync',
         init: {
           method: 'POST',
-          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${BENCH_ADMIN_KEY}`, 'content-type': 'application/json' },
           body: JSON.stringify({ app_key: appKeys[i], tenant_id: 'bench', mode: 'incremental' }),
         },
         expect: 202,

@@ -13,16 +13,14 @@
 // at once just before. Each slow sync of A reads BENCH_FAIR_A_PAGES (default 50) pages of one
 // record, 200 ms apart (demo latency_ms).
 import pMap from 'p-map';
-import { pino } from 'pino';
-import { createApp } from '../api/app';
 import { createPool, type Pool } from '../db/pool';
 import { listen, type HttpServer } from '../lib/http';
 import { immediateTaskQueue, loadConfig, tenantLimits } from '../lib/config';
-import { createMetricsRegistry, createSyncMetrics } from '../lib/metrics';
 import { JOB_STATUS, JOB_TRIGGER } from '../policy/vocabulary';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from '../workers/create-worker';
-import { BENCH_KEYRING, benchActivityDeps } from './deps';
+import { BENCH_ADMIN_KEY, benchApp } from './api-app';
+import { benchActivityDeps } from './deps';
 import { type BenchStack, cpuMeter, formatCpu, msSince, NO_JITTER, percentile, runBench, runWorker, sleep, synctideBundle, table } from './stack';
 
 const B_IMMEDIATE = Number(process.env.BENCH_FAIR_IMMEDIATE ?? 30);
@@ -31,7 +29,6 @@ const B_SCHEDULED = Number(process.env.BENCH_FAIR_SCHEDULED ?? 30);
 const A_IN_FLIGHT = Number(process.env.BENCH_FAIR_A_IN_FLIGHT ?? 12);
 const A_DUE = Number(process.env.BENCH_FAIR_A_DUE ?? 200);
 const A_PAGES = Number(process.env.BENCH_FAIR_A_PAGES ?? 50);
-const KEY = 'bench-admin-key-0123456789abcdef';
 const TASK_QUEUE = 'bench-fairness';
 /** Configuration as a deployment gets it when it sets nothing: the default limits and slots. */
 const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE });
@@ -80,18 +77,9 @@ async function main(stack: BenchStack) {
       activities,
     }),
   );
-  const registry = createMetricsRegistry();
-  const app = createApp({
-    pool: stack.pool,
-    temporal: stack.client,
-    registry,
-    metrics: createSyncMetrics(registry),
-    logger: pino({ level: 'silent' }),
+  const app = benchApp(stack, {
     taskQueue: TASK_QUEUE,
     immediateTaskQueue: immediateTaskQueue(config),
-    adminApiKey: KEY,
-    credentials: BENCH_KEYRING,
-    maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: config.IMMEDIATE_SYNC_TIMEOUT_SECONDS * 1000,
     tenantLimits: LIMITS,
   });
@@ -152,7 +140,7 @@ async function immediateSync(api: HttpServer, tenant: string, appKey: string): P
   const t = process.hrtime.bigint();
   const res = await fetch(`${api.url}/sync`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${BENCH_ADMIN_KEY}`, 'content-type': 'application/json' },
     body: JSON.stringify({ app_key: appKey, tenant_id: tenant, mode: 'full', immediate: true }),
   });
   const body = await res.text();

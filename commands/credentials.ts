@@ -24,7 +24,7 @@ export interface ResealResult {
 
 /**
  * The start-up step of every process that opens secrets (the API, the worker, `npm start`; run by
- * `runService` in scripts/service.ts): legacy plaintext rows are sealed before it serves or polls (idempotent; safe beside other processes).
+ * `runService` in processes/service.ts): legacy plaintext rows are sealed before it serves or polls (idempotent; safe beside other processes).
  */
 export async function sealPlaintextSecrets(deps: { pool: Pool; credentials: Keyring }, logger: Logger): Promise<void> {
   const { sealed } = await resealSecrets(deps, 'plaintext');

@@ -12,6 +12,7 @@
 // change or disappear between pages (see DemoWorld for the exact semantics).
 import { z } from 'zod';
 import { keyPath } from './config-errors';
+import { encodePageToken, pageTokenBody } from './page-token';
 import {
   Permanent,
   RateLimited,
@@ -386,17 +387,11 @@ const tokenSchema = z.object({
 
 function encodeToken(resource: string, last: Key, page: number): string {
   const body = { r: resource, u: new Date(last.ms).toISOString(), e: last.externalId, p: page };
-  return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
+  return encodePageToken(body);
 }
 
 function decodeToken(token: string, resource: string): { after: Key; page: number } {
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch {
-    body = undefined;
-  }
-  const parsed = tokenSchema.safeParse(body);
+  const parsed = tokenSchema.safeParse(pageTokenBody(token));
   if (!parsed.success) throw new Permanent(`demo connector: invalid page token '${token}'`);
   if (parsed.data.r !== resource) {
     throw new Permanent(`demo connector: page token of resource '${parsed.data.r}' used for '${resource}'`);

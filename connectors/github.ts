@@ -54,7 +54,8 @@ import { createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
-import { GITHUB_RATE_LIMIT_HEADERS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
+import { encodePageToken, pageTokenBody } from './page-token';
+import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
 import {
   type ConnectorError,
   Permanent,
@@ -262,17 +263,11 @@ export function encodeGitHubPageToken(token: GitHubPageToken): string {
   if (token.catchup) body.catchup = true;
   if (token.head) body.head = token.head;
   if (token.first !== undefined) body.first = token.first;
-  return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
+  return encodePageToken(body);
 }
 
 function decodePageToken(token: string, cfg: GitHubConfig): GitHubPageToken {
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch {
-    body = undefined;
-  }
-  const parsed = tokenSchema.safeParse(body);
+  const parsed = tokenSchema.safeParse(pageTokenBody(token));
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
   const { repo, url, validator, catchup, head, first } = parsed.data;
   if (repo >= cfg.repositories.length) {
@@ -474,7 +469,7 @@ export const githubConnector: Connector = {
   },
 
   pageKey(token) {
-    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { repo?: unknown; url?: unknown; catchup?: unknown };
+    const body = pageTokenBody(token) as { repo?: unknown; url?: unknown; catchup?: unknown };
     const page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
     return body.catchup === true ? `${page} (catch-up pass)` : page;
   },
@@ -562,13 +557,7 @@ export const githubConnector: Connector = {
     }
     if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
 
-    let body: unknown;
-    try {
-      body = JSON.parse(answer.text);
-    } catch {
-      // A truncated body or a proxy's HTML page: worth another try.
-      throw new Transient(`github connector: unreadable JSON from GitHub for '${repository}' (${answer.status})`);
-    }
+    const body = jsonBody(answer, `github connector: unreadable JSON from GitHub for '${repository}'`);
     if (!Array.isArray(body) || !body.every(isItem)) {
       throw new Permanent(`github connector: unexpected response for '${repository}' ${resource}: expected an array of items with a number`);
     }
@@ -669,12 +658,7 @@ export const githubConnector: Connector = {
         continue;
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
-      let item: unknown;
-      try {
-        item = JSON.parse(answer.text);
-      } catch {
-        throw new Transient(`github connector: unreadable JSON from GitHub for '${externalId}' (${answer.status})`);
-      }
+      const item = jsonBody(answer, `github connector: unreadable JSON from GitHub for '${externalId}'`);
       if (!isItem(item) || String(item.number) !== number) {
         throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
       }

@@ -32,7 +32,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
-import { GITHUB_RATE_LIMIT_HEADERS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
+import { encodePageToken, pageTokenBody } from './page-token';
+import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, Unauthorized, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';
@@ -252,11 +253,11 @@ interface Token {
 /** The next token of a listing paged by position, and the `since` value its cursor must not pass (a block read once). */
 type PositionNext = Token & { hold?: string };
 
-const encodeToken = (token: Token) => Buffer.from(JSON.stringify(token), 'utf8').toString('base64url');
+const encodeToken = (token: Token) => encodePageToken(token);
 
 function decodeToken(token: string): Token {
   try {
-    const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Token;
+    const body = pageTokenBody(token) as Token;
     const read = body.read;
     const readOk =
       read === undefined ||
@@ -591,13 +592,7 @@ function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<
   });
 }
 
-function jsonOf(answer: { status: number; text: string }, what: string): unknown {
-  try {
-    return JSON.parse(answer.text);
-  } catch {
-    throw new Transient(`http connector: unreadable JSON for ${what} (${answer.status})`);
-  }
-}
+const jsonOf = (answer: { status: number; text: string }, what: string): unknown => jsonBody(answer, `http connector: unreadable JSON for ${what}`);
 
 // ---------------------------------------------------------------------------------------------
 // The connector

@@ -118,6 +118,18 @@ export function cutText(text: string, max = MAX_ERROR_TEXT): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/**
+ * The JSON body of a provider answer. A body that is not JSON (truncated, or a proxy's HTML page) is
+ * `Transient`, worth another try: `unreadable` says whose, and the status follows it.
+ */
+export function jsonBody(answer: { status: number; text: string }, unreadable: string): unknown {
+  try {
+    return JSON.parse(answer.text) as unknown;
+  } catch {
+    throw new Transient(`${unreadable} (${answer.status})`);
+  }
+}
+
 /** Provider text fit for an error message: redacted first, then cut to MAX_ERROR_TEXT. */
 export function providerText(text: string, secrets: readonly string[] = []): string {
   return cutText(redactSecrets(text, secrets));

@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { followOutput, stopChild } from './child-process';
 
 /** Options for an embedded Postgres server. */
 export interface EmbeddedPostgresOptions {
@@ -79,17 +80,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LC_MESSAGES: 'C' },
   });
-  const output: string[] = [];
-  const onData = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (!line) continue;
-      output.push(line);
-      if (output.length > 50) output.shift();
-      options.onLog?.(line);
-    }
-  };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
+  const output = followOutput(child, 50, options.onLog);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const urlFor = (database: string) => `postgres://postgres:${password}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
@@ -110,13 +101,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     urlFor,
     passwordFile,
     pid: child.pid ?? -1,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGINT');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited, 'SIGINT', 15_000),
   };
 }
 

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
+import { followOutput, stopChild } from './child-process';
 
 /** Options for the local Temporal dev server (`temporal server start-dev`). */
 export interface DevServerOptions {
@@ -61,17 +62,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     ...SYNCTIDE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const tail: string[] = [];
-  const onData = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (!line.trim()) continue;
-      tail.push(line);
-      if (tail.length > 30) tail.shift();
-      options.onLog?.(line);
-    }
-  };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
+  const tail = followOutput(child, 30, options.onLog);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const address = `127.0.0.1:${options.port}`;
 
@@ -101,12 +92,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     address,
     uiUrl: options.uiPort === undefined ? null : `http://127.0.0.1:${options.uiPort}`,
     pid: child.pid ?? -1,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited, 'SIGTERM', 10_000),
   };
 }

@@ -12,7 +12,7 @@ import { listen } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
-import { runService } from './service';
+import { runService } from '../processes/service';
 
 // The one-machine quickstart: webhooks may go to receivers on this machine unless told otherwise,
 // and the demo provider is there for the demo connection.

@@ -74,6 +74,16 @@ export async function signalConnectionWorkflow<Args extends unknown[]>(
   });
 }
 
+/** What `call` answers, or false when the workflow it calls on does not exist (never started, or gone). */
+async function falseIfNotFound(call: () => Promise<boolean>): Promise<boolean> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
 /**
  * Sends `signal` to the connection's workflow only while it runs; false when none is running
  * (then nothing was sent and nothing was started).
@@ -84,13 +94,10 @@ export async function signalRunningConnectionWorkflow<Args extends unknown[]>(
   signal: SignalDefinition<Args>,
   ...signalArgs: Args
 ): Promise<boolean> {
-  try {
+  return falseIfNotFound(async () => {
     await connectionHandle(client, connectionId).signal(signal, ...signalArgs);
     return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  });
 }
 
 /**
@@ -99,15 +106,12 @@ export async function signalRunningConnectionWorkflow<Args extends unknown[]>(
  */
 export async function stopConnectionWorkflow(client: Client, connectionId: string): Promise<boolean> {
   const handle = client.workflow.getHandle(connectionWorkflowId(connectionId));
-  try {
+  return falseIfNotFound(async () => {
     const description = await handle.describe();
     if (description.status.name !== 'RUNNING') return false;
     await handle.cancel();
     return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  });
 }
 
 /**
@@ -160,13 +164,10 @@ export async function queryConnectionState(client: Client, connectionId: string,
 
 /** Requests cancellation of a job's `sync-job:` workflow; false when it has none (yet). */
 export async function cancelJobWorkflow(client: Client, jobId: string): Promise<boolean> {
-  try {
+  return falseIfNotFound(async () => {
     await client.workflow.getHandle<SyncJobWorkflow>(syncJobWorkflowId(jobId)).cancel();
     return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  });
 }
 
 /**
@@ -208,13 +209,10 @@ export async function immediateSyncProgress(client: Client, handle: WorkflowHand
 
 /** Requests cancellation of an immediate sync (its activity stops the request in flight); false when it had already closed. */
 export async function cancelImmediateSync(handle: WorkflowHandle<ImmediateSyncWorkflow>): Promise<boolean> {
-  try {
+  return falseIfNotFound(async () => {
     await handle.cancel();
     return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  });
 }
 
 const GRPC_UNIMPLEMENTED = 12;
@@ -261,12 +259,7 @@ export async function listRunningAmong(client: Client, workflowIds: string[]): P
 
 /** Whether the workflow `workflowId` has a running execution (asked of the server, not visibility). */
 export async function isWorkflowRunning(client: Client, workflowId: string): Promise<boolean> {
-  try {
-    return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  return falseIfNotFound(async () => (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING');
 }
 
 /** Requests cancellation of a connection's running workflow (it cancels its job and completes). */

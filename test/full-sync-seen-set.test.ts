@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
+import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog, demoConnectionRows } from './helpers/demo';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
 import type { TestDatabase } from './helpers/database';
@@ -27,18 +27,7 @@ describe('full sync after the seen-set was lost', () => {
     resetDemoFailures();
   });
 
-  let seq = 0;
-  async function connection(config: Record<string, unknown>) {
-    seq += 1;
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, metadata)
-       values ('acme', 'demo', $1, $2, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [`seen-${seq}`, config],
-    );
-    return rows[0]!.id;
-  }
-  const setConfig = (id: string, config: Record<string, unknown>) =>
-    db.pool.query('update connections set config = $2 where id = $1', [id, config]);
+  const { insert: connection, setConfig } = demoConnectionRows(() => db.pool, 'seen');
 
   /** Starts one full job workflow, as the connection workflow's child would. */
   async function startFullJob(connectionId: string) {

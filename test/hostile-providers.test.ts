@@ -3,7 +3,6 @@
 // and NULs, a gzip bomb failing its task, and immediate syncs (one per connection, their own task
 // queue and slots, cancellation reaching a request in flight).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { gzipSync } from 'node:zlib';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
@@ -12,7 +11,7 @@ import { createImmediateWorker } from '../workers/create-worker';
 import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
 import { startTestApi, type TestApi } from './helpers/api';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
-import { closeFakeServers, serve } from './helpers/fake-server';
+import { closeFakeServers, gzipBomb, serve } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -213,19 +212,7 @@ describe('hostile providers and oversized input', () => {
 
   it('a gzip bomb fails its task with a clear error, and the worker RSS stays under the cap + 100 MiB', async () => {
     // ~64 KiB of gzip expanding to 64 MiB, sent 16 times: 1 GiB once decompressed.
-    const member = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-      let sent = 0;
-      const more = () => {
-        while (sent < 16) {
-          sent += 1;
-          if (!res.write(member)) return res.once('drain', more);
-        }
-        res.end();
-      };
-      more();
-    });
+    const fake = await serve(gzipBomb().handler);
     const before = process.memoryUsage().rss;
     let peak = before;
     const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);

@@ -2,7 +2,6 @@
 // and the github connector, with real HTTP servers on 127.0.0.1 only (SSRF, redaction,
 // bounded responses, paging caps, NULs). No Temporal; Postgres only for the pg-error log test.
 import { hostname } from 'node:os';
-import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { githubConnector } from '../connectors/github';
 import { pagesOf } from '../connectors/pages';
@@ -12,7 +11,7 @@ import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { pino } from 'pino';
 import { serializeError } from '../lib/logger';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { closeFakeServers, serve } from './helpers/fake-server';
+import { closeFakeServers, gzipBomb, serve } from './helpers/fake-server';
 
 const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
 /** The opt-in for test servers on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE), otherwise the defaults. */
@@ -177,19 +176,8 @@ describe('redaction of provider text', () => {
 describe('bounded responses', () => {
   it('a gzip bomb fails with a clear error at the byte cap and the RSS stays under cap + 100 MiB', async () => {
     // 64 MiB of one byte compresses to ~64 KiB; sent as 16 gzip members it expands to 1 GiB.
-    const member = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-      let sent = 0;
-      const more = () => {
-        while (sent < 16) {
-          sent += 1;
-          if (!res.write(member)) return res.once('drain', more);
-        }
-        res.end();
-      };
-      more();
-    });
+    const { member, handler } = gzipBomb();
+    const fake = await serve(handler);
     expect(member.length).toBeLessThan(1024 * 1024);
     global.gc?.();
     const before = process.memoryUsage().rss;

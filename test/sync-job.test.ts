@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createDemoWorld, demoConnector, demoFetchLog, resetDemoFailures, resetDemoFetchLog } from './helpers/demo';
+import { createDemoWorld, demoConnector, demoFetchLog, resetDemoFailures, resetDemoFetchLog, demoConnectionRows } from './helpers/demo';
 import { registerConnector } from '../connectors/registry';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
@@ -36,18 +36,7 @@ describe('sync jobs', () => {
     resetDemoFailures();
   });
 
-  let seq = 0;
-  async function connection(config: Record<string, unknown>) {
-    seq += 1;
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, metadata)
-       values ('acme', 'demo', $1, $2, '{"sync": {"interval_seconds": 3600}}') returning id`,
-      [`jobs-${seq}`, config],
-    );
-    return rows[0]!.id;
-  }
-  const setConfig = (id: string, config: Record<string, unknown>) =>
-    db.pool.query('update connections set config = $2 where id = $1', [id, config]);
+  const { insert: connection, setConfig } = demoConnectionRows(() => db.pool, 'jobs');
 
   async function newJob(connectionId: string, jobType: 'incremental' | 'full') {
     const jobId = randomUUID();

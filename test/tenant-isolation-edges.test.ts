@@ -4,16 +4,10 @@
 // client address; a write-only key's PATCH answer leaves out the config; a refused cross-tenant
 // call is audited so the targeted tenant sees it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
+import { callApi, startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
 
 const TASK_QUEUE = 'tenant-isolation-edges';
-
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
 
 describe('tenant isolation edges', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);
@@ -26,19 +20,7 @@ describe('tenant isolation edges', () => {
     await api?.server.close();
   });
 
-  async function call(key: string, method: string, path: string, body?: unknown, url = api.server.url): Promise<Answer> {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { status: res.status, body: parsed, text };
-  }
+  const call = (key: string, method: string, path: string, body?: unknown, url = api.server.url) => callApi(url, key, method, path, body);
   const admin = (method: string, path: string, body?: unknown) => call(TEST_API_KEY, method, path, body);
   const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
 

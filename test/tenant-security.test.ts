@@ -5,7 +5,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
+import { callApi, startTestApi, TEST_API_KEY, type ApiAnswer, type TestApi } from './helpers/api';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { capturingLogger } from './helpers/logs';
@@ -22,11 +22,6 @@ const APP_KEY = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncod
 /** Lines of the GitHub App's private key: what a leaked key shows wherever it went, its newlines escaped or not. */
 const APP_KEY_LINES = APP_KEY.privateKey.split('\n').filter((line) => line.length === 64);
 
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
 
 describe('tenant security', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);
@@ -53,19 +48,10 @@ describe('tenant security', () => {
   });
 
   /** One call with `key` as the bearer token. */
-  async function call(key: string, method: string, path: string, body?: unknown): Promise<Answer> {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${api.server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    answers.push(text);
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { status: res.status, body: parsed, text };
+  async function call(key: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+    const answer = await callApi(api.server.url, key, method, path, body);
+    answers.push(answer.text);
+    return answer;
   }
   const admin = (method: string, path: string, body?: unknown) => call(TEST_API_KEY, method, path, body);
   const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
@@ -76,7 +62,7 @@ describe('tenant security', () => {
     return res.body.secret;
   }
 
-  async function created(res: Promise<Answer>, status = 201): Promise<any> {
+  async function created(res: Promise<ApiAnswer>, status = 201): Promise<any> {
     const answer = await res;
     expect(answer.status, answer.text).toBe(status);
     return answer.body;
@@ -286,7 +272,7 @@ describe('tenant security', () => {
       });
     const window = { start: '2020-01-01T00:00:00Z', end: '2020-01-02T00:00:00Z' };
     /** Every tenant route: how to call it on world `w`, and what success is. */
-    const routes: { name: string; ok: number; call: (key: string, w: World, n: number) => Promise<Answer>; settle?: () => Promise<unknown> }[] = [
+    const routes: { name: string; ok: number; call: (key: string, w: World, n: number) => Promise<ApiAnswer>; settle?: () => Promise<unknown> }[] = [
       { name: 'POST /connections', ok: 201, call: (k, w, n) => call(k, 'POST', '/connections', { tenant_id: w.tenant, app_key: `${w.tag}-new-${n}`, provider: 'demo' }) },
       { name: 'GET /connections?tenant_id', ok: 200, call: (k, w) => call(k, 'GET', `/connections?tenant_id=${w.tenant}`) },
       { name: 'GET /connections/:id', ok: 200, call: (k, w) => call(k, 'GET', `/connections/${w.conn}`) },

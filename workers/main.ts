@@ -5,7 +5,7 @@
 // from the moment shutdown begins: readiness).
 import { Hono } from 'hono';
 import { enableDemoConnector } from '../connectors/registry';
-import { runService } from '../scripts/service';
+import { runService } from '../processes/service';
 import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';

@@ -80,43 +80,53 @@ export function webhookEventSchema(type: WebhookEventType) {
   });
 }
 
+const EXAMPLE_JOB_ID = '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a';
+const EXAMPLE_CONNECTION_ID = '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10';
+
+type JobEventData = WebhookEventData['sync.completed'];
+
+/** An example `data` of a `sync.*` event: the job's id, connection and cursor are the same in each. */
+function jobEventExample(
+  job: Pick<JobEventData['job'], 'job_type' | 'trigger' | 'status' | 'finished_at'>,
+  counts: JobEventData['counts'],
+  error: string | null,
+): JobEventData {
+  return {
+    job: {
+      id: EXAMPLE_JOB_ID, connection_id: EXAMPLE_CONNECTION_ID, job_type: job.job_type, trigger: job.trigger,
+      status: job.status, started_at: '2025-01-01T12:00:00.000Z', finished_at: job.finished_at,
+    },
+    counts,
+    error,
+    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
+  };
+}
+
 /** An example `data` of each event type. */
 export const WEBHOOK_EVENT_EXAMPLES: WebhookEventData = {
-  'sync.completed': {
-    job: {
-      id: '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a', connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', job_type: 'incremental', trigger: 'schedule',
-      status: 'completed', started_at: '2025-01-01T12:00:00.000Z', finished_at: '2025-01-01T12:00:42.000Z',
-    },
-    counts: { added: 12, updated: 3, deleted: 0, unchanged: 985 },
-    error: null,
-    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
-  },
-  'sync.failed': {
-    job: {
-      id: '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a', connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', job_type: 'full', trigger: 'api',
-      status: 'failed', started_at: '2025-01-01T12:00:00.000Z', finished_at: '2025-01-01T12:31:05.000Z',
-    },
-    counts: { added: 0, updated: 0, deleted: 0, unchanged: 400 },
-    error: 'issues: the provider answered 500',
-    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
-  },
-  'sync.cancelled': {
-    job: {
-      id: '6f1c0a52-2f1e-4b8e-9a57-0d7f6c1e9b3a', connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', job_type: 'incremental', trigger: 'api',
-      status: 'cancelled', started_at: '2025-01-01T12:00:00.000Z', finished_at: '2025-01-01T12:00:07.000Z',
-    },
-    counts: { added: 5, updated: 0, deleted: 0, unchanged: 0 },
-    error: 'cancelled over the API',
-    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
-  },
+  'sync.completed': jobEventExample(
+    { job_type: 'incremental', trigger: 'schedule', status: 'completed', finished_at: '2025-01-01T12:00:42.000Z' },
+    { added: 12, updated: 3, deleted: 0, unchanged: 985 },
+    null,
+  ),
+  'sync.failed': jobEventExample(
+    { job_type: 'full', trigger: 'api', status: 'failed', finished_at: '2025-01-01T12:31:05.000Z' },
+    { added: 0, updated: 0, deleted: 0, unchanged: 400 },
+    'issues: the provider answered 500',
+  ),
+  'sync.cancelled': jobEventExample(
+    { job_type: 'incremental', trigger: 'api', status: 'cancelled', finished_at: '2025-01-01T12:00:07.000Z' },
+    { added: 5, updated: 0, deleted: 0, unchanged: 0 },
+    'cancelled over the API',
+  ),
   'connection.breaker_opened': {
-    connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', provider_slug: 'github', consecutive_failures: 5,
+    connection_id: EXAMPLE_CONNECTION_ID, provider_slug: 'github', consecutive_failures: 5,
     paused_until: '2025-01-01T13:00:00.000Z', last_error: 'the provider answered 502',
   },
-  'connection.breaker_closed': { connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', closed_at: '2025-01-01T13:01:12.000Z' },
-  'connection.disabled': { connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10', disabled_at: '2025-01-01T12:00:00.000Z' },
+  'connection.breaker_closed': { connection_id: EXAMPLE_CONNECTION_ID, closed_at: '2025-01-01T13:01:12.000Z' },
+  'connection.disabled': { connection_id: EXAMPLE_CONNECTION_ID, disabled_at: '2025-01-01T12:00:00.000Z' },
   'connection.credentials_invalid': {
-    connection_id: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10',
+    connection_id: EXAMPLE_CONNECTION_ID,
     provider_slug: 'github',
     reason: 'oauth2: the provider refused the grant (invalid_grant); reconnect the connection or PATCH its credentials',
     at: '2025-01-01T12:00:00.000Z',

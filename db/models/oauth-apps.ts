@@ -1,6 +1,7 @@
 // SQL of `oauth_apps`: a tenant's OAuth clients. The client secret is sealed (bound to the row);
 // rows as the API shows them never carry it, only `findOAuthAppClient` (for a token request) does.
 import type { Queryable } from '../queryable';
+import { sealedTextColumn } from '../sealed-text';
 
 /** An OAuth app as the API shows it: never its client secret. */
 export interface OAuthAppRow {
@@ -107,28 +108,13 @@ export async function deleteOAuthApp(db: Queryable, id: string): Promise<'delete
   return rows[0]!.outcome;
 }
 
-/** The next `limit` apps after `afterId` whose client secret is not sealed under key `activeId` (with null: not sealed at all). */
-export async function listClientSecretsToReseal(db: Queryable, activeId: string | null, afterId: string, limit: number): Promise<{ id: string; stored: string }[]> {
-  const { rows } = await db.query<{ id: string; stored: string }>(
-    `select id, client_secret as stored from oauth_apps
-      where id > $2 and not starts_with(client_secret, 'enc:v1:' || coalesce($1::text || ':', ''))
-      order by id limit $3`,
-    [activeId, afterId, limit],
-  );
-  return rows;
-}
+const sealedColumn = sealedTextColumn('oauth_apps', 'client_secret');
 
-/** Replaces app `id`'s client secret with `sealed` if it still is `stored` (compare-and-set). */
-export async function replaceClientSecret(db: Queryable, id: string, stored: string, sealed: string): Promise<boolean> {
-  const { rowCount } = await db.query('update oauth_apps set client_secret = $3 where id = $1 and client_secret = $2', [id, stored, sealed]);
-  return (rowCount ?? 0) > 0;
-}
+/** The next `limit` apps after `afterId` whose client secret is not sealed under key `activeId` (with null: not sealed at all). */
+export const listClientSecretsToReseal = sealedColumn.listToReseal;
+
+/** Replaces app `id`'s client secret with `sealed` only if it still is `stored` (compare and set). */
+export const replaceClientSecret = sealedColumn.replace;
 
 /** How many apps have a client secret not sealed under key `activeId`. */
-export async function countClientSecretsToReseal(db: Queryable, activeId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `select count(*)::int as n from oauth_apps where not starts_with(client_secret, 'enc:v1:' || $1 || ':')`,
-    [activeId],
-  );
-  return rows[0]!.n;
-}
+export const countClientSecretsToReseal = sealedColumn.countToReseal;

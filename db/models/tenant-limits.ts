@@ -75,6 +75,12 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
 /** Tenant `$1`'s connections as its limit counts them: those being purged left out. */
 const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenant_id = $1
     and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`;
+/** Tenant `$1`'s webhooks. */
+const COUNT_WEBHOOKS = 'select count(*)::int from webhooks where tenant_id = $1';
+/** Tenant `$1`'s immediate syncs still counted at `$2` (their lease not expired). */
+const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2';
+/** Tenant `$1`'s running jobs. */
+const COUNT_RUNNING_JOBS = `select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}`;
 
 /** What a tenant holds now, for the limits that count rows. */
 export interface TenantUsage {
@@ -90,9 +96,9 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
   const { rows } = await db.query<TenantUsage>(
     `select
        (${COUNT_CONNECTIONS}) as connections,
-       (select count(*)::int from webhooks where tenant_id = $1) as webhooks,
-       (select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2) as immediate_syncs,
-       (select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}) as running_jobs,
+       (${COUNT_WEBHOOKS}) as webhooks,
+       (${COUNT_IMMEDIATE_SYNCS}) as immediate_syncs,
+       (${COUNT_RUNNING_JOBS}) as running_jobs,
        (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour`,
     [tenantId, at],
   );
@@ -107,7 +113,7 @@ export async function countConnections(db: Queryable, tenantId: string): Promise
 
 /** A tenant's webhooks. */
 export async function countWebhooks(db: Queryable, tenantId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('select count(*)::int as n from webhooks where tenant_id = $1', [tenantId]);
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_WEBHOOKS}) as n`, [tenantId]);
   return rows[0]!.n;
 }
 
@@ -117,7 +123,7 @@ export async function countWebhooks(db: Queryable, tenantId: string): Promise<nu
  */
 export async function runningJobsAndOverride(db: Queryable, tenantId: string, exceptJobId: string): Promise<{ running: number; max_running_jobs: number | null }> {
   const { rows } = await db.query<{ running: number; max_running_jobs: number | null }>(
-    `select (select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running} and id <> $2) as running,
+    `select (${COUNT_RUNNING_JOBS} and id <> $2) as running,
             (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
     [tenantId, exceptJobId],
   );
@@ -126,10 +132,7 @@ export async function runningJobsAndOverride(db: Queryable, tenantId: string, ex
 
 /** A tenant's immediate syncs still counted at `at` (their lease not expired). */
 export async function countImmediateSyncs(db: Queryable, tenantId: string, at: Date): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    'select count(*)::int as n from immediate_sync_leases where tenant_id = $1 and expires_at > $2',
-    [tenantId, at],
-  );
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_IMMEDIATE_SYNCS}) as n`, [tenantId, at]);
   return rows[0]!.n;
 }
 

@@ -3,6 +3,7 @@
 import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
 import type { JobEventFacts, WebhookEvent } from '../../policy/webhook-events';
 import type { Queryable } from '../queryable';
+import { sealedTextColumn } from '../sealed-text';
 import { DELIVERY } from '../sql';
 
 /** A webhook as listed: never its secret. */
@@ -224,31 +225,16 @@ export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: n
   return rowCount ?? 0;
 }
 
+const sealedColumn = sealedTextColumn('webhooks', 'secret');
+
 /** The next `limit` webhooks after `afterId` whose secret is not sealed under key `activeId` (legacy plaintext, or another key). */
-export async function listSecretsToReseal(db: Queryable, activeId: string | null, afterId: string, limit: number): Promise<{ id: string; stored: string }[]> {
-  const { rows } = await db.query<{ id: string; stored: string }>(
-    `select id, secret as stored from webhooks
-      where id > $2 and not starts_with(secret, 'enc:v1:' || coalesce($1::text || ':', ''))
-      order by id limit $3`,
-    [activeId, afterId, limit],
-  );
-  return rows;
-}
+export const listSecretsToReseal = sealedColumn.listToReseal;
 
 /** Replaces webhook `id`'s secret with `sealed` only if it still is `stored` (compare and set). */
-export async function replaceSecret(db: Queryable, id: string, stored: string, sealed: string): Promise<boolean> {
-  const { rowCount } = await db.query('update webhooks set secret = $3 where id = $1 and secret = $2', [id, stored, sealed]);
-  return (rowCount ?? 0) > 0;
-}
+export const replaceSecret = sealedColumn.replace;
 
 /** How many webhooks have a secret not sealed under key `activeId`. */
-export async function countSecretsToReseal(db: Queryable, activeId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `select count(*)::int as n from webhooks where not starts_with(secret, 'enc:v1:' || $1 || ':')`,
-    [activeId],
-  );
-  return rows[0]!.n;
-}
+export const countSecretsToReseal = sealedColumn.countToReseal;
 
 /** How many deliveries are pending, and the age in seconds of the oldest (0 when none). */
 export async function findWebhookBacklog(db: Queryable): Promise<{ pending: number; oldestSeconds: number }> {

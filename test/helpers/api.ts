@@ -8,6 +8,28 @@ import type { WorkerStack } from './stack';
 /** The admin key of test APIs. */
 export const TEST_API_KEY = 'test-admin-key-0123456789abcdef';
 
+/** An answer of the API: its status, its body parsed as JSON (the text when it is not JSON), and the text. */
+export interface ApiAnswer {
+  status: number;
+  body: any;
+  text: string;
+}
+
+/** One call of the API at `url` with `key` as the bearer token (and `body`, if any, as JSON). */
+export async function callApi(url: string, key: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body: parsed, text };
+}
+
 /** An API in front of a worker stack, listening on 127.0.0.1, with a caller that sends the admin key. */
 export interface TestApi {
   server: HttpServer;
@@ -34,17 +56,8 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
   return {
     server,
     async call(method, path, body) {
-      const headers: Record<string, string> = { authorization: `Bearer ${TEST_API_KEY}` };
-      if (body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {
-        // not JSON
-      }
-      return { status: res.status, body: parsed };
+      const answer = await callApi(server.url, TEST_API_KEY, method, path, body);
+      return { status: answer.status, body: answer.text === '' ? null : answer.body };
     },
   };
 }

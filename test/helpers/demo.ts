@@ -2,6 +2,7 @@
 // fetch log, with its worlds, log and failure counters under the names the tests use.
 import { createDemoConnector, type DemoWorld } from '../../connectors/demo';
 import type { ConnectorRecord } from '../../connectors/types';
+import type { Pool } from '../../db/pool';
 
 /** The registered demo connector of this test file's process. */
 export const demoConnector = createDemoConnector();
@@ -19,3 +20,23 @@ export const recordDemoFetches = (on: boolean, limit?: number): void => demoConn
 /** `demoRecords` with this connector's worlds. */
 export const demoRecords = (config: Record<string, unknown>, resource: string, since: Date | null = null, until: Date | null = null): ConnectorRecord[] =>
   demoConnector.records(config, resource, since, until);
+
+/**
+ * Demo connections of tenant `acme` written straight to the database of `pool()` (app keys
+ * `<prefix>-1`, `<prefix>-2`, …, an hourly schedule), and a connection's config replaced in place.
+ */
+export function demoConnectionRows(pool: () => Pool, prefix: string) {
+  let seq = 0;
+  return {
+    async insert(config: Record<string, unknown>): Promise<string> {
+      seq += 1;
+      const { rows } = await pool().query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, config, metadata)
+         values ('acme', 'demo', $1, $2, '{"sync": {"interval_seconds": 3600}}') returning id`,
+        [`${prefix}-${seq}`, config],
+      );
+      return rows[0]!.id;
+    },
+    setConfig: (id: string, config: Record<string, unknown>) => pool().query('update connections set config = $2 where id = $1', [id, config]),
+  };
+}

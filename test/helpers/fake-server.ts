@@ -3,6 +3,7 @@
 // receiver of the suite is built on `serve`.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 
 /** What a fake server keeps of a request it received. */
 export interface FakeRequest {
@@ -28,6 +29,27 @@ export interface FakeServer {
 
 /** Answers one request; `fake` is the server answering it. */
 export type FakeHandler = (req: IncomingMessage, res: ServerResponse, fake: FakeServer) => void;
+
+/**
+ * A gzip bomb: 64 MiB of one byte compresses to one gzip member of ~64 KiB (`member`); `handler`
+ * answers it 16 times as one JSON body, 1 GiB once decompressed.
+ */
+export function gzipBomb(): { member: Buffer; handler: FakeHandler } {
+  const member = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+  const handler: FakeHandler = (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    let sent = 0;
+    const more = () => {
+      while (sent < 16) {
+        sent += 1;
+        if (!res.write(member)) return res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  };
+  return { member, handler };
+}
 
 const open = new Set<FakeServer>();
 
