@@ -136,7 +136,7 @@ export const envSchema = z
       .default(250),
     // A workflow bundle built by `npm run build:workflows`; unset, the worker bundles at start.
     WORKFLOW_BUNDLE_PATH: optionalString.pipe(
-      z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build:workflows -- <file>`').optional(),
+      z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build` or `npm run build:workflows -- <file>`').optional(),
     ),
 
     SCHEDULER_TICK_SECONDS: positiveInt(60),
