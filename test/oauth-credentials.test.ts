@@ -21,6 +21,7 @@ import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { capturingLogger } from './helpers/logs';
 
 let db: TestDatabase;
@@ -60,11 +61,7 @@ async function oauthConnection(expiresInSeconds: number): Promise<{ id: string; 
   const id = randomUUID();
   const grant = oauth.grant();
   const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + expiresInSeconds * 1000).toISOString(), scopes: ['read'] };
-  await db.pool.query(
-    `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, credential_kind, oauth_app_id)
-     values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text), 'oauth2', $5)`,
-    [id, `c-${id.slice(0, 8)}`, config(), sealCredentials(TEST_KEYRING, id, secret), appId],
-  );
+  await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `c-${id.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, id, secret)! });
   return { id, appId, grant };
 }
 
@@ -94,9 +91,9 @@ function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string
 }
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
-  const { rows } = await db.pool.query<{ credentials: string }>('select credentials from connections where id = $1', [connectionId]);
-  expect(isEnvelope(rows[0]!.credentials)).toBe(true);
-  return JSON.parse(open(TEST_KEYRING, { table: 'connections', id: connectionId }, rows[0]!.credentials)) as Record<string, unknown>;
+  const stored = (await storedCredentials(db.pool, connectionId))!;
+  expect(isEnvelope(stored.credentials)).toBe(true);
+  return JSON.parse(open(TEST_KEYRING, { table: 'connections', id: stored.boundTo }, stored.credentials as string)) as Record<string, unknown>;
 }
 
 describe('oauth2 credentials', () => {
@@ -136,7 +133,7 @@ describe('oauth2 credentials', () => {
   it('a renewal lease left by a worker that died (past its expiry) is taken over: one refresh, stored, and the lease ends', async () => {
     const conn = await oauthConnection(10); // within the 300 s margin
     await db.pool.query(
-      `update connections set credential_lease_token = $2, credential_lease_until = now() - interval '1 second' where id = $1`,
+      `update oauth_grants set credential_lease_token = $2, credential_lease_until = now() - interval '1 second' where id = $1`,
       [conn.id, randomUUID()],
     );
     const before = oauth.counts.refresh;
@@ -149,7 +146,7 @@ describe('oauth2 credentials', () => {
     expect(run.lines.some((l) => l.msg === 'waiting for the credential renewal of another worker')).toBe(false);
     const stored = await storedSecret(conn.id);
     expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
-    const lease = await db.pool.query('select 1 from connections where id = $1 and credential_lease_token is null and credential_lease_until is null', [conn.id]);
+    const lease = await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_token is null and credential_lease_until is null', [conn.id]);
     expect(lease.rowCount).toBe(1);
   });
 
@@ -380,7 +377,7 @@ describe('the connect flow through the API', () => {
     expect(replay.body.error.message).toMatch(/state/);
 
     const row = await db.pool.query<{ credentials: string; credential_kind: string; oauth_app_id: string }>(
-      'select credentials, credential_kind, oauth_app_id from connections where id = $1', [id]);
+      'select g.credentials, c.credential_kind, c.oauth_app_id from connections c join oauth_grants g on g.id = c.oauth_grant_id where c.id = $1', [id]);
     expect(row.rows[0]!.credential_kind).toBe('oauth2');
     expect(row.rows[0]!.oauth_app_id).toBe(created.body.id);
     const secret = await storedSecret(id);
