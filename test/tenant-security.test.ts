@@ -185,7 +185,12 @@ describe('tenant security', () => {
     expect(dump).toContain(gh.id);
     expect(dump).toContain('enc:v1:default:');
     for (const secret of secrets) expect(dump, 'a secret in the database').not.toContain(secret);
-    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id, ghApp.id, httpClient.id]]);
+    // An oauth2 connection's credentials are its grant's (`oauth_grants`).
+    const stored = await q<{ credentials: unknown }>(
+      `select case when c.oauth_grant_id is null then c.credentials else g.credentials end as credentials
+         from connections c left join oauth_grants g on g.id = c.oauth_grant_id where c.id = any($1)`,
+      [[gh.id, demo.id, ghOAuth.id, ghApp.id, httpClient.id]],
+    );
     expect(stored).toHaveLength(5);
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
     const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
