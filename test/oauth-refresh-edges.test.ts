@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { updateConnection } from '../commands/connections';
 import { createWebhook } from '../commands/webhooks';
 import type { CommandDeps } from '../commands/deps';
 import { insertJob } from '../db/models/jobs';
@@ -21,7 +22,7 @@ import { open, seal, sealCredentials } from '../lib/credentials';
 import { ensureJobWorkflow } from '../temporal/client';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING } from './helpers/deps';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { receiver } from './helpers/fake-server';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
@@ -87,10 +88,20 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
       pagination: { type: 'page_number', param: 'page', max_reads: 1 },
       resources: Object.fromEntries(resources.map((r) => [r, { path: '/pages', params: { of: r }, id: 'id', updated_at: 'updated_at' }])),
     };
-    await insertOAuthConnection(db.pool, {
-      id, tenantId: 'acme', appKey: `edges-${id.slice(0, 8)}`, config, appId, metadata: { sync: { interval_seconds: 3600 } },
-      ...(shareGrantOf ? { grantId: shareGrantOf } : { sealed: sealCredentials(TEST_KEYRING, id, secret)! }),
-    });
+    if (shareGrantOf) {
+      // As PATCH /connections/:id {"credentials": {"kind": "oauth2", "grant_from_connection": …}} does it.
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, metadata) values ($1, 'acme', 'http', $2, $3, '{"sync": {"interval_seconds": 3600}}')`,
+        [id, `edges-${id.slice(0, 8)}`, config],
+      );
+      const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+      const row = await updateConnection(commandDeps, id, { credentials: { kind: 'oauth2', grant_from_connection: shareGrantOf } });
+      expect([row.credential_kind, row.has_credentials, row.oauth_grant_id]).toEqual(['oauth2', true, shareGrantOf]);
+    } else {
+      await insertOAuthConnection(db.pool, {
+        id, tenantId: 'acme', appKey: `edges-${id.slice(0, 8)}`, config, appId, metadata: { sync: { interval_seconds: 3600 } }, sealed: sealCredentials(TEST_KEYRING, id, secret)!,
+      });
+    }
     return { id, grant };
   }
 

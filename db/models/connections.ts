@@ -553,18 +553,19 @@ export async function replaceGrant(db: Queryable, id: string, sealed: string): P
 }
 
 /**
- * Makes grant `grantId` (of app `appId`) connection `id`'s `oauth2` credential, and with it every
- * connection of the grant that needs reauthorization `active` again (new credentials arrived).
+ * Makes grant `grantId` (of app `appId`) connection `id`'s `oauth2` credential, and (`resume`, the
+ * default: new credentials arrived) every connection of the grant that needs reauthorization
+ * `active` again.
  * The connection's own credentials are removed; a grant it leaves that no connection names any
  * more is deleted (a trigger). The connections of the grant (for their alerts), or [] when there
  * is no connection `id`.
  */
-export async function attachGrant(db: Queryable, id: string, grantId: string, appId: string): Promise<string[]> {
+export async function attachGrant(db: Queryable, id: string, grantId: string, appId: string, opts: { resume: boolean } = { resume: true }): Promise<string[]> {
   const { rowCount } = await db.query(
     `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2 where id = $1`,
     [id, grantId, appId],
   );
-  if (!rowCount) return [];
+  if (!rowCount || !opts.resume) return rowCount ? [id] : [];
   const { rows } = await db.query<{ id: string }>(
     `update connections set status = case when status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else status end
       where oauth_grant_id = $1 returning id`,
