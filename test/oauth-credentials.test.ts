@@ -402,6 +402,50 @@ describe('the connect flow through the API', () => {
     // An app in use cannot be deleted.
     expect((await call('DELETE', `/oauth-apps/${created.body.id}`)).status).toBe(409);
   });
+  it('a refused shared grant: a connect flow on any of its connections replaces the grant for all of them, which are all active again with their alerts resolved', async () => {
+    const redirect = `${server.url}/oauth/callback`;
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: 'fake-shared', client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: redirect, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    const owner = randomUUID();
+    const grant = oauth.grant();
+    const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 10_000).toISOString(), scopes: ['read'] };
+    await insertOAuthConnection(db.pool, { id: owner, tenantId: 'acme', appKey: 'shared-owner', config: config(), appId: created.body.id, sealed: sealCredentials(TEST_KEYRING, owner, secret)! });
+    const sharer = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', 'shared-sharer', $2)`, [sharer, config()]);
+    const shared = await call('PATCH', `/connections/${sharer}`, { credentials: { kind: 'oauth2', grant_from_connection: owner } });
+    expect([shared.status, shared.body.credential_kind, shared.body.has_credentials]).toEqual([200, 'oauth2', true]);
+
+    // Revoked at the provider: a task of the sharer refreshes, is refused, and both need reauthorization.
+    oauth.refreshTokens.delete(grant.refresh);
+    const refused = await job(sharer, ['a']);
+    await expect(runTask(db.pool, refused.jobId, refused.tasks[0]!, 'a').result).rejects.toThrow(/invalid_grant/);
+    await endJob(refused.jobId);
+    const statuses = async () => (await db.pool.query<{ status: string }>('select status from connections where id = any($1) order by app_key', [[owner, sharer]])).rows.map((r) => r.status);
+    expect(await statuses()).toEqual(['needs_reauth', 'needs_reauth']);
+    const open = async () => (await db.pool.query(`select 1 from alerts where connection_id = any($1) and category = 'connection_credentials_invalid' and resolved_at is null`, [[owner, sharer]])).rowCount;
+    expect(await open()).toBe(2);
+
+    // The connect flow on the sharer: the grant (the same row) gets the new tokens, for both.
+    const start = await call('POST', `/connections/${sharer}/oauth/authorize`, { oauth_app_id: created.body.id });
+    expect(start.status).toBe(200);
+    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+    const done = await call('GET', `${back.pathname}${back.search}`, undefined, null);
+    expect(done.status, done.text).toBe(200);
+    expect(await statuses()).toEqual(['active', 'active']);
+    expect(await open()).toBe(0);
+    const grants = await db.pool.query<{ oauth_grant_id: string }>('select oauth_grant_id from connections where id = any($1)', [[owner, sharer]]);
+    expect(grants.rows.map((r) => r.oauth_grant_id)).toEqual([owner, owner]);
+    const renewed = await storedSecret(owner);
+    expect(oauth.refreshTokens.has(renewed.refresh_token as string)).toBe(true);
+    const again = await job(owner, ['a']);
+    const result = await runTask(db.pool, again.jobId, again.tasks[0]!, 'a').result;
+    await endJob(again.jobId);
+    expect(result).toMatchObject({ status: 'completed' });
+  });
 });
 
 describe('what errors are redacted with', () => {
