@@ -17,7 +17,7 @@ import { sealCredentials } from '../lib/credentials';
 import { recordJobEnded } from '../lib/metrics';
 import { sharedGrantOf } from '../policy/oauth';
 import { parseSchedule, type Schedule, type ScheduleFields } from '../policy/schedule';
-import type { ConnectionStatus } from '../policy/vocabulary';
+import { CONNECTION_STATUS, type ConnectionStatus } from '../policy/vocabulary';
 import {
   cancelJobWorkflow,
   ensureConnectionWorkflow,
@@ -307,14 +307,18 @@ function sharedGrantSource(credentials: Record<string, unknown> | null | undefin
 /**
  * Makes connection `row` share the OAuth 2 grant of connection `sourceId`, in the caller's
  * transaction: a source of another tenant (or none) is refused as not found, like every id of
- * another tenant; one holding no oauth2 grant with `grant_source_not_oauth2`. Sharing is not new
- * credentials: it ends no `needs_reauth` (a refused grant stays refused for all who share it).
+ * another tenant; one holding no oauth2 grant with `grant_source_not_oauth2`; a grant the
+ * provider refused (its connections need reauthorization) with `connection_needs_reauth`.
  */
 async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): Promise<ConnectionRow> {
   const source = await connections.findConnectionGrant(tx, sourceId);
   if (!source || source.tenant_id !== row.tenant_id) throw notFound('credentials.grant_from_connection: no connection of this tenant with that id');
   if (!source.oauth_grant_id || !source.oauth_app_id) {
     throw new CommandRefused('conflict', 'grant_source_not_oauth2', 'credentials.grant_from_connection: that connection holds no oauth2 grant to share (complete its connect flow first)');
+  }
+  // A refused grant is not handed on: its connect flow comes first.
+  if ((await connections.findGrantForRefresh(tx, source.oauth_grant_id))?.status === CONNECTION_STATUS.needs_reauth) {
+    throw new CommandRefused('conflict', 'connection_needs_reauth', 'credentials.grant_from_connection: the provider refused that grant; complete the connect flow of that connection first');
   }
   await connections.attachGrant(tx, row.id, source.oauth_grant_id, source.oauth_app_id, { resume: false });
   return (await connections.findConnection(tx, row.id))!;

@@ -427,6 +427,12 @@ describe('the connect flow through the API', () => {
     expect(await statuses()).toEqual(['needs_reauth', 'needs_reauth']);
     const open = async () => (await db.pool.query(`select 1 from alerts where connection_id = any($1) and category = 'connection_credentials_invalid' and resolved_at is null`, [[owner, sharer]])).rowCount;
     expect(await open()).toBe(2);
+    // A refused grant is not handed on to a third connection.
+    const third = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', 'shared-third', $2)`, [third, config()]);
+    const refusedShare = await call('PATCH', `/connections/${third}`, { credentials: { kind: 'oauth2', grant_from_connection: owner } });
+    expect([refusedShare.status, refusedShare.body.error?.code]).toEqual([409, 'connection_needs_reauth']);
+    expect((await db.pool.query('select oauth_grant_id from connections where id = $1', [third])).rows[0]).toEqual({ oauth_grant_id: null });
 
     // The connect flow on the sharer: the grant (the same row) gets the new tokens, for both.
     const start = await call('POST', `/connections/${sharer}/oauth/authorize`, { oauth_app_id: created.body.id });

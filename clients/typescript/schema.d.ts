@@ -2100,7 +2100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) */
+            /** @description tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2486,7 +2486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is disabled (for a schedule change), being deleted (`purge_in_progress`, with `purge_id`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) */
+            /** @description The connection is disabled (for a schedule change), being deleted (`purge_in_progress`, with `purge_id`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`) */
             409: {
                 headers: {
                     [name: string]: unknown;
