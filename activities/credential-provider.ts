@@ -14,9 +14,13 @@
 //   token are replaced together or not at all, so a crash cannot keep a used refresh token
 //   without its successor, nor overwrite credentials a PATCH stored meanwhile.
 // - A 401 from the provider refreshes once and retries the request once; a second 401 fails.
-// - `invalid_grant` marks the connection `needs_reauth`, opens a `connection_credentials_invalid`
-//   alert and writes a `connection.credentials_invalid` webhook event in the same transaction;
-//   the task then fails with `CredentialsInvalid` (permanent, counted toward no breaker).
+// - The grant is its own row (`oauth_grants`), which connections of one tenant may share: the
+//   refresh, its lease and its stored result are the grant's, so one refresh serves every
+//   connection of the grant.
+// - `invalid_grant` marks every connection of the grant `needs_reauth`, and for each opens a
+//   `connection_credentials_invalid` alert and writes a `connection.credentials_invalid` webhook
+//   event, in the same transaction; the task then fails with `CredentialsInvalid` (permanent,
+//   counted toward no breaker).
 //
 // Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
 // is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
@@ -35,12 +39,14 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   claimCredentialLease,
-  findCredentialForRefresh,
+  findHeldCredential,
   lockCredentialRefresh,
+  markGrantNeedsReauth,
   markNeedsReauth,
   releaseCredentialLease,
   storeRenewedCredentials,
   type CredentialForRefresh,
+  type CredentialHolder,
 } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
@@ -80,14 +86,17 @@ const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
 
 /**
  * The credential provider of connection `connectionId`, whose credentials were read (sealed) as
- * `stored`. Opens them here, in the activity that calls the provider.
+ * `stored`: its own, or those of its OAuth 2 grant `grantId` (sealed bound to the grant's id).
+ * Opens them here, in the activity that calls the provider.
  */
 export function credentialProvider(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>,
   connectionId: string,
   stored: unknown,
+  grantId: string | null = null,
 ): CredentialProvider {
-  const opened = openCredentials(deps.credentials, connectionId, stored);
+  const holder: CredentialHolder = grantId ? { table: 'oauth_grants', id: grantId } : { table: 'connections', id: connectionId };
+  const opened = openCredentials(deps.credentials, holder.id, stored);
   const app = githubAppSecretOf(opened);
   if (app) return cachedTokenProvider(deps, connectionId, app, GITHUB_APP);
   const client = clientCredentialsSecretOf(opened);
@@ -101,7 +110,7 @@ export function credentialProvider(
   const tokens = (held: OAuth2Secret) => [held.access_token, held.refresh_token];
   const seen: (string | null)[] = tokens(secret);
   const refresh = async (held: OAuth2Secret, force: boolean): Promise<OAuth2Secret> => {
-    const outcome = await refreshWithLease(deps, connectionId, held, force);
+    const outcome = await refreshWithLease(deps, connectionId, holder, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
       throw new CredentialsInvalid(outcome.invalid);
@@ -110,7 +119,7 @@ export function credentialProvider(
     return outcome.secret;
   };
   return {
-    budgetKey: { oauth2_grant: connectionId },
+    budgetKey: { oauth2_grant: holder.id },
     secrets: () => credentialSecrets({ tokens: seen.filter((token): token is string => token !== null) }),
     async current() {
       if (refreshDue(secret!, Date.now())) secret = await refresh(secret!, false);
@@ -139,16 +148,23 @@ type RefreshOutcome = { secret: OAuth2Secret } | Refused;
 async function refuseCredentials(
   deps: Pick<ActivityDeps, 'logger'>,
   tx: PoolClient,
-  connectionId: string,
+  holder: CredentialHolder,
   row: CredentialForRefresh,
   reason: string,
 ): Promise<Refused> {
   const at = new Date();
-  if (!(await markNeedsReauth(tx, connectionId, row.credentials))) return { invalid: reason, deliveries: [] };
-  const context = { connection_id: connectionId, provider_slug: row.provider_slug, reason, at: at.toISOString() };
-  await raiseAlert(tx, 'connection_credentials_invalid', connectionId, context, { replace: true });
-  const deliveries = await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId, data: context }, at);
-  deps.logger.warn({ connection_id: connectionId, provider_slug: row.provider_slug, kind: row.credential_kind }, 'credentials refused by the provider: connection needs reauthorization');
+  // A grant's refusal is every one of its connections'; a connection's own credential is its own.
+  const marked =
+    holder.table === 'oauth_grants'
+      ? await markGrantNeedsReauth(tx, holder.id, row.credentials)
+      : (await markNeedsReauth(tx, holder.id, row.credentials)) ? [{ id: holder.id, provider_slug: row.provider_slug }] : [];
+  const deliveries: string[] = [];
+  for (const connection of marked) {
+    const context = { connection_id: connection.id, provider_slug: connection.provider_slug, reason, at: at.toISOString() };
+    await raiseAlert(tx, 'connection_credentials_invalid', connection.id, context, { replace: true });
+    deliveries.push(...(await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId: connection.id, data: context }, at)));
+    deps.logger.warn({ connection_id: connection.id, provider_slug: connection.provider_slug, kind: row.credential_kind }, 'credentials refused by the provider: connection needs reauthorization');
+  }
   return { invalid: reason, deliveries };
 }
 
@@ -160,13 +176,14 @@ async function refuseCredentials(
 async function refreshWithLease(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
   connectionId: string,
+  holder: CredentialHolder,
   held: OAuth2Secret,
   force: boolean,
 ): Promise<RefreshOutcome> {
-  return renewWithLease<OAuth2Secret>(deps, connectionId, {
+  return renewWithLease<OAuth2Secret>(deps, connectionId, holder, {
     label: 'oauth2',
     parse(row) {
-      const latest = oauth2SecretOf(openCredentials(deps.credentials, connectionId, row.credentials));
+      const latest = oauth2SecretOf(openCredentials(deps.credentials, holder.id, row.credentials));
       if (!latest || row.credential_kind !== 'oauth2' || !row.oauth_app_id || !row.client_secret || !row.client_id || !row.token_url) return null;
       return latest;
     },
@@ -182,7 +199,7 @@ async function refreshWithLease(
           latest.refresh_token,
           { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
         );
-        deps.logger.info({ connection_id: connectionId, rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
+        deps.logger.info({ connection_id: connectionId, ...(holder.table === 'oauth_grants' ? { grant_id: holder.id } : {}), rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
         return nextSecret(latest, answer, Date.now());
       } catch (err) {
         if (err instanceof GrantRefused) throw new Refusal(`${err.message}; reconnect the connection or PATCH its credentials`);
@@ -238,6 +255,7 @@ const WAIT_MAX_MS = 1_000;
 async function renewWithLease<S>(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
   connectionId: string,
+  holder: CredentialHolder,
   kind: LeasedRenewal<S>,
 ): Promise<{ secret: S } | Refused> {
   const leaseMs = leaseMsOf(deps);
@@ -247,34 +265,34 @@ async function renewWithLease<S>(
   for (;;) {
     type Step = { done: { secret: S } | Refused } | { wait: true } | { claimed: { row: CredentialForRefresh; latest: S; lease: string } };
     const step = await withTransaction(deps.pool, async (tx): Promise<Step> => {
-      await lockCredentialRefresh(tx, connectionId);
-      const row = await findCredentialForRefresh(tx, connectionId);
+      await lockCredentialRefresh(tx, holder.id);
+      const row = await findHeldCredential(tx, holder);
       const latest = row ? kind.parse(row) : null;
       if (!row || !latest) throw new Permanent(kind.gone);
       if (row.status === 'needs_reauth') return { done: { invalid: kind.needsReauth, deliveries: [] } };
       if (!kind.due(latest)) return { done: { secret: latest } };
       if (row.lease_live) return { wait: true };
       const lease = randomUUID();
-      if (!(await claimCredentialLease(tx, connectionId, lease, leaseMs))) return { wait: true };
+      if (!(await claimCredentialLease(tx, holder, lease, leaseMs))) return { wait: true };
       return { claimed: { row, latest, lease } };
     });
     if ('done' in step) return step.done;
     if ('wait' in step) {
       if (Date.now() > waitUntil) throw new Transient(`${kind.label}: another worker has been renewing the credential for too long; trying again later`);
-      if (!waited) deps.logger.info({ connection_id: connectionId, kind: kind.label }, 'waiting for the credential renewal of another worker');
+      if (!waited) deps.logger.info({ connection_id: connectionId, ...(holder.table === 'oauth_grants' ? { grant_id: holder.id } : {}), kind: kind.label }, 'waiting for the credential renewal of another worker');
       waited = true;
       await sleep(pause);
       pause = Math.min(pause * 2, WAIT_MAX_MS);
       continue;
     }
-    return storeRenewal(deps, connectionId, kind, step.claimed);
+    return storeRenewal(deps, holder, kind, step.claimed);
   }
 }
 
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger'>,
-  connectionId: string,
+  holder: CredentialHolder,
   kind: LeasedRenewal<S>,
   { row, latest, lease }: { row: CredentialForRefresh; latest: S; lease: string },
 ): Promise<{ secret: S } | Refused> {
@@ -285,24 +303,24 @@ async function storeRenewal<S>(
     if (err instanceof Refusal) {
       const reason = `${kind.label}: ${err.message}`;
       return withTransaction(deps.pool, async (tx) => {
-        const refused = await refuseCredentials(deps, tx, connectionId, row, reason);
-        await releaseCredentialLease(tx, connectionId, lease);
+        const refused = await refuseCredentials(deps, tx, holder, row, reason);
+        await releaseCredentialLease(tx, holder, lease);
         return refused;
       });
     }
     // Best effort: an unreleased lease ends by itself.
-    await releaseCredentialLease(deps.pool, connectionId, lease).catch(() => undefined);
+    await releaseCredentialLease(deps.pool, holder, lease).catch(() => undefined);
     throw err;
   }
-  const sealed = sealCredentials(deps.credentials, connectionId, { ...next } as unknown as Record<string, unknown>)!;
+  const sealed = sealCredentials(deps.credentials, holder.id, { ...next } as unknown as Record<string, unknown>)!;
   const stored = await withTransaction(deps.pool, async (tx) => {
-    if (await storeRenewedCredentials(tx, connectionId, row.credentials, sealed, lease)) return true;
+    if (await storeRenewedCredentials(tx, holder, row.credentials, sealed, lease)) return true;
     // Changed meanwhile: re-sealed by a key rotation (the same credential: store over it, the old
     // refresh token is spent), or replaced by new credentials (they win).
-    const now = await findCredentialForRefresh(tx, connectionId);
+    const now = await findHeldCredential(tx, holder);
     const same = now ? kind.parse(now) : null;
-    if (now && same && kind.same(same, latest) && (await storeRenewedCredentials(tx, connectionId, now.credentials, sealed, lease))) return true;
-    await releaseCredentialLease(tx, connectionId, lease);
+    if (now && same && kind.same(same, latest) && (await storeRenewedCredentials(tx, holder, now.credentials, sealed, lease))) return true;
+    await releaseCredentialLease(tx, holder, lease);
     return false;
   });
   if (!stored) throw new Transient(`${kind.label}: the credentials were replaced while they were renewed; trying again with the new ones`);
@@ -435,7 +453,7 @@ async function renewCachedToken<S extends CachedToken>(
   kind: CachedTokenKind<S>,
   onSecrets: (secrets: string[]) => void,
 ): Promise<{ secret: S } | Refused> {
-  return renewWithLease<S>(deps, connectionId, {
+  return renewWithLease<S>(deps, connectionId, { table: 'connections', id: connectionId }, {
     label: kind.label,
     parse: (row) => kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)),
     gone: `${kind.label}: the connection has no such credentials any more`,

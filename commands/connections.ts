@@ -15,8 +15,9 @@ import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { sealCredentials } from '../lib/credentials';
 import { recordJobEnded } from '../lib/metrics';
+import { sharedGrantOf } from '../policy/oauth';
 import { parseSchedule, type Schedule, type ScheduleFields } from '../policy/schedule';
-import type { ConnectionStatus } from '../policy/vocabulary';
+import { CONNECTION_STATUS, type ConnectionStatus } from '../policy/vocabulary';
 import {
   cancelJobWorkflow,
   ensureConnectionWorkflow,
@@ -61,14 +62,15 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
   const schedule = request.schedule ? scheduleOf(deps, request.schedule) : null;
   checkConfig(request.provider, request.config, deps);
   checkCredentials(request.provider, request.credentials);
+  const shared = sharedGrantSource(request.credentials);
   // The id is chosen here: the sealed credentials are bound to it, and only the envelope is stored.
   const id = randomUUID();
-  const sealedCredentials = sealCredentials(deps.credentials, id, request.credentials);
+  const sealedCredentials = shared ? null : sealCredentials(deps.credentials, id, request.credentials);
   // Counted and inserted under the tenant's lock: two requests cannot both take the last place.
   const row = await withTransaction(deps.pool, async (tx) => {
     const max = (await lockedLimits(deps, tx, request.tenantId)).connections;
     if (!fitsUnder(max, await countConnections(tx, request.tenantId))) throw overLimit('connections', max, 'connections');
-    return connections.insertConnection(tx, {
+    const inserted = await connections.insertConnection(tx, {
       id,
       tenantId: request.tenantId,
       providerSlug: request.provider,
@@ -79,6 +81,7 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
       // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
       status: request.status,
     });
+    return inserted && shared ? shareGrant(tx, inserted, shared) : inserted;
   });
   if (!row) {
     throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
@@ -176,11 +179,13 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
   }
   if (change.config === undefined && change.credentials === undefined && !schedule) return current;
-  const sealedCredentials = change.credentials === undefined ? undefined : sealCredentials(deps.credentials, id, change.credentials);
+  const shared = sharedGrantSource(change.credentials);
+  const sealedCredentials = change.credentials === undefined || shared ? undefined : sealCredentials(deps.credentials, id, change.credentials);
   // New credentials end `needs_reauth` (in the same statement) and resolve its alert.
   const row = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, id, 'locked');
     const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials, schedule });
+    if (updated && shared) return shareGrant(tx, updated, shared);
     if (updated && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return updated;
   });
@@ -288,8 +293,35 @@ export function checkConfig(provider: string, config: Record<string, unknown>, d
 /** Refuses credentials of the wrong shape for `provider` (e.g. a 1-character token), naming the key, never the value. */
 function checkCredentials(provider: string, credentials: Record<string, unknown> | null | undefined): void {
   if (!credentials) return;
-  const problem = credentialsProblem(provider, credentials);
+  const shared = sharedGrantOf(credentials);
+  const problem = shared ? ('problem' in shared ? shared.problem : null) : credentialsProblem(provider, credentials);
   if (problem) throw invalid(`credentials.${problem}`);
+}
+
+/** The connection whose OAuth 2 grant `credentials` share (checked by `checkCredentials`), or null. */
+function sharedGrantSource(credentials: Record<string, unknown> | null | undefined): string | null {
+  const shared = sharedGrantOf(credentials);
+  return shared && 'source' in shared ? shared.source : null;
+}
+
+/**
+ * Makes connection `row` share the OAuth 2 grant of connection `sourceId`, in the caller's
+ * transaction: a source of another tenant (or none) is refused as not found, like every id of
+ * another tenant; one holding no oauth2 grant with `grant_source_not_oauth2`; a grant the
+ * provider refused (its connections need reauthorization) with `connection_needs_reauth`.
+ */
+async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): Promise<ConnectionRow> {
+  const source = await connections.findConnectionGrant(tx, sourceId);
+  if (!source || source.tenant_id !== row.tenant_id) throw notFound('credentials.grant_from_connection: no connection of this tenant with that id');
+  if (!source.oauth_grant_id || !source.oauth_app_id) {
+    throw new CommandRefused('conflict', 'grant_source_not_oauth2', 'credentials.grant_from_connection: that connection holds no oauth2 grant to share (complete its connect flow first)');
+  }
+  // A refused grant is not handed on: its connect flow comes first.
+  if ((await connections.findGrantForRefresh(tx, source.oauth_grant_id))?.status === CONNECTION_STATUS.needs_reauth) {
+    throw new CommandRefused('conflict', 'connection_needs_reauth', 'credentials.grant_from_connection: the provider refused that grant; complete the connect flow of that connection first');
+  }
+  await connections.attachGrant(tx, row.id, source.oauth_grant_id, source.oauth_app_id, { resume: false });
+  return (await connections.findConnection(tx, row.id))!;
 }
 
 /**

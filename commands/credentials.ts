@@ -59,6 +59,16 @@ export async function resealSecrets(
         replace: (row, sealed) => connections.replaceCredentials(deps.pool, row.id, row.stored, sealed),
       }, result, onBatch)) +
       (await resealTable({
+        // An OAuth 2 grant's envelope is bound to its id in the slot of a connection's credentials.
+        table: 'oauth_grants',
+        list: (after) => connections.listGrantsToReseal(deps.pool, activeId, after, BATCH),
+        resealed: (row) => {
+          const plaintext = isEnvelope(row.stored) ? JSON.parse(open(keyring, { table: 'connections', id: row.id }, row.stored)) : row.stored;
+          return sealCredentials(keyring, row.id, plaintext as Record<string, unknown>)!;
+        },
+        replace: (row, sealed) => connections.replaceGrantCredentials(deps.pool, row.id, row.stored, sealed),
+      }, result, onBatch)) +
+      (await resealTable({
         table: 'webhooks',
         list: (after) => webhooks.listSecretsToReseal(deps.pool, activeId, after, BATCH),
         resealed: (row) => resealText(keyring, { table: 'webhooks', id: row.id }, row.stored),
@@ -76,6 +86,7 @@ export async function resealSecrets(
   if (scope === 'all') {
     result.remaining =
       (await connections.countCredentialsToReseal(deps.pool, keyring.activeId)) +
+      (await connections.countGrantsToReseal(deps.pool, keyring.activeId)) +
       (await webhooks.countSecretsToReseal(deps.pool, keyring.activeId)) +
       (await oauthApps.countClientSecretsToReseal(deps.pool, keyring.activeId));
   }

@@ -179,8 +179,10 @@ export interface AuthorizationDone {
  * Completes a connect flow from the provider's redirect: `state` must be a live one (unknown,
  * used or expired: `invalid`), the provider's `error` is answered as such, and the code is
  * exchanged at the app's token endpoint with the flow's verifier and the registered redirect URI.
- * The tokens are stored sealed as the connection's `oauth2` credential; a connection that needed
- * reauthorization is active again and its credentials alert is resolved.
+ * The tokens are stored sealed as the connection's OAuth 2 grant: the grant it has through the
+ * same app is replaced (for every connection sharing it), else a new grant is made its own. Every
+ * connection of the grant that needed reauthorization is active again and its credentials alert is
+ * resolved.
  */
 export async function completeAuthorization(
   deps: CommandDeps,
@@ -202,11 +204,17 @@ export async function completeAuthorization(
     throw new CommandRefused('failed', 'token_exchange_failed', `${reason}: ${(err as Error).message}`);
   }
   const secret = nextSecret({ refresh_token: null, scopes: [] }, answer, Date.now());
-  const sealed = sealCredentials(deps.credentials, flow.connection_id, { ...secret })!;
   const row = await withTransaction(deps.pool, async (tx) => {
-    const updated = await connections.updateConnection(tx, flow.connection_id, { sealedCredentials: sealed, oauthAppId: flow.oauth_app_id });
-    if (updated) await resolveAlert(tx, 'connection_credentials_invalid', flow.connection_id, new Date());
-    return updated;
+    const current = await connections.findConnectionGrant(tx, flow.connection_id);
+    if (!current) return null;
+    const grantId = current.oauth_grant_id && current.oauth_app_id === flow.oauth_app_id ? current.oauth_grant_id : randomUUID();
+    // Sealed bound to the grant's id (in the slot of a connection's credentials).
+    const sealed = sealCredentials(deps.credentials, grantId, { ...secret })!;
+    if (grantId === current.oauth_grant_id) await connections.replaceGrant(tx, grantId, sealed);
+    else await connections.insertGrant(tx, grantId, current.tenant_id, flow.oauth_app_id, sealed);
+    const resumed = await connections.attachGrant(tx, flow.connection_id, grantId, flow.oauth_app_id);
+    for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
+    return connections.findConnection(tx, flow.connection_id);
   });
   if (!row) throw notFound('the connection no longer exists');
   return { connection_id: row.id, status: row.status };

@@ -8,8 +8,24 @@ import { connectorSlugs, getConnector } from '../connectors/registry';
 /** The zod schema of each provider's connection config (the connector's own). */
 export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema, http: httpConfigSchema } as const;
 
+/** Credentials that share another connection's OAuth 2 grant (any provider; checked by the command). */
+export const SHARED_GRANT_DOC = {
+  type: 'object',
+  title: "Another connection's OAuth 2 grant",
+  description:
+    "Shares the OAuth 2 grant of another connection of the same tenant: one refresh serves every connection of the grant, and a refused grant makes them all `needs_reauth`. 404 when the id names no connection of the tenant; 409 `grant_source_not_oauth2` when that connection holds no oauth2 grant.",
+  properties: {
+    kind: { type: 'string', enum: ['oauth2'] },
+    grant_from_connection: { type: 'string', format: 'uuid', description: 'The id of a connection of the same tenant holding an oauth2 grant' },
+  },
+  required: ['kind', 'grant_from_connection'],
+  additionalProperties: false,
+} as const;
+
 /** The JSON Schema of each provider's credentials, where the connector states one (for the API's document). */
-export const PROVIDER_CREDENTIALS_DOCS: Partial<Record<keyof typeof PROVIDER_CONFIG_SCHEMAS, Record<string, unknown>>> = { github: GITHUB_CREDENTIALS_DOC };
+export const PROVIDER_CREDENTIALS_DOCS: Partial<Record<keyof typeof PROVIDER_CONFIG_SCHEMAS, Record<string, unknown>>> = {
+  github: { oneOf: [...GITHUB_CREDENTIALS_DOC.oneOf, SHARED_GRANT_DOC] },
+};
 
 /** A provider the API knows the config schema of. */
 export type ProviderSlug = keyof typeof PROVIDER_CONFIG_SCHEMAS;

@@ -96,3 +96,19 @@ export function clientCredentialsSecretOf(opened: Record<string, unknown> | null
 export function clientTokenDue(secret: Pick<ClientCredentialsSecret, 'token' | 'expires_at'>, nowMs: number): boolean {
   return secret.token === null || refreshDue(secret, nowMs);
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The credentials that share another connection's OAuth 2 grant: `{"kind": "oauth2",
+ * "grant_from_connection": "<connection id>"}`, nothing else. Null when `credentials` are of
+ * another kind; else the source connection's id, or the problem (naming the key).
+ */
+export function sharedGrantOf(credentials: Record<string, unknown> | null | undefined): { source: string } | { problem: string } | null {
+  if (!credentials || credentials.kind !== 'oauth2') return null;
+  const extra = Object.keys(credentials).find((key) => key !== 'kind' && key !== 'grant_from_connection');
+  if (extra) return { problem: `${extra}: not allowed; an oauth2 credential is given by the connect flow, or shared as {"kind": "oauth2", "grant_from_connection": "<connection id>"}` };
+  const source = credentials.grant_from_connection;
+  if (typeof source !== 'string' || !UUID.test(source)) return { problem: 'grant_from_connection: must be the id of a connection of the same tenant holding an oauth2 grant' };
+  return { source: source.toLowerCase() };
+}

@@ -132,6 +132,7 @@ export const API_ERROR_CODES = [
   'tenant_limit',
   'connection_needs_reauth',
   'oauth_app_in_use',
+  'grant_source_not_oauth2',
   'authorization_refused',
   'token_exchange_failed',
   'invalid_connection_config',

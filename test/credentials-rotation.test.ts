@@ -127,4 +127,24 @@ describe('credentials rotation', () => {
     const [now] = await q<{ credentials: unknown }>('select credentials from connections where id = $1', [row!.id]);
     expect(openCredentials(BOTH, row!.id, now!.credentials)).toEqual({ token: 'patched meanwhile' });
   });
+  it('re-seals OAuth 2 grants (shared by two connections) under the new key, bound to the grant, and both connections read the same credential', async () => {
+    const [app] = await q<{ id: string }>(
+      `insert into oauth_apps (tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+       values ('g', 'rot', 'cid', 'x', 'https://p.example/a', 'https://p.example/t', 'https://c.example/cb') returning id`);
+    const secret = { kind: 'oauth2', access_token: 'at-rotation-1', refresh_token: 'rt-rotation-1', expires_at: new Date(Date.now() + 3_600_000).toISOString(), scopes: [] };
+    const [grant] = await q<{ id: string }>(`insert into oauth_grants (tenant_id, oauth_app_id, credentials) values ('g', $1, '"x"') returning id`, [app!.id]);
+    await q('update oauth_grants set credentials = to_jsonb($2::text) where id = $1', [grant!.id, sealCredentials(OLD_ONLY, grant!.id, secret)]);
+    const conns = await q<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, credential_kind, oauth_app_id, oauth_grant_id)
+       select 'g', 'demo', 'g-' || i, 'oauth2', $1, $2 from generate_series(1, 2) i returning id`, [app!.id, grant!.id]);
+    expect(conns).toHaveLength(2);
+    const result = await resealSecrets({ pool: stack.db.pool, credentials: BOTH }, 'all');
+    expect(result.remaining).toBe(0);
+    const [row] = await q<{ credentials: unknown }>('select credentials from oauth_grants where id = $1', [grant!.id]);
+    expect(envelopeKeyId(row!.credentials)).toBe('new');
+    expect(openCredentials(NEW_ONLY, grant!.id, row!.credentials)).toEqual(secret);
+    const used = await q<{ credentials: unknown }>(
+      'select g.credentials from connections c join oauth_grants g on g.id = c.oauth_grant_id where c.id = any($1)', [conns.map((c) => c.id)]);
+    expect(used.map((u) => u.credentials)).toEqual([row!.credentials, row!.credentials]);
+  });
 });

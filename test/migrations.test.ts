@@ -19,6 +19,12 @@ async function schemaFingerprint(url: string): Promise<string> {
   }
 }
 
+/** The up and the down SQL of migration `file`. */
+function upAndDown(file: string): [string, string] {
+  const [up, down] = readFileSync(new URL(`../db/migrations/${file}`, import.meta.url), 'utf8').split('-- Down Migration');
+  return [up!, down!];
+}
+
 describe('migrations', () => {
   it('apply once, then are a no-op, leaving the schema unchanged', async () => {
     const url = await createEmptyDatabase();
@@ -45,12 +51,71 @@ describe('migrations', () => {
     try {
       await migrate(url);
       const before = await schemaFingerprint(url);
-      const [up, down] = readFileSync(new URL('../db/migrations/0048_credential_refresh_lease.sql', import.meta.url), 'utf8').split('-- Down Migration');
+      const [up49, down49] = upAndDown('0049_oauth_grants.sql');
+      const [up48, down48] = upAndDown('0048_credential_refresh_lease.sql');
       await client.connect();
-      await client.query(down!);
+      await client.query(down49);
+      expect(await schemaFingerprint(url)).not.toContain('oauth_grant');
+      await client.query(down48);
       expect(await schemaFingerprint(url)).not.toContain('credential_lease');
-      await client.query(up!);
+      await client.query(up48);
+      await client.query(up49);
       expect(await schemaFingerprint(url)).toBe(before);
+    } finally {
+      await client.end();
+      await dropDatabase(url);
+    }
+  });
+
+  it('0049 moves each oauth2 connection\'s sealed credentials unchanged into a grant of the same id, and its down moves them back', async () => {
+    const url = await createEmptyDatabase();
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await migrate(url);
+      const [up, down] = upAndDown('0049_oauth_grants.sql');
+      await client.connect();
+      await client.query(down);
+      const app = randomUUID();
+      await client.query(
+        `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+         values ($1, 't1', 'app', 'cid', 'enc:v1:default:x', 'https://p.example/a', 'https://p.example/t', 'https://c.example/cb')`, [app]);
+      const oauth = randomUUID();
+      const token = randomUUID();
+      await client.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, credentials, credential_kind, oauth_app_id, credential_lease_token, credential_lease_until)
+         values ($1, 't1', 'http', 'o', to_jsonb('enc:v1:default:oauth-blob'::text), 'oauth2', $2, gen_random_uuid(), now() + interval '1 minute'),
+                ($3, 't1', 'http', 'k', to_jsonb('enc:v1:default:token-blob'::text), 'token', null, null, null)`,
+        [oauth, app, token],
+      );
+      await client.query(up);
+      const grants = await client.query('select id, tenant_id, oauth_app_id, credentials, credential_lease_token is not null as leased from oauth_grants');
+      expect(grants.rows).toEqual([{ id: oauth, tenant_id: 't1', oauth_app_id: app, credentials: 'enc:v1:default:oauth-blob', leased: true }]);
+      const conns = await client.query('select id, credentials, credential_kind, oauth_grant_id from connections order by app_key');
+      expect(conns.rows).toEqual([
+        { id: token, credentials: 'enc:v1:default:token-blob', credential_kind: 'token', oauth_grant_id: null },
+        { id: oauth, credentials: null, credential_kind: 'oauth2', oauth_grant_id: oauth },
+      ]);
+      // A second connection of the tenant shares the grant; another tenant's connection cannot name it.
+      const sharer = randomUUID();
+      await client.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, credential_kind, oauth_app_id, oauth_grant_id) values ($1, 't1', 'http', 's', 'oauth2', $2, $3)`,
+        [sharer, app, oauth],
+      );
+      await expect(client.query(
+        `insert into connections (tenant_id, provider_slug, app_key, credential_kind, oauth_app_id, oauth_grant_id) values ('t2', 'http', 'x', 'oauth2', $1, $2)`, [app, oauth],
+      )).rejects.toThrow(/foreign key/);
+      // Down: the grant goes back into the connection whose id it has; the sharer needs reauthorization.
+      await client.query(down);
+      const back = await client.query('select id, credentials, status from connections order by app_key');
+      expect(back.rows).toEqual([
+        { id: token, credentials: 'enc:v1:default:token-blob', status: 'active' },
+        { id: oauth, credentials: 'enc:v1:default:oauth-blob', status: 'active' },
+        { id: sharer, credentials: null, status: 'needs_reauth' },
+      ]);
+      // A grant no connection names any more is deleted with its secrets.
+      await client.query(up);
+      await client.query(`update connections set credential_kind = 'token', oauth_app_id = null, oauth_grant_id = null, credentials = to_jsonb('enc:v1:default:t'::text) where id = $1`, [oauth]);
+      expect((await client.query('select 1 from oauth_grants')).rowCount).toBe(0);
     } finally {
       await client.end();
       await dropDatabase(url);

@@ -21,6 +21,7 @@ import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { capturingLogger } from './helpers/logs';
 
 let db: TestDatabase;
@@ -60,11 +61,7 @@ async function oauthConnection(expiresInSeconds: number): Promise<{ id: string; 
   const id = randomUUID();
   const grant = oauth.grant();
   const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + expiresInSeconds * 1000).toISOString(), scopes: ['read'] };
-  await db.pool.query(
-    `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, credential_kind, oauth_app_id)
-     values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text), 'oauth2', $5)`,
-    [id, `c-${id.slice(0, 8)}`, config(), sealCredentials(TEST_KEYRING, id, secret), appId],
-  );
+  await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `c-${id.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, id, secret)! });
   return { id, appId, grant };
 }
 
@@ -94,9 +91,9 @@ function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string
 }
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
-  const { rows } = await db.pool.query<{ credentials: string }>('select credentials from connections where id = $1', [connectionId]);
-  expect(isEnvelope(rows[0]!.credentials)).toBe(true);
-  return JSON.parse(open(TEST_KEYRING, { table: 'connections', id: connectionId }, rows[0]!.credentials)) as Record<string, unknown>;
+  const stored = (await storedCredentials(db.pool, connectionId))!;
+  expect(isEnvelope(stored.credentials)).toBe(true);
+  return JSON.parse(open(TEST_KEYRING, { table: 'connections', id: stored.boundTo }, stored.credentials as string)) as Record<string, unknown>;
 }
 
 describe('oauth2 credentials', () => {
@@ -136,7 +133,7 @@ describe('oauth2 credentials', () => {
   it('a renewal lease left by a worker that died (past its expiry) is taken over: one refresh, stored, and the lease ends', async () => {
     const conn = await oauthConnection(10); // within the 300 s margin
     await db.pool.query(
-      `update connections set credential_lease_token = $2, credential_lease_until = now() - interval '1 second' where id = $1`,
+      `update oauth_grants set credential_lease_token = $2, credential_lease_until = now() - interval '1 second' where id = $1`,
       [conn.id, randomUUID()],
     );
     const before = oauth.counts.refresh;
@@ -149,7 +146,7 @@ describe('oauth2 credentials', () => {
     expect(run.lines.some((l) => l.msg === 'waiting for the credential renewal of another worker')).toBe(false);
     const stored = await storedSecret(conn.id);
     expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
-    const lease = await db.pool.query('select 1 from connections where id = $1 and credential_lease_token is null and credential_lease_until is null', [conn.id]);
+    const lease = await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_token is null and credential_lease_until is null', [conn.id]);
     expect(lease.rowCount).toBe(1);
   });
 
@@ -380,7 +377,7 @@ describe('the connect flow through the API', () => {
     expect(replay.body.error.message).toMatch(/state/);
 
     const row = await db.pool.query<{ credentials: string; credential_kind: string; oauth_app_id: string }>(
-      'select credentials, credential_kind, oauth_app_id from connections where id = $1', [id]);
+      'select g.credentials, c.credential_kind, c.oauth_app_id from connections c join oauth_grants g on g.id = c.oauth_grant_id where c.id = $1', [id]);
     expect(row.rows[0]!.credential_kind).toBe('oauth2');
     expect(row.rows[0]!.oauth_app_id).toBe(created.body.id);
     const secret = await storedSecret(id);
@@ -404,6 +401,56 @@ describe('the connect flow through the API', () => {
 
     // An app in use cannot be deleted.
     expect((await call('DELETE', `/oauth-apps/${created.body.id}`)).status).toBe(409);
+  });
+  it('a refused shared grant: a connect flow on any of its connections replaces the grant for all of them, which are all active again with their alerts resolved', async () => {
+    const redirect = `${server.url}/oauth/callback`;
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: 'fake-shared', client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: redirect, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    const owner = randomUUID();
+    const grant = oauth.grant();
+    const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 10_000).toISOString(), scopes: ['read'] };
+    await insertOAuthConnection(db.pool, { id: owner, tenantId: 'acme', appKey: 'shared-owner', config: config(), appId: created.body.id, sealed: sealCredentials(TEST_KEYRING, owner, secret)! });
+    const sharer = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', 'shared-sharer', $2)`, [sharer, config()]);
+    const shared = await call('PATCH', `/connections/${sharer}`, { credentials: { kind: 'oauth2', grant_from_connection: owner } });
+    expect([shared.status, shared.body.credential_kind, shared.body.has_credentials]).toEqual([200, 'oauth2', true]);
+
+    // Revoked at the provider: a task of the sharer refreshes, is refused, and both need reauthorization.
+    oauth.refreshTokens.delete(grant.refresh);
+    const refused = await job(sharer, ['a']);
+    await expect(runTask(db.pool, refused.jobId, refused.tasks[0]!, 'a').result).rejects.toThrow(/invalid_grant/);
+    await endJob(refused.jobId);
+    const statuses = async () => (await db.pool.query<{ status: string }>('select status from connections where id = any($1) order by app_key', [[owner, sharer]])).rows.map((r) => r.status);
+    expect(await statuses()).toEqual(['needs_reauth', 'needs_reauth']);
+    const open = async () => (await db.pool.query(`select 1 from alerts where connection_id = any($1) and category = 'connection_credentials_invalid' and resolved_at is null`, [[owner, sharer]])).rowCount;
+    expect(await open()).toBe(2);
+    // A refused grant is not handed on to a third connection.
+    const third = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', 'shared-third', $2)`, [third, config()]);
+    const refusedShare = await call('PATCH', `/connections/${third}`, { credentials: { kind: 'oauth2', grant_from_connection: owner } });
+    expect([refusedShare.status, refusedShare.body.error?.code]).toEqual([409, 'connection_needs_reauth']);
+    expect((await db.pool.query('select oauth_grant_id from connections where id = $1', [third])).rows[0]).toEqual({ oauth_grant_id: null });
+
+    // The connect flow on the sharer: the grant (the same row) gets the new tokens, for both.
+    const start = await call('POST', `/connections/${sharer}/oauth/authorize`, { oauth_app_id: created.body.id });
+    expect(start.status).toBe(200);
+    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+    const done = await call('GET', `${back.pathname}${back.search}`, undefined, null);
+    expect(done.status, done.text).toBe(200);
+    expect(await statuses()).toEqual(['active', 'active']);
+    expect(await open()).toBe(0);
+    const grants = await db.pool.query<{ oauth_grant_id: string }>('select oauth_grant_id from connections where id = any($1)', [[owner, sharer]]);
+    expect(grants.rows.map((r) => r.oauth_grant_id)).toEqual([owner, owner]);
+    const renewed = await storedSecret(owner);
+    expect(oauth.refreshTokens.has(renewed.refresh_token as string)).toBe(true);
+    const again = await job(owner, ['a']);
+    const result = await runTask(db.pool, again.jobId, again.tasks[0]!, 'a').result;
+    await endJob(again.jobId);
+    expect(result).toMatchObject({ status: 'completed' });
   });
 });
 

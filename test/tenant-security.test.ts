@@ -171,7 +171,12 @@ describe('tenant security', () => {
     expect(dump).toContain(gh.id);
     expect(dump).toContain('enc:v1:default:');
     for (const secret of secrets) expect(dump, 'a secret in the database').not.toContain(secret);
-    const stored = await q<{ credentials: unknown }>('select credentials from connections where id = any($1)', [[gh.id, demo.id, ghOAuth.id, ghApp.id, httpClient.id]]);
+    // An oauth2 connection's credentials are its grant's (`oauth_grants`).
+    const stored = await q<{ credentials: unknown }>(
+      `select case when c.oauth_grant_id is null then c.credentials else g.credentials end as credentials
+         from connections c left join oauth_grants g on g.id = c.oauth_grant_id where c.id = any($1)`,
+      [[gh.id, demo.id, ghOAuth.id, ghApp.id, httpClient.id]],
+    );
     expect(stored).toHaveLength(5);
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
     const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
@@ -244,9 +249,16 @@ describe('tenant security', () => {
       const job = await created(admin('POST', `/connections/${slow.id}/sync`, { mode: 'incremental' }), 202);
       const hook = await created(admin('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['connection.breaker_opened'] }));
       const app = await created(admin('POST', '/oauth-apps', { tenant_id: tenant, name: `${tag}-app`, ...APP }));
+      // A paused connection holding an OAuth 2 grant (as a connect flow leaves it), whose grant others may share.
+      const oauthConn = await created(admin('POST', '/connections', {
+        tenant_id: tenant, app_key: `${tag}-oauth`, provider: 'demo', config: { records_per_resource: 1, page_size: 1 }, status: 'paused', schedule: { interval_seconds: 86_400 },
+      }));
+      const [grant] = await q<{ id: string }>(
+        `insert into oauth_grants (tenant_id, oauth_app_id, credentials) values ($1, $2, to_jsonb('enc:v1:default:matrix'::text)) returning id`, [tenant, app.id]);
+      await q(`update connections set credential_kind = 'oauth2', oauth_app_id = $2, oauth_grant_id = $3 where id = $1`, [oauthConn.id, app.id, grant!.id]);
       return {
         tenant, tag, conn: conn.id as string, connKey: `${tag}-c`, slow: slow.id as string, doomed: doomed.id as string, job: job.job_id as string,
-        hook: hook.id as string, purge: '', newHook: '', app: app.id as string, newApp: '',
+        hook: hook.id as string, purge: '', newHook: '', app: app.id as string, newApp: '', oauthConn: oauthConn.id as string,
       };
     }
     const APP = {
@@ -315,6 +327,10 @@ describe('tenant security', () => {
       { name: 'PATCH /oauth-apps/:id', ok: 200, call: (k, w) => call(k, 'PATCH', `/oauth-apps/${w.app}`, { scopes: ['repo'] }) },
       { name: 'POST /connections/:id/oauth/authorize', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/oauth/authorize`, { oauth_app_id: w.app }) },
       { name: 'DELETE /oauth-apps/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/oauth-apps/${w.newApp}`) },
+      {
+        name: 'PATCH /connections/:id (credentials: a shared OAuth 2 grant)', ok: 200,
+        call: (k, w) => call(k, 'PATCH', `/connections/${w.conn}`, { credentials: { kind: 'oauth2', grant_from_connection: w.oauthConn } }),
+      },
       { name: 'POST /connections/:id/disable', ok: 200, call: (k, w) => call(k, 'POST', `/connections/${w.conn}/disable`) },
       {
         name: 'DELETE /connections/:id', ok: 202,
@@ -336,11 +352,11 @@ describe('tenant security', () => {
      */
     async function snapshot() {
       const counts: Record<string, number> = {};
-      for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys', 'oauth_apps', 'oauth_states']) {
+      for (const table of ['connections', 'webhooks', 'webhook_events', 'webhook_deliveries', 'connection_purges', 'api_keys', 'oauth_apps', 'oauth_states', 'oauth_grants']) {
         counts[table] = (await q<{ n: number }>(`select count(*)::int as n from "${table}"`))[0]!.n;
       }
       counts.requested_jobs = (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger in ('api', 'backfill')`))[0]!.n;
-      const beta = await q(`select id, status, app_key, config, credentials from connections where tenant_id = 'beta' order by id`);
+      const beta = await q(`select id, status, app_key, config, credentials, credential_kind, oauth_grant_id from connections where tenant_id = 'beta' order by id`);
       const hooks = await q(`select id, url, event_types from webhooks where tenant_id = 'beta' order by id`);
       const apps = await q(`select id, client_id, client_secret, scopes, token_url from oauth_apps where tenant_id = 'beta' order by id`);
       const slowJobs = await q(`select id, status from sync_jobs where id = any($1) order by id`, [[own.job, adm.job]]);
@@ -371,6 +387,21 @@ describe('tenant security', () => {
       expect(res.body.items.length).toBeGreaterThan(0);
       expect(new Set(res.body.items.map((i: { tenant_id: string }) => i.tenant_id)), path).toEqual(new Set(['alpha']));
     }
+    // A shared grant: its source is looked for in the connection's own tenant only (another
+    // tenant's connection answers 404 like any other id of it), and must hold an oauth2 grant.
+    const before = await q(`select id, credential_kind, oauth_grant_id from connections where id = $1`, [own.slow]);
+    const foreign = await call(betaKey, 'PATCH', `/connections/${own.slow}`, { credentials: { kind: 'oauth2', grant_from_connection: alpha.oauthConn } });
+    expect([foreign.status, foreign.body.error.code]).toEqual([404, 'not_found']);
+    const notOAuth = await call(betaKey, 'PATCH', `/connections/${own.slow}`, { credentials: { kind: 'oauth2', grant_from_connection: own.slow } });
+    expect([notOAuth.status, notOAuth.body.error.code]).toEqual([409, 'grant_source_not_oauth2']);
+    const foreignNew = await call(betaKey, 'POST', '/connections', {
+      tenant_id: 'beta', app_key: 'b-shares-alpha', provider: 'demo', credentials: { kind: 'oauth2', grant_from_connection: alpha.oauthConn },
+    });
+    expect([foreignNew.status, foreignNew.body.error.code]).toEqual([404, 'not_found']);
+    expect(await q('select 1 from connections where app_key = $1', ['b-shares-alpha'])).toEqual([]);
+    expect(await q(`select id, credential_kind, oauth_grant_id from connections where id = $1`, [own.slow])).toEqual(before);
+    const shared = await q<{ oauth_grant_id: string }>('select oauth_grant_id from connections where id = any($1)', [[own.conn, own.oauthConn]]);
+    expect(new Set(shared.map((r) => r.oauth_grant_id)).size).toBe(1);
     // An id escaped in the path is checked as the route decodes it.
     const escaped = `%${own.slow.charCodeAt(0).toString(16)}${own.slow.slice(1)}`;
     expect((await call(alphaKey, 'GET', `/connections/${escaped}`)).status).toBe(404);

@@ -18,7 +18,7 @@ import { tenantFilter } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { uuidCursor } from '../../policy/cursors';
 import { presentAccepted, presentConnection, presentConnectionDetail } from '../present';
-import { conflict, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorAnswer, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   ConnectionDetailSchema,
   ConnectionPageSchema,
@@ -39,11 +39,17 @@ const EXAMPLE_PRIVATE_KEY = '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAâ€
 const GITHUB_CONFIG_EXAMPLE = { repositories: ['octo-org/octo-repo'] };
 const GITHUB_APP_CREDENTIALS_EXAMPLE = { kind: 'github_app', app_id: 123456, installation_id: 7890123, private_key: EXAMPLE_PRIVATE_KEY };
 
+const SHARED_GRANT_EXAMPLE = { kind: 'oauth2', grant_from_connection: '0b7c3d52-8f0e-4c1a-9a57-2f4d6e8b1c90' };
+
 const createExamples = {
   github_token: { summary: 'A GitHub connection with a token', value: { tenant_id: 'acme', app_key: 'acme-github', provider: 'github', config: GITHUB_CONFIG_EXAMPLE, credentials: { token: 'ghp_0123456789abcdefghijklmnopqrstuvwxyz' } } },
   github_app: {
     summary: 'A GitHub connection through a GitHub App installation (installation tokens minted and renewed by the platform)',
     value: { tenant_id: 'acme', app_key: 'acme-github-app', provider: 'github', config: GITHUB_CONFIG_EXAMPLE, credentials: GITHUB_APP_CREDENTIALS_EXAMPLE },
+  },
+  shared_oauth2_grant: {
+    summary: "A connection sharing another connection's OAuth 2 grant (same tenant; one refresh serves both)",
+    value: { tenant_id: 'acme', app_key: 'acme-github-2', provider: 'github', config: GITHUB_CONFIG_EXAMPLE, credentials: SHARED_GRANT_EXAMPLE },
   },
 };
 const updateExamples = {
@@ -53,6 +59,7 @@ const updateExamples = {
     summary: 'New credentials of an http connection: an OAuth 2 client (client credentials grant)',
     value: { credentials: { kind: 'oauth2_client_credentials', token_url: 'https://auth.example.com/oauth/token', client_id: 'synctide-reader', client_secret: 'cs_â€¦', scopes: ['read'] } },
   },
+  shared_oauth2_grant: { summary: "New credentials: share another connection's OAuth 2 grant (same tenant)", value: { credentials: SHARED_GRANT_EXAMPLE } },
   schedule: { summary: 'A new schedule', value: { schedule: { interval_seconds: 3600 } } },
 };
 
@@ -60,7 +67,7 @@ const create = createRoute({
   method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow', operationId: 'createConnection',
   description: "Stores a provider connection of a tenant (its config checked by the provider's schema, its credentials sealed) and starts its `connection:<id>` workflow, which runs the first sync at once unless `status` is `paused`.",
   request: { body: jsonBody(CreateConnectionBody, undefined, createExamples) },
-  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 409: conflict('tenant_id + app_key already taken, or the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`)', 'conflict', 'tenant_limit') },
+  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 404: errorAnswer('`credentials.grant_from_connection` names no connection of the tenant', 'not_found'), 409: conflict('tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`)', 'conflict', 'tenant_limit', 'grant_source_not_oauth2', 'connection_needs_reauth') },
 });
 const list = createRoute({
   method: 'get', path: '/connections', tags, summary: 'List connections (cursor pagination, by id)', operationId: 'listConnections',
@@ -82,7 +89,7 @@ const update = createRoute({
     200: jsonAnswer(UpdatedConnectionSchema, 'Updated (without `config` for a key lacking the `read` scope). A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The connection is disabled (for a schedule change), or being deleted (`purge_in_progress`, with `purge_id`)', 'connection_disabled', 'purge_in_progress'),
+    409: conflict('The connection is disabled (for a schedule change), being deleted (`purge_in_progress`, with `purge_id`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`)', 'connection_disabled', 'purge_in_progress', 'grant_source_not_oauth2', 'connection_needs_reauth'),
   },
 });
 const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, description: string, refusals: { 409?: ReturnType<typeof conflict> } = {}) =>

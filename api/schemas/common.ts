@@ -27,6 +27,7 @@ const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   tenant_limit: 'tenant acme has its limit of connections (max_connections 1000)',
   connection_needs_reauth: 'the connection needs new credentials (its OAuth grant was refused); reconnect it or PATCH its credentials',
   oauth_app_in_use: 'connections use this OAuth app; give them other credentials first',
+  grant_source_not_oauth2: 'the connection named by credentials.grant_from_connection holds no oauth2 grant to share',
   authorization_refused: 'the provider refused the authorization: access_denied',
   token_exchange_failed: 'the token endpoint refused the code: invalid_grant',
   invalid_connection_config: "the connection's config is invalid: repositories: must name at least one repository",

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { CONNECTION_STATUS, CONNECTION_STATUSES, CREDENTIAL_KINDS, JOB_OUTCOMES, PHASES, SETTABLE_CONNECTION_STATUSES } from '../../policy/vocabulary';
 import { MIN_INTERVAL_SECONDS, parseSchedule } from '../../policy/schedule';
+import { sharedGrantOf } from '../../policy/oauth';
 import { configProblem, credentialsProblem, PROVIDER_CONFIG_SCHEMAS, PROVIDER_CREDENTIALS_DOCS, type ProviderSlug } from '../../commands/provider-configs';
 import {
   boundedJsonObject,
@@ -81,7 +82,7 @@ const Credentials = boundedJsonObject(MAX_CREDENTIALS_BYTES)
   .nullable()
   .optional()
   .openapi({
-    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is \`{"kind": "github_app", "app_id", "installation_id", "private_key"}\` (its installation tokens are minted and renewed by the platform); an \`http\` connection may give an OAuth 2 client (the client credentials grant) as \`{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}\`, whose access token the platform obtains, caches and renews and the connector sends as its \`token\` (auth \`bearer\`, \`header\` or \`query\`)`,
+    description: `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is \`{"kind": "github_app", "app_id", "installation_id", "private_key"}\` (its installation tokens are minted and renewed by the platform); an \`http\` connection may give an OAuth 2 client (the client credentials grant) as \`{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}\`, whose access token the platform obtains, caches and renews and the connector sends as its \`token\` (auth \`bearer\`, \`header\` or \`query\`). \`{"kind": "oauth2", "grant_from_connection": "<connection id>"}\` shares the OAuth 2 grant of another connection of the same tenant (one refresh serves both; 404 for an id of no connection of the tenant, 409 \`grant_source_not_oauth2\` when that connection holds no oauth2 grant)`,
     example: { token: 'ghp_…' },
   });
 
@@ -118,10 +119,12 @@ function providerConfig(provider: ProviderSlug) {
 function providerCredentials(provider: ProviderSlug) {
   const doc = PROVIDER_CREDENTIALS_DOCS[provider];
   const schema = boundedJsonObject(MAX_CREDENTIALS_BYTES).superRefine((credentials, ctx) => {
-    const problem = credentialsProblem(provider, credentials);
+    // Another connection's OAuth 2 grant, shared: checked here for its shape, by the command for its source.
+    const shared = sharedGrantOf(credentials);
+    const problem = shared ? ('problem' in shared ? shared.problem : null) : credentialsProblem(provider, credentials);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
-  const description = `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again${provider === 'github' ? '. A token, or a GitHub App installation (`kind: github_app`) whose installation tokens the platform mints from the app\'s JWT and renews before they expire' : ''}`;
+  const description = `Secrets (${sizeRule(MAX_CREDENTIALS_BYTES)}); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. \`{"kind": "oauth2", "grant_from_connection": "<connection id>"}\` shares the OAuth 2 grant of another connection of the same tenant (404 for an id of no connection of the tenant, 409 \`grant_source_not_oauth2\` when it holds no oauth2 grant)${provider === 'github' ? '. A token, or a GitHub App installation (`kind: github_app`) whose installation tokens the platform mints from the app\'s JWT and renews before they expire' : ''}`;
   return schema
     .nullable()
     .optional()

@@ -857,7 +857,7 @@ export interface components {
                  * @example not_found
                  * @enum {string}
                  */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "rate_limited" | "sync_failed" | "timeout" | "unavailable" | "internal" | "error";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "rate_limited" | "sync_failed" | "timeout" | "unavailable" | "internal" | "error";
                 /** @example no job with that id */
                 message: string;
             } & {
@@ -871,7 +871,7 @@ export interface components {
             /** @example acme-github */
             app_key: string;
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A token, or a GitHub App installation (`kind: github_app`) whose installation tokens the platform mints from the app's JWT and renews before they expire
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. `{"kind": "oauth2", "grant_from_connection": "<connection id>"}` shares the OAuth 2 grant of another connection of the same tenant (404 for an id of no connection of the tenant, 409 `grant_source_not_oauth2` when it holds no oauth2 grant). A token, or a GitHub App installation (`kind: github_app`) whose installation tokens the platform mints from the app's JWT and renews before they expire
              * @example {
              *       "token": "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
              *     }
@@ -890,6 +890,14 @@ export interface components {
                 installation_id: number;
                 /** @description The app's RSA private key, PEM (PKCS#1 as GitHub issues it, or PKCS#8). Sealed at rest; never shown, logged or sent anywhere but into the JWT's signature */
                 private_key: string;
+            } | {
+                /** @enum {string} */
+                kind: "oauth2";
+                /**
+                 * Format: uuid
+                 * @description The id of a connection of the same tenant holding an oauth2 grant
+                 */
+                grant_from_connection: string;
             });
             schedule?: components["schemas"]["Schedule"];
             /**
@@ -968,7 +976,7 @@ export interface components {
             /** @example acme-github */
             app_key: string;
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. `{"kind": "oauth2", "grant_from_connection": "<connection id>"}` shares the OAuth 2 grant of another connection of the same tenant (404 for an id of no connection of the tenant, 409 `grant_source_not_oauth2` when it holds no oauth2 grant)
              * @example {}
              */
             credentials?: {
@@ -1052,7 +1060,7 @@ export interface components {
             /** @example acme-github */
             app_key: string;
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is `{"kind": "github_app", "app_id", "installation_id", "private_key"}` (its installation tokens are minted and renewed by the platform); an `http` connection may give an OAuth 2 client (the client credentials grant) as `{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}`, whose access token the platform obtains, caches and renews and the connector sends as its `token` (auth `bearer`, `header` or `query`)
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is `{"kind": "github_app", "app_id", "installation_id", "private_key"}` (its installation tokens are minted and renewed by the platform); an `http` connection may give an OAuth 2 client (the client credentials grant) as `{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}`, whose access token the platform obtains, caches and renews and the connector sends as its `token` (auth `bearer`, `header` or `query`). `{"kind": "oauth2", "grant_from_connection": "<connection id>"}` shares the OAuth 2 grant of another connection of the same tenant (one refresh serves both; 404 for an id of no connection of the tenant, 409 `grant_source_not_oauth2` when that connection holds no oauth2 grant)
              * @example {
              *       "token": "ghp_…"
              *     }
@@ -1384,7 +1392,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is `{"kind": "github_app", "app_id", "installation_id", "private_key"}` (its installation tokens are minted and renewed by the platform); an `http` connection may give an OAuth 2 client (the client credentials grant) as `{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}`, whose access token the platform obtains, caches and renews and the connector sends as its `token` (auth `bearer`, `header` or `query`)
+             * @description Secrets (at most 16 KiB as JSON); stored, never returned or logged. Bound to the provider's origin: a config change that moves it clears them unless given again. A GitHub token must be 20–255 letters, digits, '_', '-' or '.'; a GitHub App installation is `{"kind": "github_app", "app_id", "installation_id", "private_key"}` (its installation tokens are minted and renewed by the platform); an `http` connection may give an OAuth 2 client (the client credentials grant) as `{"kind": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scopes"?}`, whose access token the platform obtains, caches and renews and the connector sends as its `token` (auth `bearer`, `header` or `query`). `{"kind": "oauth2", "grant_from_connection": "<connection id>"}` shares the OAuth 2 grant of another connection of the same tenant (one refresh serves both; 404 for an id of no connection of the tenant, 409 `grant_source_not_oauth2` when that connection holds no oauth2 grant)
              * @example {
              *       "token": "ghp_…"
              *     }
@@ -2083,7 +2091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such resource; with a tenant key also any id or tenant_id of another tenant */
+            /** @description `credentials.grant_from_connection` names no connection of the tenant */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2092,7 +2100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tenant_id + app_key already taken, or the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`) */
+            /** @description tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2478,7 +2486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is disabled (for a schedule change), or being deleted (`purge_in_progress`, with `purge_id`) */
+            /** @description The connection is disabled (for a schedule change), being deleted (`purge_in_progress`, with `purge_id`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`) */
             409: {
                 headers: {
                     [name: string]: unknown;

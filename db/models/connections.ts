@@ -29,6 +29,8 @@ export interface ConnectionRow {
   credential_kind: CredentialKind;
   /** The OAuth app of an `oauth2` credential, else null. */
   oauth_app_id: string | null;
+  /** The OAuth 2 grant of an `oauth2` credential (shared by the connections naming it), else null. */
+  oauth_grant_id: string | null;
   /** The stored schedule; null when none is stored (or none valid): the default interval applies. */
   schedule: Schedule | null;
   /** The planner's bookkeeping in `metadata.sync`: the next run and the jitter it drew. */
@@ -43,7 +45,7 @@ type StoredConnection = Omit<ConnectionRow, 'schedule' | 'next_run_at' | 'last_j
 
 /** The select list that produces a StoredConnection from `connections c`. */
 const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.config,
-  c.credentials is not null as has_credentials, c.credential_kind, c.oauth_app_id, c.metadata -> 'sync' as sync, c.created_at, c.updated_at`;
+  (c.credentials is not null or c.oauth_grant_id is not null) as has_credentials, c.credential_kind, c.oauth_app_id, c.oauth_grant_id, c.metadata -> 'sync' as sync, c.created_at, c.updated_at`;
 
 /** Reads a stored schedule as stored: bounded by what a schedule may be, not by this deployment's maximum. */
 const AS_STORED = { maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY };
@@ -122,12 +124,11 @@ export async function insertConnection(db: Queryable, input: NewConnection): Pro
 export interface ConnectionChange {
   config?: Record<string, unknown>;
   /**
-   * Sealed credentials (an envelope); null removes the credentials. Written with their kind: an
-   * `oauth2` credential names its OAuth app (`oauthAppId`), any other is a `token`. New credentials
-   * (not null) end `needs_reauth`: the connection is `active` again.
+   * Sealed credentials (an envelope) of kind `token`; null removes the credentials. Either way the
+   * connection leaves its OAuth 2 grant, if any (`attachGrant` gives it one). New credentials (not
+   * null) end `needs_reauth`: the connection is `active` again.
    */
   sealedCredentials?: string | null;
-  oauthAppId?: string | null;
   status?: ConnectionStatus;
   /** Replaces the whole stored schedule (interval or cron, time zone, full_sync_every). */
   schedule?: Schedule;
@@ -142,8 +143,9 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
     `update connections c
         set config = coalesce($2, c.config),
             credentials = case when $3 then to_jsonb($4::text) else c.credentials end,
-            credential_kind = case when $3 then (case when $7::uuid is null then ${CREDENTIAL.token} else ${CREDENTIAL.oauth2} end) else c.credential_kind end,
-            oauth_app_id = case when $3 then $7::uuid else c.oauth_app_id end,
+            credential_kind = case when $3 then ${CREDENTIAL.token} else c.credential_kind end,
+            oauth_app_id = case when $3 then null else c.oauth_app_id end,
+            oauth_grant_id = case when $3 then null else c.oauth_grant_id end,
             status = coalesce($5, case when $3 and $4::text is not null and c.status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else c.status end),
             metadata = case when $6::jsonb is null then c.metadata
                             else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end
@@ -156,7 +158,6 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
       change.sealedCredentials ?? null,
       change.status ?? null,
       change.schedule ? scheduleFields(change.schedule) : null,
-      change.oauthAppId ?? null,
     ],
   );
   return rows[0] ? connectionOf(rows[0]) : null;
@@ -277,14 +278,27 @@ export interface SyncSource {
   tenant_id: string;
   provider_slug: string;
   config: Record<string, unknown>;
+  /** The connection's own, or (an `oauth2` credential) its grant's. */
   credentials: unknown;
+  /** The OAuth 2 grant the credentials are of (sealed bound to its id), else null. */
+  oauth_grant_id: string | null;
 }
 
 /** The provider, config and credentials of connection `id`, or null. */
 export async function findSyncSource(db: Queryable, id: string): Promise<SyncSource | null> {
-  const { rows } = await db.query<SyncSource>('select tenant_id, provider_slug, config, credentials from connections where id = $1', [id]);
+  const { rows } = await db.query<SyncSource>(
+    `select c.tenant_id, c.provider_slug, c.config, ${CREDENTIALS_OF('c', 'g')} as credentials, c.oauth_grant_id
+       from connections c left join oauth_grants g on g.id = c.oauth_grant_id where c.id = $1`,
+    [id],
+  );
   return rows[0] ?? null;
 }
+
+/**
+ * The credentials column of connection alias `c` joined (left) with its grant alias `g`: an
+ * `oauth2` connection's are its grant's.
+ */
+export const CREDENTIALS_OF = (c: string, g: string) => `case when ${c}.oauth_grant_id is null then ${c}.credentials else ${g}.credentials end`;
 
 /** Pauses or resumes a connection, leaving a disabled one disabled; its status after, or null. */
 export async function setStatusUnlessDisabled(db: Queryable, id: string, status: SettableConnectionStatus): Promise<ConnectionStatus | null> {
@@ -468,6 +482,125 @@ export interface CredentialForRefresh {
   lease_live: boolean;
 }
 
+/**
+ * Where a renewed credential is stored, with its lease: a connection's own (`connections`), or an
+ * OAuth 2 grant its connections share (`oauth_grants`). Both are sealed bound to `id` in the slot
+ * of a connection's credentials.
+ */
+export interface CredentialHolder {
+  table: 'connections' | 'oauth_grants';
+  id: string;
+}
+
+/** The credential of `holder` (see `findCredentialForRefresh`, `findGrantForRefresh`). */
+export const findHeldCredential = (db: Queryable, holder: CredentialHolder): Promise<CredentialForRefresh | null> =>
+  holder.table === 'oauth_grants' ? findGrantForRefresh(db, holder.id) : findCredentialForRefresh(db, holder.id);
+
+/**
+ * Grant `id`'s credential and its OAuth app's client, or null. Its status is `needs_reauth` while
+ * any of its connections waits for new credentials (a refusal marks them all), else `active`.
+ */
+export async function findGrantForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
+  const { rows } = await db.query<CredentialForRefresh>(
+    `select case when exists (select 1 from connections c where c.oauth_grant_id = g.id and c.status = ${CONNECTION.needs_reauth})
+                 then ${CONNECTION.needs_reauth} else ${CONNECTION.active} end as status,
+            g.tenant_id, (select min(c.provider_slug) from connections c where c.oauth_grant_id = g.id) as provider_slug,
+            g.credentials, ${CREDENTIAL.oauth2} as credential_kind, null::jsonb as config, g.oauth_app_id, a.token_url, a.client_id, a.client_secret,
+            coalesce(g.credential_lease_until > now(), false) as lease_live
+       from oauth_grants g join oauth_apps a on a.id = g.oauth_app_id
+      where g.id = $1`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Marks every connection of grant `grantId` that is active or paused `needs_reauth`, while the
+ * grant still holds the credential `stored` (new credentials that arrived meanwhile are not
+ * refused). The connections changed.
+ */
+export async function markGrantNeedsReauth(db: Queryable, grantId: string, stored: unknown): Promise<{ id: string; provider_slug: string }[]> {
+  const { rows } = await db.query<{ id: string; provider_slug: string }>(
+    `update connections c set status = ${CONNECTION.needs_reauth}
+      where c.oauth_grant_id = $1 and c.status in (${CONNECTION.active}, ${CONNECTION.paused})
+        and exists (select 1 from oauth_grants g where g.id = $1 and g.credentials = $2::jsonb)
+      returning c.id, c.provider_slug`,
+    [grantId, JSON.stringify(stored)],
+  );
+  return rows;
+}
+
+/** Connection `id`'s grant and its OAuth app, with its tenant (nulls for no grant), or null when there is no such connection. */
+export async function findConnectionGrant(db: Queryable, id: string): Promise<{ tenant_id: string; oauth_grant_id: string | null; oauth_app_id: string | null } | null> {
+  const { rows } = await db.query<{ tenant_id: string; oauth_grant_id: string | null; oauth_app_id: string | null }>(
+    'select tenant_id, oauth_grant_id, oauth_app_id from connections where id = $1',
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Inserts grant `id` of tenant `tenantId` through OAuth app `appId`, holding `sealed` (bound to `id`). */
+export async function insertGrant(db: Queryable, id: string, tenantId: string, appId: string, sealed: string): Promise<void> {
+  await db.query('insert into oauth_grants (id, tenant_id, oauth_app_id, credentials) values ($1, $2, $3, to_jsonb($4::text))', [id, tenantId, appId, sealed]);
+}
+
+/** Replaces grant `id`'s credentials with new ones `sealed` (a new authorization), ending any lease. */
+export async function replaceGrant(db: Queryable, id: string, sealed: string): Promise<void> {
+  await db.query(
+    'update oauth_grants set credentials = to_jsonb($2::text), credential_lease_token = null, credential_lease_until = null where id = $1',
+    [id, sealed],
+  );
+}
+
+/**
+ * Makes grant `grantId` (of app `appId`) connection `id`'s `oauth2` credential, and (`resume`, the
+ * default: new credentials arrived) every connection of the grant that needs reauthorization
+ * `active` again.
+ * The connection's own credentials are removed; a grant it leaves that no connection names any
+ * more is deleted (a trigger). The connections of the grant (for their alerts), or [] when there
+ * is no connection `id`.
+ */
+export async function attachGrant(db: Queryable, id: string, grantId: string, appId: string, opts: { resume: boolean } = { resume: true }): Promise<string[]> {
+  const { rowCount } = await db.query(
+    `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2 where id = $1`,
+    [id, grantId, appId],
+  );
+  if (!rowCount || !opts.resume) return rowCount ? [id] : [];
+  const { rows } = await db.query<{ id: string }>(
+    `update connections set status = case when status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else status end
+      where oauth_grant_id = $1 returning id`,
+    [grantId],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** The next `limit` grants after `afterId` whose credentials are not sealed under key `activeId`. */
+export async function listGrantsToReseal(db: Queryable, activeId: string | null, afterId: string, limit: number): Promise<StoredSecret[]> {
+  const { rows } = await db.query<StoredSecret>(
+    `select id, credentials as stored from oauth_grants
+      where id > $2 and (jsonb_typeof(credentials) <> 'string' or ($1::text is not null and not starts_with(credentials #>> '{}', 'enc:v1:' || $1 || ':')))
+      order by id limit $3`,
+    [activeId, afterId, limit],
+  );
+  return rows;
+}
+
+/** Replaces grant `id`'s credentials with `sealed` only if they still are `stored` (compare and set). */
+export async function replaceGrantCredentials(db: Queryable, id: string, stored: unknown, sealed: string): Promise<boolean> {
+  const { rowCount } = await db.query('update oauth_grants set credentials = to_jsonb($3::text) where id = $1 and credentials = $2::jsonb', [id, JSON.stringify(stored), sealed]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** How many grants have credentials not sealed under key `activeId`. */
+export async function countGrantsToReseal(db: Queryable, activeId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from oauth_grants
+      where jsonb_typeof(credentials) <> 'string' or not starts_with(credentials #>> '{}', 'enc:v1:' || $1 || ':')`,
+    [activeId],
+  );
+  return rows[0]!.n;
+}
+
 /** Connection `id`'s credential and its OAuth app's client (null columns for a `token`), or null. */
 export async function findCredentialForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
   const { rows } = await db.query<CredentialForRefresh>(
@@ -485,11 +618,11 @@ export async function findCredentialForRefresh(db: Queryable, id: string): Promi
  * when no live lease is held (none, or one past its expiry: its worker died). True when claimed.
  * Called under `lockCredentialRefresh`, in the transaction that decided to renew.
  */
-export async function claimCredentialLease(db: Queryable, id: string, lease: string, leaseMs: number): Promise<boolean> {
+export async function claimCredentialLease(db: Queryable, holder: CredentialHolder, lease: string, leaseMs: number): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update connections set credential_lease_token = $2, credential_lease_until = now() + make_interval(secs => $3::double precision / 1000)
+    `update ${holder.table} set credential_lease_token = $2, credential_lease_until = now() + make_interval(secs => $3::double precision / 1000)
       where id = $1 and (credential_lease_until is null or credential_lease_until <= now())`,
-    [id, lease, leaseMs],
+    [holder.id, lease, leaseMs],
   );
   return (rowCount ?? 0) > 0;
 }
@@ -501,22 +634,22 @@ export async function claimCredentialLease(db: Queryable, id: string, lease: str
  * provider has issued the answer (a rotated refresh token among it), and discarding it could lose
  * the grant; the other worker's store then finds the credential changed. True when stored.
  */
-export async function storeRenewedCredentials(db: Queryable, id: string, stored: unknown, sealed: string, lease: string): Promise<boolean> {
+export async function storeRenewedCredentials(db: Queryable, holder: CredentialHolder, stored: unknown, sealed: string, lease: string): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update connections set credentials = to_jsonb($3::text),
+    `update ${holder.table} set credentials = to_jsonb($3::text),
             credential_lease_until = case when credential_lease_token = $4 then null else credential_lease_until end,
             credential_lease_token = case when credential_lease_token = $4 then null else credential_lease_token end
       where id = $1 and credentials = $2::jsonb`,
-    [id, JSON.stringify(stored), sealed, lease],
+    [holder.id, JSON.stringify(stored), sealed, lease],
   );
   return (rowCount ?? 0) > 0;
 }
 
 /** Ends the renewal lease `lease` of connection `id` when it is still held (a renewal that failed). */
-export async function releaseCredentialLease(db: Queryable, id: string, lease: string): Promise<void> {
+export async function releaseCredentialLease(db: Queryable, holder: CredentialHolder, lease: string): Promise<void> {
   await db.query(
-    'update connections set credential_lease_token = null, credential_lease_until = null where id = $1 and credential_lease_token = $2',
-    [id, lease],
+    `update ${holder.table} set credential_lease_token = null, credential_lease_until = null where id = $1 and credential_lease_token = $2`,
+    [holder.id, lease],
   );
 }
 

@@ -5,6 +5,7 @@ import { TASK_STATUS, type ConnectionStatus, type TaskStatus } from '../../polic
 import type { Queryable } from '../queryable';
 import type { UpsertCounts } from './records';
 import { OPEN_TASKS, sqlList, TASK } from '../sql';
+import { CREDENTIALS_OF } from './connections';
 
 /** One task of a job as the status endpoint shows it. */
 export interface TaskRow {
@@ -92,8 +93,10 @@ export interface TaskToSync {
   provider_slug: string;
   connection_status: ConnectionStatus;
   config: Record<string, unknown> | null;
-  /** As stored: a sealed envelope (or a legacy plaintext object); the activity opens it. */
+  /** As stored: a sealed envelope (or a legacy plaintext object); the activity opens it. An `oauth2` connection's are its grant's. */
   credentials: unknown;
+  /** The OAuth 2 grant the credentials are of (sealed bound to its id), else null. */
+  oauth_grant_id: string | null;
   deleted_count: number;
 }
 
@@ -101,10 +104,12 @@ export interface TaskToSync {
 export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<TaskToSync | null> {
   const { rows } = await tx.query<TaskToSync>(
     `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.partition_progress, t.started_at, t.deleted_count,
-            j.connection_id, j.window_start, j.window_end, c.tenant_id, c.provider_slug, c.status as connection_status, c.config, c.credentials
+            j.connection_id, j.window_start, j.window_end, c.tenant_id, c.provider_slug, c.status as connection_status, c.config,
+            ${CREDENTIALS_OF('c', 'g')} as credentials, c.oauth_grant_id
        from sync_tasks t
        join sync_jobs j on j.id = t.job_id
        join connections c on c.id = j.connection_id
+       left join oauth_grants g on g.id = c.oauth_grant_id
       where t.id = $1 for no key update of t skip locked`,
     [taskId],
   );

@@ -8,7 +8,7 @@
 // real OAuth servers on 127.0.0.1, a Temporal dev server, Postgres and real worker processes.
 //
 // The kill lands exactly in the window: when a refresh reaches the token endpoint, the test takes
-// the connection's row lock before the answer goes out, so the worker's storing UPDATE waits on
+// the grant's row lock before the answer goes out, so the worker's storing UPDATE waits on
 // it; the worker is killed while it waits (its transaction never commits), then the lock is let go.
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -22,6 +22,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { TEST_KEYRING } from '../helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from '../helpers/fake-oauth';
 import { stopAllSynctide, startSynctide, workerEnv } from '../helpers/processes';
+import { insertOAuthConnection, storedCredentials } from '../helpers/oauth-grants';
 import { createDevServerEnv } from '../helpers/temporal';
 import { eventually } from '../helpers/worker';
 
@@ -59,18 +60,16 @@ describe('kill -9 between the token answer and storing the rotated refresh token
       pagination: { type: 'page_number', param: 'page', max_reads: 1 },
       resources: { pages: { path: '/pages', id: 'id', updated_at: 'updated_at' } },
     };
-    await db.pool.query(
-      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials, credential_kind, oauth_app_id, metadata)
-       values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text), 'oauth2', $5, '{"sync": {"interval_seconds": 3600}}')`,
-      [id, name, config, sealCredentials(TEST_KEYRING, id, secret), appId],
-    );
+    await insertOAuthConnection(db.pool, {
+      id, tenantId: 'acme', appKey: name, config, appId, metadata: { sync: { interval_seconds: 3600 } }, sealed: sealCredentials(TEST_KEYRING, id, secret)!,
+    });
     return { id, grant };
   }
 
   async function stored(connectionId: string) {
-    const { rows } = await db.pool.query<{ credentials: string; status: string }>('select credentials, status from connections where id = $1', [connectionId]);
-    const secret = JSON.parse(open(TEST_KEYRING, { table: 'connections', id: connectionId }, rows[0]!.credentials)) as Record<string, string>;
-    return { secret, status: rows[0]!.status };
+    const row = (await storedCredentials(db.pool, connectionId))!;
+    const secret = JSON.parse(open(TEST_KEYRING, { table: 'connections', id: row.boundTo }, row.credentials as string)) as Record<string, string>;
+    return { secret, status: row.status };
   }
 
   it('keeps the credential whole: a provider with rotation grace lets the next worker recover, a strict one ends in needs_reauth', async () => {
@@ -83,13 +82,13 @@ describe('kill -9 between the token answer and storing the rotated refresh token
     let worker = first;
 
     const conns = [await connection(graceful, 'graceful'), await connection(strict, 'strict')];
-    // Each refresh's answer waits until the test holds its connection's row (released after the kill).
+    // Each refresh's answer waits until the test holds its grant's row (released after the kill).
     const held: PoolClient[] = [];
     conns.forEach((conn, i) => {
       fakes[i]!.beforeRefreshAnswer = async () => {
         const client = await db.pool.connect();
         await client.query('begin');
-        await client.query('select 1 from connections where id = $1 for update', [conn.id]);
+        await client.query('select 1 from oauth_grants where id = $1 for update', [conn.id]);
         held.push(client);
       };
     });
@@ -104,7 +103,7 @@ describe('kill -9 between the token answer and storing the rotated refresh token
     // Both workers' storing UPDATEs wait on the rows the test holds: the answers were received.
     await eventually(async () => {
       const { rows } = await db.pool.query<{ n: number }>(
-        `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'update connections set credentials%'`,
+        `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'update oauth_grants set credentials%'`,
       );
       return rows[0]!.n === 2 ? true : undefined;
     }, { timeoutMs: 120_000, describe: async () => fakes.map((f) => f.counts) });
@@ -120,7 +119,7 @@ describe('kill -9 between the token answer and storing the rotated refresh token
     // Nothing of the lost answer was stored: each connection still holds the grant it started from, active.
     for (const conn of conns) {
       await eventually(async () => {
-        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where query ilike 'update connections set credentials%' and state <> 'idle'`);
+        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where query ilike 'update oauth_grants set credentials%' and state <> 'idle'`);
         return rows[0]!.n === 0 ? true : undefined;
       });
       expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { refresh_token: conn.grant.refresh, access_token: conn.grant.access } });
