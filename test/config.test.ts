@@ -26,7 +26,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres:\/\//);
     expect(() => loadConfig({ TEMPORAL_ADDRESS: 'http://x' })).toThrow(/TEMPORAL_ADDRESS: must be host:port/);
     expect(() => loadConfig({ JITTER_PCT_MAX: '1.5' })).toThrow(/JITTER_PCT_MAX: must be a number from 0 up to \(not including\) 1/);
-    expect(() => loadConfig({ WORKFLOW_BUNDLE_PATH: '/no/such/bundle.js' })).toThrow(/WORKFLOW_BUNDLE_PATH: no file there; build it with `npm run build:workflows/);
+    expect(() => loadConfig({ WORKFLOW_BUNDLE_PATH: '/no/such/bundle.js' })).toThrow(/WORKFLOW_BUNDLE_PATH: no file there; build it with `npm run build`/);
     expect(loadConfig({ WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath') }).WORKFLOW_BUNDLE_PATH).toBe(inject('workflowBundlePath'));
   });
 
