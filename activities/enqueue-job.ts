@@ -34,7 +34,7 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
         trigger: input.trigger,
         scheduledAt: new Date(input.scheduledAt),
         ...(input.runId && { schedulerRunId: input.runId }),
-        workflowId: syncJobWorkflowId(input.jobId),
+        workflowId: input.workflowId ?? syncJobWorkflowId(input.jobId),
       });
       if (!inserted) {
         const active = await findBlockingJob(tx, input.connectionId, input.trigger, input.jobType);

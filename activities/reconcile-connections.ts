@@ -53,8 +53,9 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
  *   ("use existing", so racing ticks and API calls are safe); a disabled connection's running
  *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
- * - every active job older than a minute must have a live workflow: its own `sync-job:` run, or,
- *   for a queued job of the scheduler, its connection's workflow. A requested job still queued
+ * - every active job older than a minute must have a live workflow: the one that runs it (its own
+ *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
+ *   the scheduler, its connection's workflow. A requested job still queued
  *   without one gets it started; any other is failed as abandoned (with its open tasks), so no
  *   job stays active forever and blocks its connection's schedule;
  * - every pending webhook delivery older than a few seconds has a running workflow: one whose
@@ -123,10 +124,14 @@ async function jobsWithoutListedWorkflow(pool: ActivityDeps['pool'], jobs: Activ
   return unlisted.filter((job) => now.get(job.id) === job.status);
 }
 
-/** The workflow that must be alive for an active job: its own, or its connection's while the scheduler's job waits. */
+/**
+ * The workflow that must be alive for an active job: its connection's while the scheduler's job
+ * waits, else the one that runs it (its own `sync-job:` workflow, or its connection's for a
+ * scheduled job run inline).
+ */
 function jobOwner(job: ActiveJobToCheck): string {
   const ownedByScheduler = job.status === 'queued' && isSchedulerTrigger(job.trigger);
-  return ownedByScheduler ? connectionWorkflowId(job.connection_id) : syncJobWorkflowId(job.id);
+  return ownedByScheduler ? connectionWorkflowId(job.connection_id) : (job.workflow_id ?? syncJobWorkflowId(job.id));
 }
 
 /**

@@ -56,6 +56,11 @@ export interface EnqueueJobInput {
   plan?: PlannedRun;
   /** The connection workflow run that enqueues it: its own start-up cleanup leaves the job alone. */
   runId?: string;
+  /**
+   * The workflow that will run the job: the connection's own (a run that runs its scheduled jobs
+   * inline); absent for runs that start a `sync-job:<id>` child, which is then the job's workflow.
+   */
+  workflowId?: string;
 }
 
 /** What happened to an enqueue. Only `enqueued` means this job row exists and is ours to run. */

@@ -3,7 +3,7 @@
 /** Workflow id of a connection's long-running scheduler workflow. */
 export const connectionWorkflowId = (connectionId: string): string => `connection:${connectionId}`;
 
-/** Workflow id of the child workflow that runs one sync job. */
+/** Workflow id of the workflow that runs one requested sync job (a scheduled one runs in its connection's). */
 export const syncJobWorkflowId = (jobId: string): string => `sync-job:${jobId}`;
 
 /**

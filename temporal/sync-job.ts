@@ -1,5 +1,5 @@
-// Contract of the job workflow `sync-job:<job_id>`: one sync job, run as a child of its
-// connection's workflow or, for jobs requested over the API, on its own.
+// Contract of the job workflow `sync-job:<job_id>`: one sync job requested over the API (and, in
+// runs recorded before scheduled jobs ran inline, a child of its connection's workflow).
 import type { JobOutcome } from '../policy/vocabulary';
 
 /** Workflow type name of one sync job. */

@@ -55,7 +55,7 @@ describe('connection workflow (time-skipping)', () => {
 
   async function jobs(connectionId: string) {
     const { rows } = await db.pool.query(
-      `select id, job_type, trigger, status, scheduled_at, started_at, finished_at, last_error, abandoned_at
+      `select id, job_type, trigger, status, scheduled_at, started_at, finished_at, last_error, abandoned_at, workflow_id
          from sync_jobs where connection_id = $1 order by created_at, scheduled_at`,
       [connectionId],
     );
@@ -266,9 +266,14 @@ describe('connection workflow (time-skipping)', () => {
     await recordHistory(env.client, 'connection-cycle-continue-as-new', connectionWorkflowId(id), run1);
     expect(second.last_outcome).toBe('completed');
     expect(second.next_run_at).not.toBe(first.next_run_at);
-    // Each run's history is one cycle: small and bounded.
+    // Each run's history is one cycle, its job run inside it (no child workflow): small and bounded.
     const history = await handle.fetchHistory();
     expect(history.events!.length).toBeLessThan(80);
+    const cycle1 = (await env.client.workflow.getHandle(connectionWorkflowId(id), run1).fetchHistory()).events ?? [];
+    expect(cycle1.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    expect(cycle1.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'syncTask').length).toBeGreaterThan(0);
+    const owners = (await jobs(id)).filter((r) => r.status === 'completed').map((r) => r.workflow_id);
+    expect(owners).toEqual([connectionWorkflowId(id), connectionWorkflowId(id)]);
   });
 
   it('fails a job left running by a terminated run and schedules exactly one catch-up job after restart by the reconcile tick', async () => {

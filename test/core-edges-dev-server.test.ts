@@ -7,12 +7,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { disableConnection, pauseConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
-import { requestJob } from '../commands/jobs';
+import { cancelJob, requestJob } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow, ensureJobWorkflow } from '../temporal/client';
-import { syncJobWorkflowId } from '../temporal/ids';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { waitForState } from './helpers/connection-state';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { createTestWorker, eventually } from './helpers/worker';
@@ -110,6 +111,36 @@ describe('core edge paths on the dev server', () => {
     });
     expect(ended.status).toBe('completed');
     expect(await recordsOf(connectionId)).toBe(20);
+  });
+
+  it('a scheduled job runs inside its connection run: a reconcile tick leaves it running, a cancel over the API stops it', async () => {
+    const connectionId = await newConnection({ latency_ms: 500 });
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id: connectionId, tenantId: 'acme', providerSlug: 'demo' });
+    const job = await eventually(async () => {
+      const { rows } = await db.pool.query(`select id, status, workflow_id from sync_jobs where connection_id = $1`, [connectionId]);
+      return rows.find((r) => r.status === 'running');
+    });
+    // Its workflow is the connection's, in the run that enqueued it; no `sync-job:` workflow exists.
+    expect(job.workflow_id).toBe(connectionWorkflowId(connectionId));
+    await expect(env.client.workflow.getHandle(syncJobWorkflowId(job.id)).describe()).rejects.toThrow(/not found/i);
+    // Old enough for the tick to check that its workflow lives: the connection's does.
+    await db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where id = $1`, [job.id]);
+    await tick();
+    expect((await jobOf(job.id)).status).toBe('running');
+
+    await cancelJob(commands, job.id);
+    const ended = await eventually(async () => {
+      const j = await jobOf(job.id);
+      return ['running', 'retrying'].includes(j.status) ? undefined : j;
+    });
+    expect(ended.status).toBe('cancelled');
+    expect(await recordsOf(connectionId)).toBeLessThan(20);
+    // The connection goes on to its next cycle (a new queued job), with the job's end in its state.
+    const state = await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.last_outcome === 'cancelled');
+    expect(state.current_job_id).not.toBe(job.id);
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    await handle.terminate('test done');
   });
 
   it('a task cut off by two worker shutdowns in a row is retried, not counted as a failed attempt', async () => {

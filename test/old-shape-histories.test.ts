@@ -1,6 +1,6 @@
 // Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
-// replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions` and `schedule-replan`
-// patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions`, `schedule-replan`
+// and `inline-scheduled-job` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
 // patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
 // server with stub activities.
 import { randomUUID } from 'node:crypto';
@@ -59,7 +59,7 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       taskQueue: TASK_QUEUE,
       args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
       typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
-      memo: { [PATCHES_OFF_MEMO]: ['bounded-idle-loops'] },
+      memo: { [PATCHES_OFF_MEMO]: ['bounded-idle-loops', 'inline-scheduled-job'] },
     });
     try {
       await waitForState(env, id, (s) => s.phase === 'sleeping');
@@ -86,7 +86,7 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       taskQueue: TASK_QUEUE,
       args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
       typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
-      memo: { [PATCHES_OFF_MEMO]: ['schedule-replan'] },
+      memo: { [PATCHES_OFF_MEMO]: ['schedule-replan', 'inline-scheduled-job'] },
     });
     try {
       const sleeping = await waitForState(env, id, (s) => s.phase === 'sleeping' && s.cycles >= 1);
@@ -99,6 +99,29 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       expect({ scheduledAt: after.scheduled_at, pending: after.pending, signalled, markers: await markers(handle.workflowId) })
         .toEqual({ scheduledAt: sleeping.scheduled_at, pending: [], signalled: 1, markers: ['lean-cycle'] });
       await recordHistory(env.client, 'connection-replan-unhandled.pre-schedule-replan', handle.workflowId);
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+
+  it('before inline-scheduled-job, a cycle ran its job as a `sync-job:` child workflow, then continued as new', async () => {
+    const id = '00000000-0000-4000-8000-000000000003';
+    store.addConnection(id, await env.currentTimeMs());
+    const handle = await env.client.workflow.start('connectionWorkflow', {
+      workflowId: connectionWorkflowId(id),
+      taskQueue: TASK_QUEUE,
+      args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
+      typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
+      memo: { [PATCHES_OFF_MEMO]: ['inline-scheduled-job'] },
+    });
+    try {
+      await waitForState(env, id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+      const events = (await env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).fetchHistory()).events ?? [];
+      const children = events.flatMap((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId ?? []);
+      const [job] = store.jobsOf(id);
+      expect({ children, jobStatus: job?.status, markers: await markers(handle.workflowId, handle.firstExecutionRunId) })
+        .toEqual({ children: [syncJobWorkflowId(job!.id)], jobStatus: 'completed', markers: ['lean-cycle'] });
+      await recordHistory(env.client, 'connection-cycle.pre-inline-scheduled-job', handle.workflowId, handle.firstExecutionRunId);
     } finally {
       await handle.terminate('test done');
     }

@@ -50,7 +50,7 @@ export const JobSchema = z
       .object({ message: z.string(), failed_tasks: z.array(z.object({ resource_type: z.string(), message: z.string() })) })
       .nullable()
       .openapi({ description: 'Summary of what went wrong, without internals' }),
-    workflow_id: z.string().nullable(),
+    workflow_id: z.string().nullable().openapi({ description: 'The Temporal workflow that runs the job: `sync-job:<job id>` for a requested job, `connection:<connection id>` for a scheduled one (it runs inside the connection run of its cycle)' }),
     created_at: z.string(),
     tasks: z.array(TaskSchema).optional(),
   })

@@ -1536,6 +1536,7 @@ export interface components {
                     message: string;
                 }[];
             } | null;
+            /** @description The Temporal workflow that runs the job: `sync-job:<job id>` for a requested job, `connection:<connection id>` for a scheduled one (it runs inside the connection run of its cycle) */
             workflow_id: string | null;
             created_at: string;
             tasks?: components["schemas"]["Task"][];

@@ -561,12 +561,14 @@ export interface ActiveJobToCheck {
   tenant_id: string;
   provider_slug: string;
   connection_status: ConnectionStatus;
+  /** The workflow that runs (or will run) the job: its `sync-job:` workflow, or its connection's. */
+  workflow_id: string | null;
 }
 
 /** Active jobs created before `before` (younger ones may still be getting their workflow), oldest first. */
 export async function findActiveJobsCreatedBefore(db: Queryable, before: Date, limit: number): Promise<ActiveJobToCheck[]> {
   const { rows } = await db.query<ActiveJobToCheck>(
-    `select j.id, j.status, j.trigger, j.connection_id, c.tenant_id, c.provider_slug, c.status as connection_status
+    `select j.id, j.status, j.trigger, j.connection_id, c.tenant_id, c.provider_slug, c.status as connection_status, j.workflow_id
        from sync_jobs j join connections c on c.id = j.connection_id
       where j.status in (${ACTIVE_JOBS}) and j.created_at < $1
       order by j.created_at limit $2`,

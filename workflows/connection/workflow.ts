@@ -1,6 +1,7 @@
 // The scheduler of one connection: workflow `connection:<connection_id>`, one cycle per run
-// (clean up → plan → enqueue → durable sleep → run the job as a child → record), then
-// continue-as-new, so history stays small forever and code changes apply at a cycle boundary.
+// (clean up → plan → enqueue → durable sleep → run the job → record), then continue-as-new, so
+// history stays small forever and code changes apply at a cycle boundary. The job runs inside the
+// run (its steps as in `sync-job:` workflows), so each run of the Web UI is one cycle and its job.
 import {
   CancellationScope,
   allHandlersFinished,
@@ -18,6 +19,7 @@ import type { ConnectionContext } from '../../temporal/activities';
 import type { ConnectionWorkflow, ConnectionWorkflowInput, Intents } from '../../temporal/connection';
 import { syncJobWorkflowId } from '../../temporal/ids';
 import { SYNC_JOB_WORKFLOW, type SyncJobResult, type SyncJobWorkflow } from '../../temporal/sync-job';
+import { runSyncJob } from '../sync-job/workflow';
 import { LEAN_CYCLE_PATCH, bookkeeping, type Bookkeeping } from './bookkeeping';
 import { anyIntent, initialIntents, listenForIntents } from './intents';
 import { fullSyncScheduled, planFor } from './planning';
@@ -46,12 +48,22 @@ const FULL_SYNC_EVERY_PATCH = 'full-sync-every';
  */
 const INACTIVE_REPLAN_PATCH = 'inactive-replan-cancels-job';
 
+/**
+ * Marks the workflow versions that run a scheduled job inside the connection's run instead of as a
+ * `sync-job:<id>` child: the job's first step is then the run's own next workflow task, which does
+ * not wait in the task queue behind other workflows' first tasks. Runs recorded before it replay
+ * starting the child.
+ */
+const INLINE_JOB_PATCH = 'inline-scheduled-job';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
   intents: Intents;
   view: ConnectionView;
   books: Bookkeeping;
+  /** The run's jobs run inline (decided at its first enqueue); false: as `sync-job:` children. */
+  inline?: boolean;
 }
 
 /** The long-running scheduler workflow of one connection. */
@@ -133,6 +145,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     const scheduledAt = plan?.scheduledAt ?? Date.now();
     // Only a connection with `full_sync_every` reaches patched(): others record no marker.
     const periodicFull = plan !== undefined && fullSyncScheduled(ctx, plan.scheduledAt) && patched(FULL_SYNC_EVERY_PATCH);
+    run.inline ??= patched(INLINE_JOB_PATCH);
     const enqueued = await books.enqueueJob({
       jobId,
       connectionId,
@@ -142,6 +155,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
       at: Date.now(),
       plan: plan && toPlannedRun(plan),
       runId: workflowInfo().runId,
+      ...(run.inline && { workflowId: workflowInfo().workflowId }),
     });
     if (enqueued.outcome === 'missing') continue;
     if (enqueued.outcome !== 'enqueued') {
@@ -228,32 +242,43 @@ async function replan(run: Run, jobId: string, ctx: ConnectionContext): Promise<
   if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
 }
 
-/** Runs the job as a visible, separately cancellable child workflow; `cancelJob` cancels it. */
+/**
+ * Runs the job, inline (its steps in this run) or, in runs recorded before the inline patch, as a
+ * child workflow; `cancelJob` cancels it. A cancelled connection workflow waits for the job's own
+ * cleanup (its paging activity stopped, the job marked) before it ends.
+ */
 async function runJob(run: Run, jobId: string): Promise<void> {
   const { connectionId, intents, view } = run;
   view.setPhase('running');
   const scope = new CancellationScope();
   let result: SyncJobResult | undefined;
   let failure: unknown;
-  const child = scope
+  const job = scope
     .run(() =>
-      executeChild<SyncJobWorkflow>(SYNC_JOB_WORKFLOW, {
-        workflowId: syncJobWorkflowId(jobId),
-        args: [{ jobId, connectionId }],
-      }),
+      run.inline
+        ? runSyncJob({ jobId, connectionId })
+        : executeChild<SyncJobWorkflow>(SYNC_JOB_WORKFLOW, {
+            workflowId: syncJobWorkflowId(jobId),
+            args: [{ jobId, connectionId }],
+          }),
     )
     .then(
       (r) => (result = r),
       (err) => (failure = err),
     );
-  await condition(() => result !== undefined || failure !== undefined || intents.cancelJob);
+  try {
+    await condition(() => result !== undefined || failure !== undefined || intents.cancelJob);
+  } catch (err) {
+    if (run.inline && isCancellation(err)) await job;
+    throw err;
+  }
   if (result === undefined && failure === undefined) {
     intents.cancelJob = false;
     scope.cancel();
-    await child;
+    await job;
   }
   view.state.last_outcome = result?.status ?? (isCancellation(failure) ? 'cancelled' : 'failed');
-  if (failure && !isCancellation(failure)) log.warn('sync job workflow failed', { jobId, error: String(failure) });
+  if (failure && !isCancellation(failure)) log.warn('sync job failed', { jobId, error: String(failure) });
   view.state.current_job_id = null;
 }
 

@@ -1,7 +1,8 @@
-// One sync job, run as workflow `sync-job:<job_id>`: a child of its connection workflow, or on
-// its own for a job requested over the API; visible and cancellable on its own in the Web UI and
-// with `temporal workflow cancel`. Failures are decided by the pure policies in policy/ and every
-// wait is a durable sleep, visible in the Web UI and as the job's `retry_after`.
+// One sync job: a job requested over the API (and a scheduled job of a run recorded before the
+// inline-scheduled-job patch) runs as workflow `sync-job:<job_id>`, visible and cancellable on its
+// own in the Web UI and with `temporal workflow cancel`; a scheduled job runs the same steps inside
+// its connection's run (`runSyncJob`). Failures are decided by the pure policies in policy/ and
+// every wait is a durable sleep, visible in the Web UI and as the job's `retry_after`.
 import { CancellationScope, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import { rateLimitBackoff } from '../../policy/rate-limit';
 import { INTERRUPTED_RETRY_CAP, INTERRUPTED_RETRY_SECONDS, decideFailure, retryDelaySeconds } from '../../policy/retry';
@@ -25,6 +26,15 @@ import { failureOf, summarise, type TaskFailure } from './failures';
  * `cancelled` in a non-cancellable cleanup step.
  */
 export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResult> {
+  return runSyncJob(input);
+}
+
+/**
+ * The steps of one job, owned by the workflow that runs them (its id is stored on the job as
+ * `workflow_id`, the only workflow that may claim it again while it runs): the job's own
+ * `sync-job:` workflow, or the connection's workflow running its scheduled job inline.
+ */
+export async function runSyncJob(input: SyncJobInput): Promise<SyncJobResult> {
   const { jobId } = input;
   const workflowId = workflowInfo().workflowId;
   // Decided before the run's first command: runs recorded before the patch replay the old shape.
