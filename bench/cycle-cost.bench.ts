@@ -2,8 +2,8 @@
 // from the histories. N connections (BENCH_CONNECTIONS, default 20) at 60 s, jitter 0, demo data
 // with one resource and one record, run by the real Synctide worker until each has completed its
 // bootstrap job and BENCH_CYCLES (default 2) timer-driven jobs. A cycle is one run of the
-// connection workflow whose job waited for its timer (run start → timer → child job →
-// continue-as-new) plus that job's own workflow. Workflow tasks are WorkflowTaskCompleted events,
+// connection workflow whose job waited for its timer (run start → timer → job → continue-as-new):
+// the job runs inside the run, or, in the older shape, as a child whose own workflow is added. Workflow tasks are WorkflowTaskCompleted events,
 // activity tasks ActivityTaskScheduled events, local activities their markers.
 import pMap from 'p-map';
 import { ensureConnectionWorkflow, ensureReconcileWorkflow } from '../temporal/client';
@@ -71,13 +71,16 @@ await runBench('cycle-cost', `${N} connections at 60 s, jitter 0, ${CYCLES} time
       for (const run of runs) {
         const events = (await stack.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory()).events ?? [];
         const timerFired = events.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_FIRED);
+        const continued = events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
         const child = events.find((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED);
-        const completed = events.some((e) => e.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED);
-        if (!timerFired || !child || !completed) continue; // the bootstrap run, or the run still waiting
-        const childId = child.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!;
-        const childEvents = (await stack.client.workflow.getHandle(childId).fetchHistory()).events ?? [];
+        const childCompleted = events.some((e) => e.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED);
+        const inlineJobRan = !child && events.some((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
+        // The bootstrap run (no timer), the run still waiting, or a cycle whose job did not run.
+        if (!timerFired || !continued || !(childCompleted || inlineJobRan)) continue;
         const parent = costOf(events);
-        const job = costOf(childEvents);
+        // A job run inline is part of the run's own history; a child job (older shape) has its own.
+        const childId = child?.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId;
+        const job = childId ? costOf((await stack.client.workflow.getHandle(childId).fetchHistory()).events ?? []) : { workflowTasks: 0, activityTasks: 0, localActivities: 0 };
         cycles.push({
           workflowTasks: parent.workflowTasks + job.workflowTasks,
           activityTasks: parent.activityTasks + job.activityTasks,
@@ -92,7 +95,7 @@ await runBench('cycle-cost', `${N} connections at 60 s, jitter 0, ${CYCLES} time
     }
     const mean = (k: keyof Cost) => cycles.reduce((s, c) => s + c[k], 0) / cycles.length;
     console.log(`timer-driven cycles counted: ${cycles.length} (${N} connections)`);
-    console.log('first cycles, connection run + job run:');
+    console.log('first cycles, connection run + child job run (0 when the job ran inline):');
     table(['connection', 'workflow tasks', 'activity tasks', 'local activities'], perConnection);
     console.log('');
     console.log(`cycle-cost: ${mean('workflowTasks').toFixed(1)} workflow tasks, ${mean('activityTasks').toFixed(1)} activity tasks, ${mean('localActivities').toFixed(1)} local activities per cycle`);
