@@ -2,8 +2,10 @@
 // `INSERT … ON CONFLICT` of the same rows into `records`, on the same Postgres in the same run.
 // Job: a demo connection of BENCH_RECORDS (default 100,000) records in one resource, page_size
 // 1000, latency 0, synced by one `full` job run by the real `syncJobWorkflow` on the real
-// Synctide worker (each page: fetch, one upsert statement, the `sync_seen` ids, task and job
-// progress, one transaction; then the full-pass deletion and sync_state). Raw: the same rows
+// Synctide worker (each page: fetched while the one before it is stored, then one statement that
+// upserts the records, adds the ids it did not write to `sync_seen` and counts the task's and job's
+// progress, its own transaction but for the last page, whose cursor joins it in one; then the
+// full-pass deletion). Raw: the same rows
 // (generated beforehand, not timed), 1000 per statement, one statement per transaction, on one
 // connection. Alternating rounds, each into a fresh connection; then one profiled job run that
 // shows where the job's time goes.
@@ -140,7 +142,7 @@ async function main(stack: BenchStack) {
     const jobRate = mean('job');
     const rawRate = mean('raw');
     console.log('');
-    console.log(`job ${jobRate.toFixed(0)} records/s   raw ${rawRate.toFixed(0)} records/s   ratio ${(jobRate / rawRate).toFixed(2)}× (aim ≥ 0.7×)`);
+    console.log(`job ${jobRate.toFixed(0)} records/s   raw ${rawRate.toFixed(0)} records/s   ratio ${(jobRate / rawRate).toFixed(2)}× (aim ≥ 0.8×)`);
     console.log('');
     for (const r of results) console.log(`${r.kind} ${r.round}: ${r.cpu}`);
     console.log('');

@@ -100,3 +100,29 @@ export async function* pagesOf(
     }
   } while (token);
 }
+
+/**
+ * The pages of `pages`, each next one asked for as soon as the previous one is handed out: a
+ * page is fetched while the consumer stores the one before it. Pages still come out one at a
+ * time and in order, and a fetch's failure comes out only after every earlier page (so a consumer
+ * that stores each page before taking the next stores exactly what it did without the overlap).
+ * At most one fetch runs ahead; when the consumer stops (done, or a throw), the fetch in flight
+ * is awaited and its outcome dropped, so none outlives the loop.
+ */
+export async function* fetchingAhead<T>(pages: AsyncGenerator<T>): AsyncGenerator<T> {
+  let next = pages.next();
+  // Observed here so a failure while the consumer stops is no unhandled rejection; awaited below.
+  next.catch(() => undefined);
+  try {
+    for (;;) {
+      const page = await next;
+      if (page.done) return;
+      next = pages.next();
+      next.catch(() => undefined);
+      yield page.value;
+    }
+  } finally {
+    await next.catch(() => undefined);
+    await pages.return(undefined).catch(() => undefined);
+  }
+}

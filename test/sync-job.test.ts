@@ -8,7 +8,9 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createDemoWorld, demoConnector, demoFetchLog, resetDemoFailures, resetDemoFetchLog, demoConnectionRows } from './helpers/demo';
+import { demoRecords } from '../connectors/demo';
 import { registerConnector } from '../connectors/registry';
+import { upsertRecords } from '../db/models/records';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
@@ -303,7 +305,11 @@ describe('sync jobs', () => {
   });
 
   it('cancels the running job of a connection with the cancelJob signal', async () => {
-    const id = await connection({ resource_types: ['issues'], records_per_resource: 5000, page_size: 100, latency_ms: 100 });
+    const config = { resource_types: ['issues'], records_per_resource: 5000, page_size: 100, latency_ms: 100 };
+    const id = await connection(config);
+    // The records are already stored as the provider serves them: a full pass adds to its
+    // seen-set only the ids it does not rewrite itself, so these make it keep one.
+    await upsertRecords(db.pool, { connectionId: id, resourceType: 'issues', jobId: null, at: new Date(Date.now() - 60_000) }, demoRecords(config, 'issues'));
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     await eventually(async () => (demoFetchLog.length >= 3 ? true : undefined));
     const state = await handle.query<ConnectionState>('state');

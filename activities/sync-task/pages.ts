@@ -1,11 +1,11 @@
 import type { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import { pagesOf } from '../../connectors/pages';
+import { fetchingAhead, pagesOf } from '../../connectors/pages';
 import type { FetchPageResult, StoredValidator } from '../../connectors/types';
 import { upsertRecords } from '../../db/models/records';
 import { saveEtags } from '../../db/models/provider-etags';
 import { advanceCursors } from '../../db/models/state';
-import { recordPage } from '../../db/models/tasks';
+import type { Queryable } from '../../db/queryable';
 import { withTransaction } from '../../db/transaction';
 import { nextCursor } from '../../policy/cursor';
 import { DEFAULT_BUDGET_SETTINGS } from '../../policy/rate-budget';
@@ -50,7 +50,10 @@ export async function readPass(
     };
     const { cursors } = pass;
     const request = { ...context, since: pass.since, until: pass.until, ...(cursors && { cursors }), ...(validators && { validators }) };
-    for await (const page of pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount })) {
+    // The next page is fetched while this one is stored: pages are still stored one by one, in
+    // order, each with the page token after it, so a retry resumes exactly as without the overlap.
+    const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount });
+    for await (const page of fetchingAhead(pages)) {
       await storePage(deps, pass, progress, page);
     }
     if (!pass.full) return { only: [] };
@@ -65,9 +68,11 @@ export async function readPass(
 }
 
 /**
- * Stores one page in one transaction: its records (of a window, only those inside it), the
- * `sync_seen` ids (full mode), the task's progress with the partitions' marks, the page's ETags
- * and the cursors of the partitions the page completed; then counts it and heartbeats.
+ * Stores one page atomically: its records (of a window, only those inside it), the `sync_seen`
+ * ids (full mode), the task's progress with the partitions' marks and the job's progress, all in
+ * the upsert's one statement, which is the page's whole transaction unless the page also has
+ * ETags to save or partitions whose cursors it completed (then one transaction holds those
+ * statements too); then counts it and heartbeats.
  */
 async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress: PassProgress, page: FetchPageResult & { fetchedAt: Date }): Promise<void> {
   const { input, task, connectionId, connector, window, backfill } = pass;
@@ -78,27 +83,31 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
   const completed = page.nextPageToken === null
     ? new Set(['', ...(connector.partitions?.(task.config ?? {}) ?? []), ...progress.highWater.keys(), ...(page.completedPartitions ?? [])])
     : new Set(page.completedPartitions ?? []);
-  const written = await withTransaction(deps.pool, async (tx) => {
-    const { seen, ...counts } = await upsertRecords(
-      tx,
+  // The cursor belongs to the connection's own syncs: a backfill of an older window must not move
+  // it (nor skip ahead past changes it did not fetch), nor store ETags.
+  const etags = !backfill && page.validators?.length ? page.validators : null;
+  const cursors = !backfill && completed.size > 0
+    ? [...completed].map((p) => ({ partition: p, cursor: nextCursor(progress.highWater.get(p) ?? null, pass.passStart, progress.holds.get(p) ?? null) }))
+    : null;
+  const write = async (db: Queryable) => {
+    const counts = await upsertRecords(
+      db,
       {
         connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
         seenBy: pass.full ? input.taskId : undefined,
       },
       records,
+      { taskId: input.taskId, nextPageToken: page.nextPageToken, records: records.length, partitions: progress.logged() },
     );
-    await recordPage(tx, input.taskId, input.jobId, { nextPageToken: page.nextPageToken, records: records.length, counts, progress: progress.logged(), seen });
-    if (!backfill && page.validators?.length) await saveEtags(tx, connectionId, input.resourceType, page.validators);
-    // The cursor belongs to the connection's own syncs: a backfill of an older window must
-    // not move it (nor skip ahead past changes it did not fetch).
-    if (!backfill && completed.size > 0) {
-      const moved = [...completed].map((p) => ({
-        partition: p,
-        cursor: nextCursor(progress.highWater.get(p) ?? null, pass.passStart, progress.holds.get(p) ?? null),
-      }));
-      await advanceCursors(tx, connectionId, input.resourceType, moved);
-    }
     return counts.added + counts.updated;
-  });
+  };
+  const written = etags || cursors
+    ? await withTransaction(deps.pool, async (tx) => {
+      const n = await write(tx);
+      if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
+      if (cursors) await advanceCursors(tx, connectionId, input.resourceType, cursors);
+      return n;
+    })
+    : await write(deps.pool);
   progress.stored(page.nextPageToken, records.length, written);
 }

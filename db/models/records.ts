@@ -5,6 +5,7 @@ import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
 import { CHANGE } from '../sql';
+import type { PartitionProgress } from './tasks';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */
 const FEED_LOCK_CLASS = 0x5eed;
@@ -34,18 +35,41 @@ export interface UpsertResult extends UpsertCounts {
 }
 
 /**
+ * A job task's stored page, counted in the page's own statement: where the next page starts, how
+ * many records the page served (`records`, duplicates included), and the marks per partition.
+ */
+export interface PageProgress {
+  taskId: string;
+  nextPageToken: string | null;
+  records: number;
+  partitions: PartitionProgress;
+}
+
+/**
  * Upserts one page of records in one statement, which first takes the connection's change-feed
  * lock (the rows to write are read through the lock's CTE, so it is held before any `nextval`).
- * A record whose data and updated_at are unchanged is not rewritten, nor is one the provider says
- * is older than the stored version; every other write takes the next `change_seq`. A tombstoned
- * record seen again comes back as an insert, but only by a page fetched after it was tombstoned
- * (`fetchedAt` after its `deleted_at`): a page fetched before a full pass's deletion step and
- * written after it is older news than the tombstone. Duplicate ids within a page keep the last occurrence
- * (Postgres cannot upsert one row twice in a statement) and count once. With `seenBy` (a full
- * pass's task), the same statement adds the page's ids to that task's seen-set.
+ * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
+ * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
+ * provider says is older than the stored version; every other write takes the next `change_seq`,
+ * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
+ * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
+ * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
+ * before a full pass's deletion step and written after it is older news than the tombstone.
+ * Duplicate ids within a page keep the last occurrence (Postgres cannot upsert one row twice in a
+ * statement) and count once.
+ *
+ * With `seenBy` (a full pass's task), the same statement adds to that task's seen-set the page's
+ * ids that its deletion step could otherwise judge: every id except those this statement wrote at
+ * or after the task's `started_at` (a written row's `synced_at` is then at or after it, and
+ * never moves back, so no deletion step of that task can take it as a candidate). A first full
+ * sync therefore writes no seen-set at all; a re-sync writes one row per unchanged record.
+ *
+ * With `progress` (a job task's page), the same statement also counts the page into the task
+ * (page token, pages, entities, added / updated / unchanged, seen-set size, marks, heartbeat) and
+ * into job `jobId`'s `processed_entities`.
  */
 export async function upsertRecords(
-  tx: PoolClient,
+  db: Queryable,
   target: {
     connectionId: string;
     resourceType: string;
@@ -56,22 +80,21 @@ export async function upsertRecords(
     fetchedAt?: Date;
   },
   records: ConnectorRecord[],
+  progress?: PageProgress,
 ): Promise<UpsertResult> {
-  if (records.length === 0) return { added: 0, updated: 0, unchanged: 0, seen: 0 };
+  if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0 };
   const byId = new Map(records.map((r) => [r.externalId, r]));
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
-  const { rows: counts } = await tx.query<{ added: number; updated: number; seen: number }>(
+  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number }>(
     `with feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text))),
           page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
-          seen as (insert into sync_seen (task_id, external_id) select $7, external_id from page where $7::uuid is not null
-                   on conflict do nothing returning 1),
           written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at)
        select $1, $2, r.external_id, r.data, r.updated_at, $3, $4
          from page r
        on conflict (connection_id, resource_type, external_id) do update
           set data = excluded.data, source_updated_at = excluded.source_updated_at,
-              last_seen_job_id = excluded.last_seen_job_id, synced_at = excluded.synced_at,
+              last_seen_job_id = excluded.last_seen_job_id, synced_at = greatest(records.synced_at, excluded.synced_at),
               change_seq = nextval('records_change_seq'),
               change = case when records.deleted_at is null then ${CHANGE.update} else ${CHANGE.insert} end,
               deleted_at = null
@@ -83,11 +106,33 @@ export async function upsertRecords(
                or excluded.source_updated_at >= records.source_updated_at)
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
-       returning change)
-     select count(*) filter (where change = ${CHANGE.insert})::int as added, count(*) filter (where change = ${CHANGE.update})::int as updated,
-            (select count(*) from seen)::int as seen
-       from written`,
-    [target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at],
+       returning records.external_id, records.change),
+          -- A row written here at or after the pass's start is no deletion candidate of that pass
+          -- (its synced_at never moves back): only the other ids need the seen-set.
+          seen as (insert into sync_seen (task_id, external_id)
+                   select $7, p.external_id from page p
+                    where $7::uuid is not null
+                      and not (coalesce($4::timestamptz >= (select t.started_at from sync_tasks t where t.id = $7), false)
+                               and exists (select 1 from written w where w.external_id = p.external_id))
+                   on conflict do nothing returning 1),
+          counted as (
+       select (select count(*) from written where change = ${CHANGE.insert})::int as added,
+              (select count(*) from written where change = ${CHANGE.update})::int as updated,
+              (select count(*) from page)::int as distinct_ids,
+              (select count(*) from seen)::int as seen),
+          task as (
+       update sync_tasks t set page_token = $10, pages_done = t.pages_done + 1, entity_count = t.entity_count + $11,
+              written_count = t.written_count + c.added + c.updated, added_count = t.added_count + c.added, updated_count = t.updated_count + c.updated,
+              unchanged_count = t.unchanged_count + (c.distinct_ids - c.added - c.updated), partition_progress = $12::jsonb,
+              seen_count = t.seen_count + c.seen, heartbeat_at = now()
+         from counted c
+        where t.id = $9::uuid),
+          job as (update sync_jobs set processed_entities = processed_entities + $11 where $9::uuid is not null and id = $3)
+     select added, updated, seen from counted`,
+    [
+      target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
+      progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
+    ],
   );
   const { added, updated, seen } = counts[0]!;
   return { added, updated, unchanged: rows.length - added - updated, seen };

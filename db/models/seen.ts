@@ -1,5 +1,6 @@
-// SQL of `sync_seen`: the ids a full pass has seen, so its final step deletes only what it did not
-// see (a page's ids are added by the records upsert's own statement). The table has no foreign key
+// SQL of `sync_seen`: the ids a full pass has seen and not rewritten itself, so its final step
+// deletes only what it did not see (a page's ids are added by the records upsert's own statement;
+// a record the pass wrote is no deletion candidate of it, by its `synced_at`, and needs no row). The table has no foreign key
 // (a per-row check would slow every full sync), so every path that ends a task removes that task's
 // rows itself. It is UNLOGGED: a Postgres crash empties it,
 // so `sync_tasks.seen_count` (logged) says how many rows the task's pass should find here.

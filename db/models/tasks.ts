@@ -3,7 +3,6 @@
 import type { PoolClient } from 'pg';
 import { TASK_STATUS, type ConnectionStatus, type TaskStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import type { UpsertCounts } from './records';
 import { OPEN_TASKS, sqlList, TASK } from '../sql';
 import { CREDENTIALS_OF } from './connections';
 
@@ -124,30 +123,6 @@ export async function markTaskProcessing(tx: Queryable, taskId: string): Promise
     [taskId],
   );
   return rows[0]!.started_at;
-}
-
-/**
- * Records one stored page: where the next one starts, the counts (what the upsert added, updated
- * and left unchanged), the marks per partition and how many ids it added to the task's seen-set
- * (`seen`, 0 outside a full pass); and the page's records in job `jobId`'s progress, in the same
- * statement.
- */
-export async function recordPage(
-  tx: Queryable,
-  taskId: string,
-  jobId: string,
-  page: { nextPageToken: string | null; records: number; counts: UpsertCounts; progress: PartitionProgress; seen: number },
-): Promise<void> {
-  const { added, updated, unchanged } = page.counts;
-  await tx.query(
-    `with task as (
-       update sync_tasks set page_token = $2, pages_done = pages_done + 1, entity_count = entity_count + $3,
-              written_count = written_count + $4 + $5, added_count = added_count + $4, updated_count = updated_count + $5,
-              unchanged_count = unchanged_count + $6, partition_progress = $7, seen_count = seen_count + $8, heartbeat_at = now()
-        where id = $1)
-     update sync_jobs set processed_entities = processed_entities + $3 where id = $9`,
-    [taskId, page.nextPageToken, page.records, added, updated, unchanged, JSON.stringify(page.progress), page.seen, jobId],
-  );
 }
 
 /**

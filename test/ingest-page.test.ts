@@ -1,0 +1,166 @@
+// One page of a job task against a real Postgres (db/models/records.ts `upsertRecords` with a
+// seen-set and progress): the page's records, its seen-set ids and the task's and job's progress
+// are one statement; a full pass's seen-set holds only the ids the pass did not write itself, and
+// its deletion step still tombstones exactly the records it did not see. And the paging loop's
+// one-page lookahead (connectors/pages.ts `fetchingAhead`): pages in order, at most one ahead.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchingAhead } from '../connectors/pages';
+import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
+import { withTransaction } from '../db/transaction';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+
+describe('a job page in one statement', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const record = (externalId: string, v: number) => ({ externalId, data: { v }, updatedAt: null });
+  const noMarks = { high: {}, hold: {} };
+  /** A connection with a running full job and its processing task, started at `startedAt`. */
+  async function fullPass(name: string, startedAt: Date) {
+    const { rows: c } = await db.pool.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', $1) returning id`, [name]);
+    const connectionId: string = c[0].id;
+    const { rows: t } = await db.pool.query(
+      `with j as (insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at)
+                  values ($1, 't', 'full', 'api', 'running', now()) returning id)
+       insert into sync_tasks (job_id, resource_type, status, started_at) select id, 'issues', 'processing', $2 from j returning id, job_id`,
+      [connectionId, startedAt],
+    );
+    return { connectionId, taskId: t[0].id as string, jobId: t[0].job_id as string };
+  }
+  const seenIds = async (taskId: string) =>
+    (await db.pool.query('select external_id from sync_seen where task_id = $1 order by external_id', [taskId])).rows.map((r) => r.external_id);
+  const liveIds = async (connectionId: string) =>
+    (await db.pool.query('select external_id from records where connection_id = $1 and deleted_at is null order by external_id', [connectionId])).rows.map(
+      (r) => r.external_id,
+    );
+
+  it('stores the records, the ids the pass did not write and the task and job progress together; deletion takes exactly the unseen rest', async () => {
+    const earlier = new Date(Date.now() - 3_600_000);
+    const pass = await fullPass('page', new Date());
+    const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
+    // Stored by an earlier sync: a, b, c, d.
+    await upsertRecords(db.pool, { ...target, jobId: null, at: earlier }, [record('a', 1), record('b', 1), record('c', 1), record('d', 1)]);
+
+    // The pass's first page: a changed, b unchanged, e new (twice on the page).
+    const page = [record('a', 2), record('b', 1), record('e', 1), record('e', 1)];
+    const marks = { high: { '': '2026-01-01T00:00:00.000Z' }, hold: {} };
+    const result = await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, page, {
+      taskId: pass.taskId, nextPageToken: 'page-2', records: page.length, partitions: marks,
+    });
+    expect(result).toEqual({ added: 1, updated: 1, unchanged: 1, seen: 1 });
+    // Only b needs the seen-set: a and e were written by this pass, after it began.
+    expect(await seenIds(pass.taskId)).toEqual(['b']);
+    const { rows: task } = await db.pool.query('select * from sync_tasks where id = $1', [pass.taskId]);
+    expect(task[0]).toMatchObject({
+      page_token: 'page-2', pages_done: 1, entity_count: 4, written_count: 2, added_count: 1, updated_count: 1, unchanged_count: 1, seen_count: 1,
+      partition_progress: marks,
+    });
+    const { rows: job } = await db.pool.query('select processed_entities from sync_jobs where id = $1', [pass.jobId]);
+    expect(job[0].processed_entities).toBe('4');
+
+    // The last page, empty: still counted.
+    await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [], { taskId: pass.taskId, nextPageToken: null, records: 0, partitions: noMarks });
+    const { rows: after } = await db.pool.query('select page_token, pages_done, seen_count from sync_tasks where id = $1', [pass.taskId]);
+    expect(after[0]).toEqual({ page_token: null, pages_done: 2, seen_count: 1 });
+
+    // The pass saw a, b and e: c and d go, nothing it saw does.
+    const deleted = await withTransaction(db.pool, (tx) =>
+      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(), at: new Date() }, { except: [] }),
+    );
+    expect(deleted).toBe(2);
+    expect(await liveIds(pass.connectionId)).toEqual(['a', 'b', 'e']);
+  });
+
+  it('puts every id into the seen-set when the page time is before the task start (a worker clock behind the database)', async () => {
+    const pass = await fullPass('skew', new Date(Date.now() + 60_000));
+    const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
+    const result = await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [record('x', 1), record('y', 1)], {
+      taskId: pass.taskId, nextPageToken: null, records: 2, partitions: noMarks,
+    });
+    expect(result).toEqual({ added: 2, updated: 0, unchanged: 0, seen: 2 });
+    expect(await seenIds(pass.taskId)).toEqual(['x', 'y']);
+    // Written before the pass's start, x and y are candidates but for the seen-set: nothing goes.
+    const deleted = await withTransaction(db.pool, (tx) =>
+      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(Date.now() + 120_000), at: new Date() }, { except: [] }),
+    );
+    expect(deleted).toBe(0);
+  });
+
+  it('never moves synced_at back: a later write with an earlier page time keeps the later time, and a pass that wrote the row does not delete it', async () => {
+    const pass = await fullPass('overlap', new Date());
+    const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
+    const at = new Date(Date.now() + 1000);
+    await upsertRecords(db.pool, { ...target, at, seenBy: pass.taskId }, [record('r', 1)], { taskId: pass.taskId, nextPageToken: null, records: 1, partitions: noMarks });
+    expect(await seenIds(pass.taskId)).toEqual([]);
+    // An overlapping job whose page time is before the pass began changes r.
+    expect(await upsertRecords(db.pool, { ...target, jobId: null, at: new Date(Date.now() - 3_600_000) }, [record('r', 2)])).toMatchObject({ updated: 1 });
+    const { rows } = await db.pool.query('select data, synced_at from records where connection_id = $1', [pass.connectionId]);
+    expect(rows[0]).toEqual({ data: { v: 2 }, synced_at: at });
+    const deleted = await withTransaction(db.pool, (tx) =>
+      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(), at: new Date() }, { except: [] }),
+    );
+    expect(deleted).toBe(0);
+    expect(await liveIds(pass.connectionId)).toEqual(['r']);
+  });
+});
+
+describe('fetchingAhead', () => {
+  /** A source of `n` pages that logs when each is asked for and when the consumer takes it; page `failAt` fails. */
+  function source(n: number, log: string[], failAt?: number) {
+    return (async function* () {
+      for (let i = 1; i <= n; i++) {
+        log.push(`fetch ${i}`);
+        await new Promise((r) => setTimeout(r, 5));
+        log.push(`fetched ${i}`);
+        if (i === failAt) throw new Error(`page ${i} failed`);
+        yield i;
+      }
+    })();
+  }
+
+  it('hands out every page in order, asking for the next while the consumer works on one, never two ahead', async () => {
+    const log: string[] = [];
+    const got: number[] = [];
+    for await (const page of fetchingAhead(source(3, log))) {
+      log.push(`store ${page} begins`);
+      await new Promise((r) => setTimeout(r, 20));
+      log.push(`store ${page} ends`);
+      got.push(page);
+    }
+    expect(got).toEqual([1, 2, 3]);
+    expect(log).toEqual([
+      'fetch 1', 'fetched 1', 'fetch 2', 'store 1 begins', 'fetched 2', 'store 1 ends',
+      'fetch 3', 'store 2 begins', 'fetched 3', 'store 2 ends', 'store 3 begins', 'store 3 ends',
+    ]);
+  });
+
+  it('gives a failed fetch only after every earlier page', async () => {
+    const got: number[] = [];
+    const run = async () => {
+      for await (const page of fetchingAhead(source(5, [], 3))) {
+        await new Promise((r) => setTimeout(r, 20));
+        got.push(page);
+      }
+    };
+    await expect(run()).rejects.toThrow('page 3 failed');
+    expect(got).toEqual([1, 2]);
+  });
+
+  it('lets no fetch outlive a consumer that stops: the one in flight ends before the loop does', async () => {
+    const log: string[] = [];
+    const run = async () => {
+      for await (const page of fetchingAhead(source(5, log))) {
+        if (page === 2) throw new Error('store failed');
+      }
+    };
+    await expect(run()).rejects.toThrow('store failed');
+    log.push('loop ended');
+    await new Promise((r) => setTimeout(r, 30));
+    expect(log).toEqual(['fetch 1', 'fetched 1', 'fetch 2', 'fetched 2', 'fetch 3', 'fetched 3', 'loop ended']);
+  });
+});
