@@ -1,5 +1,5 @@
-// Schedule lag: actual job start (`sync_jobs.started_at`, the job workflow's clock when it claims
-// the job) − `scheduled_at`, for N connections at 60 s intervals (the smallest allowed). Demo
+// Schedule lag: actual job start (`sync_jobs.started_at`, the workflow clock of the run that
+// claims the job) − `scheduled_at`, for N connections at 60 s intervals (the smallest allowed). Demo
 // connections with one resource and one record; the real Synctide worker (production options,
 // a pool of 10) and its reconcile tick every 60 s; each connection workflow started as the API
 // starts it. All N bootstrap at once (cycle 0: run now), so their timer-driven cycles come due in
@@ -61,6 +61,8 @@ interface JobRow {
   scheduled_ms: number;
   started_ms: number | null;
   finished_ms: number | null;
+  /** The connection run that enqueued the job (and, since jobs run inline, ran it). */
+  scheduler_run_id: string | null;
 }
 
 async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'default') {
@@ -70,6 +72,7 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
   let sampler: ReturnType<typeof sampleContention> | undefined;
   let endMs: number;
   let startSeconds: number;
+  let t0Ms = 0;
   let cpu: string;
   try {
     // As `npm run worker` does: the reconcile tick runs (every 60 s, ensuring every workflow).
@@ -84,6 +87,7 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
     const meter = cpuMeter(stack);
     sampler = sampleContention(db.pool, worker.pool);
     const t0 = process.hrtime.bigint();
+    t0Ms = Date.now();
     const ensure = (c: (typeof connections)[number]) =>
       ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' });
     await pMap(connections, ensure, { concurrency: 50 });
@@ -117,7 +121,7 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
   }
 
   const { rows: jobs } = await db.pool.query<JobRow>(
-    `select connection_id, id, status,
+    `select connection_id, id, status, scheduler_run_id,
             (row_number() over (partition by connection_id order by scheduled_at) - 1)::int as cycle,
             extract(epoch from scheduled_at) * 1000 as scheduled_ms,
             extract(epoch from started_at) * 1000 as started_ms,
@@ -165,12 +169,19 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
       summarize(`1–${CYCLES} (timer)`, timerDriven),
     ],
   );
+  // The cold start as a whole: from the first workflow start to the last bootstrap job's start.
+  const bootstrapStarts = jobs.filter((j) => j.cycle === 0 && j.started_ms !== null).map((j) => j.started_ms!);
+  const burstS = bootstrapStarts.length ? (Math.max(...bootstrapStarts) - t0Ms) / 1000 : Number.NaN;
+  console.log(
+    `bootstrap burst: ${bootstrapStarts.length} of ${n} bootstrap jobs started, the last ${burstS.toFixed(1)} s after the first workflow start ` +
+      `(${burstS <= INTERVAL_SECONDS ? 'within' : 'NOT within'} one ${INTERVAL_SECONDS} s interval)`,
+  );
   console.log(cpu);
   sampler!.print();
 
-  // Where the timer-driven lag goes, from the histories of the parent (connection) and child (job)
-  // workflows: timer fire delay, the parent's workflow task (queue + run) that starts the child,
-  // the child's start, and the child's first workflow task queue wait.
+  // Where the timer-driven lag goes, from the histories: the timer's fire delay, then the
+  // connection run's workflow task (queue wait, then its run up to the claim). A job run inline is
+  // claimed in that task; an older-shape child job adds its start and its own first task's queue wait.
   const started = timerDriven.filter((j) => j.started_ms !== null).sort((a, b) => lagS(b) - lagS(a));
   const worst = started.slice(0, 10);
   const step = Math.max(1, Math.floor(started.length / 40));
@@ -179,20 +190,20 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
     const parts = await pMap(set, (j) => lagParts(stack, j), { concurrency: 10 });
     const ok = parts.filter((p): p is LagParts => p !== null);
     const mean = (k: keyof LagParts) => ok.reduce((s, p) => s + p[k], 0) / Math.max(ok.length, 1);
-    perCycle = ok.length ? { tasks: mean('tasks'), activities: mean('activities') } : perCycle;
+    perCycle = ok.length ? { tasks: mean('tasks'), activities: mean('activities'), children: mean('children') } : perCycle;
     return [ok.length, ...(['timer', 'parentQueue', 'parentRun', 'childStart', 'childQueue', 'total'] as const).map((k) => mean(k).toFixed(0))];
   };
-  let perCycle: { tasks: number; activities: number } | undefined;
+  let perCycle: { tasks: number; activities: number; children: number } | undefined;
   console.log('timer-driven lag split (mean ms, from workflow histories):');
   table(
-    ['jobs', 'n', 'timer fired late', 'parent WFT queue', 'parent WFT run', 'child start', 'child WFT queue', 'total'],
+    ['jobs', 'n', 'timer fired late', 'connection WFT queue', 'WFT run to claim/child', 'child start', 'child WFT queue', 'total'],
     [['10 worst', ...(await split(worst))], ['spread sample', ...(await split(sample))]],
   );
 
   if (perCycle) {
     console.log(
       `one timer-driven cycle (connection run + its job) = ${perCycle.tasks.toFixed(1)} workflow tasks + ` +
-        `${perCycle.activities.toFixed(1)} activities, plus a child workflow start and a continue-as-new`,
+        `${perCycle.activities.toFixed(1)} activities + ${perCycle.children.toFixed(1)} child workflow starts, and a continue-as-new`,
     );
   }
   const ticks = (await activityDurations(stack.client, RECONCILE_WORKFLOW_ID)).filter((a) => a.name === 'reconcileConnections');
@@ -203,9 +214,10 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
 }
 
 interface LagParts {
-  /** Workflow tasks and activities of the whole cycle: the connection run and its job. */
+  /** Workflow tasks, activities and child starts of the whole cycle: the connection run and its job. */
   tasks: number;
   activities: number;
+  children: number;
   timer: number;
   parentQueue: number;
   parentRun: number;
@@ -214,43 +226,52 @@ interface LagParts {
   total: number;
 }
 
-/** Splits one job's lag along its parent's and its own history (null when a piece is missing). */
+/** Splits one job's lag along its connection run's history and a child job's own (null when a piece is missing). */
 async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | null> {
+  if (!job.scheduler_run_id) return null;
+  const parent = (await stack.client.workflow.getHandle(`connection:${job.connection_id}`, job.scheduler_run_id).fetchHistory()).events ?? [];
   const childId = `sync-job:${job.id}`;
-  const child = (await stack.client.workflow.getHandle(childId).fetchHistory()).events ?? [];
-  const startedEvent = child.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
-  const firstWft = child.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
-  const parentRef = startedEvent?.workflowExecutionStartedEventAttributes?.parentWorkflowExecution;
-  if (!startedEvent || !firstWft || !parentRef?.workflowId || !parentRef.runId) return null;
-  const parent = (await stack.client.workflow.getHandle(parentRef.workflowId, parentRef.runId).fetchHistory()).events ?? [];
   const initiatedAt = parent.findIndex(
     (e) =>
       e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED &&
       e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId === childId,
   );
-  if (initiatedAt < 0) return null;
-  const before = parent.slice(0, initiatedAt).reverse();
-  const find = (type: number) => before.find((e: HistoryEvent) => e.eventType === type);
-  const fired = find(EventType.EVENT_TYPE_TIMER_FIRED);
-  const wftStarted = find(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
-  if (!fired || !wftStarted) return null;
-  const t = {
-    fired: eventMs(fired),
-    wftStarted: eventMs(wftStarted),
-    initiated: eventMs(parent[initiatedAt]!),
-    childStarted: eventMs(startedEvent),
-    childWft: eventMs(firstWft),
-  };
+  const firedAt = parent.findIndex((e) => e.eventType === EventType.EVENT_TYPE_TIMER_FIRED);
+  if (firedAt < 0) return null;
+  const fired = parent[firedAt]!;
+  const wftStarted = parent.slice(firedAt).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+  if (!wftStarted) return null;
   const count = (events: HistoryEvent[], type: number) => events.filter((e) => e.eventType === type).length;
+  const base = {
+    timer: eventMs(fired) - job.scheduled_ms,
+    parentQueue: eventMs(wftStarted) - eventMs(fired),
+    total: job.started_ms! - job.scheduled_ms,
+  };
+  if (initiatedAt < 0) {
+    // Run inline: the claim is the first step of the task the timer woke.
+    return {
+      ...base,
+      tasks: count(parent, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+      activities: count(parent, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED),
+      children: 0,
+      parentRun: job.started_ms! - eventMs(wftStarted),
+      childStart: 0,
+      childQueue: 0,
+    };
+  }
+  const child = (await stack.client.workflow.getHandle(childId).fetchHistory()).events ?? [];
+  const startedEvent = child.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
+  const firstWft = child.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+  if (!startedEvent || !firstWft) return null;
+  const initiated = eventMs(parent[initiatedAt]!);
   return {
+    ...base,
     tasks: count(parent, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) + count(child, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
     activities: count(parent, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) + count(child, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED),
-    timer: t.fired - job.scheduled_ms,
-    parentQueue: t.wftStarted - t.fired,
-    parentRun: t.initiated - t.wftStarted,
-    childStart: t.childStarted - t.initiated,
-    childQueue: t.childWft - t.childStarted,
-    total: job.started_ms! - job.scheduled_ms,
+    children: 1,
+    parentRun: initiated - eventMs(wftStarted),
+    childStart: eventMs(startedEvent) - initiated,
+    childQueue: eventMs(firstWft) - eventMs(startedEvent),
   };
 }
 
