@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { getConnector } from '../connectors/registry';
 import { findOpenAlert } from '../db/models/alerts';
-import { findBreaker, findPauseAt } from '../db/models/breaker';
-import { findConnection, findConnectionByAppKey as findByAppKey, type ConnectionRow } from '../db/models/connections';
+import { findBreaker } from '../db/models/breaker';
+import { findConnection, findConnectionByAppKey as findByAppKey, findSyncBlockers, type ConnectionRow, type SyncBlockers } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
 import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
@@ -22,7 +22,7 @@ import {
 } from '../temporal/client';
 import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
 import { syncJobWorkflowId } from '../temporal/ids';
-import { refOf, refuseWhilePurging } from './connections';
+import { purgeInProgress, refOf } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
@@ -67,7 +67,7 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
     ...(request.resourceTypes ? { resource_types: resourceTypes } : {}),
   };
   const id = randomUUID();
-  const result = await insertRequestedJob(deps, {
+  const result = await insertRequestedJob(deps, connection, {
     id,
     workflowId: syncJobWorkflowId(id),
     connectionId: connection.id,
@@ -117,14 +117,21 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 /**
  * Refuses a sync of a connection whose purge is open (`purge_in_progress`), that is not active, or
  * that its circuit breaker pauses (with the breaker's state and its open alert), before anything
- * is written.
+ * is written. The purge, the status and the pause are read in one statement.
  */
 export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow): Promise<void> {
-  await refuseWhilePurging(deps.pool, connection.id);
-  if (connection.status !== 'active') {
-    throw new CommandRefused('conflict', `connection_${connection.status}`, `the connection is ${connection.status}; resume it first`);
+  await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, connection.id, new Date()));
+}
+
+/** Refuses as refuseUnlessSyncable does, from blockers already read; `pause: false` leaves out the breaker. */
+async function refuseBlocked(deps: CommandDeps, connection: ConnectionRow, blockers: SyncBlockers, opts: { pause: boolean } = { pause: true }): Promise<void> {
+  if (blockers.purge_id) throw purgeInProgress(blockers.purge_id);
+  const { status } = blockers;
+  if (status === null) throw notFound('no connection with that id');
+  if (status !== 'active') {
+    throw new CommandRefused('conflict', `connection_${status}`, `the connection is ${status}; resume it first`);
   }
-  const pausedUntil = await findPauseAt(deps.pool, connection.id, new Date());
+  const pausedUntil = opts.pause ? blockers.paused_until : null;
   if (pausedUntil) {
     const [breaker, alert] = await Promise.all([findBreaker(deps.pool, connection.id), findOpenAlert(deps.pool, 'sync_circuit_breaker', connection.id)]);
     throw new CommandRefused('conflict', 'circuit_breaker_open', 'the connection is paused by its circuit breaker after repeated failures', {
@@ -143,10 +150,12 @@ type InsertOutcome = { outcome: 'inserted' | 'same_key' | 'active'; job: JobRow 
 
 /**
  * Inserts a requested job, guarded by the unique indexes, so any number of concurrent identical
- * requests insert one row; on a conflict, the job that won. Tries again when the conflicting job
+ * requests insert one row; on a conflict, the job that won. The insert itself writes nothing once
+ * the connection's purge began or it stopped being active (jobs.insertRequestedJob): then the
+ * request is refused as refuseUnlessSyncable refuses it. Tries again when the conflicting job
  * finished in between.
  */
-async function insertRequestedJob(deps: CommandDeps, job: NewJob): Promise<InsertOutcome> {
+async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, job: NewJob): Promise<InsertOutcome> {
   const byKey = async () => {
     const id = job.idempotencyKey ? await jobs.findJobIdByIdempotencyKey(deps.pool, job.tenantId, job.idempotencyKey) : null;
     return id ? jobs.findJob(deps.pool, id) : null;
@@ -154,12 +163,9 @@ async function insertRequestedJob(deps: CommandDeps, job: NewJob): Promise<Inser
   for (let attempt = 0; attempt < 5; attempt++) {
     const same = await byKey();
     if (same) return { outcome: 'same_key', job: same };
-    // Inserted under the purge lock after checking again: no job is inserted once a deletion began.
-    const inserted = await withTransaction(deps.pool, async (tx) => {
-      await refuseWhilePurging(tx, job.connectionId, 'locked');
-      return jobs.insertJob(tx, job);
-    });
-    if (inserted) return { outcome: 'inserted', job: (await jobs.findJob(deps.pool, job.id))! };
+    const inserted = await jobs.insertRequestedJob(deps.pool, job);
+    if (inserted) return { outcome: 'inserted', job: inserted };
+    await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, job.connectionId, new Date()), { pause: false });
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
     const blocking = await jobs.findBlockingJob(deps.pool, job.connectionId, job.trigger, job.jobType);

@@ -35,6 +35,7 @@ export function syncRoutes(deps: ApiDeps) {
       return c.json({ immediate: true as const, connection_id: connection.id, mode: body.mode, ...countsView(result.resources) }, 200);
     }
     const answer = await requestJob(deps, { connection, mode: body.mode, resourceTypes: body.resource_types });
+    c.set('auditTargetId', answer.job.id);
     c.get('log').info({ connection_id: connection.id, job_id: answer.job.id, created: answer.created, mode: body.mode }, 'sync requested');
     return c.json(presentAccepted(answer.job, answer.resourceTypes), 202);
   });
