@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { getConnector } from '../connectors/registry';
 import { findOpenAlert } from '../db/models/alerts';
 import { findBreaker } from '../db/models/breaker';
-import { findConnection, findConnectionByAppKey as findByAppKey, findSyncBlockers, type ConnectionRow, type SyncBlockers } from '../db/models/connections';
+import { findConnection, findSyncBlockers, findSyncTargetByAppKey, type ConnectionRow, type SyncBlockers } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
 import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
@@ -32,6 +32,8 @@ export type { TaskRow } from '../db/models/tasks';
 /** A sync or backfill asked for. */
 export interface JobRequest {
   connection: ConnectionRow;
+  /** What may refuse a sync of `connection`, read in the same statement as it; read again when absent. */
+  blockers?: SyncBlockers;
   mode: SyncMode;
   resourceTypes?: string[];
   backfill?: { window: { start: Date; end: Date }; priority: number; payload: Record<string, unknown> };
@@ -60,7 +62,7 @@ export interface RequestedJobAnswer {
  */
 export async function requestJob(deps: CommandDeps, request: JobRequest, orphanRetries = 1): Promise<RequestedJobAnswer> {
   const { connection } = request;
-  await refuseUnlessSyncable(deps, connection);
+  await refuseUnlessSyncable(deps, connection, request.blockers);
   const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
   const payload = {
     ...request.backfill?.payload,
@@ -117,10 +119,11 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 /**
  * Refuses a sync of a connection whose purge is open (`purge_in_progress`), that is not active, or
  * that its circuit breaker pauses (with the breaker's state and its open alert), before anything
- * is written. The purge, the status and the pause are read in one statement.
+ * is written. The purge, the status and the pause are read in one statement (or with the
+ * connection: `blockers`).
  */
-export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow): Promise<void> {
-  await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, connection.id, new Date()));
+export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow, blockers?: SyncBlockers): Promise<void> {
+  await refuseBlocked(deps, connection, blockers ?? (await findSyncBlockers(deps.pool, connection.id, new Date())));
 }
 
 /** Refuses as refuseUnlessSyncable does, from blockers already read; `pause: false` leaves out the breaker. */
@@ -202,15 +205,20 @@ function sameRequest(job: JobRow, request: JobRequest): boolean {
 }
 
 /**
- * The connection an app key names in tenant `tenantId`. An app key is unique only within a tenant,
- * so the tenant must be named (a tenant key names its own; the admin key must give `tenant_id`):
- * otherwise any tenant could take an app key another tenant's calls rely on.
+ * The connection an app key names in tenant `tenantId`, with what may refuse a sync of it now (read
+ * in the same statement). An app key is unique only within a tenant, so the tenant must be named
+ * (a tenant key names its own; the admin key must give `tenant_id`): otherwise any tenant could
+ * take an app key another tenant's calls rely on.
  */
-export async function findConnectionByAppKey(deps: CommandDeps, appKey: string, tenantId: string | undefined): Promise<ConnectionRow> {
+export async function findConnectionByAppKey(
+  deps: CommandDeps,
+  appKey: string,
+  tenantId: string | undefined,
+): Promise<{ connection: ConnectionRow; blockers: SyncBlockers }> {
   if (tenantId === undefined) throw invalid('tenant_id: required with app_key for the admin key (an app_key is unique only within a tenant)');
-  const row = await findByAppKey(deps.pool, appKey, tenantId);
-  if (!row) throw notFound('no connection with that app_key');
-  return row;
+  const found = await findSyncTargetByAppKey(deps.pool, appKey, tenantId, new Date());
+  if (!found) throw notFound('no connection with that app_key');
+  return found;
 }
 
 /** A job with its tasks when asked for (or when some failed, to name them in its error). */

@@ -1,10 +1,10 @@
-// The one-statement insert of a requested job (POST /sync, backfills) and the one-statement read of
-// what refuses a sync, against a real, freshly migrated Postgres database: what each writes and
-// answers, and that the insert waits for a transaction writing its connection's row (a purge's
-// disable) and then writes nothing.
+// The one-statement insert of a requested job (POST /sync, backfills) and the one-statement reads
+// of what refuses a sync (alone, and with the connection an app key names), against a real,
+// freshly migrated Postgres database: what each writes and answers, and that the insert waits for
+// a transaction writing its connection's row (a purge's disable) and then writes nothing.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findSyncBlockers } from '../db/models/connections';
+import { findConnectionByAppKey, findSyncBlockers, findSyncTargetByAppKey } from '../db/models/connections';
 import { findJob, insertRequestedJob, type NewJob } from '../db/models/jobs';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
@@ -67,6 +67,12 @@ describe('insertRequestedJob', () => {
     await db.pool.query(`insert into connector_failure_stats (connection_id, provider_slug, consecutive_failures, paused_until) values ($1, 'demo', 5, $2)`, [id, until]);
     expect(await insertRequestedJob(db.pool, apiJob(id))).toBeNull();
     expect(await findSyncBlockers(db.pool, id, new Date())).toEqual({ status: 'active', purge_id: rows[0]!.id, paused_until: until });
+    // Read with the connection, in one statement, the same.
+    expect(await findSyncTargetByAppKey(db.pool, 'purged', 'acme', new Date())).toEqual({
+      connection: await findConnectionByAppKey(db.pool, 'purged', 'acme'),
+      blockers: { status: 'active', purge_id: rows[0]!.id, paused_until: until },
+    });
+    expect(await findSyncTargetByAppKey(db.pool, 'purged', 'other-tenant', new Date())).toBeNull();
     // A pause that has ended is no blocker.
     expect((await findSyncBlockers(db.pool, id, new Date(until.getTime() + 1))).paused_until).toBeNull();
     expect(await findSyncBlockers(db.pool, randomUUID(), new Date())).toEqual({ status: null, purge_id: null, paused_until: null });
