@@ -7,7 +7,8 @@ export type Principal =
   | { kind: 'tenant'; tenantId: string; keyId: string; scopes: string[] };
 
 /**
- * Hono environment of the Synctide API: per-request id, logger, the authenticated caller, and the
- * other tenant a tenant key's refused call aimed at (set by the tenant scope, for the audit log).
+ * Hono environment of the Synctide API: per-request id, logger, the authenticated caller, the
+ * other tenant a tenant key's refused call aimed at (set by the tenant scope, for the audit log),
+ * and the id of what a route's answer names (set by the route, so the audit log need not re-read the answer).
  */
-export type ApiEnv = { Variables: RequestIdVariables & { log: Logger; principal: Principal; targetTenant?: string } };
+export type ApiEnv = { Variables: RequestIdVariables & { log: Logger; principal: Principal; targetTenant?: string; auditTargetId?: string } };

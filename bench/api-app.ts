@@ -13,7 +13,8 @@ export const BENCH_ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
 /** The API app of a benchmark: the task queue, timeouts and limits are the benchmark's to choose. */
 export function benchApp(
   stack: BenchStack,
-  opts: Pick<ApiDeps, 'taskQueue' | 'immediateSyncTimeoutMs'> & Partial<Pick<ApiDeps, 'immediateTaskQueue' | 'tenantLimits'>>,
+  opts: Pick<ApiDeps, 'taskQueue' | 'immediateSyncTimeoutMs'> &
+    Partial<Pick<ApiDeps, 'immediateTaskQueue' | 'tenantLimits' | 'background' | 'rateLimit' | 'authFailureLimit'>>,
 ) {
   const registry = createMetricsRegistry();
   return createApp({

@@ -106,9 +106,12 @@ export async function getConnection(deps: CommandDeps, id: string, missing = 'no
  */
 export async function refuseWhilePurging(db: Queryable, connectionId: string, locked?: 'locked'): Promise<void> {
   const purge = locked ? await findOpenPurgeLocked(db, connectionId) : await findOpenPurge(db, connectionId);
-  if (purge) {
-    throw new CommandRefused('conflict', 'purge_in_progress', 'the connection is being deleted (its purge is in progress); it can no longer be resumed, changed or synced', { purge_id: purge.id });
-  }
+  if (purge) throw purgeInProgress(purge.id);
+}
+
+/** The refusal of any change to a connection whose purge `purgeId` is open (409 `purge_in_progress`). */
+export function purgeInProgress(purgeId: string): CommandRefused {
+  return new CommandRefused('conflict', 'purge_in_progress', 'the connection is being deleted (its purge is in progress); it can no longer be resumed, changed or synced', { purge_id: purgeId });
 }
 
 /** One page of connections ordered by id. */

@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { getConnector } from '../connectors/registry';
 import { findOpenAlert } from '../db/models/alerts';
-import { findBreaker, findPauseAt } from '../db/models/breaker';
-import { findConnection, findConnectionByAppKey as findByAppKey, type ConnectionRow } from '../db/models/connections';
+import { findBreaker } from '../db/models/breaker';
+import { findConnection, findSyncBlockers, findSyncTargetByAppKey, type ConnectionRow, type SyncBlockers } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
 import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
@@ -22,7 +22,7 @@ import {
 } from '../temporal/client';
 import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
 import { syncJobWorkflowId } from '../temporal/ids';
-import { refOf, refuseWhilePurging } from './connections';
+import { purgeInProgress, refOf } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
@@ -32,6 +32,8 @@ export type { TaskRow } from '../db/models/tasks';
 /** A sync or backfill asked for. */
 export interface JobRequest {
   connection: ConnectionRow;
+  /** What may refuse a sync of `connection`, read in the same statement as it; read again when absent. */
+  blockers?: SyncBlockers;
   mode: SyncMode;
   resourceTypes?: string[];
   backfill?: { window: { start: Date; end: Date }; priority: number; payload: Record<string, unknown> };
@@ -60,14 +62,14 @@ export interface RequestedJobAnswer {
  */
 export async function requestJob(deps: CommandDeps, request: JobRequest, orphanRetries = 1): Promise<RequestedJobAnswer> {
   const { connection } = request;
-  await refuseUnlessSyncable(deps, connection);
+  await refuseUnlessSyncable(deps, connection, request.blockers);
   const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
   const payload = {
     ...request.backfill?.payload,
     ...(request.resourceTypes ? { resource_types: resourceTypes } : {}),
   };
   const id = randomUUID();
-  const result = await insertRequestedJob(deps, {
+  const result = await insertRequestedJob(deps, connection, {
     id,
     workflowId: syncJobWorkflowId(id),
     connectionId: connection.id,
@@ -117,14 +119,22 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 /**
  * Refuses a sync of a connection whose purge is open (`purge_in_progress`), that is not active, or
  * that its circuit breaker pauses (with the breaker's state and its open alert), before anything
- * is written.
+ * is written. The purge, the status and the pause are read in one statement (or with the
+ * connection: `blockers`).
  */
-export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow): Promise<void> {
-  await refuseWhilePurging(deps.pool, connection.id);
-  if (connection.status !== 'active') {
-    throw new CommandRefused('conflict', `connection_${connection.status}`, `the connection is ${connection.status}; resume it first`);
+export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow, blockers?: SyncBlockers): Promise<void> {
+  await refuseBlocked(deps, connection, blockers ?? (await findSyncBlockers(deps.pool, connection.id, new Date())));
+}
+
+/** Refuses as refuseUnlessSyncable does, from blockers already read; `pause: false` leaves out the breaker. */
+async function refuseBlocked(deps: CommandDeps, connection: ConnectionRow, blockers: SyncBlockers, opts: { pause: boolean } = { pause: true }): Promise<void> {
+  if (blockers.purge_id) throw purgeInProgress(blockers.purge_id);
+  const { status } = blockers;
+  if (status === null) throw notFound('no connection with that id');
+  if (status !== 'active') {
+    throw new CommandRefused('conflict', `connection_${status}`, `the connection is ${status}; resume it first`);
   }
-  const pausedUntil = await findPauseAt(deps.pool, connection.id, new Date());
+  const pausedUntil = opts.pause ? blockers.paused_until : null;
   if (pausedUntil) {
     const [breaker, alert] = await Promise.all([findBreaker(deps.pool, connection.id), findOpenAlert(deps.pool, 'sync_circuit_breaker', connection.id)]);
     throw new CommandRefused('conflict', 'circuit_breaker_open', 'the connection is paused by its circuit breaker after repeated failures', {
@@ -143,10 +153,12 @@ type InsertOutcome = { outcome: 'inserted' | 'same_key' | 'active'; job: JobRow 
 
 /**
  * Inserts a requested job, guarded by the unique indexes, so any number of concurrent identical
- * requests insert one row; on a conflict, the job that won. Tries again when the conflicting job
+ * requests insert one row; on a conflict, the job that won. The insert itself writes nothing once
+ * the connection's purge began or it stopped being active (jobs.insertRequestedJob): then the
+ * request is refused as refuseUnlessSyncable refuses it. Tries again when the conflicting job
  * finished in between.
  */
-async function insertRequestedJob(deps: CommandDeps, job: NewJob): Promise<InsertOutcome> {
+async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, job: NewJob): Promise<InsertOutcome> {
   const byKey = async () => {
     const id = job.idempotencyKey ? await jobs.findJobIdByIdempotencyKey(deps.pool, job.tenantId, job.idempotencyKey) : null;
     return id ? jobs.findJob(deps.pool, id) : null;
@@ -154,12 +166,9 @@ async function insertRequestedJob(deps: CommandDeps, job: NewJob): Promise<Inser
   for (let attempt = 0; attempt < 5; attempt++) {
     const same = await byKey();
     if (same) return { outcome: 'same_key', job: same };
-    // Inserted under the purge lock after checking again: no job is inserted once a deletion began.
-    const inserted = await withTransaction(deps.pool, async (tx) => {
-      await refuseWhilePurging(tx, job.connectionId, 'locked');
-      return jobs.insertJob(tx, job);
-    });
-    if (inserted) return { outcome: 'inserted', job: (await jobs.findJob(deps.pool, job.id))! };
+    const inserted = await jobs.insertRequestedJob(deps.pool, job);
+    if (inserted) return { outcome: 'inserted', job: inserted };
+    await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, job.connectionId, new Date()), { pause: false });
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
     const blocking = await jobs.findBlockingJob(deps.pool, job.connectionId, job.trigger, job.jobType);
@@ -196,15 +205,20 @@ function sameRequest(job: JobRow, request: JobRequest): boolean {
 }
 
 /**
- * The connection an app key names in tenant `tenantId`. An app key is unique only within a tenant,
- * so the tenant must be named (a tenant key names its own; the admin key must give `tenant_id`):
- * otherwise any tenant could take an app key another tenant's calls rely on.
+ * The connection an app key names in tenant `tenantId`, with what may refuse a sync of it now (read
+ * in the same statement). An app key is unique only within a tenant, so the tenant must be named
+ * (a tenant key names its own; the admin key must give `tenant_id`): otherwise any tenant could
+ * take an app key another tenant's calls rely on.
  */
-export async function findConnectionByAppKey(deps: CommandDeps, appKey: string, tenantId: string | undefined): Promise<ConnectionRow> {
+export async function findConnectionByAppKey(
+  deps: CommandDeps,
+  appKey: string,
+  tenantId: string | undefined,
+): Promise<{ connection: ConnectionRow; blockers: SyncBlockers }> {
   if (tenantId === undefined) throw invalid('tenant_id: required with app_key for the admin key (an app_key is unique only within a tenant)');
-  const row = await findByAppKey(deps.pool, appKey, tenantId);
-  if (!row) throw notFound('no connection with that app_key');
-  return row;
+  const found = await findSyncTargetByAppKey(deps.pool, appKey, tenantId, new Date());
+  if (!found) throw notFound('no connection with that app_key');
+  return found;
 }
 
 /** A job with its tasks when asked for (or when some failed, to name them in its error). */

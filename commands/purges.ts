@@ -19,9 +19,11 @@ export type { PurgeRow };
  */
 export async function deleteConnection(deps: CommandDeps, id: string): Promise<PurgeRow> {
   const row = await getConnection(deps, id);
-  // The purge row and the disable in one transaction under the purge lock (exclusive): a resume,
-  // update or sync checks for an open purge under the same lock (shared), so none can pass its
-  // check once the deletion has begun and then write the connection active or changed.
+  // The purge row and the disable in one transaction under the purge lock (exclusive): a resume or
+  // update checks for an open purge under the same lock (shared), and a sync's insert reads the
+  // connection row this transaction writes disabled (FOR SHARE, so it waits for it), so none can
+  // pass its check once the deletion has begun and then write the connection active or changed,
+  // or a job of it. writeDisabled always writes the row, even an already disabled one.
   const { purge, deliveries } = await withTransaction(deps.pool, async (tx) => {
     await purges.lockForPurge(tx, row.id);
     const purge = (await purges.insertPurge(tx, row.id, row.tenant_id)) ?? (await purges.findOpenPurge(tx, row.id));

@@ -368,6 +368,9 @@ describe('REST API over HTTP', () => {
     expect(res.body).toMatchObject({ status: 'queued', total_tasks: 3, connection_id: conn.id, mode: 'full' });
     expect(res.body.resource_types).toEqual(['issues', 'pull_requests', 'users']);
     expect(res.body.job_id).toMatch(/^[0-9a-f-]{36}$/);
+    // Its audit row names the job it answered with.
+    const audited = await stack.db.pool.query(`select actor, tenant_id, method, path, target_id, status from audit_log where target_id = $1`, [res.body.job_id]);
+    expect(audited.rows).toEqual([{ actor: 'admin', tenant_id: 'acme', method: 'POST', path: '/sync', target_id: res.body.job_id, status: 202 }]);
 
     const job = await jobDone(res.body.job_id);
     expect(job).toMatchObject({

@@ -31,6 +31,8 @@ export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<Api
     }
     await next();
     let targetId = target?.id ?? /\/api-keys\/([0-9a-f-]{36})$/i.exec(c.req.path)?.[1] ?? null;
+    // The id the route said its answer names (POST /sync), else the answer's `id` or `job_id`.
+    if (!targetId && c.res.status < 300) targetId = c.get('auditTargetId') ?? null;
     if (!targetId && c.res.status < 300 && c.res.headers.get('content-type')?.includes('json')) {
       const answer = (await c.res.clone().json().catch(() => null)) as { id?: unknown; job_id?: unknown } | null;
       const id = answer?.id ?? answer?.job_id;

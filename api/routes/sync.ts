@@ -29,12 +29,13 @@ export function syncRoutes(deps: ApiDeps) {
   const app = new OpenAPIHono<ApiEnv>();
   app.openapi(route, async (c) => {
     const body = c.req.valid('json');
-    const connection = await findConnectionByAppKey(deps, body.app_key, tenantFilter(c, body.tenant_id));
+    const { connection, blockers } = await findConnectionByAppKey(deps, body.app_key, tenantFilter(c, body.tenant_id));
     if (body.immediate) {
       const result = await runImmediately(deps, connection, body.mode, body.resource_types);
       return c.json({ immediate: true as const, connection_id: connection.id, mode: body.mode, ...countsView(result.resources) }, 200);
     }
-    const answer = await requestJob(deps, { connection, mode: body.mode, resourceTypes: body.resource_types });
+    const answer = await requestJob(deps, { connection, blockers, mode: body.mode, resourceTypes: body.resource_types });
+    c.set('auditTargetId', answer.job.id);
     c.get('log').info({ connection_id: connection.id, job_id: answer.job.id, created: answer.created, mode: body.mode }, 'sync requested');
     return c.json(presentAccepted(answer.job, answer.resourceTypes), 202);
   });

@@ -14,7 +14,7 @@ import {
 } from '../../policy/schedule';
 import type { ConnectionStatus, CredentialKind, SettableConnectionStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB } from '../sql';
+import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB, PURGE } from '../sql';
 import { pausedUntilAt } from './breaker';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
@@ -81,6 +81,50 @@ export async function findConnection(db: Queryable, id: string): Promise<Connect
 export async function findConnectionByAppKey(db: Queryable, appKey: string, tenantId: string): Promise<ConnectionRow | null> {
   const { rows } = await db.query<StoredConnection>(`select ${CONNECTION_COLUMNS} from connections c where c.app_key = $1 and c.tenant_id = $2`, [appKey, tenantId]);
   return rows[0] ? connectionOf(rows[0]) : null;
+}
+
+/** What may refuse a sync of a connection, read in one statement. */
+export interface SyncBlockers {
+  /** The connection's status now; null when the connection no longer exists. */
+  status: ConnectionStatus | null;
+  /** The id of its open (not completed) purge, or null. */
+  purge_id: string | null;
+  /** Its circuit breaker's pause in force at the time asked about, or null. */
+  paused_until: Date | null;
+}
+
+/** The select list of SyncBlockers' purge and pause, of connection `connectionColumn` at time `atParam`. */
+const blockerColumns = (connectionColumn: string, atParam: string) =>
+  `(select p.id from connection_purges p where p.connection_id = ${connectionColumn} and p.status <> ${PURGE.completed} limit 1) as purge_id,
+   ${pausedUntilAt(connectionColumn, atParam)} as paused_until`;
+
+/** Connection `connectionId`'s status, open purge and breaker pause in force at `at`, as of one statement. */
+export async function findSyncBlockers(db: Queryable, connectionId: string, at: Date): Promise<SyncBlockers> {
+  const { rows } = await db.query<SyncBlockers>(
+    `select (select c.status from connections c where c.id = $1) as status, ${blockerColumns('$1', '$2')}`,
+    [connectionId, at],
+  );
+  return rows[0]!; // a select without FROM always returns one row
+}
+
+/**
+ * Tenant `tenantId`'s connection with app key `appKey`, with what may refuse a sync of it at `at`
+ * (as findSyncBlockers), read in one statement; null when there is no such connection.
+ */
+export async function findSyncTargetByAppKey(
+  db: Queryable,
+  appKey: string,
+  tenantId: string,
+  at: Date,
+): Promise<{ connection: ConnectionRow; blockers: SyncBlockers } | null> {
+  const { rows } = await db.query<StoredConnection & Omit<SyncBlockers, 'status'>>(
+    `select ${CONNECTION_COLUMNS}, ${blockerColumns('c.id', '$3')} from connections c where c.app_key = $1 and c.tenant_id = $2`,
+    [appKey, tenantId, at],
+  );
+  if (!rows[0]) return null;
+  const { purge_id, paused_until, ...stored } = rows[0];
+  const connection = connectionOf(stored);
+  return { connection, blockers: { status: connection.status, purge_id, paused_until } };
 }
 
 /** Whether the database holds any connection at all. */

@@ -14,7 +14,7 @@ import {
   type SyncMode,
 } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, FINISHED_JOBS, JOB, OPEN_TASKS, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
+import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, OPEN_TASKS, PURGE, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
 import { forgetSeenOfJob } from './seen';
 import { cancelOpenTasks } from './tasks';
@@ -178,6 +178,38 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
       job.schedulerRunId ?? null],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Inserts a requested job (`api` or `backfill`) in one statement and answers it, or null when
+ * nothing was written: its connection is not active or has an open purge, or a unique index says
+ * no (as insertJob). The connection's row is read FOR SHARE: a purge writes that row disabled in
+ * the transaction that records the purge (under the purge lock), so this statement either waits for
+ * that transaction and then, re-reading the row, sees it disabled and writes nothing, or commits
+ * first, and the purge then finds this job among the active ones it cancels. A concurrent pause or
+ * disable is seen the same way. No separate transaction, purge lock or re-read is needed.
+ */
+export async function insertRequestedJob(db: Queryable, job: NewJob): Promise<JobRow | null> {
+  const { rows } = await db.query<JobRow>(
+    `with c as (
+       select c.id, c.provider_slug from connections c
+        where c.id = $2 and c.status = ${CONNECTION.active}
+          and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})
+        for share of c
+     ), j as (
+       insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at,
+                              window_start, window_end, payload, idempotency_key, workflow_id, scheduler_run_id)
+       select $1::uuid, c.id, $3::text, $4::text, $5::text, ${JOB[INITIAL_JOB_STATUS]}, $6::int, coalesce($7::timestamptz, now()),
+              $8::timestamptz, $9::timestamptz, $10::jsonb, $11::text, $12::text, $13::text from c
+       on conflict do nothing
+       returning *
+     )
+     select ${JOB_COLUMNS} from j join c on c.id = j.connection_id`,
+    [job.id, job.connectionId, job.tenantId, job.jobType, job.trigger, job.priority ?? 0, job.scheduledAt,
+      job.window?.start ?? null, job.window?.end ?? null, job.payload ?? {}, job.idempotencyKey ?? null, job.workflowId,
+      job.schedulerRunId ?? null],
+  );
+  return rows[0] ?? null;
 }
 
 /** The status of job `id`, or null when there is none. */

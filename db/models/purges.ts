@@ -17,13 +17,18 @@ export interface PurgeRow {
 
 const PURGE_COLUMNS = 'id, connection_id, tenant_id, status, deleted_rows::text as deleted_rows, created_at, finished_at';
 
-/** The advisory lock a connection's deletion takes exclusively and its resume, update and sync share. */
+/**
+ * The advisory lock a connection's deletion takes exclusively and its resume and update share. A
+ * sync needs no share of it: its one-statement insert reads the connection row FOR SHARE, and the
+ * deletion writes that row disabled under this lock (jobs.insertRequestedJob).
+ */
 const PURGE_LOCK = `hashtextextended('synctide:connection-purge:' || $1::text, 0)`;
 
 /**
  * Takes connection `connectionId`'s purge lock exclusively until the transaction ends: the
- * transaction that records its purge holds it, so no resume, update or sync (which share it) can
- * pass its check for an open purge while that purge is being recorded.
+ * transaction that records its purge holds it, so no resume or update (which share it) can pass
+ * its check for an open purge while that purge is being recorded (a sync waits instead for the
+ * connection row the same transaction writes disabled).
  */
 export async function lockForPurge(tx: Queryable, connectionId: string): Promise<void> {
   await tx.query(`select pg_advisory_xact_lock(${PURGE_LOCK})`, [connectionId]);
