@@ -105,8 +105,9 @@ describe('the SQL of db/', () => {
     const { update, insert } = jobStatusWriters();
     expect([...update.keys()].sort()).toEqual(Object.keys(jobs.JOB_STATUS_CHANGES).sort());
     for (const [name, text] of update) expect(text, name).toContain(`JOB_STATUS_CHANGES.${name}`);
-    expect([...insert.keys()]).toEqual(['insertJob']);
-    expect(insert.get('insertJob')).toContain('INITIAL_JOB_STATUS');
+    // A scheduled job (insertJob) and a requested one (insertRequestedJob, guarded by its connection's row).
+    expect([...insert.keys()].sort()).toEqual(['insertJob', 'insertRequestedJob']);
+    for (const [name, text] of insert) expect(text, name).toContain('INITIAL_JOB_STATUS');
   });
 
   it('spells no vocabulary word itself', () => {
