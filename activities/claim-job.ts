@@ -51,6 +51,11 @@ export interface ClaimOutcome {
   reason?: string;
   /** Deliveries of the cancelled job's `sync.cancelled` event, to start once the claim committed. */
   deliveries?: string[];
+  /**
+   * With a deferred limit check: the tenant's running-jobs check, which the caller runs as its
+   * transaction's last statement (it throws the retryable wait, rolling the claim back).
+   */
+  checkLimit?: () => Promise<void>;
 }
 
 /**
@@ -58,9 +63,19 @@ export interface ClaimOutcome {
  * already runs its limit of jobs (TENANT_MAX_RUNNING_JOBS or the tenant's override) is not
  * claimed: the activity fails retryably with a delay of 65–95 s, so the job stays queued (or
  * retrying) on a durable timer and claims again then, holding no worker slot meanwhile, while
- * other tenants' jobs claim at once. The count is taken under the tenant's lock.
+ * other tenants' jobs claim at once. The count is taken under the tenant's lock, which every claim
+ * of the tenant waits for until the holder commits: with `deferLimit` the check is left to the
+ * caller (`checkLimit`) to run last, just before its commit, so a transaction that does more after
+ * the claim (startJob prepares the job) holds the lock for one statement, not for all of its work.
  */
-export async function claimInTx(tx: PoolClient, jobId: string, workflowId: string, at: Date, defaults: TenantLimits = DEFAULT_TENANT_LIMITS): Promise<ClaimOutcome> {
+export async function claimInTx(
+  tx: PoolClient,
+  jobId: string,
+  workflowId: string,
+  at: Date,
+  defaults: TenantLimits = DEFAULT_TENANT_LIMITS,
+  deferLimit = false,
+): Promise<ClaimOutcome> {
   const job = await lockJobForClaim(tx, jobId);
   if (!job) return {};
   const refusal =
@@ -73,9 +88,11 @@ export async function claimInTx(tx: PoolClient, jobId: string, workflowId: strin
   }
   const claimable = job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === workflowId);
   if (!claimable) return {};
-  if (job.status !== 'running') await waitUnlessUnderLimit(tx, job.tenant_id, jobId, defaults);
+  const checkLimit = job.status === 'running' ? undefined : () => waitUnlessUnderLimit(tx, job.tenant_id, jobId, defaults);
+  if (checkLimit && !deferLimit) await checkLimit();
   await markJobRunning(tx, jobId, at, workflowId);
-  return { claimed: { jobId: job.id, connectionId: job.connection_id, jobType: job.job_type, retryCount: job.retry_count } };
+  const claimed = { jobId: job.id, connectionId: job.connection_id, jobType: job.job_type, retryCount: job.retry_count };
+  return deferLimit && checkLimit ? { claimed, checkLimit } : { claimed };
 }
 
 /** Throws the retryable failure that makes a claim wait when the tenant runs its limit of jobs. */

@@ -17,15 +17,19 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
   return async (input) => {
     const at = claimTime(input.at);
     const outcome = await withTransaction(pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits, true);
       if (!claim.claimed) return { claim };
+      let result: { claim: typeof claim; prepared?: Awaited<ReturnType<typeof prepareInTx>>; invalid?: string };
       try {
-        return { claim, prepared: await prepareInTx(tx, input.jobId, at, rateLimit) };
+        result = { claim, prepared: await prepareInTx(tx, input.jobId, at, rateLimit) };
       } catch (err) {
         // Thrown before preparing wrote anything: the claim still commits.
-        if (err instanceof ConnectorError && err.kind === 'permanent') return { claim, invalid: err.message };
-        throw err;
+        if (!(err instanceof ConnectorError && err.kind === 'permanent')) throw err;
+        result = { claim, invalid: err.message };
       }
+      // The tenant's running-jobs check last: its lock is held only until the commit that follows.
+      await claim.checkLimit?.();
+      return result;
     });
     afterClaim(deps, input.jobId, outcome.claim);
     if (outcome.prepared) return { outcome: 'started', prepared: outcome.prepared };

@@ -207,6 +207,8 @@ describe('per-tenant limits', () => {
     }, { describe: async () => (await handle.fetchHistory()).events?.map((e) => temporal.api.enums.v1.EventType[e.eventType!]) });
     expect(await jobStatus(waiting.body.job_id)).toBe('queued');
     expect((await handle.describe()).raw.pendingActivities ?? []).toHaveLength(0);
+    // The claim's limit check is its transaction's last step: refused, it rolls back the prepare too.
+    expect((await q(`select count(*)::int as n from sync_tasks where job_id = $1`, [waiting.body.job_id]))[0].n).toBe(0);
     // Another tenant's job runs to the end meanwhile.
     const theirs = await api.call('POST', `/connections/${other.id}/sync`, { mode: 'full' });
     expect(theirs.status).toBe(202);
