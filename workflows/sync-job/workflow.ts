@@ -37,7 +37,7 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
 export async function runSyncJob(input: SyncJobInput): Promise<SyncJobResult> {
   const { jobId } = input;
   const workflowId = workflowInfo().workflowId;
-  // Decided before the run's first command: runs recorded before the patch replay the old shape.
+  // Decided before the job's first command: runs recorded before the patch replay the old shape.
   const lean = patched(LEAN_JOB_PATCH);
   const acts = jobBookkeeping(lean);
   const startedAt = Date.now();
