@@ -73,14 +73,19 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
     return created.metrics;
   }
 
-  /** Active jobs with no live workflow: neither their own run nor, queued by the scheduler, their connection's. */
+  /**
+   * Active jobs with no live workflow: neither the one that runs them (their own `sync-job:` run,
+   * or their connection's for a scheduled job run inline) nor, queued by the scheduler, their connection's.
+   */
   async function jobsWithoutWorkflow(): Promise<string[]> {
-    const { rows } = await db.pool.query<{ id: string; status: string; trigger: string; connection_id: string }>(
-      `select id, status, trigger, connection_id from sync_jobs where status in ('queued', 'running', 'retrying')`,
+    const { rows } = await db.pool.query<{ id: string; status: string; trigger: string; connection_id: string; workflow_id: string | null }>(
+      `select id, status, trigger, connection_id, workflow_id from sync_jobs where status in ('queued', 'running', 'retrying')`,
     );
     const orphans: string[] = [];
     for (const job of rows) {
-      const owner = job.status === 'queued' && isSchedulerTrigger(job.trigger) ? connectionWorkflowId(job.connection_id) : syncJobWorkflowId(job.id);
+      const owner = job.status === 'queued' && isSchedulerTrigger(job.trigger)
+        ? connectionWorkflowId(job.connection_id)
+        : (job.workflow_id ?? syncJobWorkflowId(job.id));
       if (await isWorkflowRunning(env.client, owner)) continue;
       // It may have finished between the read and the question: only a job still active counts.
       const { rows: now } = await db.pool.query(`select 1 from sync_jobs where id = $1 and status in ('queued', 'running', 'retrying')`, [job.id]);
