@@ -71,7 +71,9 @@ describe('two workers and two reconcile ticks on 500 connections', () => {
     await eventually(async () => {
       const counts = await perConnection();
       return counts.every((c) => c.completed >= CYCLES) ? true : undefined;
-    }, { timeoutMs: 480_000, describe: describeProgress });
+    // A liveness bound, not a speed check: beside the other fault files on a slow host the 500
+    // bootstraps and second cycles took 457 s once and more than 480 s another time.
+    }, { timeoutMs: 840_000, describe: describeProgress });
     const { samples, violations } = await watch.stop();
 
     const counts = await perConnection();
@@ -112,5 +114,5 @@ describe('two workers and two reconcile ticks on 500 connections', () => {
     expect(finishedBy.every((n) => n > 0)).toBe(true);
     expect(ticks.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(4);
     expect(workers.every((w) => w.running())).toBe(true);
-  }, 600_000);
+  }, 1_000_000);
 });
