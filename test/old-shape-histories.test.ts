@@ -50,17 +50,21 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       .map((text) => (JSON.parse(text) as { id: string }).id);
   }
 
-  it('before bounded-idle-loops, an idle connection loops in one run however long it waits', async () => {
-    store.behaviour.enqueue = 'locked';
-    const id = '00000000-0000-4000-8000-000000000001';
-    store.addConnection(id, await env.currentTimeMs());
-    const handle = await env.client.workflow.start('connectionWorkflow', {
+  /** Starts connection `id`'s workflow with the patches `patchesOff` taken as absent (a run recorded before them). */
+  const startConnection = (id: string, patchesOff: string[]) =>
+    env.client.workflow.start('connectionWorkflow', {
       workflowId: connectionWorkflowId(id),
       taskQueue: TASK_QUEUE,
       args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
       typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
-      memo: { [PATCHES_OFF_MEMO]: ['bounded-idle-loops', 'inline-scheduled-job'] },
+      memo: { [PATCHES_OFF_MEMO]: patchesOff },
     });
+
+  it('before bounded-idle-loops, an idle connection loops in one run however long it waits', async () => {
+    store.behaviour.enqueue = 'locked';
+    const id = '00000000-0000-4000-8000-000000000001';
+    store.addConnection(id, await env.currentTimeMs());
+    const handle = await startConnection(id, ['bounded-idle-loops', 'inline-scheduled-job']);
     try {
       await waitForState(env, id, (s) => s.phase === 'sleeping');
       // Locked: it looks again every 5 s; 4 minutes are 48 looks, beyond the 25 of the patched shape.
@@ -81,13 +85,7 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
   it('before schedule-replan, a replan signal was left unhandled: the queued job stays where it was planned', async () => {
     const id = '00000000-0000-4000-8000-000000000002';
     const connection = store.addConnection(id, await env.currentTimeMs());
-    const handle = await env.client.workflow.start('connectionWorkflow', {
-      workflowId: connectionWorkflowId(id),
-      taskQueue: TASK_QUEUE,
-      args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
-      typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
-      memo: { [PATCHES_OFF_MEMO]: ['schedule-replan', 'inline-scheduled-job'] },
-    });
+    const handle = await startConnection(id, ['schedule-replan', 'inline-scheduled-job']);
     try {
       const sleeping = await waitForState(env, id, (s) => s.phase === 'sleeping' && s.cycles >= 1);
       // The stored schedule changes and the signal comes, as from a newer API to an older worker.
@@ -107,13 +105,7 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
   it('before inline-scheduled-job, a cycle ran its job as a `sync-job:` child workflow, then continued as new', async () => {
     const id = '00000000-0000-4000-8000-000000000003';
     store.addConnection(id, await env.currentTimeMs());
-    const handle = await env.client.workflow.start('connectionWorkflow', {
-      workflowId: connectionWorkflowId(id),
-      taskQueue: TASK_QUEUE,
-      args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
-      typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
-      memo: { [PATCHES_OFF_MEMO]: ['inline-scheduled-job'] },
-    });
+    const handle = await startConnection(id, ['inline-scheduled-job']);
     try {
       await waitForState(env, id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
       const events = (await env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).fetchHistory()).events ?? [];
