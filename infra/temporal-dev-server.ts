@@ -22,6 +22,8 @@ export interface DevServerOptions {
    * DEV_SERVER_SQLITE_PRAGMAS). An empty list keeps SQLite's own defaults.
    */
   sqlitePragmas?: readonly string[];
+  /** Dynamic-config values (`--dynamic-config-value KEY=VALUE`, the value as JSON). */
+  dynamicConfig?: Readonly<Record<string, string | number | boolean>>;
   onLog?: (line: string) => void;
 }
 
@@ -59,6 +61,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     ...(options.dbFilename ? (options.sqlitePragmas ?? DEV_SERVER_SQLITE_PRAGMAS).flatMap((pragma) => ['--sqlite-pragma', pragma]) : []),
     '--namespace', options.namespace,
     '--log-level', options.logLevel ?? 'warn',
+    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
     ...SYNCTIDE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -6,6 +6,7 @@ import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-w
 import { CONNECTION_WORKFLOW, stateQuery, type ConnectionState, type ConnectionWorkflow, type ConnectionWorkflowInput } from './connection';
 import { connectionWorkflowId, immediateSyncWorkflowId, RECONCILE_WORKFLOW_ID, syncJobWorkflowId, webhookDeliveryWorkflowId } from './ids';
 import {
+  IMMEDIATE_SYNC_PRIORITY,
   IMMEDIATE_SYNC_WORKFLOW,
   type ImmediateSyncInput,
   type ImmediateSyncProgress,
@@ -187,6 +188,7 @@ export async function startImmediateSync(
       taskQueue,
       args: [input],
       workflowExecutionTimeout: executionTimeoutMs,
+      priority: { priorityKey: IMMEDIATE_SYNC_PRIORITY },
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return null;

@@ -5,6 +5,14 @@ import type { SyncMode } from '../policy/vocabulary';
 /** Workflow type name of an immediate sync. */
 export const IMMEDIATE_SYNC_WORKFLOW = 'immediateSyncWorkflow';
 
+/**
+ * Task-queue priority of an immediate sync (1 is the highest; unset work runs at the server's
+ * default, 3). A caller waits on the answer, so its workflow tasks and its activity go ahead of any
+ * scheduled work backed up on the shared queue. One tenant cannot crowd this lane: it holds at most
+ * its immediate-sync limit of such workflows at once.
+ */
+export const IMMEDIATE_SYNC_PRIORITY = 1;
+
 /** What to sync at once. */
 export interface ImmediateSyncInput {
   connectionId: string;

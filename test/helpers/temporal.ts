@@ -1,6 +1,6 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { inject } from 'vitest';
-import { startDevServer } from '../../infra/temporal-dev-server';
+import { startDevServer, type DevServerOptions } from '../../infra/temporal-dev-server';
 import { ensureSearchAttributes } from '../../infra/temporal-namespace';
 import { freePort } from '../../lib/ports';
 
@@ -23,12 +23,13 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
  * `teardown()` closes the connections and kills the server: it keeps its state in memory only,
  * so there is nothing a graceful stop (seconds of draining) would save.
  */
-export async function createDevServerEnv(opts: { logLevel?: string } = {}): Promise<TestWorkflowEnvironment> {
+export async function createDevServerEnv(opts: { logLevel?: string; dynamicConfig?: DevServerOptions['dynamicConfig'] } = {}): Promise<TestWorkflowEnvironment> {
   const server = await startDevServer({
     cliPath: inject('temporalCliPath'),
     port: await freePort(),
     namespace: 'default',
     logLevel: opts.logLevel ?? 'error',
+    dynamicConfig: opts.dynamicConfig,
   });
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: 'default' });
   const teardown = env.teardown.bind(env);
