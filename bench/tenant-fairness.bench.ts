@@ -14,6 +14,7 @@
 // record, 200 ms apart (demo latency_ms).
 import pMap from 'p-map';
 import { createPool, type Pool } from '../db/pool';
+import { poolSize } from '../infra/boot';
 import { listen, type HttpServer } from '../lib/http';
 import { immediateTaskQueue, loadConfig, tenantLimits } from '../lib/config';
 import { JOB_STATUS, JOB_TRIGGER } from '../policy/vocabulary';
@@ -55,7 +56,8 @@ interface Figures {
 }
 
 async function main(stack: BenchStack) {
-  const workerPool = createPool(stack.dbUrl, 10);
+  const workerPool = createPool(stack.dbUrl, config.DATABASE_POOL_MAX);
+  const immediatePool = createPool(stack.dbUrl, poolSize(config, 'immediate'));
   const activities = benchActivityDeps({ pool: workerPool, client: stack.client, taskQueue: TASK_QUEUE, settings: NO_JITTER, tenantLimits: LIMITS });
   const worker = runWorker(
     await createWorker({
@@ -75,6 +77,8 @@ async function main(stack: BenchStack) {
       taskQueue: immediateTaskQueue(config),
       slots: config.IMMEDIATE_SYNC_SLOTS,
       activities,
+      // Its own pool, as a worker process has (2 × IMMEDIATE_SYNC_SLOTS connections).
+      pool: immediatePool,
     }),
   );
   const app = benchApp(stack, {
@@ -122,6 +126,7 @@ async function main(stack: BenchStack) {
     await immediateWorker.stop();
     await worker.stop();
     await workerPool.end();
+    await immediatePool.end();
   }
 }
 

@@ -31,7 +31,7 @@ export interface Process {
   pool: Pool;
   /** The role whose limits `pool` has. */
   poolRole: PoolRole;
-  /** Opens another pool with the limits of `role` (closed at shutdown): `npm start`'s worker pool. */
+  /** Opens another pool with the limits of `role` (closed at shutdown): `npm start`'s worker pool, a worker's immediate-sync pool. */
   openPool(role: PoolRole): Pool;
   temporal: Client;
   temporalAddress: string;
@@ -55,13 +55,26 @@ export interface BootOptions {
   pool: PoolRole;
 }
 
-/** Which part of a process a pool serves: API requests and probes, or the worker's activities. */
-export type PoolRole = 'api' | 'worker';
+/**
+ * Which part of a process a pool serves: API requests and probes, the worker's activities, or the
+ * worker's immediate syncs (apart from the scheduled work, whose running jobs may hold every
+ * connection of theirs).
+ */
+export type PoolRole = 'api' | 'worker' | 'immediate';
+
+/**
+ * Connections of a pool of `role`: DATABASE_POOL_MAX, except the immediate syncs' pool, which has
+ * two for each immediate sync a worker runs at once (IMMEDIATE_SYNC_SLOTS): a page's write and a
+ * rate-budget update may overlap.
+ */
+export function poolSize(config: Config, role: PoolRole): number {
+  return role === 'immediate' ? 2 * config.IMMEDIATE_SYNC_SLOTS : config.DATABASE_POOL_MAX;
+}
 
 /**
  * The server-side limits of a pool of `role`: API requests get a short statement timeout, the
- * worker a long one (its full-sync deletions and retention clean-ups are its longest statements);
- * both end sessions left idle inside a transaction. 0 in the configuration turns a limit off.
+ * worker and its immediate syncs a long one (its full-sync deletions and retention clean-ups are
+ * its longest statements); all end sessions left idle inside a transaction. 0 in the configuration turns a limit off.
  */
 export function poolLimits(config: Config, role: PoolRole): PoolLimits {
   const statementSeconds = role === 'api' ? config.API_STATEMENT_TIMEOUT_SECONDS : config.WORKER_STATEMENT_TIMEOUT_SECONDS;
@@ -124,7 +137,7 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
     logger.info({ applied }, 'database ready');
   }
   const openPool = (role: PoolRole): Pool => {
-    const opened = createPool(database.url, config.DATABASE_POOL_MAX, poolLimits(config, role));
+    const opened = createPool(database.url, poolSize(config, role), poolLimits(config, role));
     shutdown.add(`${role}-pool`, () => opened.end());
     return opened;
   };

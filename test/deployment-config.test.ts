@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { poolLimits } from '../infra/boot';
+import { poolLimits, poolSize } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { adminKeyProblem } from '../lib/admin-key';
 import { ConfigError, loadConfig, requireAdminKey, temporalSecurity } from '../lib/config';
@@ -134,10 +134,14 @@ describe('Temporal TLS, mTLS and API key', () => {
 });
 
 describe('pool limits', () => {
-  it('gives the API a short statement timeout, the worker a long one, both an idle-in-transaction limit', () => {
+  it('gives the API a short statement timeout, the worker and its immediate syncs a long one, all an idle-in-transaction limit', () => {
     const config = loadConfig({});
     expect(poolLimits(config, 'api')).toEqual({ statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-api' });
     expect(poolLimits(config, 'worker')).toEqual({ statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-worker' });
+    expect(poolLimits(config, 'immediate')).toEqual({ statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-immediate' });
+    // Immediate syncs have a pool of their own, sized by their slots; the others DATABASE_POOL_MAX.
+    expect([poolSize(config, 'api'), poolSize(config, 'worker'), poolSize(config, 'immediate')]).toEqual([10, 10, 8]);
+    expect(poolSize(loadConfig({ IMMEDIATE_SYNC_SLOTS: '3', DATABASE_POOL_MAX: '20' }), 'immediate')).toBe(6);
     const custom = loadConfig({ API_STATEMENT_TIMEOUT_SECONDS: '5', WORKER_STATEMENT_TIMEOUT_SECONDS: '0', IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: '10' });
     expect(poolLimits(custom, 'api').statementTimeoutMs).toBe(5000);
     expect(poolLimits(custom, 'worker').statementTimeoutMs).toBe(0);

@@ -48,6 +48,7 @@ describe('hostile providers and oversized input', () => {
       taskQueue: IMMEDIATE_QUEUE,
       slots: 1,
       activities: deps,
+      pool: stack.db.pool,
     });
     immediateRunning = immediateWorker.run();
   });

@@ -37,7 +37,7 @@ describe('per-tenant limits', () => {
     const connection: NativeConnection = env.nativeConnection;
     const { worker, registry, metrics } = await createTestWorker({ connection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE, activitySlots: ACTIVITY_SLOTS });
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
-    const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps });
+    const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps, pool: db.pool });
     for (const w of [worker, immediate]) workers.push({ worker: w, running: w.run() });
     api = await startTestApi({ env, db, worker, registry, metrics, lines: [] }, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
   });

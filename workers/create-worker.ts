@@ -1,5 +1,6 @@
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import type { Pool } from '../db/pool';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
 import { temporalWorkerTracing } from '../lib/tracing';
 
@@ -22,10 +23,14 @@ export interface WorkerDeps {
  * Creates the worker of immediate syncs' activities on their own task queue (IMMEDIATE_SYNC_TASK_QUEUE)
  * with at most `slots` running at once (IMMEDIATE_SYNC_SLOTS): activities only, so it needs no
  * workflow bundle. However many immediate syncs are asked for, they wait for these slots and never
- * take those of scheduled jobs.
+ * take those of scheduled jobs. Their statements run on `pool`, which must not be the scheduled
+ * work's: a tenant's running jobs may hold every connection of that one, and a caller waiting on
+ * an immediate sync must not wait for them.
  */
-export async function createImmediateWorker(deps: Omit<WorkerDeps, 'workflowBundle' | 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number }): Promise<Worker> {
-  const { syncImmediately } = createActivities(deps.activities);
+export async function createImmediateWorker(
+  deps: Omit<WorkerDeps, 'workflowBundle' | 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: Pool },
+): Promise<Worker> {
+  const { syncImmediately } = createActivities({ ...deps.activities, pool: deps.pool });
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,

@@ -77,6 +77,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     taskQueue: immediateTaskQueue(config),
     slots: config.IMMEDIATE_SYNC_SLOTS,
     activities,
+    pool: proc.openPool('immediate'),
   });
   for (const [name, w] of [['immediate-worker', immediateWorker], ['worker', worker]] as const) {
     const running = w.run();
