@@ -1,15 +1,27 @@
 // Memory of the worker process with 1,000 and 10,000 sleeping connection workflows (override with
-// BENCH_SLEEPING=1000,10000). The real Synctide worker runs alone in a child process
-// (bench/worker-process.ts, prebuilt bundle), so its RSS is its own. Connections use a 3600 s
-// interval and each already has a finished incremental job (seeded in SQL, as for a connection
-// that synced a minute ago), so their workflows plan a normal run an hour ahead, enqueue it and
-// sleep (phase `sleeping`), without running a bootstrap job each.
+// BENCH_SLEEPING=1000,10000). The real Synctide worker runs alone in a child process, so its RSS
+// is its own. Which process (BENCH_WORKER):
+//   tsx (default): bench/worker-process.ts through tsx, the worker of workers/create-worker.ts
+//     with a prebuilt bundle; it answers over IPC with its main-thread heap (after a forced GC),
+//     cached workflows and work in flight.
+//   dist: the production process itself, `node --enable-source-maps dist/worker.js` with
+//     dist/workflow-bundle.js (`npm run build` first), configured through its environment as a
+//     deployment would; cached workflows and work in flight come from its /metrics (the SDK's
+//     gauges), its heap is not available (n/a).
+// Connections use a 3600 s interval and each already has a finished incremental job (seeded in
+// SQL, as for a connection that synced a minute ago), so their workflows plan a normal run an
+// hour ahead, enqueue it and sleep (phase `sleeping`), without running a bootstrap job each.
 import pMap from 'p-map';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
+import { scrapeText } from '../infra/sdk-runtime';
+import { envSchema, loadConfig, SECRET_VARIABLES } from '../lib/config';
+import { freePort } from '../lib/ports';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
 import type { WorkerMemoryReport } from './worker-process';
@@ -29,11 +41,33 @@ import {
 
 const TARGETS = (process.env.BENCH_SLEEPING ?? '1000,10000').split(',').map(Number);
 const TASK_QUEUE = 'bench-memory';
+const MODE = process.env.BENCH_WORKER || 'tsx';
+const ROOT = benchFile('..');
+const DIST_WORKER = path.join(ROOT, 'dist/worker.js');
+const DIST_BUNDLE = path.join(ROOT, 'dist/workflow-bundle.js');
+/** The worker's workflow cache: BENCH_MAX_CACHED when a run compares sizes, else the configured default. */
+const MAX_CACHED = Number(process.env.BENCH_MAX_CACHED ?? loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS);
+/** How long a child has to stop once asked before it is killed. */
+const STOP_BOUND_MS = 15_000;
+/** Idle time before each measurement, once every workflow is asleep. */
+const SETTLE_MS = 5000;
+
+if (MODE !== 'tsx' && MODE !== 'dist') {
+  console.error(`BENCH_WORKER must be tsx (the default) or dist (got ${JSON.stringify(MODE)})`);
+  process.exit(1);
+}
+for (const file of MODE === 'dist' ? [DIST_WORKER, DIST_BUNDLE] : []) {
+  if (!fs.existsSync(file)) {
+    console.error(`BENCH_WORKER=dist: ${path.relative(ROOT, file)} is missing; run npm run build first`);
+    process.exit(1);
+  }
+}
+const WORKER_LABEL = MODE === 'dist' ? 'node --enable-source-maps dist/worker.js' : 'tsx bench/worker-process.ts';
 
 // The measured figure is the worker's own memory, which does not depend on where the dev server
 // keeps its SQLite file; on tmpfs the dev server starts the workflows about 2.5× faster than on
 // this machine's disk (see BENCHMARKS.md), which keeps 10,000 within a few minutes.
-await runBench('worker-memory', `sleeping connection workflows: ${TARGETS.join(', ')} (interval 3600 s)`, main, {
+await runBench('worker-memory', `sleeping connection workflows: ${TARGETS.join(', ')} (interval 3600 s); worker: ${WORKER_LABEL}`, main, {
   temporalDbDir: fs.existsSync('/dev/shm') ? '/dev/shm' : undefined,
 });
 
@@ -67,10 +101,59 @@ async function wakeUpCost(stack: BenchStack) {
   ]);
 }
 
-/** The worker child process and a request/response over IPC. */
-async function startChild(stack: BenchStack, bundlePath: string) {
-  const child: ChildProcess = spawn(
-    process.execPath,
+/** One reading of the worker child; null where the child cannot tell (BENCH_WORKER=dist). */
+interface Reading {
+  /** Main-thread heap used, MiB (after a full GC when asked for one). */
+  heapUsed: number | null;
+  cachedWorkflows: number | null;
+  inFlightActivations: number | null;
+  inFlightActivities: number | null;
+}
+
+/** The worker child, whichever process BENCH_WORKER names. */
+interface WorkerChild {
+  pid: number;
+  /** Its figures now; `gc` asks for a full GC of its main thread first (where the child can). */
+  read(gc: boolean): Promise<Reading>;
+  /** Lines printed under the table: the settings in effect and where each figure comes from. */
+  notes(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Spawns `node <args>` from the repository root; `ready` resolves once the child says it serves.
+ * stop() asks with `askToStop`, then kills it with SIGKILL after STOP_BOUND_MS.
+ */
+async function spawnWorker(
+  args: string[],
+  options: SpawnOptions,
+  ready: (child: ChildProcess) => Promise<void>,
+  askToStop: (child: ChildProcess) => void,
+) {
+  const child = spawn(process.execPath, args, { cwd: ROOT, ...options });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await Promise.race([
+    ready(child),
+    exited.then((code) => Promise.reject(new Error(`worker process (${WORKER_LABEL}) exited during start (code ${code})`))),
+  ]);
+  return {
+    child,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) askToStop(child);
+      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_BOUND_MS);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** bench/worker-process.ts through tsx, with a bundle built here; it answers over IPC. */
+async function startTsxChild(stack: BenchStack): Promise<WorkerChild> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'synctide-bench-bundle-'));
+  const bundlePath = path.join(dir, 'workflows.js');
+  await fsp.writeFile(bundlePath, (await synctideBundle()).code);
+  const spawned = await spawnWorker(
     ['--expose-gc', '--import', 'tsx', benchFile('worker-process.ts')],
     {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -80,14 +163,13 @@ async function startChild(stack: BenchStack, bundlePath: string) {
         BENCH_TEMPORAL_ADDRESS: stack.temporal.address,
         BENCH_TASK_QUEUE: TASK_QUEUE,
         BENCH_BUNDLE_PATH: bundlePath,
+        BENCH_MAX_CACHED: String(MAX_CACHED),
       },
     },
+    (child) => new Promise<void>((resolve) => child.on('message', (m: { type: string }) => m.type === 'ready' && resolve())),
+    (child) => child.send({ type: 'stop' }),
   );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`worker process exited during start (code ${code})`)));
-    child.on('message', (m: { type: string }) => m.type === 'ready' && resolve());
-  });
+  const { child } = spawned;
   const measure = (gc: boolean) =>
     new Promise<WorkerMemoryReport>((resolve) => {
       const onMessage = (m: { type: string; report: WorkerMemoryReport }) => {
@@ -99,27 +181,129 @@ async function startChild(stack: BenchStack, bundlePath: string) {
       child.send({ type: 'measure', gc });
     });
   return {
-    pid: child.pid!,
-    measure,
+    pid: spawned.pid,
+    async read(gc) {
+      const r = await measure(gc);
+      return { heapUsed: r.heapUsed, cachedWorkflows: r.numCachedWorkflows, inFlightActivations: r.inFlightActivations, inFlightActivities: r.inFlightActivities };
+    },
+    async notes() {
+      const s = await measure(false);
+      return [
+        `workflow cache in effect: maxCachedWorkflows ${s.maxCachedWorkflows} (heap limit ${s.heapLimit.toFixed(0)} MiB), reuseV8Context ${s.reuseV8Context}, ` +
+          `workflowThreadPoolSize ${s.workflowThreadPoolSize}, maxConcurrentWorkflowTaskExecutions ${s.maxConcurrentWorkflowTaskExecutions}`,
+        'worker RSS is /proc VmRSS of the worker process (every thread, including the workflow thread whose V8 heap ' +
+          'process.memoryUsage() does not show); main heap used is the main thread after a forced GC.',
+      ];
+    },
     async stop() {
-      child.send({ type: 'stop' });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
+      await spawned.stop();
+      await fsp.rm(dir, { recursive: true, force: true });
     },
   };
 }
 
+/**
+ * The sum of the samples of `name` in Prometheus text whose labels include every one of `labels`;
+ * null when there is none.
+ */
+function metricSum(text: string, name: string, labels: Record<string, string>): number | null {
+  let sum: number | null = null;
+  for (const line of text.split('\n')) {
+    const m = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum = (sum ?? 0) + Number(m[3]);
+  }
+  return sum;
+}
+
+/**
+ * The production worker process, `node --enable-source-maps dist/worker.js`, configured through
+ * its environment as a deployment configures it, against the bench's database and dev server. It
+ * serves the bench's task queue (and, as every worker process, its immediate-sync queue and the
+ * reconcile tick, whose workflow sleeps in the cache beside the connections'). Its log goes to a
+ * pipe; warnings and errors are passed on to stderr.
+ */
+async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
+  const metricsPort = await freePort();
+  // None of Synctide's variables from the bench's own environment: the child's configuration is the one below.
+  const synctideVariables = new Set<string>([...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`)]);
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !synctideVariables.has(name)));
+  const spawned = await spawnWorker(
+    ['--enable-source-maps', DIST_WORKER],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...inherited,
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'info',
+        // The bench's database as its owner role (the bench migrated it), where a deployment runs
+        // the worker as a DML-only role: the worker's memory does not depend on the role.
+        DATABASE_URL: stack.dbUrl,
+        MIGRATE_ON_START: 'false',
+        TEMPORAL_ADDRESS: stack.temporal.address,
+        TEMPORAL_NAMESPACE: 'default',
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        WORKFLOW_BUNDLE_PATH: DIST_BUNDLE,
+        WORKER_MAX_CACHED_WORKFLOWS: String(MAX_CACHED),
+        WORKER_METRICS_PORT: String(metricsPort),
+        METRICS_PUBLIC: 'true',
+        WORKER_SHUTDOWN_GRACE_SECONDS: '5',
+        CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+        // The bench's connections are of the demo provider, which production leaves off.
+        DEMO_CONNECTOR: 'true',
+        // The reconcile tick runs once at start (before any connection exists), not again during the bench.
+        SCHEDULER_TICK_SECONDS: '3600',
+      },
+    },
+    (child) =>
+      new Promise<void>((resolve) => {
+        readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+          if (line.includes('"msg":"worker started"')) resolve();
+          else if (/"level":"(warn|error|fatal)"/.test(line)) console.error(`  worker: ${line}`);
+        });
+      }),
+    (child) => child.kill('SIGTERM'),
+  );
+  const url = `http://127.0.0.1:${metricsPort}/metrics`;
+  const ours = { task_queue: TASK_QUEUE };
+  const slots = (text: string, metric: string, workerType: string) =>
+    metricSum(text, `temporal_worker_task_slots_${metric}`, { ...ours, worker_type: workerType });
+  return {
+    pid: spawned.pid,
+    async read() {
+      const text = await scrapeText(url);
+      return {
+        heapUsed: null,
+        cachedWorkflows: metricSum(text, 'temporal_sticky_cache_size', ours),
+        inFlightActivations: slots(text, 'used', 'WorkflowWorker'),
+        inFlightActivities: slots(text, 'used', 'ActivityWorker'),
+      };
+    },
+    async notes() {
+      const text = await scrapeText(url);
+      const used = slots(text, 'used', 'WorkflowWorker');
+      const available = slots(text, 'available', 'WorkflowWorker');
+      const workflowSlots = used === null || available === null ? 'n/a' : used + available;
+      return [
+        `workflow cache in effect: maxCachedWorkflows ${MAX_CACHED} (WORKER_MAX_CACHED_WORKFLOWS), workflow task slots ${workflowSlots} ` +
+          '(/metrics); the other worker options are the ones createWorker sets.',
+        'worker RSS is /proc VmRSS of the production worker process (every thread, including the workflow thread); ' +
+          `cached workflows are its /metrics temporal_sticky_cache_size of task queue ${TASK_QUEUE} (the reconcile tick's ` +
+          'workflow among them), in flight its temporal_worker_task_slots_used; main heap used is n/a (no forced GC in that process).',
+      ];
+    },
+    stop: spawned.stop,
+  };
+}
+
 async function main(stack: BenchStack) {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'synctide-bench-bundle-'));
-  const bundlePath = path.join(dir, 'workflows.js');
-  await fsp.writeFile(bundlePath, (await synctideBundle()).code);
-  const child = await startChild(stack, bundlePath);
+  const child = await (MODE === 'dist' ? startDistChild(stack) : startTsxChild(stack));
   try {
     await sleep(3000);
-    type Row = { sleeping: number; report: WorkerMemoryReport; procRss: number; temporalRss: number; startSeconds: number; cpu: string };
+    type Row = { sleeping: number; report: Reading; procRss: number; temporalRss: number; startSeconds: number; cpu: string };
     const rows: Row[] = [];
-    rows.push({ sleeping: 0, report: await child.measure(true), procRss: rssMiB(child.pid), temporalRss: rssMiB(stack.temporal.pid), startSeconds: 0, cpu: '' });
+    rows.push({ sleeping: 0, report: await child.read(true), procRss: rssMiB(child.pid), temporalRss: rssMiB(stack.temporal.pid), startSeconds: 0, cpu: '' });
 
     let current = 0;
     for (const target of TARGETS) {
@@ -146,13 +330,15 @@ async function main(stack: BenchStack) {
       const deadline = Date.now() + 60_000 + add * 100;
       for (;;) {
         const { rows: q } = await stack.pool.query<{ n: number }>(`select count(*)::int as n from sync_jobs where status = 'queued'`);
-        const status = await child.measure(false);
+        const status = await child.read(false);
         // The visibility count is asked only once every job is queued (it costs the server work).
         const sleeping =
           q[0]!.n >= target
             ? (await stack.client.workflow.count(`SynctidePhase = 'sleeping' AND ExecutionStatus = 'Running'`)).count
             : q[0]!.n;
-        if (q[0]!.n >= target && sleeping >= target && status.inFlightActivations === 0 && status.inFlightActivities === 0) break;
+        // Work in flight the child cannot tell (null) is left to the settle time below.
+        const idle = (status.inFlightActivations ?? 0) === 0 && (status.inFlightActivities ?? 0) === 0;
+        if (q[0]!.n >= target && sleeping >= target && idle) break;
         if (Date.now() > deadline) {
           console.log(`NOTE: only ${sleeping} of ${target} workflows asleep (${q[0]!.n} jobs queued) at the deadline; measuring anyway`);
           break;
@@ -166,44 +352,38 @@ async function main(stack: BenchStack) {
       const startSeconds = msSince(t0) / 1000;
       const cpu = formatCpu(meter.read());
       current = target;
-      await sleep(5000);
-      rows.push({ sleeping: target, report: await child.measure(true), procRss: rssMiB(child.pid), temporalRss: rssMiB(stack.temporal.pid), startSeconds, cpu });
+      await sleep(SETTLE_MS);
+      rows.push({ sleeping: target, report: await child.read(true), procRss: rssMiB(child.pid), temporalRss: rssMiB(stack.temporal.pid), startSeconds, cpu });
     }
 
     const idle = rows[0]!;
+    const na = (v: number | null, show: (v: number) => string) => (v === null ? 'n/a' : show(v));
     table(
       ['sleeping workflows', 'worker RSS MiB', 'Δ RSS', 'main heap used', 'Δ heap', 'cached workflows', 'Δ RSS per cached KiB', 'dev server RSS MiB', 'all asleep after s'],
       rows.map((r) => {
         const dRss = r.procRss - idle.procRss;
-        const dHeap = r.report.heapUsed - idle.report.heapUsed;
+        const { heapUsed, cachedWorkflows } = r.report;
+        const { heapUsed: idleHeap, cachedWorkflows: idleCached } = idle.report;
+        // Per workflow the bench added to the cache (the idle worker may already cache one: the reconcile tick).
+        const addedCached = r.sleeping && cachedWorkflows !== null ? cachedWorkflows - (idleCached ?? 0) : 0;
         return [
           r.sleeping,
           r.procRss.toFixed(0),
           r.sleeping ? dRss.toFixed(0) : '',
-          r.report.heapUsed.toFixed(1),
-          r.sleeping ? dHeap.toFixed(1) : '',
-          r.report.numCachedWorkflows,
-          r.report.numCachedWorkflows ? ((dRss * 1024) / r.report.numCachedWorkflows).toFixed(0) : '',
+          na(heapUsed, (v) => v.toFixed(1)),
+          r.sleeping ? na(heapUsed === null || idleHeap === null ? null : heapUsed - idleHeap, (v) => v.toFixed(1)) : '',
+          na(cachedWorkflows, String),
+          addedCached > 0 ? ((dRss * 1024) / addedCached).toFixed(0) : '',
           r.temporalRss.toFixed(0),
           r.sleeping ? r.startSeconds.toFixed(0) : '',
         ];
       }),
     );
-    const s = idle.report;
     console.log('');
-    console.log(
-      `workflow cache in effect: maxCachedWorkflows ${s.maxCachedWorkflows} (SDK default for a ${s.heapLimit.toFixed(0)} MiB heap limit: ` +
-        `max(floor((heap − 200 MiB) × 600 / 1024 MiB), 10)), reuseV8Context ${s.reuseV8Context}, ` +
-        `workflowThreadPoolSize ${s.workflowThreadPoolSize}, maxConcurrentWorkflowTaskExecutions ${s.maxConcurrentWorkflowTaskExecutions}`,
-    );
-    console.log(
-      'worker RSS is /proc VmRSS of the worker process (every thread, including the workflow thread whose V8 heap ' +
-        'process.memoryUsage() does not show); main heap used is the main thread after a forced GC.',
-    );
+    for (const line of await child.notes()) console.log(line);
     for (const r of rows.slice(1)) console.log(`starting ${r.sleeping} (cumulative): ${r.cpu}`);
     await wakeUpCost(stack);
   } finally {
     await child.stop();
-    await fsp.rm(dir, { recursive: true, force: true });
   }
 }
