@@ -2,7 +2,7 @@
 // activities did in one each, so a workflow can run it as one local activity.
 import { ConnectorError } from '../connectors/types';
 import { withTransaction } from '../db/transaction';
-import type { Activities } from '../temporal/activities';
+import type { Activities, PreparedJob } from '../temporal/activities';
 import { afterClaim, claimInTx, claimTime } from './claim-job';
 import type { ActivityDeps } from './deps';
 import { prepareInTx } from './prepare-job';
@@ -19,7 +19,7 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
     const outcome = await withTransaction(pool, async (tx) => {
       const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits, true);
       if (!claim.claimed) return { claim };
-      let result: { claim: typeof claim; prepared?: Awaited<ReturnType<typeof prepareInTx>>; invalid?: string };
+      let result: { claim: typeof claim; prepared?: PreparedJob; invalid?: string };
       try {
         result = { claim, prepared: await prepareInTx(tx, input.jobId, at, rateLimit) };
       } catch (err) {

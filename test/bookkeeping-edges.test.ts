@@ -1,7 +1,7 @@
 // Bookkeeping edges against a real, freshly migrated Postgres: the backlog count behind
 // `sync_scheduler_backlog`, and alerts that must resolve when a connection recovers.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { deleteOldJobs } from '../activities/delete-old-jobs';
 import { enqueueJob } from '../activities/enqueue-job';
 import { finishJob } from '../activities/finish-job';
@@ -10,18 +10,11 @@ import { markJobRetrying } from '../activities/mark-job-retrying';
 import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record-attempt';
 import { countOverdueConnections, countStaleConnections } from '../db/models/connections';
 import { planNextRun } from '../policy/schedule';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 const MINUTE = 60_000;
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 beforeEach(async () => {
   await db.pool.query('truncate connections cascade');
 });

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { enqueueJob } from '../activities/enqueue-job';
 import { lockConnectionSkipLocked } from '../db/models/connections';
@@ -13,7 +13,7 @@ import type { EnqueueJobInput } from '../temporal/activities';
 import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
@@ -27,15 +27,7 @@ interface Harness {
 const at = (iso: string): number => new Date(iso).getTime();
 const SECOND = 1000;
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 /** Deps with an in-memory log stream and a registry of its own. */
 function harness(pool: pg.Pool = db.pool): Harness {

@@ -18,7 +18,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { toActivityFailure } from '../services/connector-failure';
 import { credentialSecrets } from '../connectors/provider-http';
 import { sealCredentials } from '../lib/credentials';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { runPass } from './helpers/http-sync';
 import { startFakeGitHub } from './helpers/fake-github';
@@ -283,11 +283,7 @@ describe('http connector: auth, errors, rate limits', () => {
 });
 
 describe('http connector: secrets in errors and page tokens', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(() => db?.drop());
+  const db = useTestDatabase();
 
   /** A connection of tenant acme with `cfg` and the query-auth token sealed, as the API stores it. */
   async function connection(cfg: Config): Promise<string> {

@@ -3,19 +3,13 @@
 // real providers' are), page numbers and offsets (read until two reads agree), and page numbers
 // and offsets by keyset (`order: 'change_ascending'`). The sync activity runs directly against real
 // Postgres. HTTP_MODEL_RUNS sets the runs per style; `npm run test:models` runs many more.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from './helpers/database';
 import { checkHttpPagingModel, MODEL_VARIANTS, variantName } from './helpers/http-paging-model';
 
 const RUNS = Number(process.env.HTTP_MODEL_RUNS ?? 2);
 
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 describe('http connector model: stored records equal the provider after quiet passes, whatever changed during earlier ones', () => {
   it.each(MODEL_VARIANTS.map((v) => [variantName(v), v] as const))('%s', async (_name, variant) => {

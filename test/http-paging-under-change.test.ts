@@ -2,19 +2,13 @@
 // requests: an item edited on a page already read moves to the end of a list sorted by change time,
 // and the next one slides back into the page already read. Runs the sync activity directly against
 // real Postgres and the fake provider of test/helpers/fake-http-provider.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type FakeHttpProvider, type FakeHttpStyle } from './helpers/fake-http-provider';
 import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
 
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 const HOUR = 3_600_000;
 let seq = 0;

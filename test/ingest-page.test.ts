@@ -3,20 +3,14 @@
 // are one statement; a full pass's seen-set holds only the ids the pass did not write itself, and
 // its deletion step still tombstones exactly the records it did not see. And the paging loop's
 // one-page lookahead (connectors/pages.ts `fetchingAhead`): pages in order, at most one ahead.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fetchingAhead } from '../connectors/pages';
 import { tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 
 describe('a job page in one statement', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   const record = (externalId: string, v: number) => ({ externalId, data: { v }, updatedAt: null });
   const noMarks = { high: {}, hold: {} };

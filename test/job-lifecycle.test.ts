@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PoolClient } from 'pg';
 import ts from 'typescript';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as jobs from '../db/models/jobs';
 import { INITIAL_JOB_STATUS, isValidJobTransition, transitionJob, validJobTransitions } from '../policy/job-lifecycle';
 import {
@@ -24,7 +24,7 @@ import {
   type JobStatus,
 } from '../policy/vocabulary';
 import { syncJobWorkflowId } from '../temporal/ids';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 
 const DB_DIR = join(__dirname, '..', 'db');
 
@@ -128,13 +128,7 @@ describe('the SQL of db/', () => {
 });
 
 describe('each declared statement, from every status (real Postgres)', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   const at = new Date('2030-01-01T00:00:00Z');
   /** Runs each declared statement on job `id` of connection `connectionId`. */

@@ -4,7 +4,7 @@
 // are called directly (no Temporal), each twice where Temporal could retry them.
 import { randomUUID } from 'node:crypto';
 import { Counter, Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cancelJob } from '../activities/cancel-job';
 import { claimJob } from '../activities/claim-job';
 import type { ActivityDeps } from '../activities/deps';
@@ -16,20 +16,12 @@ import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import type { Pool } from '../db/pool';
 import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 const SECOND = 1000;
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 interface Conn {
   id: string;
@@ -179,13 +171,7 @@ describe('sync_jobs_total and sync_job_duration_seconds', () => {
 
 describe('sync_jobs_queue_depth', () => {
   // A database of its own: the counts are of every job in it.
-  let depthDb: TestDatabase;
-  beforeAll(async () => {
-    depthDb = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await depthDb?.drop();
-  });
+  const depthDb = useTestDatabase();
 
   // No cache (0 ms) here: these tests are about the counts; the cache has its own test.
   it('reports the real count of each active status at every scrape, 0 included', async () => {

@@ -2,11 +2,11 @@
 // real, freshly migrated Postgres database. Factories are called directly with hand-built deps.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { deleteOldJobs } from '../activities/delete-old-jobs';
 import type { ActivityDeps } from '../activities/deps';
 import { reapStaleTasks, staleTaskMessage } from '../activities/reap-stale-tasks';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: string };
@@ -17,15 +17,7 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const AT = new Date('2025-03-10T12:00:00Z').getTime();
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 // Both activities work on the whole database, so every test starts from empty tables.
 beforeEach(async () => {

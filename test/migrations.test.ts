@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../db/migrate';
-import { createEmptyDatabase, createTestDatabase, dropDatabase, type TestDatabase } from './helpers/database';
+import { createEmptyDatabase, dropDatabase, useTestDatabase } from './helpers/database';
 
 async function schemaFingerprint(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
@@ -136,13 +136,7 @@ describe('migrations', () => {
 });
 
 describe('data model constraints', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   async function newConnection(appKey = `app_${randomUUID().slice(0, 8)}`): Promise<{ id: string; tenant: string }> {
     const tenant = `tenant-${randomUUID().slice(0, 8)}`;

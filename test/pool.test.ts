@@ -2,18 +2,12 @@
 // holds it (a Postgres restart, `pg_terminate_backend`) costs that one transaction, never the
 // process. pg emits such an error on the checked-out client, and with no listener there Node
 // throws it as an unhandled 'error' event and the worker or API process dies.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../db/transaction';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 
 describe('createPool', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('survives the server ending a connection in the middle of a transaction, and the next transaction works', async () => {
     const failed = withTransaction(db.pool, async (tx) => {

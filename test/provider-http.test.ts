@@ -2,7 +2,7 @@
 // and the github connector, with real HTTP servers on 127.0.0.1 only (SSRF, redaction,
 // bounded responses, paging caps, NULs). No Temporal; Postgres only for the pg-error log test.
 import { hostname } from 'node:os';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { githubConnector } from '../connectors/github';
 import { pagesOf } from '../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY, providerGet, providerText, providerUrlProblem, redactSecrets } from '../connectors/provider-http';
@@ -10,7 +10,7 @@ import { Permanent, Transient, type Connector, type ProviderPolicy } from '../co
 import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { pino } from 'pino';
 import { serializeError } from '../lib/logger';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { closeFakeServers, gzipBomb, serve } from './helpers/fake-server';
 
 const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
@@ -265,13 +265,7 @@ describe('provider configuration', () => {
 });
 
 describe('Postgres errors in logs', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('logs a failed statement without where, detail or parameters (which quote the neighbouring values)', async () => {
     const err = await db.pool

@@ -3,22 +3,14 @@
 // freshly migrated Postgres database: what each writes and answers, and that the insert waits for
 // a transaction writing its connection's row (a purge's disable) and then writes nothing.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { findConnectionByAppKey, findSyncBlockers, findSyncTargetByAppKey } from '../db/models/connections';
 import { findJob, insertRequestedJob, type NewJob } from '../db/models/jobs';
 import { syncJobWorkflowId } from '../temporal/ids';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { eventually } from './helpers/worker';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 async function connection(appKey: string, status = 'active'): Promise<string> {
   const { rows } = await db.pool.query<{ id: string }>(

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { createDatabaseIfMissing } from '../../infra/database';
 import { createPool, type Pool } from '../../db/pool';
 
@@ -56,6 +56,22 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await dropDatabase(url);
     },
   };
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that give the calling file (or describe block) a fresh,
+ * migrated database, dropped afterwards; the returned object is filled in by the time the file's
+ * own later hooks and its tests run.
+ */
+export function useTestDatabase(): TestDatabase {
+  const db = {} as TestDatabase;
+  beforeAll(async () => {
+    Object.assign(db, await createTestDatabase());
+  });
+  afterAll(async () => {
+    await db.drop?.();
+  });
+  return db;
 }
 
 /** Drops the database of `url`, disconnecting anyone still on it. */
