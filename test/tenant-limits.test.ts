@@ -314,7 +314,13 @@ describe('a job waiting for its tenant’s running jobs', () => {
     await eventually(async () =>
       (await handle.fetchHistory()).events?.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined,
     );
-    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'completed'`, [first])).length ? true : undefined));
+    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'completed'`, [first])).length ? true : undefined), {
+      // Where the first job stands if it does not complete: its row and its workflow's pending work.
+      describe: async () => ({
+        job: await q(`select status, last_error, retry_after from sync_jobs where id = $1`, [first]),
+        workflow: (await stack.env.client.workflow.getHandle(`sync-job:${first}`).describe()).raw.pendingActivities,
+      }),
+    });
     expect((await q(`select status from sync_jobs where id = $1`, [second]))[0].status).toBe('queued');
     // Waiting for its result lets the test server skip the timer: the job claims and runs.
     expect((await handle.result()).status).toBe('completed');
