@@ -77,6 +77,7 @@ async function main(stack: BenchStack) {
       shutdownGraceSeconds: 5,
       taskQueue: immediateTaskQueue(config),
       slots: config.IMMEDIATE_SYNC_SLOTS,
+      workflowBundle: await synctideBundle(),
       activities,
       // Its own pool, as a worker process has (2 × IMMEDIATE_SYNC_SLOTS connections).
       pool: immediatePool,

@@ -28,8 +28,8 @@ export interface CommandDeps {
   /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses (default false). */
   webhookAllowPrivate?: boolean;
   /**
-   * The task queue of immediate syncs' activities (IMMEDIATE_SYNC_TASK_QUEUE), served by workers
-   * with their own slot limit; unset, they run on `taskQueue`.
+   * The task queue of immediate syncs, their workflows and activities (IMMEDIATE_SYNC_TASK_QUEUE),
+   * served by workers with their own slots; unset, they run on `taskQueue`.
    */
   immediateTaskQueue?: string;
   /**

@@ -71,7 +71,7 @@ async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, e
 
 async function runWithLease(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, resourceTypes: string[], executionTimeoutMs: number): Promise<ImmediateSyncResult> {
   const input = { connectionId: connection.id, mode, resourceTypes, ...(deps.immediateTaskQueue && { activityTaskQueue: deps.immediateTaskQueue }) };
-  const handle = await startImmediateSync(deps.temporal, deps.taskQueue, input, executionTimeoutMs);
+  const handle = await startImmediateSync(deps.temporal, deps.immediateTaskQueue ?? deps.taskQueue, input, executionTimeoutMs);
   if (!handle) {
     throw new CommandRefused('conflict', 'immediate_sync_running', 'an immediate sync of this connection is already running; wait for its answer');
   }

@@ -92,7 +92,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   AUDIT_LOG_RETENTION_DAYS: { meaning: '`audit_log` entries older than this are deleted by the daily retention clean-up (in batches), whose worker setting applies' },
   WEBHOOK_ALLOW_PRIVATE: { meaning: 'webhook URLs may name loopback, private and link-local addresses; never in production', note: '(`true` under `npm start`)' },
   IMMEDIATE_SYNC_TIMEOUT_SECONDS: { meaning: 'how long `POST /sync` with `immediate: true` may run; then it is cancelled and answers 504 with what it fetched so far' },
-  IMMEDIATE_SYNC_TASK_QUEUE: { meaning: 'task queue of immediate syncs\' activities (API and workers must agree)', shown: '`<TEMPORAL_TASK_QUEUE>-immediate`' },
+  IMMEDIATE_SYNC_TASK_QUEUE: { meaning: 'task queue of immediate syncs, their workflows and activities (API and workers must agree)', shown: '`<TEMPORAL_TASK_QUEUE>-immediate`' },
   IMMEDIATE_SYNC_SLOTS: { meaning: 'immediate syncs a worker process runs at once (on their own queue and database pool of twice as many connections, apart from scheduled work)' },
   TENANT_MAX_CONNECTIONS: { meaning: 'connections a tenant may have (one being purged no longer counts); over it, 409 `tenant_limit`. The admin overrides each TENANT_MAX_* per tenant (`PATCH /tenants/{tenant_id}/limits`)' },
   TENANT_MAX_WEBHOOKS: { meaning: 'webhooks a tenant may have; over it, 409 `tenant_limit`' },

@@ -14,7 +14,7 @@ import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { closeFakeServers, gzipBomb, serve } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
-import { eventually } from './helpers/worker';
+import { eventually, synctideBundle } from './helpers/worker';
 
 const TASK_QUEUE = 'hardening';
 const IMMEDIATE_QUEUE = 'hardening-immediate';
@@ -47,6 +47,7 @@ describe('hostile providers and oversized input', () => {
       shutdownGraceSeconds: 5,
       taskQueue: IMMEDIATE_QUEUE,
       slots: 1,
+      workflowBundle: await synctideBundle(),
       activities: deps,
       pool: stack.db.pool,
     });

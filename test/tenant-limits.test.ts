@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { useWorkerStack } from './helpers/stack';
 import { createDevServerEnv } from './helpers/temporal';
-import { createTestWorker, eventually } from './helpers/worker';
+import { createTestWorker, eventually, synctideBundle } from './helpers/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 
 const TASK_QUEUE = 'tenant-limits';
@@ -37,7 +37,7 @@ describe('per-tenant limits', () => {
     const connection: NativeConnection = env.nativeConnection;
     const { worker, registry, metrics } = await createTestWorker({ connection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE, activitySlots: ACTIVITY_SLOTS });
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
-    const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps, pool: db.pool });
+    const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps, pool: db.pool, workflowBundle: await synctideBundle() });
     for (const w of [worker, immediate]) workers.push({ worker: w, running: w.run() });
     api = await startTestApi({ env, db, worker, registry, metrics, lines: [] }, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
   });

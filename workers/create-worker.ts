@@ -20,24 +20,29 @@ export interface WorkerDeps {
 }
 
 /**
- * Creates the worker of immediate syncs' activities on their own task queue (IMMEDIATE_SYNC_TASK_QUEUE)
- * with at most `slots` running at once (IMMEDIATE_SYNC_SLOTS): activities only, so it needs no
- * workflow bundle. However many immediate syncs are asked for, they wait for these slots and never
- * take those of scheduled jobs. Their statements run on `pool`, which must not be the scheduled
- * work's: a tenant's running jobs may hold every connection of that one, and a caller waiting on
- * an immediate sync must not wait for them.
+ * Creates the worker of immediate syncs on their own task queue (IMMEDIATE_SYNC_TASK_QUEUE): their
+ * workflows and activities, with at most `slots` activities running at once (IMMEDIATE_SYNC_SLOTS)
+ * and workflow-task slots, a workflow thread and a small cache of their own. However many
+ * immediate syncs are asked for, they wait for these slots and never take those of scheduled
+ * jobs; and however much scheduled work is backed up, a caller waiting on an immediate sync does
+ * not queue behind it. Their statements run on `pool`, which must not be the scheduled work's: a
+ * tenant's running jobs may hold every connection of that one.
  */
 export async function createImmediateWorker(
-  deps: Omit<WorkerDeps, 'workflowBundle' | 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: Pool },
+  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: Pool },
 ): Promise<Worker> {
   const { syncImmediately } = createActivities({ ...deps.activities, pool: deps.pool });
   return Worker.create({
+    ...workflowOptions(deps),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     activities: { syncImmediately },
-    interceptors: temporalWorkerTracing().interceptors,
     maxConcurrentActivityTaskExecutions: deps.slots,
+    // An immediate sync is two short workflow tasks around its activity; its run stays cached in
+    // between (two polls at least: the SDK needs them for a sticky cache).
+    maxConcurrentWorkflowTaskExecutions: Math.max(2, deps.slots),
+    maxCachedWorkflows: 4 * deps.slots,
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     maxHeartbeatThrottleInterval: '1 second',
   });
@@ -48,14 +53,11 @@ export async function createImmediateWorker(
  * tracing interceptors (a prebuilt bundle has the workflow ones in it already) and sink.
  */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
-  const tracing = temporalWorkerTracing();
   return Worker.create({
+    ...workflowOptions(deps),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.activities.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    interceptors: { ...tracing.interceptors, ...(!deps.workflowBundle && { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }) },
-    sinks: tracing.sinks,
     activities: createActivities(deps.activities),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     ...(deps.maxCachedWorkflows !== undefined && { maxCachedWorkflows: deps.maxCachedWorkflows }),
@@ -64,4 +66,14 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     // cancelled job stops within about a page instead of up to 0.8 × the heartbeat timeout.
     maxHeartbeatThrottleInterval: '1 second',
   });
+}
+
+/** The workflows a worker runs (a prebuilt bundle, or WORKFLOWS_PATH bundled now) and the tracing interceptors and sink. */
+function workflowOptions(deps: Pick<WorkerDeps, 'workflowBundle'>) {
+  const tracing = temporalWorkerTracing();
+  return {
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    interceptors: { ...tracing.interceptors, ...(!deps.workflowBundle && { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }) },
+    sinks: tracing.sinks,
+  };
 }

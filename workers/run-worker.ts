@@ -2,6 +2,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
 import type { Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
+import { bundleWorkflows } from '../infra/workflow-bundle';
 import { immediateTaskQueue, providerPolicy, scheduleSettings, tenantLimits } from '../lib/config';
 import type { Keyring } from '../lib/credentials';
 import type { BudgetSettings } from '../policy/rate-budget';
@@ -32,14 +33,15 @@ export function workerReadiness(workers: Record<string, StatefulWorker>): Worker
 
 /**
  * Connects and runs the Synctide worker of a booted process until shutdown, beside it the worker
- * of immediate syncs' activities (their own queue and IMMEDIATE_SYNC_SLOTS), and makes sure the
+ * of immediate syncs (their own queue, slots and pool), and makes sure the
  * reconcile tick runs, at start and again every tick period. On shutdown it stops polling, lets in-flight activities finish their
  * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
  * and resolves. Returns the process's readiness (see workerReadiness).
  */
 export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<() => WorkerReadiness> {
   const { config, logger, shutdown } = proc;
-  const bundlePath = config.WORKFLOW_BUNDLE_PATH;
+  // One bundle for both workers: the prebuilt one (WORKFLOW_BUNDLE_PATH), or bundled here once.
+  const workflowBundle = config.WORKFLOW_BUNDLE_PATH ? { codePath: config.WORKFLOW_BUNDLE_PATH } : await bundleWorkflows();
   const connection = await NativeConnection.connect(temporalConnectionOptions(proc.temporalAddress, proc.temporalSecurity));
   // Activities get a pool of their own (worker limits), so API probes and requests of the same
   // process (`npm start`) never wait behind a sync's statements, nor the other way round.
@@ -67,7 +69,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
-    ...(bundlePath && { workflowBundle: { codePath: bundlePath } }),
+    workflowBundle,
     activities,
   });
   const immediateWorker = await createImmediateWorker({
@@ -76,6 +78,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     taskQueue: immediateTaskQueue(config),
     slots: config.IMMEDIATE_SYNC_SLOTS,
+    workflowBundle,
     activities,
     pool: proc.openPool('immediate'),
   });
