@@ -1,7 +1,7 @@
 // Tenant fairness: tenant B's immediate-sync latency and scheduled lag alone, and again while
 // tenant A floods immediate syncs and due jobs, on one worker with the default tenant limits
 // (TENANT_MAX_IMMEDIATE_SYNCS, TENANT_MAX_RUNNING_JOBS), the default activity slots and pool size,
-// and the immediate-sync worker with IMMEDIATE_SYNC_SLOTS and its own pool, as `npm run worker`
+// and the immediate-sync worker (its own queue, IMMEDIATE_SYNC_SLOTS and pool), as `npm run worker`
 // runs them; the real API (createApp over real HTTP) with the default tenant limits in front.
 // Phase "alone": B makes BENCH_FAIR_IMMEDIATE (default 100, so that the nearest-rank p99 is not
 // the slowest of all) immediate syncs (POST /sync immediate, BENCH_FAIR_B_IN_FLIGHT at once,

@@ -74,7 +74,8 @@ export function poolSize(config: Config, role: PoolRole): number {
 /**
  * The server-side limits of a pool of `role`: API requests get a short statement timeout, the
  * worker and its immediate syncs a long one (its full-sync deletions and retention clean-ups are
- * its longest statements); all end sessions left idle inside a transaction. 0 in the configuration turns a limit off.
+ * its longest statements); all end sessions left idle inside a transaction. 0 in the
+ * configuration turns a limit off.
  */
 export function poolLimits(config: Config, role: PoolRole): PoolLimits {
   const statementSeconds = role === 'api' ? config.API_STATEMENT_TIMEOUT_SECONDS : config.WORKER_STATEMENT_TIMEOUT_SECONDS;

@@ -7,9 +7,10 @@ export const IMMEDIATE_SYNC_WORKFLOW = 'immediateSyncWorkflow';
 
 /**
  * Task-queue priority of an immediate sync (1 is the highest; unset work runs at the server's
- * default, 3). A caller waits on the answer, so its workflow tasks and its activity go ahead of any
- * scheduled work backed up on the shared queue. One tenant cannot crowd this lane: it holds at most
- * its immediate-sync limit of such workflows at once.
+ * default, 3). A caller waits on the answer, so wherever its workflow tasks and activity share a
+ * queue with other work (the main queue when no immediate-sync queue is configured) they go ahead
+ * of what is backed up there. One tenant cannot crowd them: it holds at most its immediate-sync
+ * limit of such workflows at once.
  */
 export const IMMEDIATE_SYNC_PRIORITY = 1;
 

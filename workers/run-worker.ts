@@ -33,10 +33,10 @@ export function workerReadiness(workers: Record<string, StatefulWorker>): Worker
 
 /**
  * Connects and runs the Synctide worker of a booted process until shutdown, beside it the worker
- * of immediate syncs (their own queue, slots and pool), and makes sure the
- * reconcile tick runs, at start and again every tick period. On shutdown it stops polling, lets in-flight activities finish their
- * transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then cancels them through their heartbeats),
- * and resolves. Returns the process's readiness (see workerReadiness).
+ * of immediate syncs (their own queue, slots, workflow thread and pool), and makes sure the
+ * reconcile tick runs, at start and again every tick period. On shutdown it stops polling, lets
+ * in-flight activities finish their transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then
+ * cancels them through their heartbeats), and resolves. Returns the process's readiness (see workerReadiness).
  */
 export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<() => WorkerReadiness> {
   const { config, logger, shutdown } = proc;
