@@ -1,6 +1,5 @@
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
-import type { Pool } from '../db/pool';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
 import { temporalWorkerTracing } from '../lib/tracing';
 
@@ -29,7 +28,7 @@ export interface WorkerDeps {
  * tenant's running jobs may hold every connection of that one.
  */
 export async function createImmediateWorker(
-  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: Pool },
+  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: ActivityDeps['pool'] },
 ): Promise<Worker> {
   const { syncImmediately } = createActivities({ ...deps.activities, pool: deps.pool });
   return Worker.create({
