@@ -129,7 +129,7 @@ async function jobsWithoutListedWorkflow(pool: ActivityDeps['pool'], jobs: Activ
  * waits, else the one that runs it (its own `sync-job:` workflow, or its connection's for a
  * scheduled job run inline).
  */
-function jobOwner(job: ActiveJobToCheck): string {
+export function jobOwner(job: Pick<ActiveJobToCheck, 'id' | 'status' | 'trigger' | 'connection_id' | 'workflow_id'>): string {
   const ownedByScheduler = job.status === 'queued' && isSchedulerTrigger(job.trigger);
   return ownedByScheduler ? connectionWorkflowId(job.connection_id) : (job.workflow_id ?? syncJobWorkflowId(job.id));
 }

@@ -12,10 +12,11 @@ import { cancelJob, requestJob } from '../../commands/jobs';
 import { getConnection, pauseConnection, resumeConnection } from '../../commands/connections';
 import type { CommandDeps } from '../../commands/deps';
 import { CommandRefused } from '../../commands/errors';
-import { isSchedulerTrigger } from '../../policy/vocabulary';
+import { jobOwner } from '../../activities/reconcile-connections';
+import type { ActiveJobToCheck } from '../../db/models/jobs';
 import { ensureConnectionWorkflow, ensureReconcileWorkflow, isWorkflowRunning, signalConnectionWorkflow } from '../../temporal/client';
 import { syncNowSignal } from '../../temporal/connection';
-import { connectionWorkflowId, syncJobWorkflowId } from '../../temporal/ids';
+import { connectionWorkflowId } from '../../temporal/ids';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { TEST_KEYRING } from '../helpers/deps';
 import { startNonStickyProxy, type NonStickyProxy } from '../helpers/non-sticky-proxy';
@@ -78,14 +79,12 @@ describe('churn: 200 connections, random signals and worker restarts', () => {
    * or their connection's for a scheduled job run inline) nor, queued by the scheduler, their connection's.
    */
   async function jobsWithoutWorkflow(): Promise<string[]> {
-    const { rows } = await db.pool.query<{ id: string; status: string; trigger: string; connection_id: string; workflow_id: string | null }>(
+    const { rows } = await db.pool.query<Pick<ActiveJobToCheck, 'id' | 'status' | 'trigger' | 'connection_id' | 'workflow_id'>>(
       `select id, status, trigger, connection_id, workflow_id from sync_jobs where status in ('queued', 'running', 'retrying')`,
     );
     const orphans: string[] = [];
     for (const job of rows) {
-      const owner = job.status === 'queued' && isSchedulerTrigger(job.trigger)
-        ? connectionWorkflowId(job.connection_id)
-        : (job.workflow_id ?? syncJobWorkflowId(job.id));
+      const owner = jobOwner(job);
       if (await isWorkflowRunning(env.client, owner)) continue;
       // It may have finished between the read and the question: only a job still active counts.
       const { rows: now } = await db.pool.query(`select 1 from sync_jobs where id = $1 and status in ('queued', 'running', 'retrying')`, [job.id]);
