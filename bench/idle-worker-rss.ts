@@ -17,8 +17,7 @@ import { startEmbeddedPostgres } from '../infra/embedded-postgres';
 import { resolveTemporalBinary } from '../infra/temporal-binaries';
 import { startDevServer } from '../infra/temporal-dev-server';
 import { freePort } from '../lib/ports';
-import { randomBytes } from 'node:crypto';
-import { rssMiB, sleep } from './stack';
+import { productionWorkerEnv, rssMiB, sleep } from './stack';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const rounds = Number(process.env.IDLE_RSS_ROUNDS ?? 3);
@@ -35,18 +34,7 @@ await migrate(pg.urlFor('synctide'));
 async function measure(node: string, args: string[]): Promise<number> {
   const child = spawn(node, args, {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      DATABASE_URL: pg.urlFor('synctide'),
-      TEMPORAL_ADDRESS: temporal.address,
-      MIGRATE_ON_START: 'false',
-      WORKER_METRICS_PORT: String(await freePort()),
-      WORKFLOW_BUNDLE_PATH: path.join(ROOT, 'dist/workflow-bundle.js'),
-      CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-      SCHEDULER_TICK_SECONDS: '3600',
-      LOG_LEVEL: 'info',
-    },
+    env: productionWorkerEnv({ DATABASE_URL: pg.urlFor('synctide'), TEMPORAL_ADDRESS: temporal.address, WORKER_METRICS_PORT: String(await freePort()) }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {

@@ -32,7 +32,7 @@ import { startDevServer, type DevServer } from '../infra/temporal-dev-server';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
 import { createWorker } from '../workers/create-worker';
-import { loadConfig } from '../lib/config';
+import { envSchema, loadConfig, SECRET_VARIABLES } from '../lib/config';
 import { benchActivityDeps } from './deps';
 
 export { benchActivityDeps, NO_JITTER } from './deps';
@@ -638,4 +638,28 @@ export async function activityDurations(
     });
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The production worker process (`node --enable-source-maps dist/worker.js`, after `npm run build`)
+
+/**
+ * The environment of the compiled production worker against a bench's servers, as a deployment
+ * configures it: none of Synctide's variables from the bench's own environment (a password in the
+ * shell must not leak in), the prebuilt bundle, no migration (the bench migrated), a fresh
+ * credentials key, one reconcile tick at start, and its log at info (its "worker started" line
+ * says it serves); then `own` (at least DATABASE_URL, TEMPORAL_ADDRESS, WORKER_METRICS_PORT).
+ */
+export function productionWorkerEnv(own: Record<string, string>): NodeJS.ProcessEnv {
+  const synctideVariables = new Set<string>([...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`)]);
+  return {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !synctideVariables.has(name))),
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    MIGRATE_ON_START: 'false',
+    WORKFLOW_BUNDLE_PATH: benchFile('../dist/workflow-bundle.js'),
+    CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+    SCHEDULER_TICK_SECONDS: '3600',
+    ...own,
+  };
 }

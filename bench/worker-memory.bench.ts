@@ -13,14 +13,13 @@
 // hour ahead, enqueue it and sleep (phase `sleeping`), without running a bootstrap job each.
 import pMap from 'p-map';
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { scrapeText } from '../infra/sdk-runtime';
-import { envSchema, loadConfig, SECRET_VARIABLES } from '../lib/config';
+import { loadConfig } from '../lib/config';
 import { freePort } from '../lib/ports';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
@@ -32,6 +31,7 @@ import {
   formatCpu,
   msSince,
   percentile,
+  productionWorkerEnv,
   rssMiB,
   runBench,
   sleep,
@@ -272,35 +272,24 @@ function metricSum(text: string, name: string, labels: Record<string, string>): 
  */
 async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
   const metricsPort = await freePort();
-  // None of Synctide's variables from the bench's own environment: the child's configuration is the one below.
-  const synctideVariables = new Set<string>([...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`)]);
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !synctideVariables.has(name)));
   const spawned = await spawnWorker(
     ['--enable-source-maps', DIST_WORKER],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...inherited,
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'info',
+      env: productionWorkerEnv({
         // The bench's database as its owner role (the bench migrated it), where a deployment runs
         // the worker as a DML-only role: the worker's memory does not depend on the role.
         DATABASE_URL: stack.dbUrl,
-        MIGRATE_ON_START: 'false',
         TEMPORAL_ADDRESS: stack.temporal.address,
         TEMPORAL_NAMESPACE: 'default',
         TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-        WORKFLOW_BUNDLE_PATH: DIST_BUNDLE,
         WORKER_MAX_CACHED_WORKFLOWS: String(MAX_CACHED),
         WORKER_METRICS_PORT: String(metricsPort),
         METRICS_PUBLIC: 'true',
         WORKER_SHUTDOWN_GRACE_SECONDS: '5',
-        CREDENTIALS_KEY: randomBytes(32).toString('base64'),
         // The bench's connections are of the demo provider, which production leaves off.
         DEMO_CONNECTOR: 'true',
-        // The reconcile tick runs once at start (before any connection exists), not again during the bench.
-        SCHEDULER_TICK_SECONDS: '3600',
-      },
+      }),
     },
     (child) =>
       new Promise<void>((resolve) => {
