@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { ConnectionRow } from '../db/models/connections';
-import { countImmediateSyncs, insertImmediateSyncLease, releaseImmediateSyncLease } from '../db/models/tenant-limits';
+import { countImmediateSyncs, immediateSyncsAndOverride, insertImmediateSyncLease, releaseImmediateSyncLease } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
-import { fitsUnder, IMMEDIATE_SYNC_RETRY_AFTER_SECONDS } from '../policy/tenant-limits';
+import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, IMMEDIATE_SYNC_RETRY_AFTER_SECONDS } from '../policy/tenant-limits';
 import type { SyncMode } from '../policy/vocabulary';
 import { cancelImmediateSync, immediateSyncProgress, startImmediateSync } from '../temporal/client';
 import type { ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
@@ -57,6 +57,12 @@ export async function runImmediately(deps: CommandDeps, connection: ConnectionRo
  * most the sync's execution timeout (an API process that dies leaves it until then). Returns its id.
  */
 async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, executionTimeoutMs: number): Promise<string> {
+  // First one statement without the lock: a tenant that holds its limit now is refused at once
+  // (a refusal is right whenever the tenant was at its limit when asked), so a client that keeps
+  // asking costs a round trip, not a locked transaction. Room seen here is taken under the lock.
+  const seen = await immediateSyncsAndOverride(deps.pool, connection.tenant_id, new Date());
+  const seenMax = effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, { immediateSyncs: seen.max_immediate_syncs }).immediateSyncs;
+  if (!fitsUnder(seenMax, seen.running)) throw overLimit('immediateSyncs', seenMax, 'immediate syncs running at once', IMMEDIATE_SYNC_RETRY_AFTER_SECONDS);
   const id = randomUUID();
   await withTransaction(deps.pool, async (tx) => {
     const max = (await lockedLimits(deps, tx, connection.tenant_id)).immediateSyncs;

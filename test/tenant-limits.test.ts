@@ -6,6 +6,7 @@
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lockTenant } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -187,6 +188,27 @@ describe('per-tenant limits', () => {
     expect(answered.status, JSON.stringify(answered.body)).toBe(200);
     expect((await q(`select 1 from immediate_sync_leases where tenant_id = 'lim-i'`)).length).toBe(0);
     expect((await api.call('POST', '/sync', { app_key: fast.appKey, tenant_id: 'lim-i', immediate: true })).status).toBe(200);
+  });
+
+  it("immediate syncs: a tenant at its limit is refused without waiting for its lock (a client that keeps asking costs no locked transaction)", async () => {
+    await setLimits('lim-il', { max_immediate_syncs: 1 });
+    const held = await syncable('lim-il', FAST);
+    const asked = await syncable('lim-il', FAST);
+    await q(`insert into immediate_sync_leases (id, tenant_id, connection_id, expires_at) values (gen_random_uuid(), 'lim-il', $1, now() + interval '1 hour')`, [held.id]);
+    // Another session holds the tenant's limit lock for as long as the request takes.
+    const locker = await db.pool.connect();
+    try {
+      await locker.query('begin');
+      await lockTenant(locker, 'lim-il');
+      const answer = api.call('POST', '/sync', { app_key: asked.appKey, tenant_id: 'lim-il', immediate: true });
+      const outcome = await Promise.race([answer, new Promise<'waited for the lock'>((r) => setTimeout(() => r('waited for the lock'), 10_000))]);
+      expect(outcome).not.toBe('waited for the lock');
+      expectRefusal(outcome as { status: number; body: any }, 429, 'max_immediate_syncs', 1);
+    } finally {
+      await locker.query('rollback');
+      locker.release();
+    }
+    await q(`delete from immediate_sync_leases where tenant_id = 'lim-il'`);
   });
 
   it('running jobs: a job over the limit stays queued on a durable timer, holding no slot, while other tenants run', async () => {

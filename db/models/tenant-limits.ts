@@ -130,6 +130,19 @@ export async function runningJobsAndOverride(db: Queryable, tenantId: string, ex
   return rows[0]!;
 }
 
+/**
+ * A tenant's immediate syncs still counted at `at`, with its override of the immediate-sync limit
+ * (null: the default), in one statement: the API's first look at a request, before any lock.
+ */
+export async function immediateSyncsAndOverride(db: Queryable, tenantId: string, at: Date): Promise<{ running: number; max_immediate_syncs: number | null }> {
+  const { rows } = await db.query<{ running: number; max_immediate_syncs: number | null }>(
+    `select (${COUNT_IMMEDIATE_SYNCS}) as running,
+            (select max_immediate_syncs from tenant_limits where tenant_id = $1) as max_immediate_syncs`,
+    [tenantId, at],
+  );
+  return rows[0]!;
+}
+
 /** A tenant's immediate syncs still counted at `at` (their lease not expired). */
 export async function countImmediateSyncs(db: Queryable, tenantId: string, at: Date): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`select (${COUNT_IMMEDIATE_SYNCS}) as n`, [tenantId, at]);
