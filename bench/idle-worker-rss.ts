@@ -17,7 +17,7 @@ import { startEmbeddedPostgres } from '../infra/embedded-postgres';
 import { resolveTemporalBinary } from '../infra/temporal-binaries';
 import { startDevServer } from '../infra/temporal-dev-server';
 import { freePort } from '../lib/ports';
-import { productionWorkerEnv, rssMiB, sleep } from './stack';
+import { productionEnv, rssMiB, sleep } from './stack';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const rounds = Number(process.env.IDLE_RSS_ROUNDS ?? 3);
@@ -34,7 +34,7 @@ await migrate(pg.urlFor('synctide'));
 async function measure(node: string, args: string[]): Promise<number> {
   const child = spawn(node, args, {
     cwd: ROOT,
-    env: productionWorkerEnv({ DATABASE_URL: pg.urlFor('synctide'), TEMPORAL_ADDRESS: temporal.address, WORKER_METRICS_PORT: String(await freePort()) }),
+    env: productionEnv({ DATABASE_URL: pg.urlFor('synctide'), TEMPORAL_ADDRESS: temporal.address, WORKER_METRICS_PORT: String(await freePort()) }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {

@@ -3,12 +3,13 @@
 // DATABASE_URL's server when set, with a fresh database either way), the pinned Temporal CLI dev
 // server persisting to SQLite, and the real Synctide worker from workers/create-worker.ts. Logs
 // are silenced so that they cost nothing and do not mix with the figures.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -212,10 +213,10 @@ export function cpuMeter(stack: BenchStack, workerPid?: number): CpuMeter {
 }
 
 /** One line: each component's CPU as a share of one core over the phase's wall time. */
-export function formatCpu(c: CpuReading, cores = os.cpus().length): string {
+export function formatCpu(c: CpuReading, cores = os.cpus().length, benchLabel?: string): string {
   const pct = (s: number) => `${((s / c.wall) * 100).toFixed(0)}%`;
   const total = c.bench + c.temporal + (c.postgres ?? 0) + (c.worker ?? 0);
-  const bench = c.worker === null ? 'bench process (client + worker + activities)' : 'bench process (client)';
+  const bench = benchLabel ?? (c.worker === null ? 'bench process (client + worker + activities)' : 'bench process (client)');
   return (
     `CPU over ${c.wall.toFixed(1)} s (100% = one core, ${cores} cores): ` +
     `${bench} ${pct(c.bench)}, ${c.worker === null ? '' : `worker process ${pct(c.worker)}, `}temporal dev server ${pct(c.temporal)}, ` +
@@ -641,16 +642,16 @@ export async function activityDurations(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The production worker process (`node --enable-source-maps dist/worker.js`, after `npm run build`)
+// Production processes (`node --enable-source-maps dist/<api|worker>.js`, after `npm run build`)
 
 /**
- * The environment of the compiled production worker against a bench's servers, as a deployment
+ * The environment of a compiled production process (worker or API) against a bench's servers, as a deployment
  * configures it: none of Synctide's variables from the bench's own environment (a password in the
  * shell must not leak in), the prebuilt bundle, no migration (the bench migrated), a fresh
  * credentials key, one reconcile tick at start, and its log at info (its "worker started" line
  * says it serves); then `own` (at least DATABASE_URL, TEMPORAL_ADDRESS, WORKER_METRICS_PORT).
  */
-export function productionWorkerEnv(own: Record<string, string>): NodeJS.ProcessEnv {
+export function productionEnv(own: Record<string, string>): NodeJS.ProcessEnv {
   const synctideVariables = new Set<string>([...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`)]);
   return {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !synctideVariables.has(name))),
@@ -661,5 +662,40 @@ export function productionWorkerEnv(own: Record<string, string>): NodeJS.Process
     CREDENTIALS_KEY: randomBytes(32).toString('base64'),
     SCHEDULER_TICK_SECONDS: '3600',
     ...own,
+  };
+}
+
+/** A production process of the compiled build, started by spawnProductionProcess. */
+export interface ProductionProcess {
+  pid: number;
+  /** SIGTERM (its graceful shutdown), then SIGKILL after 30 s; resolves once it exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * `node --enable-source-maps dist/<script>.js` with `env`, from the repository root (run
+ * `npm run build` first). Resolves once its JSON log prints `readyMsg` (e.g. "worker started",
+ * "api listening"); its warnings and errors are passed on to stderr; rejects if it exits first.
+ */
+export async function spawnProductionProcess(script: 'worker' | 'api', env: NodeJS.ProcessEnv, readyMsg: string, node = process.execPath): Promise<ProductionProcess> {
+  const file = benchFile(`../dist/${script}.js`);
+  if (!fs.existsSync(file)) throw new Error(`${path.relative(process.cwd(), file)} is missing: run npm run build first`);
+  const child = spawn(node, ['--enable-source-maps', file], { cwd: benchFile('..'), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes(`"msg":"${readyMsg}"`)) resolve();
+      else if (/"level":"(warn|error|fatal)"/.test(line)) console.error(`  ${script}: ${line}`);
+    });
+    void exited.then(() => reject(new Error(`dist/${script}.js exited during start (code ${child.exitCode}, signal ${child.signalCode})`)));
+  });
+  return {
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    },
   };
 }

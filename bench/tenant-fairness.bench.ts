@@ -13,17 +13,43 @@
 // is asked again after 100 ms) and BENCH_FAIR_A_DUE (default 200) slow connections of A came due
 // at once just before. Each slow sync of A reads BENCH_FAIR_A_PAGES (default 50) pages of one
 // record, 200 ms apart (demo latency_ms).
+// Where they run (BENCH_FAIR_PROCESSES): "one" (default) runs the API and both workers inside the
+// bench's own process, beside A's and B's clients; "split" runs them as a deployment does, the
+// compiled `dist/api.js` and `dist/worker.js` (after `npm run build`) as processes of their own,
+// configured through their environment with the defaults, so that the bench process holds only
+// the clients. Either way A and B each call with an API key of their own tenant.
+import { randomBytes } from 'node:crypto';
 import pMap from 'p-map';
 import { createPool, type Pool } from '../db/pool';
 import { poolSize } from '../infra/boot';
-import { listen, type HttpServer } from '../lib/http';
+import { listen } from '../lib/http';
+import { freePort } from '../lib/ports';
 import { immediateTaskQueue, loadConfig, tenantLimits } from '../lib/config';
 import { JOB_STATUS, JOB_TRIGGER } from '../policy/vocabulary';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from '../workers/create-worker';
 import { BENCH_ADMIN_KEY, benchApp } from './api-app';
 import { benchActivityDeps } from './deps';
-import { type BenchStack, cpuMeter, formatCpu, msSince, NO_JITTER, percentile, runBench, runWorker, sleep, synctideBundle, table } from './stack';
+import {
+  type BenchStack,
+  cpuMeter,
+  formatCpu,
+  msSince,
+  NO_JITTER,
+  percentile,
+  productionEnv,
+  type ProductionProcess,
+  runBench,
+  runWorker,
+  sleep,
+  spawnProductionProcess,
+  synctideBundle,
+  eventMs,
+  historyBreakdown,
+  table,
+  treeCpuSeconds,
+} from './stack';
+import { immediateSyncWorkflowId } from '../temporal/ids';
 
 const B_IMMEDIATE = Number(process.env.BENCH_FAIR_IMMEDIATE ?? 100);
 const B_IN_FLIGHT = Number(process.env.BENCH_FAIR_B_IN_FLIGHT ?? 1);
@@ -32,6 +58,8 @@ const A_IN_FLIGHT = Number(process.env.BENCH_FAIR_A_IN_FLIGHT ?? 12);
 const A_DUE = Number(process.env.BENCH_FAIR_A_DUE ?? 200);
 const A_PAGES = Number(process.env.BENCH_FAIR_A_PAGES ?? 50);
 const TASK_QUEUE = 'bench-fairness';
+const PROCESSES = process.env.BENCH_FAIR_PROCESSES || 'one';
+if (PROCESSES !== 'one' && PROCESSES !== 'split') throw new Error(`BENCH_FAIR_PROCESSES must be one or split (got ${JSON.stringify(PROCESSES)})`);
 /** Configuration as a deployment gets it when it sets nothing: the default limits and slots. */
 const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE });
 const LIMITS = tenantLimits(config);
@@ -47,16 +75,29 @@ await runBench(
   `tenant B: ${B_IMMEDIATE} immediate syncs (${B_IN_FLIGHT} in flight), ${B_SCHEDULED} connections due at once; ` +
     `tenant A flooding: ${A_IN_FLIGHT} slow immediate syncs in flight, ${A_DUE} slow connections due at once; ` +
     `limits per tenant: ${LIMITS.immediateSyncs} immediate syncs, ${LIMITS.runningJobs} running jobs; ` +
-    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots the SDK's default`,
+    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots the SDK's default; ` +
+    (PROCESSES === 'split' ? 'API and worker: dist/api.js and dist/worker.js, processes of their own' : 'API and workers inside the bench process'),
   main,
 );
 
 interface Figures {
   immediate: number[];
   lag: number[];
+  /** Each immediate sync: its connection, when it was asked (epoch ms) and its latency. */
+  samples: { connectionId: string; askedAt: number; ms: number }[];
 }
 
-async function main(stack: BenchStack) {
+/** What serves the bench: the API's URL, the processes' CPU so far (split only), and how to stop. */
+interface Serving {
+  apiUrl: string;
+  adminKey: string;
+  /** CPU seconds of the API and worker processes, each with its children (split only). */
+  cpu(): Record<string, number> | null;
+  stop(): Promise<void>;
+}
+
+/** The API (createApp over real HTTP) and both workers inside this process. */
+async function serveInProcess(stack: BenchStack): Promise<Serving> {
   const workerPool = createPool(stack.dbUrl, config.DATABASE_POOL_MAX);
   const immediatePool = createPool(stack.dbUrl, poolSize(config, 'immediate'));
   const activities = benchActivityDeps({ pool: workerPool, client: stack.client, taskQueue: TASK_QUEUE, settings: NO_JITTER, tenantLimits: LIMITS });
@@ -90,21 +131,163 @@ async function main(stack: BenchStack) {
     tenantLimits: LIMITS,
   });
   const api = await listen(app, '127.0.0.1', 0);
+  return {
+    apiUrl: api.url,
+    adminKey: BENCH_ADMIN_KEY,
+    cpu: () => null,
+    async stop() {
+      await api.close();
+      await immediateWorker.stop();
+      await worker.stop();
+      await workerPool.end();
+      await immediatePool.end();
+    },
+  };
+}
+
+/**
+ * `dist/worker.js` and `dist/api.js` as processes of their own, each configured through its
+ * environment with the defaults (limits, slots, pools, the API's per-key rate limit), no jitter
+ * (as the in-process worker), the demo provider on, and one credentials key for both.
+ */
+async function serveSplit(stack: BenchStack): Promise<Serving> {
+  const common = {
+    DATABASE_URL: stack.dbUrl,
+    TEMPORAL_ADDRESS: stack.temporal.address,
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+    CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+    DEMO_CONNECTOR: 'true',
+  };
+  const processes: Record<string, ProductionProcess> = {};
+  const stopAll = async () => {
+    for (const p of Object.values(processes).reverse()) await p.stop();
+  };
   try {
+    processes.worker = await spawnProductionProcess(
+      'worker',
+      productionEnv({
+        ...common,
+        WORKER_METRICS_PORT: String(await freePort()),
+        METRICS_PUBLIC: 'true',
+        WORKER_SHUTDOWN_GRACE_SECONDS: '5',
+        JITTER_PCT_MIN: '0',
+        JITTER_PCT_MAX: '0',
+      }),
+      'worker started',
+    );
+    const apiPort = await freePort();
+    // A random admin key: the production API refuses one that looks like a placeholder.
+    const adminKey = randomBytes(24).toString('hex');
+    processes.API = await spawnProductionProcess('api', productionEnv({ ...common, ADMIN_API_KEY: adminKey, API_PORT: String(apiPort) }), 'api listening');
+    return {
+      apiUrl: `http://127.0.0.1:${apiPort}`,
+      adminKey,
+      cpu: () => Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, treeCpuSeconds(p.pid)])),
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** Samples what the immediate-sync pool's active statements wait for (pg_stat_activity), until stop(). */
+function sampleWaits(pool: Pool) {
+  const counts = new Map<string, number>();
+  let samples = 0;
+  let going = true;
+  const loop = (async () => {
+    while (going) {
+      const { rows } = await pool.query<{ wait: string }>(
+        `select coalesce(wait_event_type || ':' || wait_event, 'on CPU') as wait from pg_stat_activity
+          where application_name = 'synctide-immediate' and state = 'active'`,
+      );
+      samples += 1;
+      for (const r of rows) counts.set(r.wait, (counts.get(r.wait) ?? 0) + 1);
+      await sleep(50);
+    }
+  })();
+  return {
+    async stop() {
+      going = false;
+      await loop;
+      const seen = [...counts].sort((x, y) => y[1] - x[1]).map(([w, n]) => `${w} ${n}`);
+      return `${samples} samples; active statements by wait: ${seen.join(', ') || 'none'}`;
+    },
+  };
+}
+
+/**
+ * BENCH_FAIR_EXPLAIN: where B's five slowest flooded answers spent their time, from their
+ * immediate-sync workflows' histories: before the workflow started (the API: auth, the lease, the
+ * start call), its workflow tasks' queue and run, its activities' queue and run, and after its
+ * last event (the result reaching the API, the lease's release, the answer).
+ */
+async function explain(stack: BenchStack, samples: Figures['samples']) {
+  const slowest = [...samples].sort((x, y) => y.ms - x.ms).slice(0, 5);
+  const t0 = samples[0]?.askedAt ?? 0;
+  const rows: string[][] = [];
+  for (const s of slowest) {
+    const id = immediateSyncWorkflowId(s.connectionId);
+    const events = (await stack.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const b = await historyBreakdown(stack.client, id);
+    const first = eventMs(events[0]!);
+    const last = eventMs(events[events.length - 1]!);
+    rows.push([
+      ((s.askedAt - t0) / 1000).toFixed(1),
+      s.ms.toFixed(0),
+      (first - s.askedAt).toFixed(0),
+      `${b.workflowTasks}: ${b.wftQueue.toFixed(0)} / ${b.wftExec.toFixed(0)}`,
+      `${b.activities}: ${b.activityQueue.toFixed(0)} / ${b.activityExec.toFixed(0)}`,
+      (s.askedAt + s.ms - last).toFixed(0),
+    ]);
+  }
+  console.log("\nB's five slowest flooded answers (ms; the clocks of this process and the dev server agree on one host):");
+  table(['asked at s', 'answer', 'before start', 'workflow tasks: queue / run', 'activities: queue / run', 'after last event'], rows);
+}
+
+/** A tenant API key of `tenant` (read and write), made with the admin key. */
+async function tenantKey(serving: Serving, tenant: string): Promise<string> {
+  const res = await fetch(`${serving.apiUrl}/tenants/${tenant}/api-keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${serving.adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'tenant-fairness bench' }),
+  });
+  if (res.status !== 201) throw new Error(`creating ${tenant}'s API key answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { secret: string }).secret;
+}
+
+/** A tenant's client: its API key, against the bench's API. */
+interface Caller {
+  apiUrl: string;
+  key: string;
+}
+
+async function main(stack: BenchStack) {
+  const serving = PROCESSES === 'split' ? await serveSplit(stack) : await serveInProcess(stack);
+  try {
+    const b: Caller = { apiUrl: serving.apiUrl, key: await tenantKey(serving, 'tenant-b') };
+    const aCaller: Caller = { apiUrl: serving.apiUrl, key: await tenantKey(serving, 'tenant-a') };
     // A few of B's syncs and due jobs first, uncounted: the workers' caches and the pools warm up.
-    await measureB(stack, api, 'warm-up', 3, 3);
-    const alone = await measureB(stack, api, 'alone');
+    await measureB(stack, b, 'warm-up', 3, 3);
+    const alone = await measureB(stack, b, 'alone');
     const meter = cpuMeter(stack);
-    const flood = await startFlood(stack, api);
+    const processes0 = serving.cpu();
+    const flood = await startFlood(stack, aCaller);
     let flooded: Figures;
     let a: Awaited<ReturnType<typeof floodJobs>>;
+    const waits = process.env.BENCH_FAIR_EXPLAIN ? sampleWaits(stack.pool) : null;
     try {
-      flooded = await measureB(stack, api, 'flooded');
+      flooded = await measureB(stack, b, 'flooded');
+      if (waits) console.log(`B's immediate syncs' statements, sampled every 50 ms while flooded: ${await waits.stop()}`);
       a = await floodJobs(stack.pool);
     } finally {
       await flood.stop();
     }
-    const cpu = formatCpu(meter.read());
+    const reading = meter.read();
+    const cpu = formatCpu(reading, undefined, PROCESSES === 'one' ? undefined : 'bench process (clients only)');
+    const processes1 = serving.cpu();
 
     const row = (name: string, x: number[], y: number[]) => {
       const [a50, a99, f50, f99] = [percentile(x, 50), percentile(x, 99), percentile(y, 50), percentile(y, 99)];
@@ -115,6 +298,7 @@ async function main(stack: BenchStack) {
       [row(`immediate sync (n=${alone.immediate.length})`, alone.immediate, flooded.immediate), row(`scheduled lag (n=${alone.lag.length})`, alone.lag, flooded.lag)],
     );
     console.log('\naim: each ratio flooded/alone ≤ 2×');
+    if (process.env.BENCH_FAIR_EXPLAIN) await explain(stack, flooded.samples);
     console.log(
       `\ntenant A immediate syncs: ${flood.asked} asked, ${flood.answered} answered 200, ${flood.refused} refused 429 tenant_limit, ${flood.other} other answers`,
     );
@@ -123,12 +307,13 @@ async function main(stack: BenchStack) {
         `${a.waited} waited over 1 s to start or had not started when B was done (${a.queued} still queued then)`,
     );
     console.log(`flooded phase: ${cpu}`);
+    if (processes0 && processes1) {
+      const pct = (s: number) => `${((s / reading.wall) * 100).toFixed(0)}%`;
+      const each = Object.keys(processes1).map((name) => `${name} ${pct(processes1[name]! - processes0[name]!)}`);
+      console.log(`  not in that total, the processes of their own: ${each.join(', ')} (the bench process holds only the clients)`);
+    }
   } finally {
-    await api.close();
-    await immediateWorker.stop();
-    await worker.stop();
-    await workerPool.end();
-    await immediatePool.end();
+    await serving.stop();
   }
 }
 
@@ -143,29 +328,31 @@ async function insertConnections(pool: Pool, tenant: string, prefix: string, n: 
 }
 
 /** POST /sync immediate for one connection: the status and the answer's latency in ms. */
-async function immediateSync(api: HttpServer, tenant: string, appKey: string): Promise<{ status: number; ms: number; body: string }> {
+async function immediateSync(caller: Caller, appKey: string): Promise<{ status: number; ms: number; body: string }> {
   const t = process.hrtime.bigint();
-  const res = await fetch(`${api.url}/sync`, {
+  const res = await fetch(`${caller.apiUrl}/sync`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${BENCH_ADMIN_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ app_key: appKey, tenant_id: tenant, mode: 'full', immediate: true }),
+    headers: { authorization: `Bearer ${caller.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ app_key: appKey, mode: 'full', immediate: true }),
   });
   const body = await res.text();
   return { status: res.status, ms: msSince(t), body };
 }
 
 /** B's figures: its immediate syncs' latencies, then its due connections' scheduled lag (ms, ascending). */
-async function measureB(stack: BenchStack, api: HttpServer, phase: string, nImmediate = B_IMMEDIATE, nDue = B_SCHEDULED): Promise<Figures> {
+async function measureB(stack: BenchStack, b: Caller, phase: string, nImmediate = B_IMMEDIATE, nDue = B_SCHEDULED): Promise<Figures> {
   const syncable = await insertConnections(stack.pool, 'tenant-b', `b-${phase}-immediate-`, nImmediate, FAST);
-  const immediate = await pMap(
+  const samples = await pMap(
     syncable,
     async (c) => {
-      const r = await immediateSync(api, 'tenant-b', c.app_key);
+      const askedAt = Date.now();
+      const r = await immediateSync(b, c.app_key);
       if (r.status !== 200) throw new Error(`tenant B's immediate sync answered ${r.status}: ${r.body}`);
-      return r.ms;
+      return { connectionId: c.id, askedAt, ms: r.ms };
     },
     { concurrency: B_IN_FLIGHT },
   );
+  const immediate = samples.map((x) => x.ms);
   const due = await insertConnections(stack.pool, 'tenant-b', `b-${phase}-due-`, nDue, FAST);
   const ids = due.map((c) => c.id);
   await pMap(due, (c) => ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'tenant-b', providerSlug: 'demo' }), { concurrency: 50 });
@@ -178,7 +365,7 @@ async function measureB(stack: BenchStack, api: HttpServer, phase: string, nImme
     );
     if (rows.length >= ids.length || Date.now() > deadline) {
       if (rows.length < ids.length) console.log(`NOTE (${phase}): only ${rows.length} of ${ids.length} of B's due jobs started within 120 s`);
-      return { immediate: immediate.sort((x, y) => x - y), lag: rows.map((r) => Number(r.lag_ms)).sort((x, y) => x - y) };
+      return { samples, immediate: immediate.sort((x, y) => x - y), lag: rows.map((r) => Number(r.lag_ms)).sort((x, y) => x - y) };
     }
     await sleep(200);
   }
@@ -189,7 +376,7 @@ async function measureB(stack: BenchStack, api: HttpServer, phase: string, nImme
  * loops asking for slow immediate syncs without pause. Resolves once A's running jobs reached
  * their limit (or every due job started) and the immediate loops are going.
  */
-async function startFlood(stack: BenchStack, api: HttpServer) {
+async function startFlood(stack: BenchStack, a: Caller) {
   const due = await insertConnections(stack.pool, 'tenant-a', 'a-due-', A_DUE, SLOW);
   await pMap(due, (c) => ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'tenant-a', providerSlug: 'demo' }), { concurrency: 50 });
   const syncable = await insertConnections(stack.pool, 'tenant-a', 'a-immediate-', A_IN_FLIGHT, SLOW);
@@ -198,7 +385,7 @@ async function startFlood(stack: BenchStack, api: HttpServer) {
   const loops = syncable.map(async (c) => {
     while (!stopping) {
       counts.asked += 1;
-      const r = await immediateSync(api, 'tenant-a', c.app_key).catch(() => ({ status: 0, ms: 0, body: '' }));
+      const r = await immediateSync(a, c.app_key).catch(() => ({ status: 0, ms: 0, body: '' }));
       if (r.status === 200) counts.answered += 1;
       else if (r.status === 429 && r.body.includes('tenant_limit')) {
         counts.refused += 1;

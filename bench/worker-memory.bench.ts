@@ -31,7 +31,7 @@ import {
   formatCpu,
   msSince,
   percentile,
-  productionWorkerEnv,
+  productionEnv,
   rssMiB,
   runBench,
   sleep,
@@ -276,7 +276,7 @@ async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
     ['--enable-source-maps', DIST_WORKER],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: productionWorkerEnv({
+      env: productionEnv({
         // The bench's database as its owner role (the bench migrated it), where a deployment runs
         // the worker as a DML-only role: the worker's memory does not depend on the role.
         DATABASE_URL: stack.dbUrl,
