@@ -277,7 +277,8 @@ async function main(stack: BenchStack) {
     const flood = await startFlood(stack, aCaller);
     let flooded: Figures;
     let a: Awaited<ReturnType<typeof floodJobs>>;
-    const waits = process.env.BENCH_FAIR_EXPLAIN ? sampleWaits(stack.pool) : null;
+    // The production worker names its pools (application_name); the in-process one does not.
+    const waits = process.env.BENCH_FAIR_EXPLAIN && PROCESSES === 'split' ? sampleWaits(stack.pool) : null;
     try {
       flooded = await measureB(stack, b, 'flooded');
       if (waits) console.log(`B's immediate syncs' statements, sampled every 50 ms while flooded: ${await waits.stop()}`);
