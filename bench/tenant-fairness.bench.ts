@@ -12,7 +12,8 @@
 // BENCH_FAIR_A_IN_FLIGHT (default 12) slow immediate syncs asked for continuously (a refused one
 // is asked again after 100 ms) and BENCH_FAIR_A_DUE (default 200) slow connections of A came due
 // at once just before. Each slow sync of A reads BENCH_FAIR_A_PAGES (default 50) pages of one
-// record, 200 ms apart (demo latency_ms).
+// record, 200 ms apart (demo latency_ms). BENCH_FAIR_A_RUNNING_JOBS gives A (only) a running-jobs
+// limit of its own, as the admin's override.
 // Where they run (BENCH_FAIR_PROCESSES): "one" (default) runs the API and both workers inside the
 // bench's own process, beside A's and B's clients; "split" runs them as a deployment does, the
 // compiled `dist/api.js` and `dist/worker.js` (after `npm run build`) as processes of their own,
@@ -57,6 +58,8 @@ const B_SCHEDULED = Number(process.env.BENCH_FAIR_SCHEDULED ?? 30);
 const A_IN_FLIGHT = Number(process.env.BENCH_FAIR_A_IN_FLIGHT ?? 12);
 const A_DUE = Number(process.env.BENCH_FAIR_A_DUE ?? 200);
 const A_PAGES = Number(process.env.BENCH_FAIR_A_PAGES ?? 50);
+/** Tenant A's running-jobs limit, set by the admin as A's override (PATCH /tenants/tenant-a/limits); unset: the default. */
+const A_RUNNING_JOBS = process.env.BENCH_FAIR_A_RUNNING_JOBS ? Number(process.env.BENCH_FAIR_A_RUNNING_JOBS) : undefined;
 const TASK_QUEUE = 'bench-fairness';
 const PROCESSES = process.env.BENCH_FAIR_PROCESSES || 'one';
 if (PROCESSES !== 'one' && PROCESSES !== 'split') throw new Error(`BENCH_FAIR_PROCESSES must be one or split (got ${JSON.stringify(PROCESSES)})`);
@@ -74,7 +77,7 @@ await runBench(
   'tenant-fairness',
   `tenant B: ${B_IMMEDIATE} immediate syncs (${B_IN_FLIGHT} in flight), ${B_SCHEDULED} connections due at once; ` +
     `tenant A flooding: ${A_IN_FLIGHT} slow immediate syncs in flight, ${A_DUE} slow connections due at once; ` +
-    `limits per tenant: ${LIMITS.immediateSyncs} immediate syncs, ${LIMITS.runningJobs} running jobs; ` +
+    `limits per tenant: ${LIMITS.immediateSyncs} immediate syncs, ${LIMITS.runningJobs} running jobs${A_RUNNING_JOBS === undefined ? '' : ` (A's override: ${A_RUNNING_JOBS})`}; ` +
     `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots the SDK's default; ` +
     (PROCESSES === 'split' ? 'API and worker: dist/api.js and dist/worker.js, processes of their own' : 'API and workers inside the bench process'),
   main,
@@ -258,6 +261,16 @@ async function tenantKey(serving: Serving, tenant: string): Promise<string> {
   return ((await res.json()) as { secret: string }).secret;
 }
 
+/** Sets `tenant`'s running-jobs limit as the admin does. */
+async function overrideRunningJobs(serving: Serving, tenant: string, value: number): Promise<void> {
+  const res = await fetch(`${serving.apiUrl}/tenants/${tenant}/limits`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${serving.adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ max_running_jobs: value }),
+  });
+  if (res.status !== 200) throw new Error(`setting ${tenant}'s running-jobs limit answered ${res.status}: ${await res.text()}`);
+}
+
 /** A tenant's client: its API key, against the bench's API. */
 interface Caller {
   apiUrl: string;
@@ -269,6 +282,7 @@ async function main(stack: BenchStack) {
   try {
     const b: Caller = { apiUrl: serving.apiUrl, key: await tenantKey(serving, 'tenant-b') };
     const aCaller: Caller = { apiUrl: serving.apiUrl, key: await tenantKey(serving, 'tenant-a') };
+    if (A_RUNNING_JOBS !== undefined) await overrideRunningJobs(serving, 'tenant-a', A_RUNNING_JOBS);
     // A few of B's syncs and due jobs first, uncounted: the workers' caches and the pools warm up.
     await measureB(stack, b, 'warm-up', 3, 3);
     const alone = await measureB(stack, b, 'alone');
@@ -304,7 +318,7 @@ async function main(stack: BenchStack) {
       `\ntenant A immediate syncs: ${flood.asked} asked, ${flood.answered} answered 200, ${flood.refused} refused 429 tenant_limit, ${flood.other} other answers`,
     );
     console.log(
-      `tenant A due jobs: ${a.jobs}; peak running ${flood.peakRunning()} (limit ${LIMITS.runningJobs}); ` +
+      `tenant A due jobs: ${a.jobs}; peak running ${flood.peakRunning()} (limit ${A_RUNNING_JOBS ?? LIMITS.runningJobs}); ` +
         `${a.waited} waited over 1 s to start or had not started when B was done (${a.queued} still queued then)`,
     );
     console.log(`flooded phase: ${cpu}`);
@@ -404,7 +418,7 @@ async function startFlood(stack: BenchStack, a: Caller) {
     peak = Math.max(peak, rows[0]!.running);
     return rows[0]!;
   };
-  const target = Math.min(A_DUE, LIMITS.runningJobs);
+  const target = Math.min(A_DUE, A_RUNNING_JOBS ?? LIMITS.runningJobs);
   const until = Date.now() + 60_000;
   for (;;) {
     const now = await running();
