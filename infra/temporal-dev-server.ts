@@ -48,7 +48,8 @@ export interface DevServer {
 
 /**
  * Starts the Temporal CLI dev server with the Web UI and Synctide's search attributes registered,
- * and resolves once its frontend answers.
+ * and resolves once its frontend answers and, with a UI port, its Web UI answers too (within 60 s
+ * of the start in all; after that it throws with the server's last output).
  */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   if (options.dbFilename) await fs.mkdir(path.dirname(path.resolve(options.dbFilename)), { recursive: true });
@@ -88,6 +89,25 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
         throw new Error(`temporal dev server not reachable on ${address}: ${(err as Error).message}\n${tail.join('\n')}`);
       }
       await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  // The Web UI starts beside the frontend and may answer later: the URL handed out must answer.
+  if (options.uiPort !== undefined) {
+    const ui = `http://127.0.0.1:${options.uiPort}/`;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`temporal dev server exited during start (code ${child.exitCode}):\n${tail.join('\n')}`);
+      }
+      try {
+        await fetch(ui, { signal: AbortSignal.timeout(1000) });
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`temporal dev server's Web UI not reachable on ${ui} (is the port taken?): ${(err as Error).message}\n${tail.join('\n')}`);
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
     }
   }
 
