@@ -4,7 +4,7 @@ import type { ActivityDeps } from './deps';
 import { claimTask, endedResult } from './sync-task/claim';
 import { endPass } from './sync-task/deletion';
 import { readPass } from './sync-task/pages';
-import { openPass, PassProgress, validatorsOf } from './sync-task/pass';
+import { openPass, PassProgress, TaskTakenOver, validatorsOf } from './sync-task/pass';
 
 /**
  * Syncs one resource type of a job. Claims the task (`pending → processing`; a task already
@@ -14,7 +14,10 @@ import { openPass, PassProgress, validatorsOf } from './sync-task/pass';
  * mode), how many ids were new to the seen-set, the task's progress (with the newest change time
  * seen per partition) and the cursors of the partitions the page completed are written in one
  * transaction, and the activity heartbeats with the page token, so a retried attempt resumes after
- * the last stored page and cancellation arrives within one page. On success a full pass deletes
+ * the last stored page and cancellation arrives within one page. Each claim gives the task a new
+ * token and every progress write goes ahead only under the run's own: an attempt that Temporal
+ * timed out while it still ran stops at its next page (skipped) once its retry has claimed the
+ * task, and stores nothing more. On success a full pass deletes
  * the records it did not see (only as far as the connector's listing or its re-check confirms
  * them gone) and the task completes with its counts.
  *
@@ -43,7 +46,7 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
   return async (input) => {
     const ctx = Context.current();
     const claimed = await claimTask(deps.pool, input, ctx.info.attempt);
-    // Held by an earlier attempt (locked, or processing), ended elsewhere, or its connection is
+    // Processing under another run (this is no retry), ended elsewhere, or its connection is
     // disabled: this attempt did not run it.
     if (!claimed) return { status: 'skipped', entityCount: 0, writtenCount: 0, deletedCount: 0, pages: 0 };
     if (claimed.task.status === 'completed') return endedResult(claimed.task);
@@ -54,8 +57,15 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
     else if (progress.pages > 0) pass.log.info({ pages_done: progress.pages, attempt: ctx.info.attempt }, 'resuming sync task after its last stored page');
     const validators = await validatorsOf(deps, pass);
     for (;;) {
-      const deletable = await readPass(deps, ctx, pass, progress, validators);
-      const end = await endPass(deps, pass, deletable);
+      let end;
+      try {
+        end = await endPass(deps, pass, await readPass(deps, ctx, pass, progress, validators));
+      } catch (err) {
+        if (!(err instanceof TaskTakenOver)) throw err;
+        pass.log.warn({ attempt: ctx.info.attempt, pages_done: progress.pages }, 'sync task taken over by a later attempt: this attempt stops');
+        const { entityCount, writtenCount, pages } = progress;
+        return { status: 'skipped', entityCount, writtenCount, deletedCount: 0, pages };
+      }
       if (end.lost) {
         progress.restart(end.lost, 'before the deletion step');
         continue;

@@ -21,10 +21,10 @@ describe('a job page in one statement', () => {
     const { rows: t } = await db.pool.query(
       `with j as (insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at)
                   values ($1, 't', 'full', 'api', 'running', now()) returning id)
-       insert into sync_tasks (job_id, resource_type, status, started_at) select id, 'issues', 'processing', $2 from j returning id, job_id`,
+       insert into sync_tasks (job_id, resource_type, status, started_at, claim) select id, 'issues', 'processing', $2, gen_random_uuid() from j returning id, job_id, claim`,
       [connectionId, startedAt],
     );
-    return { connectionId, taskId: t[0].id as string, jobId: t[0].job_id as string };
+    return { connectionId, taskId: t[0].id as string, jobId: t[0].job_id as string, claim: t[0].claim as string };
   }
   const seenIds = async (taskId: string) =>
     (await db.pool.query('select external_id from sync_seen where task_id = $1 order by external_id', [taskId])).rows.map((r) => r.external_id);
@@ -44,9 +44,9 @@ describe('a job page in one statement', () => {
     const page = [record('a', 2), record('b', 1), record('e', 1), record('e', 1)];
     const marks = { high: { '': '2026-01-01T00:00:00.000Z' }, hold: {} };
     const result = await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, page, {
-      taskId: pass.taskId, nextPageToken: 'page-2', records: page.length, partitions: marks,
+      taskId: pass.taskId, claim: pass.claim, nextPageToken: 'page-2', records: page.length, partitions: marks,
     });
-    expect(result).toEqual({ added: 1, updated: 1, unchanged: 1, seen: 1 });
+    expect(result).toEqual({ added: 1, updated: 1, unchanged: 1, seen: 1, held: true });
     // Only b needs the seen-set: a and e were written by this pass, after it began.
     expect(await seenIds(pass.taskId)).toEqual(['b']);
     const { rows: task } = await db.pool.query('select * from sync_tasks where id = $1', [pass.taskId]);
@@ -58,7 +58,7 @@ describe('a job page in one statement', () => {
     expect(job[0].processed_entities).toBe('4');
 
     // The last page, empty: still counted.
-    await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [], { taskId: pass.taskId, nextPageToken: null, records: 0, partitions: noMarks });
+    await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 0, partitions: noMarks });
     const { rows: after } = await db.pool.query('select page_token, pages_done, seen_count from sync_tasks where id = $1', [pass.taskId]);
     expect(after[0]).toEqual({ page_token: null, pages_done: 2, seen_count: 1 });
 
@@ -70,13 +70,29 @@ describe('a job page in one statement', () => {
     expect(await liveIds(pass.connectionId)).toEqual(['a', 'b', 'e']);
   });
 
+  it('writes nothing of a page whose run no longer holds the task (another claim token, or the task no longer processing)', async () => {
+    const pass = await fullPass('fenced', new Date());
+    const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
+    const page = (claim: string) =>
+      upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [record('z', 1)], { taskId: pass.taskId, claim, nextPageToken: 'next', records: 1, partitions: noMarks });
+    expect(await page('00000000-0000-4000-8000-000000000000')).toEqual({ added: 0, updated: 0, unchanged: 0, seen: 0, held: false });
+    await db.pool.query(`update sync_tasks set status = 'pending' where id = $1`, [pass.taskId]);
+    expect(await page(pass.claim)).toMatchObject({ held: false });
+    const { rows: task } = await db.pool.query('select page_token, pages_done, entity_count from sync_tasks where id = $1', [pass.taskId]);
+    expect(task[0]).toEqual({ page_token: null, pages_done: 0, entity_count: 0 });
+    const { rows: job } = await db.pool.query('select processed_entities from sync_jobs where id = $1', [pass.jobId]);
+    expect(job[0].processed_entities).toBe('0');
+    expect(await liveIds(pass.connectionId)).toEqual([]);
+    expect(await seenIds(pass.taskId)).toEqual([]);
+  });
+
   it('puts every id into the seen-set when the page time is before the task start (a worker clock behind the database)', async () => {
     const pass = await fullPass('skew', new Date(Date.now() + 60_000));
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
     const result = await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [record('x', 1), record('y', 1)], {
-      taskId: pass.taskId, nextPageToken: null, records: 2, partitions: noMarks,
+      taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 2, partitions: noMarks,
     });
-    expect(result).toEqual({ added: 2, updated: 0, unchanged: 0, seen: 2 });
+    expect(result).toEqual({ added: 2, updated: 0, unchanged: 0, seen: 2, held: true });
     expect(await seenIds(pass.taskId)).toEqual(['x', 'y']);
     // Written before the pass's start, x and y are candidates but for the seen-set: nothing goes.
     const deleted = await withTransaction(db.pool, (tx) =>
@@ -89,7 +105,7 @@ describe('a job page in one statement', () => {
     const pass = await fullPass('overlap', new Date());
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
     const at = new Date(Date.now() + 1000);
-    await upsertRecords(db.pool, { ...target, at, seenBy: pass.taskId }, [record('r', 1)], { taskId: pass.taskId, nextPageToken: null, records: 1, partitions: noMarks });
+    await upsertRecords(db.pool, { ...target, at, seenBy: pass.taskId }, [record('r', 1)], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 1, partitions: noMarks });
     expect(await seenIds(pass.taskId)).toEqual([]);
     // An overlapping job whose page time is before the pass began changes r.
     expect(await upsertRecords(db.pool, { ...target, jobId: null, at: new Date(Date.now() - 3_600_000) }, [record('r', 2)])).toMatchObject({ updated: 1 });

@@ -4,10 +4,10 @@ import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '.
 import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
 import { forgetEtagsBefore } from '../../db/models/provider-etags';
 import { forgetOtherPartitions } from '../../db/models/state';
-import { completeTask } from '../../db/models/tasks';
+import { completeTask, holdTask } from '../../db/models/tasks';
 import { withTransaction } from '../../db/transaction';
 import type { ActivityDeps } from '../deps';
-import type { Pass } from './pass';
+import { TaskTakenOver, type Pass } from './pass';
 import { restartIfSeenSetLost } from './seen-set';
 
 /** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
@@ -62,10 +62,13 @@ export interface PassEnd {
  * tombstones the records it may (`deletable`) and forgets its seen-set (a lost set sends the pass
  * back instead, deleting nothing); the connection's own pass forgets the ETags it neither stored
  * nor confirmed and the cursors of partitions the config no longer names; the task completes.
+ * All of it only while the run still holds the task (else TaskTakenOver, nothing written).
  */
 export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, deletable: Deletable): Promise<PassEnd> {
   const { input, connectionId, backfill } = pass;
   return withTransaction(deps.pool, async (tx) => {
+    // Held for the transaction: no later claim can take the task over between here and the end.
+    if (!(await holdTask(tx, input.taskId, pass.claim))) throw new TaskTakenOver(input.taskId);
     let deleted = 0;
     if (pass.full) {
       // Checked in the deletion's own transaction: the count holds a lock on sync_seen that a

@@ -14,7 +14,7 @@ import { toActivityFailure } from '../../services/connector-failure';
 import type { ActivityDeps } from '../deps';
 import { requestBudget } from '../../services/rate-budget';
 import { confirmDeletions, type Deletable } from './deletion';
-import type { Pass, PassProgress } from './pass';
+import { TaskTakenOver, type Pass, type PassProgress } from './pass';
 
 /**
  * Reads the pass from where `progress` stands to its last page, storing each page as it comes
@@ -61,6 +61,7 @@ export async function readPass(
       connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore: pass.changedBefore, held: progress.holds.size > 0,
     });
   } catch (err) {
+    if (err instanceof TaskTakenOver) throw err;
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');
     // Every error of the provider calls is redacted with the credential values this run sent.
     throw toActivityFailure(err, pass.source.secrets(), settings?.maxResetSeconds);
@@ -97,8 +98,10 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
         seenBy: pass.full ? input.taskId : undefined,
       },
       records,
-      { taskId: input.taskId, nextPageToken: page.nextPageToken, records: records.length, partitions: progress.logged() },
+      { taskId: input.taskId, claim: pass.claim, nextPageToken: page.nextPageToken, records: records.length, partitions: progress.logged() },
     );
+    // Nothing was written: the ETags and cursors are not this run's to store either.
+    if (!counts.held) throw new TaskTakenOver(input.taskId);
     return counts.added + counts.updated;
   };
   const written = etags || cursors

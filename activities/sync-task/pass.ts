@@ -19,10 +19,24 @@ import type { ClaimedTask } from './claim';
  */
 const MAX_PASS_RESTARTS = 3;
 
+/**
+ * Thrown by a progress write that found the task no longer this run's: a later claim took it over
+ * (a retry Temporal started after this attempt's heartbeat timed out) or it ended meanwhile. The
+ * run stops and writes nothing more.
+ */
+export class TaskTakenOver extends Error {
+  constructor(taskId: string) {
+    super(`sync task ${taskId} is no longer held by this run: a later attempt took it over, or it ended`);
+    this.name = 'TaskTakenOver';
+  }
+}
+
 /** What one run of a claimed task reads with and writes to, fixed for the run. */
 export interface Pass {
   input: SyncTaskInput;
   task: TaskToSync;
+  /** This run's claim token: each progress write goes ahead only while the run still holds the task. */
+  claim: string;
   connectionId: string;
   full: boolean;
   /** A backfill never moves the cursor, nor uses or stores ETags. */
@@ -52,7 +66,8 @@ export interface Pass {
  * to the next window, one without a change time to none.
  */
 export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask): Promise<Pass> {
-  const { task } = claimed;
+  const { task, claim } = claimed;
+  if (claim === null) throw new Error(`task ${input.taskId} is completed: it has no pass to run`);
   const connectionId = task.connection_id;
   const source = credentialProvider(deps, connectionId, task.credentials, task.oauth_grant_id);
   const connector = withCurrentCredential(getConnector(task.provider_slug), source);
@@ -65,6 +80,7 @@ export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed
   return {
     input,
     task,
+    claim,
     connectionId,
     full: input.mode === 'full',
     backfill,

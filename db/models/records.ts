@@ -4,7 +4,7 @@ import type { PoolClient } from 'pg';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { CHANGE } from '../sql';
+import { CHANGE, TASK } from '../sql';
 import type { PartitionProgress } from './tasks';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */
@@ -29,9 +29,13 @@ export interface UpsertCounts {
   unchanged: number;
 }
 
-/** An upsert's counts, and how many of the page's ids were new to the full pass's seen-set. */
+/**
+ * An upsert's counts, how many of the page's ids were new to the full pass's seen-set, and, for a
+ * job task's page, whether the run still held the task (false: nothing was written).
+ */
 export interface UpsertResult extends UpsertCounts {
   seen: number;
+  held: boolean;
 }
 
 /**
@@ -40,6 +44,8 @@ export interface UpsertResult extends UpsertCounts {
  */
 export interface PageProgress {
   taskId: string;
+  /** The claim token of the run storing the page: the page is written only while it holds the task. */
+  claim: string;
   nextPageToken: string | null;
   records: number;
   partitions: PartitionProgress;
@@ -64,9 +70,12 @@ export interface PageProgress {
  * never moves back, so no deletion step of that task can take it as a candidate). A first full
  * sync therefore writes no seen-set at all; a re-sync writes one row per unchanged record.
  *
- * With `progress` (a job task's page), the same statement also counts the page into the task
- * (page token, pages, entities, added / updated / unchanged, seen-set size, marks, heartbeat) and
- * into job `jobId`'s `processed_entities`.
+ * With `progress` (a job task's page), the same statement first locks the task row, and writes
+ * anything at all only when the task is still `processing` under the run's claim token (`held`
+ * false otherwise: a later claim took it over, or it ended); it then also counts the page into the
+ * task (page token, pages, entities, added / updated / unchanged, seen-set size, marks, heartbeat)
+ * and into job `jobId`'s `processed_entities`. The lock waits for a claim in progress and the row is
+ * re-checked after it, so a page and a takeover never both count.
  */
 export async function upsertRecords(
   db: Queryable,
@@ -82,12 +91,14 @@ export async function upsertRecords(
   records: ConnectorRecord[],
   progress?: PageProgress,
 ): Promise<UpsertResult> {
-  if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0 };
+  if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0, held: true };
   const byId = new Map(records.map((r) => [r.externalId, r]));
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
-  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number }>(
-    `with feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text))),
-          page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
+  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean }>(
+    `with held as (select t.id from sync_tasks t where t.id = $9::uuid and t.claim = $13::uuid and t.status = ${TASK.processing} for no key update),
+          feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text))),
+          page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)
+                    where $9::uuid is null or exists (select 1 from held)),
           written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at)
        select $1, $2, r.external_id, r.data, r.updated_at, $3, $4
@@ -125,17 +136,18 @@ export async function upsertRecords(
               written_count = t.written_count + c.added + c.updated, added_count = t.added_count + c.added, updated_count = t.updated_count + c.updated,
               unchanged_count = t.unchanged_count + (c.distinct_ids - c.added - c.updated), partition_progress = $12::jsonb,
               seen_count = t.seen_count + c.seen, heartbeat_at = now()
-         from counted c
-        where t.id = $9::uuid),
-          job as (update sync_jobs set processed_entities = processed_entities + $11 where $9::uuid is not null and id = $3)
-     select added, updated, seen from counted`,
+         from counted c, held h
+        where t.id = h.id),
+          job as (update sync_jobs set processed_entities = processed_entities + $11 where id = $3 and exists (select 1 from held))
+     select added, updated, seen, ($9::uuid is null or exists (select 1 from held)) as held from counted`,
     [
       target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
+      progress?.claim ?? null,
     ],
   );
-  const { added, updated, seen } = counts[0]!;
-  return { added, updated, unchanged: rows.length - added - updated, seen };
+  const { added, updated, seen, held } = counts[0]!;
+  return { added, updated, unchanged: held ? rows.length - added - updated : 0, seen, held };
 }
 
 /** Which unseen records a full pass's deletion step may judge (see `listDeletionCandidates`). */

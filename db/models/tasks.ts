@@ -99,7 +99,11 @@ export interface TaskToSync {
   deleted_count: number;
 }
 
-/** Locks task `taskId` `FOR NO KEY UPDATE SKIP LOCKED` with what its run needs; null when missing or locked. */
+/**
+ * Locks task `taskId` `FOR NO KEY UPDATE` with what its run needs; null when missing. It waits for a
+ * lock held by a run's progress write (one page's statement, or the deletion step), so a retry
+ * taking over a task is never turned away by the earlier attempt's page in flight.
+ */
 export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<TaskToSync | null> {
   const { rows } = await tx.query<TaskToSync>(
     `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.partition_progress, t.started_at, t.deleted_count,
@@ -109,20 +113,37 @@ export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<Ta
        join sync_jobs j on j.id = t.job_id
        join connections c on c.id = j.connection_id
        left join oauth_grants g on g.id = c.oauth_grant_id
-      where t.id = $1 for no key update of t skip locked`,
+      where t.id = $1 for no key update of t`,
     [taskId],
   );
   return rows[0] ?? null;
 }
 
-/** Marks a task `processing` (keeping its first start time) and beats its heartbeat; returns its start time. */
-export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<Date> {
-  const { rows } = await tx.query<{ started_at: Date }>(
-    `update sync_tasks set status = ${TASK.processing}, started_at = coalesce(started_at, now()), heartbeat_at = now()
-      where id = $1 returning started_at`,
+/**
+ * Marks a task `processing` (keeping its first start time), beats its heartbeat and gives it a new
+ * claim token; returns its start time and the token, which this run's every progress write names
+ * (`holdTask`, the page statement), so a run whose task a later claim took over writes nothing more.
+ */
+export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<{ startedAt: Date; claim: string }> {
+  const { rows } = await tx.query<{ started_at: Date; claim: string }>(
+    `update sync_tasks set status = ${TASK.processing}, started_at = coalesce(started_at, now()), heartbeat_at = now(), claim = gen_random_uuid()
+      where id = $1 returning started_at, claim`,
     [taskId],
   );
-  return rows[0]!.started_at;
+  return { startedAt: rows[0]!.started_at, claim: rows[0]!.claim };
+}
+
+/**
+ * Locks task `taskId` for the rest of transaction `tx` (`FOR NO KEY UPDATE`, waiting for a claim in
+ * progress) when it is still `processing` under claim `claim`; false when another claim took it
+ * over or it ended meanwhile (the run then writes nothing more).
+ */
+export async function holdTask(tx: PoolClient, taskId: string, claim: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `select 1 from sync_tasks where id = $1 and claim = $2 and status = ${TASK.processing} for no key update`,
+    [taskId, claim],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 /**
