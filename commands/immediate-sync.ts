@@ -60,16 +60,16 @@ async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, e
   // First one statement without the lock: a tenant that holds its limit now is refused at once
   // (a refusal is right whenever the tenant was at its limit when asked), so a client that keeps
   // asking costs a round trip, not a locked transaction. Room seen here is taken under the lock.
+  const refuseOver = (max: number, running: number) => {
+    if (!fitsUnder(max, running)) throw overLimit('immediateSyncs', max, 'immediate syncs running at once', IMMEDIATE_SYNC_RETRY_AFTER_SECONDS);
+  };
   const seen = await immediateSyncsAndOverride(deps.pool, connection.tenant_id, new Date());
-  const seenMax = effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, { immediateSyncs: seen.max_immediate_syncs }).immediateSyncs;
-  if (!fitsUnder(seenMax, seen.running)) throw overLimit('immediateSyncs', seenMax, 'immediate syncs running at once', IMMEDIATE_SYNC_RETRY_AFTER_SECONDS);
+  refuseOver(effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, { immediateSyncs: seen.max_immediate_syncs }).immediateSyncs, seen.running);
   const id = randomUUID();
   await withTransaction(deps.pool, async (tx) => {
     const max = (await lockedLimits(deps, tx, connection.tenant_id)).immediateSyncs;
     const now = new Date();
-    if (!fitsUnder(max, await countImmediateSyncs(tx, connection.tenant_id, now))) {
-      throw overLimit('immediateSyncs', max, 'immediate syncs running at once', IMMEDIATE_SYNC_RETRY_AFTER_SECONDS);
-    }
+    refuseOver(max, await countImmediateSyncs(tx, connection.tenant_id, now));
     await insertImmediateSyncLease(tx, { id, tenantId: connection.tenant_id, connectionId: connection.id, expiresAt: new Date(now.getTime() + executionTimeoutMs) });
   });
   return id;

@@ -71,44 +71,36 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const address = `127.0.0.1:${options.port}`;
 
   const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`temporal dev server exited during start (code ${child.exitCode}):\n${tail.join('\n')}`);
-    }
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
-      try {
-        await connection.workflowService.describeNamespace({ namespace: options.namespace });
-        break;
-      } finally {
-        await connection.close();
-      }
-    } catch (err) {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`temporal dev server not reachable on ${address}: ${(err as Error).message}\n${tail.join('\n')}`);
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-  // The Web UI starts beside the frontend and may answer later: the URL handed out must answer.
-  if (options.uiPort !== undefined) {
-    const ui = `http://127.0.0.1:${options.uiPort}/`;
+  /** Calls `probe` every 250 ms until it resolves; past the deadline, or once the server exits, throws with its output. */
+  const waitUntil = async (probe: () => Promise<unknown>, what: string): Promise<void> => {
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`temporal dev server exited during start (code ${child.exitCode}):\n${tail.join('\n')}`);
       }
       try {
-        await fetch(ui, { signal: AbortSignal.timeout(1000) });
-        break;
+        await probe();
+        return;
       } catch (err) {
         if (Date.now() > deadline) {
           child.kill('SIGKILL');
-          throw new Error(`temporal dev server's Web UI not reachable on ${ui} (is the port taken?): ${(err as Error).message}\n${tail.join('\n')}`);
+          throw new Error(`temporal dev server${what} not reachable: ${(err as Error).message}\n${tail.join('\n')}`);
         }
         await new Promise((r) => setTimeout(r, 250));
       }
     }
+  };
+  await waitUntil(async () => {
+    const connection = await Connection.connect({ address, connectTimeout: 1000 });
+    try {
+      await connection.workflowService.describeNamespace({ namespace: options.namespace });
+    } finally {
+      await connection.close();
+    }
+  }, ` on ${address}`);
+  // The Web UI starts beside the frontend and may answer later: the URL handed out must answer.
+  if (options.uiPort !== undefined) {
+    const ui = `http://127.0.0.1:${options.uiPort}/`;
+    await waitUntil(() => fetch(ui, { signal: AbortSignal.timeout(1000) }), `'s Web UI on ${ui} (is the port taken?)`);
   }
 
   return {
