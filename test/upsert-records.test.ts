@@ -23,9 +23,11 @@ describe('record writes and the change feed', () => {
 
   const record = (externalId: string, data: Record<string, unknown>, updatedAt: string | null = null) => ({ externalId, data, updatedAt });
   const putIn = (tx: PoolClient, records: ReturnType<typeof record>[], resourceType = 'issues', conn = connectionId) =>
-    // Outside a full pass nothing joins a seen-set: `seen` is always 0 here.
-    upsertRecords(tx, { connectionId: conn, resourceType, jobId: null, at: new Date() }, records).then(({ seen, ...counts }) => {
+    // Outside a full pass nothing joins a seen-set: `seen` is always 0 here; outside a job task's
+    // page no claim is checked: `held` is always true.
+    upsertRecords(tx, { connectionId: conn, resourceType, jobId: null, at: new Date() }, records).then(({ seen, held, ...counts }) => {
       expect(seen).toBe(0);
+      expect(held).toBe(true);
       return counts;
     });
   const put = (records: ReturnType<typeof record>[], resourceType = 'issues') => withTransaction(db.pool, (tx) => putIn(tx, records, resourceType));
