@@ -52,8 +52,9 @@ export interface PageProgress {
 }
 
 /**
- * Upserts one page of records in one statement, which first takes the connection's change-feed
- * lock (the rows to write are read through the lock's CTE, so it is held before any `nextval`).
+ * Upserts one page of records in one statement, which takes the connection's change-feed lock
+ * before it writes (the rows to write are read through the lock's CTE, so it is held before any
+ * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
  * provider says is older than the stored version; every other write takes the next `change_seq`,
@@ -96,9 +97,10 @@ export async function upsertRecords(
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
   const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean }>(
     `with held as (select t.id from sync_tasks t where t.id = $9::uuid and t.claim = $13::uuid and t.status = ${TASK.processing} for no key update),
-          feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text))),
-          page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)
-                    where $9::uuid is null or exists (select 1 from held)),
+          -- The task row first, then the feed lock (the deletion step's order): a page the run no
+          -- longer holds takes neither and reads no rows.
+          feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text)) where $9::uuid is null or exists (select 1 from held)),
+          page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
           written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at)
        select $1, $2, r.external_id, r.data, r.updated_at, $3, $4
