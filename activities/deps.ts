@@ -13,6 +13,12 @@ import type { ReconcileSettings } from '../temporal/activities';
 /** What activities need from the worker process. */
 export interface ActivityDeps {
   pool: Pool;
+  /**
+   * The pool of activities run as local activities (the connection cycle's and the job's
+   * bookkeeping): a workflow task waits for its local activities while holding a workflow-task
+   * slot, so they must not queue for a connection behind paging activities. `pool` when absent.
+   */
+  localPool?: Pool;
   logger: Logger;
   metrics: SyncMetrics;
   /** The credentials keyring: the activities that call a provider or sign a webhook open secrets with it. */

@@ -1,6 +1,7 @@
 // The Synctide worker's activities: plain async functions doing I/O (Postgres, connectors), each
 // idempotent, bound here to the worker's dependencies. Their signatures are the contract in
 // temporal/activities.ts, which is all that workflows see of them.
+import { Context } from '@temporalio/activity';
 import type { Activities } from '../temporal/activities';
 import { cancelJob } from './cancel-job';
 import { claimJob } from './claim-job';
@@ -28,8 +29,21 @@ import { deliverWebhook, failWebhookDelivery } from './webhook-deliveries';
 
 export type { ActivityDeps } from './deps';
 
-/** All Synctide activities, bound to the worker's dependencies. */
+/**
+ * All Synctide activities, bound to the worker's dependencies. With `deps.localPool`, an activity
+ * run as a local activity (inside a workflow task) uses that pool instead of `deps.pool`.
+ */
 export function createActivities(deps: ActivityDeps): Activities {
+  const { localPool, ...rest } = deps;
+  const regular = bindActivities(rest);
+  if (!localPool) return regular;
+  const local = bindActivities({ ...rest, pool: localPool });
+  const routed = (name: keyof Activities) => (...args: unknown[]) =>
+    ((Context.current().info.isLocal ? local : regular)[name] as (...a: unknown[]) => unknown)(...args);
+  return Object.fromEntries(Object.keys(regular).map((name) => [name, routed(name as keyof Activities)])) as unknown as Activities;
+}
+
+function bindActivities(deps: ActivityDeps): Activities {
   return {
     openCycle: openCycle(deps),
     startJob: startJob(deps),

@@ -23,6 +23,7 @@ import {
 } from '@temporalio/worker';
 import pg from 'pg';
 import { createActivities } from '../activities';
+import { poolSize } from '../infra/boot';
 import { createDatabaseIfMissing } from '../infra/database';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../infra/embedded-postgres';
 import { migrate } from '../db/migrate';
@@ -432,14 +433,20 @@ export function runWorker(worker: Worker): RunningWorker {
 
 /**
  * The real Synctide worker (workers/create-worker.ts: every workflow and activity, production
- * options), with a pool of its own of `poolMax` connections (DATABASE_POOL_MAX's default, 10).
+ * options), with a pool of its own of `poolMax` connections (DATABASE_POOL_MAX's default, 10) and
+ * its local activities' pool, as `npm run worker` has them.
  */
 export async function startSynctideWorker(
   stack: BenchStack,
   opts: { taskQueue: string; settings?: ScheduleSettings; dbUrl?: string; poolMax?: number },
 ): Promise<RunningWorker & { pool: Pool }> {
-  const pool = createPool(opts.dbUrl ?? stack.dbUrl, opts.poolMax ?? 10);
-  const activities = benchActivityDeps({ pool, client: stack.client, taskQueue: opts.taskQueue, settings: opts.settings });
+  // BENCH_WORKER_POOL_MAX: an experiment only (never the reported figures), like BENCH_WORKER_OPTIONS.
+  const poolMax = opts.poolMax ?? (process.env.BENCH_WORKER_POOL_MAX ? Number(process.env.BENCH_WORKER_POOL_MAX) : 10);
+  if (process.env.BENCH_WORKER_POOL_MAX) console.log(`EXPERIMENT: the worker's pool has ${poolMax} connections`);
+  const pool = createPool(opts.dbUrl ?? stack.dbUrl, poolMax);
+  // The local activities' pool of its own, as `npm run worker` opens it (poolSize 'local').
+  const localPool = createPool(opts.dbUrl ?? stack.dbUrl, poolSize(loadConfig({}), 'local'));
+  const activities = { ...benchActivityDeps({ pool, client: stack.client, taskQueue: opts.taskQueue, settings: opts.settings }), localPool };
   const experiment = process.env.BENCH_WORKER_OPTIONS;
   const worker = experiment
     ? // An experiment only (never the reported figures): createWorker's options plus overrides,
@@ -470,7 +477,7 @@ export async function startSynctideWorker(
     pool,
     async stop() {
       await running.stop();
-      await pool.end();
+      await Promise.all([pool.end(), localPool.end()]);
     },
   };
 }

@@ -56,19 +56,23 @@ export interface BootOptions {
 }
 
 /**
- * Which part of a process a pool serves: API requests and probes, the worker's activities, or the
- * worker's immediate syncs (apart from the scheduled work, whose running jobs may hold every
- * connection of theirs).
+ * Which part of a process a pool serves: API requests and probes, the worker's activities, the
+ * worker's local activities (the bookkeeping its workflow tasks wait for, apart from the paging
+ * activities that may hold every connection of theirs), or the worker's immediate syncs (apart
+ * from the scheduled work, for the same reason).
  */
-export type PoolRole = 'api' | 'worker' | 'immediate';
+export type PoolRole = 'api' | 'worker' | 'local' | 'immediate';
 
 /**
  * Connections of a pool of `role`: DATABASE_POOL_MAX, except the immediate syncs' pool, which has
  * two for each immediate sync a worker runs at once (IMMEDIATE_SYNC_SLOTS): a page's write and a
- * rate-budget update may overlap.
+ * rate-budget update may overlap; and the local activities' pool, which has half of
+ * DATABASE_POOL_MAX (at least 2): each of its statements is one short bookkeeping transaction.
  */
 export function poolSize(config: Config, role: PoolRole): number {
-  return role === 'immediate' ? 2 * config.IMMEDIATE_SYNC_SLOTS : config.DATABASE_POOL_MAX;
+  if (role === 'immediate') return 2 * config.IMMEDIATE_SYNC_SLOTS;
+  if (role === 'local') return Math.max(2, Math.ceil(config.DATABASE_POOL_MAX / 2));
+  return config.DATABASE_POOL_MAX;
 }
 
 /**

@@ -139,9 +139,11 @@ describe('pool limits', () => {
     expect(poolLimits(config, 'api')).toEqual({ statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-api' });
     expect(poolLimits(config, 'worker')).toEqual({ statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-worker' });
     expect(poolLimits(config, 'immediate')).toEqual({ statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 60_000, applicationName: 'synctide-immediate' });
-    // Immediate syncs have a pool of their own, sized by their slots; the others DATABASE_POOL_MAX.
-    expect([poolSize(config, 'api'), poolSize(config, 'worker'), poolSize(config, 'immediate')]).toEqual([10, 10, 8]);
+    // Immediate syncs have a pool of their own, sized by their slots; local activities one of
+    // half DATABASE_POOL_MAX (at least 2); the others DATABASE_POOL_MAX.
+    expect([poolSize(config, 'api'), poolSize(config, 'worker'), poolSize(config, 'local'), poolSize(config, 'immediate')]).toEqual([10, 10, 5, 8]);
     expect(poolSize(loadConfig({ IMMEDIATE_SYNC_SLOTS: '3', DATABASE_POOL_MAX: '20' }), 'immediate')).toBe(6);
+    expect([poolSize(loadConfig({ DATABASE_POOL_MAX: '1' }), 'local'), poolSize(loadConfig({ DATABASE_POOL_MAX: '7' }), 'local')]).toEqual([2, 4]);
     const custom = loadConfig({ API_STATEMENT_TIMEOUT_SECONDS: '5', WORKER_STATEMENT_TIMEOUT_SECONDS: '0', IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: '10' });
     expect(poolLimits(custom, 'api').statementTimeoutMs).toBe(5000);
     expect(poolLimits(custom, 'worker').statementTimeoutMs).toBe(0);

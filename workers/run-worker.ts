@@ -49,6 +49,9 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
   shutdown.add('worker-connection', () => connection.close());
   const activities: ActivityDeps = {
     pool,
+    // The bookkeeping a workflow task waits for (local activities) holds a workflow-task slot
+    // meanwhile: it never queues for a connection behind paging activities.
+    localPool: proc.openPool('local'),
     credentials,
     logger,
     metrics: proc.metrics,
