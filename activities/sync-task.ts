@@ -62,7 +62,7 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
         end = await endPass(deps, pass, await readPass(deps, ctx, pass, progress, validators));
       } catch (err) {
         if (!(err instanceof TaskTakenOver)) throw err;
-        pass.log.warn({ attempt: ctx.info.attempt, pages_done: progress.pages }, 'sync task taken over by a later attempt: this attempt stops');
+        pass.log.warn({ attempt: ctx.info.attempt, pages_done: progress.pages }, 'sync task no longer held by this run (a later attempt took it over, or it ended): this attempt stops');
         const { entityCount, writtenCount, pages } = progress;
         return { status: 'skipped', entityCount, writtenCount, deletedCount: 0, pages };
       }
