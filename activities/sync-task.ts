@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
-import { claimTask, endedResult } from './sync-task/claim';
+import { claimTask } from './sync-task/claim';
 import { endPass } from './sync-task/deletion';
 import { readPass } from './sync-task/pages';
 import { openPass, PassProgress, TaskTakenOver, validatorsOf } from './sync-task/pass';
@@ -49,7 +49,7 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
     // Processing under another run (this is no retry), ended elsewhere, or its connection is
     // disabled: this attempt did not run it.
     if (!claimed) return { status: 'skipped', entityCount: 0, writtenCount: 0, deletedCount: 0, pages: 0 };
-    if (claimed.task.status === 'completed') return endedResult(claimed.task);
+    if ('ended' in claimed) return claimed.ended;
 
     const pass = await openPass(deps, input, claimed);
     const progress = new PassProgress(claimed.task, ctx, pass.log);
@@ -71,8 +71,6 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
         continue;
       }
       const { entityCount, writtenCount, pages } = progress;
-      // Ended elsewhere meanwhile (reaped, cancelled): this run did not complete it.
-      if (!end.completed) return { status: 'skipped', entityCount, writtenCount, deletedCount: end.deleted, pages };
       const { window } = pass;
       pass.log.info(
         {

@@ -440,12 +440,14 @@ export async function startSynctideWorker(
   stack: BenchStack,
   opts: { taskQueue: string; settings?: ScheduleSettings; dbUrl?: string; poolMax?: number },
 ): Promise<RunningWorker & { pool: Pool }> {
-  // BENCH_WORKER_POOL_MAX: an experiment only (never the reported figures), like BENCH_WORKER_OPTIONS.
-  const poolMax = opts.poolMax ?? (process.env.BENCH_WORKER_POOL_MAX ? Number(process.env.BENCH_WORKER_POOL_MAX) : 10);
+  // The pools and the workflow cache `npm run worker` has with its defaults (and the cache's
+  // variable, WORKER_MAX_CACHED_WORKFLOWS). BENCH_WORKER_POOL_MAX: an experiment only (never the
+  // reported figures), like BENCH_WORKER_OPTIONS.
+  const config = loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS });
+  const poolMax = opts.poolMax ?? (process.env.BENCH_WORKER_POOL_MAX ? Number(process.env.BENCH_WORKER_POOL_MAX) : poolSize(config, 'worker'));
   if (process.env.BENCH_WORKER_POOL_MAX) console.log(`EXPERIMENT: the worker's pool has ${poolMax} connections`);
   const pool = createPool(opts.dbUrl ?? stack.dbUrl, poolMax);
-  // The local activities' pool of its own, as `npm run worker` opens it (poolSize 'local').
-  const localPool = createPool(opts.dbUrl ?? stack.dbUrl, poolSize(loadConfig({}), 'local'));
+  const localPool = createPool(opts.dbUrl ?? stack.dbUrl, poolSize(config, 'local'));
   const activities = { ...benchActivityDeps({ pool, client: stack.client, taskQueue: opts.taskQueue, settings: opts.settings }), localPool };
   const experiment = process.env.BENCH_WORKER_OPTIONS;
   const worker = experiment
@@ -459,6 +461,7 @@ export async function startSynctideWorker(
         activities: createActivities(activities),
         shutdownGraceTime: '5s',
         maxHeartbeatThrottleInterval: '1 second',
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         ...(JSON.parse(experiment) as Partial<WorkerOptions>),
       })
     : await createWorker({
@@ -467,8 +470,7 @@ export async function startSynctideWorker(
         shutdownGraceSeconds: 5,
         workflowBundle: await synctideBundle(),
         activities,
-        // The workflow cache `npm run worker` runs with (WORKER_MAX_CACHED_WORKFLOWS, or its default).
-        maxCachedWorkflows: loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS }).WORKER_MAX_CACHED_WORKFLOWS,
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
       });
   if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
   const running = runWorker(worker);

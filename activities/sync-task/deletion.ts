@@ -49,12 +49,10 @@ export async function confirmDeletions(
   return consistent ? { except: candidates.filter((id) => !gone.has(id)) } : { only: [...gone] };
 }
 
-/** How a pass ended: records tombstoned, a lost seen-set (the pass starts again), whether this run completed the task. */
+/** How a pass ended: records tombstoned (the task completed), or a lost seen-set (the pass starts again). */
 export interface PassEnd {
   deleted: number;
   lost: SeenSetSize | null;
-  /** False when the task ended elsewhere meanwhile (reaped, cancelled). */
-  completed: boolean;
 }
 
 /**
@@ -75,7 +73,7 @@ export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, dele
       // TRUNCATE waits for, and a crash aborts the transaction, so the set cannot be lost
       // between this check and the delete.
       const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
-      if (lost) return { deleted: 0, lost, completed: false };
+      if (lost) return { deleted: 0, lost };
       deleted = await tombstoneUnseenRecords(
         tx,
         { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore: pass.changedBefore, at: new Date() },
@@ -89,8 +87,9 @@ export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, dele
     // A partition the config no longer names loses its cursor: named again, it is read whole.
     const partitions = pass.connector.partitions?.(pass.task.config ?? {});
     if (!backfill && partitions) await forgetOtherPartitions(tx, connectionId, input.resourceType, ['', ...partitions]);
-    const completed = await completeTask(tx, input.taskId, deleted);
-    if (completed) await countCompletedTask(tx, input.jobId);
-    return { deleted, lost: null, completed };
+    // Held above, so still processing under this run: it completes.
+    await completeTask(tx, input.taskId, deleted);
+    await countCompletedTask(tx, input.jobId);
+    return { deleted, lost: null };
   });
 }

@@ -67,7 +67,6 @@ export interface Pass {
  */
 export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask): Promise<Pass> {
   const { task, claim } = claimed;
-  if (claim === null) throw new Error(`task ${input.taskId} is completed: it has no pass to run`);
   const connectionId = task.connection_id;
   const source = credentialProvider(deps, connectionId, task.credentials, task.oauth_grant_id);
   const connector = withCurrentCredential(getConnector(task.provider_slug), source);
