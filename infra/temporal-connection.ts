@@ -8,6 +8,9 @@ import { ensureSearchAttributes } from './temporal-namespace';
 const GRPC_NOT_FOUND = 5;
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
+/** The client's own connect deadline, and the shortest a try waits when the bound is nearly spent. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const MIN_CONNECT_TIMEOUT_MS = 1_000;
 
 /** How a starting process waits for Temporal: at most `timeoutMs`, a try every `retryMs`. */
 export interface StartupWait {
@@ -40,6 +43,16 @@ export function temporalConnectionOptions(address: string, security: TemporalSec
 }
 
 /**
+ * How long one try waits for a frontend that does not answer: the client's own 10 s, but with a
+ * start-up wait at most half of what is left of its bound (at least 1 s), so such a frontend is
+ * tried more than once and the bound holds (a 2 s bound used to take 10 s per try).
+ */
+export function connectDeadlineMs(wait: StartupWait | undefined, waitedMs: number): number {
+  if (!wait) return CONNECT_TIMEOUT_MS;
+  return Math.min(CONNECT_TIMEOUT_MS, Math.max(MIN_CONNECT_TIMEOUT_MS, Math.floor((wait.timeoutMs - waitedMs) / 2)));
+}
+
+/**
  * Opens the process's one Temporal client connection once the namespace exists, and makes sure
  * Synctide's search attributes exist in it before any workflow upserts them. With `wait`, a
  * server that does not answer yet or a namespace not registered yet (a compose or Kubernetes
@@ -52,7 +65,7 @@ export async function connectTemporal(address: string, namespace: string, securi
   for (let attempt = 1; ; attempt++) {
     let connection: Connection | undefined;
     try {
-      connection = await Connection.connect(temporalConnectionOptions(address, security));
+      connection = await Connection.connect({ ...temporalConnectionOptions(address, security), connectTimeout: connectDeadlineMs(wait, Date.now() - started) });
       await connection.workflowService.describeNamespace({ namespace });
       await ensureSearchAttributes(connection, namespace);
       const interceptors = temporalClientInterceptors();

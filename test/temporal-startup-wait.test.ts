@@ -62,13 +62,15 @@ describe('connectTemporal at start-up', () => {
   });
 
   it('waits for a frontend that does not answer yet, and without a wait fails at once as before', async () => {
-    // Nothing listens there (Connection.connect gives up on it after its own 10 s connect timeout).
+    // Nothing listens there. Each try waits at most half of what is left of the bound (the client
+    // alone would try for 10 s), so it is tried again, logged, and the 2 s bound ends the wait.
     const address = `127.0.0.1:${await freePort()}`;
     const log = waitLog();
-    await expect(connectTemporal(address, 'default', {}, { timeoutMs: 12_000, retryMs: 100, logger: log.logger })).rejects.toThrow(
+    await expect(connectTemporal(address, 'default', {}, { timeoutMs: 2_000, retryMs: 100, logger: log.logger })).rejects.toThrow(
       new RegExp(`^gave up waiting for the Temporal frontend at ${address.replace(/\./g, '\\.')} to answer`),
     );
     expect(log.lines[0]!.message).toBe(`waiting for the Temporal frontend at ${address} to answer`);
+    expect(log.lines.at(-1)!.fields).toMatchObject({ bound_seconds: 2 });
     await expect(connectTemporal(env.connection.options.address, 'never-registered')).rejects.toThrow(/not found/i);
   });
 });

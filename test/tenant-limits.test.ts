@@ -3,8 +3,8 @@
 // back one tenant's excess without touching another tenant; checks are race-free; and a tenant
 // that floods immediate syncs and due jobs on a saturated worker leaves another tenant's immediate
 // sync and scheduled job running first.
-import type { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockTenant } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
@@ -12,7 +12,6 @@ import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
-import { useWorkerStack } from './helpers/stack';
 import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually, synctideBundle } from './helpers/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -306,46 +305,5 @@ describe('per-tenant limits', () => {
     expect(flooded.filter((j) => j.status === 'queued').length).toBeGreaterThanOrEqual(4);
     // Stop the flood's connections (their jobs are cancelled).
     for (const c of floodJobs) await api.call('POST', `/connections/${c.body.id}/disable`);
-  });
-});
-
-describe('a job waiting for its tenant’s running jobs', () => {
-  const stack = useWorkerStack('time-skipping', 'tenant-limits-wait');
-  let api: TestApi;
-  beforeAll(async () => {
-    api = await startTestApi(stack, 'tenant-limits-wait');
-  });
-  afterAll(async () => {
-    await api?.server.close();
-  });
-
-  it('claims and runs once a running job of its tenant has ended, after its durable wait', async () => {
-    const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
-    expect((await api.call('PATCH', '/tenants/lim-wait/limits', { max_running_jobs: 1 })).status).toBe(200);
-    const ids: string[] = [];
-    for (const config of [{ ...SLOW, records_per_resource: 8, latency_ms: 300 }, FAST]) {
-      const res = await api.call('POST', '/connections', { tenant_id: 'lim-wait', app_key: `w${ids.length}`, provider: 'demo', config, schedule: DAY, status: 'paused' });
-      expect(res.status).toBe(201);
-      await q(`update connections set status = 'active' where id = $1`, [res.body.id]);
-      ids.push(res.body.id);
-    }
-    const first = (await api.call('POST', `/connections/${ids[0]}/sync`, { mode: 'full' })).body.job_id as string;
-    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'running'`, [first])).length ? true : undefined));
-    const second = (await api.call('POST', `/connections/${ids[1]}/sync`, { mode: 'full' })).body.job_id as string;
-    const handle = stack.env.client.workflow.getHandle(`sync-job:${second}`);
-    await eventually(async () =>
-      (await handle.fetchHistory()).events?.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined,
-    );
-    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'completed'`, [first])).length ? true : undefined), {
-      // Where the first job stands if it does not complete: its row and its workflow's pending work.
-      describe: async () => ({
-        job: await q(`select status, last_error, retry_after from sync_jobs where id = $1`, [first]),
-        workflow: (await stack.env.client.workflow.getHandle(`sync-job:${first}`).describe()).raw.pendingActivities,
-      }),
-    });
-    expect((await q(`select status from sync_jobs where id = $1`, [second]))[0].status).toBe('queued');
-    // Waiting for its result lets the test server skip the timer: the job claims and runs.
-    expect((await handle.result()).status).toBe('completed');
-    expect((await q(`select status from sync_jobs where id = $1`, [second]))[0].status).toBe('completed');
   });
 });
