@@ -6,6 +6,10 @@
 // It starts an embedded Postgres and a Temporal dev server, then each variant in turn (rounds
 // interleaved, IDLE_RSS_ROUNDS, default 3), waits for "worker started" and IDLE_RSS_SETTLE_SECONDS
 // (default 15) of idling, and reads the process's VmRSS (every thread: the workflow thread too).
+// IDLE_RSS_ENV adds, for each Node, variants of the compiled worker with more environment: `;`
+// between variants, spaces between NAME=value pairs (e.g. "MALLOC_ARENA_MAX=2;NODE_OPTIONS=--max-semi-space-size=8").
+// IDLE_RSS_ONLY_COMPILED=1 leaves out the tsx variants; IDLE_RSS_DETAIL=1 prints each reading's
+// anonymous and file-backed parts.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -31,10 +35,19 @@ const temporal = await startDevServer({ cliPath: cli.path!, port: await freePort
 await createDatabaseIfMissing(pg.adminUrl, 'synctide');
 await migrate(pg.urlFor('synctide'));
 
-async function measure(node: string, args: string[]): Promise<number> {
+const extraEnvs = (process.env.IDLE_RSS_ENV ?? '')
+  .split(';')
+  .map((variant) => variant.trim())
+  .filter(Boolean)
+  .map((variant) => ({
+    label: variant,
+    env: Object.fromEntries(variant.split(/\s+/).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])) as Record<string, string>,
+  }));
+
+async function measure(node: string, args: string[], env: Record<string, string> = {}): Promise<number> {
   const child = spawn(node, args, {
     cwd: ROOT,
-    env: productionEnv({ DATABASE_URL: pg.urlFor('synctide'), TEMPORAL_ADDRESS: temporal.address, WORKER_METRICS_PORT: String(await freePort()) }),
+    env: productionEnv({ DATABASE_URL: pg.urlFor('synctide'), TEMPORAL_ADDRESS: temporal.address, WORKER_METRICS_PORT: String(await freePort()), ...env }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -47,23 +60,28 @@ async function measure(node: string, args: string[]): Promise<number> {
   });
   await sleep(settleMs);
   const rss = rssMiB(child.pid!);
+  if (process.env.IDLE_RSS_DETAIL) {
+    const status = await fs.readFile(`/proc/${child.pid}/status`, 'utf8');
+    console.log(node, args.join(' '), JSON.stringify(env), status.split('\n').filter((l) => /^(VmRSS|RssAnon|RssFile|RssShmem|Threads)/.test(l)).join(' | ').replace(/\s+/g, ' '));
+  }
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
   return rss;
 }
 
-const variants: { name: string; node: string; args: string[] }[] = [];
+const variants: { name: string; node: string; args: string[]; env?: Record<string, string> }[] = [];
 for (const node of nodes) {
   const v = await version(node);
-  variants.push(
-    { name: `compiled dist/worker.js, node ${v}`, node, args: ['--enable-source-maps', 'dist/worker.js'] },
-    { name: `tsx workers/main.ts, node ${v}`, node, args: ['--import', 'tsx', 'workers/main.ts'] },
-  );
+  variants.push({ name: `compiled dist/worker.js, node ${v}`, node, args: ['--enable-source-maps', 'dist/worker.js'] });
+  if (!process.env.IDLE_RSS_ONLY_COMPILED) variants.push({ name: `tsx workers/main.ts, node ${v}`, node, args: ['--import', 'tsx', 'workers/main.ts'] });
+  for (const extra of extraEnvs) {
+    variants.push({ name: `compiled dist/worker.js, node ${v}, ${extra.label}`, node, args: ['--enable-source-maps', 'dist/worker.js'], env: extra.env });
+  }
 }
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
 try {
   for (let round = 0; round < rounds; round++) {
-    for (const v of variants) results.get(v.name)!.push(await measure(v.node, v.args));
+    for (const v of variants) results.get(v.name)!.push(await measure(v.node, v.args, v.env));
   }
 } finally {
   await temporal.stop();

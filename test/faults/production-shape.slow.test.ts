@@ -30,6 +30,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPTS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 /** The image's command of a process: its start:* script, in exec form. */
 const imageCommand = (script: 'start:api' | 'start:worker' | 'start:migrate') => SCRIPTS[script]!.split(' ');
+/** The environment the image's runtime stage sets (its `ENV NAME=value` lines after the last FROM). */
+const DOCKERFILE = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+const IMAGE_ENV: Record<string, string> = Object.fromEntries(
+  [...DOCKERFILE.slice(DOCKERFILE.lastIndexOf('\nFROM ')).matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]),
+);
 
 const TASK_QUEUE = 'faults-production-shape';
 const RECORDS = 1200;
@@ -92,8 +97,11 @@ describe('the production shape: compiled image commands, owner and app roles, SI
     if (appDir) rmSync(appDir, { recursive: true, force: true });
   });
 
-  /** PATH with the production node first, so the commands' `node` is that one, as in the image. */
-  const imageEnv = () => ({ PATH: `${path.dirname(node.bin)}:${process.env.PATH}`, NODE_ENV: 'production' });
+  /**
+   * The image's environment, its bundle path moved to this layout's, with the production node
+   * first on PATH, so the commands' `node` is that one, as in the image.
+   */
+  const imageEnv = () => ({ ...IMAGE_ENV, WORKFLOW_BUNDLE_PATH: path.join(appDir, 'dist/workflow-bundle.js'), PATH: `${path.dirname(node.bin)}:${process.env.PATH}` });
   const command = (argv: string[], cwd = appDir): ContainerCommand => ({ argv, cwd, pidNamespace: pidNamespaces });
 
   it('migrates as the owner, serves as the app role, and drains a worker on SIGTERM: ready → not ready → exit 0, the job done once', async () => {
@@ -111,7 +119,7 @@ describe('the production shape: compiled image commands, owner and app roles, SI
     expect(applied?.applied?.length).toBe(readdirSync(path.join(ROOT, 'db/migrations')).length);
 
     const servers = { databaseUrl: roles.appUrl, temporalAddress: env.address, taskQueue: TASK_QUEUE };
-    const runtime = { ...imageEnv(), MIGRATE_ON_START: 'false', WORKFLOW_BUNDLE_PATH: path.join(appDir, 'dist/workflow-bundle.js'), SCHEDULER_TICK_SECONDS: '3600', WORKER_SHUTDOWN_GRACE_SECONDS: String(GRACE_SECONDS) };
+    const runtime = { ...imageEnv(), MIGRATE_ON_START: 'false', SCHEDULER_TICK_SECONDS: '3600', WORKER_SHUTDOWN_GRACE_SECONDS: String(GRACE_SECONDS) };
     const api = await startSynctide('api', await apiEnv(servers, runtime), { name: 'api', command: command(imageCommand('start:api')) });
     const workerA = await startSynctide('worker', await workerEnv(servers, runtime), { name: 'worker-a', command: command(imageCommand('start:worker')) });
     expect((await fetch(metricsUrl(workerA))).status).toBe(200);
