@@ -35,6 +35,7 @@ import { bundleWorkflows } from '../infra/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
 import { createWorker } from '../workers/create-worker';
 import { envSchema, loadConfig, SECRET_VARIABLES } from '../lib/config';
+import { imageEnv } from '../scripts/image-env';
 import { benchActivityDeps } from './deps';
 
 export { benchActivityDeps, NO_JITTER } from './deps';
@@ -651,12 +652,13 @@ export async function activityDurations(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Production processes (`node --enable-source-maps dist/<api|worker>.js`, after `npm run build`)
+// Production processes (package.json `start:api|worker`, after `npm run build`)
 
 /**
  * The environment of a compiled production process (worker or API) against a bench's servers, as
  * a deployment configures it: none of Synctide's variables from the bench's own environment (a
- * password in the shell must not leak in), the prebuilt bundle, no migration (the bench
+ * password in the shell must not leak in), the image's environment (scripts/image-env.ts), the
+ * prebuilt bundle, no migration (the bench
  * migrated), a fresh credentials key, one reconcile tick at start, and its log at info (its
  * "worker started" or "api listening" line says it serves); then `own` (at least DATABASE_URL and
  * TEMPORAL_ADDRESS; a worker's WORKER_METRICS_PORT, an API's ADMIN_API_KEY and API_PORT).
@@ -665,6 +667,8 @@ export function productionEnv(own: Record<string, string>): NodeJS.ProcessEnv {
   const synctideVariables = new Set<string>([...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`)]);
   return {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !synctideVariables.has(name))),
+    // The image's environment (MALLOC_ARENA_MAX among it), its bundle path replaced below.
+    ...imageEnv(),
     NODE_ENV: 'production',
     LOG_LEVEL: 'info',
     MIGRATE_ON_START: 'false',

@@ -166,8 +166,9 @@ interface WorkerChild {
 }
 
 /**
- * Spawns `node <args>` from the repository root, in the bench's memory cgroup if any; `ready` resolves once the child says it serves. stop() asks
- * with `askToStop`, then kills it with SIGKILL after STOP_BOUND_MS.
+ * Spawns `node <args>` from the repository root, in the bench's memory cgroup if any; `ready`
+ * resolves once the child says it serves. stop() asks with `askToStop`, then kills it with
+ * SIGKILL after STOP_BOUND_MS.
  */
 async function spawnTsxWorker(
   args: string[],
@@ -264,8 +265,8 @@ function metricSum(text: string, name: string, labels: Record<string, string>): 
 }
 
 /**
- * The production worker process (package.json `start:worker`, on BENCH_WORKER_NODE), configured through
- * its environment as a deployment configures it, against the bench's database and dev server. It
+ * The production worker process (package.json `start:worker`, on BENCH_WORKER_NODE), configured
+ * through its environment as a deployment configures it, against the bench's database and dev server. It
  * serves the bench's task queue (and, as every worker process, its immediate-sync queue and the
  * reconcile tick, whose workflow sleeps in the cache beside the connections'). Its log goes to a
  * pipe; warnings and errors are passed on to stderr.

@@ -20,6 +20,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate';
 import { buildDist } from '../../scripts/build';
+import { imageEnv as imageEnvironment } from '../../scripts/image-env';
 import { createComposeRoles, type ComposeRoles } from '../helpers/compose-roles';
 import { apiEnv, callApi, createDemoConnection, startSynctide, stopAllSynctide, workerEnv, type ContainerCommand, type SynctideProcess } from '../helpers/processes';
 import { createDevServerEnv } from '../helpers/temporal';
@@ -30,11 +31,6 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPTS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 /** The image's command of a process: its start:* script, in exec form. */
 const imageCommand = (script: 'start:api' | 'start:worker' | 'start:migrate') => SCRIPTS[script]!.split(' ');
-/** The environment the image's runtime stage sets (its `ENV NAME=value` lines after the last FROM). */
-const DOCKERFILE = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-const IMAGE_ENV: Record<string, string> = Object.fromEntries(
-  [...DOCKERFILE.slice(DOCKERFILE.lastIndexOf('\nFROM ')).matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]),
-);
 
 const TASK_QUEUE = 'faults-production-shape';
 const RECORDS = 1200;
@@ -101,7 +97,7 @@ describe('the production shape: compiled image commands, owner and app roles, SI
    * The image's environment, its bundle path moved to this layout's, with the production node
    * first on PATH, so the commands' `node` is that one, as in the image.
    */
-  const imageEnv = () => ({ ...IMAGE_ENV, WORKFLOW_BUNDLE_PATH: path.join(appDir, 'dist/workflow-bundle.js'), PATH: `${path.dirname(node.bin)}:${process.env.PATH}` });
+  const imageEnv = () => ({ ...imageEnvironment(), WORKFLOW_BUNDLE_PATH: path.join(appDir, 'dist/workflow-bundle.js'), PATH: `${path.dirname(node.bin)}:${process.env.PATH}` });
   const command = (argv: string[], cwd = appDir): ContainerCommand => ({ argv, cwd, pidNamespace: pidNamespaces });
 
   it('migrates as the owner, serves as the app role, and drains a worker on SIGTERM: ready → not ready → exit 0, the job done once', async () => {
