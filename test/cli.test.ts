@@ -82,6 +82,8 @@ describe('synctide CLI against a real stack', () => {
 
   let connectionId: string;
   let webhookId: string;
+  /** The full sync's job (the next test finds it in the list). */
+  let fullJobId: string;
 
   it('refuses a wrong command line with exit 2 and says why, before any request', async () => {
     const [missing, unknown, badFlag, unknownFlag, noUrl] = await Promise.all([
@@ -167,18 +169,21 @@ describe('synctide CLI against a real stack', () => {
     const full = await json(['sync', connectionId, '--full', '--poll', '0.2']);
     expect(full).toMatchObject({ connection_id: connectionId, job_type: 'full', status: 'completed', total_tasks: 3, completed_tasks: 3, progress_percentage: 100 });
     expect(full.processed_entities).toBe(RECORDS);
+    fullJobId = full.id;
   });
 
   it('lists and shows the jobs; an unknown job is exit 4', async () => {
     const jobs = await json(['jobs', 'list', '--connection', connectionId]);
     expect(jobs.items.length).toBeGreaterThanOrEqual(2);
     expect(jobs.items.every((j: { connection_id: string }) => j.connection_id === connectionId)).toBe(true);
-    expect(jobs.items[0]).toMatchObject({ job_type: 'full', status: 'completed' });
+    // The full sync is listed (not necessarily first: the connection may have queued its next
+    // scheduled run since).
+    expect(jobs.items.find((j: { id: string }) => j.id === fullJobId)).toMatchObject({ job_type: 'full', status: 'completed' });
     const [shown, missing, cancel] = await Promise.all([
-      cli(['jobs', 'show', jobs.items[0].id, '--tasks']),
+      cli(['jobs', 'show', fullJobId, '--tasks']),
       cli(['jobs', 'show', '00000000-0000-4000-8000-000000000000']),
       // A finished job cannot be cancelled: a conflict.
-      cli(['jobs', 'cancel', jobs.items[0].id, '--json']),
+      cli(['jobs', 'cancel', fullJobId, '--json']),
     ]);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/^status:\s+completed$/m);
