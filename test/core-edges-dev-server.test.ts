@@ -1,6 +1,6 @@
-// Edge paths that need the dev server (visibility, real worker shutdowns): every active job has a
-// live workflow or is failed within one reconcile tick; disabling or pausing a connection reaches
-// the jobs requested over the API; a worker shut down under a task is not a provider failure.
+// Edge paths that need the dev server (visibility): every active job has a live workflow or is
+// failed within one reconcile tick; disabling or pausing a connection reaches the jobs requested
+// over the API. (A worker shut down under a task: test/faults/rolling-shutdowns.slow.test.ts.)
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -14,9 +14,8 @@ import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { waitForState } from './helpers/connection-state';
-import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
-import { createTestWorker, eventually } from './helpers/worker';
+import { eventually } from './helpers/worker';
 
 const TASK_QUEUE = 'core-edges-dev';
 
@@ -141,30 +140,5 @@ describe('core edge paths on the dev server', () => {
     const events = (await handle.fetchHistory()).events ?? [];
     expect(events.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
     await handle.terminate('test done');
-  });
-
-  it('a task cut off by two worker shutdowns in a row is retried, not counted as a failed attempt', async () => {
-    const queue = `${TASK_QUEUE}-rolling`;
-    const connectionId = await newConnection({ latency_ms: 200, records_per_resource: 60 });
-    const jobId = await insertApiJob(connectionId);
-    const ref = { id: connectionId, tenantId: 'acme', providerSlug: 'demo' };
-    const pages = async () => (await db.pool.query('select coalesce(max(pages_done), 0)::int as n from sync_tasks where job_id = $1', [jobId])).rows[0].n as number;
-    const deploy = () => createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: queue, shutdownGraceSeconds: 1 });
-
-    const handle = await ensureJobWorkflow(env.client, queue, { id: jobId, connection: ref });
-    for (const atPage of [2, 8]) {
-      const { worker } = await deploy();
-      const run = worker.run();
-      await eventually(async () => ((await pages()) >= atPage ? true : undefined));
-      worker.shutdown(); // a rolling deploy: SIGTERM, a short grace, then the next version
-      await run;
-    }
-    const { worker } = await deploy();
-    const result = await worker.runUntil(handle.result());
-    const job = await jobOf(jobId);
-    const stats = (await db.pool.query('select consecutive_failures from connector_failure_stats where connection_id = $1', [connectionId])).rows[0];
-    expect({ result: result.status, retry_count: job.retry_count, breaker: stats?.consecutive_failures ?? 0, records: await recordsOf(connectionId) })
-      .toEqual({ result: 'completed', retry_count: 0, breaker: 0, records: 60 });
-    await recordHistory(env.client, 'sync-job-interrupted-by-shutdowns', syncJobWorkflowId(jobId));
   });
 });
