@@ -4,7 +4,9 @@
 import { DefaultLogger, Runtime, makeTelemetryFilterString, type LogEntry } from '@temporalio/worker';
 import { afterEach } from 'vitest';
 
-const buffered: string[] = [];
+// One buffer per process: the Runtime's logger is installed once, while this file runs again
+// before each test file (the files that run alone share one process).
+const buffered: string[] = ((globalThis as { synctideSdkLog?: string[] }).synctideSdkLog ??= []);
 const MAX_LINES = 2000;
 
 function keep(entry: LogEntry): void {
