@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
+import pg from 'pg';
 
 /** Folder of the numbered SQL migrations. */
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -14,8 +15,21 @@ export const MIGRATIONS_TABLE = 'pgmigrations';
  * same moment block until the first has finished, then find nothing to do.
  */
 export async function migrate(databaseUrl: string, log: (msg: string) => void = () => undefined): Promise<string[]> {
+  // The migrations run on a connection of ours, closed before this returns: node-pg-migrate does
+  // not wait for the one it opens itself to close, so a database dropped (or a server stopped)
+  // right after a migration could cut that connection and raise an error nobody handles.
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await runMigrations(client, log);
+  } finally {
+    await client.end();
+  }
+}
+
+async function runMigrations(dbClient: pg.Client, log: (msg: string) => void): Promise<string[]> {
   const applied = await runner({
-    databaseUrl,
+    dbClient,
     dir: MIGRATIONS_DIR,
     migrationsTable: MIGRATIONS_TABLE,
     direction: 'up',

@@ -122,6 +122,31 @@ describe('migrations', () => {
     }
   });
 
+  it('return only once their connection is closed: ending every session of the database right after cuts none of theirs', async () => {
+    const url = await createEmptyDatabase();
+    const name = new URL(url).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: url });
+    // node-pg-migrate's own connection was closed without waiting: ended by the server just after,
+    // it raised an error nobody handled (seen when a test dropped its database right after).
+    const unhandled: unknown[] = [];
+    const keep = (err: unknown) => unhandled.push(err);
+    process.on('uncaughtException', keep);
+    try {
+      await migrate(url);
+      await admin.connect();
+      for (let i = 0; i < 20; i++) {
+        await migrate(url);
+        await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [name]);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('uncaughtException', keep);
+      await admin.end();
+      await dropDatabase(url);
+    }
+  });
+
   it('are safe when two processes migrate the same database at once', async () => {
     const url = await createEmptyDatabase();
     try {
