@@ -35,7 +35,7 @@ import { bundleWorkflows } from '../infra/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
 import { createWorker } from '../workers/create-worker';
 import { envSchema, loadConfig, SECRET_VARIABLES } from '../lib/config';
-import { imageEnv } from '../scripts/image-env';
+import { imageCommand, imageEnv } from '../scripts/image-env';
 import { benchActivityDeps } from './deps';
 
 export { benchActivityDeps, NO_JITTER } from './deps';
@@ -658,9 +658,8 @@ export async function activityDurations(
  * The environment of a compiled production process (worker or API) against a bench's servers, as
  * a deployment configures it: none of Synctide's variables from the bench's own environment (a
  * password in the shell must not leak in), the image's environment (scripts/image-env.ts), the
- * prebuilt bundle, no migration (the bench
- * migrated), a fresh credentials key, one reconcile tick at start, and its log at info (its
- * "worker started" or "api listening" line says it serves); then `own` (at least DATABASE_URL and
+ * prebuilt bundle, no migration (the bench migrated), a fresh credentials key, one reconcile tick
+ * at start, and its log at info (its "worker started" or "api listening" line says it serves); then `own` (at least DATABASE_URL and
  * TEMPORAL_ADDRESS; a worker's WORKER_METRICS_PORT, an API's ADMIN_API_KEY and API_PORT).
  */
 export function productionEnv(own: Record<string, string>): NodeJS.ProcessEnv {
@@ -686,15 +685,9 @@ export interface ProductionProcess {
   stop(): Promise<void>;
 }
 
-/**
- * The arguments after `node` of package.json's `start:<script>`: the command the image, compose
- * and the Helm chart run (test/deployment-files.test.ts holds them to it), flags included.
- */
+/** The arguments after `node` of the image's command of `script` (package.json `start:<script>`), flags included. */
 export function productionArgs(script: 'worker' | 'api'): string[] {
-  const pkg = JSON.parse(fs.readFileSync(benchFile('../package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const [node, ...args] = pkg.scripts[`start:${script}`]!.split(/\s+/);
-  if (node !== 'node') throw new Error(`package.json start:${script} does not start with node`);
-  return args;
+  return imageCommand(`start:${script}`).slice(1);
 }
 
 /**
@@ -709,9 +702,9 @@ export function nodeCommand(node: string, args: string[], cgroupProcs?: string):
 /**
  * The production command of `script` (package.json `start:<script>`, after `npm run build`) with
  * `env`, from the repository root, on `opts.node` (default: this Node), in the memory cgroup of
- * `opts.cgroupProcs` if given (nodeCommand). Resolves once its JSON
- * log prints `readyMsg` (e.g. "worker started", "api listening"); its warnings and errors are
- * passed on to stderr; rejects if it exits first.
+ * `opts.cgroupProcs` if given (nodeCommand). Resolves once its JSON log prints `readyMsg` (e.g.
+ * "worker started", "api listening"); its warnings and errors are passed on to stderr; rejects if
+ * it exits first.
  */
 export async function spawnProductionProcess(
   script: 'worker' | 'api',

@@ -21,26 +21,22 @@ export async function migrate(databaseUrl: string, log: (msg: string) => void = 
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    return await runMigrations(client, log);
+    const applied = await runner({
+      dbClient: client,
+      dir: MIGRATIONS_DIR,
+      migrationsTable: MIGRATIONS_TABLE,
+      direction: 'up',
+      count: Infinity,
+      singleTransaction: true,
+      checkOrder: true,
+      advisoryLockMode: 'wait',
+      log,
+      logger: { debug: () => undefined, info: log, warn: log, error: log },
+    });
+    return applied.map((m) => m.name);
   } finally {
     await client.end();
   }
-}
-
-async function runMigrations(dbClient: pg.Client, log: (msg: string) => void): Promise<string[]> {
-  const applied = await runner({
-    dbClient,
-    dir: MIGRATIONS_DIR,
-    migrationsTable: MIGRATIONS_TABLE,
-    direction: 'up',
-    count: Infinity,
-    singleTransaction: true,
-    checkOrder: true,
-    advisoryLockMode: 'wait',
-    log,
-    logger: { debug: () => undefined, info: log, warn: log, error: log },
-  });
-  return applied.map((m) => m.name);
 }
 
 /** Error codes of a Postgres that is not reachable or not accepting connections yet. */

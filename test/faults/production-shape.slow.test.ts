@@ -12,7 +12,7 @@
 // the grace (or is handed over to the other worker) and the job completes once, with every record
 // stored once. The old image command (`npm run …`: npm → sh → node) fails the same check.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate';
 import { buildDist } from '../../scripts/build';
-import { imageEnv as imageEnvironment } from '../../scripts/image-env';
+import { imageCommand, imageEnv as imageEnvironment } from '../../scripts/image-env';
 import { createComposeRoles, type ComposeRoles } from '../helpers/compose-roles';
 import { apiEnv, callApi, createDemoConnection, startSynctide, stopAllSynctide, workerEnv, type ContainerCommand, type SynctideProcess } from '../helpers/processes';
 import { createDevServerEnv } from '../helpers/temporal';
@@ -28,9 +28,6 @@ import { eventually } from '../helpers/worker';
 import pg from 'pg';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SCRIPTS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-/** The image's command of a process: its start:* script, in exec form. */
-const imageCommand = (script: 'start:api' | 'start:worker' | 'start:migrate') => SCRIPTS[script]!.split(' ');
 
 const TASK_QUEUE = 'faults-production-shape';
 const RECORDS = 1200;
