@@ -23,7 +23,7 @@ import {
 } from '@temporalio/worker';
 import pg from 'pg';
 import { createActivities } from '../activities';
-import { poolSize } from '../infra/boot';
+import { poolSize, workflowCacheSize } from '../infra/boot';
 import { createDatabaseIfMissing } from '../infra/database';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../infra/embedded-postgres';
 import { migrate } from '../db/migrate';
@@ -462,7 +462,7 @@ export async function startSynctideWorker(
         activities: createActivities(activities),
         shutdownGraceTime: '5s',
         maxHeartbeatThrottleInterval: '1 second',
-        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+        maxCachedWorkflows: workflowCacheSize(config),
         ...(JSON.parse(experiment) as Partial<WorkerOptions>),
       })
     : await createWorker({
@@ -471,7 +471,7 @@ export async function startSynctideWorker(
         shutdownGraceSeconds: 5,
         workflowBundle: await synctideBundle(),
         activities,
-        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+        maxCachedWorkflows: workflowCacheSize(config),
       });
   if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
   const running = runWorker(worker);
@@ -703,14 +703,14 @@ export function nodeCommand(node: string, args: string[], cgroupProcs?: string):
  * The production command of `script` (package.json `start:<script>`, after `npm run build`) with
  * `env`, from the repository root, on `opts.node` (default: this Node), in the memory cgroup of
  * `opts.cgroupProcs` if given (nodeCommand). Resolves once its JSON log prints `readyMsg` (e.g.
- * "worker started", "api listening"); its warnings and errors are passed on to stderr; rejects if
- * it exits first.
+ * "worker started", "api listening"); its warnings and errors are passed on to stderr, and each
+ * line of its log to `opts.onLine`; rejects if it exits first.
  */
 export async function spawnProductionProcess(
   script: 'worker' | 'api',
   env: NodeJS.ProcessEnv,
   readyMsg: string,
-  opts: { node?: string; cgroupProcs?: string } = {},
+  opts: { node?: string; cgroupProcs?: string; onLine?: (line: string) => void } = {},
 ): Promise<ProductionProcess> {
   const args = productionArgs(script);
   const file = benchFile(`../${args.at(-1)}`);
@@ -720,6 +720,7 @@ export async function spawnProductionProcess(
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      opts.onLine?.(line);
       if (line.includes(`"msg":"${readyMsg}"`)) resolve();
       else if (/"level":"(warn|error|fatal)"/.test(line)) console.error(`  ${script}: ${line}`);
     });

@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import pMap from 'p-map';
 import { createPool, type Pool } from '../db/pool';
-import { poolSize } from '../infra/boot';
+import { poolSize, workflowCacheSize } from '../infra/boot';
 import { listen } from '../lib/http';
 import { freePort } from '../lib/ports';
 import { immediateTaskQueue, loadConfig, tenantLimits } from '../lib/config';
@@ -111,7 +111,7 @@ async function serveInProcess(stack: BenchStack): Promise<Serving> {
       shutdownGraceSeconds: 5,
       workflowBundle: await synctideBundle(),
       activities,
-      maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+      maxCachedWorkflows: workflowCacheSize(config),
     }),
   );
   const immediateWorker = runWorker(

@@ -18,7 +18,6 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { scrapeText } from '../infra/sdk-runtime';
-import { loadConfig } from '../lib/config';
 import { freePort } from '../lib/ports';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
@@ -47,8 +46,8 @@ const MODE = process.env.BENCH_WORKER || 'tsx';
 const ROOT = benchFile('..');
 const DIST_WORKER = path.join(ROOT, productionArgs('worker').at(-1)!);
 const DIST_BUNDLE = path.join(ROOT, 'dist/workflow-bundle.js');
-/** The worker's workflow cache: BENCH_MAX_CACHED when a run compares sizes, else the configured default. */
-const MAX_CACHED = Number(process.env.BENCH_MAX_CACHED ?? loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS);
+/** BENCH_MAX_CACHED when a run compares sizes; unset, the worker's default applies (sized to its memory limit). */
+const MAX_CACHED_ENV = process.env.BENCH_MAX_CACHED;
 /**
  * BENCH_WORKER_MEMORY_MIB: the worker child runs in a memory cgroup with that limit, as a
  * container runtime runs it (Node sizes its heaps from the limit it finds there; an unconstrained
@@ -210,7 +209,6 @@ async function startTsxChild(stack: BenchStack): Promise<WorkerChild> {
         BENCH_TEMPORAL_ADDRESS: stack.temporal.address,
         BENCH_TASK_QUEUE: TASK_QUEUE,
         BENCH_BUNDLE_PATH: bundlePath,
-        BENCH_MAX_CACHED: String(MAX_CACHED),
       },
     },
     (child) => new Promise<void>((resolve) => child.on('message', (m: { type: string }) => m.type === 'ready' && resolve())),
@@ -273,6 +271,7 @@ function metricSum(text: string, name: string, labels: Record<string, string>): 
  */
 async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
   const metricsPort = await freePort();
+  let maxCached: number | undefined;
   const spawned = await spawnProductionProcess(
     'worker',
     productionEnv({
@@ -282,7 +281,7 @@ async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
       TEMPORAL_ADDRESS: stack.temporal.address,
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-      WORKER_MAX_CACHED_WORKFLOWS: String(MAX_CACHED),
+      ...(MAX_CACHED_ENV !== undefined && { WORKER_MAX_CACHED_WORKFLOWS: MAX_CACHED_ENV }),
       WORKER_METRICS_PORT: String(metricsPort),
       METRICS_PUBLIC: 'true',
       WORKER_SHUTDOWN_GRACE_SECONDS: '5',
@@ -290,7 +289,14 @@ async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
       DEMO_CONNECTOR: 'true',
     }),
     'worker started',
-    { node: WORKER_NODE, ...(cgroup && { cgroupProcs: cgroup.procs }) },
+    {
+      node: WORKER_NODE,
+      ...(cgroup && { cgroupProcs: cgroup.procs }),
+      // The cache the worker chose (its "worker running" line), unset variable or not.
+      onLine: (line) => {
+        if (line.includes('"msg":"worker running"')) maxCached = (JSON.parse(line) as { maxCachedWorkflows: number }).maxCachedWorkflows;
+      },
+    },
   );
   const url = `http://127.0.0.1:${metricsPort}/metrics`;
   const ours = { task_queue: TASK_QUEUE };
@@ -313,7 +319,7 @@ async function startDistChild(stack: BenchStack): Promise<WorkerChild> {
       const available = slots(text, 'available', 'WorkflowWorker');
       const workflowSlots = used === null || available === null ? 'n/a' : used + available;
       return [
-        `workflow cache in effect: maxCachedWorkflows ${MAX_CACHED} (WORKER_MAX_CACHED_WORKFLOWS), workflow task slots ${workflowSlots} ` +
+        `workflow cache in effect: maxCachedWorkflows ${maxCached} (${MAX_CACHED_ENV === undefined ? 'the worker\'s default for its memory limit' : 'WORKER_MAX_CACHED_WORKFLOWS'}), workflow task slots ${workflowSlots} ` +
           '(/metrics); the other worker options are the ones createWorker sets.',
         'worker RSS is /proc VmRSS of the production worker process (every thread, including the workflow thread); ' +
           `cached workflows are its /metrics temporal_sticky_cache_size of task queue ${TASK_QUEUE} (the reconcile tick's ` +

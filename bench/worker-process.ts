@@ -8,6 +8,7 @@ import v8 from 'node:v8';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createPool } from '../db/pool';
+import { workflowCacheSize } from '../infra/boot';
 import { loadConfig } from '../lib/config';
 import { createWorker } from '../workers/create-worker';
 import { benchActivityDeps } from './deps';
@@ -46,8 +47,8 @@ const worker = await createWorker({
   namespace: 'default',
   shutdownGraceSeconds: 5,
   workflowBundle: { codePath: env('BENCH_BUNDLE_PATH') },
-  // The configured default unless a run compares sizes (BENCH_MAX_CACHED=<n>).
-  maxCachedWorkflows: Number(process.env.BENCH_MAX_CACHED ?? loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS),
+  // The worker's default (sized to this process's memory limit) unless a run compares sizes (BENCH_MAX_CACHED=<n>).
+  maxCachedWorkflows: workflowCacheSize(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.BENCH_MAX_CACHED })),
   activities: benchActivityDeps({ pool, client, taskQueue }),
 });
 const running = worker.run();

@@ -75,6 +75,27 @@ export function poolSize(config: Config, role: PoolRole): number {
   return config.DATABASE_POOL_MAX;
 }
 
+/** What an idle worker process takes before it caches a workflow run, and what a cached run may add (both rounded up from BENCHMARKS.md's figures). */
+const IDLE_WORKER_BYTES = 256 * 2 ** 20;
+const BYTES_PER_CACHED_RUN = 2 * 2 ** 20;
+/** The cache's bounds: above the 40 workflow tasks a worker runs at once (a run evicted while its task waits is replayed), and the size without a memory limit. */
+const MIN_CACHED_RUNS = 50;
+const MAX_CACHED_RUNS = 250;
+
+/**
+ * Workflow runs a worker keeps cached: WORKER_MAX_CACHED_WORKFLOWS when set; otherwise sized to
+ * the process's memory limit (a container's cgroup limit, as Node reads it), one run for each
+ * 2 MiB above an idle worker's 256 MiB, within 50–250; 250 without a limit. So a worker in a
+ * 300 MiB container caches 50 runs and one in 768 MiB (the Helm chart's) 250.
+ */
+export function workflowCacheSize(config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS'>, memoryLimitBytes: number | undefined = process.constrainedMemory()): number {
+  if (config.WORKER_MAX_CACHED_WORKFLOWS !== undefined) return config.WORKER_MAX_CACHED_WORKFLOWS;
+  // Node answers 0 or 2^64 when nothing limits the process.
+  if (!memoryLimitBytes || memoryLimitBytes >= Number.MAX_SAFE_INTEGER) return MAX_CACHED_RUNS;
+  const runs = Math.floor((memoryLimitBytes - IDLE_WORKER_BYTES) / BYTES_PER_CACHED_RUN);
+  return Math.min(MAX_CACHED_RUNS, Math.max(MIN_CACHED_RUNS, runs));
+}
+
 /**
  * The server-side limits of a pool of `role`: API requests get a short statement timeout, the
  * worker and its immediate syncs a long one (its full-sync deletions and retention clean-ups are

@@ -129,11 +129,10 @@ export const envSchema = z
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
     // Workflow runs a worker keeps in memory between tasks. A sleeping connection outside the cache
     // costs one replay of its short run history when it wakes (see BENCHMARKS.md for the figures).
-    WORKER_MAX_CACHED_WORKFLOWS: z.coerce
-      .number({ error: 'must be an integer ≥ 0' })
-      .int('must be an integer ≥ 0')
-      .min(0, 'must be an integer ≥ 0')
-      .default(250),
+    // Unset, the worker sizes it to its memory limit (infra/boot.ts workflowCacheSize).
+    WORKER_MAX_CACHED_WORKFLOWS: optionalString.pipe(
+      z.string().regex(/^\d+$/, 'must be an integer ≥ 0').transform(Number).optional(),
+    ),
     // A workflow bundle built by `npm run build:workflows`; unset, the worker bundles at start.
     WORKFLOW_BUNDLE_PATH: optionalString.pipe(
       z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build` or `npm run build:workflows -- <file>`').optional(),

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { poolLimits, poolSize } from '../infra/boot';
+import { poolLimits, poolSize, workflowCacheSize } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { adminKeyProblem } from '../lib/admin-key';
 import { ConfigError, loadConfig, requireAdminKey, temporalSecurity } from '../lib/config';
@@ -148,6 +148,24 @@ describe('pool limits', () => {
     expect(poolLimits(custom, 'api').statementTimeoutMs).toBe(5000);
     expect(poolLimits(custom, 'worker').statementTimeoutMs).toBe(0);
     expect(() => loadConfig({ API_STATEMENT_TIMEOUT_SECONDS: '-1' })).toThrow(/API_STATEMENT_TIMEOUT_SECONDS: must be an integer ≥ 0/);
+  });
+});
+
+describe('workflow cache', () => {
+  const MiB = 2 ** 20;
+  it('is sized to the memory limit when WORKER_MAX_CACHED_WORKFLOWS is unset: 50 in 300 MiB, 250 in 768 MiB or without a limit', () => {
+    const unset = loadConfig({});
+    expect(unset.WORKER_MAX_CACHED_WORKFLOWS).toBeUndefined();
+    // Node answers 2^64 (or 0 on some versions) when nothing limits the process.
+    expect([workflowCacheSize(unset, 2 ** 64), workflowCacheSize(unset, 0), workflowCacheSize(unset, undefined)]).toEqual([250, 250, 250]);
+    expect([300, 356, 400, 512, 768, 4096].map((mib) => workflowCacheSize(unset, mib * MiB))).toEqual([50, 50, 72, 128, 250, 250]);
+  });
+
+  it('takes WORKER_MAX_CACHED_WORKFLOWS as given, and refuses what is not an integer ≥ 0, naming it', () => {
+    expect(workflowCacheSize(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '1200' }), 300 * MiB)).toBe(1200);
+    expect(workflowCacheSize(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '0' }), 300 * MiB)).toBe(0);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: ' ' }).WORKER_MAX_CACHED_WORKFLOWS).toBeUndefined();
+    for (const bad of ['-1', '2.5', 'many']) expect(() => loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: bad })).toThrow(/WORKER_MAX_CACHED_WORKFLOWS: must be an integer ≥ 0/);
   });
 });
 

@@ -1,6 +1,6 @@
 import { NativeConnection } from '@temporalio/worker';
 import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
-import type { Process } from '../infra/boot';
+import { workflowCacheSize, type Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import { immediateTaskQueue, providerPolicy, scheduleSettings, tenantLimits } from '../lib/config';
@@ -67,11 +67,12 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     tenantLimits: tenantLimits(config),
     connectors: { ...(rateBudget && { rateBudget }), maxResetSeconds: config.RATE_BUDGET_MAX_RESET_SECONDS },
   };
+  const maxCachedWorkflows = workflowCacheSize(config);
   const worker = await createWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
-    maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    maxCachedWorkflows,
     workflowBundle,
     activities,
   });
@@ -100,7 +101,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
   await ensureReconcile();
   keepReconcileRunning(proc, ensureReconcile, config.SCHEDULER_TICK_SECONDS * 1000);
-  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
+  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE, maxCachedWorkflows }, 'worker running');
   return () => workerReadiness({ worker, immediate: immediateWorker });
 }
 

@@ -31,7 +31,7 @@ VALUE_SETS = {
             "tls": {"enabled": True, "existingSecret": "temporal-client-tls", "mtls": True, "ca": True, "serverName": "acme.a1b2c.tmprl.cloud"},
         },
         "api": {"hpa": {"enabled": True}},
-        "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120},
+        "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120, "maxCachedWorkflows": 0},
         "env": {"PROVIDER_HOSTS": "api.github.com"},
     },
 }
@@ -80,6 +80,10 @@ try:
         grace = int(next(e["value"] for e in worker_c["env"] if e["name"] == "WORKER_SHUTDOWN_GRACE_SECONDS"))
         check(worker_pod.get("terminationGracePeriodSeconds", 0) > grace, f"{label}: terminationGracePeriodSeconds above WORKER_SHUTDOWN_GRACE_SECONDS")
         check(grace == merged["worker"]["shutdownGraceSeconds"], f"{label}: the worker's grace is the value's")
+        # Unset, the worker sizes its cache to the pod's memory limit; a value (0 too) is passed on.
+        cache = next((e["value"] for e in worker_c["env"] if e["name"] == "WORKER_MAX_CACHED_WORKFLOWS"), None)
+        wanted = merged["worker"]["maxCachedWorkflows"]
+        check(cache == (None if wanted == "" else str(wanted)), f"{label}: WORKER_MAX_CACHED_WORKFLOWS is {cache!r} for the value {wanted!r}")
         for c in (api_c, worker_c):
             check(c["command"][0] == "node", f"{label}: {c['name']} runs node directly")
             env = {e["name"]: e.get("value") for e in c["env"]}
