@@ -9,15 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../db/pool';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import type { TestDatabase } from './helpers/database';
+import { useServers } from './helpers/stack';
 import { testActivityDeps } from './helpers/deps';
-import { createDevServerEnv } from './helpers/temporal';
 import { synctideBundle } from './helpers/worker';
 
 const QUEUE = 'lane-scheduled';
 const IMMEDIATE_QUEUE = 'lane-immediate';
 
 describe("immediate syncs' own lane", () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let scheduledPool: Pool;
@@ -25,7 +26,7 @@ describe("immediate syncs' own lane", () => {
   let immediate: { worker: Worker; running: Promise<void> } | undefined;
   let api: TestApi;
   beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    ({ env, db } = servers);
     // The scheduled work's pool has one connection, which the test's "running jobs" hold.
     scheduledPool = createPool(db.url, 1);
     immediatePool = createPool(db.url, 2);
@@ -51,9 +52,7 @@ describe("immediate syncs' own lane", () => {
     await api?.server.close();
     if (immediate?.worker.getState() === 'RUNNING') immediate.worker.shutdown();
     await immediate?.running;
-    await env?.teardown();
     await Promise.all([scheduledPool?.end(), immediatePool?.end()]);
-    await db?.drop();
   });
 
   it("answers while nothing serves the scheduled work's queue and its pool is held", async () => {

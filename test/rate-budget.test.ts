@@ -16,10 +16,10 @@ import { budgetLimits, DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import type { TestDatabase } from './helpers/database';
+import { useServers } from './helpers/stack';
 import { DEFAULT_RATE_LIMIT_SETTINGS, TEST_KEYRING, sealedTestCredentials } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually } from './helpers/worker';
 
 // One task queue per worker: the SDK refuses two workers of one process on the same queue. Each
@@ -28,6 +28,7 @@ const TASK_QUEUES = ['rate-budget-a', 'rate-budget-b'];
 const TOKEN = 'ghp_shared_token_for_two_connections';
 
 describe('shared rate budget per credential', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let gh: FakeGitHub;
@@ -36,7 +37,7 @@ describe('shared rate budget per credential', () => {
   const registries: Registry[] = [];
 
   beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    ({ env, db } = servers);
     gh = await startFakeGitHub({
       token: TOKEN,
       repos: { 'octo/one': { id: 801, pulls: 600 }, 'octo/two': { id: 802, pulls: 600 } },
@@ -62,8 +63,6 @@ describe('shared rate budget per credential', () => {
     for (const worker of workers) worker.shutdown();
     await Promise.all(running);
     await gh?.close();
-    await env?.teardown();
-    await db?.drop();
   });
 
   async function connection(repo: string) {

@@ -1,24 +1,21 @@
 import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { createSmokeActivities } from './fixtures/smoke-activities';
 import { connectionCounter } from './fixtures/smoke-workflows';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { bundleWorkflows, createDevServerEnv } from './helpers/temporal';
+import type { TestDatabase } from './helpers/database';
+import { useServers } from './helpers/stack';
+import { bundleWorkflows } from './helpers/temporal';
 
 describe('Temporal dev server with Postgres', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+  beforeAll(() => {
+    ({ env, db } = servers);
   });
-  afterAll(async () => {
-    await env?.teardown();
-    await db?.drop();
-  });
-
   it('registers the Synctide search attributes', async () => {
     const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace: 'default' });
     for (const key of SYNCTIDE_SEARCH_ATTRIBUTES) expect(Object.keys(customAttributes)).toContain(key.name);

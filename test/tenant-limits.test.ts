@@ -10,9 +10,9 @@ import { lockTenant } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import type { TestDatabase } from './helpers/database';
+import { useServers } from './helpers/stack';
 import { testActivityDeps } from './helpers/deps';
-import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually, synctideBundle } from './helpers/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 
@@ -27,13 +27,14 @@ const FAST = { resource_types: ['items'], records_per_resource: 2, page_size: 2 
 const DAY = { interval_seconds: 86_400 };
 
 describe('per-tenant limits', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let api: TestApi;
   const workers: { worker: Worker; running: Promise<void> }[] = [];
 
   beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    ({ env, db } = servers);
     const connection: NativeConnection = env.nativeConnection;
     const { worker, registry, metrics } = await createTestWorker({ connection, client: env.client, pool: db.pool, taskQueue: TASK_QUEUE, activitySlots: ACTIVITY_SLOTS });
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
@@ -45,8 +46,6 @@ describe('per-tenant limits', () => {
     await api?.server.close();
     for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
     await Promise.all(workers.map((w) => w.running));
-    await env?.teardown();
-    await db?.drop();
   });
 
   const q = <T = any>(sql: string, params: unknown[] = []) => db.pool.query(sql, params).then((r) => r.rows as T[]);

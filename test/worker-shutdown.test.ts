@@ -3,11 +3,11 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { RECONCILE_WORKFLOW_ID } from '../temporal/ids';
 import { freePort } from '../lib/ports';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { createDevServerEnv } from './helpers/temporal';
+import type { TestDatabase } from './helpers/database';
+import { useServers } from './helpers/stack';
 import { eventually } from './helpers/worker';
 import { TEST_CREDENTIALS_KEY } from './helpers/deps';
 
@@ -15,16 +15,12 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CONNECTIONS = 150;
 
 describe('worker shutdown', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+  beforeAll(() => {
+    ({ env, db } = servers);
   });
-  afterAll(async () => {
-    await env?.teardown();
-    await db?.drop();
-  });
-
   it('finishes the in-flight tick, logs the shutdown and exits 0 on SIGTERM', async () => {
     const metricsPort = await freePort();
     await db.pool.query(

@@ -18,29 +18,28 @@ import type { PoolClient } from 'pg';
 import { open, seal, sealCredentials } from '../../lib/credentials';
 import { ensureJobWorkflow } from '../../temporal/client';
 import { syncJobWorkflowId } from '../../temporal/ids';
-import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import type { TestDatabase } from '../helpers/database';
+import { useServers } from '../helpers/stack';
 import { TEST_KEYRING } from '../helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from '../helpers/fake-oauth';
 import { stopAllSynctide, startSynctide, workerEnv } from '../helpers/processes';
 import { insertOAuthConnection, storedCredentials } from '../helpers/oauth-grants';
-import { createDevServerEnv } from '../helpers/temporal';
 import { eventually } from '../helpers/worker';
 
 const TASK_QUEUE = 'faults-oauth-refresh-crash';
 
 describe('kill -9 between the token answer and storing the rotated refresh token', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   const fakes: FakeOAuth[] = [];
   beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+    ({ env, db } = servers);
     fakes.push(await startFakeOAuth(), await startFakeOAuth());
   });
   afterAll(async () => {
     await stopAllSynctide();
     for (const fake of fakes) await fake.close();
-    await env?.teardown();
-    await db?.drop();
   });
 
   /** An http connection of `fake`'s app whose grant is inside its refresh margin (refreshed at the first page). */

@@ -4,27 +4,23 @@
 // shutdowns on the dev server; a fault test because the task's two retry backoffs take ~15 s.
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureJobWorkflow } from '../../temporal/client';
 import { syncJobWorkflowId } from '../../temporal/ids';
-import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import type { TestDatabase } from '../helpers/database';
+import { useServers } from '../helpers/stack';
 import { recordHistory } from '../helpers/histories';
-import { createDevServerEnv } from '../helpers/temporal';
 import { createTestWorker, eventually } from '../helpers/worker';
 
 const TASK_QUEUE = 'faults-rolling-shutdowns';
 
 describe('a worker shut down under a sync task', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+  beforeAll(() => {
+    ({ env, db } = servers);
   });
-  afterAll(async () => {
-    await env?.teardown();
-    await db?.drop();
-  });
-
   it('a task cut off by two worker shutdowns in a row is retried, not counted as a failed attempt', async () => {
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)

@@ -3,10 +3,10 @@
 // both workers did work, and no connection ever holds two active jobs of one type.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import type { TestDatabase } from '../helpers/database';
+import { useServers } from '../helpers/stack';
 import { activeDuplicates, countOf, jobStatusCounts, overlappingRuns, summariseCounts, watchActiveJobs } from '../helpers/invariants';
 import { apiEnv, callApi, createDemoConnection, stopAllSynctide, startSynctide, workerEnv, type SynctideProcess } from '../helpers/processes';
-import { createDevServerEnv } from '../helpers/temporal';
 import { eventually } from '../helpers/worker';
 
 const TASK_QUEUE = 'faults-scale-out';
@@ -15,22 +15,21 @@ const RECORDS = 50;
 const RESOURCE_TYPES = 3; // the demo connector's default: issues, pull_requests, users
 
 describe('scale-out: two API and two worker processes', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let apis: SynctideProcess[];
   let workers: SynctideProcess[];
   beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
-    const servers = { databaseUrl: db.url, temporalAddress: env.address, taskQueue: TASK_QUEUE };
+    ({ env, db } = servers);
+    const endpoints = { databaseUrl: db.url, temporalAddress: env.address, taskQueue: TASK_QUEUE };
     // Start them one after another: both apply migrations at start, and bundling is CPU-bound.
     workers = [];
-    for (const name of ['worker-1', 'worker-2']) workers.push(await startSynctide('worker', await workerEnv(servers), { name }));
-    apis = await Promise.all(['api-1', 'api-2'].map(async (name) => startSynctide('api', await apiEnv(servers), { name })));
+    for (const name of ['worker-1', 'worker-2']) workers.push(await startSynctide('worker', await workerEnv(endpoints), { name }));
+    apis = await Promise.all(['api-1', 'api-2'].map(async (name) => startSynctide('api', await apiEnv(endpoints), { name })));
   });
   afterAll(async () => {
     await stopAllSynctide();
-    await env?.teardown();
-    await db?.drop();
   });
 
   it('spreads requests over both APIs, runs jobs on both workers, completes every job once', async () => {

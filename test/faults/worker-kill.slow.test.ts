@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertJob } from '../../db/models/jobs';
 import { ensureJobWorkflow } from '../../temporal/client';
 import { syncJobWorkflowId } from '../../temporal/ids';
-import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import type { TestDatabase } from '../helpers/database';
+import { useServers } from '../helpers/stack';
 import { activeDuplicates, countOf, overlappingRuns, watchActiveJobs } from '../helpers/invariants';
 import { stopAllSynctide, startSynctide, workerEnv, type SynctideProcess } from '../helpers/processes';
-import { createDevServerEnv } from '../helpers/temporal';
 import { eventually } from '../helpers/worker';
 
 const TASK_QUEUE = 'faults-worker-kill';
@@ -24,16 +24,15 @@ const PAGES = (RECORDS / PAGE_SIZE) * RESOURCE_TYPES.length;
 const KILL_AFTER = [100, 250, 350, 650, 800];
 
 describe('kill -9 of the worker during a full sync', () => {
+  const servers = useServers();
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let worker: SynctideProcess;
-  beforeAll(async () => {
-    [env, db] = await Promise.all([createDevServerEnv(), createTestDatabase()]);
+  beforeAll(() => {
+    ({ env, db } = servers);
   });
   afterAll(async () => {
     await stopAllSynctide();
-    await env?.teardown();
-    await db?.drop();
   });
 
   it('completes each of 5 killed jobs with exact records and no duplicates', async () => {

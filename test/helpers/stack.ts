@@ -8,10 +8,32 @@ import { createTestDatabase, type TestDatabase } from './database';
 import { createDevServerEnv, createTimeSkippingEnv } from './temporal';
 import { createTestWorker, type LogLines } from './worker';
 
-/** What a workflow test file runs against: its own Temporal server, database and worker. */
-export interface WorkerStack {
+/** A test file's own Temporal server and database. */
+export interface Servers {
   env: TestWorkflowEnvironment;
   db: TestDatabase;
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that give the test file a Temporal server of `kind` and a
+ * fresh database, torn down after the file's own afterAll hooks (vitest runs after-hooks in
+ * reverse order, and these are registered first); the returned object is filled in by the time
+ * the file's own beforeAll hooks run.
+ */
+export function useServers(kind: 'time-skipping' | 'dev-server' = 'dev-server'): Servers {
+  const servers = {} as Servers;
+  beforeAll(async () => {
+    [servers.env, servers.db] = await Promise.all([kind === 'dev-server' ? createDevServerEnv() : createTimeSkippingEnv(), createTestDatabase()]);
+  });
+  afterAll(async () => {
+    await servers.env?.teardown();
+    await servers.db?.drop();
+  });
+  return servers;
+}
+
+/** What a workflow test file runs against: its own Temporal server, database and worker. */
+export interface WorkerStack extends Servers {
   worker: Worker;
   /** The worker's log lines, parsed. */
   lines: LogLines;
@@ -26,13 +48,9 @@ export interface WorkerStack {
  * by the time the file's own beforeAll hooks and tests run.
  */
 export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string, opts: { credentials?: Keyring } = {}): WorkerStack {
-  const stack = {} as WorkerStack;
+  const stack = useServers(kind) as WorkerStack;
   let running: Promise<void> | undefined;
   beforeAll(async () => {
-    [stack.env, stack.db] = await Promise.all([
-      kind === 'dev-server' ? createDevServerEnv() : createTimeSkippingEnv(),
-      createTestDatabase(),
-    ]);
     const { worker, lines, registry, metrics } = await createTestWorker({
       connection: stack.env.nativeConnection,
       client: stack.env.client,
@@ -49,8 +67,6 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
   afterAll(async () => {
     stack.worker?.shutdown();
     await running;
-    await stack.env?.teardown();
-    await stack.db?.drop();
   });
   return stack;
 }
