@@ -169,13 +169,23 @@ export function treeCpuSeconds(pid: number): number {
 
 /** Resident set size of one process in MiB, from /proc (NaN when unavailable). */
 export function rssMiB(pid: number): number {
+  return rssParts(pid).total;
+}
+
+/**
+ * Process `pid`'s VmRSS in MiB and its parts: anonymous memory (heaps, stacks, what it
+ * allocated) and file-backed pages (its binary and libraries, which a memory cgroup charges only
+ * as reclaimable page cache). NaN once the process is gone.
+ */
+export function rssParts(pid: number): { total: number; anon: number; file: number } {
+  let status = '';
   try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-    return kb / 1024;
+    status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
-    return Number.NaN;
+    // gone: every part NaN
   }
+  const mib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN) / 1024;
+  return { total: mib('VmRSS'), anon: mib('RssAnon'), file: mib('RssFile') };
 }
 
 /** A CPU meter over the benchmark process (worker and activities included) and the servers. */

@@ -32,7 +32,7 @@ import {
   percentile,
   productionArgs,
   productionEnv,
-  rssMiB,
+  rssParts,
   runBench,
   sleep,
   spawnProductionProcess,
@@ -334,9 +334,10 @@ async function main(stack: BenchStack) {
   const child = await (MODE === 'dist' ? startDistChild(stack) : startTsxChild(stack));
   try {
     await sleep(3000);
-    type Row = { sleeping: number; report: Reading; procRss: number; temporalRss: number; startSeconds: number; cpu: string };
+    type Row = { sleeping: number; report: Reading; procRss: number; rss: ReturnType<typeof rssParts>; temporalRss: number; startSeconds: number; cpu: string };
     const rows: Row[] = [];
-    rows.push({ sleeping: 0, report: await child.read(true), procRss: rssMiB(child.pid), temporalRss: rssMiB(stack.temporal.pid), startSeconds: 0, cpu: '' });
+    const rss = rssParts(child.pid);
+    rows.push({ sleeping: 0, report: await child.read(true), procRss: rss.total, rss, temporalRss: rssParts(stack.temporal.pid).total, startSeconds: 0, cpu: '' });
 
     let current = 0;
     for (const target of TARGETS) {
@@ -389,7 +390,8 @@ async function main(stack: BenchStack) {
       const cpu = formatCpu(meter.read());
       current = target;
       await sleep(SETTLE_MS);
-      rows.push({ sleeping: target, report: await child.read(true), procRss: rssMiB(child.pid), temporalRss: rssMiB(stack.temporal.pid), startSeconds, cpu });
+      const rss = rssParts(child.pid);
+      rows.push({ sleeping: target, report: await child.read(true), procRss: rss.total, rss, temporalRss: rssParts(stack.temporal.pid).total, startSeconds, cpu });
     }
 
     const idle = rows[0]!;
@@ -416,6 +418,7 @@ async function main(stack: BenchStack) {
       }),
     );
     console.log('');
+    for (const r of rows) console.log(`worker RSS at ${r.sleeping} sleeping: ${r.rss.anon.toFixed(0)} MiB anonymous + ${r.rss.file.toFixed(0)} MiB file-backed`);
     for (const line of await child.notes()) console.log(line);
     if (cgroup) console.log(`memory cgroup: limit ${MEMORY_LIMIT_MIB} MiB, peak usage ${cgroup.peakMib().toFixed(0)} MiB (RSS and page cache), OOM kills ${cgroup.oomKills()}`);
     for (const r of rows.slice(1)) console.log(`starting ${r.sleeping} (cumulative): ${r.cpu}`);
