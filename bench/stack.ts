@@ -669,8 +669,9 @@ export async function activityDurations(
  * a deployment configures it: none of Synctide's variables from the bench's own environment (a
  * password in the shell must not leak in), the image's environment (scripts/image-env.ts), the
  * prebuilt bundle, no migration (the bench migrated), a fresh credentials key, one reconcile tick
- * at start, and its log at info (its "worker started" or "api listening" line says it serves); then `own` (at least DATABASE_URL and
- * TEMPORAL_ADDRESS; a worker's WORKER_METRICS_PORT, an API's ADMIN_API_KEY and API_PORT).
+ * at start, and its log at info (its "worker started" or "api listening" line says it serves);
+ * then `own` (at least DATABASE_URL and TEMPORAL_ADDRESS; a worker's WORKER_METRICS_PORT, an
+ * API's ADMIN_API_KEY and API_PORT).
  */
 export function productionEnv(own: Record<string, string>): NodeJS.ProcessEnv {
   const synctideVariables = new Set<string>([...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`)]);

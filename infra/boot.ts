@@ -75,10 +75,16 @@ export function poolSize(config: Config, role: PoolRole): number {
   return config.DATABASE_POOL_MAX;
 }
 
-/** What an idle worker process takes before it caches a workflow run, and what a cached run may add (both rounded up from BENCHMARKS.md's figures). */
+/**
+ * What an idle worker process takes before it caches a workflow run, and what a cached run may
+ * add (both rounded up from BENCHMARKS.md's figures).
+ */
 const IDLE_WORKER_BYTES = 256 * 2 ** 20;
 const BYTES_PER_CACHED_RUN = 2 * 2 ** 20;
-/** The cache's bounds: above the 40 workflow tasks a worker runs at once (a run evicted while its task waits is replayed), and the size without a memory limit. */
+/**
+ * The cache's bounds: above the 40 workflow tasks a worker runs at once (a run evicted while its
+ * task waits is replayed), and the size without a memory limit.
+ */
 const MIN_CACHED_RUNS = 50;
 const MAX_CACHED_RUNS = 250;
 

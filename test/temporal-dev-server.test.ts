@@ -1,27 +1,23 @@
 import { fileURLToPath } from 'node:url';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { createSmokeActivities } from './fixtures/smoke-activities';
 import { connectionCounter } from './fixtures/smoke-workflows';
-import type { TestDatabase } from './helpers/database';
 import { useServers } from './helpers/stack';
 import { bundleWorkflows } from './helpers/temporal';
 
 describe('Temporal dev server with Postgres', () => {
   const servers = useServers();
-  let env: TestWorkflowEnvironment;
-  let db: TestDatabase;
-  beforeAll(() => {
-    ({ env, db } = servers);
-  });
+
   it('registers the Synctide search attributes', async () => {
+    const { env } = servers;
     const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace: 'default' });
     for (const key of SYNCTIDE_SEARCH_ATTRIBUTES) expect(Object.keys(customAttributes)).toContain(key.name);
   });
 
   it('runs a workflow whose activity reads Postgres', async () => {
+    const { env, db } = servers;
     await db.pool.query(
       `insert into connections (tenant_id, provider_slug, app_key) values ('t1', 'demo', 'a'), ('t1', 'demo', 'b')`,
     );

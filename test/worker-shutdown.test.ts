@@ -2,11 +2,9 @@
 // work, logs the shutdown, starts no further tick and exits 0.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { RECONCILE_WORKFLOW_ID } from '../temporal/ids';
 import { freePort } from '../lib/ports';
-import type { TestDatabase } from './helpers/database';
 import { useServers } from './helpers/stack';
 import { eventually } from './helpers/worker';
 import { TEST_CREDENTIALS_KEY } from './helpers/deps';
@@ -16,12 +14,9 @@ const CONNECTIONS = 150;
 
 describe('worker shutdown', () => {
   const servers = useServers();
-  let env: TestWorkflowEnvironment;
-  let db: TestDatabase;
-  beforeAll(() => {
-    ({ env, db } = servers);
-  });
+
   it('finishes the in-flight tick, logs the shutdown and exits 0 on SIGTERM', async () => {
+    const { env, db } = servers;
     const metricsPort = await freePort();
     await db.pool.query(
       `insert into connections (tenant_id, provider_slug, app_key, metadata)
@@ -85,6 +80,7 @@ describe('worker shutdown', () => {
     expect(ids.size).toBe(CONNECTIONS);
   }, 180_000);
   it('starts the reconcile tick again, without a restart, when it was terminated', async () => {
+    const { env, db } = servers;
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
       cwd: ROOT,
       env: {

@@ -21,8 +21,9 @@ export interface ClaimedTask {
  * already processing is taken over only by a retry of this same activity (`attempt > 1`), and
  * the new claim token fences off the attempt it replaces should that one still run; a
  * completed one is answered as it ended (`ended`, its counts). A resumed full pass whose seen-set
- * was lost is sent back to its first page in the same transaction. Null when this run may not run it: processing under
- * another run and this is no retry, ended elsewhere, or its connection is disabled.
+ * was lost is sent back to its first page in the same transaction. Null when this run may not run
+ * it: processing under another run and this is no retry, ended elsewhere, or its connection is
+ * disabled.
  */
 export async function claimTask(pool: Pool, input: SyncTaskInput, attempt: number): Promise<ClaimedTask | { ended: SyncTaskResult } | null> {
   return withTransaction(pool, async (tx) => {

@@ -3,11 +3,9 @@
 // completes with every record once, no retry counted and the breaker untouched. Real worker
 // shutdowns on the dev server; a fault test because the task's two retry backoffs take ~15 s.
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureJobWorkflow } from '../../temporal/client';
 import { syncJobWorkflowId } from '../../temporal/ids';
-import type { TestDatabase } from '../helpers/database';
 import { useServers } from '../helpers/stack';
 import { recordHistory } from '../helpers/histories';
 import { createTestWorker, eventually } from '../helpers/worker';
@@ -16,12 +14,9 @@ const TASK_QUEUE = 'faults-rolling-shutdowns';
 
 describe('a worker shut down under a sync task', () => {
   const servers = useServers();
-  let env: TestWorkflowEnvironment;
-  let db: TestDatabase;
-  beforeAll(() => {
-    ({ env, db } = servers);
-  });
+
   it('a task cut off by two worker shutdowns in a row is retried, not counted as a failed attempt', async () => {
+    const { env, db } = servers;
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
        values ('acme', 'demo', 'rolling', 'active', $1, '{"sync": {"interval_seconds": 86400}}') returning id`,

@@ -3,12 +3,10 @@
 // Every job completes with exact records, counts and pages: the retried task resumes after its
 // last stored page, nothing is written twice, and no connection ever has two active jobs.
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { insertJob } from '../../db/models/jobs';
 import { ensureJobWorkflow } from '../../temporal/client';
 import { syncJobWorkflowId } from '../../temporal/ids';
-import type { TestDatabase } from '../helpers/database';
 import { useServers } from '../helpers/stack';
 import { activeDuplicates, countOf, overlappingRuns, watchActiveJobs } from '../helpers/invariants';
 import { stopAllSynctide, startSynctide, workerEnv, type SynctideProcess } from '../helpers/processes';
@@ -25,22 +23,18 @@ const KILL_AFTER = [100, 250, 350, 650, 800];
 
 describe('kill -9 of the worker during a full sync', () => {
   const servers = useServers();
-  let env: TestWorkflowEnvironment;
-  let db: TestDatabase;
   let worker: SynctideProcess;
-  beforeAll(() => {
-    ({ env, db } = servers);
-  });
   afterAll(async () => {
     await stopAllSynctide();
   });
 
   it('completes each of 5 killed jobs with exact records and no duplicates', async () => {
+    const { env, db } = servers;
     // One reconcile tick at the first start and none after (the tick workflow then sleeps an
     // hour), so the connections below have no scheduler of their own: the requested full syncs
     // are the only jobs.
-    const servers = { databaseUrl: db.url, temporalAddress: env.address, taskQueue: TASK_QUEUE };
-    const startWorker = async () => startSynctide('worker', await workerEnv(servers, { SCHEDULER_TICK_SECONDS: '3600' }));
+    const endpoints = { databaseUrl: db.url, temporalAddress: env.address, taskQueue: TASK_QUEUE };
+    const startWorker = async () => startSynctide('worker', await workerEnv(endpoints, { SCHEDULER_TICK_SECONDS: '3600' }));
     worker = await startWorker();
     await worker.waitForLog((l) => l.msg === 'reconcile tick');
     const workers = [worker];
