@@ -179,9 +179,10 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
   console.log(cpu);
   sampler!.print();
 
-  // Where the timer-driven lag goes, from the histories: the timer's fire delay, then the
-  // connection run's workflow task (queue wait, then its run up to the claim). A job run inline is
-  // claimed in that task; an older-shape child job adds its start and its own first task's queue wait.
+  // Where the timer-driven lag goes, from the histories: how late the timer was set to fire and how
+  // late the server fired it, then the connection run's workflow task (queue wait, then its run up
+  // to the claim). A job run inline is claimed in that task; an older-shape child job adds its start
+  // and its own first task's queue wait.
   const started = timerDriven.filter((j) => j.started_ms !== null).sort((a, b) => lagS(b) - lagS(a));
   const worst = started.slice(0, 10);
   const step = Math.max(1, Math.floor(started.length / 40));
@@ -191,12 +192,12 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
     const ok = parts.filter((p): p is LagParts => p !== null);
     const mean = (k: keyof LagParts) => ok.reduce((s, p) => s + p[k], 0) / Math.max(ok.length, 1);
     perCycle = ok.length ? { tasks: mean('tasks'), activities: mean('activities'), children: mean('children') } : perCycle;
-    return [ok.length, ...(['timer', 'parentQueue', 'parentRun', 'childStart', 'childQueue', 'total'] as const).map((k) => mean(k).toFixed(0))];
+    return [ok.length, ...(['timerSet', 'timerFired', 'parentQueue', 'parentRun', 'childStart', 'childQueue', 'total'] as const).map((k) => mean(k).toFixed(0))];
   };
   let perCycle: { tasks: number; activities: number; children: number } | undefined;
   console.log('timer-driven lag split (mean ms, from workflow histories):');
   table(
-    ['jobs', 'n', 'timer fired late', 'connection WFT queue', 'WFT run to claim/child', 'child start', 'child WFT queue', 'total'],
+    ['jobs', 'n', 'timer set late', 'timer fired late', 'connection WFT queue', 'WFT run to claim/child', 'child start', 'child WFT queue', 'total'],
     [['10 worst', ...(await split(worst))], ['spread sample', ...(await split(sample))]],
   );
 
@@ -218,7 +219,10 @@ interface LagParts {
   tasks: number;
   activities: number;
   children: number;
-  timer: number;
+  /** How much later than the job's due time the timer was set to fire (the planning task's run after its last local activity). */
+  timerSet: number;
+  /** How much later than it was set to the server fired it. */
+  timerFired: number;
   parentQueue: number;
   parentRun: number;
   childStart: number;
@@ -239,11 +243,20 @@ async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | null
   const firedAt = parent.findIndex((e) => e.eventType === EventType.EVENT_TYPE_TIMER_FIRED);
   if (firedAt < 0) return null;
   const fired = parent[firedAt]!;
+  // The timer that fired. The server starts it when the task that planned it completes and fires
+  // it `duration` later; the duration counts from the workflow's clock, which stands at the task's
+  // start, moved on to each local activity's completion. So "set late" is the task's run after its
+  // last local activity, "fired late" the server's own delay.
+  const set = parent.slice(0, firedAt).reverse().find((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED);
+  if (!set) return null;
+  const timeout = set.timerStartedEventAttributes?.startToFireTimeout;
+  const setToFireAt = eventMs(set) + Number(timeout?.seconds ?? 0) * 1000 + Math.floor((timeout?.nanos ?? 0) / 1e6);
   const wftStarted = parent.slice(firedAt).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
   if (!wftStarted) return null;
   const count = (events: HistoryEvent[], type: number) => events.filter((e) => e.eventType === type).length;
   const base = {
-    timer: eventMs(fired) - job.scheduled_ms,
+    timerSet: setToFireAt - job.scheduled_ms,
+    timerFired: eventMs(fired) - setToFireAt,
     parentQueue: eventMs(wftStarted) - eventMs(fired),
     total: job.started_ms! - job.scheduled_ms,
   };
