@@ -247,10 +247,11 @@ async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | null
   // it `duration` later; the duration counts from the workflow's clock, which stands at the task's
   // start, moved on to each local activity's completion. So "set late" is the task's run after its
   // last local activity, "fired late" the server's own delay.
-  const set = parent.slice(0, firedAt).reverse().find((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED);
-  if (!set) return null;
-  const timeout = set.timerStartedEventAttributes?.startToFireTimeout;
-  const setToFireAt = eventMs(set) + Number(timeout?.seconds ?? 0) * 1000 + Math.floor((timeout?.nanos ?? 0) / 1e6);
+  const startedId = String(fired.timerFiredEventAttributes?.startedEventId ?? '');
+  const timerStarted = parent.find((e) => String(e.eventId ?? '') === startedId);
+  if (!timerStarted) return null;
+  const timeout = timerStarted.timerStartedEventAttributes?.startToFireTimeout;
+  const setToFireAt = eventMs(timerStarted) + Number(timeout?.seconds ?? 0) * 1000 + Math.floor((timeout?.nanos ?? 0) / 1e6);
   const wftStarted = parent.slice(firedAt).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
   if (!wftStarted) return null;
   const count = (events: HistoryEvent[], type: number) => events.filter((e) => e.eventType === type).length;
