@@ -2,7 +2,8 @@
 // attempt's heartbeat times out, and that attempt may be alive on a worker that was only slow (a
 // starved event loop, a paused VM). The retry resumes after the last stored page; the earlier
 // attempt must then store nothing more, or its pages count twice. Real Postgres, the demo
-// connector with latency, both attempts run as a worker runs them (MockActivityEnvironment).
+// connector with latency, both attempts run as a worker runs them (MockActivityEnvironment). And a
+// retry of an attempt that stored its last page but died before the end step reads no page again.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,5 +68,27 @@ describe('a sync task taken over by a retry while its earlier attempt still runs
     // The earlier attempt learnt at its next page that the task was no longer its own.
     expect(a.status).toBe('skipped');
     expect(first.lines.some((l) => l.msg === 'sync task no longer held by this run (a later attempt took it over, or it ended): this attempt stops')).toBe(true);
+  }, 60_000);
+});
+
+describe('a sync task whose attempt stored its last page but ended before completing it', () => {
+  it('is completed by its retry without reading a page again: every page counts once', async () => {
+    const input = await syncTaskOf('incremental');
+    const first = await attempt(input, 1).result;
+    expect(first).toMatchObject({ status: 'completed', pages: RECORDS / PAGE_SIZE });
+    // Where a worker killed between the last page's write and the task's end step leaves it: every
+    // page stored (no next page token), the task still processing, the job not yet told.
+    await db.pool.query(`update sync_tasks set status = 'processing', completed_at = null where id = $1`, [input.taskId]);
+    await db.pool.query(`update sync_jobs set completed_tasks = completed_tasks - 1 where id = $1`, [input.jobId]);
+    const { rows: before } = await db.pool.query('select page_token, pages_done from sync_tasks where id = $1', [input.taskId]);
+    expect(before[0]).toEqual({ page_token: null, pages_done: RECORDS / PAGE_SIZE });
+
+    const retry = attempt(input, 2);
+    expect(await retry.result).toMatchObject({ status: 'completed', entityCount: RECORDS, pages: RECORDS / PAGE_SIZE });
+    const { rows: task } = await db.pool.query('select status, pages_done, entity_count from sync_tasks where id = $1', [input.taskId]);
+    const { rows: job } = await db.pool.query('select processed_entities::int as processed, completed_tasks from sync_jobs where id = $1', [input.jobId]);
+    expect(task[0]).toEqual({ status: 'completed', pages_done: RECORDS / PAGE_SIZE, entity_count: RECORDS });
+    expect(job[0]).toEqual({ processed: RECORDS, completed_tasks: 1 });
+    expect(retry.lines.some((l) => l.msg === 'resuming sync task after its last stored page')).toBe(true);
   }, 60_000);
 });

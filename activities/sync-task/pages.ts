@@ -52,9 +52,14 @@ export async function readPass(
     const request = { ...context, since: pass.since, until: pass.until, ...(cursors && { cursors }), ...(validators && { validators }) };
     // The next page is fetched while this one is stored: pages are still stored one by one, in
     // order, each with the page token after it, so a retry resumes exactly as without the overlap.
-    const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount });
-    for await (const page of fetchingAhead(pages)) {
-      await storePage(deps, pass, progress, page);
+    // A pass that stored pages and no next page token has stored its last page: a run resuming it
+    // (its attempt ended between that page and the task's end step) reads nothing again, since a
+    // null token would read from the first page and count every page twice.
+    if (!progress.pagedToTheEnd()) {
+      const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount });
+      for await (const page of fetchingAhead(pages)) {
+        await storePage(deps, pass, progress, page);
+      }
     }
     if (!pass.full) return { only: [] };
     return await confirmDeletions({ pool }, connector, context, {

@@ -156,6 +156,11 @@ export class PassProgress {
     this.ctx.heartbeat({ pageToken: this.pageToken, pages: this.pages });
   }
 
+  /** Whether the pass has stored its last page: some pages stored, and no page after them. */
+  pagedToTheEnd(): boolean {
+    return this.pages > 0 && this.pageToken === null;
+  }
+
   /** Moves each partition's marks by a page's records (newest change time) and its held cursors (earliest hold). */
   mark(records: readonly ConnectorRecord[], holdCursors: FetchPageResult['holdCursors']): void {
     for (const record of records) {
