@@ -8,6 +8,7 @@ import { findUnstartedPurges } from '../db/models/purges';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
+import { coldStartDelayMs } from '../policy/schedule';
 import { isSchedulerTrigger } from '../policy/vocabulary';
 import type { Activities, ReconcileResult } from '../temporal/activities';
 import {
@@ -51,7 +52,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  * - connections are scanned in batches under `FOR NO KEY UPDATE SKIP LOCKED` (a row an enqueue holds is
  *   skipped: its workflow is evidently alive), and the batch's locks are released before any
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
- *   ("use existing", so racing ticks and API calls are safe); a disabled connection's running
+ *   ("use existing", so racing ticks and API calls are safe), spread at COLD_START_RATE_PER_SECOND
+ *   (or over one tick) when the tick finds many (a cold start); a disabled connection's running
  *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
  * - every active job older than a minute must have a live workflow: the one that runs it (its own
  *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
@@ -91,7 +93,15 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
       await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
     }
-    await pMap(rows, (row) => reconcileConnection(deps, row, running, result), { concurrency: CONCURRENCY });
+    // A tick that finds many connections without a workflow (a cold start) spreads their first
+    // runs over at most one tick; with no listing every connection is merely ensured, at once.
+    const missing = running ? rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id))) : [];
+    const order = new Map(missing.map((row, k) => [row.id, k]));
+    const startDelay = (row: ReconcileRow) => {
+      const k = order.get(row.id);
+      return k === undefined ? 0 : coldStartDelayMs(k, missing.length, reconcile.tickSeconds * 1000);
+    };
+    await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
     for (const purge of await findUnstartedPurges(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
@@ -147,17 +157,18 @@ async function lookAgain(deps: ActivityDeps, workflowIds: string[], running: Set
   for (const id of second.running) running.add(id);
 }
 
-/** Starts a connection's missing workflow, or stops a disabled one's and notes once it has ended. */
+/** Starts a connection's missing workflow (after `startDelayMs`), or stops a disabled one's and notes once it has ended. */
 async function reconcileConnection(
   { pool, temporal, taskQueue }: ActivityDeps,
   row: ReconcileRow,
   running: Set<string> | null,
   result: ReconcileResult,
+  startDelayMs: number,
 ): Promise<void> {
   const alive = running?.has(connectionWorkflowId(row.id));
   if (row.status !== 'disabled') {
     if (alive) return;
-    await ensureConnectionWorkflow(temporal, taskQueue, { id: row.id, tenantId: row.tenant_id, providerSlug: row.provider_slug });
+    await ensureConnectionWorkflow(temporal, taskQueue, { id: row.id, tenantId: row.tenant_id, providerSlug: row.provider_slug }, startDelayMs);
     result.ensured += 1;
     result.temporalCalls += 1;
     return;

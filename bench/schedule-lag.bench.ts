@@ -6,6 +6,10 @@
 // a burst as wide as the bootstrap took. Two jitter settings: `none` (JITTER_PCT_MIN = MAX = 0,
 // so `scheduled_at` is exactly L + 60 s: the harshest shape for a given N) and `default` (0–20 %
 // of the interval, as a deployment runs, which spreads the burst over 12 s).
+// BENCH_LAG_START says who starts the workflows: `api` (default: the bench, 50 at a time, as the
+// API starts one per created connection) or `reconcile` (a cold start: the connections exist and
+// the reconcile tick's first look finds every workflow missing and starts them, spread at its
+// cold-start rate).
 // N: 100, 300, 1,000 and 2,000 by default (BENCH_CONNECTIONS, comma-separated); jitters `none`
 // and `default` (BENCH_LAG_JITTER). Each scenario gets a fresh database and a fresh dev server,
 // and runs until every connection has started BENCH_LAG_CYCLES (default 2) timer-driven jobs
@@ -35,6 +39,7 @@ import {
 const SIZES = (process.env.BENCH_CONNECTIONS ?? '100,300,1000,2000').split(',').map(Number);
 const JITTERS = (process.env.BENCH_LAG_JITTER ?? 'none,default').split(',') as ('none' | 'default')[];
 const CYCLES = Number(process.env.BENCH_LAG_CYCLES ?? 2);
+const START = process.env.BENCH_LAG_START === 'reconcile' ? 'reconcile' : 'api';
 const INTERVAL_SECONDS = 60;
 const TASK_QUEUE = 'bench-lag';
 
@@ -76,7 +81,7 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
   let cpu: string;
   try {
     // As `npm run worker` does: the reconcile tick runs (every 60 s, ensuring every workflow).
-    await ensureReconcileWorkflow(stack.client, TASK_QUEUE, 60, 7);
+    if (START === 'api') await ensureReconcileWorkflow(stack.client, TASK_QUEUE, 60, 7);
     const { rows: connections } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, config, metadata)
        select 'bench', 'demo', 'lag-' || i, '{"resource_types": ["items"], "records_per_resource": 1, "page_size": 1}',
@@ -90,7 +95,8 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
     t0Ms = Date.now();
     const ensure = (c: (typeof connections)[number]) =>
       ensureConnectionWorkflow(stack.client, TASK_QUEUE, { id: c.id, tenantId: 'bench', providerSlug: 'demo' });
-    await pMap(connections, ensure, { concurrency: 50 });
+    if (START === 'api') await pMap(connections, ensure, { concurrency: 50 });
+    else await ensureReconcileWorkflow(stack.client, TASK_QUEUE, 60, 7);
     startSeconds = msSince(t0) / 1000;
 
     const deadline = Date.now() + n * 60 + (CYCLES + 1) * INTERVAL_SECONDS * 1000 + 120_000;
@@ -160,7 +166,7 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
     ];
   };
   const timerDriven = jobs.filter((j) => j.cycle >= 1 && j.cycle <= CYCLES);
-  console.log(`N = ${n} connections, jitter ${jitterMode} (workflows started in ${startSeconds.toFixed(1)} s; max last_jitter_seconds ${jitter.rows[0]?.max ?? 'n/a'})`);
+  console.log(`N = ${n} connections, jitter ${jitterMode} (workflows started by ${START === 'api' ? 'the bench' : 'the reconcile tick'}${START === 'api' ? ` in ${startSeconds.toFixed(1)} s` : ''}; max last_jitter_seconds ${jitter.rows[0]?.max ?? 'n/a'})`);
   table(
     ['cycle', 'started', 'completed', 'failed', 'due, not started', 'lag p50 s', 'p99 s', 'max s', '> 1 s', 'due window s', 'job p50 ms'],
     [

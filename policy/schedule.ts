@@ -370,3 +370,23 @@ export function fullSyncDue(every: FullSyncEvery, history: FullSyncHistory, runA
   if ('runs' in every) return history.scheduledRunsSinceFull >= every.runs - 1;
   return runAt - (history.lastFullAt ?? createdAt) >= every.seconds * 1000;
 }
+
+/**
+ * Connection workflows a reconcile tick starts a second when it finds many without one (a cold
+ * start: a new Temporal namespace, a restore, connections inserted in bulk). Each starts with a
+ * bootstrap or catch-up sync at once, so starting them all together would run every first sync in
+ * one burst, and their later cycles would come due in bursts as narrow.
+ */
+export const COLD_START_RATE_PER_SECOND = 20;
+
+/**
+ * The start delay, in milliseconds, of the k-th (from 0) of `count` connection workflows one tick
+ * starts: k / rate, at COLD_START_RATE_PER_SECOND or, when that would take longer than one tick
+ * (`tickMs`), at the rate that fits them all into one tick. The first starts at once, a few start
+ * within a second, and the last always starts within one tick, before the next tick looks.
+ */
+export function coldStartDelayMs(k: number, count: number, tickMs: number, ratePerSecond = COLD_START_RATE_PER_SECOND): number {
+  const tick = Math.max(1, tickMs);
+  // The smaller gap of the two, in integers where they allow (no rounding below a whole millisecond).
+  return count * 1000 > ratePerSecond * tick ? Math.floor((k * tick) / count) : Math.floor((k * 1000) / ratePerSecond);
+}

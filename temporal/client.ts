@@ -42,15 +42,20 @@ function connectionWorkflowOptions(taskQueue: string, connection: ConnectionRef)
 /**
  * Starts the connection's workflow, or returns the running one (conflict policy "use existing"),
  * so every caller (API create, reconcile tick, any number at once) can simply ensure it.
+ * `startDelayMs` (the reconcile tick's spread of a cold start) has the server hold a new
+ * workflow's first task that long; the workflow is running, and listed, from the start, and a
+ * signal-with-start ends the wait at once.
  */
 export async function ensureConnectionWorkflow(
   client: Client,
   taskQueue: string,
   connection: ConnectionRef,
+  startDelayMs = 0,
 ): Promise<WorkflowHandle<ConnectionWorkflow>> {
   return client.workflow.start<ConnectionWorkflow>(CONNECTION_WORKFLOW, {
     ...connectionWorkflowOptions(taskQueue, connection),
     workflowIdConflictPolicy: 'USE_EXISTING',
+    ...(startDelayMs > 0 && { startDelay: startDelayMs }),
   });
 }
 

@@ -4,6 +4,8 @@ import { Cron } from 'croner';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  coldStartDelayMs,
+  COLD_START_RATE_PER_SECOND,
   cronProblem,
   DEFAULT_SCHEDULE_SETTINGS,
   intervalProblem,
@@ -594,5 +596,33 @@ describe('cron schedules (UTC)', () => {
     expect(iso(p.nextRunAt)).toBe('2025-01-06T09:00:00.000Z');
     expect(p.baseIntervalSeconds).toBe(3 * 86_400);
     expect(p.jitterBounds.maxSeconds).toBe(Math.floor(0.2 * 3 * 86_400));
+  });
+});
+
+describe('coldStartDelayMs: a tick that starts many connection workflows spreads their first runs', () => {
+  const TICK = 60 * S;
+
+  it('starts one at once and a few within a second', () => {
+    expect(coldStartDelayMs(0, 1, TICK)).toBe(0);
+    expect([0, 1, 2].map((k) => coldStartDelayMs(k, 3, TICK))).toEqual([0, 50, 100]);
+    expect(coldStartDelayMs(COLD_START_RATE_PER_SECOND - 1, COLD_START_RATE_PER_SECOND, TICK)).toBeLessThan(S);
+  });
+
+  it('paces a cold fleet at its rate, and one too large for that within one tick (2,000 in 60 s)', () => {
+    expect(coldStartDelayMs(999, 1000, TICK)).toBe(Math.floor((999 * S) / COLD_START_RATE_PER_SECOND)); // 49.95 s
+    expect(coldStartDelayMs(1999, 2000, TICK)).toBe(59_970);
+    expect(coldStartDelayMs(1000, 2000, TICK)).toBe(30_000);
+  });
+
+  it('never delays past one tick, and never orders two starts backwards (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 50_000 }), fc.integer({ min: 1, max: 3600 }), fc.nat(), (count, tickSeconds, seed) => {
+        const k = seed % count;
+        const delay = coldStartDelayMs(k, count, tickSeconds * S);
+        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeLessThan(Math.max(tickSeconds * S, S));
+        if (k > 0) expect(coldStartDelayMs(k - 1, count, tickSeconds * S)).toBeLessThanOrEqual(delay);
+      }),
+    );
   });
 });

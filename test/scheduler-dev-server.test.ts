@@ -5,7 +5,8 @@ import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
-import { ensureConnectionWorkflow, listRunningWorkflowIds, startWebhookDeliveries } from '../temporal/client';
+import { ensureConnectionWorkflow, listRunningWorkflowIds, queryConnectionState, signalConnectionWorkflow, startWebhookDeliveries } from '../temporal/client';
+import { replanSignal } from '../temporal/connection';
 import { connectionWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
@@ -106,6 +107,47 @@ describe('scheduler on the dev server', () => {
       [ids],
     );
     expect(all[0].n).toBe(ids.length * 2);
+  });
+
+  it('a tick that finds many connections without a workflow (a cold start) spreads their first runs at the cold-start rate', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push(await insertConnection(`cold-${i}`, { interval_seconds: 3600 }));
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    const result = await reconcileConnections(deps)({ at: Date.now() });
+    expect(result.ensured).toBeGreaterThanOrEqual(ids.length);
+    // The server holds each first task for its start delay: execution time − start time.
+    const delays = await Promise.all(
+      ids.map(async (id) => {
+        const d = await env.client.workflow.getHandle(connectionWorkflowId(id)).describe();
+        return (d.executionTime ?? d.startTime).getTime() - d.startTime.getTime();
+      }),
+    );
+    delays.sort((a, b) => a - b);
+    // 40 at 20 a second: the first at once, the last 1.95 s later, evenly in between.
+    expect(delays[0]).toBeLessThan(100);
+    expect(delays[39]).toBeGreaterThanOrEqual(1800);
+    expect(delays[39]).toBeLessThan(2100);
+    expect(delays[20]! - delays[19]!).toBeLessThan(200);
+    // Every one of them still bootstraps, once.
+    for (const id of ids) {
+      await eventually(async () => {
+        const c = await jobCounts(id);
+        return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+      });
+    }
+  });
+
+  it('a workflow held by its start delay has no state yet, and a signal-with-start (a schedule PATCH) starts it at once', async () => {
+    const id = await insertConnection('delayed', { interval_seconds: 3600 });
+    const ref = { id, tenantId: 'acme', providerSlug: 'demo' };
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, ref, 10 * 60_000);
+    await expect(queryConnectionState(env.client, id, 3000)).rejects.toThrow();
+    expect(await jobCounts(id)).toEqual({});
+    await signalConnectionWorkflow(env.client, TASK_QUEUE, ref, replanSignal);
+    await eventually(async () => {
+      const c = await jobCounts(id);
+      return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+    });
   });
 
   it('a tick over a healthy fleet asks Temporal one thing: the list of running workflows', async () => {
