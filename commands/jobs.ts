@@ -93,7 +93,7 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 
   if (job.status === 'queued' && isSchedulerTrigger(job.trigger)) {
     const signal = [syncNowSignal, { mode: request.mode }] as const;
-    if (!(await signalRunningConnectionWorkflow(deps.temporal, connection.id, ...signal))) {
+    if (!(await signalRunningConnectionWorkflow(deps.temporal, connection.id, job.scheduler_run_id, ...signal))) {
       if (orphanRetries > 0) {
         // Queued by a scheduler that is no longer running, so nothing would ever run it (a new
         // run fails it as abandoned): cancel it, ask again, so a job of this request's own runs
@@ -256,7 +256,7 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
     return job;
   }
   if (!isSchedulerTrigger(job.trigger)) throw new CommandRefused('conflict', 'job_starting', 'the job is starting; retry in a moment');
-  if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, cancelJobSignal)) return job;
+  if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, job.scheduler_run_id, cancelJobSignal)) return job;
   await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
   const connection = await findConnection(deps.pool, job.connection_id);
   if (connection && connection.status !== 'disabled') await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));

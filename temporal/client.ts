@@ -91,17 +91,20 @@ async function falseIfNotFound(call: () => Promise<boolean>): Promise<boolean> {
 }
 
 /**
- * Sends `signal` to the connection's workflow only while it runs; false when none is running
- * (then nothing was sent and nothing was started).
+ * Sends `signal` about a scheduler's queued job to the connection run that queued it (`runId`;
+ * the current run when unknown) only while that run is open; false when it has ended (then nothing
+ * was sent and nothing was started). A later run of the same workflow does not count: its first
+ * step fails the job as left behind, so a signal about it would be lost there.
  */
 export async function signalRunningConnectionWorkflow<Args extends unknown[]>(
   client: Client,
   connectionId: string,
+  runId: string | null,
   signal: SignalDefinition<Args>,
   ...signalArgs: Args
 ): Promise<boolean> {
   return falseIfNotFound(async () => {
-    await connectionHandle(client, connectionId).signal(signal, ...signalArgs);
+    await client.workflow.getHandle<ConnectionWorkflow>(connectionWorkflowId(connectionId), runId ?? undefined).signal(signal, ...signalArgs);
     return true;
   });
 }

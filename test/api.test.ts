@@ -12,6 +12,7 @@ import { BackgroundStarts } from '../lib/background-starts';
 import { listen, type HttpServer } from '../lib/http';
 import { countActiveJobsByStatus } from '../db/models/jobs';
 import { registerQueueDepthGauge } from '../lib/metrics';
+import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
@@ -307,6 +308,39 @@ describe('REST API over HTTP', () => {
     expect((await call('GET', `/jobs/${next.current_job_id}`)).body.status).toBe('cancelled');
     await liveWhen((s) => s.phase === 'sleeping');
     expect((await handle.describe()).status.name).toBe('RUNNING');
+  });
+
+  it('sync and cancel of a job queued by a run that ended reach no later run still held by its start delay (a cold start): the request gets a job that runs, the cancel cancels', async () => {
+    const conn = await createConnection('left-behind');
+    const ref = { id: conn.id, tenantId: 'acme', providerSlug: 'demo' };
+    const handle = stack.env.client.workflow.getHandle(connectionWorkflowId(conn.id));
+    const sleepingWithJob = () =>
+      eventually(async () => {
+        const live = (await call('GET', `/connections/${conn.id}`)).body.live;
+        return live?.phase === 'sleeping' && live.current_job_id ? (live.current_job_id as string) : undefined;
+      });
+    /** The run that queued the job ends; a new run waits for its start, as a cold start's tick starts it. */
+    const replaceByDelayedRun = async () => {
+      await handle.terminate('test: the run that queued the job is gone');
+      await ensureConnectionWorkflow(stack.env.client, TASK_QUEUE, ref, 10 * 60_000);
+      expect((await handle.describe()).status.name).toBe('RUNNING');
+    };
+
+    const leftBehind = await sleepingWithJob();
+    await replaceByDelayedRun();
+    const sync = await call('POST', `/connections/${conn.id}/sync`, {});
+    expect(sync.status, sync.text).toBe(202);
+    expect(sync.body.job_id).not.toBe(leftBehind);
+    expect((await jobDone(sync.body.job_id)).status).toBe('completed');
+    expect((await call('GET', `/jobs/${leftBehind}`)).body.status).toBe('cancelled');
+
+    // A schedule PATCH (signal-with-start) ends the wait; the new run queues its own job.
+    expect((await call('PATCH', `/connections/${conn.id}`, { schedule: { interval_seconds: 7200 } })).status).toBe(200);
+    const queued = await sleepingWithJob();
+    await replaceByDelayedRun();
+    const cancel = await call('POST', `/jobs/${queued}/cancel`);
+    expect(cancel.status, cancel.text).toBe(202);
+    expect((await call('GET', `/jobs/${queued}`)).body.status).toBe('cancelled');
   });
 
   it('creates a connection asked for as paused in one INSERT: its row is never active and a reconcile tick makes no job for it', async () => {

@@ -61,6 +61,8 @@ export interface JobRow {
   last_error: string | null;
   idempotency_key: string | null;
   workflow_id: string | null;
+  /** The connection run that enqueued a scheduler job (its Temporal run id); null for others. */
+  scheduler_run_id: string | null;
   total_tasks: number;
   completed_tasks: number;
   failed_tasks: number;
@@ -83,7 +85,7 @@ export interface RecordCounts {
 /** The select list that produces a JobRow from `sync_jobs j join connections c`. */
 const JOB_COLUMNS = `j.id, j.connection_id, j.tenant_id, c.provider_slug, j.job_type, j.trigger, j.status, j.priority,
   j.scheduled_at, j.started_at, j.finished_at, j.window_start, j.window_end, j.payload, j.retry_count, j.max_retries,
-  j.retry_after, j.last_error, j.idempotency_key, j.workflow_id, j.total_tasks, j.completed_tasks, j.failed_tasks,
+  j.retry_after, j.last_error, j.idempotency_key, j.workflow_id, j.scheduler_run_id, j.total_tasks, j.completed_tasks, j.failed_tasks,
   j.processed_entities::float8 as processed_entities,
   (select json_build_object('added', coalesce(sum(t.added_count), 0), 'updated', coalesce(sum(t.updated_count), 0),
                             'deleted', coalesce(sum(t.deleted_count), 0), 'unchanged', coalesce(sum(t.unchanged_count), 0))
