@@ -52,8 +52,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  * - connections are scanned in batches under `FOR NO KEY UPDATE SKIP LOCKED` (a row an enqueue holds is
  *   skipped: its workflow is evidently alive), and the batch's locks are released before any
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
- *   ("use existing", so racing ticks and API calls are safe), spread at COLD_START_RATE_PER_SECOND
- *   (or over one tick) when the tick finds many (a cold start); a disabled connection's running
+ *   ("use existing", so racing ticks and API calls are safe), the many of a cold start spread
+ *   evenly over one tick by start delays (coldStartDelayMs); a disabled connection's running
  *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
  * - every active job older than a minute must have a live workflow: the one that runs it (its own
  *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
@@ -93,8 +93,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
       await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
     }
-    // A tick that finds many connections without a workflow (a cold start) spreads their first
-    // runs over at most one tick; with no listing every connection is merely ensured, at once.
+    // The workflows this tick starts are spread evenly over one tick (a cold start finds many);
+    // with no listing every connection is merely ensured, at once.
     const missing = running ? rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id))) : [];
     const order = new Map(missing.map((row, k) => [row.id, k]));
     const startDelay = (row: ReconcileRow) => {

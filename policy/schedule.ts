@@ -371,22 +371,21 @@ export function fullSyncDue(every: FullSyncEvery, history: FullSyncHistory, runA
   return runAt - (history.lastFullAt ?? createdAt) >= every.seconds * 1000;
 }
 
-/**
- * Connection workflows a reconcile tick starts a second when it finds many without one (a cold
- * start: a new Temporal namespace, a restore, connections inserted in bulk). Each starts with a
- * bootstrap or catch-up sync at once, so starting them all together would run every first sync in
- * one burst, and their later cycles would come due in bursts as narrow.
- */
-export const COLD_START_RATE_PER_SECOND = 20;
+/** The widest gap between two starts of a cold start's spread: a few missing workflows start within a second. */
+export const COLD_START_MAX_GAP_MS = 200;
 
 /**
- * The start delay, in milliseconds, of the k-th (from 0) of `count` connection workflows one tick
- * starts: k / rate, at COLD_START_RATE_PER_SECOND or, when that would take longer than one tick
- * (`tickMs`), at the rate that fits them all into one tick. The first starts at once, a few start
- * within a second, and the last always starts within one tick, before the next tick looks.
+ * The start delay, in milliseconds, of the k-th (from 0) of `count` connection workflows one
+ * reconcile tick starts. A tick that finds many missing (a cold start: a new Temporal namespace, a
+ * restore, connections inserted in bulk) would otherwise start them together, and each starts with
+ * a sync at once (a bootstrap or a catch-up): every first sync would run in one burst, and the
+ * later cycles would come due in bursts as narrow. So they start evenly over one tick (`tickMs`),
+ * as a fleet at steady state comes due, but never more than COLD_START_MAX_GAP_MS apart: one
+ * missing workflow starts at once, five within a second, 300 over 60 s, 2,000 over 60 s, and the
+ * last of any number within one tick, before the next tick looks.
  */
-export function coldStartDelayMs(k: number, count: number, tickMs: number, ratePerSecond = COLD_START_RATE_PER_SECOND): number {
-  const tick = Math.max(1, tickMs);
-  // The smaller gap of the two, in integers where they allow (no rounding below a whole millisecond).
-  return count * 1000 > ratePerSecond * tick ? Math.floor((k * tick) / count) : Math.floor((k * 1000) / ratePerSecond);
+export function coldStartDelayMs(k: number, count: number, tickMs: number): number {
+  const tick = Math.max(0, tickMs);
+  // The smaller gap of the two, in integers (no rounding error below a whole millisecond).
+  return count * COLD_START_MAX_GAP_MS > tick ? Math.floor((k * tick) / Math.max(1, count)) : k * COLD_START_MAX_GAP_MS;
 }

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   coldStartDelayMs,
-  COLD_START_RATE_PER_SECOND,
+  COLD_START_MAX_GAP_MS,
   cronProblem,
   DEFAULT_SCHEDULE_SETTINGS,
   intervalProblem,
@@ -599,19 +599,15 @@ describe('cron schedules (UTC)', () => {
   });
 });
 
-describe('coldStartDelayMs: a tick that starts many connection workflows spreads their first runs', () => {
+describe('coldStartDelayMs: a tick that starts many connection workflows spreads them over one tick', () => {
   const TICK = 60 * S;
 
-  it('starts one at once and a few within a second', () => {
+  it('starts one at once, a few within a second, and many evenly (300 in 60 s: one every 200 ms; 2,000: every 30 ms)', () => {
     expect(coldStartDelayMs(0, 1, TICK)).toBe(0);
-    expect([0, 1, 2].map((k) => coldStartDelayMs(k, 3, TICK))).toEqual([0, 50, 100]);
-    expect(coldStartDelayMs(COLD_START_RATE_PER_SECOND - 1, COLD_START_RATE_PER_SECOND, TICK)).toBeLessThan(S);
-  });
-
-  it('paces a cold fleet at its rate, and one too large for that within one tick (2,000 in 60 s)', () => {
-    expect(coldStartDelayMs(999, 1000, TICK)).toBe(Math.floor((999 * S) / COLD_START_RATE_PER_SECOND)); // 49.95 s
-    expect(coldStartDelayMs(1999, 2000, TICK)).toBe(59_970);
-    expect(coldStartDelayMs(1000, 2000, TICK)).toBe(30_000);
+    expect([0, 1, 2].map((k) => coldStartDelayMs(k, 3, TICK))).toEqual([0, COLD_START_MAX_GAP_MS, 2 * COLD_START_MAX_GAP_MS]);
+    expect(coldStartDelayMs(99, 100, TICK)).toBe(99 * COLD_START_MAX_GAP_MS);
+    expect([0, 1, 299].map((k) => coldStartDelayMs(k, 300, TICK))).toEqual([0, 200, 59_800]);
+    expect([1, 1000, 1999].map((k) => coldStartDelayMs(k, 2000, TICK))).toEqual([30, 30_000, 59_970]);
   });
 
   it('never delays past one tick, and never orders two starts backwards (property)', () => {
@@ -620,7 +616,8 @@ describe('coldStartDelayMs: a tick that starts many connection workflows spreads
         const k = seed % count;
         const delay = coldStartDelayMs(k, count, tickSeconds * S);
         expect(delay).toBeGreaterThanOrEqual(0);
-        expect(delay).toBeLessThan(Math.max(tickSeconds * S, S));
+        expect(delay).toBeLessThan(tickSeconds * S);
+        if (k > 0) expect(delay - coldStartDelayMs(k - 1, count, tickSeconds * S)).toBeLessThanOrEqual(COLD_START_MAX_GAP_MS);
         if (k > 0) expect(coldStartDelayMs(k - 1, count, tickSeconds * S)).toBeLessThanOrEqual(delay);
       }),
     );

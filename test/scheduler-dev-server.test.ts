@@ -109,10 +109,11 @@ describe('scheduler on the dev server', () => {
     expect(all[0].n).toBe(ids.length * 2);
   });
 
-  it('a tick that finds many connections without a workflow (a cold start) spreads their first runs at the cold-start rate', async () => {
+  it('a tick that finds many connections without a workflow (a cold start) spreads their starts evenly over one tick', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) ids.push(await insertConnection(`cold-${i}`, { interval_seconds: 3600 }));
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    deps.reconcile = { ...deps.reconcile, tickSeconds: 4 }; // 40 × 200 ms would be 8 s: evenly over 4 s instead
     const result = await reconcileConnections(deps)({ at: Date.now() });
     expect(result.ensured).toBeGreaterThanOrEqual(ids.length);
     // The server holds each first task for its start delay: execution time − start time.
@@ -123,11 +124,12 @@ describe('scheduler on the dev server', () => {
       }),
     );
     delays.sort((a, b) => a - b);
-    // 40 at 20 a second: the first at once, the last 1.95 s later, evenly in between.
+    // 40 over a tick of 4 s: the first at once, the last 3.9 s later, one every 100 ms.
     expect(delays[0]).toBeLessThan(100);
-    expect(delays[39]).toBeGreaterThanOrEqual(1800);
-    expect(delays[39]).toBeLessThan(2100);
-    expect(delays[20]! - delays[19]!).toBeLessThan(200);
+    expect(delays[39]).toBeGreaterThanOrEqual(3800);
+    expect(delays[39]).toBeLessThan(4000);
+    expect(delays[20]! - delays[19]!).toBeGreaterThan(50);
+    expect(delays[20]! - delays[19]!).toBeLessThan(150);
     // Every one of them still bootstraps, once.
     for (const id of ids) {
       await eventually(async () => {
