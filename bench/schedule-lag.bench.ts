@@ -1,9 +1,10 @@
 // Schedule lag: actual job start (`sync_jobs.started_at`, the workflow clock of the run that
 // claims the job) − `scheduled_at`, for N connections at 60 s intervals (the smallest allowed). Demo
 // connections with one resource and one record; the real Synctide worker (production options,
-// a pool of 10) and its reconcile tick every 60 s; each connection workflow started as the API
-// starts it. All N bootstrap at once (cycle 0: run now), so their timer-driven cycles come due in
-// a burst as wide as the bootstrap took. Two jitter settings: `none` (JITTER_PCT_MIN = MAX = 0,
+// a pool of 10) and its reconcile tick every 60 s. Each connection bootstraps when its workflow
+// starts (cycle 0: run now), so its timer-driven cycles come due as the bootstraps came: spread
+// over the tick in a cold start, or in a burst as wide as the bootstrap took when every workflow
+// is started at once (`api`, below). Two jitter settings: `none` (JITTER_PCT_MIN = MAX = 0,
 // so `scheduled_at` is exactly L + 60 s: the harshest shape for a given N) and `default` (0–20 %
 // of the interval, as a deployment runs, which spreads the burst over 12 s).
 // BENCH_LAG_START says who starts the workflows: `reconcile` (default: a cold start, as a

@@ -85,7 +85,9 @@ describe('scheduler on the dev server', () => {
   it('keeps one workflow and one active job per connection when reconcile ticks run at once', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await insertConnection(`race-${i}`, { interval_seconds: 3600 }));
-    const tick = reconcileConnections(testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE }).deps);
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    deps.reconcile = { ...deps.reconcile, tickSeconds: 1 }; // the starts spread over 1 s, not 20 × 200 ms
+    const tick = reconcileConnections(deps);
     const results = await Promise.all([tick({ at: Date.now() }), tick({ at: Date.now() }), tick({ at: Date.now() })]);
     // Every connection was ensured by at least one tick (rows locked by one are skipped by the others).
     expect(results.reduce((sum, r) => sum + r.ensured, 0)).toBeGreaterThanOrEqual(ids.length);
@@ -111,9 +113,9 @@ describe('scheduler on the dev server', () => {
 
   it('a tick that finds many connections without a workflow (a cold start) spreads their starts evenly over one tick', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 40; i++) ids.push(await insertConnection(`cold-${i}`, { interval_seconds: 3600 }));
+    for (let i = 0; i < 20; i++) ids.push(await insertConnection(`cold-${i}`, { interval_seconds: 3600 }));
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
-    deps.reconcile = { ...deps.reconcile, tickSeconds: 4 }; // 40 × 200 ms would be 8 s: evenly over 4 s instead
+    deps.reconcile = { ...deps.reconcile, tickSeconds: 2 }; // 20 × 200 ms would be 4 s: evenly over 2 s instead
     const result = await reconcileConnections(deps)({ at: Date.now() });
     expect(result.ensured).toBeGreaterThanOrEqual(ids.length);
     // The server holds each first task for its start delay: execution time − start time.
@@ -124,12 +126,12 @@ describe('scheduler on the dev server', () => {
       }),
     );
     delays.sort((a, b) => a - b);
-    // 40 over a tick of 4 s: the first at once, the last 3.9 s later, one every 100 ms.
+    // 20 over a tick of 2 s: the first at once, the last 1.9 s later, one every 100 ms.
     expect(delays[0]).toBeLessThan(100);
-    expect(delays[39]).toBeGreaterThanOrEqual(3800);
-    expect(delays[39]).toBeLessThan(4000);
-    expect(delays[20]! - delays[19]!).toBeGreaterThan(50);
-    expect(delays[20]! - delays[19]!).toBeLessThan(150);
+    expect(delays[19]).toBeGreaterThanOrEqual(1800);
+    expect(delays[19]).toBeLessThan(2000);
+    expect(delays[10]! - delays[9]!).toBeGreaterThan(50);
+    expect(delays[10]! - delays[9]!).toBeLessThan(150);
     // Every one of them still bootstraps, once.
     for (const id of ids) {
       await eventually(async () => {
