@@ -89,13 +89,13 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     }
     const suspects = await jobsWithoutListedWorkflow(pool, jobs, running);
     if (running) {
-      const unlistedConnections = rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id)));
+      const unlistedConnections = rows.filter((row) => lacksWorkflow(row, running));
       const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
       await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
     }
     // The workflows this tick starts are spread evenly over one tick (a cold start finds many);
     // with no listing every connection is merely ensured, at once.
-    const missing = running ? rows.filter((row) => row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id))) : [];
+    const missing = running ? rows.filter((row) => lacksWorkflow(row, running)) : [];
     const order = new Map(missing.map((row, k) => [row.id, k]));
     const startDelay = (row: ReconcileRow) => {
       const k = order.get(row.id);
@@ -155,6 +155,11 @@ async function lookAgain(deps: ActivityDeps, workflowIds: string[], running: Set
   const second = await listRunningAmong(deps.temporal, workflowIds);
   result.temporalCalls += second.calls;
   for (const id of second.running) running.add(id);
+}
+
+/** Whether a connection that should have a workflow (active or paused) has none in `running`. */
+function lacksWorkflow(row: ReconcileRow, running: Set<string>): boolean {
+  return row.status !== 'disabled' && !running.has(connectionWorkflowId(row.id));
 }
 
 /** Starts a connection's missing workflow (after `startDelayMs`), or stops a disabled one's and notes once it has ended. */
