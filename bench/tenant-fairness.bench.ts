@@ -63,8 +63,11 @@ const A_RUNNING_JOBS = process.env.BENCH_FAIR_A_RUNNING_JOBS ? Number(process.en
 const TASK_QUEUE = 'bench-fairness';
 const PROCESSES = process.env.BENCH_FAIR_PROCESSES || 'one';
 if (PROCESSES !== 'one' && PROCESSES !== 'split') throw new Error(`BENCH_FAIR_PROCESSES must be one or split (got ${JSON.stringify(PROCESSES)})`);
-/** Configuration as a deployment gets it when it sets nothing: the default limits and slots. */
-const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE });
+/**
+ * Configuration as a deployment gets it when it sets nothing: the default limits and slots; with
+ * BENCH_FAIR_TARGET_CPU, the worker's WORKER_TARGET_CPU.
+ */
+const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE, WORKER_TARGET_CPU: process.env.BENCH_FAIR_TARGET_CPU });
 const LIMITS = tenantLimits(config);
 
 /** A's syncs: slow (A_PAGES pages of one record, 200 ms apart). B's: two pages, no latency. */
@@ -78,7 +81,7 @@ await runBench(
   `tenant B: ${B_IMMEDIATE} immediate syncs (${B_IN_FLIGHT} in flight), ${B_SCHEDULED} connections due at once; ` +
     `tenant A flooding: ${A_IN_FLIGHT} slow immediate syncs in flight, ${A_DUE} slow connections due at once; ` +
     `limits per tenant: ${LIMITS.immediateSyncs} immediate syncs, ${LIMITS.runningJobs} running jobs${A_RUNNING_JOBS === undefined ? '' : ` (A's override: ${A_RUNNING_JOBS})`}; ` +
-    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots the SDK's default; ` +
+    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots ${config.WORKER_TARGET_CPU === undefined ? "the SDK's default" : `up to 100 under WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`}; ` +
     (PROCESSES === 'split' ? 'API and worker: dist/api.js and dist/worker.js, processes of their own' : 'API and workers inside the bench process'),
   main,
 );
@@ -112,6 +115,7 @@ async function serveInProcess(stack: BenchStack): Promise<Serving> {
       workflowBundle: await synctideBundle(),
       activities,
       maxCachedWorkflows: workflowCacheSize(config),
+      ...(config.WORKER_TARGET_CPU !== undefined && { targetCpu: config.WORKER_TARGET_CPU }),
     }),
   );
   const immediateWorker = runWorker(
@@ -176,6 +180,7 @@ async function serveSplit(stack: BenchStack): Promise<Serving> {
         WORKER_SHUTDOWN_GRACE_SECONDS: '5',
         JITTER_PCT_MIN: '0',
         JITTER_PCT_MAX: '0',
+        ...(config.WORKER_TARGET_CPU !== undefined && { WORKER_TARGET_CPU: String(config.WORKER_TARGET_CPU) }),
       }),
       'worker started',
     );

@@ -133,6 +133,15 @@ export const envSchema = z
     WORKER_MAX_CACHED_WORKFLOWS: optionalString.pipe(
       z.string().regex(/^\d+$/, 'must be an integer ≥ 0').transform(Number).optional(),
     ),
+    // The CPU use (0–1] at which a worker stops taking more scheduled-lane activities (Temporal's
+    // resource-based slot supplier); unset: fixed slots, the SDK's default of 100.
+    WORKER_TARGET_CPU: optionalString.pipe(
+      z.coerce
+        .number<string | undefined>({ error: 'must be a number above 0 and at most 1' })
+        .gt(0, 'must be a number above 0 and at most 1')
+        .max(1, 'must be a number above 0 and at most 1')
+        .optional(),
+    ),
     // A workflow bundle built by `npm run build:workflows`; unset, the worker bundles at start.
     WORKFLOW_BUNDLE_PATH: optionalString.pipe(
       z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build` or `npm run build:workflows -- <file>`').optional(),

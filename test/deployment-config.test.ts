@@ -10,6 +10,7 @@ import { poolLimits, poolSize, workflowCacheSize } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { adminKeyProblem } from '../lib/admin-key';
 import { ConfigError, loadConfig, requireAdminKey, temporalSecurity } from '../lib/config';
+import { MIN_SCHEDULED_ACTIVITY_SLOTS, scheduledSlotOptions } from '../workers/create-worker';
 
 const GOOD_KEY = randomBytes(32).toString('hex');
 
@@ -166,6 +167,40 @@ describe('workflow cache', () => {
     expect(workflowCacheSize(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '0' }), 300 * MiB)).toBe(0);
     expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: ' ' }).WORKER_MAX_CACHED_WORKFLOWS).toBeUndefined();
     for (const bad of ['-1', '2.5', 'many']) expect(() => loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: bad })).toThrow(/WORKER_MAX_CACHED_WORKFLOWS: must be an integer ≥ 0/);
+  });
+});
+
+describe('WORKER_TARGET_CPU', () => {
+  it('is off unless set: the scheduled lane keeps fixed activity slots (100, or the ones given)', () => {
+    expect(loadConfig({}).WORKER_TARGET_CPU).toBeUndefined();
+    expect(loadConfig({ WORKER_TARGET_CPU: ' ' }).WORKER_TARGET_CPU).toBeUndefined();
+    expect(scheduledSlotOptions({})).toEqual({});
+    expect(scheduledSlotOptions({ activitySlots: 8 })).toEqual({ maxConcurrentActivityTaskExecutions: 8 });
+  });
+
+  it('set, gives the scheduled lane resource-based activity slots between 4 and the maximum, CPU alone gating', () => {
+    const targetCpu = loadConfig({ WORKER_TARGET_CPU: '0.7' }).WORKER_TARGET_CPU;
+    expect(targetCpu).toBe(0.7);
+    const { tuner } = scheduledSlotOptions({ targetCpu }) as { tuner: Record<string, any> };
+    expect(tuner.activityTaskSlotSupplier).toMatchObject({
+      type: 'resource-based',
+      tunerOptions: { targetCpuUsage: 0.7, targetMemoryUsage: 1 },
+      minimumSlots: MIN_SCHEDULED_ACTIVITY_SLOTS,
+      maximumSlots: 100,
+    });
+    // The other kinds keep the SDK's fixed defaults.
+    expect(tuner.workflowTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 40 });
+    expect(tuner.localActivityTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 100 });
+    // Fewer activity slots than the minimum: the maximum bounds both.
+    const few = scheduledSlotOptions({ targetCpu: 0.5, activitySlots: 2 }) as { tuner: Record<string, any> };
+    expect(few.tuner.activityTaskSlotSupplier).toMatchObject({ minimumSlots: 2, maximumSlots: 2 });
+  });
+
+  it('refuses what is not a number above 0 and at most 1, naming it', () => {
+    expect(loadConfig({ WORKER_TARGET_CPU: '1' }).WORKER_TARGET_CPU).toBe(1);
+    for (const bad of ['0', '-0.5', '1.5', '70%', 'high']) {
+      expect(() => loadConfig({ WORKER_TARGET_CPU: bad })).toThrow(/WORKER_TARGET_CPU: must be a number above 0 and at most 1/);
+    }
   });
 });
 

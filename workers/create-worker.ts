@@ -1,4 +1,4 @@
-import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
 import { temporalWorkerTracing } from '../lib/tracing';
@@ -16,6 +16,42 @@ export interface WorkerDeps {
   maxCachedWorkflows?: number;
   /** Activities run at once (the SDK's default, 100, when unset; tests saturate a worker with fewer). */
   activitySlots?: number;
+  /** WORKER_TARGET_CPU: with it, at most `activitySlots` activities, but no more once CPU use is above it. */
+  targetCpu?: number;
+}
+
+/** Activities a worker with WORKER_TARGET_CPU runs whatever its CPU use: progress on a saturated node. */
+export const MIN_SCHEDULED_ACTIVITY_SLOTS = 4;
+
+/**
+ * The scheduled lane's slots. Without a CPU target: fixed, `activitySlots` activities (the SDK's
+ * default otherwise). With one: Temporal's resource-based supplier hands out activity slots while
+ * the measured CPU use (the container's against its cgroup v2 limit, else the host's) stays under
+ * the target, between MIN_SCHEDULED_ACTIVITY_SLOTS and `activitySlots` (default 100), so that
+ * long syncs of a busy tenant stop taking slots on a saturated node and an immediate sync of
+ * another tenant (its own lane, its own fixed slots) finds CPU to run on. Workflow, local
+ * activity and Nexus slots stay fixed at the SDK's defaults (40, 100, 100).
+ */
+export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 'targetCpu'>): Partial<WorkerOptions> {
+  if (deps.targetCpu === undefined) {
+    return deps.activitySlots === undefined ? {} : { maxConcurrentActivityTaskExecutions: deps.activitySlots };
+  }
+  const maximumSlots = deps.activitySlots ?? 100;
+  return {
+    tuner: {
+      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 40 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
+      activityTaskSlotSupplier: {
+        type: 'resource-based',
+        // CPU gates. Memory is bounded by the worker's cache (WORKER_MAX_CACHED_WORKFLOWS); its
+        // target of 1 holds slots back only when memory is nearly full (over about 95 %).
+        tunerOptions: { targetCpuUsage: deps.targetCpu, targetMemoryUsage: 1 },
+        minimumSlots: Math.min(MIN_SCHEDULED_ACTIVITY_SLOTS, maximumSlots),
+        maximumSlots,
+      },
+    },
+  };
 }
 
 /**
@@ -28,7 +64,7 @@ export interface WorkerDeps {
  * tenant's running jobs may hold every connection of that one.
  */
 export async function createImmediateWorker(
-  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: ActivityDeps['pool'] },
+  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots' | 'targetCpu'> & { taskQueue: string; slots: number; pool: ActivityDeps['pool'] },
 ): Promise<Worker> {
   const { syncImmediately } = createActivities({ ...deps.activities, pool: deps.pool });
   return Worker.create({
@@ -60,7 +96,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     activities: createActivities(deps.activities),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     ...(deps.maxCachedWorkflows !== undefined && { maxCachedWorkflows: deps.maxCachedWorkflows }),
-    ...(deps.activitySlots !== undefined && { maxConcurrentActivityTaskExecutions: deps.activitySlots }),
+    ...scheduledSlotOptions(deps),
     // Heartbeats carry cancellation to a sync task: send them at least every second so a
     // cancelled job stops within about a page instead of up to 0.8 × the heartbeat timeout.
     maxHeartbeatThrottleInterval: '1 second',

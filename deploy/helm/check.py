@@ -31,7 +31,7 @@ VALUE_SETS = {
             "tls": {"enabled": True, "existingSecret": "temporal-client-tls", "mtls": True, "ca": True, "serverName": "acme.a1b2c.tmprl.cloud"},
         },
         "api": {"hpa": {"enabled": True}},
-        "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120, "maxCachedWorkflows": 0},
+        "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120, "maxCachedWorkflows": 0, "targetCpu": 0.7},
         "env": {"PROVIDER_HOSTS": "api.github.com"},
     },
 }
@@ -84,6 +84,9 @@ try:
         cache = next((e["value"] for e in worker_c["env"] if e["name"] == "WORKER_MAX_CACHED_WORKFLOWS"), None)
         wanted = merged["worker"]["maxCachedWorkflows"]
         check(cache == (None if wanted == "" else str(wanted)), f"{label}: WORKER_MAX_CACHED_WORKFLOWS is {cache!r} for the value {wanted!r}")
+        target = next((e["value"] for e in worker_c["env"] if e["name"] == "WORKER_TARGET_CPU"), None)
+        wanted = merged["worker"]["targetCpu"]
+        check(target == (None if wanted == "" else str(wanted)), f"{label}: WORKER_TARGET_CPU is {target!r} for the value {wanted!r}")
         for c in (api_c, worker_c):
             check(c["command"][0] == "node", f"{label}: {c['name']} runs node directly")
             env = {e["name"]: e.get("value") for e in c["env"]}

@@ -37,6 +37,8 @@ export async function createTestWorker(opts: {
   tenantLimits?: TenantLimits;
   /** Activities run at once (the SDK's default when omitted). */
   activitySlots?: number;
+  /** WORKER_TARGET_CPU (fixed activity slots when omitted). */
+  targetCpu?: number;
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
@@ -53,6 +55,7 @@ export async function createTestWorker(opts: {
     shutdownGraceSeconds: opts.shutdownGraceSeconds ?? 5,
     ...(opts.maxCachedWorkflows !== undefined && { maxCachedWorkflows: opts.maxCachedWorkflows }),
     ...(opts.activitySlots !== undefined && { activitySlots: opts.activitySlots }),
+    ...(opts.targetCpu !== undefined && { targetCpu: opts.targetCpu }),
     workflowBundle: await synctideBundle(),
     activities: deps,
   });
