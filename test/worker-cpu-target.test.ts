@@ -12,8 +12,8 @@ import { createTestWorker, eventually } from './helpers/worker';
 
 const QUEUE = 'cpu-target';
 const JOBS = 8;
-/** Ten pages 300 ms apart: each job's activity runs about 3 s, so that all eight would overlap. */
-const SLOW = { resource_types: ['items'], records_per_resource: 10, page_size: 1, latency_ms: 300 };
+/** Six pages 250 ms apart: each job's activity runs about 1.5 s, so that all eight would overlap. */
+const SLOW = { resource_types: ['items'], records_per_resource: 6, page_size: 1, latency_ms: 250 };
 
 describe('WORKER_TARGET_CPU', () => {
   const servers = useServers();
