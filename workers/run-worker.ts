@@ -102,7 +102,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
   await ensureReconcile();
   keepReconcileRunning(proc, ensureReconcile, config.SCHEDULER_TICK_SECONDS * 1000);
-  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE, maxCachedWorkflows }, 'worker running');
+  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE, maxCachedWorkflows, targetCpu: config.WORKER_TARGET_CPU ?? null }, 'worker running');
   return () => workerReadiness({ worker, immediate: immediateWorker });
 }
 
