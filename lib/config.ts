@@ -133,8 +133,8 @@ export const envSchema = z
     WORKER_MAX_CACHED_WORKFLOWS: optionalString.pipe(
       z.string().regex(/^\d+$/, 'must be an integer ≥ 0').transform(Number).optional(),
     ),
-    // The CPU use (0–1] at which a worker stops taking more scheduled-lane activities (Temporal's
-    // resource-based slot supplier); unset: fixed slots, the SDK's default of 100.
+    // The CPU use (0–1] at which a worker stops taking more scheduled-lane activities and workflow
+    // tasks (Temporal's resource-based slot supplier); unset: fixed slots, the SDK's defaults.
     WORKER_TARGET_CPU: optionalString.pipe(
       z.coerce
         .number<string | undefined>({ error: 'must be a number above 0 and at most 1' })

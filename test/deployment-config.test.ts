@@ -10,7 +10,7 @@ import { poolLimits, poolSize, workflowCacheSize } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { adminKeyProblem } from '../lib/admin-key';
 import { ConfigError, loadConfig, requireAdminKey, temporalSecurity } from '../lib/config';
-import { MIN_SCHEDULED_ACTIVITY_SLOTS, scheduledSlotOptions } from '../workers/create-worker';
+import { MIN_SCHEDULED_ACTIVITY_SLOTS, MIN_SCHEDULED_WORKFLOW_TASK_SLOTS, scheduledSlotOptions } from '../workers/create-worker';
 
 const GOOD_KEY = randomBytes(32).toString('hex');
 
@@ -178,7 +178,7 @@ describe('WORKER_TARGET_CPU', () => {
     expect(scheduledSlotOptions({ activitySlots: 8 })).toEqual({ maxConcurrentActivityTaskExecutions: 8 });
   });
 
-  it('set, gives the scheduled lane resource-based activity slots between 4 and the maximum, CPU alone gating', () => {
+  it('set, gives the scheduled lane resource-based activity slots (4 to the maximum) and workflow-task slots (2 to 40)', () => {
     const targetCpu = loadConfig({ WORKER_TARGET_CPU: '0.7' }).WORKER_TARGET_CPU;
     expect(targetCpu).toBe(0.7);
     const { tuner } = scheduledSlotOptions({ targetCpu }) as { tuner: Record<string, any> };
@@ -188,8 +188,13 @@ describe('WORKER_TARGET_CPU', () => {
       minimumSlots: MIN_SCHEDULED_ACTIVITY_SLOTS,
       maximumSlots: 100,
     });
-    // The other kinds keep the SDK's fixed defaults.
-    expect(tuner.workflowTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 40 });
+    expect(tuner.workflowTaskSlotSupplier).toMatchObject({
+      type: 'resource-based',
+      tunerOptions: { targetCpuUsage: 0.7, targetMemoryUsage: 1 },
+      minimumSlots: MIN_SCHEDULED_WORKFLOW_TASK_SLOTS,
+      maximumSlots: 40,
+    });
+    // Local activities (a job's bookkeeping) keep the SDK's fixed default.
     expect(tuner.localActivityTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 100 });
     // Fewer activity slots than the minimum: the maximum bounds both.
     const few = scheduledSlotOptions({ targetCpu: 0.5, activitySlots: 2 }) as { tuner: Record<string, any> };

@@ -22,31 +22,36 @@ export interface WorkerDeps {
 
 /** Activities a worker with WORKER_TARGET_CPU runs whatever its CPU use: progress on a saturated node. */
 export const MIN_SCHEDULED_ACTIVITY_SLOTS = 4;
+/** Workflow tasks it runs whatever its CPU use (two: the SDK polls its sticky and its normal queue). */
+export const MIN_SCHEDULED_WORKFLOW_TASK_SLOTS = 2;
 
 /**
  * The scheduled lane's slots. Without a CPU target: fixed, `activitySlots` activities (the SDK's
- * default otherwise). With one: Temporal's resource-based supplier hands out activity slots while
- * the measured CPU use (the container's against its cgroup v2 limit, else the host's) stays under
- * the target, between MIN_SCHEDULED_ACTIVITY_SLOTS and `activitySlots` (default 100), so that
- * long syncs of a busy tenant stop taking slots on a saturated node and an immediate sync of
- * another tenant (its own lane, its own fixed slots) finds CPU to run on. Workflow, local
- * activity and Nexus slots stay fixed at the SDK's defaults (40, 100, 100).
+ * default otherwise). With one: Temporal's resource-based supplier hands out activity and
+ * workflow-task slots while the measured CPU use (the container's against its cgroup v2 limit,
+ * else the host's) stays under the target: activities between MIN_SCHEDULED_ACTIVITY_SLOTS and
+ * `activitySlots` (default 100), workflow tasks between MIN_SCHEDULED_WORKFLOW_TASK_SLOTS and the
+ * SDK's 40. On a saturated node a busy tenant's long syncs and their runs' tasks then wait in the
+ * server's queues, and an immediate sync of another tenant (its own lane, with fixed slots) finds
+ * CPU to run on. Local activity and Nexus slots stay fixed at the SDK's defaults (100, 100).
  */
 export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 'targetCpu'>): Partial<WorkerOptions> {
   if (deps.targetCpu === undefined) {
     return deps.activitySlots === undefined ? {} : { maxConcurrentActivityTaskExecutions: deps.activitySlots };
   }
+  // CPU gates. Memory is bounded by the worker's cache (WORKER_MAX_CACHED_WORKFLOWS); its target
+  // of 1 holds slots back only when memory is nearly full (over about 95 %). Both kinds share the
+  // worker's one controller (the SDK allows one resource-based configuration per worker).
+  const tunerOptions = { targetCpuUsage: deps.targetCpu, targetMemoryUsage: 1 };
   const maximumSlots = deps.activitySlots ?? 100;
   return {
     tuner: {
-      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 40 },
+      workflowTaskSlotSupplier: { type: 'resource-based', tunerOptions, minimumSlots: MIN_SCHEDULED_WORKFLOW_TASK_SLOTS, maximumSlots: 40 },
       localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
       activityTaskSlotSupplier: {
         type: 'resource-based',
-        // CPU gates. Memory is bounded by the worker's cache (WORKER_MAX_CACHED_WORKFLOWS); its
-        // target of 1 holds slots back only when memory is nearly full (over about 95 %).
-        tunerOptions: { targetCpuUsage: deps.targetCpu, targetMemoryUsage: 1 },
+        tunerOptions,
         minimumSlots: Math.min(MIN_SCHEDULED_ACTIVITY_SLOTS, maximumSlots),
         maximumSlots,
       },
