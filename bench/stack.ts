@@ -451,10 +451,11 @@ export async function startSynctideWorker(
   stack: BenchStack,
   opts: { taskQueue: string; settings?: ScheduleSettings; dbUrl?: string; poolMax?: number },
 ): Promise<RunningWorker & { pool: Pool }> {
-  // The pools and the workflow cache `npm run worker` has with its defaults (and the cache's
-  // variable, WORKER_MAX_CACHED_WORKFLOWS). BENCH_WORKER_POOL_MAX: an experiment only (never the
-  // reported figures), like BENCH_WORKER_OPTIONS.
-  const config = loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS });
+  // The pools and the workflow cache `npm run worker` has with its defaults (and the variables
+  // WORKER_MAX_CACHED_WORKFLOWS and WORKER_TARGET_CPU). BENCH_WORKER_POOL_MAX: an experiment only
+  // (never the reported figures), like BENCH_WORKER_OPTIONS.
+  const config = loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS, WORKER_TARGET_CPU: process.env.WORKER_TARGET_CPU });
+  if (config.WORKER_TARGET_CPU !== undefined) console.log(`the worker's scheduled lane has WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`);
   const poolMax = opts.poolMax ?? (process.env.BENCH_WORKER_POOL_MAX ? Number(process.env.BENCH_WORKER_POOL_MAX) : poolSize(config, 'worker'));
   if (process.env.BENCH_WORKER_POOL_MAX) console.log(`EXPERIMENT: the worker's pool has ${poolMax} connections`);
   const pool = createPool(opts.dbUrl ?? stack.dbUrl, poolMax);
@@ -482,6 +483,7 @@ export async function startSynctideWorker(
         workflowBundle: await synctideBundle(),
         activities,
         maxCachedWorkflows: workflowCacheSize(config),
+        ...(config.WORKER_TARGET_CPU !== undefined && { targetCpu: config.WORKER_TARGET_CPU }),
       });
   if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
   const running = runWorker(worker);
