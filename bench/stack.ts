@@ -483,7 +483,7 @@ export async function startSynctideWorker(
         workflowBundle: await synctideBundle(),
         activities,
         maxCachedWorkflows: workflowCacheSize(config),
-        ...(config.WORKER_TARGET_CPU !== undefined && { targetCpu: config.WORKER_TARGET_CPU }),
+        targetCpu: config.WORKER_TARGET_CPU,
       });
   if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
   const running = runWorker(worker);

@@ -28,7 +28,7 @@ import { freePort } from '../lib/ports';
 import { immediateTaskQueue, loadConfig, tenantLimits } from '../lib/config';
 import { JOB_STATUS, JOB_TRIGGER } from '../policy/vocabulary';
 import { ensureConnectionWorkflow } from '../temporal/client';
-import { createImmediateWorker, createWorker } from '../workers/create-worker';
+import { createImmediateWorker, createWorker, SDK_DEFAULT_SLOTS } from '../workers/create-worker';
 import { BENCH_ADMIN_KEY, benchApp } from './api-app';
 import { benchActivityDeps } from './deps';
 import {
@@ -64,10 +64,11 @@ const TASK_QUEUE = 'bench-fairness';
 const PROCESSES = process.env.BENCH_FAIR_PROCESSES || 'one';
 if (PROCESSES !== 'one' && PROCESSES !== 'split') throw new Error(`BENCH_FAIR_PROCESSES must be one or split (got ${JSON.stringify(PROCESSES)})`);
 /**
- * Configuration as a deployment gets it when it sets nothing: the default limits and slots; with
- * BENCH_FAIR_TARGET_CPU, the worker's WORKER_TARGET_CPU.
+ * Configuration as a deployment gets it when it sets nothing: the default limits and slots; the
+ * worker's WORKER_TARGET_CPU when the shell sets it (passed on to the split worker explicitly:
+ * productionEnv keeps the shell's Synctide variables out).
  */
-const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE, WORKER_TARGET_CPU: process.env.BENCH_FAIR_TARGET_CPU });
+const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE, WORKER_TARGET_CPU: process.env.WORKER_TARGET_CPU });
 const LIMITS = tenantLimits(config);
 
 /** A's syncs: slow (A_PAGES pages of one record, 200 ms apart). B's: two pages, no latency. */
@@ -81,7 +82,7 @@ await runBench(
   `tenant B: ${B_IMMEDIATE} immediate syncs (${B_IN_FLIGHT} in flight), ${B_SCHEDULED} connections due at once; ` +
     `tenant A flooding: ${A_IN_FLIGHT} slow immediate syncs in flight, ${A_DUE} slow connections due at once; ` +
     `limits per tenant: ${LIMITS.immediateSyncs} immediate syncs, ${LIMITS.runningJobs} running jobs${A_RUNNING_JOBS === undefined ? '' : ` (A's override: ${A_RUNNING_JOBS})`}; ` +
-    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots ${config.WORKER_TARGET_CPU === undefined ? "the SDK's default" : `up to 100 under WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`}; ` +
+    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots ${config.WORKER_TARGET_CPU === undefined ? "the SDK's default" : `up to ${SDK_DEFAULT_SLOTS.activities} under WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`}; ` +
     (PROCESSES === 'split' ? 'API and worker: dist/api.js and dist/worker.js, processes of their own' : 'API and workers inside the bench process'),
   main,
 );
@@ -115,7 +116,7 @@ async function serveInProcess(stack: BenchStack): Promise<Serving> {
       workflowBundle: await synctideBundle(),
       activities,
       maxCachedWorkflows: workflowCacheSize(config),
-      ...(config.WORKER_TARGET_CPU !== undefined && { targetCpu: config.WORKER_TARGET_CPU }),
+      targetCpu: config.WORKER_TARGET_CPU,
     }),
   );
   const immediateWorker = runWorker(

@@ -1,6 +1,6 @@
-// WORKER_TARGET_CPU on a real worker: the scheduled lane's activity slots come from Temporal's
-// resource-based supplier, which hands out its minimum whatever the CPU use and more only while the
-// measured CPU use is under the target. With a target no machine running these tests stays under
+// WORKER_TARGET_CPU on a real worker: the scheduled lane's activity (and workflow-task) slots come
+// from Temporal's resource-based supplier, which hands out its minimum whatever the CPU use and more
+// only while the measured CPU use is under the target. With a target no machine running these tests stays under
 // (1 %), the first jobs of eight slow connections created at once run a few at a time instead of
 // all eight together, and every one of them still runs to the end.
 import type { Worker } from '@temporalio/worker';

@@ -20,6 +20,9 @@ export interface WorkerDeps {
   targetCpu?: number;
 }
 
+/** The SDK's fixed slots when a worker names none. */
+export const SDK_DEFAULT_SLOTS = { workflowTasks: 40, activities: 100, localActivities: 100, nexusTasks: 100 } as const;
+
 /** Activities a worker with WORKER_TARGET_CPU runs whatever its CPU use: progress on a saturated node. */
 export const MIN_SCHEDULED_ACTIVITY_SLOTS = 4;
 /** Workflow tasks it runs whatever its CPU use (two: the SDK polls its sticky and its normal queue). */
@@ -30,10 +33,10 @@ export const MIN_SCHEDULED_WORKFLOW_TASK_SLOTS = 2;
  * default otherwise). With one: Temporal's resource-based supplier hands out activity and
  * workflow-task slots while the measured CPU use (the container's against its cgroup v2 limit,
  * else the host's) stays under the target: activities between MIN_SCHEDULED_ACTIVITY_SLOTS and
- * `activitySlots` (default 100), workflow tasks between MIN_SCHEDULED_WORKFLOW_TASK_SLOTS and the
- * SDK's 40. On a saturated node a busy tenant's long syncs and their runs' tasks then wait in the
+ * `activitySlots` (default the SDK's 100), workflow tasks between MIN_SCHEDULED_WORKFLOW_TASK_SLOTS
+ * and the SDK's 40. On a saturated node a busy tenant's long syncs and their runs' tasks then wait in the
  * server's queues, and an immediate sync of another tenant (its own lane, with fixed slots) finds
- * CPU to run on. Local activity and Nexus slots stay fixed at the SDK's defaults (100, 100).
+ * CPU to run on. Local activity and Nexus slots stay fixed at the SDK's defaults.
  */
 export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 'targetCpu'>): Partial<WorkerOptions> {
   if (deps.targetCpu === undefined) {
@@ -43,12 +46,17 @@ export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 't
   // of 1 holds slots back only when memory is nearly full (over about 95 %). Both kinds share the
   // worker's one controller (the SDK allows one resource-based configuration per worker).
   const tunerOptions = { targetCpuUsage: deps.targetCpu, targetMemoryUsage: 1 };
-  const maximumSlots = deps.activitySlots ?? 100;
+  const maximumSlots = deps.activitySlots ?? SDK_DEFAULT_SLOTS.activities;
   return {
     tuner: {
-      workflowTaskSlotSupplier: { type: 'resource-based', tunerOptions, minimumSlots: MIN_SCHEDULED_WORKFLOW_TASK_SLOTS, maximumSlots: 40 },
-      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
-      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
+      workflowTaskSlotSupplier: {
+        type: 'resource-based',
+        tunerOptions,
+        minimumSlots: MIN_SCHEDULED_WORKFLOW_TASK_SLOTS,
+        maximumSlots: SDK_DEFAULT_SLOTS.workflowTasks,
+      },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: SDK_DEFAULT_SLOTS.localActivities },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: SDK_DEFAULT_SLOTS.nexusTasks },
       activityTaskSlotSupplier: {
         type: 'resource-based',
         tunerOptions,

@@ -73,7 +73,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     maxCachedWorkflows,
-    ...(config.WORKER_TARGET_CPU !== undefined && { targetCpu: config.WORKER_TARGET_CPU }),
+    targetCpu: config.WORKER_TARGET_CPU,
     workflowBundle,
     activities,
   });

@@ -55,7 +55,7 @@ export async function createTestWorker(opts: {
     shutdownGraceSeconds: opts.shutdownGraceSeconds ?? 5,
     ...(opts.maxCachedWorkflows !== undefined && { maxCachedWorkflows: opts.maxCachedWorkflows }),
     ...(opts.activitySlots !== undefined && { activitySlots: opts.activitySlots }),
-    ...(opts.targetCpu !== undefined && { targetCpu: opts.targetCpu }),
+    targetCpu: opts.targetCpu,
     workflowBundle: await synctideBundle(),
     activities: deps,
   });
