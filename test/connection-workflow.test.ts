@@ -1,11 +1,13 @@
 // The connection scheduler on Temporal's time-skipping server with real Postgres (the planning
 // rules at the workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
+import type { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { updateConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
+import { CONNECTION_ID, PHASE, PROVIDER, TENANT_ID } from '../temporal/search-attributes';
 import type { TestDatabase } from './helpers/database';
 import { waitForState as waitFor } from './helpers/connection-state';
 import { useWorkerStack } from './helpers/stack';
@@ -14,6 +16,14 @@ import { eventually, type LogLines } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-wf';
 const MINUTE = 60_000;
+
+/** The ids of the patch markers (patched() calls that answered true) in a history's events. */
+function patchIds(events: temporal.api.history.v1.IHistoryEvent[]): string[] {
+  return events
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+    .flatMap((p) => (p.payloads ?? []).map((x) => (JSON.parse(Buffer.from(x.data ?? []).toString('utf8')) as { id: string }).id));
+}
 
 describe('connection workflow (time-skipping)', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);
@@ -147,11 +157,7 @@ describe('connection workflow (time-skipping)', () => {
     const events = (await handle.fetchHistory()).events ?? [];
     const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'replan');
     expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? [])).toEqual([[]]);
-    const patches = events
-      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-      .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
-      .flatMap((p) => (p.payloads ?? []).map((x) => (JSON.parse(Buffer.from(x.data ?? []).toString('utf8')) as { id: string }).id));
-    expect(patches).toContain('schedule-replan');
+    expect(patchIds(events)).toContain('schedule-replan');
     await recordHistory(env.client, 'connection-replan', connectionWorkflowId(id));
   });
 
@@ -274,6 +280,16 @@ describe('connection workflow (time-skipping)', () => {
     expect(cycle1.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'syncTask').length).toBeGreaterThan(0);
     const owners = (await jobs(id)).filter((r) => r.status === 'completed').map((r) => r.workflow_id);
     expect(owners).toEqual([connectionWorkflowId(id), connectionWorkflowId(id)]);
+    // One patch marker a run (one upsert of TemporalChangeVersion), and the identity its start
+    // carried is not upserted again: the run's only upserts of its own are its phase.
+    for (const events of [cycle1, history.events ?? []]) {
+      expect(patchIds(events)).toEqual(['one-marker-cycle']);
+      const upserted = events.flatMap((e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}));
+      expect(upserted.filter((key) => key !== 'TemporalChangeVersion' && key !== PHASE.name)).toEqual([]);
+      expect(upserted.filter((key) => key === 'TemporalChangeVersion')).toHaveLength(1);
+    }
+    const shown = (await handle.describe()).typedSearchAttributes;
+    expect([shown.get(CONNECTION_ID), shown.get(TENANT_ID), shown.get(PROVIDER)]).toEqual([id, 'acme', 'demo']);
   });
 
   it('fails a job left running by a terminated run and schedules exactly one catch-up job after restart by the reconcile tick', async () => {

@@ -1,6 +1,6 @@
 // Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
-// replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions`, `schedule-replan`
-// and `inline-scheduled-job` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions`, `schedule-replan`,
+// `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
 // patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
 // server with stub activities.
 import { randomUUID } from 'node:crypto';
@@ -50,14 +50,17 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       .map((text) => (JSON.parse(text) as { id: string }).id);
   }
 
-  /** Starts connection `id`'s workflow with the patches `patchesOff` taken as absent (a run recorded before them). */
+  /**
+   * Starts connection `id`'s workflow with the patches `patchesOff` taken as absent (a run recorded
+   * before them), and `one-marker-cycle` too: every shape recorded here is older than it.
+   */
   const startConnection = (id: string, patchesOff: string[]) =>
     env.client.workflow.start('connectionWorkflow', {
       workflowId: connectionWorkflowId(id),
       taskQueue: TASK_QUEUE,
       args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
       typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
-      memo: { [PATCHES_OFF_MEMO]: patchesOff },
+      memo: { [PATCHES_OFF_MEMO]: ['one-marker-cycle', ...patchesOff] },
     });
 
   it('before bounded-idle-loops, an idle connection loops in one run however long it waits', async () => {

@@ -1,6 +1,6 @@
 // What a connection workflow shows of itself: the `state` query's answer and the phase search
 // attribute. Only the loop changes it; the query reads it.
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Plan } from '../../policy/schedule';
 import type { Phase } from '../../policy/vocabulary';
 import type { CarriedState, ConnectionState } from '../../temporal/connection';
@@ -12,7 +12,12 @@ export class ConnectionView {
   private phaseShown: Phase | null = null;
   private identityShown = false;
 
-  constructor(connectionId: string, carried: CarriedState | undefined) {
+  /**
+   * `keepCarriedIdentity`: the run does not show again an identity its start already carries (a
+   * continue-as-new carries the search attributes over); runs recorded before that show it once
+   * per run.
+   */
+  constructor(connectionId: string, carried: CarriedState | undefined, private readonly keepCarriedIdentity = false) {
     this.state = {
       connection_id: connectionId,
       phase: 'starting',
@@ -36,15 +41,22 @@ export class ConnectionView {
     }
   }
 
-  /** Shows tenant and provider as search attributes, once per run. */
+  /** Shows tenant and provider as search attributes, once per run and only when they differ. */
   showIdentity(tenantId: string, providerSlug: string): void {
     if (this.identityShown) return;
+    this.identityShown = true;
+    if (this.keepCarriedIdentity && this.carriesIdentity(tenantId, providerSlug)) return;
     upsertSearchAttributes([
       { key: CONNECTION_ID, value: this.state.connection_id },
       { key: TENANT_ID, value: tenantId },
       { key: PROVIDER, value: providerSlug },
     ]);
-    this.identityShown = true;
+  }
+
+  /** Whether the run's search attributes already show this identity. */
+  private carriesIdentity(tenantId: string, providerSlug: string): boolean {
+    const shown = workflowInfo().typedSearchAttributes;
+    return shown.get(CONNECTION_ID) === this.state.connection_id && shown.get(TENANT_ID) === tenantId && shown.get(PROVIDER) === providerSlug;
   }
 
   /** Shows when the queued job runs and, for a planned run, the plan behind it. */

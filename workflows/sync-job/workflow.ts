@@ -34,11 +34,12 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
  * `workflow_id`, the only workflow that may claim it again while it runs): the job's own
  * `sync-job:` workflow, or the connection's workflow running its scheduled job inline.
  */
-export async function runSyncJob(input: SyncJobInput): Promise<SyncJobResult> {
+export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promise<SyncJobResult> {
   const { jobId } = input;
   const workflowId = workflowInfo().workflowId;
   // Decided before the job's first command: runs recorded before the patch replay the old shape.
-  const lean = patched(LEAN_JOB_PATCH);
+  // A connection run whose own marker already implies the lean shape passes `leanByRun`.
+  const lean = leanByRun || patched(LEAN_JOB_PATCH);
   const acts = jobBookkeeping(lean);
   const startedAt = Date.now();
   let started: PreparedJob | undefined;
