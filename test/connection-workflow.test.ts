@@ -1,6 +1,5 @@
 // The connection scheduler on Temporal's time-skipping server with real Postgres (the planning
 // rules at the workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
-import type { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { updateConnection } from '../db/models/connections';
@@ -11,19 +10,11 @@ import { CONNECTION_ID, PHASE, PROVIDER, TENANT_ID } from '../temporal/search-at
 import type { TestDatabase } from './helpers/database';
 import { waitForState as waitFor } from './helpers/connection-state';
 import { useWorkerStack } from './helpers/stack';
-import { recordHistory } from './helpers/histories';
+import { patchIds, recordHistory } from './helpers/histories';
 import { eventually, type LogLines } from './helpers/worker';
 
 const TASK_QUEUE = 'connection-wf';
 const MINUTE = 60_000;
-
-/** The ids of the patch markers (patched() calls that answered true) in a history's events. */
-function patchIds(events: temporal.api.history.v1.IHistoryEvent[]): string[] {
-  return events
-    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-    .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
-    .flatMap((p) => (p.payloads ?? []).map((x) => (JSON.parse(Buffer.from(x.data ?? []).toString('utf8')) as { id: string }).id));
-}
 
 describe('connection workflow (time-skipping)', () => {
   const stack = useWorkerStack('time-skipping', TASK_QUEUE);

@@ -12,7 +12,7 @@ import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobInput, SyncJobResult } from '../temporal/sync-job';
 import { CONNECTION_ID, PROVIDER, TENANT_ID } from '../temporal/search-attributes';
 import { waitForState } from './helpers/connection-state';
-import { recordHistory } from './helpers/histories';
+import { patchIds, recordHistory } from './helpers/histories';
 import { patchesOffBundle } from './helpers/patches-off/bundle';
 import { PATCHES_OFF_MEMO } from './helpers/patches-off/workflow';
 import { stubActivities } from './helpers/stub-activities';
@@ -42,12 +42,7 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
 
   /** The marker names a history recorded (patched() calls that answered true). */
   async function markers(workflowId: string, runId?: string): Promise<string[]> {
-    const events = (await env.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
-    return events
-      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-      .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
-      .flatMap((p) => (p.payloads ?? []).map((x) => Buffer.from(x.data ?? []).toString('utf8')))
-      .map((text) => (JSON.parse(text) as { id: string }).id);
+    return patchIds((await env.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []);
   }
 
   /**

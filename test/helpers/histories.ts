@@ -30,3 +30,11 @@ export async function loadHistories(): Promise<{ workflowId: string; history: pr
     })),
   );
 }
+
+/** The ids of a history's patch markers (the patched() calls that answered true), in order. */
+export function patchIds(events: proto.temporal.api.history.v1.IHistoryEvent[]): string[] {
+  return events
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+    .flatMap((p) => (p.payloads ?? []).map((x) => (JSON.parse(Buffer.from(x.data ?? []).toString('utf8')) as { id: string }).id));
+}
