@@ -376,8 +376,9 @@ export const COLD_START_MAX_GAP_MS = 200;
 
 /**
  * The share of a tick a cold start's spread takes. The rest of the tick is left for the last
- * workflows' first syncs to begin, so every connection of a cold start has started its first sync
- * within one tick (and so within one interval, none being shorter than the default tick).
+ * workflows' first syncs to begin, so on a node that keeps up every connection of a cold start has
+ * started its first sync within one tick (and so within one interval, none being shorter than the
+ * default tick).
  */
 export const COLD_START_SPREAD_SHARE = 0.75;
 
