@@ -53,7 +53,7 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   skipped: its workflow is evidently alive), and the batch's locks are released before any
  *   Temporal call; an active or paused connection whose workflow is not running gets it started
  *   ("use existing", so racing ticks and API calls are safe), the many of a cold start spread
- *   evenly over three quarters of a tick by start delays (coldStartDelayMs); a disabled connection's running
+ *   evenly over one tick by start delays (coldStartDelayMs); a disabled connection's running
  *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
  * - every active job older than a minute must have a live workflow: the one that runs it (its own
  *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
@@ -93,16 +93,13 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       const unlistedJobs = suspects.flatMap((job) => [syncJobWorkflowId(job.id), jobOwner(job)]);
       await lookAgain(deps, [...new Set([...unlistedConnections.map((row) => connectionWorkflowId(row.id)), ...unlistedJobs])], running, result);
     }
-    // The workflows this tick starts are spread evenly over most of a tick (a cold start finds
-    // many), each delay counted from now: the calls themselves take time (2,000 of them, 16 at a
-    // time, take seconds), which a later call's delay leaves out. With no listing every
-    // connection is merely ensured, at once.
+    // The workflows this tick starts are spread evenly over one tick (a cold start finds many);
+    // with no listing every connection is merely ensured, at once.
     const missing = running ? rows.filter((row) => lacksWorkflow(row, running)) : [];
     const order = new Map(missing.map((row, k) => [row.id, k]));
-    const spreadFrom = Date.now();
     const startDelay = (row: ReconcileRow) => {
       const k = order.get(row.id);
-      return k === undefined ? 0 : Math.max(0, spreadFrom + coldStartDelayMs(k, missing.length, reconcile.tickSeconds * 1000) - Date.now());
+      return k === undefined ? 0 : coldStartDelayMs(k, missing.length, reconcile.tickSeconds * 1000);
     };
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });

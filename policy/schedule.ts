@@ -375,25 +375,17 @@ export function fullSyncDue(every: FullSyncEvery, history: FullSyncHistory, runA
 export const COLD_START_MAX_GAP_MS = 200;
 
 /**
- * The share of a tick a cold start's spread takes. The rest of the tick is left for the last
- * workflows' first syncs to begin, so on a node that keeps up every connection of a cold start has
- * started its first sync within one tick (and so within one interval, none being shorter than the
- * default tick).
- */
-export const COLD_START_SPREAD_SHARE = 0.75;
-
-/**
  * The start delay, in milliseconds, of the k-th (from 0) of `count` connection workflows one
- * reconcile tick starts, counted from the moment the tick began starting them. A tick that finds
- * many missing (a cold start: a new Temporal namespace, a restore, connections inserted in bulk)
- * would otherwise start them together, and each starts with a sync at once (a bootstrap or a
- * catch-up): every first sync would run in one burst, and the later cycles would come due in
- * bursts as narrow. So they start evenly over three quarters of a tick (`tickMs`), as a fleet at
- * steady state comes due, but never more than COLD_START_MAX_GAP_MS apart: one missing workflow
- * starts at once, five within a second, 300 or 2,000 over 45 s of a 60 s tick.
+ * reconcile tick starts. A tick that finds many missing (a cold start: a new Temporal namespace, a
+ * restore, connections inserted in bulk) would otherwise start them together, and each starts with
+ * a sync at once (a bootstrap or a catch-up): every first sync would run in one burst, and the
+ * later cycles would come due in bursts as narrow. So they start evenly over one tick (`tickMs`),
+ * as a fleet at steady state comes due, but never more than COLD_START_MAX_GAP_MS apart: one
+ * missing workflow starts at once, five within a second, 300 over 60 s, 2,000 over 60 s, and the
+ * last of any number within one tick, before the next tick looks.
  */
 export function coldStartDelayMs(k: number, count: number, tickMs: number): number {
-  const spread = Math.floor(Math.max(0, tickMs) * COLD_START_SPREAD_SHARE);
+  const tick = Math.max(0, tickMs);
   // The smaller gap of the two, in integers (no rounding error below a whole millisecond).
-  return count * COLD_START_MAX_GAP_MS > spread ? Math.floor((k * spread) / Math.max(1, count)) : k * COLD_START_MAX_GAP_MS;
+  return count * COLD_START_MAX_GAP_MS > tick ? Math.floor((k * tick) / Math.max(1, count)) : k * COLD_START_MAX_GAP_MS;
 }
