@@ -34,6 +34,8 @@ import { startDevServer, type DevServer } from '../infra/temporal-dev-server';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import type { ScheduleSettings } from '../policy/schedule';
 import { createWorker } from '../workers/create-worker';
+import { LaneGate } from '../workers/lane-gate';
+import { cpuUsage, type CpuUsage } from '../infra/cpu-usage';
 import { envSchema, loadConfig, SECRET_VARIABLES } from '../lib/config';
 import { imageCommand, imageEnv } from '../scripts/image-env';
 import { benchActivityDeps } from './deps';
@@ -455,7 +457,7 @@ export async function startSynctideWorker(
   // WORKER_MAX_CACHED_WORKFLOWS and WORKER_TARGET_CPU). BENCH_WORKER_POOL_MAX: an experiment only
   // (never the reported figures), like BENCH_WORKER_OPTIONS.
   const config = loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS, WORKER_TARGET_CPU: process.env.WORKER_TARGET_CPU });
-  if (config.WORKER_TARGET_CPU !== undefined) console.log(`the worker's scheduled lane has WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`);
+  if (process.env.WORKER_TARGET_CPU) console.log(`the worker's scheduled lane has WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`);
   const poolMax = opts.poolMax ?? (process.env.BENCH_WORKER_POOL_MAX ? Number(process.env.BENCH_WORKER_POOL_MAX) : poolSize(config, 'worker'));
   if (process.env.BENCH_WORKER_POOL_MAX) console.log(`EXPERIMENT: the worker's pool has ${poolMax} connections`);
   const pool = createPool(opts.dbUrl ?? stack.dbUrl, poolMax);
@@ -483,7 +485,8 @@ export async function startSynctideWorker(
         workflowBundle: await synctideBundle(),
         activities,
         maxCachedWorkflows: workflowCacheSize(config),
-        targetCpu: config.WORKER_TARGET_CPU,
+        // The LaneGate `npm run worker` gives it (with no immediate lane here, it never holds back).
+        lanes: new LaneGate(config.WORKER_TARGET_CPU, benchCpu().current),
       });
   if (experiment) console.log(`EXPERIMENT: worker options overridden with ${experiment}`);
   const running = runWorker(worker);
@@ -748,4 +751,11 @@ export async function spawnProductionProcess(
       clearTimeout(timer);
     },
   };
+}
+
+let sampler: CpuUsage | undefined;
+/** The bench process's one CPU reading, for the LaneGates of in-process workers. */
+export function benchCpu(): CpuUsage {
+  sampler ??= cpuUsage();
+  return sampler;
 }

@@ -29,10 +29,12 @@ import { immediateTaskQueue, loadConfig, tenantLimits } from '../lib/config';
 import { JOB_STATUS, JOB_TRIGGER } from '../policy/vocabulary';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker, SDK_DEFAULT_SLOTS } from '../workers/create-worker';
+import { LaneGate } from '../workers/lane-gate';
 import { BENCH_ADMIN_KEY, benchApp } from './api-app';
 import { benchActivityDeps } from './deps';
 import {
   type BenchStack,
+  benchCpu,
   cpuMeter,
   formatCpu,
   msSince,
@@ -65,8 +67,8 @@ const PROCESSES = process.env.BENCH_FAIR_PROCESSES || 'one';
 if (PROCESSES !== 'one' && PROCESSES !== 'split') throw new Error(`BENCH_FAIR_PROCESSES must be one or split (got ${JSON.stringify(PROCESSES)})`);
 /**
  * Configuration as a deployment gets it when it sets nothing: the default limits and slots; the
- * worker's WORKER_TARGET_CPU when the shell sets it (passed on to the split worker explicitly:
- * productionEnv keeps the shell's Synctide variables out).
+ * worker's WORKER_TARGET_CPU (its default, or the shell's), passed on to the split worker
+ * explicitly: productionEnv keeps the shell's Synctide variables out.
  */
 const config = loadConfig({ TEMPORAL_TASK_QUEUE: TASK_QUEUE, WORKER_TARGET_CPU: process.env.WORKER_TARGET_CPU });
 const LIMITS = tenantLimits(config);
@@ -82,7 +84,7 @@ await runBench(
   `tenant B: ${B_IMMEDIATE} immediate syncs (${B_IN_FLIGHT} in flight), ${B_SCHEDULED} connections due at once; ` +
     `tenant A flooding: ${A_IN_FLIGHT} slow immediate syncs in flight, ${A_DUE} slow connections due at once; ` +
     `limits per tenant: ${LIMITS.immediateSyncs} immediate syncs, ${LIMITS.runningJobs} running jobs${A_RUNNING_JOBS === undefined ? '' : ` (A's override: ${A_RUNNING_JOBS})`}; ` +
-    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots ${config.WORKER_TARGET_CPU === undefined ? "the SDK's default" : `up to ${SDK_DEFAULT_SLOTS.activities} under WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}`}; ` +
+    `immediate slots ${config.IMMEDIATE_SYNC_SLOTS}, activity slots up to ${SDK_DEFAULT_SLOTS.activities}, the scheduled lane yielding to immediate syncs above WORKER_TARGET_CPU ${config.WORKER_TARGET_CPU}; ` +
     (PROCESSES === 'split' ? 'API and worker: dist/api.js and dist/worker.js, processes of their own' : 'API and workers inside the bench process'),
   main,
 );
@@ -108,6 +110,8 @@ async function serveInProcess(stack: BenchStack): Promise<Serving> {
   const workerPool = createPool(stack.dbUrl, config.DATABASE_POOL_MAX);
   const immediatePool = createPool(stack.dbUrl, poolSize(config, 'immediate'));
   const activities = benchActivityDeps({ pool: workerPool, client: stack.client, taskQueue: TASK_QUEUE, settings: NO_JITTER, tenantLimits: LIMITS });
+  // One gate for both lanes, as `npm run worker` has.
+  const lanes = new LaneGate(config.WORKER_TARGET_CPU, benchCpu().current);
   const worker = runWorker(
     await createWorker({
       connection: stack.nativeConnection,
@@ -116,7 +120,7 @@ async function serveInProcess(stack: BenchStack): Promise<Serving> {
       workflowBundle: await synctideBundle(),
       activities,
       maxCachedWorkflows: workflowCacheSize(config),
-      targetCpu: config.WORKER_TARGET_CPU,
+      lanes,
     }),
   );
   const immediateWorker = runWorker(
@@ -126,6 +130,7 @@ async function serveInProcess(stack: BenchStack): Promise<Serving> {
       shutdownGraceSeconds: 5,
       taskQueue: immediateTaskQueue(config),
       slots: config.IMMEDIATE_SYNC_SLOTS,
+      lanes,
       workflowBundle: await synctideBundle(),
       activities,
       // Its own pool, as a worker process has (2 × IMMEDIATE_SYNC_SLOTS connections).
@@ -181,7 +186,7 @@ async function serveSplit(stack: BenchStack): Promise<Serving> {
         WORKER_SHUTDOWN_GRACE_SECONDS: '5',
         JITTER_PCT_MIN: '0',
         JITTER_PCT_MAX: '0',
-        ...(config.WORKER_TARGET_CPU !== undefined && { WORKER_TARGET_CPU: String(config.WORKER_TARGET_CPU) }),
+        WORKER_TARGET_CPU: String(config.WORKER_TARGET_CPU),
       }),
       'worker started',
     );

@@ -83,8 +83,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   WORKER_MAX_CACHED_WORKFLOWS: { meaning: 'workflow runs a worker keeps in memory; a connection woken from outside the cache replays its short history (see *Worker memory* in the operator guide)', shown: 'sized to the memory limit: 50–250, 250 without a limit' },
   WORKER_TARGET_CPU: {
     meaning:
-      "the CPU use (above 0, at most 1) above which a worker takes no more scheduled-lane activities (at least 4 run, at most 100) or workflow tasks (at least 2, at most 40) than it runs: Temporal's resource-based slot supplier, measured against the container's CPU limit when it has one (cgroup v2), otherwise the host's. It leaves immediate syncs, which have slots of their own, a core on a saturated node (see *A saturated node* in the operator guide)",
-    shown: 'unset: fixed slots (100 activities, 40 workflow tasks)',
+      'the CPU use (above 0, at most 1) above which, while an immediate sync runs in the worker process (and for 5 s after), its scheduled lane starts no more than 4 activities (the others wait in the worker, heartbeating) and runs one workflow task at a time from each of its queues, so that the immediate answer finds a core. Measured against the container\'s CPU limit when it has one (cgroup v2), otherwise the host\'s; `1`: never (see *A saturated node* in the operator guide)',
   },
   WORKFLOW_BUNDLE_PATH: { meaning: 'a workflow bundle built by `npm run build` (`dist/workflow-bundle.js`, what the image sets) or `npm run build:workflows -- <file>`; the worker then starts without bundling (rebuild it with every workflow change; unset, the worker bundles at start)' },
   SCHEDULER_TICK_SECONDS: { meaning: 'reconcile tick period' },

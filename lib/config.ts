@@ -133,14 +133,15 @@ export const envSchema = z
     WORKER_MAX_CACHED_WORKFLOWS: optionalString.pipe(
       z.string().regex(/^\d+$/, 'must be an integer ≥ 0').transform(Number).optional(),
     ),
-    // The CPU use (0–1] at which a worker stops taking more scheduled-lane activities and workflow
-    // tasks (Temporal's resource-based slot supplier); unset: fixed slots, the SDK's defaults.
+    // The CPU use (0–1] above which a worker's scheduled lane takes no more than its minimum of
+    // activities and workflow tasks while immediate syncs run in the process (policy/lanes.ts);
+    // 1: never.
     WORKER_TARGET_CPU: optionalString.pipe(
       z.coerce
         .number<string | undefined>({ error: 'must be a number above 0 and at most 1' })
         .gt(0, 'must be a number above 0 and at most 1')
         .max(1, 'must be a number above 0 and at most 1')
-        .optional(),
+        .default(0.7),
     ),
     // A workflow bundle built by `npm run build:workflows`; unset, the worker bundles at start.
     WORKFLOW_BUNDLE_PATH: optionalString.pipe(

@@ -10,7 +10,8 @@ import { poolLimits, poolSize, workflowCacheSize } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { adminKeyProblem } from '../lib/admin-key';
 import { ConfigError, loadConfig, requireAdminKey, temporalSecurity } from '../lib/config';
-import { MIN_SCHEDULED_ACTIVITY_SLOTS, MIN_SCHEDULED_WORKFLOW_TASK_SLOTS, scheduledSlotOptions } from '../workers/create-worker';
+import { scheduledSlotOptions } from '../workers/create-worker';
+import { LaneGate, ScheduledWorkflowTaskSlots } from '../workers/lane-gate';
 
 const GOOD_KEY = randomBytes(32).toString('hex');
 
@@ -171,34 +172,23 @@ describe('workflow cache', () => {
 });
 
 describe('WORKER_TARGET_CPU', () => {
-  it('is off unless set: the scheduled lane keeps fixed activity slots (100, or the ones given)', () => {
-    expect(loadConfig({}).WORKER_TARGET_CPU).toBeUndefined();
-    expect(loadConfig({ WORKER_TARGET_CPU: ' ' }).WORKER_TARGET_CPU).toBeUndefined();
+  it('is 0.7 unless set', () => {
+    expect(loadConfig({}).WORKER_TARGET_CPU).toBe(0.7);
+    expect(loadConfig({ WORKER_TARGET_CPU: ' ' }).WORKER_TARGET_CPU).toBe(0.7);
+    expect(loadConfig({ WORKER_TARGET_CPU: '0.5' }).WORKER_TARGET_CPU).toBe(0.5);
+  });
+
+  it('without a LaneGate (a worker not run by `npm run worker`), leaves the scheduled lane fixed slots (100 activities, or the ones given)', () => {
     expect(scheduledSlotOptions({})).toEqual({});
     expect(scheduledSlotOptions({ activitySlots: 8 })).toEqual({ maxConcurrentActivityTaskExecutions: 8 });
   });
 
-  it('set, gives the scheduled lane resource-based activity slots (4 to the maximum) and workflow-task slots (2 to 40)', () => {
-    const targetCpu = loadConfig({ WORKER_TARGET_CPU: '0.7' }).WORKER_TARGET_CPU;
-    expect(targetCpu).toBe(0.7);
-    const { tuner } = scheduledSlotOptions({ targetCpu }) as { tuner: Record<string, any> };
-    expect(tuner.activityTaskSlotSupplier).toMatchObject({
-      type: 'resource-based',
-      tunerOptions: { targetCpuUsage: 0.7, targetMemoryUsage: 1 },
-      minimumSlots: MIN_SCHEDULED_ACTIVITY_SLOTS,
-      maximumSlots: 100,
-    });
-    expect(tuner.workflowTaskSlotSupplier).toMatchObject({
-      type: 'resource-based',
-      tunerOptions: { targetCpuUsage: 0.7, targetMemoryUsage: 1 },
-      minimumSlots: MIN_SCHEDULED_WORKFLOW_TASK_SLOTS,
-      maximumSlots: 40,
-    });
-    // Local activities (a job's bookkeeping) keep the SDK's fixed default.
+  it('with one, keeps fixed activity slots (the gate holds activities back at their start) and takes workflow-task slots from the gate', () => {
+    const lanes = new LaneGate(0.7, () => 0);
+    const { tuner } = scheduledSlotOptions({ lanes, activitySlots: 8 }) as { tuner: Record<string, any> };
+    expect(tuner.activityTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 8 });
+    expect(tuner.workflowTaskSlotSupplier).toBeInstanceOf(ScheduledWorkflowTaskSlots);
     expect(tuner.localActivityTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 100 });
-    // Fewer activity slots than the minimum: the maximum bounds both.
-    const few = scheduledSlotOptions({ targetCpu: 0.5, activitySlots: 2 }) as { tuner: Record<string, any> };
-    expect(few.tuner.activityTaskSlotSupplier).toMatchObject({ minimumSlots: 2, maximumSlots: 2 });
   });
 
   it('refuses what is not a number above 0 and at most 1, naming it', () => {

@@ -1,7 +1,8 @@
-import { type NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import { type ActivityInterceptorsFactory, type NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
 import { temporalWorkerTracing } from '../lib/tracing';
+import { immediateLaneInterceptor, type LaneGate, scheduledLaneInterceptor, ScheduledWorkflowTaskSlots } from './lane-gate';
 
 /** What a Synctide worker needs. */
 export interface WorkerDeps {
@@ -16,53 +17,35 @@ export interface WorkerDeps {
   maxCachedWorkflows?: number;
   /** Activities run at once (the SDK's default, 100, when unset; tests saturate a worker with fewer). */
   activitySlots?: number;
-  /** WORKER_TARGET_CPU: with it, at most `activitySlots` activities, but no more once CPU use is above it. */
-  targetCpu?: number;
+  /**
+   * The process's LaneGate (WORKER_TARGET_CPU), shared by its scheduled and immediate worker: with
+   * it, while immediate syncs run on a hot node, no more than MIN_SCHEDULED_ACTIVITIES scheduled
+   * activities start and one scheduled workflow task per queue runs (workers/lane-gate.ts);
+   * without it, the scheduled lane never waits.
+   */
+  lanes?: LaneGate;
 }
 
 /** The SDK's fixed slots when a worker names none. */
 export const SDK_DEFAULT_SLOTS = { workflowTasks: 40, activities: 100, localActivities: 100, nexusTasks: 100 } as const;
 
-/** Activities a worker with WORKER_TARGET_CPU runs whatever its CPU use: progress on a saturated node. */
-export const MIN_SCHEDULED_ACTIVITY_SLOTS = 4;
-/** Workflow tasks it runs whatever its CPU use (two: the SDK polls its sticky and its normal queue). */
-export const MIN_SCHEDULED_WORKFLOW_TASK_SLOTS = 2;
-
 /**
- * The scheduled lane's slots. Without a CPU target: fixed, `activitySlots` activities (the SDK's
- * default otherwise). With one: Temporal's resource-based supplier hands out activity and
- * workflow-task slots while the measured CPU use (the container's against its cgroup v2 limit,
- * else the host's) stays under the target: activities between MIN_SCHEDULED_ACTIVITY_SLOTS and
- * `activitySlots` (default the SDK's 100), workflow tasks between MIN_SCHEDULED_WORKFLOW_TASK_SLOTS
- * and the SDK's 40. On a saturated node a busy tenant's long syncs and their runs' tasks then wait in the
- * server's queues, and an immediate sync of another tenant (its own lane, with fixed slots) finds
- * CPU to run on. Local activity and Nexus slots stay fixed at the SDK's defaults.
+ * The scheduled lane's slots: `activitySlots` activities (the SDK's default, 100, otherwise) and the
+ * SDK's 40 workflow tasks. With a LaneGate, the workflow-task slots come from it
+ * (ScheduledWorkflowTaskSlots: one per queue while it holds the lane back); activities keep their
+ * fixed slots, as the gate holds them back at their start instead (their slots are reserved by
+ * the SDK's pollers before any task arrives, so fewer slots would not stop tasks already polled).
  */
-export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 'targetCpu'>): Partial<WorkerOptions> {
-  if (deps.targetCpu === undefined) {
+export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 'lanes'>): Partial<WorkerOptions> {
+  if (deps.lanes === undefined) {
     return deps.activitySlots === undefined ? {} : { maxConcurrentActivityTaskExecutions: deps.activitySlots };
   }
-  // CPU gates. Memory is bounded by the worker's cache (WORKER_MAX_CACHED_WORKFLOWS); its target
-  // of 1 holds slots back only when memory is nearly full (over about 95 %). Both kinds share the
-  // worker's one controller (the SDK allows one resource-based configuration per worker).
-  const tunerOptions = { targetCpuUsage: deps.targetCpu, targetMemoryUsage: 1 };
-  const maximumSlots = deps.activitySlots ?? SDK_DEFAULT_SLOTS.activities;
   return {
     tuner: {
-      workflowTaskSlotSupplier: {
-        type: 'resource-based',
-        tunerOptions,
-        minimumSlots: MIN_SCHEDULED_WORKFLOW_TASK_SLOTS,
-        maximumSlots: SDK_DEFAULT_SLOTS.workflowTasks,
-      },
+      workflowTaskSlotSupplier: new ScheduledWorkflowTaskSlots(deps.lanes, SDK_DEFAULT_SLOTS.workflowTasks),
+      activityTaskSlotSupplier: { type: 'fixed-size', numSlots: deps.activitySlots ?? SDK_DEFAULT_SLOTS.activities },
       localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: SDK_DEFAULT_SLOTS.localActivities },
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: SDK_DEFAULT_SLOTS.nexusTasks },
-      activityTaskSlotSupplier: {
-        type: 'resource-based',
-        tunerOptions,
-        minimumSlots: Math.min(MIN_SCHEDULED_ACTIVITY_SLOTS, maximumSlots),
-        maximumSlots,
-      },
     },
   };
 }
@@ -74,14 +57,16 @@ export function scheduledSlotOptions(deps: Pick<WorkerDeps, 'activitySlots' | 't
  * immediate syncs are asked for, they wait for these slots and never take those of scheduled
  * jobs; and however much scheduled work is backed up, a caller waiting on an immediate sync does
  * not queue behind it. Their statements run on `pool`, which must not be the scheduled work's: a
- * tenant's running jobs may hold every connection of that one.
+ * tenant's running jobs may hold every connection of that one. With `lanes`, each immediate
+ * sync's activity is reported to the process's LaneGate while it runs, so that the scheduled lane
+ * yields on a hot node.
  */
 export async function createImmediateWorker(
-  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots' | 'targetCpu'> & { taskQueue: string; slots: number; pool: ActivityDeps['pool'] },
+  deps: Omit<WorkerDeps, 'maxCachedWorkflows' | 'activitySlots'> & { taskQueue: string; slots: number; pool: ActivityDeps['pool'] },
 ): Promise<Worker> {
   const { syncImmediately } = createActivities({ ...deps.activities, pool: deps.pool });
   return Worker.create({
-    ...workflowOptions(deps),
+    ...workflowOptions(deps, deps.lanes && immediateLaneInterceptor(deps.lanes)),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
@@ -102,7 +87,7 @@ export async function createImmediateWorker(
  */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({
-    ...workflowOptions(deps),
+    ...workflowOptions(deps, deps.lanes && scheduledLaneInterceptor(deps.lanes)),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.activities.taskQueue,
@@ -116,12 +101,21 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   });
 }
 
-/** The workflows a worker runs (a prebuilt bundle, or WORKFLOWS_PATH bundled now) and the tracing interceptors and sink. */
-function workflowOptions(deps: Pick<WorkerDeps, 'workflowBundle'>) {
+/**
+ * The workflows a worker runs (a prebuilt bundle, or WORKFLOWS_PATH bundled now), the tracing
+ * interceptors and sink, and the lane's activity interceptor, innermost (a traced activity's span
+ * includes its wait at the gate).
+ */
+function workflowOptions(deps: Pick<WorkerDeps, 'workflowBundle'>, lane: ActivityInterceptorsFactory | undefined) {
   const tracing = temporalWorkerTracing();
+  const activity = [...(tracing.interceptors.activity ?? []), ...(lane ? [lane] : [])];
   return {
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    interceptors: { ...tracing.interceptors, ...(!deps.workflowBundle && { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }) },
+    interceptors: {
+      ...tracing.interceptors,
+      ...(activity.length > 0 && { activity }),
+      ...(!deps.workflowBundle && { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
+    },
     sinks: tracing.sinks,
   };
 }

@@ -2,12 +2,14 @@ import { NativeConnection } from '@temporalio/worker';
 import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
 import { workflowCacheSize, type Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
+import { cpuUsage } from '../infra/cpu-usage';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import { immediateTaskQueue, providerPolicy, scheduleSettings, tenantLimits } from '../lib/config';
 import type { Keyring } from '../lib/credentials';
 import type { BudgetSettings } from '../policy/rate-budget';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from './create-worker';
+import { LaneGate } from './lane-gate';
 
 /** A worker whose state readiness reads (the SDK's Worker). */
 interface StatefulWorker {
@@ -68,12 +70,16 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     connectors: { ...(rateBudget && { rateBudget }), maxResetSeconds: config.RATE_BUDGET_MAX_RESET_SECONDS },
   };
   const maxCachedWorkflows = workflowCacheSize(config);
+  // One gate for the process's two lanes: the scheduled lane yields on a hot node while immediate syncs run.
+  const cpu = cpuUsage();
+  shutdown.add('cpu-usage', async () => cpu.stop());
+  const lanes = new LaneGate(config.WORKER_TARGET_CPU, cpu.current);
   const worker = await createWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     maxCachedWorkflows,
-    targetCpu: config.WORKER_TARGET_CPU,
+    lanes,
     workflowBundle,
     activities,
   });
@@ -83,6 +89,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     taskQueue: immediateTaskQueue(config),
     slots: config.IMMEDIATE_SYNC_SLOTS,
+    lanes,
     workflowBundle,
     activities,
     pool: proc.openPool('immediate'),
@@ -102,7 +109,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
   await ensureReconcile();
   keepReconcileRunning(proc, ensureReconcile, config.SCHEDULER_TICK_SECONDS * 1000);
-  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE, maxCachedWorkflows, targetCpu: config.WORKER_TARGET_CPU ?? null }, 'worker running');
+  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE, maxCachedWorkflows, targetCpu: config.WORKER_TARGET_CPU }, 'worker running');
   return () => workerReadiness({ worker, immediate: immediateWorker });
 }
 

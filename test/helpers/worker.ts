@@ -4,6 +4,7 @@ import { inject } from 'vitest';
 import type { NativeConnection, WorkflowBundle } from '@temporalio/worker';
 import type { Pool } from '../../db/pool';
 import { createWorker } from '../../workers/create-worker';
+import type { LaneGate } from '../../workers/lane-gate';
 import type { ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import type { Keyring } from '../../lib/credentials';
 import type { TenantLimits } from '../../policy/tenant-limits';
@@ -37,8 +38,8 @@ export async function createTestWorker(opts: {
   tenantLimits?: TenantLimits;
   /** Activities run at once (the SDK's default when omitted). */
   activitySlots?: number;
-  /** WORKER_TARGET_CPU (fixed activity slots when omitted). */
-  targetCpu?: number;
+  /** The process's lanes (fixed slots when omitted). */
+  lanes?: LaneGate;
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
@@ -55,7 +56,7 @@ export async function createTestWorker(opts: {
     shutdownGraceSeconds: opts.shutdownGraceSeconds ?? 5,
     ...(opts.maxCachedWorkflows !== undefined && { maxCachedWorkflows: opts.maxCachedWorkflows }),
     ...(opts.activitySlots !== undefined && { activitySlots: opts.activitySlots }),
-    targetCpu: opts.targetCpu,
+    ...(opts.lanes && { lanes: opts.lanes }),
     workflowBundle: await synctideBundle(),
     activities: deps,
   });

@@ -1,0 +1,53 @@
+// The CPU-use reading the lanes of a worker process go by: busy time against what could have been
+// busy over each sample period, from a cumulative counter (the host's cores, or a cgroup's usage
+// against its quota), clamped to 0–1.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CPU_SAMPLE_MS, cpuUsage } from '../infra/cpu-usage';
+
+describe('cpuUsage', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('reads 0 before the first period, then the busy share of each period', () => {
+    vi.useFakeTimers();
+    const counts = [
+      { busy: 100, capacity: 1000 },
+      { busy: 400, capacity: 2000 },
+      { busy: 400, capacity: 3000 },
+      { busy: 5000, capacity: 4000 },
+    ];
+    let i = 0;
+    const usage = cpuUsage(() => counts[Math.min(i++, counts.length - 1)]!);
+    expect(usage.current()).toBe(0);
+    vi.advanceTimersByTime(CPU_SAMPLE_MS);
+    expect(usage.current()).toBeCloseTo(0.3);
+    vi.advanceTimersByTime(CPU_SAMPLE_MS);
+    expect(usage.current()).toBe(0);
+    vi.advanceTimersByTime(CPU_SAMPLE_MS);
+    expect(usage.current()).toBe(1);
+    usage.stop();
+  });
+
+  it('keeps the last reading when no time could have been busy (a counter that did not move)', () => {
+    vi.useFakeTimers();
+    const counts = [
+      { busy: 0, capacity: 0 },
+      { busy: 50, capacity: 100 },
+      { busy: 50, capacity: 100 },
+    ];
+    let i = 0;
+    const usage = cpuUsage(() => counts[Math.min(i++, counts.length - 1)]!);
+    vi.advanceTimersByTime(CPU_SAMPLE_MS);
+    expect(usage.current()).toBeCloseTo(0.5);
+    vi.advanceTimersByTime(CPU_SAMPLE_MS);
+    expect(usage.current()).toBeCloseTo(0.5);
+    usage.stop();
+  });
+
+  it("reads this machine's use between 0 and 1 by default", async () => {
+    const usage = cpuUsage();
+    await new Promise((r) => setTimeout(r, CPU_SAMPLE_MS * 2 + 50));
+    expect(usage.current()).toBeGreaterThanOrEqual(0);
+    expect(usage.current()).toBeLessThanOrEqual(1);
+    usage.stop();
+  });
+});

@@ -1,0 +1,132 @@
+// WORKER_TARGET_CPU on real workers: the scheduled and the immediate worker of a process share one
+// LaneGate. While an immediate sync runs and the CPU use is over the target, no more than
+// MIN_SCHEDULED_ACTIVITIES scheduled activities start (the others wait in the worker); with no
+// immediate sync about, every one starts at once. The target here (0.1 %) is one no machine
+// running these tests stays under.
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cpuUsage, type CpuUsage } from '../infra/cpu-usage';
+import { MIN_SCHEDULED_ACTIVITIES } from '../policy/lanes';
+import { createImmediateWorker } from '../workers/create-worker';
+import { LaneGate } from '../workers/lane-gate';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testActivityDeps } from './helpers/deps';
+import { useServers } from './helpers/stack';
+import { createTestWorker, eventually, synctideBundle } from './helpers/worker';
+
+const QUEUE = 'lanes';
+const IMMEDIATE_QUEUE = 'lanes-immediate';
+const JOBS = 8;
+/** Ten pages 250 ms apart: each job's activity runs about 2.5 s, so that all eight would overlap. */
+const SLOW = { resource_types: ['items'], records_per_resource: 10, page_size: 1, latency_ms: 250 };
+/** An immediate sync of about 8 s (32 pages 250 ms apart): it runs while the jobs above come due. */
+const LONG_IMMEDIATE = { resource_types: ['items'], records_per_resource: 32, page_size: 1, latency_ms: 250 };
+
+describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
+  const servers = useServers();
+  const workers: { worker: Worker; running: Promise<void> }[] = [];
+  let scheduled: Worker;
+  let cpu: CpuUsage;
+  let api: TestApi;
+  beforeAll(async () => {
+    const { env, db } = servers;
+    cpu = cpuUsage();
+    const lanes = new LaneGate(0.001, cpu.current);
+    const created = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: QUEUE, activitySlots: JOBS, lanes });
+    scheduled = created.worker;
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: QUEUE });
+    const immediate = await createImmediateWorker({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      shutdownGraceSeconds: 5,
+      taskQueue: IMMEDIATE_QUEUE,
+      slots: 2,
+      lanes,
+      activities: deps,
+      pool: db.pool,
+      workflowBundle: await synctideBundle(),
+    });
+    for (const w of [scheduled, immediate]) workers.push({ worker: w, running: w.run() });
+    api = await startTestApi({ env, db, worker: scheduled, registry: created.registry, metrics: created.metrics, lines: created.lines }, QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE });
+  });
+  afterAll(async () => {
+    await api?.server.close();
+    for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await Promise.all(workers.map((w) => w.running));
+    cpu?.stop();
+  });
+
+  let seq = 0;
+  /**
+   * Creates JOBS slow connections of `tenant` (each runs its first job at once) and returns the ids
+   * and the most of their jobs seen paging at once (some records stored, not all) until `until` settles.
+   */
+  async function slowJobs(tenant: string, until: (ids: string[]) => Promise<unknown>): Promise<{ most: number; ids: string[] }> {
+    const ids: string[] = [];
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        if (ids.length > 0) {
+          const { rows } = await servers.db.pool.query<{ n: number }>(
+            `select count(*)::int as n from (select connection_id from records where connection_id = any($1::uuid[]) group by connection_id having count(*) between 1 and $2) paging`,
+            [ids, SLOW.records_per_resource - 1],
+          );
+          most = Math.max(most, rows[0]!.n);
+        }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+    try {
+      for (let i = 0; i < JOBS; i++) {
+        const res = await api.call('POST', '/connections', { tenant_id: tenant, app_key: `slow-${++seq}`, provider: 'demo', config: SLOW, schedule: { interval_seconds: 86_400 } });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        ids.push(res.body.id);
+      }
+      await until(ids);
+      return { most, ids };
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+  }
+
+  const allCompleted = (ids: string[]) =>
+    eventually(
+      async () => {
+        const { rows } = await servers.db.pool.query<{ n: number }>(`select count(distinct connection_id)::int as n from sync_jobs where connection_id = any($1::uuid[]) and status = 'completed'`, [ids]);
+        return rows[0]!.n === ids.length ? true : undefined;
+      },
+      { timeoutMs: 60_000, describe: () => servers.db.pool.query(`select connection_id, status, last_error from sync_jobs where connection_id = any($1::uuid[])`, [ids]).then((r) => r.rows) },
+    );
+
+  it('with no immediate sync about, runs the scheduled lane at its full size', async () => {
+    const { most, ids } = await slowJobs('alone', allCompleted);
+    // More of them paged at once than the gate would let start on a hot node.
+    expect(most).toBeGreaterThan(MIN_SCHEDULED_ACTIVITIES);
+    const { rows } = await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = any($1::uuid[])`, [ids]);
+    expect(rows[0]!.n).toBe(JOBS * SLOW.records_per_resource);
+  }, 90_000);
+
+  it('holds the scheduled lane to its minimum while an immediate sync runs on a hot node, and runs every job to the end', async () => {
+    const created = await api.call('POST', '/connections', { tenant_id: 'caller', app_key: 'long', provider: 'demo', config: LONG_IMMEDIATE, schedule: { interval_seconds: 86_400 }, status: 'paused' });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await servers.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
+    const answer = api.call('POST', '/sync', { app_key: 'long', tenant_id: 'caller', mode: 'full', immediate: true });
+    // The immediate sync's activity has started: its first record is stored.
+    await eventually(async () => {
+      const { rows } = await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = $1`, [created.body.id]);
+      return rows[0]!.n > 0 ? true : undefined;
+    });
+    const { most, ids } = await slowJobs('busy', async () => {
+      const res = await answer;
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    });
+    // The minimum always runs (progress on a saturated node); the rest waited for the immediate lane.
+    expect(most).toBeGreaterThanOrEqual(1);
+    expect(most).toBeLessThanOrEqual(MIN_SCHEDULED_ACTIVITIES);
+    await allCompleted(ids);
+    const { rows } = await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = any($1::uuid[])`, [ids]);
+    expect(rows[0]!.n).toBe(JOBS * SLOW.records_per_resource);
+  }, 90_000);
+});

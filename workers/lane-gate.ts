@@ -1,0 +1,186 @@
+import type { ActivityInterceptorsFactory, CustomSlotSupplier, SlotPermit, SlotReleaseContext, SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
+import { immediateLaneBusy, mayStartScheduledActivity, scheduledLaneHeld, type ImmediateLaneState } from '../policy/lanes';
+
+/** How often a scheduled activity held back by the gate looks again (one that ends wakes the next at once). */
+export const GATE_RECHECK_MS = 50;
+/** How often a held-back activity heartbeats while it waits (with the details it started with), so its heartbeat timeout does not fire. */
+export const GATE_HEARTBEAT_MS = 1_000;
+
+/**
+ * The two lanes of one worker process (policy/lanes.ts): the immediate worker's activities report
+ * to it while they run; the scheduled worker's activities ask it before they start, and wait while
+ * it holds them back, and its workflow-task slot supplier asks it before handing out more than one
+ * slot per queue.
+ */
+export class LaneGate {
+  private readonly lane: ImmediateLaneState = { running: 0, lastEndedAt: null };
+  private scheduledRunning = 0;
+  private readonly waiting = new Set<() => void>();
+
+  constructor(
+    readonly targetCpu: number,
+    private readonly cpu: () => number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** An immediate-lane activity started. */
+  immediateStarted(): void {
+    this.lane.running++;
+  }
+
+  /** An immediate-lane activity ended. */
+  immediateEnded(): void {
+    this.lane.running = Math.max(0, this.lane.running - 1);
+    this.lane.lastEndedAt = this.now();
+  }
+
+  /** Whether the scheduled lane is held back now (policy/lanes.ts); the CPU is read only while the immediate lane is busy. */
+  holdsBack(): boolean {
+    const immediateBusy = immediateLaneBusy(this.lane, this.now());
+    return scheduledLaneHeld({ immediateBusy, cpu: immediateBusy ? this.cpu() : 0, targetCpu: this.targetCpu });
+  }
+
+  /** Whether one more scheduled activity may start now. */
+  mayStartScheduled(): boolean {
+    return mayStartScheduledActivity({ running: this.scheduledRunning, held: this.holdsBack() });
+  }
+
+  /**
+   * Resolves once a scheduled activity may start, counting it as running (end it with
+   * `scheduledEnded`). Meanwhile calls `tick` every GATE_HEARTBEAT_MS; rejects with the signal's
+   * reason when it is aborted (the activity was cancelled).
+   */
+  async admitScheduled(signal: AbortSignal, tick: () => void): Promise<void> {
+    let lastTick = this.now();
+    while (!this.mayStartScheduled()) {
+      signal.throwIfAborted();
+      if (this.now() - lastTick >= GATE_HEARTBEAT_MS) {
+        tick();
+        lastTick = this.now();
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          this.waiting.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, GATE_RECHECK_MS);
+        signal.addEventListener('abort', done, { once: true });
+        this.waiting.add(done);
+      });
+    }
+    this.scheduledRunning++;
+  }
+
+  /** A scheduled activity admitted by `admitScheduled` ended: the next waiting one looks again. */
+  scheduledEnded(): void {
+    this.scheduledRunning = Math.max(0, this.scheduledRunning - 1);
+    const [next] = this.waiting;
+    next?.();
+  }
+}
+
+/**
+ * The immediate worker's activity interceptor: each immediate sync's activity is reported to the
+ * LaneGate while it runs (its two short workflow tasks are not: the hold after it covers them).
+ */
+export function immediateLaneInterceptor(gate: LaneGate): ActivityInterceptorsFactory {
+  return () => ({
+    inbound: {
+      async execute(input, next) {
+        gate.immediateStarted();
+        try {
+          return await next(input);
+        } finally {
+          gate.immediateEnded();
+        }
+      },
+    },
+  });
+}
+
+/**
+ * The scheduled worker's activity interceptor: an activity (not a local one: those run inside a
+ * workflow task, which must not wait) starts only once the LaneGate lets it. While it waits it
+ * holds its slot, heartbeats with the details it started with, and stops when cancelled.
+ */
+export function scheduledLaneInterceptor(gate: LaneGate): ActivityInterceptorsFactory {
+  return (ctx) => ({
+    inbound: {
+      async execute(input, next) {
+        if (ctx.info.isLocal) return next(input);
+        await gate.admitScheduled(ctx.cancellationSignal, () => ctx.heartbeat(ctx.info.heartbeatDetails));
+        try {
+          return await next(input);
+        } finally {
+          gate.scheduledEnded();
+        }
+      },
+    },
+  });
+}
+
+/** A workflow-task permit: which queue its poller polls, so that its release is counted there. */
+interface WorkflowTaskPermit extends SlotPermit {
+  sticky: boolean;
+}
+
+/**
+ * The scheduled worker's workflow-task slots: at most `maximum` in all. Each queue (the worker's
+ * sticky queue, where the tasks of its cached runs go, and the task queue itself) always gets
+ * one, so that neither starves; beyond that, none while the LaneGate holds the scheduled lane
+ * back (an immediate sync runs on a hot node). Held-back reservations look again every
+ * GATE_RECHECK_MS, and at once when a slot is released.
+ */
+export class ScheduledWorkflowTaskSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
+  readonly type = 'custom' as const;
+  private readonly issued = { sticky: 0, normal: 0 };
+  private readonly waiting = new Set<() => void>();
+
+  constructor(
+    private readonly gate: LaneGate,
+    private readonly maximum: number,
+  ) {}
+
+  private mayIssue(sticky: boolean): boolean {
+    if (this.issued.sticky + this.issued.normal >= this.maximum) return false;
+    if ((sticky ? this.issued.sticky : this.issued.normal) < 1) return true;
+    return !this.gate.holdsBack();
+  }
+
+  private issue(sticky: boolean): WorkflowTaskPermit {
+    this.issued[sticky ? 'sticky' : 'normal']++;
+    return { sticky };
+  }
+
+  async reserveSlot(ctx: SlotReserveContext, abortSignal: AbortSignal): Promise<SlotPermit> {
+    while (!this.mayIssue(ctx.isSticky)) {
+      abortSignal.throwIfAborted();
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          abortSignal.removeEventListener('abort', done);
+          this.waiting.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, GATE_RECHECK_MS);
+        abortSignal.addEventListener('abort', done, { once: true });
+        this.waiting.add(done);
+      });
+    }
+    return this.issue(ctx.isSticky);
+  }
+
+  tryReserveSlot(ctx: SlotReserveContext): SlotPermit | null {
+    return this.mayIssue(ctx.isSticky) ? this.issue(ctx.isSticky) : null;
+  }
+
+  markSlotUsed(): void {}
+
+  releaseSlot(ctx: SlotReleaseContext<WorkflowSlotInfo>): void {
+    const kind = (ctx.permit as Partial<WorkflowTaskPermit>).sticky ? 'sticky' : 'normal';
+    this.issued[kind] = Math.max(0, this.issued[kind] - 1);
+    for (const wake of this.waiting) wake();
+  }
+}
