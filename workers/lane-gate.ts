@@ -7,6 +7,24 @@ export const GATE_RECHECK_MS = 50;
 export const GATE_HEARTBEAT_MS = 1_000;
 
 /**
+ * Waits GATE_RECHECK_MS, or less: until one of `waiting` is called (something was released) or
+ * `signal` aborts. Whoever waits looks again afterwards.
+ */
+function nap(waiting: Set<() => void>, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      waiting.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, GATE_RECHECK_MS);
+    signal.addEventListener('abort', done, { once: true });
+    waiting.add(done);
+  });
+}
+
+/**
  * The two lanes of one worker process (policy/lanes.ts): the immediate worker's activities report
  * to it while they run; the scheduled worker's activities ask it before they start, and wait while
  * it holds them back, and its workflow-task slot supplier asks it before handing out more than one
@@ -58,17 +76,7 @@ export class LaneGate {
         tick();
         lastTick = this.now();
       }
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          this.waiting.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, GATE_RECHECK_MS);
-        signal.addEventListener('abort', done, { once: true });
-        this.waiting.add(done);
-      });
+      await nap(this.waiting, signal);
     }
     this.scheduledRunning++;
   }
@@ -157,17 +165,7 @@ export class ScheduledWorkflowTaskSlots implements CustomSlotSupplier<WorkflowSl
   async reserveSlot(ctx: SlotReserveContext, abortSignal: AbortSignal): Promise<SlotPermit> {
     while (!this.mayIssue(ctx.isSticky)) {
       abortSignal.throwIfAborted();
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          abortSignal.removeEventListener('abort', done);
-          this.waiting.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, GATE_RECHECK_MS);
-        abortSignal.addEventListener('abort', done, { once: true });
-        this.waiting.add(done);
-      });
+      await nap(this.waiting, abortSignal);
     }
     return this.issue(ctx.isSticky);
   }
