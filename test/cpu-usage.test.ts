@@ -4,19 +4,18 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CPU_SAMPLE_MS, cpuUsage } from '../infra/cpu-usage';
 
+/** A reading on fake timers over a counter that gives `counts` in turn (then its last, again and again). */
+function usageOver(...counts: { busy: number; capacity: number }[]) {
+  vi.useFakeTimers();
+  let i = 0;
+  return cpuUsage(() => counts[Math.min(i++, counts.length - 1)]!);
+}
+
 describe('cpuUsage', () => {
   afterEach(() => void vi.useRealTimers());
 
   it('reads 0 before the first period, then the busy share of each period', () => {
-    vi.useFakeTimers();
-    const counts = [
-      { busy: 100, capacity: 1000 },
-      { busy: 400, capacity: 2000 },
-      { busy: 400, capacity: 3000 },
-      { busy: 5000, capacity: 4000 },
-    ];
-    let i = 0;
-    const usage = cpuUsage(() => counts[Math.min(i++, counts.length - 1)]!);
+    const usage = usageOver({ busy: 100, capacity: 1000 }, { busy: 400, capacity: 2000 }, { busy: 400, capacity: 3000 }, { busy: 5000, capacity: 4000 });
     expect(usage.current()).toBe(0);
     vi.advanceTimersByTime(CPU_SAMPLE_MS);
     expect(usage.current()).toBeCloseTo(0.3);
@@ -28,14 +27,7 @@ describe('cpuUsage', () => {
   });
 
   it('keeps the last reading when no time could have been busy (a counter that did not move)', () => {
-    vi.useFakeTimers();
-    const counts = [
-      { busy: 0, capacity: 0 },
-      { busy: 50, capacity: 100 },
-      { busy: 50, capacity: 100 },
-    ];
-    let i = 0;
-    const usage = cpuUsage(() => counts[Math.min(i++, counts.length - 1)]!);
+    const usage = usageOver({ busy: 0, capacity: 0 }, { busy: 50, capacity: 100 }, { busy: 50, capacity: 100 });
     vi.advanceTimersByTime(CPU_SAMPLE_MS);
     expect(usage.current()).toBeCloseTo(0.5);
     vi.advanceTimersByTime(CPU_SAMPLE_MS);
