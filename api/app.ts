@@ -10,7 +10,6 @@ import { describeIssues, errorBody, errorResponse } from './errors';
 import { auditLog } from './middleware/audit';
 import { authenticate } from './middleware/auth';
 import { recordHttpMetrics } from './middleware/http-metrics';
-import { rateLimit } from './middleware/rate-limit';
 import { tenantScope } from './middleware/tenant-scope';
 import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
@@ -108,7 +107,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
-  const guarded = [authenticate(deps, deps.adminApiKey, deps.authFailureLimit), ...(deps.rateLimit ? [rateLimit(deps.rateLimit)] : []), auditLog(deps), tenantScope(deps)];
+  const guarded = [authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }), auditLog(deps), tenantScope(deps)];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
   app.use(refuseNul);

@@ -47,9 +47,9 @@ export async function revokeApiKey(deps: Pick<CommandDeps, 'pool'>, tenantId: st
   return row;
 }
 
-/** Whether `token` has a tenant key's shape: only such a token costs a lookup. */
-export function looksLikeTenantKey(token: string): boolean {
-  return TENANT_KEY.test(token);
+/** The public prefix of a well-formed tenant key (it names the key's row and its request bucket), or null for anything else. */
+export function tenantKeyPrefix(token: string): string | null {
+  return TENANT_KEY.exec(token)?.[1] ?? null;
 }
 
 /**
@@ -57,9 +57,9 @@ export function looksLikeTenantKey(token: string): boolean {
  * constant time. Stamps its `last_used_at` (at most once a minute). Null for anything else.
  */
 export async function authenticateTenantKey(deps: Pick<CommandDeps, 'pool'>, token: string): Promise<ApiKeyRow | null> {
-  const match = TENANT_KEY.exec(token);
-  if (!match) return null;
-  const row = await apiKeys.findActiveApiKeyByPrefix(deps.pool, match[1]!);
+  const prefix = tenantKeyPrefix(token);
+  if (prefix === null) return null;
+  const row = await apiKeys.findActiveApiKeyByPrefix(deps.pool, prefix);
   if (!row || !timingSafeEqual(sha256(token), row.secret_hash)) return null;
   await apiKeys.touchApiKey(deps.pool, row.id);
   return row;

@@ -494,4 +494,27 @@ describe('tenant security', () => {
       await limited.server.close();
     }
   });
+
+  it('refuses a key over its rate before looking it up, and a made-up token with its prefix cannot empty its bucket', async () => {
+    const limited = await startTestApi(stack, TASK_QUEUE, { rateLimit: { ratePerSecond: 0.001, burst: 2 } });
+    try {
+      const get = (k: string) => fetch(`${limited.server.url}/connections`, { headers: { authorization: `Bearer ${k}` } });
+      const key = await newKey('prefixy');
+      const prefix = key.split('_')[1]!;
+      // Made-up tokens carrying the key's public prefix are not found: 401, and its bucket keeps its tokens.
+      const forged = `stk_${prefix}_${'A'.repeat(43)}`;
+      expect([(await get(forged)).status, (await get(forged)).status, (await get(forged)).status]).toEqual([401, 401, 401]);
+      expect([(await get(key)).status, (await get(key)).status, (await get(key)).status]).toEqual([200, 200, 429]);
+      // Over its rate the key is refused before its row is read: revoked meanwhile, it is still
+      // answered 429, not 401 (a lookup would have found no active key).
+      await stack.db.pool.query('update api_keys set revoked_at = now() where prefix = $1', [prefix]);
+      const refused = await get(key);
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+      // Another key of the same tenant has a bucket of its own, and is looked up.
+      expect((await get(await newKey('prefixy'))).status).toBe(200);
+    } finally {
+      await limited.server.close();
+    }
+  });
 });

@@ -1,11 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
-import { authenticateTenantKey, looksLikeTenantKey } from '../../commands/tenancy';
+import { authenticateTenantKey, tenantKeyPrefix } from '../../commands/tenancy';
 import type { CommandDeps } from '../../commands/deps';
-import { takeToken, type BucketLimits, type BucketState } from '../../policy/token-bucket';
+import type { BucketLimits } from '../../policy/token-bucket';
 import type { ApiEnv } from '../env';
 import { errorBody } from '../errors';
+import { Buckets } from './rate-limit';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -20,9 +21,6 @@ const unauthorized = (c: Context) => {
   return c.json(errorBody('unauthorized', 'a valid API key is required: Authorization: Bearer <key>'), 401);
 };
 
-/** Client addresses whose failed lookups are remembered; the oldest are dropped beyond this many. */
-const MAX_FAILURE_BUCKETS = 10_000;
-
 /** The address of the client's TCP connection (the balancer's, behind one); `unknown` without a socket. */
 function clientAddress(c: Context): string {
   try {
@@ -32,53 +30,66 @@ function clientAddress(c: Context): string {
   }
 }
 
+const rateLimited = (c: Context, retryAfterSeconds: number, message: string) => {
+  c.header('Retry-After', String(retryAfterSeconds));
+  return c.json(errorBody('rate_limited', `${message}; retry in ${retryAfterSeconds} s`), 429);
+};
+
+/** The limits `authenticate` applies, each a token bucket in this process's memory. */
+export interface AuthLimits {
+  /** Requests per API key (API_RATE_LIMIT_PER_SECOND, API_RATE_LIMIT_BURST): the admin key is one key, each tenant key another. */
+  requests?: BucketLimits;
+  /** Failed tenant-key lookups per client address (API_AUTH_FAILURES_PER_MINUTE). */
+  failures?: BucketLimits;
+}
+
 /**
  * Requires `Authorization: Bearer <key>`: the admin key (compared as fixed-length digests with
  * `timingSafeEqual`, so neither its content nor its length leaks through timing) or a tenant's
  * unrevoked API key (found by its public prefix, its hash compared the same way). Sets the
  * `principal`. Missing or wrong → 401 before any handler runs, so nothing is created.
  *
+ * Each key has a request bucket (`limits.requests`): over it, 429 with `Retry-After` before any
+ * handler runs, so one tenant's script cannot starve the API for the others. A tenant key's
+ * bucket is named by the key's public prefix and looked at *before* the key is looked up: a key
+ * over its rate costs no database work however fast it is sent. Only a request whose key was
+ * found takes from it, so a made-up token carrying someone's prefix cannot empty their bucket.
+ *
  * Each failed lookup of a well-formed tenant key takes a token from a bucket of the client's
- * address (`failureLimit`: API_AUTH_FAILURES_PER_MINUTE, in this process's memory); once it is
- * empty, a tenant key from that address is answered 429 with `Retry-After` before any lookup, so
- * guessed keys cannot turn into unbounded database work. The admin key needs no lookup and is
- * never held back by it.
+ * address (`limits.failures`); once it is empty, a tenant key from that address is answered 429
+ * before any lookup, so guessed keys cannot turn into unbounded database work either. The admin
+ * key needs no lookup and is never held back by it.
  */
-export function authenticate(
-  deps: Pick<CommandDeps, 'pool'>,
-  adminApiKey: string,
-  failureLimit?: BucketLimits,
-  now: () => number = Date.now,
-): MiddlewareHandler<ApiEnv> {
+export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: string, limits: AuthLimits = {}, now: () => number = Date.now): MiddlewareHandler<ApiEnv> {
   const expected = digest(adminApiKey);
-  const failures = new Map<string, BucketState>();
+  const requests = limits.requests && new Buckets(limits.requests, now);
+  const failures = limits.failures && new Buckets(limits.failures, now);
+  const overRate = (c: Context, retryAfter: number) => rateLimited(c, retryAfter, 'too many requests for this API key');
   return async (c, next) => {
     const token = bearer(c);
     if (token === null) return unauthorized(c);
     if (timingSafeEqual(digest(token), expected)) {
+      const wait = requests?.take('admin') ?? null;
+      if (wait !== null) return overRate(c, wait);
       c.set('principal', { kind: 'admin' });
       return next();
     }
-    if (!looksLikeTenantKey(token)) return unauthorized(c);
-    const address = failureLimit ? clientAddress(c) : '';
-    if (failureLimit) {
-      // Looked at, not taken: only a failed lookup spends a token.
-      const peek = takeToken(failureLimit, failures.get(address), now());
-      if (!peek.allowed) {
-        c.header('Retry-After', String(peek.retryAfterSeconds));
-        return c.json(errorBody('rate_limited', `too many failed API key lookups from this address; retry in ${peek.retryAfterSeconds} s`), 429);
-      }
-    }
+    const prefix = tenantKeyPrefix(token);
+    if (prefix === null) return unauthorized(c);
+    const bucket = `key:${prefix}`;
+    // Looked at, not taken: only a found key spends its request token, only a failed lookup its address's.
+    const empty = requests?.emptyFor(bucket) ?? null;
+    if (empty !== null) return overRate(c, empty);
+    const address = failures ? clientAddress(c) : '';
+    const failing = failures?.emptyFor(address) ?? null;
+    if (failing !== null) return rateLimited(c, failing, 'too many failed API key lookups from this address');
     const key = await authenticateTenantKey(deps, token);
     if (!key) {
-      if (failureLimit) {
-        const taken = takeToken(failureLimit, failures.get(address), now());
-        failures.delete(address);
-        failures.set(address, taken.state);
-        if (failures.size > MAX_FAILURE_BUCKETS) failures.delete(failures.keys().next().value!);
-      }
+      failures?.take(address);
       return unauthorized(c);
     }
+    const wait = requests?.take(bucket) ?? null;
+    if (wait !== null) return overRate(c, wait);
     c.set('principal', { kind: 'tenant', tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes });
     return next();
   };

@@ -1,32 +1,35 @@
-import type { MiddlewareHandler } from 'hono';
-import { takeToken, type BucketLimits, type BucketState } from '../../policy/token-bucket';
-import type { ApiEnv } from '../env';
-import { errorBody } from '../errors';
+import { takeToken, type BucketLimits, type TakeResult } from '../../policy/token-bucket';
 
-/** Buckets kept per process; idle full ones are dropped beyond this many. */
+/** Buckets kept per map; the least recently used are dropped beyond this many. */
 const MAX_BUCKETS = 10_000;
 
 /**
- * A token bucket per API key (the admin key is one key, each tenant key another), in this
- * process's memory: over the limit a request answers 429 with `Retry-After` (seconds) before any
- * handler runs, so one tenant's script cannot starve the API for the others. With several API
- * processes behind a balancer each keeps its own buckets (the limit scales with them): each
- * replica is configured with its share of the deployment's limit (docs/security.md). Not shared
- * through Postgres on purpose: that would cost a write per request.
+ * Token buckets by id (an API key, a client address) in this process's memory, at most
+ * MAX_BUCKETS of them (the least recently used dropped first: a dropped bucket comes back full).
+ * Not shared through Postgres on purpose: that would cost a write per request. With several API
+ * processes behind a balancer each keeps its own (the limit scales with them): each replica is
+ * configured with its share of the deployment's limit (docs/security.md).
  */
-export function rateLimit(limits: BucketLimits, now: () => number = Date.now): MiddlewareHandler<ApiEnv> {
-  const buckets = new Map<string, BucketState>();
-  return async (c, next) => {
-    const principal = c.get('principal');
-    const id = principal.kind === 'admin' ? 'admin' : principal.keyId;
-    const taken = takeToken(limits, buckets.get(id), now());
-    buckets.delete(id);
-    buckets.set(id, taken.state);
-    if (buckets.size > MAX_BUCKETS) buckets.delete(buckets.keys().next().value!);
-    if (!taken.allowed) {
-      c.header('Retry-After', String(taken.retryAfterSeconds));
-      return c.json(errorBody('rate_limited', `too many requests for this API key; retry in ${taken.retryAfterSeconds} s`), 429);
-    }
-    await next();
-  };
+export class Buckets {
+  private readonly buckets = new Map<string, TakeResult['state']>();
+
+  constructor(
+    private readonly limits: BucketLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether `id` has a token now, without taking it: null when it has, else seconds until it has. */
+  emptyFor(id: string): number | null {
+    const peek = takeToken(this.limits, this.buckets.get(id), this.now());
+    return peek.allowed ? null : peek.retryAfterSeconds;
+  }
+
+  /** Takes a token from `id`: null when there was one, else seconds until there is. */
+  take(id: string): number | null {
+    const taken = takeToken(this.limits, this.buckets.get(id), this.now());
+    this.buckets.delete(id);
+    this.buckets.set(id, taken.state);
+    if (this.buckets.size > MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
+    return taken.allowed ? null : taken.retryAfterSeconds;
+  }
 }
