@@ -3,7 +3,7 @@
 // MIN_SCHEDULED_ACTIVITIES scheduled activities start; the others wait (heartbeating, cancellable)
 // until one ends or the gate opens. Otherwise every scheduled activity starts at once.
 import { describe, expect, it } from 'vitest';
-import { IMMEDIATE_HOLD_MS, immediateLaneBusy, MIN_SCHEDULED_ACTIVITIES, mayStartScheduledActivity, scheduledLaneHeld } from '../policy/lanes';
+import { fairShare, IMMEDIATE_HOLD_MS, immediateLaneBusy, MIN_SCHEDULED_ACTIVITIES, mayStartScheduledActivity, nextInLine, scheduledLaneHeld } from '../policy/lanes';
 import { GATE_HEARTBEAT_MS, immediateLaneInterceptor, LaneGate, scheduledLaneInterceptor, ScheduledWorkflowTaskSlots } from '../workers/lane-gate';
 
 /** Settles within a few event-loop turns, or reports that it is still pending. */
@@ -18,10 +18,27 @@ describe('scheduledLaneHeld and mayStartScheduledActivity', () => {
     expect(scheduledLaneHeld({ immediateBusy: true, cpu: 0.7, targetCpu: 0.7 })).toBe(false);
     expect(scheduledLaneHeld({ immediateBusy: true, cpu: 1, targetCpu: 1 })).toBe(false);
   });
-  it('start activities up to the minimum whatever, and beyond it only while the lane is not held', () => {
-    expect(mayStartScheduledActivity({ running: MIN_SCHEDULED_ACTIVITIES - 1, held: true })).toBe(true);
-    expect(mayStartScheduledActivity({ running: MIN_SCHEDULED_ACTIVITIES, held: true })).toBe(false);
-    expect(mayStartScheduledActivity({ running: 10 * MIN_SCHEDULED_ACTIVITIES, held: false })).toBe(true);
+  it("start activities up to the minimum (next in line first), beyond it only while the lane is not held, and a tenant's fair share always", () => {
+    const s = (running: number, held: boolean, tenantRunning = 1, next = true, share = 1) => mayStartScheduledActivity({ running, held, tenantRunning, fairShare: share, nextInLine: next });
+    expect(s(MIN_SCHEDULED_ACTIVITIES - 1, true)).toBe(true);
+    expect(s(MIN_SCHEDULED_ACTIVITIES - 1, true, 1, false)).toBe(false);
+    expect(s(MIN_SCHEDULED_ACTIVITIES, true)).toBe(false);
+    expect(s(10 * MIN_SCHEDULED_ACTIVITIES, false, 5, false)).toBe(true);
+    expect(s(10 * MIN_SCHEDULED_ACTIVITIES, true, 0, false)).toBe(true);
+    expect(s(10 * MIN_SCHEDULED_ACTIVITIES, true, 1, false, 2)).toBe(true);
+    expect(s(10 * MIN_SCHEDULED_ACTIVITIES, true, 2, false, 2)).toBe(false);
+  });
+  it('fairShare: the minimum split between the tenants with work, one at least', () => {
+    expect(fairShare(1)).toBe(MIN_SCHEDULED_ACTIVITIES);
+    expect(fairShare(2)).toBe(Math.floor(MIN_SCHEDULED_ACTIVITIES / 2));
+    expect(fairShare(10 * MIN_SCHEDULED_ACTIVITIES)).toBe(1);
+    expect(fairShare(0)).toBe(MIN_SCHEDULED_ACTIVITIES);
+  });
+  it('nextInLine: the tenant running the fewest, then the one that came first', () => {
+    const running = (t: string) => ({ a: 3, b: 1, c: 1 })[t] ?? 0;
+    expect(nextInLine([{ tenant: 'a', seq: 0 }, { tenant: 'c', seq: 2 }, { tenant: 'b', seq: 1 }], running)).toEqual({ tenant: 'b', seq: 1 });
+    expect(nextInLine([{ tenant: 'a', seq: 0 }, { tenant: 'd', seq: 5 }], running)).toEqual({ tenant: 'd', seq: 5 });
+    expect(nextInLine([], running)).toBeUndefined();
   });
 });
 
@@ -70,6 +87,27 @@ describe('LaneGate', () => {
     expect(await settled(waiting)).toBe('pending');
     gate.scheduledEnded();
     expect(await settled(waiting)).toBeUndefined();
+  });
+
+  it("held back, starts a tenant's fair share beside another's minimum, and gives a free slot to the tenant running the fewest", async () => {
+    const { gate } = lanes();
+    gate.immediateStarted();
+    const never = new AbortController().signal;
+    const admit = (tenant: string) => gate.admitScheduled(never, () => {}, tenant);
+    for (let i = 0; i < MIN_SCHEDULED_ACTIVITIES; i++) await admit('a');
+    const moreOfA = admit('a');
+    expect(await settled(moreOfA)).toBe('pending');
+    // b runs none: its share of the minimum (split between a and b) starts at once; beyond it, b waits.
+    for (let i = 0; i < fairShare(2); i++) expect(await settled(admit('b'))).toBeUndefined();
+    const moreOfB = admit('b');
+    expect(await settled(moreOfB)).toBe('pending');
+    // a ends until the minimum has room: the slot goes to the tenant running the fewest (a, now).
+    for (let i = 0; i < fairShare(2) + 1; i++) gate.scheduledEnded('a');
+    expect(await settled(moreOfA)).toBeUndefined();
+    expect(await settled(moreOfB)).toBe('pending');
+    // b ends one: under its share again, its next starts.
+    gate.scheduledEnded('b');
+    expect(await settled(moreOfB)).toBeUndefined();
   });
 
   it('does not hold back while the CPU use is under the target, busy immediate lane or not', async () => {

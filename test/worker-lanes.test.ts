@@ -1,7 +1,8 @@
 // WORKER_TARGET_CPU on real workers: the scheduled and the immediate worker of a process share one
 // LaneGate. While an immediate sync runs and the CPU use is over the target, no more than
 // MIN_SCHEDULED_ACTIVITIES scheduled activities start (the others wait in the worker); with no
-// immediate sync about, every one starts at once. The target here (0.1 %) is one no machine
+// immediate sync about, every one starts at once; held back, a tenant that runs none still starts
+// one (a tenant's long syncs do not keep another's waiting). The target here (0.1 %) is one no machine
 // running these tests stays under.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +17,7 @@ import { createTestWorker, eventually, synctideBundle } from './helpers/worker';
 
 const QUEUE = 'lanes';
 const IMMEDIATE_QUEUE = 'lanes-immediate';
+/** A tenant's slow jobs; the worker has twice as many activity slots, as a deployment has room beyond one tenant's running-job limit (50 of 100). */
 const JOBS = 8;
 /** Ten pages 250 ms apart: each job's activity runs about 2.5 s, so that all eight would overlap. */
 const SLOW = { resource_types: ['items'], records_per_resource: 10, page_size: 1, latency_ms: 250 };
@@ -28,11 +30,12 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
   let scheduled: Worker;
   let cpu: CpuUsage;
   let api: TestApi;
+  let lanes: LaneGate;
   beforeAll(async () => {
     const { env, db } = servers;
     cpu = cpuUsage();
-    const lanes = new LaneGate(0.001, cpu.current);
-    const created = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: QUEUE, activitySlots: JOBS, lanes });
+    lanes = new LaneGate(0.001, cpu.current);
+    const created = await createTestWorker({ connection: env.nativeConnection, client: env.client, pool: db.pool, taskQueue: QUEUE, activitySlots: 2 * JOBS, lanes });
     scheduled = created.worker;
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: QUEUE });
     const immediate = await createImmediateWorker({
@@ -113,11 +116,8 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     await servers.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
     const answer = api.call('POST', '/sync', { app_key: 'long', tenant_id: 'caller', mode: 'full', immediate: true });
-    // The immediate sync's activity has started: its first record is stored.
-    await eventually(async () => {
-      const { rows } = await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = $1`, [created.body.id]);
-      return rows[0]!.n > 0 ? true : undefined;
-    });
+    // The immediate sync's activity has started (the connection's own scheduled job may store records first).
+    await eventually(async () => (lanes.holdsBack() ? true : undefined));
     const { most, ids } = await slowJobs('busy', async () => {
       const res = await answer;
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -128,5 +128,37 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
     await allCompleted(ids);
     const { rows } = await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = any($1::uuid[])`, [ids]);
     expect(rows[0]!.n).toBe(JOBS * SLOW.records_per_resource);
+  }, 90_000);
+
+  it("held back, a tenant's first scheduled sync starts at once: it does not wait behind another tenant's long syncs", async () => {
+    const created = await api.call('POST', '/connections', { tenant_id: 'caller', app_key: 'long-2', provider: 'demo', config: LONG_IMMEDIATE, schedule: { interval_seconds: 86_400 }, status: 'paused' });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await servers.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
+    const answer = api.call('POST', '/sync', { app_key: 'long-2', tenant_id: 'caller', mode: 'full', immediate: true });
+    await eventually(async () => (lanes.holdsBack() ? true : undefined));
+    let light = '';
+    const { ids } = await slowJobs('heavy', async (heavy) => {
+      // The heavy tenant's syncs page in the held lane's minimum (more of them than it has room for: the rest wait)…
+      await eventually(async () => {
+        const { rows } = await servers.db.pool.query<{ n: number }>(`select count(distinct connection_id)::int as n from records where connection_id = any($1::uuid[])`, [heavy]);
+        return rows[0]!.n >= 1 ? true : undefined;
+      });
+      // …then another tenant's short sync comes due.
+      const res = await api.call('POST', '/connections', { tenant_id: 'light', app_key: 'short', provider: 'demo', config: { resource_types: ['items'], records_per_resource: 2, page_size: 1 }, schedule: { interval_seconds: 86_400 } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      light = res.body.id;
+      await allCompleted([light]);
+      const done = await answer;
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+    });
+    await allCompleted(ids);
+    // Its sync ran beside the heavy tenant's, not after one of them ended (with one line for all
+    // tenants it needed a slot a heavy sync gave back).
+    const { rows } = await servers.db.pool.query<{ light: Date; heavy: Date }>(
+      `select (select min(finished_at) from sync_jobs where connection_id = $1) as light,
+              (select min(finished_at) from sync_jobs where connection_id = any($2::uuid[])) as heavy`,
+      [light, ids],
+    );
+    expect(rows[0]!.light.getTime()).toBeLessThan(rows[0]!.heavy.getTime());
   }, 90_000);
 });

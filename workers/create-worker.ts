@@ -1,5 +1,6 @@
 import { type ActivityInterceptorsFactory, type NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import { activityTenant } from '../activities/activity-tenant';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
 import { temporalWorkerTracing } from '../lib/tracing';
 import { immediateLaneInterceptor, type LaneGate, scheduledLaneInterceptor, ScheduledWorkflowTaskSlots } from './lane-gate';
@@ -87,7 +88,7 @@ export async function createImmediateWorker(
  */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({
-    ...workflowOptions(deps, deps.lanes && scheduledLaneInterceptor(deps.lanes)),
+    ...workflowOptions(deps, deps.lanes && scheduledLaneInterceptor(deps.lanes, activityTenant(deps.activities))),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.activities.taskQueue,

@@ -1,5 +1,5 @@
 import type { ActivityInterceptorsFactory, CustomSlotSupplier, SlotPermit, SlotReleaseContext, SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
-import { immediateLaneBusy, mayStartScheduledActivity, scheduledLaneHeld, type ImmediateLaneState } from '../policy/lanes';
+import { fairShare, immediateLaneBusy, mayStartScheduledActivity, nextInLine, scheduledLaneHeld, type ImmediateLaneState, type WaitingActivity } from '../policy/lanes';
 
 /** How often a scheduled activity held back by the gate looks again (one that ends wakes the next at once). */
 export const GATE_RECHECK_MS = 50;
@@ -33,6 +33,9 @@ function nap(waiting: Set<() => void>, signal: AbortSignal): Promise<void> {
 export class LaneGate {
   private readonly lane: ImmediateLaneState = { running: 0, lastEndedAt: null };
   private scheduledRunning = 0;
+  private readonly runningByTenant = new Map<string, number>();
+  private readonly line = new Set<WaitingActivity>();
+  private arrivals = 0;
   private readonly waiting = new Set<() => void>();
 
   constructor(
@@ -58,34 +61,56 @@ export class LaneGate {
     return scheduledLaneHeld({ immediateBusy, cpu: immediateBusy ? this.cpu() : 0, targetCpu: this.targetCpu });
   }
 
-  /** Whether one more scheduled activity may start now. */
-  mayStartScheduled(): boolean {
-    return mayStartScheduledActivity({ running: this.scheduledRunning, held: this.holdsBack() });
+  private tenantRunning = (tenant: string): number => this.runningByTenant.get(tenant) ?? 0;
+
+  /** Whether a scheduled activity of `tenant` may start now: `waiter` is its place in line (none: it would come last). */
+  mayStartScheduled(tenant = '', waiter?: WaitingActivity): boolean {
+    const held = this.holdsBack();
+    if (!held) return true;
+    const next = nextInLine(this.line, this.tenantRunning);
+    const tenants = new Set([...this.runningByTenant.keys(), ...[...this.line].map((w) => w.tenant), tenant]);
+    return mayStartScheduledActivity({
+      running: this.scheduledRunning,
+      held,
+      tenantRunning: this.tenantRunning(tenant),
+      fairShare: fairShare(tenants.size),
+      nextInLine: next === undefined || next === waiter,
+    });
   }
 
   /**
-   * Resolves once a scheduled activity may start, counting it as running (end it with
-   * `scheduledEnded`). Meanwhile calls `tick` every GATE_HEARTBEAT_MS; rejects with the signal's
-   * reason when it is aborted (the activity was cancelled).
+   * Resolves once a scheduled activity of `tenant` ('' for work of no tenant) may start, counting it
+   * as running (end it with `scheduledEnded(tenant)`). Meanwhile it waits in line and calls `tick`
+   * every GATE_HEARTBEAT_MS; rejects with the signal's reason when it is aborted (the activity was
+   * cancelled).
    */
-  async admitScheduled(signal: AbortSignal, tick: () => void): Promise<void> {
-    let lastTick = this.now();
-    while (!this.mayStartScheduled()) {
-      signal.throwIfAborted();
-      if (this.now() - lastTick >= GATE_HEARTBEAT_MS) {
-        tick();
-        lastTick = this.now();
+  async admitScheduled(signal: AbortSignal, tick: () => void, tenant = ''): Promise<void> {
+    const waiter: WaitingActivity = { tenant, seq: this.arrivals++ };
+    this.line.add(waiter);
+    try {
+      let lastTick = this.now();
+      while (!this.mayStartScheduled(tenant, waiter)) {
+        signal.throwIfAborted();
+        if (this.now() - lastTick >= GATE_HEARTBEAT_MS) {
+          tick();
+          lastTick = this.now();
+        }
+        await nap(this.waiting, signal);
       }
-      await nap(this.waiting, signal);
+    } finally {
+      this.line.delete(waiter);
     }
     this.scheduledRunning++;
+    this.runningByTenant.set(tenant, this.tenantRunning(tenant) + 1);
   }
 
-  /** A scheduled activity admitted by `admitScheduled` ended: the next waiting one looks again. */
-  scheduledEnded(): void {
+  /** A scheduled activity of `tenant` admitted by `admitScheduled` ended: the waiting ones look again. */
+  scheduledEnded(tenant = ''): void {
     this.scheduledRunning = Math.max(0, this.scheduledRunning - 1);
-    const [next] = this.waiting;
-    next?.();
+    const left = this.tenantRunning(tenant) - 1;
+    if (left > 0) this.runningByTenant.set(tenant, left);
+    else this.runningByTenant.delete(tenant);
+    for (const wake of this.waiting) wake();
   }
 }
 
@@ -108,21 +133,26 @@ export function immediateLaneInterceptor(gate: LaneGate): ActivityInterceptorsFa
   });
 }
 
+/** The tenant a scheduled activity works for ('' when none, or when it cannot be told), from its type and arguments. */
+export type ActivityTenant = (activityType: string, args: readonly unknown[]) => Promise<string>;
+
 /**
  * The scheduled worker's activity interceptor: an activity (not a local one: those run inside a
- * workflow task, which must not wait) starts only once the LaneGate lets it. While it waits it
- * holds its slot, heartbeats with the details it started with, and stops when cancelled.
+ * workflow task, which must not wait) starts only once the LaneGate lets it, in line with the
+ * other tenants' (`tenantOf`). While it waits it holds its slot, heartbeats with the details it
+ * started with, and stops when cancelled.
  */
-export function scheduledLaneInterceptor(gate: LaneGate): ActivityInterceptorsFactory {
+export function scheduledLaneInterceptor(gate: LaneGate, tenantOf: ActivityTenant = async () => ''): ActivityInterceptorsFactory {
   return (ctx) => ({
     inbound: {
       async execute(input, next) {
         if (ctx.info.isLocal) return next(input);
-        await gate.admitScheduled(ctx.cancellationSignal, () => ctx.heartbeat(ctx.info.heartbeatDetails));
+        const tenant = await tenantOf(ctx.info.activityType, input.args);
+        await gate.admitScheduled(ctx.cancellationSignal, () => ctx.heartbeat(ctx.info.heartbeatDetails), tenant);
         try {
           return await next(input);
         } finally {
-          gate.scheduledEnded();
+          gate.scheduledEnded(tenant);
         }
       },
     },
