@@ -1,28 +1,42 @@
-import { jobTenant } from '../db/models/owners';
+import { connectionTenant, jobTenant } from '../db/models/owners';
+import { connectionIdOf } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 
-/** Jobs whose tenant is remembered per worker process; the oldest are dropped beyond this many. */
+/** Connections and jobs whose tenant is remembered per worker process; the oldest are dropped beyond this many. */
 const MAX_REMEMBERED = 10_000;
+
+/** What the lane gate knows of an activity when it asks for its tenant. */
+export interface ActivityOf {
+  activityType: string;
+  workflowId: string;
+  args: readonly unknown[];
+}
 
 /**
  * The tenant a scheduled activity works for, as the worker's lane gate shares a hot node between
- * tenants: a sync task's, from its job (read once per job, then remembered: a job's tenant never
- * changes); '' for every other activity (short bookkeeping and deliveries), and when the job is
- * gone or cannot be read: the tenant is a hint for the order of waiting activities, so a failed
+ * tenants: a sync task's, from its connection when its job runs in the connection's workflow
+ * (read once per connection, then remembered: a connection's tenant never changes), otherwise
+ * from its job (once per job); '' for every other activity (short bookkeeping and deliveries),
+ * and when the row is gone or cannot be read: the tenant orders waiting activities, so a failed
  * read must not fail the activity.
  */
-export function activityTenant(deps: Pick<ActivityDeps, 'pool'>): (activityType: string, args: readonly unknown[]) => Promise<string> {
+export function activityTenant(deps: Pick<ActivityDeps, 'pool'>): (activity: ActivityOf) => Promise<string> {
   const remembered = new Map<string, string>();
-  return async (activityType, args) => {
-    if (activityType !== 'syncTask') return '';
-    const jobId = (args[0] as { jobId?: unknown } | undefined)?.jobId;
-    if (typeof jobId !== 'string') return '';
-    const known = remembered.get(jobId);
+  const lookUp = async (key: string, read: () => Promise<string | null>): Promise<string> => {
+    const known = remembered.get(key);
     if (known !== undefined) return known;
-    const tenant = await jobTenant(deps.pool, jobId).catch(() => null);
+    const tenant = await read().catch(() => null);
     if (tenant === null) return '';
-    remembered.set(jobId, tenant);
+    remembered.set(key, tenant);
     if (remembered.size > MAX_REMEMBERED) remembered.delete(remembered.keys().next().value!);
     return tenant;
+  };
+  return async ({ activityType, workflowId, args }) => {
+    if (activityType !== 'syncTask') return '';
+    const connectionId = connectionIdOf(workflowId);
+    if (connectionId !== null) return lookUp(`connection:${connectionId}`, () => connectionTenant(deps.pool, connectionId));
+    const jobId = (args[0] as { jobId?: unknown } | undefined)?.jobId;
+    if (typeof jobId !== 'string') return '';
+    return lookUp(`job:${jobId}`, () => jobTenant(deps.pool, jobId));
   };
 }

@@ -20,9 +20,18 @@ export const webhookDeliveryWorkflowId = (deliveryId: string): string => `webhoo
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The delivery id a `webhook-delivery:<uuid>` workflow id names; null for any other workflow id. */
-export function deliveryIdOf(workflowId: string): string | null {
-  const prefix = webhookDeliveryWorkflowId('');
+/** The uuid after `prefix` in `workflowId`; null when it does not start so or names no uuid. */
+function idAfter(prefix: string, workflowId: string): string | null {
   const id = workflowId.startsWith(prefix) ? workflowId.slice(prefix.length) : '';
   return UUID.test(id) ? id : null;
+}
+
+/** The delivery id a `webhook-delivery:<uuid>` workflow id names; null for any other workflow id. */
+export function deliveryIdOf(workflowId: string): string | null {
+  return idAfter(webhookDeliveryWorkflowId(''), workflowId);
+}
+
+/** The connection id a `connection:<uuid>` workflow id names; null for any other workflow id. */
+export function connectionIdOf(workflowId: string): string | null {
+  return idAfter(connectionWorkflowId(''), workflowId);
 }

@@ -6,7 +6,10 @@
 // running these tests stays under.
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { activityTenant } from '../activities/activity-tenant';
 import { cpuUsage, type CpuUsage } from '../infra/cpu-usage';
+import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import { MIN_SCHEDULED_ACTIVITIES } from '../policy/lanes';
 import { createImmediateWorker } from '../workers/create-worker';
 import { LaneGate } from '../workers/lane-gate';
@@ -129,6 +132,18 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
     const { rows } = await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = any($1::uuid[])`, [ids]);
     expect(rows[0]!.n).toBe(JOBS * SLOW.records_per_resource);
   }, 90_000);
+
+  it("tells a sync task's tenant by its connection's workflow, or its job's; '' for other activities and rows it cannot find", async () => {
+    const tenantOf = activityTenant({ pool: servers.db.pool });
+    const res = await api.call('POST', '/connections', { tenant_id: 'told', app_key: 'told-1', provider: 'demo', config: SLOW, status: 'paused' });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const syncTask = (workflowId: string, jobId: string = randomUUID()) => ({ activityType: 'syncTask', workflowId, args: [{ jobId }] });
+    expect(await tenantOf(syncTask(connectionWorkflowId(res.body.id)))).toBe('told');
+    expect(await tenantOf(syncTask(connectionWorkflowId(randomUUID())))).toBe('');
+    expect(await tenantOf({ activityType: 'deliverWebhook', workflowId: connectionWorkflowId(res.body.id), args: [] })).toBe('');
+    const [job] = (await servers.db.pool.query<{ id: string }>(`select id from sync_jobs where tenant_id = 'busy' limit 1`)).rows;
+    expect(await tenantOf(syncTask(syncJobWorkflowId(job!.id), job!.id))).toBe('busy');
+  });
 
   it("held back, a tenant's first scheduled sync starts at once: it does not wait behind another tenant's long syncs", async () => {
     const created = await api.call('POST', '/connections', { tenant_id: 'caller', app_key: 'long-2', provider: 'demo', config: LONG_IMMEDIATE, schedule: { interval_seconds: 86_400 }, status: 'paused' });

@@ -133,8 +133,8 @@ export function immediateLaneInterceptor(gate: LaneGate): ActivityInterceptorsFa
   });
 }
 
-/** The tenant a scheduled activity works for ('' when none, or when it cannot be told), from its type and arguments. */
-export type ActivityTenant = (activityType: string, args: readonly unknown[]) => Promise<string>;
+/** The tenant a scheduled activity works for ('' when none, or when it cannot be told), from its type, its workflow and its arguments. */
+export type ActivityTenant = (activity: { activityType: string; workflowId: string; args: readonly unknown[] }) => Promise<string>;
 
 /**
  * The scheduled worker's activity interceptor: an activity (not a local one: those run inside a
@@ -147,7 +147,7 @@ export function scheduledLaneInterceptor(gate: LaneGate, tenantOf: ActivityTenan
     inbound: {
       async execute(input, next) {
         if (ctx.info.isLocal) return next(input);
-        const tenant = await tenantOf(ctx.info.activityType, input.args);
+        const tenant = await tenantOf({ activityType: ctx.info.activityType, workflowId: ctx.info.workflowExecution?.workflowId ?? '', args: input.args });
         await gate.admitScheduled(ctx.cancellationSignal, () => ctx.heartbeat(ctx.info.heartbeatDetails), tenant);
         try {
           return await next(input);
