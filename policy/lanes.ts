@@ -6,8 +6,9 @@
 // and while the CPU use is over the target, the scheduled lane is held back: it starts no more
 // activities (the long syncs that burn the CPU) than its minimum, except that each tenant may run
 // its fair share of that minimum whatever another tenant started before (the others wait in the
-// worker, and a free slot goes to the tenant running the fewest), and runs one workflow task at a time from each of its queues. With no immediate sync about, or
-// with CPU to spare, the scheduled lane runs at its full size.
+// worker, and a free slot goes to the tenant running the fewest), and it runs one workflow task at
+// a time from each of its queues. With no immediate sync about, or with CPU to spare, the
+// scheduled lane runs at its full size.
 
 /** How long after the immediate lane's last activity the scheduled lane still yields: the workflow tasks that end that sync, and the next sync of a caller who asks again. */
 export const IMMEDIATE_HOLD_MS = 5_000;

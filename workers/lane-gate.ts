@@ -1,3 +1,4 @@
+import type { ActivityOf } from '../activities/activity-tenant';
 import type { ActivityInterceptorsFactory, CustomSlotSupplier, SlotPermit, SlotReleaseContext, SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
 import { fairShare, immediateLaneBusy, mayStartScheduledActivity, nextInLine, scheduledLaneHeld, type ImmediateLaneState, type WaitingActivity } from '../policy/lanes';
 
@@ -133,8 +134,8 @@ export function immediateLaneInterceptor(gate: LaneGate): ActivityInterceptorsFa
   });
 }
 
-/** The tenant a scheduled activity works for ('' when none, or when it cannot be told), from its type, its workflow and its arguments. */
-export type ActivityTenant = (activity: { activityType: string; workflowId: string; args: readonly unknown[] }) => Promise<string>;
+/** The tenant a scheduled activity works for ('' when none, or when it cannot be told): activities/activity-tenant.ts. */
+export type ActivityTenant = (activity: ActivityOf) => Promise<string>;
 
 /**
  * The scheduled worker's activity interceptor: an activity (not a local one: those run inside a
