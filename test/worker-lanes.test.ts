@@ -97,6 +97,20 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
     }
   }
 
+  /**
+   * Asks for an immediate sync of about 8 s on a new connection `appKey` of tenant `caller`, and
+   * resolves once its activity runs (the gate holds: the connection's own scheduled job may store
+   * records first), with the pending answer (wrapped: an async function would wait for a promise it returns).
+   */
+  async function longImmediateSync(appKey: string): Promise<{ answer: ReturnType<TestApi['call']> }> {
+    const created = await api.call('POST', '/connections', { tenant_id: 'caller', app_key: appKey, provider: 'demo', config: LONG_IMMEDIATE, schedule: { interval_seconds: 86_400 }, status: 'paused' });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await servers.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
+    const answer = api.call('POST', '/sync', { app_key: appKey, tenant_id: 'caller', mode: 'full', immediate: true });
+    await eventually(async () => (lanes.holdsBack() ? true : undefined));
+    return { answer };
+  }
+
   const allCompleted = (ids: string[]) =>
     eventually(
       async () => {
@@ -115,12 +129,7 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
   }, 90_000);
 
   it('holds the scheduled lane to its minimum while an immediate sync runs on a hot node, and runs every job to the end', async () => {
-    const created = await api.call('POST', '/connections', { tenant_id: 'caller', app_key: 'long', provider: 'demo', config: LONG_IMMEDIATE, schedule: { interval_seconds: 86_400 }, status: 'paused' });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    await servers.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
-    const answer = api.call('POST', '/sync', { app_key: 'long', tenant_id: 'caller', mode: 'full', immediate: true });
-    // The immediate sync's activity has started (the connection's own scheduled job may store records first).
-    await eventually(async () => (lanes.holdsBack() ? true : undefined));
+    const { answer } = await longImmediateSync('long');
     const { most, ids } = await slowJobs('busy', async () => {
       const res = await answer;
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -150,11 +159,7 @@ describe('the lanes of a worker process (WORKER_TARGET_CPU)', () => {
   });
 
   it("held back, a tenant's first scheduled sync starts at once: it does not wait behind another tenant's long syncs", async () => {
-    const created = await api.call('POST', '/connections', { tenant_id: 'caller', app_key: 'long-2', provider: 'demo', config: LONG_IMMEDIATE, schedule: { interval_seconds: 86_400 }, status: 'paused' });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    await servers.db.pool.query(`update connections set status = 'active' where id = $1`, [created.body.id]);
-    const answer = api.call('POST', '/sync', { app_key: 'long-2', tenant_id: 'caller', mode: 'full', immediate: true });
-    await eventually(async () => (lanes.holdsBack() ? true : undefined));
+    const { answer } = await longImmediateSync('long-2');
     let light = '';
     const { ids } = await slowJobs('heavy', async (heavy) => {
       // The heavy tenant's syncs page in the held lane's minimum (more of them than it has room for: the rest wait)…
