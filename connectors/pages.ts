@@ -101,27 +101,39 @@ export async function* pagesOf(
   } while (token);
 }
 
+/** Resolves once this turn's promise jobs and I/O callbacks have run (Node's check phase). */
+const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /**
- * The pages of `pages`, each next one asked for as soon as the previous one is handed out: a
- * page is fetched while the consumer stores the one before it. Pages still come out one at a
- * time and in order, and a fetch's failure comes out only after every earlier page (so a consumer
- * that stores each page before taking the next stores exactly what it did without the overlap).
- * At most one fetch runs ahead; when the consumer stops (done, or a throw), the fetch in flight
- * is awaited and its outcome dropped, so none outlives the loop.
+ * The pages of `pages`, each next one asked for just after the previous one is handed out: a
+ * page is fetched while the consumer stores the one before it. The next fetch begins only once
+ * the consumer's synchronous start on the page has run (its statement is on the wire before the
+ * fetch's own work, e.g. parsing or generating records, takes the thread). Pages still come out
+ * one at a time and in order, and a fetch's failure comes out only after every earlier page (so
+ * a consumer that stores each page before taking the next stores exactly what it did without the
+ * overlap). At most one fetch runs ahead; when the consumer stops (done, or a throw), no further
+ * fetch begins and the one in flight is awaited and its outcome dropped, so none outlives the
+ * loop.
  */
 export async function* fetchingAhead<T>(pages: AsyncGenerator<T>): AsyncGenerator<T> {
+  let stopped = false;
+  const ask = (): Promise<IteratorResult<T>> => {
+    const next = afterThisTurn().then(() => (stopped ? { done: true as const, value: undefined } : pages.next()));
+    // Observed here so a failure while the consumer stops is no unhandled rejection; awaited below.
+    next.catch(() => undefined);
+    return next;
+  };
   let next = pages.next();
-  // Observed here so a failure while the consumer stops is no unhandled rejection; awaited below.
   next.catch(() => undefined);
   try {
     for (;;) {
       const page = await next;
       if (page.done) return;
-      next = pages.next();
-      next.catch(() => undefined);
+      next = ask();
       yield page.value;
     }
   } finally {
+    stopped = true;
     await next.catch(() => undefined);
     await pages.return(undefined).catch(() => undefined);
   }
