@@ -34,7 +34,13 @@ describe('a job waiting for its tenant’s running jobs', () => {
       ids.push(res.body.id);
     }
     const first = (await api.call('POST', `/connections/${ids[0]}/sync`, { mode: 'full' })).body.job_id as string;
-    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'running'`, [first])).length ? true : undefined));
+    await eventually(async () => ((await q(`select 1 from sync_jobs where id = $1 and status = 'running'`, [first])).length ? true : undefined), {
+      // Where the first job stands if it never runs: its row, and its workflow if it was started.
+      describe: async () => ({
+        job: await q(`select status, last_error, workflow_id from sync_jobs where id = $1`, [first]),
+        workflow: await stack.env.client.workflow.getHandle(`sync-job:${first}`).describe().then((d) => d.status.name, (err: Error) => err.message),
+      }),
+    });
     const second = (await api.call('POST', `/connections/${ids[1]}/sync`, { mode: 'full' })).body.job_id as string;
     const handle = stack.env.client.workflow.getHandle(`sync-job:${second}`);
     await eventually(async () =>
