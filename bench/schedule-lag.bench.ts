@@ -196,12 +196,16 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
   const worst = started.slice(0, 10);
   const step = Math.max(1, Math.floor(started.length / 40));
   const sample = started.filter((_, i) => i % step === 0).slice(0, 40);
+  let untimed = 0;
   const split = async (set: JobRow[]) => {
     const parts = await pMap(set, (j) => lagParts(stack, j), { concurrency: 10 });
-    const ok = parts.filter((p): p is LagParts => p !== null);
+    const ok = parts.filter((p): p is LagParts => p !== null && p !== NO_TIMER);
+    const noTimer = parts.filter((p) => p === NO_TIMER).length;
+    untimed += noTimer;
     const mean = (k: keyof LagParts) => ok.reduce((s, p) => s + p[k], 0) / Math.max(ok.length, 1);
     perCycle = ok.length ? { tasks: mean('tasks'), activities: mean('activities'), children: mean('children') } : perCycle;
-    return [ok.length, ...(['timerSet', 'timerFired', 'parentQueue', 'parentRun', 'childStart', 'childQueue', 'total'] as const).map((k) => mean(k).toFixed(0))];
+    const n = noTimer ? `${ok.length} (+${noTimer} no timer)` : ok.length;
+    return [n, ...(['timerSet', 'timerFired', 'parentQueue', 'parentRun', 'childStart', 'childQueue', 'total'] as const).map((k) => mean(k).toFixed(0))];
   };
   let perCycle: { tasks: number; activities: number; children: number } | undefined;
   console.log('timer-driven lag split (mean ms, from workflow histories):');
@@ -209,6 +213,12 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
     ['jobs', 'n', 'timer set late', 'timer fired late', 'connection WFT queue', 'WFT run to claim/child', 'child start', 'child WFT queue', 'total'],
     [['10 worst', ...(await split(worst))], ['spread sample', ...(await split(sample))]],
   );
+  if (untimed) {
+    console.log(
+      `  "no timer": the job's run set no timer for it, because the job was already due when that run planned it (the run ` +
+        'before it ended after this due time): a catch-up, run at once; its lag is how late its run began',
+    );
+  }
 
   if (perCycle) {
     console.log(
@@ -240,7 +250,10 @@ interface LagParts {
 }
 
 /** Splits one job's lag along its connection run's history and a child job's own (null when a piece is missing). */
-async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | null> {
+/** A timer-driven job whose run fired no timer for it: it was due when its run planned it. */
+const NO_TIMER = 'no timer';
+
+async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | typeof NO_TIMER | null> {
   if (!job.scheduler_run_id) return null;
   const parent = (await stack.client.workflow.getHandle(`connection:${job.connection_id}`, job.scheduler_run_id).fetchHistory()).events ?? [];
   const childId = `sync-job:${job.id}`;
@@ -250,7 +263,7 @@ async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | null
       e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId === childId,
   );
   const firedAt = parent.findIndex((e) => e.eventType === EventType.EVENT_TYPE_TIMER_FIRED);
-  if (firedAt < 0) return null;
+  if (firedAt < 0) return parent.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED) ? null : NO_TIMER;
   const fired = parent[firedAt]!;
   // The timer that fired. The server starts it when the task that planned it completes and fires
   // it `duration` later; the duration counts from the workflow's clock, which stands at the task's
