@@ -44,6 +44,9 @@ const START = process.env.BENCH_LAG_START === 'api' ? 'api' : 'reconcile';
 const INTERVAL_SECONDS = 60;
 const TASK_QUEUE = 'bench-lag';
 
+/** A timer-driven job whose run fired no timer for it: it was due when its run planned it. */
+const NO_TIMER = 'no timer';
+
 await runBench(
   'schedule-lag',
   `connections ${SIZES.join(', ')} at ${INTERVAL_SECONDS} s, jitter ${JITTERS.join(' and ')}, ${CYCLES} timer-driven cycles after bootstrap`,
@@ -250,9 +253,6 @@ interface LagParts {
 }
 
 /** Splits one job's lag along its connection run's history and a child job's own (null when a piece is missing). */
-/** A timer-driven job whose run fired no timer for it: it was due when its run planned it. */
-const NO_TIMER = 'no timer';
-
 async function lagParts(stack: BenchStack, job: JobRow): Promise<LagParts | typeof NO_TIMER | null> {
   if (!job.scheduler_run_id) return null;
   const parent = (await stack.client.workflow.getHandle(`connection:${job.connection_id}`, job.scheduler_run_id).fetchHistory()).events ?? [];
