@@ -219,7 +219,7 @@ async function scenario(stack: BenchStack, n: number, jitterMode: 'none' | 'defa
   if (untimed) {
     console.log(
       `  "no timer": the job's run set no timer for it, because the job was already due when that run planned it (the run ` +
-        'before it ended after this due time): a catch-up, run at once; its lag is how late its run began',
+        'reached its planning only after the due time): a catch-up, run at once; its lag is how late its run got there',
     );
   }
 
