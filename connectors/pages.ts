@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { DEFAULT_PROVIDER_POLICY } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
@@ -101,9 +102,6 @@ export async function* pagesOf(
   } while (token);
 }
 
-/** Resolves once this turn's promise jobs and I/O callbacks have run (Node's check phase). */
-const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /**
  * The pages of `pages`, each next one asked for just after the previous one is handed out: a
  * page is fetched while the consumer stores the one before it. The next fetch begins only once
@@ -118,7 +116,8 @@ const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate
 export async function* fetchingAhead<T>(pages: AsyncGenerator<T>): AsyncGenerator<T> {
   let stopped = false;
   const ask = (): Promise<IteratorResult<T>> => {
-    const next = afterThisTurn().then(() => (stopped ? { done: true as const, value: undefined } : pages.next()));
+    // Node's check phase: after this turn's promise jobs and I/O callbacks.
+    const next = setImmediate().then(() => (stopped ? { done: true as const, value: undefined } : pages.next()));
     // Observed here so a failure while the consumer stops is no unhandled rejection; awaited below.
     next.catch(() => undefined);
     return next;
