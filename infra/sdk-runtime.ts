@@ -1,7 +1,7 @@
 import type { LogLevel, LogMetadata, Logger as SdkLogger } from '@temporalio/common';
 import { Runtime } from '@temporalio/worker';
 import type { Logger } from '../lib/logger';
-import { freePort } from '../lib/ports';
+import { ephemeralPort } from '../lib/ports';
 
 /** The Temporal SDK's Prometheus exporter of this process. */
 export interface SdkMetrics {
@@ -40,8 +40,9 @@ const SCRAPE_TIMEOUT_MS = 2000;
 export async function installSdkMetrics(
   opts: { port?: number; globalTags?: Record<string, string>; logger?: Logger } = {},
 ): Promise<SdkMetrics> {
-  // The exporter cannot report the port it bound, so port 0 is no option: pick a free one first.
-  const port = opts.port ?? (await freePort());
+  // The exporter cannot report the port it bound, so port 0 is no option: the OS picks one first,
+  // from the ephemeral range, apart from the ports test harnesses hand to servers they start.
+  const port = opts.port ?? (await ephemeralPort());
   const bindAddress = `127.0.0.1:${port}`;
   Runtime.install({
     ...(opts.logger && { logger: sdkLogger(opts.logger) }),
