@@ -15,8 +15,9 @@ const TRIES = 50;
 // process: until then another draw could find it free too (one process drawing 500 ports got
 // 5 twice; two test files drawing side by side got one twice and the Temporal UI failed to bind
 // it). So each port handed out is claimed for the drawing process's life by a file named after
-// it, holding the process's id; a claim whose process has exited is taken over.
-const CLAIMS = path.join(os.tmpdir(), 'synctide-ports');
+// it, holding the process's id; a claim whose process has exited is taken over. One directory per
+// user: another user's claims could be neither read nor taken over.
+const CLAIMS = path.join(os.tmpdir(), `synctide-ports-${process.getuid?.() ?? 'user'}`);
 
 /** Whether 127.0.0.1:`port` can be listened on now. */
 function canListen(port: number): Promise<boolean> {
