@@ -18,6 +18,8 @@ const TRIES = 50;
 // it, holding the process's id; a claim whose process has exited is taken over. One directory per
 // user: another user's claims could be neither read nor taken over.
 const CLAIMS = path.join(os.tmpdir(), `synctide-ports-${process.getuid?.() ?? 'user'}`);
+/** Made once per process, on the first draw. */
+let claimsDir: Promise<unknown> | undefined;
 
 /** Whether 127.0.0.1:`port` can be listened on now. */
 function canListen(port: number): Promise<boolean> {
@@ -98,7 +100,7 @@ export function ephemeralPort(): Promise<number> {
  * the ephemeral range, free now, and handed out by no other draw while this process lives.
  */
 export async function freePort(): Promise<number> {
-  await fs.mkdir(CLAIMS, { recursive: true });
+  await (claimsDir ??= fs.mkdir(CLAIMS, { recursive: true }));
   for (let i = 0; i < TRIES; i++) {
     const port = LOW + Math.floor(Math.random() * (HIGH - LOW + 1));
     if ((await canListen(port)) && (await claim(port))) return port;
