@@ -25,15 +25,31 @@ function decodeFields(text: string): Record<string, unknown> | null {
   return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }
 
-/** A row id as uuid text. */
-const UUID = /^[0-9a-f-]{36}$/i;
-/** A bigint the database can take, as decimal digits. */
-const BIGINT = /^\d{1,19}$/;
+// What a decoded field must be for the database to take it: a cursor it cannot take is one this
+// module did not make (400), never a failed statement (500).
 
-/** A string field matching `pattern`, or null. */
-function field(fields: Record<string, unknown>, name: string, pattern: RegExp): string | null {
+/** A row id as uuid text, in the 8-4-4-4-12 form the database prints. */
+const isUuid = (text: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text);
+
+/** The largest value of a Postgres bigint. */
+const MAX_BIGINT = 9223372036854775807n;
+/** A bigint the database can take, as decimal digits: 0 to 2^63 - 1. */
+const isBigint = (text: string): boolean => /^\d{1,19}$/.test(text) && BigInt(text) <= MAX_BIGINT;
+
+/**
+ * A time as the API issues it (`Date.prototype.toISOString`, years 0001 to 9999): a real date in
+ * that very form, so the database can take it (it has no year 0, and no years past the ISO form).
+ */
+function isoTime(text: string): Date | null {
+  if (!/^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(text)) return null;
+  const time = new Date(text);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === text ? time : null;
+}
+
+/** A string field that `accepts` takes, or null. */
+function field(fields: Record<string, unknown>, name: string, accepts: (text: string) => boolean): string | null {
   const value = fields[name];
-  return typeof value === 'string' && pattern.test(value) ? value : null;
+  return typeof value === 'string' && accepts(value) ? value : null;
 }
 
 /** A keyset position of rows ordered by id. */
@@ -41,23 +57,23 @@ export interface IdPosition {
   id: string;
 }
 
-/** Cursors of listings ordered by an id whose text matches `pattern`: `{"id":"<id>"}`. */
-function idCursor(pattern: RegExp): CursorCodec<IdPosition> {
+/** Cursors of listings ordered by an id whose text `accepts` takes: `{"id":"<id>"}`. */
+function idCursor(accepts: (text: string) => boolean): CursorCodec<IdPosition> {
   return {
     encode: ({ id }) => encodeFields({ id }),
     decode(text) {
       const fields = decodeFields(text);
-      const id = fields && field(fields, 'id', pattern);
+      const id = fields && field(fields, 'id', accepts);
       return id ? { id } : null;
     },
   };
 }
 
 /** Cursors of listings ordered by a uuid id (connections, webhooks): `{"id":"<uuid>"}`. */
-export const uuidCursor = idCursor(UUID);
+export const uuidCursor = idCursor(isUuid);
 
 /** Cursors of listings ordered by a bigint id (the audit log): `{"id":"<digits>"}`. */
-export const serialCursor = idCursor(BIGINT);
+export const serialCursor = idCursor(isBigint);
 
 /** A keyset position of rows ordered by creation time, then id. */
 export interface TimePosition {
@@ -72,9 +88,9 @@ function timeCursor(timeField: string): CursorCodec<TimePosition> {
     decode(text) {
       const fields = decodeFields(text);
       const time = fields?.[timeField];
-      const createdAt = typeof time === 'string' ? new Date(time) : null;
-      const id = fields && field(fields, 'id', UUID);
-      return createdAt && !Number.isNaN(createdAt.getTime()) && id ? { createdAt, id } : null;
+      const createdAt = typeof time === 'string' ? isoTime(time) : null;
+      const id = fields && field(fields, 'id', isUuid);
+      return createdAt && id ? { createdAt, id } : null;
     },
   };
 }
@@ -104,8 +120,8 @@ export const feedCursor: CursorCodec<FeedCursor> = {
   decode(text) {
     const fields = decodeFields(text);
     if (!fields) return null;
-    const seq = field(fields, 'seq', BIGINT);
-    const epoch = fields.epoch === undefined ? '0' : field(fields, 'epoch', BIGINT);
+    const seq = field(fields, 'seq', isBigint);
+    const epoch = fields.epoch === undefined ? '0' : field(fields, 'epoch', isBigint);
     return seq && epoch ? { seq, epoch } : null;
   },
 };

@@ -51,6 +51,25 @@ describe('cursor codecs', () => {
     expect(serialCursor.decode(base64({ id: UUID_A }))).toBeNull();
     expect(feedCursor.decode(base64({ seq: '1', epoch: 'x' }))).toBeNull();
   });
+
+  it('read no position the database cannot take: a uuid only in its 8-4-4-4-12 form, a bigint up to 2^63 - 1, a time as toISOString writes it in years 1 to 9999', () => {
+    const dashes = '-'.repeat(36);
+    expect(uuidCursor.decode(base64({ id: dashes }))).toBeNull();
+    expect(uuidCursor.decode(base64({ id: 'abcdef01-2345-6789-abcd-ef0123456789' }))).toEqual({ id: 'abcdef01-2345-6789-abcd-ef0123456789' });
+    expect(uuidCursor.decode(base64({ id: '0b5e2c7e4a564f7e9d0b5d7c3c1f2a10----' }))).toBeNull();
+    expect(jobCursor.decode(base64({ created_at: new Date().toISOString(), id: dashes }))).toBeNull();
+    expect(serialCursor.decode(base64({ id: '9223372036854775807' }))).toEqual({ id: '9223372036854775807' });
+    expect(serialCursor.decode(base64({ id: '9223372036854775808' }))).toBeNull();
+    expect(serialCursor.decode(base64({ id: '9999999999999999999' }))).toBeNull();
+    expect(feedCursor.decode(base64({ seq: '9999999999999999999' }))).toBeNull();
+    expect(feedCursor.decode(base64({ seq: '1', epoch: '9223372036854775808' }))).toBeNull();
+    for (const time of ['-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00.000Z', '2030-02-30T00:00:00.000Z', '2030-01-02', '2030-01-02T03:04:05Z', '2030-01-02T03:04:05.006+00:00']) {
+      expect(jobCursor.decode(base64({ created_at: time, id: UUID_A })), time).toBeNull();
+    }
+    for (const time of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z']) {
+      expect(jobCursor.decode(base64({ created_at: time, id: UUID_A })), time).toEqual({ createdAt: new Date(time), id: UUID_A });
+    }
+  });
 });
 
 describe('list routes (real API app, real Postgres)', () => {
@@ -151,6 +170,22 @@ describe('list routes (real API app, real Postgres)', () => {
         expect(answer.status, `${route} ${cursor}`).toBe(400);
         expect(answer.body, `${route} ${cursor}`).toEqual({ error: { code: 'invalid_request', message: 'cursor: not a cursor this API made' } });
       }
+    }
+    // Positions the database could not take are cursors this API did not make either: 400, not 500.
+    const dashes = '-'.repeat(36);
+    const unstorable: [string, string][] = [
+      [`/connections?tenant_id=${tenant}`, base64({ id: dashes })],
+      [`/webhooks?tenant_id=${tenant}`, base64({ id: dashes })],
+      [`/jobs?tenant_id=${tenant}`, base64({ created_at: new Date().toISOString(), id: dashes })],
+      [`/jobs?tenant_id=${tenant}`, base64({ created_at: '-271821-04-20T00:00:00.000Z', id: UUID_A })],
+      [`/webhooks/${webhookId}/deliveries?`, base64({ at: new Date().toISOString(), id: dashes })],
+      [`/audit?tenant_id=${tenant}`, base64({ id: '9999999999999999999' })],
+      [feed, base64({ seq: '9999999999999999999' })],
+    ];
+    for (const [route, cursor] of unstorable) {
+      const answer = await get(`${route}&cursor=${cursor}`);
+      expect(answer.status, `${route} ${cursor}`).toBe(400);
+      expect(answer.body, `${route} ${cursor}`).toEqual({ error: { code: 'invalid_request', message: 'cursor: not a cursor this API made' } });
     }
     // The feed still takes its own cursors.
     expect((await get(`${feed}cursor=${feedCursor.encode({ seq: '0', epoch: '0' })}`)).status).toBe(200);
