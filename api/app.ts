@@ -27,19 +27,46 @@ import { tenancyRoutes } from './routes/tenancy';
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** True when `value` holds a NUL character in any string or key. */
-function containsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (Array.isArray(value)) return value.some(containsNul);
-  if (value && typeof value === 'object') return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || containsNul(inner));
-  return false;
+/** A UTF-16 surrogate without its pair. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** What in `text` Postgres cannot store, or null. */
+function unstorableIn(text: string): 'nul' | 'surrogate' | null {
+  if (text.includes('\u0000')) return 'nul';
+  return LONE_SURROGATE.test(text) ? 'surrogate' : null;
 }
 
+/** The first character Postgres cannot store in any string or key of `value`, or null. */
+function findUnstorable(value: unknown): 'nul' | 'surrogate' | null {
+  if (typeof value === 'string') return unstorableIn(value);
+  if (Array.isArray(value)) {
+    for (const inner of value) {
+      const found = findUnstorable(inner);
+      if (found) return found;
+    }
+    return null;
+  }
+  if (value && typeof value === 'object') {
+    for (const [key, inner] of Object.entries(value)) {
+      const found = unstorableIn(key) ?? findUnstorable(inner);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+const UNSTORABLE_MESSAGE = {
+  nul: 'body: must not contain NUL (\\u0000) characters',
+  surrogate: 'body: must not contain a UTF-16 surrogate without its pair (\\ud800-\\udfff)',
+} as const;
+
 /**
- * Refuses a NUL character (`\u0000` in JSON, `%00` in the URL) with 400: Postgres text and jsonb
- * cannot store it, and the failed statement would quote its neighbours (credentials) into logs.
+ * Refuses with 400 a NUL character (`\u0000` in JSON, `%00` in the URL), and in a JSON body a
+ * UTF-16 surrogate without its pair (`"\ud800"`): jsonb refuses both, and the failed statement
+ * would quote its neighbours (credentials) into logs; text cannot hold a NUL, and would get U+FFFD
+ * in place of the surrogate, storing something other than what was sent.
  */
-const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
+const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const url = c.req.url;
   if (url.includes('\u0000') || /%00/.test(url)) return c.json(errorBody('invalid_request', 'url: must not contain NUL (\\u0000) characters'), 400);
   if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
@@ -51,7 +78,8 @@ const refuseNul: MiddlewareHandler<ApiEnv> = async (c, next) => {
       if (err instanceof SyntaxError) return next();
       throw err;
     }
-    if (containsNul(body)) return c.json(errorBody('invalid_request', 'body: must not contain NUL (\\u0000) characters'), 400);
+    const unstorable = findUnstorable(body);
+    if (unstorable) return c.json(errorBody('invalid_request', UNSTORABLE_MESSAGE[unstorable]), 400);
   }
   return next();
 };
@@ -65,7 +93,7 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 /**
  * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
  * trace of an incoming `traceparent` or a new one → request metrics → security headers → request id (generated here) and log → body
- * limit → NUL refusal → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
+ * limit → refusal of what Postgres cannot store (NUL, lone surrogates) → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
@@ -110,7 +138,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const guarded = [authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }), auditLog(deps), tenantScope(deps)];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
-  app.use(refuseNul);
+  app.use(refuseUnstorable);
 
   app.route('/', healthRoutes(deps));
   app.route('/', metricsRoutes(deps.registry, deps.extraMetrics));

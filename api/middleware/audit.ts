@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { CommandDeps } from '../../commands/deps';
 import { ownerOf, recordAudit } from '../../commands/tenancy';
 import type { ApiEnv } from '../env';
-import { jsonObjectBody, pathResource } from './tenant-scope';
+import { jsonObjectBody, pathResource, safeDecode } from './tenant-scope';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -22,7 +22,7 @@ export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<Api
     const tenantPath = /^\/tenants\/([^/]+)/.exec(c.req.path)?.[1];
     // Looked up before the call: a DELETE may remove the target.
     let tenantId: string | null = principal.kind === 'tenant' ? principal.tenantId : null;
-    if (!tenantId && tenantPath) tenantId = decodeURIComponent(tenantPath);
+    if (!tenantId && tenantPath) tenantId = safeDecode(tenantPath);
     if (!tenantId && target) tenantId = await ownerOf(deps, target.kind, target.id).catch(() => null);
     if (!tenantId) {
       const body = await jsonObjectBody(c);

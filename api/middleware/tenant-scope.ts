@@ -36,7 +36,8 @@ export function pathResource(path: string): { kind: OwnedKind; id: string } | nu
   return null;
 }
 
-function safeDecode(value: string): string {
+/** A path segment percent-decoded, or as it came when its escapes are not valid UTF-8. */
+export function safeDecode(value: string): string {
   try {
     return decodeURIComponent(value);
   } catch {

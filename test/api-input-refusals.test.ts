@@ -1,0 +1,104 @@
+// Input the database cannot take is refused with a 4xx and a JSON body before anything is written,
+// never answered 500 by a failed statement: characters Postgres cannot store anywhere in a JSON
+// body, and percent-escapes that are not UTF-8 in a path. Against the real API app and Postgres.
+import type { Client } from '@temporalio/client';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../api/app';
+import { createSyncMetrics } from '../lib/metrics';
+import { TEST_API_KEY } from './helpers/api';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
+import { capturingLogger } from './helpers/logs';
+
+describe('input the database cannot take (real API app, real Postgres)', () => {
+  let db: TestDatabase;
+  let app: ReturnType<typeof createApp>;
+  let connectionId: string;
+  const tenant = 'input-refusals';
+  const logs = capturingLogger();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const registry = new Registry();
+    app = createApp({
+      pool: db.pool,
+      // No request here reaches Temporal: each is refused first.
+      temporal: undefined as unknown as Client,
+      registry,
+      metrics: createSyncMetrics(registry),
+      logger: logs.logger,
+      taskQueue: 'input-refusals',
+      adminApiKey: TEST_API_KEY,
+      credentials: TEST_KEYRING,
+      maxIntervalSeconds: 86_400,
+      immediateSyncTimeoutMs: 60_000,
+      providers: TEST_PROVIDER_POLICY,
+    });
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'one', 'paused') returning id`,
+      [tenant],
+    );
+    connectionId = rows[0]!.id;
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  /** Sends `body` as it is written (JSON text with escapes), with the admin key. */
+  async function send(method: string, path: string, body?: string): Promise<{ status: number; body: any }> {
+    const headers: Record<string, string> = { authorization: `Bearer ${TEST_API_KEY}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await app.request(path, { method, headers, body });
+    return { status: res.status, body: await res.json() };
+  }
+
+  const counts = async () => {
+    const { rows } = await db.pool.query<{ connections: number; jobs: number; keys: number }>(
+      `select (select count(*) from connections)::int as connections, (select count(*) from sync_jobs)::int as jobs,
+              (select count(*) from api_keys)::int as keys`,
+    );
+    return rows[0]!;
+  };
+
+  it('refuses a UTF-16 surrogate without its pair anywhere in a JSON body with one 400, writing nothing', async () => {
+    const before = await counts();
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    const bodies: [string, string][] = [
+      ['/connections', `{"tenant_id":"${tenant}","app_key":"lone-high","provider":"demo","status":"paused","config":{"note":"\\ud800"}}`],
+      ['/connections', `{"tenant_id":"${tenant}","app_key":"lone-low","provider":"demo","status":"paused","config":{"note":"a\\udfffb"}}`],
+      ['/connections', `{"tenant_id":"${tenant}","app_key":"lone-key","provider":"demo","status":"paused","metadata":{"\\udc00":1}}`],
+      ['/connections', `{"tenant_id":"${tenant}","app_key":"\\ud800","provider":"demo","status":"paused"}`],
+      ['/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":{"notes":["ok","\\ud800"]}}`],
+      ['/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":{"note":"\\udfff\\ud800"}}`],
+    ];
+    for (const [path, body] of bodies) {
+      const answer = await send('POST', path, body);
+      expect(answer.status, body).toBe(400);
+      expect(answer.body, body).toEqual({
+        error: { code: 'invalid_request', message: 'body: must not contain a UTF-16 surrogate without its pair (\\ud800-\\udfff)' },
+      });
+    }
+    expect(await counts()).toEqual(before);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
+  it('lets a surrogate pair (a character outside the BMP) through to the route', async () => {
+    // The connection is paused, so the route's own refusal answers: the body passed the check.
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    const answer = await send('POST', '/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":{"note":"\\ud83d\\ude00"}}`);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(409);
+    expect(answer.body.error.code).toBe('connection_paused');
+  });
+
+  it('answers a tenant path whose percent-escapes are not UTF-8 without a 500 (the tenant id is taken as it came)', async () => {
+    for (const [method, path] of [['POST', '/tenants/%ZZ/api-keys'], ['POST', '/tenants/%ED%A0%80/api-keys'], ['PATCH', '/tenants/%E0%A4/limits'], ['DELETE', `/tenants/%ZZ/api-keys/${connectionId}`]] as const) {
+      const answer = await send(method, path, '{}');
+      expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBeLessThan(500);
+    }
+    // Audited under the tenant id as it came.
+    const { rows } = await db.pool.query(`select tenant_id from audit_log where path = '/tenants/%ZZ/api-keys'`);
+    expect(rows).toEqual([{ tenant_id: '%ZZ' }]);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+});
