@@ -8,23 +8,39 @@ export interface PagingProgress {
   records: number;
 }
 
-/** `value` with every NUL character removed from its strings and keys (Postgres text and jsonb refuse them). */
-export function stripNul<T>(value: T): T {
-  if (typeof value === 'string') return (value.includes('\u0000') ? value.replaceAll('\u0000', '') : value) as T;
-  if (Array.isArray(value)) return value.map(stripNul) as T;
+/** A UTF-16 surrogate without its pair. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `text` as Postgres can store it: NUL characters removed, a lone surrogate replaced by U+FFFD. */
+function storableText(text: string): string {
+  const withoutNul = text.includes('\u0000') ? text.replaceAll('\u0000', '') : text;
+  return withoutNul.replace(LONE_SURROGATE, '\uFFFD');
+}
+
+/**
+ * `value` with every string and key made storable (`storableText`): Postgres text and jsonb refuse
+ * a NUL, and jsonb refuses a UTF-16 surrogate without its pair (a provider that cut a string
+ * between the halves of an emoji), which is replaced as a UTF-8 decoder would replace it.
+ */
+export function storableValue<T>(value: T): T {
+  if (typeof value === 'string') return storableText(value) as T;
+  if (Array.isArray(value)) return value.map(storableValue) as T;
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) out[stripNul(key)] = stripNul(inner);
+    for (const [key, inner] of Object.entries(value)) out[storableText(key)] = storableValue(inner);
     return out as T;
   }
   return value;
 }
 
+/** True when JSON text may hold what `storableText` changes (a NUL, or a surrogate JSON escapes: a lone one). */
+const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
+
 /**
- * A page's records made safe to store, or a `Permanent` failure: NUL characters are stripped from
- * every string (a provider may send `\u0000`, which Postgres refuses), and a record larger than
- * `maxRecordBytes` as JSON fails the task (one oversized record must not fill a worker's memory
- * and the database; retrying would fetch it again).
+ * A page's records made safe to store, or a `Permanent` failure: every string is made storable
+ * (`storableValue`: a provider may send `\u0000` or a lone surrogate, which Postgres refuses), and
+ * a record larger than `maxRecordBytes` as JSON fails the task (one oversized record must not fill
+ * a worker's memory and the database; retrying would fetch it again).
  */
 function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
   return records.map((record) => {
@@ -32,8 +48,11 @@ function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: 
     if (Buffer.byteLength(json) > maxRecordBytes) {
       throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
-    const hasNul = json.includes('\\u0000') || String(record.externalId).includes('\u0000') || (record.updatedAt ?? '').includes('\u0000');
-    return hasNul ? { ...record, externalId: stripNul(record.externalId), updatedAt: record.updatedAt === null ? null : stripNul(record.updatedAt), data: stripNul(record.data) } : record;
+    const id = String(record.externalId);
+    const mayNeedChange = MAY_NEED_CHANGE.test(json) || storableText(id) !== id || (record.updatedAt !== null && storableText(record.updatedAt) !== record.updatedAt);
+    return mayNeedChange
+      ? { ...record, externalId: storableValue(record.externalId), updatedAt: record.updatedAt === null ? null : storableText(record.updatedAt), data: storableValue(record.data) }
+      : record;
   });
 }
 
@@ -53,8 +72,8 @@ function pageKey(connector: Connector, token: string): string {
  * `request.signal` has aborted. The one paging loop of job tasks and immediate syncs, so its
  * limits hold for both (`request.policy`, else the defaults): at most `maxPagesPerTask` pages and
  * `maxRecordsPerTask` records, counting what `done` says earlier runs of the task fetched, and no
- * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out with NUL
- * characters stripped, and each page says when its request began (`fetchedAt`).
+ * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out storable
+ * (NUL characters stripped, lone surrogates replaced), and each page says when its request began (`fetchedAt`).
  *
  * Guards: a next page this loop has already fetched (a provider whose Link or cursor points back
  * to an earlier page) fails with a `Permanent` error naming the connector and the page: retrying

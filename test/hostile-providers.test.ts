@@ -212,6 +212,17 @@ describe('hostile providers and oversized input', () => {
     expect(rows).toEqual([{ external_id: 'octo/hello#1', data: { number: 1, title: 'ab', updated_at: '2025-01-01T00:00:00Z', label: ['x'] } }]);
   });
 
+  it('stores provider strings holding a UTF-16 surrogate without its pair with U+FFFD in its place (Postgres refuses the lone surrogate)', async () => {
+    // A provider that cut a string between the two halves of an emoji, in a value and in a key.
+    const fake = await serve(listing('[{"number": 1, "title": "cut \\ud83d", "updated_at": "2025-01-01T00:00:00Z", "x\\ude00y": ["\\ud83d\\ude00 whole", "\\udc00\\ud800"]}]'));
+    const created = await create(api, { provider: 'github', config: { base_url: fake.url, repositories: ['octo/hello'], resource_types: ['issues'] }, credentials: { token: TOKEN } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const job = await finishedJob(created.body.id);
+    expect(job.status, JSON.stringify(job)).toBe('completed');
+    const { rows } = await stack.db.pool.query('select external_id, data from records where connection_id = $1', [created.body.id]);
+    expect(rows).toEqual([{ external_id: 'octo/hello#1', data: { number: 1, title: 'cut \uFFFD', updated_at: '2025-01-01T00:00:00Z', 'x\uFFFDy': ['😀 whole', '\uFFFD\uFFFD'] } }]);
+  });
+
   it('a gzip bomb fails its task with a clear error, and the worker RSS stays under the cap + 100 MiB', async () => {
     // ~64 KiB of gzip expanding to 64 MiB, sent 16 times: 1 GiB once decompressed.
     const fake = await serve(gzipBomb().handler);
