@@ -247,13 +247,15 @@ export function toPlannedRun({ scheduledAt: _scheduledAt, ...rest }: Plan): Plan
 
 /**
  * Inclusive integer jitter bounds in seconds for a base of `baseSeconds`. When no whole second
- * lies between pctMin·B and pctMax·B (a very narrow range), both bounds are the nearest second.
+ * lies between pctMin·B and pctMax·B (a very narrow range), both bounds are the nearest second,
+ * but never a whole base: with pctMax < 1 a jitter stays under B, so a run never lands on the
+ * next one's slot.
  */
 export function jitterBounds(baseSeconds: number, pctMin: number, pctMax: number) {
   const minSeconds = Math.ceil(pctMin * baseSeconds);
   const maxSeconds = Math.floor(pctMax * baseSeconds);
   if (minSeconds <= maxSeconds) return { minSeconds, maxSeconds };
-  const nearest = Math.round(((pctMin + pctMax) / 2) * baseSeconds);
+  const nearest = Math.min(Math.round(((pctMin + pctMax) / 2) * baseSeconds), Math.max(0, Math.ceil(baseSeconds) - 1));
   return { minSeconds: nearest, maxSeconds: nearest };
 }
 

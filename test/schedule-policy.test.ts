@@ -318,6 +318,24 @@ describe('jitter bounds and sampling', () => {
     expect(jitterBounds(900, 0, 0)).toEqual({ minSeconds: 0, maxSeconds: 0 });
   });
 
+  it('keeps every jitter under one whole base for any allowed percentages (0 ≤ min ≤ max < 1), a narrow range included', () => {
+    // 60 s at 99.5 % has no whole second between the percentages: the nearest one, 60, is a whole base.
+    expect(jitterBounds(60, 0.995, 0.995)).toEqual({ minSeconds: 59, maxSeconds: 59 });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 400 * 86_400 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (base, a, b) => {
+          const bounds = jitterBounds(base, Math.min(a, b), Math.max(a, b));
+          expect(bounds.minSeconds).toBeGreaterThanOrEqual(0);
+          expect(bounds.minSeconds).toBeLessThanOrEqual(bounds.maxSeconds);
+          expect(bounds.maxSeconds).toBeLessThan(base);
+        },
+      ),
+    );
+  });
+
   it('samples the ends of the bounds at random = 0 and random → 1', () => {
     const bounds = { minSeconds: 45, maxSeconds: 270 };
     expect(sampleJitter(bounds, fixed(0))).toBe(45);
