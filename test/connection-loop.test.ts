@@ -93,6 +93,40 @@ describe('connection workflow loop (time-skipping, stub activities)', () => {
     expect(full[0]).toMatchObject({ status: 'completed', trigger: 'manual' });
   });
 
+  it('a syncNow refused by a job it does not own is tried again only after the retry period, and runs once that job is gone', async () => {
+    // Another active job of the type (e.g. an API job in its own sync-job workflow): `existing`.
+    store.behaviour.enqueue = 'existing';
+    try {
+      const { id, handle } = await start({ interval_seconds: 3600 });
+      await waitForState(id, (s) => s.phase === 'sleeping');
+      const runId = (await handle.describe()).runId;
+      const enqueues = () => store.calls.get('enqueueJob') ?? 0;
+      const before = enqueues();
+      await handle.signal('syncNow', { mode: 'incremental' });
+      // The syncNow wakes the idle wait once and is refused.
+      await eventually(async () => (enqueues() > before ? true : undefined));
+      const refusedAt = enqueues();
+      // Five minutes of skipped time: one look a minute. (A looping run never lets time skip, so
+      // the skip is bounded in real time; the assertion is on the count alone.)
+      await Promise.race([loop.env.sleep(5 * MINUTE), new Promise((r) => setTimeout(r, 60_000))]);
+      const looks = enqueues() - refusedAt;
+      expect(looks, 'enqueue attempts over 5 skipped minutes after one refused syncNow').toBeLessThanOrEqual(6);
+      expect(looks).toBeGreaterThanOrEqual(4);
+      expect((await waitForState(id, (s) => s.phase === 'sleeping')).pending).toEqual(['syncNow:incremental']);
+      expect(store.jobsOf(id)).toHaveLength(0);
+
+      // The blocking job is gone: the pending syncNow runs at its next look.
+      store.behaviour.enqueue = null;
+      await loop.env.sleep(2 * MINUTE);
+      const after = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+      expect(after.pending).toEqual([]);
+      expect(store.jobsOf(id)[0]).toMatchObject({ jobType: 'incremental', trigger: 'manual', status: 'completed' });
+      await recordHistory(loop.env.client, 'connection-sync-now-refused', connectionWorkflowId(id), runId);
+    } finally {
+      store.behaviour.enqueue = null;
+    }
+  });
+
   it('cancelJob while sleeping cancels the queued job and goes on with the next cycle', async () => {
     const { id, handle } = await start();
     const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

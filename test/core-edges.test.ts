@@ -84,6 +84,33 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
     expect(next.scheduled_at.getTime()).toBeGreaterThanOrEqual(cancelled.finished_at.getTime() + 15 * MINUTE);
   });
 
+  it('a job cancelled while its claim waits for tenant capacity is cancelled, and is its slot\'s run', async () => {
+    // A tenant allowed no running job: the scheduled job's claim waits on a durable timer (queued).
+    const tenant = `edge-held-${randomUUID()}`;
+    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
+       values ($1, 'demo', 'held', $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
+      [tenant, { seed: 'held', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
+    );
+    const id = rows[0]!.id;
+    started.push(id);
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
+    const [waiting] = await jobs(id);
+    expect(waiting.status).toBe('queued');
+    const firstRun = (await handle.describe()).runId;
+    await handle.signal('cancelJob');
+    await eventually(async () => ((await handle.describe()).runId !== firstRun ? true : undefined));
+    const cancelled = await eventually(async () => (await jobs(id)).find((j) => j.id === waiting.id && j.status !== 'queued'));
+    expect(cancelled.status).toBe('cancelled');
+    const after = await waitForState(id, (s) => s.phase === 'sleeping');
+    expect(after.last_outcome).toBe('cancelled');
+    const next = (await jobs(id)).find((j) => j.id !== waiting.id);
+    expect(next.scheduled_at.getTime()).toBeGreaterThanOrEqual(cancelled.finished_at.getTime() + 15 * MINUTE);
+    await recordHistory(env.client, 'connection-cancel-job-while-claim-waits', connectionWorkflowId(id), firstRun);
+  });
+
   it('a syncNow that made the queued job full counts as the slot\'s run: no extra incremental at once', async () => {
     const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

@@ -58,6 +58,15 @@ export function anyIntent(intents: Intents): boolean {
 }
 
 /**
+ * Whether any signal is waiting to be acted on, leaving out a pending `syncNow` of mode `refused`
+ * (one an enqueue just refused, which is tried again after the wait); null leaves out nothing.
+ */
+export function anyIntentBut(intents: Intents, refused: Intents['syncNow']): boolean {
+  if (refused === null || intents.syncNow !== refused) return anyIntent(intents);
+  return intents.status !== null || intents.schedule !== null || intents.replan === true || intents.cancelJob;
+}
+
+/**
  * Validates a legacy `updateSchedule` payload; an invalid one is logged and ignored. (Its storing
  * activity parses it again with the worker's maximum, through the one parser.)
  */

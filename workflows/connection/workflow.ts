@@ -21,7 +21,7 @@ import { syncJobWorkflowId } from '../../temporal/ids';
 import { SYNC_JOB_WORKFLOW, type SyncJobResult, type SyncJobWorkflow } from '../../temporal/sync-job';
 import { runSyncJob } from '../sync-job/workflow';
 import { LEAN_CYCLE_PATCH, bookkeeping, type Bookkeeping } from './bookkeeping';
-import { anyIntent, initialIntents, listenForIntents } from './intents';
+import { anyIntent, anyIntentBut, initialIntents, listenForIntents } from './intents';
 import { fullSyncScheduled, planFor } from './planning';
 import { ConnectionView, iso } from './state';
 
@@ -65,6 +65,16 @@ const INLINE_JOB_PATCH = 'inline-scheduled-job';
  * Runs recorded before it replay asking for the three patches where they did.
  */
 const ONE_MARKER_PATCH = 'one-marker-cycle';
+
+/**
+ * Marks the workflow versions whose idle wait after a refused enqueue (an active job it does not
+ * own, a lock, a status change) is not woken by the `syncNow` that was just refused: the request
+ * stays pending and is tried again after the wait, instead of every wait ending at once and the
+ * run looking again with no pause (hundreds of enqueues a second). A `syncNow` of another mode,
+ * and status, schedule, replan and cancel intents, still wake it. Recorded only by a run whose
+ * `syncNow` was refused; runs recorded before it replay waking on any intent.
+ */
+const REFUSED_SYNC_NOW_WAITS_PATCH = 'refused-sync-now-waits';
 
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
@@ -176,7 +186,9 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     if (enqueued.outcome !== 'enqueued') {
       // Locked by a concurrent enqueue, an active job we don't own, or a status change: look again soon.
       view.setPhase('sleeping');
-      await condition(() => anyIntent(intents), enqueued.outcome === 'locked' ? LOCKED_RETRY_MS : SKIP_RETRY_MS);
+      // The syncNow just refused stays pending and must not end this wait at once (a hot loop).
+      const refused = manual && patched(REFUSED_SYNC_NOW_WAITS_PATCH) ? manual : null;
+      await condition(() => anyIntentBut(intents, refused), enqueued.outcome === 'locked' ? LOCKED_RETRY_MS : SKIP_RETRY_MS);
       idleWaits += 1;
       continue;
     }

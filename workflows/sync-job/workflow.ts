@@ -14,6 +14,14 @@ import { LEAN_JOB_PATCH, jobBookkeeping, type JobBookkeeping } from './bookkeepi
 import { failureOf, summarise, type TaskFailure } from './failures';
 
 /**
+ * Marks the workflow versions that mark the job cancelled (in a non-cancellable cleanup step) when
+ * it is cancelled while its claim waits, e.g. for its tenant's running-jobs limit. Runs recorded
+ * before it replay letting the cancellation end the run with the job still queued (a scheduled
+ * job was then failed as abandoned by the connection's next run, which queued the next at once).
+ */
+const CANCEL_DURING_CLAIM_PATCH = 'cancel-during-claim';
+
+/**
  * Claims the job, resolves its mode, creates one task per resource type and runs them (serially by
  * default). An attempt whose tasks all complete ends the job `completed` and closes the
  * connection's circuit breaker. Otherwise:
@@ -43,16 +51,26 @@ export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promis
   const acts = jobBookkeeping(lean);
   const startedAt = Date.now();
   let started: PreparedJob | undefined;
-  if (lean) {
-    const start = await acts.startJob({ jobId, workflowId, at: startedAt });
-    if (start.outcome === 'not_claimable') return { jobId, status: 'skipped' };
-    if (start.outcome === 'invalid') {
-      const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error: start.error });
-      return { jobId, status: outcomeOf(status, 'failed'), error: start.error };
+  try {
+    if (lean) {
+      const start = await acts.startJob({ jobId, workflowId, at: startedAt });
+      if (start.outcome === 'not_claimable') return { jobId, status: 'skipped' };
+      if (start.outcome === 'invalid') {
+        const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error: start.error });
+        return { jobId, status: outcomeOf(status, 'failed'), error: start.error };
+      }
+      started = start.prepared;
+    } else if (!(await acts.claimJob({ jobId, workflowId, at: startedAt }))) {
+      return { jobId, status: 'skipped' };
     }
-    started = start.prepared;
-  } else if (!(await acts.claimJob({ jobId, workflowId, at: startedAt }))) {
-    return { jobId, status: 'skipped' };
+  } catch (err) {
+    // Cancelled while the claim waited (its tenant at its running-jobs limit: a durable timer
+    // between attempts, the job still queued): the job is cancelled, not left for a later cleanup.
+    if (isCancellation(err) && patched(CANCEL_DURING_CLAIM_PATCH)) {
+      await CancellationScope.nonCancellable(() => acts.cancelJob({ jobId, reason: 'cancelled', at: Date.now() }));
+      return { jobId, status: 'cancelled' };
+    }
+    throw err;
   }
   try {
     const prepared = started ?? (await acts.prepareJob({ jobId, at: Date.now() }));
