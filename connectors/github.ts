@@ -18,9 +18,17 @@
 //
 // Each repository is a partition (connectors/types.ts): its own cursor (`sinceOf`), its records
 // name it, and the page that ends it says so. Repositories are fetched one after another: the page
-// token is base64url JSON { repo: index into `repositories`, url: the next URL, or null for that
-// repository's first page }. Token and Link URLs must share the origin of `base_url`, so the token
-// is never sent elsewhere. The token never appears in an error message either: provider text is
+// token is base64url JSON { repo: the repository's 'owner/name', done: the repositories configured
+// before it (which the pass read before it), url: the next URL, or null for that repository's first
+// page }. A task resumes from its stored token after its connection's config may have changed, so
+// the token is checked against the current config (decodePageToken): the pass goes on from it only
+// while its repository is configured by that name, every repository configured before it is one
+// the pass already read, and its URLs name no other repository; otherwise the pass starts again
+// from its first page, so no repository's pages are stored under another's name and none is
+// skipped. Tokens written before names were (`repo` a position in `repositories`) are still read:
+// the position names the repository, and their URLs must name that one, else the pass starts
+// again. Token and Link URLs must share the origin of `base_url`, so the token is never sent
+// elsewhere. The token never appears in an error message either: provider text is
 // redacted (the exact token and any `Bearer …`/`token …` value) before it is cut to 500 characters.
 //
 // Issues are read oldest first by keyset: each next page asks `since` = the last item's
@@ -50,7 +58,7 @@
 // with the noted next page (ending the repository where the listing ended or, newest first, where
 // the page reached `since`). Every request goes through `providerGet` (provider-http.ts), the
 // connectors' one HTTP path, which asks the shared rate budget first.
-import { createPrivateKey } from 'node:crypto';
+import { createHash, createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
@@ -229,7 +237,9 @@ function parseCredentials(credentials: Record<string, unknown> | null): string {
 // Page tokens
 
 const tokenSchema = z.object({
-  repo: z.number().int().min(0),
+  // A name ('owner/name'), or a position in `repositories` (tokens written before names were).
+  repo: z.union([z.string().min(1).max(201), z.number().int().min(0)]),
+  done: z.array(z.string()).max(MAX_REPOSITORIES).optional(),
   url: z.string().nullable(),
   validator: z.object({ url: z.string(), etag: z.string() }).nullable().optional(),
   catchup: z.boolean().optional(),
@@ -238,11 +248,14 @@ const tokenSchema = z.object({
 });
 
 /**
- * A decoded page token: which repository, the exact URL to fetch (null: its first page), and the
- * ETag of that repository's first page, carried to the repository's last page to be stored there.
+ * A page token: which repository, the exact URL to fetch (null: its first page), and the ETag of
+ * that repository's first page, carried to the repository's last page to be stored there.
  */
 export interface GitHubPageToken {
-  repo: number;
+  /** The repository, 'owner/name'; a number is a position in `repositories` (tokens written before names were). */
+  repo: string | number;
+  /** The repositories the pass read before `repo`, in config order (written with a name only). */
+  done?: string[];
   url: string | null;
   validator?: { url: string; etag: string } | null;
   /** A newest-first listing's catch-up pass: its head again, down to `head` (see fetchPage). */
@@ -256,9 +269,16 @@ export interface GitHubPageToken {
   first?: string;
 }
 
+/** Where a pass stands in the current config: the position of its repository, and the token's other fields. */
+type Position = Omit<GitHubPageToken, 'repo' | 'done'> & { index: number };
+
+/** The first page of a pass: the first repository's first page. */
+const PASS_START: Position = { index: 0, url: null };
+
 /** Encodes a page token (base64url JSON); only the fields set are written. */
 export function encodeGitHubPageToken(token: GitHubPageToken): string {
   const body: GitHubPageToken = { repo: token.repo, url: token.url };
+  if (token.done?.length) body.done = token.done;
   if (token.validator) body.validator = token.validator;
   if (token.catchup) body.catchup = true;
   if (token.head) body.head = token.head;
@@ -266,17 +286,62 @@ export function encodeGitHubPageToken(token: GitHubPageToken): string {
   return encodePageToken(body);
 }
 
-function decodePageToken(token: string, cfg: GitHubConfig): GitHubPageToken {
+/** The token of `position` in `cfg`: its repository by name, with the repositories configured before it (read by then). */
+function tokenAt(cfg: GitHubConfig, position: Position): string {
+  const { index, ...rest } = position;
+  return encodeGitHubPageToken({ ...rest, repo: cfg.repositories[index]!, done: cfg.repositories.slice(0, index) });
+}
+
+/**
+ * The repository a GitHub API URL names (`…/repos/{owner}/{name}/issues|pulls`), or null when it
+ * names none (GitHub's `/repositories/{id}/…` Link URLs) or is unreadable.
+ */
+function repositoryOfUrl(url: string): string | null {
+  try {
+    const match = /\/repos\/([^/]+)\/([^/]+)\/(?:issues|pulls)\/?$/.exec(new URL(url).pathname);
+    return match ? `${decodeURIComponent(match[1]!)}/${decodeURIComponent(match[2]!)}` : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where a stored token resumes the pass in the current config, or null when the token cannot be
+ * trusted there and the pass must start again from its first page:
+ * - its repository is no longer configured (by name, exactly);
+ * - a repository now configured before it is not one the pass read before it (added or moved
+ *   there since: resuming would skip it, and a full pass would tombstone its records);
+ * - its URL (or its validator's) names another repository.
+ * A token of the format before names (`repo` a position) resumes at that position only when each
+ * URL it holds names that repository (a `/repositories/{id}` URL cannot show it: the pass starts
+ * again); a position past the configured repositories fails with `Permanent`, as it did. Throws
+ * `Permanent` on text that is no page token, or a URL outside `base_url`'s origin.
+ */
+function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   const parsed = tokenSchema.safeParse(pageTokenBody(token));
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
-  const { repo, url, validator, catchup, head, first } = parsed.data;
-  if (repo >= cfg.repositories.length) {
-    throw new Permanent(
-      `github connector: page token names repository #${repo}, but only ${cfg.repositories.length} are configured`,
-    );
-  }
+  const { repo, done, url, validator, catchup, head, first } = parsed.data;
   if (url !== null) assertSameOrigin(url, cfg, 'page token');
-  return { repo, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null, ...(first !== undefined && { first }) };
+  const urls = [url, validator?.url ?? null].filter((u): u is string => u !== null);
+  const names = (repository: string, u: string) => repositoryOfUrl(u)?.toLowerCase() === repository.toLowerCase();
+  let index: number;
+  if (typeof repo === 'string') {
+    index = cfg.repositories.indexOf(repo);
+    if (index < 0) return null;
+    const read = new Set(done ?? []);
+    if (cfg.repositories.slice(0, index).some((r) => !read.has(r))) return null;
+    // A URL naming no repository (GitHub's /repositories/{id} links) was written under this name.
+    if (urls.some((u) => repositoryOfUrl(u) !== null && !names(repo, u))) return null;
+  } else {
+    if (repo >= cfg.repositories.length) {
+      throw new Permanent(
+        `github connector: page token names repository #${repo}, but only ${cfg.repositories.length} are configured`,
+      );
+    }
+    index = repo;
+    if (urls.some((u) => !names(cfg.repositories[repo]!, u))) return null;
+  }
+  return { index, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null, ...(first !== undefined && { first }) };
 }
 
 /** Refuses URLs outside `base_url`'s origin: we would be sending the token there. */
@@ -469,8 +534,17 @@ export const githubConnector: Connector = {
   },
 
   pageKey(token) {
-    const body = pageTokenBody(token) as { repo?: unknown; url?: unknown; catchup?: unknown };
-    const page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
+    const body = pageTokenBody(token) as { repo?: unknown; done?: unknown; url?: unknown; catchup?: unknown };
+    let page: string;
+    if (typeof body.repo === 'string') {
+      // The repository and those read before it belong to the page: a token the current config
+      // cannot trust starts the pass again, and that pass's tokens for the same URL are other pages.
+      const done = Array.isArray(body.done) ? body.done.map(String) : [];
+      const before = done.length === 0 ? '' : ` (after ${done.length} repositories, ${createHash('sha256').update(done.join('\n')).digest('hex').slice(0, 12)})`;
+      page = `${typeof body.url === 'string' ? body.url : 'first page'} of ${body.repo}${before}`;
+    } else {
+      page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
+    }
     return body.catchup === true ? `${page} (catch-up pass)` : page;
   },
 
@@ -488,9 +562,10 @@ export const githubConnector: Connector = {
       throw new Permanent(`github connector: invalid until ${String(until)}`);
     }
 
-    const position: GitHubPageToken = pageToken === null ? { repo: 0, url: null } : decodePageToken(pageToken, cfg);
+    // A token the current config cannot trust (decodePageToken) starts the pass again from its first page.
+    const position: Position = pageToken === null ? PASS_START : (decodePageToken(pageToken, cfg) ?? PASS_START);
     const catchup = position.catchup === true;
-    const repository = cfg.repositories[position.repo]!; // decodePageToken checked the index
+    const repository = cfg.repositories[position.index]!; // decodePageToken checked the index
     // Each repository is a partition with its own cursor.
     const since = sinceOf(input, repository);
     if (since !== null && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
@@ -503,7 +578,7 @@ export const githubConnector: Connector = {
     const direction = new URL(url).searchParams.get('direction');
     const descending = direction === null ? kind === 'pull_requests' : direction === 'desc';
     const nextRepository = () =>
-      position.repo + 1 < cfg.repositories.length ? encodeGitHubPageToken({ repo: position.repo + 1, url: null }) : null;
+      position.index + 1 < cfg.repositories.length ? tokenAt(cfg, { index: position.index + 1, url: null }) : null;
     // Conditional requests: a catch-up pass's head against the ETag its own main pass saw; any
     // other page against the validator an earlier pass stored for that very URL (given only to
     // incremental passes without an upper bound: a full pass must see every record).
@@ -527,17 +602,17 @@ export const githubConnector: Connector = {
     /** The page's first item as `number@updated_at` (set once a body was read). */
     let pageFirst: string | undefined = undefined;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
-    const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: GitHubPageToken['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
+    const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: Position['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
       if (next !== null) {
         const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst } : {};
-        return { ...extra, ...holdCursors, records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: next, validator, catchup, head, ...first }) };
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, catchup, head, ...first }) };
       }
       // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
       // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
       // unseen). A pass that took more than one page therefore reads the head once more, down to the
       // newest change its first page showed; with its own ETag, an unchanged head costs one 304.
       if (descending && !catchup && !firstPage && until == null && head !== null) {
-        return { ...extra, ...holdCursors, records, nextPageToken: encodeGitHubPageToken({ repo: position.repo, url: null, validator, catchup: true, head }) };
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: null, validator, catchup: true, head }) };
       }
       return { ...extra, ...holdCursors, records, nextPageToken: nextRepository(), completedPartitions: [repository] };
     };

@@ -196,12 +196,12 @@ describe('github connector: paging', () => {
     expect(ids).toEqual([...expected('octo/hello', 'issues'), ...expected('octo/world', 'issues')]);
     // octo/hello takes five pages (see above), octo/world's four items two.
     expect(gh.requests.map((r) => pathOf(r.url))).toEqual([...Array(5).fill('/repos/octo/hello/issues'), ...Array(2).fill('/repos/octo/world/issues')]);
-    // The page token says where we are: repository index and the exact next URL.
+    // The page token says where we are: the repository by name, those read before it, and the exact next URL.
     const afterHello = JSON.parse(Buffer.from(pages[4]!.nextPageToken!, 'base64url').toString('utf8'));
-    expect(afterHello).toEqual({ repo: 1, url: null });
+    expect(afterHello).toEqual({ repo: 'octo/world', done: ['octo/hello'], url: null });
     expect(pages[4]!.completedPartitions).toEqual(['octo/hello']);
     const inWorld = JSON.parse(Buffer.from(pages[5]!.nextPageToken!, 'base64url').toString('utf8'));
-    expect(inWorld.repo).toBe(1);
+    expect(inWorld).toMatchObject({ repo: 'octo/world', done: ['octo/hello'] });
     expect(inWorld.url).toMatch(new RegExp(`^${gh.baseUrl}/repos/octo/world/issues\\?.*since=`));
     expect(pages.at(-1)!.nextPageToken).toBeNull();
   });

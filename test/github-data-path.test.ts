@@ -1,10 +1,16 @@
 // The GitHub data path while GitHub's data changes: cursors per repository, a repository added
 // later, paging over issues that move while a pass reads them, and conditional requests. Each
 // test drives the syncTask activity directly (real Postgres, the fake GitHub on 127.0.0.1) and
-// changes the fake between the page requests of a pass, as GitHub's users would.
+// changes the fake between the page requests of a pass, as GitHub's users would, or the
+// connection's config between the attempts of a task.
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { syncTask } from '../activities/sync-task';
+import { encodeGitHubPageToken } from '../connectors/github';
 import type { TestDatabase } from './helpers/database';
 import { createTestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { syncDriver } from './helpers/sync-driver';
 
@@ -53,6 +59,36 @@ describe('github data path under change', () => {
       change();
     };
   };
+
+  /**
+   * A full pass over issues whose first attempt fails (a 5xx) at the first request matching
+   * `failAt`, leaving the task processing with its page token; `resume` runs the activity's retry,
+   * `token` reads (or `setToken` replaces) the stored page token, `end` ends the job.
+   */
+  const interruptedFull = async (fake: FakeGitHub, connectionId: string, failAt: RegExp) => {
+    const run = syncTask(testActivityDeps({ pool: db.pool }).deps);
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status) values ($1, $2, 'acme', 'full', 'manual', 'running')`,
+      [jobId, connectionId],
+    );
+    const { rows } = await db.pool.query<{ id: string }>(`insert into sync_tasks (job_id, resource_type) values ($1, 'issues') returning id`, [jobId]);
+    const input = { jobId, taskId: rows[0]!.id, resourceType: 'issues', mode: 'full' as const };
+    fake.setFailure({ kind: 'server_error', path: failAt, times: 1 });
+    await expect(new MockActivityEnvironment({ attempt: 1 }).run(run, input)).rejects.toThrow();
+    fake.setFailure(null);
+    return {
+      resume: () => new MockActivityEnvironment({ attempt: 2 }).run(run, input),
+      token: async () => {
+        const { rows: [task] } = await db.pool.query<{ page_token: string }>('select page_token from sync_tasks where id = $1', [input.taskId]);
+        return JSON.parse(Buffer.from(task!.page_token, 'base64url').toString('utf8')) as Record<string, unknown>;
+      },
+      setToken: (token: string) => db.pool.query('update sync_tasks set page_token = $2 where id = $1', [input.taskId, token]),
+      end: () => db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]),
+    };
+  };
+  /** The listing requests (path + query) the fake received from request `from` on. */
+  const listings = (fake: FakeGitHub, from: number) => fake.requests.slice(from).map((r) => r.url).filter((u) => /\/issues\?/.test(u));
 
   it('keeps a cursor per repository: an issue edited in A while B is read (B changing later) is synced', async () => {
     gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 601, issues: 3 }, 'o/b': { id: 602, issues: 3 } } });
@@ -165,5 +201,99 @@ describe('github data path under change', () => {
       [id],
     );
     expect(rows[0]!.cursor.getTime()).toBe(rows[0]!.started_at.getTime() - 60_000);
+  });
+
+  it('a task resumed after a repository before its own was dropped goes on by name: each repository\'s pages under its own name, none tombstoned', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 671, issues: 4 }, 'o/b': { id: 672, issues: 4 }, 'o/c': { id: 673, issues: 4 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/a', 'o/b', 'o/c'], 2);
+    await full(id);
+    // The retried pass fails on o/b's second page: its token names o/b and that page's URL.
+    const task = await interruptedFull(fake, id, /^\/repos\/o\/b\/issues\?.*since=/);
+    try {
+      const token = await task.token();
+      expect(String(token.url)).toMatch(/\/repos\/o\/b\/issues\?.*since=/);
+      // The user drops o/a (a PATCH); the activity's retry resumes the task.
+      await driver.setConfig(id, config(fake, ['o/b', 'o/c'], 2));
+      const before = fake.requests.length;
+      expect(await task.resume()).toMatchObject({ status: 'completed' });
+      // Resumed at o/b's page, not from the start: o/b is still configured and nothing before it is unread.
+      expect(listings(fake, before)[0]).toBe(new URL(String(token.url)).pathname + new URL(String(token.url)).search);
+      expect(await titles(id)).toEqual(new Map([...truth(fake, ['o/a']), ...truth(fake, ['o/b', 'o/c'])]));
+      expect((await driver.tombstones(id, 'issues')).filter((x) => !x.startsWith('o/a#'))).toEqual([]);
+      expect(token).toMatchObject({ repo: 'o/b', done: ['o/a'] });
+    } finally {
+      await task.end();
+    }
+  });
+
+  it('a task resumed after its repository list was reordered or its repository dropped reads the pass again from its first page, tombstoning no configured repository', async () => {
+    // o/c has more issues than the deletion step re-checks: unread, they would be tombstoned.
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 681, issues: 3 }, 'o/b': { id: 682, issues: 3 }, 'o/c': { id: 683, issues: 150 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/a', 'o/b', 'o/c']);
+    await full(id);
+    // o/a is read, o/b's first page fails: the token is o/b's first page, after o/a.
+    const moved = await interruptedFull(fake, id, /^\/repos\/o\/b\/issues\?/);
+    try {
+      const token = await moved.token();
+      // o/c now comes before o/b, and this pass has not read it: going on at o/b would skip it.
+      await driver.setConfig(id, config(fake, ['o/c', 'o/b']));
+      const before = fake.requests.length;
+      expect(await moved.resume()).toMatchObject({ status: 'completed', deletedCount: 0 });
+      expect(listings(fake, before)[0]).toMatch(/^\/repos\/o\/c\/issues\?(?!.*since=)/);
+      expect((await driver.tombstones(id, 'issues')).filter((x) => !x.startsWith('o/a#'))).toEqual([]);
+      const stored = await titles(id);
+      for (const [key, title] of truth(fake, ['o/b', 'o/c'])) expect(stored.get(key)).toBe(title);
+      expect(token).toEqual({ repo: 'o/b', done: ['o/a'], url: null });
+    } finally {
+      await moved.end();
+    }
+    // The token's repository is no longer configured: the pass starts again at the first repository.
+    await driver.setConfig(id, config(fake, ['o/a', 'o/b', 'o/c']));
+    const dropped = await interruptedFull(fake, id, /^\/repos\/o\/b\/issues\?/);
+    try {
+      await driver.setConfig(id, config(fake, ['o/a', 'o/c']));
+      const before = fake.requests.length;
+      expect(await dropped.resume()).toMatchObject({ status: 'completed' });
+      expect(listings(fake, before).map((u) => u.split('?')[0])).toEqual(['/repos/o/a/issues', '/repos/o/c/issues', '/repos/o/c/issues']);
+      expect((await driver.tombstones(id, 'issues')).filter((x) => !x.startsWith('o/b#'))).toEqual([]);
+      expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/c']));
+    } finally {
+      await dropped.end();
+    }
+  });
+
+  it('a page token of the format before names (a position) still resumes, and starts the pass again when its URL names another repository', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 691, issues: 4 }, 'o/b': { id: 692, issues: 4 }, 'o/c': { id: 693, issues: 4 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/a', 'o/b', 'o/c'], 2);
+    await full(id);
+    const same = await interruptedFull(fake, id, /^\/repos\/o\/b\/issues\?.*since=/);
+    try {
+      // As a task in flight at the upgrade stored it: o/b as position 1.
+      const url = String((await same.token()).url);
+      await same.setToken(encodeGitHubPageToken({ repo: 1, url }));
+      const before = fake.requests.length;
+      expect(await same.resume()).toMatchObject({ status: 'completed', deletedCount: 0 });
+      expect(listings(fake, before)[0]).toBe(new URL(url).pathname + new URL(url).search);
+      expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/b', 'o/c']));
+    } finally {
+      await same.end();
+    }
+    // The same token after o/a was dropped: position 1 is o/c now, but the URL is o/b's.
+    const moved = await interruptedFull(fake, id, /^\/repos\/o\/b\/issues\?.*since=/);
+    try {
+      const url = String((await moved.token()).url);
+      await moved.setToken(encodeGitHubPageToken({ repo: 1, url }));
+      await driver.setConfig(id, config(fake, ['o/b', 'o/c'], 2));
+      const before = fake.requests.length;
+      expect(await moved.resume()).toMatchObject({ status: 'completed' });
+      expect(listings(fake, before)[0]).toMatch(/^\/repos\/o\/b\/issues\?(?!.*since=)/);
+      expect((await driver.tombstones(id, 'issues')).filter((x) => !x.startsWith('o/a#'))).toEqual([]);
+      expect(new Map([...(await titles(id))].filter(([k]) => !k.startsWith('o/a#')))).toEqual(truth(fake, ['o/b', 'o/c']));
+    } finally {
+      await moved.end();
+    }
   });
 });
