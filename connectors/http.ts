@@ -18,6 +18,12 @@
 // query-parameter secret is added at request time only: it never appears in a token, a stored
 // page, a log line or an error.
 //
+// Page numbers and offsets end at the first EMPTY page, never at a short one: providers cap the
+// page size silently (per_page at most 100, say), so a page with fewer records than asked for may
+// still be followed by more. Offsets step by the records a page actually served. A short page
+// costs one more request in the same fetch (the next position, asked for at once): empty, it is
+// the end; else its records join the page's.
+//
 // Paging while the provider changes: a pass serves every record the provider has, unchanged, for
 // the whole pass. Provider links and cursors are taken as keyset positions (`stable`, default
 // true); page numbers and offsets page by keyset under `order: 'change_ascending'` and read what
@@ -78,7 +84,8 @@ const authSchema = z.discriminatedUnion(
 // same records in the same order; an item present for the whole of such a pair was served by it
 // (a record leaves its place only by deletion, or by a change that moves it to the end of a
 // change-time order). With `order: 'change_ascending'` a read ends at each keyset step (below),
-// so only records sharing one change time over more than one page are read twice.
+// so only records sharing one change time over more than one page are read twice (as is the
+// listing's last change time: its page and the empty page after it).
 const maxReads = z
   .number({ error: 'must be an integer between 1 and 20' })
   .int('must be an integer between 1 and 20')
@@ -117,9 +124,9 @@ const paginationSchema = z.discriminatedUnion(
     z.strictObject({
       type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional(),
       max_reads: maxReads,
-    }).meta({ description: 'Page numbers from `start`; a page with fewer than `size` records (or none, without size) ends' }),
+    }).meta({ description: 'Page numbers from `start`; the first page with no records ends (a short page does not: providers cap page sizes)' }),
     z.strictObject({ type: z.literal('offset'), param: paramName.default('offset'), limit_param: paramName.default('limit'), limit: positiveInt(), max_reads: maxReads })
-      .meta({ description: 'Offsets from 0 in steps of `limit`; a page with fewer than `limit` records ends' }),
+      .meta({ description: 'Offsets from 0, each the previous plus the records it served; the first page with no records ends (a short page does not: providers cap page sizes)' }),
   ],
   { error: "must be an object whose type is one of 'none', 'link_header', 'next_url', 'cursor', 'page_number', 'offset'" },
 );
@@ -350,13 +357,26 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: 
 
 type PositionPagination = Extract<Pagination, { type: 'page_number' | 'offset' }>;
 
-/** The URL of the next position after `url`'s: the next page number, or the offset one limit on. */
-function nextPosition(url: string, pagination: PositionPagination): string {
+/**
+ * The URL of the next position after `url`'s, whose page served `served` records: the next page
+ * number, or the offset `served` on (not `limit` on: a provider capping the page below `limit`
+ * would have the records between skipped).
+ */
+function nextPosition(url: string, pagination: PositionPagination, served: number): string {
   const next = new URL(url);
   const at = Number(next.searchParams.get(pagination.param) ?? (pagination.type === 'page_number' ? pagination.start : 0));
-  next.searchParams.set(pagination.param, String(at + (pagination.type === 'page_number' ? 1 : pagination.limit)));
+  next.searchParams.set(pagination.param, String(at + (pagination.type === 'page_number' ? 1 : served)));
   return next.href;
 }
+
+/** Whether two pages hold the same records (ids and change times) in the same order. */
+function sameRecords(a: unknown[], b: unknown[], resource: Resource): boolean {
+  const keys = (items: unknown[]) => JSON.stringify(items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]));
+  return a.length === b.length && keys(a) === keys(b);
+}
+
+/** The page size a position listing asks for (`size`, `limit`), if any. */
+const askedSize = (pagination: PositionPagination): number | undefined => (pagination.type === 'page_number' ? pagination.size : pagination.limit);
 
 /** A `since` value as milliseconds, in its format's resolution (a date is its midnight UTC). */
 function sinceMillis(value: string, format: z.output<typeof sinceSchema>['format']): number {
@@ -380,7 +400,10 @@ function digest(acc: string, keys: unknown[]): string {
 /**
  * The next token of a listing paged by position (page numbers, offsets), or null at its end.
  *
- * With `order: 'change_ascending'` (and `since`), paging is by keyset: after a full page whose last
+ * A page with no records ends a read; any other page, however short, is followed by the next
+ * position (or keyset step): a provider may serve fewer records a page than asked for.
+ *
+ * With `order: 'change_ascending'` (and `since`), paging is by keyset: after a page whose last
  * change time lies past the request's `since` (in its format's resolution), the next request asks
  * for `since` = that time from the first position again (records of that time are served again;
  * storing them twice writes nothing). Only a page whose records all share the `since` time moves to
@@ -403,9 +426,8 @@ function positionNext(
   until: Date | null,
   what: string,
 ): PositionNext | null {
-  const full = pagination.type === 'page_number'
-    ? items.length > 0 && (pagination.size === undefined || items.length >= pagination.size)
-    : items.length >= pagination.limit;
+  // Only an empty page is the end: a short one may be the provider's cap on the page size.
+  const more = items.length > 0;
   const keys = items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]);
   const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
   const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1 };
@@ -430,11 +452,11 @@ function positionNext(
       }
       previous = last.getTime();
     }
-    if (full && last !== null) {
+    if (more && last !== null) {
       const lastText = formatSince(last, format);
       if (floor !== null && sinceMillis(lastText, format) <= floor) {
         // Within records sharing the `since` time, by position: unverified when read only once.
-        return { url: nextPosition(url, pagination), read: done, ...(pagination.max_reads <= 1 && { hold: sinceText! }) };
+        return { url: nextPosition(url, pagination, items.length), read: done, ...(pagination.max_reads <= 1 && { hold: sinceText! }) };
       }
       const step = new URL(url);
       step.searchParams.set(param, lastText);
@@ -442,10 +464,10 @@ function positionNext(
       // Ascending: what follows was changed at or after `until`, outside the window.
       after = until !== null && last.getTime() >= until.getTime() ? null : step.href;
     }
-  } else if (full) {
-    return { url: nextPosition(url, pagination), read: done };
+  } else if (more) {
+    return { url: nextPosition(url, pagination, items.length), read: done };
   }
-  // This read is complete.
+  // This read is complete: an empty page, or (by keyset) the window's end.
   if (done.pages === 1 || pagination.max_reads <= 1 || done.prev === done.acc) return after === null ? null : { url: after };
   if (done.n >= pagination.max_reads) {
     throw new Transient(
@@ -702,32 +724,56 @@ export const httpConnector: Connector = {
     const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
     const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token');
     const what = `'${name}' (${new URL(url).pathname})`;
-    const answer = await get(cfg, auth, url, what, { signal, policy, budget });
-    if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
-    const body = jsonOf(answer, what);
-    const items = readPath(body, resource.records);
-    if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
-
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
-    const records: ConnectorRecord[] = [];
-    items.forEach((item, index) => {
-      const record = recordOf(item, resource, `${what}: record #${index}`);
-      if (record === null) return;
-      const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
-      // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
-      if (sinceMs !== null && updatedMs < sinceMs) return;
-      if (untilMs !== null && (Number.isNaN(updatedMs) || updatedMs >= untilMs)) return;
-      records.push(record);
-    });
+    /** One page: the provider's answer, its body, its items and the records kept of them. */
+    const load = async (pageUrl: string) => {
+      const answer = await get(cfg, auth, pageUrl, what, { signal, policy, budget });
+      if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
+      const body = jsonOf(answer, what);
+      const items = readPath(body, resource.records);
+      if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
+      const records: ConnectorRecord[] = [];
+      items.forEach((item, index) => {
+        const record = recordOf(item, resource, `${what}: record #${index}`);
+        if (record === null) return;
+        const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
+        // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
+        if (sinceMs !== null && updatedMs < sinceMs) return;
+        if (untilMs !== null && (Number.isNaN(updatedMs) || updatedMs >= untilMs)) return;
+        records.push(record);
+      });
+      return { answer, body, items: items as unknown[], records };
+    };
+    const { answer, body, items, records } = await load(url);
 
     if (pagination.type === 'page_number' || pagination.type === 'offset') {
       // Built from our own URL (the secret is added to the request only): nothing to clean.
-      const next = positionNext(name, resource, pagination, url, token.read, items, until, what);
-      if (next === null) return { records, nextPageToken: null };
-      const { hold, ...nextToken } = next;
-      const holdAt = hold === undefined || !resource.since ? null : new Date(sinceMillis(hold, resource.since.format));
-      return { records, nextPageToken: encodeToken(nextToken), ...(holdAt && { holdCursors: [{ partition: '', at: holdAt.toISOString() }] }) };
+      let next = positionNext(name, resource, pagination, url, token.read, items, until, what);
+      const holds = new Set<string>();
+      if (next?.hold !== undefined) holds.add(next.hold);
+      // A short, non-empty page is the end or the provider's cap on the page size: the next
+      // position is asked for now, so that the usual end (a short page, then an empty one) stays
+      // one page of the task (its page limit counts pages, not requests). Its records join these.
+      const size = askedSize(pagination);
+      const sameRead = next !== null && next.read !== undefined && next.read.pages > 0;
+      if (sameRead && size !== undefined && items.length > 0 && items.length < size) {
+        signal?.throwIfAborted();
+        const after = await load(next!.url);
+        // The same records again: a provider that ignores the position serves its whole list on
+        // every page. That page is taken as the empty one, the end (before, a short page ended).
+        const again = sameRecords(items, after.items, resource);
+        if (!again) records.push(...after.records);
+        next = positionNext(name, resource, pagination, next!.url, next!.read, again ? [] : after.items, until, what);
+        if (next?.hold !== undefined) holds.add(next.hold);
+      }
+      const holdCursors = resource.since
+        ? [...holds].map((hold) => ({ partition: '', at: new Date(sinceMillis(hold, resource.since!.format)).toISOString() }))
+        : [];
+      const held = holdCursors.length > 0 ? { holdCursors } : {};
+      if (next === null) return { records, nextPageToken: null, ...held };
+      const { hold: _hold, ...nextToken } = next;
+      return { records, nextPageToken: encodeToken(nextToken), ...held };
     }
     const next = nextUrl(cfg, pagination, url, answer.headers, body);
     return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };

@@ -2,8 +2,9 @@
 // style (Link header, next URL in the body, cursor, page number, offset), each auth scheme, the
 // `since` parameter and its formats, rate-limit headers feeding the budget, config errors naming
 // the key, and a config against the fake GitHub that yields the same records as the github
-// connector, and secrets kept out of failures and page tokens (through the sync activity on a
-// database of the file's own). No Temporal.
+// connector, secrets kept out of failures and page tokens, and page numbers and offsets against a
+// provider serving fewer records a page than asked for (through the sync activity on a database
+// of the file's own). No Temporal.
 import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
@@ -20,12 +21,14 @@ import { credentialSecrets } from '../connectors/provider-http';
 import { sealCredentials } from '../lib/credentials';
 import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
-import { runPass } from './helpers/http-sync';
+import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
 import { startFakeGitHub } from './helpers/fake-github';
 import { serve, type FakeHandler, type FakeServer } from './helpers/fake-server';
 
 const TOTAL = 23;
 const SIZE = 5;
+/** The page size the `capped-*` styles serve at most, whatever was asked for (as real APIs cap per_page). */
+const CAP = 3;
 const BASE = Date.parse('2025-03-01T00:00:00Z');
 const ITEMS = Array.from({ length: TOTAL }, (_, i) => ({
   id: `c${i + 1}`,
@@ -105,6 +108,19 @@ function startFakeProvider() {
         const limit = Number(q.get('limit') ?? SIZE);
         return send(items.slice(offset, offset + limit));
       }
+      case 'capped-page': {
+        const page = Number(q.get('p') ?? 1);
+        const size = Math.min(Number(q.get('size') ?? SIZE), CAP);
+        return send({ results: items.slice((page - 1) * size, page * size) });
+      }
+      case 'unpaged':
+        // Ignores every position: the whole list on every page.
+        return send({ results: items });
+      case 'capped-offset': {
+        const offset = Number(q.get('offset') ?? 0);
+        const limit = Math.min(Number(q.get('limit') ?? SIZE), CAP);
+        return send(items.slice(offset, offset + limit));
+      }
       default:
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end('{"error": "not found"}');
@@ -145,7 +161,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', elsewhere: '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$' }[style],
+        records: { link: '$', elsewhere: '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -176,23 +192,27 @@ async function pass(connector: Connector, cfg: Config, resource = 'customers', o
 }
 
 // The number of reads: a listing paged by position (page numbers, offsets, without a declared
-// change-time order) is read until two reads in a row agree, twice when nothing changes.
-const STYLES: [string, Config, number][] = [
-  ['link', { type: 'link_header' }, 1],
-  ['next', { type: 'next_url', path: 'next' }, 1],
-  ['cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, 1],
-  // Page numbers and offsets learn the end from a short page: 23 records, 5 a page → 5 requests a read.
-  ['page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: SIZE }, 2],
-  ['offset', { type: 'offset', limit: SIZE }, 2],
+// change-time order) is read until two reads in a row agree, twice when nothing changes. Then the
+// requests a read: 23 records, 5 a page → 5 pages; page numbers and offsets learn the end only from
+// an empty page (a short one may be the provider's cap), asked for with the short page, in the same
+// page of the task → 6 requests, 5 pages a read.
+const STYLES: [string, Config, number, number][] = [
+  ['link', { type: 'link_header' }, 1, 5],
+  ['next', { type: 'next_url', path: 'next' }, 1, 5],
+  ['cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, 1, 5],
+  ['page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: SIZE }, 2, 6],
+  ['offset', { type: 'offset', limit: SIZE }, 2, 6],
 ];
 const times = <T>(list: T[], n: number) => Array.from({ length: n }, () => list).flat();
 
 describe('http connector: pagination', () => {
-  it.each(STYLES)('%s: pages through every record once a read, in order, sending the bearer token', async (style, pagination, reads) => {
-    const { records } = await pass(httpConnector, config(style, pagination));
+  it.each(STYLES)('%s: pages through every record once a read, in order, sending the bearer token', async (style, pagination, reads, requests) => {
+    const { records, tokens } = await pass(httpConnector, config(style, pagination));
     expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.map((i) => i.id), reads));
     expect(records[4]).toEqual({ externalId: 'c5', updatedAt: ITEMS[4]!.updated_at, data: ITEMS[4] });
-    expect(fake.requests).toHaveLength(5 * reads);
+    expect(fake.requests).toHaveLength(requests * reads);
+    // Pages of the task (what PROVIDER_MAX_PAGES_PER_TASK counts): the empty last page is not one.
+    expect(tokens).toHaveLength(5 * reads);
     for (const r of fake.requests) expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
@@ -335,6 +355,61 @@ describe('http connector: secrets in errors and page tokens', () => {
       expect(plain.message).toBe('boom [redacted]');
       expect(plain.stack).not.toContain(shown);
     }
+  });
+});
+
+describe('http connector: page numbers and offsets against a provider serving fewer records a page than asked for', () => {
+  const db = useTestDatabase();
+  // Asking for 5 a page from a provider serving at most 3: every page is short, none is the end.
+  const CAPPED: [string, Config][] = [
+    ['capped-page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: SIZE }],
+    ['capped-offset', { type: 'offset', limit: SIZE }],
+  ];
+  const keyset = (cfg: Config): Config => {
+    (cfg.resources as Record<string, Config>).customers!.order = 'change_ascending';
+    return cfg;
+  };
+
+  it.each(CAPPED)('%s: reads every record, going on after short pages and ending at the first empty one, offsets stepping by the records served', async (style, pagination) => {
+    const { records, tokens } = await pass(httpConnector, config(style, pagination));
+    expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.map((i) => i.id), 2));
+    // 23 records, 3 a page: 8 pages, then the empty one; a read twice (nothing changed).
+    const read = style === 'capped-page' ? ['1', '2', '3', '4', '5', '6', '7', '8', '9'] : ['0', '3', '6', '9', '12', '15', '18', '21', '23'];
+    const positions = fake.requests.map((r) => new URL(r.url, baseUrl).searchParams.get(style === 'capped-page' ? 'p' : 'offset'));
+    expect(positions).toEqual([...read, ...read]);
+    // A short page and the next position are one page of the task: 5 a read, not 9.
+    expect(tokens).toHaveLength(2 * 5);
+  });
+
+  it('a provider that ignores the position (the same records on the next page) ends the listing there, as its short page did before', async () => {
+    const { records, tokens } = await pass(httpConnector, config('unpaged', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: 50 }));
+    expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.map((i) => i.id), 2));
+    const positions = fake.requests.map((r) => new URL(r.url, baseUrl).searchParams.get('p'));
+    expect(positions).toEqual(['1', '2', '1', '2']);
+    expect(tokens).toHaveLength(2);
+  });
+
+  it('by keyset (change_ascending), a short page steps on by change time instead of ending the listing', async () => {
+    const { records } = await pass(httpConnector, keyset(config('capped-offset', { type: 'offset', limit: SIZE })));
+    expect([...new Set(records.map((r) => r.externalId))].sort()).toEqual(ITEMS.map((i) => i.id).sort());
+  });
+
+  const SYNCS: [string, boolean, Config][] = [...CAPPED.map(([style, pagination]): [string, boolean, Config] => [style, false, pagination]), ['capped-offset', true, { type: 'offset', limit: SIZE }]];
+  it.each(SYNCS)('%s (by keyset: %s): a full sync stores every record and tombstones nothing the provider still has', async (style, byKeyset, pagination) => {
+    const plain = (cfg: Config) => ({ ...(byKeyset ? keyset(cfg) : cfg), auth: { type: 'none' } });
+    // First the whole listing, asked for 3 a page (what the provider serves).
+    const exact = plain(config(style, style === 'capped-page' ? { ...pagination, size: CAP } : { ...pagination, limit: CAP }));
+    const id = await createHttpConnection(db.pool, exact, `capped-${randomUUID()}`);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, id, 'customers', 'full');
+    const live = async () => [...(await storedRecords(db.pool, id, 'customers')).values()].filter((r) => r.deleted_at === null).map((r) => r.external_id).sort();
+    expect(await live()).toEqual(ITEMS.map((i) => i.id).sort());
+    // Then asked for 5 a page: the provider still serves 3.
+    await db.pool.query('update connections set config = $2 where id = $1', [id, plain(config(style, pagination))]);
+    await runPass(deps, id, 'customers', 'full');
+    const tombstoned = [...(await storedRecords(db.pool, id, 'customers')).values()].filter((r) => r.deleted_at !== null).map((r) => r.external_id);
+    expect(tombstoned, 'records the provider still has, tombstoned').toEqual([]);
+    expect(await live()).toEqual(ITEMS.map((i) => i.id).sort());
   });
 });
 
