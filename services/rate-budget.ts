@@ -14,6 +14,8 @@ import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, type BudgetSettings } from '..
 
 /** Waits shorter than this (a full per-second window) are waited out in place; longer ones are durable. */
 const IN_PLACE_WAIT_MS = 5_000;
+/** Refusals in a row that name no time to wait for, before a request gives up (RateLimited, 1 s). */
+const MAX_FREED_RETRIES = 50;
 
 /** Object keys sorted at every level, so equal credentials give one JSON text. */
 function canonical(value: unknown): unknown {
@@ -84,7 +86,7 @@ export function requestBudget(opts: {
         await ensureBudget(pool, { fingerprint, provider, tenantId, connectionId: opts.connectionId ?? null });
         ensured = true;
       }
-      for (;;) {
+      for (let freed = 0; ; ) {
         if (await spendBudget(pool, fingerprint, limits.reserve, limits.ceiling)) {
           metrics.connectorRequests.inc({ provider });
           return;
@@ -92,7 +94,10 @@ export function requestBudget(opts: {
         const wait = await findBudgetWait(pool, fingerprint, limits.reserve, limits.ceiling);
         const until = wait.reserveUntil ?? wait.ceilingUntil;
         if (until === null) {
-          // Freed meanwhile (a reset passed, a window ended): try again, without spinning.
+          // Freed meanwhile (a reset passed, a window ended): try again, without spinning. The two
+          // statements read one condition, so this happens once or twice; never more than
+          // MAX_FREED_RETRIES in a row (then the request waits as for a short ceiling).
+          if (++freed > MAX_FREED_RETRIES) throw new RateLimited(`${provider} connector: the credential's shared rate budget refused a request without saying until when; trying again shortly`, 1);
           await sleep(20, signal);
           continue;
         }

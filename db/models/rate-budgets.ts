@@ -39,7 +39,10 @@ export async function deleteBudgetsOnlyOf(db: Queryable, connectionId: string): 
 /**
  * Takes one request from the budget unless the provider's remaining count is down to `reserve`
  * before its reset, or the ceiling's window is full. A remaining count whose reset has passed is
- * forgotten (unknown until the provider states it again). Answers whether it was taken.
+ * forgotten (unknown until the provider states it again), and one stated without a reset holds
+ * nothing back: with no time to wait for, waiting would never end (the provider's own 429 then
+ * says when). The same condition, in findBudgetWait, says why and until when. Answers whether
+ * it was taken.
  */
 export async function spendBudget(
   db: Queryable,
@@ -59,7 +62,7 @@ export async function spendBudget(
                                 else window_count + 1 end,
             updated_at = now()
       where fingerprint = $1
-        and not (remaining is not null and reset_at > now() and remaining <= $2)
+        and not coalesce(remaining <= $2 and reset_at > now(), false)
         and ($3::int is null or now() >= window_started_at + make_interval(secs => $4) or window_count < $3)`,
     [fingerprint, reserve, ceiling?.requests ?? null, ceiling?.seconds ?? 1],
   );
@@ -87,8 +90,8 @@ export async function findBudgetWait(
 ): Promise<BudgetWait> {
   const { rows } = await db.query<BudgetWait>(
     `select remaining,
-            case when remaining is not null and reset_at > now() and remaining <= $2 then reset_at end as "reserveUntil",
-            case when remaining is not null and reset_at > now() and remaining <= $2 then reset_capped_from end as "cappedFrom",
+            case when coalesce(remaining <= $2 and reset_at > now(), false) then reset_at end as "reserveUntil",
+            case when coalesce(remaining <= $2 and reset_at > now(), false) then reset_capped_from end as "cappedFrom",
             case when $3::int is not null and now() < window_started_at + make_interval(secs => $4) and window_count >= $3
                  then window_started_at + make_interval(secs => $4) end as "ceilingUntil",
             now() as now

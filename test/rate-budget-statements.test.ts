@@ -1,0 +1,59 @@
+// The shared rate budget's statements against a real Postgres (db/models/rate-budgets.ts through
+// services/rate-budget.ts): what a provider states, or leaves out, never wedges a credential.
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RateLimited } from '../connectors/types';
+import { createSyncMetrics } from '../lib/metrics';
+import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
+import { requestBudget } from '../services/rate-budget';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING } from './helpers/deps';
+
+describe('shared rate budget statements (real Postgres)', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const budgetFor = (token: string) =>
+    requestBudget({
+      pool: db.pool, metrics: createSyncMetrics(new Registry()), keyring: TEST_KEYRING, tenantId: 'acme', settings: DEFAULT_BUDGET_SETTINGS,
+      provider: 'http', credentials: { token }, config: {},
+    })!;
+
+  /** acquire() settled within 5 s (else it is still waiting: aborted and answered 'still waiting'). */
+  async function outcomeOf(budget: ReturnType<typeof budgetFor>): Promise<string> {
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(new Error('still waiting')), 5000);
+    try {
+      return await budget.acquire(ac.signal).then(
+        () => 'granted',
+        (e: unknown) => (e instanceof RateLimited ? 'rate_limited' : `error: ${(e as Error).message}`),
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it('a remaining count stated without a reset holds nothing back: the request goes (it used to wait for ever)', async () => {
+    const budget = budgetFor('no-reset');
+    await budget.acquire();
+    // 3 left, at or under the default reserve, and no (readable) reset.
+    await budget.report({ status: 200, remaining: 3, resetAt: null });
+    expect(await outcomeOf(budget)).toBe('granted');
+    expect(await outcomeOf(budget)).toBe('granted');
+  });
+
+  it('a remaining count at the reserve before a stated reset still holds requests back until it', async () => {
+    const budget = budgetFor('with-reset');
+    await budget.acquire();
+    const resetAt = new Date(Date.now() + 10 * 60_000);
+    await budget.report({ status: 200, remaining: 3, resetAt });
+    const refused = await budget.acquire().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimited);
+    expect((refused as RateLimited).message).toContain(`waiting for the provider's reset at ${resetAt.toISOString()}`);
+  });
+});
