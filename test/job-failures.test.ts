@@ -116,6 +116,23 @@ describe('job failure policy (time-skipping)', () => {
     await recordHistory(env.client, 'sync-job-rate-limited', syncJobWorkflowId(jobId));
   });
 
+  it("waits out a rate-limited task's Retry-After when another task of the attempt failed too", async () => {
+    const { jobId, result } = await runJob({
+      resource_types: ['issues', 'users'],
+      fail: [
+        { resource: 'issues', at_page: 1, kind: 'rate_limited', retry_after_seconds: 600, times: 1 },
+        { resource: 'users', at_page: 1, kind: 'transient', times: 2 },
+      ],
+    });
+    expect(result.status).toBe('completed');
+    const rows = await logs(jobId);
+    expect(rows.map((r) => r.outcome)).toEqual(['retrying', 'completed']);
+    // The ordinary failure retry alone would come about a minute later: the provider asked for 600 s.
+    const waitedSeconds = (rows[1].started_at.getTime() - rows[0].finished_at.getTime()) / 1000;
+    expect(waitedSeconds).toBeGreaterThanOrEqual(600);
+    await recordHistory(env.client, 'sync-job-failure-retry-after', syncJobWorkflowId(jobId));
+  });
+
   it('fails at once on a permanent error with its message', async () => {
     const { jobId, result } = await runJob({ fail: { resource: 'issues', at_page: 1, kind: 'permanent' } });
     expect(result.status).toBe('failed');

@@ -22,6 +22,14 @@ import { failureOf, summarise, type TaskFailure } from './failures';
 const CANCEL_DURING_CLAIM_PATCH = 'cancel-during-claim';
 
 /**
+ * Marks the workflow versions whose retry after a failed attempt also waits out the Retry-After
+ * of a task the provider rate-limited in that attempt (asked again sooner, it only meets the limit
+ * again). Reached only by an attempt with such a task; runs recorded before it replay the retry
+ * time without it.
+ */
+const FAILURE_RETRY_HONOURS_RETRY_AFTER_PATCH = 'failure-retry-honours-retry-after';
+
+/**
  * Claims the job, resolves its mode, creates one task per resource type and runs them (serially by
  * default). An attempt whose tasks all complete ends the job `completed` and closes the
  * connection's circuit breaker. Otherwise:
@@ -135,8 +143,12 @@ export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promis
       const decision = decideFailure({ retryCount, maxRetries: prepared.maxRetries, permanent });
       if (decision.action === 'fail') return await failJob(acts, jobId, failures, summary, attemptStartedAt);
       const delayMs = Math.round(retryDelaySeconds({ retryCount: decision.retryCount, random: Math.random }) * 1000);
-      // While the breaker is open the job waits for the pause to end, whichever is later.
-      const retryAfter = Math.max(Date.now() + delayMs, breaker.pausedUntil ?? 0);
+      // While the breaker is open the job waits for the pause to end, and a task the provider
+      // rate-limited beside the failures waits out the provider's Retry-After: whichever is latest.
+      const hinted = rateLimited.length > 0 && patched(FAILURE_RETRY_HONOURS_RETRY_AFTER_PATCH)
+        ? Date.now() + Math.max(0, ...rateLimited.map((f) => (Number.isFinite(f.retryAfterSeconds) ? f.retryAfterSeconds! : 0))) * 1000
+        : 0;
+      const retryAfter = Math.max(Date.now() + delayMs, breaker.pausedUntil ?? 0, hinted);
       await acts.markJobRetrying({
         jobId, at: Date.now(), startedAt: attemptStartedAt, retryAfter, kind: 'failure', error: summary, failedCount: failures.length,
         rateLimitedTasks: rateLimited.length, retryCount: decision.retryCount, rateLimitRetryCount: rateLimitRetries,
