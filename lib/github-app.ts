@@ -30,14 +30,63 @@ export interface MintedToken {
   jwt: string;
 }
 
-/** GitHub refused the app or the installation (401, 403, 404): the credential itself is wrong or revoked. */
+/** GitHub refused the app or the installation (401, 403 that is no rate limit, 404): the credential itself is wrong or revoked. */
 export class InstallationRefused extends Error {
   override name = 'InstallationRefused';
 }
 
-/** Any other failed mint (network, 5xx, an unusable answer): it may succeed later. */
+/** Any other failed mint (network, 5xx, a rate limit, an unusable answer): it may succeed later. */
 export class MintFailed extends Error {
   override name = 'MintFailed';
+}
+
+/**
+ * GitHub rate-limited the token request (403 or 429 with a rate-limit signal): the credential is
+ * fine and the mint may succeed later, after `retryAfterSeconds` when GitHub told it.
+ */
+export class MintRateLimited extends MintFailed {
+  override name = 'MintRateLimited';
+  constructor(message: string, readonly retryAfterSeconds?: number) {
+    super(message);
+  }
+}
+
+/** Waits longer than this many seconds are not believed (a clock skew or a bogus header). */
+const MAX_WAIT_SECONDS = 3600;
+
+/**
+ * Seconds to wait when a 403 or 429 is GitHub's rate limit, as its REST API signals one (and as the
+ * github connector reads it): a `Retry-After` (secondary limit), `x-ratelimit-remaining: 0` (primary
+ * limit, until `x-ratelimit-reset`), any 429, or a message naming a rate limit. `undefined` seconds
+ * when the answer gives no wait; `null` when the answer is not a rate limit (a real refusal).
+ */
+function rateLimitWait(status: number, headers: Headers, body: Buffer): { seconds: number | undefined } | null {
+  if (status !== 403 && status !== 429) return null;
+  const bound = (seconds: number) => Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.ceil(seconds)));
+  const retryAfter = headers.get('retry-after')?.trim();
+  if (retryAfter) {
+    if (/^\d+$/.test(retryAfter)) return { seconds: bound(Number(retryAfter)) };
+    const at = Date.parse(retryAfter);
+    return { seconds: Number.isNaN(at) ? undefined : bound((at - Date.now()) / 1000) };
+  }
+  if (headers.get('x-ratelimit-remaining')?.trim() === '0') {
+    const reset = headers.get('x-ratelimit-reset')?.trim() ?? '';
+    return { seconds: /^\d+$/.test(reset) ? bound(Number(reset) - Date.now() / 1000) : undefined };
+  }
+  if (status === 429 || /rate limit/i.test(messageOf(body))) return { seconds: undefined };
+  return null;
+}
+
+/** GitHub's error `message` of an answer body (not its documentation URL), or the body's text. */
+function messageOf(body: Buffer): string {
+  const text = body.toString('utf8');
+  try {
+    const json = JSON.parse(text) as unknown;
+    if (json && typeof json === 'object' && typeof (json as { message?: unknown }).message === 'string') return (json as { message: string }).message;
+  } catch {
+    // not JSON
+  }
+  return text;
 }
 
 /** Mints an installation token: `POST {apiBase}/app/installations/{id}/access_tokens` with the app's JWT. */
@@ -61,6 +110,12 @@ export async function mintInstallationToken(app: GitHubAppInstallation, policy: 
   } catch (err) {
     if (err instanceof Error && err.name === 'AbortError') throw err;
     throw new MintFailed(`the installation token request failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  // A rate limit first: GitHub answers it with 403 too, and it says nothing about the credential.
+  const limited = rateLimitWait(answer.status, answer.headers, answer.body);
+  if (limited) {
+    const wait = limited.seconds === undefined ? '' : `, retry after ${limited.seconds}s`;
+    throw new MintRateLimited(`GitHub rate-limited the installation token request (${answer.status})${wait}`, limited.seconds);
   }
   if (answer.status === 401 || answer.status === 403 || answer.status === 404) {
     const what = answer.status === 401 ? 'the app JWT (wrong app id or key, or the key was revoked)' : `installation ${app.installationId} (not installed, suspended or not this app's)`;

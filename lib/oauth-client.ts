@@ -3,7 +3,8 @@
 // through `postBoundedForAnswer` (lib/outbound.ts): bounded in time and size, its resolved address
 // checked like a webhook's, so a token URL cannot reach internal addresses unless the deployment
 // allows private ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name the endpoint's
-// answer (`error` code) and never a token or the client secret.
+// answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
+// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `withoutIdToken`).
 import * as oauth from 'oauth4webapi';
 import { postBoundedForAnswer } from './outbound';
 
@@ -36,6 +37,16 @@ export class GrantRefused extends Error {
   override name = 'GrantRefused';
 }
 
+/**
+ * The token endpoint refused the OAuth app itself on a refresh (`invalid_client`,
+ * `unauthorized_client`, or a 401 challenge): its client id or secret was revoked, rotated or
+ * changed at the provider. Only a person can fix it (PATCH the OAuth app); a `GrantRefused`, so
+ * the grant cannot be used until then.
+ */
+export class ClientRefused extends GrantRefused {
+  override name = 'ClientRefused';
+}
+
 /** Any other failed token request (network, 5xx, an unusable answer): it may succeed later. */
 export class TokenRequestFailed extends Error {
   override name = 'TokenRequestFailed';
@@ -43,6 +54,26 @@ export class TokenRequestFailed extends Error {
 
 function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.AuthorizationServer {
   return { issuer: new URL(app.tokenUrl).origin, authorization_endpoint: app.authorizeUrl, token_endpoint: app.tokenUrl };
+}
+
+/**
+ * A token answer's body without its `id_token` member, or the body as it came when it is not a
+ * JSON object holding one. Synctide asks for no OpenID Connect login and reads no ID token; an ID
+ * token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
+ * `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
+ * good answers (and lose a refresh token the provider already rotated). Every other member is kept
+ * and validated as a plain OAuth 2 answer.
+ */
+function withoutIdToken(body: Buffer): Buffer | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!json || typeof json !== 'object' || Array.isArray(json) || !Object.hasOwn(json, 'id_token')) return null;
+  const { id_token: _dropped, ...rest } = json as Record<string, unknown>;
+  return Buffer.from(JSON.stringify(rest), 'utf8');
 }
 
 function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenEndpointRequestOptions {
@@ -56,7 +87,11 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         allowPrivate: policy.allowPrivate,
         ...(signal && { signal }),
       });
-      return new Response(new Uint8Array(answer.body), { status: answer.status, headers: answer.headers });
+      // Status and headers as they came; a rewritten body's length is the new one's.
+      const stripped = withoutIdToken(answer.body);
+      const headers = new Headers(answer.headers);
+      if (stripped) headers.delete('content-length');
+      return new Response(new Uint8Array(stripped ?? answer.body), { status: answer.status, headers });
     },
   };
 }
@@ -69,6 +104,21 @@ function describe(err: unknown): Error {
   }
   if (err instanceof Error && err.name === 'AbortError') return err;
   return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/** Token endpoint errors that mean the OAuth app's own client credentials are refused. */
+const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client']);
+
+/**
+ * A refresh's failure: `ClientRefused` when the endpoint refuses the OAuth app's client credentials
+ * (an `invalid_client` or `unauthorized_client` answer, or a 401 with a WWW-Authenticate challenge,
+ * which is how RFC 6749 answers a failed HTTP Basic client authentication), else as `describe`.
+ */
+function describeRefresh(err: unknown): Error {
+  const refused = "the OAuth app's client credentials were refused (PATCH the OAuth app's client_id or client_secret)";
+  if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${err.status} ${err.error}: ${refused}`);
+  if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) return new ClientRefused(`the token endpoint refused the client (401): ${refused}`);
+  return describe(err);
 }
 
 function answerOf(result: oauth.TokenEndpointResponse): TokenAnswer {
@@ -121,7 +171,10 @@ export async function exchangeCode(app: OAuthClientApp, callback: { code: string
   }
 }
 
-/** Refreshes a grant: the token endpoint's answer, `GrantRefused` on `invalid_grant`, `TokenRequestFailed` otherwise. */
+/**
+ * Refreshes a grant: the token endpoint's answer, `GrantRefused` on `invalid_grant`, `ClientRefused`
+ * (a `GrantRefused`) when the OAuth app's client credentials are refused, `TokenRequestFailed` otherwise.
+ */
 export async function refreshGrant(
   app: Pick<OAuthClientApp, 'clientId' | 'clientSecret' | 'tokenUrl'>,
   refreshToken: string,
@@ -134,7 +187,7 @@ export async function refreshGrant(
     const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), refreshToken, options(policy, signal));
     return answerOf(await oauth.processRefreshTokenResponse(as, client, response));
   } catch (err) {
-    throw describe(err);
+    throw describeRefresh(err);
   }
 }
 

@@ -2,8 +2,8 @@
 // verifies the app's JWT with the app's public key, real Postgres, and the sync activity run as a
 // worker runs it (MockActivityEnvironment): an installation token is minted from a test RSA key
 // once per expiry across two workers (two pools), cached sealed, minted again after a 401 once,
-// a refused installation makes the connection needs_reauth, and the API takes the credential
-// (validated, never answered).
+// a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is
+// retried later), and the API takes the credential (validated, never answered).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Registry } from 'prom-client';
@@ -177,6 +177,51 @@ describe('github_app credentials', () => {
       const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id]);
       expect(alerts.rowCount).toBe(1);
     }
+  });
+});
+
+describe('github_app credentials rate-limited by GitHub', () => {
+  const status = async (id: string) => (await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status;
+  const openAlerts = async (id: string) =>
+    (await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id])).rowCount;
+
+  it('a rate-limited installation token request (403 with x-ratelimit-remaining 0, 403 with Retry-After, 429) fails the task as retryable; the connection stays active with no alert', async () => {
+    const limits = [
+      { kind: 'primary' as const, reset: Math.floor(Date.now() / 1000) + 600 },
+      { kind: 'secondary' as const, retryAfter: 30 },
+      { kind: 'secondary' as const, status: 429 as const },
+    ];
+    for (const limit of limits) {
+      const id = await appConnection();
+      const mintsBefore = github.mints.length;
+      github.setFailure({ ...limit, path: '/app/installations/', times: 1 });
+      const { jobId, tasks } = await job(id, ['issues']);
+      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+      github.setFailure(null);
+      await endJob(jobId);
+      expect(failure, JSON.stringify(limit)).toMatchObject({ type: 'transient', nonRetryable: false });
+      expect(failure?.message).toMatch(/GitHub rate-limited the installation token request \((403|429)\)/);
+      expect(github.mints.length - mintsBefore).toBe(0);
+      expect(await status(id)).toBe('active');
+      expect(await openAlerts(id)).toBe(0);
+      // Once the limit has passed, the next run mints and syncs.
+      const next = await job(id, ['issues']);
+      expect((await runTask(db.pool, next.jobId, next.tasks[0]!, 'issues').result).status).toBe('completed');
+      await endJob(next.jobId);
+      expect(github.mints.length - mintsBefore).toBe(1);
+    }
+  });
+
+  it('a 403 without any rate-limit signal is still a refusal: the connection needs reauthorization', async () => {
+    const id = await appConnection();
+    github.setFailure({ kind: 'forbidden', path: '/app/installations/', times: 1 });
+    const { jobId, tasks } = await job(id, ['issues']);
+    const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+    github.setFailure(null);
+    await endJob(jobId);
+    expect(failure?.message).toMatch(/GitHub refused installation 9001/);
+    expect(await status(id)).toBe('needs_reauth');
+    expect(await openAlerts(id)).toBe(1);
   });
 });
 

@@ -1,0 +1,234 @@
+// What token endpoint answers the OAuth 2 client takes, against a fake token endpoint on 127.0.0.1
+// and real Postgres: an answer carrying an OpenID Connect `id_token` whose issuer is not the token
+// URL's origin (Keycloak, Okta, Google, Microsoft, Auth0 once `openid` is asked for) is used as a
+// plain OAuth 2 answer, in the code exchange and in a refresh (whose rotated refresh token is the
+// one stored); a refresh refused for the OAuth app's client credentials (`invalid_client`,
+// `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure.
+import { createHash, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { credentialProvider } from '../activities/credential-provider';
+import type { CommandDeps } from '../commands/deps';
+import { completeAuthorization, startAuthorization } from '../commands/oauth';
+import { open, seal, sealCredentials } from '../lib/credentials';
+import { ClientRefused, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
+
+const CLIENT_ID = 'client-oidc';
+const CLIENT_SECRET = 'client-secret-oidc-0001';
+const POLICY: TokenRequestPolicy = { allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 1 << 20 };
+const b64u = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+
+/** How the fake answers: tokens (with an id_token when `idToken`), or a refusal. */
+interface Mode {
+  idToken: boolean;
+  /** Leaves `token_type` out of a token answer (an answer no OAuth 2 client may take). */
+  noTokenType: boolean;
+  refuse: { status: number; error: string; challenge?: string } | null;
+}
+
+interface FakeIdp {
+  url: string;
+  mode: Mode;
+  /** Refresh tokens the fake still accepts (each is spent by its use: strict rotation). */
+  live: Set<string>;
+  issued: { access_token: string; refresh_token: string }[];
+  codes: Map<string, string>;
+  close(): Promise<void>;
+}
+
+const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+
+/** Whether HTTP Basic client authentication names the app (each part form-url-encoded, RFC 6749 2.3.1). */
+function clientAuthenticated(header: string | undefined): boolean {
+  const [id, secret] = Buffer.from((header ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':').map((part) => decodeURIComponent(part.replace(/\+/g, ' ')));
+  return id === CLIENT_ID && secret === CLIENT_SECRET;
+}
+
+async function startFakeIdp(): Promise<FakeIdp> {
+  const fake: FakeIdp = { url: '', mode: { idToken: false, noTokenType: false, refuse: null }, live: new Set(), issued: [], codes: new Map(), close: async () => undefined };
+  const tokens = () => {
+    const refresh_token = `rt_${randomUUID()}`;
+    const access_token = `at_${randomUUID()}`;
+    fake.live.add(refresh_token);
+    fake.issued.push({ access_token, refresh_token });
+    const now = Math.floor(Date.now() / 1000);
+    const out: Record<string, unknown> = { access_token, refresh_token, token_type: 'Bearer', expires_in: 3600, scope: 'openid read' };
+    if (fake.mode.noTokenType) delete out.token_type;
+    // The OpenID issuer is a realm path, as Keycloak's (`{host}/realms/{realm}`); signed by nobody.
+    if (fake.mode.idToken) out.id_token = `${b64u({ alg: 'RS256', typ: 'JWT' })}.${b64u({ iss: `${fake.url}/realms/acme`, sub: 'user-1', aud: CLIENT_ID, iat: now, exp: now + 300 })}.c2ln`;
+    return out;
+  };
+  const server: Server = createServer((req, res) => {
+    void readBody(req).then((text) => {
+      const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(value));
+      };
+      const form = new URLSearchParams(text);
+      const { refuse } = fake.mode;
+      if (refuse) return json(refuse.status, { error: refuse.error }, refuse.challenge ? { 'www-authenticate': refuse.challenge } : {});
+      if (!clientAuthenticated(req.headers.authorization)) return json(401, { error: 'invalid_client' });
+      if (form.get('grant_type') === 'refresh_token') {
+        const token = form.get('refresh_token') ?? '';
+        if (!fake.live.delete(token)) return json(400, { error: 'invalid_grant' });
+        return json(200, tokens());
+      }
+      if (form.get('grant_type') === 'authorization_code') {
+        const challenge = fake.codes.get(form.get('code') ?? '');
+        if (!challenge || challenge !== createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url')) return json(400, { error: 'invalid_grant' });
+        return json(200, tokens());
+      }
+      json(400, { error: 'unsupported_grant_type' });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return fake;
+}
+
+let db: TestDatabase;
+let idp: FakeIdp;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  idp = await startFakeIdp();
+});
+afterAll(async () => {
+  await idp?.close();
+  await db?.drop();
+});
+beforeEach(() => {
+  idp.mode = { idToken: false, noTokenType: false, refuse: null };
+});
+
+const app = () => ({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, tokenUrl: `${idp.url}/token` });
+const commandDeps = () => ({ pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 }) as unknown as CommandDeps;
+
+async function insertApp(): Promise<string> {
+  const id = randomUUID();
+  await db.pool.query(
+    `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri, scopes)
+     values ($1, 'acme', $2, $3, $4, $5, $6, 'https://example.com/cb', '{openid,read}')`,
+    [id, `app-${id.slice(0, 8)}`, CLIENT_ID, seal(TEST_KEYRING, { table: 'oauth_apps', id }, CLIENT_SECRET), `${idp.url}/authorize`, `${idp.url}/token`],
+  );
+  return id;
+}
+
+/** An active oauth2 connection whose access token expires in `seconds` (10: due, refreshed at its next use). */
+async function grantConnection(seconds = 10) {
+  const appId = await insertApp();
+  const id = randomUUID();
+  const refresh = `rt_seed_${randomUUID()}`;
+  idp.live.add(refresh);
+  const secret = { kind: 'oauth2', access_token: `at_seed_${randomUUID()}`, refresh_token: refresh, expires_at: new Date(Date.now() + seconds * 1000).toISOString(), scopes: ['read'] };
+  const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
+  await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `c-${id.slice(0, 8)}`, config: { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, appId, sealed });
+  return { id, refresh, sealed };
+}
+
+async function stored(connectionId: string) {
+  const row = (await storedCredentials(db.pool, connectionId))!;
+  return { status: row.status, secret: JSON.parse(open(TEST_KEYRING, { table: 'connections', id: row.boundTo }, row.credentials as string)) as Record<string, unknown> };
+}
+
+describe('token answers carrying an OpenID Connect id_token of another issuer', () => {
+  it('a refresh answer with an id_token of another issuer is taken as a plain OAuth 2 answer: its rotated refresh token is returned', async () => {
+    idp.mode.idToken = true;
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    const answer = await refreshGrant(app(), seed, POLICY);
+    expect(answer).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
+    expect(answer).not.toHaveProperty('id_token');
+  });
+
+  it('a refresh through the credential provider stores the rotated refresh token, and the next refresh spends it', async () => {
+    idp.mode.idToken = true;
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current();
+    const first = idp.issued.at(-1)!;
+    expect(credential).toEqual({ token: first.access_token });
+    const after = await stored(conn.id);
+    expect(after).toMatchObject({ status: 'active', secret: { access_token: first.access_token, refresh_token: first.refresh_token } });
+    expect(idp.live.has(conn.refresh)).toBe(false);
+
+    // The stored token is the one the provider still accepts: a provider refusing the access token refreshes with it.
+    const provider = credentialProvider(deps, conn.id, (await storedCredentials(db.pool, conn.id))!.credentials, conn.id);
+    const renewed = await provider.renewed(await provider.current());
+    expect(renewed).toEqual({ token: idp.issued.at(-1)!.access_token });
+    expect((await stored(conn.id)).secret.refresh_token).toBe(idp.issued.at(-1)!.refresh_token);
+  });
+
+  it('the connect flow exchanging a code answered with an id_token of another issuer stores the grant and makes the connection active', async () => {
+    idp.mode.idToken = true;
+    const appId = await insertApp();
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
+      id, `f-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
+    ]);
+    const start = await startAuthorization(commandDeps(), id, { appId });
+    const url = new URL(start.authorization_url);
+    const code = `code_${randomUUID()}`;
+    idp.codes.set(code, url.searchParams.get('code_challenge')!);
+    const done = await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code });
+    expect(done).toEqual({ connection_id: id, status: 'active' });
+    const issued = idp.issued.at(-1)!;
+    expect((await stored(id)).secret).toMatchObject({ access_token: issued.access_token, refresh_token: issued.refresh_token });
+  });
+
+  it('every other check of the answer stays: an answer without token_type is refused (id_token or not)', async () => {
+    idp.mode = { idToken: true, noTokenType: true, refuse: null };
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    await expect(refreshGrant(app(), seed, POLICY)).rejects.toBeInstanceOf(TokenRequestFailed);
+  });
+});
+
+describe("a refresh refused for the OAuth app's client credentials", () => {
+  it('invalid_client, unauthorized_client and a 401 Basic challenge are ClientRefused (a GrantRefused) naming the app, not TokenRequestFailed', async () => {
+    const refusals = [
+      { status: 401, error: 'invalid_client' },
+      { status: 400, error: 'unauthorized_client' },
+      { status: 401, error: 'invalid_client', challenge: 'Basic realm="token"' },
+    ];
+    for (const refuse of refusals) {
+      idp.mode.refuse = refuse;
+      const err = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+      expect(err, JSON.stringify(refuse)).toBeInstanceOf(ClientRefused);
+      expect(err).toBeInstanceOf(GrantRefused);
+      expect(err!.message).toMatch(/OAuth app's client credentials were refused/);
+      expect(err!.message).not.toContain(CLIENT_SECRET);
+    }
+  });
+
+  it('invalid_grant stays a GrantRefused of the grant, and a 503 temporarily_unavailable stays transient', async () => {
+    const grant = await refreshGrant(app(), 'rt_unknown', POLICY).then(() => null, (e: Error) => e);
+    expect(grant).toBeInstanceOf(GrantRefused);
+    expect(grant).not.toBeInstanceOf(ClientRefused);
+    idp.mode.refuse = { status: 503, error: 'temporarily_unavailable' };
+    expect(await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e)).toBeInstanceOf(TokenRequestFailed);
+  });
+
+  it('through the credential provider: the connection needs reauthorization with its alert, the reason naming the OAuth app', async () => {
+    const conn = await grantConnection();
+    idp.mode.refuse = { status: 401, error: 'invalid_client' };
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('CredentialsInvalid');
+    expect(err?.message).toMatch(/invalid_client: the OAuth app's client credentials were refused \(PATCH the OAuth app/);
+    expect((await stored(conn.id)).status).toBe('needs_reauth');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(alerts.rowCount).toBe(1);
+    // The refresh token was not spent: nothing was lost.
+    expect(idp.live.has(conn.refresh)).toBe(true);
+  });
+});
