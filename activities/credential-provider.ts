@@ -3,8 +3,9 @@
 // credentials as they are) and never learns how it was obtained.
 //
 // OAuth 2 rules:
-// - A token within its refresh margin (policy/oauth.ts) is refreshed before use, by exactly one
-//   worker, and no database connection is held while the token endpoint answers
+// - A token within its refresh margin (policy/oauth.ts: 300 s, or half the token's lifetime when
+//   shorter; the envelope records when the token was obtained) is refreshed before use, by exactly
+//   one worker, and no database connection is held while the token endpoint answers
 //   (`renewWithLease`): a short transaction under the credential's refresh lock
 //   (`lockCredentialRefresh`) re-reads the stored credential and claims a renewal lease only when
 //   it is still due (another worker's fresh token is used as it is); workers that find a live
@@ -333,6 +334,14 @@ interface CachedToken {
   expires_at: string | null;
 }
 
+/** A token just obtained: its expiry and, when the kind records it, when it was obtained (its lifetime judges its margin). */
+interface ObtainedToken {
+  token: string;
+  expires_at: string | null;
+  obtained_at?: string;
+  secrets: string[];
+}
+
 type Deps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>;
 
 /** How one kind of cached-token credential is read, judged and renewed. */
@@ -343,7 +352,7 @@ interface CachedTokenKind<S extends CachedToken> {
   /** Whether a new token is needed at `nowMs` (none cached, or within its margin). */
   due(secret: S, nowMs: number): boolean;
   /** Obtains a new token for `latest`: throws `Refusal` when the provider refuses the credential. */
-  obtain(deps: Deps, latest: S, row: CredentialForRefresh): Promise<{ token: string; expires_at: string | null; secrets: string[] }>;
+  obtain(deps: Deps, latest: S, row: CredentialForRefresh): Promise<ObtainedToken>;
   /** Whether `a` and `b` are the same credential (a token of one may be stored over the other). */
   same(a: S, b: S): boolean;
   budgetKey(secret: S, connectionId: string): Record<string, unknown>;
@@ -397,8 +406,9 @@ const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
         latest.scopes,
         { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
       );
-      const expires_at = typeof answer.expires_in === 'number' ? new Date(Date.now() + answer.expires_in * 1000).toISOString() : null;
-      return { token: answer.access_token, expires_at, secrets: [] };
+      const at = Date.now();
+      const expires_at = typeof answer.expires_in === 'number' ? new Date(at + answer.expires_in * 1000).toISOString() : null;
+      return { token: answer.access_token, expires_at, obtained_at: new Date(at).toISOString(), secrets: [] };
     } catch (err) {
       if (err instanceof GrantRefused) throw new Refusal(err.message);
       throw err;
@@ -470,7 +480,7 @@ async function renewCachedToken<S extends CachedToken>(
       }
       onSecrets([obtained.token, ...obtained.secrets]);
       deps.logger.info({ connection_id: connectionId, kind: kind.label, expires_at: obtained.expires_at }, kind.obtained);
-      return { ...latest, token: obtained.token, expires_at: obtained.expires_at };
+      return { ...latest, token: obtained.token, expires_at: obtained.expires_at, ...(obtained.obtained_at ? { obtained_at: obtained.obtained_at } : {}) };
     },
     same: kind.same,
   });

@@ -184,13 +184,14 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   if (change.config === undefined && change.credentials === undefined && !schedule) return current;
   const shared = sharedGrantSource(change.credentials);
   const sealedCredentials = change.credentials === undefined || shared ? undefined : sealCredentials(deps.credentials, id, change.credentials);
-  // New credentials end `needs_reauth` (in the same statement) and resolve its alert.
+  // New credentials end `needs_reauth` (in the same statement; a shared grant in `shareGrant`) and
+  // resolve its alert: a grant shared into the connection is new credentials like any other.
   const row = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, id, 'locked');
     const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials, schedule });
-    if (updated && shared) return shareGrant(tx, updated, shared);
-    if (updated && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
-    return updated;
+    const stored = updated && shared ? await shareGrant(tx, updated, shared) : updated;
+    if (stored && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
+    return stored;
   });
   if (!row) throw notFound('no connection with that id');
   // Stored first: the workflow re-plans from the stored row when the signal arrives.
@@ -312,6 +313,11 @@ function sharedGrantSource(credentials: Record<string, unknown> | null | undefin
  * transaction: a source of another tenant (or none) is refused as not found, like every id of
  * another tenant; one holding no oauth2 grant with `grant_source_not_oauth2`; a grant the
  * provider refused (its connections need reauthorization) with `connection_needs_reauth`.
+ * The grant is new credentials for `row`: a `row` that needs reauthorization is `active` again
+ * (its alert is resolved by the caller, as for any new credentials). Only `row` changes: the
+ * grant's other connections keep their status (one a concurrent refusal marked stays marked).
+ * A grant's status is `needs_reauth` while any of its connections is, so `row` must never join
+ * it still marked: it would block the healthy grant for every connection using it.
  */
 async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): Promise<ConnectionRow> {
   const source = await connections.findConnectionGrant(tx, sourceId);
@@ -324,6 +330,8 @@ async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): 
     throw new CommandRefused('conflict', 'connection_needs_reauth', 'credentials.grant_from_connection: the provider refused that grant; complete the connect flow of that connection first');
   }
   await connections.attachGrant(tx, row.id, source.oauth_grant_id, source.oauth_app_id, { resume: false });
+  // `row` was read by the update that locked it in this transaction: its status is still this one.
+  if (row.status === CONNECTION_STATUS.needs_reauth) await connections.updateConnection(tx, row.id, { status: CONNECTION_STATUS.active });
   return (await connections.findConnection(tx, row.id))!;
 }
 

@@ -3,7 +3,8 @@
 
 /**
  * A token within this many seconds of its expiry is refreshed before it is used: a request sent
- * with it could otherwise meet its expiry in flight (and a page's requests take seconds).
+ * with it could otherwise meet its expiry in flight (and a page's requests take seconds). A token
+ * living less than twice this is refreshed at half its lifetime instead (`refreshMarginSeconds`).
  */
 export const REFRESH_MARGIN_SECONDS = 300;
 
@@ -18,6 +19,11 @@ export interface OAuth2Secret {
   refresh_token: string | null;
   /** ISO time the access token expires; null when the provider did not say (used until refused). */
   expires_at: string | null;
+  /**
+   * ISO time the access token was obtained (its lifetime is `expires_at` minus this); null in an
+   * envelope written before it was recorded.
+   */
+  obtained_at: string | null;
   scopes: string[];
 }
 
@@ -29,21 +35,43 @@ export function oauth2SecretOf(opened: Record<string, unknown> | null): OAuth2Se
     access_token: opened.access_token,
     refresh_token: typeof opened.refresh_token === 'string' ? opened.refresh_token : null,
     expires_at: typeof opened.expires_at === 'string' ? opened.expires_at : null,
+    obtained_at: typeof opened.obtained_at === 'string' ? opened.obtained_at : null,
     scopes: Array.isArray(opened.scopes) ? opened.scopes.filter((s): s is string => typeof s === 'string') : [],
   };
 }
 
-/** Whether `secret` must be refreshed before use at `nowMs`: its expiry is known and within the margin. */
-export function refreshDue(secret: Pick<OAuth2Secret, 'expires_at'>, nowMs: number, marginSeconds = REFRESH_MARGIN_SECONDS): boolean {
+/** When a token was obtained and when it expires (ISO times; null when unknown). */
+export interface TokenTimes {
+  expires_at: string | null;
+  obtained_at?: string | null | undefined;
+}
+
+/**
+ * The refresh margin of a token: REFRESH_MARGIN_SECONDS, or half its lifetime (expiry minus when
+ * it was obtained) when that is shorter, so a token living 300 s (Keycloak's default) is used for
+ * 150 s instead of being due the moment it arrives. A token whose lifetime is unknown (an envelope
+ * written before `obtained_at` was recorded, or a time that does not parse) keeps the fixed
+ * margin: refreshed early rather than late, and its refresh records the lifetime from then on.
+ */
+export function refreshMarginSeconds(secret: TokenTimes): number {
+  if (!secret.expires_at || !secret.obtained_at) return REFRESH_MARGIN_SECONDS;
+  const lifetimeMs = Date.parse(secret.expires_at) - Date.parse(secret.obtained_at);
+  if (Number.isNaN(lifetimeMs)) return REFRESH_MARGIN_SECONDS;
+  return Math.max(0, Math.min(REFRESH_MARGIN_SECONDS, lifetimeMs / 2000));
+}
+
+/** Whether `secret` must be refreshed before use at `nowMs`: its expiry is known and within its margin (`refreshMarginSeconds`). */
+export function refreshDue(secret: TokenTimes, nowMs: number, marginSeconds = refreshMarginSeconds(secret)): boolean {
   if (secret.expires_at === null) return false;
   const at = Date.parse(secret.expires_at);
   return Number.isNaN(at) || at - nowMs <= marginSeconds * 1000;
 }
 
 /**
- * The credential after a token answer: the new access token, the rotated refresh token when the
- * provider sent one (else the one it was refreshed with: rotation is optional), the expiry from
- * `expires_in`, and the granted scopes (else those held before).
+ * The credential after a token answer at `nowMs`: the new access token, the rotated refresh token
+ * when the provider sent one (else the one it was refreshed with: rotation is optional), the expiry
+ * from `expires_in`, when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
+ * granted scopes (else those held before).
  */
 export function nextSecret(
   before: Pick<OAuth2Secret, 'refresh_token' | 'scopes'>,
@@ -55,6 +83,7 @@ export function nextSecret(
     access_token: answer.access_token,
     refresh_token: answer.refresh_token ?? before.refresh_token,
     expires_at: typeof answer.expires_in === 'number' ? new Date(nowMs + answer.expires_in * 1000).toISOString() : null,
+    obtained_at: new Date(nowMs).toISOString(),
     scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : before.scopes,
   };
 }
@@ -73,6 +102,8 @@ export interface ClientCredentialsSecret {
   token: string | null;
   /** ISO expiry of the cached token; null with no token, or when the endpoint did not say. */
   expires_at: string | null;
+  /** ISO time the cached token was obtained; null with no token, or in an envelope written before it was recorded. */
+  obtained_at: string | null;
 }
 
 /** The `oauth2_client_credentials` credential `opened` holds, or null when it is of another kind. */
@@ -89,11 +120,12 @@ export function clientCredentialsSecretOf(opened: Record<string, unknown> | null
     scopes: Array.isArray(opened.scopes) ? opened.scopes.filter((s): s is string => typeof s === 'string') : [],
     token,
     expires_at: token && typeof opened.expires_at === 'string' ? opened.expires_at : null,
+    obtained_at: token && typeof opened.obtained_at === 'string' ? opened.obtained_at : null,
   };
 }
 
-/** Whether a client credentials token must be obtained at `nowMs`: none cached, or the cached one within the refresh margin. */
-export function clientTokenDue(secret: Pick<ClientCredentialsSecret, 'token' | 'expires_at'>, nowMs: number): boolean {
+/** Whether a client credentials token must be obtained at `nowMs`: none cached, or the cached one within its refresh margin. */
+export function clientTokenDue(secret: Pick<ClientCredentialsSecret, 'token' | 'expires_at'> & { obtained_at?: string | null }, nowMs: number): boolean {
   return secret.token === null || refreshDue(secret, nowMs);
 }
 

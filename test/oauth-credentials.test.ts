@@ -23,6 +23,8 @@ import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { capturingLogger } from './helpers/logs';
+import { findGrantForRefresh } from '../db/models/connections';
+import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
 
 let db: TestDatabase;
 let oauth: FakeOAuth;
@@ -215,6 +217,91 @@ describe('oauth2 credentials', () => {
     expect(open2.rowCount).toBe(0);
     expect(await enqueue()).toMatchObject({ outcome: 'enqueued' });
   });
+
+  it('sharing a healthy grant into a connection that needs reauthorization makes it active with its alert resolved, and the grant keeps refreshing at the provider', async () => {
+    const healthy = await oauthConnection(10); // within its margin: its next use refreshes
+    const refused = await oauthConnection(10);
+    oauth.refreshTokens.delete(refused.grant.refresh); // revoked
+    const statusOf = async (id: string) => (await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status;
+    const openAlerts = async (id: string) =>
+      (await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id])).rowCount;
+    const first = await job(refused.id, ['a']);
+    await expect(runTask(db.pool, first.jobId, first.tasks[0]!, 'a').result).rejects.toThrow(/invalid_grant/);
+    await endJob(first.jobId);
+    expect([await statusOf(refused.id), await openAlerts(refused.id)]).toEqual(['needs_reauth', 1]);
+
+    // PATCH /connections/<refused> {"credentials": {"kind": "oauth2", "grant_from_connection": "<healthy>"}}: new credentials.
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    const row = await updateConnection(commandDeps, refused.id, { credentials: { kind: 'oauth2', grant_from_connection: healthy.id } });
+    expect([row.status, row.credential_kind, row.oauth_grant_id]).toEqual(['active', 'oauth2', healthy.id]);
+    expect(await openAlerts(refused.id)).toBe(0);
+    expect((await findGrantForRefresh(db.pool, healthy.id))?.status).toBe('active');
+
+    // The healthy connection's next sync reaches the token endpoint and refreshes once.
+    const before = oauth.counts.refresh;
+    const next = await job(healthy.id, ['a']);
+    const result = await runTask(db.pool, next.jobId, next.tasks[0]!, 'a').result;
+    await endJob(next.jobId);
+    expect(result.status).toBe('completed');
+    expect(oauth.counts.refresh - before).toBe(1);
+    expect([await statusOf(healthy.id), await openAlerts(healthy.id)]).toEqual(['active', 0]);
+    // The connection that took the grant uses its refreshed token: no second refresh.
+    const taken = await job(refused.id, ['a']);
+    expect((await runTask(db.pool, taken.jobId, taken.tasks[0]!, 'a').result).status).toBe('completed');
+    await endJob(taken.jobId);
+    expect(oauth.counts.refresh - before).toBe(1);
+  });
+
+  it('a provider issuing 300 s access tokens (Keycloak\'s default): refreshed once, then used by every request and every later run', async () => {
+    oauth.expiresIn = 300;
+    try {
+      const conn = await oauthConnection(10); // within its margin: the first use refreshes
+      const before = oauth.counts.refresh;
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const stored = async () => (await storedCredentials(db.pool, conn.id))!.credentials;
+      const provider = credentialProvider(deps, conn.id, await stored(), conn.id);
+      const tokens = new Set<unknown>();
+      for (let i = 0; i < 5; i++) tokens.add((await provider.current())!.token); // five page requests
+      // A later activity run (another worker) opens the stored envelope.
+      tokens.add((await credentialProvider(deps, conn.id, await stored(), conn.id).current())!.token);
+      expect({ refreshes: oauth.counts.refresh - before, distinctTokens: tokens.size }).toEqual({ refreshes: 1, distinctTokens: 1 });
+      // The envelope records when the token was obtained: its lifetime is what its margin is judged by.
+      const secret = await storedSecret(conn.id);
+      expect(Date.parse(secret.expires_at as string) - Date.parse(secret.obtained_at as string)).toBe(300_000);
+    } finally {
+      oauth.expiresIn = 3600;
+    }
+  });
+});
+
+describe('the refresh margin (policy/oauth.ts)', () => {
+  const at = Date.parse('2025-01-01T12:00:00Z');
+  const token = (obtainedAgoSeconds: number, lifetimeSeconds: number) => nextSecret({ refresh_token: 'r', scopes: [] }, { access_token: 'a', expires_in: lifetimeSeconds }, at - obtainedAgoSeconds * 1000);
+
+  it('is 300 s, or half the token\'s lifetime when that is shorter', () => {
+    expect(refreshMarginSeconds(token(0, 3600))).toBe(REFRESH_MARGIN_SECONDS);
+    expect(refreshMarginSeconds(token(0, 600))).toBe(300);
+    expect(refreshMarginSeconds(token(0, 300))).toBe(150);
+    expect(refreshMarginSeconds(token(0, 60))).toBe(30);
+    expect(refreshMarginSeconds(token(0, 0))).toBe(0);
+    // A 300 s token is not due when it arrives, nor until half its lifetime has passed; then it is.
+    expect(refreshDue(token(0, 300), at)).toBe(false);
+    expect(refreshDue(token(149, 300), at)).toBe(false);
+    expect(refreshDue(token(150, 300), at)).toBe(true);
+    // A long-lived one keeps the 300 s margin.
+    expect(refreshDue(token(3299, 3600), at)).toBe(false);
+    expect(refreshDue(token(3300, 3600), at)).toBe(true);
+  });
+
+  it('keeps the fixed 300 s margin for an envelope written before the time it was obtained was recorded', () => {
+    const legacy = { expires_at: new Date(at + 299_000).toISOString() };
+    expect(refreshMarginSeconds(legacy)).toBe(REFRESH_MARGIN_SECONDS);
+    expect(refreshDue(legacy, at)).toBe(true);
+    expect(refreshDue({ expires_at: new Date(at + 301_000).toISOString(), obtained_at: null }, at)).toBe(false);
+    expect(refreshMarginSeconds({ expires_at: 'not a time', obtained_at: new Date(at).toISOString() })).toBe(REFRESH_MARGIN_SECONDS);
+    // No expiry: used until refused.
+    expect(refreshDue({ expires_at: null, obtained_at: new Date(at).toISOString() }, at)).toBe(false);
+  });
 });
 
 describe('oauth2 client credentials (the http connector)', () => {
@@ -263,9 +350,9 @@ describe('oauth2 client credentials (the http connector)', () => {
     expect(Date.parse(stored.expires_at as string)).toBeGreaterThan(Date.now() + 3000 * 1000);
     // Fresh: no token request at all.
     expect((await twoWorkers(id)).requests).toBe(0);
-    // Within its margin: one request again, for both workers.
+    // Within its margin (the token an hour old, a minute left): one request again, for both workers.
     await db.pool.query('update connections set credentials = to_jsonb($2::text) where id = $1', [
-      id, sealCredentials(TEST_KEYRING, id, { ...stored, expires_at: new Date(Date.now() + 60_000).toISOString() }),
+      id, sealCredentials(TEST_KEYRING, id, { ...stored, expires_at: new Date(Date.now() + 60_000).toISOString(), obtained_at: new Date(Date.now() + 60_000 - 3_600_000).toISOString() }),
     ]);
     const run3 = await twoWorkers(id);
     expect(run3.requests).toBe(1);
@@ -273,6 +360,21 @@ describe('oauth2 client credentials (the http connector)', () => {
     const logged = JSON.stringify([...run1.lines, ...run3.lines]);
     expect(logged).toContain('oauth2 client credentials token obtained');
     for (const s of [oauth.clientSecret, stored.token as string, (await storedSecret(id)).token as string]) expect(logged).not.toContain(s);
+  });
+
+  it('a client credentials token living 300 s is obtained once for both workers, and a later run uses it', async () => {
+    oauth.expiresIn = 300;
+    try {
+      const id = await clientConnection();
+      const run1 = await twoWorkers(id);
+      expect(run1.requests).toBe(1);
+      for (const r of run1.results) expect(r.status).toBe('completed');
+      expect((await twoWorkers(id)).requests).toBe(0);
+      const stored = await storedSecret(id);
+      expect(Date.parse(stored.expires_at as string) - Date.parse(stored.obtained_at as string)).toBe(300_000);
+    } finally {
+      oauth.expiresIn = 3600;
+    }
   });
 
   it('a client the token endpoint refuses (invalid_client) makes the connection needs_reauth with its alert; the secret is in no error', async () => {
