@@ -248,11 +248,13 @@ export async function disableConnection(deps: CommandDeps, id: string): Promise<
 
 /**
  * Writes connection `row` disabled and, when it was not already, its `connection.disabled` event,
- * in transaction `tx`; answers the event's deliveries to start once it commits.
+ * in transaction `tx`; answers the event's deliveries to start once it commits. Whether it was
+ * disabled already is read with the write, under the row's lock, not from `row` (read before):
+ * two disables at once (or a disable and a delete) announce it once.
  */
 export async function writeDisabled(tx: Queryable, row: ConnectionRow): Promise<string[]> {
-  await connections.updateConnection(tx, row.id, { status: 'disabled' });
-  if (row.status === 'disabled') return [];
+  const previous = await connections.disableConnectionRow(tx, row.id);
+  if (previous === null || previous === 'disabled') return [];
   const at = new Date();
   return insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
 }

@@ -207,6 +207,22 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
   return rows[0] ? connectionOf(rows[0]) : null;
 }
 
+/**
+ * Writes connection `id` disabled, and answers the status it had just before, read under the row's
+ * lock (so of two disables at once, the second sees the first's `disabled`); null when there is no
+ * such connection.
+ */
+export async function disableConnectionRow(db: Queryable, id: string): Promise<ConnectionStatus | null> {
+  const { rows } = await db.query<{ previous: ConnectionStatus }>(
+    `update connections c set status = ${CONNECTION.disabled}
+       from (select id, status from connections where id = $1 for update) before
+      where c.id = before.id
+      returning before.status as previous`,
+    [id],
+  );
+  return rows[0]?.previous ?? null;
+}
+
 /** Filters and keyset position of a connections listing. */
 export interface ListConnectionsInput {
   tenantId?: string;
