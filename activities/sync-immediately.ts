@@ -2,8 +2,8 @@ import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
-import { RateLimited } from '../connectors/types';
-import { findSyncSource } from '../db/models/connections';
+import { Permanent, RateLimited } from '../connectors/types';
+import { findSyncBlockers, findSyncSource } from '../db/models/connections';
 import { upsertRecords } from '../db/models/records';
 import { findCursors } from '../db/models/state';
 import { withTransaction } from '../db/transaction';
@@ -40,6 +40,13 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
     try {
       const conn = await findSyncSource(pool, input.connectionId);
       if (!conn) throw new Error(`connection ${input.connectionId} does not exist`);
+      // Its request was checked before this run started: a deletion or disable since ends it here,
+      // before any provider request (a purge's quiesce may have looked before this run existed).
+      const blockers = await findSyncBlockers(pool, input.connectionId, new Date());
+      if (blockers.purge_id !== null || blockers.status !== 'active') {
+        const why = blockers.purge_id !== null ? 'is being deleted' : `is ${blockers.status ?? 'gone'}`;
+        throw new Permanent(`connection ${input.connectionId} ${why}: not synced`);
+      }
       provider = conn.provider_slug;
       // The connector asks for the current credential with every request (see credential-provider.ts).
       const source = credentialProvider(deps, input.connectionId, conn.credentials, conn.oauth_grant_id);

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { ConnectionRow } from '../db/models/connections';
+import { findSyncBlockers, type ConnectionRow } from '../db/models/connections';
+import { findOpenPurgeLocked } from '../db/models/purges';
 import { countImmediateSyncs, immediateSyncsAndOverride, insertImmediateSyncLease, releaseImmediateSyncLease } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, IMMEDIATE_SYNC_RETRY_AFTER_SECONDS } from '../policy/tenant-limits';
@@ -69,6 +70,10 @@ async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, e
   await withTransaction(deps.pool, async (tx) => {
     const max = (await lockedLimits(deps, tx, connection.tenant_id)).immediateSyncs;
     const now = new Date();
+    // Asked again under the connection's purge lock (shared), after the wait for the tenant's: a
+    // deletion or disable that came meanwhile refuses the sync here, as it would have at first.
+    await findOpenPurgeLocked(tx, connection.id);
+    await refuseUnlessSyncable(deps, connection, await findSyncBlockers(tx, connection.id, now));
     refuseOver(max, await countImmediateSyncs(tx, connection.tenant_id, now));
     await insertImmediateSyncLease(tx, { id, tenantId: connection.tenant_id, connectionId: connection.id, expiresAt: new Date(now.getTime() + executionTimeoutMs) });
   });
