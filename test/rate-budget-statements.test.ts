@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimited } from '../connectors/types';
 import { createSyncMetrics } from '../lib/metrics';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
-import { requestBudget } from '../services/rate-budget';
+import { credentialFingerprint, requestBudget } from '../services/rate-budget';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 
@@ -55,5 +55,28 @@ describe('shared rate budget statements (real Postgres)', () => {
     const refused = await budget.acquire().catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RateLimited);
     expect((refused as RateLimited).message).toContain(`waiting for the provider's reset at ${resetAt.toISOString()}`);
+  });
+
+  it("a per-minute ceiling holds when another connection of the credential has a per-second one, or none: every request counts in both windows", async () => {
+    const credentials = { token: 'mixed-ceilings' };
+    const budgetOf = (config: Record<string, unknown>) =>
+      requestBudget({ pool: db.pool, metrics: createSyncMetrics(new Registry()), keyring: TEST_KEYRING, tenantId: 'acme', settings: DEFAULT_BUDGET_SETTINGS, provider: 'http', credentials, config })!;
+    const perMinute = budgetOf({ rate_budget: { per_minute: 4 } });
+    const perSecond = budgetOf({ rate_budget: { per_second: 10 } });
+    const unbounded = budgetOf({});
+    await perMinute.acquire();
+    await perMinute.acquire();
+    // Two more of the credential's requests, sent by connections with another ceiling or none.
+    await unbounded.acquire();
+    // A new second: the per-second window starts again (a request of the per-second connection
+    // restarted the one shared window, which the per-minute connection counted in too).
+    const fingerprint = credentialFingerprint(TEST_KEYRING, 'acme', 'http', credentials);
+    const { rows } = await db.pool.query<{ at: Date }>(`select window_started_at + interval '1 second' as at from rate_budgets where fingerprint = $1`, [fingerprint]);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, rows[0]!.at.getTime() - Date.now()) + 50));
+    await perSecond.acquire();
+    // Four requests of the credential in this minute: the per-minute connection's fifth is refused.
+    const refused = await perMinute.acquire().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimited);
+    expect((refused as RateLimited).message).toContain("the credential's request ceiling (4 per 60 s) is reached");
   });
 });

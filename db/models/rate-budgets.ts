@@ -37,12 +37,30 @@ export async function deleteBudgetsOnlyOf(db: Queryable, connectionId: string): 
 }
 
 /**
+ * SQL of whether the ceiling's window ($3 requests per $4 seconds, $4 being 1 or 60; no ceiling
+ * when $3 is null) is full now: the one-second window for a per-second ceiling, the one-minute
+ * window for a per-minute one. Both count every request of the credential.
+ */
+const WINDOW_FULL = `case when $3::int is null then false
+                          when $4::int = 1 then now() < window_started_at + interval '1 second' and window_count >= $3
+                          else now() < minute_window_started_at + interval '1 minute' and minute_window_count >= $3 end`;
+/** SQL of when the window WINDOW_FULL checks ends. */
+const WINDOW_END = `case when $4::int = 1 then window_started_at + interval '1 second' else minute_window_started_at + interval '1 minute' end`;
+
+/** The ceiling's parameters ($3, $4) of a budget statement; a ceiling counts per second or per minute. */
+function ceilingParams(ceiling: { requests: number; seconds: number } | null): [number | null, number] {
+  if (ceiling && ceiling.seconds !== 1 && ceiling.seconds !== 60) throw new Error(`a request ceiling counts per 1 or 60 seconds, not ${ceiling.seconds}`);
+  return [ceiling?.requests ?? null, ceiling?.seconds ?? 1];
+}
+
+/**
  * Takes one request from the budget unless the provider's remaining count is down to `reserve`
  * before its reset, or the ceiling's window is full. A remaining count whose reset has passed is
  * forgotten (unknown until the provider states it again), and one stated without a reset holds
  * nothing back: with no time to wait for, waiting would never end (the provider's own 429 then
- * says when). The same condition, in findBudgetWait, says why and until when. Answers whether
- * it was taken.
+ * says when). A request taken counts in both windows, whatever the caller's ceiling (connections
+ * of one credential may have different ones, or none). The same conditions, in findBudgetWait,
+ * say why and until when. Answers whether it was taken.
  */
 export async function spendBudget(
   db: Queryable,
@@ -54,17 +72,15 @@ export async function spendBudget(
     `update rate_budgets
         set remaining = case when reset_at is null or reset_at > now() then remaining - 1 end,
             reset_at = case when reset_at > now() then reset_at end,
-            window_started_at = case when $3::int is null then window_started_at
-                                     when now() >= window_started_at + make_interval(secs => $4) then now()
-                                     else window_started_at end,
-            window_count = case when $3::int is null then window_count
-                                when now() >= window_started_at + make_interval(secs => $4) then 1
-                                else window_count + 1 end,
+            window_started_at = case when now() >= window_started_at + interval '1 second' then now() else window_started_at end,
+            window_count = case when now() >= window_started_at + interval '1 second' then 1 else window_count + 1 end,
+            minute_window_started_at = case when now() >= minute_window_started_at + interval '1 minute' then now() else minute_window_started_at end,
+            minute_window_count = case when now() >= minute_window_started_at + interval '1 minute' then 1 else minute_window_count + 1 end,
             updated_at = now()
       where fingerprint = $1
         and not coalesce(remaining <= $2 and reset_at > now(), false)
-        and ($3::int is null or now() >= window_started_at + make_interval(secs => $4) or window_count < $3)`,
-    [fingerprint, reserve, ceiling?.requests ?? null, ceiling?.seconds ?? 1],
+        and not (${WINDOW_FULL})`,
+    [fingerprint, reserve, ...ceilingParams(ceiling)],
   );
   return (rowCount ?? 0) > 0;
 }
@@ -92,11 +108,10 @@ export async function findBudgetWait(
     `select remaining,
             case when coalesce(remaining <= $2 and reset_at > now(), false) then reset_at end as "reserveUntil",
             case when coalesce(remaining <= $2 and reset_at > now(), false) then reset_capped_from end as "cappedFrom",
-            case when $3::int is not null and now() < window_started_at + make_interval(secs => $4) and window_count >= $3
-                 then window_started_at + make_interval(secs => $4) end as "ceilingUntil",
+            case when ${WINDOW_FULL} then ${WINDOW_END} end as "ceilingUntil",
             now() as now
        from rate_budgets where fingerprint = $1`,
-    [fingerprint, reserve, ceiling?.requests ?? null, ceiling?.seconds ?? 1],
+    [fingerprint, reserve, ...ceilingParams(ceiling)],
   );
   return rows[0] ?? { remaining: null, reserveUntil: null, cappedFrom: null, ceilingUntil: null, now: new Date() };
 }
