@@ -36,9 +36,10 @@ describe('tenant security', () => {
       token: GH_TOKEN, repos: { 'acme/app': { issues: 12, pulls: 3 } },
       app: { id: 31337, publicKey: APP_KEY.publicKey, installations: [4242] },
     });
-    // An OAuth server whose grants are GitHub tokens the fake GitHub accepts, each within its refresh margin.
+    // An OAuth server whose grants are GitHub tokens the fake GitHub accepts, each living one second
+    // (refreshed once half of it has passed).
     oauth = await startFakeOAuth({ accessToken: () => GH_TOKEN, clientSecret: CLIENT_SECRET });
-    oauth.expiresIn = 60;
+    oauth.expiresIn = 1;
     api = await startTestApi(stack, TASK_QUEUE, { logger: apiLog.logger, webhookAllowPrivate: true });
   });
   afterAll(async () => {
@@ -118,7 +119,7 @@ describe('tenant security', () => {
     expect((await jobFinished(TEST_API_KEY, accepted.job_id)).status).toBe('completed');
 
     // An oauth2 GitHub connection through the connect flow; its token is refreshed (rotating the
-    // refresh token) before every request of its sync, as it is always within its margin.
+    // refresh token) before its sync's requests, as its one second has passed by then.
     const app = await created(admin('POST', '/oauth-apps', {
       tenant_id: 'acme', name: 'gh-app', client_id: oauth.clientId, client_secret: CLIENT_SECRET,
       authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${api.server.url}/oauth/callback`,
@@ -132,6 +133,7 @@ describe('tenant security', () => {
     const back = await fetch(consent.headers.get('location')!);
     answers.push(await back.text());
     expect(back.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     const viaOAuth = await created(admin('POST', `/connections/${ghOAuth.id}/sync`, { mode: 'full' }), 202);
     expect((await jobFinished(TEST_API_KEY, viaOAuth.job_id)).status).toBe('completed');
     expect(oauth.counts.refresh).toBeGreaterThan(0);
