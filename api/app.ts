@@ -23,18 +23,10 @@ import { metricsRoutes } from '../lib/http';
 import { activeTracing } from '../lib/tracing';
 import { syncRoutes } from './routes/sync';
 import { tenancyRoutes } from './routes/tenancy';
+import { unstorableIn } from '../policy/storable-text';
 
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
-
-/** A UTF-16 surrogate without its pair. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** What in `text` Postgres cannot store, or null. */
-function unstorableIn(text: string): 'nul' | 'surrogate' | null {
-  if (text.includes('\u0000')) return 'nul';
-  return LONE_SURROGATE.test(text) ? 'surrogate' : null;
-}
 
 /** The first character Postgres cannot store in any string or key of `value`, or null. */
 function findUnstorable(value: unknown): 'nul' | 'surrogate' | null {

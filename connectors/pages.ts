@@ -1,20 +1,12 @@
 import { setImmediate } from 'node:timers/promises';
 import { DEFAULT_PROVIDER_POLICY } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+import { storableText } from '../policy/storable-text';
 
 /** What a task already fetched before this run of its paging loop (a resumed task counts on). */
 export interface PagingProgress {
   pages: number;
   records: number;
-}
-
-/** A UTF-16 surrogate without its pair. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/** `text` as Postgres can store it: NUL characters removed, a lone surrogate replaced by U+FFFD. */
-function storableText(text: string): string {
-  const withoutNul = text.includes('\u0000') ? text.replaceAll('\u0000', '') : text;
-  return withoutNul.replace(LONE_SURROGATE, '\uFFFD');
 }
 
 /**
