@@ -8,6 +8,7 @@ import type { BudgetSettings } from '../policy/rate-budget';
 import type { RateLimitPolicy } from '../policy/rate-limit';
 import type { ScheduleSettings } from '../policy/schedule';
 import type { TenantLimits } from '../policy/tenant-limits';
+import type { DeliveryShares } from '../lib/delivery-shares';
 import type { ReconcileSettings } from '../temporal/activities';
 
 /** What activities need from the worker process. */
@@ -36,8 +37,15 @@ export interface ActivityDeps {
   tombstoneRetentionDays: number;
   /** AUDIT_LOG_RETENTION_DAYS: audit_log entries older than this are deleted by retention cleanup. */
   auditRetentionDays: number;
-  /** Webhook deliveries: WEBHOOK_ALLOW_PRIVATE lets them reach loopback and private addresses (tests, `npm start`). */
-  webhooks: { allowPrivate: boolean };
+  /** Webhook deliveries. */
+  webhooks: {
+    /** WEBHOOK_ALLOW_PRIVATE: deliveries may reach loopback and private addresses (tests, `npm start`). */
+    allowPrivate: boolean;
+    /** The process's places for delivery attempts (WEBHOOK_DELIVERY_SLOTS), shared equally by tenants. */
+    shares: DeliveryShares;
+    /** How long a receiver gets to answer one attempt (DELIVERY_TIMEOUT_MS when absent; tests hold a receiver longer). */
+    timeoutMs?: number;
+  };
   /** Provider requests and paging: allowed hosts, PROVIDER_ALLOW_PRIVATE, byte, time and count caps. */
   providers: ProviderPolicy;
   /** The shared rate budget of connectors' credentials (defaults when absent). */

@@ -1,8 +1,10 @@
 // Webhook deliveries from the worker's side: starting the delivery workflows of events just
 // committed, and the delivery attempt itself (signed, bounded, recorded).
+import { Context } from '@temporalio/activity';
 import { openWebhookSecret } from '../lib/credentials';
-import { ApplicationFailure } from '@temporalio/common';
-import { failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { countDeliveryAttemptsSince, type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
+import { deferredDeliverySeconds, deliveryRetrySeconds } from '../policy/delivery-shares';
 import { withTransaction } from '../db/transaction';
 import { postBounded } from '../lib/outbound';
 import { SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '../lib/webhook-signature';
@@ -11,7 +13,9 @@ import { startWebhookDeliveries } from '../temporal/client';
 import type { ActivityDeps } from './deps';
 
 /** A receiver gets this long to answer one attempt. */
-const DELIVERY_TIMEOUT_MS = 10_000;
+export const DELIVERY_TIMEOUT_MS = 10_000;
+/** The failure type of an attempt deferred for want of a place (policy/delivery-shares.ts). */
+export const DELIVERY_DEFERRED = 'WebhookDeliveryDeferred';
 /** At most this much of a receiver's answer is read (and dropped). */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -34,50 +38,86 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
  * One attempt to deliver an event to its endpoint: POSTs the event body (the same bytes on every
  * attempt) signed with the webhook's secret and carrying the event id as idempotency key, records
  * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
- * retryable failure: the workflow's retry policy backs off. A delivery whose webhook was deleted
- * is dropped; one no longer pending (delivered, or given up) is not sent again: a run started for
- * it late (the reconcile tick restarting what it saw pending a moment earlier) ends at once.
+ * retryable failure, retried after the delivery schedule's delay for the attempts made in this
+ * round. A delivery whose webhook was deleted is dropped; one no longer pending (delivered, or
+ * given up) is not sent again: a run started for it late (the reconcile tick restarting what it
+ * saw pending a moment earlier) ends at once. An attempt that finds no place among the process's
+ * delivery attempts (all taken, or its tenant runs its share) calls no one: it is deferred.
  */
-export function deliverWebhook({ pool, webhooks, credentials }: ActivityDeps): Activities['deliverWebhook'] {
+export function deliverWebhook({ pool, webhooks, credentials, metrics }: ActivityDeps): Activities['deliverWebhook'] {
   return async ({ deliveryId }) => {
     const target = await findDeliveryTarget(pool, deliveryId);
     if (!target) return 'dropped';
     if (target.status !== 'pending') return target.status;
-    const body = JSON.stringify({
-      id: target.event_id,
-      type: target.event_type,
-      created_at: target.event_created_at.toISOString(),
-      tenant_id: target.tenant_id,
-      data: target.payload,
-    });
-    // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
-    // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.
-    const secret = openWebhookSecret(credentials, target.webhook_id, target.secret);
-    const timestamp = Math.floor(Date.now() / 1000);
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'Synctide-Webhooks/1',
-      ...standardWebhookHeaders(secret, target.event_id, timestamp, body),
-      'synctide-event-id': target.event_id,
-      'synctide-event-type': target.event_type,
-      'synctide-delivery-id': target.id,
-      [SIGNATURE_HEADER]: signWebhook(secret, timestamp, body),
-    };
-    const startedAt = Date.now();
-    let statusCode: number | null = null;
-    let error: string | null = null;
-    try {
-      statusCode = (await postBounded(target.url, body, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate })).status;
-    } catch (err) {
-      error = (err as Error).message;
+    const release = webhooks.shares.take(target.tenant_id);
+    if (release === null) {
+      metrics.webhookDeliveriesDeferred.inc();
+      throw ApplicationFailure.create({
+        message: 'deferred: the worker runs its share of delivery attempts for this tenant (WEBHOOK_DELIVERY_SLOTS)',
+        type: DELIVERY_DEFERRED,
+        nextRetryDelay: `${deferredDeliverySeconds(Context.current().info.attempt, Math.random())} seconds`,
+        // Expected under load: not an error in the SDK's logs and metrics.
+        category: ApplicationFailureCategory.BENIGN,
+      });
     }
-    const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
-    await withTransaction(pool, (tx) =>
-      recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered }),
-    );
-    if (delivered) return 'delivered';
-    throw ApplicationFailure.retryable(statusCode !== null ? `the receiver answered ${statusCode}` : `no answer: ${error}`, 'WebhookNotDelivered');
+    try {
+      return await attempt(pool, webhooks, credentials, target);
+    } finally {
+      release();
+    }
   };
+}
+
+/** Sends one attempt of `target` and records it; throws the retryable failure of an attempt not accepted. */
+async function attempt(
+  pool: ActivityDeps['pool'],
+  webhooks: ActivityDeps['webhooks'],
+  credentials: ActivityDeps['credentials'],
+  target: DeliveryTarget,
+): Promise<'delivered'> {
+  const deliveryId = target.id;
+  const body = JSON.stringify({
+    id: target.event_id,
+    type: target.event_type,
+    created_at: target.event_created_at.toISOString(),
+    tenant_id: target.tenant_id,
+    data: target.payload,
+  });
+  // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
+  // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.
+  const secret = openWebhookSecret(credentials, target.webhook_id, target.secret);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'Synctide-Webhooks/1',
+    ...standardWebhookHeaders(secret, target.event_id, timestamp, body),
+    'synctide-event-id': target.event_id,
+    'synctide-event-type': target.event_type,
+    'synctide-delivery-id': target.id,
+    [SIGNATURE_HEADER]: signWebhook(secret, timestamp, body),
+  };
+  const startedAt = Date.now();
+  let statusCode: number | null = null;
+  let error: string | null = null;
+  try {
+    const timeoutMs = webhooks.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+    statusCode = (await postBounded(target.url, body, headers, { timeoutMs, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate })).status;
+  } catch (err) {
+    error = (err as Error).message;
+  }
+  const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
+  await withTransaction(pool, (tx) =>
+    recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered }),
+  );
+  if (delivered) return 'delivered';
+  // The attempts of this round (since the activity was first scheduled: a redelivery starts a
+  // new round) set the delay, whatever turns were deferred in between.
+  const made = await countDeliveryAttemptsSince(pool, deliveryId, new Date(Context.current().info.scheduledTimestampMs));
+  throw ApplicationFailure.create({
+    message: statusCode !== null ? `the receiver answered ${statusCode}` : `no answer: ${error}`,
+    type: 'WebhookNotDelivered',
+    nextRetryDelay: `${deliveryRetrySeconds(made)} seconds`,
+  });
 }
 
 /** Marks a delivery failed for good once its retries ran out (a delivered one stays delivered). */

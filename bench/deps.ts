@@ -10,6 +10,8 @@ import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
 import type { Pool } from '../db/pool';
 import { parseKeyring } from '../lib/credentials';
 import { createSyncMetrics } from '../lib/metrics';
+import { DeliveryShares } from '../lib/delivery-shares';
+import { DEFAULT_DELIVERY_SLOTS } from '../policy/delivery-shares';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../policy/rate-limit';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limits';
 import { DEFAULT_SCHEDULE_SETTINGS, type ScheduleSettings } from '../policy/schedule';
@@ -43,7 +45,7 @@ export function benchActivityDeps(opts: {
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
     auditRetentionDays: 365,
-    webhooks: { allowPrivate: true },
+    webhooks: { allowPrivate: true, shares: new DeliveryShares(DEFAULT_DELIVERY_SLOTS) },
     providers: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true },
     tenantLimits: opts.tenantLimits ?? { ...DEFAULT_TENANT_LIMITS, runningJobs: Number.MAX_SAFE_INTEGER },
   };

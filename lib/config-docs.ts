@@ -94,6 +94,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   RETENTION_DAYS: { meaning: 'finished jobs older than this are deleted' },
   TOMBSTONE_RETENTION_DAYS: { meaning: 'tombstones of deleted records older than this are purged (a records-feed cursor older than a purged one answers 410)' },
   AUDIT_LOG_RETENTION_DAYS: { meaning: '`audit_log` entries older than this are deleted by the daily retention clean-up (in batches), whose worker setting applies' },
+  WEBHOOK_DELIVERY_SLOTS: { meaning: 'webhook delivery attempts a worker process runs at once, of its 100 activity slots (1–99); tenants with deliveries to make share them equally, and an attempt over its tenant\'s share is deferred a few seconds without calling the receiver' },
   WEBHOOK_ALLOW_PRIVATE: { meaning: 'webhook URLs may name loopback, private and link-local addresses; never in production', note: '(`true` under `npm start`)' },
   IMMEDIATE_SYNC_TIMEOUT_SECONDS: { meaning: 'how long `POST /sync` with `immediate: true` may run; then it is cancelled and answers 504 with what it fetched so far' },
   IMMEDIATE_SYNC_TASK_QUEUE: { meaning: 'task queue of immediate syncs, their workflows and activities (API and workers must agree)', shown: '`<TEMPORAL_TASK_QUEUE>-immediate`' },

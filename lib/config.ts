@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_DELIVERY_SLOTS } from '../policy/delivery-shares';
 import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limits';
@@ -165,6 +166,15 @@ export const envSchema = z
     // Webhook URLs may name loopback and private addresses (tests and `npm start` only: otherwise a
     // tenant could make the platform call internal services).
     WEBHOOK_ALLOW_PRIVATE: boolean(false),
+    // Webhook delivery attempts a worker process runs at once, of its 100 activity slots (the rest
+    // stay with syncs however slow tenants' receivers are); tenants with deliveries to make share
+    // them equally, and an attempt over its tenant's share is deferred (policy/delivery-shares.ts).
+    WEBHOOK_DELIVERY_SLOTS: z.coerce
+      .number({ error: 'must be an integer from 1 to 99' })
+      .int('must be an integer from 1 to 99')
+      .min(1, 'must be an integer from 1 to 99')
+      .max(99, 'must be an integer from 1 to 99')
+      .default(DEFAULT_DELIVERY_SLOTS),
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
     IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
     // Immediate syncs page on their own task queue (default `<TEMPORAL_TASK_QUEUE>-immediate`), where

@@ -53,6 +53,11 @@ export function createSyncMetrics(registry: Registry) {
       labelNames: ['provider'] as const,
       registers,
     }),
+    webhookDeliveriesDeferred: new Counter({
+      name: 'synctide_webhook_deliveries_deferred_total',
+      help: 'Webhook delivery attempts deferred without calling the receiver: the worker ran its WEBHOOK_DELIVERY_SLOTS attempts, or the tenant its share of them',
+      registers,
+    }),
     rateLimited: new Counter({
       name: 'rate_limited_total',
       help: 'Rate-limit responses from providers that made a job wait',

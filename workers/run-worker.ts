@@ -6,6 +6,7 @@ import { cpuUsage } from '../infra/cpu-usage';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import { immediateTaskQueue, providerPolicy, scheduleSettings, tenantLimits } from '../lib/config';
 import type { Keyring } from '../lib/credentials';
+import { DeliveryShares } from '../lib/delivery-shares';
 import type { BudgetSettings } from '../policy/rate-budget';
 import { ensureReconcileWorkflow } from '../temporal/client';
 import { createImmediateWorker, createWorker } from './create-worker';
@@ -64,7 +65,7 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
     reconcile: { tickSeconds: config.SCHEDULER_TICK_SECONDS, retentionDays: config.RETENTION_DAYS },
     tombstoneRetentionDays: config.TOMBSTONE_RETENTION_DAYS,
     auditRetentionDays: config.AUDIT_LOG_RETENTION_DAYS,
-    webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+    webhooks: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, shares: new DeliveryShares(config.WEBHOOK_DELIVERY_SLOTS) },
     providers: providerPolicy(config),
     tenantLimits: tenantLimits(config),
     connectors: { ...(rateBudget && { rateBudget }), maxResetSeconds: config.RATE_BUDGET_MAX_RESET_SECONDS },

@@ -146,6 +146,12 @@ export async function recordDeliveryAttempt(
   );
 }
 
+/** How many attempts of a delivery were made at or after `since` (the attempts of its current round). */
+export async function countDeliveryAttemptsSince(db: Queryable, deliveryId: string, since: Date): Promise<number> {
+  const { rows } = await db.query<{ made: number }>('select count(*)::int as made from webhook_delivery_attempts where delivery_id = $1 and at >= $2', [deliveryId, since]);
+  return rows[0]!.made;
+}
+
 /** Marks a still-pending delivery failed for good (its retries ran out). */
 export async function failDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
   await db.query(`update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2 where id = $1 and status = ${DELIVERY.pending}`, [deliveryId, at]);

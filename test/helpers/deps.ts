@@ -4,7 +4,9 @@ import type { ActivityDeps, ConnectorSettings, RateLimitSettings } from '../../a
 import { DEFAULT_PROVIDER_POLICY, type ProviderPolicy } from '../../connectors/provider-http';
 import type { Pool } from '../../db/pool';
 import { parseKeyring, sealCredentials, type Keyring } from '../../lib/credentials';
+import { DeliveryShares } from '../../lib/delivery-shares';
 import { createSyncMetrics } from '../../lib/metrics';
+import { DEFAULT_DELIVERY_SLOTS } from '../../policy/delivery-shares';
 import { DEFAULT_RATE_LIMIT_POLICY, DEFAULT_RATE_LIMIT_RETRY_CAP } from '../../policy/rate-limit';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../../policy/schedule';
 import type { TenantLimits } from '../../policy/tenant-limits';
@@ -48,6 +50,8 @@ export function testActivityDeps(opts: {
   credentials?: Keyring;
   connectors?: ConnectorSettings | undefined;
   tenantLimits?: TenantLimits | undefined;
+  /** Webhook delivery settings (private addresses allowed, DEFAULT_DELIVERY_SLOTS places, the default timeout when omitted). */
+  webhooks?: ActivityDeps['webhooks'];
 }): { deps: ActivityDeps; lines: LogLines; registry: Registry } {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();
@@ -63,7 +67,7 @@ export function testActivityDeps(opts: {
     reconcile: { tickSeconds: 60, retentionDays: 7 },
     tombstoneRetentionDays: 30,
     auditRetentionDays: 365,
-    webhooks: { allowPrivate: true },
+    webhooks: opts.webhooks ?? { allowPrivate: true, shares: new DeliveryShares(DEFAULT_DELIVERY_SLOTS) },
     providers: opts.providers ?? TEST_PROVIDER_POLICY,
     ...(opts.connectors && { connectors: opts.connectors }),
     ...(opts.tenantLimits && { tenantLimits: opts.tenantLimits }),

@@ -5,7 +5,7 @@ import type { NativeConnection, WorkflowBundle } from '@temporalio/worker';
 import type { Pool } from '../../db/pool';
 import { createWorker } from '../../workers/create-worker';
 import type { LaneGate } from '../../workers/lane-gate';
-import type { ConnectorSettings, RateLimitSettings } from '../../activities/deps';
+import type { ActivityDeps, ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import type { Keyring } from '../../lib/credentials';
 import type { TenantLimits } from '../../policy/tenant-limits';
 import { testActivityDeps } from './deps';
@@ -40,6 +40,8 @@ export async function createTestWorker(opts: {
   activitySlots?: number;
   /** The process's lanes (fixed slots when omitted). */
   lanes?: LaneGate;
+  /** Webhook delivery settings (testActivityDeps' when omitted). */
+  webhooks?: ActivityDeps['webhooks'];
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
@@ -49,6 +51,7 @@ export async function createTestWorker(opts: {
     credentials: opts.credentials,
     connectors: opts.connectors,
     tenantLimits: opts.tenantLimits,
+    webhooks: opts.webhooks,
   });
   const worker = await createWorker({
     connection: opts.connection,
