@@ -44,9 +44,12 @@ const flagLines = (flags: Record<string, Flag>) => {
 
 const usageLine = (c: Command) => `synctide ${c.words.join(' ')}${c.args ? ` ${c.args.join(' ')}` : ''}${c.flags ? ' [flags]' : ''}`;
 
+/** True when the words of `c` begin with `prefix`. */
+const startsWith = (c: Command, prefix: string[]) => prefix.every((w, i) => c.words[i] === w);
+
 /** The help of the commands under `prefix` (all of them for an empty prefix). */
 export function helpText(prefix: string[] = []): string {
-  const shown = COMMANDS.filter((c) => prefix.every((w, i) => c.words[i] === w));
+  const shown = COMMANDS.filter((c) => startsWith(c, prefix));
   const rows = shown.map((c) => [c.words.join(' ') + (c.args ? ` ${c.args.join(' ')}` : ''), c.summary] as const);
   const width = Math.max(...rows.map(([left]) => left.length));
   return [
@@ -103,13 +106,18 @@ export async function run(argv: string[], io: Omit<Output, 'json'> & { env: Node
     if (words[0] === 'config') return showConfig(out, argv, io.env, loose.values.help === true);
     const command = [...COMMANDS].sort((a, b) => b.words.length - a.words.length).find((c) => c.words.every((w, i) => words[i] === w));
     if (!command) {
-      const group = COMMANDS.some((c) => c.words[0] === words[0]) ? [words[0]!] : [];
-      if (group.length > 0 && words.length === 1) {
+      // The group named: the longest run of leading words that some command begins with
+      // (`tenants keys`, `tenants`); given alone, it lists its commands.
+      let depth = 0;
+      while (depth < words.length && COMMANDS.some((c) => startsWith(c, words.slice(0, depth + 1)))) depth++;
+      const group = words.slice(0, depth);
+      if (group.length > 0 && words.length === group.length) {
         if (loose.values.help) {
           io.stdout.write(`${helpText(group)}\n`);
           return EXIT.ok;
         }
-        throw usage(`${words[0]} needs a command: ${[...new Set(COMMANDS.filter((c) => c.words[0] === words[0]).map((c) => c.words.slice(1).join(' ')))].join(', ')} (synctide ${words[0]} --help)`);
+        const name = group.join(' ');
+        throw usage(`${name} needs a command: ${[...new Set(COMMANDS.filter((c) => startsWith(c, group)).map((c) => c.words.slice(depth).join(' ')))].join(', ')} (synctide ${name} --help)`);
       }
       throw usage(`unknown command "${words.join(' ')}" (synctide --help lists them)`);
     }

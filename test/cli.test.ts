@@ -106,6 +106,17 @@ describe('synctide CLI against a real stack', () => {
     expect(JSON.parse(noUrl.stderr)).toEqual({ error: { code: 'usage', message: expect.stringContaining('no API URL: set SYNCTIDE_URL'), exit_code: 2 } });
   });
 
+  it('answers --help of a group of two words (`tenants keys`), as `help tenants keys` does, and names its commands when given alone', async () => {
+    const [viaHelp, viaFlag, alone] = await Promise.all([cli(['help', 'tenants', 'keys']), cli(['tenants', 'keys', '--help']), cli(['tenants', 'keys'])]);
+    for (const run of [viaHelp, viaFlag]) {
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain('tenants keys create');
+      expect(run.stdout).not.toContain('tenants limits');
+    }
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('tenants keys needs a command: list, create, revoke (synctide tenants keys --help)');
+  });
+
   it('reads the URL and key from a config file, and `config` says where they came from without printing the key', async () => {
     const file = join(home, 'other.json');
     await writeFile(file, JSON.stringify({ url: api.server.url, api_key: TEST_API_KEY }));
