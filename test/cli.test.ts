@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderBar } from '../cli/progress';
 import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
-import { receiver, type FakeReceiver } from './helpers/fake-server';
+import { receiver, serve, type FakeReceiver } from './helpers/fake-server';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -104,6 +104,38 @@ describe('synctide CLI against a real stack', () => {
     expect(unknownFlag.stderr).toContain("Unknown option '--colour'");
     expect(noUrl.code).toBe(2);
     expect(JSON.parse(noUrl.stderr)).toEqual({ error: { code: 'usage', message: expect.stringContaining('no API URL: set SYNCTIDE_URL'), exit_code: 2 } });
+  });
+
+  it('answers --help of a group of two words (`tenants keys`), as `help tenants keys` does, and names its commands when given alone', async () => {
+    const [viaHelp, viaFlag, alone] = await Promise.all([cli(['help', 'tenants', 'keys']), cli(['tenants', 'keys', '--help']), cli(['tenants', 'keys'])]);
+    for (const run of [viaHelp, viaFlag]) {
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain('tenants keys create');
+      expect(run.stdout).not.toContain('tenants limits');
+    }
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('tenants keys needs a command: list, create, revoke (synctide tenants keys --help)');
+  });
+
+  it('refuses a bad --poll of sync and jobs wait with exit 2 before any request: no job is started', async () => {
+    const connectionId = '00000000-0000-4000-8000-000000000001';
+    const jobId = '00000000-0000-4000-8000-000000000002';
+    // A fake API that would start the job: it records every request it gets.
+    const fake = await serve((req, res) => {
+      req.resume();
+      const accepted = { job_id: jobId, status: 'queued', total_tasks: 1, resource_types: ['issues'], connection_id: connectionId, mode: 'full', workflow_id: `sync-job:${jobId}` };
+      res.writeHead(req.method === 'POST' ? 202 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(req.method === 'POST' ? accepted : { error: { code: 'not_found', message: 'no job with that id' } }));
+    });
+    try {
+      const [sync, wait] = await Promise.all([cli(['sync', connectionId, '--full', '--poll', '0'], { SYNCTIDE_URL: fake.url }), cli(['jobs', 'wait', jobId, '--poll', 'soon'], { SYNCTIDE_URL: fake.url })]);
+      for (const run of [sync, wait]) {
+        expect(run.code, run.stderr).toBe(2);
+        expect(run.stderr).toContain('--poll must be a positive number of seconds');
+      }
+      expect(fake.requests, 'requests sent before the usage error').toEqual([]);
+    } finally {
+      await fake.close();
+    }
   });
 
   it('answers --help of a group of two words (`tenants keys`), as `help tenants keys` does, and names its commands when given alone', async () => {

@@ -17,11 +17,14 @@ export function summarize(job: Job): string {
   return `Job ${job.id} ${job.status}${error}: ${num(job.processed_entities)} records (${num(c.added)} added, ${num(c.updated)} updated, ${num(c.deleted)} deleted, ${num(c.unchanged)} unchanged)${took}.`;
 }
 
-/** Waits for the job, prints it finished; exit 7 unless it completed. */
-async function waitAndReport(ctx: Context, flags: FlagValues, jobId: string): Promise<ExitCode> {
+/** The --poll interval in milliseconds; read before any request, so a bad value changes nothing. */
+const pollMs = (flags: FlagValues): number => seconds(flags, 'poll', 1000);
+
+/** Waits for the job, reading it every `intervalMs`, prints it finished; exit 7 unless it completed. */
+async function waitAndReport(ctx: Context, jobId: string, intervalMs: number): Promise<ExitCode> {
   let job: Job;
   try {
-    job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, seconds(flags, 'poll', 1000), ctx.signal);
+    job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, intervalMs, ctx.signal);
   } catch (err) {
     if (ctx.signal.aborted) {
       note(ctx.out, `\nStopped waiting; job ${jobId} goes on (synctide jobs show ${jobId}).`);
@@ -53,6 +56,7 @@ export const jobCommands: Command[] = [
     },
     async run(ctx, flags, [id]) {
       const resources = list(flags, 'resource');
+      const intervalMs = pollMs(flags);
       const accepted = await answer(
         ctx.settings.url,
         ctx.client.POST('/connections/{id}/sync', {
@@ -65,7 +69,7 @@ export const jobCommands: Command[] = [
         return;
       }
       if (!ctx.out.json) note(ctx.out, `Job ${accepted.job_id} (${accepted.mode}: ${accepted.resource_types.join(', ')})`);
-      return waitAndReport(ctx, flags, accepted.job_id);
+      return waitAndReport(ctx, accepted.job_id, intervalMs);
     },
   },
   {
@@ -133,6 +137,6 @@ export const jobCommands: Command[] = [
     summary: 'Follow a job to its end (exit 7 unless it completed)',
     args: ['<job-id>'],
     flags: { ...POLL },
-    run: (ctx, flags, [id]) => waitAndReport(ctx, flags, id!),
+    run: (ctx, flags, [id]) => waitAndReport(ctx, id!, pollMs(flags)),
   },
 ];
