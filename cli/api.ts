@@ -11,14 +11,17 @@ export function clientFor(settings: Settings, version: string): SynctideClient {
   return createSynctideClient({ baseUrl: settings.url, apiKey: settings.apiKey, headers: { 'user-agent': `synctide-cli/${version}` } });
 }
 
-/** The data of a successful answer; an error answer or an unreachable API as a CliError. */
+/**
+ * The data of a successful answer; an error answer or an unreachable API as a CliError. An error
+ * names only the origin of `baseUrl` (scheme, host, port), never the URL as configured.
+ */
 export async function answer<T>(baseUrl: string, request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   let result: { data?: T; error?: unknown; response: Response };
   try {
     result = await request;
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new CliError(`cannot reach ${baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.failure);
+    throw new CliError(`cannot reach ${new URL(baseUrl).origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.failure);
   }
   if (!result.response.ok) throw apiError(result.response.status, result.error);
   return result.data as T;

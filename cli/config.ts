@@ -2,7 +2,8 @@
 // SYNCTIDE_API_KEY), then a JSON config file ({"url": …, "api_key": …}) named by `--config` or
 // SYNCTIDE_CONFIG, else $XDG_CONFIG_HOME/synctide/config.json (~/.config/synctide/config.json).
 // There is no flag for the key: a key on a command line is left in shell history and `ps`. The key
-// is never printed, not even in errors; `synctide config` says only where it came from.
+// is never printed, not even in errors; `synctide config` says only where it came from. The URL
+// must be http or https and carry no user name or password.
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -72,6 +73,9 @@ export function resolveSettings(flags: { url?: string; config?: string }, env: N
     throw usage(`the API URL from ${url[1]} is not a URL`);
   }
   if (parsedUrl.protocol !== 'http:' && parsedUrl.protocol !== 'https:') throw usage(`the API URL from ${url[1]} must be http or https`);
+  // fetch sends no URL with credentials in it, and the CLI prints the URL (`synctide config`): the
+  // refusal names where the URL came from, never the URL.
+  if (parsedUrl.username !== '' || parsedUrl.password !== '') throw usage(`the API URL from ${url[1]} must not carry a user name or password (user:password@)`);
   return {
     url: url[0].replace(/\/+$/, ''),
     apiKey: apiKey[0],

@@ -149,6 +149,25 @@ describe('synctide CLI against a real stack', () => {
     expect(alone.stderr).toContain('tenants keys needs a command: list, create, revoke (synctide tenants keys --help)');
   });
 
+  it('refuses an API URL with a user name or password with exit 2, from any source, never printing it (`config` too)', async () => {
+    const password = 'hunter2-proxy-password';
+    const withCredentials = api.server.url.replace('http://', `http://deploy:${password}@`);
+    const file = join(home, 'credentials-in-url.json');
+    await writeFile(file, JSON.stringify({ url: withCredentials, api_key: TEST_API_KEY }));
+    const runs = await Promise.all([
+      cli(['connections', 'list'], { SYNCTIDE_URL: withCredentials }),
+      cli(['config'], { SYNCTIDE_URL: withCredentials }),
+      cli(['connections', 'list', '--url', api.server.url.replace('http://', 'http://deploy@')]),
+      cli(['connections', 'list', '--config', file], { SYNCTIDE_URL: undefined }),
+    ]);
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/^synctide: the API URL from \S+ must not carry a user name or password/);
+      expect(run.stdout + run.stderr).not.toContain(password);
+      expect(run.stdout + run.stderr).not.toContain('deploy');
+    }
+  });
+
   it('reads the URL and key from a config file, and `config` says where they came from without printing the key', async () => {
     const file = join(home, 'other.json');
     await writeFile(file, JSON.stringify({ url: api.server.url, api_key: TEST_API_KEY }));
