@@ -37,6 +37,24 @@ const optionalString = z
 /** A file the process must be able to read (a certificate or key); unset or empty: none. */
 const readableFile = optionalString.pipe(z.string().refine((file) => existsSync(file), 'no readable file there').optional());
 
+/**
+ * Whether node-postgres can read `url`: a URL, or one with an empty host (`postgres://user@/db?host=/socket/dir`),
+ * which it reads with a stand-in host.
+ */
+const parsesAsPostgresUrl = (url: string) => URL.canParse(url) || URL.canParse(url.replace('@/', '@localhost/'));
+
+/** A Postgres connection URL (DATABASE_URL, DATABASE_MIGRATION_URL); unset or empty: none. */
+const postgresUrl = optionalString.pipe(
+  z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// or postgresql:// connection URL', abort: true })
+    .refine(
+      parsesAsPostgresUrl,
+      'does not parse as a URL: it must have the form postgres://user:password@host:port/database, with a numeric port and any @ : / # ? % or space in the user or password percent-encoded',
+    )
+    .optional(),
+);
+
 const boolean = (fallback: boolean) =>
   z
     .enum(['true', 'false', '1', '0'], { error: 'must be one of true, false, 1, 0' })
@@ -49,20 +67,10 @@ export const envSchema = z
     NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
     LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
 
-    DATABASE_URL: optionalString.pipe(
-      z
-        .string()
-        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// connection URL')
-        .optional(),
-    ),
+    DATABASE_URL: postgresUrl,
     // The owner role that applies migrations; unset, DATABASE_URL's role does. Production runs
     // the API and workers as a role with DML rights only and migrates with this one.
-    DATABASE_MIGRATION_URL: optionalString.pipe(
-      z
-        .string()
-        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// connection URL')
-        .optional(),
-    ),
+    DATABASE_MIGRATION_URL: postgresUrl,
     // Replace the password of DATABASE_URL / DATABASE_MIGRATION_URL (read from *_FILE secrets).
     DATABASE_PASSWORD: optionalString,
     DATABASE_MIGRATION_PASSWORD: optionalString,
@@ -298,19 +306,34 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   throw new ConfigError(`Invalid configuration:\n${[...problems, ...lines].join('\n')}`);
 }
 
-/** DATABASE_URL / DATABASE_MIGRATION_URL with DATABASE_PASSWORD / DATABASE_MIGRATION_PASSWORD put in. */
+/**
+ * DATABASE_URL / DATABASE_MIGRATION_URL with DATABASE_PASSWORD / DATABASE_MIGRATION_PASSWORD put in.
+ * Throws a ConfigError naming the URL's variable when the password has no place in it.
+ */
 function applyPasswords(config: Config): Config {
-  const withPassword = (url: string | undefined, password: string | undefined) => {
+  const problems: string[] = [];
+  const withPassword = (name: string, url: string | undefined, passwordName: string, password: string | undefined) => {
     if (!url || !password) return url;
-    const parsed = new URL(url);
-    parsed.password = password;
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    // Without a host a URL has no user or password part (the setter would drop the password).
+    if (!parsed?.host) {
+      problems.push(
+        `  ${name}: must name its host for ${passwordName} to be put in (postgres://user@host:port/database; a Unix socket directory as the host, percent-encoded: postgres://user@%2Fvar%2Frun%2Fpostgresql/database)`,
+      );
+      return url;
+    }
+    // Percent-encoded: node-postgres decodes the URL's password, so every character reaches the
+    // server as it was given (the setter would leave a `%` and what follows it as they are).
+    parsed.password = encodeURIComponent(password);
     return parsed.toString();
   };
-  return {
+  const applied = {
     ...config,
-    DATABASE_URL: withPassword(config.DATABASE_URL, config.DATABASE_PASSWORD),
-    DATABASE_MIGRATION_URL: withPassword(config.DATABASE_MIGRATION_URL, config.DATABASE_MIGRATION_PASSWORD),
+    DATABASE_URL: withPassword('DATABASE_URL', config.DATABASE_URL, 'DATABASE_PASSWORD', config.DATABASE_PASSWORD),
+    DATABASE_MIGRATION_URL: withPassword('DATABASE_MIGRATION_URL', config.DATABASE_MIGRATION_URL, 'DATABASE_MIGRATION_PASSWORD', config.DATABASE_MIGRATION_PASSWORD),
   };
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  return applied;
 }
 
 /** How to reach TEMPORAL_ADDRESS securely: TLS (with its files read) and the API key, when configured. */
@@ -345,14 +368,16 @@ export function temporalSecurity(config: Config): TemporalSecurity {
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
 
 /**
- * The value a config error may show for variable `name`: none for a secret by name; for anything
- * else the value with the password part of a URL masked (a `DATABASE_URL` with a password must not
- * land in logs); undefined when nothing may be shown.
+ * The value a config error may show for variable `name`: none for a secret by name, nor for a
+ * `scheme://` value that does not parse as a URL (where its password ends cannot be told); for
+ * anything else the value with the password part of a URL masked (a `DATABASE_URL` with a password
+ * must not land in logs); undefined when nothing may be shown.
  */
 export function shownValue(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined || SECRET_NAME.test(name)) return undefined;
-  // Any `//user:password@` form, parseable as a URL or not; up to the last @, as a password may hold one.
-  return raw.replace(/(\/\/[^/:@\s]*:)\S*@/, '$1***@');
+  if (/^\s*[a-z][a-z0-9+.-]*:\/\//i.test(raw) && !URL.canParse(raw.trim())) return undefined;
+  // Any `//user:password@` form; up to the last @, as a password may hold one (or a space).
+  return raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@');
 }
 
 /**

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { ConfigError, loadConfig, requireKeyring, shownValue } from '../lib/config';
 
@@ -81,6 +83,10 @@ describe('configuration errors never echo a secret', () => {
     }
     expect(shownValue('DATABASE_URL', 'mysql://me:p@ss:word@db:5432/x')).toBe('mysql://me:***@db:5432/x');
     expect(shownValue('DATABASE_URL', 'postgres://db/x')).toBe('postgres://db/x');
+    expect(shownValue('DATABASE_URL', 'mysql://me:pass word@db/x')).toBe('mysql://me:***@db/x');
+    // No URL: where its password ends cannot be told, so nothing of it is shown.
+    expect(shownValue('DATABASE_URL', 'postgres://me:pass@db:54x32/x')).toBeUndefined();
+    expect(shownValue('WORKFLOW_BUNDLE_PATH', '/no//such/bundle.js')).toBe('/no//such/bundle.js');
     expect(shownValue('API_PORT', 'abc')).toBe('abc');
     expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(/\(got "mysql:\/\/u:\*\*\*@db\/x"\)/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' })).not.toThrow(/hunter2/);
@@ -96,6 +102,69 @@ describe('configuration errors never echo a secret', () => {
     expect(() => requireKeyring(loadConfig({ CREDENTIALS_KEYS: `old:${a}`, CREDENTIALS_ACTIVE_KEY_ID: 'nope' }), 'x')).toThrow(/must be one of the configured key ids \(old\)/);
     const ring = requireKeyring(loadConfig({ CREDENTIALS_KEY: a, CREDENTIALS_KEYS: `new:${b}`, CREDENTIALS_ACTIVE_KEY_ID: 'new' }), 'x');
     expect([ring.activeId, [...ring.keys.keys()]]).toEqual(['new', ['default', 'new']]);
+  });
+});
+
+describe('DATABASE_URL with DATABASE_PASSWORD', () => {
+  it('refuses a DATABASE_URL that is not a URL with a ConfigError naming it, never echoing its password', async () => {
+    const env = { DATABASE_URL: 'postgres://app:hunter2-old-pass@db:54x32/synctide', DATABASE_PASSWORD: 'the-new-password' };
+    let thrown: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown, 'an invalid DATABASE_URL must be refused at configuration').toBeInstanceOf(ConfigError);
+    expect((thrown as Error).message).toMatch(/DATABASE_URL: does not parse as a URL: it must have the form postgres:\/\/user:password@host:port\/database/);
+    expect((thrown as Error).message).not.toContain('hunter2-old-pass');
+    // The same for the migration URL, with or without a password to put in.
+    expect(() => loadConfig({ DATABASE_MIGRATION_URL: 'postgres://owner:hunter2@db:5432x/x' })).toThrow(/DATABASE_MIGRATION_URL: does not parse as a URL/);
+    expect(() => loadConfig({ DATABASE_MIGRATION_URL: 'postgres://owner:hunter2@db:5432x/x' })).not.toThrow(/hunter2/);
+    // Without a host there is no place for the password: refused, naming both variables.
+    expect(() => loadConfig({ DATABASE_URL: 'postgres:///synctide', DATABASE_PASSWORD: 'pw' })).toThrow(/DATABASE_URL: must name its host for DATABASE_PASSWORD/);
+
+    // What an operator sees: `npm run worker` with that environment.
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const output = await new Promise<string>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'workers/main.ts'],
+        { cwd: root, env: { PATH: process.env.PATH ?? '', TEMPORAL_ADDRESS: '127.0.0.1:1', CREDENTIALS_KEY: Buffer.alloc(32, 7).toString('base64'), ...env } },
+        (_err, stdout, stderr) => resolve(stdout + stderr),
+      );
+    });
+    expect(output).toMatch(/DATABASE_URL: does not parse as a URL/);
+    expect(output).not.toContain('hunter2-old-pass');
+  });
+
+  it('connects with a DATABASE_PASSWORD (and migration password) holding %41, URL delimiters, spaces or any Unicode', async () => {
+    const admin = new URL(inject('pgAdminUrl'));
+    const role = `config_pw_${randomBytes(4).toString('hex')}`;
+    const passwords = ['Ab%41cd', '%E2%82%AC', '100%', 'p@ss:w/rd#?x&y=z', 'with inner spaces', 'ünï©ødé 日本語 😀', `'"\\\`[]{}|^<>!$*()~+;`];
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`create role ${client.escapeIdentifier(role)} login`);
+    try {
+      const results: Record<string, string> = {};
+      for (const password of passwords) {
+        await client.query(`alter role ${client.escapeIdentifier(role)} password ${client.escapeLiteral(password)}`);
+        const url = `postgres://${role}@${admin.hostname}:${admin.port}/postgres`;
+        const config = loadConfig({ DATABASE_URL: url, DATABASE_PASSWORD: password, DATABASE_MIGRATION_URL: url, DATABASE_MIGRATION_PASSWORD: password });
+        for (const connectionString of [config.DATABASE_URL, config.DATABASE_MIGRATION_URL]) {
+          const probe = new pg.Client({ connectionString });
+          results[password] = await probe.connect().then(
+            () => 'connected',
+            (err: { code?: string; message: string }) => `${err.code}: ${err.message}`,
+          );
+          await probe.end().catch(() => undefined);
+          if (results[password] !== 'connected') break;
+        }
+      }
+      expect(results).toEqual(Object.fromEntries(passwords.map((password) => [password, 'connected'])));
+    } finally {
+      await client.query(`drop role if exists ${client.escapeIdentifier(role)}`);
+      await client.end();
+    }
   });
 });
 
