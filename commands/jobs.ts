@@ -6,7 +6,7 @@ import { findOpenAlert } from '../db/models/alerts';
 import { findBreaker } from '../db/models/breaker';
 import { findConnection, findSyncBlockers, findSyncTargetByAppKey, type ConnectionRow, type SyncBlockers } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
-import type { JobRow, ListJobsInput, NewJob } from '../db/models/jobs';
+import type { JobRow, ListedJobRow, ListJobsInput, NewJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
 import { findJobTasks, type TaskRow } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
@@ -230,7 +230,7 @@ export async function getJob(deps: CommandDeps, id: string, includeTasks: boolea
 }
 
 /** One page of jobs, newest first. */
-export function listJobs(deps: CommandDeps, input: ListJobsInput): Promise<{ rows: JobRow[]; more: boolean }> {
+export function listJobs(deps: CommandDeps, input: ListJobsInput): Promise<{ rows: ListedJobRow[]; more: boolean }> {
   return jobs.listJobs(deps.pool, input);
 }
 

@@ -5,6 +5,7 @@ import { seal } from '../lib/credentials';
 import type { DeliveryRow, WebhookRow } from '../db/models/webhooks';
 import { outboundUrlProblem } from '../lib/outbound';
 import { newWebhookSecret } from '../lib/webhook-signature';
+import type { TimePosition } from '../policy/cursors';
 import type { WebhookEventType } from '../policy/vocabulary';
 import { startWebhookDeliveries } from '../temporal/client';
 import { countWebhooks, insertRedelivery, redeliveriesSince } from '../db/models/tenant-limits';
@@ -62,7 +63,7 @@ export async function deleteWebhook(deps: CommandDeps, id: string): Promise<void
 }
 
 /** A page of a webhook's deliveries, newest first, each with its attempts. */
-export async function listDeliveries(deps: CommandDeps, webhookId: string, query: { before?: { createdAt: Date; id: string }; limit: number }) {
+export async function listDeliveries(deps: CommandDeps, webhookId: string, query: { before?: TimePosition; limit: number }) {
   await getWebhook(deps, webhookId);
   return webhooks.listDeliveries(deps.pool, { webhookId, ...query });
 }

@@ -37,13 +37,16 @@ const MAX_BIGINT = 9223372036854775807n;
 const isBigint = (text: string): boolean => /^\d{1,19}$/.test(text) && BigInt(text) <= MAX_BIGINT;
 
 /**
- * A time as the API issues it (`Date.prototype.toISOString`, years 0001 to 9999): a real date in
- * that very form, so the database can take it (it has no year 0, and no years past the ISO form).
+ * A keyset time as the API issues it: UTC text to the microsecond, as the database keeps it
+ * (`2030-01-02T03:04:05.006007Z`), or to the millisecond (`….006Z`, `Date.prototype.toISOString`),
+ * as cursors issued before carried it; years 0001 to 9999. A real date in that very form, so the
+ * database can take it (it has no year 0, and no years past the ISO form).
  */
-function isoTime(text: string): Date | null {
-  if (!/^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(text)) return null;
-  const time = new Date(text);
-  return !Number.isNaN(time.getTime()) && time.toISOString() === text ? time : null;
+function keysetTime(text: string): boolean {
+  if (!/^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}(\d{3})?Z$/.test(text)) return false;
+  const millis = `${text.slice(0, 23)}Z`;
+  const time = new Date(millis);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === millis;
 }
 
 /** A string field that `accepts` takes, or null. */
@@ -75,20 +78,23 @@ export const uuidCursor = idCursor(isUuid);
 /** Cursors of listings ordered by a bigint id (the audit log): `{"id":"<digits>"}`. */
 export const serialCursor = idCursor(isBigint);
 
-/** A keyset position of rows ordered by creation time, then id. */
+/**
+ * A keyset position of rows ordered by creation time, then id. The time is the row's exact time
+ * as text (`keysetTime`), never a Date: a Date keeps milliseconds, and a position cut to the
+ * millisecond passes over the rows that follow it within that millisecond.
+ */
 export interface TimePosition {
-  createdAt: Date;
+  createdAt: string;
   id: string;
 }
 
-/** Cursors of listings ordered by (creation time, uuid id): `{"<timeField>":"<ISO time>","id":"<uuid>"}`. */
+/** Cursors of listings ordered by (creation time, uuid id): `{"<timeField>":"<time>","id":"<uuid>"}`. */
 function timeCursor(timeField: string): CursorCodec<TimePosition> {
   return {
-    encode: ({ createdAt, id }) => encodeFields({ [timeField]: createdAt.toISOString(), id }),
+    encode: ({ createdAt, id }) => encodeFields({ [timeField]: createdAt, id }),
     decode(text) {
       const fields = decodeFields(text);
-      const time = fields?.[timeField];
-      const createdAt = typeof time === 'string' ? isoTime(time) : null;
+      const createdAt = fields && field(fields, timeField, keysetTime);
       const id = fields && field(fields, 'id', isUuid);
       return createdAt && id ? { createdAt, id } : null;
     },

@@ -20,9 +20,10 @@ describe('cursor codecs', () => {
   it('encode exactly the text the API has always issued, and read it back', () => {
     expect(uuidCursor.encode({ id: UUID_A })).toBe(base64({ id: UUID_A }));
     expect(serialCursor.encode({ id: '42' })).toBe(base64({ id: '42' }));
-    const createdAt = new Date('2030-01-02T03:04:05.006Z');
-    expect(jobCursor.encode({ createdAt, id: UUID_A })).toBe(base64({ created_at: createdAt.toISOString(), id: UUID_A }));
-    expect(deliveryCursor.encode({ createdAt, id: UUID_A })).toBe(base64({ at: createdAt.toISOString(), id: UUID_A }));
+    // A time position is the row's time to the microsecond, as the database keeps it.
+    const createdAt = '2030-01-02T03:04:05.006007Z';
+    expect(jobCursor.encode({ createdAt, id: UUID_A })).toBe(base64({ created_at: createdAt, id: UUID_A }));
+    expect(deliveryCursor.encode({ createdAt, id: UUID_A })).toBe(base64({ at: createdAt, id: UUID_A }));
     expect(feedCursor.encode({ seq: '7', epoch: '3' })).toBe(base64({ seq: '7', epoch: '3' }));
     for (const [codec, position] of [
       [uuidCursor, { id: UUID_A }],
@@ -35,6 +36,9 @@ describe('cursor codecs', () => {
     }
     // A feed cursor issued before cursors carried an epoch reads as epoch 0.
     expect(feedCursor.decode(base64({ seq: '9' }))).toEqual({ seq: '9', epoch: '0' });
+    // A time cursor issued to the millisecond (toISOString) still reads.
+    expect(jobCursor.decode(base64({ created_at: '2030-01-02T03:04:05.006Z', id: UUID_A }))).toEqual({ createdAt: '2030-01-02T03:04:05.006Z', id: UUID_A });
+    expect(deliveryCursor.decode(base64({ at: '2030-01-02T03:04:05.006Z', id: UUID_A }))).toEqual({ createdAt: '2030-01-02T03:04:05.006Z', id: UUID_A });
   });
 
   it('read nothing they did not make', () => {
@@ -52,7 +56,7 @@ describe('cursor codecs', () => {
     expect(feedCursor.decode(base64({ seq: '1', epoch: 'x' }))).toBeNull();
   });
 
-  it('read no position the database cannot take: a uuid only in its 8-4-4-4-12 form, a bigint up to 2^63 - 1, a time as toISOString writes it in years 1 to 9999', () => {
+  it('read no position the database cannot take: a uuid only in its 8-4-4-4-12 form, a bigint up to 2^63 - 1, a UTC time to the millisecond or microsecond in years 1 to 9999', () => {
     const dashes = '-'.repeat(36);
     expect(uuidCursor.decode(base64({ id: dashes }))).toBeNull();
     expect(uuidCursor.decode(base64({ id: 'abcdef01-2345-6789-abcd-ef0123456789' }))).toEqual({ id: 'abcdef01-2345-6789-abcd-ef0123456789' });
@@ -63,11 +67,14 @@ describe('cursor codecs', () => {
     expect(serialCursor.decode(base64({ id: '9999999999999999999' }))).toBeNull();
     expect(feedCursor.decode(base64({ seq: '9999999999999999999' }))).toBeNull();
     expect(feedCursor.decode(base64({ seq: '1', epoch: '9223372036854775808' }))).toBeNull();
-    for (const time of ['-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00.000Z', '2030-02-30T00:00:00.000Z', '2030-01-02', '2030-01-02T03:04:05Z', '2030-01-02T03:04:05.006+00:00']) {
+    for (const time of [
+      '-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00.000Z', '2030-02-30T00:00:00.000Z', '2030-01-02', '2030-01-02T03:04:05Z',
+      '2030-01-02T03:04:05.006+00:00', '2030-01-02T03:04:05.0060Z', '2030-01-02T03:04:05.00600Z', '2030-01-02T03:04:05.0060070Z', '2030-02-30T00:00:00.000001Z', '2030-01-02T24:00:00.000000Z',
+    ]) {
       expect(jobCursor.decode(base64({ created_at: time, id: UUID_A })), time).toBeNull();
     }
-    for (const time of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z']) {
-      expect(jobCursor.decode(base64({ created_at: time, id: UUID_A })), time).toEqual({ createdAt: new Date(time), id: UUID_A });
+    for (const time of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '0001-01-01T00:00:00.000000Z', '9999-12-31T23:59:59.999999Z']) {
+      expect(jobCursor.decode(base64({ created_at: time, id: UUID_A })), time).toEqual({ createdAt: time, id: UUID_A });
     }
   });
 });
@@ -160,6 +167,62 @@ describe('list routes (real API app, real Postgres)', () => {
       expect(new Set(seen).size, route).toBe(5);
       expect(pages, route).toBe(3);
     }
+  });
+
+  it('the time-ordered ones (/jobs, deliveries) list every row once when rows share a millisecond: created_at keeps microseconds, and so does the cursor', async () => {
+    // Rows of one statement share now() (to the microsecond); rows of one millisecond differ in
+    // their microseconds. Both, paged one row a page.
+    const sameMs = ['2030-06-01T00:00:00.000100Z', '2030-06-01T00:00:00.000200Z', '2030-06-01T00:00:00.000300Z'];
+    const ownTenant = `same-ms-${randomUUID().slice(0, 8)}`;
+    const { rows: [connection] } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'app', 'paused') returning id`,
+      [ownTenant],
+    );
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status)
+       select gen_random_uuid(), $1, $2, 'incremental', 'api', 'completed' from generate_series(1, 3)`,
+      [connection!.id, ownTenant],
+    );
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, created_at)
+       select gen_random_uuid(), $1, $2, 'incremental', 'api', 'completed', t from unnest($3::timestamptz[]) t`,
+      [connection!.id, ownTenant, sameMs],
+    );
+    const { rows: [hook] } = await db.pool.query<{ id: string }>(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/same-ms', '{sync.completed}', 's') returning id`,
+      [ownTenant],
+    );
+    await db.pool.query(
+      `with events as (insert into webhook_events (tenant_id, event_type, payload) select $1, 'sync.completed', '{}' from generate_series(1, 3) returning id)
+       insert into webhook_deliveries (webhook_id, event_id) select $2, id from events`,
+      [ownTenant, hook!.id],
+    );
+    await db.pool.query(
+      `with events as (insert into webhook_events (tenant_id, event_type, payload, created_at)
+                       select $1, 'sync.completed', '{}', t from unnest($3::timestamptz[]) t returning id, created_at)
+       insert into webhook_deliveries (webhook_id, event_id, created_at) select $2, id, created_at from events`,
+      [ownTenant, hook!.id, sameMs],
+    );
+    const { rows: jobIds } = await db.pool.query<{ id: string }>('select id from sync_jobs where tenant_id = $1', [ownTenant]);
+    const { rows: deliveryIds } = await db.pool.query<{ id: string }>('select id from webhook_deliveries where webhook_id = $1', [hook!.id]);
+    for (const [route, ids] of [[`/jobs?tenant_id=${ownTenant}`, jobIds], [`/webhooks/${hook!.id}/deliveries?`, deliveryIds]] as const) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const answer = await get(`${route}&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(answer.status, `${route}: ${JSON.stringify(answer.body)}`).toBe(200);
+        seen.push(...answer.body.items.map((item: { id: string }) => item.id));
+        cursor = answer.body.next_cursor;
+        pages++;
+      } while (cursor && pages < 20);
+      expect([...seen].sort(), route).toEqual(ids.map((r) => r.id).sort());
+    }
+    // A cursor issued to the millisecond still reads, as that instant: after the millisecond of
+    // `sameMs` come its rows and the three of now(); after its start, only those of now().
+    const afterMs = await get(`/jobs?tenant_id=${ownTenant}&cursor=${base64({ created_at: '2030-06-01T00:00:00.001Z', id: UUID_A })}`);
+    const afterStart = await get(`/jobs?tenant_id=${ownTenant}&cursor=${base64({ created_at: '2030-06-01T00:00:00.000Z', id: UUID_A })}`);
+    expect([afterMs.status, afterMs.body.items.length, afterStart.status, afterStart.body.items.length]).toEqual([200, 6, 200, 3]);
   });
 
   it('each answers a cursor it did not make with one 400', async () => {

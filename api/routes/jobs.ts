@@ -95,7 +95,7 @@ export function jobRoutes(deps: ApiDeps) {
       before: after,
       limit,
     });
-    return c.json(pageAnswer(page, jobCursor, (job) => ({ createdAt: job.created_at, id: job.id }), (job) => presentJob(job)), 200);
+    return c.json(pageAnswer(page, jobCursor, (job) => ({ createdAt: job.created_at_exact, id: job.id }), (job) => presentJob(job)), 200);
   });
 
   app.openapi(cancel, async (c) => {

@@ -94,7 +94,7 @@ export function webhookRoutes(deps: ApiDeps) {
     const q = c.req.valid('query');
     const { after, limit } = pageRequest(deliveryCursor, q);
     const page = await listDeliveries(deps, id, { before: after, limit });
-    return c.json(pageAnswer(page, deliveryCursor, (row) => ({ createdAt: row.created_at, id: row.id }), presentDelivery), 200);
+    return c.json(pageAnswer(page, deliveryCursor, (row) => ({ createdAt: row.created_at_exact, id: row.id }), presentDelivery), 200);
   });
 
   app.openapi(redeliverRoute, async (c) => {

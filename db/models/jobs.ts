@@ -2,6 +2,7 @@
 // one active job per type (and one active backfill): two partial unique indexes over the active
 // statuses guard every insert, so concurrent enqueues and requests insert one row.
 import type { PoolClient } from 'pg';
+import type { TimePosition } from '../../policy/cursors';
 import { INITIAL_JOB_STATUS, transitionJob } from '../../policy/job-lifecycle';
 import {
   ACTIVE_JOB_STATUSES,
@@ -13,6 +14,7 @@ import {
   type JobTrigger,
   type SyncMode,
 } from '../../policy/vocabulary';
+import { exactTime } from '../keyset';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, OPEN_TASKS, PURGE, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
@@ -124,21 +126,27 @@ export interface ListJobsInput {
   status?: JobStatus;
   jobType?: SyncMode;
   trigger?: JobTrigger;
-  /** The previous page's last (created_at, id). */
-  before?: { createdAt: Date; id: string };
+  /** The previous page's last (created_at, id), its time as exact text. */
+  before?: TimePosition;
   limit: number;
 }
 
+/** A listed job, with its created_at as exact text (`exactTime`): the time of its keyset position. */
+export interface ListedJobRow extends JobRow {
+  created_at_exact: string;
+}
+
 /** One page of jobs, newest first; `limit + 1` rows are read to know if more exist. */
-export async function listJobs(db: Queryable, input: ListJobsInput): Promise<{ rows: JobRow[]; more: boolean }> {
-  const { rows } = await db.query<JobRow>(
-    `select ${JOB_COLUMNS} from sync_jobs j join connections c on c.id = j.connection_id
+export async function listJobs(db: Queryable, input: ListJobsInput): Promise<{ rows: ListedJobRow[]; more: boolean }> {
+  const { rows } = await db.query<ListedJobRow>(
+    `select ${JOB_COLUMNS}, ${exactTime('j.created_at')} as created_at_exact
+       from sync_jobs j join connections c on c.id = j.connection_id
       where ($1::uuid is null or j.connection_id = $1)
         and ($2::text is null or j.tenant_id = $2)
         and ($3::text is null or j.status = $3)
         and ($4::text is null or j.job_type = $4)
         and ($5::text is null or j.trigger = $5)
-        and ($6::timestamptz is null or (j.created_at, j.id) < ($6, $7::uuid))
+        and ($6::timestamptz is null or (j.created_at, j.id) < ($6::timestamptz, $7::uuid))
       order by j.created_at desc, j.id desc limit $8`,
     [input.connectionId ?? null, input.tenantId ?? null, input.status ?? null, input.jobType ?? null, input.trigger ?? null,
       input.before?.createdAt ?? null, input.before?.id ?? null, input.limit + 1],

@@ -1,7 +1,9 @@
 // SQL of `webhooks`, `webhook_events`, `webhook_deliveries` and `webhook_delivery_attempts`.
 // An event and its deliveries are inserted by the transaction that makes the event true.
+import type { TimePosition } from '../../policy/cursors';
 import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
 import type { JobEventFacts, WebhookEvent } from '../../policy/webhook-events';
+import { exactTime } from '../keyset';
 import type { Queryable } from '../queryable';
 import { sealedTextColumn } from '../sealed-text';
 import { DELIVERY } from '../sql';
@@ -187,18 +189,27 @@ export interface DeliveryRow {
   attempt_log: { attempt: number; status_code: number | null; error: string | null; duration_ms: number; at: string }[];
 }
 
-/** A page of a webhook's deliveries, newest first, with their attempts. */
+/** A listed delivery, with its created_at as exact text (`exactTime`): the time of its keyset position. */
+export interface ListedDeliveryRow extends DeliveryRow {
+  created_at_exact: string;
+}
+
+/**
+ * A page of a webhook's deliveries, newest first, with their attempts; `before` is the previous
+ * page's last (created_at, id), its time as exact text.
+ */
 export async function listDeliveries(
   db: Queryable,
-  query: { webhookId: string; before?: { createdAt: Date; id: string }; limit: number },
-): Promise<{ rows: DeliveryRow[]; more: boolean }> {
-  const { rows } = await db.query<DeliveryRow>(
+  query: { webhookId: string; before?: TimePosition; limit: number },
+): Promise<{ rows: ListedDeliveryRow[]; more: boolean }> {
+  const { rows } = await db.query<ListedDeliveryRow>(
     `select d.id, d.webhook_id, d.event_id, e.event_type, d.status, d.attempts, d.last_status_code, d.last_error, d.created_at, d.finished_at,
+            ${exactTime('d.created_at')} as created_at_exact,
             coalesce((select json_agg(json_build_object('attempt', a.attempt, 'status_code', a.status_code, 'error', a.error,
                                                         'duration_ms', a.duration_ms, 'at', a.at) order by a.attempt)
                         from webhook_delivery_attempts a where a.delivery_id = d.id), '[]'::json) as attempt_log
        from webhook_deliveries d join webhook_events e on e.id = d.event_id
-      where d.webhook_id = $1 and ($2::timestamptz is null or (d.created_at, d.id) < ($2, $3::uuid))
+      where d.webhook_id = $1 and ($2::timestamptz is null or (d.created_at, d.id) < ($2::timestamptz, $3::uuid))
       order by d.created_at desc, d.id desc limit $4`,
     [query.webhookId, query.before?.createdAt ?? null, query.before?.id ?? null, query.limit + 1],
   );
