@@ -3,8 +3,8 @@
 import { Context } from '@temporalio/activity';
 import { openWebhookSecret } from '../lib/credentials';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { countDeliveryAttemptsSince, type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
-import { deferredDeliverySeconds, deliveryRetrySeconds } from '../policy/delivery-shares';
+import { type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
+import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds } from '../policy/delivery-shares';
 import { withTransaction } from '../db/transaction';
 import { postBounded } from '../lib/outbound';
 import { SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '../lib/webhook-signature';
@@ -16,6 +16,8 @@ import type { ActivityDeps } from './deps';
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /** The failure type of an attempt deferred for want of a place (policy/delivery-shares.ts). */
 export const DELIVERY_DEFERRED = 'WebhookDeliveryDeferred';
+/** The failure type of an attempt that failed on this side, before or after calling the receiver. */
+const DELIVERY_ATTEMPT_ERROR = 'WebhookAttemptError';
 /** At most this much of a receiver's answer is read (and dropped). */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -46,24 +48,36 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
  */
 export function deliverWebhook({ pool, webhooks, credentials, metrics }: ActivityDeps): Activities['deliverWebhook'] {
   return async ({ deliveryId }) => {
-    const target = await findDeliveryTarget(pool, deliveryId);
-    if (!target) return 'dropped';
-    if (target.status !== 'pending') return target.status;
-    const release = webhooks.shares.take(target.tenant_id);
-    if (release === null) {
-      metrics.webhookDeliveriesDeferred.inc();
-      throw ApplicationFailure.create({
-        message: 'deferred: the worker runs its share of delivery attempts for this tenant (WEBHOOK_DELIVERY_SLOTS)',
-        type: DELIVERY_DEFERRED,
-        nextRetryDelay: `${deferredDeliverySeconds(Context.current().info.attempt, Math.random())} seconds`,
-        // Expected under load: not an error in the SDK's logs and metrics.
-        category: ApplicationFailureCategory.BENIGN,
-      });
-    }
     try {
-      return await attempt(pool, webhooks, credentials, target);
-    } finally {
-      release();
+      const target = await findDeliveryTarget(pool, deliveryId);
+      if (!target) return 'dropped';
+      if (target.status !== 'pending') return target.status;
+      const release = webhooks.shares.take(target.tenant_id);
+      if (release === null) {
+        metrics.webhookDeliveriesDeferred.inc();
+        throw ApplicationFailure.create({
+          message: 'deferred: the worker runs its share of delivery attempts for this tenant (WEBHOOK_DELIVERY_SLOTS)',
+          type: DELIVERY_DEFERRED,
+          nextRetryDelay: `${deferredDeliverySeconds(Context.current().info.attempt, Math.random())} seconds`,
+          // Expected under load: not an error in the SDK's logs and metrics.
+          category: ApplicationFailureCategory.BENIGN,
+        });
+      }
+      try {
+        return await attempt(pool, webhooks, credentials, target);
+      } finally {
+        release();
+      }
+    } catch (err) {
+      if (err instanceof ApplicationFailure) throw err;
+      // Failed on this side (the database, the secret): back again like a deferred turn, so the
+      // retry policy's own delay (which counts deferred turns as attempts) never applies.
+      throw ApplicationFailure.create({
+        message: (err as Error).message,
+        type: DELIVERY_ATTEMPT_ERROR,
+        nextRetryDelay: `${deferredDeliverySeconds(Context.current().info.attempt, Math.random())} seconds`,
+        cause: err as Error,
+      });
     }
   };
 }
@@ -106,18 +120,20 @@ async function attempt(
     error = (err as Error).message;
   }
   const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
-  await withTransaction(pool, (tx) =>
-    recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered }),
+  // The delivery's schedule runs on the server's clock: when this attempt was scheduled, by it.
+  const scheduledAt = Context.current().info.currentAttemptScheduledTimestampMs;
+  const round = await withTransaction(pool, (tx) =>
+    recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered, scheduledAt: new Date(scheduledAt) }),
   );
   if (delivered) return 'delivered';
-  // The attempts of this round (since the activity was first scheduled: a redelivery starts a
-  // new round) set the delay, whatever turns were deferred in between.
-  const made = await countDeliveryAttemptsSince(pool, deliveryId, new Date(Context.current().info.scheduledTimestampMs));
-  throw ApplicationFailure.create({
-    message: statusCode !== null ? `the receiver answered ${statusCode}` : `no answer: ${error}`,
-    type: 'WebhookNotDelivered',
-    nextRetryDelay: `${deliveryRetrySeconds(made)} seconds`,
-  });
+  const message = statusCode !== null ? `the receiver answered ${statusCode}` : `no answer: ${error}`;
+  // The attempts of this round (a redelivery starts a new one) set the delay and the give-up,
+  // whatever turns were deferred in between.
+  const delay = deliveryRetrySeconds(round?.made ?? 1);
+  if (round && deliveryGivenUp(round.roundStartedAt.getTime(), scheduledAt, delay)) {
+    throw ApplicationFailure.nonRetryable(`given up after ${DELIVERY_GIVE_UP_HOURS} hours of attempts: ${message}`, 'WebhookDeliveryGivenUp');
+  }
+  throw ApplicationFailure.create({ message, type: 'WebhookNotDelivered', nextRetryDelay: `${delay} seconds` });
 }
 
 /** Marks a delivery failed for good once its retries ran out (a delivered one stays delivered). */

@@ -9,14 +9,26 @@
 // while, which lowers the shares of the tenants running attempts.
 //
 // The retry schedule of real attempts lives here too, so that deferred turns do not stretch it:
-// the delivery workflow's retry policy and an attempt's own next-retry delay follow one rule.
+// the delivery workflow's retry policy and an attempt's own next-retry delay follow one rule, and
+// the 25 hours before a delivery is given up count from its first real attempt.
 
 /** Delay before the second attempt of a delivery; it doubles per attempt. */
 export const DELIVERY_RETRY_INITIAL_SECONDS = 10;
 /** No delivery waits longer than this between two attempts. */
 export const DELIVERY_RETRY_MAX_SECONDS = 3600;
-/** A delivery is given up this long after its first attempt (at least 24 hours of attempts). */
+/** A delivery is given up once its next attempt would come this long after its round's first real attempt. */
 export const DELIVERY_GIVE_UP_HOURS = 25;
+/**
+ * A delivery's run gives up this long after it was first scheduled, attempted or not: the bound
+ * of a round deferred for a day on an overloaded worker, or failing before it reaches the
+ * receiver (its secret cannot be opened, the database is away).
+ */
+export const DELIVERY_WORKFLOW_LIMIT_HOURS = 48;
+
+/** Whether a delivery whose round's first real attempt was at `firstAttemptAt` is given up rather than retried after `nextDelaySeconds` (epoch ms). */
+export function deliveryGivenUp(firstAttemptAt: number, now: number, nextDelaySeconds: number): boolean {
+  return now + nextDelaySeconds * 1000 - firstAttemptAt >= DELIVERY_GIVE_UP_HOURS * 3_600_000;
+}
 
 /**
  * Delay before the next attempt of a delivery that has made `attempts` attempts (1: the first
@@ -40,9 +52,13 @@ export const DEFERRED_MAX_SECONDS = 60;
  */
 export const DEFERRED_WAITING_MS = 2 * 1.5 * DEFERRED_MAX_SECONDS * 1000;
 
-/** A tenant's share of `slots` while `tenantsWithWork` tenants run or wait for attempts: equal parts, one at least. */
+/**
+ * A tenant's share of `slots` while `tenantsWithWork` tenants run or wait for attempts: equal
+ * parts rounded up (so that no place stays idle while tenants wait; the slots still cap the
+ * total), one at least.
+ */
 export function deliveryShare(slots: number, tenantsWithWork: number): number {
-  return Math.max(1, Math.floor(slots / Math.max(1, tenantsWithWork)));
+  return Math.max(1, Math.ceil(slots / Math.max(1, tenantsWithWork)));
 }
 
 /** Whether one more attempt of a tenant may start: a slot is free and the tenant runs fewer than its share. */

@@ -59,6 +59,20 @@ describe('delivery places of one process (DeliveryShares)', () => {
     expect(many.take('z')).toBeNull();
   });
 
+  it('leaves no place idle while tenants with deliveries wait: 11 tenants with backlogs use all 20 places', () => {
+    const now = 1_000_000;
+    const shares = new DeliveryShares(20, () => now);
+    const tenants = Array.from({ length: 11 }, (_, i) => `t${i}`);
+    let taken = 0;
+    // Every tenant has many deliveries: each asks again and again, round after round.
+    for (let round = 0; round < 5; round++) {
+      for (const t of tenants) if (shares.take(t) !== null) taken++;
+    }
+    // Every tenant got at least one place (fair)...
+    // ...and the worker runs its 20 attempts, not 11 with 9 places idle and deliveries deferred.
+    expect(taken).toBe(20);
+  });
+
   it('defers growing by half a turn, within 1–1.5 × the base, up to a minute; real attempts keep 10 s doubling to an hour', () => {
     expect(deferredDeliverySeconds(1, 0)).toBe(2);
     expect(deferredDeliverySeconds(2, 0)).toBe(3);

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
@@ -190,7 +191,7 @@ describe('webhooks', () => {
         [hook[0]!.id, event[0]!.id],
       );
       const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: 'webhooks-nobody' });
-      expect(await deliverWebhook(deps)({ deliveryId: delivery[0]!.id })).toBe('delivered');
+      expect(await new MockActivityEnvironment().run(deliverWebhook(deps), { deliveryId: delivery[0]!.id })).toBe('delivered');
       const [received] = receiver.received;
       const headers = received!.headers as Record<string, string>;
       // As docs/api.md tells a receiver: the same secret in standard base64.

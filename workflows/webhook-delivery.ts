@@ -1,26 +1,45 @@
-// One webhook delivery: attempts with exponential backoff (10 s doubling to at most 1 h) for at
-// least 24 hours, then marks the delivery failed. Each attempt is recorded by the activity; the
-// workflow is visible as `webhook-delivery:<delivery_id>`.
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
-import { DELIVERY_GIVE_UP_HOURS, DELIVERY_RETRY_INITIAL_SECONDS, DELIVERY_RETRY_MAX_SECONDS } from '../policy/delivery-shares';
+// One webhook delivery: attempts with exponential backoff (10 s doubling to at most 1 h) until a
+// 2xx, given up 25 hours after the round's first real attempt; then marks the delivery failed.
+// Each attempt is recorded by the activity; the workflow is visible as `webhook-delivery:<delivery_id>`.
+import { ActivityFailure, patched, proxyActivities } from '@temporalio/workflow';
+import {
+  DELIVERY_GIVE_UP_HOURS,
+  DELIVERY_RETRY_INITIAL_SECONDS,
+  DELIVERY_RETRY_MAX_SECONDS,
+  DELIVERY_WORKFLOW_LIMIT_HOURS,
+} from '../policy/delivery-shares';
 import type { Activities } from '../temporal/activities';
 import type { WebhookDeliveryInput, WebhookDeliveryOutcome, WebhookDeliveryWorkflow } from '../temporal/webhook-delivery';
 
+/**
+ * The delivery's give-up counts from its first real attempt (the activity decides it), not from
+ * when it was scheduled: turns deferred for want of a place do not eat its 25 hours. Runs started
+ * before this patch keep the 25 hours from scheduling.
+ */
+const GIVE_UP_AFTER_REAL_ATTEMPTS_PATCH = 'delivery-give-up-after-real-attempts';
+
+/** 10 s, 20 s, … 1 h between attempts; each attempt sets its own next delay by the same rule (deliveryRetrySeconds), counting only real attempts. */
+const retry = { initialInterval: `${DELIVERY_RETRY_INITIAL_SECONDS} seconds`, backoffCoefficient: 2, maximumInterval: `${DELIVERY_RETRY_MAX_SECONDS} seconds` };
+
 const { deliverWebhook } = proxyActivities<Activities>({
-  // One attempt: the HTTP call is bounded at 10 s; the rest is three short queries.
+  // One attempt: the HTTP call is bounded at 10 s; the rest is a few short queries.
   startToCloseTimeout: '30 seconds',
-  // 10 s, 20 s, … 1 h between attempts: ~1.4 h to reach the cap, then hourly, for 25 hours. An
-  // attempt sets its own next delay by the same rule (deliveryRetrySeconds), counting only real
-  // attempts, and a deferred one (no place free: policy/delivery-shares.ts) a short one.
+  // A bound only: the activity gives up 25 hours after the round's first real attempt.
+  scheduleToCloseTimeout: `${DELIVERY_WORKFLOW_LIMIT_HOURS} hours`,
+  retry,
+});
+const { deliverWebhook: deliverWebhookWithin25Hours } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: `${DELIVERY_GIVE_UP_HOURS} hours`,
-  retry: { initialInterval: `${DELIVERY_RETRY_INITIAL_SECONDS} seconds`, backoffCoefficient: 2, maximumInterval: `${DELIVERY_RETRY_MAX_SECONDS} seconds` },
+  retry,
 });
 const { failWebhookDelivery } = proxyActivities<Activities>({ startToCloseTimeout: '30 seconds' });
 
-/** Delivers one event to one endpoint, retrying until it is accepted or 25 hours have passed. */
+/** Delivers one event to one endpoint, retrying until it is accepted or given up. */
 export async function webhookDeliveryWorkflow({ deliveryId }: WebhookDeliveryInput): Promise<WebhookDeliveryOutcome> {
+  const deliver = patched(GIVE_UP_AFTER_REAL_ATTEMPTS_PATCH) ? deliverWebhook : deliverWebhookWithin25Hours;
   try {
-    return await deliverWebhook({ deliveryId });
+    return await deliver({ deliveryId });
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     await failWebhookDelivery({ deliveryId, at: Date.now() });

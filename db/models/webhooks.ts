@@ -127,31 +127,31 @@ export async function findDeliveryTarget(db: Queryable, deliveryId: string): Pro
 /**
  * Records one attempt of a delivery (numbered after the ones before, across redeliveries) and its
  * outcome: `delivered` on a 2xx answer, else still pending with the last status code or error.
+ * `scheduledAt` is when Temporal scheduled the attempt (the server's clock, which its retry delays
+ * run on); the round's first attempt keeps its own as the round's start. Returns the attempts made
+ * in the delivery's current round (a redelivery starts a new one), this one included, and when the
+ * round started; null when the delivery is gone.
  */
 export async function recordDeliveryAttempt(
   tx: Queryable,
-  attempt: { deliveryId: string; statusCode: number | null; error: string | null; durationMs: number; at: Date; delivered: boolean },
-): Promise<void> {
-  const { rows } = await tx.query<{ attempts: number }>(
+  attempt: { deliveryId: string; statusCode: number | null; error: string | null; durationMs: number; at: Date; delivered: boolean; scheduledAt: Date },
+): Promise<{ made: number; roundStartedAt: Date } | null> {
+  const { rows } = await tx.query<{ attempts: number; round_attempts_before: number; round_started_at: Date }>(
     `update webhook_deliveries
         set attempts = attempts + 1, last_status_code = $2, last_error = $3,
             status = case when $5 then ${DELIVERY.delivered} else status end,
-            finished_at = case when $5 then $4 else finished_at end
+            finished_at = case when $5 then $4 else finished_at end,
+            round_started_at = coalesce(round_started_at, $6)
       where id = $1
-      returning attempts`,
-    [attempt.deliveryId, attempt.statusCode, attempt.error, attempt.at, attempt.delivered],
+      returning attempts, round_attempts_before, round_started_at`,
+    [attempt.deliveryId, attempt.statusCode, attempt.error, attempt.at, attempt.delivered, attempt.scheduledAt],
   );
-  if (!rows[0]) return;
+  if (!rows[0]) return null;
   await tx.query(
     'insert into webhook_delivery_attempts (delivery_id, attempt, status_code, error, duration_ms, at) values ($1, $2, $3, $4, $5, $6)',
     [attempt.deliveryId, rows[0].attempts, attempt.statusCode, attempt.error, attempt.durationMs, attempt.at],
   );
-}
-
-/** How many attempts of a delivery were made at or after `since` (the attempts of its current round). */
-export async function countDeliveryAttemptsSince(db: Queryable, deliveryId: string, since: Date): Promise<number> {
-  const { rows } = await db.query<{ made: number }>('select count(*)::int as made from webhook_delivery_attempts where delivery_id = $1 and at >= $2', [deliveryId, since]);
-  return rows[0]!.made;
+  return { made: rows[0].attempts - rows[0].round_attempts_before, roundStartedAt: rows[0].round_started_at };
 }
 
 /** Marks a still-pending delivery failed for good (its retries ran out). */
@@ -225,9 +225,9 @@ export async function findDelivery(db: Queryable, webhookId: string, deliveryId:
   return rows[0] ?? null;
 }
 
-/** Puts a finished delivery back to pending for another round of attempts (its attempts are kept). */
+/** Puts a finished delivery back to pending for another round of attempts (its attempts are kept; the round's are counted after them, its start is its first attempt's). */
 export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
-  await db.query(`update webhook_deliveries set status = ${DELIVERY.pending}, finished_at = null where id = $1`, [deliveryId]);
+  await db.query(`update webhook_deliveries set status = ${DELIVERY.pending}, finished_at = null, round_attempts_before = attempts, round_started_at = null where id = $1`, [deliveryId]);
 }
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
