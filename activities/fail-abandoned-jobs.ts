@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { emitJobEvents } from '../db/events';
 import { failAbandonedSchedulerJobs, type EndedJob } from '../db/models/jobs';
+import { forgetSeenOfTasks } from '../db/models/seen';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
@@ -17,7 +18,8 @@ export const ABANDONED_REASON =
  * trigger; API-requested jobs run in workflows of their own) still active belongs to an earlier
  * run that has ended (each connection has one workflow, and its child jobs are terminated with
  * it), so it is marked `failed` with a clear reason and `abandoned_at`, never left "stuck
- * running", and its `sync.failed` webhook event is written. Returns the ids it failed.
+ * running", its open tasks are failed (counted in its `failed_tasks`) and their seen-sets
+ * forgotten, and its `sync.failed` webhook event is written. Returns the ids it failed.
  */
 export function failAbandonedJobs(deps: ActivityDeps): Activities['failAbandonedJobs'] {
   const { pool, logger, metrics } = deps;
@@ -44,6 +46,7 @@ export async function failAbandonedInTx(
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
   const rows = await failAbandonedSchedulerJobs(tx, connectionId, at, ABANDONED_REASON, runId);
   if (rows.length === 0) return { jobs: rows, deliveries: [] };
-  await failOpenTasksOfJobs(tx, rows.map((r) => r.id), at, ABANDONED_REASON);
+  // Paging state of full passes that will never finish.
+  await forgetSeenOfTasks(tx, await failOpenTasksOfJobs(tx, rows.map((r) => r.id), at, ABANDONED_REASON));
   return { jobs: rows, deliveries: await emitJobEvents(tx, rows.map((r) => r.id), 'failed', at) };
 }

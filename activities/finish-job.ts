@@ -4,6 +4,7 @@ import type { PoolClient } from 'pg';
 import { findJobStatus, finishRunningJob, type FinishedJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
 import { withTransaction } from '../db/transaction';
+import { loggedAttempt } from '../policy/job-lifecycle';
 import type { JobStatus } from '../policy/vocabulary';
 import type { Activities, FinishJobInput } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
@@ -39,7 +40,7 @@ export async function finishInTx(tx: PoolClient, input: FinishJobInput, deliveri
   await insertAttemptLogs(tx, [{
     jobId: input.jobId,
     connectionId: job.connection_id,
-    attempt: job.retry_count + job.rate_limit_retry_count + 1,
+    attempt: loggedAttempt(job, job.status),
     startedAt: new Date(input.startedAt),
     finishedAt: at,
     processedCount: job.processed_entities,

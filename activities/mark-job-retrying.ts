@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { insertAttemptLogs } from '../db/models/job-logs';
 import { findJobStatus, markJobRetrying as markRetrying } from '../db/models/jobs';
 import { reopenTasksForRetry } from '../db/models/tasks';
+import { loggedAttempt } from '../policy/job-lifecycle';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
@@ -42,7 +43,7 @@ export function markJobRetrying({ pool, metrics, logger }: ActivityDeps): Activi
       await insertAttemptLogs(tx, [{
         jobId: input.jobId,
         connectionId: job.connection_id,
-        attempt: job.retry_count + job.rate_limit_retry_count,
+        attempt: loggedAttempt(job, 'retrying'),
         startedAt: new Date(input.startedAt),
         finishedAt: new Date(input.at),
         processedCount: job.processed_entities,

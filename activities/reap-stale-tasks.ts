@@ -9,6 +9,7 @@ import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
 import { isWorkflowRunning } from '../temporal/client';
+import { loggedAttempt } from '../policy/job-lifecycle';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** A task `processing` with no heartbeat for 5 minutes is reaped. */
@@ -79,7 +80,7 @@ export function reapStaleTasks(deps: ActivityDeps): Activities['reapStaleTasks']
       await insertAttemptLogs(tx, failed.map((j) => ({
         jobId: j.id,
         connectionId: j.connection_id,
-        attempt: j.retry_count + 1,
+        attempt: loggedAttempt(j, 'failed'),
         startedAt: j.started_at,
         finishedAt: at,
         processedCount: j.processed_entities,

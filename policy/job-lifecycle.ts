@@ -1,6 +1,7 @@
 // A sync job's lifecycle as data: the status changes a job may make, and the one rule that checks
 // a change against them. Every statement of `db/models/` that writes a job's status declares its
-// change through `transitionJob` and takes its WHERE and SET words from that declaration. Pure.
+// change through `transitionJob` and takes its WHERE and SET words from that declaration. Also the
+// number each of a job's attempts has in its log. Pure.
 import { JOB_STATUS, type JobStatus } from './vocabulary';
 
 const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
@@ -50,4 +51,25 @@ export function transitionJob<const From extends JobStatus, const To extends Job
     }
   }
   return Object.freeze({ from: Object.freeze([...from]), to: Object.freeze([...to]) });
+}
+
+/** A job's counts of the attempts that ended waiting to retry: after a failure, after a rate limit. */
+export interface RetryCounts {
+  retry_count: number;
+  rate_limit_retry_count: number;
+}
+
+/**
+ * The number of the attempt a `sync_job_logs` row with `outcome` records (its `attempt`), from the
+ * job's counts as the statement that ended the attempt left them. Attempts are numbered from 1 in
+ * the order they ran, counting each failure and each rate limit (a pause or an interruption counts
+ * neither, and logs no row): an attempt that ends waiting to retry (`retrying`) has just been
+ * added to the counts, so its number is their sum; one that ends the job (completed, failed, by
+ * its workflow or by the stale-task reaper) was not, so its number is their sum + 1. Every writer
+ * of a log row numbers it here, so an attempt never takes an earlier one's number (the log keeps
+ * the first row of a number).
+ */
+export function loggedAttempt(counts: RetryCounts, outcome: JobStatus): number {
+  const counted = counts.retry_count + counts.rate_limit_retry_count;
+  return outcome === JOB_STATUS.retrying ? counted : counted + 1;
 }

@@ -543,6 +543,7 @@ export interface ReapedJob extends EndedJob {
   id: string;
   connection_id: string;
   retry_count: number;
+  rate_limit_retry_count: number;
   started_at: Date | null;
   processed_entities: string;
   failed_tasks: number;
@@ -558,7 +559,7 @@ export async function failJobsWithNoOpenTask(tx: PoolClient, ids: string[], summ
       where j.id = r.job_id
         and j.status in (${sqlList(change.from)})
         and not exists (select 1 from sync_tasks t where t.job_id = j.id and t.status in (${OPEN_TASKS}))
-      returning j.id, j.connection_id, j.retry_count, j.started_at, j.processed_entities, j.failed_tasks, j.last_error,
+      returning j.id, j.connection_id, j.retry_count, j.rate_limit_retry_count, j.started_at, j.processed_entities, j.failed_tasks, j.last_error,
                 j.status, ${endedJobColumns('j')}`,
     [ids, summaries, at],
   );

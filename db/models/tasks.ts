@@ -57,13 +57,26 @@ export async function cancelOpenTasks(tx: Queryable, jobId: string, at: Date, re
   );
 }
 
-/** Marks the open tasks of these jobs `failed` with a reason. */
-export async function failOpenTasksOfJobs(tx: Queryable, jobIds: string[], at: Date, reason: string): Promise<void> {
-  await tx.query(
-    `update sync_tasks set status = ${TASK.failed}, completed_at = $2, error_message = $3
-      where job_id = any($1::uuid[]) and status in (${OPEN_TASKS})`,
+/**
+ * Marks the open tasks of these jobs `failed` with a reason and, in the same statement, adds them
+ * to their jobs' `failed_tasks` (which mirrors the task rows); answers the ids of the tasks it
+ * failed, whose seen-sets the caller forgets.
+ */
+export async function failOpenTasksOfJobs(tx: Queryable, jobIds: string[], at: Date, reason: string): Promise<string[]> {
+  const { rows } = await tx.query<{ id: string }>(
+    `with failed as (
+       update sync_tasks set status = ${TASK.failed}, completed_at = $2, error_message = $3
+        where job_id = any($1::uuid[]) and status in (${OPEN_TASKS})
+        returning id, job_id
+     ), counted as (
+       update sync_jobs j set failed_tasks = j.failed_tasks + f.n
+         from (select job_id, count(*)::int as n from failed group by job_id) f
+        where j.id = f.job_id
+     )
+     select id from failed`,
     [jobIds, at, reason],
   );
+  return rows.map((r) => r.id);
 }
 
 /** A pass's marks per partition: the newest change time seen (`high`), and the time its cursor may not pass (`hold`). */
