@@ -1,6 +1,7 @@
 // Commands on jobs: requesting a sync or a backfill (write the job, then start or wake what runs
 // it), reading jobs, and cancelling one through the workflow that runs it.
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { getConnector } from '../connectors/registry';
 import { findOpenAlert } from '../db/models/alerts';
 import { findBreaker } from '../db/models/breaker';
@@ -64,27 +65,19 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
   const { connection } = request;
   await refuseUnlessSyncable(deps, connection, request.blockers);
   const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
-  const payload = {
-    ...request.backfill?.payload,
-    ...(request.resourceTypes ? { resource_types: resourceTypes } : {}),
-  };
+  const asked = requestedJob(request, resourceTypes);
   const id = randomUUID();
   const result = await insertRequestedJob(deps, connection, {
     id,
     workflowId: syncJobWorkflowId(id),
-    connectionId: connection.id,
     tenantId: connection.tenant_id,
-    jobType: request.mode,
-    trigger: request.backfill ? 'backfill' : 'api',
     scheduledAt: null,
-    window: request.backfill?.window,
-    priority: request.backfill?.priority,
-    payload,
+    ...asked,
     idempotencyKey: request.idempotencyKey,
   });
   const { job } = result;
   if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', provider: connection.provider_slug });
-  if (result.outcome === 'same_key' && !sameRequest(job, request)) {
+  if (result.outcome === 'same_key' && !sameRequest(job, asked)) {
     throw new CommandRefused('conflict', 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request', { job_id: job.id });
   }
   if (result.outcome === 'active' && request.backfill) {
@@ -194,13 +187,54 @@ export function resolveResourceTypes(connection: ConnectionRow, requested?: stri
   return [...new Set(requested)];
 }
 
-function sameRequest(job: JobRow, request: JobRequest): boolean {
-  const window = request.backfill?.window;
+/** What a request asks of its job, as the job's row stores it. */
+interface RequestedJob {
+  connectionId: string;
+  jobType: SyncMode;
+  trigger: 'api' | 'backfill';
+  /** A backfill's window; none for a sync. */
+  window?: { start: Date; end: Date };
+  priority: number;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * What `request` asks of its job, as the row stores it: the one normaliser both of the insert and
+ * of the check that a repeated Idempotency-Key repeats the request. The resource types are the
+ * resolved ones (`resourceTypes`, without repeats), written into the payload when the request
+ * names any; the priority is 0 unless given; the payload is the JSON value stored (what
+ * JSON cannot hold, such as an undefined key, is left out as the insert leaves it out).
+ */
+function requestedJob(request: JobRequest, resourceTypes: string[]): RequestedJob {
+  const payload = {
+    ...request.backfill?.payload,
+    ...(request.resourceTypes ? { resource_types: resourceTypes } : {}),
+  };
+  return {
+    connectionId: request.connection.id,
+    jobType: request.mode,
+    trigger: request.backfill ? 'backfill' : 'api',
+    window: request.backfill?.window,
+    priority: request.backfill?.priority ?? 0,
+    payload: JSON.parse(JSON.stringify(payload)) as Record<string, unknown>,
+  };
+}
+
+/**
+ * Whether stored job `job` is the job `asked` (from `requestedJob`) describes: the same
+ * connection, mode, trigger, window, priority and payload (equal as JSON values, whatever the
+ * order of their keys, as jsonb keeps them). Anything else with the same Idempotency-Key is a
+ * different request.
+ */
+function sameRequest(job: JobRow, asked: RequestedJob): boolean {
   return (
-    job.connection_id === request.connection.id &&
-    job.job_type === request.mode &&
-    (job.window_start?.getTime() ?? null) === (window?.start.getTime() ?? null) &&
-    (job.window_end?.getTime() ?? null) === (window?.end.getTime() ?? null)
+    job.connection_id === asked.connectionId &&
+    job.job_type === asked.jobType &&
+    job.trigger === asked.trigger &&
+    (job.window_start?.getTime() ?? null) === (asked.window?.start.getTime() ?? null) &&
+    (job.window_end?.getTime() ?? null) === (asked.window?.end.getTime() ?? null) &&
+    job.priority === asked.priority &&
+    isDeepStrictEqual(job.payload, asked.payload)
   );
 }
 

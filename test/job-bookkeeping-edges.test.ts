@@ -1,7 +1,7 @@
 // The bookkeeping of a job that ends behind its workflow's back (the stale-task reaper, a
-// connection workflow's start-up cleanup, the reconcile tick), against a real, freshly migrated
-// Postgres. Temporal is an in-memory stand-in that says which workflows run (these cases need a
-// workflow that is NOT running).
+// connection workflow's start-up cleanup, the reconcile tick) and the Idempotency-Key check of a
+// requested job, against a real, freshly migrated Postgres. Temporal is an in-memory stand-in that
+// says which workflows run (these cases need a workflow that is NOT running).
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -12,7 +12,8 @@ import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { presentJob } from '../api/present';
 import type { CommandDeps } from '../commands/deps';
-import { getJob } from '../commands/jobs';
+import { getJob, requestJob, type JobRequest } from '../commands/jobs';
+import { findConnection } from '../db/models/connections';
 import { createSyncMetrics } from '../lib/metrics';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { Client } from '@temporalio/client';
@@ -143,5 +144,39 @@ describe('a job failed as abandoned counts the tasks it failed in failed_tasks (
 
     const { rows } = await db.pool.query<{ task_id: string }>('select task_id from sync_seen order by task_id');
     expect(rows).toEqual([{ task_id: other }]);
+  });
+});
+
+describe('Idempotency-Key of POST /jobs/schedule', () => {
+  const window = { start: new Date('2025-01-01T00:00:00Z'), end: new Date('2025-01-02T00:00:00Z') };
+  /** A backfill request as the route makes it: resource types taken from the payload. */
+  const backfill = (connection: JobRequest['connection'], payload: Record<string, unknown>, priority = 0): JobRequest => ({
+    connection,
+    mode: 'incremental',
+    resourceTypes: Array.isArray(payload.resource_types) ? payload.resource_types.map(String) : undefined,
+    idempotencyKey: 'k-1',
+    backfill: { window, priority, payload },
+  });
+
+  it('refuses a repeat of the key for a backfill of other resource types (a different request), instead of answering the first job', async () => {
+    const row = (await findConnection(db.pool, await connection()))!;
+    const deps = commandDeps(fakeTemporal().client);
+    expect((await requestJob(deps, backfill(row, { resource_types: ['issues'] }))).created).toBe(true);
+    await expect(requestJob(deps, backfill(row, { resource_types: ['users'] }))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
+  });
+
+  it('refuses a repeat with another payload or priority, and answers a true repeat (its keys in any order, repeated types) with the first job', async () => {
+    const row = (await findConnection(db.pool, await connection()))!;
+    const deps = commandDeps(fakeTemporal().client);
+    const first = await requestJob(deps, backfill(row, { reason: 'manual', resource_types: ['users', 'issues'] }, 5));
+    expect(first.created).toBe(true);
+
+    const repeat = await requestJob(deps, backfill(row, { resource_types: ['users', 'issues', 'users'], reason: 'manual' }, 5));
+    expect({ id: repeat.job.id, created: repeat.created }).toEqual({ id: first.job.id, created: false });
+    await expect(requestJob(deps, backfill(row, { reason: 'other', resource_types: ['users', 'issues'] }, 5))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
+    await expect(requestJob(deps, backfill(row, { reason: 'manual', resource_types: ['users', 'issues'] }, 6))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
+    await expect(requestJob(deps, backfill(row, { reason: 'manual' }, 5))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
+    const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from sync_jobs where idempotency_key = 'k-1'`);
+    expect(rows[0]!.n).toBe(1);
   });
 });
