@@ -17,7 +17,7 @@ import { sealCredentials } from '../lib/credentials';
 import { recordJobEnded } from '../lib/metrics';
 import { sharedGrantOf } from '../policy/oauth';
 import { parseSchedule, type Schedule, type ScheduleFields } from '../policy/schedule';
-import { CONNECTION_STATUS, type ConnectionStatus } from '../policy/vocabulary';
+import { CONNECTION_STATUS, CONNECTION_STATUSES, type ConnectionStatus } from '../policy/vocabulary';
 import {
   cancelJobWorkflow,
   ensureConnectionWorkflow,
@@ -168,27 +168,30 @@ export interface ConnectionUpdate {
  * gives credentials again, so a token is never sent to a host, or in a place, it was not given for.
  */
 export async function updateConnection(deps: CommandDeps, id: string, change: ConnectionUpdate): Promise<ConnectionRow> {
-  const current = await getConnection(deps, id);
+  // A connection's provider never changes: what depends on it alone is checked before the transaction.
+  const known = await getConnection(deps, id);
   await refuseWhilePurging(deps.pool, id);
   const schedule = change.schedule ? scheduleOf(deps, change.schedule) : undefined;
-  if (change.config) checkConfig(current.provider_slug, change.config, deps);
-  if (change.credentials) checkCredentials(current.provider_slug, change.credentials);
-  if (change.config !== undefined && change.credentials === undefined) {
-    const before = credentialBinding(current.provider_slug, current.config ?? {});
-    const after = credentialBinding(current.provider_slug, change.config);
-    if (before !== after) change = { ...change, credentials: null };
-  }
-  if (schedule && current.status === 'disabled') {
-    throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
-  }
-  if (change.config === undefined && change.credentials === undefined && !schedule) return current;
+  if (change.config) checkConfig(known.provider_slug, change.config, deps);
+  if (change.credentials) checkCredentials(known.provider_slug, change.credentials);
+  if (change.config === undefined && change.credentials === undefined && !schedule) return known;
   const shared = sharedGrantSource(change.credentials);
   const sealedCredentials = change.credentials === undefined || shared ? undefined : sealCredentials(deps.credentials, id, change.credentials);
   // New credentials end `needs_reauth` (in the same statement; a shared grant in `shareGrant`) and
   // resolve its alert: a grant shared into the connection is new credentials like any other.
   const row = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, id, 'locked');
-    const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials, schedule });
+    // What the write depends on (the status, the config the credentials are bound to) is read
+    // under the row's lock, held until the write: a disable or another update that committed
+    // meanwhile is decided on, never written over.
+    const current = await connections.lockConnection(tx, id);
+    if (!current) return null;
+    if (schedule && current.status === 'disabled') {
+      throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
+    }
+    const unbound = change.config !== undefined && change.credentials === undefined &&
+      credentialBinding(current.provider_slug, current.config ?? {}) !== credentialBinding(current.provider_slug, change.config);
+    const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials: unbound ? null : sealedCredentials, schedule });
     const stored = updated && shared ? await shareGrant(tx, updated, shared) : updated;
     if (stored && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return stored;
@@ -205,30 +208,39 @@ export interface StatusChange {
   status: ConnectionStatus;
 }
 
+/** The statuses a pause may write over: all but `disabled`, which only a resume leaves. */
+const PAUSABLE: readonly ConnectionStatus[] = CONNECTION_STATUSES.filter((s) => s !== CONNECTION_STATUS.disabled);
+
 /**
  * Pauses a connection: no new runs until resumed; a queued job is cancelled, a running one
- * finishes. A workflow that is not running is started and shows the connection paused.
+ * finishes. A workflow that is not running is started and shows the connection paused. A
+ * disabled connection is refused (409 `connection_disabled`), judged by the statement that writes
+ * the pause: a disable or a deletion that commits first is never overwritten (and its stopped
+ * workflow never started again by the pause's signal).
  */
 export async function pauseConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  if (row.status === 'disabled') throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
-  await connections.updateConnection(deps.pool, row.id, { status: 'paused' });
+  const previous = await connections.setStatusFrom(deps.pool, row.id, CONNECTION_STATUS.paused, PAUSABLE);
+  if (previous === null) throw notFound('no connection with that id');
+  if (!PAUSABLE.includes(previous)) throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), pauseSignal);
   return { id: row.id, status: 'paused' };
 }
 
 /**
  * Resumes a paused connection, or re-enables a disabled one; its workflow is started if it is not
- * running. Refused while the connection's purge is open.
+ * running. Refused while the connection's purge is open, and as not found once it is deleted.
  */
 export async function resumeConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
   // Checked and written in one transaction under the purge lock: never re-activates a connection
-  // whose deletion has begun.
-  await withTransaction(deps.pool, async (tx) => {
+  // whose deletion has begun. A connection whose purge deleted it meanwhile is not written, and
+  // no workflow is started for it.
+  const previous = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, row.id, 'locked');
-    await connections.updateConnection(tx, row.id, { status: 'active' });
+    return connections.setStatusFrom(tx, row.id, CONNECTION_STATUS.active, CONNECTION_STATUSES);
   });
+  if (previous === null) throw notFound('no connection with that id');
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), resumeSignal);
   return { id: row.id, status: 'active' };
 }

@@ -77,6 +77,17 @@ export async function findConnection(db: Queryable, id: string): Promise<Connect
   return rows[0] ? connectionOf(rows[0]) : null;
 }
 
+/**
+ * The connection with id `id`, locked `FOR NO KEY UPDATE` until the transaction ends (waiting for
+ * a writer of the row, such as a disable or a purge, to commit first), or null. A command that
+ * decides from the row what to write reads it here, so no other write lands between its reading
+ * and its writing. Never FOR UPDATE (see `lockConnectionSkipLocked`).
+ */
+export async function lockConnection(tx: PoolClient, id: string): Promise<ConnectionRow | null> {
+  const { rows } = await tx.query<StoredConnection>(`select ${CONNECTION_COLUMNS} from connections c where c.id = $1 for no key update`, [id]);
+  return rows[0] ? connectionOf(rows[0]) : null;
+}
+
 /** Tenant `tenantId`'s connection with app key `appKey` (unique per tenant), or null. */
 export async function findConnectionByAppKey(db: Queryable, appKey: string, tenantId: string): Promise<ConnectionRow | null> {
   const { rows } = await db.query<StoredConnection>(`select ${CONNECTION_COLUMNS} from connections c where c.app_key = $1 and c.tenant_id = $2`, [appKey, tenantId]);
@@ -359,6 +370,22 @@ export async function findSyncSource(db: Queryable, id: string): Promise<SyncSou
  * `oauth2` connection's are its grant's.
  */
 export const CREDENTIALS_OF = (c: string, g: string) => `case when ${c}.oauth_grant_id is null then ${c}.credentials else ${g}.credentials end`;
+
+/**
+ * Sets connection `id`'s status to `status` only when its status is one of `from`, in one
+ * statement, and answers the status it had, read under the row's lock (so a disable or a deletion
+ * that commits while this waits is seen, never written over); null when there is no such
+ * connection. It wrote exactly when the answer is one of `from`.
+ */
+export async function setStatusFrom(db: Queryable, id: string, status: SettableConnectionStatus, from: readonly ConnectionStatus[]): Promise<ConnectionStatus | null> {
+  const { rows } = await db.query<{ previous: ConnectionStatus }>(
+    `with before as (select id, status from connections where id = $1 for no key update),
+          written as (update connections c set status = $2 from before where c.id = before.id and before.status = any($3::text[]))
+     select status as previous from before`,
+    [id, status, from],
+  );
+  return rows[0]?.previous ?? null;
+}
 
 /** Pauses or resumes a connection, leaving a disabled one disabled; its status after, or null. */
 export async function setStatusUnlessDisabled(db: Queryable, id: string, status: SettableConnectionStatus): Promise<ConnectionStatus | null> {
