@@ -37,7 +37,11 @@ const M_RATE_LIMIT_BASE_SECONDS =
 export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   NODE_ENV: { meaning: '`production` in the image and compose (libraries read it; Synctide itself behaves the same)' },
   LOG_LEVEL: { meaning: 'pino level' },
-  DATABASE_URL: { meaning: '`postgres://…` URL; required by `npm run api` / `npm run worker`', shown: 'embedded Postgres' },
+  DATABASE_URL: {
+    meaning:
+      "`postgres://…` URL; required by `npm run api` / `npm run worker`. node-postgres reads `sslmode=require` (and `prefer`, `verify-ca`) as `verify-full` unless the URL also has `uselibpqcompat=true`, which gives libpq's meaning (`require`: encrypted, the certificate not checked; `sslrootcert=<file>` for a private CA)",
+    shown: 'embedded Postgres',
+  },
   DATABASE_PASSWORD: { meaning: 'password put into `DATABASE_URL` (so the URL itself holds none)' },
   DATABASE_MIGRATION_URL: { meaning: M_DATABASE_MIGRATION_URL, shown: '`DATABASE_URL`' },
   DATABASE_MIGRATION_PASSWORD: { meaning: M_DATABASE_MIGRATION_URL, shown: '`DATABASE_URL`' },

@@ -1,11 +1,19 @@
 // Deployment configuration: admin keys that are placeholders or too short
 // are refused, secrets come from *_FILE files and are never echoed, the Temporal TLS/mTLS and API
-// key settings become the connection options of client and worker, pool limits per role.
+// key settings become the connection options of client and worker, pool limits per role, and the
+// Helm chart's Postgres URLs mean what values.yaml says their sslmode means.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { createPool } from '../db/pool';
 import { poolLimits, poolSize, workflowCacheSize } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { adminKeyProblem } from '../lib/admin-key';
@@ -203,5 +211,144 @@ describe('DEMO_CONNECTOR', () => {
   it('is off unless asked for', () => {
     expect(loadConfig({}).DEMO_CONNECTOR).toBe(false);
     expect(loadConfig({ DEMO_CONNECTOR: 'true' }).DEMO_CONNECTOR).toBe(true);
+  });
+});
+
+describe('deploy/helm/synctide: Postgres TLS (postgres.sslmode, postgres.caSecret)', () => {
+  const CHART = fileURLToPath(new URL('../deploy/helm/synctide/', import.meta.url));
+  const chartFile = (file: string) => readFileSync(path.join(CHART, file), 'utf8');
+  interface PostgresValues {
+    appUser: string;
+    ownerUser: string;
+    database: string;
+    sslmode: string;
+    caSecret?: { name: string; key: string };
+  }
+  const defaults = (parse(chartFile('values.yaml')) as { postgres: PostgresValues }).postgres;
+
+  /**
+   * The Postgres URL the chart renders for `user` against 127.0.0.1:`port` (the printf of its
+   * URL template applied to `values`), with the CA its container mounts read from `caDir` instead.
+   */
+  function chartDatabaseUrl(values: PostgresValues, user: string, port: number, caDir = ''): string {
+    const helpers = chartFile('templates/_helpers.tpl');
+    // Its arguments: user, host, port, database, sslmode.
+    const format = /printf "(postgres:\/\/[^"]+)"/.exec(helpers)![1]!;
+    const args = [user, '127.0.0.1', port, values.database, values.sslmode];
+    let url = format.replace(/%[sv]/g, () => String(args.shift()));
+    if (values.caSecret?.name) {
+      const [, before, mountDir] = /\{\{- if \$pg\.caSecret\.name \}\}(&sslrootcert=)(\S+)\/\{\{ \$pg\.caSecret\.key \}\}/.exec(helpers)!;
+      // The directory the CA is mounted at by every container that connects.
+      expect(/- name: postgres-ca\n\s+mountPath: (\S+)/.exec(helpers)![1]).toBe(mountDir);
+      url += `${before}${caDir}/${values.caSecret.key}`;
+    }
+    return url;
+  }
+
+  it('builds every Postgres URL (API, workers, migrate Job) with that one template', () => {
+    const templates = readdirSync(path.join(CHART, 'templates')).map((file) => [file, chartFile(`templates/${file}`)] as const);
+    const urls = templates.flatMap(([file, text]) => [...text.matchAll(/name: (DATABASE(?:_MIGRATION)?_URL)\n\s+value: (.*)/g)].map((m) => [file, m[1], m[2]]));
+    expect(urls).toEqual([
+      ['_helpers.tpl', 'DATABASE_URL', '{{ include "synctide.databaseUrl" (dict "root" . "user" .Values.postgres.appUser) | quote }}'],
+      ['migrate-job.yaml', 'DATABASE_MIGRATION_URL', '{{ include "synctide.databaseUrl" (dict "root" . "user" .Values.postgres.ownerUser) | quote }}'],
+    ]);
+    expect(templates.filter(([, text]) => text.includes('sslmode=')).map(([file]) => file)).toEqual(['_helpers.tpl']);
+  });
+
+  /** A Postgres whose certificate `ca` signed, and what it saw of each client: `tls` once the handshake succeeded, `startup` once a startup message came over it. */
+  let server: net.Server;
+  let port: number;
+  let dir: string;
+  const seen: string[] = [];
+
+  /** A self-signed certificate for 127.0.0.1 (its own CA), in `dir`/`name`.{key,crt}. */
+  async function selfSigned(name: string): Promise<{ key: Buffer; cert: Buffer; crt: string }> {
+    const key = path.join(dir, `${name}.key`);
+    const crt = path.join(dir, `${name}.crt`);
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', crt, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    return { key: await fs.readFile(key), cert: await fs.readFile(crt), crt };
+  }
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-pg-tls-'));
+    // A certificate no public CA signed (RDS, Cloud SQL, an in-cluster operator's own CA).
+    const { key, cert } = await selfSigned('server');
+    await fs.mkdir(path.join(dir, 'ca'));
+    await fs.copyFile(path.join(dir, 'server.crt'), path.join(dir, 'ca', 'ca.crt'));
+    await selfSigned('other');
+    await fs.mkdir(path.join(dir, 'other-ca'));
+    await fs.copyFile(path.join(dir, 'other.crt'), path.join(dir, 'other-ca', 'ca.crt'));
+    server = net.createServer((socket) => {
+      socket.once('data', (first) => {
+        // SSLRequest: length 8, code 80877103.
+        if (first.length !== 8 || first.readInt32BE(4) !== 80877103) return socket.destroy();
+        socket.write('S');
+        const secure = new tls.TLSSocket(socket, { isServer: true, key, cert });
+        secure.on('secure', () => seen.push('tls'));
+        secure.on('error', () => undefined);
+        secure.once('data', () => {
+          seen.push('startup');
+          // ErrorResponse: the test only needs to know the client got this far.
+          const fields = Buffer.from('SFATAL\0C28000\0Mstartup reached\0\0');
+          const msg = Buffer.alloc(5 + fields.length);
+          msg.write('E', 0);
+          msg.writeInt32BE(4 + fields.length, 1);
+          fields.copy(msg, 5);
+          secure.end(msg);
+        });
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** Connects as a process of the chart does (DATABASE_URL and DATABASE_PASSWORD_FILE through the configuration); the error, or null. */
+  async function connect(url: string): Promise<Error | null> {
+    seen.length = 0;
+    const passwordFile = path.join(dir, 'database-password');
+    await fs.writeFile(passwordFile, 'app-password\n');
+    const config = loadConfig({ DATABASE_URL: url, DATABASE_PASSWORD_FILE: passwordFile });
+    const pool = createPool(config.DATABASE_URL!, 1);
+    try {
+      await pool.query('select 1');
+      return null;
+    } catch (err) {
+      return err as Error;
+    } finally {
+      await pool.end();
+    }
+  }
+
+  it('the default `require` encrypts without verifying the server certificate, as the libpq sslmode values.yaml documents', async () => {
+    expect(chartFile('values.yaml')).toMatch(/libpq sslmode/);
+    expect(defaults.sslmode).toBe('require');
+    expect(defaults.caSecret?.name ?? '').toBe('');
+    for (const user of [defaults.appUser, defaults.ownerUser]) {
+      const url = chartDatabaseUrl(defaults, user, port);
+      expect(url).toContain('sslmode=require');
+      const error = await connect(url);
+      // With libpq's `require` the client accepts the certificate and sends its startup message
+      // (which this fake refuses); node-postgres's own reading verifies it and gives up in the handshake.
+      expect(error?.message, url).not.toMatch(/certificate/i);
+      expect(seen, url).toEqual(['tls', 'startup']);
+    }
+  });
+
+  it('verify-full and verify-ca with postgres.caSecret accept a server certificate that CA signed, and refuse one it did not', async () => {
+    for (const sslmode of ['verify-full', 'verify-ca']) {
+      const values = { ...defaults, sslmode, caSecret: { name: 'postgres-ca', key: 'ca.crt' } };
+      const url = chartDatabaseUrl(values, defaults.appUser, port, path.join(dir, 'ca'));
+      expect(await connect(url).then((err) => err?.message), url).toMatch(/startup reached/);
+      expect(seen, url).toEqual(['tls', 'startup']);
+
+      const wrong = chartDatabaseUrl(values, defaults.appUser, port, path.join(dir, 'other-ca'));
+      expect((await connect(wrong))?.message, wrong).toMatch(/certificate/i);
+      expect(seen, wrong).not.toContain('startup');
+    }
   });
 });

@@ -1,9 +1,9 @@
 """Renders deploy/helm/synctide as `helm template` does (Helm's own Go SDK, through the PyPI
-package helm-python-sdk) with two sets of values, and validates every manifest against the
+package helm-python-sdk) with three sets of values, and validates every manifest against the
 Kubernetes OpenAPI schemas, strictly (unknown fields refused), for the oldest and newest versions
 the chart supports (PyPI kubernetes-validate ships the schemas; nothing is fetched). Then checks
-the promises the chart makes: probes, the worker's grace, the migrate hook. Run by .ci/run;
-exits 1 on any problem."""
+the promises the chart makes: probes, the worker's grace, the migrate hook, the Postgres URLs'
+sslmode and CA. Run by .ci/run; exits 1 on any problem."""
 import sys
 from pathlib import Path
 
@@ -33,6 +33,10 @@ VALUE_SETS = {
         "api": {"hpa": {"enabled": True}},
         "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120, "maxCachedWorkflows": 0, "targetCpu": 0.7},
         "env": {"PROVIDER_HOSTS": "api.github.com"},
+    },
+    "Postgres verified against a private CA": {
+        "secrets": SECRETS,
+        "postgres": {"sslmode": "verify-full", "caSecret": {"name": "postgres-ca", "key": "root.crt"}},
     },
 }
 
@@ -92,6 +96,21 @@ try:
             env = {e["name"]: e.get("value") for e in c["env"]}
             check(env.get("MIGRATE_ON_START") == "false", f"{label}: {c['name']} leaves migrations to the Job")
             check("synctide_app@" in env["DATABASE_URL"], f"{label}: {c['name']} runs as the DML-only role")
+        # Every Postgres URL has libpq's sslmode (node-postgres reads `require` as verify-full
+        # without uselibpqcompat=true) and, with postgres.caSecret, the CA its container mounts.
+        pg = merged["postgres"]
+        job_c = job["spec"]["template"]["spec"]["containers"][0]
+        for c, pod, var in ((api_c, api["spec"]["template"]["spec"], "DATABASE_URL"), (worker_c, worker_pod, "DATABASE_URL"), (job_c, job["spec"]["template"]["spec"], "DATABASE_MIGRATION_URL")):
+            url = next(e["value"] for e in c["env"] if e["name"] == var)
+            query = dict(part.split("=", 1) for part in url.split("?", 1)[1].split("&"))
+            check(query.get("sslmode") == pg["sslmode"] and query.get("uselibpqcompat") == "true", f"{label}: {c['name']}'s {var} has sslmode={pg['sslmode']} with uselibpqcompat=true: {url}")
+            if pg["caSecret"]["name"]:
+                mounts = {m["name"]: m["mountPath"] for m in c.get("volumeMounts", [])}
+                volumes = {v["name"]: v for v in pod.get("volumes", [])}
+                check(query.get("sslrootcert") == f"{mounts.get('postgres-ca')}/{pg['caSecret']['key']}", f"{label}: {c['name']}'s sslrootcert is the mounted CA: {url}")
+                check(volumes.get("postgres-ca", {}).get("secret", {}).get("secretName") == pg["caSecret"]["name"], f"{label}: {c['name']} mounts the Secret postgres.caSecret.name")
+            else:
+                check("sslrootcert" not in query and "postgres-ca" not in {m["name"] for m in c.get("volumeMounts", [])}, f"{label}: {c['name']} has no CA without postgres.caSecret")
         hooks = job["metadata"]["annotations"]["helm.sh/hook"]
         check("pre-install" in hooks and "pre-upgrade" in hooks, f"{label}: migrate is a pre-install/pre-upgrade hook")
         job_env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
@@ -109,6 +128,13 @@ try:
             check(SECRETS["adminApiKey"] not in secrets_text and ("Secret", "synctide") not in kinds, f"{label}: an existing Secret is referenced, none is made")
         if len(problems) == before:
             print(f"ok: {label}: {len(docs)} manifests valid for Kubernetes {', '.join(KUBE_VERSIONS)}")
+
+    # verify-ca without the CA to verify against is refused, naming the value.
+    try:
+        chart.render({"secrets": SECRETS, "postgres": {"sslmode": "verify-ca"}}, name="synctide", namespace="synctide", is_install=True)
+        problems.append("postgres.sslmode=verify-ca without postgres.caSecret must fail")
+    except helm_python.HelmError as err:
+        check("postgres.caSecret.name" in str(err), f"the verify-ca error names postgres.caSecret.name: {err}")
 
     # A chart-made Secret without its values is refused, naming the value.
     try:

@@ -24,6 +24,20 @@ app.kubernetes.io/component: {{ .component }}
 {{ printf "%s:%s" .Values.image.repository .Values.image.tag }}
 {{- end -}}
 
+{{/*
+The Postgres URL of role `user` (dict "root" . "user" <role>). `uselibpqcompat=true` makes
+node-postgres read `sslmode` as libpq does (without it `require` verifies the server's certificate
+like `verify-full`); with `postgres.caSecret` the CA file is passed as `sslrootcert`.
+*/}}
+{{- define "synctide.databaseUrl" -}}
+{{- $pg := .root.Values.postgres -}}
+{{- if and (eq $pg.sslmode "verify-ca") (not $pg.caSecret.name) -}}
+{{- fail "postgres.sslmode=verify-ca needs postgres.caSecret.name: the CA the server's certificate must be signed by" -}}
+{{- end -}}
+{{- printf "postgres://%s@%s:%v/%s?sslmode=%s&uselibpqcompat=true" .user $pg.host $pg.port $pg.database $pg.sslmode -}}
+{{- if $pg.caSecret.name }}&sslrootcert=/etc/synctide/postgres-ca/{{ $pg.caSecret.key }}{{ end -}}
+{{- end -}}
+
 {{/* The environment every Synctide container shares: servers, Temporal TLS, secrets as files. */}}
 {{- define "synctide.env" -}}
 - name: NODE_ENV
@@ -31,7 +45,7 @@ app.kubernetes.io/component: {{ .component }}
 - name: MIGRATE_ON_START
   value: "false"
 - name: DATABASE_URL
-  value: {{ printf "postgres://%s@%s:%v/%s?sslmode=%s" .Values.postgres.appUser .Values.postgres.host .Values.postgres.port .Values.postgres.database .Values.postgres.sslmode | quote }}
+  value: {{ include "synctide.databaseUrl" (dict "root" . "user" .Values.postgres.appUser) | quote }}
 - name: DATABASE_PASSWORD_FILE
   value: /run/secrets/synctide/database-password
 - name: TEMPORAL_ADDRESS
@@ -74,12 +88,31 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end -}}
 
+{{/* The Postgres CA (postgres.caSecret): every container that connects to Postgres mounts it when set. */}}
+{{- define "synctide.postgresCaMount" -}}
+- name: postgres-ca
+  mountPath: /etc/synctide/postgres-ca
+  readOnly: true
+{{- end -}}
+
+{{- define "synctide.postgresCaVolume" -}}
+- name: postgres-ca
+  secret:
+    secretName: {{ .Values.postgres.caSecret.name }}
+    items:
+      - key: {{ .Values.postgres.caSecret.key }}
+        path: {{ .Values.postgres.caSecret.key }}
+{{- end -}}
+
 {{- define "synctide.volumeMounts" -}}
 - name: secrets
   mountPath: /run/secrets/synctide
   readOnly: true
 - name: tmp
   mountPath: /tmp
+{{- if .Values.postgres.caSecret.name }}
+{{ include "synctide.postgresCaMount" . }}
+{{- end }}
 {{- if .Values.temporal.tls.existingSecret }}
 - name: temporal-tls
   mountPath: /etc/synctide/temporal-tls
@@ -93,6 +126,9 @@ app.kubernetes.io/component: {{ .component }}
     secretName: {{ include "synctide.secretName" . }}
 - name: tmp
   emptyDir: {}
+{{- if .Values.postgres.caSecret.name }}
+{{ include "synctide.postgresCaVolume" . }}
+{{- end }}
 {{- if .Values.temporal.tls.existingSecret }}
 - name: temporal-tls
   secret:
