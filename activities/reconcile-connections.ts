@@ -1,5 +1,5 @@
 import pMap from 'p-map';
-import { countOverdueConnections, countStaleConnections, lockReconcileBatch, markWorkflowStopped, type ReconcileRow } from '../db/models/connections';
+import { countOverdueConnections, countStaleConnections, lockReconcileBatch, markWorkflowStopped, storeScheduleCounts, type ReconcileRow } from '../db/models/connections';
 import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
 import { emitJobEvent } from '../db/events';
@@ -64,8 +64,10 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   workflow is not running (the process that wrote it died before starting it, its workflow was
  *   terminated, or a redelivery found the previous run still closing) gets it started, and so
  *   does every connection purge still pending after a minute;
- * - the backlog gauge is set to the number of overdue connections, and the freshness gauge to
- *   the number of connections, by provider, whose last success is older than twice their interval.
+ * - last, it counts the overdue connections and, by provider, the connections whose last success
+ *   is older than twice their interval, and stores both in the database (`schedule_counts`),
+ *   where every process reads them for its `sync_scheduler_backlog` and
+ *   `synctide_stale_connections` gauges.
  * Without a list API (the time-skipping test server) every connection is ensured and every
  * suspect asked about, as before.
  */
@@ -111,10 +113,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       );
     }
     result.backlog = await countOverdueConnections(pool, new Date(input.at));
-    metrics.backlog.set(result.backlog);
     const stale = await countStaleConnections(pool, new Date(input.at), deps.settings.defaultIntervalSeconds);
-    metrics.staleConnections.reset();
-    for (const { provider, n } of stale) metrics.staleConnections.set({ provider }, n);
+    await storeScheduleCounts(pool, new Date(input.at), result.backlog, stale);
     endTimer();
     logger.info({ ...result, settings: undefined }, 'reconcile tick');
     return result;

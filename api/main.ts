@@ -1,5 +1,5 @@
 // `npm run api`: a production API process. Run any number of them behind a load balancer.
-import { enableDemoConnector } from '../connectors/registry';
+import { connectorSlugs, enableDemoConnector } from '../connectors/registry';
 import { loadConfigOrExit, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
 import { listen } from '../lib/http';
 import { runService } from '../processes/service';
@@ -15,7 +15,7 @@ const { config, credentials } = loadConfigOrExit(process.env, (c) => ({
 // Off in production: the demo provider's fault hooks are for `npm start` and tests.
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
-runService(config, credentials, { name: 'api', sdkRuntime: false, pool: 'api' }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
+runService(config, credentials, { name: 'api', sdkRuntime: false, pool: 'api', providers: connectorSlugs() }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
   const background = backgroundStarts(logger, shutdown);
   const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, credentials, ...apiSettings(config), background });
   const server = await listen(app, config.API_HOST, config.API_PORT);

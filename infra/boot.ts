@@ -5,6 +5,7 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { countOpenBreakersByProvider } from '../db/models/breaker';
+import { findScheduleCounts } from '../db/models/connections';
 import { countActiveJobsByStatus } from '../db/models/jobs';
 import { findWebhookBacklog } from '../db/models/webhooks';
 import { migrate } from '../db/migrate';
@@ -53,6 +54,8 @@ export interface BootOptions {
   sdkRuntime: boolean;
   /** Whose limits the process's pool gets: `api` (short statements) or `worker`. */
   pool: PoolRole;
+  /** The provider slugs the process serves (the connector registry's): their counter series are exported from 0. */
+  providers: readonly string[];
 }
 
 /**
@@ -183,8 +186,12 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
 
   const registry = createMetricsRegistry({ process: options.name });
   registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
-  registerStateGauges(registry, { openBreakers: () => countOpenBreakersByProvider(pool), webhookBacklog: () => findWebhookBacklog(pool) });
-  const metrics = createSyncMetrics(registry);
+  registerStateGauges(registry, {
+    openBreakers: () => countOpenBreakersByProvider(pool),
+    webhookBacklog: () => findWebhookBacklog(pool),
+    scheduleCounts: () => findScheduleCounts(pool),
+  });
+  const metrics = createSyncMetrics(registry, options.providers);
   return {
     config, logger, shutdown, database, pool, poolRole: options.pool, openPool, temporal, temporalAddress, temporalSecurity: security, devServer, registry, metrics, sdkMetrics,
   };

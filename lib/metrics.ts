@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { singleFlight } from './single-flight';
-import { ACTIVE_JOB_STATUSES } from '../policy/vocabulary';
+import { ACTIVE_JOB_STATUSES, BUDGET_WAIT_REASONS, FINISHED_JOB_STATUSES } from '../policy/vocabulary';
 
 /**
  * Creates a Prometheus registry with Node's default process metrics. Each process (API, worker)
@@ -13,10 +13,16 @@ export function createMetricsRegistry(labels: Record<string, string> = {}): Regi
   return registry;
 }
 
-/** Synctide's own metrics, registered on one registry. */
-export function createSyncMetrics(registry: Registry) {
+/**
+ * Synctide's own metrics, registered on one registry. `providers` are the provider slugs the
+ * process serves (the connector registry's): their series of the provider counters are exported
+ * at 0 from the start, so the first job a process counts as failed (or the first reserve wait) is
+ * an increase from 0. Prometheus' increase() and rate() ignore a series' first sample, so a
+ * series that first appeared at 1 would never count that first event.
+ */
+export function createSyncMetrics(registry: Registry, providers: readonly string[] = []) {
   const registers = [registry];
-  return {
+  const metrics = {
     jobsScheduled: new Counter({
       name: 'sync_scheduler_jobs_scheduled_total',
       help: 'Jobs enqueued by connection workflows (scheduled runs and sync-now)',
@@ -27,17 +33,6 @@ export function createSyncMetrics(registry: Registry) {
       name: 'sync_scheduler_jitter_seconds',
       help: 'Jitter added to scheduled runs',
       buckets: [0, 5, 15, 30, 60, 120, 180, 300, 600, 1800, 3600],
-      registers,
-    }),
-    staleConnections: new Gauge({
-      name: 'synctide_stale_connections',
-      help: 'Active connections whose last successful sync is older than twice their interval, by provider',
-      labelNames: ['provider'] as const,
-      registers,
-    }),
-    backlog: new Gauge({
-      name: 'sync_scheduler_backlog',
-      help: 'Active connections whose next run is overdue and that have no active job',
       registers,
     }),
     tickDurationSeconds: new Histogram({
@@ -102,6 +97,14 @@ export function createSyncMetrics(registry: Registry) {
       registers,
     }),
   };
+  for (const provider of providers) {
+    for (const status of ['queued', ...FINISHED_JOB_STATUSES]) metrics.jobs.inc({ status, provider }, 0);
+    metrics.jobRetries.inc({ provider }, 0);
+    metrics.rateLimited.inc({ provider }, 0);
+    metrics.connectorRequests.inc({ provider }, 0);
+    for (const reason of BUDGET_WAIT_REASONS) metrics.connectorBudgetWaits.inc({ provider, reason }, 0);
+  }
+  return metrics;
 }
 
 /** A scrape waits at most this long for the queue-depth query before reporting the last values. */
@@ -136,24 +139,42 @@ export function registerQueueDepthGauge(registry: Registry, countNow: CountActiv
   });
 }
 
-/** What the state gauges read from the database at scrape time (each one grouped query). */
+/** What the latest reconcile tick counted, as it stored it in the database. */
+export interface ScheduleCounts {
+  /** Active connections overdue for their scheduled run. */
+  overdue: number;
+  /** Active connections whose last success is older than twice their interval, by provider (only those with some). */
+  stale: Map<string, number>;
+}
+
+/** What the state gauges read from the database at scrape time (each one statement). */
 export interface StateCounts {
   /** Connections whose circuit-breaker pause is in force now, by provider. */
   openBreakers(): Promise<Map<string, number>>;
   /** Webhook deliveries still pending, and the age in seconds of the oldest (0 when none). */
   webhookBacklog(): Promise<{ pending: number; oldestSeconds: number }>;
+  /** The counts the latest reconcile tick stored (one row), null before the first tick. */
+  scheduleCounts(): Promise<ScheduleCounts | null>;
 }
 
 /**
  * Registers the gauges read from the database at scrape time, like `sync_jobs_queue_depth`, so
- * every process reports the same values whichever process changed the rows:
- * `sync_breakers_open{provider}`, `webhook_deliveries_pending` and
- * `webhook_deliveries_oldest_pending_seconds`. Each count is reused for `cacheMs` and shared by
- * concurrent scrapes; a failed or slow count leaves the previous values.
+ * every process reports the same values whichever process changed the rows or ran the tick:
+ * `sync_breakers_open{provider}`, `webhook_deliveries_pending`,
+ * `webhook_deliveries_oldest_pending_seconds`, and the latest reconcile tick's stored counts
+ * `sync_scheduler_backlog` and `synctide_stale_connections{provider}`. Gauges of one statement
+ * each have their own collect() sharing it (prom-client collects every metric of a scrape at
+ * once), so they come from the same answer in every scrape. Each answer is reused for `cacheMs`
+ * and shared by concurrent scrapes; a failed or slow read leaves the previous values.
  */
 export function registerStateGauges(registry: Registry, counts: StateCounts, cacheMs = QUEUE_DEPTH_CACHE_MS): void {
-  const breakers = singleFlight(counts.openBreakers, cacheMs);
-  const webhooks = singleFlight(counts.webhookBacklog, cacheMs);
+  const read = <T>(query: () => Promise<T>) => {
+    const shared = singleFlight(query, cacheMs);
+    return () => withTimeout(shared(), QUEUE_DEPTH_TIMEOUT_MS).catch(() => null);
+  };
+  const breakers = read(counts.openBreakers);
+  const webhooks = read(counts.webhookBacklog);
+  const schedule = read(counts.scheduleCounts);
   const registers = [registry];
   new Gauge({
     name: 'sync_breakers_open',
@@ -161,26 +182,49 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
     labelNames: ['provider'] as const,
     registers,
     async collect() {
-      const open = await withTimeout(breakers(), QUEUE_DEPTH_TIMEOUT_MS).catch(() => null);
+      const open = await breakers();
       if (!open) return;
       this.reset();
       for (const [provider, n] of open) this.set({ provider }, n);
     },
   });
-  const oldest = new Gauge({
+  new Gauge({
     name: 'webhook_deliveries_oldest_pending_seconds',
     help: 'Age of the oldest webhook delivery still pending, 0 when none is (read at scrape time)',
     registers,
+    async collect() {
+      const backlog = await webhooks();
+      if (backlog) this.set(backlog.oldestSeconds);
+    },
   });
   new Gauge({
     name: 'webhook_deliveries_pending',
     help: 'Webhook deliveries not yet delivered nor given up (counted in the database at scrape time)',
     registers,
     async collect() {
-      const backlog = await withTimeout(webhooks(), QUEUE_DEPTH_TIMEOUT_MS).catch(() => null);
-      if (!backlog) return;
-      this.set(backlog.pending);
-      oldest.set(backlog.oldestSeconds);
+      const backlog = await webhooks();
+      if (backlog) this.set(backlog.pending);
+    },
+  });
+  new Gauge({
+    name: 'sync_scheduler_backlog',
+    help: 'Active connections whose next run is overdue and that have no active job (counted by the latest reconcile tick, read from the database at scrape time)',
+    registers,
+    async collect() {
+      const latest = await schedule();
+      if (latest) this.set(latest.overdue);
+    },
+  });
+  new Gauge({
+    name: 'synctide_stale_connections',
+    help: 'Active connections whose last successful sync is older than twice their interval, by provider (counted by the latest reconcile tick, read from the database at scrape time)',
+    labelNames: ['provider'] as const,
+    registers,
+    async collect() {
+      const latest = await schedule();
+      if (!latest) return;
+      this.reset();
+      for (const [provider, n] of latest.stale) this.set({ provider }, n);
     },
   });
 }

@@ -90,6 +90,14 @@ export const PHASES = ['starting', 'sleeping', 'running', 'paused', 'backing_off
 /** A connection workflow's phase. */
 export type Phase = (typeof PHASES)[number];
 
+/**
+ * Why the shared rate budget held a request back: `reserve` (the credential reached its reserve:
+ * waiting for the provider's reset) or `ceiling` (the configured requests per second/minute).
+ */
+export const BUDGET_WAIT_REASONS = ['reserve', 'ceiling'] as const;
+/** One reason of a budget wait. */
+export type BudgetWaitReason = (typeof BUDGET_WAIT_REASONS)[number];
+
 /** How a job's workflow ended; `skipped` when the job was not claimable (claimed elsewhere or finished). */
 export const JOB_OUTCOMES = ['completed', 'failed', 'cancelled', 'skipped'] as const;
 /** A job workflow's outcome. */

@@ -5,8 +5,12 @@ import { Registry } from 'prom-client';
 import { httpMetrics, createSyncMetrics, registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
 
 const registry = new Registry();
-createSyncMetrics(registry);
+createSyncMetrics(registry, ['github']);
 registerQueueDepthGauge(registry, async () => new Map());
-registerStateGauges(registry, { openBreakers: async () => new Map([['github', 0]]), webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }) });
+registerStateGauges(registry, {
+  openBreakers: async () => new Map([['github', 0]]),
+  webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }),
+  scheduleCounts: async () => ({ overdue: 0, stale: new Map([['github', 0]]) }),
+});
 httpMetrics(registry);
 process.stdout.write(await registry.metrics());

@@ -5,7 +5,7 @@
 import { createApp } from '../api/app';
 import { apiSettings, backgroundStarts } from '../api/deps';
 import { createDemoConnectionIfEmpty } from '../commands/demo-connection';
-import { enableDemoConnector } from '../connectors/registry';
+import { connectorSlugs, enableDemoConnector } from '../connectors/registry';
 import { localAdminKey, localCredentialsKey } from '../lib/admin-key';
 import { loadConfigOrExit, orExit, requireKeyring } from '../lib/config';
 import { listen } from '../lib/http';
@@ -33,7 +33,7 @@ const localKey = config.CREDENTIALS_KEY || config.CREDENTIALS_KEYS ? null : awai
 const credentials = orExit(() => requireKeyring(localKey ? { ...config, CREDENTIALS_KEY: localKey.key } : config, 'npm start'));
 
 // The process's own pool is the API's; the worker opens its own (separate limits, no contention).
-runService(config, credentials, { name: 'start', sdkRuntime: true, pool: 'api' }, async (proc) => {
+runService(config, credentials, { name: 'start', sdkRuntime: true, pool: 'api', providers: connectorSlugs() }, async (proc) => {
   const { pool, temporal, registry, metrics, logger, shutdown } = proc;
   await runWorker(proc, rateLimit, credentials, rateBudget);
 

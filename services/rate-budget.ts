@@ -11,6 +11,7 @@ import type { Pool } from '../db/pool';
 import { derivedKey, type Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
 import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, type BudgetSettings } from '../policy/rate-budget';
+import type { BudgetWaitReason } from '../policy/vocabulary';
 
 /** Waits shorter than this (a full per-second window) are waited out in place; longer ones are durable. */
 const IN_PLACE_WAIT_MS = 5_000;
@@ -102,7 +103,7 @@ export function requestBudget(opts: {
           continue;
         }
         const ms = until.getTime() - wait.now.getTime();
-        const reason = wait.reserveUntil ? 'reserve' : 'ceiling';
+        const reason: BudgetWaitReason = wait.reserveUntil ? 'reserve' : 'ceiling';
         metrics.connectorBudgetWaits.inc({ provider, reason });
         if (reason === 'ceiling' && ms <= IN_PLACE_WAIT_MS) {
           await sleep(Math.max(ms, 1), signal);

@@ -10,8 +10,11 @@ import { createApp } from '../api/app';
 import { createSynctideClient, type SynctideClient } from '../clients/typescript';
 import { BackgroundStarts } from '../lib/background-starts';
 import { listen, type HttpServer } from '../lib/http';
+import { countOpenBreakersByProvider } from '../db/models/breaker';
+import { findScheduleCounts } from '../db/models/connections';
 import { countActiveJobsByStatus } from '../db/models/jobs';
-import { registerQueueDepthGauge } from '../lib/metrics';
+import { findWebhookBacklog } from '../db/models/webhooks';
+import { registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
@@ -40,8 +43,13 @@ describe('REST API over HTTP', () => {
   let api: SynctideClient;
 
   beforeAll(async () => {
-    // As api/main.ts does: the queue depth is read from Postgres at each scrape.
+    // As boot.ts does for api/main.ts: the queue depth and the state gauges are read from Postgres at each scrape.
     registerQueueDepthGauge(stack.registry, () => countActiveJobsByStatus(stack.db.pool));
+    registerStateGauges(stack.registry, {
+      openBreakers: () => countOpenBreakersByProvider(stack.db.pool),
+      webhookBacklog: () => findWebhookBacklog(stack.db.pool),
+      scheduleCounts: () => findScheduleCounts(stack.db.pool),
+    });
     // As api/main.ts runs it: a requested job's workflow starts after the answer.
     server = await listen(appWith(stack.db.pool, { background: new BackgroundStarts((err) => console.error(err)) }), '127.0.0.1', 0);
     api = createSynctideClient({ baseUrl: server.url, apiKey: KEY });

@@ -1,26 +1,44 @@
 // Observability as files: the metric names follow Prometheus' conventions (one label name for the
 // provider, units in seconds, no type in a name), the API counts requests by route template, the
-// breaker and webhook-backlog gauges are counted in the database, and every query of the Grafana
-// dashboard and the alert rules names a metric the code registers.
+// breaker, webhook-backlog and schedule gauges are read from the database (the same on every
+// process), every query of the Grafana dashboard and the alert rules names a metric the code
+// registers, and the alert rules, fed to promtool (Debian's `prometheus` package, as .ci/run
+// installs it) with series scraped from the code's own registries, fire and stop when they should.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
+import { connectorSlugs } from '../connectors/registry';
 import { countOpenBreakersByProvider } from '../db/models/breaker';
+import { findScheduleCounts } from '../db/models/connections';
 import { findWebhookBacklog } from '../db/models/webhooks';
+import type { Pool } from '../db/pool';
 import { SDK_METRICS_READ } from '../infra/sdk-runtime';
-import { createMetricsRegistry, createSyncMetrics, httpMetrics, registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, httpMetrics, recordJobEnded, registerQueueDepthGauge, registerStateGauges, type StateCounts } from '../lib/metrics';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { createTimeSkippingEnv } from './helpers/temporal';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KEY = 'c8e1f04a9b7d46e3a5f2d0c9b8e7a615c8e1f04a9b7d46e3';
+
+/** The database reads of the state gauges, as boot.ts wires them. */
+const stateCountsOf = (pool: Pool): StateCounts => ({
+  openBreakers: () => countOpenBreakersByProvider(pool),
+  webhookBacklog: () => findWebhookBacklog(pool),
+  scheduleCounts: () => findScheduleCounts(pool),
+});
+/** State gauges that read nothing. */
+const NO_STATE: StateCounts = { openBreakers: async () => new Map(), webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }), scheduleCounts: async () => null };
 
 let db: TestDatabase;
 let env: TestWorkflowEnvironment;
@@ -31,6 +49,38 @@ afterAll(async () => {
   await env?.teardown();
   await db?.drop();
 });
+
+/** The value of the sample `name{labels}` in a Prometheus text exposition, or undefined when it is not exported. */
+function sampleIn(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
+
+/** Runs `promtool test rules` on `tests` against deploy/prometheus/rules.yml; returns promtool's output and status. */
+async function promtoolTest(tests: unknown[]): Promise<{ status: number | null; output: string }> {
+  if (spawnSync('promtool', ['--version']).error) throw new Error('promtool is required (apt-get install prometheus, as .ci/run does)');
+  const work = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-promtool-'));
+  try {
+    await fs.copyFile(path.join(ROOT, 'deploy/prometheus/rules.yml'), path.join(work, 'rules.yml'));
+    await fs.writeFile(path.join(work, 'test.yml'), JSON.stringify({ rule_files: ['rules.yml'], evaluation_interval: '1m', tests }, null, 2));
+    const run = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: work, encoding: 'utf8' });
+    return { status: run.status, output: `${run.stdout}${run.stderr}` };
+  } finally {
+    await fs.rm(work, { recursive: true, force: true });
+  }
+}
+
+/** promtool input values, one a minute: `value(minute)` for minutes [from, to), `_` (no sample) where it is undefined. */
+const minutes = (from: number, to: number, value: (minute: number) => number | undefined) =>
+  Array.from({ length: to - from }, (_, k) => {
+    const v = value(from + k);
+    return v === undefined ? '_' : String(v);
+  });
 
 /** The value of one sample of `name` whose labels include `labels`, or undefined. */
 async function sample(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
@@ -44,6 +94,7 @@ describe('metric names', () => {
   it('label the provider `provider` everywhere, put no type in a name and measure time in seconds', async () => {
     const registry = new Registry();
     const metrics = createSyncMetrics(registry);
+    registerStateGauges(registry, NO_STATE);
     const names = (await registry.getMetricsAsJSON()).map((m) => m.name);
     expect(names).toContain('sync_scheduler_backlog');
     expect(names).toContain('sync_scheduler_tick_duration_seconds');
@@ -101,7 +152,7 @@ describe('API request metrics', () => {
 describe('state gauges', () => {
   it('count open breakers by provider and the pending webhook deliveries, read from the database', async () => {
     const registry = new Registry();
-    registerStateGauges(registry, { openBreakers: () => countOpenBreakersByProvider(db.pool), webhookBacklog: () => findWebhookBacklog(db.pool) }, 0);
+    registerStateGauges(registry, stateCountsOf(db.pool), 0);
     expect(await sample(registry, 'webhook_deliveries_pending')).toBe(0);
     expect(await sample(registry, 'webhook_deliveries_oldest_pending_seconds')).toBe(0);
 
@@ -129,6 +180,23 @@ describe('state gauges', () => {
     expect(oldest).toBeGreaterThanOrEqual(600);
     expect(oldest).toBeLessThan(3600);
   });
+
+  it('serve the oldest pending webhook delivery of the same count as webhook_deliveries_pending, in one scrape', async () => {
+    const registry = new Registry();
+    // Ten minutes old, two pending: what findWebhookBacklog answers (a database round trip).
+    let reads = 0;
+    const backlog = async () => {
+      reads += 1;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return { pending: 2, oldestSeconds: 600 };
+    };
+    registerStateGauges(registry, { ...NO_STATE, webhookBacklog: backlog }, 0);
+    const text = await registry.metrics();
+    expect(sampleIn(text, 'webhook_deliveries_pending')).toBe(2);
+    expect(sampleIn(text, 'webhook_deliveries_oldest_pending_seconds')).toBe(600);
+    // Both gauges from one statement.
+    expect(reads).toBe(1);
+  });
 });
 
 /** Every metric name a PromQL expression reads (label matchers, groupings, ranges and strings left out). */
@@ -148,7 +216,7 @@ describe('dashboard and alert rules', () => {
     const registry = createMetricsRegistry();
     createSyncMetrics(registry);
     registerQueueDepthGauge(registry, async () => new Map());
-    registerStateGauges(registry, { openBreakers: async () => new Map(), webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }) });
+    registerStateGauges(registry, NO_STATE);
     httpMetrics(registry);
     const names = new Set<string>();
     for (const metric of await registry.getMetricsAsJSON()) {
@@ -194,5 +262,145 @@ describe('dashboard and alert rules', () => {
     for (const rule of all) {
       for (const name of metricNames(rule.expr)) expect(served.has(name), `${rule.alert}: ${name} is registered nowhere`).toBe(true);
     }
+  });
+});
+
+describe('deploy/prometheus/rules.yml against what the processes really export', () => {
+  it('SynctideJobsFailing fires for the first job a (restarted) process counts as failed', async () => {
+    // A worker process as boot.ts makes it (its entry point passes the registered providers); a
+    // job of `github` fails at minute 5.
+    const registry = createMetricsRegistry({ process: 'worker' });
+    const metrics = createSyncMetrics(registry, connectorSlugs());
+    const before = sampleIn(await registry.metrics(), 'sync_jobs_total', { status: 'failed', provider: 'github' });
+    recordJobEnded(metrics, { status: 'failed', provider: 'github', began_at: new Date(0), finished_at: new Date(60_000) });
+    const after = sampleIn(await registry.metrics(), 'sync_jobs_total', { status: 'failed', provider: 'github' });
+    expect(after).toBe((before ?? 0) + 1);
+
+    const values = [...minutes(0, 5, () => before), ...minutes(5, 30, () => after)].join(' ');
+    const result = await promtoolTest([
+      {
+        name: 'first failure of a process',
+        interval: '1m',
+        input_series: [{ series: 'sync_jobs_total{status="failed",provider="github",process="worker",instance="w1"}', values }],
+        alert_rule_test: [
+          {
+            eval_time: '10m',
+            alertname: 'SynctideJobsFailing',
+            exp_alerts: [
+              {
+                exp_labels: { severity: 'warning', provider: 'github' },
+                exp_annotations: {
+                  summary: 'github sync jobs failed in the last 15 minutes',
+                  description: 'See the open sync_job_failed rows of the alerts table and GET /jobs?status=failed.',
+                },
+              },
+            ],
+          },
+        ],
+      },
+    ]);
+    expect(result.output).not.toMatch(/FAILED/);
+    expect(result.status).toBe(0);
+  });
+
+  describe('the reconcile tick\'s gauges', () => {
+    let own: TestDatabase;
+    beforeAll(async () => {
+      own = await createTestDatabase();
+    });
+    afterAll(async () => {
+      await own?.drop();
+    });
+
+    it('are the latest tick\'s counts in every process, whichever worker ran it: SynctideConnectionsOverdue and SynctideDataStale fire, then stop once the backlog is gone', async () => {
+      // Three active github connections whose next run was due 10 minutes ago; two of them were
+      // created an hour ago and never synced (stale under the default 900 s interval).
+      const now = Date.now();
+      for (const [app, createdAt] of [['a', now - 3_600_000], ['b', now - 3_600_000], ['c', now]] as const) {
+        await own.pool.query(
+          `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at)
+           values ('acme', 'github', $1, jsonb_build_object('sync', jsonb_build_object('next_run_at', $2::text)), $3)`,
+          [app, new Date(now - 600_000).toISOString(), new Date(createdAt)],
+        );
+      }
+      // Two workers and an API, each with its registry as boot.ts builds it.
+      const instances = { w1: 'worker', w2: 'worker', a1: 'api' } as const;
+      const processes = Object.fromEntries(
+        Object.entries(instances).map(([instance, name]) => {
+          const registry = createMetricsRegistry({ process: name });
+          registerStateGauges(registry, stateCountsOf(own.pool), 0);
+          return [instance, { registry, metrics: createSyncMetrics(registry, connectorSlugs()) }];
+        }),
+      );
+      /** The real reconcile tick, run by the activity worker of `instance`. */
+      const tickOn = async (instance: string) => {
+        const { deps } = testActivityDeps({ pool: own.pool, temporal: env.client, taskQueue: 'observability-ticks' });
+        await reconcileConnections({ ...deps, metrics: processes[instance]!.metrics })({ at: Date.now() });
+      };
+      const scrapeAll = async () => Object.fromEntries(await Promise.all(Object.entries(processes).map(async ([i, p]) => [i, await p.registry.metrics()] as const)));
+
+      await tickOn('w1');
+      const overdue = await scrapeAll();
+      for (const [instance, text] of Object.entries(overdue)) {
+        expect(sampleIn(text, 'sync_scheduler_backlog'), instance).toBe(3);
+        expect(sampleIn(text, 'synctide_stale_connections', { provider: 'github' }), instance).toBe(2);
+      }
+      // Every connection synced: its next run is ahead and its last success just now. The next
+      // tick runs on the other worker.
+      await own.pool.query(`update connections set metadata = jsonb_build_object('sync', jsonb_build_object('next_run_at', $1::text))`, [new Date(now + 600_000).toISOString()]);
+      await own.pool.query(`insert into connection_schedule_runs (connection_id, last_success_at) select id, now() from connections`);
+      await tickOn('w2');
+      const healthy = await scrapeAll();
+      for (const [instance, text] of Object.entries(healthy)) {
+        expect(sampleIn(text, 'sync_scheduler_backlog'), instance).toBe(0);
+        expect(sampleIn(text, 'synctide_stale_connections', { provider: 'github' }), instance).toBeUndefined();
+      }
+
+      // What Prometheus scrapes: the first scrapes for 20 minutes, then the second ones.
+      const series = (name: string, labels: Record<string, string> = {}) =>
+        Object.keys(processes).map((instance) => ({
+          series: `${name}{${Object.entries({ ...labels, instance }).map(([k, v]) => `${k}="${v}"`).join(',')}}`,
+          values: [...minutes(0, 20, () => sampleIn(overdue[instance]!, name, labels)), ...minutes(20, 50, () => sampleIn(healthy[instance]!, name, labels))].join(' '),
+        }));
+      const result = await promtoolTest([
+        {
+          name: 'the backlog is gone, counted by a tick on another worker',
+          interval: '1m',
+          input_series: [...series('sync_scheduler_backlog'), ...series('synctide_stale_connections', { provider: 'github' })],
+          alert_rule_test: [
+            {
+              eval_time: '18m',
+              alertname: 'SynctideConnectionsOverdue',
+              exp_alerts: [
+                {
+                  exp_labels: { severity: 'warning' },
+                  exp_annotations: {
+                    summary: '3 connections are overdue for their scheduled sync',
+                    description: 'sync_scheduler_backlog has been above 0 for 10 minutes: workers are missing, saturated or cannot reach Temporal.',
+                  },
+                },
+              ],
+            },
+            {
+              eval_time: '18m',
+              alertname: 'SynctideDataStale',
+              exp_alerts: [
+                {
+                  exp_labels: { severity: 'warning', provider: 'github' },
+                  exp_annotations: {
+                    summary: '2 github connections have stale data',
+                    description: 'Their last successful sync is older than twice their interval (also details.stale_connections of /readyz).',
+                  },
+                },
+              ],
+            },
+            { eval_time: '45m', alertname: 'SynctideConnectionsOverdue', exp_alerts: [] },
+            { eval_time: '45m', alertname: 'SynctideDataStale', exp_alerts: [] },
+          ],
+        },
+      ]);
+      expect(result.output).not.toMatch(/FAILED/);
+      expect(result.status).toBe(0);
+    });
   });
 });

@@ -4,7 +4,7 @@
 // answers: liveness) and /readyz (200 while its workers are running and polling, 503 before and
 // from the moment shutdown begins: readiness).
 import { Hono } from 'hono';
-import { enableDemoConnector } from '../connectors/registry';
+import { connectorSlugs, enableDemoConnector } from '../connectors/registry';
 import { runService } from '../processes/service';
 import { loadConfigOrExit, requireKeyring, requireServers } from '../lib/config';
 import { listen, metricsRoutes } from '../lib/http';
@@ -23,7 +23,7 @@ const { config, rateLimit, rateBudget, credentials } = loadConfigOrExit(process.
 // Off in production: the demo provider's fault hooks are for `npm start` and tests.
 if (config.DEMO_CONNECTOR) enableDemoConnector();
 
-runService(config, credentials, { name: 'worker', sdkRuntime: true, pool: 'worker' }, async (proc) => {
+runService(config, credentials, { name: 'worker', sdkRuntime: true, pool: 'worker', providers: connectorSlugs() }, async (proc) => {
   // Set once the workers run; until then /readyz answers 503.
   const started: { readiness?: () => WorkerReadiness } = {};
   const app = new Hono();

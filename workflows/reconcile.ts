@@ -1,6 +1,6 @@
 // The reconcile tick: one long-running workflow per namespace (id `synctide-reconcile`) that
-// ensures every connection has its workflow, stops those of disabled connections and updates the
-// backlog gauge, every SCHEDULER_TICK_SECONDS.
+// ensures every connection has its workflow, stops those of disabled connections and stores the
+// backlog and freshness counts, every SCHEDULER_TICK_SECONDS.
 import { continueAsNew, isCancellation, log, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../temporal/activities';
 import type { ReconcileInput, ReconcileWorkflow } from '../temporal/reconcile';

@@ -497,6 +497,33 @@ export async function countStaleConnections(db: Queryable, at: Date, defaultInte
   return rows;
 }
 
+/** What a reconcile tick counted at `counted_at`: overdue connections, and stale ones by provider. */
+export interface StoredScheduleCounts {
+  counted_at: Date;
+  overdue: number;
+  stale: Map<string, number>;
+}
+
+/**
+ * Stores what the tick of `at` counted, unless a tick of a later `at` already stored its counts
+ * (an attempt that outlived its timeout must not overwrite its retry's).
+ */
+export async function storeScheduleCounts(db: Queryable, at: Date, overdue: number, stale: { provider: string; n: number }[]): Promise<void> {
+  await db.query(
+    `insert into schedule_counts (id, counted_at, overdue, stale) values (true, $1, $2, $3)
+       on conflict (id) do update set counted_at = excluded.counted_at, overdue = excluded.overdue, stale = excluded.stale
+       where schedule_counts.counted_at < excluded.counted_at`,
+    [at, overdue, JSON.stringify(Object.fromEntries(stale.map(({ provider, n }) => [provider, n])))],
+  );
+}
+
+/** The counts the latest tick stored (one primary-key read), or null before any tick. */
+export async function findScheduleCounts(db: Queryable): Promise<StoredScheduleCounts | null> {
+  const { rows } = await db.query<{ counted_at: Date; overdue: number; stale: Record<string, number> }>('select counted_at, overdue, stale from schedule_counts where id');
+  const row = rows[0];
+  return row ? { counted_at: row.counted_at, overdue: row.overdue, stale: new Map(Object.entries(row.stale)) } : null;
+}
+
 /** A stored secret to (re)seal: its row id and its value as stored. */
 export interface StoredSecret {
   id: string;
