@@ -98,25 +98,51 @@ export function postBounded(
   const target = new URL(url);
   const request = target.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve, reject) => {
+    // Settled once, by whichever comes first: the answer, an error, the close of a request never
+    // answered, or the timeout (which then destroys the request). Node emits neither 'response'
+    // nor 'error' for some answers (a 101 upgrade), so no outcome is left to the request alone.
+    let settled = false;
+    let answered = false;
+    const timeout = AbortSignal.timeout(opts.timeoutMs);
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      timeout.removeEventListener('abort', onTimeout);
+      outcome();
+    };
+    const onTimeout = () => {
+      settle(() => reject(new Error('timed out')));
+      req.destroy();
+    };
+    timeout.addEventListener('abort', onTimeout, { once: true });
     const req = request(
       target,
       {
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
         ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
-        signal: AbortSignal.timeout(opts.timeoutMs),
       },
       (res) => {
+        answered = true;
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read > opts.maxResponseBytes) res.destroy();
         });
-        res.on('close', () => resolve({ status: res.statusCode ?? 0 }));
-        res.on('error', () => resolve({ status: res.statusCode ?? 0 }));
+        res.on('close', () => settle(() => resolve({ status: res.statusCode ?? 0 })));
+        res.on('error', () => settle(() => resolve({ status: res.statusCode ?? 0 })));
       },
     );
-    req.on('error', (err: NodeJS.ErrnoException) => reject(new Error(describeNetworkError(err))));
+    // An upgrade (101) is an answer, and not a 2xx: its socket is closed at once.
+    req.on('upgrade', (res, socket) => {
+      answered = true;
+      socket.destroy();
+      settle(() => resolve({ status: res.statusCode ?? 101 }));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => settle(() => reject(new Error(describeNetworkError(err)))));
+    req.on('close', () => {
+      if (!answered) settle(() => reject(new Error('connection reset')));
+    });
     req.end(body);
   });
 }

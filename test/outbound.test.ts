@@ -1,6 +1,7 @@
 // Outbound requests a user can aim (webhook URLs): the address rules, and the POST's bounds, against
 // real HTTP servers on 127.0.0.1 only.
 import { lookup } from 'node:dns/promises';
+import net, { type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isPublicAddress, outboundUrlProblem, postBounded } from '../lib/outbound';
@@ -77,6 +78,26 @@ describe('postBounded', () => {
 
     const silent = await serve(() => undefined); // never answers
     await expect(postBounded(`${silent.url}/`, '{}', {}, { timeoutMs: 300, maxResponseBytes: 1024, allowPrivate: true })).rejects.toThrow('timed out');
+  });
+
+  it('settles by its timeout whatever the receiver does: a 101 upgrade answer is a non-2xx status, never a promise left pending', async () => {
+    // Node emits neither 'response' nor 'error' for a 101 without an 'upgrade' listener, and the
+    // timeout's abort then finds the request destroyed already: the promise stayed pending.
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const outcome = await postBounded(url, '{}', {}, { timeoutMs: 2_000, maxResponseBytes: 1024, allowPrivate: true }).then(
+        (answer) => `answered ${answer.status}`,
+        (err: Error) => `failed: ${err.message}`,
+      );
+      expect(outcome).toBe('answered 101');
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('names no address or port when the receiver is unreachable', async () => {
