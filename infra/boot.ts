@@ -137,6 +137,11 @@ export function runProcess(config: Config, options: BootOptions, main: (proc: Pr
   boot(config, options, logger, shutdown)
     .then(main)
     .catch((err: Error) => {
+      // Stopped while it started (a signal): its servers stopped under it, which is no failure.
+      if (shutdown.stopping) {
+        logger.info({ err }, 'start cut short by the shutdown');
+        return;
+      }
       logger.error({ err }, 'start failed');
       process.stderr.write(`start failed: ${err.message}\n`);
       void shutdown.run('start failed', 1);
@@ -146,8 +151,9 @@ export function runProcess(config: Config, options: BootOptions, main: (proc: Pr
 async function boot(config: Config, options: BootOptions, logger: Logger, shutdown: Shutdown): Promise<Process> {
   // Before any NativeConnection: the SDK's Runtime is installed once per process.
   const sdkMetrics = options.sdkRuntime ? await installSdkMetrics({ globalTags: { process: options.name }, logger }) : undefined;
-  const database = await openDatabase(config, logger);
-  if (database.kind === 'embedded') shutdown.add('postgres', () => database.stop());
+  // Servers this process starts are stopped from the moment they are spawned: a signal while one
+  // starts stops it too.
+  const database = await openDatabase(config, logger, (stop) => shutdown.add('postgres', stop));
 
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let devServer: DevServer | undefined;
@@ -160,9 +166,8 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
       uiPort: config.TEMPORAL_UI_PORT,
       namespace: config.TEMPORAL_NAMESPACE,
       onLog: (line) => logger.debug({ component: 'temporal' }, line),
+      onSpawn: (stop) => shutdown.add('temporal-dev-server', stop),
     });
-    const started = devServer;
-    shutdown.add('temporal-dev-server', () => started.stop());
     temporalAddress = devServer.address;
   }
 

@@ -20,8 +20,10 @@ export interface Database {
 /**
  * `DATABASE_URL` when set; otherwise an embedded Postgres kept under `DATA_DIR/postgres` (its
  * superuser password in `DATA_DIR/postgres-password`), started here and stopped by `stop()`.
+ * `onSpawn` gets that stop as soon as the server process is spawned (see EmbeddedPostgresOptions);
+ * when this throws, the server is stopped.
  */
-export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+export async function openDatabase(config: Config, logger: Logger, onSpawn?: (stop: () => Promise<void>) => void): Promise<Database> {
   if (config.DATABASE_URL) {
     return { url: config.DATABASE_URL, kind: 'external', stop: async () => undefined };
   }
@@ -29,8 +31,14 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
     dataDir: path.join(config.DATA_DIR, 'postgres'),
     port: config.EMBEDDED_PG_PORT,
     onLog: (line) => logger.debug({ component: 'postgres' }, line),
+    onSpawn,
   });
-  await createDatabaseIfMissing(server.adminUrl, EMBEDDED_DATABASE);
+  try {
+    await createDatabaseIfMissing(server.adminUrl, EMBEDDED_DATABASE);
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
   return { url: server.urlFor(EMBEDDED_DATABASE), kind: 'embedded', passwordFile: server.passwordFile, stop: () => server.stop() };
 }
 

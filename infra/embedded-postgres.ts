@@ -21,6 +21,11 @@ export interface EmbeddedPostgresOptions {
    * to `dataDir`.
    */
   passwordFile?: string;
+  /**
+   * Called as soon as the server process is spawned, before it accepts connections, with its stop
+   * (as EmbeddedPostgres.stop): a process stopped while the server starts stops the server too.
+   */
+  onSpawn?: (stop: () => Promise<void>) => void;
 }
 
 /** A running embedded Postgres server. */
@@ -81,28 +86,34 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     env: { ...process.env, LC_MESSAGES: 'C' },
   });
   const output = followOutput(child, 50, options.onLog);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A binary that could not be run emits `error` (and never `exit`).
+  let spawnError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', (err) => {
+      spawnError = err;
+      resolve();
+    });
+  });
+  const stop = () => stopChild(child, exited, 'SIGINT', 15_000);
+  options.onSpawn?.(stop);
 
-  const urlFor = (database: string) => `postgres://postgres:${password}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
+  // The password percent-encoded: one edited into the password file may hold any character.
+  const urlFor = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
   const adminUrl = urlFor('postgres');
   try {
-    await waitUntilReady(adminUrl, child);
+    await waitUntilReady(adminUrl, child, () => spawnError);
     await requirePasswords(dataDir, adminUrl, password);
   } catch (err) {
     child.kill('SIGKILL');
+    await exited;
     throw new Error(
       `embedded Postgres did not start on port ${options.port} (data ${dataDir}): ${(err as Error).message}\n` +
         output.slice(-10).join('\n'),
     );
   }
 
-  return {
-    adminUrl,
-    urlFor,
-    passwordFile,
-    pid: child.pid ?? -1,
-    stop: () => stopChild(child, exited, 'SIGINT', 15_000),
-  };
+  return { adminUrl, urlFor, passwordFile, pid: child.pid ?? -1, stop };
 }
 
 async function loadBinaries(): Promise<PostgresBinaries> {
@@ -254,7 +265,6 @@ async function readOrCreatePassword(file: string): Promise<string> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  // Hex: safe in a URL without escaping.
   const password = randomBytes(24).toString('hex');
   try {
     await writePrivateFile(file, `${password}\n`);
@@ -310,9 +320,11 @@ async function requirePasswords(dataDir: string, adminUrl: string, password: str
   }
 }
 
-async function waitUntilReady(url: string, child: ChildProcess): Promise<void> {
+async function waitUntilReady(url: string, child: ChildProcess, spawnError: () => Error | undefined): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
+    const notRun = spawnError();
+    if (notRun) throw new Error(`server could not be started: ${notRun.message}`);
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`server exited (code ${child.exitCode ?? child.signalCode})`);
     }

@@ -25,6 +25,11 @@ export interface DevServerOptions {
   /** Dynamic-config values (`--dynamic-config-value KEY=VALUE`, the value as JSON). */
   dynamicConfig?: Readonly<Record<string, string | number | boolean>>;
   onLog?: (line: string) => void;
+  /**
+   * Called as soon as the server process is spawned, before it answers, with its stop (as
+   * DevServer.stop): a process stopped while the server starts stops the server too.
+   */
+  onSpawn?: (stop: () => Promise<void>) => void;
 }
 
 /**
@@ -49,7 +54,8 @@ export interface DevServer {
 /**
  * Starts the Temporal CLI dev server with the Web UI and Synctide's search attributes registered,
  * and resolves once its frontend answers and, with a UI port, its Web UI answers too (within 60 s
- * of the start in all; after that it throws with the server's last output).
+ * of the start in all; after that it throws with the server's last output). When it throws, the
+ * server process is gone.
  */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   if (options.dbFilename) await fs.mkdir(path.dirname(path.resolve(options.dbFilename)), { recursive: true });
@@ -67,46 +73,60 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = followOutput(child, 30, options.onLog);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A CLI that could not be run emits `error` (and never `exit`).
+  let spawnError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', (err) => {
+      spawnError = err;
+      resolve();
+    });
+  });
+  const stop = () => stopChild(child, exited, 'SIGTERM', 10_000);
+  options.onSpawn?.(stop);
   const address = `127.0.0.1:${options.port}`;
 
   const deadline = Date.now() + 60_000;
   /** Calls `probe` every 250 ms until it resolves; past the deadline, or once the server exits, throws with its output. */
   const waitUntil = async (probe: () => Promise<unknown>, what: string): Promise<void> => {
     for (;;) {
+      if (spawnError) throw new Error(`temporal dev server could not be started (${options.cliPath}): ${spawnError.message}`);
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`temporal dev server exited during start (code ${child.exitCode}):\n${tail.join('\n')}`);
+        throw new Error(`temporal dev server exited during start (code ${child.exitCode ?? child.signalCode}):\n${tail.join('\n')}`);
       }
       try {
         await probe();
         return;
       } catch (err) {
-        if (Date.now() > deadline) {
-          child.kill('SIGKILL');
-          throw new Error(`temporal dev server${what} not reachable: ${(err as Error).message}\n${tail.join('\n')}`);
-        }
+        if (Date.now() > deadline) throw new Error(`temporal dev server${what} not reachable: ${(err as Error).message}\n${tail.join('\n')}`);
         await new Promise((r) => setTimeout(r, 250));
       }
     }
   };
-  await waitUntil(async () => {
-    const connection = await Connection.connect({ address, connectTimeout: 1000 });
-    try {
-      await connection.workflowService.describeNamespace({ namespace: options.namespace });
-    } finally {
-      await connection.close();
+  try {
+    await waitUntil(async () => {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace: options.namespace });
+      } finally {
+        await connection.close();
+      }
+    }, ` on ${address}`);
+    // The Web UI starts beside the frontend and may answer later: the URL handed out must answer.
+    if (options.uiPort !== undefined) {
+      const ui = `http://127.0.0.1:${options.uiPort}/`;
+      await waitUntil(() => fetch(ui, { signal: AbortSignal.timeout(1000) }), `'s Web UI on ${ui} (is the port taken?)`);
     }
-  }, ` on ${address}`);
-  // The Web UI starts beside the frontend and may answer later: the URL handed out must answer.
-  if (options.uiPort !== undefined) {
-    const ui = `http://127.0.0.1:${options.uiPort}/`;
-    await waitUntil(() => fetch(ui, { signal: AbortSignal.timeout(1000) }), `'s Web UI on ${ui} (is the port taken?)`);
+  } catch (err) {
+    child.kill('SIGKILL');
+    await exited;
+    throw err;
   }
 
   return {
     address,
     uiUrl: options.uiPort === undefined ? null : `http://127.0.0.1:${options.uiPort}`,
     pid: child.pid ?? -1,
-    stop: () => stopChild(child, exited, 'SIGTERM', 10_000),
+    stop,
   };
 }

@@ -16,9 +16,14 @@ export class Shutdown {
 
   constructor(private readonly logger: Logger) {}
 
-  /** Registers a step; later steps stop first. */
+  /** Registers a step; later steps stop first, and one registered while the shutdown runs stops too. */
   add(name: string, stop: () => Promise<unknown>): void {
     this.steps.push({ name, stop });
+  }
+
+  /** Whether the shutdown has begun (a signal, or a failed start). */
+  get stopping(): boolean {
+    return this.running !== undefined;
   }
 
   /** Installs the SIGINT/SIGTERM handlers. */
@@ -39,7 +44,9 @@ export class Shutdown {
   run(reason: string, code: number): Promise<never> {
     this.running ??= (async () => {
       this.logger.info({ event: 'shutdown', reason }, 'shutting down');
-      for (const step of [...this.steps].reverse()) {
+      // Taken one at a time, last first: a step registered meanwhile (a server spawned by a start
+      // still under way) is the next one stopped.
+      for (let step = this.steps.pop(); step; step = this.steps.pop()) {
         try {
           await step.stop();
           this.logger.info({ event: 'shutdown', component: step.name }, 'stopped');

@@ -95,6 +95,23 @@ describe('embedded Postgres', () => {
     }
   });
 
+  it('connects with a password file an operator wrote, whatever characters it holds', async () => {
+    const dataDir = path.join(scratch, 'own-password', 'postgres');
+    await fs.mkdir(path.dirname(dataDir), { recursive: true, mode: 0o700 });
+    const password = 'Ab%41 p@ss:w/rd#?ü';
+    await fs.writeFile(path.join(scratch, 'own-password', 'postgres-password'), `${password}\n`, { mode: 0o600 });
+    const own = await startEmbeddedPostgres({ dataDir, port: await freePort(), ephemeral: true });
+    try {
+      for (const url of [own.adminUrl, own.urlFor('postgres')]) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        await client.end();
+      }
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('under a 0700 directory the postgres user cannot enter: fails at once naming it and what to do (as root), or starts (as a user)', async () => {
     const locked = await fs.mkdtemp(path.join(scratch, 'home-'));
     await fs.chmod(locked, 0o700);
