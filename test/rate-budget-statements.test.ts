@@ -57,6 +57,29 @@ describe('shared rate budget statements (real Postgres)', () => {
     expect((refused as RateLimited).message).toContain(`waiting for the provider's reset at ${resetAt.toISOString()}`);
   });
 
+  it("a late answer from the provider's previous window neither lowers the new window's count nor moves its reset back", async () => {
+    const budget = budgetFor('late-old-window-answer');
+    const fingerprint = credentialFingerprint(TEST_KEYRING, 'acme', 'http', { token: 'late-old-window-answer' });
+    // Two requests in flight across the provider's window boundary (two workers, or parallel tasks).
+    await budget.acquire();
+    await budget.acquire();
+    // The one sent just after the reset answers first: a fresh window, 4999 left, resetting in an hour.
+    const newReset = new Date(Date.now() + 3600_000);
+    await budget.report({ status: 200, remaining: 4999, resetAt: newReset });
+    // The one sent just before the reset answers last: the old window's count (0) and its reset,
+    // which has already passed. It says nothing about the new window.
+    await budget.report({ status: 200, remaining: 0, resetAt: new Date(Date.now() - 2_000) });
+    const stored = async () =>
+      (await db.pool.query<{ remaining: number | null; reset_at: Date | null }>('select remaining, reset_at from rate_budgets where fingerprint = $1', [fingerprint])).rows[0];
+    expect(await stored()).toEqual({ remaining: 4999, reset_at: newReset });
+    // The credential has ~4999 requests left: the next request goes instead of waiting an hour.
+    expect(await outcomeOf(budget)).toBe('granted');
+    // An answer of the same window (its reset within a second of the stored one) still lowers the count.
+    await budget.report({ status: 200, remaining: 3, resetAt: new Date(newReset.getTime() - 500) });
+    expect(await stored()).toEqual({ remaining: 3, reset_at: newReset });
+    expect(await outcomeOf(budget)).toBe('rate_limited');
+  });
+
   it("a per-minute ceiling holds when another connection of the credential has a per-second one, or none: every request counts in both windows", async () => {
     const credentials = { token: 'mixed-ceilings' };
     const budgetOf = (config: Record<string, unknown>) =>

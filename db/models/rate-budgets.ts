@@ -117,9 +117,23 @@ export async function findBudgetWait(
 }
 
 /**
+ * SQL of whether the answer's stated reset (`s.at`) belongs to a later window than the stored one:
+ * none is stored, or it lies more than a second after the stored reset.
+ */
+const LATER_WINDOW = `(reset_at is null or s.at > reset_at + interval '1 second')`;
+/**
+ * SQL of whether the answer's stated reset belongs to an older window than the stored one: it lies
+ * more than a second before the stored reset (a request sent before the provider's reset, answered
+ * after one sent since).
+ */
+const OLDER_WINDOW = `(s.at < reset_at - interval '1 second')`;
+
+/**
  * Records what the provider answered: a 304 gives its unit back (conditional requests cost
  * nothing); a stated remaining count replaces ours when it belongs to a later window (a reset more
- * than a second after ours), and otherwise lowers it (requests in flight were already taken).
+ * than a second after ours), is ignored when it belongs to an older one (a reset more than a
+ * second before ours: it says nothing of the current window, so it neither lowers the count nor
+ * moves the reset back), and otherwise lowers it (requests in flight were already taken).
  * A stated reset more than `maxResetSeconds` away is taken as now + `maxResetSeconds` (and kept in
  * `reset_capped_from`): a provider, or a connection's `rate_limit` mapping, that names a reset
  * decades away cannot stop the credential's syncs for longer than that. Answers the remaining
@@ -140,16 +154,13 @@ export async function reportBudget(
      update rate_budgets
         set remaining = case
               when $3::int is null then remaining + (case when $2 = 304 then 1 else 0 end)
-              when s.at is not null and (reset_at is null or s.at > reset_at + interval '1 second') then $3
+              when s.at is not null and ${LATER_WINDOW} then $3
+              -- An older window's count: the current window's stays as it is.
+              when s.at is not null and ${OLDER_WINDOW} then remaining
               else least(coalesce(remaining, $3) + (case when $2 = 304 then 1 else 0 end), $3) end,
-            reset_at = case
-              when s.at is null then reset_at
-              when reset_at is null or s.at > reset_at + interval '1 second' then s.at
-              else reset_at end,
-            reset_capped_from = case
-              when s.at is null then reset_capped_from
-              when reset_at is null or s.at > reset_at + interval '1 second' then s.capped_from
-              else reset_capped_from end,
+            -- A reset moves forward to a later window's only, never back.
+            reset_at = case when s.at is not null and ${LATER_WINDOW} then s.at else reset_at end,
+            reset_capped_from = case when s.at is not null and ${LATER_WINDOW} then s.capped_from else reset_capped_from end,
             updated_at = now()
        from stated s
       where fingerprint = $1
