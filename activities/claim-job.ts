@@ -4,6 +4,7 @@ import type { PoolClient } from 'pg';
 import { lockTenant, runningJobsAndOverride } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { emitJobEvent } from '../db/events';
+import { findPauseAt } from '../db/models/breaker';
 import { cancelJobAndTasks, lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
 import type { Activities, ClaimedJob } from '../temporal/activities';
@@ -21,7 +22,13 @@ import { startDeliveriesSoon } from './webhook-deliveries';
  */
 export function claimJob(deps: ActivityDeps): Activities['claimJob'] {
   return async (input) => {
-    const outcome = await withTransaction(deps.pool, (tx) => claimInTx(tx, input.jobId, input.workflowId, claimTime(input.at), deps.tenantLimits));
+    const at = claimTime(input.at);
+    const outcome = await withTransaction(deps.pool, async (tx) => {
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits);
+      // A job claimed again after a wait learns of a breaker pause that began meanwhile.
+      if (claim.claimed) claim.claimed.pausedUntil = (await findPauseAt(tx, claim.claimed.connectionId, at))?.getTime() ?? null;
+      return claim;
+    });
     afterClaim(deps, input.jobId, outcome);
     return outcome.claimed ?? null;
   };

@@ -88,6 +88,8 @@ export interface ClaimedJob {
   connectionId: string;
   jobType: SyncMode;
   retryCount: number;
+  /** The connection's circuit-breaker pause in force at the claim (epoch ms; null: none). Absent from claims recorded before it was reported. */
+  pausedUntil?: number | null;
 }
 
 /** A claimed job made ready to run: its effective mode and one task per resource type. */

@@ -42,11 +42,30 @@ export async function runAttempt(jobId: string, prepared: PreparedJob): Promise<
 }
 
 /**
- * Sleeps durably until `until` (the job shows `retrying` meanwhile), then claims the job again.
- * False when it can no longer be claimed (finished or cancelled elsewhere while waiting).
+ * Marks the workflow versions in which a job claimed again after a wait waits out a circuit-breaker
+ * pause that began meanwhile (another job of the connection failed it open) before its next
+ * attempt. Reached only when a claim reports such a pause; runs recorded before it replay going on
+ * at once.
+ */
+export const RECLAIM_WAITS_FOR_BREAKER_PATCH = 'reclaim-waits-for-breaker';
+
+/** The job's error while it waits for its connection's breaker pause. */
+export const PAUSED_BY_BREAKER = 'waiting: the connection is paused by its circuit breaker';
+
+/**
+ * Sleeps durably until `until` (the job shows `retrying` meanwhile), then claims the job again; if
+ * the connection's circuit breaker paused it meanwhile, waits for the pause to end and claims
+ * again. False when it can no longer be claimed (finished or cancelled elsewhere while waiting).
  */
 export async function waitAndReclaim(books: JobBookkeeping, jobId: string, workflowId: string, until: number): Promise<boolean> {
-  const wait = until - Date.now();
-  if (wait > 0) await sleep(wait);
-  return (await books.claimJob({ jobId, workflowId, at: Date.now() })) !== null;
+  for (let wait = until - Date.now(); ; ) {
+    if (wait > 0) await sleep(wait);
+    const claimed = await books.claimJob({ jobId, workflowId, at: Date.now() });
+    if (claimed === null) return false;
+    const pausedUntil = claimed.pausedUntil ?? null;
+    if (pausedUntil === null || pausedUntil <= Date.now() || !patched(RECLAIM_WAITS_FOR_BREAKER_PATCH)) return true;
+    const at = Date.now();
+    await books.markJobRetrying({ jobId, at, startedAt: at, retryAfter: pausedUntil, kind: 'paused', error: PAUSED_BY_BREAKER, failedCount: 0 });
+    wait = pausedUntil - Date.now();
+  }
 }

@@ -9,7 +9,7 @@ import { INTERRUPTED_RETRY_CAP, INTERRUPTED_RETRY_SECONDS, decideFailure, retryD
 import type { JobOutcome, JobStatus } from '../../policy/vocabulary';
 import type { PreparedJob } from '../../temporal/activities';
 import type { SyncJobInput, SyncJobResult, SyncJobWorkflow } from '../../temporal/sync-job';
-import { runAttempt, waitAndReclaim } from './attempt';
+import { PAUSED_BY_BREAKER, runAttempt, waitAndReclaim } from './attempt';
 import { LEAN_JOB_PATCH, jobBookkeeping, type JobBookkeeping } from './bookkeeping';
 import { failureOf, summarise, type TaskFailure } from './failures';
 
@@ -28,6 +28,13 @@ const CANCEL_DURING_CLAIM_PATCH = 'cancel-during-claim';
  * time without it.
  */
 const FAILURE_RETRY_HONOURS_RETRY_AFTER_PATCH = 'failure-retry-honours-retry-after';
+
+/**
+ * Marks the workflow versions in which INTERRUPTED_RETRY_CAP counts interruptions in a row: an
+ * attempt that was rate-limited or failed ends the row. Reached only by such an attempt after an
+ * interruption; runs recorded before it replay counting every interruption of the job.
+ */
+const INTERRUPTIONS_IN_A_ROW_PATCH = 'interruptions-in-a-row';
 
 /**
  * Claims the job, resolves its mode, creates one task per resource type and runs them (serially by
@@ -85,8 +92,7 @@ export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promis
     let retryCount = prepared.retryCount;
     let rateLimitRetries = prepared.rateLimitRetryCount;
     if (prepared.pausedUntil !== null && prepared.pausedUntil > Date.now()) {
-      const error = 'waiting: the connection is paused by its circuit breaker';
-      await acts.markJobRetrying({ jobId, at: Date.now(), startedAt, retryAfter: prepared.pausedUntil, kind: 'paused', error, failedCount: 0 });
+      await acts.markJobRetrying({ jobId, at: Date.now(), startedAt, retryAfter: prepared.pausedUntil, kind: 'paused', error: PAUSED_BY_BREAKER, failedCount: 0 });
       if (!(await waitAndReclaim(acts, jobId, workflowId, prepared.pausedUntil))) return { jobId, status: 'skipped' };
     }
     let interruptions = 0;
@@ -104,6 +110,9 @@ export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promis
       const permanent = failures.some((f) => f.kind === 'permanent');
       // Only rate limits and interruptions: nothing the provider did wrong.
       const notFailed = !permanent && failures.every((f) => f.kind === 'rate_limited' || f.kind === 'interrupted');
+
+      // An attempt that was not only interrupted ends a row of interruptions.
+      if (!(notFailed && rateLimited.length === 0) && interruptions > 0 && patched(INTERRUPTIONS_IN_A_ROW_PATCH)) interruptions = 0;
 
       if (notFailed && rateLimited.length > 0) {
         if (rateLimitRetries >= prepared.rateLimit.retryCap) {
