@@ -17,6 +17,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, getBounded, isPublicAddress, ResponseTooLarge } from '../lib/outbound';
+import { MAX_BUDGET_COUNT } from '../policy/rate-budget';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
 
 export type { ProviderPolicy } from './types';
@@ -189,17 +190,19 @@ export function readRateLimit(headers: Headers, names: RateLimitHeaders, nowMs: 
   return { remaining, resetAt };
 }
 
+/** A whole number from `min` to MAX_BUDGET_COUNT (the largest the budget's statements take). */
+function budgetCount(min: number) {
+  const rule = `must be a whole number from ${min} to ${MAX_BUDGET_COUNT}`;
+  return z.number({ error: rule }).int(rule).min(min, rule).max(MAX_BUDGET_COUNT, rule);
+}
+
 /**
  * A connection's own bounds on its credential's shared rate budget (`config.rate_budget`), over the
  * provider's: requests kept in reserve (never spent: the budget waits for the reset instead), and
  * a ceiling of requests per second and/or per minute across every worker using the credential.
  */
 export const rateBudgetConfigSchema = z
-  .strictObject({
-    reserve: z.number({ error: 'must be a whole number ≥ 0' }).int('must be a whole number ≥ 0').min(0, 'must be a whole number ≥ 0').optional(),
-    per_second: z.number({ error: 'must be a whole number ≥ 1' }).int('must be a whole number ≥ 1').min(1, 'must be a whole number ≥ 1').optional(),
-    per_minute: z.number({ error: 'must be a whole number ≥ 1' }).int('must be a whole number ≥ 1').min(1, 'must be a whole number ≥ 1').optional(),
-  })
+  .strictObject({ reserve: budgetCount(0).optional(), per_second: budgetCount(1).optional(), per_minute: budgetCount(1).optional() })
   .meta({
     description:
       "Overrides this provider's shared rate budget for this connection's credential: `reserve` (requests never spent; the sync waits for the provider's reset instead), `per_second` / `per_minute` (a ceiling across all workers)",

@@ -2,7 +2,7 @@
 // parse the variables, so a variable cannot be added to them without its line here (TypeScript
 // checks the keys), and its default is read from the schema itself. `npm run docs:config` writes
 // the table of docs/operations.md from here; test/config.test.ts fails when the page differs.
-import { DEFAULT_BUDGET_RESERVE } from '../policy/rate-budget';
+import { DEFAULT_BUDGET_RESERVE, MAX_BUDGET_COUNT } from '../policy/rate-budget';
 import { envSchema, SECRET_VARIABLES } from './config';
 import { rateLimitEnvSchema } from './rate-limit-config';
 
@@ -121,8 +121,8 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   RATE_LIMIT_OVERRIDES: { meaning: 'per-provider JSON, e.g. `{"github":{"base_seconds":10}}` (keys `base_seconds`, `max_seconds`, `jitter_factor`)' },
   RATE_LIMIT_RETRY_CAP: { meaning: 'rate-limit retries of one job before it fails' },
   DEMO_CONNECTOR: { meaning: 'registers the `demo` provider (synthetic data with fault-injection hooks); off, a `demo` connection is refused with 400', note: '(`true` under `npm start`)' },
-  RATE_BUDGET_RESERVE: { shown: `\`${DEFAULT_BUDGET_RESERVE}\``, meaning: 'requests of a tenant\'s credential\'s provider limit never spent: at that many left, syncs wait durably for the provider\'s reset' },
-  RATE_BUDGETS: { meaning: 'per-provider JSON, e.g. `{"github": {"reserve": 50, "per_second": 10}}` (keys `reserve`, `per_second`, `per_minute`); a connection\'s `config.rate_budget` overrides it' },
+  RATE_BUDGET_RESERVE: { shown: `\`${DEFAULT_BUDGET_RESERVE}\``, meaning: `requests of a tenant's credential's provider limit never spent: at that many left, syncs wait durably for the provider's reset (at most ${MAX_BUDGET_COUNT})` },
+  RATE_BUDGETS: { meaning: `per-provider JSON, e.g. \`{"github": {"reserve": 50, "per_second": 10}}\` (keys \`reserve\`, \`per_second\`, \`per_minute\`, each a whole number up to ${MAX_BUDGET_COUNT}); a connection's \`config.rate_budget\` overrides it` },
   RATE_BUDGET_MAX_RESET_SECONDS: { meaning: 'the furthest a provider\'s stated rate-limit reset or `Retry-After` is believed: a further one (a provider, or a connection\'s `rate_limit` header mapping, naming a reset decades away) is taken as this far, and the job\'s error says so' },
   START_DEMO: { meaning: '`npm start` creates a demo connection in an empty database (needs `DEMO_CONNECTOR`)' },
   OTEL_EXPORTER_OTLP_ENDPOINT: { meaning: 'OpenTelemetry traces: spans go over OTLP (HTTP/protobuf) to `<endpoint>/v1/traces`, e.g. `http://localhost:4318`; unset, tracing is off (no SDK, no spans). The SDK\'s other `OTEL_*` variables apply ([traces](#traces))' },

@@ -29,6 +29,12 @@ export interface BudgetSettings {
  */
 export const DEFAULT_MAX_RESET_SECONDS = 3600;
 
+/**
+ * The largest reserve or ceiling a budget takes (2^31 − 1): the budget's counts are Postgres
+ * integers, and a statement given a larger bound fails.
+ */
+export const MAX_BUDGET_COUNT = 2_147_483_647;
+
 /** Requests kept in reserve unless configured otherwise. */
 export const DEFAULT_BUDGET_RESERVE = 5;
 

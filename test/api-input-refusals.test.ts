@@ -91,6 +91,26 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(answer.body.error.code).toBe('connection_paused');
   });
 
+  it("refuses a connection's rate_budget bound beyond what the budget takes (2147483647) with one 400 naming the field, writing nothing", async () => {
+    const before = await counts();
+    const http = { base_url: 'http://127.0.0.1:1', resources: { items: { path: '/items', id: 'id' } } };
+    const bodies: [string, string][] = [
+      [JSON.stringify({ tenant_id: tenant, app_key: 'huge-minute', provider: 'http', status: 'paused', config: { ...http, rate_budget: { per_minute: 10_000_000_000 } }, credentials: { token: 'never-echoed-token' } }),
+        'config: http connector: invalid config: rate_budget.per_minute: must be a whole number from 1 to 2147483647'],
+      [JSON.stringify({ tenant_id: tenant, app_key: 'huge-reserve', provider: 'github', status: 'paused', config: { base_url: 'http://127.0.0.1:1', repositories: ['octo/hello'], rate_budget: { reserve: 2_147_483_648 } }, credentials: { token: 'ghp_neverEchoedToken0123456789' } }),
+        'config: github connector: invalid config: rate_budget.reserve: must be a whole number from 0 to 2147483647'],
+    ];
+    for (const [body, rule] of bodies) {
+      const answer = await send('POST', '/connections', body);
+      expect(answer.status, body).toBe(400);
+      expect(answer.body.error.code, body).toBe('invalid_request');
+      expect(answer.body.error.message, body).toBe(rule);
+      expect(JSON.stringify(answer.body), body).not.toMatch(/never-echoed-token|neverEchoedToken/);
+    }
+    expect(await counts()).toEqual(before);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
   it('answers a tenant path whose percent-escapes are not UTF-8 without a 500 (the tenant id is taken as it came)', async () => {
     for (const [method, path] of [['POST', '/tenants/%ZZ/api-keys'], ['POST', '/tenants/%ED%A0%80/api-keys'], ['PATCH', '/tenants/%E0%A4/limits'], ['DELETE', `/tenants/%ZZ/api-keys/${connectionId}`]] as const) {
       const answer = await send(method, path, '{}');

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimited } from '../connectors/types';
 import { createSyncMetrics } from '../lib/metrics';
+import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import { credentialFingerprint, requestBudget } from '../services/rate-budget';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
@@ -77,6 +78,26 @@ describe('shared rate budget statements (real Postgres)', () => {
     // An answer of the same window (its reset within a second of the stored one) still lowers the count.
     await budget.report({ status: 200, remaining: 3, resetAt: new Date(newReset.getTime() - 500) });
     expect(await stored()).toEqual({ remaining: 3, reset_at: newReset });
+    expect(await outcomeOf(budget)).toBe('rate_limited');
+  });
+
+  it('a RATE_BUDGETS ceiling or reserve beyond what the budget takes (2147483647) is refused naming the variable, never failing each request with a database error', async () => {
+    // per_minute 1e10 ("no real limit"): accepted, every spendBudget failed with "value out of
+    // range for type integer", each task failing and counting toward the breaker.
+    expect(() => parseRateBudgetConfig({ RATE_BUDGETS: '{"http": {"per_minute": 10000000000}}' }))
+      .toThrow(/RATE_BUDGETS: http\.per_minute must be a whole number from 1 to 2147483647/);
+    expect(() => parseRateBudgetConfig({ RATE_BUDGETS: '{"http": {"per_second": 2147483648, "reserve": 2147483648}}' }))
+      .toThrow(/RATE_BUDGETS: http\.reserve must be a whole number from 0 to 2147483647\n {2}RATE_BUDGETS: http\.per_second must be a whole number from 1 to 2147483647/);
+    expect(() => parseRateBudgetConfig({ RATE_BUDGET_RESERVE: '2147483648' }))
+      .toThrow(/RATE_BUDGET_RESERVE: must be a whole number from 0 to 2147483647 \(got "2147483648"\)/);
+    // The largest accepted, through the budget's statements.
+    const settings = parseRateBudgetConfig({ RATE_BUDGET_RESERVE: '2147483647', RATE_BUDGETS: '{"http": {"per_minute": 2147483647}}' });
+    const budget = requestBudget({
+      pool: db.pool, metrics: createSyncMetrics(new Registry()), keyring: TEST_KEYRING, tenantId: 'acme', settings,
+      provider: 'http', credentials: { token: 'huge-ceiling' }, config: { rate_budget: { per_second: 2147483647 } },
+    })!;
+    expect(await outcomeOf(budget)).toBe('granted');
+    await budget.report({ status: 200, remaining: 10, resetAt: new Date(Date.now() + 60_000) });
     expect(await outcomeOf(budget)).toBe('rate_limited');
   });
 
