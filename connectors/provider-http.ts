@@ -18,6 +18,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, getBounded, isPublicAddress, ResponseTooLarge } from '../lib/outbound';
 import { MAX_BUDGET_COUNT } from '../policy/rate-budget';
+import { retryAfterSeconds } from '../policy/retry-after';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
 
 export type { ProviderPolicy } from './types';
@@ -266,12 +267,10 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
   }
 }
 
-/** Seconds to wait per a `Retry-After` value (delta-seconds or an HTTP-date), or undefined. */
+/**
+ * Seconds to wait per a `Retry-After` value (delay-seconds or an HTTP-date; anything else is
+ * ignored: undefined), at `nowMs` (now unless given). The rule: `retryAfterSeconds`.
+ */
 export function parseRetryAfter(value: string | null, nowMs: number = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text);
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+  return retryAfterSeconds(value, nowMs);
 }

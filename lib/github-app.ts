@@ -6,6 +6,7 @@
 // the JWT or a token.
 import githubAppJwt from 'universal-github-app-jwt';
 import { postBoundedForAnswer } from './outbound';
+import { retryAfterSeconds } from '../policy/retry-after';
 
 /** An app installation with the app's key opened (in memory, for one request). */
 export interface GitHubAppInstallation {
@@ -65,9 +66,8 @@ function rateLimitWait(status: number, headers: Headers, body: Buffer): { second
   const bound = (seconds: number) => Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.ceil(seconds)));
   const retryAfter = headers.get('retry-after')?.trim();
   if (retryAfter) {
-    if (/^\d+$/.test(retryAfter)) return { seconds: bound(Number(retryAfter)) };
-    const at = Date.parse(retryAfter);
-    return { seconds: Number.isNaN(at) ? undefined : bound((at - Date.now()) / 1000) };
+    const seconds = retryAfterSeconds(retryAfter, Date.now());
+    return { seconds: seconds === undefined ? undefined : bound(seconds) };
   }
   if (headers.get('x-ratelimit-remaining')?.trim() === '0') {
     const reset = headers.get('x-ratelimit-reset')?.trim() ?? '';

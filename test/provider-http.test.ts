@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { githubConnector } from '../connectors/github';
 import { pagesOf } from '../connectors/pages';
-import { DEFAULT_PROVIDER_POLICY, providerGet, providerText, providerUrlProblem, redactSecrets } from '../connectors/provider-http';
+import { DEFAULT_PROVIDER_POLICY, parseRetryAfter, providerGet, providerText, providerUrlProblem, redactSecrets } from '../connectors/provider-http';
 import { Permanent, Transient, type Connector, type ProviderPolicy } from '../connectors/types';
 import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { pino } from 'pino';
@@ -280,5 +280,31 @@ describe('Postgres errors in logs', () => {
     expect(logged).toContain(err!.message);
     expect(logged).not.toContain(tail);
     expect(logged).not.toMatch(/"where"|"detail"/);
+  });
+});
+
+describe('Retry-After (RFC 9110: delay-seconds or an HTTP-date)', () => {
+  const now = Date.parse('2025-06-01T12:00:00Z');
+
+  it('reads delay-seconds and the HTTP-date forms (IMF-fixdate; the obsolete RFC 850 and asctime), and ignores anything else, which Date.parse read as some date (a wait of years, or none)', () => {
+    expect(parseRetryAfter('120', now)).toBe(120);
+    expect(parseRetryAfter(' 0 ', now)).toBe(0);
+    expect(parseRetryAfter('Sun, 01 Jun 2025 12:01:30 GMT', now)).toBe(90);
+    expect(parseRetryAfter('Sun, 01 Jun 2025 11:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('Sunday, 01-Jun-25 12:01:30 GMT', now)).toBe(90);
+    expect(parseRetryAfter('Sun Jun  1 12:01:30 2025', now)).toBe(90);
+    expect(parseRetryAfter('Sun Jun 01 12:01:30 2025', now)).toBe(90);
+    // An RFC 850 year more than 50 years ahead is the most recent past year with those digits.
+    expect(parseRetryAfter('Thursday, 01-Jun-95 12:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('Monday, 01-Jun-26 12:00:00 GMT', now)).toBe(365 * 86_400);
+    for (const garbage of [
+      'x 2030', '0.5', '1.5', '-1', '+5', '1e3', 'soon', 'tomorrow 1', '', ' ',
+      'Sun, 01 Jun 2030', '2030-06-01T12:00:00Z', 'Sun, 01 Jun 2030 12:00:00 +0000', 'Sun, 01 Jun 2030 12:00:00 UTC',
+      'sun, 01 jun 2030 12:00:00 gmt', 'Sun, 1 Jun 2030 12:00:00 GMT', 'Sun, 31 Jun 2030 12:00:00 GMT', 'Sun, 01 Jun 2030 24:00:00 GMT',
+      'Sun, 01 Jun 2030 12:00:00 GMT x', 'Sunday, 01-Jun-2030 12:00:00 GMT', 'Sun Jun 1 12:00:00 2030',
+    ]) {
+      expect(parseRetryAfter(garbage, now), JSON.stringify(garbage)).toBeUndefined();
+    }
+    expect(parseRetryAfter(null, now)).toBeUndefined();
   });
 });
