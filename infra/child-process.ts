@@ -23,6 +23,22 @@ export function followOutput(child: ChildProcess, keep: number, onLog?: (line: s
 }
 
 /**
+ * When `child` is done: `exited` resolves once it exited, or once it could not be run at all (a
+ * binary that cannot be run emits `error` and never `exit`), and `spawnError` then says why.
+ */
+export function watchExit(child: ChildProcess): { exited: Promise<void>; spawnError: () => Error | undefined } {
+  let spawnError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', (err) => {
+      spawnError = err;
+      resolve();
+    });
+  });
+  return { exited, spawnError: () => spawnError };
+}
+
+/**
  * Stops `child` with `signal`, and with SIGKILL if it still runs `graceMs` later; resolves when it
  * exited (`exited`), at once when it already had.
  */

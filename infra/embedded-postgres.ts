@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { followOutput, stopChild } from './child-process';
+import { followOutput, stopChild, watchExit } from './child-process';
 
 /** Options for an embedded Postgres server. */
 export interface EmbeddedPostgresOptions {
@@ -86,15 +86,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     env: { ...process.env, LC_MESSAGES: 'C' },
   });
   const output = followOutput(child, 50, options.onLog);
-  // A binary that could not be run emits `error` (and never `exit`).
-  let spawnError: Error | undefined;
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.once('error', (err) => {
-      spawnError = err;
-      resolve();
-    });
-  });
+  const { exited, spawnError } = watchExit(child);
   const stop = () => stopChild(child, exited, 'SIGINT', 15_000);
   options.onSpawn?.(stop);
 
@@ -102,7 +94,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const urlFor = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
   const adminUrl = urlFor('postgres');
   try {
-    await waitUntilReady(adminUrl, child, () => spawnError);
+    await waitUntilReady(adminUrl, child, spawnError);
     await requirePasswords(dataDir, adminUrl, password);
   } catch (err) {
     child.kill('SIGKILL');

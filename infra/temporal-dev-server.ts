@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
-import { followOutput, stopChild } from './child-process';
+import { followOutput, stopChild, watchExit } from './child-process';
 
 /** Options for the local Temporal dev server (`temporal server start-dev`). */
 export interface DevServerOptions {
@@ -73,15 +73,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = followOutput(child, 30, options.onLog);
-  // A CLI that could not be run emits `error` (and never `exit`).
-  let spawnError: Error | undefined;
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.once('error', (err) => {
-      spawnError = err;
-      resolve();
-    });
-  });
+  const { exited, spawnError } = watchExit(child);
   const stop = () => stopChild(child, exited, 'SIGTERM', 10_000);
   options.onSpawn?.(stop);
   const address = `127.0.0.1:${options.port}`;
@@ -90,7 +82,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   /** Calls `probe` every 250 ms until it resolves; past the deadline, or once the server exits, throws with its output. */
   const waitUntil = async (probe: () => Promise<unknown>, what: string): Promise<void> => {
     for (;;) {
-      if (spawnError) throw new Error(`temporal dev server could not be started (${options.cliPath}): ${spawnError.message}`);
+      const notRun = spawnError();
+      if (notRun) throw new Error(`temporal dev server could not be started (${options.cliPath}): ${notRun.message}`);
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`temporal dev server exited during start (code ${child.exitCode ?? child.signalCode}):\n${tail.join('\n')}`);
       }
