@@ -1,14 +1,10 @@
 // Input the database cannot take is refused with a 4xx and a JSON body before anything is written,
 // never answered 500 by a failed statement: characters Postgres cannot store anywhere in a JSON
 // body, and percent-escapes that are not UTF-8 in a path. Against the real API app and Postgres.
-import type { Client } from '@temporalio/client';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app';
-import { createSyncMetrics } from '../lib/metrics';
-import { TEST_API_KEY } from './helpers/api';
+import type { createApp } from '../api/app';
+import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 
 describe('input the database cannot take (real API app, real Postgres)', () => {
@@ -20,21 +16,7 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    const registry = new Registry();
-    app = createApp({
-      pool: db.pool,
-      // No request here reaches Temporal: each is refused first.
-      temporal: undefined as unknown as Client,
-      registry,
-      metrics: createSyncMetrics(registry),
-      logger: logs.logger,
-      taskQueue: 'input-refusals',
-      adminApiKey: TEST_API_KEY,
-      credentials: TEST_KEYRING,
-      maxIntervalSeconds: 86_400,
-      immediateSyncTimeoutMs: 60_000,
-      providers: TEST_PROVIDER_POLICY,
-    });
+    app = apiAppWithoutTemporal(db.pool, 'input-refusals', { logger: logs.logger });
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'one', 'paused') returning id`,
       [tenant],

@@ -2,16 +2,11 @@
 // (api/pagination.ts). Every list route pages to its end with `next_cursor`, and answers a cursor
 // it did not make with the same 400; against the real API app and a real Postgres.
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app';
-import { createSyncMetrics } from '../lib/metrics';
+import type { createApp } from '../api/app';
 import { deliveryCursor, feedCursor, jobCursor, serialCursor, uuidCursor } from '../policy/cursors';
-import { TEST_API_KEY } from './helpers/api';
+import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
-import { capturingLogger } from './helpers/logs';
 
 const base64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const UUID_A = '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10';
@@ -88,21 +83,7 @@ describe('list routes (real API app, real Postgres)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    const registry = new Registry();
-    app = createApp({
-      pool: db.pool,
-      // No list route talks to Temporal.
-      temporal: undefined as unknown as Client,
-      registry,
-      metrics: createSyncMetrics(registry),
-      logger: capturingLogger().logger,
-      taskQueue: 'list-pagination',
-      adminApiKey: TEST_API_KEY,
-      credentials: TEST_KEYRING,
-      maxIntervalSeconds: 86_400,
-      immediateSyncTimeoutMs: 60_000,
-      providers: TEST_PROVIDER_POLICY,
-    });
+    app = apiAppWithoutTemporal(db.pool, 'list-pagination');
     const { rows: connections } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status)
        select $1, 'demo', 'app-' || n, 'paused' from generate_series(1, 5) n returning id`,

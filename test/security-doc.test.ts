@@ -2,15 +2,10 @@
 // page says needs no key answers without one, and the metrics route does not. Real API app and
 // Postgres; no request here reaches Temporal.
 import { readFileSync } from 'node:fs';
-import type { Client } from '@temporalio/client';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app';
-import { createSyncMetrics } from '../lib/metrics';
-import { TEST_API_KEY } from './helpers/api';
+import type { createApp } from '../api/app';
+import { apiAppWithoutTemporal } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
-import { capturingLogger } from './helpers/logs';
 
 const page = readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8');
 
@@ -22,20 +17,7 @@ describe('docs/security.md: the routes it says need no key', () => {
   let app: ReturnType<typeof createApp>;
   beforeAll(async () => {
     db = await createTestDatabase();
-    const registry = new Registry();
-    app = createApp({
-      pool: db.pool,
-      temporal: undefined as unknown as Client,
-      registry,
-      metrics: createSyncMetrics(registry),
-      logger: capturingLogger().logger,
-      taskQueue: 'security-doc',
-      adminApiKey: TEST_API_KEY,
-      credentials: TEST_KEYRING,
-      maxIntervalSeconds: 86_400,
-      immediateSyncTimeoutMs: 60_000,
-      providers: TEST_PROVIDER_POLICY,
-    });
+    app = apiAppWithoutTemporal(db.pool, 'security-doc');
   });
   afterAll(async () => {
     await db?.drop();

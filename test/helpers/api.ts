@@ -1,6 +1,10 @@
+import type { Client } from '@temporalio/client';
+import { Registry } from 'prom-client';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { listen, type HttpServer } from '../../lib/http';
+import { createSyncMetrics } from '../../lib/metrics';
+import type { Pool } from '../../db/pool';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './deps';
 import { capturingLogger } from './logs';
 import type { WorkerStack } from './stack';
@@ -60,4 +64,26 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
       return { status: answer.status, body: answer.text === '' ? null : answer.body };
     },
   };
+}
+
+/**
+ * The real API app on `pool` with no Temporal behind it, called in-process (`app.request`): for
+ * tests whose requests are all answered (or refused) before any would reach Temporal.
+ */
+export function apiAppWithoutTemporal(pool: Pool, taskQueue: string, overrides: Partial<ApiDeps> = {}): ReturnType<typeof createApp> {
+  const registry = new Registry();
+  return createApp({
+    pool,
+    temporal: undefined as unknown as Client,
+    registry,
+    metrics: createSyncMetrics(registry),
+    logger: capturingLogger().logger,
+    taskQueue,
+    adminApiKey: TEST_API_KEY,
+    credentials: TEST_KEYRING,
+    maxIntervalSeconds: 86_400,
+    immediateSyncTimeoutMs: 60_000,
+    providers: TEST_PROVIDER_POLICY,
+    ...overrides,
+  });
 }
