@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { PoolClient } from 'pg';
-import { Registry } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { pauseConnection, resumeConnection, updateConnection, writeDisabled } from '../commands/connections';
@@ -15,9 +14,8 @@ import type { CommandDeps } from '../commands/deps';
 import * as connections from '../db/models/connections';
 import { sealCredentials } from '../lib/credentials';
 import { connectionWorkflowId } from '../temporal/ids';
-import { createSyncMetrics } from '../lib/metrics';
 import { useTestDatabase } from './helpers/database';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY, sealedTestCredentials, testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, sealedTestCredentials, testActivityDeps, testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 
 const db = useTestDatabase();
@@ -25,18 +23,7 @@ beforeEach(async () => {
   await db.pool.query('truncate connections cascade');
 });
 
-function commandDeps(temporal: Client): CommandDeps {
-  return {
-    pool: db.pool,
-    temporal,
-    taskQueue: 'test',
-    credentials: TEST_KEYRING,
-    metrics: createSyncMetrics(new Registry()),
-    maxIntervalSeconds: 86_400,
-    immediateSyncTimeoutMs: 60_000,
-    providers: TEST_PROVIDER_POLICY,
-  };
-}
+const commandDeps = (temporal: Client): CommandDeps => testCommandDeps(db.pool, temporal);
 
 async function connection(opts: { provider?: string; config?: Record<string, unknown>; credentials?: Record<string, unknown> } = {}): Promise<string> {
   const id = randomUUID();

@@ -3,7 +3,6 @@
 // requested job, against a real, freshly migrated Postgres. Temporal is an in-memory stand-in that
 // says which workflows run (these cases need a workflow that is NOT running).
 import { randomUUID } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { claimJob } from '../activities/claim-job';
 import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
@@ -14,11 +13,10 @@ import { presentJob } from '../api/present';
 import type { CommandDeps } from '../commands/deps';
 import { getJob, requestJob, type JobRequest } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
-import { createSyncMetrics } from '../lib/metrics';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { Client } from '@temporalio/client';
 import { useTestDatabase } from './helpers/database';
-import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 
 const db = useTestDatabase();
@@ -26,17 +24,7 @@ beforeEach(async () => {
   await db.pool.query('truncate connections, sync_seen cascade');
 });
 
-function commandDeps(temporal: Client): CommandDeps {
-  return {
-    pool: db.pool,
-    temporal,
-    taskQueue: 'test',
-    credentials: TEST_KEYRING,
-    metrics: createSyncMetrics(new Registry()),
-    maxIntervalSeconds: 86_400,
-    immediateSyncTimeoutMs: 60_000,
-  };
-}
+const commandDeps = (temporal: Client): CommandDeps => testCommandDeps(db.pool, temporal);
 
 async function connection(config: Record<string, unknown> = { resource_types: ['issues', 'users'] }): Promise<string> {
   const { rows } = await db.pool.query<{ id: string }>(

@@ -42,20 +42,7 @@ export interface TestApi {
 
 /** Starts the real API on `stack`'s database and Temporal server; `overrides` replace its settings. */
 export async function startTestApi(stack: WorkerStack, taskQueue: string, overrides: Partial<ApiDeps> = {}): Promise<TestApi> {
-  const app = createApp({
-    pool: stack.db.pool,
-    temporal: stack.env.client,
-    registry: stack.registry,
-    metrics: stack.metrics,
-    logger: capturingLogger().logger,
-    taskQueue,
-    adminApiKey: TEST_API_KEY,
-    credentials: TEST_KEYRING,
-    maxIntervalSeconds: 86_400,
-    immediateSyncTimeoutMs: 60_000,
-    providers: TEST_PROVIDER_POLICY,
-    ...overrides,
-  });
+  const app = createApp(testApiDeps({ pool: stack.db.pool, temporal: stack.env.client, registry: stack.registry, metrics: stack.metrics, taskQueue }, overrides));
   const server = await listen(app, '127.0.0.1', 0);
   return {
     server,
@@ -72,18 +59,19 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
  */
 export function apiAppWithoutTemporal(pool: Pool, taskQueue: string, overrides: Partial<ApiDeps> = {}): ReturnType<typeof createApp> {
   const registry = new Registry();
-  return createApp({
-    pool,
-    temporal: undefined as unknown as Client,
-    registry,
-    metrics: createSyncMetrics(registry),
+  return createApp(testApiDeps({ pool, temporal: undefined as unknown as Client, registry, metrics: createSyncMetrics(registry), taskQueue }, overrides));
+}
+
+/** The API's settings in tests (admin key, test keyring and provider policy), around what each test wires; `overrides` replace any. */
+function testApiDeps(wired: Pick<ApiDeps, 'pool' | 'temporal' | 'registry' | 'metrics' | 'taskQueue'>, overrides: Partial<ApiDeps>): ApiDeps {
+  return {
+    ...wired,
     logger: capturingLogger().logger,
-    taskQueue,
     adminApiKey: TEST_API_KEY,
     credentials: TEST_KEYRING,
     maxIntervalSeconds: 86_400,
     immediateSyncTimeoutMs: 60_000,
     providers: TEST_PROVIDER_POLICY,
     ...overrides,
-  });
+  };
 }

@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { CommandDeps } from '../../commands/deps';
 import { Registry } from 'prom-client';
 import type { ActivityDeps, ConnectorSettings, RateLimitSettings } from '../../activities/deps';
 import { DEFAULT_PROVIDER_POLICY, type ProviderPolicy } from '../../connectors/provider-http';
@@ -73,4 +74,18 @@ export function testActivityDeps(opts: {
     ...(opts.tenantLimits && { tenantLimits: opts.tenantLimits }),
   };
   return { deps, lines, registry };
+}
+
+/** Command dependencies for a test: `pool`, `temporal` (a real client or a stand-in), the test keyring and provider policy. */
+export function testCommandDeps(pool: Pool, temporal: Client): CommandDeps {
+  return {
+    pool,
+    temporal,
+    taskQueue: 'test',
+    credentials: TEST_KEYRING,
+    metrics: createSyncMetrics(new Registry()),
+    maxIntervalSeconds: 86_400,
+    immediateSyncTimeoutMs: 60_000,
+    providers: TEST_PROVIDER_POLICY,
+  };
 }
