@@ -223,8 +223,8 @@ function requestedJob(request: JobRequest, resourceTypes: string[]): RequestedJo
 /**
  * Whether stored job `job` is the job `asked` (from `requestedJob`) describes: the same
  * connection, mode, trigger, window, priority and payload (equal as JSON values, whatever the
- * order of their keys, as jsonb keeps them). Anything else with the same Idempotency-Key is a
- * different request.
+ * order of their keys, as jsonb keeps them, and whatever the order of `resource_types`, a set).
+ * Anything else with the same Idempotency-Key is a different request.
  */
 function sameRequest(job: JobRow, asked: RequestedJob): boolean {
   return (
@@ -234,8 +234,14 @@ function sameRequest(job: JobRow, asked: RequestedJob): boolean {
     (job.window_start?.getTime() ?? null) === (asked.window?.start.getTime() ?? null) &&
     (job.window_end?.getTime() ?? null) === (asked.window?.end.getTime() ?? null) &&
     job.priority === asked.priority &&
-    isDeepStrictEqual(job.payload, asked.payload)
+    isDeepStrictEqual(withTypesSorted(job.payload), withTypesSorted(asked.payload))
   );
+}
+
+/** `payload` with its `resource_types` list (when it has one) in sorted order. */
+function withTypesSorted(payload: Record<string, unknown>): Record<string, unknown> {
+  const types = payload.resource_types;
+  return Array.isArray(types) ? { ...payload, resource_types: types.map(String).sort() } : payload;
 }
 
 /**

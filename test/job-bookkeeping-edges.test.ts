@@ -153,7 +153,7 @@ describe('Idempotency-Key of POST /jobs/schedule', () => {
     await expect(requestJob(deps, backfill(row, { resource_types: ['users'] }))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
   });
 
-  it('refuses a repeat with another payload or priority, and answers a true repeat (its keys in any order, repeated types) with the first job', async () => {
+  it('refuses a repeat with another payload or priority, and answers a true repeat (its keys in any order, its types repeated or in another order) with the first job', async () => {
     const row = (await findConnection(db.pool, await connection()))!;
     const deps = commandDeps(fakeTemporal().client);
     const first = await requestJob(deps, backfill(row, { reason: 'manual', resource_types: ['users', 'issues'] }, 5));
@@ -161,6 +161,9 @@ describe('Idempotency-Key of POST /jobs/schedule', () => {
 
     const repeat = await requestJob(deps, backfill(row, { resource_types: ['users', 'issues', 'users'], reason: 'manual' }, 5));
     expect({ id: repeat.job.id, created: repeat.created }).toEqual({ id: first.job.id, created: false });
+    // The same types in another order are the same request (a client may build the list from a set).
+    const reordered = await requestJob(deps, backfill(row, { resource_types: ['issues', 'users'], reason: 'manual' }, 5));
+    expect({ id: reordered.job.id, created: reordered.created }).toEqual({ id: first.job.id, created: false });
     await expect(requestJob(deps, backfill(row, { reason: 'other', resource_types: ['users', 'issues'] }, 5))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
     await expect(requestJob(deps, backfill(row, { reason: 'manual', resource_types: ['users', 'issues'] }, 6))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
     await expect(requestJob(deps, backfill(row, { reason: 'manual' }, 5))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
