@@ -40,6 +40,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   claimCredentialLease,
+  findConnectionGrant,
   findHeldCredential,
   lockCredentialRefresh,
   markGrantNeedsReauth,
@@ -114,7 +115,7 @@ export function credentialProvider(
     const outcome = await refreshWithLease(deps, connectionId, holder, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw new CredentialsInvalid(outcome.invalid);
+      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
     }
     seen.push(...tokens(outcome.secret));
     return outcome.secret;
@@ -138,7 +139,15 @@ export function credentialProvider(
 /** The provider refused the credential itself: the connection needs new credentials. */
 class Refusal extends Error {}
 
-type Refused = { invalid: string; deliveries: string[] };
+/**
+ * A refusal: its reason and the webhook deliveries it wrote. `replaced`: the refused credential is
+ * no longer the connection's (new credentials arrived while the provider answered), so the run is
+ * tried again with the new ones instead of failing as `CredentialsInvalid`.
+ */
+type Refused = { invalid: string; deliveries: string[]; replaced?: boolean; label?: string };
+
+/** Why a run that renewed (or was refused) credentials replaced meanwhile is tried again. */
+const REPLACED = (label = 'credentials') => `${label}: the credentials were replaced while they were renewed; trying again with the new ones`;
 type RefreshOutcome = { secret: OAuth2Secret } | Refused;
 
 /**
@@ -286,13 +295,14 @@ async function renewWithLease<S>(
       pause = Math.min(pause * 2, WAIT_MAX_MS);
       continue;
     }
-    return storeRenewal(deps, holder, kind, step.claimed);
+    return storeRenewal(deps, connectionId, holder, kind, step.claimed);
   }
 }
 
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger'>,
+  connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
   { row, latest, lease }: { row: CredentialForRefresh; latest: S; lease: string },
@@ -304,9 +314,17 @@ async function storeRenewal<S>(
     if (err instanceof Refusal) {
       const reason = `${kind.label}: ${err.message}`;
       return withTransaction(deps.pool, async (tx) => {
-        const refused = await refuseCredentials(deps, tx, holder, row, reason);
+        // The refusal is of the credential that was renewed: while the holder still has it (or,
+        // re-sealed by a key rotation, the same one) its connections need reauthorization; the
+        // connection of this run needs it only while it still uses that holder. New credentials
+        // that arrived meanwhile are not refused: the run is tried again with them.
+        const now = await findHeldCredential(tx, holder);
+        const still = now ? kind.parse(now) : null;
+        const held = now !== null && still !== null && (JSON.stringify(now.credentials) === JSON.stringify(row.credentials) || kind.same(still, latest));
+        const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason) : { invalid: reason, deliveries: [] };
         await releaseCredentialLease(tx, holder, lease);
-        return refused;
+        const ours = holder.table === 'connections' ? held : held && (await findConnectionGrant(tx, connectionId))?.oauth_grant_id === holder.id;
+        return ours ? refused : { ...refused, replaced: true, label: kind.label };
       });
     }
     // Best effort: an unreleased lease ends by itself.
@@ -324,7 +342,7 @@ async function storeRenewal<S>(
     await releaseCredentialLease(tx, holder, lease);
     return false;
   });
-  if (!stored) throw new Transient(`${kind.label}: the credentials were replaced while they were renewed; trying again with the new ones`);
+  if (!stored) throw new Transient(REPLACED(kind.label));
   return { secret: next };
 }
 
@@ -430,7 +448,7 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
     const outcome = await renewCachedToken(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw new CredentialsInvalid(outcome.invalid);
+      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
     }
     if (outcome.secret.token) seen.add(outcome.secret.token);
     return outcome.secret;

@@ -86,10 +86,10 @@ async function endJob(jobId: string) {
   await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
 }
 
-function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string) {
+function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string, attempt = 1) {
   const { deps, lines } = testActivityDeps({ pool });
   const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'incremental' };
-  return { lines, result: new MockActivityEnvironment({ attempt: 1 }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
+  return { lines, result: new MockActivityEnvironment({ attempt }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
 }
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
@@ -216,6 +216,36 @@ describe('oauth2 credentials', () => {
     const open2 = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
     expect(open2.rowCount).toBe(0);
     expect(await enqueue()).toMatchObject({ outcome: 'enqueued' });
+  });
+
+  it('invalid_grant for credentials replaced (PATCH) while the refresh was under way fails the task as retryable, and its retry syncs with the new ones', async () => {
+    const conn = await oauthConnection(10); // within its margin: the first use refreshes
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const before = oauth.counts.refresh;
+    let release!: () => void;
+    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
+    const run = runTask(db.pool, jobId, tasks[0]!, 'a');
+    const failure = run.result.then(() => null, (err: Error & { nonRetryable?: boolean }) => err);
+    while (oauth.counts.refresh === before) await new Promise((r) => setTimeout(r, 20));
+    // While the token endpoint answers: the grant is revoked at the provider, and the user gives new credentials.
+    oauth.refreshTokens.delete(conn.grant.refresh);
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    const patched = await updateConnection(commandDeps, conn.id, { credentials: { token: 'patched_token_0123456789abcdef' } });
+    expect([patched.status, patched.credential_kind]).toEqual(['active', 'token']);
+    oauth.accessTokens.add('patched_token_0123456789abcdef');
+    release();
+    const err = await failure;
+    oauth.refreshGate = null;
+    // The refusal was of the credentials the connection no longer has: nothing to reconnect, try again.
+    expect(err?.message).toMatch(/replaced/);
+    expect(err?.nonRetryable).toBe(false);
+    expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id])).rows[0]!.status).toBe('active');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(alerts.rowCount).toBe(0);
+    // Temporal's retry of the activity (attempt 2) takes the task over and syncs with the token.
+    const retried = await runTask(db.pool, jobId, tasks[0]!, 'a', 2).result;
+    await endJob(jobId);
+    expect(retried.status).toBe('completed');
   });
 
   it('sharing a healthy grant into a connection that needs reauthorization makes it active with its alert resolved, and the grant keeps refreshing at the provider', async () => {
