@@ -59,7 +59,7 @@ import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
 import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
-import { clientCredentialsSecretOf, clientTokenDue, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
+import { clientCredentialsSecretOf, clientTokenDue, expiryOf, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -425,7 +425,7 @@ const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
         { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
       );
       const at = Date.now();
-      const expires_at = typeof answer.expires_in === 'number' ? new Date(at + answer.expires_in * 1000).toISOString() : null;
+      const expires_at = expiryOf(at, answer.expires_in);
       return { token: answer.access_token, expires_at, obtained_at: new Date(at).toISOString(), secrets: [] };
     } catch (err) {
       if (err instanceof GrantRefused) throw new Refusal(err.message);

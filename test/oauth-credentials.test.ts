@@ -304,6 +304,45 @@ describe('oauth2 credentials', () => {
   });
 });
 
+describe('token answers whose expires_in lies beyond any date', () => {
+  it('an oauth2 refresh answered with expires_in 1e13 stores the rotated refresh token and the access token without an expiry (used until refused)', async () => {
+    oauth.expiresIn = 1e13;
+    try {
+      const conn = await oauthConnection(10); // within its margin: the first use refreshes
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
+      const token = (await credentialProvider(deps, conn.id, stored, conn.id).current())!.token;
+      const secret = await storedSecret(conn.id);
+      expect(secret.access_token).toBe(token);
+      expect(secret.refresh_token).not.toBe(conn.grant.refresh);
+      expect(oauth.refreshTokens.has(secret.refresh_token as string)).toBe(true);
+      expect(secret.expires_at).toBeNull();
+    } finally {
+      oauth.expiresIn = 3600;
+    }
+  });
+
+  it('a client credentials token answered with expires_in 1e13 is cached without an expiry', async () => {
+    oauth.expiresIn = 1e13;
+    try {
+      const id = randomUUID();
+      const credential = { kind: 'oauth2_client_credentials', token_url: `${oauth.url}/token`, client_id: oauth.clientId, client_secret: oauth.clientSecret, scopes: ['read'] };
+      const sealed = sealCredentials(TEST_KEYRING, id, credential);
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text))`,
+        [id, `ccx-${id.slice(0, 8)}`, config(), sealed],
+      );
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const token = (await credentialProvider(deps, id, sealed).current())!.token;
+      const secret = await storedSecret(id);
+      expect(secret.token).toBe(token);
+      expect(secret.expires_at).toBeNull();
+    } finally {
+      oauth.expiresIn = 3600;
+    }
+  });
+});
+
 describe('the refresh margin (policy/oauth.ts)', () => {
   const at = Date.parse('2025-01-01T12:00:00Z');
   const token = (obtainedAgoSeconds: number, lifetimeSeconds: number) => nextSecret({ refresh_token: 'r', scopes: [] }, { access_token: 'a', expires_in: lifetimeSeconds }, at - obtainedAgoSeconds * 1000);
