@@ -25,6 +25,7 @@ import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants
 import { capturingLogger } from './helpers/logs';
 import { findGrantForRefresh } from '../db/models/connections';
 import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
+import { redactSecrets } from '../connectors/provider-http';
 
 let db: TestDatabase;
 let oauth: FakeOAuth;
@@ -216,6 +217,18 @@ describe('oauth2 credentials', () => {
     const open2 = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
     expect(open2.rowCount).toBe(0);
     expect(await enqueue()).toMatchObject({ outcome: 'enqueued' });
+  });
+
+  it("a refused grant's job error reads as the token endpoint answered it (redaction leaves the words after 'token' that are no token value)", async () => {
+    const conn = await oauthConnection(10);
+    oauth.refreshTokens.delete(conn.grant.refresh); // revoked
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const err = await runTask(db.pool, jobId, tasks[0]!, 'a').result.then(() => null, (e: Error) => e);
+    await endJob(jobId);
+    expect(err?.message).toBe('oauth2: the token endpoint answered 400 invalid_grant; reconnect the connection or PATCH its credentials');
+    // A value after `token` that looks like one is still redacted, as are Bearer and Basic values.
+    expect(redactSecrets('token abcdefgh12345678, token ABCDEFGHIJKL, Bearer abcdefghijkl, Basic abcdefghijkl')).toBe('token [redacted], token [redacted], Bearer [redacted], Basic [redacted]');
+    expect(redactSecrets('the token endpoint answered; the token expired; token request failed')).toBe('the token endpoint answered; the token expired; token request failed');
   });
 
   it('invalid_grant for credentials replaced (PATCH) while the refresh was under way fails the task as retryable, and its retry syncs with the new ones', async () => {
