@@ -4,7 +4,7 @@
 // checked like a webhook's, so a token URL cannot reach internal addresses unless the deployment
 // allows private ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name the endpoint's
 // answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
-// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `withoutIdToken`).
+// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
 import { postBoundedForAnswer } from './outbound';
 
@@ -57,23 +57,36 @@ function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.A
 }
 
 /**
- * A token answer's body without its `id_token` member, or the body as it came when it is not a
- * JSON object holding one. Synctide asks for no OpenID Connect login and reads no ID token; an ID
- * token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
- * `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
- * good answers (and lose a refresh token the provider already rotated). Every other member is kept
- * and validated as a plain OAuth 2 answer.
+ * A token answer's body as a plain OAuth 2 answer, or null when it is not a JSON object needing a
+ * change (it is then validated as it came):
+ * - its `id_token` member dropped: Synctide asks for no OpenID Connect login and reads no ID token;
+ *   an ID token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
+ *   `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
+ *   good answers (and lose a refresh token the provider already rotated);
+ * - optional members given as null (`expires_in`, `refresh_token`, `scope`) taken as absent, and an
+ *   `expires_in` that is no positive number of seconds (-1 or "never" for a token that does not
+ *   expire) dropped: such a token is used until refused. Refusing the whole answer would throw away
+ *   the access token and a refresh token the provider already rotated (the grant then lost).
+ * Every other member is kept and validated as it came.
  */
-function withoutIdToken(body: Buffer): Buffer | null {
+function plainAnswer(body: Buffer): Buffer | null {
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
   } catch {
     return null;
   }
-  if (!json || typeof json !== 'object' || Array.isArray(json) || !Object.hasOwn(json, 'id_token')) return null;
-  const { id_token: _dropped, ...rest } = json as Record<string, unknown>;
-  return Buffer.from(JSON.stringify(rest), 'utf8');
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return null;
+  const answer = json as Record<string, unknown>;
+  const drop = new Set<string>();
+  if (Object.hasOwn(answer, 'id_token')) drop.add('id_token');
+  for (const key of ['expires_in', 'refresh_token', 'scope']) if (Object.hasOwn(answer, key) && answer[key] === null) drop.add(key);
+  if (Object.hasOwn(answer, 'expires_in') && answer.expires_in !== null) {
+    const seconds = typeof answer.expires_in === 'number' ? answer.expires_in : typeof answer.expires_in === 'string' ? Number.parseFloat(answer.expires_in) : Number.NaN;
+    if (!Number.isFinite(seconds) || seconds <= 0) drop.add('expires_in');
+  }
+  if (drop.size === 0) return null;
+  return Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(answer).filter(([key]) => !drop.has(key)))), 'utf8');
 }
 
 function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenEndpointRequestOptions {
@@ -88,7 +101,7 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         ...(signal && { signal }),
       });
       // Status and headers as they came; a rewritten body's length is the new one's.
-      const stripped = withoutIdToken(answer.body);
+      const stripped = plainAnswer(answer.body);
       const headers = new Headers(answer.headers);
       if (stripped) headers.delete('content-length');
       return new Response(new Uint8Array(stripped ?? answer.body), { status: answer.status, headers });
