@@ -197,7 +197,7 @@ async function refreshWithLease(
       if (!latest || row.credential_kind !== 'oauth2' || !row.oauth_app_id || !row.client_secret || !row.client_id || !row.token_url) return null;
       return latest;
     },
-    gone: 'oauth2: the connection has no OAuth 2 credentials any more',
+    gone: "oauth2: the connection's credentials changed while this run used them (it holds that OAuth 2 grant no more); trying again with them as stored now",
     needsReauth: 'oauth2: the connection needs new credentials (its grant was refused); reconnect it or PATCH its credentials',
     due: (latest) => refreshDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
     async obtain(latest, row) {
@@ -226,6 +226,7 @@ interface LeasedRenewal<S> {
   label: string;
   /** The stored credential of `row` when it still is of this kind (else the renewal is `gone`). */
   parse(row: CredentialForRefresh): S | null;
+  /** Why a run whose credential is gone (the connection's credentials changed) is tried again. */
   gone: string;
   needsReauth: string;
   /** Whether `latest` (as stored now) must be renewed; else it is used as it is. */
@@ -278,7 +279,9 @@ async function renewWithLease<S>(
       await lockCredentialRefresh(tx, holder.id);
       const row = await findHeldCredential(tx, holder);
       const latest = row ? kind.parse(row) : null;
-      if (!row || !latest) throw new Permanent(kind.gone);
+      // Gone or of another kind: the connection's credentials changed since this run opened them
+      // (a PATCH, or a connect flow). The run is tried again with them as stored now.
+      if (!row || !latest) throw new Transient(kind.gone);
       if (row.status === 'needs_reauth') return { done: { invalid: kind.needsReauth, deliveries: [] } };
       if (!kind.due(latest)) return { done: { secret: latest } };
       if (row.lease_live) return { wait: true };
@@ -484,7 +487,7 @@ async function renewCachedToken<S extends CachedToken>(
   return renewWithLease<S>(deps, connectionId, { table: 'connections', id: connectionId }, {
     label: kind.label,
     parse: (row) => kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)),
-    gone: `${kind.label}: the connection has no such credentials any more`,
+    gone: `${kind.label}: the connection's credentials changed while this run used them (it holds no such credentials any more); trying again with them as stored now`,
     needsReauth: `${kind.label}: the connection needs new credentials (the provider refused them); ${kind.remedy}`,
     due: (latest) => kind.due(latest, Date.now()) || (force && latest.token === held.token),
     async obtain(latest, row) {

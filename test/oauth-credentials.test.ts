@@ -261,6 +261,21 @@ describe('oauth2 credentials', () => {
     expect(retried.status).toBe('completed');
   });
 
+  it('a run whose grant a PATCH replaced meanwhile, refused by the provider (401), fails as retryable, not as credentials gone for good', async () => {
+    const conn = await oauthConnection(3600);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
+    // A run opened the grant (a task claimed with it); its token comes due while it pages.
+    const provider = credentialProvider(deps, conn.id, stored, conn.id);
+    expect(await provider.current()).toEqual({ token: conn.grant.access });
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    await updateConnection(commandDeps, conn.id, { credentials: { token: 'patched_token_0123456789abcdef' } });
+    expect(await findGrantForRefresh(db.pool, conn.id)).toBeNull(); // the grant no connection uses is gone
+    const err = await provider.renewed({ token: conn.grant.access }).then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('Transient');
+    expect(err?.message).toMatch(/credentials changed/);
+  });
+
   it('sharing a healthy grant into a connection that needs reauthorization makes it active with its alert resolved, and the grant keeps refreshing at the provider', async () => {
     const healthy = await oauthConnection(10); // within its margin: its next use refreshes
     const refused = await oauthConnection(10);
