@@ -282,7 +282,10 @@ async function renewWithLease<S>(
       // Gone or of another kind: the connection's credentials changed since this run opened them
       // (a PATCH, or a connect flow). The run is tried again with them as stored now.
       if (!row || !latest) throw new Transient(kind.gone);
-      if (row.status === 'needs_reauth') return { done: { invalid: kind.needsReauth, deliveries: [] } };
+      // Refused already: not asked again. Every connection of a refused credential needs
+      // reauthorization, so one that was not marked with the others (disabled then, resumed since)
+      // is marked now, with its alert and event.
+      if (row.status === 'needs_reauth') return { done: await refuseCredentials(deps, tx, holder, row, kind.needsReauth) };
       if (!kind.due(latest)) return { done: { secret: latest } };
       if (row.lease_live) return { wait: true };
       const lease = randomUUID();

@@ -276,6 +276,33 @@ describe('oauth2 credentials', () => {
     expect(err?.message).toMatch(/credentials changed/);
   });
 
+  it('a connection of a refused grant that was disabled when the grant was refused, then resumed, needs reauthorization too at its next run, with its alert and event', async () => {
+    const owner = await oauthConnection(10);
+    const sharer = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [sharer, `s-${sharer.slice(0, 8)}`, config()]);
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    await updateConnection(commandDeps, sharer, { credentials: { kind: 'oauth2', grant_from_connection: owner.id } });
+    await db.pool.query(`update connections set status = 'disabled' where id = $1`, [sharer]); // as POST /disable writes it
+    oauth.refreshTokens.delete(owner.grant.refresh); // revoked
+    const first = await job(owner.id, ['a']);
+    await expect(runTask(db.pool, first.jobId, first.tasks[0]!, 'a').result).rejects.toThrow(/invalid_grant/);
+    await endJob(first.jobId);
+    const statusOf = async (id: string) => (await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status;
+    expect([await statusOf(owner.id), await statusOf(sharer)]).toEqual(['needs_reauth', 'disabled']);
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [sharer]); // as POST /resume writes it
+    const before = oauth.counts.refresh;
+    const next = await job(sharer, ['a']);
+    await expect(runTask(db.pool, next.jobId, next.tasks[0]!, 'a').result).rejects.toThrow(/needs new credentials/);
+    await endJob(next.jobId);
+    expect(oauth.counts.refresh).toBe(before); // the refused grant is not tried again
+    // Every connection of a refused grant needs reauthorization: the schedule stops, the tenant is told.
+    expect(await statusOf(sharer)).toBe('needs_reauth');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [sharer]);
+    expect(alerts.rowCount).toBe(1);
+    const events = await db.pool.query(`select 1 from webhook_events where connection_id = $1 and event_type = 'connection.credentials_invalid'`, [sharer]);
+    expect(events.rowCount).toBe(1);
+  });
+
   it('sharing a healthy grant into a connection that needs reauthorization makes it active with its alert resolved, and the grant keeps refreshing at the provider', async () => {
     const healthy = await oauthConnection(10); // within its margin: its next use refreshes
     const refused = await oauthConnection(10);
