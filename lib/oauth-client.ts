@@ -89,6 +89,28 @@ function plainAnswer(body: Buffer): Buffer | null {
   return Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(answer).filter(([key]) => !drop.has(key)))), 'utf8');
 }
 
+/** Whether `body` is an OAuth 2 error answer: a JSON object with a string `error` and no `access_token`. */
+function isErrorAnswer(body: Buffer): boolean {
+  try {
+    const json = JSON.parse(body.toString('utf8')) as unknown;
+    return !!json && typeof json === 'object' && !Array.isArray(json) && typeof (json as Record<string, unknown>).error === 'string' && !Object.hasOwn(json, 'access_token');
+  } catch {
+    return false;
+  }
+}
+
+/** Marks an answer whose status was rewritten (an error answered 200): the status the endpoint gave. */
+const ANSWERED_STATUS = 'x-synctide-answered-status';
+
+/** The status the token endpoint answered an error with (200 for one it answered so, not the 400 it is read as). */
+const answeredStatus = (err: oauth.ResponseBodyError): number => Number(err.response.headers.get(ANSWERED_STATUS) ?? err.status);
+
+/**
+ * Error codes that mean the grant is gone (RFC 6749's `invalid_grant`; GitHub's `bad_refresh_token`
+ * and `bad_verification_code`, its words for a refresh token or code expired, revoked or used).
+ */
+const GRANT_GONE = new Set(['invalid_grant', 'bad_refresh_token', 'bad_verification_code']);
+
 function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenEndpointRequestOptions {
   return {
     [oauth.allowInsecureRequests]: policy.allowPrivate,
@@ -100,11 +122,14 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         allowPrivate: policy.allowPrivate,
         ...(signal && { signal }),
       });
-      // Status and headers as they came; a rewritten body's length is the new one's.
+      // Headers as they came; a rewritten body's length is the new one's. An error answered with
+      // 200 (GitHub's token endpoint answers every error so) is the error answer it is: 400.
       const stripped = plainAnswer(answer.body);
       const headers = new Headers(answer.headers);
       if (stripped) headers.delete('content-length');
-      return new Response(new Uint8Array(stripped ?? answer.body), { status: answer.status, headers });
+      const errorIn200 = answer.status === 200 && isErrorAnswer(answer.body);
+      if (errorIn200) headers.set(ANSWERED_STATUS, '200');
+      return new Response(new Uint8Array(stripped ?? answer.body), { status: errorIn200 ? 400 : answer.status, headers });
     },
   };
 }
@@ -112,15 +137,15 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
 /** A token request's failure in words that carry no secret: the endpoint's error code, or a generic reason. */
 function describe(err: unknown): Error {
   if (err instanceof oauth.ResponseBodyError) {
-    const words = `the token endpoint answered ${err.status} ${err.error}`;
-    return err.error === 'invalid_grant' ? new GrantRefused(words) : new TokenRequestFailed(words);
+    const words = `the token endpoint answered ${answeredStatus(err)} ${err.error}`;
+    return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);
   }
   if (err instanceof Error && err.name === 'AbortError') return err;
   return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
 }
 
-/** Token endpoint errors that mean the OAuth app's own client credentials are refused. */
-const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client']);
+/** Token endpoint errors that mean the OAuth app's own client credentials are refused (GitHub's `incorrect_client_credentials` too). */
+const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'incorrect_client_credentials']);
 
 /**
  * A refresh's failure: `ClientRefused` when the endpoint refuses the OAuth app's client credentials
@@ -129,7 +154,7 @@ const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client']);
  */
 function describeRefresh(err: unknown): Error {
   const refused = "the OAuth app's client credentials were refused (PATCH the OAuth app's client_id or client_secret)";
-  if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${err.status} ${err.error}: ${refused}`);
+  if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}: ${refused}`);
   if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) return new ClientRefused(`the token endpoint refused the client (401): ${refused}`);
   return describe(err);
 }
@@ -205,7 +230,7 @@ export async function refreshGrant(
 }
 
 /** Token endpoint errors that mean the client itself is refused (wrong or revoked secret, grant or scope not allowed): only a person can fix them. */
-const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'invalid_grant', 'invalid_scope']);
+const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'incorrect_client_credentials', 'invalid_grant', 'invalid_scope']);
 
 /**
  * An access token by the client credentials grant (the client acting for itself, no person):
@@ -224,7 +249,7 @@ export async function clientCredentialsToken(
     const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), parameters, options(policy, signal));
     return answerOf(await oauth.processClientCredentialsResponse(as, client, response));
   } catch (err) {
-    if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${err.status} ${err.error}`);
+    if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}`);
     if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) throw new GrantRefused('the token endpoint refused the client (401)');
     throw describe(err);
   }

@@ -219,6 +219,25 @@ describe('token answers with optional members null, or an expires_in that is no 
   });
 });
 
+describe('errors answered with status 200 (as GitHub\'s OAuth token endpoint answers them)', () => {
+  it('a refresh answered 200 {"error": "bad_refresh_token"} or 200 {"error": "invalid_grant"} is the grant refused, and the connection needs reauthorization', async () => {
+    for (const error of ['bad_refresh_token', 'invalid_grant']) {
+      idp.mode.refuse = { status: 200, error };
+      const err = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+      expect(err, error).toBeInstanceOf(GrantRefused);
+      expect(err!.message).toContain(`answered 200 ${error}`);
+    }
+    idp.mode.refuse = { status: 200, error: 'incorrect_client_credentials' };
+    expect(await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e)).toBeInstanceOf(ClientRefused);
+    idp.mode.refuse = { status: 200, error: 'bad_refresh_token' };
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('CredentialsInvalid');
+    expect((await stored(conn.id)).status).toBe('needs_reauth');
+  });
+});
+
 describe("a refresh refused for the OAuth app's client credentials", () => {
   it('invalid_client, unauthorized_client and a 401 Basic challenge are ClientRefused (a GrantRefused) naming the app, not TokenRequestFailed', async () => {
     const refusals = [
