@@ -40,6 +40,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   claimCredentialLease,
+  findConnectionGrant,
   findHeldCredential,
   lockCredentialRefresh,
   markGrantNeedsReauth,
@@ -58,7 +59,7 @@ import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
 import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
-import { clientCredentialsSecretOf, clientTokenDue, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
+import { clientCredentialsSecretOf, clientTokenDue, expiryOf, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -114,7 +115,7 @@ export function credentialProvider(
     const outcome = await refreshWithLease(deps, connectionId, holder, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw new CredentialsInvalid(outcome.invalid);
+      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
     }
     seen.push(...tokens(outcome.secret));
     return outcome.secret;
@@ -138,7 +139,15 @@ export function credentialProvider(
 /** The provider refused the credential itself: the connection needs new credentials. */
 class Refusal extends Error {}
 
-type Refused = { invalid: string; deliveries: string[] };
+/**
+ * A refusal: its reason and the webhook deliveries it wrote. `replaced`: the refused credential is
+ * no longer the connection's (new credentials arrived while the provider answered), so the run is
+ * tried again with the new ones instead of failing as `CredentialsInvalid`.
+ */
+type Refused = { invalid: string; deliveries: string[]; replaced?: boolean; label?: string };
+
+/** Why a run that renewed (or was refused) credentials replaced meanwhile is tried again. */
+const REPLACED = (label = 'credentials') => `${label}: the credentials were replaced while they were renewed; trying again with the new ones`;
 type RefreshOutcome = { secret: OAuth2Secret } | Refused;
 
 /**
@@ -188,7 +197,7 @@ async function refreshWithLease(
       if (!latest || row.credential_kind !== 'oauth2' || !row.oauth_app_id || !row.client_secret || !row.client_id || !row.token_url) return null;
       return latest;
     },
-    gone: 'oauth2: the connection has no OAuth 2 credentials any more',
+    gone: "oauth2: the connection's credentials changed while this run used them (it holds that OAuth 2 grant no more); trying again with them as stored now",
     needsReauth: 'oauth2: the connection needs new credentials (its grant was refused); reconnect it or PATCH its credentials',
     due: (latest) => refreshDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
     async obtain(latest, row) {
@@ -217,6 +226,7 @@ interface LeasedRenewal<S> {
   label: string;
   /** The stored credential of `row` when it still is of this kind (else the renewal is `gone`). */
   parse(row: CredentialForRefresh): S | null;
+  /** Why a run whose credential is gone (the connection's credentials changed) is tried again. */
   gone: string;
   needsReauth: string;
   /** Whether `latest` (as stored now) must be renewed; else it is used as it is. */
@@ -269,8 +279,13 @@ async function renewWithLease<S>(
       await lockCredentialRefresh(tx, holder.id);
       const row = await findHeldCredential(tx, holder);
       const latest = row ? kind.parse(row) : null;
-      if (!row || !latest) throw new Permanent(kind.gone);
-      if (row.status === 'needs_reauth') return { done: { invalid: kind.needsReauth, deliveries: [] } };
+      // Gone or of another kind: the connection's credentials changed since this run opened them
+      // (a PATCH, or a connect flow). The run is tried again with them as stored now.
+      if (!row || !latest) throw new Transient(kind.gone);
+      // Refused already: not asked again. Every connection of a refused credential needs
+      // reauthorization, so one that was not marked with the others (disabled then, resumed since)
+      // is marked now, with its alert and event.
+      if (row.status === 'needs_reauth') return { done: await refuseCredentials(deps, tx, holder, row, kind.needsReauth) };
       if (!kind.due(latest)) return { done: { secret: latest } };
       if (row.lease_live) return { wait: true };
       const lease = randomUUID();
@@ -286,13 +301,14 @@ async function renewWithLease<S>(
       pause = Math.min(pause * 2, WAIT_MAX_MS);
       continue;
     }
-    return storeRenewal(deps, holder, kind, step.claimed);
+    return storeRenewal(deps, connectionId, holder, kind, step.claimed);
   }
 }
 
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger'>,
+  connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
   { row, latest, lease }: { row: CredentialForRefresh; latest: S; lease: string },
@@ -304,9 +320,17 @@ async function storeRenewal<S>(
     if (err instanceof Refusal) {
       const reason = `${kind.label}: ${err.message}`;
       return withTransaction(deps.pool, async (tx) => {
-        const refused = await refuseCredentials(deps, tx, holder, row, reason);
+        // The refusal is of the credential that was renewed: while the holder still has it (or,
+        // re-sealed by a key rotation, the same one) its connections need reauthorization; the
+        // connection of this run needs it only while it still uses that holder. New credentials
+        // that arrived meanwhile are not refused: the run is tried again with them.
+        const now = await findHeldCredential(tx, holder);
+        const still = now ? kind.parse(now) : null;
+        const held = now !== null && still !== null && (JSON.stringify(now.credentials) === JSON.stringify(row.credentials) || kind.same(still, latest));
+        const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason) : { invalid: reason, deliveries: [] };
         await releaseCredentialLease(tx, holder, lease);
-        return refused;
+        const ours = holder.table === 'connections' ? held : held && (await findConnectionGrant(tx, connectionId))?.oauth_grant_id === holder.id;
+        return ours ? refused : { ...refused, replaced: true, label: kind.label };
       });
     }
     // Best effort: an unreleased lease ends by itself.
@@ -324,7 +348,7 @@ async function storeRenewal<S>(
     await releaseCredentialLease(tx, holder, lease);
     return false;
   });
-  if (!stored) throw new Transient(`${kind.label}: the credentials were replaced while they were renewed; trying again with the new ones`);
+  if (!stored) throw new Transient(REPLACED(kind.label));
   return { secret: next };
 }
 
@@ -407,7 +431,7 @@ const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
         { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
       );
       const at = Date.now();
-      const expires_at = typeof answer.expires_in === 'number' ? new Date(at + answer.expires_in * 1000).toISOString() : null;
+      const expires_at = expiryOf(at, answer.expires_in);
       return { token: answer.access_token, expires_at, obtained_at: new Date(at).toISOString(), secrets: [] };
     } catch (err) {
       if (err instanceof GrantRefused) throw new Refusal(err.message);
@@ -430,7 +454,7 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
     const outcome = await renewCachedToken(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw new CredentialsInvalid(outcome.invalid);
+      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
     }
     if (outcome.secret.token) seen.add(outcome.secret.token);
     return outcome.secret;
@@ -466,7 +490,7 @@ async function renewCachedToken<S extends CachedToken>(
   return renewWithLease<S>(deps, connectionId, { table: 'connections', id: connectionId }, {
     label: kind.label,
     parse: (row) => kind.parse(openCredentials(deps.credentials, connectionId, row.credentials)),
-    gone: `${kind.label}: the connection has no such credentials any more`,
+    gone: `${kind.label}: the connection's credentials changed while this run used them (it holds no such credentials any more); trying again with them as stored now`,
     needsReauth: `${kind.label}: the connection needs new credentials (the provider refused them); ${kind.remedy}`,
     due: (latest) => kind.due(latest, Date.now()) || (force && latest.token === held.token),
     async obtain(latest, row) {

@@ -71,16 +71,25 @@ export function providerUrlProblem(raw: string, policy: ProviderPolicy): string 
 /** GitHub token shapes (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_) wherever they appear. */
 const KNOWN_TOKENS = /\b(?:gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{16,})/g;
 /** `Bearer <value>`, `token <value>`, `Basic <value>`: the value of an auth scheme. */
-const AUTH_VALUES = /\b(Bearer|token|Basic)(\s+)[A-Za-z0-9_\-.~+/]{8,}=*/gi;
+const AUTH_VALUES = /\b(Bearer|token|Basic)(\s+)([A-Za-z0-9_\-.~+/]{8,}=*)/gi;
+
+/**
+ * The text of an `AUTH_VALUES` match, its value redacted. A lower-case word after `token` is prose
+ * ("the token endpoint answered", "token expired"), not a token value: kept, so messages stay
+ * readable. Every value of the connection's credentials is redacted exactly anyway.
+ */
+const redactAuthValue = (match: string, scheme: string, space: string, value: string) =>
+  scheme.toLowerCase() === 'token' && /^[a-z]+$/.test(value) ? match : `${scheme}${space}[redacted]`;
 
 /**
  * `text` with every secret replaced by `[redacted]`: each exact value of `secrets`, known token
- * shapes, and the value after `Bearer`, `token` or `Basic`. Always redact before cutting.
+ * shapes, and the value after `Bearer`, `token` or `Basic` (a lower-case word after `token` is prose,
+ * kept: `redactAuthValue`). Always redact before cutting.
  */
 export function redactSecrets(text: string, secrets: readonly string[] = []): string {
   let out = text;
   for (const secret of secrets) if (secret) out = out.split(secret).join('[redacted]');
-  return out.replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, '$1$2[redacted]');
+  return out.replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, redactAuthValue);
 }
 
 /** Credential keys that name an account rather than hold a secret (left out of `credentialSecrets`). */

@@ -4,7 +4,7 @@
 // checked like a webhook's, so a token URL cannot reach internal addresses unless the deployment
 // allows private ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name the endpoint's
 // answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
-// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `withoutIdToken`).
+// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
 import { postBoundedForAnswer } from './outbound';
 
@@ -57,24 +57,59 @@ function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.A
 }
 
 /**
- * A token answer's body without its `id_token` member, or the body as it came when it is not a
- * JSON object holding one. Synctide asks for no OpenID Connect login and reads no ID token; an ID
- * token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
- * `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
- * good answers (and lose a refresh token the provider already rotated). Every other member is kept
- * and validated as a plain OAuth 2 answer.
+ * A token answer's body as a plain OAuth 2 answer, or null when it is not a JSON object needing a
+ * change (it is then validated as it came):
+ * - its `id_token` member dropped: Synctide asks for no OpenID Connect login and reads no ID token;
+ *   an ID token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
+ *   `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
+ *   good answers (and lose a refresh token the provider already rotated);
+ * - optional members given as null (`expires_in`, `refresh_token`, `scope`) taken as absent, and an
+ *   `expires_in` that is no positive number of seconds (-1 or "never" for a token that does not
+ *   expire) dropped: such a token is used until refused. Refusing the whole answer would throw away
+ *   the access token and a refresh token the provider already rotated (the grant then lost).
+ * Every other member is kept and validated as it came.
  */
-function withoutIdToken(body: Buffer): Buffer | null {
+function plainAnswer(body: Buffer): Buffer | null {
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
   } catch {
     return null;
   }
-  if (!json || typeof json !== 'object' || Array.isArray(json) || !Object.hasOwn(json, 'id_token')) return null;
-  const { id_token: _dropped, ...rest } = json as Record<string, unknown>;
-  return Buffer.from(JSON.stringify(rest), 'utf8');
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return null;
+  const answer = json as Record<string, unknown>;
+  const drop = new Set<string>();
+  if (Object.hasOwn(answer, 'id_token')) drop.add('id_token');
+  for (const key of ['expires_in', 'refresh_token', 'scope']) if (Object.hasOwn(answer, key) && answer[key] === null) drop.add(key);
+  if (Object.hasOwn(answer, 'expires_in') && answer.expires_in !== null) {
+    const seconds = typeof answer.expires_in === 'number' ? answer.expires_in : typeof answer.expires_in === 'string' ? Number.parseFloat(answer.expires_in) : Number.NaN;
+    if (!Number.isFinite(seconds) || seconds <= 0) drop.add('expires_in');
+  }
+  if (drop.size === 0) return null;
+  return Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(answer).filter(([key]) => !drop.has(key)))), 'utf8');
 }
+
+/** Whether `body` is an OAuth 2 error answer: a JSON object with a string `error` and no `access_token`. */
+function isErrorAnswer(body: Buffer): boolean {
+  try {
+    const json = JSON.parse(body.toString('utf8')) as unknown;
+    return !!json && typeof json === 'object' && !Array.isArray(json) && typeof (json as Record<string, unknown>).error === 'string' && !Object.hasOwn(json, 'access_token');
+  } catch {
+    return false;
+  }
+}
+
+/** Marks an answer whose status was rewritten (an error answered 200): the status the endpoint gave. */
+const ANSWERED_STATUS = 'x-synctide-answered-status';
+
+/** The status the token endpoint answered an error with (200 for one it answered so, not the 400 it is read as). */
+const answeredStatus = (err: oauth.ResponseBodyError): number => Number(err.response.headers.get(ANSWERED_STATUS) ?? err.status);
+
+/**
+ * Error codes that mean the grant is gone (RFC 6749's `invalid_grant`; GitHub's `bad_refresh_token`
+ * and `bad_verification_code`, its words for a refresh token or code expired, revoked or used).
+ */
+const GRANT_GONE = new Set(['invalid_grant', 'bad_refresh_token', 'bad_verification_code']);
 
 function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenEndpointRequestOptions {
   return {
@@ -87,11 +122,14 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         allowPrivate: policy.allowPrivate,
         ...(signal && { signal }),
       });
-      // Status and headers as they came; a rewritten body's length is the new one's.
-      const stripped = withoutIdToken(answer.body);
+      // Headers as they came; a rewritten body's length is the new one's. An error answered with
+      // 200 (GitHub's token endpoint answers every error so) is the error answer it is: 400.
+      const stripped = plainAnswer(answer.body);
       const headers = new Headers(answer.headers);
       if (stripped) headers.delete('content-length');
-      return new Response(new Uint8Array(stripped ?? answer.body), { status: answer.status, headers });
+      const errorIn200 = answer.status === 200 && isErrorAnswer(answer.body);
+      if (errorIn200) headers.set(ANSWERED_STATUS, '200');
+      return new Response(new Uint8Array(stripped ?? answer.body), { status: errorIn200 ? 400 : answer.status, headers });
     },
   };
 }
@@ -99,15 +137,15 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
 /** A token request's failure in words that carry no secret: the endpoint's error code, or a generic reason. */
 function describe(err: unknown): Error {
   if (err instanceof oauth.ResponseBodyError) {
-    const words = `the token endpoint answered ${err.status} ${err.error}`;
-    return err.error === 'invalid_grant' ? new GrantRefused(words) : new TokenRequestFailed(words);
+    const words = `the token endpoint answered ${answeredStatus(err)} ${err.error}`;
+    return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);
   }
   if (err instanceof Error && err.name === 'AbortError') return err;
   return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
 }
 
-/** Token endpoint errors that mean the OAuth app's own client credentials are refused. */
-const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client']);
+/** Token endpoint errors that mean the OAuth app's own client credentials are refused (GitHub's `incorrect_client_credentials` too). */
+const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'incorrect_client_credentials']);
 
 /**
  * A refresh's failure: `ClientRefused` when the endpoint refuses the OAuth app's client credentials
@@ -116,7 +154,7 @@ const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client']);
  */
 function describeRefresh(err: unknown): Error {
   const refused = "the OAuth app's client credentials were refused (PATCH the OAuth app's client_id or client_secret)";
-  if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${err.status} ${err.error}: ${refused}`);
+  if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}: ${refused}`);
   if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) return new ClientRefused(`the token endpoint refused the client (401): ${refused}`);
   return describe(err);
 }
@@ -192,7 +230,7 @@ export async function refreshGrant(
 }
 
 /** Token endpoint errors that mean the client itself is refused (wrong or revoked secret, grant or scope not allowed): only a person can fix them. */
-const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'invalid_grant', 'invalid_scope']);
+const CLIENT_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'incorrect_client_credentials', 'invalid_grant', 'invalid_scope']);
 
 /**
  * An access token by the client credentials grant (the client acting for itself, no person):
@@ -211,7 +249,7 @@ export async function clientCredentialsToken(
     const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), parameters, options(policy, signal));
     return answerOf(await oauth.processClientCredentialsResponse(as, client, response));
   } catch (err) {
-    if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${err.status} ${err.error}`);
+    if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}`);
     if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) throw new GrantRefused('the token endpoint refused the client (401)');
     throw describe(err);
   }

@@ -67,10 +67,25 @@ export function refreshDue(secret: TokenTimes, nowMs: number, marginSeconds = re
   return Number.isNaN(at) || at - nowMs <= marginSeconds * 1000;
 }
 
+/** The latest time a JavaScript date holds (ms since the epoch): an expiry past it cannot be stored. */
+const MAX_DATE_MS = 8.64e15;
+
+/**
+ * The ISO expiry of a token answered at `nowMs` with `expires_in` (seconds), or null when the
+ * answer gave none or one past any date (a "never expires" sentinel such as 1e13): such a token is
+ * used until refused. Never throws: the answer may already have rotated the refresh token, and an
+ * expiry that cannot be written must not lose it.
+ */
+export function expiryOf(nowMs: number, expiresIn: number | undefined): string | null {
+  if (typeof expiresIn !== 'number') return null;
+  const at = nowMs + expiresIn * 1000;
+  return Number.isFinite(at) && Math.abs(at) <= MAX_DATE_MS ? new Date(at).toISOString() : null;
+}
+
 /**
  * The credential after a token answer at `nowMs`: the new access token, the rotated refresh token
  * when the provider sent one (else the one it was refreshed with: rotation is optional), the expiry
- * from `expires_in`, when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
+ * from `expires_in` (`expiryOf`), when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
  * granted scopes (else those held before).
  */
 export function nextSecret(
@@ -82,7 +97,7 @@ export function nextSecret(
     kind: 'oauth2',
     access_token: answer.access_token,
     refresh_token: answer.refresh_token ?? before.refresh_token,
-    expires_at: typeof answer.expires_in === 'number' ? new Date(nowMs + answer.expires_in * 1000).toISOString() : null,
+    expires_at: expiryOf(nowMs, answer.expires_in),
     obtained_at: new Date(nowMs).toISOString(),
     scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : before.scopes,
   };

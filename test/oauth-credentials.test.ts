@@ -25,6 +25,7 @@ import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants
 import { capturingLogger } from './helpers/logs';
 import { findGrantForRefresh } from '../db/models/connections';
 import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
+import { redactSecrets } from '../connectors/provider-http';
 
 let db: TestDatabase;
 let oauth: FakeOAuth;
@@ -86,10 +87,10 @@ async function endJob(jobId: string) {
   await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
 }
 
-function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string) {
+function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string, attempt = 1) {
   const { deps, lines } = testActivityDeps({ pool });
   const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'incremental' };
-  return { lines, result: new MockActivityEnvironment({ attempt: 1 }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
+  return { lines, result: new MockActivityEnvironment({ attempt }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
 }
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
@@ -218,6 +219,90 @@ describe('oauth2 credentials', () => {
     expect(await enqueue()).toMatchObject({ outcome: 'enqueued' });
   });
 
+  it("a refused grant's job error reads as the token endpoint answered it (redaction leaves the words after 'token' that are no token value)", async () => {
+    const conn = await oauthConnection(10);
+    oauth.refreshTokens.delete(conn.grant.refresh); // revoked
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const err = await runTask(db.pool, jobId, tasks[0]!, 'a').result.then(() => null, (e: Error) => e);
+    await endJob(jobId);
+    expect(err?.message).toBe('oauth2: the token endpoint answered 400 invalid_grant; reconnect the connection or PATCH its credentials');
+    // A value after `token` that looks like one is still redacted, as are Bearer and Basic values.
+    expect(redactSecrets('token abcdefgh12345678, token ABCDEFGHIJKL, Bearer abcdefghijkl, Basic abcdefghijkl')).toBe('token [redacted], token [redacted], Bearer [redacted], Basic [redacted]');
+    expect(redactSecrets('the token endpoint answered; the token expired; token request failed')).toBe('the token endpoint answered; the token expired; token request failed');
+  });
+
+  it('invalid_grant for credentials replaced (PATCH) while the refresh was under way fails the task as retryable, and its retry syncs with the new ones', async () => {
+    const conn = await oauthConnection(10); // within its margin: the first use refreshes
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const before = oauth.counts.refresh;
+    let release!: () => void;
+    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
+    const run = runTask(db.pool, jobId, tasks[0]!, 'a');
+    const failure = run.result.then(() => null, (err: Error & { nonRetryable?: boolean }) => err);
+    while (oauth.counts.refresh === before) await new Promise((r) => setTimeout(r, 20));
+    // While the token endpoint answers: the grant is revoked at the provider, and the user gives new credentials.
+    oauth.refreshTokens.delete(conn.grant.refresh);
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    const patched = await updateConnection(commandDeps, conn.id, { credentials: { token: 'patched_token_0123456789abcdef' } });
+    expect([patched.status, patched.credential_kind]).toEqual(['active', 'token']);
+    oauth.accessTokens.add('patched_token_0123456789abcdef');
+    release();
+    const err = await failure;
+    oauth.refreshGate = null;
+    // The refusal was of the credentials the connection no longer has: nothing to reconnect, try again.
+    expect(err?.message).toMatch(/replaced/);
+    expect(err?.nonRetryable).toBe(false);
+    expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id])).rows[0]!.status).toBe('active');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(alerts.rowCount).toBe(0);
+    // Temporal's retry of the activity (attempt 2) takes the task over and syncs with the token.
+    const retried = await runTask(db.pool, jobId, tasks[0]!, 'a', 2).result;
+    await endJob(jobId);
+    expect(retried.status).toBe('completed');
+  });
+
+  it('a run whose grant a PATCH replaced meanwhile, refused by the provider (401), fails as retryable, not as credentials gone for good', async () => {
+    const conn = await oauthConnection(3600);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
+    // A run opened the grant (a task claimed with it); its token comes due while it pages.
+    const provider = credentialProvider(deps, conn.id, stored, conn.id);
+    expect(await provider.current()).toEqual({ token: conn.grant.access });
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    await updateConnection(commandDeps, conn.id, { credentials: { token: 'patched_token_0123456789abcdef' } });
+    expect(await findGrantForRefresh(db.pool, conn.id)).toBeNull(); // the grant no connection uses is gone
+    const err = await provider.renewed({ token: conn.grant.access }).then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('Transient');
+    expect(err?.message).toMatch(/credentials changed/);
+  });
+
+  it('a connection of a refused grant that was disabled when the grant was refused, then resumed, needs reauthorization too at its next run, with its alert and event', async () => {
+    const owner = await oauthConnection(10);
+    const sharer = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [sharer, `s-${sharer.slice(0, 8)}`, config()]);
+    const commandDeps = { pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 } as unknown as CommandDeps;
+    await updateConnection(commandDeps, sharer, { credentials: { kind: 'oauth2', grant_from_connection: owner.id } });
+    await db.pool.query(`update connections set status = 'disabled' where id = $1`, [sharer]); // as POST /disable writes it
+    oauth.refreshTokens.delete(owner.grant.refresh); // revoked
+    const first = await job(owner.id, ['a']);
+    await expect(runTask(db.pool, first.jobId, first.tasks[0]!, 'a').result).rejects.toThrow(/invalid_grant/);
+    await endJob(first.jobId);
+    const statusOf = async (id: string) => (await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status;
+    expect([await statusOf(owner.id), await statusOf(sharer)]).toEqual(['needs_reauth', 'disabled']);
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [sharer]); // as POST /resume writes it
+    const before = oauth.counts.refresh;
+    const next = await job(sharer, ['a']);
+    await expect(runTask(db.pool, next.jobId, next.tasks[0]!, 'a').result).rejects.toThrow(/needs new credentials/);
+    await endJob(next.jobId);
+    expect(oauth.counts.refresh).toBe(before); // the refused grant is not tried again
+    // Every connection of a refused grant needs reauthorization: the schedule stops, the tenant is told.
+    expect(await statusOf(sharer)).toBe('needs_reauth');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [sharer]);
+    expect(alerts.rowCount).toBe(1);
+    const events = await db.pool.query(`select 1 from webhook_events where connection_id = $1 and event_type = 'connection.credentials_invalid'`, [sharer]);
+    expect(events.rowCount).toBe(1);
+  });
+
   it('sharing a healthy grant into a connection that needs reauthorization makes it active with its alert resolved, and the grant keeps refreshing at the provider', async () => {
     const healthy = await oauthConnection(10); // within its margin: its next use refreshes
     const refused = await oauthConnection(10);
@@ -268,6 +353,45 @@ describe('oauth2 credentials', () => {
       // The envelope records when the token was obtained: its lifetime is what its margin is judged by.
       const secret = await storedSecret(conn.id);
       expect(Date.parse(secret.expires_at as string) - Date.parse(secret.obtained_at as string)).toBe(300_000);
+    } finally {
+      oauth.expiresIn = 3600;
+    }
+  });
+});
+
+describe('token answers whose expires_in lies beyond any date', () => {
+  it('an oauth2 refresh answered with expires_in 1e13 stores the rotated refresh token and the access token without an expiry (used until refused)', async () => {
+    oauth.expiresIn = 1e13;
+    try {
+      const conn = await oauthConnection(10); // within its margin: the first use refreshes
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
+      const token = (await credentialProvider(deps, conn.id, stored, conn.id).current())!.token;
+      const secret = await storedSecret(conn.id);
+      expect(secret.access_token).toBe(token);
+      expect(secret.refresh_token).not.toBe(conn.grant.refresh);
+      expect(oauth.refreshTokens.has(secret.refresh_token as string)).toBe(true);
+      expect(secret.expires_at).toBeNull();
+    } finally {
+      oauth.expiresIn = 3600;
+    }
+  });
+
+  it('a client credentials token answered with expires_in 1e13 is cached without an expiry', async () => {
+    oauth.expiresIn = 1e13;
+    try {
+      const id = randomUUID();
+      const credential = { kind: 'oauth2_client_credentials', token_url: `${oauth.url}/token`, client_id: oauth.clientId, client_secret: oauth.clientSecret, scopes: ['read'] };
+      const sealed = sealCredentials(TEST_KEYRING, id, credential);
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, to_jsonb($4::text))`,
+        [id, `ccx-${id.slice(0, 8)}`, config(), sealed],
+      );
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const token = (await credentialProvider(deps, id, sealed).current())!.token;
+      const secret = await storedSecret(id);
+      expect(secret.token).toBe(token);
+      expect(secret.expires_at).toBeNull();
     } finally {
       oauth.expiresIn = 3600;
     }

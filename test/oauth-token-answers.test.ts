@@ -3,7 +3,8 @@
 // URL's origin (Keycloak, Okta, Google, Microsoft, Auth0 once `openid` is asked for) is used as a
 // plain OAuth 2 answer, in the code exchange and in a refresh (whose rotated refresh token is the
 // one stored); a refresh refused for the OAuth app's client credentials (`invalid_client`,
-// `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure.
+// `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure;
+// optional members given as null, and an expires_in that is no lifetime, are taken as absent.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +29,8 @@ interface Mode {
   /** Leaves `token_type` out of a token answer (an answer no OAuth 2 client may take). */
   noTokenType: boolean;
   refuse: { status: number; error: string; challenge?: string } | null;
+  /** Members set on every token answer as given (null included), over the usual ones. */
+  extra?: Record<string, unknown>;
 }
 
 interface FakeIdp {
@@ -63,6 +66,7 @@ async function startFakeIdp(): Promise<FakeIdp> {
     const now = Math.floor(Date.now() / 1000);
     const out: Record<string, unknown> = { access_token, refresh_token, token_type: 'Bearer', expires_in: 3600, scope: 'openid read' };
     if (fake.mode.noTokenType) delete out.token_type;
+    Object.assign(out, fake.mode.extra ?? {});
     // The OpenID issuer is a realm path, as Keycloak's (`{host}/realms/{realm}`); signed by nobody.
     if (fake.mode.idToken) out.id_token = `${b64u({ alg: 'RS256', typ: 'JWT' })}.${b64u({ iss: `${fake.url}/realms/acme`, sub: 'user-1', aud: CLIENT_ID, iat: now, exp: now + 300 })}.c2ln`;
     return out;
@@ -190,6 +194,47 @@ describe('token answers carrying an OpenID Connect id_token of another issuer', 
     const seed = `rt_seed_${randomUUID()}`;
     idp.live.add(seed);
     await expect(refreshGrant(app(), seed, POLICY)).rejects.toBeInstanceOf(TokenRequestFailed);
+  });
+});
+
+describe('token answers with optional members null, or an expires_in that is no lifetime', () => {
+  it('a refresh answered with expires_in, scope or refresh_token null, or expires_in -1 or "never", is taken with those members absent: the rotated refresh token is kept', async () => {
+    for (const extra of [{ expires_in: null }, { scope: null }, { expires_in: -1 }, { expires_in: 'never' }, { expires_in: null, scope: null }]) {
+      idp.mode.extra = extra;
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+      const issued = idp.issued.at(-1)!;
+      const expected: Record<string, unknown> = { ...issued, expires_in: 3600, scope: 'openid read' };
+      for (const key of Object.keys(extra)) delete expected[key];
+      expect(answer, JSON.stringify(extra)).toEqual(expected);
+    }
+    // A refresh token given as null is no rotation: the credential keeps the one it had.
+    idp.mode.extra = { refresh_token: null };
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+    expect(credential).toEqual({ token: idp.issued.at(-1)!.access_token });
+    expect((await stored(conn.id)).secret.refresh_token).toBe(conn.refresh);
+  });
+});
+
+describe('errors answered with status 200 (as GitHub\'s OAuth token endpoint answers them)', () => {
+  it('a refresh answered 200 {"error": "bad_refresh_token"} or 200 {"error": "invalid_grant"} is the grant refused, and the connection needs reauthorization', async () => {
+    for (const error of ['bad_refresh_token', 'invalid_grant']) {
+      idp.mode.refuse = { status: 200, error };
+      const err = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+      expect(err, error).toBeInstanceOf(GrantRefused);
+      expect(err!.message).toContain(`answered 200 ${error}`);
+    }
+    idp.mode.refuse = { status: 200, error: 'incorrect_client_credentials' };
+    expect(await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e)).toBeInstanceOf(ClientRefused);
+    idp.mode.refuse = { status: 200, error: 'bad_refresh_token' };
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('CredentialsInvalid');
+    expect((await stored(conn.id)).status).toBe('needs_reauth');
   });
 });
 
