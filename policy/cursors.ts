@@ -107,27 +107,36 @@ export const jobCursor = timeCursor('created_at');
 export const deliveryCursor = timeCursor('at');
 
 /**
- * A position in a connection's change feed: the last change read (`seq`, '0' for the start) and
- * the purge epoch when the cursor was issued (`epoch`: the newest tombstone purge its issuer saw).
- * A purge after that epoch that removed a deletion past `seq` expires it; no earlier purge can.
+ * A position in a connection's change feed: the last change read (`seq`, '0' for the start), the
+ * purge epoch when the cursor was issued (`epoch`: the newest tombstone purge its issuer saw), and
+ * the connection whose feed it is a position in (`connection`). A purge after that epoch that
+ * removed a deletion past `seq` expires it; no earlier purge can. Positions come from one
+ * sequence shared by every connection, so a position in one feed read on another would pass over
+ * that feed's earlier changes: a cursor is read only on its own connection's feed.
  */
 export interface FeedCursor {
   seq: string;
   epoch: string;
+  /** The connection's id (lowercase); absent from cursors issued before cursors named it. */
+  connection?: string;
 }
 
 /**
- * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>"}`. A cursor issued before cursors
- * carried an epoch (`{"seq":"<n>"}`) reads as epoch 0: every logged purge counts as after it, as
- * it did then.
+ * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>","connection_id":"<uuid>"}`. A cursor
+ * issued before cursors carried an epoch (`{"seq":"<n>"}`) reads as epoch 0: every logged purge
+ * counts as after it, as it did then; one issued before they named their connection reads on any
+ * feed, as it did then.
  */
 export const feedCursor: CursorCodec<FeedCursor> = {
-  encode: ({ seq, epoch }) => encodeFields({ seq, epoch }),
+  encode: ({ seq, epoch, connection }) => encodeFields(connection === undefined ? { seq, epoch } : { seq, epoch, connection_id: connection.toLowerCase() }),
   decode(text) {
     const fields = decodeFields(text);
     if (!fields) return null;
     const seq = field(fields, 'seq', isBigint);
     const epoch = fields.epoch === undefined ? '0' : field(fields, 'epoch', isBigint);
-    return seq && epoch ? { seq, epoch } : null;
+    if (!seq || !epoch) return null;
+    if (fields.connection_id === undefined) return { seq, epoch };
+    const connection = field(fields, 'connection_id', isUuid);
+    return connection ? { seq, epoch, connection: connection.toLowerCase() } : null;
   },
 };

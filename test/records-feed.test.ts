@@ -220,6 +220,27 @@ describe('records API: a consumer following the change feed', () => {
     expect((await call('GET', `/connections/${id}/records`)).status).toBe(200);
   });
 
+  it("a cursor of one connection's feed is refused (400) on another connection's feed, which it would silently read past", async () => {
+    const mine = await feedConnection();
+    const theirs = await feedConnection();
+    // The other feed's first change comes before this one's last position: the global sequence
+    // orders the changes of every connection.
+    await write(theirs, 'items', 'early');
+    for (const key of ['a', 'b', 'c']) await write(mine, 'items', key);
+    await write(theirs, 'items', 'late');
+    const read = await readAll(mine, { limit: 10 });
+    expect(read.items.map((i) => i.external_id)).toEqual(['a', 'b', 'c']);
+    const misused = await call('GET', `/connections/${theirs}/records?cursor=${read.cursor}`);
+    expect(misused.status, JSON.stringify(misused.body)).toBe(400);
+    expect(misused.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/another connection/) });
+    // Its own feed takes it, in any spelling of the connection's id; a cursor issued before
+    // cursors named their connection reads on any feed, as it did then.
+    expect((await call('GET', `/connections/${mine}/records?cursor=${read.cursor}`)).status).toBe(200);
+    expect((await call('GET', `/connections/${mine.toUpperCase()}/records?cursor=${read.cursor}`)).status).toBe(200);
+    const legacy = Buffer.from(JSON.stringify({ seq: '0', epoch: '0' })).toString('base64url');
+    expect((await readAll(theirs, { limit: 10, cursor: legacy })).items.map((i) => i.external_id)).toEqual(['early', 'late']);
+  });
+
   it("the cursor of a sync.completed event is not expired when the connection's newest positions were purged", async () => {
     const id = await feedConnection();
     const { rows: conn } = await stack.db.pool.query<{ tenant_id: string }>('select tenant_id from connections where id = $1', [id]);
@@ -244,5 +265,7 @@ describe('records API: a consumer following the change feed', () => {
     const answer = await call('GET', `/connections/${id}/records?cursor=${event[0]!.payload.cursor}`);
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     expect(answer.body.items).toEqual([]);
+    // It is a position in this connection's feed only.
+    expect((await call('GET', `/connections/${await feedConnection()}/records?cursor=${event[0]!.payload.cursor}`)).status).toBe(400);
   });
 });

@@ -77,7 +77,7 @@ export async function insertConnectionEvent(
 
 /**
  * What the event `type` of job `jobId` says (its row, its record counts summed over its tasks and
- * the connection's feed head: latest change and purge epoch), read in the caller's transaction;
+ * the connection's feed head: latest change, purge epoch and the connection), read in the caller's transaction;
  * null when no webhook of the job's tenant listens for `type` (then it costs one index lookup).
  */
 export async function findJobEventFacts(tx: Queryable, jobId: string, type: WebhookEventType): Promise<JobEventFacts | null> {
@@ -96,7 +96,7 @@ export async function findJobEventFacts(tx: Queryable, jobId: string, type: Webh
   const row = rows[0];
   if (!row) return null;
   const { feed_seq, feed_epoch, ...facts } = row;
-  return { ...facts, feed: { seq: feed_seq, epoch: feed_epoch } };
+  return { ...facts, feed: { seq: feed_seq, epoch: feed_epoch, connection: facts.connection_id } };
 }
 
 /** What the delivery activity needs: the endpoint, its secret (as stored: sealed), the event. */
