@@ -241,6 +241,26 @@ describe('records API: a consumer following the change feed', () => {
     expect((await readAll(theirs, { limit: 10, cursor: legacy })).items.map((i) => i.external_id)).toEqual(['early', 'late']);
   });
 
+  it("a cursor of one resource type's feed is refused (400) on the whole feed or another type's, which it would silently read past", async () => {
+    const id = await feedConnection();
+    await write(id, 'items', 'a');
+    await write(id, 'others', 'x');
+    await write(id, 'items', 'b');
+    const items = await readAll(id, { limit: 10, resourceType: 'items' });
+    expect(items.items.map((i) => i.external_id)).toEqual(['a', 'b']);
+    // 'x' came before the items cursor's position: read on with it, every type's reader would pass over it.
+    for (const scope of ['', '&resource_type=others']) {
+      const misused = await call('GET', `/connections/${id}/records?cursor=${items.cursor}${scope}`);
+      expect(misused.status, `${scope}: ${JSON.stringify(misused.body)}`).toBe(400);
+      expect(misused.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/resource type/) });
+    }
+    // Its own type's reader takes it; a cursor of the whole feed serves a reader of one type too.
+    expect((await call('GET', `/connections/${id}/records?resource_type=items&cursor=${items.cursor}`)).status).toBe(200);
+    const all = await readAll(id, { limit: 10 });
+    expect(all.items.map((i) => i.external_id)).toEqual(['a', 'x', 'b']);
+    expect((await call('GET', `/connections/${id}/records?resource_type=others&cursor=${all.cursor}`)).status).toBe(200);
+  });
+
   it("the cursor of a sync.completed event is not expired when the connection's newest positions were purged", async () => {
     const id = await feedConnection();
     const { rows: conn } = await stack.db.pool.query<{ tenant_id: string }>('select tenant_id from connections where id = $1', [id]);
