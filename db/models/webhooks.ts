@@ -216,10 +216,13 @@ export async function listDeliveries(
   return { rows: rows.slice(0, query.limit), more: rows.length > query.limit };
 }
 
-/** One delivery of a webhook, or null. */
-export async function findDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<{ id: string; status: DeliveryStatus } | null> {
+/**
+ * One delivery of a webhook, or null, locked until the end of the caller's transaction: a
+ * redelivery of it running beside this one waits, then reads the status that one left.
+ */
+export async function findDeliveryForUpdate(db: Queryable, webhookId: string, deliveryId: string): Promise<{ id: string; status: DeliveryStatus } | null> {
   const { rows } = await db.query<{ id: string; status: DeliveryStatus }>(
-    'select id, status from webhook_deliveries where webhook_id = $1 and id = $2',
+    'select id, status from webhook_deliveries where webhook_id = $1 and id = $2 for no key update',
     [webhookId, deliveryId],
   );
   return rows[0] ?? null;
