@@ -92,7 +92,7 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
       throw overLimit('redeliveriesPerHour', max, 'redeliveries an hour', redeliveryRetryAfterSeconds(recent.oldest ?? now, now));
     }
     await insertRedelivery(tx, { tenantId: hook.tenant_id, deliveryId, at: now, before: since });
-    await webhooks.reopenDelivery(tx, deliveryId);
+    await webhooks.reopenDelivery(tx, deliveryId, now);
   });
   // A start that fails, or finds the previous run still closing, is made by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, [deliveryId]);

@@ -1,7 +1,10 @@
-// Redelivery against a real Postgres: two requests to redeliver one finished delivery at once.
-// Temporal is not reached (a start that fails is the reconcile tick's to make).
+// Redelivery against a real Postgres: two requests to redeliver one finished delivery at once, and
+// a redelivery beside the previous round's run still ending. Temporal is not reached (a start that
+// fails is the reconcile tick's to make).
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failWebhookDelivery } from '../activities/webhook-deliveries';
+import type { ActivityDeps } from '../activities/deps';
 import { redeliver } from '../commands/webhooks';
 import { CommandRefused } from '../commands/errors';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
@@ -56,5 +59,31 @@ describe('redelivery races', () => {
     expect(counted[0]!.n).toBe(1);
     const { rows: delivery } = await db.pool.query('select status from webhook_deliveries where id = $1', [deliveryId]);
     expect(delivery[0]).toEqual({ status: 'pending' });
+  });
+  it("a retry of the previous round's failing step (its first run's answer was lost) leaves a delivery redelivered since pending", async () => {
+    const tenant = `refail-${Date.now()}`;
+    const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
+      `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
+            e as (insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.completed', '{}') returning id)
+       insert into webhook_deliveries (webhook_id, event_id, status, attempts)
+       select w.id, e.id, 'pending', 33 from w, e returning webhook_id, id as delivery_id`,
+      [tenant],
+    );
+    const { webhook_id: webhookId, delivery_id: deliveryId } = rows[0]!;
+    const status = async () => (await db.pool.query('select status from webhook_deliveries where id = $1', [deliveryId])).rows[0].status;
+    // The round gave up: its run marks the delivery failed, but the activity's completion is lost.
+    const fail = failWebhookDelivery({ pool: db.pool } as ActivityDeps);
+    const input = { deliveryId, at: Date.now() - 1_000 };
+    await fail(input);
+    expect(await status()).toBe('failed');
+    // The tenant redelivers it (the start finds that run still open, or fails: the tick's to make)…
+    await redeliver(testCommandDeps(db.pool, unreachable), webhookId, deliveryId);
+    expect(await status()).toBe('pending');
+    // …and the same activity, retried by that run, must not end the new round before its first attempt.
+    await fail(input);
+    expect(await status()).toBe('pending');
+    // A round that fails after the redelivery is marked failed as ever.
+    await fail({ deliveryId, at: Date.now() + 1_000 });
+    expect(await status()).toBe('failed');
   });
 });

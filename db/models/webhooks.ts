@@ -154,9 +154,16 @@ export async function recordDeliveryAttempt(
   return { made: rows[0].attempts - rows[0].round_attempts_before, roundStartedAt: rows[0].round_started_at };
 }
 
-/** Marks a still-pending delivery failed for good (its retries ran out). */
+/**
+ * Marks a still-pending delivery failed for good (its retries ran out at `at`), unless it was
+ * redelivered after `at`: that failure was the round's before (its step run again), not this one's.
+ */
 export async function failDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
-  await db.query(`update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2 where id = $1 and status = ${DELIVERY.pending}`, [deliveryId, at]);
+  await db.query(
+    `update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2
+      where id = $1 and status = ${DELIVERY.pending} and (reopened_at is null or reopened_at < $2)`,
+    [deliveryId, at],
+  );
 }
 
 /**
@@ -228,9 +235,17 @@ export async function findDeliveryForUpdate(db: Queryable, webhookId: string, de
   return rows[0] ?? null;
 }
 
-/** Puts a finished delivery back to pending for another round of attempts (its attempts are kept; the round's are counted after them, its start is its first attempt's). */
-export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
-  await db.query(`update webhook_deliveries set status = ${DELIVERY.pending}, finished_at = null, round_attempts_before = attempts, round_started_at = null where id = $1`, [deliveryId]);
+/**
+ * Puts a finished delivery back to pending at `at` for another round of attempts (its attempts are
+ * kept; the round's are counted after them, its start is its first attempt's).
+ */
+export async function reopenDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
+  await db.query(
+    `update webhook_deliveries
+        set status = ${DELIVERY.pending}, finished_at = null, round_attempts_before = attempts, round_started_at = null, reopened_at = $2
+      where id = $1`,
+    [deliveryId, at],
+  );
 }
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
