@@ -4,7 +4,7 @@ import { findFeedExpiry, readChanges } from '../db/models/records';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
 import type { CommandDeps } from './deps';
-import { CommandRefused, notFound } from './errors';
+import { CommandRefused, invalid, notFound } from './errors';
 
 export type { RecordChange };
 
@@ -32,15 +32,25 @@ export interface ChangesPage {
  * purge removed a tombstone of the reader's resource types after the cursor was issued is refused
  * (`cursor_expired`, 410) rather than silently skipping a deletion; reading again from the start
  * rebuilds a copy. A purge the cursor's issuer had already seen, or of another resource type than
- * the reader follows, never expires it. The next cursor carries the snapshot's purge epoch.
+ * the reader follows, never expires it. The next cursor carries the snapshot's purge epoch and
+ * the connection (and the resource type read, if one): positions are of one sequence shared by
+ * every connection and type, so a cursor of another connection's feed, or of one type's feed read
+ * without that type, is refused (invalid, 400) rather than read past this feed's changes.
  */
 export async function listChanges(deps: CommandDeps, connectionId: string, query: ChangesQuery): Promise<ChangesPage> {
   const afterSeq = query.after?.seq ?? '0';
+  const connection = connectionId.toLowerCase();
   return withTransaction(
     deps.pool,
     async (tx) => {
       const expiry = await findFeedExpiry(tx, { connectionId, afterSeq, epoch: query.after?.epoch ?? '0', resourceType: query.resourceType });
       if (!expiry) throw notFound('no connection with that id');
+      if (query.after?.connection !== undefined && query.after.connection !== connection) {
+        throw invalid("cursor: a cursor of another connection's feed; read this connection's feed from the start (no cursor) or with its own cursor");
+      }
+      if (query.after?.resourceType !== undefined && query.after.resourceType !== query.resourceType) {
+        throw invalid(`cursor: a cursor of the feed of resource type ${JSON.stringify(query.after.resourceType)} only; read with that resource_type, or from the start (no cursor)`);
+      }
       if (query.after && expiry.purged_through !== null) {
         throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {
           purged_through: expiry.purged_through,
@@ -49,7 +59,7 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       const changes = await readChanges(tx, { connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter });
       return {
         changes,
-        next: { seq: changes.at(-1)?.change_seq ?? afterSeq, epoch: expiry.epoch },
+        next: { seq: changes.at(-1)?.change_seq ?? afterSeq, epoch: expiry.epoch, connection, resourceType: query.resourceType },
         hasMore: changes.length === query.limit,
       };
     },

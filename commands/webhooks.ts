@@ -79,7 +79,8 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
   const hook = await webhooks.findWebhook(deps.pool, webhookId);
   if (!hook) throw notFound('no delivery with that id for this webhook');
   await withTransaction(deps.pool, async (tx) => {
-    const delivery = await webhooks.findDelivery(tx, webhookId, deliveryId);
+    // Locked first: a second redelivery of it at the same time waits here and finds it pending.
+    const delivery = await webhooks.findDeliveryForUpdate(tx, webhookId, deliveryId);
     if (!delivery) throw notFound('no delivery with that id for this webhook');
     if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
     // Counted and recorded under the tenant's lock, over a sliding hour.
@@ -91,7 +92,7 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
       throw overLimit('redeliveriesPerHour', max, 'redeliveries an hour', redeliveryRetryAfterSeconds(recent.oldest ?? now, now));
     }
     await insertRedelivery(tx, { tenantId: hook.tenant_id, deliveryId, at: now, before: since });
-    await webhooks.reopenDelivery(tx, deliveryId);
+    await webhooks.reopenDelivery(tx, deliveryId, now);
   });
   // A start that fails, or finds the previous run still closing, is made by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, [deliveryId]);

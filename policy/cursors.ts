@@ -106,28 +106,59 @@ export const jobCursor = timeCursor('created_at');
 /** Cursors of a webhook's deliveries: `{"at":…,"id":…}`. */
 export const deliveryCursor = timeCursor('at');
 
+/** A resource type as the records feed's filter takes it: 1 to 200 characters. */
+const isResourceType = (text: string): boolean => text.length >= 1 && text.length <= 200;
+
 /**
- * A position in a connection's change feed: the last change read (`seq`, '0' for the start) and
- * the purge epoch when the cursor was issued (`epoch`: the newest tombstone purge its issuer saw).
- * A purge after that epoch that removed a deletion past `seq` expires it; no earlier purge can.
+ * A position in a connection's change feed: the last change read (`seq`, '0' for the start), the
+ * purge epoch when the cursor was issued (`epoch`: the newest tombstone purge its issuer saw), the
+ * connection whose feed it is a position in (`connection`), and the one resource type its reader
+ * followed (`resourceType`; absent: every type). A purge after that epoch that removed a deletion
+ * past `seq` expires it; no earlier purge can. Positions come from one sequence shared by every
+ * connection and type, so a position read on a feed it was not issued for would pass over that
+ * feed's earlier changes: a cursor is read only on its own connection's feed, and one issued to a
+ * reader of one type only by a reader of that type (a cursor of every type serves any reader).
  */
 export interface FeedCursor {
   seq: string;
   epoch: string;
+  /** The connection's id (lowercase); absent from cursors issued before cursors named it. */
+  connection?: string;
+  /** The resource type its reader followed; absent when it followed every type. */
+  resourceType?: string;
 }
 
 /**
- * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>"}`. A cursor issued before cursors
+ * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>","connection_id":"<uuid>"}`, and
+ * `"resource_type":"<type>"` when issued to a reader of one type. A cursor issued before cursors
  * carried an epoch (`{"seq":"<n>"}`) reads as epoch 0: every logged purge counts as after it, as
- * it did then.
+ * it did then; one issued before they named their connection reads on any feed, as it did then.
  */
 export const feedCursor: CursorCodec<FeedCursor> = {
-  encode: ({ seq, epoch }) => encodeFields({ seq, epoch }),
+  encode: ({ seq, epoch, connection, resourceType }) =>
+    encodeFields({
+      seq,
+      epoch,
+      ...(connection !== undefined && { connection_id: connection.toLowerCase() }),
+      ...(resourceType !== undefined && { resource_type: resourceType }),
+    }),
   decode(text) {
     const fields = decodeFields(text);
     if (!fields) return null;
     const seq = field(fields, 'seq', isBigint);
     const epoch = fields.epoch === undefined ? '0' : field(fields, 'epoch', isBigint);
-    return seq && epoch ? { seq, epoch } : null;
+    if (!seq || !epoch) return null;
+    const cursor: FeedCursor = { seq, epoch };
+    if (fields.connection_id !== undefined) {
+      const connection = field(fields, 'connection_id', isUuid);
+      if (!connection) return null;
+      cursor.connection = connection.toLowerCase();
+    }
+    if (fields.resource_type !== undefined) {
+      const resourceType = field(fields, 'resource_type', isResourceType);
+      if (!resourceType) return null;
+      cursor.resourceType = resourceType;
+    }
+    return cursor;
   },
 };

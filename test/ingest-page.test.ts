@@ -105,7 +105,9 @@ describe('a job page in one statement', () => {
     const pass = await fullPass('overlap', new Date());
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
     const at = new Date(Date.now() + 1000);
-    await upsertRecords(db.pool, { ...target, at, seenBy: pass.taskId }, [record('r', 1)], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 1, partitions: noMarks });
+    // (Its page was fetched two hours ago: the overlapping job's below, fetched after it, is newer news.)
+    const fetchedAt = new Date(Date.now() - 7_200_000);
+    await upsertRecords(db.pool, { ...target, at, fetchedAt, seenBy: pass.taskId }, [record('r', 1)], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 1, partitions: noMarks });
     expect(await seenIds(pass.taskId)).toEqual([]);
     // An overlapping job whose page time is before the pass began changes r.
     expect(await upsertRecords(db.pool, { ...target, jobId: null, at: new Date(Date.now() - 3_600_000) }, [record('r', 2)])).toMatchObject({ updated: 1 });

@@ -49,6 +49,13 @@ describe('cursor codecs', () => {
     expect(jobCursor.decode(base64({ at: new Date().toISOString(), id: UUID_A }))).toBeNull();
     expect(serialCursor.decode(base64({ id: UUID_A }))).toBeNull();
     expect(feedCursor.decode(base64({ seq: '1', epoch: 'x' }))).toBeNull();
+    expect(feedCursor.decode(base64({ seq: '1', epoch: '0', connection_id: 'x' }))).toBeNull();
+    // A feed cursor names its connection, in lowercase whatever the spelling it was issued with.
+    expect(feedCursor.decode(feedCursor.encode({ seq: '7', epoch: '3', connection: UUID_A.toUpperCase() }))).toEqual({ seq: '7', epoch: '3', connection: UUID_A });
+    // …and the one resource type its reader followed, if one.
+    expect(feedCursor.decode(feedCursor.encode({ seq: '7', epoch: '3', connection: UUID_A, resourceType: 'issues' }))).toEqual({ seq: '7', epoch: '3', connection: UUID_A, resourceType: 'issues' });
+    expect(feedCursor.decode(base64({ seq: '1', epoch: '0', resource_type: '' }))).toBeNull();
+    expect(feedCursor.decode(base64({ seq: '1', epoch: '0', resource_type: 7 }))).toBeNull();
   });
 
   it('read no position the database cannot take: a uuid only in its 8-4-4-4-12 form, a bigint up to 2^63 - 1, a UTC time to the millisecond or microsecond in years 1 to 9999', () => {

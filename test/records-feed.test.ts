@@ -220,6 +220,47 @@ describe('records API: a consumer following the change feed', () => {
     expect((await call('GET', `/connections/${id}/records`)).status).toBe(200);
   });
 
+  it("a cursor of one connection's feed is refused (400) on another connection's feed, which it would silently read past", async () => {
+    const mine = await feedConnection();
+    const theirs = await feedConnection();
+    // The other feed's first change comes before this one's last position: the global sequence
+    // orders the changes of every connection.
+    await write(theirs, 'items', 'early');
+    for (const key of ['a', 'b', 'c']) await write(mine, 'items', key);
+    await write(theirs, 'items', 'late');
+    const read = await readAll(mine, { limit: 10 });
+    expect(read.items.map((i) => i.external_id)).toEqual(['a', 'b', 'c']);
+    const misused = await call('GET', `/connections/${theirs}/records?cursor=${read.cursor}`);
+    expect(misused.status, JSON.stringify(misused.body)).toBe(400);
+    expect(misused.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/another connection/) });
+    // Its own feed takes it, in any spelling of the connection's id; a cursor issued before
+    // cursors named their connection reads on any feed, as it did then.
+    expect((await call('GET', `/connections/${mine}/records?cursor=${read.cursor}`)).status).toBe(200);
+    expect((await call('GET', `/connections/${mine.toUpperCase()}/records?cursor=${read.cursor}`)).status).toBe(200);
+    const legacy = Buffer.from(JSON.stringify({ seq: '0', epoch: '0' })).toString('base64url');
+    expect((await readAll(theirs, { limit: 10, cursor: legacy })).items.map((i) => i.external_id)).toEqual(['early', 'late']);
+  });
+
+  it("a cursor of one resource type's feed is refused (400) on the whole feed or another type's, which it would silently read past", async () => {
+    const id = await feedConnection();
+    await write(id, 'items', 'a');
+    await write(id, 'others', 'x');
+    await write(id, 'items', 'b');
+    const items = await readAll(id, { limit: 10, resourceType: 'items' });
+    expect(items.items.map((i) => i.external_id)).toEqual(['a', 'b']);
+    // 'x' came before the items cursor's position: read on with it, every type's reader would pass over it.
+    for (const scope of ['', '&resource_type=others']) {
+      const misused = await call('GET', `/connections/${id}/records?cursor=${items.cursor}${scope}`);
+      expect(misused.status, `${scope}: ${JSON.stringify(misused.body)}`).toBe(400);
+      expect(misused.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/resource type/) });
+    }
+    // Its own type's reader takes it; a cursor of the whole feed serves a reader of one type too.
+    expect((await call('GET', `/connections/${id}/records?resource_type=items&cursor=${items.cursor}`)).status).toBe(200);
+    const all = await readAll(id, { limit: 10 });
+    expect(all.items.map((i) => i.external_id)).toEqual(['a', 'x', 'b']);
+    expect((await call('GET', `/connections/${id}/records?resource_type=others&cursor=${all.cursor}`)).status).toBe(200);
+  });
+
   it("the cursor of a sync.completed event is not expired when the connection's newest positions were purged", async () => {
     const id = await feedConnection();
     const { rows: conn } = await stack.db.pool.query<{ tenant_id: string }>('select tenant_id from connections where id = $1', [id]);
@@ -244,5 +285,7 @@ describe('records API: a consumer following the change feed', () => {
     const answer = await call('GET', `/connections/${id}/records?cursor=${event[0]!.payload.cursor}`);
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     expect(answer.body.items).toEqual([]);
+    // It is a position in this connection's feed only.
+    expect((await call('GET', `/connections/${await feedConnection()}/records?cursor=${event[0]!.payload.cursor}`)).status).toBe(400);
   });
 });

@@ -158,4 +158,27 @@ describe('record writes and the change feed', () => {
     expect(again).toMatchObject({ added: 1, updated: 0 });
     expect(await state()).toBeNull();
   });
+  it('a page fetched before the stored version never replaces it when the provider time cannot order them (equal, or none), and a page fetched after does', async () => {
+    const stored = async (id: string) =>
+      (await db.pool.query('select data from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'overlap', id])).rows[0].data;
+    const write = (records: ReturnType<typeof record>[], fetchedAt: Date) =>
+      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'overlap', jobId: null, at: new Date(), fetchedAt }, records));
+    const t = (ms: number) => new Date(Date.now() - 60_000 + ms);
+    // Two overlapping jobs: one fetched v1 first, the other fetched v2 after (changed within the
+    // provider's one-second resolution, or a provider without change times) and wrote first.
+    for (const updatedAt of ['2025-01-01T00:00:00Z', null]) {
+      const id = `same-${updatedAt ?? 'none'}`;
+      await write([record(id, { v: 0 }, updatedAt)], t(0));
+      expect(await write([record(id, { v: 2 }, updatedAt)], t(2_000))).toMatchObject({ updated: 1 });
+      // The slower job's page, fetched at t(1000), is written only now: older news.
+      expect(await write([record(id, { v: 1 }, updatedAt)], t(1_000)), `${updatedAt}`).toMatchObject({ updated: 0, unchanged: 1 });
+      expect(await stored(id), `${updatedAt}`).toEqual({ v: 2 });
+      // A page fetched later wins.
+      expect(await write([record(id, { v: 3 }, updatedAt)], t(3_000))).toMatchObject({ updated: 1 });
+      expect(await stored(id)).toEqual({ v: 3 });
+    }
+    // A later provider time still wins whenever it was fetched.
+    await write([record('newer', { v: 1 }, '2025-01-01T00:00:00Z')], t(5_000));
+    expect(await write([record('newer', { v: 2 }, '2025-01-02T00:00:00Z')], t(4_000))).toMatchObject({ updated: 1 });
+  });
 });

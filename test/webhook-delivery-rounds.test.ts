@@ -151,7 +151,7 @@ describe('webhook delivery on the time-skipping server', () => {
 
       // Redelivered: a new round, whose delays start again at 10 s (not an hour, as after 33 attempts).
       const before = rx.received.length;
-      await reopenDelivery(stack.db.pool, deliveryId);
+      await reopenDelivery(stack.db.pool, deliveryId, new Date());
       expect(await startWebhookDeliveries(stack.env.client, TASK_QUEUE, [deliveryId])).toEqual([deliveryId]);
       await stack.env.sleep('1 hour');
       const inRound = rx.received.length - before;

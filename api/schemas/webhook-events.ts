@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { FINISHED_JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, type WebhookEventType } from '../../policy/vocabulary';
 import type { WebhookEventData } from '../../policy/webhook-events';
+import { feedCursor } from '../../policy/cursors';
 
 /** True when A and B are the same type (neither has a field or a value the other lacks). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -21,7 +22,7 @@ const JobEventDataSchema = z
     }),
     counts: z.object({ added: z.number(), updated: z.number(), deleted: z.number(), unchanged: z.number() }),
     error: z.string().nullable().openapi({ description: 'sync.failed: what went wrong; sync.cancelled: why; null when completed' }),
-    cursor: z.string().openapi({ description: "A records-feed cursor at the connection's latest change when the job ended" }),
+    cursor: z.string().openapi({ description: "A records-feed cursor at the connection's latest change when the job ended (for that connection's feed only)" }),
   })
   .openapi('JobEventData');
 
@@ -98,7 +99,7 @@ function jobEventExample(
     },
     counts,
     error,
-    cursor: 'eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0',
+    cursor: feedCursor.encode({ seq: '1234', epoch: '0', connection: EXAMPLE_CONNECTION_ID }),
   };
 }
 

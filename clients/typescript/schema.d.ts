@@ -778,7 +778,7 @@ export interface components {
             };
             /** @description sync.failed: what went wrong; sync.cancelled: why; null when completed */
             error: string | null;
-            /** @description A records-feed cursor at the connection's latest change when the job ended */
+            /** @description A records-feed cursor at the connection's latest change when the job ended (for that connection's feed only) */
             cursor: string;
         };
         BreakerOpenedData: {
@@ -3730,7 +3730,7 @@ export interface operations {
             query?: {
                 /** @description Only changes of this resource type */
                 resource_type?: string;
-                /** @description next_cursor of the previous page; none to read the feed from the start */
+                /** @description next_cursor of the previous page, of this connection and resource_type (another connection's cursor, or one type's cursor read without that type, answers 400); none to read the feed from the start */
                 cursor?: string;
                 limit?: number;
                 /** @description Only changes written after this time (a convenience filter; the cursor alone sees every change) */
@@ -3767,7 +3767,7 @@ export interface operations {
                      *           "change": "insert"
                      *         }
                      *       ],
-                     *       "next_cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0",
+                     *       "next_cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9",
                      *       "has_more": false
                      *     }
                      */
@@ -6430,7 +6430,7 @@ export interface operations {
                  *           "unchanged": 985
                  *         },
                  *         "error": null,
-                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0"
+                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9"
                  *       }
                  *     }
                  */
@@ -6525,7 +6525,7 @@ export interface operations {
                  *           "unchanged": 400
                  *         },
                  *         "error": "issues: the provider answered 500",
-                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0"
+                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9"
                  *       }
                  *     }
                  */
@@ -6620,7 +6620,7 @@ export interface operations {
                  *           "unchanged": 0
                  *         },
                  *         "error": "cancelled over the API",
-                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIn0"
+                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9"
                  *       }
                  *     }
                  */

@@ -57,7 +57,9 @@ export interface PageProgress {
  * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
- * provider says is older than the stored version; every other write takes the next `change_seq`,
+ * provider says is older than the stored version, nor, when the provider's change times are equal
+ * or missing, one fetched before the stored version was (`fetched_at`: a page of an overlapping
+ * job fetched earlier and written later is older news); every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
@@ -102,11 +104,11 @@ export async function upsertRecords(
           feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text)) where $9::uuid is null or exists (select 1 from held)),
           page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
           written as (
-       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at)
-       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4
+       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at)
+       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8
          from page r
        on conflict (connection_id, resource_type, external_id) do update
-          set data = excluded.data, source_updated_at = excluded.source_updated_at,
+          set data = excluded.data, source_updated_at = excluded.source_updated_at, fetched_at = excluded.fetched_at,
               last_seen_job_id = excluded.last_seen_job_id, synced_at = greatest(records.synced_at, excluded.synced_at),
               change_seq = nextval('records_change_seq'),
               change = case when records.deleted_at is null then ${CHANGE.update} else ${CHANGE.insert} end,
@@ -114,9 +116,11 @@ export async function upsertRecords(
         where (records.deleted_at is not null
                or records.data is distinct from excluded.data
                or records.source_updated_at is distinct from excluded.source_updated_at)
-          -- Never replace a newer version with an older one (two jobs of a connection can overlap).
-          and (records.source_updated_at is null or excluded.source_updated_at is null
-               or excluded.source_updated_at >= records.source_updated_at)
+          -- Never replace a newer version with an older one (two jobs of a connection can overlap):
+          -- by the provider's change times when they differ, else by when each was fetched.
+          and (case when records.source_updated_at <> excluded.source_updated_at
+                    then excluded.source_updated_at > records.source_updated_at
+                    else records.fetched_at is null or $8::timestamptz >= records.fetched_at end)
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
        returning records.external_id, records.change),

@@ -77,7 +77,7 @@ export async function insertConnectionEvent(
 
 /**
  * What the event `type` of job `jobId` says (its row, its record counts summed over its tasks and
- * the connection's feed head: latest change and purge epoch), read in the caller's transaction;
+ * the connection's feed head: latest change, purge epoch and the connection), read in the caller's transaction;
  * null when no webhook of the job's tenant listens for `type` (then it costs one index lookup).
  */
 export async function findJobEventFacts(tx: Queryable, jobId: string, type: WebhookEventType): Promise<JobEventFacts | null> {
@@ -96,7 +96,7 @@ export async function findJobEventFacts(tx: Queryable, jobId: string, type: Webh
   const row = rows[0];
   if (!row) return null;
   const { feed_seq, feed_epoch, ...facts } = row;
-  return { ...facts, feed: { seq: feed_seq, epoch: feed_epoch } };
+  return { ...facts, feed: { seq: feed_seq, epoch: feed_epoch, connection: facts.connection_id } };
 }
 
 /** What the delivery activity needs: the endpoint, its secret (as stored: sealed), the event. */
@@ -154,9 +154,16 @@ export async function recordDeliveryAttempt(
   return { made: rows[0].attempts - rows[0].round_attempts_before, roundStartedAt: rows[0].round_started_at };
 }
 
-/** Marks a still-pending delivery failed for good (its retries ran out). */
+/**
+ * Marks a still-pending delivery failed for good (its retries ran out at `at`), unless it was
+ * redelivered after `at`: that failure was the round's before (its step run again), not this one's.
+ */
 export async function failDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
-  await db.query(`update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2 where id = $1 and status = ${DELIVERY.pending}`, [deliveryId, at]);
+  await db.query(
+    `update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2
+      where id = $1 and status = ${DELIVERY.pending} and (reopened_at is null or reopened_at < $2)`,
+    [deliveryId, at],
+  );
 }
 
 /**
@@ -216,18 +223,29 @@ export async function listDeliveries(
   return { rows: rows.slice(0, query.limit), more: rows.length > query.limit };
 }
 
-/** One delivery of a webhook, or null. */
-export async function findDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<{ id: string; status: DeliveryStatus } | null> {
+/**
+ * One delivery of a webhook, or null, locked until the end of the caller's transaction: a
+ * redelivery of it running beside this one waits, then reads the status that one left.
+ */
+export async function findDeliveryForUpdate(db: Queryable, webhookId: string, deliveryId: string): Promise<{ id: string; status: DeliveryStatus } | null> {
   const { rows } = await db.query<{ id: string; status: DeliveryStatus }>(
-    'select id, status from webhook_deliveries where webhook_id = $1 and id = $2',
+    'select id, status from webhook_deliveries where webhook_id = $1 and id = $2 for no key update',
     [webhookId, deliveryId],
   );
   return rows[0] ?? null;
 }
 
-/** Puts a finished delivery back to pending for another round of attempts (its attempts are kept; the round's are counted after them, its start is its first attempt's). */
-export async function reopenDelivery(db: Queryable, deliveryId: string): Promise<void> {
-  await db.query(`update webhook_deliveries set status = ${DELIVERY.pending}, finished_at = null, round_attempts_before = attempts, round_started_at = null where id = $1`, [deliveryId]);
+/**
+ * Puts a finished delivery back to pending at `at` for another round of attempts (its attempts are
+ * kept; the round's are counted after them, its start is its first attempt's).
+ */
+export async function reopenDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
+  await db.query(
+    `update webhook_deliveries
+        set status = ${DELIVERY.pending}, finished_at = null, round_attempts_before = attempts, round_started_at = null, reopened_at = $2
+      where id = $1`,
+    [deliveryId, at],
+  );
 }
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
