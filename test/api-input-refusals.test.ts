@@ -93,6 +93,33 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 
+  it('refuses a JSON body nested deeper than 64 levels with one 400 naming the rule, writing nothing (never a 500 from a stack overflow)', async () => {
+    const before = await counts();
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+    const bodies: [string, string][] = [
+      ['/connections', `{"tenant_id":"${tenant}","app_key":"deep-config","provider":"demo","status":"paused","config":${nested(5_000)}}`],
+      ['/connections', '['.repeat(100_000) + ']'.repeat(100_000)],
+      ['/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":${nested(8_000)}}`],
+      // Deep enough for no stack to matter, shallow enough for every check to take it whole.
+      ['/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":${nested(64)}}`],
+    ];
+    for (const [path, body] of bodies) {
+      const answer = await send('POST', path, body);
+      expect(answer.status, body.slice(0, 80)).toBe(400);
+      expect(answer.body, body.slice(0, 80)).toEqual({ error: { code: 'invalid_request', message: 'body: must not nest arrays or objects more than 64 levels deep' } });
+    }
+    const patched = await send('PATCH', `/connections/${connectionId}`, `{"config":${nested(3_000)}}`);
+    expect(patched.status).toBe(400);
+    expect(await counts()).toEqual(before);
+    const { rows } = await db.pool.query('select config from connections where id = $1', [connectionId]);
+    expect(rows[0].config).toEqual({});
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+    // 64 levels in all (the body's own object is one) pass to the route: the connection is paused.
+    const fits = await send('POST', '/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":${nested(63)}}`);
+    expect([fits.status, fits.body.error?.code]).toEqual([409, 'connection_paused']);
+  });
+
   it('answers a tenant path whose percent-escapes are not UTF-8 without a 500 (the tenant id is taken as it came)', async () => {
     for (const [method, path] of [['POST', '/tenants/%ZZ/api-keys'], ['POST', '/tenants/%ED%A0%80/api-keys'], ['PATCH', '/tenants/%E0%A4/limits'], ['DELETE', `/tenants/%ZZ/api-keys/${connectionId}`]] as const) {
       const answer = await send(method, path, '{}');
