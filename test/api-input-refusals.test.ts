@@ -120,6 +120,20 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect([fits.status, fits.body.error?.code]).toEqual([409, 'connection_paused']);
   });
 
+  it("refuses a tenant limit override beyond what the column takes (2147483647) with one 400 naming the field, changing nothing", async () => {
+    for (const field of ['max_connections', 'max_webhooks', 'max_immediate_syncs', 'max_running_jobs', 'max_redeliveries_per_hour']) {
+      const answer = await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ [field]: 2_147_483_648 }));
+      expect(answer.status, `${field}: ${JSON.stringify(answer.body)}`).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+      expect(answer.body.error.message).toBe(`${field}: must be an integer from 0 to 2147483647, or null for the default`);
+    }
+    const largest = await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ max_connections: 2_147_483_647 }));
+    expect(largest.status, JSON.stringify(largest.body)).toBe(200);
+    expect(largest.body.limits.max_connections).toBe(2_147_483_647);
+    await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ max_connections: null }));
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
   it('answers a tenant path whose percent-escapes are not UTF-8 without a 500 (the tenant id is taken as it came)', async () => {
     for (const [method, path] of [['POST', '/tenants/%ZZ/api-keys'], ['POST', '/tenants/%ED%A0%80/api-keys'], ['PATCH', '/tenants/%E0%A4/limits'], ['DELETE', `/tenants/%ZZ/api-keys/${connectionId}`]] as const) {
       const answer = await send(method, path, '{}');
