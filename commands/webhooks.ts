@@ -79,11 +79,13 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
   const hook = await webhooks.findWebhook(deps.pool, webhookId);
   if (!hook) throw notFound('no delivery with that id for this webhook');
   await withTransaction(deps.pool, async (tx) => {
+    // The delivery is read under the tenant's lock: a redelivery of it that held the lock before
+    // has reopened it, so this one is refused as pending instead of counted and reopened again.
+    const max = (await lockedLimits(deps, tx, hook.tenant_id)).redeliveriesPerHour;
     const delivery = await webhooks.findDelivery(tx, webhookId, deliveryId);
     if (!delivery) throw notFound('no delivery with that id for this webhook');
     if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
     // Counted and recorded under the tenant's lock, over a sliding hour.
-    const max = (await lockedLimits(deps, tx, hook.tenant_id)).redeliveriesPerHour;
     const now = new Date();
     const since = new Date(now.getTime() - REDELIVERY_WINDOW_MS);
     const recent = await redeliveriesSince(tx, hook.tenant_id, since);
