@@ -134,6 +134,22 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 
+  it("refuses a backfill whose payload.resource_types is not 1–50 resource type names with one 400 naming it, writing nothing (it was taken as 'every resource type')", async () => {
+    const before = await counts();
+    const window = { start: '2025-01-01T00:00:00Z', end: '2025-01-02T00:00:00Z' };
+    for (const resourceTypes of ['items', [], [1], [{ name: 'items' }], [''], ['x'.repeat(101)], Array.from({ length: 51 }, (_, i) => `t${i}`), null]) {
+      const body = JSON.stringify({ pairId: connectionId, window, payload: { resource_types: resourceTypes } });
+      const answer = await send('POST', '/jobs/schedule', body);
+      expect(answer.status, body.slice(0, 200)).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+      expect(answer.body.error.message, body.slice(0, 200)).toMatch(/^payload\.resource_types(\.\d+)?: /);
+    }
+    expect(await counts()).toEqual(before);
+    // Names (and other payload fields) pass to the route: the connection is paused.
+    const fits = await send('POST', '/jobs/schedule', JSON.stringify({ pairId: connectionId, window, payload: { resource_types: ['items'], reason: 'replay' } }));
+    expect([fits.status, fits.body.error?.code]).toEqual([409, 'connection_paused']);
+  });
+
   it('answers a tenant path whose percent-escapes are not UTF-8 without a 500 (the tenant id is taken as it came)', async () => {
     for (const [method, path] of [['POST', '/tenants/%ZZ/api-keys'], ['POST', '/tenants/%ED%A0%80/api-keys'], ['PATCH', '/tenants/%E0%A4/limits'], ['DELETE', `/tenants/%ZZ/api-keys/${connectionId}`]] as const) {
       const answer = await send(method, path, '{}');
