@@ -1,5 +1,6 @@
 import { httpInstrumentationMiddleware } from '@hono/otel';
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { trace } from '@opentelemetry/api';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { except } from 'hono/combine';
@@ -95,6 +96,17 @@ const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
 };
 
 /**
+ * Sets the request span's `url.full` (which @hono/otel records as the whole URL) to the URL
+ * without its query: a query may carry a secret (the OAuth callback's `code` and `state`), and
+ * spans carry none, as outbound spans leave out their URL's query too.
+ */
+const urlWithoutQueryOnSpan: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const url = new URL(c.req.url);
+  trace.getActiveSpan()?.setAttribute('url.full', `${url.origin}${url.pathname}`);
+  return next();
+};
+
+/**
  * Routes anyone may call: probes, docs (isDocsPath), (with METRICS_PUBLIC) metrics, and the OAuth
  * callback, which a person's browser reaches from the provider (its single-use state is its proof).
  */
@@ -102,7 +114,7 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 
 /**
  * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
- * trace of an incoming `traceparent` or a new one → request metrics → security headers → request id (generated here) and log → body
+ * trace of an incoming `traceparent` or a new one, its URL without the query → request metrics → security headers → request id (generated here) and log → body
  * limit → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
@@ -119,7 +131,10 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
-  if (activeTracing()) app.use(httpInstrumentationMiddleware({ captureActiveRequests: false }));
+  if (activeTracing()) {
+    app.use(httpInstrumentationMiddleware({ captureActiveRequests: false }));
+    app.use(urlWithoutQueryOnSpan);
+  }
   app.use(recordHttpMetrics(deps.registry));
   app.use(
     secureHeaders({
