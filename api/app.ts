@@ -1,5 +1,6 @@
 import { httpInstrumentationMiddleware } from '@hono/otel';
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { trace } from '@opentelemetry/api';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { except } from 'hono/combine';
@@ -28,26 +29,43 @@ import { unstorableIn } from '../policy/storable-text';
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** The first character Postgres cannot store in any string or key of `value`, or null. */
-function findUnstorable(value: unknown): 'nul' | 'surrogate' | null {
-  if (typeof value === 'string') return unstorableIn(value);
-  if (Array.isArray(value)) {
-    for (const inner of value) {
-      const found = findUnstorable(inner);
+/**
+ * Deepest nesting of arrays and objects a JSON body may have (the body's own object or array is
+ * level 1): every check and statement that walks a value recursively (this one, the size rules'
+ * JSON.stringify, the connectors' schemas) takes it whole, where thousands of levels, which fit
+ * in a few KiB, overflow the stack and would answer 500.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * What in `value` the API refuses: nesting deeper than MAX_JSON_DEPTH, or the first character
+ * Postgres cannot store in any string or key, in document order; null for nothing. Walked without
+ * recursion, so no depth overflows this walk itself.
+ */
+function findUnstorable(value: unknown): 'depth' | 'nul' | 'surrogate' | null {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value: item, depth } = next;
+    if (typeof item === 'string') {
+      const found = unstorableIn(item);
       if (found) return found;
+      continue;
     }
-    return null;
-  }
-  if (value && typeof value === 'object') {
-    for (const [key, inner] of Object.entries(value)) {
-      const found = unstorableIn(key) ?? findUnstorable(inner);
-      if (found) return found;
+    if (!item || typeof item !== 'object') continue;
+    if (depth + 1 > MAX_JSON_DEPTH) return 'depth';
+    const entries: [string | null, unknown][] = Array.isArray(item) ? item.map((inner) => [null, inner]) : Object.entries(item);
+    // Pushed last to first, so they are taken in document order.
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, inner] = entries[i]!;
+      pending.push({ value: inner, depth: depth + 1 });
+      if (key !== null) pending.push({ value: key, depth: depth + 1 });
     }
   }
   return null;
 }
 
 const UNSTORABLE_MESSAGE = {
+  depth: `body: must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep`,
   nul: 'body: must not contain NUL (\\u0000) characters',
   surrogate: 'body: must not contain a UTF-16 surrogate without its pair (\\ud800-\\udfff)',
 } as const;
@@ -56,7 +74,8 @@ const UNSTORABLE_MESSAGE = {
  * Refuses with 400 a NUL character (`\u0000` in JSON, `%00` in the URL), and in a JSON body a
  * UTF-16 surrogate without its pair (`"\ud800"`): jsonb refuses both, and the failed statement
  * would quote its neighbours (credentials) into logs; text cannot hold a NUL, and would get U+FFFD
- * in place of the surrogate, storing something other than what was sent.
+ * in place of the surrogate, storing something other than what was sent. Also a JSON body nested
+ * deeper than MAX_JSON_DEPTH (400, not a stack overflow's 500 in a later check).
  */
 const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const url = c.req.url;
@@ -77,6 +96,17 @@ const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
 };
 
 /**
+ * Sets the request span's `url.full` (which @hono/otel records as the whole URL) to the URL
+ * without its query: a query may carry a secret (the OAuth callback's `code` and `state`), and
+ * spans carry none, as outbound spans leave out their URL's query too.
+ */
+const urlWithoutQueryOnSpan: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const url = new URL(c.req.url);
+  trace.getActiveSpan()?.setAttribute('url.full', `${url.origin}${url.pathname}`);
+  return next();
+};
+
+/**
  * Routes anyone may call: probes, docs (isDocsPath), (with METRICS_PUBLIC) metrics, and the OAuth
  * callback, which a person's browser reaches from the provider (its single-use state is its proof).
  */
@@ -84,8 +114,8 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 
 /**
  * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
- * trace of an incoming `traceparent` or a new one → request metrics → security headers → request id (generated here) and log → body
- * limit → refusal of what Postgres cannot store (NUL, lone surrogates) → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
+ * trace of an incoming `traceparent` or a new one, its URL without the query → request metrics → security headers → request id (generated here) and log → body
+ * limit → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
@@ -101,7 +131,10 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
-  if (activeTracing()) app.use(httpInstrumentationMiddleware({ captureActiveRequests: false }));
+  if (activeTracing()) {
+    app.use(httpInstrumentationMiddleware({ captureActiveRequests: false }));
+    app.use(urlWithoutQueryOnSpan);
+  }
   app.use(recordHttpMetrics(deps.registry));
   app.use(
     secureHeaders({

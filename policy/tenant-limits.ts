@@ -19,6 +19,9 @@ export interface TenantLimits {
 /** The kinds of limit. */
 export type TenantLimitKind = keyof TenantLimits;
 
+/** The largest value a limit takes (2^31 − 1): overrides are stored as Postgres integers. */
+export const MAX_TENANT_LIMIT = 2_147_483_647;
+
 /** The defaults when configuration names none (TENANT_MAX_*). */
 export const DEFAULT_TENANT_LIMITS: TenantLimits = {
   connections: 1000,

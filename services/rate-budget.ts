@@ -10,7 +10,7 @@ import { ensureBudget, findBudgetWait, reportBudget, spendBudget } from '../db/m
 import type { Pool } from '../db/pool';
 import { derivedKey, type Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
-import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, type BudgetSettings } from '../policy/rate-budget';
+import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, MAX_BUDGET_COUNT, type BudgetSettings } from '../policy/rate-budget';
 import type { BudgetWaitReason } from '../policy/vocabulary';
 
 /** Waits shorter than this (a full per-second window) are waited out in place; longer ones are durable. */
@@ -38,6 +38,22 @@ export function credentialFingerprint(keyring: Keyring, tenantId: string, provid
   return createHmac('sha256', derivedKey(keyring, 'rate-budget-fingerprint-v2'))
     .update(JSON.stringify([tenantId, provider, canonical(credentials)]))
     .digest('hex');
+}
+
+/**
+ * What a provider stated, as the budget's row can hold it: a remaining count above
+ * MAX_BUDGET_COUNT (an "unlimited" plan's 2^32 - 1, or whatever a mapped header says) as
+ * MAX_BUDGET_COUNT, which no reserve reaches, and a reset no date can hold (epoch seconds past
+ * year 275760) as no reset. Either would otherwise fail the statement, and with it every request
+ * of the credential.
+ */
+function storableAnswer(answer: Parameters<RequestBudget['report']>[0]): Parameters<RequestBudget['report']>[0] {
+  const { remaining, resetAt } = answer;
+  return {
+    ...answer,
+    remaining: remaining === null ? null : Math.min(remaining, MAX_BUDGET_COUNT),
+    resetAt: resetAt !== null && Number.isFinite(resetAt.getTime()) ? resetAt : null,
+  };
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -121,7 +137,7 @@ export function requestBudget(opts: {
       }
     },
     async report(answer) {
-      const remaining = await reportBudget(pool, fingerprint, answer, maxResetSeconds);
+      const remaining = await reportBudget(pool, fingerprint, storableAnswer(answer), maxResetSeconds);
       if (remaining !== null) metrics.connectorBudgetRemaining.set({ provider }, remaining);
     },
   };

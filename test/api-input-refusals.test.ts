@@ -93,6 +93,63 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 
+  it('refuses a JSON body nested deeper than 64 levels with one 400 naming the rule, writing nothing (never a 500 from a stack overflow)', async () => {
+    const before = await counts();
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+    const bodies: [string, string][] = [
+      ['/connections', `{"tenant_id":"${tenant}","app_key":"deep-config","provider":"demo","status":"paused","config":${nested(5_000)}}`],
+      ['/connections', '['.repeat(100_000) + ']'.repeat(100_000)],
+      ['/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":${nested(8_000)}}`],
+      // Deep enough for no stack to matter, shallow enough for every check to take it whole.
+      ['/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":${nested(64)}}`],
+    ];
+    for (const [path, body] of bodies) {
+      const answer = await send('POST', path, body);
+      expect(answer.status, body.slice(0, 80)).toBe(400);
+      expect(answer.body, body.slice(0, 80)).toEqual({ error: { code: 'invalid_request', message: 'body: must not nest arrays or objects more than 64 levels deep' } });
+    }
+    const patched = await send('PATCH', `/connections/${connectionId}`, `{"config":${nested(3_000)}}`);
+    expect(patched.status).toBe(400);
+    expect(await counts()).toEqual(before);
+    const { rows } = await db.pool.query('select config from connections where id = $1', [connectionId]);
+    expect(rows[0].config).toEqual({});
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+    // 64 levels in all (the body's own object is one) pass to the route: the connection is paused.
+    const fits = await send('POST', '/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":${nested(63)}}`);
+    expect([fits.status, fits.body.error?.code]).toEqual([409, 'connection_paused']);
+  });
+
+  it("refuses a tenant limit override beyond what the column takes (2147483647) with one 400 naming the field, changing nothing", async () => {
+    for (const field of ['max_connections', 'max_webhooks', 'max_immediate_syncs', 'max_running_jobs', 'max_redeliveries_per_hour']) {
+      const answer = await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ [field]: 2_147_483_648 }));
+      expect(answer.status, `${field}: ${JSON.stringify(answer.body)}`).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+      expect(answer.body.error.message).toBe(`${field}: must be an integer from 0 to 2147483647, or null for the default`);
+    }
+    const largest = await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ max_connections: 2_147_483_647 }));
+    expect(largest.status, JSON.stringify(largest.body)).toBe(200);
+    expect(largest.body.limits.max_connections).toBe(2_147_483_647);
+    await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ max_connections: null }));
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
+  it("refuses a backfill whose payload.resource_types is not 1–50 resource type names with one 400 naming it, writing nothing (it was taken as 'every resource type')", async () => {
+    const before = await counts();
+    const window = { start: '2025-01-01T00:00:00Z', end: '2025-01-02T00:00:00Z' };
+    for (const resourceTypes of ['items', [], [1], [{ name: 'items' }], [''], ['x'.repeat(101)], Array.from({ length: 51 }, (_, i) => `t${i}`), null]) {
+      const body = JSON.stringify({ pairId: connectionId, window, payload: { resource_types: resourceTypes } });
+      const answer = await send('POST', '/jobs/schedule', body);
+      expect(answer.status, body.slice(0, 200)).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+      expect(answer.body.error.message, body.slice(0, 200)).toMatch(/^payload\.resource_types(\.\d+)?: /);
+    }
+    expect(await counts()).toEqual(before);
+    // Names (and other payload fields) pass to the route: the connection is paused.
+    const fits = await send('POST', '/jobs/schedule', JSON.stringify({ pairId: connectionId, window, payload: { resource_types: ['items'], reason: 'replay' } }));
+    expect([fits.status, fits.body.error?.code]).toEqual([409, 'connection_paused']);
+  });
+
   it('answers a tenant path whose percent-escapes are not UTF-8 without a 500 (the tenant id is taken as it came)', async () => {
     for (const [method, path] of [['POST', '/tenants/%ZZ/api-keys'], ['POST', '/tenants/%ED%A0%80/api-keys'], ['PATCH', '/tenants/%E0%A4/limits'], ['DELETE', `/tenants/%ZZ/api-keys/${connectionId}`]] as const) {
       const answer = await send(method, path, '{}');

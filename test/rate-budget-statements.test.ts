@@ -2,6 +2,7 @@
 // services/rate-budget.ts): what a provider states, or leaves out, never wedges a credential.
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRateLimit } from '../connectors/provider-http';
 import { RateLimited } from '../connectors/types';
 import { createSyncMetrics } from '../lib/metrics';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
@@ -99,6 +100,25 @@ describe('shared rate budget statements (real Postgres)', () => {
     expect(await outcomeOf(budget)).toBe('granted');
     await budget.report({ status: 200, remaining: 10, resetAt: new Date(Date.now() + 60_000) });
     expect(await outcomeOf(budget)).toBe('rate_limited');
+  });
+
+  it("a provider's stated remaining count or reset beyond what the budget takes (more than 2147483647 left, a reset past any date) is recorded within bounds, never failing the request with a database error", async () => {
+    const names = { remaining: 'x-ratelimit-remaining', reset: 'x-ratelimit-reset', resetFormat: 'epoch_seconds' as const };
+    const stated = (remaining: string, reset: string) => readRateLimit(new Headers({ 'x-ratelimit-remaining': remaining, 'x-ratelimit-reset': reset }), names);
+    // "Unlimited" plans state counts such as 2^32 - 1; a mapped header may state anything.
+    const huge = budgetFor('huge-remaining');
+    await huge.acquire();
+    await huge.report({ status: 200, ...stated('4294967295', String(Math.floor(Date.now() / 1000) + 600)) });
+    expect(await outcomeOf(huge)).toBe('granted');
+    // A reset no date can hold (epoch seconds past year 275760): as if no reset were stated, so
+    // the count at the reserve holds nothing back.
+    const farReset = budgetFor('far-reset');
+    await farReset.acquire();
+    await farReset.report({ status: 200, ...stated('3', '99999999999999999') });
+    expect(await outcomeOf(farReset)).toBe('granted');
+    // A count at the reserve before a readable reset still holds back.
+    await farReset.report({ status: 200, ...stated('3', String(Math.floor(Date.now() / 1000) + 600)) });
+    expect(await outcomeOf(farReset)).toBe('rate_limited');
   });
 
   it("a per-minute ceiling holds when another connection of the credential has a per-second one, or none: every request counts in both windows", async () => {

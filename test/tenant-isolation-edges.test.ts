@@ -142,4 +142,23 @@ describe('tenant isolation edges', () => {
     // The admin's own calls name no other target tenant.
     expect(seen.body.items.filter((e: any) => e.actor === 'admin').every((e: any) => e.target_tenant_id === null)).toBe(true);
   });
+
+  it("audits a call refused for naming another tenant's connection as the source of a shared OAuth 2 grant, so that tenant sees it (target_tenant_id)", async () => {
+    const victim = await connection('victim-grant', 'source', 'paused');
+    const mine = await connection('attacker-grant', 'mine', 'paused');
+    const attacker = await newKey('attacker-grant');
+    const credentials = { kind: 'oauth2', grant_from_connection: victim };
+    const patched = await call(attacker, 'PATCH', `/connections/${mine}`, { credentials });
+    expect([patched.status, patched.body.error?.code]).toEqual([404, 'not_found']);
+    const created = await call(attacker, 'POST', '/connections', { tenant_id: 'attacker-grant', app_key: 'shares-victim', provider: 'demo', status: 'paused', credentials });
+    expect([created.status, created.body.error?.code]).toEqual([404, 'not_found']);
+    const seen = await admin('GET', '/audit?tenant_id=victim-grant&limit=50');
+    expect(seen.status, seen.text).toBe(200);
+    expect(seen.body.items.filter((e: any) => e.actor.startsWith('key:'))).toEqual([
+      expect.objectContaining({ method: 'POST', path: '/connections', status: 404, tenant_id: 'attacker-grant', target_tenant_id: 'victim-grant' }),
+      expect.objectContaining({ method: 'PATCH', path: `/connections/${mine}`, status: 404, tenant_id: 'attacker-grant', target_tenant_id: 'victim-grant' }),
+    ]);
+    expect(await q('select 1 from connections where app_key = $1', ['shares-victim'])).toEqual([]);
+    expect((await q('select credential_kind, oauth_grant_id from connections where id = $1', [mine]))[0]).toEqual({ credential_kind: 'token', oauth_grant_id: null });
+  });
 });

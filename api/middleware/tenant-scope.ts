@@ -22,7 +22,7 @@ const PATH_RESOURCES: [RegExp, OwnedKind][] = [
   [/^\/oauth-apps\/([^/]+)/, 'oauth_app'],
 ];
 
-/** Body and query fields that name a connection by id. */
+/** Body and query fields that name a connection by id (and, in a body, `credentials.grant_from_connection`). */
 const CONNECTION_FIELDS = ['connection_id', 'pairId', 'connectorId'];
 
 /** The resource `path` names by id, when it names one by a UUID. */
@@ -99,6 +99,9 @@ export function tenantScope(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<
         if (body.tenant_id !== undefined && body.tenant_id !== principal.tenantId) return aimedAt(body.tenant_id);
         for (const field of CONNECTION_FIELDS) if (!(await owns('connection', body[field]))) return hidden();
         if (!(await owns('oauth_app', body.oauth_app_id))) return hidden();
+        // The source of a shared OAuth 2 grant names a connection too, inside the credentials.
+        const credentials = body.credentials && typeof body.credentials === 'object' ? (body.credentials as Record<string, unknown>) : null;
+        if (!(await owns('connection', credentials?.grant_from_connection))) return hidden();
       }
     }
     return next();

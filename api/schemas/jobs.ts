@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, TASK_STATUSES } from '../../policy/vocabulary';
-import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, sizeRule } from './common';
+import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, ResourceTypesSchema, sizeRule } from './common';
 
 /** What a job or task did to records: rows inserted (or back from a tombstone), changed, tombstoned, and seen unchanged. */
 export const RecordCountsSchema = z
@@ -92,6 +92,13 @@ export const ScheduleJobBody = z
     connectorId: z.uuid({ error: 'must be a UUID' }).optional().openapi({ description: "If given, must be the connection's id (a connection is its own connector instance)" }),
     priority: z.number({ error: 'must be an integer' }).int('must be an integer').min(-1000).max(1000).default(0),
     payload: boundedJsonObject(MAX_PAYLOAD_BYTES)
+      // The job reads any other value as "every resource type": a name given as a string, an
+      // empty list, or a list of non-names would backfill everything instead of what was meant.
+      .superRefine((payload, ctx) => {
+        if (!Object.hasOwn(payload, 'resource_types')) return;
+        const parsed = ResourceTypesSchema.safeParse(payload.resource_types);
+        for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['resource_types', ...issue.path] });
+      })
       .default({})
       .openapi({ description: `Stored on the job (${sizeRule(MAX_PAYLOAD_BYTES)}); \`resource_types\` limits the backfill to those of the connection's resource types` }),
   })

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { KEY_SCOPES, PURGE_STATUSES } from '../../policy/vocabulary';
+import { MAX_TENANT_LIMIT } from '../../policy/tenant-limits';
 import { CursorQuery, LimitQuery, NullableTime } from './common';
 
 /** The `tenant_id` path parameter of a tenant's API keys. */
@@ -86,8 +87,14 @@ export const PurgeSchema = z
   })
   .openapi('Purge');
 
-/** One per-tenant limit override: a non-negative integer, or null for the default. */
-const LimitOverride = z.number().int('must be an integer ≥ 0, or null for the default').min(0, 'must be an integer ≥ 0, or null for the default').nullable();
+/** What a limit override must be, in words. */
+const LIMIT_OVERRIDE_RULE = `must be an integer from 0 to ${MAX_TENANT_LIMIT}, or null for the default`;
+
+/**
+ * One per-tenant limit override: an integer from 0 to MAX_TENANT_LIMIT (its column is a Postgres
+ * integer, which refuses more), or null for the default.
+ */
+const LimitOverride = z.number(LIMIT_OVERRIDE_RULE).int(LIMIT_OVERRIDE_RULE).min(0, LIMIT_OVERRIDE_RULE).max(MAX_TENANT_LIMIT, LIMIT_OVERRIDE_RULE).nullable();
 
 /** `PATCH /tenants/{tenant_id}/limits` body: each field named is set (null: back to the default); the others are kept. */
 export const TenantLimitsBody = z
