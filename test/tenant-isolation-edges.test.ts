@@ -59,7 +59,8 @@ describe('tenant isolation edges', () => {
   });
 
   it('refuses resume, PATCH and sync (409 purge_in_progress) while the connection’s purge is open', async () => {
-    const id = await connection('purgy', 'doomed');
+    // Created paused: an active one's first sync could queue a job before it is disabled below.
+    const id = await connection('purgy', 'doomed', 'paused');
     // An open purge as DELETE leaves it (disabled, a purge not yet completed); held open here so
     // the refusals are seen before the purge workflow finishes.
     await q(`update connections set status = 'disabled' where id = $1`, [id]);
