@@ -38,7 +38,10 @@ export function errorResponse(c: Context, err: unknown): Response {
     if (err.reason === 'limited' && typeof retryAfter === 'number') c.header('Retry-After', String(retryAfter));
     return c.json(errorBody(err.code, err.message, err.details), REFUSAL_STATUS[err.reason]);
   }
-  // Hono's own refusals, e.g. a body that is not JSON.
+  // Hono's own refusals, e.g. a body that is not JSON, or not declared JSON.
+  if (err instanceof HTTPException && err.status === 415) {
+    return c.json(errorBody('unsupported_media_type', 'the request body must be JSON, sent with content-type: application/json'), 415);
+  }
   if (err instanceof HTTPException && err.status < 500) {
     const code = err.status === 400 ? 'invalid_request' : err.status === 413 ? 'payload_too_large' : 'error';
     return c.json(errorBody(code, err.message || 'bad request'), err.status);

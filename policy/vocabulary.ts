@@ -152,6 +152,7 @@ export const API_ERROR_CODES = [
   'delivery_pending',
   'cursor_expired',
   'payload_too_large',
+  'unsupported_media_type',
   'rate_limited',
   'sync_failed',
   'timeout',

@@ -160,4 +160,24 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(rows).toEqual([{ tenant_id: '%ZZ' }]);
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
+
+  it("refuses a tenant id longer than a connection's tenant_id may be (128) on the tenant routes, so no key is made for a tenant that could never have a connection", async () => {
+    const before = await counts();
+    const long = 't'.repeat(129);
+    for (const [method, path] of [['POST', `/tenants/${long}/api-keys`], ['PATCH', `/tenants/${long}/limits`]] as const) {
+      const answer = await send(method, path, method === 'PATCH' ? JSON.stringify({ max_connections: 1 }) : '{}');
+      expect(answer.status, `${method}: ${JSON.stringify(answer.body)}`).toBe(400);
+      expect(answer.body.error).toEqual({ code: 'invalid_request', message: 'tenant_id: must be at most 128 characters' });
+    }
+    expect(await counts()).toEqual(before);
+    expect((await send('POST', `/tenants/${'t'.repeat(128)}/api-keys`, '{}')).status).toBe(201);
+  });
+
+  it('answers a body that is not declared JSON with 415 and a JSON error naming the content type it needs', async () => {
+    const res = await app.request(`/connections/${connectionId}`, {
+      method: 'PATCH', headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'text/plain' }, body: '{"config":{}}',
+    });
+    expect(res.status).toBe(415);
+    expect(await res.json()).toEqual({ error: { code: 'unsupported_media_type', message: expect.stringContaining('application/json') } });
+  });
 });

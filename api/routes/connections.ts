@@ -18,7 +18,7 @@ import { tenantFilter } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { uuidCursor } from '../../policy/cursors';
 import { presentAccepted, presentConnection, presentConnectionDetail } from '../present';
-import { conflict, errorAnswer, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorAnswer, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   ConnectionDetailSchema,
   ConnectionPageSchema,
@@ -67,7 +67,7 @@ const create = createRoute({
   method: 'post', path: '/connections', tags, summary: 'Create a connection and start its workflow', operationId: 'createConnection',
   description: "Stores a provider connection of a tenant (its config checked by the provider's schema, its credentials sealed) and starts its `connection:<id>` workflow, which runs the first sync at once unless `status` is `paused`.",
   request: { body: jsonBody(CreateConnectionBody, undefined, createExamples) },
-  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...errorResponses, 404: errorAnswer('`credentials.grant_from_connection` names no connection of the tenant', 'not_found'), 409: conflict('tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`)', 'conflict', 'tenant_limit', 'grant_source_not_oauth2', 'connection_needs_reauth') },
+  responses: { 201: jsonAnswer(ConnectionSchema, 'Created (with the config as given); its connection workflow is running'), ...bodyErrorResponses, 404: errorAnswer('`credentials.grant_from_connection` names no connection of the tenant', 'not_found'), 409: conflict('tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`)', 'conflict', 'tenant_limit', 'grant_source_not_oauth2', 'connection_needs_reauth') },
 });
 const list = createRoute({
   method: 'get', path: '/connections', tags, summary: 'List connections (cursor pagination, by id)', operationId: 'listConnections',
@@ -87,7 +87,7 @@ const update = createRoute({
   request: { params: IdParams, body: jsonBody(UpdateConnectionBody, undefined, updateExamples) },
   responses: {
     200: jsonAnswer(UpdatedConnectionSchema, 'Updated (without `config` for a key lacking the `read` scope). A config that moves the provider origin (e.g. GitHub `base_url`) without `credentials` in the same request clears the stored credentials (`has_credentials: false`)'),
-    ...errorResponses,
+    ...bodyErrorResponses,
     404: notFound,
     409: conflict('The connection is disabled (for a schedule change), being deleted (`purge_in_progress`, with `purge_id`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`)', 'connection_disabled', 'purge_in_progress', 'grant_source_not_oauth2', 'connection_needs_reauth'),
   },
@@ -107,7 +107,7 @@ const syncNow = createRoute({
   request: { params: IdParams, body: { ...jsonBody(SyncNowBody), required: false } },
   responses: {
     202: jsonAnswer(SyncAcceptedSchema, 'The job that runs the sync'),
-    ...errorResponses,
+    ...bodyErrorResponses,
     404: notFound,
     409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid', 'purge_in_progress', 'connection_paused', 'connection_disabled', 'circuit_breaker_open', 'invalid_connection_config'),
   },

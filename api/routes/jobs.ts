@@ -8,7 +8,7 @@ import { tenantFilter } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { jobCursor } from '../../policy/cursors';
 import { presentJob } from '../present';
-import { conflict, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import { CancelAnswerSchema, JobPageSchema, JobQuery, JobSchema, ListJobsQuery, ScheduleJobBody } from '../schemas/jobs';
 
 const tags = ['jobs'];
@@ -28,7 +28,7 @@ const schedule = createRoute({
   request: { body: jsonBody(ScheduleJobBody), headers: IdempotencyHeaders },
   responses: {
     202: jsonAnswer(JobSchema, 'Accepted (or the job of an earlier request with the same Idempotency-Key)'),
-    ...errorResponses,
+    ...bodyErrorResponses,
     404: notFound,
     409: conflict('Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, the key reused for another request, or the stored config is invalid', 'circuit_breaker_open', 'connection_paused', 'connection_disabled', 'backfill_in_progress', 'idempotency_key_reused', 'invalid_connection_config'),
   },

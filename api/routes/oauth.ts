@@ -14,7 +14,7 @@ import { tenantFilter } from '../middleware/auth';
 import { presentOAuthApp } from '../present';
 import { uuidCursor } from '../../policy/cursors';
 import { pageAnswer, pageRequest } from '../pagination';
-import { conflict, errorAnswer, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorAnswer, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   AuthorizationSchema,
   AuthorizeBody,
@@ -36,7 +36,7 @@ const create = createRoute({
   method: 'post', path: '/oauth-apps', tags, summary: "Register a tenant's OAuth client at a provider (the client secret is sealed and never shown)", operationId: 'createOAuthApp',
   description: "Registers a tenant's OAuth 2 client (client id, client secret, authorization and token endpoints, the exact redirect URI, scopes). Connections of the tenant name it in the connect flow; the client secret is sealed at rest and appears in no answer.",
   request: { body: jsonBody(CreateOAuthAppBody) },
-  responses: { 201: jsonAnswer(OAuthAppSchema, 'Created'), ...errorResponses, 409: conflict('The tenant has an app of that name', 'conflict') },
+  responses: { 201: jsonAnswer(OAuthAppSchema, 'Created'), ...bodyErrorResponses, 409: conflict('The tenant has an app of that name', 'conflict') },
 });
 const list = createRoute({
   method: 'get', path: '/oauth-apps', tags, summary: 'List OAuth apps (cursor pagination, by id; never their secrets)', operationId: 'listOAuthApps',
@@ -54,7 +54,7 @@ const patch = createRoute({
   method: 'patch', path: '/oauth-apps/{id}', tags, summary: 'Change an OAuth app (a new client secret is sealed); connections using it refresh with the change', operationId: 'updateOAuthApp',
   description: 'Changes any of the client id, client secret (sealed), endpoints, redirect URI and scopes; the next refresh of every connection using the app uses them.',
   request: { params: IdParams, body: jsonBody(UpdateOAuthAppBody) },
-  responses: { 200: jsonAnswer(OAuthAppSchema, 'Updated'), ...errorResponses, 404: notFound },
+  responses: { 200: jsonAnswer(OAuthAppSchema, 'Updated'), ...bodyErrorResponses, 404: notFound },
 });
 const remove = createRoute({
   method: 'delete', path: '/oauth-apps/{id}', tags, summary: 'Delete an OAuth app no connection uses', operationId: 'deleteOAuthApp',
@@ -66,7 +66,7 @@ const authorize = createRoute({
   method: 'post', path: '/connections/{id}/oauth/authorize', tags, summary: "Start the connect flow: the provider's authorization URL (PKCE S256, single-use state, 10 minutes)", operationId: 'startOAuthAuthorization',
   description: "Answers the URL to send the person to: the provider's authorization endpoint with PKCE (S256) and a single-use state bound to the tenant, the connection and the app, valid for 10 minutes. A redirect_uri, when given, must equal the app's registered one exactly.",
   request: { params: IdParams, body: jsonBody(AuthorizeBody) },
-  responses: { 200: jsonAnswer(AuthorizationSchema, 'Where to send the person'), ...errorResponses, 404: notFound, 409: conflict('The connection is disabled', 'connection_disabled') },
+  responses: { 200: jsonAnswer(AuthorizationSchema, 'Where to send the person'), ...bodyErrorResponses, 404: notFound, 409: conflict('The connection is disabled', 'connection_disabled') },
 });
 const callback = createRoute({
   method: 'get', path: OAUTH_CALLBACK_PATH, tags, summary: 'The redirect URI target: exchanges the code, stores the tokens sealed, ends needs_reauth (no API key: the state is the proof)', operationId: 'completeOAuthCallback',

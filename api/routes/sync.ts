@@ -5,7 +5,7 @@ import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { tenantFilter } from '../middleware/auth';
 import { presentAccepted } from '../present';
-import { conflict, errorAnswer, errorResponses, jsonAnswer, jsonBody, notFound, retryAfter } from '../schemas/common';
+import { conflict, errorAnswer, bodyErrorResponses, jsonAnswer, jsonBody, notFound, retryAfter } from '../schemas/common';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema, SyncBody } from '../schemas/sync';
 
 const route = createRoute({
@@ -15,7 +15,7 @@ const route = createRoute({
   responses: {
     202: jsonAnswer(SyncAcceptedSchema, 'A job was created (or an identical one is already active) and will run'),
     200: jsonAnswer(ImmediateSyncSchema, 'immediate: the sync ran; no job or task rows were written'),
-    ...errorResponses,
+    ...bodyErrorResponses,
     404: notFound,
     409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time)', 'purge_in_progress', 'connection_paused', 'connection_disabled', 'circuit_breaker_open', 'invalid_connection_config', 'immediate_sync_running'),
     429: { ...errorAnswer('This API key exceeded its request rate, or (immediate) the tenant runs its limit of immediate syncs at once (`tenant_limit`, with `limit`, `value` and `retry_after_seconds`); retry after `Retry-After` seconds', 'rate_limited', 'tenant_limit'), headers: retryAfter('Seconds until a request may succeed') },

@@ -8,7 +8,7 @@ import { ApiError } from '../errors';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentApiKey, presentAuditEntry, presentPurge, presentTenantLimits } from '../present';
 import { serialCursor } from '../../policy/cursors';
-import { errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
 import {
   ApiKeyListSchema,
   ApiKeySchema,
@@ -27,7 +27,7 @@ const createKey = createRoute({
   method: 'post', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "Create a tenant API key (admin only; the secret is shown once)", operationId: 'createApiKey',
   description: 'Creates a key for the tenant with the scopes given (default read and write). The answer carries the key itself, the only time it is shown; only its hash is stored.',
   request: { params: TenantParams, body: { ...jsonBody(CreateApiKeyBody), required: false } },
-  responses: { 201: jsonAnswer(CreatedApiKeySchema, 'Created, with its secret'), ...errorResponses },
+  responses: { 201: jsonAnswer(CreatedApiKeySchema, 'Created, with its secret'), ...bodyErrorResponses },
 });
 const listKeys = createRoute({
   method: 'get', path: '/tenants/{tenant_id}/api-keys', tags: ['tenants'], summary: "A tenant's API keys, revoked ones included (admin only; never secrets)", operationId: 'listApiKeys',
@@ -52,7 +52,7 @@ const changeLimits = createRoute({
   summary: "Override a tenant's limits (admin only): each field named is set, null returns it to the default, the others are kept", operationId: 'updateTenantLimits',
   description: 'Sets overrides of the named limits (0 allows none; null returns a limit to the default); limits not named keep their override. Requests over a limit are refused with 409 (counts) or 429 (rates) `tenant_limit`.',
   request: { params: TenantParams, body: jsonBody(TenantLimitsBody) },
-  responses: { 200: jsonAnswer(TenantLimitsSchema, 'The limits now'), ...errorResponses },
+  responses: { 200: jsonAnswer(TenantLimitsSchema, 'The limits now'), ...bodyErrorResponses },
 });
 const audit = createRoute({
   method: 'get', path: '/audit', tags: ['tenants'], summary: 'The audit log of mutating calls, newest first (admin only)', operationId: 'listAuditEntries',

@@ -6,7 +6,7 @@ import { tenantFilter } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentDelivery, presentWebhook } from '../present';
 import { deliveryCursor, uuidCursor } from '../../policy/cursors';
-import { conflict, errorAnswer, errorResponses, IdParams, jsonAnswer, jsonBody, notFound, retryAfter } from '../schemas/common';
+import { conflict, errorAnswer, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound, retryAfter } from '../schemas/common';
 import {
   CreatedWebhookSchema,
   CreateWebhookBody,
@@ -25,7 +25,7 @@ const create = createRoute({
   method: 'post', path: '/webhooks', tags, summary: "Subscribe an endpoint to a tenant's events (the signing secret is shown once)", operationId: 'createWebhook',
   description: 'Subscribes an http(s) endpoint to event types of a tenant. Deliveries are signed per Standard Webhooks with the `whsec_` secret in this answer (the only time it is shown); the payload of each event type is under `webhooks`.',
   request: { body: jsonBody(CreateWebhookBody) },
-  responses: { 201: jsonAnswer(CreatedWebhookSchema, 'Created, with its secret'), ...errorResponses, 409: conflict('The tenant has its limit of webhooks (`tenant_limit`, with `limit` and `value`)', 'tenant_limit') },
+  responses: { 201: jsonAnswer(CreatedWebhookSchema, 'Created, with its secret'), ...bodyErrorResponses, 409: conflict('The tenant has its limit of webhooks (`tenant_limit`, with `limit` and `value`)', 'tenant_limit') },
 });
 const list = createRoute({
   method: 'get', path: '/webhooks', tags, summary: 'List webhooks (cursor pagination, by id; never their secrets)', operationId: 'listWebhooks',

@@ -39,6 +39,7 @@ const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   delivery_pending: 'the delivery is still being attempted',
   cursor_expired: 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)',
   payload_too_large: 'the request body exceeds 1048576 bytes (1 MiB)',
+  unsupported_media_type: 'the request body must be JSON, sent with content-type: application/json',
   rate_limited: 'too many requests for this API key; retry in 1 s',
   sync_failed: 'the sync failed: the provider answered 502',
   timeout: 'the immediate sync did not finish within 60 s (IMMEDIATE_SYNC_TIMEOUT_SECONDS) and was cancelled; what it fetched is stored',
@@ -71,6 +72,12 @@ export const errorResponses = {
   429: { ...errorAnswer('This API key exceeded its request rate; retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this key has a request again') },
   500: errorAnswer('An unexpected error (never with a stack, statement or internal detail; the API logs it)', 'internal'),
   503: { ...errorAnswer('Postgres or Temporal is unreachable; retry after `Retry-After` seconds', 'unavailable'), headers: retryAfter('Seconds to wait before trying again') },
+} as const;
+
+/** Error answers of authenticated routes that take a JSON body. */
+export const bodyErrorResponses = {
+  ...errorResponses,
+  415: errorAnswer('The body was sent without content-type: application/json', 'unsupported_media_type'),
 } as const;
 
 /** A 404 answer. */

@@ -2,10 +2,12 @@ import { z } from '@hono/zod-openapi';
 import { KEY_SCOPES, PURGE_STATUSES } from '../../policy/vocabulary';
 import { MAX_TENANT_LIMIT } from '../../policy/tenant-limits';
 import { CursorQuery, LimitQuery, NullableTime } from './common';
+import { TenantIdSchema } from './connections';
 
 /** The `tenant_id` path parameter of a tenant's API keys. */
 export const TenantParams = z.object({
-  tenant_id: z.string().min(1).max(200).openapi({ param: { name: 'tenant_id', in: 'path' }, example: 'acme' }),
+  // The same rule as a connection's tenant_id: a key of a longer one could never make a connection.
+  tenant_id: TenantIdSchema.openapi({ param: { name: 'tenant_id', in: 'path' }, example: 'acme' }),
 });
 
 /** `DELETE /tenants/{tenant_id}/api-keys/{key_id}` path. */

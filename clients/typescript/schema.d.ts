@@ -857,7 +857,7 @@ export interface components {
                  * @example not_found
                  * @enum {string}
                  */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "rate_limited" | "sync_failed" | "timeout" | "unavailable" | "internal" | "error";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "unavailable" | "internal" | "error";
                 /** @example no job with that id */
                 message: string;
             } & {
@@ -2119,6 +2119,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -2498,6 +2507,15 @@ export interface operations {
             };
             /** @description Body larger than 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2963,6 +2981,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -3110,6 +3137,15 @@ export interface operations {
             };
             /** @description Body larger than 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3293,6 +3329,15 @@ export interface operations {
             };
             /** @description Body larger than 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4068,6 +4113,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -4759,6 +4813,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -5118,6 +5181,15 @@ export interface operations {
             };
             /** @description Body larger than 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5603,6 +5675,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -5940,6 +6021,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -6050,6 +6140,15 @@ export interface operations {
             };
             /** @description Body larger than 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
