@@ -29,12 +29,14 @@ export function storableValue<T>(value: T): T {
 const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
 
 /**
- * A page's records made safe to store, or a `Permanent` failure: every string is made storable
+ * Provider records made safe to store, or a `Permanent` failure: every string is made storable
  * (`storableValue`: a provider may send `\u0000` or a lone surrogate, which Postgres refuses), and
  * a record larger than `maxRecordBytes` as JSON fails the task (one oversized record must not fill
- * a worker's memory and the database; retrying would fetch it again).
+ * a worker's memory and the database; retrying would fetch it again). Every record a task stores
+ * passes here: a listing's pages (`pagesOf`) and the records a full pass's deletion step finds
+ * alive by looking them up (`recheck`), which would otherwise fail that step on every retry.
  */
-function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
+export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
   return records.map((record) => {
     const json = JSON.stringify(record.data);
     if (Buffer.byteLength(json) > maxRecordBytes) {
@@ -98,7 +100,7 @@ export async function* pagesOf(
     if (records > policy.maxRecordsPerTask) {
       throw new Permanent(`${connector.slug} connector: ${request.resource}: more than ${policy.maxRecordsPerTask} records in one task (PROVIDER_MAX_RECORDS_PER_TASK)`);
     }
-    yield { ...page, records: storable(page.records, policy.maxRecordBytes, request.resource), fetchedAt };
+    yield { ...page, records: storableRecords(page.records, policy.maxRecordBytes, request.resource), fetchedAt };
     token = page.nextPageToken;
     if (token !== null) {
       const key = pageKey(connector, token);
