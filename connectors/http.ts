@@ -36,6 +36,7 @@
 // input, and a subset with no filters or script expressions cannot run anything.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { storableChangeTime } from '../policy/change-time';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
@@ -304,11 +305,16 @@ function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']
   }
 }
 
-/** A change time as ISO 8601: strings as given (if they parse), numbers as epoch seconds (< 1e11) or milliseconds. */
+/**
+ * A change time as the platform stores it (`storableChangeTime`): strings as given when RFC 3339
+ * names a real time, else as the instant they parse to; numbers as epoch seconds (< 1e11) or
+ * milliseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
+ */
 function changeTime(value: unknown): string | null {
-  if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
-  if (typeof value === 'number' && Number.isFinite(value)) return new Date(value < 1e11 ? value * 1000 : value).toISOString();
-  return null;
+  if (typeof value === 'string') return storableChangeTime(value);
+  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const instant = new Date(value < 1e11 ? value * 1000 : value);
+  return Number.isNaN(instant.getTime()) ? null : storableChangeTime(instant.toISOString());
 }
 
 /** The first page's URL of a resource: base URL + path, fixed params, `since`, the pagination's start. */
