@@ -734,14 +734,18 @@ export const githubConnector: Connector = {
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
       const item = jsonBody(answer, `github connector: unreadable JSON from GitHub for '${externalId}'`);
-      if (!isItem(item) || String(item.number) !== number) {
+      if (!isItem(item)) {
         throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
       }
-      // Transferred to another repository (GitHub redirects there): gone from this one.
+      // Transferred to another repository: GitHub redirects to the issue there, which has its
+      // number there (another, as a rule): gone from this one.
       const home = typeof item.repository_url === 'string' ? item.repository_url.toLowerCase() : null;
       if ((home !== null && !home.endsWith(`/repos/${repository.toLowerCase()}`)) || (resource === 'issues' && 'pull_request' in item)) {
         gone.push(externalId);
         continue;
+      }
+      if (String(item.number) !== number) {
+        throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
       }
       const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
       alive.push({ externalId, updatedAt, data: item, partition: repository });
