@@ -505,9 +505,21 @@ describe('github connector: re-checking deletion candidates', () => {
     return serve((req, res, fake) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       if (path === '/repos/octo/hello/issues/5') return moved(res, fake.url);
+      if (path === '/repos/octo/hello/issues/8') return res.writeHead(301, { location: `${fake.url}/repositories/123/issues/8` }).end();
       if (path === '/repos/octo/hello/issues/6') {
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(JSON.stringify({ number: 6, updated_at: '2024-01-01T00:00:00Z', repository_url: `${fake.url}/repos/octo/hello` }));
+      }
+      // octo/hello was renamed octo/renamed (GitHub redirects its old name to its id).
+      if (path === '/repos/octo/hello') return res.writeHead(301, { location: `${fake.url}/repositories/123` }).end();
+      if (path === '/repositories/123') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ id: 123, full_name: 'octo/renamed', url: `${fake.url}/repos/octo/renamed` }));
+      }
+      const renamed = /^\/repositories\/123\/issues\/(\d+)$/.exec(path);
+      if (renamed) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ number: Number(renamed[1]), updated_at: '2024-01-01T00:00:00Z', repository_url: `${fake.url}/repos/octo/renamed` }));
       }
       const transferred = /^\/repositories\/999\/issues\/(\d+)$/.exec(path);
       if (transferred) {
@@ -527,5 +539,12 @@ describe('github connector: re-checking deletion candidates', () => {
     const answer = await recheck(fake.url, ['octo/hello#5', 'octo/hello#6', 'octo/hello#7']);
     expect(answer.gone.sort()).toEqual(['octo/hello#5', 'octo/hello#7']);
     expect(answer.alive.map((r) => r.externalId)).toEqual(['octo/hello#6']);
+  });
+
+  it('takes an issue of a repository renamed since it was configured (GitHub redirects the old name) as alive, a transferred one as gone', async () => {
+    const fake = await github((res, base) => res.writeHead(301, { location: `${base}/repositories/999/issues/12` }).end());
+    const answer = await recheck(fake.url, ['octo/hello#8', 'octo/hello#5']);
+    expect(answer.alive.map((r) => r.externalId)).toEqual(['octo/hello#8']);
+    expect(answer.gone).toEqual(['octo/hello#5']);
   });
 });
