@@ -590,11 +590,35 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   return new Permanent(`http connector: the provider answered ${status} for ${what}${detail}`);
 }
 
-/** A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present` leaves it out. */
-function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
+/**
+ * A JSON string, or an integer literal of 16 digits or more in a value's place: past 2^53 JSON.parse
+ * rounds an integer to the nearest double, so two int64 ids (snowflake ids, say) that differ in
+ * their last digits would read as one.
+ */
+const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|(?<=[[:,]\s*)-?\d{16,}(?=\s*[,\]}])/g;
+
+/**
+ * The JSON value of `text` with every integer of 16 digits or more as the string of its digits, for
+ * reading record ids exactly; undefined when `text` has no such integer (or is no JSON).
+ */
+function withExactIntegers(text: string): unknown {
+  if (!/\d{16}/.test(text)) return undefined;
+  try {
+    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token) => (token.startsWith('"') ? token : `"${token}"`)));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present`
+ * leaves it out. Its id is read from `exact`, the same item with long integers as their digits
+ * (`withExactIntegers`), when there is one.
+ */
+function recordOf(item: unknown, resource: Resource, what: string, exact: unknown = item): ConnectorRecord | null {
   if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
   if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return null;
-  const id = readPath(item, resource.id);
+  const id = readPath(exact, resource.id);
   if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
     throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);
   }
@@ -699,7 +723,9 @@ export const httpConnector: Connector = {
         continue;
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
-      const record = recordOf(readPath(jsonOf(answer, what), resource.item.record), resource, `${what}: the record at '${resource.item.record}'`);
+      const body = jsonOf(answer, what);
+      const exact = withExactIntegers(answer.text) ?? body;
+      const record = recordOf(readPath(body, resource.item.record), resource, `${what}: the record at '${resource.item.record}'`, readPath(exact, resource.item.record));
       if (record === null || record.externalId !== externalId) gone.push(externalId);
       else alive.push(record);
     }
@@ -739,9 +765,12 @@ export const httpConnector: Connector = {
       const body = jsonOf(answer, what);
       const items = readPath(body, resource.records);
       if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
+      // Ids are read exactly, long integers included.
+      const exact = withExactIntegers(answer.text);
+      const exactItems = exact === undefined ? items : readPath(exact, resource.records);
       const records: ConnectorRecord[] = [];
       items.forEach((item, index) => {
-        const record = recordOf(item, resource, `${what}: record #${index}`);
+        const record = recordOf(item, resource, `${what}: record #${index}`, Array.isArray(exactItems) ? exactItems[index] : item);
         if (record === null) return;
         const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
         // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
