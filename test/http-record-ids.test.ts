@@ -54,3 +54,31 @@ describe('http connector: numeric ids past 2^53', () => {
     expect(await ids(false)).toEqual(['-9223372036854775808', '1234567890123456789']);
   });
 });
+
+describe('http connector: one id served twice in a page', () => {
+  it('stores the newer version of the two, which the cursor has moved past', async () => {
+    const at = (minutes: number) => new Date(Date.now() - 2 * 3_600_000 + minutes * 60_000).toISOString();
+    // A provider answering from replicas: the page has 'x' as it is now and, after it, as it was.
+    let page = [
+      { id: 'x', name: 'x v2', updated_at: at(2) },
+      { id: 'x', name: 'x v1', updated_at: at(1) },
+      { id: 'y', name: 'y v1', updated_at: at(3) },
+    ];
+    const fake = await serve((req, res) => {
+      const since = new URL(req.url ?? '/', 'http://x').searchParams.get('updated_since');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(page.filter((item) => since === null || item.updated_at >= since)));
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' } } } },
+      'twice-in-a-page',
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'incremental');
+    // The next incremental pass starts at y's change time: x is not served again.
+    page = [{ id: 'x', name: 'x v2', updated_at: at(2) }, { id: 'y', name: 'y v1', updated_at: at(3) }];
+    await runPass(deps, connectionId, 'items', 'incremental');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('x')?.data.name).toBe('x v2');
+  });
+});
