@@ -332,20 +332,24 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
   return url.href;
 }
 
-/** The next page's URL, or null when this page was the last. */
-function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown): string | null {
+/**
+ * The next page's URL, or null when this page was the last. A relative link or next URL is
+ * relative to `answered`, the URL that answered (a same-origin redirect may have moved it from
+ * `url`, the one asked for); a cursor goes into `url`.
+ */
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown): string | null {
   switch (pagination.type) {
     case 'none':
       return null;
     case 'link_header': {
-      const next = nextLink(headers.get('link'), url);
+      const next = nextLink(headers.get('link'), answered);
       return next === null ? null : sameOrigin(next, cfg, 'Link header');
     }
     case 'next_url': {
       const next = readPath(body, pagination.path);
       if (next === undefined || next === null || next === '') return null;
       if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
-      return sameOrigin(new URL(next, url).href, cfg, `body '${pagination.path}'`);
+      return sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`);
     }
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
@@ -810,7 +814,7 @@ export const httpConnector: Connector = {
       const { hold: _hold, ...nextToken } = next;
       return { records, nextPageToken: encodeToken(nextToken), ...held };
     }
-    const next = nextUrl(cfg, pagination, url, answer.headers, body);
+    const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body);
     return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };
   },
 };
