@@ -49,7 +49,8 @@
 // Deletion: both listings are consistent (keyset; newest first where a change moves an item only to
 // the head, and GitHub cannot delete a pull request), and `recheck` GETs a candidate by number:
 // 200 alive, 404/410 gone, an item transferred elsewhere or of a repository no longer configured
-// gone.
+// gone (an item naming another repository is alive when that is the configured repository renamed,
+// as GitHub's answer for the configured name says: asked once a re-check).
 //
 // Conditional requests: every page's ETag is returned (`validators`) with the page's records, for
 // the activity to store in the same transaction, with a note of what follows the page in its
@@ -707,6 +708,31 @@ export const githubConnector: Connector = {
     const endpoint = resource === 'pull_requests' ? 'pulls' : 'issues';
     const alive: ConnectorRecord[] = [];
     const gone: string[] = [];
+    const get = (url: string, what: string) =>
+      providerGet(url, {
+        headers: requestHeaders(token),
+        secrets: [token],
+        context: `github connector: re-checking '${what}'`,
+        ...(policy ? { policy } : {}),
+        ...(signal ? { signal } : {}),
+        ...(budget ? { budget } : {}),
+        rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
+      });
+    // A configured repository's API URL as GitHub names it now (lower case), asked at most once a
+    // re-check: a repository renamed since it was configured is still served under its old name
+    // (GitHub redirects), and its items then name the new one, which is no transfer.
+    const currentUrls = new Map<string, string | null>();
+    const currentUrl = async (repository: string): Promise<string | null> => {
+      if (!currentUrls.has(repository)) {
+        const [owner = '', name = ''] = repository.split('/');
+        const answer = await get(`${cfg.base_url}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}`, repository);
+        if (answer.status !== 404 && (answer.status < 200 || answer.status >= 300)) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
+        const body = answer.status === 404 ? null : jsonBody(answer, `github connector: unreadable JSON from GitHub for '${repository}'`);
+        const url = body && typeof body === 'object' ? (body as { url?: unknown }).url : undefined;
+        currentUrls.set(repository, typeof url === 'string' ? url.toLowerCase() : null);
+      }
+      return currentUrls.get(repository) ?? null;
+    };
     for (const externalId of externalIds) {
       signal?.throwIfAborted();
       const hash = externalId.lastIndexOf('#');
@@ -719,29 +745,27 @@ export const githubConnector: Connector = {
       }
       const [owner = '', name = ''] = repository.split('/');
       const url = `${cfg.base_url}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/${endpoint}/${number}`;
-      const answer = await providerGet(url, {
-        headers: requestHeaders(token),
-        secrets: [token],
-        context: `github connector: re-checking '${externalId}'`,
-        ...(policy ? { policy } : {}),
-        ...(signal ? { signal } : {}),
-        ...(budget ? { budget } : {}),
-        rateLimitHeaders: GITHUB_RATE_LIMIT_HEADERS,
-      });
+      const answer = await get(url, externalId);
       if (answer.status === 404 || answer.status === 410) {
         gone.push(externalId);
         continue;
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
       const item = jsonBody(answer, `github connector: unreadable JSON from GitHub for '${externalId}'`);
-      if (!isItem(item) || String(item.number) !== number) {
+      if (!isItem(item)) {
         throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
       }
-      // Transferred to another repository (GitHub redirects there): gone from this one.
+      // Transferred to another repository: GitHub redirects to the issue there, which has its
+      // number there (another, as a rule): gone from this one. An item naming another repository
+      // that is the configured one renamed is no transfer.
       const home = typeof item.repository_url === 'string' ? item.repository_url.toLowerCase() : null;
-      if ((home !== null && !home.endsWith(`/repos/${repository.toLowerCase()}`)) || (resource === 'issues' && 'pull_request' in item)) {
+      const elsewhere = home !== null && !home.endsWith(`/repos/${repository.toLowerCase()}`) && home !== (await currentUrl(repository));
+      if (elsewhere || (resource === 'issues' && 'pull_request' in item)) {
         gone.push(externalId);
         continue;
+      }
+      if (String(item.number) !== number) {
+        throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
       }
       const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;
       alive.push({ externalId, updatedAt, data: item, partition: repository });

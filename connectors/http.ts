@@ -36,6 +36,7 @@
 // input, and a subset with no filters or script expressions cannot run anything.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { storableChangeTime } from '../policy/change-time';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
@@ -304,11 +305,16 @@ function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']
   }
 }
 
-/** A change time as ISO 8601: strings as given (if they parse), numbers as epoch seconds (< 1e11) or milliseconds. */
+/**
+ * A change time as the platform stores it (`storableChangeTime`): strings as given when RFC 3339
+ * names a real time, else as the instant they parse to; numbers as epoch seconds (< 1e11) or
+ * milliseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
+ */
 function changeTime(value: unknown): string | null {
-  if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
-  if (typeof value === 'number' && Number.isFinite(value)) return new Date(value < 1e11 ? value * 1000 : value).toISOString();
-  return null;
+  if (typeof value === 'string') return storableChangeTime(value);
+  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const instant = new Date(value < 1e11 ? value * 1000 : value);
+  return Number.isNaN(instant.getTime()) ? null : storableChangeTime(instant.toISOString());
 }
 
 /** The first page's URL of a resource: base URL + path, fixed params, `since`, the pagination's start. */
@@ -326,20 +332,24 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
   return url.href;
 }
 
-/** The next page's URL, or null when this page was the last. */
-function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, headers: Headers, body: unknown): string | null {
+/**
+ * The next page's URL, or null when this page was the last. A relative link or next URL is
+ * relative to `answered`, the URL that answered (a same-origin redirect may have moved it from
+ * `url`, the one asked for); a cursor goes into `url`.
+ */
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown): string | null {
   switch (pagination.type) {
     case 'none':
       return null;
     case 'link_header': {
-      const next = nextLink(headers.get('link'), url);
+      const next = nextLink(headers.get('link'), answered);
       return next === null ? null : sameOrigin(next, cfg, 'Link header');
     }
     case 'next_url': {
       const next = readPath(body, pagination.path);
       if (next === undefined || next === null || next === '') return null;
       if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
-      return sameOrigin(new URL(next, url).href, cfg, `body '${pagination.path}'`);
+      return sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`);
     }
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
@@ -584,11 +594,35 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   return new Permanent(`http connector: the provider answered ${status} for ${what}${detail}`);
 }
 
-/** A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present` leaves it out. */
-function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
+/**
+ * A JSON string, or an integer literal of 16 digits or more in a value's place: past 2^53 JSON.parse
+ * rounds an integer to the nearest double, so two int64 ids (snowflake ids, say) that differ in
+ * their last digits would read as one.
+ */
+const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|(?<=[[:,]\s*)-?\d{16,}(?=\s*[,\]}])/g;
+
+/**
+ * The JSON value of `text` with every integer of 16 digits or more as the string of its digits, for
+ * reading record ids exactly; undefined when `text` has no such integer (or is no JSON).
+ */
+function withExactIntegers(text: string): unknown {
+  if (!/\d{16}/.test(text)) return undefined;
+  try {
+    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token) => (token.startsWith('"') ? token : `"${token}"`)));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present`
+ * leaves it out. Its id is read from `exact`, the same item with long integers as their digits
+ * (`withExactIntegers`), when there is one.
+ */
+function recordOf(item: unknown, resource: Resource, what: string, exact: unknown = item): ConnectorRecord | null {
   if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
   if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return null;
-  const id = readPath(item, resource.id);
+  const id = readPath(exact, resource.id);
   if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
     throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);
   }
@@ -693,7 +727,9 @@ export const httpConnector: Connector = {
         continue;
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
-      const record = recordOf(readPath(jsonOf(answer, what), resource.item.record), resource, `${what}: the record at '${resource.item.record}'`);
+      const body = jsonOf(answer, what);
+      const exact = withExactIntegers(answer.text) ?? body;
+      const record = recordOf(readPath(body, resource.item.record), resource, `${what}: the record at '${resource.item.record}'`, readPath(exact, resource.item.record));
       if (record === null || record.externalId !== externalId) gone.push(externalId);
       else alive.push(record);
     }
@@ -733,9 +769,12 @@ export const httpConnector: Connector = {
       const body = jsonOf(answer, what);
       const items = readPath(body, resource.records);
       if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
+      // Ids are read exactly, long integers included.
+      const exact = withExactIntegers(answer.text);
+      const exactItems = exact === undefined ? items : readPath(exact, resource.records);
       const records: ConnectorRecord[] = [];
       items.forEach((item, index) => {
-        const record = recordOf(item, resource, `${what}: record #${index}`);
+        const record = recordOf(item, resource, `${what}: record #${index}`, Array.isArray(exactItems) ? exactItems[index] : item);
         if (record === null) return;
         const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
         // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.
@@ -775,7 +814,7 @@ export const httpConnector: Connector = {
       const { hold: _hold, ...nextToken } = next;
       return { records, nextPageToken: encodeToken(nextToken), ...held };
     }
-    const next = nextUrl(cfg, pagination, url, answer.headers, body);
+    const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body);
     return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };
   },
 };

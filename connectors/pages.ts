@@ -1,6 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { DEFAULT_PROVIDER_POLICY } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+import { storableChangeTime } from '../policy/change-time';
 import { storableText } from '../policy/storable-text';
 
 /** What a task already fetched before this run of its paging loop (a resumed task counts on). */
@@ -29,22 +30,27 @@ export function storableValue<T>(value: T): T {
 const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
 
 /**
- * A page's records made safe to store, or a `Permanent` failure: every string is made storable
- * (`storableValue`: a provider may send `\u0000` or a lone surrogate, which Postgres refuses), and
- * a record larger than `maxRecordBytes` as JSON fails the task (one oversized record must not fill
- * a worker's memory and the database; retrying would fetch it again).
+ * Provider records made safe to store, or a `Permanent` failure: every string is made storable
+ * (`storableValue`: a provider may send `\u0000` or a lone surrogate, which Postgres refuses), a
+ * change time is stored as the instant the connector read (`storableChangeTime`: Postgres refuses
+ * some text JavaScript reads, such as an impossible day, or reads it otherwise; no change time when
+ * it lies outside years 1-9999), and a record larger than `maxRecordBytes` as JSON fails the task
+ * (one oversized record must not fill a worker's memory and the database; retrying would fetch it
+ * again). Every record a task stores passes here: a listing's pages (`pagesOf`) and the records a
+ * full pass's deletion step finds alive by looking them up (`recheck`), which would otherwise fail
+ * that step on every retry.
  */
-function storable(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
+export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
   return records.map((record) => {
     const json = JSON.stringify(record.data);
     if (Buffer.byteLength(json) > maxRecordBytes) {
       throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
     const id = String(record.externalId);
-    const mayNeedChange = MAY_NEED_CHANGE.test(json) || storableText(id) !== id || (record.updatedAt !== null && storableText(record.updatedAt) !== record.updatedAt);
-    return mayNeedChange
-      ? { ...record, externalId: storableValue(record.externalId), updatedAt: record.updatedAt === null ? null : storableText(record.updatedAt), data: storableValue(record.data) }
-      : record;
+    const updatedAt = record.updatedAt === null ? null : storableChangeTime(record.updatedAt);
+    const mayNeedChange = MAY_NEED_CHANGE.test(json) || storableText(id) !== id;
+    if (mayNeedChange) return { ...record, externalId: storableValue(record.externalId), updatedAt, data: storableValue(record.data) };
+    return updatedAt === record.updatedAt ? record : { ...record, updatedAt };
   });
 }
 
@@ -98,7 +104,7 @@ export async function* pagesOf(
     if (records > policy.maxRecordsPerTask) {
       throw new Permanent(`${connector.slug} connector: ${request.resource}: more than ${policy.maxRecordsPerTask} records in one task (PROVIDER_MAX_RECORDS_PER_TASK)`);
     }
-    yield { ...page, records: storable(page.records, policy.maxRecordBytes, request.resource), fetchedAt };
+    yield { ...page, records: storableRecords(page.records, policy.maxRecordBytes, request.resource), fetchedAt };
     token = page.nextPageToken;
     if (token !== null) {
       const key = pageKey(connector, token);

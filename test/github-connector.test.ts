@@ -2,6 +2,7 @@
 // on 127.0.0.1: paging by Link, PRs in the issues endpoint, `since`, several repositories, and the
 // mapping of 401/403/404/429/5xx/network failures and aborts to the typed connector errors. No
 // database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
+import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeGitHubPageToken, githubConnector } from '../connectors/github';
 import { nextLink, parseLinkHeader } from '../connectors/link-header';
@@ -10,6 +11,7 @@ import { getConnector } from '../connectors/registry';
 import { ConnectorError, Permanent, RateLimited, Transient, type FetchPageResult } from '../connectors/types';
 import { TEST_PROVIDER_POLICY } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { serve } from './helpers/fake-server';
 
 const TOKEN = 'ghp_S3cr3tT0kenValue_1234567890abcdef';
 
@@ -494,5 +496,55 @@ describe('Link header parsing (RFC 8288)', () => {
     expect(parseRetryAfter('Sun, 01 Jun 2025 11:00:00 GMT', now)).toBe(0);
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+});
+
+describe('github connector: re-checking deletion candidates', () => {
+  /** GitHub for these tests: issue #5 of octo/hello moved away, answered as `moved` says. */
+  async function github(moved: (res: ServerResponse, base: string) => void) {
+    return serve((req, res, fake) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      if (path === '/repos/octo/hello/issues/5') return moved(res, fake.url);
+      if (path === '/repos/octo/hello/issues/8') return res.writeHead(301, { location: `${fake.url}/repositories/123/issues/8` }).end();
+      if (path === '/repos/octo/hello/issues/6') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ number: 6, updated_at: '2024-01-01T00:00:00Z', repository_url: `${fake.url}/repos/octo/hello` }));
+      }
+      // octo/hello was renamed octo/renamed (GitHub redirects its old name to its id).
+      if (path === '/repos/octo/hello') return res.writeHead(301, { location: `${fake.url}/repositories/123` }).end();
+      if (path === '/repositories/123') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ id: 123, full_name: 'octo/renamed', url: `${fake.url}/repos/octo/renamed` }));
+      }
+      const renamed = /^\/repositories\/123\/issues\/(\d+)$/.exec(path);
+      if (renamed) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ number: Number(renamed[1]), updated_at: '2024-01-01T00:00:00Z', repository_url: `${fake.url}/repos/octo/renamed` }));
+      }
+      const transferred = /^\/repositories\/999\/issues\/(\d+)$/.exec(path);
+      if (transferred) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ number: Number(transferred[1]), updated_at: '2024-01-01T00:00:00Z', repository_url: `${fake.url}/repos/octo/elsewhere` }));
+      }
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+    });
+  }
+  const recheck = (base: string, externalIds: string[]) =>
+    githubConnector.recheck!({
+      resource: 'issues', externalIds, config: { base_url: base, repositories: ['octo/hello'] }, credentials: { token: TOKEN }, policy: TEST_PROVIDER_POLICY,
+    });
+
+  it('takes an issue transferred to another repository (GitHub redirects to it there, under its number there) as gone, the others as they are', async () => {
+    const fake = await github((res, base) => res.writeHead(301, { location: `${base}/repositories/999/issues/12` }).end());
+    const answer = await recheck(fake.url, ['octo/hello#5', 'octo/hello#6', 'octo/hello#7']);
+    expect(answer.gone.sort()).toEqual(['octo/hello#5', 'octo/hello#7']);
+    expect(answer.alive.map((r) => r.externalId)).toEqual(['octo/hello#6']);
+  });
+
+  it('takes an issue of a repository renamed since it was configured (GitHub redirects the old name) as alive, a transferred one as gone', async () => {
+    const fake = await github((res, base) => res.writeHead(301, { location: `${base}/repositories/999/issues/12` }).end());
+    const answer = await recheck(fake.url, ['octo/hello#8', 'octo/hello#5']);
+    expect(answer.alive.map((r) => r.externalId)).toEqual(['octo/hello#8']);
+    expect(answer.gone).toEqual(['octo/hello#5']);
   });
 });

@@ -1,3 +1,5 @@
+import { storableRecords } from '../../connectors/pages';
+import { DEFAULT_PROVIDER_POLICY } from '../../connectors/provider-http';
 import type { Connector, FetchPageInput } from '../../connectors/types';
 import { countCompletedTask } from '../../db/models/jobs';
 import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
@@ -39,7 +41,9 @@ export async function confirmDeletions(
   const fetchedAt = new Date();
   const answer = await connector.recheck({ ...request, externalIds: candidates });
   const asked = new Set(candidates);
-  const alive = answer.alive.filter((r) => asked.has(r.externalId));
+  // Stored as a listing page's records are: made storable, none over the record size cap.
+  const maxRecordBytes = (request.policy ?? DEFAULT_PROVIDER_POLICY).maxRecordBytes;
+  const alive = storableRecords(answer.alive.filter((r) => asked.has(r.externalId)), maxRecordBytes, request.resource);
   if (alive.length > 0) {
     await withTransaction(pool, (tx) =>
       upsertRecords(tx, { connectionId: target.connectionId, resourceType: target.resourceType, jobId: target.jobId, at: new Date(), fetchedAt }, alive),

@@ -64,8 +64,8 @@ export interface PageProgress {
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
  * before a full pass's deletion step and written after it is older news than the tombstone.
- * Duplicate ids within a page keep the last occurrence (Postgres cannot upsert one row twice in a
- * statement) and count once.
+ * Duplicate ids within a page are written once (Postgres cannot upsert one row twice in a
+ * statement) and count once: the newest by change time, of equals (or without one) the last.
  *
  * With `seenBy` (a full pass's task), the same statement adds to that task's seen-set the page's
  * ids that its deletion step could otherwise judge: every id except those this statement wrote at
@@ -95,7 +95,13 @@ export async function upsertRecords(
   progress?: PageProgress,
 ): Promise<UpsertResult> {
   if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0, held: true };
-  const byId = new Map(records.map((r) => [r.externalId, r]));
+  // One id served twice in a page: its newer version is written (as across pages, an older one
+  // never replaces it; the pass's cursor moves past the newer one's change time), else the later.
+  const byId = new Map<string, ConnectorRecord>();
+  for (const r of records) {
+    const kept = byId.get(r.externalId);
+    if (!kept || !(r.updatedAt !== null && kept.updatedAt !== null && Date.parse(r.updatedAt) < Date.parse(kept.updatedAt))) byId.set(r.externalId, r);
+  }
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
   const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean }>(
     `with held as (select t.id from sync_tasks t where t.id = $9::uuid and t.claim = $13::uuid and t.status = ${TASK.processing} for no key update),

@@ -1,0 +1,66 @@
+// A provider's change times as the sync stores them: one instant, the one the connector read (its
+// `since` filter, keyset steps and cursor), in a form Postgres takes. A change time JavaScript reads
+// but Postgres refuses (an impossible day, an offset past ±15:59, a year past 9999) must not fail
+// every sync of the resource. Runs the sync activity directly against real Postgres and a fake
+// provider on 127.0.0.1.
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
+import { closeFakeServers, serve } from './helpers/fake-server';
+import { createHttpConnection, runPass } from './helpers/http-sync';
+import { storableChangeTime } from '../policy/change-time';
+
+const db = useTestDatabase();
+afterEach(closeFakeServers);
+
+describe('http connector: change times Postgres would read otherwise, or not at all', () => {
+  it('stores each record with the instant the connector read, and the pass completes', async () => {
+    const items = [
+      { id: 'impossible-day', updated_at: '2023-02-29T10:00:00Z' }, // JavaScript: 1 March
+      { id: 'far-offset', updated_at: '2024-01-05T10:00:00+20:00' }, // Postgres: displacement out of range
+      { id: 'past-9999', updated_at: 1e15 }, // epoch milliseconds in the year 33658
+      { id: 'beyond-dates', updated_at: 1e17 }, // no date at all
+      { id: 'micros', updated_at: '2024-01-05T10:00:00.123456Z' }, // kept as given, to the microsecond
+      { id: 'plain', updated_at: '2024-01-05T10:00:00Z' },
+    ];
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(items));
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+      'change-times',
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const { result } = await runPass(deps, connectionId, 'items', 'full');
+    expect(result.status).toBe('completed');
+    const { rows } = await db.pool.query<{ external_id: string; at: string | null }>(
+      `select external_id, to_char(source_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as at from records where connection_id = $1`,
+      [connectionId],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.external_id, r.at]))).toEqual({
+      'impossible-day': '2023-03-01T10:00:00.000000',
+      'far-offset': '2024-01-04T14:00:00.000000',
+      'past-9999': null,
+      'beyond-dates': null,
+      micros: '2024-01-05T10:00:00.123456',
+      plain: '2024-01-05T10:00:00.000000',
+    });
+  });
+});
+
+describe('storableChangeTime', () => {
+  it('keeps RFC 3339 text Postgres reads alike, gives any other readable time as the instant JavaScript reads, and null past years 1-9999', () => {
+    expect(storableChangeTime('2024-01-05T10:00:00.123456Z')).toBe('2024-01-05T10:00:00.123456Z');
+    expect(storableChangeTime('2024-01-05T10:00:00+05:30')).toBe('2024-01-05T10:00:00+05:30');
+    expect(storableChangeTime('2024-01-05 10:00:00.5+0530')).toBe('2024-01-05 10:00:00.5+0530');
+    expect(storableChangeTime('2023-02-29T10:00:00Z')).toBe('2023-03-01T10:00:00.000Z');
+    expect(storableChangeTime('2024-01-05T10:00:00.1234567Z')).toBe('2024-01-05T10:00:00.123Z');
+    expect(storableChangeTime('Wed Oct 10 20:19:24 +0000 2018')).toBe('2018-10-10T20:19:24.000Z');
+    expect(storableChangeTime('+033658-09-27T01:46:40.000Z')).toBeNull();
+    expect(storableChangeTime('0000-12-31T23:00:00-02:00')).toBe('0001-01-01T01:00:00.000Z');
+    expect(storableChangeTime('0000-12-31T23:00:00Z')).toBeNull();
+    expect(storableChangeTime('not a time')).toBeNull();
+  });
+});

@@ -1,0 +1,83 @@
+// What a full pass's deletion step stores of the records its item lookups find alive: the same as a
+// listing page would store of them (connectors/pages.ts), since both are provider data written to
+// the same rows. Runs the sync activity directly against real Postgres and a fake provider on
+// 127.0.0.1 whose listing is declared not consistent (`stable: false`), so every record it did not
+// list is looked up by id before anything is deleted.
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
+import { closeFakeServers, serve } from './helpers/fake-server';
+import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
+
+const db = useTestDatabase();
+afterEach(closeFakeServers);
+
+const OLD = new Date(Date.now() - 2 * 3_600_000).toISOString();
+
+/** A provider listing `listed` ids of `items` (cursor paging, one page) and answering each item by id. */
+async function provider(items: Map<string, Record<string, unknown>>, listed: () => string[]) {
+  return serve((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const one = /^\/items\/([^/]+)$/.exec(url.pathname);
+    res.writeHead(one && !items.has(decodeURIComponent(one[1]!)) ? 404 : 200, { 'content-type': 'application/json' });
+    if (one) res.end(JSON.stringify(items.has(decodeURIComponent(one[1]!)) ? { item: items.get(decodeURIComponent(one[1]!)) } : { error: 'not found' }));
+    else res.end(JSON.stringify({ items: listed().map((id) => items.get(id)), meta: { next_cursor: null } }));
+  });
+}
+
+let seq = 0;
+async function connection(baseUrl: string) {
+  seq += 1;
+  return createHttpConnection(
+    db.pool,
+    {
+      base_url: baseUrl,
+      pagination: { type: 'cursor', path: 'meta.next_cursor', param: 'cursor', stable: false },
+      resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at', item: { path: '/items/{id}', record: 'item' } } },
+    },
+    `recheck-${seq}`,
+  );
+}
+
+describe('http connector: records a full pass finds alive by item lookup', () => {
+  it('are stored as a listing page stores them: a NUL stripped and a lone surrogate replaced, the pass completing', async () => {
+    const items = new Map<string, Record<string, unknown>>([
+      ['a', { id: 'a', name: 'a', updated_at: OLD }],
+      ['b', { id: 'b', name: 'b', updated_at: OLD }],
+    ]);
+    let listed = ['a', 'b'];
+    const fake = await provider(items, () => listed);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    // The listing leaves 'b' out this time (it is not consistent), and the lookup finds it alive
+    // with text Postgres cannot store as given: a NUL, and half of an emoji.
+    listed = ['a'];
+    items.set('b', { id: 'b', name: 'b\u0000 v2 \ud83d', updated_at: OLD });
+    const { result } = await runPass(deps, connectionId, 'items', 'full');
+
+    expect(result.status).toBe('completed');
+    expect(result.deletedCount).toBe(0);
+    const b = (await storedRecords(db.pool, connectionId, 'items')).get('b');
+    expect(b?.deleted_at).toBeNull();
+    expect(b?.data.name).toBe('b v2 \ufffd');
+  });
+
+  it('over PROVIDER_MAX_RECORD_BYTES fails the pass as permanent, as in a listing, storing nothing of it', async () => {
+    const items = new Map<string, Record<string, unknown>>([
+      ['a', { id: 'a', name: 'a', updated_at: OLD }],
+      ['b', { id: 'b', name: 'b', updated_at: OLD }],
+    ]);
+    let listed = ['a', 'b'];
+    const fake = await provider(items, () => listed);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    listed = ['a'];
+    items.set('b', { id: 'b', name: 'x'.repeat(deps.providers!.maxRecordBytes + 1), updated_at: OLD });
+    await expect(runPass(deps, connectionId, 'items', 'full')).rejects.toMatchObject({ type: 'permanent', message: expect.stringContaining('PROVIDER_MAX_RECORD_BYTES') });
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('b')?.data.name).toBe('b');
+  });
+});
