@@ -33,7 +33,9 @@ import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provi
 import { countConnections } from '../db/models/tenant-limits';
 import { fitsUnder } from '../policy/tenant-limits';
 import { lockedLimits, overLimit } from './tenant-limits';
-import { configProblem, credentialBinding, credentialsProblem, endpointOf } from './provider-configs';
+import { changedListings, configProblem, credentialBinding, credentialsProblem, endpointOf } from './provider-configs';
+import { forgetCursors } from '../db/models/state';
+import { forgetEtags } from '../db/models/provider-etags';
 
 export type { ConnectionRow } from '../db/models/connections';
 
@@ -192,6 +194,10 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     const unbound = change.config !== undefined && change.credentials === undefined &&
       credentialBinding(current.provider_slug, current.config ?? {}) !== credentialBinding(current.provider_slug, change.config);
     const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials: unbound ? null : sealedCredentials, schedule });
+    // A resource whose listing changed is read whole next: its cursors and ETags are the old listing's.
+    const relisted = change.config === undefined ? [] : changedListings(current.provider_slug, current.config ?? {}, change.config);
+    await forgetCursors(tx, id, relisted);
+    await forgetEtags(tx, id, relisted);
     const stored = updated && shared ? await shareGrant(tx, updated, shared) : updated;
     if (stored && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return stored;

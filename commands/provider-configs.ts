@@ -87,3 +87,19 @@ export function credentialsProblem(provider: string, credentials: Record<string,
   if (!connectorSlugs().includes(provider)) return null;
   return getConnector(provider).credentialsProblem?.(credentials) ?? null;
 }
+
+/**
+ * The resource types of a `provider` connection whose listing (`Connector.listing`) differs
+ * between config `before` and `after`: one listed by only one of them counts. None for a
+ * connector without listings, or when either config is one its connector rejects.
+ */
+export function changedListings(provider: string, before: Record<string, unknown>, after: Record<string, unknown>): string[] {
+  const connector = getConnector(provider);
+  if (!connector.listing) return [];
+  try {
+    const types = new Set([...connector.resourceTypes(before), ...connector.resourceTypes(after)]);
+    return [...types].filter((type) => connector.listing!(before, type) !== connector.listing!(after, type));
+  } catch {
+    return [];
+  }
+}

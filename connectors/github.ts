@@ -534,6 +534,12 @@ export const githubConnector: Connector = {
     return [...parseGitHubConfig(config).repositories];
   },
 
+  listing(config, resourceType) {
+    const cfg = parseGitHubConfig(config);
+    // Repositories are partitions, each with its own cursor; another API host is another listing.
+    return (cfg.resource_types as string[]).includes(resourceType) ? cfg.base_url : null;
+  },
+
   pageKey(token) {
     const body = pageTokenBody(token) as { repo?: unknown; done?: unknown; url?: unknown; catchup?: unknown };
     let page: string;

@@ -672,6 +672,18 @@ export const httpConnector: Connector = {
     return null;
   },
 
+  listing(config, resourceType) {
+    const cfg = parseHttpConfig(config);
+    const resource = Object.hasOwn(cfg.resources, resourceType) ? cfg.resources[resourceType] : undefined;
+    if (!resource) return null;
+    // Pagination, `item` and rate limits change how a listing is read, not what it serves.
+    const sorted = (record: Record<string, string> | undefined) => Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return JSON.stringify([
+      cfg.base_url, sorted(cfg.headers), resource.path, sorted(resource.params), resource.records, resource.id, resource.id_prefix ?? null,
+      resource.updated_at ?? null, resource.since ?? null, resource.exclude_when_present ?? [], resource.order,
+    ]);
+  },
+
   credentialUse(config) {
     const { auth } = parseHttpConfig(config);
     // Header names are case-insensitive; query parameter names are not.

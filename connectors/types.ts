@@ -170,6 +170,16 @@ export interface Connector {
    * page give the same key: the paging loop detects a provider paging in circles by it.
    */
   pageKey?(token: string): string;
+  /**
+   * What decides which records a listing of `resourceType` serves under `config`, and under which
+   * ids (where it asks, with which fixed parameters, where the records and their ids and change
+   * times are), as a string compared for equality; null for a resource type the config does not
+   * list. A config change that alters it drops the resource's cursors and ETags: they say nothing
+   * of what the new listing serves, which is then read whole. Throws like resourceTypes on an
+   * invalid config. Unset: no config change alters a listing (a partition change is handled by
+   * `partitions`).
+   */
+  listing?(config: Record<string, unknown>, resourceType: string): string | null;
   /** The partitions a connection's config reads separately (GitHub: its repositories); absent: one, ''. */
   partitions?(config: Record<string, unknown>): string[];
   /**

@@ -5,6 +5,7 @@ import type { FetchPageResult, StoredValidator } from '../../connectors/types';
 import { upsertRecords } from '../../db/models/records';
 import { saveEtags } from '../../db/models/provider-etags';
 import { advanceCursors } from '../../db/models/state';
+import { lockConfigForShare } from '../../db/models/connections';
 import type { Queryable } from '../../db/queryable';
 import { withTransaction } from '../../db/transaction';
 import { nextCursor } from '../../policy/cursor';
@@ -112,6 +113,19 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
   const written = etags || cursors
     ? await withTransaction(deps.pool, async (tx) => {
       const n = await write(tx);
+      // A config change that altered this listing since the pass read its config dropped the
+      // listing's cursors and ETags: this pass's are the old listing's, not stored.
+      if (connector.listing) {
+        const current = await lockConfigForShare(tx, connectionId);
+        const listed = (config: Record<string, unknown>) => {
+          try {
+            return connector.listing!(config, input.resourceType);
+          } catch {
+            return null;
+          }
+        };
+        if (current === null || listed(current) !== listed(task.config ?? {})) return n;
+      }
       if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
       if (cursors) await advanceCursors(tx, connectionId, input.resourceType, cursors);
       return n;

@@ -88,6 +88,15 @@ export async function lockConnection(tx: PoolClient, id: string): Promise<Connec
   return rows[0] ? connectionOf(rows[0]) : null;
 }
 
+/**
+ * Connection `id`'s config, its row locked against updates until the transaction ends (FOR SHARE):
+ * a config change that commits first is read, one that comes later waits. Null when it is gone.
+ */
+export async function lockConfigForShare(tx: PoolClient, id: string): Promise<Record<string, unknown> | null> {
+  const { rows } = await tx.query<{ config: Record<string, unknown> | null }>('select config from connections where id = $1 for share', [id]);
+  return rows[0] ? (rows[0].config ?? {}) : null;
+}
+
 /** Tenant `tenantId`'s connection with app key `appKey` (unique per tenant), or null. */
 export async function findConnectionByAppKey(db: Queryable, appKey: string, tenantId: string): Promise<ConnectionRow | null> {
   const { rows } = await db.query<StoredConnection>(`select ${CONNECTION_COLUMNS} from connections c where c.app_key = $1 and c.tenant_id = $2`, [appKey, tenantId]);

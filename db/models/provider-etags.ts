@@ -43,3 +43,9 @@ export async function forgetEtagsBefore(db: Queryable, connectionId: string, res
   ]);
   return rowCount ?? 0;
 }
+
+/** Forgets the stored validators of the connection's resource types `resourceTypes` (their listing changed). */
+export async function forgetEtags(db: Queryable, connectionId: string, resourceTypes: readonly string[]): Promise<void> {
+  if (resourceTypes.length === 0) return;
+  await db.query('delete from provider_etags where connection_id = $1 and resource_type = any($2::text[])', [connectionId, [...resourceTypes]]);
+}

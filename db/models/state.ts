@@ -48,3 +48,9 @@ export async function forgetOtherPartitions(db: Queryable, connectionId: string,
     [...partitions],
   ]);
 }
+
+/** Forgets every cursor of the connection's resource types `resourceTypes` (their listing changed): each is read whole next. */
+export async function forgetCursors(db: Queryable, connectionId: string, resourceTypes: readonly string[]): Promise<void> {
+  if (resourceTypes.length === 0) return;
+  await db.query('delete from sync_state where connection_id = $1 and resource_type = any($2::text[])', [connectionId, [...resourceTypes]]);
+}
