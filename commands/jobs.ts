@@ -111,12 +111,12 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 
 /**
  * Refuses a sync of a connection whose purge is open (`purge_in_progress`), that is not active, or
- * that its circuit breaker pauses (with the breaker's state and its open alert), before anything
- * is written. The purge, the status and the pause are read in one statement (or with the
- * connection: `blockers`).
+ * that its circuit breaker pauses (with the breaker's state and its open alert; `pause: false`
+ * leaves the breaker out), before anything is written. The purge, the status and the pause are
+ * read in one statement (or with the connection: `blockers`).
  */
-export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow, blockers?: SyncBlockers): Promise<void> {
-  await refuseBlocked(deps, connection, blockers ?? (await findSyncBlockers(deps.pool, connection.id, new Date())));
+export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow, blockers?: SyncBlockers, opts?: { pause: boolean }): Promise<void> {
+  await refuseBlocked(deps, connection, blockers ?? (await findSyncBlockers(deps.pool, connection.id, new Date())), opts);
 }
 
 /** Refuses as refuseUnlessSyncable does, from blockers already read; `pause: false` leaves out the breaker. */

@@ -107,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Stop the workflow; keep the data
-         * @description Sets the connection `disabled`, cancels its active jobs and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.
+         * @description Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.
          */
         post: operations["disableConnection"];
         delete?: never;
@@ -3126,7 +3126,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time) */
+            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also when the connection is disabled or its deletion begins while it runs (the sync is cancelled), and `immediate_sync_running` while an immediate sync of the connection runs (one at a time) */
             409: {
                 headers: {
                     [name: string]: unknown;
