@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { BackgroundStarts } from '../lib/background-starts';
+import { ensureJobWorkflow } from '../temporal/client';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testActivityDeps } from './helpers/deps';
 import { useWorkerStack } from './helpers/stack';
@@ -27,6 +28,10 @@ describe('a requested job whose workflow start failed', () => {
   let api: TestApi;
   beforeAll(async () => {
     api = await startTestApi(stack, TASK_QUEUE, { background: new FailingStarts() });
+    // A subscriber, so that each job's end writes its event.
+    await stack.db.pool.query(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ('acme', 'http://127.0.0.1:9/hook', '{sync.completed,sync.failed,sync.cancelled}', 'whsec_x')`,
+    );
   });
   afterAll(async () => {
     await api?.server.close();
@@ -58,7 +63,21 @@ describe('a requested job whose workflow start failed', () => {
       return row.status === 'queued' ? undefined : row;
     });
     expect(ended).toMatchObject({ status: 'cancelled' });
-    const events = await stack.db.pool.query(`select event_type as type from webhook_events where payload->>'job_id' = $1`, [jobId]);
-    expect(events.rows.map((r) => r.type)).not.toContain('sync.failed');
+    const events = await stack.db.pool.query(`select event_type from webhook_events where payload->'job'->>'id' = $1`, [jobId]);
+    expect(events.rows.map((r) => r.event_type)).toEqual(['sync.cancelled']);
+  });
+
+  it('POST /jobs/:id/cancel cancels it at once (it answered 409 job_starting until the tick started it), and a workflow that starts late runs nothing', async () => {
+    const { connectionId, jobId } = await requestedJob('cancel-unstarted');
+    const cancel = await api.call('POST', `/jobs/${jobId}/cancel`);
+    expect(cancel.status, JSON.stringify(cancel.body)).toBe(202);
+    expect(await job(jobId)).toMatchObject({ status: 'cancelled' });
+    // A start that was only late (a retry of the API's, or the tick's) finds nothing to run.
+    const late = await ensureJobWorkflow(stack.env.client, TASK_QUEUE, { id: jobId, connection: { id: connectionId, tenantId: 'acme', providerSlug: 'demo' } });
+    expect(await late.result()).toMatchObject({ status: 'skipped' });
+    expect(await job(jobId)).toMatchObject({ status: 'cancelled' });
+    expect((await stack.db.pool.query('select 1 from sync_tasks where job_id = $1', [jobId])).rows).toEqual([]);
+    const events = await stack.db.pool.query(`select event_type from webhook_events where payload->'job'->>'id' = $1`, [jobId]);
+    expect(events.rows.map((r) => r.event_type)).toEqual(['sync.cancelled']);
   });
 });

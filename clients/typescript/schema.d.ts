@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a queued, running or waiting job
-         * @description Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running) and sends `sync.cancelled` to subscribed webhooks.
+         * @description Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a requested job whose workflow has not started yet) and sends `sync.cancelled` to subscribed webhooks.
          */
         post: operations["cancelJob"];
         delete?: never;
@@ -3667,7 +3667,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running) */
+            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a requested job whose workflow had not started) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -3719,7 +3719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The job has already finished (`job_finished`), or it was requested and its workflow is starting (`job_starting`: retry in a moment) */
+            /** @description The job has already finished (`job_finished`), or it was requested and its workflow is just taking it over (`job_starting`: retry in a moment) */
             409: {
                 headers: {
                     [name: string]: unknown;
