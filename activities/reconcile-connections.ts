@@ -210,7 +210,10 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
   if (running?.has(jobWorkflow) || running?.has(owner)) return;
   result.temporalCalls += 1;
   if (await isWorkflowRunning(temporal, owner)) return;
-  if (job.status === 'queued' && !ownedByScheduler && job.connection_status === 'active') {
+  // Started whatever its connection's status: its claim then does what it would have done had
+  // the job started at once (a paused or disabled connection's queued job ends cancelled), so a
+  // failed start never turns a pause into a failed job.
+  if (job.status === 'queued' && !ownedByScheduler) {
     await ensureJobWorkflow(temporal, taskQueue, {
       id: job.id,
       connection: { id: job.connection_id, tenantId: job.tenant_id, providerSlug: job.provider_slug },

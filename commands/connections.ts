@@ -19,11 +19,13 @@ import { sharedGrantOf } from '../policy/oauth';
 import { parseSchedule, type Schedule, type ScheduleFields } from '../policy/schedule';
 import { CONNECTION_STATUS, CONNECTION_STATUSES, type ConnectionStatus } from '../policy/vocabulary';
 import {
+  cancelImmediateSync,
   cancelJobWorkflow,
   ensureConnectionWorkflow,
   queryConnectionState,
   signalConnectionWorkflow,
   startWebhookDeliveries,
+  immediateSyncHandle,
   stopConnectionWorkflow,
 } from '../temporal/client';
 import { pauseSignal, replanSignal, resumeSignal, type ConnectionState } from '../temporal/connection';
@@ -253,8 +255,8 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
 
 /**
  * Disables a connection and stops everything it runs: its workflow (which cancels its own queued
- * or running job) and every active job requested over the API, through the job's workflow, or
- * directly when that has not started yet. Data stays. A job workflow that starts later finds the
+ * or running job), every active job requested over the API, through the job's workflow, or
+ * directly when that has not started yet, and its immediate sync. Data stays. A job workflow that starts later finds the
  * connection disabled and does not run. Writes a `connection.disabled` webhook event.
  */
 export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
@@ -278,11 +280,15 @@ export async function writeDisabled(tx: Queryable, row: ConnectionRow): Promise<
 }
 
 /**
- * Stops what a connection written disabled runs: its workflow and its active requested jobs (see
- * `disableConnection`); then starts `deliveries` and those of the jobs it ended.
+ * Stops what a connection written disabled runs: its workflow, its active requested jobs and its
+ * immediate sync (see `disableConnection`); then starts `deliveries` and those of the jobs it ended.
  */
 export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, deliveries: string[]): Promise<void> {
   await stopConnectionWorkflow(deps.temporal, row.id);
+  // An immediate sync checked the connection only before it began: a disable stops it as it stops
+  // a job (its caller is answered 409 connection_disabled). One that starts later finds the
+  // connection disabled before any provider request.
+  await cancelImmediateSync(immediateSyncHandle(deps.temporal, row.id));
   for (const job of await jobs.findActiveRequestedJobs(deps.pool, row.id)) {
     const hadWorkflow = await cancelJobWorkflow(deps.temporal, job.id);
     // One its workflow has not claimed yet may be waiting to (as in cancelJob): ended here too.

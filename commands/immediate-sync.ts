@@ -105,6 +105,11 @@ async function runWithLease(deps: CommandDeps, connection: ConnectionRow, mode: 
     );
   } catch (err) {
     if (!(err instanceof WorkflowFailedError)) throw err;
+    // Ended because the connection stopped being syncable while it ran (a disable or a deletion
+    // cancels it; a run that starts after one refuses to fetch): the caller is told so, as a
+    // request made now would be, not that the provider failed. A circuit-breaker pause never
+    // stops a sync that has begun, so it is left out.
+    await refuseUnlessSyncable(deps, connection, undefined, { pause: false });
     // The activity's failure message is the connector's (tokens already redacted); the first line only.
     let cause: unknown = err.cause;
     while ((cause as { cause?: unknown })?.cause) cause = (cause as { cause: unknown }).cause;

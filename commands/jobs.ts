@@ -111,12 +111,12 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
 
 /**
  * Refuses a sync of a connection whose purge is open (`purge_in_progress`), that is not active, or
- * that its circuit breaker pauses (with the breaker's state and its open alert), before anything
- * is written. The purge, the status and the pause are read in one statement (or with the
- * connection: `blockers`).
+ * that its circuit breaker pauses (with the breaker's state and its open alert; `pause: false`
+ * leaves the breaker out), before anything is written. The purge, the status and the pause are
+ * read in one statement (or with the connection: `blockers`).
  */
-export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow, blockers?: SyncBlockers): Promise<void> {
-  await refuseBlocked(deps, connection, blockers ?? (await findSyncBlockers(deps.pool, connection.id, new Date())));
+export async function refuseUnlessSyncable(deps: CommandDeps, connection: ConnectionRow, blockers?: SyncBlockers, opts?: { pause: boolean }): Promise<void> {
+  await refuseBlocked(deps, connection, blockers ?? (await findSyncBlockers(deps.pool, connection.id, new Date())), opts);
 }
 
 /** Refuses as refuseUnlessSyncable does, from blockers already read; `pause: false` leaves out the breaker. */
@@ -279,8 +279,11 @@ export function listJobs(deps: CommandDeps, input: ListJobsInput): Promise<{ row
  * cleanup marks the job and tasks); a queued job of the scheduler has none yet, so the connection
  * workflow is told instead. A scheduler job whose connection workflow is no longer running is
  * orphaned: no workflow would ever run or cancel it, so it is cancelled here, directly, and the
- * connection's workflow is started again (unless the connection is disabled). Refuses a finished
- * job, and a requested job whose workflow is not started yet (`job_starting`: retry in a moment).
+ * connection's workflow is started again (unless the connection is disabled). A requested job
+ * still queued whose workflow has not started (its start is under way, or failed and waits for the
+ * reconcile tick) is cancelled here too: a workflow that starts later claims nothing of a
+ * cancelled job. Refuses a finished job, and (`job_starting`: retry in a moment) a requested job
+ * that is neither queued nor run by a workflow just now.
  */
 export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> {
   const job = await jobs.findJob(deps.pool, id);
@@ -295,7 +298,12 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
     if (job.status === 'queued') await endJob(deps, id, 'cancelled', true);
     return job;
   }
-  if (!isSchedulerTrigger(job.trigger)) throw new CommandRefused('conflict', 'job_starting', 'the job is starting; retry in a moment');
+  if (!isSchedulerTrigger(job.trigger)) {
+    if (await endJob(deps, id, 'cancelled', true)) return (await jobs.findJob(deps.pool, id)) ?? job;
+    // Claimed meanwhile by its workflow, which started just after the first look: cancelled through it.
+    if (await cancelJobWorkflow(deps.temporal, id)) return job;
+    throw new CommandRefused('conflict', 'job_starting', 'the job is starting; retry in a moment');
+  }
   if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, job.scheduler_run_id, cancelJobSignal)) return job;
   await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
   const connection = await findConnection(deps.pool, job.connection_id);
@@ -306,15 +314,16 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
 /**
  * Marks an active job (`onlyQueued`: only one not yet claimed), and its open tasks, `cancelled`
  * with `reason`, and writes its `sync.cancelled` event, in one transaction (as a workflow's own
- * cancellation would), and counts its end once.
+ * cancellation would), and counts its end once. False when it ended nothing.
  */
-async function endJob(deps: CommandDeps, jobId: string, reason: string, onlyQueued = false): Promise<void> {
+async function endJob(deps: CommandDeps, jobId: string, reason: string, onlyQueued = false): Promise<boolean> {
   const at = new Date();
   const ended = await withTransaction(deps.pool, async (tx) => {
     const job = await jobs.cancelJobAndTasks(tx, jobId, at, reason, onlyQueued);
     return job && { ...job, deliveries: await emitJobEvent(tx, jobId, 'cancelled', at) };
   });
-  if (!ended) return;
+  if (!ended) return false;
   recordJobEnded(deps.metrics, ended);
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, ended.deliveries);
+  return true;
 }

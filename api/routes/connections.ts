@@ -100,7 +100,7 @@ const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, de
   });
 const pause = statusRoute('pause', 'Stop scheduling runs (a running job finishes; a queued one is cancelled)', 'Sets the connection `paused` and signals its workflow, which plans no run until it is resumed; requested syncs are refused with 409 `connection_paused`.', { 409: conflict('The connection is disabled', 'connection_disabled') });
 const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)', 'Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule.', { 409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`)', 'purge_in_progress') });
-const disable = statusRoute('disable', 'Stop the workflow; keep the data', 'Sets the connection `disabled`, cancels its active jobs and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.');
+const disable = statusRoute('disable', 'Stop the workflow; keep the data', 'Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.');
 const syncNow = createRoute({
   method: 'post', path: '/connections/{id}/sync', tags, summary: 'Sync now (incremental or full)', operationId: 'syncConnection',
   description: 'Requests a job of the connection now (all resource types, or some). An identical active job is answered instead of a new one. Poll `GET /jobs/{id}` for its progress.',

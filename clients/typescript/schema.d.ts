@@ -107,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Stop the workflow; keep the data
-         * @description Sets the connection `disabled`, cancels its active jobs and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.
+         * @description Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.
          */
         post: operations["disableConnection"];
         delete?: never;
@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a queued, running or waiting job
-         * @description Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running) and sends `sync.cancelled` to subscribed webhooks.
+         * @description Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a requested job whose workflow has not started yet) and sends `sync.cancelled` to subscribed webhooks.
          */
         post: operations["cancelJob"];
         delete?: never;
@@ -3126,7 +3126,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also `immediate_sync_running` while an immediate sync of the connection runs (one at a time) */
+            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also when the connection is disabled or its deletion begins while it runs (the sync is cancelled), and `immediate_sync_running` while an immediate sync of the connection runs (one at a time) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3667,7 +3667,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running) */
+            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a requested job whose workflow had not started) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -3719,7 +3719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The job has already finished (`job_finished`), or it was requested and its workflow is starting (`job_starting`: retry in a moment) */
+            /** @description The job has already finished (`job_finished`), or it was requested and its workflow is just taking it over (`job_starting`: retry in a moment) */
             409: {
                 headers: {
                     [name: string]: unknown;
