@@ -1,6 +1,7 @@
 // Commands on a connection's synced records: the change feed consumers follow.
 import type { RecordChange } from '../db/models/records';
-import { findFeedExpiry, readChanges } from '../db/models/records';
+import { findFeedExpiry, readChangesPage } from '../db/models/records';
+import { DEFAULT_FEED_PAGE_MAX_BYTES } from '../lib/config';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
 import type { CommandDeps } from './deps';
@@ -20,7 +21,7 @@ export interface ChangesQuery {
 export interface ChangesPage {
   changes: RecordChange[];
   next: FeedCursor;
-  /** True when the page is full: more changes may follow at once. */
+  /** True when the page is full (its `limit` of changes, or its byte budget): more changes may follow at once. */
   hasMore: boolean;
 }
 
@@ -36,6 +37,12 @@ export interface ChangesPage {
  * the connection (and the resource type read, if one): positions are of one sequence shared by
  * every connection and type, so a cursor of another connection's feed, or of one type's feed read
  * without that type, is refused (invalid, 400) rather than read past this feed's changes.
+ *
+ * A page is bounded in bytes as well as in changes (`deps.feedPageMaxBytes`, FEED_PAGE_MAX_BYTES):
+ * it stops before the change whose data would pass the budget, but always holds one change, so
+ * a record larger than the budget never stalls the feed; its cursor continues after the last
+ * change it holds. A thousand records of the largest size a provider may send would otherwise be
+ * one answer of a gigabyte, built in the API process every tenant's requests share.
  */
 export async function listChanges(deps: CommandDeps, connectionId: string, query: ChangesQuery): Promise<ChangesPage> {
   const afterSeq = query.after?.seq ?? '0';
@@ -56,11 +63,14 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
           purged_through: expiry.purged_through,
         });
       }
-      const changes = await readChanges(tx, { connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter });
+      const { changes, cut } = await readChangesPage(tx, {
+        connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter,
+        maxBytes: deps.feedPageMaxBytes ?? DEFAULT_FEED_PAGE_MAX_BYTES,
+      });
       return {
         changes,
         next: { seq: changes.at(-1)?.change_seq ?? afterSeq, epoch: expiry.epoch, connection, resourceType: query.resourceType },
-        hasMore: changes.length === query.limit,
+        hasMore: cut || changes.length === query.limit,
       };
     },
     { snapshot: true },

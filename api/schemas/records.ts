@@ -37,6 +37,6 @@ export const RecordPageSchema = z
   .object({
     items: z.array(RecordChangeSchema),
     next_cursor: z.string().openapi({ description: 'Where the next read continues; always set (poll with it to see later changes)' }),
-    has_more: z.boolean().openapi({ description: 'The page is full: read again at once' }),
+    has_more: z.boolean().openapi({ description: 'The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES): read again at once' }),
   })
   .openapi('RecordPage');

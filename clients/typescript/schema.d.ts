@@ -1612,7 +1612,7 @@ export interface components {
             items: components["schemas"]["RecordChange"][];
             /** @description Where the next read continues; always set (poll with it to see later changes) */
             next_cursor: string;
-            /** @description The page is full: read again at once */
+            /** @description The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES): read again at once */
             has_more: boolean;
         };
         RecordChange: {
