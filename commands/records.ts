@@ -36,7 +36,10 @@ export interface ChangesPage {
  * the reader follows, never expires it. The next cursor carries the snapshot's purge epoch and
  * the connection (and the resource type read, if one): positions are of one sequence shared by
  * every connection and type, so a cursor of another connection's feed, or of one type's feed read
- * without that type, is refused (invalid, 400) rather than read past this feed's changes.
+ * without that type, is refused (invalid, 400) rather than read past this feed's changes. So is
+ * a cursor whose position or purge epoch is past any the feed has issued (a forged cursor, or one
+ * of a database restored to an earlier point): the changes later written at the positions up to
+ * it, and the purges up to its epoch, would pass it by without a word.
  *
  * A page is bounded in bytes as well as in changes (`deps.feedPageMaxBytes`, FEED_PAGE_MAX_BYTES):
  * it stops before the change whose data would pass the budget, but always holds one change, so
@@ -57,6 +60,9 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       }
       if (query.after?.resourceType !== undefined && query.after.resourceType !== query.resourceType) {
         throw invalid(`cursor: a cursor of the feed of resource type ${JSON.stringify(query.after.resourceType)} only; read with that resource_type, or from the start (no cursor)`);
+      }
+      if (!expiry.issued) {
+        throw invalid('cursor: a position past any this feed has issued; read the feed from the start (no cursor) or with a cursor it issued');
       }
       if (query.after && expiry.purged_through !== null) {
         throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {

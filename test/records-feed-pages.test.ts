@@ -3,6 +3,8 @@
 // bytes as well as in records, and a cursor naming a position the feed never issued is refused
 // rather than silently read past the changes written up to it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { feedCursor } from '../policy/cursors';
+import { purgeTombstonesBatch } from '../db/models/records';
 import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 
@@ -92,5 +94,43 @@ describe('records feed: pages and cursors at their edges', () => {
     expect(first.bytes).toBeLessThanOrEqual(8 * 1024 * KIB);
     const all = await pages(id, 'limit=1000');
     expect(all.read.flat()).toEqual(Array.from({ length: 20 }, (_, i) => `big-${String(i).padStart(2, '0')}`));
+  });
+
+  it('a cursor past the feed\'s last issued position is refused (400), not read past the changes written up to it later', async () => {
+    const id = await feedConnection();
+    await write(id, 'a');
+    const read = await pages(id, 'limit=10');
+    const issued = feedCursor.decode(read.cursor)!;
+    const { rows } = await db.pool.query<{ last: string }>(`select last_value::text as last from records_change_seq`);
+    const ahead = feedCursor.encode({ ...issued, seq: (BigInt(rows[0]!.last) + 1000n).toString() });
+
+    // A change written after the cursor was made, at a position below it: read on with it, the
+    // reader would pass over 'b' (and every change up to that position) without a word.
+    await write(id, 'b');
+    const refused = await get(`/connections/${id}/records?cursor=${ahead}`);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/cursor/) });
+    // The cursor the feed issued sees it.
+    expect((await pages(id, 'limit=10', {}, read.cursor)).read.flat()).toEqual(['b']);
+    // …and so does a cursor issued before cursors named their connection or carried an epoch.
+    const legacy = Buffer.from(JSON.stringify({ seq: issued.seq })).toString('base64url');
+    expect((await pages(id, 'limit=10', {}, legacy)).read.flat()).toEqual(['b']);
+  });
+
+  it('a cursor of a purge epoch no purge has reached yet is refused (400), not left unexpired by the purges up to it', async () => {
+    const id = await feedConnection();
+    await write(id, 'a');
+    await write(id, 'b');
+    const read = await get(`/connections/${id}/records?limit=1`);
+    const issued = feedCursor.decode(read.body.next_cursor)!;
+    const ahead = feedCursor.encode({ ...issued, epoch: (BigInt(issued.epoch) + 1000n).toString() });
+    // The deletion of 'b', purged before the reader reached it: the issued cursor expires (410);
+    // one of an epoch no purge had reached must not read on as if nothing was removed.
+    await write(id, 'b', {}, true);
+    expect(await purgeTombstonesBatch(db.pool, new Date(Date.now() - 86_400_000), 1000)).toBeGreaterThan(0);
+    expect((await get(`/connections/${id}/records?cursor=${read.body.next_cursor}`)).status).toBe(410);
+    const refused = await get(`/connections/${id}/records?cursor=${ahead}`);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/cursor/) });
   });
 });

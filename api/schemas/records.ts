@@ -5,7 +5,7 @@ import { CursorQuery, NullableTime } from './common';
 /** `GET /connections/:id/records` query. */
 export const ListRecordsQuery = z.object({
   resource_type: z.string().min(1).max(200).optional().openapi({ param: { name: 'resource_type', in: 'query' }, description: 'Only changes of this resource type' }),
-  cursor: CursorQuery.openapi({ description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, or one type's cursor read without that type, answers 400); none to read the feed from the start" }),
+  cursor: CursorQuery.openapi({ description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
   limit: z.coerce
     .number({ error: 'must be an integer between 1 and 1000' })
     .int('must be an integer between 1 and 1000')

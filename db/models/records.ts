@@ -292,6 +292,12 @@ const PURGE_LOCK_CLASS = 0x5eee;
 /** Whether a feed cursor may still be read on, and the purge epoch a cursor issued now carries. */
 export interface FeedExpiry {
   /**
+   * False when the cursor names a position or a purge epoch past any the feed has issued (the
+   * sequences' last values): such a cursor was not made by this feed, and read on it would pass
+   * over the changes (or the purges) that later take the positions (or the epochs) up to it.
+   */
+  issued: boolean;
+  /**
    * The highest position of a tombstone in the reader's scope that a purge after the cursor's
    * epoch removed past the cursor's position; null when none did (the cursor is good).
    */
@@ -304,8 +310,9 @@ export interface FeedExpiry {
  * Judges a feed cursor of connection `connectionId` at position `afterSeq`, issued at purge epoch
  * `epoch`, for a reader of `resourceType` (or of every type): it has expired only when a purge the
  * cursor's issuer had not seen removed a tombstone of that scope past its position (a deletion
- * the reader would otherwise never learn of). Also answers the current epoch. Null when the
- * connection does not exist.
+ * the reader would otherwise never learn of). Also answers the current epoch, and whether the
+ * cursor's position and epoch are ones the feed could have issued. Null when the connection does
+ * not exist.
  */
 export async function findFeedExpiry(
   db: Queryable,
@@ -315,7 +322,11 @@ export async function findFeedExpiry(
     `select (select max(p.purged_seq)::text from feed_purges p
               where p.connection_id = c.id and ($2::text is null or p.resource_type = $2)
                 and p.id > $3::bigint and p.purged_seq > $4::bigint) as purged_through,
-            (select coalesce(max(id), 0)::text from feed_purges) as epoch
+            (select coalesce(max(id), 0)::text from feed_purges) as epoch,
+            -- A sequence's last value is never rolled back: every position and epoch a cursor was
+            -- issued with is at most its sequence's last value taken (none taken: last_value less one).
+            ($4::bigint <= (select last_value - (not is_called)::int from records_change_seq)
+             and $3::bigint <= (select last_value - (not is_called)::int from feed_purges_id_seq)) as issued
        from connections c where c.id = $1`,
     [cursor.connectionId, cursor.resourceType ?? null, cursor.epoch, cursor.afterSeq],
   );
