@@ -25,7 +25,7 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'feedPageMaxBytes'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
@@ -38,6 +38,7 @@ export function apiSettings(
     immediateTaskQueue: immediateTaskQueue(config),
     providers: providerPolicy(config),
     tenantLimits: tenantLimits(config),
+    feedPageMaxBytes: config.FEED_PAGE_MAX_BYTES,
   };
 }
 

@@ -39,6 +39,11 @@ export interface CommandDeps {
   providers?: ProviderPolicy;
   /** DEFAULT_INTERVAL_SECONDS: the interval of a connection without its own (readiness's freshness count). */
   defaultIntervalSeconds?: number;
+  /**
+   * FEED_PAGE_MAX_BYTES: the byte budget of one page of a connection's change feed (its records'
+   * data); DEFAULT_FEED_PAGE_MAX_BYTES when unset.
+   */
+  feedPageMaxBytes?: number;
   /** The default per-tenant limits (TENANT_MAX_*); DEFAULT_TENANT_LIMITS when unset. */
   tenantLimits?: TenantLimits;
 }

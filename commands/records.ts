@@ -1,6 +1,7 @@
 // Commands on a connection's synced records: the change feed consumers follow.
 import type { RecordChange } from '../db/models/records';
-import { findFeedExpiry, readChanges } from '../db/models/records';
+import { findFeedExpiry, readChangesPage } from '../db/models/records';
+import { DEFAULT_FEED_PAGE_MAX_BYTES } from '../lib/config';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
 import type { CommandDeps } from './deps';
@@ -20,7 +21,7 @@ export interface ChangesQuery {
 export interface ChangesPage {
   changes: RecordChange[];
   next: FeedCursor;
-  /** True when the page is full: more changes may follow at once. */
+  /** True when the page is full (its `limit` of changes, or its byte budget): more changes may follow at once. */
   hasMore: boolean;
 }
 
@@ -35,7 +36,16 @@ export interface ChangesPage {
  * the reader follows, never expires it. The next cursor carries the snapshot's purge epoch and
  * the connection (and the resource type read, if one): positions are of one sequence shared by
  * every connection and type, so a cursor of another connection's feed, or of one type's feed read
- * without that type, is refused (invalid, 400) rather than read past this feed's changes.
+ * without that type, is refused (invalid, 400) rather than read past this feed's changes. So is
+ * a cursor whose position or purge epoch is past any the feed has issued (a forged cursor, or one
+ * of a database restored to an earlier point): the changes later written at the positions up to
+ * it, and the purges up to its epoch, would pass it by without a word.
+ *
+ * A page is bounded in bytes as well as in changes (`deps.feedPageMaxBytes`, FEED_PAGE_MAX_BYTES):
+ * it stops before the change whose data would pass the budget, but always holds one change, so
+ * a record larger than the budget never stalls the feed; its cursor continues after the last
+ * change it holds. A thousand records of the largest size a provider may send would otherwise be
+ * one answer of a gigabyte, built in the API process every tenant's requests share.
  */
 export async function listChanges(deps: CommandDeps, connectionId: string, query: ChangesQuery): Promise<ChangesPage> {
   const afterSeq = query.after?.seq ?? '0';
@@ -51,16 +61,22 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       if (query.after?.resourceType !== undefined && query.after.resourceType !== query.resourceType) {
         throw invalid(`cursor: a cursor of the feed of resource type ${JSON.stringify(query.after.resourceType)} only; read with that resource_type, or from the start (no cursor)`);
       }
+      if (!expiry.issued) {
+        throw invalid('cursor: a position past any this feed has issued; read the feed from the start (no cursor) or with a cursor it issued');
+      }
       if (query.after && expiry.purged_through !== null) {
         throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {
           purged_through: expiry.purged_through,
         });
       }
-      const changes = await readChanges(tx, { connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter });
+      const { changes, cut } = await readChangesPage(tx, {
+        connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter,
+        maxBytes: deps.feedPageMaxBytes ?? DEFAULT_FEED_PAGE_MAX_BYTES,
+      });
       return {
         changes,
         next: { seq: changes.at(-1)?.change_seq ?? afterSeq, epoch: expiry.epoch, connection, resourceType: query.resourceType },
-        hasMore: changes.length === query.limit,
+        hasMore: cut || changes.length === query.limit,
       };
     },
     { snapshot: true },

@@ -82,6 +82,10 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
     meaning:
       'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute; beyond it a tenant key from that address answers 429 with `Retry-After` before any lookup (behind a balancer its address is the one counted; the admin key is never held back)',
   },
+  FEED_PAGE_MAX_BYTES: {
+    meaning:
+      'byte budget of one page of the records feed (`GET /connections/{id}/records`): a page stops before the record whose data would pass it, with `has_more` true; one record always comes, however large',
+  },
   WORKER_METRICS_PORT: { meaning: '`/metrics` and `/healthz` of `npm run worker`' },
   WORKER_SHUTDOWN_GRACE_SECONDS: { meaning: 'how long in-flight activities may finish on shutdown' },
   WORKER_MAX_CACHED_WORKFLOWS: { meaning: 'workflow runs a worker keeps in memory; a connection woken from outside the cache replays its short history (see *Worker memory* in the operator guide)', shown: 'sized to the memory limit: 50–250, 250 without a limit' },

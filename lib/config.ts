@@ -7,6 +7,14 @@ import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limit
 import { adminKeyProblem } from './admin-key';
 import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
 
+/**
+ * The default byte budget of a records feed page: 8 MiB. A page of the default 100 records, or of
+ * the largest 1,000, of records up to 8 KiB is never cut, so readers of ordinary data see the pages
+ * they always did; a page of the largest records a provider may send (PROVIDER_MAX_RECORD_BYTES,
+ * 1 MiB) holds about eight of them instead of up to a thousand (a gigabyte of JSON).
+ */
+export const DEFAULT_FEED_PAGE_MAX_BYTES = 8 * 1024 * 1024;
+
 const port = (fallback: number) =>
   z.coerce
     .number({ error: 'must be an integer port number between 1 and 65535' })
@@ -134,6 +142,9 @@ export const envSchema = z
     // Failed lookups of well-formed tenant keys per client address and API process: that many at
     // once, refilled at that many a minute; beyond it such keys from the address answer 429.
     API_AUTH_FAILURES_PER_MINUTE: positiveInt(30),
+    // The byte budget of one page of the records feed: a page stops before the record whose data
+    // would pass it (one record always comes, however large).
+    FEED_PAGE_MAX_BYTES: positiveInt(DEFAULT_FEED_PAGE_MAX_BYTES),
     WORKER_METRICS_PORT: port(9464),
     WORKER_SHUTDOWN_GRACE_SECONDS: positiveInt(30),
     // Workflow runs a worker keeps in memory between tasks. A sleeping connection outside the cache

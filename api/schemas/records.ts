@@ -5,7 +5,7 @@ import { CursorQuery, NullableTime } from './common';
 /** `GET /connections/:id/records` query. */
 export const ListRecordsQuery = z.object({
   resource_type: z.string().min(1).max(200).optional().openapi({ param: { name: 'resource_type', in: 'query' }, description: 'Only changes of this resource type' }),
-  cursor: CursorQuery.openapi({ description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, or one type's cursor read without that type, answers 400); none to read the feed from the start" }),
+  cursor: CursorQuery.openapi({ description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
   limit: z.coerce
     .number({ error: 'must be an integer between 1 and 1000' })
     .int('must be an integer between 1 and 1000')
@@ -37,6 +37,6 @@ export const RecordPageSchema = z
   .object({
     items: z.array(RecordChangeSchema),
     next_cursor: z.string().openapi({ description: 'Where the next read continues; always set (poll with it to see later changes)' }),
-    has_more: z.boolean().openapi({ description: 'The page is full: read again at once' }),
+    has_more: z.boolean().openapi({ description: 'The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES): read again at once' }),
   })
   .openapi('RecordPage');

@@ -1612,7 +1612,7 @@ export interface components {
             items: components["schemas"]["RecordChange"][];
             /** @description Where the next read continues; always set (poll with it to see later changes) */
             next_cursor: string;
-            /** @description The page is full: read again at once */
+            /** @description The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES): read again at once */
             has_more: boolean;
         };
         RecordChange: {
@@ -3775,7 +3775,7 @@ export interface operations {
             query?: {
                 /** @description Only changes of this resource type */
                 resource_type?: string;
-                /** @description next_cursor of the previous page, of this connection and resource_type (another connection's cursor, or one type's cursor read without that type, answers 400); none to read the feed from the start */
+                /** @description next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start */
                 cursor?: string;
                 limit?: number;
                 /** @description Only changes written after this time (a convenience filter; the cursor alone sees every change) */

@@ -228,25 +228,68 @@ export interface RecordChange {
   change: RecordChangeKind;
 }
 
+/** Which changes to read: of connection `connectionId` after position `afterSeq`, at most `limit`. */
+export interface ChangesRead {
+  connectionId: string;
+  afterSeq: string;
+  limit: number;
+  resourceType?: string;
+  modifiedAfter?: Date;
+  /**
+   * The page's byte budget: changes are added while their data and ids, as the database prints
+   * them, stay within it; the first change always comes, however large. Unset: no budget.
+   */
+  maxBytes?: number;
+}
+
+/** One page of changes, and whether the byte budget cut it short of changes that followed. */
+export interface ChangesReadPage {
+  changes: RecordChange[];
+  cut: boolean;
+}
+
 /**
- * A connection's changes after position `afterSeq`, in feed order, at most `limit`: each record
- * once, in its latest state (a record changed twice since `afterSeq` appears once, at its latest
- * position). Optionally only one resource type, or only changes written after `modifiedAfter`.
+ * A connection's changes after position `afterSeq`, in feed order, at most `limit` and within
+ * `maxBytes`: each record once, in its latest state (a record changed twice since `afterSeq`
+ * appears once, at its latest position). Optionally only one resource type, or only changes
+ * written after `modifiedAfter`. The budget is applied in the statement, so the rows past it are
+ * never sent (a page of `limit` records of the largest size a provider may send would otherwise be
+ * built whole in the reading process); a row's size is its data as the database prints it, and
+ * only rows whose stored (possibly compressed, never larger than printed) sizes before them are
+ * within the budget are printed to be sized, so the rows past it are not read out of storage either.
  */
-export async function readChanges(
-  db: Queryable,
-  query: { connectionId: string; afterSeq: string; limit: number; resourceType?: string; modifiedAfter?: Date },
-): Promise<RecordChange[]> {
-  const { rows } = await db.query<RecordChange>(
-    `select r.change_seq::text as change_seq, r.external_id, r.resource_type, r.data, r.source_updated_at, r.synced_at, r.deleted_at, r.change
-       from records r
-      where r.connection_id = $1 and r.change_seq > $2::bigint
-        and ($3::text is null or r.resource_type = $3) and ($4::timestamptz is null or r.synced_at > $4)
-      order by r.change_seq -- the bigint column, not the text it is shown as
-      limit $5`,
-    [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit],
+export async function readChangesPage(db: Queryable, query: ChangesRead): Promise<ChangesReadPage> {
+  const { rows } = await db.query<RecordChange & { candidates: number }>(
+    `with candidates as materialized (
+       select r.change_seq, r.external_id, r.resource_type, r.data, r.source_updated_at, r.synced_at, r.deleted_at, r.change,
+              s.bytes as stored_bytes, sum(s.bytes) over w as stored_through
+         from records r
+        cross join lateral (select coalesce(pg_column_size(r.data), 0) + octet_length(r.external_id) as bytes) s
+        where r.connection_id = $1 and r.change_seq > $2::bigint
+          and ($3::text is null or r.resource_type = $3) and ($4::timestamptz is null or r.synced_at > $4)
+       window w as (order by r.change_seq rows unbounded preceding)
+        order by r.change_seq -- the bigint column, not the text it is shown as
+        limit $5),
+          sized as (
+       select c.*, row_number() over w as n,
+              sum(case when $6::bigint is null then 0 else coalesce(octet_length(c.data::text), 0) + octet_length(c.external_id) end) over w as through
+         from candidates c
+        where $6::bigint is null or c.stored_through - c.stored_bytes <= $6::bigint
+       window w as (order by c.change_seq rows unbounded preceding))
+     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.data, p.source_updated_at, p.synced_at, p.deleted_at, p.change,
+            (select count(*) from candidates)::int as candidates
+       from sized p
+      where p.n = 1 or $6::bigint is null or p.through <= $6::bigint
+      order by p.change_seq`,
+    [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit, query.maxBytes ?? null],
   );
-  return rows;
+  const changes = rows.map(({ candidates: _, ...change }) => change);
+  return { changes, cut: rows.length > 0 && rows.length < rows[0]!.candidates };
+}
+
+/** The changes of `readChangesPage`, without whether the budget cut them. */
+export async function readChanges(db: Queryable, query: ChangesRead): Promise<RecordChange[]> {
+  return (await readChangesPage(db, query)).changes;
 }
 
 /** Two-key advisory locks in this class: (class, 0) is held by every tombstone purge while it writes. */
@@ -254,6 +297,12 @@ const PURGE_LOCK_CLASS = 0x5eee;
 
 /** Whether a feed cursor may still be read on, and the purge epoch a cursor issued now carries. */
 export interface FeedExpiry {
+  /**
+   * False when the cursor names a position or a purge epoch past any the feed has issued (the
+   * sequences' last values): such a cursor was not made by this feed, and read on it would pass
+   * over the changes (or the purges) that later take the positions (or the epochs) up to it.
+   */
+  issued: boolean;
   /**
    * The highest position of a tombstone in the reader's scope that a purge after the cursor's
    * epoch removed past the cursor's position; null when none did (the cursor is good).
@@ -267,8 +316,9 @@ export interface FeedExpiry {
  * Judges a feed cursor of connection `connectionId` at position `afterSeq`, issued at purge epoch
  * `epoch`, for a reader of `resourceType` (or of every type): it has expired only when a purge the
  * cursor's issuer had not seen removed a tombstone of that scope past its position (a deletion
- * the reader would otherwise never learn of). Also answers the current epoch. Null when the
- * connection does not exist.
+ * the reader would otherwise never learn of). Also answers the current epoch, and whether the
+ * cursor's position and epoch are ones the feed could have issued. Null when the connection does
+ * not exist.
  */
 export async function findFeedExpiry(
   db: Queryable,
@@ -278,7 +328,11 @@ export async function findFeedExpiry(
     `select (select max(p.purged_seq)::text from feed_purges p
               where p.connection_id = c.id and ($2::text is null or p.resource_type = $2)
                 and p.id > $3::bigint and p.purged_seq > $4::bigint) as purged_through,
-            (select coalesce(max(id), 0)::text from feed_purges) as epoch
+            (select coalesce(max(id), 0)::text from feed_purges) as epoch,
+            -- A sequence's last value is never rolled back: every position and epoch a cursor was
+            -- issued with is at most its sequence's last value taken (none taken: last_value less one).
+            ($4::bigint <= (select last_value - (not is_called)::int from records_change_seq)
+             and $3::bigint <= (select last_value - (not is_called)::int from feed_purges_id_seq)) as issued
        from connections c where c.id = $1`,
     [cursor.connectionId, cursor.resourceType ?? null, cursor.epoch, cursor.afterSeq],
   );
