@@ -42,7 +42,7 @@ const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
  */
 export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
   return records.map((record) => {
-    const json = JSON.stringify(record.data);
+    const json = recordJson(record, resource);
     if (Buffer.byteLength(json) > maxRecordBytes) {
       throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
@@ -52,6 +52,31 @@ export function storableRecords(records: ConnectorRecord[], maxRecordBytes: numb
     if (mayNeedChange) return { ...record, externalId: storableValue(record.externalId), updatedAt, data: storableValue(record.data) };
     return updatedAt === record.updatedAt ? record : { ...record, updatedAt };
   });
+}
+
+/**
+ * Arrays wrapped around a record's data when it is first written out: what writes or serves it
+ * later wraps it in a few levels of its own (the upsert's page, the feed's answer), and each must
+ * still be able to write it out. One JSON.stringify either way.
+ */
+const NESTING_HEADROOM = 16;
+const HEADROOM_OPEN = '['.repeat(NESTING_HEADROOM);
+
+/**
+ * `record.data` as JSON. Data nested more deeply than JSON.stringify can go (about 4,000 levels,
+ * less the headroom) fails for good: retrying would fetch it again.
+ */
+function recordJson(record: ConnectorRecord, resource: string): string {
+  let wrapped: unknown = record.data;
+  for (let i = 0; i < NESTING_HEADROOM; i++) wrapped = [wrapped];
+  let json: string;
+  try {
+    json = JSON.stringify(wrapped);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' is nested too deeply to store (more than about 4,000 levels of arrays and objects)`);
+  }
+  return json.startsWith(HEADROOM_OPEN) ? json.slice(NESTING_HEADROOM, json.length - NESTING_HEADROOM) : json;
 }
 
 /** The page a token stands for (the connector's own description, e.g. its URL), for loop detection and messages. */

@@ -238,6 +238,33 @@ describe('bounded responses', () => {
     expect(big.err!.message).toMatch(/exceeds 10 bytes \(PROVIDER_MAX_RECORD_BYTES\)/);
   });
 
+  it('refuses a record nested too deeply to be written or served again (Permanent, naming it), and stores one just within the bound', async () => {
+    const nested = (depth: number) => {
+      let data: unknown = 'leaf';
+      for (let i = 0; i < depth; i++) data = [data];
+      return data as Record<string, unknown>;
+    };
+    const deep = (depth: number): Connector => ({
+      slug: 'deep',
+      resourceTypes: () => ['items'],
+      fetchPage: async () => ({ records: [{ externalId: `d${depth}`, updatedAt: null, data: nested(depth) }], nextPageToken: null }),
+    });
+    const request = { resource: 'items', since: null, until: null, config: {}, credentials: null, policy: DEFAULT_PROVIDER_POLICY };
+    const outcome = async (depth: number) => {
+      try {
+        for await (const p of pagesOf(deep(depth), request, null)) return p.records.length;
+      } catch (err) {
+        return err as Error;
+      }
+      return 0;
+    };
+    // Deeper than JSON.stringify can go: the retry would fetch it again, so it fails for good.
+    const tooDeep = await outcome(20_000);
+    expect(tooDeep).toBeInstanceOf(Permanent);
+    expect((tooDeep as Error).message).toBe("record 'd20000' of 'items' is nested too deeply to store (more than about 4,000 levels of arrays and objects)");
+    expect(await outcome(1_000)).toBe(1);
+  });
+
   it('cuts a provider error body to about 500 characters at the connector', async () => {
     const fake = await serve((_req, res) => res.writeHead(503).end('z'.repeat(100_000)));
     const err = await failure(page(fake.url, TEST_POLICY));
