@@ -76,6 +76,14 @@ const ONE_MARKER_PATCH = 'one-marker-cycle';
  */
 const REFUSED_SYNC_NOW_WAITS_PATCH = 'refused-sync-now-waits';
 
+/**
+ * Marks the workflow versions in which a schedule change leaves a queued `syncNow` job at its
+ * time: the job was asked for now, not for a slot of the schedule, so only a planned job is
+ * re-planned. Recorded only by a run that stored a schedule change while its syncNow job was
+ * queued; runs recorded before it replay moving that job to the schedule's next slot.
+ */
+const MANUAL_JOB_KEEPS_ITS_TIME_PATCH = 'replan-keeps-sync-now-job';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -196,7 +204,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     view.showPlan(scheduledAt, plan);
     view.state.current_job_id = jobId;
 
-    const due = await sleepUntilDue(run, jobId);
+    const due = await sleepUntilDue(run, jobId, plan !== undefined);
     if (due === 'restart') continue;
     if (due === 'cancelled') return 'done';
     await runJob(run, jobId);
@@ -207,11 +215,12 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
 /**
  * Sleeps durably until the queued job's `scheduled_at`, acting on signals as they come: a cancel
  * or pause cancels the queued job, a resume is stored, a `replan` (or a legacy schedule change,
- * stored first) re-plans the job from the schedule as stored, and
- * `syncNow` brings it forward. `run` when it is due, `cancelled` when it was cancelled, `restart`
- * when the cycle must look at the connection again (paused, or no longer active).
+ * stored first) re-plans a `planned` job from the schedule as stored (a `syncNow` job keeps its
+ * time: it was asked for now), and `syncNow` brings it forward. `run` when it is due, `cancelled`
+ * when it was cancelled, `restart` when the cycle must look at the connection again (paused, or no
+ * longer active).
  */
-async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelled' | 'restart'> {
+async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise<'run' | 'cancelled' | 'restart'> {
   const { connectionId, intents, view, books } = run;
   view.setPhase('sleeping');
   for (;;) {
@@ -243,7 +252,7 @@ async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelle
         }
         return 'restart';
       }
-      await replan(run, jobId, fresh);
+      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) await replan(run, jobId, fresh);
       continue;
     }
     if (intents.syncNow) {
