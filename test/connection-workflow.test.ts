@@ -152,6 +152,23 @@ describe('connection workflow (time-skipping)', () => {
     await recordHistory(env.client, 'connection-replan', connectionWorkflowId(id));
   });
 
+  it('a schedule change that drops or adds full_sync_every while sleeping makes the queued run incremental or full as the stored schedule says', async () => {
+    // Every scheduled run a full sync: the queued one is full.
+    const { id, handle } = await newConnection({ interval_seconds: 3600, full_sync_every: 1 });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const queuedType = async () => (await jobs(id)).filter((r) => r.status === 'queued').map((r) => r.job_type);
+    expect(await queuedType()).toEqual(['full']);
+    // Stored as the PATCH command stores a schedule, then `replan`.
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 3600 } });
+    await handle.signal('replan');
+    await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    const afterDropping = await queuedType();
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 3600, fullSyncEvery: 1 } });
+    await handle.signal('replan');
+    await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    expect({ afterDropping, afterAdding: await queuedType() }).toEqual({ afterDropping: ['incremental'], afterAdding: ['full'] });
+  });
+
   it('pause stops runs until resume', async () => {
     const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

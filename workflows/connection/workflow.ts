@@ -84,6 +84,14 @@ const REFUSED_SYNC_NOW_WAITS_PATCH = 'refused-sync-now-waits';
  */
 const MANUAL_JOB_KEEPS_ITS_TIME_PATCH = 'replan-keeps-sync-now-job';
 
+/**
+ * Marks the workflow versions in which re-planning a queued planned job also decides again whether
+ * it is a full sync, by the stored `full_sync_every` (a schedule change may add or drop it).
+ * Recorded only by a run whose re-planned job changes its mode; runs recorded before it replay
+ * keeping the mode decided at the enqueue.
+ */
+const REPLAN_DECIDES_MODE_PATCH = 'replan-decides-full-sync';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -94,6 +102,8 @@ interface Run {
   inline?: boolean;
   /** The run recorded the one-marker-cycle patch: its job takes the lean shape without a marker. */
   oneMarker: boolean;
+  /** The mode of the planned job the run has queued (a `syncNow` job's mode is the request's). */
+  plannedMode?: 'full' | 'incremental';
 }
 
 /** The long-running scheduler workflow of one connection. */
@@ -201,6 +211,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
       continue;
     }
     if (manual) intents.syncNow = null;
+    else run.plannedMode = periodicFull ? 'full' : 'incremental';
     view.showPlan(scheduledAt, plan);
     view.state.current_job_id = jobId;
 
@@ -252,7 +263,7 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
         }
         return 'restart';
       }
-      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) await replan(run, jobId, fresh);
+      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) await replan(run, jobId, fresh, planned);
       continue;
     }
     if (intents.syncNow) {
@@ -266,16 +277,21 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
   }
 }
 
-/** Moves the queued job to the slot of the changed schedule. */
-async function replan(run: Run, jobId: string, ctx: ConnectionContext): Promise<void> {
+/** Moves the queued job to the slot of the changed schedule, full or incremental as that schedule makes it. */
+async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<void> {
   const replanned: Plan = planFor(ctx);
+  // A planned job is a full sync exactly when the stored schedule makes its new time one.
+  const mode = fullSyncScheduled(ctx, replanned.scheduledAt) ? 'full' : 'incremental';
+  const retype = planned && run.plannedMode !== undefined && mode !== run.plannedMode && patched(REPLAN_DECIDES_MODE_PATCH);
   const moved = await run.books.rescheduleQueuedJob({
     jobId,
     connectionId: run.connectionId,
     scheduledAt: replanned.scheduledAt,
     plan: toPlannedRun(replanned),
+    ...(retype && { jobType: mode }),
   });
   if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
+  if (moved && retype) run.plannedMode = mode;
 }
 
 /**
