@@ -92,6 +92,14 @@ const MANUAL_JOB_KEEPS_ITS_TIME_PATCH = 'replan-keeps-sync-now-job';
  */
 const REPLAN_DECIDES_MODE_PATCH = 'replan-decides-full-sync';
 
+/**
+ * Marks the workflow versions in which a cancelled run (its connection was disabled) ends only when
+ * the connection is still disabled: one enabled again before the cancellation was acted on (a
+ * resume right after the disable, whose signal reached this closing run) goes on as a new run.
+ * Runs recorded before it replay ending as cancelled.
+ */
+const REENABLED_GOES_ON_PATCH = 'cancelled-run-goes-on-when-reenabled';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -132,6 +140,17 @@ export async function connectionWorkflow(input: ConnectionWorkflowInput): Promis
       await CancellationScope.nonCancellable(() =>
         run.books.cancelJob({ jobId, reason: 'connection workflow cancelled', at: Date.now() }),
       );
+      run.view.state.current_job_id = null;
+      run.view.state.last_outcome = 'cancelled';
+    }
+    // A cancellation stands for a disable: a connection active (or paused) again by now was
+    // re-enabled, and its resume's signal came to this run, so no other run would be started.
+    if (patched(REENABLED_GOES_ON_PATCH)) {
+      const ctx = await CancellationScope.nonCancellable(() => run.books.openCycle(run.connectionId, run.intents, false));
+      if (ctx && ctx.status !== 'disabled') {
+        log.info('connection enabled again before its cancellation was acted on: the scheduler goes on', { connectionId: run.connectionId });
+        return continueAsNew<ConnectionWorkflow>({ connectionId: run.connectionId, carried: run.view.carried(run.intents) });
+      }
     }
     run.view.setPhase('stopped');
     throw err;
