@@ -166,6 +166,7 @@ describe('connection workflow (time-skipping)', () => {
     await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 3600, fullSyncEvery: 1 } });
     await handle.signal('replan');
     await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    await recordHistory(env.client, 'connection-replan-full-sync-every', connectionWorkflowId(id));
     expect({ afterDropping, afterAdding: await queuedType() }).toEqual({ afterDropping: ['incremental'], afterAdding: ['full'] });
   });
 
@@ -236,6 +237,7 @@ describe('connection workflow (time-skipping)', () => {
     await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
     await handle.signal('pause');
     await waitForState(id, (s) => s.phase === 'paused' && s.pending.length === 0);
+    const racedRun = (await handle.describe()).runId;
     // Holds the enqueue of the next job (its first statement reads sync_jobs) until the schedule
     // change has reached the workflow: the change arrives while the syncNow job is being enqueued.
     const blocker = await db.pool.connect();
@@ -275,6 +277,7 @@ describe('connection workflow (time-skipping)', () => {
       if (!manual) return undefined;
       return manual.status === 'completed' || manual.scheduled_at.getTime() > requestedAt + 30 * MINUTE ? true : undefined;
     });
+    await recordHistory(env.client, 'connection-replan-while-sync-now-enqueued', connectionWorkflowId(id), racedRun);
     expect({ status: manual!.status, scheduledWithinMinutesOfRequest: manual!.scheduled_at.getTime() - requestedAt! < 30 * MINUTE }).toEqual({
       status: 'completed',
       scheduledWithinMinutesOfRequest: true,

@@ -13,6 +13,7 @@ import { ensureConnectionWorkflow, ensureJobWorkflow } from '../temporal/client'
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { recordHistory } from './helpers/histories';
 import { waitForState } from './helpers/connection-state';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -91,6 +92,7 @@ describe('core edge paths on the dev server', () => {
     const connectionId = await newConnection();
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id: connectionId, tenantId: 'acme', providerSlug: 'demo' });
     await waitForState(env, connectionId, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const cancelledRun = (await handle.describe()).runId;
     // Answered as soon as the cancellation is requested; the resume's signal reaches the run that
     // is still acting on it.
     await disableConnection(commands, connectionId);
@@ -100,6 +102,7 @@ describe('core edge paths on the dev server', () => {
       return d.status.name === 'RUNNING' && (await handle.query<{ phase: string }>('state').catch(() => undefined))?.phase === 'sleeping' ? 'RUNNING' : d.status.name === 'RUNNING' ? undefined : d.status.name;
     });
     expect({ status: (await findConnection(db.pool, connectionId))!.status, workflow: latest }).toEqual({ status: 'active', workflow: 'RUNNING' });
+    await recordHistory(env.client, 'connection-reenabled-while-cancelling', connectionWorkflowId(connectionId), cancelledRun);
     await handle.terminate('test done');
   });
 

@@ -4,6 +4,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from './helpers/database';
+import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -55,6 +56,7 @@ describe('reconcile tick retention (time-skipping, real Postgres)', () => {
     await env.sleep(3 * MINUTE + 1000);
     await eventually(async () => ((await activityOutcomes(workflowId)).ticks >= before + 3 ? true : undefined));
     const left = await db.pool.query('select id from sync_jobs where id = $1', [jobs[0]!.id]);
+    await recordHistory(env.client, 'reconcile-retention-retried', workflowId);
     await env.client.workflow.getHandle(workflowId).terminate('test done');
     expect(left.rows).toEqual([]);
   });
