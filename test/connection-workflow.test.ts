@@ -170,6 +170,17 @@ describe('connection workflow (time-skipping)', () => {
     expect({ afterDropping, afterAdding: await queuedType() }).toEqual({ afterDropping: ['incremental'], afterAdding: ['full'] });
   });
 
+  it('a paused connection shows no scheduled run: the time of the job its pause cancelled is not shown as the next one', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    expect(sleeping.scheduled_at).not.toBeNull();
+    await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
+    await handle.signal('pause');
+    const paused = await waitForState(id, (s) => s.phase === 'paused' && s.pending.length === 0);
+    expect((await jobs(id)).find((r) => r.id === sleeping.current_job_id)?.status).toBe('cancelled');
+    expect({ current_job_id: paused.current_job_id, scheduled_at: paused.scheduled_at }).toEqual({ current_job_id: null, scheduled_at: null });
+  });
+
   it('pause stops runs until resume', async () => {
     const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

@@ -140,8 +140,7 @@ export async function connectionWorkflow(input: ConnectionWorkflowInput): Promis
       await CancellationScope.nonCancellable(() =>
         run.books.cancelJob({ jobId, reason: 'connection workflow cancelled', at: Date.now() }),
       );
-      run.view.state.current_job_id = null;
-      run.view.state.last_outcome = 'cancelled';
+      run.view.jobCancelled();
     }
     // A cancellation stands for a disable: a connection active (or paused) again by now was
     // re-enabled, and its resume's signal came to this run, so no other run would be started.
@@ -261,8 +260,7 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
       const reason = intents.cancelJob ? 'cancelled by signal before it started' : 'connection paused';
       intents.cancelJob = false;
       await books.cancelJob({ jobId, reason, at: Date.now() });
-      view.state.last_outcome = 'cancelled';
-      view.state.current_job_id = null;
+      view.jobCancelled();
       return intents.status === 'paused' ? 'restart' : 'cancelled';
     }
     if (intents.status === 'active') {
@@ -277,8 +275,7 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
         // this look, or it would block every enqueue after the resume.
         if (patched(INACTIVE_REPLAN_PATCH)) {
           await books.cancelJob({ jobId, reason: `connection ${fresh?.status ?? 'deleted'}`, at: Date.now() });
-          view.state.last_outcome = 'cancelled';
-          view.state.current_job_id = null;
+          view.jobCancelled();
         }
         return 'restart';
       }
