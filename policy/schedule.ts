@@ -166,10 +166,41 @@ export function timezoneProblem(value: unknown): string | undefined {
   return undefined;
 }
 
+/** The fields of a 5-field cron expression, in order, with the numbers each allows (weekday 7 is Sunday). */
+const CRON_FIELDS = [
+  { name: 'minute', min: 0, max: 59 },
+  { name: 'hour', min: 0, max: 23 },
+  { name: 'day of month', min: 1, max: 31 },
+  { name: 'month', min: 1, max: 12 },
+  { name: 'day of week', min: 0, max: 7 },
+] as const;
+
+/**
+ * The first number of a cron field (a value or a range bound; not a step) outside its field's
+ * range, named as given. Checked before croner, whose own message names the value counted from 0
+ * for day of month and month (32 reads "Invalid value for day: 31", a valid day).
+ */
+function cronRangeProblem(fields: string[]): string | undefined {
+  for (const [i, field] of fields.entries()) {
+    const { name, min, max } = CRON_FIELDS[i]!;
+    for (const part of field.split(',')) {
+      for (const bound of part.split('/')[0]!.split('-')) {
+        if (!/^\d+$/.test(bound)) continue;
+        const n = Number(bound);
+        if (n < min || n > max) return `${name} ${n} is out of range ${min}–${max}`;
+      }
+    }
+  }
+  return undefined;
+}
+
 /** Why a cron expression is invalid (we accept standard 5-field expressions), or undefined. */
 export function cronProblem(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.trim() === '') return 'must be a 5-field cron expression';
-  if (value.trim().split(/\s+/).length !== 5) return 'must have exactly 5 fields (minute hour day month weekday)';
+  const fields = value.trim().split(/\s+/);
+  if (fields.length !== 5) return 'must have exactly 5 fields (minute hour day month weekday)';
+  const outOfRange = cronRangeProblem(fields);
+  if (outOfRange) return outOfRange;
   try {
     if (cronOf(value).nextRun(new Date(0)) === null) return 'never fires';
   } catch (err) {

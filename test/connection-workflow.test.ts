@@ -152,6 +152,35 @@ describe('connection workflow (time-skipping)', () => {
     await recordHistory(env.client, 'connection-replan', connectionWorkflowId(id));
   });
 
+  it('a schedule change that drops or adds full_sync_every while sleeping makes the queued run incremental or full as the stored schedule says', async () => {
+    // Every scheduled run a full sync: the queued one is full.
+    const { id, handle } = await newConnection({ interval_seconds: 3600, full_sync_every: 1 });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const queuedType = async () => (await jobs(id)).filter((r) => r.status === 'queued').map((r) => r.job_type);
+    expect(await queuedType()).toEqual(['full']);
+    // Stored as the PATCH command stores a schedule, then `replan`.
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 3600 } });
+    await handle.signal('replan');
+    await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    const afterDropping = await queuedType();
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 3600, fullSyncEvery: 1 } });
+    await handle.signal('replan');
+    await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    await recordHistory(env.client, 'connection-replan-full-sync-every', connectionWorkflowId(id));
+    expect({ afterDropping, afterAdding: await queuedType() }).toEqual({ afterDropping: ['incremental'], afterAdding: ['full'] });
+  });
+
+  it('a paused connection shows no scheduled run: the time of the job its pause cancelled is not shown as the next one', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    expect(sleeping.scheduled_at).not.toBeNull();
+    await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
+    await handle.signal('pause');
+    const paused = await waitForState(id, (s) => s.phase === 'paused' && s.pending.length === 0);
+    expect((await jobs(id)).find((r) => r.id === sleeping.current_job_id)?.status).toBe('cancelled');
+    expect({ current_job_id: paused.current_job_id, scheduled_at: paused.scheduled_at }).toEqual({ current_job_id: null, scheduled_at: null });
+  });
+
   it('pause stops runs until resume', async () => {
     const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
@@ -211,6 +240,59 @@ describe('connection workflow (time-skipping)', () => {
     expect(full[0]).toMatchObject({ status: 'completed', trigger: 'manual' });
     // It ran without waiting for the hour: its start is within minutes of the signal, not an hour.
     expect(full[0].started_at.getTime() - now).toBeLessThan(30 * MINUTE);
+  });
+
+  it('a schedule change that arrives while a syncNow job is being enqueued leaves that job to run now, not at the next slot', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
+    await handle.signal('pause');
+    await waitForState(id, (s) => s.phase === 'paused' && s.pending.length === 0);
+    const racedRun = (await handle.describe()).runId;
+    // Holds the enqueue of the next job (its first statement reads sync_jobs) until the schedule
+    // change has reached the workflow: the change arrives while the syncNow job is being enqueued.
+    const blocker = await db.pool.connect();
+    let requestedAt: number;
+    let manual: { id: string; scheduled_at: Date; status: string } | undefined;
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table sync_jobs in access exclusive mode');
+      await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+      requestedAt = await env.currentTimeMs();
+      await handle.signal('syncNow', { mode: 'incremental' });
+      await handle.signal('resume');
+      await eventually(async () => {
+        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where relation = 'sync_jobs'::regclass and not granted`);
+        return rows[0]!.n > 0 ? true : undefined;
+      });
+      await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 7200 } });
+      await handle.signal('replan');
+      // A slow enqueue (here a held lock; in production a Postgres blip and the local activity's
+      // retries) outlasts its workflow task, which the worker renews: the renewal delivers the signal.
+      await eventually(async () => {
+        const events = (await handle.fetchHistory()).events ?? [];
+        const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'replan');
+        return signalled >= 0 && events.slice(signalled).some((e) => e.workflowTaskStartedEventAttributes) ? true : undefined;
+      });
+    } finally {
+      await blocker.query('rollback');
+      blocker.release();
+    }
+    // The syncNow job either runs (a second cycle) or was moved to the next slot, hours away.
+    await eventually(async () => {
+      const { rows } = await db.pool.query(
+        `select id, scheduled_at, status from sync_jobs where connection_id = $1 and trigger = 'manual'`,
+        [id],
+      );
+      manual = rows[0];
+      if (!manual) return undefined;
+      return manual.status === 'completed' || manual.scheduled_at.getTime() > requestedAt + 30 * MINUTE ? true : undefined;
+    });
+    await recordHistory(env.client, 'connection-replan-while-sync-now-enqueued', connectionWorkflowId(id), racedRun);
+    expect({ status: manual!.status, scheduledWithinMinutesOfRequest: manual!.scheduled_at.getTime() - requestedAt! < 30 * MINUTE }).toEqual({
+      status: 'completed',
+      scheduledWithinMinutesOfRequest: true,
+    });
   });
 
   it('cancelJob while sleeping cancels the queued job and goes on with the next cycle', async () => {

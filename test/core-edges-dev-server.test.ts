@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
-import { disableConnection, pauseConnection } from '../commands/connections';
+import { disableConnection, pauseConnection, resumeConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
 import { cancelJob, requestJob } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
@@ -13,6 +13,7 @@ import { ensureConnectionWorkflow, ensureJobWorkflow } from '../temporal/client'
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { recordHistory } from './helpers/histories';
 import { waitForState } from './helpers/connection-state';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -85,6 +86,24 @@ describe('core edge paths on the dev server', () => {
     });
     expect(ended.status).toBe('cancelled');
     expect(await recordsOf(connectionId)).toBeLessThan(20);
+  });
+
+  it('a connection re-enabled right after its disable has a running scheduler, not one that ends with the disable', async () => {
+    const connectionId = await newConnection();
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id: connectionId, tenantId: 'acme', providerSlug: 'demo' });
+    await waitForState(env, connectionId, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const cancelledRun = (await handle.describe()).runId;
+    // Answered as soon as the cancellation is requested; the resume's signal reaches the run that
+    // is still acting on it.
+    await disableConnection(commands, connectionId);
+    await resumeConnection(commands, connectionId);
+    const latest = await eventually(async () => {
+      const d = await handle.describe();
+      return d.status.name === 'RUNNING' && (await handle.query<{ phase: string }>('state').catch(() => undefined))?.phase === 'sleeping' ? 'RUNNING' : d.status.name === 'RUNNING' ? undefined : d.status.name;
+    });
+    expect({ status: (await findConnection(db.pool, connectionId))!.status, workflow: latest }).toEqual({ status: 'active', workflow: 'RUNNING' });
+    await recordHistory(env.client, 'connection-reenabled-while-cancelling', connectionWorkflowId(connectionId), cancelledRun);
+    await handle.terminate('test done');
   });
 
   it('a requested job of a disabled or paused connection does not start', async () => {

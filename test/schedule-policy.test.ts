@@ -167,6 +167,20 @@ describe('effective interval resolution (metadata.sync)', () => {
     expect(cronProblem('* * *')).toMatch(/5 fields/);
   });
 
+  it('names an out-of-range cron value as it was given, with its field\'s range (never a neighbouring value)', () => {
+    expect(cronProblem('0 0 32 * *')).toBe('day of month 32 is out of range 1–31');
+    expect(cronProblem('0 0 0 * *')).toBe('day of month 0 is out of range 1–31');
+    expect(cronProblem('0 0 1-32 * *')).toBe('day of month 32 is out of range 1–31');
+    expect(cronProblem('0 0 * 13 *')).toBe('month 13 is out of range 1–12');
+    expect(cronProblem('0 0 * 0,6 *')).toBe('month 0 is out of range 1–12');
+    expect(cronProblem('0 24 * * *')).toBe('hour 24 is out of range 0–23');
+    expect(cronProblem('60 * * * *')).toBe('minute 60 is out of range 0–59');
+    expect(cronProblem('0 0 * * 8')).toBe('day of week 8 is out of range 0–7');
+    for (const valid of ['0 0 31 * *', '0 0 1 12 *', '59 23 * * 7', '*/15 0-23 1-31/2 1-12 0-6', '0 0 L * *', '0 0 * * 5#2', '0 0 * JAN-MAR MON']) {
+      expect(cronProblem(valid), valid).toBeUndefined();
+    }
+  });
+
   it('reports both failures when cron and interval are invalid', () => {
     const resolved = resolveSchedule({ cron: '* * *', interval_seconds: 7200 }, settings({ maxOverriddenIntervalSeconds: 3600 }));
     expect(resolved.schedule).toEqual(every(900));

@@ -1,7 +1,7 @@
 // The reconcile tick: one long-running workflow per namespace (id `synctide-reconcile`) that
 // ensures every connection has its workflow, stops those of disabled connections and stores the
 // backlog and freshness counts, every SCHEDULER_TICK_SECONDS.
-import { continueAsNew, isCancellation, log, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, isCancellation, log, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../temporal/activities';
 import type { ReconcileInput, ReconcileWorkflow } from '../temporal/reconcile';
 import { BOOKKEEPING } from './activity-options';
@@ -16,6 +16,13 @@ const { reconcileConnections, reapStaleTasks, deleteOldJobs } = proxyActivities<
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 const TICKS_PER_RUN = 100;
+
+/**
+ * Marks the workflow versions in which a retention cleanup that failed is tried again at the next
+ * tick (its day starts only once one succeeded). Recorded only by a run whose cleanup failed; runs
+ * recorded before it replay waiting a day after the failure.
+ */
+const RETENTION_RETRY_PATCH = 'retention-retried-next-tick';
 
 /**
  * Ticks forever; continues as new every 100 ticks (or sooner if the server suggests it). The
@@ -33,8 +40,9 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<never> {
     // A task with no heartbeat for 5 minutes belongs to a worker that is gone.
     await attempt('reap stale tasks', () => reapStaleTasks({ at: Date.now(), staleAfterSeconds: 300 }));
     if (Date.now() - lastRetentionAt >= DAY_MS) {
-      await attempt('retention cleanup', () => deleteOldJobs({ at: Date.now(), retentionDays }));
-      lastRetentionAt = Date.now();
+      const deleted = await attempt('retention cleanup', () => deleteOldJobs({ at: Date.now(), retentionDays }));
+      // A failed cleanup is due again at the next tick, as its warning says.
+      if (deleted !== undefined || !patched(RETENTION_RETRY_PATCH)) lastRetentionAt = Date.now();
     }
     await sleep(tickSeconds * 1000);
   }

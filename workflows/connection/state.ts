@@ -68,6 +68,13 @@ export class ConnectionView {
     }
   }
 
+  /** The current job was cancelled: nothing is queued, so no time is shown for a run. */
+  jobCancelled(): void {
+    this.state.last_outcome = 'cancelled';
+    this.state.current_job_id = null;
+    this.state.scheduled_at = null;
+  }
+
   /** What the next run continues from. */
   carried(intents: CarriedState['intents']): CarriedState {
     return {

@@ -76,6 +76,30 @@ const ONE_MARKER_PATCH = 'one-marker-cycle';
  */
 const REFUSED_SYNC_NOW_WAITS_PATCH = 'refused-sync-now-waits';
 
+/**
+ * Marks the workflow versions in which a schedule change leaves a queued `syncNow` job at its
+ * time: the job was asked for now, not for a slot of the schedule, so only a planned job is
+ * re-planned. Recorded only by a run that stored a schedule change while its syncNow job was
+ * queued; runs recorded before it replay moving that job to the schedule's next slot.
+ */
+const MANUAL_JOB_KEEPS_ITS_TIME_PATCH = 'replan-keeps-sync-now-job';
+
+/**
+ * Marks the workflow versions in which re-planning a queued planned job also decides again whether
+ * it is a full sync, by the stored `full_sync_every` (a schedule change may add or drop it).
+ * Recorded only by a run whose re-planned job changes its mode; runs recorded before it replay
+ * keeping the mode decided at the enqueue.
+ */
+const REPLAN_DECIDES_MODE_PATCH = 'replan-decides-full-sync';
+
+/**
+ * Marks the workflow versions in which a cancelled run (its connection was disabled) ends only when
+ * the connection is still disabled: one enabled again before the cancellation was acted on (a
+ * resume right after the disable, whose signal reached this closing run) goes on as a new run.
+ * Runs recorded before it replay ending as cancelled.
+ */
+const REENABLED_GOES_ON_PATCH = 'cancelled-run-goes-on-when-reenabled';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -86,6 +110,8 @@ interface Run {
   inline?: boolean;
   /** The run recorded the one-marker-cycle patch: its job takes the lean shape without a marker. */
   oneMarker: boolean;
+  /** The mode of the planned job the run has queued (a `syncNow` job's mode is the request's). */
+  plannedMode?: 'full' | 'incremental';
 }
 
 /** The long-running scheduler workflow of one connection. */
@@ -114,6 +140,16 @@ export async function connectionWorkflow(input: ConnectionWorkflowInput): Promis
       await CancellationScope.nonCancellable(() =>
         run.books.cancelJob({ jobId, reason: 'connection workflow cancelled', at: Date.now() }),
       );
+      run.view.jobCancelled();
+    }
+    // A cancellation stands for a disable: a connection active (or paused) again by now was
+    // re-enabled, and its resume's signal came to this run, so no other run would be started.
+    if (patched(REENABLED_GOES_ON_PATCH)) {
+      const ctx = await CancellationScope.nonCancellable(() => run.books.openCycle(run.connectionId, run.intents, false));
+      if (ctx && ctx.status !== 'disabled') {
+        log.info('connection enabled again before its cancellation was acted on: the scheduler goes on', { connectionId: run.connectionId });
+        return continueAsNew<ConnectionWorkflow>({ connectionId: run.connectionId, carried: run.view.carried(run.intents) });
+      }
     }
     run.view.setPhase('stopped');
     throw err;
@@ -193,10 +229,11 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
       continue;
     }
     if (manual) intents.syncNow = null;
+    else run.plannedMode = periodicFull ? 'full' : 'incremental';
     view.showPlan(scheduledAt, plan);
     view.state.current_job_id = jobId;
 
-    const due = await sleepUntilDue(run, jobId);
+    const due = await sleepUntilDue(run, jobId, plan !== undefined);
     if (due === 'restart') continue;
     if (due === 'cancelled') return 'done';
     await runJob(run, jobId);
@@ -207,11 +244,12 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
 /**
  * Sleeps durably until the queued job's `scheduled_at`, acting on signals as they come: a cancel
  * or pause cancels the queued job, a resume is stored, a `replan` (or a legacy schedule change,
- * stored first) re-plans the job from the schedule as stored, and
- * `syncNow` brings it forward. `run` when it is due, `cancelled` when it was cancelled, `restart`
- * when the cycle must look at the connection again (paused, or no longer active).
+ * stored first) re-plans a `planned` job from the schedule as stored (a `syncNow` job keeps its
+ * time: it was asked for now), and `syncNow` brings it forward. `run` when it is due, `cancelled`
+ * when it was cancelled, `restart` when the cycle must look at the connection again (paused, or no
+ * longer active).
  */
-async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelled' | 'restart'> {
+async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise<'run' | 'cancelled' | 'restart'> {
   const { connectionId, intents, view, books } = run;
   view.setPhase('sleeping');
   for (;;) {
@@ -222,8 +260,7 @@ async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelle
       const reason = intents.cancelJob ? 'cancelled by signal before it started' : 'connection paused';
       intents.cancelJob = false;
       await books.cancelJob({ jobId, reason, at: Date.now() });
-      view.state.last_outcome = 'cancelled';
-      view.state.current_job_id = null;
+      view.jobCancelled();
       return intents.status === 'paused' ? 'restart' : 'cancelled';
     }
     if (intents.status === 'active') {
@@ -238,12 +275,11 @@ async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelle
         // this look, or it would block every enqueue after the resume.
         if (patched(INACTIVE_REPLAN_PATCH)) {
           await books.cancelJob({ jobId, reason: `connection ${fresh?.status ?? 'deleted'}`, at: Date.now() });
-          view.state.last_outcome = 'cancelled';
-          view.state.current_job_id = null;
+          view.jobCancelled();
         }
         return 'restart';
       }
-      await replan(run, jobId, fresh);
+      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) await replan(run, jobId, fresh, planned);
       continue;
     }
     if (intents.syncNow) {
@@ -257,16 +293,21 @@ async function sleepUntilDue(run: Run, jobId: string): Promise<'run' | 'cancelle
   }
 }
 
-/** Moves the queued job to the slot of the changed schedule. */
-async function replan(run: Run, jobId: string, ctx: ConnectionContext): Promise<void> {
+/** Moves the queued job to the slot of the changed schedule, full or incremental as that schedule makes it. */
+async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<void> {
   const replanned: Plan = planFor(ctx);
+  // A planned job is a full sync exactly when the stored schedule makes its new time one.
+  const mode = fullSyncScheduled(ctx, replanned.scheduledAt) ? 'full' : 'incremental';
+  const retype = planned && run.plannedMode !== undefined && mode !== run.plannedMode && patched(REPLAN_DECIDES_MODE_PATCH);
   const moved = await run.books.rescheduleQueuedJob({
     jobId,
     connectionId: run.connectionId,
     scheduledAt: replanned.scheduledAt,
     plan: toPlannedRun(replanned),
+    ...(retype && { jobType: mode }),
   });
   if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
+  if (moved && retype) run.plannedMode = mode;
 }
 
 /**
