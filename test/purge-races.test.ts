@@ -1,0 +1,94 @@
+// Deleting a connection's rows and the retention clean-up, racing other writers, against a real
+// Postgres. Temporal is not reached (a start that fails is the reconcile tick's to make).
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redeliver } from '../commands/webhooks';
+import { CommandRefused } from '../commands/errors';
+import { deleteWebhookEventsBatch } from '../db/models/purges';
+import { deleteOldEventsBatch } from '../db/models/webhooks';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { testCommandDeps } from './helpers/deps';
+import { eventually } from './helpers/worker';
+
+/** A Temporal client whose every start fails as an unreachable server's would. */
+const unreachable = { workflow: { start: () => Promise.reject(new Error('unreachable')) } } as unknown as Client;
+
+describe('purge and retention races', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  /** Sessions of this database waiting for a lock. */
+  async function lockWaiters(): Promise<number> {
+    const { rows } = await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    );
+    return rows[0]!.n;
+  }
+
+  /** A webhook with one event (of connection `connectionId`, written 40 days ago) and its failed delivery. */
+  async function failedDelivery(tenant: string, connectionId: string | null): Promise<{ webhookId: string; deliveryId: string }> {
+    const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
+      `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
+            e as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
+                  values ($1, $2, 'sync.completed', '{}', now() - interval '40 days') returning id)
+       insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at)
+       select w.id, e.id, 'failed', 3, now() from w, e returning webhook_id, id as delivery_id`,
+      [tenant, connectionId],
+    );
+    return { webhookId: rows[0]!.webhook_id, deliveryId: rows[0]!.delivery_id };
+  }
+
+  /**
+   * Runs a redelivery of `deliveryId` and `remove` (a delete of events) so that the redelivery has
+   * claimed the delivery but not yet committed when `remove` reaches it; answers the redelivery's
+   * outcome and the delivery's status afterwards (null: gone).
+   */
+  async function raceRedelivery(tenant: string, webhookId: string, deliveryId: string, remove: () => Promise<number>) {
+    const deps = testCommandDeps(db.pool, unreachable);
+    // Another of the tenant's counted calls holds its limit lock: the redelivery locks the delivery, then waits for it.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select pg_advisory_xact_lock($1, hashtext($2))', [0x7e17, tenant]);
+      const before = await lockWaiters();
+      const redelivery = redeliver(deps, webhookId, deliveryId).then(
+        () => 'accepted',
+        (err: unknown) => (err instanceof CommandRefused ? err.code : String(err)),
+      );
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      const removal = remove();
+      // The delete reached the delivery the redelivery holds.
+      await eventually(async () => ((await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+      const [outcome] = await Promise.all([redelivery, removal]);
+      const { rows } = await db.pool.query<{ status: string }>('select status from webhook_deliveries where id = $1', [deliveryId]);
+      return { outcome, status: rows[0]?.status ?? null };
+    } finally {
+      holder.release();
+    }
+  }
+
+  it('the retention clean-up never deletes an event whose redelivery it raced and that was accepted', async () => {
+    const tenant = `retention-redeliver-${randomUUID()}`;
+    const { webhookId, deliveryId } = await failedDelivery(tenant, null);
+    const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteOldEventsBatch(db.pool, new Date(Date.now() - 30 * 86_400_000), 100));
+    // Accepted (202) means a delivery that is pending and will be attempted again.
+    expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
+    const { rows } = await db.pool.query('select 1 from webhook_deliveries d join webhook_events e on e.id = d.event_id where d.id = $1', [deliveryId]);
+    expect(rows).toHaveLength(1);
+  });
+
+  it("a purge's delete of the connection's events never deletes one whose redelivery it raced and that was accepted", async () => {
+    const tenant = `purge-redeliver-${randomUUID()}`;
+    const connectionId = randomUUID();
+    const { webhookId, deliveryId } = await failedDelivery(tenant, connectionId);
+    const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteWebhookEventsBatch(db.pool, connectionId, 100));
+    expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
+  });
+});
