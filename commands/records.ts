@@ -3,6 +3,7 @@ import type { RecordChange } from '../db/models/records';
 import { findFeedExpiry, readChanges } from '../db/models/records';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
+import { refuseWhilePurging } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
@@ -35,7 +36,8 @@ export interface ChangesPage {
  * the reader follows, never expires it. The next cursor carries the snapshot's purge epoch and
  * the connection (and the resource type read, if one): positions are of one sequence shared by
  * every connection and type, so a cursor of another connection's feed, or of one type's feed read
- * without that type, is refused (invalid, 400) rather than read past this feed's changes.
+ * without that type, is refused (invalid, 400) rather than read past this feed's changes. While
+ * the connection's purge is open the feed is refused (`purge_in_progress`, 409).
  */
 export async function listChanges(deps: CommandDeps, connectionId: string, query: ChangesQuery): Promise<ChangesPage> {
   const afterSeq = query.after?.seq ?? '0';
@@ -45,6 +47,11 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
     async (tx) => {
       const expiry = await findFeedExpiry(tx, { connectionId, afterSeq, epoch: query.after?.epoch ?? '0', resourceType: query.resourceType });
       if (!expiry) throw notFound('no connection with that id');
+      // A purge deletes the records without tombstones: once it is open (in this snapshot) a page
+      // could lack deletions and still look complete, so the feed is refused (409
+      // `purge_in_progress`) until the connection is gone (404). The purge is recorded before its
+      // first delete, so a snapshot without it has every record.
+      await refuseWhilePurging(tx, connectionId);
       if (query.after?.connection !== undefined && query.after.connection !== connection) {
         throw invalid("cursor: a cursor of another connection's feed; read this connection's feed from the start (no cursor) or with its own cursor");
       }

@@ -3,9 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
 import { CommandRefused } from '../commands/errors';
-import { deleteWebhookEventsBatch } from '../db/models/purges';
+import { deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testCommandDeps } from './helpers/deps';
@@ -90,5 +91,31 @@ describe('purge and retention races', () => {
     const { webhookId, deliveryId } = await failedDelivery(tenant, connectionId);
     const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteWebhookEventsBatch(db.pool, connectionId, 100));
     expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
+  });
+
+  it("a feed reader never gets a page without the records a connection's purge is deleting: refused (409 purge_in_progress) once the purge is open", async () => {
+    const tenant = `purge-feed-${randomUUID()}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key) values ($1, 'github', 'feed') returning id`,
+      [tenant],
+    );
+    const connectionId = rows[0]!.id;
+    for (const n of ['1', '2', '3']) {
+      await db.pool.query(`insert into records (connection_id, resource_type, external_id, data) values ($1, 'issues', $2, '{}')`, [connectionId, n]);
+    }
+    const deps = testCommandDeps(db.pool, unreachable);
+    const first = await listChanges(deps, connectionId, { limit: 1 });
+    expect(first.changes.map((c) => c.external_id)).toEqual(['1']);
+    // The connection is deleted: its purge is recorded, and its first batch deletes some of its records (no tombstones).
+    const purge = await insertPurge(db.pool, connectionId, tenant);
+    await deleteRecordsBatch(db.pool, connectionId, 2);
+    const refusal = (after?: typeof first.next) =>
+      listChanges(deps, connectionId, { after, limit: 10 }).then(
+        (page) => ({ answered: page.changes.map((c) => c.external_id) }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+      );
+    // Neither the reader following its cursor nor one starting again is told a partial feed is the whole of it.
+    expect(await refusal(first.next)).toEqual({ code: 'purge_in_progress', details: { purge_id: purge!.id } });
+    expect(await refusal()).toEqual({ code: 'purge_in_progress', details: { purge_id: purge!.id } });
   });
 });
