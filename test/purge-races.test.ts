@@ -3,6 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createConnection } from '../commands/connections';
+import { deleteConnection } from '../commands/purges';
 import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
 import { CommandRefused } from '../commands/errors';
@@ -10,6 +12,7 @@ import { deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db
 import { deleteOldEventsBatch } from '../db/models/webhooks';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testCommandDeps } from './helpers/deps';
+import { fakeTemporal } from './helpers/fake-temporal';
 import { eventually } from './helpers/worker';
 
 /** A Temporal client whose every start fails as an unreachable server's would. */
@@ -117,5 +120,21 @@ describe('purge and retention races', () => {
     // Neither the reader following its cursor nor one starting again is told a partial feed is the whole of it.
     expect(await refusal(first.next)).toEqual({ code: 'purge_in_progress', details: { purge_id: purge!.id } });
     expect(await refusal()).toEqual({ code: 'purge_in_progress', details: { purge_id: purge!.id } });
+  });
+
+  it("creating a connection with the app key of one being deleted is refused as purge_in_progress (with the purge's id), not as a taken app key", async () => {
+    const tenant = `purge-app-key-${randomUUID()}`;
+    const deps = testCommandDeps(db.pool, fakeTemporal().client);
+    const request = {
+      tenantId: tenant, appKey: 'crm', provider: 'demo', config: { records_per_resource: 20, page_size: 10 },
+      credentials: null, schedule: null, status: 'paused' as const,
+    };
+    const old = await createConnection(deps, request);
+    const purge = await deleteConnection(deps, old.id);
+    const again = await createConnection(deps, request).then(
+      (row) => ({ created: row.id }),
+      (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+    );
+    expect(again).toEqual({ code: 'purge_in_progress', details: { purge_id: purge.id } });
   });
 });
