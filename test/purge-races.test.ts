@@ -8,7 +8,7 @@ import { deleteConnection } from '../commands/purges';
 import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
 import { CommandRefused } from '../commands/errors';
-import { deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
+import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testCommandDeps } from './helpers/deps';
@@ -136,5 +136,38 @@ describe('purge and retention races', () => {
       (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
     );
     expect(again).toEqual({ code: 'purge_in_progress', details: { purge_id: purge.id } });
+  });
+
+  it('a DELETE that read the connection just before its purge deleted it answers 404, never a second purge of a connection that is gone', async () => {
+    const tenant = `purge-twice-${randomUUID()}`;
+    const temporal = fakeTemporal();
+    const deps = testCommandDeps(db.pool, temporal.client);
+    const conn = await createConnection(deps, {
+      tenantId: tenant, appKey: 'crm', provider: 'demo', config: { records_per_resource: 20, page_size: 10 },
+      credentials: null, schedule: null, status: 'paused',
+    });
+    const first = await deleteConnection(deps, conn.id);
+    // The second DELETE has read the connection and waits for the purge lock (held here) while the
+    // first's purge deletes the connection row and completes, as its last step does.
+    const holder = await db.pool.connect();
+    let second: Promise<unknown>;
+    try {
+      await holder.query('begin');
+      await holder.query(`select pg_advisory_xact_lock(hashtextextended('synctide:connection-purge:' || $1::text, 0))`, [conn.id]);
+      const before = await lockWaiters();
+      second = deleteConnection(deps, conn.id).then(
+        (purge) => ({ purge: purge.id }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code } : { error: String(err) }),
+      );
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      await deleteConnectionRow(db.pool, conn.id);
+      await completePurge(db.pool, first.id, new Date());
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    expect(await second).toEqual({ code: 'not_found' });
+    const { rows } = await db.pool.query('select id, status from connection_purges where connection_id = $1', [conn.id]);
+    expect(rows).toEqual([{ id: first.id, status: 'completed' }]);
   });
 });
