@@ -53,8 +53,13 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
     for (const step of steps) {
       for (;;) {
         if (Date.now() > deadline) return { deleted, done: false };
-        const n = await step(pool, connectionId, BATCH);
-        if (n > 0) await purges.addPurgeProgress(pool, purgeId, n);
+        // A batch and its count commit together: a run cut off between them and run again
+        // neither loses the count of rows already gone nor counts them twice.
+        const n = await withTransaction(pool, async (tx) => {
+          const batch = await step(tx, connectionId, BATCH);
+          if (batch > 0) await purges.addPurgeProgress(tx, purgeId, batch);
+          return batch;
+        });
         deleted += n;
         ctx.heartbeat({ deleted });
         if (n < BATCH) break;

@@ -2,7 +2,10 @@
 // Postgres. Temporal is not reached (a start that fails is the reconcile tick's to make).
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActivityDeps } from '../activities/deps';
+import { purgeConnectionBatch } from '../activities/purge-connection';
 import { createConnection } from '../commands/connections';
 import { deleteConnection } from '../commands/purges';
 import { listChanges } from '../commands/records';
@@ -169,5 +172,43 @@ describe('purge and retention races', () => {
     expect(await second).toEqual({ code: 'not_found' });
     const { rows } = await db.pool.query('select id, status from connection_purges where connection_id = $1', [conn.id]);
     expect(rows).toEqual([{ id: first.id, status: 'completed' }]);
+  });
+
+  it("a purge run cut off mid-way (its database session killed) and run again counts every row it deleted", async () => {
+    const tenant = `purge-resume-${randomUUID()}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'github', 'resume', 'disabled') returning id`,
+      [tenant],
+    );
+    const connectionId = rows[0]!.id;
+    for (const n of ['1', '2', '3']) {
+      await db.pool.query(`insert into records (connection_id, resource_type, external_id, data) values ($1, 'issues', $2, '{}')`, [connectionId, n]);
+    }
+    const purge = (await insertPurge(db.pool, connectionId, tenant))!;
+    const run = () => new MockActivityEnvironment({ attempt: 1 }).run(purgeConnectionBatch({ pool: db.pool } as ActivityDeps), { purgeId: purge.id, connectionId });
+    // The first run's session is killed once it has deleted the records, before it counted them
+    // (the count waits for the purge row, held here), as a worker that dies there leaves it.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from connection_purges where id = $1 for update', [purge.id]);
+      const first = run().then(() => 'completed', () => 'cut off');
+      const pid = await eventually(async () => {
+        const { rows: waiting } = await db.pool.query<{ pid: number }>(
+          `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%deleted_rows%'`,
+        );
+        return waiting[0]?.pid;
+      });
+      await db.pool.query('select pg_terminate_backend($1)', [pid]);
+      expect(await first).toBe('cut off');
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    // The workflow's retry runs it again.
+    expect(await run()).toMatchObject({ done: true });
+    const done = await db.pool.query('select status, deleted_rows from connection_purges where id = $1', [purge.id]);
+    // Three records and the connection row.
+    expect(done.rows[0]).toEqual({ status: 'completed', deleted_rows: '4' });
   });
 });
