@@ -71,6 +71,7 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
       const budgets = await deleteBudgetsOnlyOf(tx, connectionId);
       if (budgets > 0) await purges.addPurgeProgress(tx, purgeId, budgets);
       deleted += budgets;
+      await purges.lockOAuthGrantOf(tx, connectionId);
       const n = await purges.deleteConnectionRow(tx, connectionId);
       if (n > 0) await purges.addPurgeProgress(tx, purgeId, n);
       deleted += n;

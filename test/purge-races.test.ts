@@ -211,4 +211,53 @@ describe('purge and retention races', () => {
     // Three records and the connection row.
     expect(done.rows[0]).toEqual({ status: 'completed', deleted_rows: '4' });
   });
+
+  it('two connections sharing an OAuth grant, purged at once: the grant and its tokens go with the last of them', async () => {
+    const tenant = `purge-grant-${randomUUID()}`;
+    const { rows: apps } = await db.pool.query<{ id: string }>(
+      `insert into oauth_apps (tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+       values ($1, 'app', 'client', 'sealed-secret', 'https://example.com/a', 'https://example.com/t', 'https://example.com/cb') returning id`,
+      [tenant],
+    );
+    const appId = apps[0]!.id;
+    const { rows: grants } = await db.pool.query<{ id: string }>(
+      `insert into oauth_grants (tenant_id, oauth_app_id, credentials) values ($1, $2, to_jsonb('sealed-tokens'::text)) returning id`,
+      [tenant, appId],
+    );
+    const grantId = grants[0]!.id;
+    const purgesOf: { purgeId: string; connectionId: string }[] = [];
+    for (const key of ['a', 'b']) {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status, credential_kind, oauth_app_id, oauth_grant_id)
+         values ($1, 'github', $2, 'disabled', 'oauth2', $3, $4) returning id`,
+        [tenant, key, appId, grantId],
+      );
+      const purge = (await insertPurge(db.pool, rows[0]!.id, tenant))!;
+      purgesOf.push({ purgeId: purge.id, connectionId: rows[0]!.id });
+    }
+    const run = (input: { purgeId: string; connectionId: string }) =>
+      new MockActivityEnvironment({ attempt: 1 }).run(purgeConnectionBatch({ pool: db.pool } as ActivityDeps), input);
+    // The first purge's last transaction has deleted its connection row and waits (for its purge
+    // row, held here) before it commits, while the second purge runs.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from connection_purges where id = $1 for update', [purgesOf[0]!.purgeId]);
+      const before = await lockWaiters();
+      const first = run(purgesOf[0]!);
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      let secondDone = false;
+      const second = run(purgesOf[1]!).finally(() => {
+        secondDone = true;
+      });
+      // The second has finished, or waits for the first.
+      await eventually(async () => (secondDone || (await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+      await Promise.all([first, second]);
+    } finally {
+      holder.release();
+    }
+    const { rows: left } = await db.pool.query('select id from oauth_grants where id = $1', [grantId]);
+    expect(left).toEqual([]);
+  });
 });
