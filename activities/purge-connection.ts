@@ -1,6 +1,6 @@
 // The activities of a connection purge: stop what the connection runs, then delete its rows.
 import { Context } from '@temporalio/activity';
-import { updateConnection } from '../db/models/connections';
+import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
 import { withTransaction } from '../db/transaction';
@@ -71,7 +71,7 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
       const budgets = await deleteBudgetsOnlyOf(tx, connectionId);
       if (budgets > 0) await purges.addPurgeProgress(tx, purgeId, budgets);
       deleted += budgets;
-      await purges.lockOAuthGrantOf(tx, connectionId);
+      await lockOAuthGrantOf(tx, connectionId);
       const n = await purges.deleteConnectionRow(tx, connectionId);
       if (n > 0) await purges.addPurgeProgress(tx, purgeId, n);
       deleted += n;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { purgeConnectionBatch } from '../activities/purge-connection';
 import { createConnection } from '../commands/connections';
+import { updateConnection } from '../db/models/connections';
 import { deleteConnection } from '../commands/purges';
 import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
@@ -212,8 +213,8 @@ describe('purge and retention races', () => {
     expect(done.rows[0]).toEqual({ status: 'completed', deleted_rows: '4' });
   });
 
-  it('two connections sharing an OAuth grant, purged at once: the grant and its tokens go with the last of them', async () => {
-    const tenant = `purge-grant-${randomUUID()}`;
+  /** Two disabled connections of tenant `tenant` sharing one OAuth grant, each with an open purge. */
+  async function sharedGrant(tenant: string): Promise<{ grantId: string; purgesOf: { purgeId: string; connectionId: string }[] }> {
     const { rows: apps } = await db.pool.query<{ id: string }>(
       `insert into oauth_apps (tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
        values ($1, 'app', 'client', 'sealed-secret', 'https://example.com/a', 'https://example.com/t', 'https://example.com/cb') returning id`,
@@ -235,8 +236,15 @@ describe('purge and retention races', () => {
       const purge = (await insertPurge(db.pool, rows[0]!.id, tenant))!;
       purgesOf.push({ purgeId: purge.id, connectionId: rows[0]!.id });
     }
-    const run = (input: { purgeId: string; connectionId: string }) =>
-      new MockActivityEnvironment({ attempt: 1 }).run(purgeConnectionBatch({ pool: db.pool } as ActivityDeps), input);
+    return { grantId, purgesOf };
+  }
+
+  const runPurge = (input: { purgeId: string; connectionId: string }) =>
+    new MockActivityEnvironment({ attempt: 1 }).run(purgeConnectionBatch({ pool: db.pool } as ActivityDeps), input);
+
+  it('two connections sharing an OAuth grant, purged at once: the grant and its tokens go with the last of them', async () => {
+    const tenant = `purge-grant-${randomUUID()}`;
+    const { grantId, purgesOf } = await sharedGrant(tenant);
     // The first purge's last transaction has deleted its connection row and waits (for its purge
     // row, held here) before it commits, while the second purge runs.
     const holder = await db.pool.connect();
@@ -244,10 +252,10 @@ describe('purge and retention races', () => {
       await holder.query('begin');
       await holder.query('select 1 from connection_purges where id = $1 for update', [purgesOf[0]!.purgeId]);
       const before = await lockWaiters();
-      const first = run(purgesOf[0]!);
+      const first = runPurge(purgesOf[0]!);
       await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
       let secondDone = false;
-      const second = run(purgesOf[1]!).finally(() => {
+      const second = runPurge(purgesOf[1]!).finally(() => {
         secondDone = true;
       });
       // The second has finished, or waits for the first.
@@ -256,6 +264,33 @@ describe('purge and retention races', () => {
       await Promise.all([first, second]);
     } finally {
       holder.release();
+    }
+    const { rows: left } = await db.pool.query('select id from oauth_grants where id = $1', [grantId]);
+    expect(left).toEqual([]);
+  });
+
+  it("a connection leaving its OAuth grant (new credentials) while the grant's other connection is purged: the grant goes with the last of them", async () => {
+    const tenant = `leave-grant-${randomUUID()}`;
+    const { grantId, purgesOf } = await sharedGrant(tenant);
+    const [gone, leaving] = purgesOf as [{ purgeId: string; connectionId: string }, { purgeId: string; connectionId: string }];
+    await db.pool.query('delete from connection_purges where id = $1', [leaving.purgeId]);
+    // A PATCH gives one connection token credentials (in its transaction, not yet committed)
+    // while the other's purge runs to its end.
+    const patch = await db.pool.connect();
+    try {
+      await patch.query('begin');
+      await updateConnection(patch, leaving.connectionId, { sealedCredentials: 'sealed-token' });
+      const before = await lockWaiters();
+      let purged = false;
+      const purge = runPurge(gone).finally(() => {
+        purged = true;
+      });
+      // The purge has finished, or waits for the PATCH.
+      await eventually(async () => (purged || (await lockWaiters()) > before ? true : undefined));
+      await patch.query('commit');
+      await purge;
+    } finally {
+      patch.release();
     }
     const { rows: left } = await db.pool.query('select id from oauth_grants where id = $1', [grantId]);
     expect(left).toEqual([]);

@@ -131,17 +131,6 @@ export async function deleteWebhookEventsBatch(db: Queryable, connectionId: stri
   return rowCount ?? 0;
 }
 
-/**
- * Locks the OAuth grant connection `connectionId` holds, if any, until the transaction ends. Deleting
- * the connection row deletes the grant once no other connection names it (a trigger), judged by
- * what has committed: two connections of one grant deleted at once would each see the other and
- * leave the grant, with its tokens, behind. Under this lock the second waits for the first to
- * commit, then sees it gone.
- */
-export async function lockOAuthGrantOf(tx: Queryable, connectionId: string): Promise<void> {
-  await tx.query('select 1 from oauth_grants where id = (select oauth_grant_id from connections where id = $1) for update', [connectionId]);
-}
-
 /** Deletes the connection row; its sync state, breaker stats, alerts and anything left cascade. */
 export async function deleteConnectionRow(db: Queryable, connectionId: string): Promise<number> {
   const { rowCount } = await db.query('delete from connections where id = $1', [connectionId]);
