@@ -1,6 +1,6 @@
 // The activities of a connection purge: stop what the connection runs, then delete its rows.
 import { Context } from '@temporalio/activity';
-import { updateConnection } from '../db/models/connections';
+import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
 import { withTransaction } from '../db/transaction';
@@ -53,8 +53,13 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
     for (const step of steps) {
       for (;;) {
         if (Date.now() > deadline) return { deleted, done: false };
-        const n = await step(pool, connectionId, BATCH);
-        if (n > 0) await purges.addPurgeProgress(pool, purgeId, n);
+        // A batch and its count commit together: a run cut off between them and run again
+        // neither loses the count of rows already gone nor counts them twice.
+        const n = await withTransaction(pool, async (tx) => {
+          const batch = await step(tx, connectionId, BATCH);
+          if (batch > 0) await purges.addPurgeProgress(tx, purgeId, batch);
+          return batch;
+        });
         deleted += n;
         ctx.heartbeat({ deleted });
         if (n < BATCH) break;
@@ -66,6 +71,7 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
       const budgets = await deleteBudgetsOnlyOf(tx, connectionId);
       if (budgets > 0) await purges.addPurgeProgress(tx, purgeId, budgets);
       deleted += budgets;
+      await lockOAuthGrantOf(tx, connectionId);
       const n = await purges.deleteConnectionRow(tx, connectionId);
       if (n > 0) await purges.addPurgeProgress(tx, purgeId, n);
       deleted += n;

@@ -59,8 +59,9 @@ export interface NewConnectionRequest {
 /**
  * Creates a connection and starts its workflow. Refuses an unknown provider, a config its
  * connector rejects or whose provider host is not allowed (PROVIDER_HOSTS), credentials of the
- * wrong shape, an interval above the configured maximum, a taken (tenant, app key), and one more
- * connection than the tenant's limit (`tenant_limit`, 409).
+ * wrong shape, an interval above the configured maximum, a taken (tenant, app key) (`purge_in_progress`
+ * while the connection holding it is being deleted), and one more connection than the tenant's
+ * limit (`tenant_limit`, 409).
  */
 export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
   const schedule = request.schedule ? scheduleOf(deps, request.schedule) : null;
@@ -88,6 +89,13 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
     return inserted && shared ? shareGrant(tx, inserted, shared) : inserted;
   });
   if (!row) {
+    // A connection being deleted keeps its app key until its purge completes: said so, with the
+    // purge to poll, rather than as a taken app key the caller has just deleted.
+    const holder = await connections.findConnectionByAppKey(deps.pool, request.appKey, request.tenantId);
+    const purge = holder && (await findOpenPurge(deps.pool, holder.id));
+    if (purge) {
+      throw new CommandRefused('conflict', 'purge_in_progress', `tenant ${request.tenantId}'s connection with app_key ${request.appKey} is being deleted; the app key is free once its purge completes`, { purge_id: purge.id });
+    }
     throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
   }
   await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row));

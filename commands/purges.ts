@@ -3,6 +3,7 @@ import * as purges from '../db/models/purges';
 import type { PurgeRow } from '../db/models/purges';
 import { startConnectionPurge } from '../temporal/client';
 import { withTransaction } from '../db/transaction';
+import { lockConnection } from '../db/models/connections';
 import { getConnection, stopConnectionWork, writeDisabled } from './connections';
 import type { CommandDeps } from './deps';
 import { notFound } from './errors';
@@ -26,6 +27,9 @@ export async function deleteConnection(deps: CommandDeps, id: string): Promise<P
   // or a job of it. writeDisabled always writes the row, even an already disabled one.
   const { purge, deliveries } = await withTransaction(deps.pool, async (tx) => {
     await purges.lockForPurge(tx, row.id);
+    // Read again under its lock: a purge that completed since the read above deleted the row (its
+    // purge no longer open, so another would be recorded for a connection that is gone).
+    if (!(await lockConnection(tx, row.id))) return { purge: null, deliveries: [] };
     const purge = (await purges.insertPurge(tx, row.id, row.tenant_id)) ?? (await purges.findOpenPurge(tx, row.id));
     return { purge, deliveries: purge ? await writeDisabled(tx, row) : [] };
   });

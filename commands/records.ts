@@ -4,6 +4,7 @@ import { findFeedExpiry, readChangesPage } from '../db/models/records';
 import { DEFAULT_FEED_PAGE_MAX_BYTES } from '../lib/config';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
+import { refuseWhilePurging } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
@@ -46,6 +47,8 @@ export interface ChangesPage {
  * a record larger than the budget never stalls the feed; its cursor continues after the last
  * change it holds. A thousand records of the largest size a provider may send would otherwise be
  * one answer of a gigabyte, built in the API process every tenant's requests share.
+ *
+ * While the connection's purge is open the feed is refused (`purge_in_progress`, 409).
  */
 export async function listChanges(deps: CommandDeps, connectionId: string, query: ChangesQuery): Promise<ChangesPage> {
   const afterSeq = query.after?.seq ?? '0';
@@ -55,6 +58,11 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
     async (tx) => {
       const expiry = await findFeedExpiry(tx, { connectionId, afterSeq, epoch: query.after?.epoch ?? '0', resourceType: query.resourceType });
       if (!expiry) throw notFound('no connection with that id');
+      // A purge deletes the records without tombstones: once it is open (in this snapshot) a page
+      // could lack deletions and still look complete, so the feed is refused (409
+      // `purge_in_progress`) until the connection is gone (404). The purge is recorded before its
+      // first delete, so a snapshot without it has every record.
+      await refuseWhilePurging(tx, connectionId);
       if (query.after?.connection !== undefined && query.after.connection !== connection) {
         throw invalid("cursor: a cursor of another connection's feed; read this connection's feed from the start (no cursor) or with its own cursor");
       }

@@ -21,6 +21,7 @@ const list = createRoute({
     200: jsonAnswer(RecordPageSchema, 'One page of changes'),
     ...errorResponses,
     404: notFound,
+    409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`): its records are going without tombstones, so no page is answered; drop the copy', 'purge_in_progress'),
     410: conflict('Tombstones past the cursor were purged after it was issued (`cursor_expired`): read again from the start', 'cursor_expired'),
   },
 });

@@ -199,10 +199,23 @@ export interface ConnectionChange {
 }
 
 /**
+ * Locks the OAuth grant connection `id` holds, if any, until the transaction ends. Whoever deletes
+ * a connection or takes it out of its grant takes this lock first: the grant is deleted once no
+ * connection names it (a trigger), judged by what has committed, so two connections leaving one
+ * grant at once would each see the other and leave the grant, with its tokens, behind. Under the
+ * lock the second waits for the first to commit, then sees it gone.
+ */
+export async function lockOAuthGrantOf(db: Queryable, id: string): Promise<void> {
+  await db.query('select 1 from oauth_grants where id = (select oauth_grant_id from connections where id = $1) for update', [id]);
+}
+
+/**
  * Applies `change` to connection `id` in one statement and returns the row as stored, or null when
- * there is none. The one writer of a connection's schedule.
+ * there is none. The one writer of a connection's schedule. New credentials take the connection
+ * out of its grant: given a transaction, the grant stays locked until it ends (lockOAuthGrantOf).
  */
 export async function updateConnection(db: Queryable, id: string, change: ConnectionChange): Promise<ConnectionRow | null> {
+  if (change.sealedCredentials !== undefined) await lockOAuthGrantOf(db, id);
   const { rows } = await db.query<StoredConnection>(
     `update connections c
         set config = coalesce($2, c.config),
@@ -684,6 +697,7 @@ export async function replaceGrant(db: Queryable, id: string, sealed: string): P
  * is no connection `id`.
  */
 export async function attachGrant(db: Queryable, id: string, grantId: string, appId: string, opts: { resume: boolean } = { resume: true }): Promise<string[]> {
+  await lockOAuthGrantOf(db, id);
   const { rowCount } = await db.query(
     `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2 where id = $1`,
     [id, grantId, appId],

@@ -2,7 +2,8 @@
 // deletes at most `limit` rows, so no table is locked for long.
 import type { PurgeStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, DELIVERY, PURGE } from '../sql';
+import { ACTIVE_JOBS, PURGE } from '../sql';
+import { deleteFinishedEventsSql } from './webhooks';
 
 /** A purge as the API shows it. */
 export interface PurgeRow {
@@ -122,16 +123,11 @@ export async function deleteJobsBatch(db: Queryable, connectionId: string, limit
  * Deletes up to `limit` of the connection's webhook events none of whose deliveries is still
  * pending, with their deliveries and attempts (by cascade). An event still being delivered (such
  * as the `connection.disabled` the deletion itself wrote) outlives the connection until it is
- * delivered or given up; the retention clean-up deletes it then.
+ * delivered or given up; the retention clean-up deletes it then. One whose redelivery commits
+ * while this runs is kept too (`deleteFinishedEventsSql`).
  */
 export async function deleteWebhookEventsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `delete from webhook_events where id in (
-       select e.id from webhook_events e
-        where e.connection_id = $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})
-        limit $2)`,
-    [connectionId, limit],
-  );
+  const { rowCount } = await db.query(deleteFinishedEventsSql('e.connection_id = $1'), [connectionId, limit]);
   return rowCount ?? 0;
 }
 

@@ -248,15 +248,27 @@ export async function reopenDelivery(db: Queryable, deliveryId: string, at: Date
   );
 }
 
+/**
+ * A statement deleting up to `$2` events matching `filter` (on `e`, with `$1`) none of whose
+ * deliveries is pending, with their deliveries and attempts (by cascade). Each chosen event's
+ * deliveries are locked and read again as last committed before the event goes: a redelivery
+ * that claimed one of them (it locks the delivery, then writes it pending) and commits while this
+ * statement runs keeps its event, so a redelivery answered 202 is never deleted under it.
+ */
+export function deleteFinishedEventsSql(filter: string): string {
+  return `with chosen as (
+       select e.id from webhook_events e
+        where ${filter} and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})
+        limit $2),
+     deliveries as (
+       select d.event_id, d.status from webhook_deliveries d where d.event_id in (select id from chosen) order by d.id for update)
+     delete from webhook_events where id in (select id from chosen)
+       and not exists (select 1 from deliveries d where d.event_id = webhook_events.id and d.status = ${DELIVERY.pending})`;
+}
+
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
 export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `delete from webhook_events where id in (
-       select e.id from webhook_events e
-        where e.created_at < $1 and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})
-        limit $2)`,
-    [before, limit],
-  );
+  const { rowCount } = await db.query(deleteFinishedEventsSql('e.created_at < $1'), [before, limit]);
   return rowCount ?? 0;
 }
 

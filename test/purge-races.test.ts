@@ -1,0 +1,298 @@
+// Deleting a connection's rows and the retention clean-up, racing other writers, against a real
+// Postgres. Temporal is not reached (a start that fails is the reconcile tick's to make).
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActivityDeps } from '../activities/deps';
+import { purgeConnectionBatch } from '../activities/purge-connection';
+import { createConnection } from '../commands/connections';
+import { updateConnection } from '../db/models/connections';
+import { deleteConnection } from '../commands/purges';
+import { listChanges } from '../commands/records';
+import { redeliver } from '../commands/webhooks';
+import { CommandRefused } from '../commands/errors';
+import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
+import { deleteOldEventsBatch } from '../db/models/webhooks';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { testCommandDeps } from './helpers/deps';
+import { fakeTemporal } from './helpers/fake-temporal';
+import { eventually } from './helpers/worker';
+
+/** A Temporal client whose every start fails as an unreachable server's would. */
+const unreachable = { workflow: { start: () => Promise.reject(new Error('unreachable')) } } as unknown as Client;
+
+describe('purge and retention races', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  /** Sessions of this database waiting for a lock. */
+  async function lockWaiters(): Promise<number> {
+    const { rows } = await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    );
+    return rows[0]!.n;
+  }
+
+  /** A webhook with one event (of connection `connectionId`, written 40 days ago) and its failed delivery. */
+  async function failedDelivery(tenant: string, connectionId: string | null): Promise<{ webhookId: string; deliveryId: string }> {
+    const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
+      `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
+            e as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
+                  values ($1, $2, 'sync.completed', '{}', now() - interval '40 days') returning id)
+       insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at)
+       select w.id, e.id, 'failed', 3, now() from w, e returning webhook_id, id as delivery_id`,
+      [tenant, connectionId],
+    );
+    return { webhookId: rows[0]!.webhook_id, deliveryId: rows[0]!.delivery_id };
+  }
+
+  /**
+   * Runs a redelivery of `deliveryId` and `remove` (a delete of events) so that the redelivery has
+   * claimed the delivery but not yet committed when `remove` reaches it; answers the redelivery's
+   * outcome and the delivery's status afterwards (null: gone).
+   */
+  async function raceRedelivery(tenant: string, webhookId: string, deliveryId: string, remove: () => Promise<number>) {
+    const deps = testCommandDeps(db.pool, unreachable);
+    // Another of the tenant's counted calls holds its limit lock: the redelivery locks the delivery, then waits for it.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select pg_advisory_xact_lock($1, hashtext($2))', [0x7e17, tenant]);
+      const before = await lockWaiters();
+      const redelivery = redeliver(deps, webhookId, deliveryId).then(
+        () => 'accepted',
+        (err: unknown) => (err instanceof CommandRefused ? err.code : String(err)),
+      );
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      const removal = remove();
+      // The delete reached the delivery the redelivery holds.
+      await eventually(async () => ((await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+      const [outcome] = await Promise.all([redelivery, removal]);
+      const { rows } = await db.pool.query<{ status: string }>('select status from webhook_deliveries where id = $1', [deliveryId]);
+      return { outcome, status: rows[0]?.status ?? null };
+    } finally {
+      holder.release();
+    }
+  }
+
+  it('the retention clean-up never deletes an event whose redelivery it raced and that was accepted', async () => {
+    const tenant = `retention-redeliver-${randomUUID()}`;
+    const { webhookId, deliveryId } = await failedDelivery(tenant, null);
+    const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteOldEventsBatch(db.pool, new Date(Date.now() - 30 * 86_400_000), 100));
+    // Accepted (202) means a delivery that is pending and will be attempted again.
+    expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
+    const { rows } = await db.pool.query('select 1 from webhook_deliveries d join webhook_events e on e.id = d.event_id where d.id = $1', [deliveryId]);
+    expect(rows).toHaveLength(1);
+  });
+
+  it("a purge's delete of the connection's events never deletes one whose redelivery it raced and that was accepted", async () => {
+    const tenant = `purge-redeliver-${randomUUID()}`;
+    const connectionId = randomUUID();
+    const { webhookId, deliveryId } = await failedDelivery(tenant, connectionId);
+    const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteWebhookEventsBatch(db.pool, connectionId, 100));
+    expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
+  });
+
+  it("a feed reader never gets a page without the records a connection's purge is deleting: refused (409 purge_in_progress) once the purge is open", async () => {
+    const tenant = `purge-feed-${randomUUID()}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key) values ($1, 'github', 'feed') returning id`,
+      [tenant],
+    );
+    const connectionId = rows[0]!.id;
+    for (const n of ['1', '2', '3']) {
+      await db.pool.query(`insert into records (connection_id, resource_type, external_id, data) values ($1, 'issues', $2, '{}')`, [connectionId, n]);
+    }
+    const deps = testCommandDeps(db.pool, unreachable);
+    const first = await listChanges(deps, connectionId, { limit: 1 });
+    expect(first.changes.map((c) => c.external_id)).toEqual(['1']);
+    // The connection is deleted: its purge is recorded, and its first batch deletes some of its records (no tombstones).
+    const purge = await insertPurge(db.pool, connectionId, tenant);
+    await deleteRecordsBatch(db.pool, connectionId, 2);
+    const refusal = (after?: typeof first.next) =>
+      listChanges(deps, connectionId, { after, limit: 10 }).then(
+        (page) => ({ answered: page.changes.map((c) => c.external_id) }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+      );
+    // Neither the reader following its cursor nor one starting again is told a partial feed is the whole of it.
+    expect(await refusal(first.next)).toEqual({ code: 'purge_in_progress', details: { purge_id: purge!.id } });
+    expect(await refusal()).toEqual({ code: 'purge_in_progress', details: { purge_id: purge!.id } });
+  });
+
+  it("creating a connection with the app key of one being deleted is refused as purge_in_progress (with the purge's id), not as a taken app key", async () => {
+    const tenant = `purge-app-key-${randomUUID()}`;
+    const deps = testCommandDeps(db.pool, fakeTemporal().client);
+    const request = {
+      tenantId: tenant, appKey: 'crm', provider: 'demo', config: { records_per_resource: 20, page_size: 10 },
+      credentials: null, schedule: null, status: 'paused' as const,
+    };
+    const old = await createConnection(deps, request);
+    const purge = await deleteConnection(deps, old.id);
+    const again = await createConnection(deps, request).then(
+      (row) => ({ created: row.id }),
+      (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+    );
+    expect(again).toEqual({ code: 'purge_in_progress', details: { purge_id: purge.id } });
+  });
+
+  it('a DELETE that read the connection just before its purge deleted it answers 404, never a second purge of a connection that is gone', async () => {
+    const tenant = `purge-twice-${randomUUID()}`;
+    const temporal = fakeTemporal();
+    const deps = testCommandDeps(db.pool, temporal.client);
+    const conn = await createConnection(deps, {
+      tenantId: tenant, appKey: 'crm', provider: 'demo', config: { records_per_resource: 20, page_size: 10 },
+      credentials: null, schedule: null, status: 'paused',
+    });
+    const first = await deleteConnection(deps, conn.id);
+    // The second DELETE has read the connection and waits for the purge lock (held here) while the
+    // first's purge deletes the connection row and completes, as its last step does.
+    const holder = await db.pool.connect();
+    let second: Promise<unknown>;
+    try {
+      await holder.query('begin');
+      await holder.query(`select pg_advisory_xact_lock(hashtextextended('synctide:connection-purge:' || $1::text, 0))`, [conn.id]);
+      const before = await lockWaiters();
+      second = deleteConnection(deps, conn.id).then(
+        (purge) => ({ purge: purge.id }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code } : { error: String(err) }),
+      );
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      await deleteConnectionRow(db.pool, conn.id);
+      await completePurge(db.pool, first.id, new Date());
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    expect(await second).toEqual({ code: 'not_found' });
+    const { rows } = await db.pool.query('select id, status from connection_purges where connection_id = $1', [conn.id]);
+    expect(rows).toEqual([{ id: first.id, status: 'completed' }]);
+  });
+
+  it("a purge run cut off mid-way (its database session killed) and run again counts every row it deleted", async () => {
+    const tenant = `purge-resume-${randomUUID()}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'github', 'resume', 'disabled') returning id`,
+      [tenant],
+    );
+    const connectionId = rows[0]!.id;
+    for (const n of ['1', '2', '3']) {
+      await db.pool.query(`insert into records (connection_id, resource_type, external_id, data) values ($1, 'issues', $2, '{}')`, [connectionId, n]);
+    }
+    const purge = (await insertPurge(db.pool, connectionId, tenant))!;
+    const run = () => new MockActivityEnvironment({ attempt: 1 }).run(purgeConnectionBatch({ pool: db.pool } as ActivityDeps), { purgeId: purge.id, connectionId });
+    // The first run's session is killed once it has deleted the records, before it counted them
+    // (the count waits for the purge row, held here), as a worker that dies there leaves it.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from connection_purges where id = $1 for update', [purge.id]);
+      const first = run().then(() => 'completed', () => 'cut off');
+      const pid = await eventually(async () => {
+        const { rows: waiting } = await db.pool.query<{ pid: number }>(
+          `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%deleted_rows%'`,
+        );
+        return waiting[0]?.pid;
+      });
+      await db.pool.query('select pg_terminate_backend($1)', [pid]);
+      expect(await first).toBe('cut off');
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    // The workflow's retry runs it again.
+    expect(await run()).toMatchObject({ done: true });
+    const done = await db.pool.query('select status, deleted_rows from connection_purges where id = $1', [purge.id]);
+    // Three records and the connection row.
+    expect(done.rows[0]).toEqual({ status: 'completed', deleted_rows: '4' });
+  });
+
+  /** Two disabled connections of tenant `tenant` sharing one OAuth grant, each with an open purge. */
+  async function sharedGrant(tenant: string): Promise<{ grantId: string; purgesOf: { purgeId: string; connectionId: string }[] }> {
+    const { rows: apps } = await db.pool.query<{ id: string }>(
+      `insert into oauth_apps (tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+       values ($1, 'app', 'client', 'sealed-secret', 'https://example.com/a', 'https://example.com/t', 'https://example.com/cb') returning id`,
+      [tenant],
+    );
+    const appId = apps[0]!.id;
+    const { rows: grants } = await db.pool.query<{ id: string }>(
+      `insert into oauth_grants (tenant_id, oauth_app_id, credentials) values ($1, $2, to_jsonb('sealed-tokens'::text)) returning id`,
+      [tenant, appId],
+    );
+    const grantId = grants[0]!.id;
+    const purgesOf: { purgeId: string; connectionId: string }[] = [];
+    for (const key of ['a', 'b']) {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status, credential_kind, oauth_app_id, oauth_grant_id)
+         values ($1, 'github', $2, 'disabled', 'oauth2', $3, $4) returning id`,
+        [tenant, key, appId, grantId],
+      );
+      const purge = (await insertPurge(db.pool, rows[0]!.id, tenant))!;
+      purgesOf.push({ purgeId: purge.id, connectionId: rows[0]!.id });
+    }
+    return { grantId, purgesOf };
+  }
+
+  const runPurge = (input: { purgeId: string; connectionId: string }) =>
+    new MockActivityEnvironment({ attempt: 1 }).run(purgeConnectionBatch({ pool: db.pool } as ActivityDeps), input);
+
+  it('two connections sharing an OAuth grant, purged at once: the grant and its tokens go with the last of them', async () => {
+    const tenant = `purge-grant-${randomUUID()}`;
+    const { grantId, purgesOf } = await sharedGrant(tenant);
+    // The first purge's last transaction has deleted its connection row and waits (for its purge
+    // row, held here) before it commits, while the second purge runs.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from connection_purges where id = $1 for update', [purgesOf[0]!.purgeId]);
+      const before = await lockWaiters();
+      const first = runPurge(purgesOf[0]!);
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      let secondDone = false;
+      const second = runPurge(purgesOf[1]!).finally(() => {
+        secondDone = true;
+      });
+      // The second has finished, or waits for the first.
+      await eventually(async () => (secondDone || (await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+      await Promise.all([first, second]);
+    } finally {
+      holder.release();
+    }
+    const { rows: left } = await db.pool.query('select id from oauth_grants where id = $1', [grantId]);
+    expect(left).toEqual([]);
+  });
+
+  it("a connection leaving its OAuth grant (new credentials) while the grant's other connection is purged: the grant goes with the last of them", async () => {
+    const tenant = `leave-grant-${randomUUID()}`;
+    const { grantId, purgesOf } = await sharedGrant(tenant);
+    const [gone, leaving] = purgesOf as [{ purgeId: string; connectionId: string }, { purgeId: string; connectionId: string }];
+    await db.pool.query('delete from connection_purges where id = $1', [leaving.purgeId]);
+    // A PATCH gives one connection token credentials (in its transaction, not yet committed)
+    // while the other's purge runs to its end.
+    const patch = await db.pool.connect();
+    try {
+      await patch.query('begin');
+      await updateConnection(patch, leaving.connectionId, { sealedCredentials: 'sealed-token' });
+      const before = await lockWaiters();
+      let purged = false;
+      const purge = runPurge(gone).finally(() => {
+        purged = true;
+      });
+      // The purge has finished, or waits for the PATCH.
+      await eventually(async () => (purged || (await lockWaiters()) > before ? true : undefined));
+      await patch.query('commit');
+      await purge;
+    } finally {
+      patch.release();
+    }
+    const { rows: left } = await db.pool.query('select id from oauth_grants where id = $1', [grantId]);
+    expect(left).toEqual([]);
+  });
+});
