@@ -2101,7 +2101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tenant_id + app_key already taken, the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`) */
+            /** @description tenant_id + app_key already taken (`purge_in_progress`, with `purge_id`, while the connection holding it is being deleted: the app key is free once that purge completes), the tenant has its limit of connections (`tenant_limit`, with `limit` and `value`), or `credentials.grant_from_connection` names a connection holding no oauth2 grant (`grant_source_not_oauth2`) or one whose grant the provider refused (`connection_needs_reauth`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3848,6 +3848,15 @@ export interface operations {
             };
             /** @description No such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`): its records are going without tombstones, so no page is answered; drop the copy */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
