@@ -753,7 +753,7 @@ describe('REST API over HTTP', () => {
       'GET /jobs/{id}': ['200'],
       'GET /jobs': ['200'],
       'POST /jobs/{id}/cancel': ['202', '409'],
-      'GET /connections/{id}/records': ['200', '410'],
+      'GET /connections/{id}/records': ['200', '409', '410'],
       'POST /webhooks': ['201', '409'],
       'GET /webhooks': ['200'],
       'GET /webhooks/{id}': ['200'],
