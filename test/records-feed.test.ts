@@ -263,6 +263,16 @@ describe('records API: a consumer following the change feed', () => {
     expect((await call('GET', `/connections/${id}/records?resource_type=others&cursor=${all.cursor}`)).status).toBe(200);
   });
 
+  it('a reader of a resource type with the longest name the filter takes (200 characters) can read on with the cursors it is given', async () => {
+    const id = await feedConnection();
+    const type = 'r'.repeat(200);
+    await write(id, type, 'a');
+    await write(id, type, 'b');
+    const read = await readAll(id, { limit: 1, resourceType: type });
+    expect(read.answer.status, JSON.stringify(read.answer.body)).toBe(200);
+    expect(read.items.map((i) => i.external_id)).toEqual(['a', 'b']);
+  });
+
   it("the cursor of a sync.completed event is not expired when the connection's newest positions were purged", async () => {
     const id = await feedConnection();
     const { rows: conn } = await stack.db.pool.query<{ tenant_id: string }>('select tenant_id from connections where id = $1', [id]);

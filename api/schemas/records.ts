@@ -1,11 +1,18 @@
 import { z } from '@hono/zod-openapi';
 import { RECORD_CHANGES } from '../../policy/vocabulary';
-import { CursorQuery, NullableTime } from './common';
+import { NullableTime } from './common';
+
+/**
+ * Longest feed cursor taken: base64url of its JSON, which names the connection and may name a
+ * resource type of up to 200 characters (each up to 6 bytes once escaped), so longer than the
+ * 200 characters of the lists' cursors.
+ */
+const MAX_FEED_CURSOR_LENGTH = 2048;
 
 /** `GET /connections/:id/records` query. */
 export const ListRecordsQuery = z.object({
   resource_type: z.string().min(1).max(200).optional().openapi({ param: { name: 'resource_type', in: 'query' }, description: 'Only changes of this resource type' }),
-  cursor: CursorQuery.openapi({ description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
+  cursor: z.string().max(MAX_FEED_CURSOR_LENGTH).optional().openapi({ param: { name: 'cursor', in: 'query' }, description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
   limit: z.coerce
     .number({ error: 'must be an integer between 1 and 1000' })
     .int('must be an integer between 1 and 1000')
