@@ -111,6 +111,35 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
     await recordHistory(env.client, 'connection-cancel-job-while-claim-waits', connectionWorkflowId(id), firstRun);
   });
 
+  it('a syncNow sent while the scheduled job waits for tenant capacity is answered by that job: one sync, not two', async () => {
+    const tenant = `edge-busy-${randomUUID()}`;
+    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
+       values ($1, 'demo', 'busy', $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
+      [tenant, { seed: 'busy', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
+    );
+    const id = rows[0]!.id;
+    started.push(id);
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
+    const [waiting] = await jobs(id);
+    expect(waiting).toMatchObject({ status: 'queued', trigger: 'schedule' });
+    const firstRun = (await handle.describe()).runId;
+    await handle.signal('syncNow');
+    await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.workflowExecutionSignaledEventAttributes) ? true : undefined));
+    // Capacity comes back: the waiting claim's next try (its timer skipped) starts the job, which
+    // reads the provider after the request was made, so it is that request's sync.
+    await db.pool.query(`delete from tenant_limits where tenant_id = $1`, [tenant]);
+    await env.sleep(2 * MINUTE);
+    const after = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    expect(after.pending).toEqual([]);
+    const all = await jobs(id);
+    expect(all.map((j) => `${j.trigger}/${j.status}`)).toEqual(['schedule/completed', 'schedule/queued']);
+    expect(all[1].scheduled_at.getTime()).toBeGreaterThanOrEqual(all[0].finished_at.getTime() + 15 * MINUTE);
+    await recordHistory(env.client, 'connection-sync-now-while-claim-waits', connectionWorkflowId(id), firstRun);
+  });
+
   it('a syncNow that made the queued job full counts as the slot\'s run: no extra incremental at once', async () => {
     const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

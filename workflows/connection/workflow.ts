@@ -100,6 +100,17 @@ const REPLAN_DECIDES_MODE_PATCH = 'replan-decides-full-sync';
  */
 const REENABLED_GOES_ON_PATCH = 'cancelled-run-goes-on-when-reenabled';
 
+/**
+ * Marks the workflow versions in which a `syncNow` that arrived before the run's job began reading
+ * the provider (while its claim waited for tenant capacity, or its breaker pause) is answered by
+ * that job, when the job's mode covers the request (a full job answers either mode; an incremental
+ * one answers an incremental request): that job's data is newer than the request, so the run does
+ * not carry the request over into an immediate second sync. A request made after the job began
+ * reading still gets a sync of its own after it. Recorded only by a run that had such a request
+ * pending at that point; runs recorded before it replay carrying the request over.
+ */
+const JOB_START_ANSWERS_SYNC_NOW_PATCH = 'job-start-answers-sync-now';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -324,7 +335,7 @@ async function runJob(run: Run, jobId: string): Promise<void> {
   const job = scope
     .run(() =>
       run.inline
-        ? runSyncJob({ jobId, connectionId }, run.oneMarker)
+        ? runSyncJob({ jobId, connectionId }, run.oneMarker, (mode) => answerPendingSyncNow(intents, mode))
         : executeChild<SyncJobWorkflow>(SYNC_JOB_WORKFLOW, {
             workflowId: syncJobWorkflowId(jobId),
             args: [{ jobId, connectionId }],
@@ -348,6 +359,13 @@ async function runJob(run: Run, jobId: string): Promise<void> {
   view.state.last_outcome = result?.status ?? (isCancellation(failure) ? 'cancelled' : 'failed');
   if (failure && !isCancellation(failure)) log.warn('sync job failed', { jobId, error: String(failure) });
   view.state.current_job_id = null;
+}
+
+/** Clears a pending `syncNow` that the job about to read the provider answers (see the patch). */
+function answerPendingSyncNow(intents: Intents, mode: 'full' | 'incremental'): void {
+  const pending = intents.syncNow;
+  if (pending === null || (pending === 'full' && mode !== 'full')) return;
+  if (patched(JOB_START_ANSWERS_SYNC_NOW_PATCH)) intents.syncNow = null;
 }
 
 connectionWorkflow satisfies ConnectionWorkflow;

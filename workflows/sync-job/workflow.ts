@@ -56,8 +56,14 @@ export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResul
  * The steps of one job, owned by the workflow that runs them (its id is stored on the job as
  * `workflow_id`, the only workflow that may claim it again while it runs): the job's own
  * `sync-job:` workflow, or the connection's workflow running its scheduled job inline.
+ * `onFirstAttempt` is called once, with the job's mode, when the job has been claimed and any
+ * breaker pause waited out, just before its first attempt reads the provider.
  */
-export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promise<SyncJobResult> {
+export async function runSyncJob(
+  input: SyncJobInput,
+  leanByRun = false,
+  onFirstAttempt?: (mode: PreparedJob['mode']) => void,
+): Promise<SyncJobResult> {
   const { jobId } = input;
   const workflowId = workflowInfo().workflowId;
   // Decided before the job's first command: runs recorded before the patch replay the old shape.
@@ -95,6 +101,8 @@ export async function runSyncJob(input: SyncJobInput, leanByRun = false): Promis
       await acts.markJobRetrying({ jobId, at: Date.now(), startedAt, retryAfter: prepared.pausedUntil, kind: 'paused', error: PAUSED_BY_BREAKER, failedCount: 0 });
       if (!(await waitAndReclaim(acts, jobId, workflowId, prepared.pausedUntil))) return { jobId, status: 'skipped' };
     }
+    // The job reads the provider from here on: whatever was asked before this point is answered by it.
+    onFirstAttempt?.(prepared.mode);
     let interruptions = 0;
     for (;;) {
       const attemptStartedAt = Date.now();
