@@ -140,6 +140,37 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
     await recordHistory(env.client, 'connection-sync-now-while-claim-waits', connectionWorkflowId(id), firstRun);
   });
 
+  it('a pause signalled while the scheduled job waits for tenant capacity cancels that job at once: it never runs', async () => {
+    const tenant = `edge-paused-${randomUUID()}`;
+    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
+       values ($1, 'demo', 'pausing', $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
+      [tenant, { seed: 'pausing', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
+    );
+    const id = rows[0]!.id;
+    started.push(id);
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
+    const [waiting] = await jobs(id);
+    expect(waiting.status).toBe('queued');
+    const firstRun = (await handle.describe()).runId;
+    // The pause as an operator sends it with `temporal workflow signal` (the API also stores it).
+    await handle.signal('pause');
+    const cancelled = await eventually(async () => (await jobs(id)).find((j) => j.id === waiting.id && j.status !== 'queued'), {
+      describe: async () => (await jobs(id)).map((j) => `${j.trigger}/${j.status}`),
+    });
+    expect(cancelled.status).toBe('cancelled');
+    // Capacity comes back later: nothing runs while the connection is paused.
+    await db.pool.query(`delete from tenant_limits where tenant_id = $1`, [tenant]);
+    await env.sleep(2 * MINUTE);
+    await waitForState(id, (s) => s.phase === 'paused');
+    expect((await jobs(id)).map((j) => j.status)).toEqual(['cancelled']);
+    const { rows: status } = await db.pool.query(`select status from connections where id = $1`, [id]);
+    expect(status[0].status).toBe('paused');
+    await recordHistory(env.client, 'connection-pause-while-claim-waits', connectionWorkflowId(id), firstRun);
+  });
+
   it('a syncNow that made the queued job full counts as the slot\'s run: no extra incremental at once', async () => {
     const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

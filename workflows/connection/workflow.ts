@@ -111,6 +111,16 @@ const REENABLED_GOES_ON_PATCH = 'cancelled-run-goes-on-when-reenabled';
  */
 const JOB_START_ANSWERS_SYNC_NOW_PATCH = 'job-start-answers-sync-now';
 
+/**
+ * Marks the workflow versions in which a pause that arrives while the run's job has not yet begun
+ * reading the provider (its claim waiting for tenant capacity, or its breaker pause) cancels that
+ * job at once, as a pause cancels a queued job: a pause sent only as a signal (`temporal workflow
+ * signal`) is stored by the next look, so the waiting claim would otherwise start the job on a
+ * paused connection when capacity came back. A job already reading finishes, as before. Recorded
+ * only by a run paused at that point; runs recorded before it replay letting the job go on.
+ */
+const PAUSE_CANCELS_WAITING_JOB_PATCH = 'pause-cancels-waiting-job';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -332,10 +342,14 @@ async function runJob(run: Run, jobId: string): Promise<void> {
   const scope = new CancellationScope();
   let result: SyncJobResult | undefined;
   let failure: unknown;
+  let reading = false; // the inline job has begun reading the provider
   const job = scope
     .run(() =>
       run.inline
-        ? runSyncJob({ jobId, connectionId }, run.oneMarker, (mode) => answerPendingSyncNow(intents, mode))
+        ? runSyncJob({ jobId, connectionId }, run.oneMarker, (mode) => {
+            reading = true;
+            answerPendingSyncNow(intents, mode);
+          })
         : executeChild<SyncJobWorkflow>(SYNC_JOB_WORKFLOW, {
             workflowId: syncJobWorkflowId(jobId),
             args: [{ jobId, connectionId }],
@@ -345,13 +359,21 @@ async function runJob(run: Run, jobId: string): Promise<void> {
       (r) => (result = r),
       (err) => (failure = err),
     );
+  const ended = () => result !== undefined || failure !== undefined;
+  let pauseLetGo = false; // a pause before reading that this run, recorded before the patch, let go on
+  const pausedBeforeReading = () => run.inline === true && !reading && !pauseLetGo && intents.status === 'paused';
   try {
-    await condition(() => result !== undefined || failure !== undefined || intents.cancelJob);
+    for (;;) {
+      await condition(() => ended() || intents.cancelJob || pausedBeforeReading());
+      if (ended() || intents.cancelJob || patched(PAUSE_CANCELS_WAITING_JOB_PATCH)) break;
+      pauseLetGo = true;
+    }
   } catch (err) {
     if (run.inline && isCancellation(err)) await job;
     throw err;
   }
-  if (result === undefined && failure === undefined) {
+  if (!ended()) {
+    // Cancelled by signal, or paused before it read anything (the next look stores the pause).
     intents.cancelJob = false;
     scope.cancel();
     await job;
