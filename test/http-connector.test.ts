@@ -80,6 +80,12 @@ function startFakeProvider() {
         next.searchParams.set('page', '2');
         return send(items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
       }
+      case 'far': {
+        // A next URL in the body to another origin (localhost), long, echoing the query-auth
+        // secret all along it.
+        const echo = `a=${q.get('api_key')}&`.repeat(20_000);
+        return send({ data: items.slice(0, SIZE), next: `${origin.replace('127.0.0.1', 'localhost')}/far/items?${echo}` });
+      }
       case 'shout': {
         // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
         const page = Number(q.get('PAGE') ?? 1);
@@ -161,7 +167,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', elsewhere: '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
+        records: { link: '$', elsewhere: '$', far: 'data', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -330,6 +336,18 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(JSON.stringify(lines)).not.toContain(TOKEN);
     // The provider did see the secret on the one request made to it (its own origin).
     expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('api_key')).toBe(TOKEN);
+  });
+
+  it('a cross-origin next URL of over 500,000 characters echoing the query secret all along fails the task quoting it redacted, then cut: no secret, nor a prefix of one', async () => {
+    const cfg = config('far', { type: 'next_url', path: 'next' }, { auth: { type: 'query', name: 'api_key' } });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const id = await connection(cfg);
+    const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/refusing to follow body 'next' URL 'http:\/\/localhost:\d+\/far\/items\?a=\[redacted\]&a=\[redacted\]&/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(err.message).not.toContain(TOKEN.slice(0, 6));
   });
 
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
