@@ -599,11 +599,14 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
 }
 
 /**
- * A JSON string, or an integer literal of 16 digits or more in a value's place: past 2^53 JSON.parse
- * rounds an integer to the nearest double, so two int64 ids (snowflake ids, say) that differ in
- * their last digits would read as one.
+ * A JSON string, or an integer literal of 16 digits or more in a value's place (group 2, after the
+ * `[`, `:` or `,` and whitespace of group 1): past 2^53 JSON.parse rounds an integer to the nearest
+ * double, so two int64 ids (snowflake ids, say) that differ in their last digits would read as one.
+ * The place is matched forward, never looked behind: a look-behind over whitespace is tried at every
+ * position and scans back over all the whitespace before it, work in the square of a run of
+ * whitespace (a page padded with megabytes of it held the worker for hours).
  */
-const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|(?<=[[:,]\s*)-?\d{16,}(?=\s*[,\]}])/g;
+const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|([[:,]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
 
 /**
  * The JSON value of `text` with every integer of 16 digits or more as the string of its digits, for
@@ -612,7 +615,7 @@ const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|(?<=[[:,]\s*)-?\d{16,}(?=\s*[,
 function withExactIntegers(text: string): unknown {
   if (!/\d{16}/.test(text)) return undefined;
   try {
-    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token) => (token.startsWith('"') ? token : `"${token}"`)));
+    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token, place: string | undefined, digits: string | undefined) => (place === undefined ? token : `${place}"${digits}"`)));
   } catch {
     return undefined;
   }

@@ -5,7 +5,9 @@
 // connector, secrets kept out of failures and page tokens, and page numbers and offsets against a
 // provider serving fewer records a page than asked for (through the sync activity on a database
 // of the file's own). No Temporal.
+import { execFile } from 'node:child_process';
 import type { IncomingHttpHeaders } from 'node:http';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
@@ -517,4 +519,28 @@ describe('http connector: equivalence with the github connector', () => {
       await gh.close();
     }
   });
+});
+
+describe('http connector: reading a page hostile in its shape', () => {
+  /**
+   * The ids of the first page `cfg` reads, read by the http connector in a process of its own: the
+   * read is synchronous work, which in this process would hold up the test's own timeout with it.
+   */
+  async function firstPageIds(cfg: Config): Promise<string[]> {
+    const script = `
+      const { httpConnector } = await import('./connectors/http.ts');
+      const { DEFAULT_PROVIDER_POLICY } = await import('./connectors/provider-http.ts');
+      const page = await httpConnector.fetchPage({ resource: 'customers', since: null, until: null, pageToken: null, config: JSON.parse(process.argv[1]), credentials: null, policy: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true } });
+      console.log(JSON.stringify(page.records.map((r) => r.externalId)));`;
+    // The child is stopped if it hangs (before, it ran for hours), so the test fails instead.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(cfg)], { cwd: process.cwd(), timeout: 100_000, killSignal: 'SIGKILL' });
+    return JSON.parse(stdout.trim().split('\n').pop()!) as string[];
+  }
+
+  it('a page padded with 2 MiB of whitespace before a 19-digit id is read, its id exact (its long integers were found by a pattern whose work grew with the square of the whitespace: hours, the worker blocked)', async () => {
+    const page = `[${' '.repeat(2 * 1024 * 1024)}{"id": 1234567890123456789, "n": [1, 9007199254740993]}, {"id":  9223372036854775807 }]`;
+    const server = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(page));
+    const cfg = { base_url: server.url, auth: { type: 'none' }, pagination: { type: 'none' }, resources: { customers: { path: '/items', records: '$', id: 'id' } } };
+    expect(await firstPageIds(cfg)).toEqual(['1234567890123456789', '9223372036854775807']);
+  }, 120_000);
 });
