@@ -7,6 +7,7 @@
 // of the file's own). No Temporal.
 import { execFile } from 'node:child_process';
 import type { IncomingHttpHeaders } from 'node:http';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
@@ -533,7 +534,7 @@ describe('http connector: reading a page hostile in its shape', () => {
       const page = await httpConnector.fetchPage({ resource: 'customers', since: null, until: null, pageToken: null, config: JSON.parse(process.argv[1]), credentials: null, policy: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true } });
       console.log(JSON.stringify(page.records.map((r) => r.externalId)));`;
     // The child is stopped if it hangs (before, it ran for hours), so the test fails instead.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(cfg)], { cwd: process.cwd(), timeout: 100_000, killSignal: 'SIGKILL' });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(cfg)], { cwd: join(import.meta.dirname, '..'), timeout: 100_000, killSignal: 'SIGKILL' });
     return JSON.parse(stdout.trim().split('\n').pop()!) as string[];
   }
 
