@@ -345,16 +345,20 @@ function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   return { index, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null, ...(first !== undefined && { first }) };
 }
 
-/** Refuses URLs outside `base_url`'s origin: we would be sending the token there. */
-function assertSameOrigin(url: string, cfg: GitHubConfig, what: string): void {
+/**
+ * Refuses URLs outside `base_url`'s origin: we would be sending the token there. The URL a refusal
+ * quotes is provider text (a Link header, up to a response header's size): quoted through `redact`
+ * (default `providerText`), which redacts first, then cuts.
+ */
+function assertSameOrigin(url: string, cfg: GitHubConfig, what: string, redact: (text: string) => string = providerText): void {
   let origin: string;
   try {
     origin = new URL(url).origin;
   } catch {
-    throw new Permanent(`github connector: invalid URL in ${what}: '${url}'`);
+    throw new Permanent(`github connector: invalid URL in ${what}: '${redact(url)}'`);
   }
   if (origin !== new URL(cfg.base_url).origin) {
-    throw new Permanent(`github connector: refusing to follow ${what} URL '${url}' outside ${cfg.base_url}`);
+    throw new Permanent(`github connector: refusing to follow ${what} URL '${redact(url)}' outside ${cfg.base_url}`);
   }
 }
 
@@ -682,7 +686,7 @@ export const githubConnector: Connector = {
     }
 
     const linkNext = nextLink(answer.headers.get('link'), answer.url);
-    if (linkNext !== null) assertSameOrigin(linkNext, cfg, 'Link header');
+    if (linkNext !== null) assertSameOrigin(linkNext, cfg, 'Link header', redact);
     // Oldest first by `since`, page numbers only within one second; newest first by GitHub's Link.
     const listingNext = linkNext === null ? null : descending || kind !== 'issues' ? linkNext : (keysetNext(cfg, repository, url, body) ?? linkNext);
     // The page's validator, stored with its records, notes what follows the page in its listing

@@ -278,16 +278,20 @@ function decodeToken(token: string): Token {
   throw new Permanent(`http connector: invalid page token '${token}'`);
 }
 
-/** Refuses URLs outside `base_url`'s origin: we would be sending the credentials there. */
-function sameOrigin(url: string, cfg: HttpConfig, what: string): string {
+/**
+ * Refuses URLs outside `base_url`'s origin: we would be sending the credentials there. The URL a
+ * refusal quotes is provider text (a Link or a body's next URL, as long as a page may be, echoing
+ * what it was sent): quoted through `redact`, which redacts the secrets first, then cuts.
+ */
+function sameOrigin(url: string, cfg: HttpConfig, what: string, redact: (text: string) => string): string {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new Permanent(`http connector: invalid URL in ${what}: '${url}'`);
+    throw new Permanent(`http connector: invalid URL in ${what}: '${redact(url)}'`);
   }
   if (parsed.origin !== new URL(cfg.base_url).origin) {
-    throw new Permanent(`http connector: refusing to follow ${what} URL '${url}' outside ${cfg.base_url}`);
+    throw new Permanent(`http connector: refusing to follow ${what} URL '${redact(url)}' outside ${cfg.base_url}`);
   }
   return parsed.href;
 }
@@ -337,19 +341,19 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
  * relative to `answered`, the URL that answered (a same-origin redirect may have moved it from
  * `url`, the one asked for); a cursor goes into `url`.
  */
-function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown): string | null {
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown, redact: (text: string) => string): string | null {
   switch (pagination.type) {
     case 'none':
       return null;
     case 'link_header': {
       const next = nextLink(headers.get('link'), answered);
-      return next === null ? null : sameOrigin(next, cfg, 'Link header');
+      return next === null ? null : sameOrigin(next, cfg, 'Link header', redact);
     }
     case 'next_url': {
       const next = readPath(body, pagination.path);
       if (next === undefined || next === null || next === '') return null;
       if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
-      return sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`);
+      return sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`, redact);
     }
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
@@ -595,11 +599,14 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
 }
 
 /**
- * A JSON string, or an integer literal of 16 digits or more in a value's place: past 2^53 JSON.parse
- * rounds an integer to the nearest double, so two int64 ids (snowflake ids, say) that differ in
- * their last digits would read as one.
+ * A JSON string, or an integer literal of 16 digits or more in a value's place (group 2, after the
+ * `[`, `:` or `,` and whitespace of group 1): past 2^53 JSON.parse rounds an integer to the nearest
+ * double, so two int64 ids (snowflake ids, say) that differ in their last digits would read as one.
+ * The place is matched forward, never looked behind: a look-behind over whitespace is tried at every
+ * position and scans back over all the whitespace before it, work in the square of a run of
+ * whitespace (a page padded with megabytes of it held the worker for hours).
  */
-const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|(?<=[[:,]\s*)-?\d{16,}(?=\s*[,\]}])/g;
+const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|([[:,]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
 
 /**
  * The JSON value of `text` with every integer of 16 digits or more as the string of its digits, for
@@ -608,7 +615,7 @@ const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|(?<=[[:,]\s*)-?\d{16,}(?=\s*[,
 function withExactIntegers(text: string): unknown {
   if (!/\d{16}/.test(text)) return undefined;
   try {
-    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token) => (token.startsWith('"') ? token : `"${token}"`)));
+    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token, place: string | undefined, digits: string | undefined) => (place === undefined ? token : `${place}"${digits}"`)));
   } catch {
     return undefined;
   }
@@ -770,7 +777,7 @@ export const httpConnector: Connector = {
       : GITHUB_RATE_LIMIT_HEADERS;
 
     const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
-    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token');
+    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token', redact);
     const what = `'${name}' (${new URL(url).pathname})`;
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
@@ -826,7 +833,7 @@ export const httpConnector: Connector = {
       const { hold: _hold, ...nextToken } = next;
       return { records, nextPageToken: encodeToken(nextToken), ...held };
     }
-    const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body);
+    const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body, redact);
     return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };
   },
 };

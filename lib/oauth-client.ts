@@ -134,10 +134,29 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
   };
 }
 
-/** A token request's failure in words that carry no secret: the endpoint's error code, or a generic reason. */
-function describe(err: unknown): Error {
+/** The most of a token endpoint's `error` a message quotes: an OAuth 2 error code is one short ASCII word. */
+const MAX_QUOTED_ERROR = 100;
+
+/**
+ * A token endpoint's `error` fit for a message: each of `secrets` (the client secret, and the
+ * refresh token, code or verifier the request sent) replaced by `[redacted]` first, then cut to
+ * MAX_QUOTED_ERROR characters. The endpoint is aimed by a tenant and may answer any text as its
+ * code: quoted whole, it would carry what it echoed, up to its whole answer, into job errors,
+ * alerts, API answers and logs.
+ */
+function quotedError(code: string, secrets: readonly string[]): string {
+  let text = code;
+  for (const secret of secrets) if (secret) text = text.split(secret).join('[redacted]');
+  return text.length > MAX_QUOTED_ERROR ? `${text.slice(0, MAX_QUOTED_ERROR - 1)}…` : text;
+}
+
+/**
+ * A token request's failure in words that carry no secret: the endpoint's error code (as
+ * `quotedError` quotes it, without `secrets`), or a generic reason.
+ */
+function describe(err: unknown, secrets: readonly string[]): Error {
   if (err instanceof oauth.ResponseBodyError) {
-    const words = `the token endpoint answered ${answeredStatus(err)} ${err.error}`;
+    const words = `the token endpoint answered ${answeredStatus(err)} ${quotedError(err.error, secrets)}`;
     return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);
   }
   if (err instanceof Error && err.name === 'AbortError') return err;
@@ -152,11 +171,11 @@ const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'incorrect
  * (an `invalid_client` or `unauthorized_client` answer, or a 401 with a WWW-Authenticate challenge,
  * which is how RFC 6749 answers a failed HTTP Basic client authentication), else as `describe`.
  */
-function describeRefresh(err: unknown): Error {
+function describeRefresh(err: unknown, secrets: readonly string[]): Error {
   const refused = "the OAuth app's client credentials were refused (PATCH the OAuth app's client_id or client_secret)";
   if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}: ${refused}`);
   if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) return new ClientRefused(`the token endpoint refused the client (401): ${refused}`);
-  return describe(err);
+  return describe(err, secrets);
 }
 
 function answerOf(result: oauth.TokenEndpointResponse): TokenAnswer {
@@ -205,7 +224,7 @@ export async function exchangeCode(app: OAuthClientApp, callback: { code: string
     const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), params, app.redirectUri, verifier, options(policy));
     return answerOf(await oauth.processAuthorizationCodeResponse(as, client, response));
   } catch (err) {
-    throw describe(err);
+    throw describe(err, [app.clientSecret, callback.code, verifier]);
   }
 }
 
@@ -225,7 +244,7 @@ export async function refreshGrant(
     const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), refreshToken, options(policy, signal));
     return answerOf(await oauth.processRefreshTokenResponse(as, client, response));
   } catch (err) {
-    throw describeRefresh(err);
+    throw describeRefresh(err, [app.clientSecret, refreshToken]);
   }
 }
 
@@ -251,6 +270,6 @@ export async function clientCredentialsToken(
   } catch (err) {
     if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}`);
     if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) throw new GrantRefused('the token endpoint refused the client (401)');
-    throw describe(err);
+    throw describe(err, [app.clientSecret]);
   }
 }

@@ -5,7 +5,10 @@
 // connector, secrets kept out of failures and page tokens, and page numbers and offsets against a
 // provider serving fewer records a page than asked for (through the sync activity on a database
 // of the file's own). No Temporal.
+import { execFile } from 'node:child_process';
 import type { IncomingHttpHeaders } from 'node:http';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
@@ -79,6 +82,12 @@ function startFakeProvider() {
         const next = new URL(url.pathname + url.search, origin.replace('127.0.0.1', 'localhost'));
         next.searchParams.set('page', '2');
         return send(items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
+      }
+      case 'far': {
+        // A next URL in the body to another origin (localhost), long, echoing the query-auth
+        // secret all along it.
+        const echo = `a=${q.get('api_key')}&`.repeat(20_000);
+        return send({ data: items.slice(0, SIZE), next: `${origin.replace('127.0.0.1', 'localhost')}/far/items?${echo}` });
       }
       case 'shout': {
         // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
@@ -161,7 +170,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', elsewhere: '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
+        records: { link: '$', elsewhere: '$', far: 'data', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -332,6 +341,18 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(new URL(fake.requests[0]!.url, baseUrl).searchParams.get('api_key')).toBe(TOKEN);
   });
 
+  it('a cross-origin next URL of over 500,000 characters echoing the query secret all along fails the task quoting it redacted, then cut: no secret, nor a prefix of one', async () => {
+    const cfg = config('far', { type: 'next_url', path: 'next' }, { auth: { type: 'query', name: 'api_key' } });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const id = await connection(cfg);
+    const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/refusing to follow body 'next' URL 'http:\/\/localhost:\d+\/far\/items\?a=\[redacted\]&a=\[redacted\]&/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(err.message).not.toContain(TOKEN.slice(0, 6));
+  });
+
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
     const cfg = config('shout', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
     const { records, tokens } = await pass(httpConnector, cfg);
@@ -499,4 +520,28 @@ describe('http connector: equivalence with the github connector', () => {
       await gh.close();
     }
   });
+});
+
+describe('http connector: reading a page hostile in its shape', () => {
+  /**
+   * The ids of the first page `cfg` reads, read by the http connector in a process of its own: the
+   * read is synchronous work, which in this process would hold up the test's own timeout with it.
+   */
+  async function firstPageIds(cfg: Config): Promise<string[]> {
+    const script = `
+      const { httpConnector } = await import('./connectors/http.ts');
+      const { DEFAULT_PROVIDER_POLICY } = await import('./connectors/provider-http.ts');
+      const page = await httpConnector.fetchPage({ resource: 'customers', since: null, until: null, pageToken: null, config: JSON.parse(process.argv[1]), credentials: null, policy: { ...DEFAULT_PROVIDER_POLICY, allowPrivate: true } });
+      console.log(JSON.stringify(page.records.map((r) => r.externalId)));`;
+    // The child is stopped if it hangs (before, it ran for hours), so the test fails instead.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(cfg)], { cwd: join(import.meta.dirname, '..'), timeout: 100_000, killSignal: 'SIGKILL' });
+    return JSON.parse(stdout.trim().split('\n').pop()!) as string[];
+  }
+
+  it('a page padded with 2 MiB of whitespace before a 19-digit id is read, its id exact (its long integers were found by a pattern whose work grew with the square of the whitespace: hours, the worker blocked)', async () => {
+    const page = `[${' '.repeat(2 * 1024 * 1024)}{"id": 1234567890123456789, "n": [1, 9007199254740993]}, {"id":  9223372036854775807 }]`;
+    const server = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(page));
+    const cfg = { base_url: server.url, auth: { type: 'none' }, pagination: { type: 'none' }, resources: { customers: { path: '/items', records: '$', id: 'id' } } };
+    expect(await firstPageIds(cfg)).toEqual(['1234567890123456789', '9223372036854775807']);
+  }, 120_000);
 });

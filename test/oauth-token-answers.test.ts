@@ -4,7 +4,8 @@
 // plain OAuth 2 answer, in the code exchange and in a refresh (whose rotated refresh token is the
 // one stored); a refresh refused for the OAuth app's client credentials (`invalid_client`,
 // `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure;
-// optional members given as null, and an expires_in that is no lifetime, are taken as absent.
+// optional members given as null, and an expires_in that is no lifetime, are taken as absent; an
+// error code the endpoint answers is quoted short and without the secrets the request sent.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +14,7 @@ import { credentialProvider } from '../activities/credential-provider';
 import type { CommandDeps } from '../commands/deps';
 import { completeAuthorization, startAuthorization } from '../commands/oauth';
 import { open, seal, sealCredentials } from '../lib/credentials';
-import { ClientRefused, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
+import { ClientRefused, clientCredentialsToken, exchangeCode, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
@@ -275,5 +276,43 @@ describe("a refresh refused for the OAuth app's client credentials", () => {
     expect(alerts.rowCount).toBe(1);
     // The refresh token was not spent: nothing was lost.
     expect(idp.live.has(conn.refresh)).toBe(true);
+  });
+});
+
+describe('the error code a token endpoint answers, quoted in messages', () => {
+  // A tenant aims the token URL: its endpoint may answer any text as `error`, as long as its whole
+  // answer, echoing what it was sent.
+  const echoing = (sent: string[]) => ({ status: 400, error: `invalid_request ${[CLIENT_SECRET, ...sent].join(' ')} ${'x'.repeat(200_000)}` });
+
+  it('is redacted of the client secret and the grant sent, then cut: a refresh, a client credentials request and a code exchange', async () => {
+    const refresh = 'rt_echoed_0123456789';
+    const code = 'code_echoed_0123456789';
+    const verifier = 'verifier_echoed_0123456789_0123456789_0123456789';
+    idp.mode.refuse = echoing([refresh, code, verifier]);
+    const full = { ...app(), authorizeUrl: `${idp.url}/authorize`, redirectUri: 'https://example.com/cb' };
+    const requests = {
+      refresh: () => refreshGrant(app(), refresh, POLICY),
+      clientCredentials: () => clientCredentialsToken(app(), [], POLICY),
+      exchange: () => exchangeCode(full, { code, state: 'state-1' }, verifier, POLICY),
+    };
+    for (const [name, request] of Object.entries(requests)) {
+      const err = await request().then(() => null, (e: Error) => e);
+      expect(err, name).toBeInstanceOf(TokenRequestFailed);
+      expect(err!.message, name).toMatch(/^the token endpoint answered 400 invalid_request /);
+      expect(err!.message.length, name).toBeLessThanOrEqual(200);
+      expect(err!.message, name).not.toContain(CLIENT_SECRET);
+      if (name === 'refresh') expect(err!.message).not.toContain(refresh);
+      if (name === 'exchange') expect(err!.message).not.toContain(code);
+    }
+  });
+
+  it("through the credential provider: the refresh's failure, which becomes the job's error, is short and holds no client secret", async () => {
+    const conn = await grantConnection();
+    idp.mode.refuse = echoing([]);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.message).toMatch(/^oauth2: refreshing the access token failed: the token endpoint answered 400 invalid_request /);
+    expect(err!.message.length).toBeLessThanOrEqual(300);
+    expect(err!.message).not.toContain(CLIENT_SECRET);
   });
 });

@@ -119,6 +119,18 @@ describe('SSRF: where provider requests may go', () => {
     expect(renamed.requests.map((r) => r.url)).toEqual([`/repos/octo/hello/issues?${first}`, `/repositories/7/issues?${first}`, `/repos/octo/hello/issues?${second}`, `/repositories/7/issues?${second}`]);
   });
 
+  it('a Link to another origin is refused quoting its URL cut to about 500 characters, however long the header', async () => {
+    // A Link to localhost (another origin than 127.0.0.1) as long as a response header may be.
+    const fake = await serve((_req, res, self) => {
+      const far = `${self.url.replace('127.0.0.1', 'localhost')}/steal?${'q=1&'.repeat(3_500)}`;
+      res.writeHead(200, { 'content-type': 'application/json', link: `<${far}>; rel="next"` }).end(JSON.stringify([issue(1)]));
+    });
+    const err = await failure(page(fake.url, TEST_POLICY));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/refusing to follow Link header URL 'http:\/\/localhost:\d+\/steal\?q=1&q=1&/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+  });
+
   it('describes network errors in words that name no address or port', async () => {
     const fake = await serve(() => undefined);
     const { url, port } = fake;
