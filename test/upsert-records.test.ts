@@ -181,4 +181,39 @@ describe('record writes and the change feed', () => {
     await write([record('newer', { v: 1 }, '2025-01-01T00:00:00Z')], t(5_000));
     expect(await write([record('newer', { v: 2 }, '2025-01-02T00:00:00Z')], t(4_000))).toMatchObject({ updated: 1 });
   });
+  it('a version confirmed unchanged by a later fetch is not replaced by a page fetched between the two (the provider went back to it)', async () => {
+    const stored = async (id: string) =>
+      (await db.pool.query('select data from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'back', id])).rows[0].data;
+    const write = (records: ReturnType<typeof record>[], fetchedAt: Date) =>
+      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'back', jobId: null, at: new Date(), fetchedAt }, records));
+    const base = Date.now() - 60_000;
+    const t = (ms: number) => new Date(base + ms);
+    // A provider of whole seconds (the three versions changed within one), and one without change times.
+    const second = new Date(Math.floor(base / 1000) * 1000).toISOString();
+    for (const updatedAt of [second, null]) {
+      const id = `back-${updatedAt === null ? 'none' : 'second'}`;
+      // v1 is stored, fetched at t(0).
+      await write([record(id, { v: 1 }, updatedAt)], t(0));
+      const position = async () =>
+        (await db.pool.query('select change_seq::text from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'back', id])).rows[0].change_seq;
+      const before = await position();
+      // A slow page of one job fetches v2 at t(100); the provider then goes back to v1, which a
+      // page of an overlapping job fetches at t(200) and writes first: unchanged, no feed change.
+      expect(await write([record(id, { v: 1 }, updatedAt)], t(200))).toMatchObject({ added: 0, updated: 0, unchanged: 1 });
+      expect(await position()).toBe(before);
+      // The slow page is written last: fetched before v1 was last seen, it is older news.
+      expect(await write([record(id, { v: 2 }, updatedAt)], t(100)), `${updatedAt}`).toMatchObject({ updated: 0, unchanged: 1 });
+      expect(await stored(id), `${updatedAt}`).toEqual({ v: 1 });
+      // A page fetched after the confirmation still wins.
+      expect(await write([record(id, { v: 3 }, updatedAt)], t(300))).toMatchObject({ updated: 1 });
+      expect(await stored(id)).toEqual({ v: 3 });
+    }
+    // A record changed long before it was fetched is served unchanged by a re-sync at no write.
+    await write([record('old', { v: 1 }, '2025-01-01T00:00:00Z')], t(0));
+    const version = async () =>
+      (await db.pool.query(`select xmin::text as v from records where connection_id = $1 and resource_type = 'back' and external_id = 'old'`, [connectionId])).rows[0].v;
+    const written = await version();
+    expect(await write([record('old', { v: 1 }, '2025-01-01T00:00:00Z')], t(200))).toMatchObject({ unchanged: 1 });
+    expect(await version()).toBe(written);
+  });
 });

@@ -1,5 +1,6 @@
 // SQL of `records`: the synced data, keyed by (connection, resource type, external id). Pages are
-// written in one statement each; an unchanged record costs no write.
+// written in one statement each; an unchanged record costs no write (but its fetch time, while
+// that can still order it against another version).
 import type { PoolClient } from 'pg';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
@@ -59,7 +60,9 @@ export interface PageProgress {
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
  * provider says is older than the stored version, nor, when the provider's change times are equal
  * or missing, one fetched before the stored version was (`fetched_at`: a page of an overlapping
- * job fetched earlier and written later is older news); every other write takes the next `change_seq`,
+ * job fetched earlier and written later is older news; a page serving the stored version unchanged
+ * moves its `fetched_at` up, without a feed change, while the fetch time can decide: see `confirmed`);
+ * every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
@@ -130,6 +133,21 @@ export async function upsertRecords(
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
        returning records.external_id, records.change),
+          -- A record served unchanged by a page fetched after its stored fetch time was confirmed at
+          -- that fetch: its fetched_at moves up (no feed position, not counted as written), so a
+          -- page of an overlapping job fetched between the two (a version the provider has since
+          -- gone back from) is older news, not newer. Only where the fetch time can decide: when
+          -- the record has no provider change time, or was fetched less than two days after it (a
+          -- version carrying the same change time is served only within the provider's resolution,
+          -- at most a day, and the clock skew after it), so a re-sync of records changed earlier
+          -- still costs no write.
+          confirmed as (
+       update records r set fetched_at = $8
+         from page p
+        where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id
+          and r.deleted_at is null and r.data is not distinct from p.data and r.source_updated_at is not distinct from p.updated_at
+          and (r.fetched_at is null or r.fetched_at < $8::timestamptz)
+          and (r.source_updated_at is null or r.fetched_at is null or r.fetched_at < r.source_updated_at + interval '2 days')),
           -- A row written here at or after the pass's start is no deletion candidate of that pass
           -- (its synced_at never moves back): only the other ids need the seen-set.
           seen as (insert into sync_seen (task_id, external_id)
