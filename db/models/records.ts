@@ -5,7 +5,7 @@ import type { PoolClient } from 'pg';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { CHANGE, TASK } from '../sql';
+import { CHANGE, PURGE, TASK } from '../sql';
 import type { PartitionProgress } from './tasks';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */
@@ -328,6 +328,8 @@ export interface FeedExpiry {
   purged_through: string | null;
   /** The newest purge this snapshot sees: cursors issued from it carry it. */
   epoch: string;
+  /** The connection's open purge (one not completed) in this snapshot, or null. */
+  purge_id: string | null;
 }
 
 /**
@@ -335,8 +337,8 @@ export interface FeedExpiry {
  * `epoch`, for a reader of `resourceType` (or of every type): it has expired only when a purge the
  * cursor's issuer had not seen removed a tombstone of that scope past its position (a deletion
  * the reader would otherwise never learn of). Also answers the current epoch, and whether the
- * cursor's position and epoch are ones the feed could have issued. Null when the connection does
- * not exist.
+ * cursor's position and epoch are ones the feed could have issued, and the connection's open
+ * purge (a deletion under way). Null when the connection does not exist.
  */
 export async function findFeedExpiry(
   db: Queryable,
@@ -350,7 +352,8 @@ export async function findFeedExpiry(
             -- A sequence's last value is never rolled back: every position and epoch a cursor was
             -- issued with is at most its sequence's last value taken (none taken: last_value less one).
             ($4::bigint <= (select last_value - (not is_called)::int from records_change_seq)
-             and $3::bigint <= (select last_value - (not is_called)::int from feed_purges_id_seq)) as issued
+             and $3::bigint <= (select last_value - (not is_called)::int from feed_purges_id_seq)) as issued,
+            (select p.id from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed} limit 1) as purge_id
        from connections c where c.id = $1`,
     [cursor.connectionId, cursor.resourceType ?? null, cursor.epoch, cursor.afterSeq],
   );
