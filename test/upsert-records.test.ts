@@ -4,7 +4,7 @@
 // and two writers of one connection commit in feed order.
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeTombstonesBatch, readChanges, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
+import { purgeTombstonesBatch, readChangesPage, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { eventually } from './helpers/worker';
@@ -33,7 +33,7 @@ describe('record writes and the change feed', () => {
   const put = (records: ReturnType<typeof record>[], resourceType = 'issues') => withTransaction(db.pool, (tx) => putIn(tx, records, resourceType));
   const stored = async (id: string) =>
     (await db.pool.query('select data, source_updated_at from records where connection_id = $1 and external_id = $2', [connectionId, id])).rows[0];
-  const feed = async (afterSeq: string, conn = connectionId) => readChanges(db.pool, { connectionId: conn, afterSeq, limit: 1000 });
+  const feed = async (afterSeq: string, conn = connectionId) => (await readChangesPage(db.pool, { connectionId: conn, afterSeq, limit: 1000 })).changes;
   const last = (changes: { change_seq: string }[], fallback: string) => changes.at(-1)?.change_seq ?? fallback;
 
   it('writes new and changed records, skips unchanged ones and never goes back to an older version', async () => {

@@ -305,11 +305,6 @@ export async function readChangesPage(db: Queryable, query: ChangesRead): Promis
   return { changes, cut: rows.length > 0 && rows.length < rows[0]!.candidates };
 }
 
-/** The changes of `readChangesPage`, without whether the budget cut them. */
-export async function readChanges(db: Queryable, query: ChangesRead): Promise<RecordChange[]> {
-  return (await readChangesPage(db, query)).changes;
-}
-
 /** Two-key advisory locks in this class: (class, 0) is held by every tombstone purge while it writes. */
 const PURGE_LOCK_CLASS = 0x5eee;
 
