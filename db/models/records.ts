@@ -140,7 +140,8 @@ export async function upsertRecords(
           -- the record has no provider change time, or was fetched less than two days after it (a
           -- version carrying the same change time is served only within the provider's resolution,
           -- at most a day, and the clock skew after it), so a re-sync of records changed earlier
-          -- still costs no write.
+          -- still costs no write. Nothing reads this CTE, so it runs after the main query, which
+          -- has read written whole: a row is never updated here before the upsert meets it.
           confirmed as (
        update records r set fetched_at = $8
          from page p
