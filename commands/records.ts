@@ -4,7 +4,7 @@ import { findFeedExpiry, readChangesPage } from '../db/models/records';
 import { DEFAULT_FEED_PAGE_MAX_BYTES } from '../lib/config';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
-import { refuseWhilePurging } from './connections';
+import { purgeInProgress } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
@@ -56,13 +56,14 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
   return withTransaction(
     deps.pool,
     async (tx) => {
+      // The cursor's judgement and the connection's open purge, in one statement.
       const expiry = await findFeedExpiry(tx, { connectionId, afterSeq, epoch: query.after?.epoch ?? '0', resourceType: query.resourceType });
       if (!expiry) throw notFound('no connection with that id');
       // A purge deletes the records without tombstones: once it is open (in this snapshot) a page
       // could lack deletions and still look complete, so the feed is refused (409
       // `purge_in_progress`) until the connection is gone (404). The purge is recorded before its
       // first delete, so a snapshot without it has every record.
-      await refuseWhilePurging(tx, connectionId);
+      if (expiry.purge_id !== null) throw purgeInProgress(expiry.purge_id);
       if (query.after?.connection !== undefined && query.after.connection !== connection) {
         throw invalid("cursor: a cursor of another connection's feed; read this connection's feed from the start (no cursor) or with its own cursor");
       }

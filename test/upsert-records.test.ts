@@ -4,7 +4,7 @@
 // and two writers of one connection commit in feed order.
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeTombstonesBatch, readChanges, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
+import { purgeTombstonesBatch, readChangesPage, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { eventually } from './helpers/worker';
@@ -33,7 +33,7 @@ describe('record writes and the change feed', () => {
   const put = (records: ReturnType<typeof record>[], resourceType = 'issues') => withTransaction(db.pool, (tx) => putIn(tx, records, resourceType));
   const stored = async (id: string) =>
     (await db.pool.query('select data, source_updated_at from records where connection_id = $1 and external_id = $2', [connectionId, id])).rows[0];
-  const feed = async (afterSeq: string, conn = connectionId) => readChanges(db.pool, { connectionId: conn, afterSeq, limit: 1000 });
+  const feed = async (afterSeq: string, conn = connectionId) => (await readChangesPage(db.pool, { connectionId: conn, afterSeq, limit: 1000 })).changes;
   const last = (changes: { change_seq: string }[], fallback: string) => changes.at(-1)?.change_seq ?? fallback;
 
   it('writes new and changed records, skips unchanged ones and never goes back to an older version', async () => {
@@ -180,5 +180,40 @@ describe('record writes and the change feed', () => {
     // A later provider time still wins whenever it was fetched.
     await write([record('newer', { v: 1 }, '2025-01-01T00:00:00Z')], t(5_000));
     expect(await write([record('newer', { v: 2 }, '2025-01-02T00:00:00Z')], t(4_000))).toMatchObject({ updated: 1 });
+  });
+  it('a version confirmed unchanged by a later fetch is not replaced by a page fetched between the two (the provider went back to it)', async () => {
+    const stored = async (id: string) =>
+      (await db.pool.query('select data from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'back', id])).rows[0].data;
+    const write = (records: ReturnType<typeof record>[], fetchedAt: Date) =>
+      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'back', jobId: null, at: new Date(), fetchedAt }, records));
+    const base = Date.now() - 60_000;
+    const t = (ms: number) => new Date(base + ms);
+    // A provider of whole seconds (the three versions changed within one), and one without change times.
+    const second = new Date(Math.floor(base / 1000) * 1000).toISOString();
+    for (const updatedAt of [second, null]) {
+      const id = `back-${updatedAt === null ? 'none' : 'second'}`;
+      // v1 is stored, fetched at t(0).
+      await write([record(id, { v: 1 }, updatedAt)], t(0));
+      const position = async () =>
+        (await db.pool.query('select change_seq::text from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'back', id])).rows[0].change_seq;
+      const before = await position();
+      // A slow page of one job fetches v2 at t(100); the provider then goes back to v1, which a
+      // page of an overlapping job fetches at t(200) and writes first: unchanged, no feed change.
+      expect(await write([record(id, { v: 1 }, updatedAt)], t(200))).toMatchObject({ added: 0, updated: 0, unchanged: 1 });
+      expect(await position()).toBe(before);
+      // The slow page is written last: fetched before v1 was last seen, it is older news.
+      expect(await write([record(id, { v: 2 }, updatedAt)], t(100)), `${updatedAt}`).toMatchObject({ updated: 0, unchanged: 1 });
+      expect(await stored(id), `${updatedAt}`).toEqual({ v: 1 });
+      // A page fetched after the confirmation still wins.
+      expect(await write([record(id, { v: 3 }, updatedAt)], t(300))).toMatchObject({ updated: 1 });
+      expect(await stored(id)).toEqual({ v: 3 });
+    }
+    // A record changed long before it was fetched is served unchanged by a re-sync at no write.
+    await write([record('old', { v: 1 }, '2025-01-01T00:00:00Z')], t(0));
+    const version = async () =>
+      (await db.pool.query(`select xmin::text as v from records where connection_id = $1 and resource_type = 'back' and external_id = 'old'`, [connectionId])).rows[0].v;
+    const written = await version();
+    expect(await write([record('old', { v: 1 }, '2025-01-01T00:00:00Z')], t(200))).toMatchObject({ unchanged: 1 });
+    expect(await version()).toBe(written);
   });
 });

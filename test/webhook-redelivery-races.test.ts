@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failWebhookDelivery } from '../activities/webhook-deliveries';
 import type { ActivityDeps } from '../activities/deps';
 import { redeliver } from '../commands/webhooks';
+import { recordDeliveryAttempt } from '../db/models/webhooks';
 import { CommandRefused } from '../commands/errors';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testCommandDeps } from './helpers/deps';
@@ -82,8 +83,37 @@ describe('redelivery races', () => {
     // …and the same activity, retried by that run, must not end the new round before its first attempt.
     await fail(input);
     expect(await status()).toBe('pending');
-    // A round that fails after the redelivery is marked failed as ever.
-    await fail({ deliveryId, at: Date.now() + 1_000 });
+    // The new round's own failure, after its real attempts (the first scheduled after the
+    // redelivery), is marked failed as ever.
+    await recordDeliveryAttempt(db.pool, { deliveryId, statusCode: 500, error: null, durationMs: 1, at: new Date(), delivered: false, scheduledAt: new Date(Date.now() + 1_000) });
+    await fail({ deliveryId, at: Date.now() + 2_000 });
+    expect(await status()).toBe('failed');
+  });
+  it("a retry of the previous round's failing step leaves a redelivered delivery pending when the workflow's clock (Temporal's) runs ahead of the API's", async () => {
+    const tenant = `skew-${Date.now()}`;
+    const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
+      `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
+            e as (insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.completed', '{}') returning id)
+       insert into webhook_deliveries (webhook_id, event_id, status, attempts)
+       select w.id, e.id, 'pending', 33 from w, e returning webhook_id, id as delivery_id`,
+      [tenant],
+    );
+    const { webhook_id: webhookId, delivery_id: deliveryId } = rows[0]!;
+    const status = async () => (await db.pool.query('select status from webhook_deliveries where id = $1', [deliveryId])).rows[0].status;
+    // The round gave up at what the Temporal server's clock called now; the API's clock is 5 s
+    // behind it. The failing step's completion is lost.
+    const fail = failWebhookDelivery({ pool: db.pool } as ActivityDeps);
+    const input = { deliveryId, at: Date.now() + 5_000 };
+    await fail(input);
+    expect(await status()).toBe('failed');
+    // Redelivered after that (by the API's clock, 5 s behind, a time before it)…
+    await redeliver(testCommandDeps(db.pool, unreachable), webhookId, deliveryId);
+    expect(await status()).toBe('pending');
+    // …the previous round's step, retried, must not end the new round.
+    await fail(input);
+    expect(await status()).toBe('pending');
+    // A new round that never reached the receiver fails at its run's bound, 48 hours on.
+    await fail({ deliveryId, at: Date.now() + 5_000 + 48 * 3_600_000 });
     expect(await status()).toBe('failed');
   });
 });

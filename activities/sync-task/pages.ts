@@ -15,7 +15,7 @@ import { toActivityFailure } from '../../services/connector-failure';
 import type { ActivityDeps } from '../deps';
 import { requestBudget } from '../../services/rate-budget';
 import { confirmDeletions, type Deletable } from './deletion';
-import { TaskTakenOver, type Pass, type PassProgress } from './pass';
+import { listingOf, TaskTakenOver, type Pass, type PassProgress } from './pass';
 
 /**
  * Reads the pass from where `progress` stands to its last page, storing each page as it comes
@@ -114,17 +114,11 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
     ? await withTransaction(deps.pool, async (tx) => {
       const n = await write(tx);
       // A config change that altered this listing since the pass read its config dropped the
-      // listing's cursors and ETags: this pass's are the old listing's, not stored.
-      if (connector.listing) {
+      // listing's cursors and ETags: this pass's are the old listing's, not stored. The config is
+      // read locked (FOR SHARE) until the page commits, so such a change waits or is seen.
+      if (pass.listing !== undefined) {
         const current = await lockConfigForShare(tx, connectionId);
-        const listed = (config: Record<string, unknown>) => {
-          try {
-            return connector.listing!(config, input.resourceType);
-          } catch {
-            return null;
-          }
-        };
-        if (current === null || listed(current) !== listed(task.config ?? {})) return n;
+        if (current === null || listingOf(connector, current, input.resourceType) !== pass.listing) return n;
       }
       if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
       if (cursors) await advanceCursors(tx, connectionId, input.resourceType, cursors);

@@ -1,10 +1,11 @@
 // SQL of `records`: the synced data, keyed by (connection, resource type, external id). Pages are
-// written in one statement each; an unchanged record costs no write.
+// written in one statement each; an unchanged record costs no write (but its fetch time, while
+// that can still order it against another version).
 import type { PoolClient } from 'pg';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { CHANGE, TASK } from '../sql';
+import { CHANGE, PURGE, TASK } from '../sql';
 import type { PartitionProgress } from './tasks';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */
@@ -59,7 +60,9 @@ export interface PageProgress {
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
  * provider says is older than the stored version, nor, when the provider's change times are equal
  * or missing, one fetched before the stored version was (`fetched_at`: a page of an overlapping
- * job fetched earlier and written later is older news); every other write takes the next `change_seq`,
+ * job fetched earlier and written later is older news; a page serving the stored version unchanged
+ * moves its `fetched_at` up, without a feed change, while the fetch time can decide: see `confirmed`);
+ * every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
@@ -130,6 +133,22 @@ export async function upsertRecords(
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
        returning records.external_id, records.change),
+          -- A record served unchanged by a page fetched after its stored fetch time was confirmed at
+          -- that fetch: its fetched_at moves up (no feed position, not counted as written), so a
+          -- page of an overlapping job fetched between the two (a version the provider has since
+          -- gone back from) is older news, not newer. Only where the fetch time can decide: when
+          -- the record has no provider change time, or was fetched less than two days after it (a
+          -- version carrying the same change time is served only within the provider's resolution,
+          -- at most a day, and the clock skew after it), so a re-sync of records changed earlier
+          -- still costs no write. Nothing reads this CTE, so it runs after the main query, which
+          -- has read written whole: a row is never updated here before the upsert meets it.
+          confirmed as (
+       update records r set fetched_at = $8
+         from page p
+        where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id
+          and r.deleted_at is null and r.data is not distinct from p.data and r.source_updated_at is not distinct from p.updated_at
+          and (r.fetched_at is null or r.fetched_at < $8::timestamptz)
+          and (r.source_updated_at is null or r.fetched_at is null or r.fetched_at < r.source_updated_at + interval '2 days')),
           -- A row written here at or after the pass's start is no deletion candidate of that pass
           -- (its synced_at never moves back): only the other ids need the seen-set.
           seen as (insert into sync_seen (task_id, external_id)
@@ -287,11 +306,6 @@ export async function readChangesPage(db: Queryable, query: ChangesRead): Promis
   return { changes, cut: rows.length > 0 && rows.length < rows[0]!.candidates };
 }
 
-/** The changes of `readChangesPage`, without whether the budget cut them. */
-export async function readChanges(db: Queryable, query: ChangesRead): Promise<RecordChange[]> {
-  return (await readChangesPage(db, query)).changes;
-}
-
 /** Two-key advisory locks in this class: (class, 0) is held by every tombstone purge while it writes. */
 const PURGE_LOCK_CLASS = 0x5eee;
 
@@ -310,6 +324,8 @@ export interface FeedExpiry {
   purged_through: string | null;
   /** The newest purge this snapshot sees: cursors issued from it carry it. */
   epoch: string;
+  /** The connection's open purge (one not completed) in this snapshot, or null. */
+  purge_id: string | null;
 }
 
 /**
@@ -317,8 +333,8 @@ export interface FeedExpiry {
  * `epoch`, for a reader of `resourceType` (or of every type): it has expired only when a purge the
  * cursor's issuer had not seen removed a tombstone of that scope past its position (a deletion
  * the reader would otherwise never learn of). Also answers the current epoch, and whether the
- * cursor's position and epoch are ones the feed could have issued. Null when the connection does
- * not exist.
+ * cursor's position and epoch are ones the feed could have issued, and the connection's open
+ * purge (a deletion under way). Null when the connection does not exist.
  */
 export async function findFeedExpiry(
   db: Queryable,
@@ -332,7 +348,8 @@ export async function findFeedExpiry(
             -- A sequence's last value is never rolled back: every position and epoch a cursor was
             -- issued with is at most its sequence's last value taken (none taken: last_value less one).
             ($4::bigint <= (select last_value - (not is_called)::int from records_change_seq)
-             and $3::bigint <= (select last_value - (not is_called)::int from feed_purges_id_seq)) as issued
+             and $3::bigint <= (select last_value - (not is_called)::int from feed_purges_id_seq)) as issued,
+            (select p.id from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed} limit 1) as purge_id
        from connections c where c.id = $1`,
     [cursor.connectionId, cursor.resourceType ?? null, cursor.epoch, cursor.afterSeq],
   );

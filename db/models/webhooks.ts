@@ -1,6 +1,7 @@
 // SQL of `webhooks`, `webhook_events`, `webhook_deliveries` and `webhook_delivery_attempts`.
 // An event and its deliveries are inserted by the transaction that makes the event true.
 import type { TimePosition } from '../../policy/cursors';
+import { DELIVERY_GIVE_UP_HOURS, DELIVERY_WORKFLOW_LIMIT_HOURS } from '../../policy/delivery-shares';
 import type { DeliveryStatus, WebhookEventType } from '../../policy/vocabulary';
 import type { JobEventFacts, WebhookEvent } from '../../policy/webhook-events';
 import { exactTime } from '../keyset';
@@ -155,14 +156,31 @@ export async function recordDeliveryAttempt(
 }
 
 /**
- * Marks a still-pending delivery failed for good (its retries ran out at `at`), unless it was
- * redelivered after `at`: that failure was the round's before (its step run again), not this one's.
+ * A round that never reached the receiver ends only at its run's bound, at least this long after
+ * the run (and so the redelivery before it) began: DELIVERY_GIVE_UP_HOURS (runs of the older
+ * shape) or DELIVERY_WORKFLOW_LIMIT_HOURS.
+ */
+const UNATTEMPTED_ROUND_MIN_MS = Math.min(DELIVERY_GIVE_UP_HOURS, DELIVERY_WORKFLOW_LIMIT_HOURS) * 3_600_000;
+
+/**
+ * Marks a still-pending delivery failed for good (its retries ran out at `at`, the workflow's
+ * clock, which is the Temporal server's), unless that failure was the round's before a
+ * redelivery (its failing step run again after its answer was lost): never decided by comparing
+ * `at` with `reopened_at`, which is the API's clock. A delivery never redelivered fails. Else the
+ * round must have begun by the server's clock before `at` (`round_started_at`, when the server
+ * scheduled the round's first real attempt; a new round's run starts only once the run before
+ * has closed, so the earlier round's step never sees it set); a round with no real attempt ends
+ * only at its run's bound, a day or more after the redelivery, so it fails when `at` is more
+ * than half of that after `reopened_at`, a margin no clock skew between processes reaches.
  */
 export async function failDelivery(db: Queryable, deliveryId: string, at: Date): Promise<void> {
   await db.query(
     `update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2
-      where id = $1 and status = ${DELIVERY.pending} and (reopened_at is null or reopened_at < $2)`,
-    [deliveryId, at],
+      where id = $1 and status = ${DELIVERY.pending}
+        and (reopened_at is null
+             or round_started_at <= $2
+             or (round_started_at is null and reopened_at < $2::timestamptz - make_interval(secs => $3::double precision / 1000)))`,
+    [deliveryId, at, UNATTEMPTED_ROUND_MIN_MS / 2],
   );
 }
 

@@ -18,7 +18,7 @@
 import { appendFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { readChanges } from '../../db/models/records';
+import { readChangesPage } from '../../db/models/records';
 import type { Pool } from '../../db/pool';
 import { startFakeGitHub, type FakeGitHub, type FakeGitHubItem } from './fake-github';
 import { syncDriver } from './sync-driver';
@@ -175,7 +175,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
 
     /** The records feed read from the start: each record's latest state, tombstones left out, by resource. */
     const feed = async () => {
-      const changes = await readChanges(pool, { connectionId: id, afterSeq: '0', limit: 100_000 });
+      const { changes } = await readChangesPage(pool, { connectionId: id, afterSeq: '0', limit: 100_000 });
       const out = new Map(RESOURCES.map((r) => [r, new Map<string, unknown>()]));
       for (const change of changes) if (change.change !== 'delete') out.get(change.resource_type)!.set(change.external_id, change.data);
       return out;
