@@ -32,8 +32,10 @@ const CONCURRENCY = 16;
 const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 /** A job younger than this may still be getting its workflow (the API inserts, then starts it). */
 const JOB_GRACE_MS = 60_000;
-/** Active jobs checked per tick, oldest first. */
-const JOBS_PER_TICK = 5000;
+/** Active jobs read per statement: the tick reads them all, page by page. */
+const JOBS_PAGE = 5000;
+/** Jobs without a live workflow acted on per tick, oldest first (the rest at the next tick). */
+const SUSPECTS_PER_TICK = 5000;
 /** A delivery younger than this is still being started by the process that wrote it (or redelivered it). */
 const DELIVERY_GRACE_MS = 15_000;
 /** How long the tick waits before a second look at workflows the listing missed (visibility lags behind). */
@@ -79,7 +81,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     // Active jobs are read before the running workflows are listed: a job whose workflow starts in
     // between is then seen under its earlier owner (a queued scheduler job under its connection),
     // not as a suspect; one that ends in between is dropped by the status re-read below.
-    const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
+    const jobs = await allActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS));
     const running = await listRunningWorkflowIds(temporal);
     if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
     const rows: ReconcileRow[] = [];
@@ -122,13 +124,30 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
 }
 
 /**
+ * Every active job created before `before`, oldest first, read page by page: a fleet may have
+ * more active jobs (a queued scheduler job per connection) than one page, and a job without a
+ * workflow must be found however many older jobs are alive.
+ */
+async function allActiveJobsCreatedBefore(pool: ActivityDeps['pool'], before: Date): Promise<ActiveJobToCheck[]> {
+  const jobs: ActiveJobToCheck[] = [];
+  for (let after = FIRST_ID; ; ) {
+    const page = await findActiveJobsCreatedBefore(pool, before, JOBS_PAGE, after);
+    jobs.push(...page);
+    if (page.length < JOBS_PAGE) break;
+    after = page[page.length - 1]!.id;
+  }
+  return jobs.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+}
+
+/**
  * The jobs whose workflow (or, for a queued scheduler job, whose connection's workflow) was not in
  * the listing, less those whose status moved on since they were read (a job that ended or changed
- * hands meanwhile is left to the next tick). Without a listing every job is a suspect.
+ * hands meanwhile is left to the next tick): the oldest SUSPECTS_PER_TICK of them. Without a
+ * listing every job is a suspect.
  */
 async function jobsWithoutListedWorkflow(pool: ActivityDeps['pool'], jobs: ActiveJobToCheck[], running: Set<string> | null): Promise<ActiveJobToCheck[]> {
-  if (!running) return jobs;
-  const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job)));
+  if (!running) return jobs.slice(0, SUSPECTS_PER_TICK);
+  const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job))).slice(0, SUSPECTS_PER_TICK);
   if (unlisted.length === 0) return unlisted;
   const now = await findActiveJobStatuses(pool, unlisted.map((job) => job.id));
   return unlisted.filter((job) => now.get(job.id) === job.status);
