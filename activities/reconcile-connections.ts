@@ -4,7 +4,7 @@ import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, t
 import { forgetSeenOfJob } from '../db/models/seen';
 import { emitJobEvent } from '../db/events';
 import { findPendingDeliveries } from '../db/models/webhooks';
-import { findUnstartedPurges } from '../db/models/purges';
+import { findOpenPurgesCreatedBefore } from '../db/models/purges';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
@@ -23,6 +23,7 @@ import {
   stopConnectionWorkflow,
 } from '../temporal/client';
 import { connectionWorkflowId, deliveryIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
+import { connectionPurgeWorkflowId } from '../temporal/purge';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -65,7 +66,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  * - every pending webhook delivery older than a few seconds has a running workflow: one whose
  *   workflow is not running (the process that wrote it died before starting it, its workflow was
  *   terminated, or a redelivery found the previous run still closing) gets it started, and so
- *   does every connection purge still pending after a minute;
+ *   does every open connection purge older than a minute whose workflow is not running (never
+ *   started, or ended before it completed: terminated, or lost with its server);
  * - last, it counts the overdue connections and, by provider, the connections whose last success
  *   is older than twice their interval, and stores both in the database (`schedule_counts`),
  *   where every process reads them for its `sync_scheduler_backlog` and
@@ -108,7 +110,9 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
-    for (const purge of await findUnstartedPurges(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
+    for (const purge of await findOpenPurgesCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
+      // Started "use existing": a workflow the listing missed (or, without a listing, any) is merely found running.
+      if (running?.has(connectionPurgeWorkflowId(purge.id))) continue;
       result.temporalCalls += 1;
       await startConnectionPurge(temporal, deps.taskQueue, { purgeId: purge.id, connectionId: purge.connection_id }).catch((err: unknown) =>
         logger.warn({ err, purge_id: purge.id }, 'connection purge start failed; the next tick tries again'),
