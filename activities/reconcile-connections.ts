@@ -4,7 +4,7 @@ import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, t
 import { forgetSeenOfJob } from '../db/models/seen';
 import { emitJobEvent } from '../db/events';
 import { findPendingDeliveries } from '../db/models/webhooks';
-import { findUnstartedPurges } from '../db/models/purges';
+import { findOpenPurgesCreatedBefore } from '../db/models/purges';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
@@ -23,6 +23,7 @@ import {
   stopConnectionWorkflow,
 } from '../temporal/client';
 import { connectionWorkflowId, deliveryIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
+import { connectionPurgeWorkflowId } from '../temporal/purge';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -32,8 +33,10 @@ const CONCURRENCY = 16;
 const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 /** A job younger than this may still be getting its workflow (the API inserts, then starts it). */
 const JOB_GRACE_MS = 60_000;
-/** Active jobs checked per tick, oldest first. */
-const JOBS_PER_TICK = 5000;
+/** Active jobs read per statement: the tick reads them all, page by page. */
+const JOBS_PAGE = 5000;
+/** Jobs without a live workflow acted on per tick, oldest first (the rest at the next tick). */
+const SUSPECTS_PER_TICK = 5000;
 /** A delivery younger than this is still being started by the process that wrote it (or redelivered it). */
 const DELIVERY_GRACE_MS = 15_000;
 /** How long the tick waits before a second look at workflows the listing missed (visibility lags behind). */
@@ -63,7 +66,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  * - every pending webhook delivery older than a few seconds has a running workflow: one whose
  *   workflow is not running (the process that wrote it died before starting it, its workflow was
  *   terminated, or a redelivery found the previous run still closing) gets it started, and so
- *   does every connection purge still pending after a minute;
+ *   does every open connection purge older than a minute whose workflow is not running (never
+ *   started, or ended before it completed: terminated, or lost with its server);
  * - last, it counts the overdue connections and, by provider, the connections whose last success
  *   is older than twice their interval, and stores both in the database (`schedule_counts`),
  *   where every process reads them for its `sync_scheduler_backlog` and
@@ -79,7 +83,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     // Active jobs are read before the running workflows are listed: a job whose workflow starts in
     // between is then seen under its earlier owner (a queued scheduler job under its connection),
     // not as a suspect; one that ends in between is dropped by the status re-read below.
-    const jobs = await findActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), JOBS_PER_TICK);
+    const jobs = await allActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS));
     const running = await listRunningWorkflowIds(temporal);
     if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
     const rows: ReconcileRow[] = [];
@@ -106,7 +110,9 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
-    for (const purge of await findUnstartedPurges(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
+    for (const purge of await findOpenPurgesCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
+      // Started "use existing": a workflow the listing missed (or, without a listing, any) is merely found running.
+      if (running?.has(connectionPurgeWorkflowId(purge.id))) continue;
       result.temporalCalls += 1;
       await startConnectionPurge(temporal, deps.taskQueue, { purgeId: purge.id, connectionId: purge.connection_id }).catch((err: unknown) =>
         logger.warn({ err, purge_id: purge.id }, 'connection purge start failed; the next tick tries again'),
@@ -122,13 +128,30 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
 }
 
 /**
+ * Every active job created before `before`, oldest first, read page by page: a fleet may have
+ * more active jobs (a queued scheduler job per connection) than one page, and a job without a
+ * workflow must be found however many older jobs are alive.
+ */
+async function allActiveJobsCreatedBefore(pool: ActivityDeps['pool'], before: Date): Promise<ActiveJobToCheck[]> {
+  const jobs: ActiveJobToCheck[] = [];
+  for (let after = FIRST_ID; ; ) {
+    const page = await findActiveJobsCreatedBefore(pool, before, JOBS_PAGE, after);
+    jobs.push(...page);
+    if (page.length < JOBS_PAGE) break;
+    after = page[page.length - 1]!.id;
+  }
+  return jobs.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+}
+
+/**
  * The jobs whose workflow (or, for a queued scheduler job, whose connection's workflow) was not in
  * the listing, less those whose status moved on since they were read (a job that ended or changed
- * hands meanwhile is left to the next tick). Without a listing every job is a suspect.
+ * hands meanwhile is left to the next tick): the oldest SUSPECTS_PER_TICK of them. Without a
+ * listing every job is a suspect.
  */
 async function jobsWithoutListedWorkflow(pool: ActivityDeps['pool'], jobs: ActiveJobToCheck[], running: Set<string> | null): Promise<ActiveJobToCheck[]> {
-  if (!running) return jobs;
-  const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job)));
+  if (!running) return jobs.slice(0, SUSPECTS_PER_TICK);
+  const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job))).slice(0, SUSPECTS_PER_TICK);
   if (unlisted.length === 0) return unlisted;
   const now = await findActiveJobStatuses(pool, unlisted.map((job) => job.id));
   return unlisted.filter((job) => now.get(job.id) === job.status);

@@ -228,14 +228,15 @@ export async function cancelImmediateSync(handle: WorkflowHandle<ImmediateSyncWo
 const GRPC_UNIMPLEMENTED = 12;
 
 /**
- * The ids of every running Synctide connection, job and webhook-delivery workflow, from one
- * visibility listing (a page per 1,000). Null when the server has no list API (Temporal's
- * time-skipping test server): callers then ask about each workflow they care about instead.
+ * The ids of every running Synctide connection, job, webhook-delivery and connection-purge
+ * workflow, from one visibility listing (a page per 1,000). Null when the server has no list API
+ * (Temporal's time-skipping test server): callers then ask about each workflow they care about
+ * instead.
  */
 export async function listRunningWorkflowIds(client: Client): Promise<Set<string> | null> {
   const ids = new Set<string>();
   try {
-    const query = `WorkflowType IN ('${CONNECTION_WORKFLOW}', '${SYNC_JOB_WORKFLOW}', '${WEBHOOK_DELIVERY_WORKFLOW}') AND ExecutionStatus = 'Running'`;
+    const query = `WorkflowType IN ('${CONNECTION_WORKFLOW}', '${SYNC_JOB_WORKFLOW}', '${WEBHOOK_DELIVERY_WORKFLOW}', '${CONNECTION_PURGE_WORKFLOW}') AND ExecutionStatus = 'Running'`;
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) ids.add(info.workflowId);
   } catch (err) {
     // The client wraps the server's gRPC status in a ServiceError.

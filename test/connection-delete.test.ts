@@ -226,4 +226,24 @@ describe('DELETE /connections/:id and its purge', () => {
     await eventually(async () => ((await api.call('GET', `/purges/${purge!.id}`)).body.status === 'completed' ? true : undefined));
     expect(await rowsMentioning([orphan.id])).toEqual({});
   });
+
+  it('the reconcile tick restarts a purge left running without its workflow (terminated, or lost with its server)', async () => {
+    const orphan = await created('POST', '/connections', {
+      tenant_id: 'acme', app_key: 'orphan-running', provider: 'demo', config: { records_per_resource: 5, page_size: 5 }, schedule: { interval_seconds: 86_400 },
+    }, 201);
+    await created('POST', `/connections/${orphan.id}/disable`, undefined, 200);
+    // Its workflow had stopped the connection's work (the purge is running) and then ended before
+    // it deleted anything: no connection-purge workflow runs it any more.
+    const [purge] = await q<{ id: string }>(
+      `insert into connection_purges (connection_id, tenant_id, status, created_at) values ($1, 'acme', 'running', now() - interval '2 minutes') returning id`,
+      [orphan.id],
+    );
+    const handle = stack.env.client.workflow.getHandle(`connection-purge:${purge!.id}`);
+    await expect(handle.describe()).rejects.toThrow(/not found/i);
+    await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+    // The tick started its workflow again (it may have completed already).
+    await expect(handle.describe().then((d) => d.workflowId)).resolves.toBe(`connection-purge:${purge!.id}`);
+    await eventually(async () => ((await api.call('GET', `/purges/${purge!.id}`)).body.status === 'completed' ? true : undefined));
+    expect(await rowsMentioning([orphan.id])).toEqual({});
+  });
 });

@@ -171,3 +171,36 @@ describe('Idempotency-Key of POST /jobs/schedule', () => {
     expect(rows[0]!.n).toBe(1);
   });
 });
+
+describe('the reconcile tick over more active jobs than it checks at once', () => {
+  it('fails an abandoned job newer than the 5,000 oldest active jobs (all alive), and starts a requested job whose start failed', async () => {
+    // 5,001 connections, each with a queued scheduler job ten minutes old whose connection workflow runs.
+    const { rows: fleet } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key) select 'acme', 'demo', 'fleet_' || n from generate_series(1, 5001) n returning id`,
+    );
+    await db.pool.query(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, created_at, scheduled_at, scheduler_run_id)
+       select id, 'acme', 'incremental', 'schedule', 'queued', now() - interval '10 minutes', now() + interval '1 hour', 'run-1' from connections`,
+    );
+    const running = new Set(fleet.map((c) => `connection:${c.id}`));
+    // Newer than all of them (five minutes old): an API job whose workflow ended, and a requested
+    // job still queued whose workflow start failed.
+    const conn = await connection();
+    running.add(`connection:${conn}`);
+    const abandoned = randomUUID();
+    const unstarted = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, workflow_id, created_at, started_at)
+       values ($1::uuid, $3, 'acme', 'incremental', 'api', 'running', 'sync-job:' || $1::text, now() - interval '5 minutes', now() - interval '5 minutes'),
+              ($2::uuid, $3, 'acme', 'full', 'api', 'queued', null, now() - interval '5 minutes', null)`,
+      [abandoned, unstarted, conn],
+    );
+    const temporal = fakeTemporal(running);
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: temporal.client });
+    const result = await reconcileConnections(deps)({ at: Date.now() });
+
+    expect(await jobRow(abandoned)).toMatchObject({ status: 'failed' });
+    expect(temporal.started).toContain(syncJobWorkflowId(unstarted));
+    expect(result).toMatchObject({ abandoned: 1, adopted: 1 });
+  });
+});

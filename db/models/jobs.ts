@@ -606,16 +606,20 @@ export interface ActiveJobToCheck {
   connection_status: ConnectionStatus;
   /** The workflow that runs (or will run) the job: its `sync-job:` workflow, or its connection's. */
   workflow_id: string | null;
+  created_at: Date;
 }
 
-/** Active jobs created before `before` (younger ones may still be getting their workflow), oldest first. */
-export async function findActiveJobsCreatedBefore(db: Queryable, before: Date, limit: number): Promise<ActiveJobToCheck[]> {
+/**
+ * A page of at most `limit` active jobs created before `before` (younger ones may still be getting
+ * their workflow), in id order: those whose id is after `afterId` (the last of the previous page).
+ */
+export async function findActiveJobsCreatedBefore(db: Queryable, before: Date, limit: number, afterId: string): Promise<ActiveJobToCheck[]> {
   const { rows } = await db.query<ActiveJobToCheck>(
-    `select j.id, j.status, j.trigger, j.connection_id, c.tenant_id, c.provider_slug, c.status as connection_status, j.workflow_id
+    `select j.id, j.status, j.trigger, j.connection_id, c.tenant_id, c.provider_slug, c.status as connection_status, j.workflow_id, j.created_at
        from sync_jobs j join connections c on c.id = j.connection_id
-      where j.status in (${ACTIVE_JOBS}) and j.created_at < $1
-      order by j.created_at limit $2`,
-    [before, limit],
+      where j.status in (${ACTIVE_JOBS}) and j.created_at < $1 and j.id > $3
+      order by j.id limit $2`,
+    [before, limit, afterId],
   );
   return rows;
 }

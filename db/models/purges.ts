@@ -137,10 +137,14 @@ export async function deleteConnectionRow(db: Queryable, connectionId: string): 
   return rowCount ?? 0;
 }
 
-/** Purges still `pending` (their workflow never reached its first step) created before `before`: the reconcile tick starts them. */
-export async function findUnstartedPurges(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
+/**
+ * Open purges (`pending`: their workflow may never have started; `running`: it may have ended
+ * before it completed, terminated or lost with its server) created before `before`, oldest first:
+ * the reconcile tick starts the workflow of each that has none running.
+ */
+export async function findOpenPurgesCreatedBefore(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
   const { rows } = await db.query<{ id: string; connection_id: string }>(
-    `select id, connection_id from connection_purges where status = ${PURGE.pending} and created_at < $1 order by created_at limit $2`,
+    `select id, connection_id from connection_purges where status <> ${PURGE.completed} and created_at < $1 order by created_at limit $2`,
     [before, limit],
   );
   return rows;
