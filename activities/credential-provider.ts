@@ -22,6 +22,12 @@
 //   `connection_credentials_invalid` alert and writes a `connection.credentials_invalid` webhook
 //   event, in the same transaction; the task then fails with `CredentialsInvalid` (permanent,
 //   counted toward no breaker).
+// - A refresh spends the stored refresh token. A worker whose lease ended before it stored its
+//   answer (it waited that long for a database connection) still stores it, and another worker
+//   that took the lease over meanwhile was refused the spent token (`invalid_grant`): that refusal
+//   was of a grant that lives on, so the store makes the connections it marked `active` again and
+//   resolves their alerts. A refusal and a store take the credential's refresh lock, so whichever
+//   comes second sees the other.
 //
 // Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
 // is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
@@ -34,7 +40,7 @@
 // - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
 //   uninstalled; `invalid_client` and the like from a token endpoint) marks the connection
 //   `needs_reauth` exactly as `invalid_grant` does.
-import { raiseAlert } from '../db/models/alerts';
+import { raiseAlert, resolveAlert } from '../db/models/alerts';
 import type { PoolClient } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -46,6 +52,7 @@ import {
   markGrantNeedsReauth,
   markNeedsReauth,
   releaseCredentialLease,
+  resumeRefusedConnections,
   storeRenewedCredentials,
   type CredentialForRefresh,
   type CredentialHolder,
@@ -218,6 +225,7 @@ async function refreshWithLease(
     },
     // The same grant: its refresh token unchanged (a key rotation re-sealed it meanwhile).
     same: (a, b) => a.refresh_token === b.refresh_token,
+    spends: true,
   });
 }
 
@@ -238,6 +246,12 @@ interface LeasedRenewal<S> {
   obtain(latest: S, row: CredentialForRefresh): Promise<S>;
   /** Whether `a` and `b` are the same credential (a renewal of one may be stored over the other). */
   same(a: S, b: S): boolean;
+  /**
+   * Whether a renewal spends the stored credential (a refresh token): a refusal of it that another
+   * worker got while this renewal was under way was of the token this one spent, and is undone
+   * when this renewal is stored.
+   */
+  spends?: boolean;
 }
 
 /**
@@ -320,6 +334,8 @@ async function storeRenewal<S>(
     if (err instanceof Refusal) {
       const reason = `${kind.label}: ${err.message}`;
       return withTransaction(deps.pool, async (tx) => {
+        // After any store of a renewal that ended meanwhile (it undoes a refusal of what it spent).
+        await lockCredentialRefresh(tx, holder.id);
         // The refusal is of the credential that was renewed: while the holder still has it (or,
         // re-sealed by a key rotation, the same one) its connections need reauthorization; the
         // connection of this run needs it only while it still uses that holder. New credentials
@@ -339,14 +355,27 @@ async function storeRenewal<S>(
   }
   const sealed = sealCredentials(deps.credentials, holder.id, { ...next } as unknown as Record<string, unknown>)!;
   const stored = await withTransaction(deps.pool, async (tx) => {
-    if (await storeRenewedCredentials(tx, holder, row.credentials, sealed, lease)) return true;
-    // Changed meanwhile: re-sealed by a key rotation (the same credential: store over it, the old
-    // refresh token is spent), or replaced by new credentials (they win).
-    const now = await findHeldCredential(tx, holder);
-    const same = now ? kind.parse(now) : null;
-    if (now && same && kind.same(same, latest) && (await storeRenewedCredentials(tx, holder, now.credentials, sealed, lease))) return true;
-    await releaseCredentialLease(tx, holder, lease);
-    return false;
+    // Ordered with a refusal of the same credential (see the module comment).
+    await lockCredentialRefresh(tx, holder.id);
+    const store = async () => {
+      if (await storeRenewedCredentials(tx, holder, row.credentials, sealed, lease)) return true;
+      // Changed meanwhile: re-sealed by a key rotation (the same credential: store over it, the old
+      // refresh token is spent), or replaced by new credentials (they win).
+      const now = await findHeldCredential(tx, holder);
+      const same = now ? kind.parse(now) : null;
+      return !!now && !!same && kind.same(same, latest) && (await storeRenewedCredentials(tx, holder, now.credentials, sealed, lease));
+    };
+    if (!(await store())) {
+      await releaseCredentialLease(tx, holder, lease);
+      return false;
+    }
+    if (kind.spends) {
+      // Any refusal of the credential this renewal replaced was of the token it spent.
+      const resumed = await resumeRefusedConnections(tx, holder);
+      for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
+      if (resumed.length > 0) deps.logger.warn({ connection_ids: resumed, kind: kind.label }, 'a refusal of the credential this renewal spent is undone: connections active again');
+    }
+    return true;
   });
   if (!stored) throw new Transient(REPLACED(kind.label));
   return { secret: next };

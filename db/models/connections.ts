@@ -782,6 +782,21 @@ export async function storeRenewedCredentials(db: Queryable, holder: CredentialH
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * Makes every connection of `holder` (the grant's, or the connection itself) that needs
+ * reauthorization `active` again: the credential it was refused for has just been renewed. The
+ * connections changed.
+ */
+export async function resumeRefusedConnections(db: Queryable, holder: CredentialHolder): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `update connections set status = ${CONNECTION.active}
+      where ${holder.table === 'oauth_grants' ? 'oauth_grant_id' : 'id'} = $1 and status = ${CONNECTION.needs_reauth}
+      returning id`,
+    [holder.id],
+  );
+  return rows.map((row) => row.id);
+}
+
 /** Ends the renewal lease `lease` of connection `id` when it is still held (a renewal that failed). */
 export async function releaseCredentialLease(db: Queryable, holder: CredentialHolder, lease: string): Promise<void> {
   await db.query(
