@@ -4,7 +4,8 @@
 // plain OAuth 2 answer, in the code exchange and in a refresh (whose rotated refresh token is the
 // one stored); a refresh refused for the OAuth app's client credentials (`invalid_client`,
 // `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure;
-// optional members given as null, and an expires_in that is no lifetime, are taken as absent.
+// optional members given as null, and an expires_in that is no lifetime, are taken as absent; a
+// scope given as a JSON array is taken as the scopes it names.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -216,6 +217,35 @@ describe('token answers with optional members null, or an expires_in that is no 
     const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
     expect(credential).toEqual({ token: idp.issued.at(-1)!.access_token });
     expect((await stored(conn.id)).secret.refresh_token).toBe(conn.refresh);
+  });
+});
+
+describe('token answers whose scope is a JSON array (as Twitch answers it)', () => {
+  it('a refresh answered with scope ["openid", "read"] is taken with the scopes it names: the rotated refresh token is stored, and its scopes', async () => {
+    idp.mode.extra = { scope: ['openid', 'read'] };
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+    expect(answer).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+    expect(credential).toEqual({ token: idp.issued.at(-1)!.access_token });
+    expect((await stored(conn.id)).secret).toMatchObject({ refresh_token: idp.issued.at(-1)!.refresh_token, scopes: ['openid', 'read'] });
+  });
+
+  it('the connect flow exchanging a code answered with an array scope stores the grant and makes the connection active', async () => {
+    idp.mode.extra = { scope: ['openid', 'read'] };
+    const appId = await insertApp();
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, '{}', 'needs_reauth')`, [id, `flow-${id.slice(0, 8)}`]);
+    const start = await startAuthorization(commandDeps(), id, { appId });
+    const url = new URL(start.authorization_url);
+    const code = `code_${randomUUID()}`;
+    idp.codes.set(code, url.searchParams.get('code_challenge')!);
+    const done = await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code }).then((d) => d, (e: Error) => e);
+    expect(done).toEqual({ connection_id: id, status: 'active' });
+    expect((await stored(id)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, scopes: ['openid', 'read'] });
   });
 });
 
