@@ -13,7 +13,9 @@
 // - The answer (new access token, and the rotated refresh token when the provider sent one) is
 //   sealed into one envelope and written with one compare-and-set statement: access and refresh
 //   token are replaced together or not at all, so a crash cannot keep a used refresh token
-//   without its successor, nor overwrite credentials a PATCH stored meanwhile.
+//   without its successor, nor overwrite credentials a PATCH stored meanwhile. A store the
+//   database fails (no connection to be had for a moment, a restart) is tried again, with backoff,
+//   for as long as a lease lasts (`storePersistently`): the answer exists only in this process.
 // - A 401 from the provider refreshes once and retries the request once; a second 401 fails.
 // - The grant is its own row (`oauth_grants`), which connections of one tenant may share: the
 //   refresh, its lease and its stored result are the grant's, so one refresh serves every
@@ -319,9 +321,32 @@ async function renewWithLease<S>(
   }
 }
 
+/** The first pause before storing a renewed credential again after the database failed the store. */
+const STORE_AGAIN_FIRST_MS = 100;
+
+/**
+ * Runs `store` (the transaction that stores a credential the provider has answered) until it
+ * succeeds, pausing between tries (doubling to WAIT_MAX_MS), for as long as a renewal lease lasts;
+ * then its last error is thrown. The answer exists only in this process, and the provider may have
+ * spent the refresh token it replaced: a database connection that is not to be had for a moment
+ * (a busy pool, a restart) must not throw the grant away.
+ */
+async function storePersistently<T>(deps: Pick<ActivityDeps, 'providers' | 'logger'>, connectionId: string, label: string, store: () => Promise<T>): Promise<T> {
+  const until = Date.now() + leaseMsOf(deps);
+  for (let pause = STORE_AGAIN_FIRST_MS; ; pause = Math.min(pause * 2, WAIT_MAX_MS)) {
+    try {
+      return await store();
+    } catch (err) {
+      if (Date.now() + pause > until) throw err;
+      deps.logger.warn({ connection_id: connectionId, kind: label, error: (err as Error).message }, 'storing a renewed credential failed; trying again');
+      await sleep(pause);
+    }
+  }
+}
+
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger'>,
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger' | 'providers'>,
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
@@ -354,7 +379,7 @@ async function storeRenewal<S>(
     throw err;
   }
   const sealed = sealCredentials(deps.credentials, holder.id, { ...next } as unknown as Record<string, unknown>)!;
-  const stored = await withTransaction(deps.pool, async (tx) => {
+  const stored = await storePersistently(deps, connectionId, kind.label, () => withTransaction(deps.pool, async (tx) => {
     // Ordered with a refusal of the same credential (see the module comment).
     await lockCredentialRefresh(tx, holder.id);
     const store = async () => {
@@ -376,7 +401,7 @@ async function storeRenewal<S>(
       if (resumed.length > 0) deps.logger.warn({ connection_ids: resumed, kind: kind.label }, 'a refusal of the credential this renewal spent is undone: connections active again');
     }
     return true;
-  });
+  }));
   if (!stored) throw new Transient(REPLACED(kind.label));
   return { secret: next };
 }

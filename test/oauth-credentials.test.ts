@@ -4,7 +4,7 @@
 // needs_reauth with its event and alert and no breaker count, and the connect flow through the API.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { PoolClient } from 'pg';
+import pg, { type PoolClient } from 'pg';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../activities/enqueue-job';
@@ -193,6 +193,39 @@ describe('oauth2 credentials', () => {
       const next = await job(conn.id, ['a']);
       expect((await runTask(db.pool, next.jobId, next.tasks[0]!, 'a').result).status).toBe('completed');
       await endJob(next.jobId);
+    } finally {
+      oauth.beforeRefreshAnswer = null;
+      (heldA as PoolClient | null)?.release();
+      await poolA.end();
+    }
+  });
+
+  it('a refresh whose answer cannot be stored at once (no database connection for a moment) stores it when one is free: the rotated refresh token is kept', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    // Worker A: one database connection, which it waits for at most 200 ms at a time.
+    const poolA = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 200 });
+    poolA.on('error', () => undefined);
+    let heldA: PoolClient | null = null;
+    try {
+      // When the token endpoint has rotated the refresh token, A's one connection is busy for a second.
+      oauth.beforeRefreshAnswer = async () => {
+        oauth.beforeRefreshAnswer = null;
+        heldA = await poolA.connect();
+        setTimeout(() => {
+          heldA?.release();
+          heldA = null;
+        }, 1_000);
+      };
+      const { deps } = testActivityDeps({ pool: poolA });
+      const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
+      const credential = await credentialProvider(deps, conn.id, stored, conn.id).current().then((c) => c, (e: Error) => e);
+      const issued = oauth.issued.slice(-2);
+      expect(credential).toEqual({ token: issued[0] });
+      const secret = await storedSecret(conn.id);
+      expect(secret.refresh_token).toBe(issued[1]);
+      expect(oauth.refreshTokens.has(secret.refresh_token as string)).toBe(true);
+      const lease = await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_token is null', [conn.id]);
+      expect(lease.rowCount).toBe(1);
     } finally {
       oauth.beforeRefreshAnswer = null;
       (heldA as PoolClient | null)?.release();
