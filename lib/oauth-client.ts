@@ -63,7 +63,8 @@ function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.A
  *   an ID token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
  *   `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
  *   good answers (and lose a refresh token the provider already rotated);
- * - optional members given as null (`expires_in`, `refresh_token`, `scope`) taken as absent, and an
+ * - optional members given as null (`expires_in`, `refresh_token`, `scope`) taken as absent, a
+ *   `refresh_token` given as "" (Tailscale's tsidp answers so when it issues none) too, and an
  *   `expires_in` that is no positive number of seconds (-1 or "never" for a token that does not
  *   expire) dropped: such a token is used until refused. Refusing the whole answer would throw away
  *   the access token and a refresh token the provider already rotated (the grant then lost);
@@ -85,6 +86,7 @@ function plainAnswer(body: Buffer): Buffer | null {
   const replaced: Record<string, string> = {};
   if (Object.hasOwn(answer, 'id_token')) drop.add('id_token');
   for (const key of ['expires_in', 'refresh_token', 'scope']) if (Object.hasOwn(answer, key) && answer[key] === null) drop.add(key);
+  if (answer.refresh_token === '') drop.add('refresh_token');
   if (Object.hasOwn(answer, 'expires_in') && answer.expires_in !== null) {
     const seconds = typeof answer.expires_in === 'number' ? answer.expires_in : typeof answer.expires_in === 'string' ? Number.parseFloat(answer.expires_in) : Number.NaN;
     if (!Number.isFinite(seconds) || seconds <= 0) drop.add('expires_in');
