@@ -29,7 +29,8 @@
 //   that took the lease over meanwhile was refused the spent token (`invalid_grant`): that refusal
 //   was of a grant that lives on, so the store makes the connections it marked `active` again and
 //   resolves their alerts. A refusal and a store take the credential's refresh lock, so whichever
-//   comes second sees the other.
+//   comes second sees the other. The run refused under a lease it took over fails as retryable (its
+//   retry finds the connections active again, or still refused and fails as `CredentialsInvalid`).
 //
 // Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
 // is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
@@ -124,7 +125,7 @@ export function credentialProvider(
     const outcome = await refreshWithLease(deps, connectionId, holder, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
+      throw refusedError(outcome);
     }
     seen.push(...tokens(outcome.secret));
     return outcome.secret;
@@ -153,10 +154,22 @@ class Refusal extends Error {}
  * no longer the connection's (new credentials arrived while the provider answered), so the run is
  * tried again with the new ones instead of failing as `CredentialsInvalid`.
  */
-type Refused = { invalid: string; deliveries: string[]; replaced?: boolean; label?: string };
+type Refused = { invalid: string; deliveries: string[]; replaced?: boolean; label?: string; takenOver?: boolean };
 
 /** Why a run that renewed (or was refused) credentials replaced meanwhile is tried again. */
 const REPLACED = (label = 'credentials') => `${label}: the credentials were replaced while they were renewed; trying again with the new ones`;
+
+/**
+ * The failure of a run refused a refresh token under a lease it took over: retryable, since the
+ * worker whose lease ended may store the token's successor yet (which makes the connections active
+ * again); a retry that finds them still refused fails as `CredentialsInvalid`.
+ */
+const refusedError = (outcome: Refused): Error =>
+  outcome.replaced
+    ? new Transient(REPLACED(outcome.label))
+    : outcome.takenOver
+      ? new Transient(`${outcome.invalid} (refused under a renewal lease taken over from a worker that had not stored its answer: trying again)`)
+      : new CredentialsInvalid(outcome.invalid);
 type RefreshOutcome = { secret: OAuth2Secret } | Refused;
 
 /**
@@ -290,7 +303,7 @@ async function renewWithLease<S>(
   let pause = WAIT_FIRST_MS;
   let waited = false;
   for (;;) {
-    type Step = { done: { secret: S } | Refused } | { wait: true } | { claimed: { row: CredentialForRefresh; latest: S; lease: string } };
+    type Step = { done: { secret: S } | Refused } | { wait: true } | { claimed: { row: CredentialForRefresh; latest: S; lease: string; takenOver: boolean } };
     const step = await withTransaction(deps.pool, async (tx): Promise<Step> => {
       await lockCredentialRefresh(tx, holder.id);
       const row = await findHeldCredential(tx, holder);
@@ -306,7 +319,8 @@ async function renewWithLease<S>(
       if (row.lease_live) return { wait: true };
       const lease = randomUUID();
       if (!(await claimCredentialLease(tx, holder, lease, leaseMs))) return { wait: true };
-      return { claimed: { row, latest, lease } };
+      // A lease recorded but not live: its worker died, or has not stored its answer yet.
+      return { claimed: { row, latest, lease, takenOver: row.lease_left } };
     });
     if ('done' in step) return step.done;
     if ('wait' in step) {
@@ -350,7 +364,7 @@ async function storeRenewal<S>(
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
-  { row, latest, lease }: { row: CredentialForRefresh; latest: S; lease: string },
+  { row, latest, lease, takenOver }: { row: CredentialForRefresh; latest: S; lease: string; takenOver: boolean },
 ): Promise<{ secret: S } | Refused> {
   let next: S;
   try {
@@ -371,7 +385,9 @@ async function storeRenewal<S>(
         const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason) : { invalid: reason, deliveries: [] };
         await releaseCredentialLease(tx, holder, lease);
         const ours = holder.table === 'connections' ? held : held && (await findConnectionGrant(tx, connectionId))?.oauth_grant_id === holder.id;
-        return ours ? refused : { ...refused, replaced: true, label: kind.label };
+        if (!ours) return { ...refused, replaced: true, label: kind.label };
+        // A spent credential refused under a lease taken over: the worker that spent it may store its successor yet.
+        return takenOver && kind.spends ? { ...refused, takenOver: true } : refused;
       });
     }
     // Best effort: an unreleased lease ends by itself.
@@ -508,7 +524,7 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
     const outcome = await renewCachedToken(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
+      throw refusedError(outcome);
     }
     if (outcome.secret.token) seen.add(outcome.secret.token);
     return outcome.secret;
