@@ -13,7 +13,9 @@
 // - The answer (new access token, and the rotated refresh token when the provider sent one) is
 //   sealed into one envelope and written with one compare-and-set statement: access and refresh
 //   token are replaced together or not at all, so a crash cannot keep a used refresh token
-//   without its successor, nor overwrite credentials a PATCH stored meanwhile.
+//   without its successor, nor overwrite credentials a PATCH stored meanwhile. A store the
+//   database fails (no connection to be had for a moment, a restart) is tried again, with backoff,
+//   for as long as a lease lasts (`storePersistently`): the answer exists only in this process.
 // - A 401 from the provider refreshes once and retries the request once; a second 401 fails.
 // - The grant is its own row (`oauth_grants`), which connections of one tenant may share: the
 //   refresh, its lease and its stored result are the grant's, so one refresh serves every
@@ -22,6 +24,13 @@
 //   `connection_credentials_invalid` alert and writes a `connection.credentials_invalid` webhook
 //   event, in the same transaction; the task then fails with `CredentialsInvalid` (permanent,
 //   counted toward no breaker).
+// - A refresh spends the stored refresh token. A worker whose lease ended before it stored its
+//   answer (it waited that long for a database connection) still stores it, and another worker
+//   that took the lease over meanwhile was refused the spent token (`invalid_grant`): that refusal
+//   was of a grant that lives on, so the store makes the connections it marked `active` again and
+//   resolves their alerts. A refusal and a store take the credential's refresh lock, so whichever
+//   comes second sees the other. The run refused under a lease it took over fails as retryable (its
+//   retry finds the connections active again, or still refused and fails as `CredentialsInvalid`).
 //
 // Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
 // is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
@@ -34,7 +43,7 @@
 // - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
 //   uninstalled; `invalid_client` and the like from a token endpoint) marks the connection
 //   `needs_reauth` exactly as `invalid_grant` does.
-import { raiseAlert } from '../db/models/alerts';
+import { raiseAlert, resolveAlert } from '../db/models/alerts';
 import type { PoolClient } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -46,6 +55,7 @@ import {
   markGrantNeedsReauth,
   markNeedsReauth,
   releaseCredentialLease,
+  resumeRefusedConnections,
   storeRenewedCredentials,
   type CredentialForRefresh,
   type CredentialHolder,
@@ -115,7 +125,7 @@ export function credentialProvider(
     const outcome = await refreshWithLease(deps, connectionId, holder, held, force);
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
+      throw refusedError(outcome);
     }
     seen.push(...tokens(outcome.secret));
     return outcome.secret;
@@ -144,10 +154,22 @@ class Refusal extends Error {}
  * no longer the connection's (new credentials arrived while the provider answered), so the run is
  * tried again with the new ones instead of failing as `CredentialsInvalid`.
  */
-type Refused = { invalid: string; deliveries: string[]; replaced?: boolean; label?: string };
+type Refused = { invalid: string; deliveries: string[]; replaced?: boolean; label?: string; takenOver?: boolean };
 
 /** Why a run that renewed (or was refused) credentials replaced meanwhile is tried again. */
 const REPLACED = (label = 'credentials') => `${label}: the credentials were replaced while they were renewed; trying again with the new ones`;
+
+/**
+ * The failure of a run refused a refresh token under a lease it took over: retryable, since the
+ * worker whose lease ended may store the token's successor yet (which makes the connections active
+ * again); a retry that finds them still refused fails as `CredentialsInvalid`.
+ */
+const refusedError = (outcome: Refused): Error =>
+  outcome.replaced
+    ? new Transient(REPLACED(outcome.label))
+    : outcome.takenOver
+      ? new Transient(`${outcome.invalid} (refused under a renewal lease taken over from a worker that had not stored its answer: trying again)`)
+      : new CredentialsInvalid(outcome.invalid);
 type RefreshOutcome = { secret: OAuth2Secret } | Refused;
 
 /**
@@ -218,6 +240,7 @@ async function refreshWithLease(
     },
     // The same grant: its refresh token unchanged (a key rotation re-sealed it meanwhile).
     same: (a, b) => a.refresh_token === b.refresh_token,
+    spends: true,
   });
 }
 
@@ -238,6 +261,12 @@ interface LeasedRenewal<S> {
   obtain(latest: S, row: CredentialForRefresh): Promise<S>;
   /** Whether `a` and `b` are the same credential (a renewal of one may be stored over the other). */
   same(a: S, b: S): boolean;
+  /**
+   * Whether a renewal spends the stored credential (a refresh token): a refusal of it that another
+   * worker got while this renewal was under way was of the token this one spent, and is undone
+   * when this renewal is stored.
+   */
+  spends?: boolean;
 }
 
 /**
@@ -274,7 +303,7 @@ async function renewWithLease<S>(
   let pause = WAIT_FIRST_MS;
   let waited = false;
   for (;;) {
-    type Step = { done: { secret: S } | Refused } | { wait: true } | { claimed: { row: CredentialForRefresh; latest: S; lease: string } };
+    type Step = { done: { secret: S } | Refused } | { wait: true } | { claimed: { row: CredentialForRefresh; latest: S; lease: string; takenOver: boolean } };
     const step = await withTransaction(deps.pool, async (tx): Promise<Step> => {
       await lockCredentialRefresh(tx, holder.id);
       const row = await findHeldCredential(tx, holder);
@@ -290,7 +319,8 @@ async function renewWithLease<S>(
       if (row.lease_live) return { wait: true };
       const lease = randomUUID();
       if (!(await claimCredentialLease(tx, holder, lease, leaseMs))) return { wait: true };
-      return { claimed: { row, latest, lease } };
+      // A lease recorded but not live: its worker died, or has not stored its answer yet.
+      return { claimed: { row, latest, lease, takenOver: row.lease_left } };
     });
     if ('done' in step) return step.done;
     if ('wait' in step) {
@@ -305,13 +335,36 @@ async function renewWithLease<S>(
   }
 }
 
+/** The first pause before storing a renewed credential again after the database failed the store. */
+const STORE_AGAIN_FIRST_MS = 100;
+
+/**
+ * Runs `store` (the transaction that stores a credential the provider has answered) until it
+ * succeeds, pausing between tries (doubling to WAIT_MAX_MS), for as long as a renewal lease lasts;
+ * then its last error is thrown. The answer exists only in this process, and the provider may have
+ * spent the refresh token it replaced: a database connection that is not to be had for a moment
+ * (a busy pool, a restart) must not throw the grant away.
+ */
+async function storePersistently<T>(deps: Pick<ActivityDeps, 'providers' | 'logger'>, connectionId: string, label: string, store: () => Promise<T>): Promise<T> {
+  const until = Date.now() + leaseMsOf(deps);
+  for (let pause = STORE_AGAIN_FIRST_MS; ; pause = Math.min(pause * 2, WAIT_MAX_MS)) {
+    try {
+      return await store();
+    } catch (err) {
+      if (Date.now() + pause > until) throw err;
+      deps.logger.warn({ connection_id: connectionId, kind: label, error: (err as Error).message }, 'storing a renewed credential failed; trying again');
+      await sleep(pause);
+    }
+  }
+}
+
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger'>,
+  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger' | 'providers'>,
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
-  { row, latest, lease }: { row: CredentialForRefresh; latest: S; lease: string },
+  { row, latest, lease, takenOver }: { row: CredentialForRefresh; latest: S; lease: string; takenOver: boolean },
 ): Promise<{ secret: S } | Refused> {
   let next: S;
   try {
@@ -320,6 +373,8 @@ async function storeRenewal<S>(
     if (err instanceof Refusal) {
       const reason = `${kind.label}: ${err.message}`;
       return withTransaction(deps.pool, async (tx) => {
+        // After any store of a renewal that ended meanwhile (it undoes a refusal of what it spent).
+        await lockCredentialRefresh(tx, holder.id);
         // The refusal is of the credential that was renewed: while the holder still has it (or,
         // re-sealed by a key rotation, the same one) its connections need reauthorization; the
         // connection of this run needs it only while it still uses that holder. New credentials
@@ -330,7 +385,9 @@ async function storeRenewal<S>(
         const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason) : { invalid: reason, deliveries: [] };
         await releaseCredentialLease(tx, holder, lease);
         const ours = holder.table === 'connections' ? held : held && (await findConnectionGrant(tx, connectionId))?.oauth_grant_id === holder.id;
-        return ours ? refused : { ...refused, replaced: true, label: kind.label };
+        if (!ours) return { ...refused, replaced: true, label: kind.label };
+        // A spent credential refused under a lease taken over: the worker that spent it may store its successor yet.
+        return takenOver && kind.spends ? { ...refused, takenOver: true } : refused;
       });
     }
     // Best effort: an unreleased lease ends by itself.
@@ -338,16 +395,29 @@ async function storeRenewal<S>(
     throw err;
   }
   const sealed = sealCredentials(deps.credentials, holder.id, { ...next } as unknown as Record<string, unknown>)!;
-  const stored = await withTransaction(deps.pool, async (tx) => {
-    if (await storeRenewedCredentials(tx, holder, row.credentials, sealed, lease)) return true;
-    // Changed meanwhile: re-sealed by a key rotation (the same credential: store over it, the old
-    // refresh token is spent), or replaced by new credentials (they win).
-    const now = await findHeldCredential(tx, holder);
-    const same = now ? kind.parse(now) : null;
-    if (now && same && kind.same(same, latest) && (await storeRenewedCredentials(tx, holder, now.credentials, sealed, lease))) return true;
-    await releaseCredentialLease(tx, holder, lease);
-    return false;
-  });
+  const stored = await storePersistently(deps, connectionId, kind.label, () => withTransaction(deps.pool, async (tx) => {
+    // Ordered with a refusal of the same credential (see the module comment).
+    await lockCredentialRefresh(tx, holder.id);
+    const store = async () => {
+      if (await storeRenewedCredentials(tx, holder, row.credentials, sealed, lease)) return true;
+      // Changed meanwhile: re-sealed by a key rotation (the same credential: store over it, the old
+      // refresh token is spent), or replaced by new credentials (they win).
+      const now = await findHeldCredential(tx, holder);
+      const same = now ? kind.parse(now) : null;
+      return !!now && !!same && kind.same(same, latest) && (await storeRenewedCredentials(tx, holder, now.credentials, sealed, lease));
+    };
+    if (!(await store())) {
+      await releaseCredentialLease(tx, holder, lease);
+      return false;
+    }
+    if (kind.spends) {
+      // Any refusal of the credential this renewal replaced was of the token it spent.
+      const resumed = await resumeRefusedConnections(tx, holder);
+      for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
+      if (resumed.length > 0) deps.logger.warn({ connection_ids: resumed, kind: kind.label }, 'a refusal of the credential this renewal spent is undone: connections active again');
+    }
+    return true;
+  }));
   if (!stored) throw new Transient(REPLACED(kind.label));
   return { secret: next };
 }
@@ -454,7 +524,7 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
     const outcome = await renewCachedToken(deps, connectionId, held, force, kind, (more) => more.forEach((s) => seen.add(s)));
     if ('invalid' in outcome) {
       startDeliveriesSoon(deps, outcome.deliveries);
-      throw outcome.replaced ? new Transient(REPLACED(outcome.label)) : new CredentialsInvalid(outcome.invalid);
+      throw refusedError(outcome);
     }
     if (outcome.secret.token) seen.add(outcome.secret.token);
     return outcome.secret;

@@ -1,9 +1,12 @@
 // Sealing stored secrets: the start-up step that seals legacy plaintext rows, and rotation
 // (`npm run credentials:rotate`), which re-seals every row under the active key: connection
-// credentials (OAuth 2 grants included: they are the connection's envelope), webhook secrets and
-// OAuth apps' client secrets. A connect flow's PKCE verifier lives ten minutes and is not re-sealed.
+// credentials (OAuth 2 grants included: they are the connection's envelope), webhook secrets,
+// OAuth apps' client secrets and the PKCE verifiers of connect flows under way (a person who
+// started one before the rotation completes it after the old key is removed; expired flows are
+// never opened again and are left as they are).
 import * as connections from '../db/models/connections';
 import * as oauthApps from '../db/models/oauth-apps';
+import * as oauthStates from '../db/models/oauth-states';
 import * as webhooks from '../db/models/webhooks';
 import type { Pool } from '../db/pool';
 import { isEnvelope, open, seal, sealCredentials, type Keyring } from '../lib/credentials';
@@ -79,6 +82,13 @@ export async function resealSecrets(
         list: (after) => oauthApps.listClientSecretsToReseal(deps.pool, activeId, after, BATCH),
         resealed: (row) => resealText(keyring, { table: 'oauth_apps', id: row.id }, row.stored),
         replace: (row, sealed) => oauthApps.replaceClientSecret(deps.pool, row.id, row.stored, sealed),
+      }, result, onBatch)) +
+      (await resealTable({
+        // A verifier is bound to its flow's state hash (the row's key).
+        table: 'oauth_states',
+        list: (after) => oauthStates.listVerifiersToReseal(deps.pool, activeId, after, BATCH),
+        resealed: (row) => resealText(keyring, { table: 'oauth_states', id: row.id }, row.stored),
+        replace: (row, sealed) => oauthStates.replaceVerifier(deps.pool, row.id, row.stored, sealed),
       }, result, onBatch));
     result.skipped += skippedThisPass;
     if (skippedThisPass === 0) break;
@@ -88,7 +98,8 @@ export async function resealSecrets(
       (await connections.countCredentialsToReseal(deps.pool, keyring.activeId)) +
       (await connections.countGrantsToReseal(deps.pool, keyring.activeId)) +
       (await webhooks.countSecretsToReseal(deps.pool, keyring.activeId)) +
-      (await oauthApps.countClientSecretsToReseal(deps.pool, keyring.activeId));
+      (await oauthApps.countClientSecretsToReseal(deps.pool, keyring.activeId)) +
+      (await oauthStates.countVerifiersToReseal(deps.pool, keyring.activeId));
   }
   return result;
 }

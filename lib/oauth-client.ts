@@ -63,10 +63,14 @@ function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.A
  *   an ID token's `iss` is the provider's OpenID issuer (`https://idp.example/realms/acme`,
  *   `https://accounts.google.com`), which the token URL does not tell, so validating it would refuse
  *   good answers (and lose a refresh token the provider already rotated);
- * - optional members given as null (`expires_in`, `refresh_token`, `scope`) taken as absent, and an
+ * - optional members given as null (`expires_in`, `refresh_token`, `scope`) taken as absent, a
+ *   `refresh_token` given as "" (Tailscale's tsidp answers so when it issues none) too, and an
  *   `expires_in` that is no positive number of seconds (-1 or "never" for a token that does not
  *   expire) dropped: such a token is used until refused. Refusing the whole answer would throw away
- *   the access token and a refresh token the provider already rotated (the grant then lost).
+ *   the access token and a refresh token the provider already rotated (the grant then lost);
+ * - a `scope` given as a JSON array of strings (Twitch answers so) taken as the space-separated
+ *   list RFC 6749 spells, and a `scope` of any other type dropped (the scopes held before stay),
+ *   for the same reason.
  * Every other member is kept and validated as it came.
  */
 function plainAnswer(body: Buffer): Buffer | null {
@@ -79,14 +83,20 @@ function plainAnswer(body: Buffer): Buffer | null {
   if (!json || typeof json !== 'object' || Array.isArray(json)) return null;
   const answer = json as Record<string, unknown>;
   const drop = new Set<string>();
+  const replaced: Record<string, string> = {};
   if (Object.hasOwn(answer, 'id_token')) drop.add('id_token');
   for (const key of ['expires_in', 'refresh_token', 'scope']) if (Object.hasOwn(answer, key) && answer[key] === null) drop.add(key);
+  if (answer.refresh_token === '') drop.add('refresh_token');
   if (Object.hasOwn(answer, 'expires_in') && answer.expires_in !== null) {
     const seconds = typeof answer.expires_in === 'number' ? answer.expires_in : typeof answer.expires_in === 'string' ? Number.parseFloat(answer.expires_in) : Number.NaN;
     if (!Number.isFinite(seconds) || seconds <= 0) drop.add('expires_in');
   }
-  if (drop.size === 0) return null;
-  return Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(answer).filter(([key]) => !drop.has(key)))), 'utf8');
+  const scope = answer.scope;
+  if (Array.isArray(scope) && scope.every((s) => typeof s === 'string')) replaced.scope = scope.join(' ');
+  else if (scope !== undefined && scope !== null && typeof scope !== 'string') drop.add('scope');
+  if (drop.size === 0 && Object.keys(replaced).length === 0) return null;
+  const kept = Object.entries(answer).filter(([key]) => !drop.has(key)).map(([key, value]) => [key, Object.hasOwn(replaced, key) ? replaced[key] : value]);
+  return Buffer.from(JSON.stringify(Object.fromEntries(kept)), 'utf8');
 }
 
 /** Whether `body` is an OAuth 2 error answer: a JSON object with a string `error` and no `access_token`. */

@@ -9,6 +9,9 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
+import { completeAuthorization, createOAuthApp, startAuthorization } from '../commands/oauth';
+import { testCommandDeps } from './helpers/deps';
+import { startFakeOAuth } from './helpers/fake-oauth';
 
 const TASK_QUEUE = 'credentials-rotation';
 const OLD = Buffer.alloc(32, 11).toString('base64');
@@ -146,5 +149,32 @@ describe('credentials rotation', () => {
     const used = await q<{ credentials: unknown }>(
       'select g.credentials from connections c join oauth_grants g on g.id = c.oauth_grant_id where c.id = any($1)', [conns.map((c) => c.id)]);
     expect(used.map((u) => u.credentials)).toEqual([row!.credentials, row!.credentials]);
+  });
+
+  it('re-seals the PKCE verifier of an open connect flow, which completes after the old key is removed', async () => {
+    const oauth = await startFakeOAuth();
+    try {
+      const deps = (credentials: typeof BOTH) => ({ ...testCommandDeps(stack.db.pool, undefined as never), credentials });
+      const app = await createOAuthApp(deps(OLD_ONLY), {
+        tenantId: 'flow', name: 'rotating', clientId: oauth.clientId, clientSecret: oauth.clientSecret,
+        authorizeUrl: `${oauth.url}/authorize`, tokenUrl: `${oauth.url}/token`, redirectUri: 'https://client.example/cb', scopes: ['read'],
+      });
+      const [conn] = await q<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key, status) values ('flow', 'http', 'flow', 'needs_reauth') returning id`);
+      // A person starts the connect flow before the rotation (its verifier sealed under the old key) ...
+      const start = await startAuthorization(deps(OLD_ONLY), conn!.id, { appId: app.id });
+      const consent = await fetch(start.authorization_url, { redirect: 'manual' });
+      const back = new URL(consent.headers.get('location')!);
+      // ... the rotation runs and reports nothing left under the old key ...
+      const result = await resealSecrets({ pool: stack.db.pool, credentials: BOTH }, 'all');
+      expect(result.remaining).toBe(0);
+      const states = await q<{ code_verifier: string }>('select code_verifier from oauth_states where connection_id = $1', [conn!.id]);
+      expect(states.map((s) => envelopeKeyId(s.code_verifier))).toEqual(['new']);
+      // ... the old key is removed, and the person comes back from the provider's consent.
+      const done = await completeAuthorization(deps(NEW_ONLY), { state: back.searchParams.get('state')!, code: back.searchParams.get('code')! });
+      expect(done).toEqual({ connection_id: conn!.id, status: 'active' });
+      expect(oauth.counts.code).toBe(1);
+    } finally {
+      await oauth.close();
+    }
   });
 });

@@ -4,6 +4,7 @@
 // needs_reauth with its event and alert and no breaker count, and the connect flow through the API.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import pg, { type PoolClient } from 'pg';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../activities/enqueue-job';
@@ -151,6 +152,116 @@ describe('oauth2 credentials', () => {
     expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
     const lease = await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_token is null and credential_lease_until is null', [conn.id]);
     expect(lease.rowCount).toBe(1);
+  });
+
+  it('a worker whose lease ended while it waited for a database connection to store its answer: the refusal another worker got for the refresh token it spent is undone by its store, and that worker\'s task is tried again', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    const { jobId, tasks } = await job(conn.id, ['a', 'b']);
+    // Worker A: one database connection, a 1 s provider timeout (its lease: 11 s).
+    const poolA = createPool(db.url, 1);
+    let heldA: PoolClient | null = null;
+    let runA: Promise<SyncTaskResult> | null = null;
+    try {
+      const before = oauth.counts.refresh;
+      // When the token endpoint has rotated A's refresh token, A's one connection is busy (other
+      // activities of a loaded worker) until after its lease has ended.
+      oauth.beforeRefreshAnswer = async () => {
+        oauth.beforeRefreshAnswer = null;
+        heldA = await poolA.connect();
+      };
+      const { deps: depsA } = testActivityDeps({ pool: poolA, providers: { ...TEST_PROVIDER_POLICY, timeoutMs: 1_000 } });
+      const inputA: SyncTaskInput = { jobId, taskId: tasks[0]!, resourceType: 'a', mode: 'incremental' };
+      runA = new MockActivityEnvironment().run(syncTask(depsA), inputA) as Promise<SyncTaskResult>;
+      const leaseEnded = async () =>
+        (await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_until <= now()', [conn.id])).rowCount === 1;
+      while (!heldA || !(await leaseEnded())) await new Promise((r) => setTimeout(r, 100));
+      // Worker B finds the lease ended (as a dead worker's) and refreshes with the stored refresh token, which A spent.
+      const errB = await runTask(secondPool, jobId, tasks[1]!, 'b').result.then(() => null, (e: Error & { nonRetryable?: boolean }) => e);
+      expect(errB?.message).toMatch(/invalid_grant/);
+      expect(oauth.counts.refresh - before).toBe(2);
+      // B's task is tried again: the worker whose lease it took over may still store the grant's successor.
+      expect(errB?.nonRetryable).toBe(false);
+      // A gets its connection and stores the tokens the provider gave it.
+      (heldA as PoolClient | null)?.release();
+      heldA = null;
+      const a = await runA;
+      runA = null;
+      expect(a.status).toBe('completed');
+      // Temporal's retry of B's task (attempt 2) syncs with them.
+      const retriedB = await runTask(secondPool, jobId, tasks[1]!, 'b', 2).result;
+      await endJob(jobId);
+      expect(retriedB.status).toBe('completed');
+      expect(oauth.counts.refresh - before).toBe(2);
+      const stored = await storedSecret(conn.id);
+      expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
+      // The grant is healthy: its connection is active, with no open alert, and its next run syncs.
+      expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id])).rows[0]!.status).toBe('active');
+      const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+      expect(alerts.rowCount).toBe(0);
+      const next = await job(conn.id, ['a']);
+      expect((await runTask(db.pool, next.jobId, next.tasks[0]!, 'a').result).status).toBe('completed');
+      await endJob(next.jobId);
+    } finally {
+      oauth.beforeRefreshAnswer = null;
+      (heldA as PoolClient | null)?.release();
+      await (runA as Promise<SyncTaskResult> | null)?.catch(() => undefined);
+      await poolA.end();
+    }
+  });
+
+  it('a grant refused under a lease taken over from a worker that died: the run fails as retryable, and its retry as needing new credentials without asking the provider again', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    oauth.refreshTokens.delete(conn.grant.refresh); // spent by the dead worker's refresh, whose answer was lost
+    await db.pool.query(
+      `update oauth_grants set credential_lease_token = $2, credential_lease_until = now() - interval '1 second' where id = $1`,
+      [conn.id, randomUUID()],
+    );
+    const before = oauth.counts.refresh;
+    const { jobId, tasks } = await job(conn.id, ['a']);
+    const first = await runTask(db.pool, jobId, tasks[0]!, 'a').result.then(() => null, (e: Error & { nonRetryable?: boolean }) => e);
+    expect(first?.message).toMatch(/invalid_grant/);
+    expect(first?.nonRetryable).toBe(false);
+    expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id])).rows[0]!.status).toBe('needs_reauth');
+    const retried = await runTask(db.pool, jobId, tasks[0]!, 'a', 2).result.then(() => null, (e: Error & { nonRetryable?: boolean }) => e);
+    await endJob(jobId);
+    expect(retried?.message).toMatch(/needs new credentials/);
+    expect(retried?.nonRetryable).toBe(true);
+    expect(oauth.counts.refresh - before).toBe(1);
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(alerts.rowCount).toBe(1);
+  });
+
+  it('a refresh whose answer cannot be stored at once (no database connection for a moment) stores it when one is free: the rotated refresh token is kept', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    // Worker A: one database connection, which it waits for at most 200 ms at a time.
+    const poolA = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 200 });
+    poolA.on('error', () => undefined);
+    let heldA: PoolClient | null = null;
+    try {
+      // When the token endpoint has rotated the refresh token, A's one connection is busy for a second.
+      oauth.beforeRefreshAnswer = async () => {
+        oauth.beforeRefreshAnswer = null;
+        heldA = await poolA.connect();
+        setTimeout(() => {
+          heldA?.release();
+          heldA = null;
+        }, 1_000);
+      };
+      const { deps } = testActivityDeps({ pool: poolA });
+      const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
+      const credential = await credentialProvider(deps, conn.id, stored, conn.id).current().then((c) => c, (e: Error) => e);
+      const issued = oauth.issued.slice(-2);
+      expect(credential).toEqual({ token: issued[0] });
+      const secret = await storedSecret(conn.id);
+      expect(secret.refresh_token).toBe(issued[1]);
+      expect(oauth.refreshTokens.has(secret.refresh_token as string)).toBe(true);
+      const lease = await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_token is null', [conn.id]);
+      expect(lease.rowCount).toBe(1);
+    } finally {
+      oauth.beforeRefreshAnswer = null;
+      (heldA as PoolClient | null)?.release();
+      await poolA.end();
+    }
   });
 
   it('a 401 refreshes once and retries once; a token refused again fails the task instead of looping', async () => {

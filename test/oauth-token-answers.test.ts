@@ -4,8 +4,9 @@
 // plain OAuth 2 answer, in the code exchange and in a refresh (whose rotated refresh token is the
 // one stored); a refresh refused for the OAuth app's client credentials (`invalid_client`,
 // `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure;
-// optional members given as null, and an expires_in that is no lifetime, are taken as absent; an
-// error code the endpoint answers is quoted short and without the secrets the request sent.
+// optional members given as null, an empty refresh_token and an expires_in that is no lifetime are
+// taken as absent; a scope given as a JSON array is taken as the scopes it names; an error code the
+// endpoint answers is quoted short and without the secrets the request sent.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -217,6 +218,51 @@ describe('token answers with optional members null, or an expires_in that is no 
     const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
     expect(credential).toEqual({ token: idp.issued.at(-1)!.access_token });
     expect((await stored(conn.id)).secret.refresh_token).toBe(conn.refresh);
+  });
+});
+
+describe('token answers with an empty refresh_token (as Tailscale\'s tsidp answers when it issues none)', () => {
+  it('a refresh answered with refresh_token "" is taken without one: the access token is used and the credential keeps its refresh token', async () => {
+    idp.mode.extra = { refresh_token: '' };
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+    expect(answer).toEqual({ access_token: idp.issued.at(-1)!.access_token, refresh_token: undefined, expires_in: 3600, scope: 'openid read' });
+    const conn = await grantConnection();
+    idp.mode.extra = { refresh_token: '' };
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+    expect(credential).toEqual({ token: idp.issued.at(-1)!.access_token });
+    expect((await stored(conn.id)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, refresh_token: conn.refresh });
+  });
+});
+
+describe('token answers whose scope is a JSON array (as Twitch answers it)', () => {
+  it('a refresh answered with scope ["openid", "read"] is taken with the scopes it names: the rotated refresh token is stored, and its scopes', async () => {
+    idp.mode.extra = { scope: ['openid', 'read'] };
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+    expect(answer).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+    expect(credential).toEqual({ token: idp.issued.at(-1)!.access_token });
+    expect((await stored(conn.id)).secret).toMatchObject({ refresh_token: idp.issued.at(-1)!.refresh_token, scopes: ['openid', 'read'] });
+  });
+
+  it('the connect flow exchanging a code answered with an array scope stores the grant and makes the connection active', async () => {
+    idp.mode.extra = { scope: ['openid', 'read'] };
+    const appId = await insertApp();
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, '{}', 'needs_reauth')`, [id, `flow-${id.slice(0, 8)}`]);
+    const start = await startAuthorization(commandDeps(), id, { appId });
+    const url = new URL(start.authorization_url);
+    const code = `code_${randomUUID()}`;
+    idp.codes.set(code, url.searchParams.get('code_challenge')!);
+    const done = await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code }).then((d) => d, (e: Error) => e);
+    expect(done).toEqual({ connection_id: id, status: 'active' });
+    expect((await stored(id)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, scopes: ['openid', 'read'] });
   });
 });
 

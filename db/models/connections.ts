@@ -616,6 +616,8 @@ export interface CredentialForRefresh {
   client_secret: string | null;
   /** Whether another worker holds a live renewal lease on the credential. */
   lease_live: boolean;
+  /** Whether a renewal lease is recorded, live or past its expiry (its worker died, or has not stored its answer yet). */
+  lease_left: boolean;
 }
 
 /**
@@ -642,7 +644,7 @@ export async function findGrantForRefresh(db: Queryable, id: string): Promise<Cr
                  then ${CONNECTION.needs_reauth} else ${CONNECTION.active} end as status,
             g.tenant_id, (select min(c.provider_slug) from connections c where c.oauth_grant_id = g.id) as provider_slug,
             g.credentials, ${CREDENTIAL.oauth2} as credential_kind, null::jsonb as config, g.oauth_app_id, a.token_url, a.client_id, a.client_secret,
-            coalesce(g.credential_lease_until > now(), false) as lease_live
+            coalesce(g.credential_lease_until > now(), false) as lease_live, g.credential_lease_token is not null as lease_left
        from oauth_grants g join oauth_apps a on a.id = g.oauth_app_id
       where g.id = $1`,
     [id],
@@ -742,7 +744,7 @@ export async function countGrantsToReseal(db: Queryable, activeId: string): Prom
 export async function findCredentialForRefresh(db: Queryable, id: string): Promise<CredentialForRefresh | null> {
   const { rows } = await db.query<CredentialForRefresh>(
     `select c.status, c.tenant_id, c.provider_slug, c.credentials, c.credential_kind, c.config, c.oauth_app_id, a.token_url, a.client_id, a.client_secret,
-            coalesce(c.credential_lease_until > now(), false) as lease_live
+            coalesce(c.credential_lease_until > now(), false) as lease_live, c.credential_lease_token is not null as lease_left
        from connections c left join oauth_apps a on a.id = c.oauth_app_id
       where c.id = $1`,
     [id],
@@ -780,6 +782,21 @@ export async function storeRenewedCredentials(db: Queryable, holder: CredentialH
     [holder.id, JSON.stringify(stored), sealed, lease],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Makes every connection of `holder` (the grant's, or the connection itself) that needs
+ * reauthorization `active` again: the credential it was refused for has just been renewed. The
+ * connections changed.
+ */
+export async function resumeRefusedConnections(db: Queryable, holder: CredentialHolder): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `update connections set status = ${CONNECTION.active}
+      where ${holder.table === 'oauth_grants' ? 'oauth_grant_id' : 'id'} = $1 and status = ${CONNECTION.needs_reauth}
+      returning id`,
+    [holder.id],
+  );
+  return rows.map((row) => row.id);
 }
 
 /** Ends the renewal lease `lease` of connection `id` when it is still held (a renewal that failed). */

@@ -36,3 +36,33 @@ export async function consumeOAuthState(db: Queryable, stateHash: string, at: Da
   const row = rows[0];
   return row && row.expires_at.getTime() > at.getTime() ? row : null;
 }
+
+/**
+ * The next `limit` flows under way (not expired) after state hash `afterHash` whose verifier is not
+ * sealed under key `activeId`, as key rotation walks them (`id`: the state hash, the row the
+ * verifier is bound to). An expired flow is never opened again, so it is left as it is.
+ */
+export async function listVerifiersToReseal(db: Queryable, activeId: string | null, afterHash: string, limit: number): Promise<{ id: string; stored: string }[]> {
+  const { rows } = await db.query<{ id: string; stored: string }>(
+    `select state_hash as id, code_verifier as stored from oauth_states
+      where state_hash > $2 and expires_at > now() and not starts_with(code_verifier, 'enc:v1:' || coalesce($1::text || ':', ''))
+      order by state_hash limit $3`,
+    [activeId, afterHash, limit],
+  );
+  return rows;
+}
+
+/** Replaces flow `stateHash`'s verifier with `sealed` only if it still is `stored` (compare and set). */
+export async function replaceVerifier(db: Queryable, stateHash: string, stored: string, sealed: string): Promise<boolean> {
+  const { rowCount } = await db.query('update oauth_states set code_verifier = $3 where state_hash = $1 and code_verifier = $2', [stateHash, stored, sealed]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** How many flows under way (not expired) hold a verifier not sealed under key `activeId`. */
+export async function countVerifiersToReseal(db: Queryable, activeId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from oauth_states where expires_at > now() and not starts_with(code_verifier, 'enc:v1:' || $1 || ':')`,
+    [activeId],
+  );
+  return rows[0]!.n;
+}
