@@ -81,3 +81,27 @@ describe('http connector: records a full pass finds alive by item lookup', () =>
     expect((await storedRecords(db.pool, connectionId, 'items')).get('b')?.data.name).toBe('b');
   });
 });
+
+describe('http connector: re-checks across full passes', () => {
+  it('a record deleted at the provider is tombstoned even when more unlisted records than one pass re-checks are always found alive (the re-checks rotate)', async () => {
+    // 120 records the listing leaves out but the item lookup always finds (a listing filtered by
+    // the provider, say), sorting before 'z', which the provider deletes. One pass re-checks at
+    // most 100 unlisted records; the next must re-check others, so 'z' is reached.
+    const alive = Array.from({ length: 120 }, (_, i) => `a${String(i).padStart(3, '0')}`);
+    const items = new Map<string, Record<string, unknown>>([...alive, 'z'].map((id) => [id, { id, name: id, updated_at: OLD }]));
+    let listed = [...items.keys()];
+    const fake = await provider(items, () => listed);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+    expect((await storedRecords(db.pool, connectionId, 'items')).size).toBe(121);
+
+    listed = [];
+    items.delete('z');
+    for (let pass = 0; pass < 3; pass += 1) await runPass(deps, connectionId, 'items', 'full');
+
+    const stored = await storedRecords(db.pool, connectionId, 'items');
+    expect(stored.get('z')?.deleted_at, "'z' is gone at the provider").not.toBeNull();
+    expect(alive.filter((id) => stored.get(id)?.deleted_at !== null)).toEqual([]);
+  });
+});

@@ -2,7 +2,7 @@ import { storableRecords } from '../../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY } from '../../connectors/provider-http';
 import type { Connector, FetchPageInput } from '../../connectors/types';
 import { countCompletedTask } from '../../db/models/jobs';
-import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
+import { confirmFetched, listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
 import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
 import { forgetEtagsBefore } from '../../db/models/provider-etags';
 import { forgetOtherPartitions } from '../../db/models/state';
@@ -19,9 +19,10 @@ export const MAX_RECHECKS = 100;
 export type Deletable = { except: string[] } | { only: string[] };
 
 /**
- * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates with the connector's
- * `recheck` (when it has one), stores those alive (they are then no candidates: written after the
- * pass began), and says which it may tombstone: with a consistent listing every candidate but
+ * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates, those fetched longest
+ * ago first, with the connector's `recheck` (when it has one), stores those alive (changed, they are
+ * then no candidates: written after the pass began; unchanged, noted as fetched now, so later passes
+ * re-check others first), and says which it may tombstone: with a consistent listing every candidate but
  * those not confirmed gone; without one (or when the pass held a cursor) only those confirmed gone
  * (none without `recheck`).
  */
@@ -45,9 +46,13 @@ export async function confirmDeletions(
   const maxRecordBytes = (request.policy ?? DEFAULT_PROVIDER_POLICY).maxRecordBytes;
   const alive = storableRecords(answer.alive.filter((r) => asked.has(r.externalId)), maxRecordBytes, request.resource);
   if (alive.length > 0) {
-    await withTransaction(pool, (tx) =>
-      upsertRecords(tx, { connectionId: target.connectionId, resourceType: target.resourceType, jobId: target.jobId, at: new Date(), fetchedAt }, alive),
-    );
+    await withTransaction(pool, async (tx) => {
+      const where = { connectionId: target.connectionId, resourceType: target.resourceType };
+      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt }, alive);
+      // Those found unchanged are noted as fetched now: the next pass re-checks the candidates
+      // fetched longest ago first, so always-alive records never take every re-check.
+      await confirmFetched(tx, { ...where, fetchedAt }, alive);
+    });
   }
   const gone = new Set(answer.gone.filter((id) => asked.has(id)));
   return consistent ? { except: candidates.filter((id) => !gone.has(id)) } : { only: [...gone] };

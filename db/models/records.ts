@@ -173,7 +173,10 @@ const CANDIDATES = `r.connection_id = $1 and r.resource_type = $2 and r.deleted_
  * `resourceType` it did not see, written before the pass began (a record written by a job running
  * beside it is not the pass's to judge) and changed at the provider before `changedBefore` (the
  * pass start less the clock skew: a record changed during the pass was alive then, whatever the
- * listing served).
+ * listing served). The least recently fetched come first (never fetched since `fetched_at` was
+ * added, first of all; then by id): a re-check that finds a record alive notes its fetch
+ * (`confirmFetched`), so records a listing leaves out but that are always alive cannot take every
+ * pass's re-checks, and each candidate is reached in turn.
  */
 export async function listDeletionCandidates(
   db: Queryable,
@@ -184,10 +187,34 @@ export async function listDeletionCandidates(
   limit: number,
 ): Promise<string[]> {
   const { rows } = await db.query<{ external_id: string }>(
-    `select r.external_id from records r where ${CANDIDATES} order by r.external_id limit $5`,
+    `select r.external_id from records r where ${CANDIDATES} order by r.fetched_at nulls first, r.external_id limit $5`,
     [connectionId, resourceType, taskId, changedBefore, limit],
   );
   return rows.map((r) => r.external_id);
+}
+
+/**
+ * Notes that the provider served `records` at `fetchedAt` exactly as they are stored (live, the
+ * same data and change time): their `fetched_at` moves to it (never back). No `change_seq`: nothing
+ * changed. A record stored otherwise (an overlapping job wrote another version) is left alone.
+ * Returns how many it noted.
+ */
+export async function confirmFetched(
+  db: Queryable,
+  target: { connectionId: string; resourceType: string; fetchedAt: Date },
+  records: readonly ConnectorRecord[],
+): Promise<number> {
+  if (records.length === 0) return 0;
+  const rows = records.map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
+  const { rowCount } = await db.query(
+    `update records r set fetched_at = $3
+       from jsonb_to_recordset($4::jsonb) as p(external_id text, data jsonb, updated_at timestamptz)
+      where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id and r.deleted_at is null
+        and r.data = p.data and r.source_updated_at is not distinct from p.updated_at
+        and (r.fetched_at is null or r.fetched_at < $3)`,
+    [target.connectionId, target.resourceType, target.fetchedAt, JSON.stringify(rows)],
+  );
+  return rowCount ?? 0;
 }
 
 /**
