@@ -8,6 +8,7 @@
 //   for issues only, since (updated_at ≥ since);
 // - answers ABSOLUTE Link URLs whose path differs from the first request
 //   (http://127.0.0.1:PORT/repositories/<id>/issues?…&page=2), with rel="prev"/"next"/"last"/"first";
+// - finds a repository by its owner and name ignoring letter case (octo/hello is Octo/Hello);
 // - sends x-ratelimit-* headers on every answer;
 // - sends an ETag with every listing and answers 304 (no body, no rate limit spent) to a request
 //   whose If-None-Match matches the listing as it is now.
@@ -193,6 +194,8 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const id = spec.id ?? nextId++;
     repos.set(fullName, { id, items: generateItems(fullName, id, spec, baseMs) });
   }
+  /** The repository `name` names, as GitHub finds it: its owner and name ignoring letter case. */
+  const named = (name: string) => [...repos.keys()].find((key) => key.toLowerCase() === name.toLowerCase()) ?? name;
   const requests: FakeGitHubRequest[] = [];
   let failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null = null;
   let failuresFired = 0;
@@ -327,7 +330,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     // One item: /repos/{owner}/{name}/{issues|pulls}/{number}
     const single = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)$/.exec(url.pathname);
     if (single) {
-      const fullName = `${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`;
+      const fullName = named(`${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`);
       const number = Number(single[4]);
       const item = repos.get(fullName)?.items.find((i) => i.number === number && (single[3] === 'issues' || 'pull_request' in i));
       if (!item) {
@@ -344,7 +347,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const byName = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)$/.exec(url.pathname);
     const byId = /^\/repositories\/(\d+)\/(issues|pulls)$/.exec(url.pathname);
     if (byName) {
-      repo = repos.get(`${decodeURIComponent(byName[1]!)}/${decodeURIComponent(byName[2]!)}`);
+      repo = repos.get(named(`${decodeURIComponent(byName[1]!)}/${decodeURIComponent(byName[2]!)}`));
       endpoint = byName[3];
     } else if (byId) {
       repo = [...repos.values()].find((r) => r.id === Number(byId[1]));
