@@ -125,6 +125,27 @@ describe('github data path under change', () => {
     expect(await driver.tombstones(id, 'issues')).toEqual([]);
   });
 
+  it('a full pass that ends after a PATCH named again a repository its config had dropped tombstones none of that repository\'s issues', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 606, issues: 2 }, 'o/b': { id: 607, issues: 2 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/a', 'o/b']);
+    await full(id);
+    const commands = testCommandDeps(db.pool, fakeTemporal().client);
+    await updateConnection(commands, id, { config: config(fake, ['o/a']) });
+    // While the next full pass reads o/a alone, o/b is configured again.
+    let patch: (() => Promise<unknown>) | null = () => updateConnection(commands, id, { config: config(fake, ['o/a', 'o/b']) });
+    fake.beforeServe = async () => {
+      const change = patch;
+      patch = null;
+      await change?.();
+    };
+    await full(id);
+    fake.beforeServe = null;
+    expect(patch).toBeNull();
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
+    expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/b']));
+  });
+
   it('reads the whole history of a repository added to the config later (its partition has no cursor)', async () => {
     gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 611, issues: 3 }, 'o/new': { id: 612, issues: 5 } } });
     const id = await connection(gh, ['o/a']);

@@ -82,4 +82,28 @@ describe('http connector: a changed listing is read whole', () => {
     await runPass(deps, id, 'items', 'incremental');
     expect([...(await storedRecords(db.pool, id, 'items')).keys()].sort()).toEqual(['closed-1', 'open-1']);
   });
+
+  it('a full pass of the old listing that ends after the PATCH committed tombstones nothing the new listing serves', async () => {
+    let patch: (() => Promise<unknown>) | null = null;
+    const fake = await provider(async () => {
+      const change = patch;
+      patch = null;
+      await change?.();
+    });
+    const id = await createHttpConnection(db.pool, config(fake.url, {}), 'full-raced');
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, id, 'items', 'full');
+    const commands = testCommandDeps(db.pool, fakeTemporal().client);
+    // Narrowed to the open items, then, while a full pass reads that listing, widened again.
+    await updateConnection(commands, id, { config: config(fake.url, { status: 'open' }) });
+    patch = () => updateConnection(commands, id, { config: config(fake.url, {}) });
+    const { result } = await runPass(deps, id, 'items', 'full');
+    expect(patch).toBeNull();
+    expect(result.status).toBe('completed');
+
+    // The provider has both items, and the stored config lists both: neither is a tombstone.
+    const stored = await storedRecords(db.pool, id, 'items');
+    expect([...stored.values()].filter((r) => r.deleted_at !== null).map((r) => r.external_id)).toEqual([]);
+    expect(result.deletedCount).toBe(0);
+  });
 });

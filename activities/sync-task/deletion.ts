@@ -2,14 +2,15 @@ import { storableRecords } from '../../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY } from '../../connectors/provider-http';
 import type { Connector, FetchPageInput } from '../../connectors/types';
 import { countCompletedTask } from '../../db/models/jobs';
-import { confirmFetched, listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
+import { confirmFetched, listDeletionCandidates, lockChangeFeed, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
 import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
 import { forgetEtagsBefore } from '../../db/models/provider-etags';
 import { forgetOtherPartitions } from '../../db/models/state';
 import { completeTask, holdTask } from '../../db/models/tasks';
 import { withTransaction } from '../../db/transaction';
 import type { ActivityDeps } from '../deps';
-import { TaskTakenOver, type Pass } from './pass';
+import { lockConfigForShare } from '../../db/models/connections';
+import { listsAlike, TaskTakenOver, type Pass } from './pass';
 import { restartIfSeenSetLost } from './seen-set';
 
 /** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
@@ -66,7 +67,8 @@ export interface PassEnd {
 
 /**
  * Ends a pass read to its last page, in one transaction: a full pass with a complete seen-set
- * tombstones the records it may (`deletable`) and forgets its seen-set (a lost set sends the pass
+ * tombstones the records it may (`deletable`; none when a config change since the pass read its
+ * config altered the listing or added a partition) and forgets its seen-set (a lost set sends the pass
  * back instead, deleting nothing); the connection's own pass forgets the ETags it neither stored
  * nor confirmed and the cursors of partitions the config no longer names; the task completes.
  * All of it only while the run still holds the task (else TaskTakenOver, nothing written).
@@ -83,10 +85,17 @@ export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, dele
       // between this check and the delete.
       const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
       if (lost) return { deleted: 0, lost };
+      // A config change that altered this listing (or added a partition) since the pass read its
+      // config makes what the pass did not see no evidence: it tombstones nothing. Read under a
+      // share lock held to the commit, so no such change commits between this check and the delete;
+      // taken after the feed lock, in the order a page's store takes them.
+      await lockChangeFeed(tx, connectionId);
+      const current = await lockConfigForShare(tx, connectionId);
+      const judged = listsAlike(pass.connector, input.resourceType, pass.task.config ?? {}, current) ? deletable : { only: [] };
       deleted = await tombstoneUnseenRecords(
         tx,
         { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore: pass.changedBefore, at: new Date() },
-        deletable,
+        judged,
       );
       await forgetSeenOfTask(tx, input.taskId);
     }

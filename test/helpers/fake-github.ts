@@ -19,7 +19,7 @@
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
 import { createHash, randomBytes, verify, type KeyObject } from 'node:crypto';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { serve } from './fake-server';
 
 /** One item as the fake serves it (the GitHub fields the connector and tests look at). */
@@ -136,6 +136,8 @@ export interface FakeGitHub {
   addRepo(fullName: string, id: number): void;
   /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
   afterServe: ((n: number, url: URL) => void) | null;
+  /** Awaited before each request is answered (or counted), with its URL: to change things while a request is in flight. */
+  beforeServe: ((url: URL) => Promise<void> | void) | null;
   /** With `app`: every installation token minted, in order. */
   mints: FakeGitHubMint[];
   /** With `app`: token requests refused (bad JWT: signature, issuer or expiry; unknown installation). */
@@ -288,6 +290,12 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   };
 
   const server = await serve((req, res) => {
+    const before = fake.beforeServe;
+    if (before === null) return answer(req, res);
+    void Promise.resolve(before(new URL(req.url ?? '/', baseUrl))).then(() => answer(req, res));
+  });
+
+  function answer(req: IncomingMessage, res: ServerResponse): void {
     const received = req.url ?? '/';
     requests.push({ method: req.method ?? 'GET', url: received, headers: req.headers });
     const n = requests.length;
@@ -427,7 +435,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       ...(links.length > 0 ? { link: links.join(', ') } : {}),
     });
     served();
-  });
+  }
 
   baseUrl = server.url;
 
@@ -437,6 +445,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     requests,
     repos,
     afterServe: null,
+    beforeServe: null,
     mintGate: null,
     mints,
     get refusedMints() {
