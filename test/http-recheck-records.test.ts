@@ -4,6 +4,8 @@
 // 127.0.0.1 whose listing is declared not consistent (`stable: false`), so every record it did not
 // list is looked up by id before anything is deleted.
 import { afterEach, describe, expect, it } from 'vitest';
+import { upsertRecords } from '../db/models/records';
+import type { Pool } from '../db/pool';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -103,5 +105,48 @@ describe('http connector: re-checks across full passes', () => {
     const stored = await storedRecords(db.pool, connectionId, 'items');
     expect(stored.get('z')?.deleted_at, "'z' is gone at the provider").not.toBeNull();
     expect(alive.filter((id) => stored.get(id)?.deleted_at !== null)).toEqual([]);
+  });
+});
+
+describe('http connector: a full pass with nothing to re-check', () => {
+  it('tombstones nothing the provider did not confirm gone, even a record another job stored meanwhile under a clock behind the database', async () => {
+    const items = new Map<string, Record<string, unknown>>([
+      ['a', { id: 'a', name: 'a', updated_at: OLD }],
+      ['b', { id: 'b', name: 'b', updated_at: OLD }],
+    ]);
+    // The listing (not consistent) leaves 'b' out; the provider has it.
+    const fake = await provider(items, () => ['a']);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    // Right after the next full pass found no deletion candidate, another job of the connection
+    // stores 'b', its worker's clock 5 s behind the database's (its write looks older than the pass).
+    let concurrent: (() => Promise<unknown>) | null = async () => {
+      const { rows } = await db.pool.query<{ started_at: Date }>(
+        `select t.started_at from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1 and t.status = 'processing'`,
+        [connectionId],
+      );
+      const at = new Date(rows[0]!.started_at.getTime() - 5000);
+      await upsertRecords(db.pool, { connectionId, resourceType: 'items', jobId: null, at, fetchedAt: at }, [{ externalId: 'b', updatedAt: OLD, data: items.get('b')! }]);
+    };
+    const query = (async (...args: Parameters<Pool['query']>) => {
+      const answer = await (db.pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      if (typeof args[0] === 'string' && args[0].includes('from records r where') && concurrent) {
+        const write = concurrent;
+        concurrent = null;
+        await write();
+      }
+      return answer;
+    }) as Pool['query'];
+    const pool = new Proxy(db.pool, {
+      get: (target, key) => (key === 'query' ? query : (Reflect.get(target, key) as unknown)),
+    });
+    const watched = testActivityDeps({ pool }).deps;
+    const { result } = await runPass(watched, connectionId, 'items', 'full');
+
+    expect(concurrent).toBeNull();
+    expect(result.status).toBe('completed');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('b')?.deleted_at).toBeNull();
   });
 });
