@@ -10,9 +10,13 @@
 // carry rate-limit signals; 429 → RateLimited; 5xx, 408, network errors, unreadable JSON →
 // Transient; other 4xx → Permanent).
 //
-// The page token is base64url JSON { url, read? }: the exact next URL, whatever the pagination
-// style, and for page numbers and offsets which read of the listing it belongs to (see
-// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read.
+// The page token is base64url JSON { url, read?, listing }: the exact next URL, whatever the
+// pagination style, for page numbers and offsets which read of the listing it belongs to (see
+// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read, and a
+// digest of the listing it pages (`listing`). A task resumes from its stored token after its
+// connection's config may have changed: a token of another listing starts the pass again from its
+// first page (the rest of the old listing says nothing of what the new one serves, and its cursor
+// would pass records the new one never read). Tokens written before the digest go on as they did.
 //
 // Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
 // query-parameter secret is added at request time only: it never appears in a token, a stored
@@ -252,10 +256,11 @@ interface ReadState {
   pages: number;
 }
 
-/** A page token: the exact URL to fetch, and for position paging the read it belongs to. */
+/** A page token: the exact URL to fetch, for position paging the read it belongs to, and the digest of its listing. */
 interface Token {
   url: string;
   read?: ReadState;
+  listing?: string;
 }
 
 /** The next token of a listing paged by position, and the `since` value its cursor must not pass (a block read once). */
@@ -271,7 +276,7 @@ function decodeToken(token: string): Token {
       read === undefined ||
       (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
         typeof read.acc === 'string' && Number.isInteger(read.pages));
-    if (typeof body.url === 'string' && readOk) return body;
+    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string')) return body;
   } catch {
     // below
   }
@@ -749,8 +754,9 @@ export const httpConnector: Connector = {
   },
 
   pageKey(token) {
-    const { url, read } = decodeToken(token);
-    return read ? `${url} (read ${read.n})` : url;
+    const { url, read, listing } = decodeToken(token);
+    // The listing belongs to the page: a pass started again for another listing may ask the same URL.
+    return `${read ? `${url} (read ${read.n})` : url}${listing === undefined ? '' : ` (listing ${listing})`}`;
   },
 
   async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -769,8 +775,12 @@ export const httpConnector: Connector = {
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
 
-    const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
-    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token');
+    // A token of another listing (a config change since it was written) starts the pass again from the first page.
+    const listing = createHash('sha256').update(httpConnector.listing!(config, name) ?? '').digest('base64url').slice(0, 16);
+    const stored = pageToken === null ? null : decodeToken(pageToken);
+    const resumed = stored !== null && (stored.listing === undefined || stored.listing === listing) ? stored : null;
+    const token: Token = resumed ?? { url: firstUrl(cfg, resource, pagination, since) };
+    const url = resumed === null ? token.url : sameOrigin(token.url, cfg, 'page token');
     const what = `'${name}' (${new URL(url).pathname})`;
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
@@ -824,9 +834,9 @@ export const httpConnector: Connector = {
       const held = holdCursors.length > 0 ? { holdCursors } : {};
       if (next === null) return { records, nextPageToken: null, ...held };
       const { hold: _hold, ...nextToken } = next;
-      return { records, nextPageToken: encodeToken(nextToken), ...held };
+      return { records, nextPageToken: encodeToken({ ...nextToken, listing }), ...held };
     }
     const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body);
-    return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };
+    return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth), listing }) };
   },
 };
