@@ -714,8 +714,9 @@ export const httpConnector: Connector = {
   /**
    * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
    * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
-   * that names another id). Without `item`, nothing can be looked up: a consistent listing's word
-   * stands (every id is reported gone, with no request), and otherwise none is confirmed. (A pass
+   * that names another id; so is an id without the resource's `id_prefix`, with no request).
+   * Without `item`, nothing can be looked up: a consistent listing's word stands (every id is
+   * reported gone, with no request), and otherwise only ids without the prefix are. (A pass
    * of this connector holds a cursor only where its listing is not consistent, so a held pass,
    * which the platform lets delete only what is confirmed gone, never gets "all gone" here.)
    */
@@ -723,18 +724,21 @@ export const httpConnector: Connector = {
     const cfg = parseHttpConfig(config);
     const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
     if (!resource) throw new Permanent(`http connector: unknown resource '${name}' (configured: ${Object.keys(cfg.resources).join(', ')})`);
-    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : [] };
+    // An id without the resource's `id_prefix` is no record of its listing under this config (the
+    // prefix changed since it was stored): gone, with no request.
+    const prefix = resource.id_prefix ?? '';
+    const foreign = externalIds.filter((id) => !id.startsWith(prefix));
+    const ours = externalIds.filter((id) => id.startsWith(prefix));
+    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : foreign };
     const auth = authOf(cfg, credentials);
     const redact = (text: string) => providerText(text, auth.secrets);
     const limits: RateLimitHeaders = cfg.rate_limit
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
-    const prefix = resource.id_prefix ?? '';
     const alive: ConnectorRecord[] = [];
-    const gone: string[] = [];
-    for (const externalId of externalIds) {
+    const gone: string[] = [...foreign];
+    for (const externalId of ours) {
       signal?.throwIfAborted();
-      if (!externalId.startsWith(prefix)) continue;
       const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
       const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
       const what = `'${name}' (${new URL(url).pathname})`;

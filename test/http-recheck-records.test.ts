@@ -150,3 +150,28 @@ describe('http connector: a full pass with nothing to re-check', () => {
     expect((await storedRecords(db.pool, connectionId, 'items')).get('b')?.deleted_at).toBeNull();
   });
 });
+
+describe('http connector: re-checks after the id prefix changed', () => {
+  it('a record whose id lacks the current id_prefix is gone (no listing of the config serves it): a full pass tombstones it', async () => {
+    const items = new Map<string, Record<string, unknown>>([
+      ['a', { id: 'a', name: 'a', updated_at: OLD }],
+      ['b', { id: 'b', name: 'b', updated_at: OLD }],
+    ]);
+    const fake = await provider(items, () => ['a', 'b']);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    // The same items, now stored under ids with a prefix.
+    const { rows } = await db.pool.query<{ config: { resources: { items: Record<string, unknown> } } }>('select config from connections where id = $1', [connectionId]);
+    const config = rows[0]!.config;
+    config.resources.items.id_prefix = 'item:';
+    await db.pool.query('update connections set config = $2 where id = $1', [connectionId, config]);
+    const { result } = await runPass(deps, connectionId, 'items', 'full');
+
+    expect(result.status).toBe('completed');
+    const stored = await storedRecords(db.pool, connectionId, 'items');
+    const live = [...stored.values()].filter((r) => r.deleted_at === null).map((r) => r.external_id).sort();
+    expect(live).toEqual(['item:a', 'item:b']);
+  });
+});
