@@ -1,6 +1,7 @@
 // SQL of `records`: the synced data, keyed by (connection, resource type, external id). Pages are
 // written in one statement each; an unchanged record costs no write.
 import type { PoolClient } from 'pg';
+import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
@@ -57,8 +58,9 @@ export interface PageProgress {
  * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
- * provider says is older than the stored version, nor, when the provider's change times are equal
- * or missing, one fetched before the stored version was (`fetched_at`: a page of an overlapping
+ * provider says is older than the stored version (when the stored change time is believable: not
+ * later than the stored version's fetch plus CURSOR_CLOCK_SKEW_MS), nor, when the provider's change
+ * times are equal or missing (or the stored one is past its fetch), one fetched before the stored version was (`fetched_at`: a page of an overlapping
  * job fetched earlier and written later is older news); every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
@@ -123,8 +125,11 @@ export async function upsertRecords(
                or records.data is distinct from excluded.data
                or records.source_updated_at is distinct from excluded.source_updated_at)
           -- Never replace a newer version with an older one (two jobs of a connection can overlap):
-          -- by the provider's change times when they differ, else by when each was fetched.
+          -- by the provider's change times when they differ and the stored one is believable (not
+          -- after the stored version was fetched, less the clock skew: a provider clock gone wrong
+          -- once must not freeze the record), else by when each was fetched.
           and (case when records.source_updated_at <> excluded.source_updated_at
+                     and records.source_updated_at <= coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     then excluded.source_updated_at > records.source_updated_at
                     else records.fetched_at is null or $8::timestamptz >= records.fetched_at end)
           -- Never undo a tombstone with a page fetched before it was written.
@@ -155,7 +160,7 @@ export async function upsertRecords(
     [
       target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
-      progress?.claim ?? null,
+      progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS,
     ],
   );
   const { added, updated, seen, held } = counts[0]!;
