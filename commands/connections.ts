@@ -35,7 +35,7 @@ import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provi
 import { countConnections } from '../db/models/tenant-limits';
 import { fitsUnder } from '../policy/tenant-limits';
 import { lockedLimits, overLimit } from './tenant-limits';
-import { changedListings, configProblem, credentialBinding, credentialsProblem, endpointOf } from './provider-configs';
+import { changedListings, configProblem, credentialBinding, credentialsProblem, endpointOf, keepSpelling } from './provider-configs';
 import { forgetCursors } from '../db/models/state';
 import { forgetEtags } from '../db/models/provider-etags';
 
@@ -201,11 +201,14 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     if (schedule && current.status === 'disabled') {
       throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');
     }
-    const unbound = change.config !== undefined && change.credentials === undefined &&
-      credentialBinding(current.provider_slug, current.config ?? {}) !== credentialBinding(current.provider_slug, change.config);
-    const updated = await connections.updateConnection(tx, id, { config: change.config, sealedCredentials: unbound ? null : sealedCredentials, schedule });
+    // A name the provider takes as one already configured (a GitHub repository in other letter
+    // case) keeps its stored spelling: its records' ids and cursors name it.
+    const config = change.config === undefined ? undefined : keepSpelling(current.provider_slug, current.config ?? {}, change.config);
+    const unbound = config !== undefined && change.credentials === undefined &&
+      credentialBinding(current.provider_slug, current.config ?? {}) !== credentialBinding(current.provider_slug, config);
+    const updated = await connections.updateConnection(tx, id, { config, sealedCredentials: unbound ? null : sealedCredentials, schedule });
     // A resource whose listing changed is read whole next: its cursors and ETags are the old listing's.
-    const relisted = change.config === undefined ? [] : changedListings(current.provider_slug, current.config ?? {}, change.config);
+    const relisted = config === undefined ? [] : changedListings(current.provider_slug, current.config ?? {}, config);
     await forgetCursors(tx, id, relisted);
     await forgetEtags(tx, id, relisted);
     const stored = updated && shared ? await shareGrant(tx, updated, shared) : updated;

@@ -45,6 +45,17 @@ export function configProblem(provider: string, config: Record<string, unknown>)
 }
 
 /**
+ * `next` as it is to be stored over `current` for `provider`: names the provider takes as one
+ * already configured keep the stored spelling (the connector's `keepSpelling`: GitHub's
+ * repositories, ignoring letter case), since records' ids and cursors name them. `next` as given
+ * for a connector without the rule.
+ */
+export function keepSpelling(provider: string, current: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown> {
+  if (!connectorSlugs().includes(provider)) return next;
+  return getConnector(provider).keepSpelling?.(current, next) ?? next;
+}
+
+/**
  * Where `provider`'s requests for `config` go (`key`: the config key naming it), or null for a
  * provider without network access or a config its connector rejects.
  */

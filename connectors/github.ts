@@ -534,6 +534,16 @@ export const githubConnector: Connector = {
     return githubCredentialsProblem(credentials);
   },
 
+  keepSpelling(current, next) {
+    // GitHub finds a repository by owner and name ignoring letter case: one configured again in
+    // other letters is the same repository, and keeps the spelling its records' ids name.
+    const stored = Array.isArray(current.repositories) ? current.repositories.filter((r): r is string => typeof r === 'string') : [];
+    if (!Array.isArray(next.repositories) || stored.length === 0) return next;
+    const byLower = new Map(stored.map((r) => [r.toLowerCase(), r]));
+    const repositories: unknown[] = next.repositories.map((r: unknown) => (typeof r === 'string' ? (byLower.get(r.toLowerCase()) ?? r) : r));
+    return { ...next, repositories };
+  },
+
   partitions(config) {
     return [...parseGitHubConfig(config).repositories];
   },

@@ -10,9 +10,13 @@
 // carry rate-limit signals; 429 → RateLimited; 5xx, 408, network errors, unreadable JSON →
 // Transient; other 4xx → Permanent).
 //
-// The page token is base64url JSON { url, read? }: the exact next URL, whatever the pagination
-// style, and for page numbers and offsets which read of the listing it belongs to (see
-// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read.
+// The page token is base64url JSON { url, read?, listing }: the exact next URL, whatever the
+// pagination style, for page numbers and offsets which read of the listing it belongs to (see
+// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read, and a
+// digest of the listing it pages (`listing`). A task resumes from its stored token after its
+// connection's config may have changed: a token of another listing starts the pass again from its
+// first page (the rest of the old listing says nothing of what the new one serves, and its cursor
+// would pass records the new one never read). Tokens written before the digest go on as they did.
 //
 // Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
 // query-parameter secret is added at request time only: it never appears in a token, a stored
@@ -252,10 +256,11 @@ interface ReadState {
   pages: number;
 }
 
-/** A page token: the exact URL to fetch, and for position paging the read it belongs to. */
+/** A page token: the exact URL to fetch, for position paging the read it belongs to, and the digest of its listing. */
 interface Token {
   url: string;
   read?: ReadState;
+  listing?: string;
 }
 
 /** The next token of a listing paged by position, and the `since` value its cursor must not pass (a block read once). */
@@ -271,7 +276,7 @@ function decodeToken(token: string): Token {
       read === undefined ||
       (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
         typeof read.acc === 'string' && Number.isInteger(read.pages));
-    if (typeof body.url === 'string' && readOk) return body;
+    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string')) return body;
   } catch {
     // below
   }
@@ -716,8 +721,9 @@ export const httpConnector: Connector = {
   /**
    * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
    * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
-   * that names another id). Without `item`, nothing can be looked up: a consistent listing's word
-   * stands (every id is reported gone, with no request), and otherwise none is confirmed. (A pass
+   * that names another id; so is an id without the resource's `id_prefix`, with no request).
+   * Without `item`, nothing can be looked up: a consistent listing's word stands (every id is
+   * reported gone, with no request), and otherwise only ids without the prefix are. (A pass
    * of this connector holds a cursor only where its listing is not consistent, so a held pass,
    * which the platform lets delete only what is confirmed gone, never gets "all gone" here.)
    */
@@ -725,18 +731,21 @@ export const httpConnector: Connector = {
     const cfg = parseHttpConfig(config);
     const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
     if (!resource) throw new Permanent(`http connector: unknown resource '${name}' (configured: ${Object.keys(cfg.resources).join(', ')})`);
-    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : [] };
+    // An id without the resource's `id_prefix` is no record of its listing under this config (the
+    // prefix changed since it was stored): gone, with no request.
+    const prefix = resource.id_prefix ?? '';
+    const foreign = externalIds.filter((id) => !id.startsWith(prefix));
+    const ours = externalIds.filter((id) => id.startsWith(prefix));
+    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : foreign };
     const auth = authOf(cfg, credentials);
     const redact = (text: string) => providerText(text, auth.secrets);
     const limits: RateLimitHeaders = cfg.rate_limit
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
-    const prefix = resource.id_prefix ?? '';
     const alive: ConnectorRecord[] = [];
-    const gone: string[] = [];
-    for (const externalId of externalIds) {
+    const gone: string[] = [...foreign];
+    for (const externalId of ours) {
       signal?.throwIfAborted();
-      if (!externalId.startsWith(prefix)) continue;
       const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
       const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
       const what = `'${name}' (${new URL(url).pathname})`;
@@ -756,8 +765,9 @@ export const httpConnector: Connector = {
   },
 
   pageKey(token) {
-    const { url, read } = decodeToken(token);
-    return read ? `${url} (read ${read.n})` : url;
+    const { url, read, listing } = decodeToken(token);
+    // The listing belongs to the page: a pass started again for another listing may ask the same URL.
+    return `${read ? `${url} (read ${read.n})` : url}${listing === undefined ? '' : ` (listing ${listing})`}`;
   },
 
   async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -776,8 +786,12 @@ export const httpConnector: Connector = {
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
 
-    const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
-    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token', redact);
+    // A token of another listing (a config change since it was written) starts the pass again from the first page.
+    const listing = createHash('sha256').update(httpConnector.listing!(config, name) ?? '').digest('base64url').slice(0, 16);
+    const stored = pageToken === null ? null : decodeToken(pageToken);
+    const resumed = stored !== null && (stored.listing === undefined || stored.listing === listing) ? stored : null;
+    const token: Token = resumed ?? { url: firstUrl(cfg, resource, pagination, since) };
+    const url = resumed === null ? token.url : sameOrigin(token.url, cfg, 'page token', redact);
     const what = `'${name}' (${new URL(url).pathname})`;
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
@@ -831,9 +845,9 @@ export const httpConnector: Connector = {
       const held = holdCursors.length > 0 ? { holdCursors } : {};
       if (next === null) return { records, nextPageToken: null, ...held };
       const { hold: _hold, ...nextToken } = next;
-      return { records, nextPageToken: encodeToken(nextToken), ...held };
+      return { records, nextPageToken: encodeToken({ ...nextToken, listing }), ...held };
     }
     const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body, redact);
-    return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth) }) };
+    return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth), listing }) };
   },
 };

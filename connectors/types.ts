@@ -180,6 +180,14 @@ export interface Connector {
    * `partitions`).
    */
   listing?(config: Record<string, unknown>, resourceType: string): string | null;
+  /**
+   * `next`, a config about to be stored over `current`, with each name the provider takes as one
+   * already configured (GitHub's repositories, whose names ignore letter case) spelled as
+   * `current` spells it: records' ids and partitions' cursors name it, so another spelling of the
+   * same thing would store its records again under other ids. Unset (or either config not
+   * readable): `next` as given.
+   */
+  keepSpelling?(current: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown>;
   /** The partitions a connection's config reads separately (GitHub: its repositories); absent: one, ''. */
   partitions?(config: Record<string, unknown>): string[];
   /**

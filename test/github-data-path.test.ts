@@ -7,11 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { syncTask } from '../activities/sync-task';
+import { updateConnection } from '../commands/connections';
 import { encodeGitHubPageToken } from '../connectors/github';
 import type { TestDatabase } from './helpers/database';
 import { createTestDatabase } from './helpers/database';
-import { testActivityDeps } from './helpers/deps';
+import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { fakeTemporal } from './helpers/fake-temporal';
 import { syncDriver } from './helpers/sync-driver';
 
 const TOKEN = 'ghp_data_path_token_1234567890';
@@ -103,6 +105,44 @@ describe('github data path under change', () => {
     await issues(id);
     fake.afterServe = null;
     await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/b']));
+  });
+
+  it('a repository named again in other letter case (GitHub names ignore case) keeps its records: none stored twice, none tombstoned', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'Octo/Hello': { id: 605, issues: 3 } } });
+    const fake = gh;
+    const id = await connection(fake, ['Octo/Hello']);
+    await full(id);
+    const before = await titles(id);
+    expect(before).toEqual(truth(fake, ['Octo/Hello']));
+
+    const patched = await updateConnection(testCommandDeps(db.pool, fakeTemporal().client), id, { config: config(fake, ['octo/hello']) });
+    expect(patched.config?.repositories).toEqual(['Octo/Hello']);
+    await issues(id);
+    expect(await titles(id)).toEqual(before);
+    await full(id);
+    expect(await titles(id)).toEqual(before);
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
+  });
+
+  it('a full pass that ends after a PATCH named again a repository its config had dropped tombstones none of that repository\'s issues', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 606, issues: 2 }, 'o/b': { id: 607, issues: 2 } } });
+    const fake = gh;
+    const id = await connection(fake, ['o/a', 'o/b']);
+    await full(id);
+    const commands = testCommandDeps(db.pool, fakeTemporal().client);
+    await updateConnection(commands, id, { config: config(fake, ['o/a']) });
+    // While the next full pass reads o/a alone, o/b is configured again.
+    let patch: (() => Promise<unknown>) | null = () => updateConnection(commands, id, { config: config(fake, ['o/a', 'o/b']) });
+    fake.beforeServe = async () => {
+      const change = patch;
+      patch = null;
+      await change?.();
+    };
+    await full(id);
+    fake.beforeServe = null;
+    expect(patch).toBeNull();
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
     expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/b']));
   });
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
-import { createHttpConnection, runPass } from './helpers/http-sync';
+import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
 import { storableChangeTime } from '../policy/change-time';
 
 const db = useTestDatabase();
@@ -62,5 +62,30 @@ describe('storableChangeTime', () => {
     expect(storableChangeTime('0000-12-31T23:00:00-02:00')).toBe('0001-01-01T01:00:00.000Z');
     expect(storableChangeTime('0000-12-31T23:00:00Z')).toBeNull();
     expect(storableChangeTime('not a time')).toBeNull();
+  });
+});
+
+describe('http connector: a change time the provider corrects backwards', () => {
+  it('a record once stamped in the future (a provider clock gone wrong) takes its corrected version at the next full pass', async () => {
+    const future = new Date(Date.now() + 24 * 3_600_000).toISOString();
+    const corrected = new Date(Date.now() - 3_600_000).toISOString();
+    let items = [{ id: 'a', name: 'first', updated_at: future }];
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(items));
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+      'corrected-times',
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('first');
+
+    // The provider's clock is put right, and the record changed since: its change time is now earlier than the stored one.
+    items = [{ id: 'a', name: 'second', updated_at: corrected }];
+    await runPass(deps, connectionId, 'items', 'full');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('second');
   });
 });

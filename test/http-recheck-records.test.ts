@@ -4,6 +4,8 @@
 // 127.0.0.1 whose listing is declared not consistent (`stable: false`), so every record it did not
 // list is looked up by id before anything is deleted.
 import { afterEach, describe, expect, it } from 'vitest';
+import { upsertRecords } from '../db/models/records';
+import type { Pool } from '../db/pool';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -79,5 +81,97 @@ describe('http connector: records a full pass finds alive by item lookup', () =>
     items.set('b', { id: 'b', name: 'x'.repeat(deps.providers!.maxRecordBytes + 1), updated_at: OLD });
     await expect(runPass(deps, connectionId, 'items', 'full')).rejects.toMatchObject({ type: 'permanent', message: expect.stringContaining('PROVIDER_MAX_RECORD_BYTES') });
     expect((await storedRecords(db.pool, connectionId, 'items')).get('b')?.data.name).toBe('b');
+  });
+});
+
+describe('http connector: re-checks across full passes', () => {
+  it('a record deleted at the provider is tombstoned even when more unlisted records than one pass re-checks are always found alive (the re-checks rotate)', async () => {
+    // 120 records the listing leaves out but the item lookup always finds (a listing filtered by
+    // the provider, say), sorting before 'z', which the provider deletes. One pass re-checks at
+    // most 100 unlisted records; the next must re-check others, so 'z' is reached.
+    const alive = Array.from({ length: 120 }, (_, i) => `a${String(i).padStart(3, '0')}`);
+    const items = new Map<string, Record<string, unknown>>([...alive, 'z'].map((id) => [id, { id, name: id, updated_at: OLD }]));
+    let listed = [...items.keys()];
+    const fake = await provider(items, () => listed);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+    expect((await storedRecords(db.pool, connectionId, 'items')).size).toBe(121);
+
+    listed = [];
+    items.delete('z');
+    for (let pass = 0; pass < 3; pass += 1) await runPass(deps, connectionId, 'items', 'full');
+
+    const stored = await storedRecords(db.pool, connectionId, 'items');
+    expect(stored.get('z')?.deleted_at, "'z' is gone at the provider").not.toBeNull();
+    expect(alive.filter((id) => stored.get(id)?.deleted_at !== null)).toEqual([]);
+  });
+});
+
+describe('http connector: a full pass with nothing to re-check', () => {
+  it('tombstones nothing the provider did not confirm gone, even a record another job stored meanwhile under a clock behind the database', async () => {
+    const items = new Map<string, Record<string, unknown>>([
+      ['a', { id: 'a', name: 'a', updated_at: OLD }],
+      ['b', { id: 'b', name: 'b', updated_at: OLD }],
+    ]);
+    // The listing (not consistent) leaves 'b' out; the provider has it.
+    const fake = await provider(items, () => ['a']);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    // Right after the next full pass found no deletion candidate, another job of the connection
+    // stores 'b', its worker's clock 5 s behind the database's (its write looks older than the pass).
+    let concurrent: (() => Promise<unknown>) | null = async () => {
+      const { rows } = await db.pool.query<{ started_at: Date }>(
+        `select t.started_at from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1 and t.status = 'processing'`,
+        [connectionId],
+      );
+      const at = new Date(rows[0]!.started_at.getTime() - 5000);
+      await upsertRecords(db.pool, { connectionId, resourceType: 'items', jobId: null, at, fetchedAt: at }, [{ externalId: 'b', updatedAt: OLD, data: items.get('b')! }]);
+    };
+    const query = (async (...args: Parameters<Pool['query']>) => {
+      const answer = await (db.pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      if (typeof args[0] === 'string' && args[0].includes('from records r where') && concurrent) {
+        const write = concurrent;
+        concurrent = null;
+        await write();
+      }
+      return answer;
+    }) as Pool['query'];
+    const pool = new Proxy(db.pool, {
+      get: (target, key) => (key === 'query' ? query : (Reflect.get(target, key) as unknown)),
+    });
+    const watched = testActivityDeps({ pool }).deps;
+    const { result } = await runPass(watched, connectionId, 'items', 'full');
+
+    expect(concurrent).toBeNull();
+    expect(result.status).toBe('completed');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('b')?.deleted_at).toBeNull();
+  });
+});
+
+describe('http connector: re-checks after the id prefix changed', () => {
+  it('a record whose id lacks the current id_prefix is gone (no listing of the config serves it): a full pass tombstones it', async () => {
+    const items = new Map<string, Record<string, unknown>>([
+      ['a', { id: 'a', name: 'a', updated_at: OLD }],
+      ['b', { id: 'b', name: 'b', updated_at: OLD }],
+    ]);
+    const fake = await provider(items, () => ['a', 'b']);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    // The same items, now stored under ids with a prefix.
+    const { rows } = await db.pool.query<{ config: { resources: { items: Record<string, unknown> } } }>('select config from connections where id = $1', [connectionId]);
+    const config = rows[0]!.config;
+    config.resources.items.id_prefix = 'item:';
+    await db.pool.query('update connections set config = $2 where id = $1', [connectionId, config]);
+    const { result } = await runPass(deps, connectionId, 'items', 'full');
+
+    expect(result.status).toBe('completed');
+    const stored = await storedRecords(db.pool, connectionId, 'items');
+    const live = [...stored.values()].filter((r) => r.deleted_at === null).map((r) => r.external_id).sort();
+    expect(live).toEqual(['item:a', 'item:b']);
   });
 });

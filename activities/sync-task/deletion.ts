@@ -2,14 +2,15 @@ import { storableRecords } from '../../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY } from '../../connectors/provider-http';
 import type { Connector, FetchPageInput } from '../../connectors/types';
 import { countCompletedTask } from '../../db/models/jobs';
-import { listDeletionCandidates, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
+import { confirmFetched, listDeletionCandidates, lockChangeFeed, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
 import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
 import { forgetEtagsBefore } from '../../db/models/provider-etags';
 import { forgetOtherPartitions } from '../../db/models/state';
 import { completeTask, holdTask } from '../../db/models/tasks';
 import { withTransaction } from '../../db/transaction';
 import type { ActivityDeps } from '../deps';
-import { TaskTakenOver, type Pass } from './pass';
+import { lockConfigForShare } from '../../db/models/connections';
+import { listsAlike, TaskTakenOver, type Pass } from './pass';
 import { restartIfSeenSetLost } from './seen-set';
 
 /** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
@@ -19,9 +20,10 @@ export const MAX_RECHECKS = 100;
 export type Deletable = { except: string[] } | { only: string[] };
 
 /**
- * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates with the connector's
- * `recheck` (when it has one), stores those alive (they are then no candidates: written after the
- * pass began), and says which it may tombstone: with a consistent listing every candidate but
+ * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates, those fetched longest
+ * ago first, with the connector's `recheck` (when it has one), stores those alive (changed, they are
+ * then no candidates: written after the pass began; unchanged, noted as fetched now, so later passes
+ * re-check others first), and says which it may tombstone: with a consistent listing every candidate but
  * those not confirmed gone; without one (or when the pass held a cursor) only those confirmed gone
  * (none without `recheck`).
  */
@@ -37,7 +39,10 @@ export async function confirmDeletions(
   if (!connector.recheck) return consistent ? { except: [] } : { only: [] };
   const { pool } = deps;
   const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
-  if (candidates.length === 0) return { except: [] };
+  // Nothing to re-check: a consistent listing's word stands; without one nothing is confirmed gone
+  // (a record that becomes a candidate before the deletion step, written meanwhile by a job whose
+  // clock is behind the database's, was never looked up).
+  if (candidates.length === 0) return consistent ? { except: [] } : { only: [] };
   const fetchedAt = new Date();
   const answer = await connector.recheck({ ...request, externalIds: candidates });
   const asked = new Set(candidates);
@@ -45,9 +50,13 @@ export async function confirmDeletions(
   const maxRecordBytes = (request.policy ?? DEFAULT_PROVIDER_POLICY).maxRecordBytes;
   const alive = storableRecords(answer.alive.filter((r) => asked.has(r.externalId)), maxRecordBytes, request.resource);
   if (alive.length > 0) {
-    await withTransaction(pool, (tx) =>
-      upsertRecords(tx, { connectionId: target.connectionId, resourceType: target.resourceType, jobId: target.jobId, at: new Date(), fetchedAt }, alive),
-    );
+    await withTransaction(pool, async (tx) => {
+      const where = { connectionId: target.connectionId, resourceType: target.resourceType };
+      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt }, alive);
+      // Those found unchanged are noted as fetched now: the next pass re-checks the candidates
+      // fetched longest ago first, so always-alive records never take every re-check.
+      await confirmFetched(tx, { ...where, fetchedAt }, alive);
+    });
   }
   const gone = new Set(answer.gone.filter((id) => asked.has(id)));
   return consistent ? { except: candidates.filter((id) => !gone.has(id)) } : { only: [...gone] };
@@ -61,7 +70,8 @@ export interface PassEnd {
 
 /**
  * Ends a pass read to its last page, in one transaction: a full pass with a complete seen-set
- * tombstones the records it may (`deletable`) and forgets its seen-set (a lost set sends the pass
+ * tombstones the records it may (`deletable`; none when a config change since the pass read its
+ * config altered the listing or added a partition) and forgets its seen-set (a lost set sends the pass
  * back instead, deleting nothing); the connection's own pass forgets the ETags it neither stored
  * nor confirmed and the cursors of partitions the config no longer names; the task completes.
  * All of it only while the run still holds the task (else TaskTakenOver, nothing written).
@@ -78,10 +88,17 @@ export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, dele
       // between this check and the delete.
       const lost = await restartIfSeenSetLost(tx, input.jobId, input.taskId);
       if (lost) return { deleted: 0, lost };
+      // A config change that altered this listing (or added a partition) since the pass read its
+      // config makes what the pass did not see no evidence: it tombstones nothing. Read under a
+      // share lock held to the commit, so no such change commits between this check and the delete;
+      // taken after the feed lock, in the order a page's store takes them.
+      await lockChangeFeed(tx, connectionId);
+      const current = await lockConfigForShare(tx, connectionId);
+      const judged = listsAlike(pass.connector, input.resourceType, pass.task.config ?? {}, current) ? deletable : { only: [] };
       deleted = await tombstoneUnseenRecords(
         tx,
         { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore: pass.changedBefore, at: new Date() },
-        deletable,
+        judged,
       );
       await forgetSeenOfTask(tx, input.taskId);
     }

@@ -113,6 +113,32 @@ export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed
 }
 
 /**
+ * Whether connection config `current` (null: the connection is gone) lists `resourceType` as
+ * `config` did: the same listing (the connector's `listing`; a config it cannot read lists
+ * nothing) and, for a connector with partitions, no partition `config` did not name. A pass read
+ * under `config`: what it read says nothing of another listing, nor of a partition added since.
+ */
+export function listsAlike(connector: Connector, resourceType: string, config: Record<string, unknown>, current: Record<string, unknown> | null): boolean {
+  if (current === null) return false;
+  const read = <T>(f: () => T, otherwise: T): T => {
+    try {
+      return f();
+    } catch {
+      return otherwise;
+    }
+  };
+  if (connector.listing) {
+    const listed = (c: Record<string, unknown>) => read(() => connector.listing!(c, resourceType), null);
+    if (listed(current) !== listed(config)) return false;
+  }
+  if (connector.partitions) {
+    const named = new Set(read(() => connector.partitions!(config), []));
+    if (read(() => connector.partitions!(current), [] as string[]).some((p) => !named.has(p))) return false;
+  }
+  return true;
+}
+
+/**
  * Conditional requests (stored ETags) for the connection's own incremental passes; a backfill
  * neither uses nor stores them (its pass is bounded by a window).
  */

@@ -2,6 +2,7 @@
 // written in one statement each; an unchanged record costs no write (but its fetch time, while
 // that can still order it against another version).
 import type { PoolClient } from 'pg';
+import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
@@ -58,11 +59,12 @@ export interface PageProgress {
  * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
- * provider says is older than the stored version, nor, when the provider's change times are equal
- * or missing, one fetched before the stored version was (`fetched_at`: a page of an overlapping
- * job fetched earlier and written later is older news; a page serving the stored version unchanged
- * moves its `fetched_at` up, without a feed change, while the fetch time can decide: see `confirmed`);
- * every other write takes the next `change_seq`,
+ * provider says is older than the stored version (when the stored change time is believable: not
+ * later than the stored version's fetch plus CURSOR_CLOCK_SKEW_MS), nor, when the provider's change
+ * times are equal or missing (or the stored one is past its fetch), one fetched before the stored
+ * version was (`fetched_at`: a page of an overlapping job fetched earlier and written later is
+ * older news; a page serving the stored version unchanged moves its `fetched_at` up, without a feed
+ * change, while the fetch time can decide: see `confirmed`); every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
@@ -126,8 +128,11 @@ export async function upsertRecords(
                or records.data is distinct from excluded.data
                or records.source_updated_at is distinct from excluded.source_updated_at)
           -- Never replace a newer version with an older one (two jobs of a connection can overlap):
-          -- by the provider's change times when they differ, else by when each was fetched.
+          -- by the provider's change times when they differ and the stored one is believable (not
+          -- after the stored version was fetched, less the clock skew: a provider clock gone wrong
+          -- once must not freeze the record), else by when each was fetched.
           and (case when records.source_updated_at <> excluded.source_updated_at
+                     and records.source_updated_at <= coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     then excluded.source_updated_at > records.source_updated_at
                     else records.fetched_at is null or $8::timestamptz >= records.fetched_at end)
           -- Never undo a tombstone with a page fetched before it was written.
@@ -174,7 +179,7 @@ export async function upsertRecords(
     [
       target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
-      progress?.claim ?? null,
+      progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS,
     ],
   );
   const { added, updated, seen, held } = counts[0]!;
@@ -192,7 +197,10 @@ const CANDIDATES = `r.connection_id = $1 and r.resource_type = $2 and r.deleted_
  * `resourceType` it did not see, written before the pass began (a record written by a job running
  * beside it is not the pass's to judge) and changed at the provider before `changedBefore` (the
  * pass start less the clock skew: a record changed during the pass was alive then, whatever the
- * listing served).
+ * listing served). The least recently fetched come first (never fetched since `fetched_at` was
+ * added, first of all; then by id): a re-check that finds a record alive notes its fetch
+ * (`confirmFetched`), so records a listing leaves out but that are always alive cannot take every
+ * pass's re-checks, and each candidate is reached in turn.
  */
 export async function listDeletionCandidates(
   db: Queryable,
@@ -203,10 +211,34 @@ export async function listDeletionCandidates(
   limit: number,
 ): Promise<string[]> {
   const { rows } = await db.query<{ external_id: string }>(
-    `select r.external_id from records r where ${CANDIDATES} order by r.external_id limit $5`,
+    `select r.external_id from records r where ${CANDIDATES} order by r.fetched_at nulls first, r.external_id limit $5`,
     [connectionId, resourceType, taskId, changedBefore, limit],
   );
   return rows.map((r) => r.external_id);
+}
+
+/**
+ * Notes that the provider served `records` at `fetchedAt` exactly as they are stored (live, the
+ * same data and change time): their `fetched_at` moves to it (never back). No `change_seq`: nothing
+ * changed. A record stored otherwise (an overlapping job wrote another version) is left alone.
+ * Returns how many it noted.
+ */
+export async function confirmFetched(
+  db: Queryable,
+  target: { connectionId: string; resourceType: string; fetchedAt: Date },
+  records: readonly ConnectorRecord[],
+): Promise<number> {
+  if (records.length === 0) return 0;
+  const rows = records.map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
+  const { rowCount } = await db.query(
+    `update records r set fetched_at = $3
+       from jsonb_to_recordset($4::jsonb) as p(external_id text, data jsonb, updated_at timestamptz)
+      where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id and r.deleted_at is null
+        and r.data = p.data and r.source_updated_at is not distinct from p.updated_at
+        and (r.fetched_at is null or r.fetched_at < $3)`,
+    [target.connectionId, target.resourceType, target.fetchedAt, JSON.stringify(rows)],
+  );
+  return rowCount ?? 0;
 }
 
 /**

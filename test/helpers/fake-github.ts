@@ -8,6 +8,7 @@
 //   for issues only, since (updated_at ≥ since);
 // - answers ABSOLUTE Link URLs whose path differs from the first request
 //   (http://127.0.0.1:PORT/repositories/<id>/issues?…&page=2), with rel="prev"/"next"/"last"/"first";
+// - finds a repository by its owner and name ignoring letter case (octo/hello is Octo/Hello);
 // - sends x-ratelimit-* headers on every answer;
 // - sends an ETag with every listing and answers 304 (no body, no rate limit spent) to a request
 //   whose If-None-Match matches the listing as it is now.
@@ -18,7 +19,7 @@
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
 import { createHash, randomBytes, verify, type KeyObject } from 'node:crypto';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { serve } from './fake-server';
 
 /** One item as the fake serves it (the GitHub fields the connector and tests look at). */
@@ -135,6 +136,8 @@ export interface FakeGitHub {
   addRepo(fullName: string, id: number): void;
   /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
   afterServe: ((n: number, url: URL) => void) | null;
+  /** Awaited before each request is answered (or counted), with its URL: to change things while a request is in flight. */
+  beforeServe: ((url: URL) => Promise<void> | void) | null;
   /** With `app`: every installation token minted, in order. */
   mints: FakeGitHubMint[];
   /** With `app`: token requests refused (bad JWT: signature, issuer or expiry; unknown installation). */
@@ -193,6 +196,8 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const id = spec.id ?? nextId++;
     repos.set(fullName, { id, items: generateItems(fullName, id, spec, baseMs) });
   }
+  /** The repository `name` names, as GitHub finds it: its owner and name ignoring letter case. */
+  const named = (name: string) => [...repos.keys()].find((key) => key.toLowerCase() === name.toLowerCase()) ?? name;
   const requests: FakeGitHubRequest[] = [];
   let failure: (FakeGitHubFailure & FakeGitHubFailureMatch) | null = null;
   let failuresFired = 0;
@@ -285,6 +290,12 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   };
 
   const server = await serve((req, res) => {
+    const before = fake.beforeServe;
+    if (before === null) return answer(req, res);
+    void Promise.resolve(before(new URL(req.url ?? '/', baseUrl))).then(() => answer(req, res));
+  });
+
+  function answer(req: IncomingMessage, res: ServerResponse): void {
     const received = req.url ?? '/';
     requests.push({ method: req.method ?? 'GET', url: received, headers: req.headers });
     const n = requests.length;
@@ -327,7 +338,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     // One item: /repos/{owner}/{name}/{issues|pulls}/{number}
     const single = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)$/.exec(url.pathname);
     if (single) {
-      const fullName = `${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`;
+      const fullName = named(`${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`);
       const number = Number(single[4]);
       const item = repos.get(fullName)?.items.find((i) => i.number === number && (single[3] === 'issues' || 'pull_request' in i));
       if (!item) {
@@ -344,7 +355,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const byName = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)$/.exec(url.pathname);
     const byId = /^\/repositories\/(\d+)\/(issues|pulls)$/.exec(url.pathname);
     if (byName) {
-      repo = repos.get(`${decodeURIComponent(byName[1]!)}/${decodeURIComponent(byName[2]!)}`);
+      repo = repos.get(named(`${decodeURIComponent(byName[1]!)}/${decodeURIComponent(byName[2]!)}`));
       endpoint = byName[3];
     } else if (byId) {
       repo = [...repos.values()].find((r) => r.id === Number(byId[1]));
@@ -424,7 +435,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       ...(links.length > 0 ? { link: links.join(', ') } : {}),
     });
     served();
-  });
+  }
 
   baseUrl = server.url;
 
@@ -434,6 +445,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     requests,
     repos,
     afterServe: null,
+    beforeServe: null,
     mintGate: null,
     mints,
     get refusedMints() {
