@@ -296,6 +296,27 @@ function sameOrigin(url: string, cfg: HttpConfig, what: string, redact: (text: s
   return parsed.href;
 }
 
+/**
+ * The longest next page URL the connector follows, in characters of the absolute URL: 16 KiB, the
+ * request head Node's HTTP server takes by default and twice the request line nginx and Apache
+ * take (8 KiB), so no provider's front end serves a longer one (it answers 414 or 431). A next URL
+ * becomes the page token: stored with the task's progress, heartbeated to Temporal (whose payloads
+ * fail past 2 MiB: each attempt of the task then failed after one page, retried as an unknown
+ * error) and kept by the paging loop for every page it fetched. A longer one (a Link, a body's next
+ * URL, or the URL a cursor makes) fails the task for good: the provider answers it the same way on
+ * every retry.
+ */
+export const MAX_NEXT_URL_CHARS = 16 * 1024;
+
+/** `url` (the next page's, from `source`) when it is at most MAX_NEXT_URL_CHARS long; quoted through `redact` (redacted, then cut) otherwise. */
+function boundedNext(url: string, source: string, redact: (text: string) => string): string {
+  if (url.length <= MAX_NEXT_URL_CHARS) return url;
+  throw new Permanent(
+    `http connector: the next URL from the ${source} is ${url.length} characters, more than ${MAX_NEXT_URL_CHARS} (the longest next URL the connector follows); ` +
+      `not followed: '${redact(url)}'`,
+  );
+}
+
 function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']): string {
   switch (format) {
     case 'epoch_seconds':
@@ -347,13 +368,13 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
       return null;
     case 'link_header': {
       const next = nextLink(headers.get('link'), answered);
-      return next === null ? null : sameOrigin(next, cfg, 'Link header', redact);
+      return next === null ? null : boundedNext(sameOrigin(next, cfg, 'Link header', redact), 'Link header', redact);
     }
     case 'next_url': {
       const next = readPath(body, pagination.path);
       if (next === undefined || next === null || next === '') return null;
       if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
-      return sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`, redact);
+      return boundedNext(sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`, redact), `body '${pagination.path}'`, redact);
     }
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
@@ -361,7 +382,7 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
       if (typeof cursor !== 'string' && typeof cursor !== 'number') throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
       const next = new URL(url);
       next.searchParams.set(pagination.param, String(cursor));
-      return next.href;
+      return boundedNext(next.href, `cursor at '${pagination.path}'`, redact);
     }
     case 'page_number':
     case 'offset':
@@ -777,7 +798,7 @@ export const httpConnector: Connector = {
       : GITHUB_RATE_LIMIT_HEADERS;
 
     const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
-    const url = pageToken === null ? token.url : sameOrigin(token.url, cfg, 'page token', redact);
+    const url = pageToken === null ? token.url : boundedNext(sameOrigin(token.url, cfg, 'page token', redact), 'page token', redact);
     const what = `'${name}' (${new URL(url).pathname})`;
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
