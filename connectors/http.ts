@@ -40,7 +40,9 @@ import { storableChangeTime } from '../policy/change-time';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
-import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
+import {
+  cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
+} from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, Unauthorized, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';
@@ -676,6 +678,12 @@ function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<
   });
 }
 
+/**
+ * How messages name the page at `url` of resource `name`: its path, which a provider's Link or next
+ * URL gives (up to MAX_NEXT_URL_CHARS), redacted with `secrets`, then cut to 200 characters.
+ */
+const pageWhat = (name: string, url: string, secrets: readonly string[]): string => `'${name}' (${cutText(redactSecrets(new URL(url).pathname, secrets), 200)})`;
+
 const jsonOf = (answer: { status: number; text: string }, what: string): unknown => jsonBody(answer, `http connector: unreadable JSON for ${what}`);
 
 // ---------------------------------------------------------------------------------------------
@@ -760,7 +768,7 @@ export const httpConnector: Connector = {
       if (!externalId.startsWith(prefix)) continue;
       const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
       const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
-      const what = `'${name}' (${new URL(url).pathname})`;
+      const what = pageWhat(name, url, auth.secrets);
       const answer = await get(cfg, auth, url, what, { signal, policy, budget });
       if (answer.status === 404 || answer.status === 410) {
         gone.push(externalId);
@@ -799,7 +807,7 @@ export const httpConnector: Connector = {
 
     const token: Token = pageToken === null ? { url: firstUrl(cfg, resource, pagination, since) } : decodeToken(pageToken);
     const url = pageToken === null ? token.url : boundedNext(sameOrigin(token.url, cfg, 'page token', redact), 'page token', redact);
-    const what = `'${name}' (${new URL(url).pathname})`;
+    const what = pageWhat(name, url, auth.secrets);
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
     /** One page: the provider's answer, its body, its items and the records kept of them. */

@@ -62,8 +62,8 @@ function startFakeProvider() {
     const sinceText = url.searchParams.get('updated_since');
     const sinceMs = sinceText === null ? null : /^\d+$/.test(sinceText) ? Number(sinceText) * 1000 : Date.parse(sinceText);
     const items = ITEMS.filter((item) => sinceMs === null || Date.parse(item.updated_at) >= sinceMs);
-    const send = (body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(200, { 'content-type': 'application/json', ...rate, ...headers });
+    const send = (body: unknown, headers: Record<string, string> = {}, status = 200) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...rate, ...headers });
       res.end(JSON.stringify(body));
     };
     const style = url.pathname.split('/')[1];
@@ -101,6 +101,11 @@ function startFakeProvider() {
         // the second page's Link is a URL of over 24 KiB, as a response header may hold.
         const depth = url.pathname.split('/').length - 3;
         return send(items.slice(depth * SIZE, (depth + 1) * SIZE), { link: `<${'s'.repeat(12 * 1024)}/>; rel="next"` });
+      }
+      case 'deep-404': {
+        // A Link to a same-origin path of 12 KiB (under the next URL limit), which answers 404.
+        if (url.pathname !== '/deep-404/items') return send({ error: 'not found' }, {}, 404);
+        return send(items.slice(0, SIZE), { link: `<items/${'s'.repeat(12 * 1024)}>; rel="next"` });
       }
       case 'shout': {
         // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
@@ -183,7 +188,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', elsewhere: '$', far: 'data', 'huge-next': 'data', 'huge-cursor': 'items', 'long-link': '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
+        records: { link: '$', elsewhere: '$', far: 'data', 'huge-next': 'data', 'huge-cursor': 'items', 'long-link': '$', 'deep-404': '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -395,6 +400,17 @@ describe('http connector: secrets in errors and page tokens', () => {
       expect(rows[0]!.token ?? 0, style).toBeLessThan(20_000);
       expect(fake.requests, style).toHaveLength(requests);
     }
+  });
+
+  it("a page at a path of 12 KiB (a provider's Link) that fails quotes its path cut (about 200 characters) in the failure, as other provider text is", async () => {
+    const cfg = config('deep-404', { type: 'link_header' });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = (await runPass(deps, await connection(cfg), 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/^http connector: the provider answered 404 for 'customers' \(\/deep-404\/items\/sss+…\): not found$/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(fake.requests).toHaveLength(2);
   });
 
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
