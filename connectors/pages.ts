@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises';
-import { DEFAULT_PROVIDER_POLICY } from './provider-http';
+import { cutText, DEFAULT_PROVIDER_POLICY } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
 import { storableText } from '../policy/storable-text';
@@ -89,6 +89,12 @@ function pageKey(connector: Connector, token: string): string {
 }
 
 /**
+ * The page a token stands for, as a message quotes it: cut (about 500 characters), as other provider
+ * text is, since it is built from what the provider answered (a next URL of up to 16 KiB, say).
+ */
+const quotedPage = (connector: Connector, token: string): string => cutText(pageKey(connector, token));
+
+/**
  * Pages through one resource of a connector, starting at `pageToken` (null: the first page) and
  * following each page's `nextPageToken` until there is none. Every page is asked for with the same
  * bounds (`request.since`, `request.until`). Stops with the signal's reason before a fetch once
@@ -119,7 +125,7 @@ export async function* pagesOf(
     if (pages >= policy.maxPagesPerTask) {
       throw new Permanent(
         `${connector.slug} connector: ${request.resource}: more than ${policy.maxPagesPerTask} pages in one task (PROVIDER_MAX_PAGES_PER_TASK); ` +
-          `stopped before page ${token === null ? '(first)' : `'${pageKey(connector, token)}'`}`,
+          `stopped before page ${token === null ? '(first)' : `'${quotedPage(connector, token)}'`}`,
       );
     }
     const fetchedAt = new Date();
@@ -135,7 +141,7 @@ export async function* pagesOf(
       const key = pageKey(connector, token);
       if (fetched.has(key)) {
         throw new Permanent(
-          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${key}', ` +
+          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${cutText(key)}', ` +
             'which this task already fetched; stopped instead of paging forever',
         );
       }

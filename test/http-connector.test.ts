@@ -107,6 +107,12 @@ function startFakeProvider() {
         if (url.pathname !== '/deep-404/items') return send({ error: 'not found' }, {}, 404);
         return send(items.slice(0, SIZE), { link: `<items/${'s'.repeat(12 * 1024)}>; rel="next"` });
       }
+      case 'long-cycle': {
+        // A Link to a same-origin URL of 12 KiB (under the next URL limit), which links to itself.
+        const next = new URL('/long-cycle/items', origin);
+        next.searchParams.set('pad', 'p'.repeat(12 * 1024));
+        return send(url.searchParams.has('pad') ? [] : items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
+      }
       case 'shout': {
         // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
         const page = Number(q.get('PAGE') ?? 1);
@@ -188,7 +194,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', elsewhere: '$', far: 'data', 'huge-next': 'data', 'huge-cursor': 'items', 'long-link': '$', 'deep-404': '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
+        records: { link: '$', elsewhere: '$', far: 'data', 'huge-next': 'data', 'huge-cursor': 'items', 'long-link': '$', 'deep-404': '$', 'long-cycle': '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -409,6 +415,17 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err.type).toBe('permanent');
     expect(err.message).toMatch(/^http connector: the provider answered 404 for 'customers' \(\/deep-404\/items\/sss+…\): not found$/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('a paging loop through a URL of 12 KiB (a Link to itself) fails quoting the page cut (about 500 characters), as other provider text is', async () => {
+    const cfg = config('long-cycle', { type: 'link_header' });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = (await runPass(deps, await connection(cfg), 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/^http connector: customers: paging loop: page 2 points back to 'http:\/\/127\.0\.0\.1:\d+\/long-cycle\/items\?pad=ppp+…', which this task already fetched/);
     expect(err.message.length).toBeLessThanOrEqual(1000);
     expect(fake.requests).toHaveLength(2);
   });
