@@ -41,7 +41,7 @@ import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './con
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
 import {
-  cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
+  cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
 } from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, Unauthorized, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
@@ -299,18 +299,9 @@ function sameOrigin(url: string, cfg: HttpConfig, what: string, redact: (text: s
 }
 
 /**
- * The longest next page URL the connector follows, in characters of the absolute URL: 16 KiB, the
- * request head Node's HTTP server takes by default and twice the request line nginx and Apache
- * take (8 KiB), so no provider's front end serves a longer one (it answers 414 or 431). A next URL
- * becomes the page token: stored with the task's progress, heartbeated to Temporal (whose payloads
- * fail past 2 MiB: each attempt of the task then failed after one page, retried as an unknown
- * error) and kept by the paging loop for every page it fetched. A longer one (a Link, a body's next
- * URL, or the URL a cursor makes) fails the task for good: the provider answers it the same way on
- * every retry.
+ * `url` (the next page's, from `source`) when it is at most MAX_NEXT_URL_CHARS long (see there: it
+ * becomes the page token); quoted through `redact` (redacted, then cut) otherwise.
  */
-export const MAX_NEXT_URL_CHARS = 16 * 1024;
-
-/** `url` (the next page's, from `source`) when it is at most MAX_NEXT_URL_CHARS long; quoted through `redact` (redacted, then cut) otherwise. */
 function boundedNext(url: string, source: string, redact: (text: string) => string): string {
   if (url.length <= MAX_NEXT_URL_CHARS) return url;
   throw new Permanent(
