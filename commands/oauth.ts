@@ -42,12 +42,19 @@ export type OAuthAppUpdate = Partial<Omit<NewOAuthAppRequest, 'tenantId' | 'name
 
 const policyOf = (deps: Pick<CommandDeps, 'providers'>) => deps.providers ?? DEFAULT_PROVIDER_POLICY;
 
+/** The app's endpoints, by the API field that names each. */
+type EndpointField = 'authorize_url' | 'token_url' | 'redirect_uri';
+
 /**
  * Refuses an endpoint a token request may not reach: https only (plain http and private
  * addresses only with PROVIDER_ALLOW_PRIVATE), no credentials, query allowed only on the
- * authorization URL, never a fragment.
+ * authorization URL (`authorize_url`), never a fragment. The token URL is where the client secret
+ * goes: a query there is no place for a secret (it would be stored and answered unsealed), as the
+ * client credentials grant's `token_url` refuses one too. The redirect URI must reach this API's
+ * callback, whose query is the provider's `code` and `state`: a query of its own would come back
+ * before them (a `state` of its own read instead of the flow's).
  */
-function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: string, raw: string | undefined): void {
+function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: EndpointField, raw: string | undefined): void {
   if (raw === undefined) return;
   const allowPrivate = policyOf(deps).allowPrivate;
   const problem = outboundUrlProblem(raw, allowPrivate);
@@ -55,6 +62,7 @@ function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: string, raw: stri
   const url = new URL(raw);
   if (url.protocol !== 'https:' && !allowPrivate) throw invalid(`${field}: must be an https URL`);
   if (url.hash) throw invalid(`${field}: must not carry a fragment`);
+  if (field !== 'authorize_url' && raw.includes('?')) throw invalid(`${field}: must not carry a query (only authorize_url may)`);
 }
 
 /** Creates a tenant's OAuth app; its client secret is sealed (bound to the row) and never answered. */

@@ -64,7 +64,7 @@ import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
-import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
+import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
 import {
   type ConnectorError,
   Permanent,
@@ -696,7 +696,16 @@ export const githubConnector: Connector = {
     }
 
     const linkNext = nextLink(answer.headers.get('link'), answer.url);
-    if (linkNext !== null) assertSameOrigin(linkNext, cfg, 'Link header', redact);
+    if (linkNext !== null) {
+      assertSameOrigin(linkNext, cfg, 'Link header', redact);
+      // It becomes the page token (MAX_NEXT_URL_CHARS): a relative Link grows on each page.
+      if (linkNext.length > MAX_NEXT_URL_CHARS) {
+        throw new Permanent(
+          `github connector: the next URL from the Link header is ${linkNext.length} characters, more than ${MAX_NEXT_URL_CHARS} (the longest next URL the connector follows); ` +
+            `not followed: '${redact(linkNext)}'`,
+        );
+      }
+    }
     // Oldest first by `since`, page numbers only within one second; newest first by GitHub's Link.
     const listingNext = linkNext === null ? null : descending || kind !== 'issues' ? linkNext : (keysetNext(cfg, repository, url, body) ?? linkNext);
     // The page's validator, stored with its records, notes what follows the page in its listing

@@ -44,7 +44,9 @@ import { storableChangeTime } from '../policy/change-time';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
-import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, type RateLimitHeaders } from './provider-http';
+import {
+  cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
+} from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, Unauthorized, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
 const USER_AGENT = 'synctide-http-connector/0.1';
@@ -301,6 +303,18 @@ function sameOrigin(url: string, cfg: HttpConfig, what: string, redact: (text: s
   return parsed.href;
 }
 
+/**
+ * `url` (the next page's, from `source`) when it is at most MAX_NEXT_URL_CHARS long (see there: it
+ * becomes the page token); quoted through `redact` (redacted, then cut) otherwise.
+ */
+function boundedNext(url: string, source: string, redact: (text: string) => string): string {
+  if (url.length <= MAX_NEXT_URL_CHARS) return url;
+  throw new Permanent(
+    `http connector: the next URL from the ${source} is ${url.length} characters, more than ${MAX_NEXT_URL_CHARS} (the longest next URL the connector follows); ` +
+      `not followed: '${redact(url)}'`,
+  );
+}
+
 function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']): string {
   switch (format) {
     case 'epoch_seconds':
@@ -352,13 +366,13 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
       return null;
     case 'link_header': {
       const next = nextLink(headers.get('link'), answered);
-      return next === null ? null : sameOrigin(next, cfg, 'Link header', redact);
+      return next === null ? null : boundedNext(sameOrigin(next, cfg, 'Link header', redact), 'Link header', redact);
     }
     case 'next_url': {
       const next = readPath(body, pagination.path);
       if (next === undefined || next === null || next === '') return null;
       if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
-      return sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`, redact);
+      return boundedNext(sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`, redact), `body '${pagination.path}'`, redact);
     }
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
@@ -366,7 +380,7 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
       if (typeof cursor !== 'string' && typeof cursor !== 'number') throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
       const next = new URL(url);
       next.searchParams.set(pagination.param, String(cursor));
-      return next.href;
+      return boundedNext(next.href, `cursor at '${pagination.path}'`, redact);
     }
     case 'page_number':
     case 'offset':
@@ -660,6 +674,12 @@ function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<
   });
 }
 
+/**
+ * How messages name the page at `url` of resource `name`: its path, which a provider's Link or next
+ * URL gives (up to MAX_NEXT_URL_CHARS), redacted with `secrets`, then cut to 200 characters.
+ */
+const pageWhat = (name: string, url: string, secrets: readonly string[]): string => `'${name}' (${cutText(redactSecrets(new URL(url).pathname, secrets), 200)})`;
+
 const jsonOf = (answer: { status: number; text: string }, what: string): unknown => jsonBody(answer, `http connector: unreadable JSON for ${what}`);
 
 // ---------------------------------------------------------------------------------------------
@@ -748,7 +768,7 @@ export const httpConnector: Connector = {
       signal?.throwIfAborted();
       const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
       const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
-      const what = `'${name}' (${new URL(url).pathname})`;
+      const what = pageWhat(name, url, auth.secrets);
       const answer = await get(cfg, auth, url, what, { signal, policy, budget });
       if (answer.status === 404 || answer.status === 410) {
         gone.push(externalId);
@@ -791,8 +811,8 @@ export const httpConnector: Connector = {
     const stored = pageToken === null ? null : decodeToken(pageToken);
     const resumed = stored !== null && (stored.listing === undefined || stored.listing === listing) ? stored : null;
     const token: Token = resumed ?? { url: firstUrl(cfg, resource, pagination, since) };
-    const url = resumed === null ? token.url : sameOrigin(token.url, cfg, 'page token', redact);
-    const what = `'${name}' (${new URL(url).pathname})`;
+    const url = resumed === null ? token.url : boundedNext(sameOrigin(token.url, cfg, 'page token', redact), 'page token', redact);
+    const what = pageWhat(name, url, auth.secrets);
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
     /** One page: the provider's answer, its body, its items and the records kept of them. */

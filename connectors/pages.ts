@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
-import { DEFAULT_PROVIDER_POLICY } from './provider-http';
+import { cutText, DEFAULT_PROVIDER_POLICY } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
 import { storableText } from '../policy/storable-text';
@@ -89,6 +90,20 @@ function pageKey(connector: Connector, token: string): string {
 }
 
 /**
+ * What the paging loop keeps of a page it fetched, to know it again: the SHA-256 of its key, a
+ * fixed 43 characters however long the key is. A key is as long as the provider's next page makes
+ * it (the http connector's next URL, up to 16 KiB), and a task may fetch PROVIDER_MAX_PAGES_PER_TASK
+ * pages (100,000 by default): kept whole, the keys could fill gigabytes of a worker's memory.
+ */
+const fingerprint = (key: string): string => createHash('sha256').update(key, 'utf8').digest('base64url');
+
+/**
+ * The page a token stands for, as a message quotes it: cut (about 500 characters), as other provider
+ * text is, since it is built from what the provider answered (a next URL of up to 16 KiB, say).
+ */
+const quotedPage = (connector: Connector, token: string): string => cutText(pageKey(connector, token));
+
+/**
  * Pages through one resource of a connector, starting at `pageToken` (null: the first page) and
  * following each page's `nextPageToken` until there is none. Every page is asked for with the same
  * bounds (`request.since`, `request.until`). Stops with the signal's reason before a fetch once
@@ -112,14 +127,15 @@ export async function* pagesOf(
   let pages = done.pages;
   let records = done.records;
   let token = pageToken;
+  // Fingerprints of the pages fetched (`fingerprint`).
   const fetched = new Set<string>();
-  if (token !== null) fetched.add(pageKey(connector, token));
+  if (token !== null) fetched.add(fingerprint(pageKey(connector, token)));
   do {
     request.signal?.throwIfAborted();
     if (pages >= policy.maxPagesPerTask) {
       throw new Permanent(
         `${connector.slug} connector: ${request.resource}: more than ${policy.maxPagesPerTask} pages in one task (PROVIDER_MAX_PAGES_PER_TASK); ` +
-          `stopped before page ${token === null ? '(first)' : `'${pageKey(connector, token)}'`}`,
+          `stopped before page ${token === null ? '(first)' : `'${quotedPage(connector, token)}'`}`,
       );
     }
     const fetchedAt = new Date();
@@ -133,13 +149,14 @@ export async function* pagesOf(
     token = page.nextPageToken;
     if (token !== null) {
       const key = pageKey(connector, token);
-      if (fetched.has(key)) {
+      const print = fingerprint(key);
+      if (fetched.has(print)) {
         throw new Permanent(
-          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${key}', ` +
+          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${cutText(key)}', ` +
             'which this task already fetched; stopped instead of paging forever',
         );
       }
-      fetched.add(key);
+      fetched.add(print);
     }
   } while (token);
 }

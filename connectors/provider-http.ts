@@ -43,6 +43,17 @@ export const DEFAULT_PROVIDER_POLICY: ProviderPolicy = Object.freeze({
 /** Longest provider text (error bodies, messages) an error message carries. */
 export const MAX_ERROR_TEXT = 500;
 
+/**
+ * The longest next page URL a connector follows, in characters of the absolute URL: 16 KiB, the
+ * request head Node's HTTP server takes by default and twice the request line nginx and Apache
+ * take (8 KiB), so no provider's front end serves a longer one (it answers 414 or 431). A next URL
+ * (a Link, a body's next URL, the URL a cursor makes) becomes the page token: stored with the
+ * task's progress, heartbeated to Temporal (whose payloads fail past 2 MiB: each attempt of the
+ * task then failed after one page, retried as an unknown error) and known again by the paging
+ * loop. A longer one fails the task for good: the provider answers it the same way on every retry.
+ */
+export const MAX_NEXT_URL_CHARS = 16 * 1024;
+
 /** Redirects followed within one origin before giving up. */
 const MAX_REDIRECTS = 5;
 

@@ -1,7 +1,8 @@
 // Hostile providers and oversized input through the real API, worker, Postgres and the Temporal
 // dev server, with fake providers on 127.0.0.1: credentials bound to the provider origin and the host allowlist, input size caps
-// and NULs, a gzip bomb failing its task, and immediate syncs (one per connection, their own task
-// queue and slots, cancellation reaching a request in flight).
+// and NULs, a gzip bomb failing its task, a next URL of megabytes failing its job for good, and
+// immediate syncs (one per connection, their own task queue and slots, cancellation reaching a
+// request in flight).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -242,6 +243,37 @@ describe('hostile providers and oversized input', () => {
     expect(fake.requests.length).toBeGreaterThanOrEqual(1);
     // The worker runs in this process: its RSS is this process's.
     expect(Math.max(peak, process.memoryUsage().rss) - before).toBeLessThan(DEFAULT_PROVIDER_POLICY.maxResponseBytes + 100 * 1024 * 1024);
+  });
+
+  it('a provider answering a next URL of 3 MiB (and taking URLs that long) fails the job for good at once, naming the limit; nothing of it is stored, heartbeated or requested', async () => {
+    const HUGE = 3 * 1024 * 1024;
+    const fake = await serve(
+      (req, res) => {
+        const n = Number(new URL(req.url ?? '/', 'http://fake').searchParams.get('n') ?? 0);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data: [{ id: `i${n}` }], next: n >= 3 ? null : `/items?n=${n + 1}&c=${'x'.repeat(HUGE)}` }));
+      },
+      { maxHeaderSize: 64 * 1024 * 1024 },
+    );
+    const config = { base_url: fake.url, resources: { items: { path: '/items', id: 'id', records: 'data' } }, pagination: { type: 'next_url', path: 'next' } };
+    const created = await create(api, { provider: 'http', config });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // Its first job once it stopped running: ended, or waiting to retry.
+    const job = await eventually(async () => {
+      const res = await api.call('GET', `/jobs?connection_id=${created.body.id}`);
+      const found = res.body.items?.find((j: any) => ['completed', 'failed', 'cancelled', 'retrying'].includes(j.status));
+      return found ? (await api.call('GET', `/jobs/${found.id}?include_tasks=true`)).body : undefined;
+    });
+    expect(job.status, JSON.stringify(job)).toBe('failed');
+    expect(job.retry_count).toBe(0);
+    expect(job.tasks[0].error_message).toMatch(/the next URL from the body 'next' is \d+ characters, more than 16384 \(the longest next URL the connector follows\)/);
+    expect(job.tasks[0].error_message.length).toBeLessThanOrEqual(1000);
+    const { rows } = await stack.db.pool.query<{ token: number | null }>(
+      'select max(length(t.page_token)) as token from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1',
+      [created.body.id],
+    );
+    expect(rows[0]!.token ?? 0).toBeLessThan(20_000);
+    expect(fake.requests).toHaveLength(1);
   });
 
   it('runs one immediate sync per connection at a time; a second one is refused with 409', async () => {

@@ -62,8 +62,8 @@ function startFakeProvider() {
     const sinceText = url.searchParams.get('updated_since');
     const sinceMs = sinceText === null ? null : /^\d+$/.test(sinceText) ? Number(sinceText) * 1000 : Date.parse(sinceText);
     const items = ITEMS.filter((item) => sinceMs === null || Date.parse(item.updated_at) >= sinceMs);
-    const send = (body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(200, { 'content-type': 'application/json', ...rate, ...headers });
+    const send = (body: unknown, headers: Record<string, string> = {}, status = 200) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...rate, ...headers });
       res.end(JSON.stringify(body));
     };
     const style = url.pathname.split('/')[1];
@@ -88,6 +88,30 @@ function startFakeProvider() {
         // secret all along it.
         const echo = `a=${q.get('api_key')}&`.repeat(20_000);
         return send({ data: items.slice(0, SIZE), next: `${origin.replace('127.0.0.1', 'localhost')}/far/items?${echo}` });
+      }
+      case 'huge-next': {
+        // A same-origin next URL in the body of 3 MiB, echoing the query-auth secret first.
+        return send({ data: items.slice(0, SIZE), next: `/huge-next/items?echo=${q.get('api_key')}&page=2&pad=${'p'.repeat(3 * 1024 * 1024)}` });
+      }
+      case 'huge-cursor':
+        // A cursor of 3 MiB (it becomes the next URL's query parameter).
+        return send({ items: items.slice(0, SIZE), meta: { next_cursor: 'c'.repeat(3 * 1024 * 1024) } });
+      case 'long-link': {
+        // Each Link goes one path segment of 12 KiB deeper (relative to the URL that answered):
+        // the second page's Link is a URL of over 24 KiB, as a response header may hold.
+        const depth = url.pathname.split('/').length - 3;
+        return send(items.slice(depth * SIZE, (depth + 1) * SIZE), { link: `<${'s'.repeat(12 * 1024)}/>; rel="next"` });
+      }
+      case 'deep-404': {
+        // A Link to a same-origin path of 12 KiB (under the next URL limit), which answers 404.
+        if (url.pathname !== '/deep-404/items') return send({ error: 'not found' }, {}, 404);
+        return send(items.slice(0, SIZE), { link: `<items/${'s'.repeat(12 * 1024)}>; rel="next"` });
+      }
+      case 'long-cycle': {
+        // A Link to a same-origin URL of 12 KiB (under the next URL limit), which links to itself.
+        const next = new URL('/long-cycle/items', origin);
+        next.searchParams.set('pad', 'p'.repeat(12 * 1024));
+        return send(url.searchParams.has('pad') ? [] : items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
       }
       case 'shout': {
         // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
@@ -170,7 +194,7 @@ function config(style: string, pagination: Config, extra: Config = {}): Config {
     resources: {
       customers: {
         path: `/${style}/items`,
-        records: { link: '$', elsewhere: '$', far: 'data', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
+        records: { link: '$', elsewhere: '$', far: 'data', 'huge-next': 'data', 'huge-cursor': 'items', 'long-link': '$', 'deep-404': '$', 'long-cycle': '$', shout: '$', next: 'data', cursor: 'items', page: '$.results', offset: '$', 'capped-page': '$.results', 'capped-offset': '$', unpaged: '$.results' }[style],
         id: 'id',
         updated_at: 'updated_at',
         since: { param: 'updated_since', format: 'iso8601' },
@@ -351,6 +375,59 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(err.message).toMatch(/refusing to follow body 'next' URL 'http:\/\/localhost:\d+\/far\/items\?a=\[redacted\]&a=\[redacted\]&/);
     expect(err.message.length).toBeLessThanOrEqual(1000);
     expect(err.message).not.toContain(TOKEN.slice(0, 6));
+  });
+
+  it('a same-origin next URL longer than 16 KiB (body next_url of 3 MiB echoing the query secret, a cursor of 3 MiB, a Link 24 KiB long) fails the task for good, naming the limit, quoting it redacted and cut, before any of it is stored or requested', async () => {
+    const cases: [string, Config, string, number][] = [
+      ['huge-next', { type: 'next_url', path: 'next' }, "body 'next'", 1],
+      ['huge-cursor', { type: 'cursor', path: 'meta.next_cursor', param: 'cursor' }, "cursor at 'meta.next_cursor'", 1],
+      // The first Link (12 KiB) is followed; the second page's (over 24 KiB) is not.
+      ['long-link', { type: 'link_header' }, 'Link header', 2],
+    ];
+    for (const [style, pagination, source, requests] of cases) {
+      fake.requests.length = 0;
+      const cfg = config(style, pagination, { auth: { type: 'query', name: 'api_key' } });
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const id = await connection(cfg);
+      const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(err, style).toBeInstanceOf(ApplicationFailure);
+      expect(err.type, style).toBe('permanent');
+      expect(err.nonRetryable, style).toBe(true);
+      expect(err.message, style).toContain(`http connector: the next URL from the ${source} is `);
+      expect(err.message, style).toMatch(/ characters, more than 16384 \(the longest next URL the connector follows\)/);
+      expect(err.message.length, style).toBeLessThanOrEqual(1000);
+      expect(err.message, style).not.toContain(TOKEN.slice(0, 6));
+      if (style === 'huge-next') expect(err.message).toMatch(/'http:\/\/127\.0\.0\.1:\d+\/huge-next\/items\?echo=\[redacted\]&page=2&pad=ppp/);
+      // Nothing of it reached the task's progress (its page token), nor the provider.
+      const { rows } = await db.pool.query<{ token: number | null }>(
+        'select max(length(t.page_token)) as token from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1',
+        [id],
+      );
+      expect(rows[0]!.token ?? 0, style).toBeLessThan(20_000);
+      expect(fake.requests, style).toHaveLength(requests);
+    }
+  });
+
+  it("a page at a path of 12 KiB (a provider's Link) that fails quotes its path cut (about 200 characters) in the failure, as other provider text is", async () => {
+    const cfg = config('deep-404', { type: 'link_header' });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = (await runPass(deps, await connection(cfg), 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/^http connector: the provider answered 404 for 'customers' \(\/deep-404\/items\/sss+…\): not found$/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('a paging loop through a URL of 12 KiB (a Link to itself) fails quoting the page cut (about 500 characters), as other provider text is', async () => {
+    const cfg = config('long-cycle', { type: 'link_header' });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = (await runPass(deps, await connection(cfg), 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('permanent');
+    expect(err.message).toMatch(/^http connector: customers: paging loop: page 2 points back to 'http:\/\/127\.0\.0\.1:\d+\/long-cycle\/items\?pad=ppp+…', which this task already fetched/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(fake.requests).toHaveLength(2);
   });
 
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {

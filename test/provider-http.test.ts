@@ -131,6 +131,25 @@ describe('SSRF: where provider requests may go', () => {
     expect(err.message.length).toBeLessThanOrEqual(1000);
   });
 
+  it('a Link growing past 16 KiB (relative, one 12 KiB path segment deeper on each page, from a host taking URLs that long) fails as permanent naming the limit, before it becomes the page token', async () => {
+    const fake = await serve(
+      (_req, res) => res.writeHead(200, { 'content-type': 'application/json', link: `<${'s'.repeat(12 * 1024)}/>; rel="next"` }).end(JSON.stringify([issue(1)])),
+      { maxHeaderSize: 64 * 1024 * 1024 },
+    );
+    const pulls = (pageToken: string | null) =>
+      githubConnector.fetchPage({
+        resource: 'pull_requests', since: null, until: null, pageToken, config: { base_url: fake.url, repositories: ['octo/hello'], resource_types: ['pull_requests'] },
+        credentials: { token: TOKEN }, policy: TEST_POLICY,
+      });
+    const first = await pulls(null);
+    expect(first.nextPageToken!.length).toBeLessThan(20_000);
+    const err = await failure(pulls(first.nextPageToken));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/^github connector: the next URL from the Link header is \d+ characters, more than 16384 \(the longest next URL the connector follows\); not followed: 'http:\/\/127\.0\.0\.1:\d+\/repos\/octo\/hello\/s+/);
+    expect(err.message.length).toBeLessThanOrEqual(1000);
+    expect(fake.requests).toHaveLength(2);
+  });
+
   it('describes network errors in words that name no address or port', async () => {
     const fake = await serve(() => undefined);
     const { url, port } = fake;

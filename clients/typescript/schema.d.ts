@@ -1806,12 +1806,12 @@ export interface components {
             authorize_url: string;
             /**
              * Format: uri
-             * @description The provider's token endpoint (code exchange and refresh); https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
+             * @description The provider's token endpoint (code exchange and refresh), without a query; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
              */
             token_url: string;
             /**
              * Format: uri
-             * @description The one redirect URI registered with the provider (it must reach `GET /oauth/callback`); compared exactly; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
+             * @description The one redirect URI registered with the provider (it must reach `GET /oauth/callback`), without a query; compared exactly; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
              */
             redirect_uri: string;
             /** @default [] */
@@ -1831,12 +1831,12 @@ export interface components {
             authorize_url?: string;
             /**
              * Format: uri
-             * @description The provider's token endpoint; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
+             * @description The provider's token endpoint, without a query; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
              */
             token_url?: string;
             /**
              * Format: uri
-             * @description The registered redirect URI; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
+             * @description The registered redirect URI, without a query; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
              */
             redirect_uri?: string;
             scopes?: string[];

@@ -53,9 +53,13 @@ export function gzipBomb(): { member: Buffer; handler: FakeHandler } {
 
 const open = new Set<FakeServer>();
 
-/** Starts a fake server answering every request with `handler`. */
-export async function serve(handler: FakeHandler): Promise<FakeServer> {
-  const server: Server = createServer((req, res) => {
+/**
+ * Starts a fake server answering every request with `handler`. `maxHeaderSize` raises the request
+ * head it takes (Node's default, 16 KiB, answers a longer URL 431), for a provider taking URLs of
+ * any length.
+ */
+export async function serve(handler: FakeHandler, opts: { maxHeaderSize?: number } = {}): Promise<FakeServer> {
+  const server: Server = createServer({ ...(opts.maxHeaderSize !== undefined && { maxHeaderSize: opts.maxHeaderSize }) }, (req, res) => {
     fake.requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers });
     res.on('close', () => {
       if (!res.writableEnded) fake.abandoned += 1;
