@@ -7,7 +7,7 @@ import { temporal } from '@temporalio/proto';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockTenant } from '../db/models/tenant-limits';
-import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
+import { DEFAULT_TENANT_LIMITS, jobFitsUnder } from '../policy/tenant-limits';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
 import type { TestDatabase } from './helpers/database';
@@ -241,6 +241,42 @@ describe('per-tenant limits', () => {
     expect((await q(`select started_at from sync_jobs where id = $1`, [waiting.body.job_id]))[0].started_at).toBeNull();
     expect((await api.call('POST', `/jobs/${first.body.job_id}/cancel`)).status).toBe(202);
     await eventually(async () => ((await jobStatus(first.body.job_id)) === 'cancelled' ? true : undefined));
+  });
+
+  it('jobFitsUnder: a job fits when all its places do beside the running ones; one wider than the limit only alone; a limit of 0 none', () => {
+    expect([jobFitsUnder(3, 2, 1), jobFitsUnder(3, 3, 1), jobFitsUnder(2, 0, 2), jobFitsUnder(2, 1, 2)]).toEqual([true, false, true, false]);
+    expect([jobFitsUnder(2, 0, 8), jobFitsUnder(2, 1, 8), jobFitsUnder(0, 0, 1)]).toEqual([true, false, false]);
+  });
+
+  it("running jobs: a job running tasks in parallel (max_parallel_tasks) takes a place per task, so a tenant holds no more activity slots than its limit", async () => {
+    // Two places of three slots: jobs of two tasks each, run two at a time.
+    await setLimits('lim-par', { max_running_jobs: 2 });
+    const WIDE = { ...SLOW, resource_types: ['a', 'b'], max_parallel_tasks: 2 };
+    const wide = [await syncable('lim-par', WIDE), await syncable('lim-par', WIDE)];
+    const quiet = await syncable('lim-par-other', FAST);
+    const first = await api.call('POST', `/connections/${wide[0]!.id}/sync`, { mode: 'full' });
+    expect(first.status).toBe(202);
+    await eventually(async () => ((await jobStatus(first.body.job_id)) === 'running' ? true : undefined));
+    // The limits' usage counts the places the job takes.
+    expect((await api.call('GET', '/tenants/lim-par/limits')).body.usage.running_jobs).toBe(2);
+    const second = await api.call('POST', `/connections/${wide[1]!.id}/sync`, { mode: 'full' });
+    expect(second.status).toBe(202);
+    // The first job holds both places (two tasks at once): the second waits on its claim's timer.
+    const handle = env.client.workflow.getHandle(`sync-job:${second.body.job_id}`);
+    await eventually(async () => {
+      const history = await handle.fetchHistory();
+      const events = history.events ?? [];
+      const waited = events.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED);
+      return waited || (await jobStatus(second.body.job_id)) !== 'queued' ? true : undefined;
+    });
+    // The other tenant's job finds a free slot and completes while the first job still runs: the
+    // tenant holds two of the three slots, as its limit says, and its second job waits queued.
+    const theirs = await api.call('POST', `/connections/${quiet.id}/sync`, { mode: 'full' });
+    expect(theirs.status).toBe(202);
+    await eventually(async () => ((await jobStatus(theirs.body.job_id)) === 'completed' ? true : undefined));
+    expect([await jobStatus(first.body.job_id), await jobStatus(second.body.job_id)]).toEqual(['running', 'queued']);
+    for (const job of [first.body.job_id, second.body.job_id]) expect((await api.call('POST', `/jobs/${job}/cancel`)).status).toBe(202);
+    await eventually(async () => ((await jobStatus(first.body.job_id)) === 'cancelled' && (await jobStatus(second.body.job_id)) === 'cancelled' ? true : undefined));
   });
 
   it("fairness: a tenant flooding immediate syncs and due jobs on a saturated worker leaves another tenant's immediate sync and scheduled job running first", async () => {

@@ -79,14 +79,18 @@ const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenan
 const COUNT_WEBHOOKS = 'select count(*)::int from webhooks where tenant_id = $1';
 /** Tenant `$1`'s immediate syncs still counted at `$2` (their lease not expired). */
 const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2';
-/** Tenant `$1`'s running jobs. */
-const COUNT_RUNNING_JOBS = `select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}`;
+/**
+ * Tenant `$1`'s places taken by running jobs: each job takes as many as the tasks it runs at once
+ * (`parallel_tasks`, set when it is prepared; 1 before), since each of those holds an activity slot.
+ */
+const COUNT_RUNNING_JOBS = `select coalesce(sum(parallel_tasks), 0)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}`;
 
 /** What a tenant holds now, for the limits that count rows. */
 export interface TenantUsage {
   connections: number;
   webhooks: number;
   immediate_syncs: number;
+  /** Places taken by running jobs (one per task a job runs at once). */
   running_jobs: number;
   redeliveries_last_hour: number;
 }
@@ -118,12 +122,18 @@ export async function countWebhooks(db: Queryable, tenantId: string): Promise<nu
 }
 
 /**
- * A tenant's running jobs other than `exceptJobId`, with its override of the running-jobs limit
- * (null: the default), in one statement: a claim reads both on its hot path.
+ * The places a tenant's running jobs other than `exceptJobId` take (`running`), the places that
+ * job takes (`own`), and the tenant's override of the running-jobs limit (null: the default), in
+ * one statement: a claim reads them on its hot path.
  */
-export async function runningJobsAndOverride(db: Queryable, tenantId: string, exceptJobId: string): Promise<{ running: number; max_running_jobs: number | null }> {
-  const { rows } = await db.query<{ running: number; max_running_jobs: number | null }>(
+export async function runningJobsAndOverride(
+  db: Queryable,
+  tenantId: string,
+  exceptJobId: string,
+): Promise<{ running: number; own: number; max_running_jobs: number | null }> {
+  const { rows } = await db.query<{ running: number; own: number; max_running_jobs: number | null }>(
     `select (${COUNT_RUNNING_JOBS} and id <> $2) as running,
+            coalesce((select parallel_tasks from sync_jobs where id = $2), 1)::int as own,
             (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
     [tenantId, exceptJobId],
   );
