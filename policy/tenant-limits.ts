@@ -18,6 +18,8 @@ export interface TenantLimits {
   runningJobs: number;
   /** Webhook redeliveries requested in any sliding hour. */
   redeliveriesPerHour: number;
+  /** OAuth apps registered. */
+  oauthApps: number;
 }
 
 /** The kinds of limit. */
@@ -33,6 +35,7 @@ export const DEFAULT_TENANT_LIMITS: TenantLimits = {
   immediateSyncs: 2,
   runningJobs: 50,
   redeliveriesPerHour: 100,
+  oauthApps: 100,
 };
 
 /** Each limit's name in answers, the admin API and the overrides table. */
@@ -42,6 +45,7 @@ export const TENANT_LIMIT_NAMES: Record<TenantLimitKind, string> = {
   immediateSyncs: 'max_immediate_syncs',
   runningJobs: 'max_running_jobs',
   redeliveriesPerHour: 'max_redeliveries_per_hour',
+  oauthApps: 'max_oauth_apps',
 };
 
 /** A tenant's overrides: null (or absent) keeps the default. */

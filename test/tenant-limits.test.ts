@@ -85,7 +85,7 @@ describe('per-tenant limits', () => {
     expect(fresh.body.limits).toEqual({
       max_connections: DEFAULT_TENANT_LIMITS.connections, max_webhooks: DEFAULT_TENANT_LIMITS.webhooks,
       max_immediate_syncs: DEFAULT_TENANT_LIMITS.immediateSyncs, max_running_jobs: DEFAULT_TENANT_LIMITS.runningJobs,
-      max_redeliveries_per_hour: DEFAULT_TENANT_LIMITS.redeliveriesPerHour,
+      max_redeliveries_per_hour: DEFAULT_TENANT_LIMITS.redeliveriesPerHour, max_oauth_apps: DEFAULT_TENANT_LIMITS.oauthApps,
     });
     expect(Object.values(fresh.body.overrides).every((v) => v === null)).toBe(true);
     const set = await setLimits('lim-admin', { max_webhooks: 7, max_running_jobs: 0 });
@@ -126,6 +126,24 @@ describe('per-tenant limits', () => {
     // Deleting one frees its place.
     expect((await api.call('DELETE', `/webhooks/${burst.find((r) => r.status === 201)!.body.id}`)).status).toBe(204);
     expect((await hook()).status).toBe(201);
+  });
+
+  it('oauth apps: over the limit 409 naming it; concurrent creates take exactly the places left; other tenants go on', async () => {
+    await setLimits('lim-a', { max_oauth_apps: 2 });
+    let n = 0;
+    const app = (tenant: string) => api.call('POST', '/oauth-apps', {
+      tenant_id: tenant, name: `app-${++n}`, client_id: 'cid', client_secret: 'limit-client-secret', authorize_url: 'https://example.com/authorize',
+      token_url: 'https://example.com/token', redirect_uri: 'https://example.com/oauth/callback',
+    });
+    const burst = await Promise.all(Array.from({ length: 5 }, () => app('lim-a')));
+    expect(burst.filter((r) => r.status === 201)).toHaveLength(2);
+    for (const refused of burst.filter((r) => r.status !== 201)) expectRefusal(refused, 409, 'max_oauth_apps', 2);
+    expect((await q(`select 1 from oauth_apps where tenant_id = 'lim-a'`)).length).toBe(2);
+    expect((await api.call('GET', '/tenants/lim-a/limits')).body.usage.oauth_apps).toBe(2);
+    // Another tenant is not held back; deleting one frees its place.
+    expect((await app('lim-a-other')).status).toBe(201);
+    expect((await api.call('DELETE', `/oauth-apps/${burst.find((r) => r.status === 201)!.body.id}`)).status).toBe(204);
+    expect((await app('lim-a')).status).toBe(201);
   });
 
   it('redeliveries: over the limit an hour 429 with Retry-After naming it; another tenant goes on', async () => {

@@ -16,10 +16,11 @@ export interface TenantLimitsRow {
   max_immediate_syncs: number | null;
   max_running_jobs: number | null;
   max_redeliveries_per_hour: number | null;
+  max_oauth_apps: number | null;
   updated_at: Date;
 }
 
-const COLUMNS = 'tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, updated_at';
+const COLUMNS = 'tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, max_oauth_apps, updated_at';
 
 /** The overrides of a row as the policy takes them. */
 export function overridesOf(row: TenantLimitsRow | null): TenantLimitOverrides {
@@ -29,6 +30,7 @@ export function overridesOf(row: TenantLimitsRow | null): TenantLimitOverrides {
     immediateSyncs: row?.max_immediate_syncs ?? null,
     runningJobs: row?.max_running_jobs ?? null,
     redeliveriesPerHour: row?.max_redeliveries_per_hour ?? null,
+    oauthApps: row?.max_oauth_apps ?? null,
   };
 }
 
@@ -50,14 +52,15 @@ export async function findTenantLimits(db: Queryable, tenantId: string): Promise
 export async function upsertTenantLimits(db: Queryable, tenantId: string, change: TenantLimitOverrides): Promise<TenantLimitsRow> {
   const has = (k: keyof TenantLimitOverrides) => change[k] !== undefined;
   const { rows } = await db.query<TenantLimitsRow>(
-    `insert into tenant_limits as t (tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour)
-     values ($1, $2, $4, $6, $8, $10)
+    `insert into tenant_limits as t (tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, max_oauth_apps)
+     values ($1, $2, $4, $6, $8, $10, $12)
      on conflict (tenant_id) do update set
        max_connections = case when $3 then excluded.max_connections else t.max_connections end,
        max_webhooks = case when $5 then excluded.max_webhooks else t.max_webhooks end,
        max_immediate_syncs = case when $7 then excluded.max_immediate_syncs else t.max_immediate_syncs end,
        max_running_jobs = case when $9 then excluded.max_running_jobs else t.max_running_jobs end,
        max_redeliveries_per_hour = case when $11 then excluded.max_redeliveries_per_hour else t.max_redeliveries_per_hour end,
+       max_oauth_apps = case when $13 then excluded.max_oauth_apps else t.max_oauth_apps end,
        updated_at = now()
      returning ${COLUMNS}`,
     [
@@ -67,6 +70,7 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
       change.immediateSyncs ?? null, has('immediateSyncs'),
       change.runningJobs ?? null, has('runningJobs'),
       change.redeliveriesPerHour ?? null, has('redeliveriesPerHour'),
+      change.oauthApps ?? null, has('oauthApps'),
     ],
   );
   return rows[0]!;
@@ -77,6 +81,8 @@ const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenan
     and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`;
 /** Tenant `$1`'s webhooks. */
 const COUNT_WEBHOOKS = 'select count(*)::int from webhooks where tenant_id = $1';
+/** Tenant `$1`'s OAuth apps. */
+const COUNT_OAUTH_APPS = 'select count(*)::int from oauth_apps where tenant_id = $1';
 /** Tenant `$1`'s immediate syncs still counted at `$2` (their lease not expired). */
 const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2';
 /**
@@ -93,6 +99,7 @@ export interface TenantUsage {
   /** Places taken by running jobs (one per task a job runs at once). */
   running_jobs: number;
   redeliveries_last_hour: number;
+  oauth_apps: number;
 }
 
 /** Everything a tenant holds now, each as its limit counts it. */
@@ -103,7 +110,8 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
        (${COUNT_WEBHOOKS}) as webhooks,
        (${COUNT_IMMEDIATE_SYNCS}) as immediate_syncs,
        (${COUNT_RUNNING_JOBS}) as running_jobs,
-       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour`,
+       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour,
+       (${COUNT_OAUTH_APPS}) as oauth_apps`,
     [tenantId, at],
   );
   return rows[0]!;
@@ -118,6 +126,12 @@ export async function countConnections(db: Queryable, tenantId: string): Promise
 /** A tenant's webhooks. */
 export async function countWebhooks(db: Queryable, tenantId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`select (${COUNT_WEBHOOKS}) as n`, [tenantId]);
+  return rows[0]!.n;
+}
+
+/** A tenant's OAuth apps. */
+export async function countOAuthApps(db: Queryable, tenantId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_OAUTH_APPS}) as n`, [tenantId]);
   return rows[0]!.n;
 }
 
