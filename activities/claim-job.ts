@@ -110,8 +110,16 @@ async function waitUnlessUnderLimit(tx: PoolClient, tenantId: string, jobId: str
   const { running, own, max_running_jobs } = await runningJobsAndOverride(tx, tenantId, jobId);
   const max = effectiveLimits(defaults, { runningJobs: max_running_jobs }).runningJobs;
   if (jobFitsUnder(max, running, own)) return;
-  throw ApplicationFailure.create({
-    message: `waiting: the tenant's running jobs take ${running} of its ${max} places (${TENANT_LIMIT_NAMES.runningJobs}), and this job needs ${own}`,
+  throw tenantAtJobLimit(`waiting: the tenant's running jobs and purges take ${running} of its ${max} places (${TENANT_LIMIT_NAMES.runningJobs}), and this job needs ${own}`);
+}
+
+/**
+ * The retryable failure of work that waits for a place of its tenant's running-jobs limit: tried
+ * again in 65–95 s, on a durable timer, holding no worker slot meanwhile.
+ */
+export function tenantAtJobLimit(message: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    message,
     type: TENANT_AT_JOB_LIMIT,
     nextRetryDelay: `${runningJobsWaitSeconds(Math.random())} seconds`,
     // Expected while a tenant is busy: not an error in the SDK's logs and metrics.

@@ -297,6 +297,62 @@ describe('per-tenant limits', () => {
     await eventually(async () => ((await jobStatus(first.body.job_id)) === 'cancelled' && (await jobStatus(second.body.job_id)) === 'cancelled' ? true : undefined));
   });
 
+  it("purges: a connection's purge takes a place of its tenant's running jobs, so a tenant deleting connections holds no more activity slots than its limit", async () => {
+    await setLimits('lim-purge', { max_running_jobs: 2 });
+    const doomed: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await connect('lim-purge', FAST);
+      expect(res.status).toBe(201);
+      doomed.push(res.body.id);
+      await q(`insert into records (connection_id, resource_type, external_id, data) values ($1, 'items', 'x', '{}')`, [res.body.id]);
+    }
+    const quiet = await syncable('lim-purge-other', FAST);
+    // The records are held locked, as a large table's deletes would take long: each purge's batch
+    // holds its activity slot meanwhile.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from records where connection_id = any($1) for update', [doomed]);
+      const purges: string[] = [];
+      for (const id of doomed) {
+        const res = await api.call('DELETE', `/connections/${id}`);
+        expect(res.status, JSON.stringify(res.body)).toBe(202);
+        purges.push(res.body.id);
+      }
+      const batchesStarted = async () => {
+        let started = 0;
+        for (const id of purges) {
+          const described = await env.client.workflow.getHandle(`connection-purge:${id}`).describe().catch(() => null);
+          const pending = described?.raw.pendingActivities ?? [];
+          if (pending.some((a) => a.activityType?.name === 'purgeConnectionBatch' && (String(a.state) === 'PENDING_ACTIVITY_STATE_STARTED' || String(a.state) === '2'))) started += 1;
+        }
+        return started;
+      };
+      // Two purges (its two places) reach their deletes; the third waits for a place.
+      await eventually(async () => ((await batchesStarted()) >= 2 ? true : undefined), { describe: async () => ({ started: await batchesStarted() }) });
+      // The other tenant's job finds the third slot and completes while the purges still wait on the locked rows.
+      const theirs = await api.call('POST', `/connections/${quiet.id}/sync`, { mode: 'full' });
+      expect(theirs.status).toBe(202);
+      await eventually(async () => ((await jobStatus(theirs.body.job_id)) === 'completed' ? true : undefined), {
+        describe: async () => ({ theirs: await jobStatus(theirs.body.job_id), purgeBatchesStarted: await batchesStarted() }),
+      });
+      expect(await batchesStarted()).toBe(2);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  });
+
+  it('purges: one purge of a tenant runs whatever its limit, 0 included (a deletion is never held back for good)', async () => {
+    await setLimits('lim-purge-zero', { max_running_jobs: 0 });
+    const res = await connect('lim-purge-zero', FAST);
+    expect(res.status).toBe(201);
+    const purge = await api.call('DELETE', `/connections/${res.body.id}`);
+    expect(purge.status).toBe(202);
+    await eventually(async () => ((await api.call('GET', `/purges/${purge.body.id}`)).body.status === 'completed' ? true : undefined));
+    expect(await q('select 1 from connections where id = $1', [res.body.id])).toEqual([]);
+  });
+
   it("fairness: a tenant flooding immediate syncs and due jobs on a saturated worker leaves another tenant's immediate sync and scheduled job running first", async () => {
     // The flooding tenant may hold fewer slots than there are: two of three, of each kind.
     await setLimits('flood', { max_running_jobs: 2, max_immediate_syncs: 2 });

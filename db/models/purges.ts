@@ -137,7 +137,11 @@ export async function deleteConnectionRow(db: Queryable, connectionId: string): 
   return rowCount ?? 0;
 }
 
-/** Purges still `pending` (their workflow never reached its first step) created before `before`: the reconcile tick starts them. */
+/**
+ * Purges still `pending` (their workflow not started, or waiting for a place of its tenant's
+ * running-jobs limit) created before
+ * `before`: the reconcile tick starts them (a running workflow is found, not started again).
+ */
 export async function findUnstartedPurges(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
   const { rows } = await db.query<{ id: string; connection_id: string }>(
     `select id, connection_id from connection_purges where status = ${PURGE.pending} and created_at < $1 order by created_at limit $2`,

@@ -86,17 +86,21 @@ const COUNT_OAUTH_APPS = 'select count(*)::int from oauth_apps where tenant_id =
 /** Tenant `$1`'s immediate syncs still counted at `$2` (their lease not expired). */
 const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2';
 /**
- * Tenant `$1`'s places taken by running jobs: each job takes as many as the tasks it runs at once
- * (`parallel_tasks`, set when it is prepared; 1 before), since each of those holds an activity slot.
+ * Tenant `$1`'s places of its running-jobs limit taken, each holding an activity slot: a running
+ * job takes as many as the tasks it runs at once (`parallel_tasks`, set when it is prepared; 1
+ * before), a purge under way (`running`: it has its place) one. `exceptJob` and `exceptPurge` are conditions
+ * leaving out the one asking.
  */
-const COUNT_RUNNING_JOBS = `select coalesce(sum(parallel_tasks), 0)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}`;
+const runningPlaces = (exceptJob = '', exceptPurge = '') =>
+  `(select coalesce(sum(parallel_tasks), 0)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}${exceptJob})
+   + (select count(*)::int from connection_purges where tenant_id = $1 and status = ${PURGE.running}${exceptPurge})`;
 
 /** What a tenant holds now, for the limits that count rows. */
 export interface TenantUsage {
   connections: number;
   webhooks: number;
   immediate_syncs: number;
-  /** Places taken by running jobs (one per task a job runs at once). */
+  /** Places of the running-jobs limit taken (one per task a running job runs at once, one per purge under way). */
   running_jobs: number;
   redeliveries_last_hour: number;
   oauth_apps: number;
@@ -109,7 +113,7 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
        (${COUNT_CONNECTIONS}) as connections,
        (${COUNT_WEBHOOKS}) as webhooks,
        (${COUNT_IMMEDIATE_SYNCS}) as immediate_syncs,
-       (${COUNT_RUNNING_JOBS}) as running_jobs,
+       (${runningPlaces()}) as running_jobs,
        (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour,
        (${COUNT_OAUTH_APPS}) as oauth_apps`,
     [tenantId, at],
@@ -146,7 +150,7 @@ export async function runningJobsAndOverride(
   exceptJobId: string,
 ): Promise<{ running: number; own: number; max_running_jobs: number | null }> {
   const { rows } = await db.query<{ running: number; own: number; max_running_jobs: number | null }>(
-    `select (${COUNT_RUNNING_JOBS} and id <> $2) as running,
+    `select (${runningPlaces(' and id <> $2')}) as running,
             coalesce((select parallel_tasks from sync_jobs where id = $2), 1)::int as own,
             (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
     [tenantId, exceptJobId],
@@ -163,6 +167,25 @@ export async function immediateSyncsAndOverride(db: Queryable, tenantId: string,
     `select (${COUNT_IMMEDIATE_SYNCS}) as running,
             (select max_immediate_syncs from tenant_limits where tenant_id = $1) as max_immediate_syncs`,
     [tenantId, at],
+  );
+  return rows[0]!;
+}
+
+/**
+ * The places a tenant's running jobs and purges other than purge `exceptPurgeId` take (`running`),
+ * how many of them are purges (`purges`), and its override of the running-jobs limit (null: the
+ * default), in one statement: a purge asks before it starts.
+ */
+export async function runningPlacesBesidePurge(
+  db: Queryable,
+  tenantId: string,
+  exceptPurgeId: string,
+): Promise<{ running: number; purges: number; max_running_jobs: number | null }> {
+  const { rows } = await db.query<{ running: number; purges: number; max_running_jobs: number | null }>(
+    `select (${runningPlaces('', ' and id <> $2')}) as running,
+            (select count(*)::int from connection_purges where tenant_id = $1 and status = ${PURGE.running} and id <> $2) as purges,
+            (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
+    [tenantId, exceptPurgeId],
   );
   return rows[0]!;
 }
