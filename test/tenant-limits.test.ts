@@ -31,6 +31,7 @@ describe('per-tenant limits', () => {
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let api: TestApi;
+  let stack: Parameters<typeof startTestApi>[0];
   const workers: { worker: Worker; running: Promise<void> }[] = [];
 
   beforeAll(async () => {
@@ -40,7 +41,8 @@ describe('per-tenant limits', () => {
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
     const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps, pool: db.pool, workflowBundle: await synctideBundle() });
     for (const w of [worker, immediate]) workers.push({ worker: w, running: w.run() });
-    api = await startTestApi({ env, db, worker, registry, metrics, lines: [] }, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
+    stack = { env, db, worker, registry, metrics, lines: [] };
+    api = await startTestApi(stack, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
   });
   afterAll(async () => {
     await api?.server.close();
@@ -204,6 +206,37 @@ describe('per-tenant limits', () => {
     expect(answered.status, JSON.stringify(answered.body)).toBe(200);
     expect((await q(`select 1 from immediate_sync_leases where tenant_id = 'lim-i'`)).length).toBe(0);
     expect((await api.call('POST', '/sync', { app_key: fast.appKey, tenant_id: 'lim-i', immediate: true })).status).toBe(200);
+  });
+
+  it('immediate syncs: one cancelled at its deadline keeps its place until its workflow has closed (its activity still runs meanwhile)', async () => {
+    await setLimits('lim-id', { max_immediate_syncs: 1 });
+    const slow = await syncable('lim-id', SLOW);
+    const next = await syncable('lim-id', SLOW);
+    const hasty = await startTestApi(stack, TASK_QUEUE, {
+      immediateTaskQueue: IMMEDIATE_QUEUE, immediateSyncTimeoutMs: 1000,
+    });
+    try {
+      const sync = (appKey: string) => hasty.call('POST', '/sync', { app_key: appKey, tenant_id: 'lim-id', immediate: true });
+      const first = await sync(slow.appKey);
+      expect(first.status, JSON.stringify(first.body)).toBe(504);
+      // Asked right after the first's answer, while its activity may still run until it sees the
+      // cancellation: the tenant never runs two at once (the second is refused, or starts only
+      // once the first has closed).
+      const second = await sync(next.appKey);
+      const describe = (id: string) => env.client.workflow.getHandle(`immediate-sync:${id}`).describe();
+      const firstRun = await eventually(async () => {
+        const d = await describe(slow.id);
+        return d.status.name !== 'RUNNING' ? d : undefined;
+      });
+      const secondStart = second.status === 429 ? null : (await describe(next.id)).startTime;
+      expect({ second: second.status, overlapped: secondStart !== null && secondStart < firstRun.closeTime! }).toEqual({ second: second.status, overlapped: false });
+      // Once it has closed, its place is free again.
+      await eventually(async () => ((await q(`select 1 from immediate_sync_leases where tenant_id = 'lim-id'`)).length === 0 ? true : undefined));
+      await eventually(async () => ((await describe(next.id).catch(() => null))?.status.name === 'RUNNING' ? undefined : true));
+      expect((await sync(next.appKey)).status).toBe(504);
+    } finally {
+      await hasty.server.close();
+    }
   });
 
   it("immediate syncs: a tenant at its limit is refused without waiting for its lock (a client that keeps asking costs no locked transaction)", async () => {
