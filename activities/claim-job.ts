@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { PoolClient } from 'pg';
 import { lockTenant, runningJobsAndOverride } from '../db/models/tenant-limits';
-import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
+import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { emitJobEvent } from '../db/events';
 import { findPauseAt } from '../db/models/breaker';
 import { cancelJobAndTasks, lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
@@ -66,9 +66,11 @@ export interface ClaimOutcome {
 }
 
 /**
- * Claiming, inside the caller's transaction. A job that would start running while its tenant
- * already runs its limit of jobs (TENANT_MAX_RUNNING_JOBS or the tenant's override) is not
- * claimed: the activity fails retryably with a delay of 65–95 s, so the job stays queued (or
+ * Claiming, inside the caller's transaction. A job whose places do not fit under what its
+ * tenant's running jobs already take of its limit (TENANT_MAX_RUNNING_JOBS or the tenant's
+ * override; a job takes one place per task it runs at once, each an activity slot, as its
+ * preparation recorded: startJob prepares before the check, a job claimed again keeps its
+ * places, and one claimed before it is prepared counts one) is not claimed: the activity fails retryably with a delay of 65–95 s, so the job stays queued (or
  * retrying) on a durable timer and claims again then, holding no worker slot meanwhile, while
  * other tenants' jobs claim at once. The count is taken under the tenant's lock, which every claim
  * of the tenant waits for until the holder commits: with `deferLimit` the check is left to the
@@ -102,14 +104,22 @@ export async function claimInTx(
   return deferLimit && checkLimit ? { claimed, checkLimit } : { claimed };
 }
 
-/** Throws the retryable failure that makes a claim wait when the tenant runs its limit of jobs. */
+/** Throws the retryable failure that makes a claim wait when the job's places do not fit under its tenant's limit. */
 async function waitUnlessUnderLimit(tx: PoolClient, tenantId: string, jobId: string, defaults: TenantLimits): Promise<void> {
   await lockTenant(tx, tenantId);
-  const { running, max_running_jobs } = await runningJobsAndOverride(tx, tenantId, jobId);
+  const { running, own, max_running_jobs } = await runningJobsAndOverride(tx, tenantId, jobId);
   const max = effectiveLimits(defaults, { runningJobs: max_running_jobs }).runningJobs;
-  if (fitsUnder(max, running)) return;
-  throw ApplicationFailure.create({
-    message: `waiting: the tenant runs its limit of ${max} jobs at once (${TENANT_LIMIT_NAMES.runningJobs})`,
+  if (jobFitsUnder(max, running, own)) return;
+  throw tenantAtJobLimit(`waiting: the tenant's running jobs and purges take ${running} of its ${max} places (${TENANT_LIMIT_NAMES.runningJobs}), and this job needs ${own}`);
+}
+
+/**
+ * The retryable failure of work that waits for a place of its tenant's running-jobs limit: tried
+ * again in 65–95 s, on a durable timer, holding no worker slot meanwhile.
+ */
+export function tenantAtJobLimit(message: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    message,
     type: TENANT_AT_JOB_LIMIT,
     nextRetryDelay: `${runningJobsWaitSeconds(Math.random())} seconds`,
     // Expected while a tenant is busy: not an error in the SDK's logs and metrics.

@@ -42,9 +42,11 @@ export async function prepareInTx(tx: PoolClient, jobId: string, at: Date, rateL
   if (mode === 'incremental' && !job.window_start && !(await hasAnyState(tx, job.connection_id))) mode = 'full';
   await insertTasks(tx, jobId, resourceTypes);
   const tasks = await listTasksOfTypes(tx, jobId, resourceTypes);
-  await setTotalTasks(tx, jobId, tasks.length);
   const wanted = Number(job.config?.max_parallel_tasks ?? 1);
   const parallelism = Number.isInteger(wanted) ? Math.min(Math.max(wanted, 1), MAX_PARALLEL_TASKS) : 1;
+  // The tasks it runs at once each hold an activity slot: that many places of its tenant's
+  // running-jobs limit, which the claim's check (last in startJob's transaction) counts.
+  await setTotalTasks(tx, jobId, tasks.length, Math.max(1, Math.min(parallelism, tasks.length)));
   return {
     mode,
     parallelism,

@@ -3,11 +3,14 @@ import { Context } from '@temporalio/activity';
 import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
+import { lockTenant, runningPlacesBesidePurge } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
+import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { cancelConnectionWorkflow, cancelImmediateSync, cancelJobWorkflow, immediateSyncHandle, isWorkflowRunning } from '../temporal/client';
 import { connectionWorkflowId, immediateSyncWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { tenantAtJobLimit } from './claim-job';
 
 /** Rows per delete statement: short statements, so no table is locked for long. */
 const BATCH = 1000;
@@ -15,15 +18,39 @@ const BATCH = 1000;
 const RUN_BUDGET_MS = 30_000;
 
 /**
- * Stops everything a connection being purged runs: disables it (so nothing restarts it), cancels
- * its workflow (which cancels its own job), every active job's workflow and its immediate sync
- * (which writes no job row, so only its workflow id finds it), then checks that they
- * all closed; while one still runs (a sync stops at its next heartbeat) it throws, and the
+ * Takes a place of the purge's tenant's running-jobs limit before the purge does anything, marking
+ * it `running` (it keeps the place until it completes): each of its batches holds a worker's
+ * activity slot for up to RUN_BUDGET_MS, so a tenant deleting many connections at once must not
+ * take every slot other tenants' syncs need. Without a place it throws the retryable wait of a
+ * job's claim (65–95 s on a durable timer), the purge still `pending`; one purge of a tenant runs
+ * in any case. Under the tenant's lock, as claims count. A purge already `running` holds its place.
+ */
+async function takePurgePlace(pool: ActivityDeps['pool'], purgeId: string, defaults: TenantLimits): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    const purge = await purges.findPurge(tx, purgeId);
+    if (!purge || purge.status !== 'pending') return;
+    await lockTenant(tx, purge.tenant_id);
+    const { running, purges: others, max_running_jobs } = await runningPlacesBesidePurge(tx, purge.tenant_id, purgeId);
+    const max = effectiveLimits(defaults, { runningJobs: max_running_jobs }).runningJobs;
+    // One purge of a tenant always runs, whatever its jobs hold and even at a limit of 0: a
+    // deletion asked for is never held back for good.
+    if (others > 0 && !jobFitsUnder(max, running, 1)) {
+      throw tenantAtJobLimit(`waiting: the tenant's running jobs and purges take ${running} of its ${max} places (${TENANT_LIMIT_NAMES.runningJobs})`);
+    }
+    await purges.markPurgeRunning(tx, purgeId);
+  });
+}
+
+/**
+ * Stops everything a connection being purged runs, once the purge has its place (takePurgePlace):
+ * disables it (so nothing restarts it), cancels its workflow (which cancels its own job), every
+ * active job's workflow and its immediate sync (which writes no job row, so only its workflow id
+ * finds it), then checks that they all closed; while one still runs (a sync stops at its next heartbeat) it throws, and the
  * workflow's retry policy asks again. Idempotent.
  */
-export function quiesceConnection({ pool, temporal }: ActivityDeps): Activities['quiesceConnection'] {
+export function quiesceConnection({ pool, temporal, tenantLimits }: ActivityDeps): Activities['quiesceConnection'] {
   return async ({ purgeId, connectionId }) => {
-    await purges.markPurgeRunning(pool, purgeId);
+    await takePurgePlace(pool, purgeId, tenantLimits ?? DEFAULT_TENANT_LIMITS);
     await updateConnection(pool, connectionId, { status: 'disabled' });
     await cancelConnectionWorkflow(temporal, connectionId);
     const jobIds = await purges.findActiveJobIds(pool, connectionId);

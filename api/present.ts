@@ -172,7 +172,7 @@ export function presentDelivery(row: DeliveryRow) {
 export function presentTenantLimits(view: TenantLimitsView) {
   const named = <T>(values: Record<TenantLimitKind, T>) =>
     Object.fromEntries((Object.keys(TENANT_LIMIT_NAMES) as TenantLimitKind[]).map((k) => [TENANT_LIMIT_NAMES[k], values[k]])) as Record<
-      'max_connections' | 'max_webhooks' | 'max_immediate_syncs' | 'max_running_jobs' | 'max_redeliveries_per_hour',
+      'max_connections' | 'max_webhooks' | 'max_immediate_syncs' | 'max_running_jobs' | 'max_redeliveries_per_hour' | 'max_oauth_apps',
       T
     >;
   const overrides = Object.fromEntries((Object.keys(TENANT_LIMIT_NAMES) as TenantLimitKind[]).map((k) => [k, view.overrides[k] ?? null])) as Record<TenantLimitKind, number | null>;

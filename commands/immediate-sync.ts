@@ -43,12 +43,22 @@ export async function runImmediately(deps: CommandDeps, connection: ConnectionRo
   const resourceTypes = resolveResourceTypes(connection, requested);
   const executionTimeoutMs = deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS;
   const lease = await takeImmediateSlot(deps, connection, executionTimeoutMs);
+  const still: StillRunning = {};
   try {
-    return await runWithLease(deps, connection, mode, resourceTypes, executionTimeoutMs);
+    return await runWithLease(deps, connection, mode, resourceTypes, executionTimeoutMs, still);
   } finally {
     // A release that fails leaves the lease counted only until it expires.
-    await releaseImmediateSyncLease(deps.pool, lease, connection.tenant_id, new Date()).catch(() => undefined);
+    const release = () => releaseImmediateSyncLease(deps.pool, lease, connection.tenant_id, new Date()).catch(() => undefined);
+    // A sync cancelled at the caller's deadline runs on until its activity sees the cancellation:
+    // it keeps its place until its workflow has closed (or its lease expires), after the answer.
+    if (still.closing) void still.closing.then(release, release);
+    else await release();
   }
+}
+
+/** A sync answered before its workflow closed: `closing` settles once it has. */
+interface StillRunning {
+  closing?: Promise<unknown>;
 }
 
 /**
@@ -80,7 +90,14 @@ async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, e
   return id;
 }
 
-async function runWithLease(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, resourceTypes: string[], executionTimeoutMs: number): Promise<ImmediateSyncResult> {
+async function runWithLease(
+  deps: CommandDeps,
+  connection: ConnectionRow,
+  mode: SyncMode,
+  resourceTypes: string[],
+  executionTimeoutMs: number,
+  still: StillRunning,
+): Promise<ImmediateSyncResult> {
   const input = { connectionId: connection.id, mode, resourceTypes, ...(deps.immediateTaskQueue && { activityTaskQueue: deps.immediateTaskQueue }) };
   const handle = await startImmediateSync(deps.temporal, deps.immediateTaskQueue ?? deps.taskQueue, input, executionTimeoutMs);
   if (!handle) {
@@ -97,6 +114,7 @@ async function runWithLease(deps: CommandDeps, connection: ConnectionRow, mode: 
     const progress = await immediateSyncProgress(deps.temporal, handle);
     // Closed in the meantime: its own outcome is the answer.
     if (!(await cancelImmediateSync(handle))) return await result;
+    still.closing = result;
     throw new CommandRefused(
       'timeout',
       'timeout',

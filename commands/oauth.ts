@@ -20,8 +20,11 @@ import { authorizationUrl, exchangeCode, GrantRefused, newPkce, newState, type O
 import { outboundUrlProblem } from '../lib/outbound';
 import { nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
 import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
+import { countOAuthApps } from '../db/models/tenant-limits';
+import { fitsUnder } from '../policy/tenant-limits';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
+import { lockedLimits, overLimit } from './tenant-limits';
 
 export type { OAuthAppRow } from '../db/models/oauth-apps';
 
@@ -65,22 +68,31 @@ function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: EndpointField, ra
   if (field !== 'authorize_url' && raw.includes('?')) throw invalid(`${field}: must not carry a query (only authorize_url may)`);
 }
 
-/** Creates a tenant's OAuth app; its client secret is sealed (bound to the row) and never answered. */
+/**
+ * Creates a tenant's OAuth app; its client secret is sealed (bound to the row) and never answered.
+ * One more app than the tenant's limit is refused (`tenant_limit`, 409), counted and inserted
+ * under the tenant's lock so that two requests cannot both take the last place.
+ */
 export async function createOAuthApp(deps: CommandDeps, request: NewOAuthAppRequest): Promise<OAuthAppRow> {
   checkUrl(deps, 'authorize_url', request.authorizeUrl);
   checkUrl(deps, 'token_url', request.tokenUrl);
   checkUrl(deps, 'redirect_uri', request.redirectUri);
   const id = randomUUID();
-  const row = await apps.insertOAuthApp(deps.pool, {
-    id,
-    tenantId: request.tenantId,
-    name: request.name,
-    clientId: request.clientId,
-    sealedClientSecret: seal(deps.credentials, { table: 'oauth_apps', id }, request.clientSecret),
-    authorizeUrl: request.authorizeUrl,
-    tokenUrl: request.tokenUrl,
-    redirectUri: request.redirectUri,
-    scopes: request.scopes,
+  const sealedClientSecret = seal(deps.credentials, { table: 'oauth_apps', id }, request.clientSecret);
+  const row = await withTransaction(deps.pool, async (tx) => {
+    const max = (await lockedLimits(deps, tx, request.tenantId)).oauthApps;
+    if (!fitsUnder(max, await countOAuthApps(tx, request.tenantId))) throw overLimit('oauthApps', max, 'OAuth apps');
+    return apps.insertOAuthApp(tx, {
+      id,
+      tenantId: request.tenantId,
+      name: request.name,
+      clientId: request.clientId,
+      sealedClientSecret,
+      authorizeUrl: request.authorizeUrl,
+      tokenUrl: request.tokenUrl,
+      redirectUri: request.redirectUri,
+      scopes: request.scopes,
+    });
   });
   if (!row) throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has an OAuth app named ${request.name}`);
   return row;

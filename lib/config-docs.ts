@@ -80,7 +80,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   API_RATE_LIMIT_BURST: { meaning: M_API_RATE_LIMIT_PER_SECOND },
   API_AUTH_FAILURES_PER_MINUTE: {
     meaning:
-      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute; beyond it a tenant key from that address answers 429 with `Retry-After` before any lookup (behind a balancer its address is the one counted; the admin key is never held back)',
+      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute (a lookup holds a token while it runs, given back when the key is found, so no more run at once from one address); beyond it a tenant key from that address answers 429 with `Retry-After` before any lookup (behind a balancer its address is the one counted; the admin key is never held back)',
   },
   FEED_PAGE_MAX_BYTES: {
     meaning:
@@ -110,8 +110,9 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   TENANT_MAX_CONNECTIONS: { meaning: 'connections a tenant may have (one being purged no longer counts); over it, 409 `tenant_limit`. The admin overrides each TENANT_MAX_* per tenant (`PATCH /tenants/{tenant_id}/limits`)' },
   TENANT_MAX_WEBHOOKS: { meaning: 'webhooks a tenant may have; over it, 409 `tenant_limit`' },
   TENANT_MAX_IMMEDIATE_SYNCS: { meaning: 'immediate syncs of one tenant running at once, across all API processes; over it, 429 `tenant_limit` with `Retry-After`. Keep it below IMMEDIATE_SYNC_SLOTS × workers' },
-  TENANT_MAX_RUNNING_JOBS: { meaning: 'sync jobs of one tenant running at once; more wait (queued or retrying) on a durable timer of 65–95 s and claim again. Keep it below the activity slots of all workers (100 each)' },
+  TENANT_MAX_RUNNING_JOBS: { meaning: 'places of one tenant\'s sync jobs running at once (a job takes one per task it runs at once: its connection\'s `max_parallel_tasks`, 1–8, no more than its tasks; a connection\'s purge one while it runs); more wait (queued or retrying) on a durable timer of 65–95 s and claim again. Keep it below the activity slots of all workers (100 each)' },
   TENANT_MAX_REDELIVERIES_PER_HOUR: { meaning: 'webhook redeliveries a tenant may ask for in any sliding hour; over it, 429 `tenant_limit` with `Retry-After`' },
+  TENANT_MAX_OAUTH_APPS: { meaning: 'OAuth apps a tenant may register; over it, 409 `tenant_limit`' },
   PROVIDER_HOSTS: { meaning: 'comma-separated host names provider URLs may name (add GitHub Enterprise hosts)' },
   PROVIDER_ALLOW_PRIVATE: { meaning: 'provider URLs may be plain http and reach loopback, private and link-local addresses; test servers only, never in production', note: '(`true` under `npm start`)' },
   PROVIDER_MAX_RESPONSE_BYTES: { meaning: 'largest provider response body, after decompression' },

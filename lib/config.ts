@@ -210,6 +210,7 @@ export const envSchema = z
     TENANT_MAX_IMMEDIATE_SYNCS: positiveInt(DEFAULT_TENANT_LIMITS.immediateSyncs),
     TENANT_MAX_RUNNING_JOBS: positiveInt(DEFAULT_TENANT_LIMITS.runningJobs),
     TENANT_MAX_REDELIVERIES_PER_HOUR: positiveInt(DEFAULT_TENANT_LIMITS.redeliveriesPerHour),
+    TENANT_MAX_OAUTH_APPS: positiveInt(DEFAULT_TENANT_LIMITS.oauthApps),
 
     // Providers: where connectors may send requests (host names, comma-separated; GitHub Enterprise
     // hosts are added here) and how much a provider may cost a worker.
@@ -467,6 +468,7 @@ export function tenantLimits(config: Config): TenantLimits {
     immediateSyncs: config.TENANT_MAX_IMMEDIATE_SYNCS,
     runningJobs: config.TENANT_MAX_RUNNING_JOBS,
     redeliveriesPerHour: config.TENANT_MAX_REDELIVERIES_PER_HOUR,
+    oauthApps: config.TENANT_MAX_OAUTH_APPS,
   };
 }
 

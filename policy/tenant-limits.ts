@@ -10,10 +10,16 @@ export interface TenantLimits {
   webhooks: number;
   /** Immediate syncs running at once. */
   immediateSyncs: number;
-  /** Sync jobs running at once; more wait, queued or retrying, until one ends. */
+  /**
+   * Places of running sync jobs: a job takes one per task it runs at once (its connection's
+   * `max_parallel_tasks`, no more than its tasks), each holding an activity slot; more wait,
+   * queued or retrying, until one ends.
+   */
   runningJobs: number;
   /** Webhook redeliveries requested in any sliding hour. */
   redeliveriesPerHour: number;
+  /** OAuth apps registered. */
+  oauthApps: number;
 }
 
 /** The kinds of limit. */
@@ -29,6 +35,7 @@ export const DEFAULT_TENANT_LIMITS: TenantLimits = {
   immediateSyncs: 2,
   runningJobs: 50,
   redeliveriesPerHour: 100,
+  oauthApps: 100,
 };
 
 /** Each limit's name in answers, the admin API and the overrides table. */
@@ -38,6 +45,7 @@ export const TENANT_LIMIT_NAMES: Record<TenantLimitKind, string> = {
   immediateSyncs: 'max_immediate_syncs',
   runningJobs: 'max_running_jobs',
   redeliveriesPerHour: 'max_redeliveries_per_hour',
+  oauthApps: 'max_oauth_apps',
 };
 
 /** A tenant's overrides: null (or absent) keeps the default. */
@@ -56,6 +64,15 @@ export function effectiveLimits(defaults: TenantLimits, overrides: TenantLimitOv
 /** Whether one more fits: `inUse` are held now (the new one not among them). */
 export function fitsUnder(limit: number, inUse: number): boolean {
   return inUse < limit;
+}
+
+/**
+ * Whether a job taking `wanted` places (the tasks it runs at once) may start running while its
+ * tenant's other running jobs take `inUse` of `limit`: when all of its places fit, or, for a job
+ * wider than the limit, when it would run alone. A limit of 0 runs none.
+ */
+export function jobFitsUnder(limit: number, inUse: number, wanted: number): boolean {
+  return limit > 0 && (inUse === 0 || inUse + wanted <= limit);
 }
 
 /** The length of the redelivery window, in milliseconds. */

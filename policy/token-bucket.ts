@@ -23,3 +23,13 @@ export function takeToken(limits: BucketLimits, state: BucketState | undefined, 
   if (tokens >= 1) return { allowed: true, state: { tokens: tokens - 1, at: now } };
   return { allowed: false, state: { tokens, at: now }, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / limits.ratePerSecond)) };
 }
+
+/**
+ * Gives one token back to `state` at time `now` (a token taken for a request that then did not
+ * count): refilled to `now`, plus one, never above `burst`.
+ */
+export function returnToken(limits: BucketLimits, state: BucketState | undefined, now: number): BucketState {
+  const elapsed = state ? Math.max(0, now - state.at) / 1000 : 0;
+  const tokens = Math.min(limits.burst, (state?.tokens ?? limits.burst) + elapsed * limits.ratePerSecond + 1);
+  return { tokens, at: now };
+}

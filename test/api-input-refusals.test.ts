@@ -121,7 +121,7 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
   });
 
   it("refuses a tenant limit override beyond what the column takes (2147483647) with one 400 naming the field, changing nothing", async () => {
-    for (const field of ['max_connections', 'max_webhooks', 'max_immediate_syncs', 'max_running_jobs', 'max_redeliveries_per_hour']) {
+    for (const field of ['max_connections', 'max_webhooks', 'max_immediate_syncs', 'max_running_jobs', 'max_redeliveries_per_hour', 'max_oauth_apps']) {
       const answer = await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ [field]: 2_147_483_648 }));
       expect(answer.status, `${field}: ${JSON.stringify(answer.body)}`).toBe(400);
       expect(answer.body.error.code).toBe('invalid_request');

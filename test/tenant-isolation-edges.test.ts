@@ -4,6 +4,7 @@
 // client address; a write-only key's PATCH answer leaves out the config; a refused cross-tenant
 // call is audited so the targeted tenant sees it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Pool } from '../db/pool';
 import { callApi, startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
 
@@ -102,6 +103,46 @@ describe('tenant isolation edges', () => {
       // …but the admin key needs no lookup, and the limit is per API process's client address.
       expect((await call(TEST_API_KEY, 'GET', '/connections', undefined, limited.server.url)).status).toBe(200);
       expect((await call(valid, 'GET', '/connections')).status).toBe(200);
+    } finally {
+      await limited.server.close();
+    }
+  });
+
+  /** `pool` with a count of the tenant-key lookups made through it. */
+  function countingLookups(pool: Pool): { pool: Pool; lookups: () => number } {
+    let lookups = 0;
+    const counted = new Proxy(pool, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return (...args: unknown[]) => {
+          if (typeof args[0] === 'string' && args[0].includes('from api_keys where prefix')) lookups += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return { pool: counted, lookups: () => lookups };
+  }
+
+  it("a burst of concurrent requests costs no more key lookups than the key's request bucket, nor the address's failed-lookup bucket, allows", async () => {
+    const counting = countingLookups(stack.db.pool);
+    const limited = await startTestApi(stack, TASK_QUEUE, {
+      pool: counting.pool, rateLimit: { ratePerSecond: 0.001, burst: 2 }, authFailureLimit: { ratePerSecond: 0.001, burst: 3 },
+    });
+    try {
+      const key = await newKey('bursty');
+      const get = (k: string) => fetch(`${limited.server.url}/connections`, { headers: { authorization: `Bearer ${k}` } }).then((res) => res.status);
+      // Twenty at once with a key whose bucket holds two: two answered, the rest refused before any lookup.
+      const statuses = await Promise.all(Array.from({ length: 20 }, () => get(key)));
+      expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(18);
+      expect(counting.lookups()).toBe(2);
+      // Twenty made-up keys at once from an address that may fail three lookups: three looked up.
+      const bogus = (i: number) => `stk_${'1'.repeat(10)}${String(i).padStart(2, '0')}_${'A'.repeat(43)}`;
+      const guesses = await Promise.all(Array.from({ length: 20 }, (_, i) => get(bogus(i))));
+      expect(guesses.filter((s) => s === 401)).toHaveLength(3);
+      expect(guesses.filter((s) => s === 429)).toHaveLength(17);
+      expect(counting.lookups()).toBe(2 + 3);
     } finally {
       await limited.server.close();
     }

@@ -7,7 +7,7 @@ import { temporal } from '@temporalio/proto';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockTenant } from '../db/models/tenant-limits';
-import { DEFAULT_TENANT_LIMITS } from '../policy/tenant-limits';
+import { DEFAULT_TENANT_LIMITS, jobFitsUnder } from '../policy/tenant-limits';
 import { createImmediateWorker } from '../workers/create-worker';
 import { startTestApi, type TestApi } from './helpers/api';
 import type { TestDatabase } from './helpers/database';
@@ -31,6 +31,7 @@ describe('per-tenant limits', () => {
   let env: TestWorkflowEnvironment;
   let db: TestDatabase;
   let api: TestApi;
+  let stack: Parameters<typeof startTestApi>[0];
   const workers: { worker: Worker; running: Promise<void> }[] = [];
 
   beforeAll(async () => {
@@ -40,7 +41,8 @@ describe('per-tenant limits', () => {
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
     const immediate = await createImmediateWorker({ connection, namespace: 'default', shutdownGraceSeconds: 5, taskQueue: IMMEDIATE_QUEUE, slots: IMMEDIATE_SLOTS, activities: deps, pool: db.pool, workflowBundle: await synctideBundle() });
     for (const w of [worker, immediate]) workers.push({ worker: w, running: w.run() });
-    api = await startTestApi({ env, db, worker, registry, metrics, lines: [] }, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
+    stack = { env, db, worker, registry, metrics, lines: [] };
+    api = await startTestApi(stack, TASK_QUEUE, { immediateTaskQueue: IMMEDIATE_QUEUE, webhookAllowPrivate: true });
   });
   afterAll(async () => {
     await api?.server.close();
@@ -85,7 +87,7 @@ describe('per-tenant limits', () => {
     expect(fresh.body.limits).toEqual({
       max_connections: DEFAULT_TENANT_LIMITS.connections, max_webhooks: DEFAULT_TENANT_LIMITS.webhooks,
       max_immediate_syncs: DEFAULT_TENANT_LIMITS.immediateSyncs, max_running_jobs: DEFAULT_TENANT_LIMITS.runningJobs,
-      max_redeliveries_per_hour: DEFAULT_TENANT_LIMITS.redeliveriesPerHour,
+      max_redeliveries_per_hour: DEFAULT_TENANT_LIMITS.redeliveriesPerHour, max_oauth_apps: DEFAULT_TENANT_LIMITS.oauthApps,
     });
     expect(Object.values(fresh.body.overrides).every((v) => v === null)).toBe(true);
     const set = await setLimits('lim-admin', { max_webhooks: 7, max_running_jobs: 0 });
@@ -126,6 +128,24 @@ describe('per-tenant limits', () => {
     // Deleting one frees its place.
     expect((await api.call('DELETE', `/webhooks/${burst.find((r) => r.status === 201)!.body.id}`)).status).toBe(204);
     expect((await hook()).status).toBe(201);
+  });
+
+  it('oauth apps: over the limit 409 naming it; concurrent creates take exactly the places left; other tenants go on', async () => {
+    await setLimits('lim-a', { max_oauth_apps: 2 });
+    let n = 0;
+    const app = (tenant: string) => api.call('POST', '/oauth-apps', {
+      tenant_id: tenant, name: `app-${++n}`, client_id: 'cid', client_secret: 'limit-client-secret', authorize_url: 'https://example.com/authorize',
+      token_url: 'https://example.com/token', redirect_uri: 'https://example.com/oauth/callback',
+    });
+    const burst = await Promise.all(Array.from({ length: 5 }, () => app('lim-a')));
+    expect(burst.filter((r) => r.status === 201)).toHaveLength(2);
+    for (const refused of burst.filter((r) => r.status !== 201)) expectRefusal(refused, 409, 'max_oauth_apps', 2);
+    expect((await q(`select 1 from oauth_apps where tenant_id = 'lim-a'`)).length).toBe(2);
+    expect((await api.call('GET', '/tenants/lim-a/limits')).body.usage.oauth_apps).toBe(2);
+    // Another tenant is not held back; deleting one frees its place.
+    expect((await app('lim-a-other')).status).toBe(201);
+    expect((await api.call('DELETE', `/oauth-apps/${burst.find((r) => r.status === 201)!.body.id}`)).status).toBe(204);
+    expect((await app('lim-a')).status).toBe(201);
   });
 
   it('redeliveries: over the limit an hour 429 with Retry-After naming it; another tenant goes on', async () => {
@@ -188,6 +208,37 @@ describe('per-tenant limits', () => {
     expect((await api.call('POST', '/sync', { app_key: fast.appKey, tenant_id: 'lim-i', immediate: true })).status).toBe(200);
   });
 
+  it('immediate syncs: one cancelled at its deadline keeps its place until its workflow has closed (its activity still runs meanwhile)', async () => {
+    await setLimits('lim-id', { max_immediate_syncs: 1 });
+    const slow = await syncable('lim-id', SLOW);
+    const next = await syncable('lim-id', SLOW);
+    const hasty = await startTestApi(stack, TASK_QUEUE, {
+      immediateTaskQueue: IMMEDIATE_QUEUE, immediateSyncTimeoutMs: 1000,
+    });
+    try {
+      const sync = (appKey: string) => hasty.call('POST', '/sync', { app_key: appKey, tenant_id: 'lim-id', immediate: true });
+      const first = await sync(slow.appKey);
+      expect(first.status, JSON.stringify(first.body)).toBe(504);
+      // Asked right after the first's answer, while its activity may still run until it sees the
+      // cancellation: the tenant never runs two at once (the second is refused, or starts only
+      // once the first has closed).
+      const second = await sync(next.appKey);
+      const describe = (id: string) => env.client.workflow.getHandle(`immediate-sync:${id}`).describe();
+      const firstRun = await eventually(async () => {
+        const d = await describe(slow.id);
+        return d.status.name !== 'RUNNING' ? d : undefined;
+      });
+      const secondStart = second.status === 429 ? null : (await describe(next.id)).startTime;
+      expect({ second: second.status, overlapped: secondStart !== null && secondStart < firstRun.closeTime! }).toEqual({ second: second.status, overlapped: false });
+      // Once it has closed, its place is free again.
+      await eventually(async () => ((await q(`select 1 from immediate_sync_leases where tenant_id = 'lim-id'`)).length === 0 ? true : undefined));
+      await eventually(async () => ((await describe(next.id).catch(() => null))?.status.name === 'RUNNING' ? undefined : true));
+      expect((await sync(next.appKey)).status).toBe(504);
+    } finally {
+      await hasty.server.close();
+    }
+  });
+
   it("immediate syncs: a tenant at its limit is refused without waiting for its lock (a client that keeps asking costs no locked transaction)", async () => {
     await setLimits('lim-il', { max_immediate_syncs: 1 });
     const held = await syncable('lim-il', FAST);
@@ -241,6 +292,98 @@ describe('per-tenant limits', () => {
     expect((await q(`select started_at from sync_jobs where id = $1`, [waiting.body.job_id]))[0].started_at).toBeNull();
     expect((await api.call('POST', `/jobs/${first.body.job_id}/cancel`)).status).toBe(202);
     await eventually(async () => ((await jobStatus(first.body.job_id)) === 'cancelled' ? true : undefined));
+  });
+
+  it('jobFitsUnder: a job fits when all its places do beside the running ones; one wider than the limit only alone; a limit of 0 none', () => {
+    expect([jobFitsUnder(3, 2, 1), jobFitsUnder(3, 3, 1), jobFitsUnder(2, 0, 2), jobFitsUnder(2, 1, 2)]).toEqual([true, false, true, false]);
+    expect([jobFitsUnder(2, 0, 8), jobFitsUnder(2, 1, 8), jobFitsUnder(0, 0, 1)]).toEqual([true, false, false]);
+  });
+
+  it("running jobs: a job running tasks in parallel (max_parallel_tasks) takes a place per task, so a tenant holds no more activity slots than its limit", async () => {
+    // Two places of three slots: jobs of two tasks each, run two at a time.
+    await setLimits('lim-par', { max_running_jobs: 2 });
+    const WIDE = { ...SLOW, resource_types: ['a', 'b'], max_parallel_tasks: 2 };
+    const wide = [await syncable('lim-par', WIDE), await syncable('lim-par', WIDE)];
+    const quiet = await syncable('lim-par-other', FAST);
+    const first = await api.call('POST', `/connections/${wide[0]!.id}/sync`, { mode: 'full' });
+    expect(first.status).toBe(202);
+    await eventually(async () => ((await jobStatus(first.body.job_id)) === 'running' ? true : undefined));
+    // The limits' usage counts the places the job takes.
+    expect((await api.call('GET', '/tenants/lim-par/limits')).body.usage.running_jobs).toBe(2);
+    const second = await api.call('POST', `/connections/${wide[1]!.id}/sync`, { mode: 'full' });
+    expect(second.status).toBe(202);
+    // The first job holds both places (two tasks at once): the second waits on its claim's timer.
+    const handle = env.client.workflow.getHandle(`sync-job:${second.body.job_id}`);
+    await eventually(async () => {
+      const history = await handle.fetchHistory();
+      const events = history.events ?? [];
+      const waited = events.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED);
+      return waited || (await jobStatus(second.body.job_id)) !== 'queued' ? true : undefined;
+    });
+    // The other tenant's job finds a free slot and completes while the first job still runs: the
+    // tenant holds two of the three slots, as its limit says, and its second job waits queued.
+    const theirs = await api.call('POST', `/connections/${quiet.id}/sync`, { mode: 'full' });
+    expect(theirs.status).toBe(202);
+    await eventually(async () => ((await jobStatus(theirs.body.job_id)) === 'completed' ? true : undefined));
+    expect([await jobStatus(first.body.job_id), await jobStatus(second.body.job_id)]).toEqual(['running', 'queued']);
+    for (const job of [first.body.job_id, second.body.job_id]) expect((await api.call('POST', `/jobs/${job}/cancel`)).status).toBe(202);
+    await eventually(async () => ((await jobStatus(first.body.job_id)) === 'cancelled' && (await jobStatus(second.body.job_id)) === 'cancelled' ? true : undefined));
+  });
+
+  it("purges: a connection's purge takes a place of its tenant's running jobs, so a tenant deleting connections holds no more activity slots than its limit", async () => {
+    await setLimits('lim-purge', { max_running_jobs: 2 });
+    const doomed: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await connect('lim-purge', FAST);
+      expect(res.status).toBe(201);
+      doomed.push(res.body.id);
+      await q(`insert into records (connection_id, resource_type, external_id, data) values ($1, 'items', 'x', '{}')`, [res.body.id]);
+    }
+    const quiet = await syncable('lim-purge-other', FAST);
+    // The records are held locked, as a large table's deletes would take long: each purge's batch
+    // holds its activity slot meanwhile.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from records where connection_id = any($1) for update', [doomed]);
+      const purges: string[] = [];
+      for (const id of doomed) {
+        const res = await api.call('DELETE', `/connections/${id}`);
+        expect(res.status, JSON.stringify(res.body)).toBe(202);
+        purges.push(res.body.id);
+      }
+      const batchesStarted = async () => {
+        let started = 0;
+        for (const id of purges) {
+          const described = await env.client.workflow.getHandle(`connection-purge:${id}`).describe().catch(() => null);
+          const pending = described?.raw.pendingActivities ?? [];
+          if (pending.some((a) => a.activityType?.name === 'purgeConnectionBatch' && (String(a.state) === 'PENDING_ACTIVITY_STATE_STARTED' || String(a.state) === '2'))) started += 1;
+        }
+        return started;
+      };
+      // Two purges (its two places) reach their deletes; the third waits for a place.
+      await eventually(async () => ((await batchesStarted()) >= 2 ? true : undefined), { describe: async () => ({ started: await batchesStarted() }) });
+      // The other tenant's job finds the third slot and completes while the purges still wait on the locked rows.
+      const theirs = await api.call('POST', `/connections/${quiet.id}/sync`, { mode: 'full' });
+      expect(theirs.status).toBe(202);
+      await eventually(async () => ((await jobStatus(theirs.body.job_id)) === 'completed' ? true : undefined), {
+        describe: async () => ({ theirs: await jobStatus(theirs.body.job_id), purgeBatchesStarted: await batchesStarted() }),
+      });
+      expect(await batchesStarted()).toBe(2);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  });
+
+  it('purges: one purge of a tenant runs whatever its limit, 0 included (a deletion is never held back for good)', async () => {
+    await setLimits('lim-purge-zero', { max_running_jobs: 0 });
+    const res = await connect('lim-purge-zero', FAST);
+    expect(res.status).toBe(201);
+    const purge = await api.call('DELETE', `/connections/${res.body.id}`);
+    expect(purge.status).toBe(202);
+    await eventually(async () => ((await api.call('GET', `/purges/${purge.body.id}`)).body.status === 'completed' ? true : undefined));
+    expect(await q('select 1 from connections where id = $1', [res.body.id])).toEqual([]);
   });
 
   it("fairness: a tenant flooding immediate syncs and due jobs on a saturated worker leaves another tenant's immediate sync and scheduled job running first", async () => {

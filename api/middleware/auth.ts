@@ -51,14 +51,17 @@ export interface AuthLimits {
  *
  * Each key has a request bucket (`limits.requests`): over it, 429 with `Retry-After` before any
  * handler runs, so one tenant's script cannot starve the API for the others. A tenant key's
- * bucket is named by the key's public prefix and looked at *before* the key is looked up: a key
- * over its rate costs no database work however fast it is sent. Only a request whose key was
- * found takes from it, so a made-up token carrying someone's prefix cannot empty their bucket.
+ * bucket is named by the key's public prefix and its token is taken *before* the key is looked
+ * up: a key over its rate costs no database work however fast, or however many at once, its
+ * requests are sent. The token is given back when no key is found, so a made-up token carrying
+ * someone's prefix takes nothing from their bucket beyond its own lookup.
  *
- * Each failed lookup of a well-formed tenant key takes a token from a bucket of the client's
- * address (`limits.failures`); once it is empty, a tenant key from that address is answered 429
- * before any lookup, so guessed keys cannot turn into unbounded database work either. The admin
- * key needs no lookup and is never held back by it.
+ * Each lookup of a well-formed tenant key also takes a token from a bucket of the client's
+ * address (`limits.failures`), given back when the key is found: only failed lookups spend it,
+ * and no more lookups than it holds are in flight at once. Once it is empty, a tenant key from
+ * that address is answered 429 before any lookup, so guessed keys cannot turn into unbounded
+ * database work either, sent one after another or all at once. The admin key needs no lookup and
+ * is never held back by it.
  */
 export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: string, limits: AuthLimits = {}, now: () => number = Date.now): MiddlewareHandler<ApiEnv> {
   const expected = digest(adminApiKey);
@@ -77,19 +80,31 @@ export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: strin
     const prefix = tenantKeyPrefix(token);
     if (prefix === null) return unauthorized(c);
     const bucket = `key:${prefix}`;
-    // Looked at, not taken: only a found key spends its request token, only a failed lookup its address's.
-    const empty = requests?.emptyFor(bucket) ?? null;
-    if (empty !== null) return overRate(c, empty);
-    const address = failures ? clientAddress(c) : '';
-    const failing = failures?.emptyFor(address) ?? null;
-    if (failing !== null) return rateLimited(c, failing, 'too many failed API key lookups from this address');
-    const key = await authenticateTenantKey(deps, token);
-    if (!key) {
-      failures?.take(address);
-      return unauthorized(c);
-    }
+    // Both tokens are taken before the lookup, so requests in flight at once cannot all see the
+    // same last token; each is given back once the lookup says it did not count (the request
+    // token when no key was found, the address's when one was).
     const wait = requests?.take(bucket) ?? null;
     if (wait !== null) return overRate(c, wait);
+    const address = failures ? clientAddress(c) : '';
+    const failing = failures?.take(address) ?? null;
+    if (failing !== null) {
+      requests?.give(bucket);
+      return rateLimited(c, failing, 'too many failed API key lookups from this address');
+    }
+    let key: Awaited<ReturnType<typeof authenticateTenantKey>>;
+    try {
+      key = await authenticateTenantKey(deps, token);
+    } catch (err) {
+      // Not an answer about the key (the database is away): neither token counts.
+      requests?.give(bucket);
+      failures?.give(address);
+      throw err;
+    }
+    if (!key) {
+      requests?.give(bucket);
+      return unauthorized(c);
+    }
+    failures?.give(address);
     c.set('principal', { kind: 'tenant', tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes });
     return next();
   };

@@ -1,4 +1,4 @@
-import { takeToken, type BucketLimits, type TakeResult } from '../../policy/token-bucket';
+import { returnToken, takeToken, type BucketLimits, type TakeResult } from '../../policy/token-bucket';
 
 /** Buckets kept per map; the least recently used are dropped beyond this many. */
 const MAX_BUCKETS = 10_000;
@@ -18,10 +18,14 @@ export class Buckets {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Whether `id` has a token now, without taking it: null when it has, else seconds until it has. */
-  emptyFor(id: string): number | null {
-    const peek = takeToken(this.limits, this.buckets.get(id), this.now());
-    return peek.allowed ? null : peek.retryAfterSeconds;
+  /**
+   * Gives back a token `take` took from `id` for a request that did not count; a bucket full again
+   * is dropped (a missing one is full), so ids that never counted keep no bucket.
+   */
+  give(id: string): void {
+    const state = returnToken(this.limits, this.buckets.get(id), this.now());
+    if (state.tokens >= this.limits.burst) this.buckets.delete(id);
+    else this.buckets.set(id, state);
   }
 
   /** Takes a token from `id`: null when there was one, else seconds until there is. */

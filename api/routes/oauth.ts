@@ -36,7 +36,7 @@ const create = createRoute({
   method: 'post', path: '/oauth-apps', tags, summary: "Register a tenant's OAuth client at a provider (the client secret is sealed and never shown)", operationId: 'createOAuthApp',
   description: "Registers a tenant's OAuth 2 client (client id, client secret, authorization and token endpoints, the exact redirect URI, scopes). Connections of the tenant name it in the connect flow; the client secret is sealed at rest and appears in no answer.",
   request: { body: jsonBody(CreateOAuthAppBody) },
-  responses: { 201: jsonAnswer(OAuthAppSchema, 'Created'), ...bodyErrorResponses, 409: conflict('The tenant has an app of that name', 'conflict') },
+  responses: { 201: jsonAnswer(OAuthAppSchema, 'Created'), ...bodyErrorResponses, 409: conflict('The tenant has an app of that name, or its limit of apps (`tenant_limit`, with `limit` and `value`)', 'conflict', 'tenant_limit') },
 });
 const list = createRoute({
   method: 'get', path: '/oauth-apps', tags, summary: 'List OAuth apps (cursor pagination, by id; never their secrets)', operationId: 'listOAuthApps',

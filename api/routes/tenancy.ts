@@ -108,6 +108,7 @@ export function tenancyRoutes(deps: ApiDeps) {
       immediateSyncs: body.max_immediate_syncs,
       runningJobs: body.max_running_jobs,
       redeliveriesPerHour: body.max_redeliveries_per_hour,
+      oauthApps: body.max_oauth_apps,
     });
     c.get('log').info({ tenant_id, overrides: view.overrides }, 'tenant limits changed');
     return c.json(presentTenantLimits(view), 200);

@@ -181,9 +181,9 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
   Purge: purge,
   TenantLimits: ex(TenantLimitsSchema, {
     tenant_id: 'acme',
-    limits: { max_connections: 1000, max_webhooks: 100, max_immediate_syncs: 2, max_running_jobs: 200, max_redeliveries_per_hour: 100 },
-    overrides: { max_connections: null, max_webhooks: null, max_immediate_syncs: null, max_running_jobs: 200, max_redeliveries_per_hour: null },
-    usage: { connections: 12, webhooks: 2, immediate_syncs: 0, running_jobs: 3, redeliveries_last_hour: 1 },
+    limits: { max_connections: 1000, max_webhooks: 100, max_immediate_syncs: 2, max_running_jobs: 200, max_redeliveries_per_hour: 100, max_oauth_apps: 100 },
+    overrides: { max_connections: null, max_webhooks: null, max_immediate_syncs: null, max_running_jobs: 200, max_redeliveries_per_hour: null, max_oauth_apps: null },
+    usage: { connections: 12, webhooks: 2, immediate_syncs: 0, running_jobs: 3, redeliveries_last_hour: 1, oauth_apps: 1 },
   }),
   OAuthApp: oauthApp,
   OAuthAppPage: ex(OAuthAppPageSchema, { items: [oauthApp], next_cursor: null }),

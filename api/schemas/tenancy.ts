@@ -106,6 +106,7 @@ export const TenantLimitsBody = z
     max_immediate_syncs: LimitOverride.optional(),
     max_running_jobs: LimitOverride.optional(),
     max_redeliveries_per_hour: LimitOverride.optional(),
+    max_oauth_apps: LimitOverride.optional(),
   })
   .openapi('TenantLimitsChange');
 
@@ -115,6 +116,7 @@ const LimitValues = z.object({
   max_immediate_syncs: z.number().int(),
   max_running_jobs: z.number().int(),
   max_redeliveries_per_hour: z.number().int(),
+  max_oauth_apps: z.number().int(),
 });
 
 /** A tenant's limits: the values that apply, its overrides (null: the default) and what it holds now. */
@@ -128,6 +130,7 @@ export const TenantLimitsSchema = z
       max_immediate_syncs: z.number().int().nullable(),
       max_running_jobs: z.number().int().nullable(),
       max_redeliveries_per_hour: z.number().int().nullable(),
+      max_oauth_apps: z.number().int().nullable(),
     }),
     usage: z.object({
       connections: z.number().int(),
@@ -135,6 +138,7 @@ export const TenantLimitsSchema = z
       immediate_syncs: z.number().int(),
       running_jobs: z.number().int(),
       redeliveries_last_hour: z.number().int(),
+      oauth_apps: z.number().int(),
     }),
   })
   .openapi('TenantLimits');

@@ -15,6 +15,7 @@ const LIMIT_FLAGS: Record<string, LimitName> = {
   'max-immediate-syncs': 'max_immediate_syncs',
   'max-running-jobs': 'max_running_jobs',
   'max-redeliveries-per-hour': 'max_redeliveries_per_hour',
+  'max-oauth-apps': 'max_oauth_apps',
 };
 
 const USAGE_OF: Record<LimitName, keyof Limits['usage']> = {
@@ -23,6 +24,7 @@ const USAGE_OF: Record<LimitName, keyof Limits['usage']> = {
   max_immediate_syncs: 'immediate_syncs',
   max_running_jobs: 'running_jobs',
   max_redeliveries_per_hour: 'redeliveries_last_hour',
+  max_oauth_apps: 'oauth_apps',
 };
 
 const limitRows = (l: Limits) =>

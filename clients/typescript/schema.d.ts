@@ -1727,6 +1727,7 @@ export interface components {
                 max_immediate_syncs: number;
                 max_running_jobs: number;
                 max_redeliveries_per_hour: number;
+                max_oauth_apps: number;
             };
             overrides: {
                 max_connections: number | null;
@@ -1734,6 +1735,7 @@ export interface components {
                 max_immediate_syncs: number | null;
                 max_running_jobs: number | null;
                 max_redeliveries_per_hour: number | null;
+                max_oauth_apps: number | null;
             };
             usage: {
                 connections: number;
@@ -1741,6 +1743,7 @@ export interface components {
                 immediate_syncs: number;
                 running_jobs: number;
                 redeliveries_last_hour: number;
+                oauth_apps: number;
             };
         };
         TenantLimitsChange: {
@@ -1749,6 +1752,7 @@ export interface components {
             max_immediate_syncs?: number | null;
             max_running_jobs?: number | null;
             max_redeliveries_per_hour?: number | null;
+            max_oauth_apps?: number | null;
         };
         AuditPage: {
             items: components["schemas"]["AuditEntry"][];
@@ -5003,21 +5007,24 @@ export interface operations {
                      *         "max_webhooks": 100,
                      *         "max_immediate_syncs": 2,
                      *         "max_running_jobs": 200,
-                     *         "max_redeliveries_per_hour": 100
+                     *         "max_redeliveries_per_hour": 100,
+                     *         "max_oauth_apps": 100
                      *       },
                      *       "overrides": {
                      *         "max_connections": null,
                      *         "max_webhooks": null,
                      *         "max_immediate_syncs": null,
                      *         "max_running_jobs": 200,
-                     *         "max_redeliveries_per_hour": null
+                     *         "max_redeliveries_per_hour": null,
+                     *         "max_oauth_apps": null
                      *       },
                      *       "usage": {
                      *         "connections": 12,
                      *         "webhooks": 2,
                      *         "immediate_syncs": 0,
                      *         "running_jobs": 3,
-                     *         "redeliveries_last_hour": 1
+                     *         "redeliveries_last_hour": 1,
+                     *         "oauth_apps": 1
                      *       }
                      *     }
                      */
@@ -5131,21 +5138,24 @@ export interface operations {
                      *         "max_webhooks": 100,
                      *         "max_immediate_syncs": 2,
                      *         "max_running_jobs": 200,
-                     *         "max_redeliveries_per_hour": 100
+                     *         "max_redeliveries_per_hour": 100,
+                     *         "max_oauth_apps": 100
                      *       },
                      *       "overrides": {
                      *         "max_connections": null,
                      *         "max_webhooks": null,
                      *         "max_immediate_syncs": null,
                      *         "max_running_jobs": 200,
-                     *         "max_redeliveries_per_hour": null
+                     *         "max_redeliveries_per_hour": null,
+                     *         "max_oauth_apps": null
                      *       },
                      *       "usage": {
                      *         "connections": 12,
                      *         "webhooks": 2,
                      *         "immediate_syncs": 0,
                      *         "running_jobs": 3,
-                     *         "redeliveries_last_hour": 1
+                     *         "redeliveries_last_hour": 1,
+                     *         "oauth_apps": 1
                      *       }
                      *     }
                      */
@@ -5666,7 +5676,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The tenant has an app of that name */
+            /** @description The tenant has an app of that name, or its limit of apps (`tenant_limit`, with `limit` and `value`) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -481,9 +481,12 @@ export async function findJobToPrepare(db: Queryable, id: string, at: Date): Pro
   return rows[0] ?? null;
 }
 
-/** Sets a job's number of tasks. */
-export async function setTotalTasks(tx: Queryable, id: string, total: number): Promise<void> {
-  await tx.query('update sync_jobs set total_tasks = $2 where id = $1', [id, total]);
+/**
+ * Sets a job's number of tasks and how many of them it runs at once (the places it takes of its
+ * tenant's running-jobs limit).
+ */
+export async function setTotalTasks(tx: Queryable, id: string, total: number, parallelTasks: number): Promise<void> {
+  await tx.query('update sync_jobs set total_tasks = $2, parallel_tasks = $3 where id = $1', [id, total, parallelTasks]);
 }
 
 /**

@@ -138,9 +138,10 @@ export async function deleteConnectionRow(db: Queryable, connectionId: string): 
 }
 
 /**
- * Open purges (`pending`: their workflow may never have started; `running`: it may have ended
- * before it completed, terminated or lost with its server) created before `before`, oldest first:
- * the reconcile tick starts the workflow of each that has none running.
+ * Open purges (`pending`: their workflow may never have started, or it waits for a place of its
+ * tenant's running-jobs limit; `running`: it may have ended before it completed, terminated or
+ * lost with its server) created before `before`, oldest first: the reconcile tick starts the
+ * workflow of each that has none running.
  */
 export async function findOpenPurgesCreatedBefore(db: Queryable, before: Date, limit: number): Promise<{ id: string; connection_id: string }[]> {
   const { rows } = await db.query<{ id: string; connection_id: string }>(

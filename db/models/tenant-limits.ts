@@ -16,10 +16,11 @@ export interface TenantLimitsRow {
   max_immediate_syncs: number | null;
   max_running_jobs: number | null;
   max_redeliveries_per_hour: number | null;
+  max_oauth_apps: number | null;
   updated_at: Date;
 }
 
-const COLUMNS = 'tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, updated_at';
+const COLUMNS = 'tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, max_oauth_apps, updated_at';
 
 /** The overrides of a row as the policy takes them. */
 export function overridesOf(row: TenantLimitsRow | null): TenantLimitOverrides {
@@ -29,6 +30,7 @@ export function overridesOf(row: TenantLimitsRow | null): TenantLimitOverrides {
     immediateSyncs: row?.max_immediate_syncs ?? null,
     runningJobs: row?.max_running_jobs ?? null,
     redeliveriesPerHour: row?.max_redeliveries_per_hour ?? null,
+    oauthApps: row?.max_oauth_apps ?? null,
   };
 }
 
@@ -50,14 +52,15 @@ export async function findTenantLimits(db: Queryable, tenantId: string): Promise
 export async function upsertTenantLimits(db: Queryable, tenantId: string, change: TenantLimitOverrides): Promise<TenantLimitsRow> {
   const has = (k: keyof TenantLimitOverrides) => change[k] !== undefined;
   const { rows } = await db.query<TenantLimitsRow>(
-    `insert into tenant_limits as t (tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour)
-     values ($1, $2, $4, $6, $8, $10)
+    `insert into tenant_limits as t (tenant_id, max_connections, max_webhooks, max_immediate_syncs, max_running_jobs, max_redeliveries_per_hour, max_oauth_apps)
+     values ($1, $2, $4, $6, $8, $10, $12)
      on conflict (tenant_id) do update set
        max_connections = case when $3 then excluded.max_connections else t.max_connections end,
        max_webhooks = case when $5 then excluded.max_webhooks else t.max_webhooks end,
        max_immediate_syncs = case when $7 then excluded.max_immediate_syncs else t.max_immediate_syncs end,
        max_running_jobs = case when $9 then excluded.max_running_jobs else t.max_running_jobs end,
        max_redeliveries_per_hour = case when $11 then excluded.max_redeliveries_per_hour else t.max_redeliveries_per_hour end,
+       max_oauth_apps = case when $13 then excluded.max_oauth_apps else t.max_oauth_apps end,
        updated_at = now()
      returning ${COLUMNS}`,
     [
@@ -67,6 +70,7 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
       change.immediateSyncs ?? null, has('immediateSyncs'),
       change.runningJobs ?? null, has('runningJobs'),
       change.redeliveriesPerHour ?? null, has('redeliveriesPerHour'),
+      change.oauthApps ?? null, has('oauthApps'),
     ],
   );
   return rows[0]!;
@@ -77,18 +81,29 @@ const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenan
     and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`;
 /** Tenant `$1`'s webhooks. */
 const COUNT_WEBHOOKS = 'select count(*)::int from webhooks where tenant_id = $1';
+/** Tenant `$1`'s OAuth apps. */
+const COUNT_OAUTH_APPS = 'select count(*)::int from oauth_apps where tenant_id = $1';
 /** Tenant `$1`'s immediate syncs still counted at `$2` (their lease not expired). */
 const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2';
-/** Tenant `$1`'s running jobs. */
-const COUNT_RUNNING_JOBS = `select count(*)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}`;
+/**
+ * Tenant `$1`'s places of its running-jobs limit taken, each holding an activity slot: a running
+ * job takes as many as the tasks it runs at once (`parallel_tasks`, set when it is prepared; 1
+ * before), a purge under way (`running`: it has its place) one. `exceptJob` and `exceptPurge` are conditions
+ * leaving out the one asking.
+ */
+const runningPlaces = (exceptJob = '', exceptPurge = '') =>
+  `(select coalesce(sum(parallel_tasks), 0)::int from sync_jobs where tenant_id = $1 and status = ${JOB.running}${exceptJob})
+   + (select count(*)::int from connection_purges where tenant_id = $1 and status = ${PURGE.running}${exceptPurge})`;
 
 /** What a tenant holds now, for the limits that count rows. */
 export interface TenantUsage {
   connections: number;
   webhooks: number;
   immediate_syncs: number;
+  /** Places of the running-jobs limit taken (one per task a running job runs at once, one per purge under way). */
   running_jobs: number;
   redeliveries_last_hour: number;
+  oauth_apps: number;
 }
 
 /** Everything a tenant holds now, each as its limit counts it. */
@@ -98,8 +113,9 @@ export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Pr
        (${COUNT_CONNECTIONS}) as connections,
        (${COUNT_WEBHOOKS}) as webhooks,
        (${COUNT_IMMEDIATE_SYNCS}) as immediate_syncs,
-       (${COUNT_RUNNING_JOBS}) as running_jobs,
-       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour`,
+       (${runningPlaces()}) as running_jobs,
+       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour,
+       (${COUNT_OAUTH_APPS}) as oauth_apps`,
     [tenantId, at],
   );
   return rows[0]!;
@@ -117,13 +133,25 @@ export async function countWebhooks(db: Queryable, tenantId: string): Promise<nu
   return rows[0]!.n;
 }
 
+/** A tenant's OAuth apps. */
+export async function countOAuthApps(db: Queryable, tenantId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_OAUTH_APPS}) as n`, [tenantId]);
+  return rows[0]!.n;
+}
+
 /**
- * A tenant's running jobs other than `exceptJobId`, with its override of the running-jobs limit
- * (null: the default), in one statement: a claim reads both on its hot path.
+ * The places a tenant's running jobs other than `exceptJobId` take (`running`), the places that
+ * job takes (`own`), and the tenant's override of the running-jobs limit (null: the default), in
+ * one statement: a claim reads them on its hot path.
  */
-export async function runningJobsAndOverride(db: Queryable, tenantId: string, exceptJobId: string): Promise<{ running: number; max_running_jobs: number | null }> {
-  const { rows } = await db.query<{ running: number; max_running_jobs: number | null }>(
-    `select (${COUNT_RUNNING_JOBS} and id <> $2) as running,
+export async function runningJobsAndOverride(
+  db: Queryable,
+  tenantId: string,
+  exceptJobId: string,
+): Promise<{ running: number; own: number; max_running_jobs: number | null }> {
+  const { rows } = await db.query<{ running: number; own: number; max_running_jobs: number | null }>(
+    `select (${runningPlaces(' and id <> $2')}) as running,
+            coalesce((select parallel_tasks from sync_jobs where id = $2), 1)::int as own,
             (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
     [tenantId, exceptJobId],
   );
@@ -139,6 +167,25 @@ export async function immediateSyncsAndOverride(db: Queryable, tenantId: string,
     `select (${COUNT_IMMEDIATE_SYNCS}) as running,
             (select max_immediate_syncs from tenant_limits where tenant_id = $1) as max_immediate_syncs`,
     [tenantId, at],
+  );
+  return rows[0]!;
+}
+
+/**
+ * The places a tenant's running jobs and purges other than purge `exceptPurgeId` take (`running`),
+ * how many of them are purges (`purges`), and its override of the running-jobs limit (null: the
+ * default), in one statement: a purge asks before it starts.
+ */
+export async function runningPlacesBesidePurge(
+  db: Queryable,
+  tenantId: string,
+  exceptPurgeId: string,
+): Promise<{ running: number; purges: number; max_running_jobs: number | null }> {
+  const { rows } = await db.query<{ running: number; purges: number; max_running_jobs: number | null }>(
+    `select (${runningPlaces('', ' and id <> $2')}) as running,
+            (select count(*)::int from connection_purges where tenant_id = $1 and status = ${PURGE.running} and id <> $2) as purges,
+            (select max_running_jobs from tenant_limits where tenant_id = $1) as max_running_jobs`,
+    [tenantId, exceptPurgeId],
   );
   return rows[0]!;
 }
