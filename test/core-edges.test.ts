@@ -44,8 +44,10 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
   });
 
   it('a job cancelled while running is its slot\'s run: it is not run again at once', async () => {
-    const { id, handle } = await newConnection({ latency_ms: 3000 });
+    const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    // The next job's page takes 3 s (the bootstrap job's did not need to): long enough to be seen running.
+    await db.pool.query(`update connections set config = config || '{"latency_ms": 3000}' where id = $1`, [id]);
     // Past the second slot (15 min + at most 3 min of jitter); the job is cancelled while it runs.
     const sleeping = env.sleep(19 * MINUTE);
     const running = await eventually(async () => (await jobs(id)).find((j) => j.status === 'running'));
