@@ -2,13 +2,11 @@
 // Postgres. A file of its own: it holds a table lock that stalls the worker's local activities for
 // a while, and a test after it in the same file and worker must not wait behind what it leaves.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { updateConnection } from '../db/models/connections';
-import { ensureConnectionWorkflow } from '../temporal/client';
-import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
-import { waitForState as waitFor } from './helpers/connection-state';
+import { useConnectionWorkflows } from './helpers/connection-workflows';
 import { useWorkerStack } from './helpers/stack';
 import { recordHistory } from './helpers/histories';
 import { eventually } from './helpers/worker';
@@ -24,43 +22,10 @@ describe('connection workflow: a schedule change while a syncNow job is enqueued
     ({ env, db } = stack);
   });
 
-  // Each test's connection workflows are terminated after it, so time skips only for the next test's.
-  const started: string[] = [];
-  afterEach(async () => {
-    for (const id of started.splice(0)) {
-      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
-    }
-  });
-
-  let seq = 0;
-  async function newConnection(sync: Record<string, unknown> = { interval_seconds: 900 }) {
-    seq += 1;
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at)
-       values ('acme', 'demo', $1, $2, $3) returning id`,
-      [`app${seq}`, { sync }, new Date(await env.currentTimeMs())],
-    );
-    const id = rows[0]!.id;
-    started.push(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
-    return { id, handle };
-  }
-
-  /** Waits (real time, no skipping) until the workflow's query satisfies `ok`. */
-  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    waitFor(env, id, ok, async () => ({ jobs: (await jobs(id)).map((j) => `${j.job_type}/${j.status}`) }));
-
-  async function jobs(connectionId: string) {
-    const { rows } = await db.pool.query(
-      `select id, job_type, trigger, status, scheduled_at, started_at, finished_at, last_error, abandoned_at, workflow_id
-         from sync_jobs where connection_id = $1 order by created_at, scheduled_at`,
-      [connectionId],
-    );
-    return rows;
-  }
+  const { newConnection, waitForState } = useConnectionWorkflows(stack, TASK_QUEUE);
 
   it('a schedule change that arrives while a syncNow job is being enqueued leaves that job to run now, not at the next slot', async () => {
-    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const { id, handle } = await newConnection({ sync: { interval_seconds: 3600 } });
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
     await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
     await handle.signal('pause');

@@ -1,14 +1,14 @@
 // The connection scheduler on Temporal's time-skipping server with real Postgres (the planning
 // rules at the workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { updateConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
 import { CONNECTION_ID, PHASE, PROVIDER, TENANT_ID } from '../temporal/search-attributes';
 import type { TestDatabase } from './helpers/database';
-import { waitForState as waitFor } from './helpers/connection-state';
+import { useConnectionWorkflows } from './helpers/connection-workflows';
 import { useWorkerStack } from './helpers/stack';
 import { patchIds, recordHistory } from './helpers/histories';
 import { eventually, type LogLines } from './helpers/worker';
@@ -25,43 +25,11 @@ describe('connection workflow (time-skipping)', () => {
     ({ env, db, lines } = stack);
   });
 
-  // Each test's connection workflows are terminated after it, so time skips only for the next test's.
-  const started: string[] = [];
-  afterEach(async () => {
-    for (const id of started.splice(0)) {
-      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
-    }
-  });
-
-  let seq = 0;
-  async function newConnection(sync: Record<string, unknown> = { interval_seconds: 900 }) {
-    seq += 1;
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at)
-       values ('acme', 'demo', $1, $2, $3) returning id`,
-      [`app${seq}`, { sync }, new Date(await env.currentTimeMs())],
-    );
-    const id = rows[0]!.id;
-    started.push(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
-    return { id, handle };
-  }
+  const { newConnection: start, terminateAfterTest, jobs, waitForState } = useConnectionWorkflows(stack, TASK_QUEUE);
+  const newConnection = (sync?: Record<string, unknown>) => start({ sync });
 
   const query = (id: string) =>
     env.client.workflow.getHandle(connectionWorkflowId(id)).query<ConnectionState>('state');
-
-  /** Waits (real time, no skipping) until the workflow's query satisfies `ok`. */
-  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    waitFor(env, id, ok, async () => ({ jobs: (await jobs(id)).map((j) => `${j.job_type}/${j.status}`) }));
-
-  async function jobs(connectionId: string) {
-    const { rows } = await db.pool.query(
-      `select id, job_type, trigger, status, scheduled_at, started_at, finished_at, last_error, abandoned_at, workflow_id
-         from sync_jobs where connection_id = $1 order by created_at, scheduled_at`,
-      [connectionId],
-    );
-    return rows;
-  }
 
   it('bootstraps at once, then runs 4 cycles in one simulated hour with jitter in bounds', async () => {
     const { id } = await newConnection();
@@ -257,12 +225,11 @@ describe('connection workflow (time-skipping)', () => {
   });
 
   it('enqueues nothing while the circuit breaker pauses the connection, and runs when the pause ends', async () => {
-    seq += 1;
     const now = await env.currentTimeMs();
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at)
-       values ('acme', 'demo', $1, '{"sync": {"interval_seconds": 900}}', $2) returning id`,
-      [`app${seq}`, new Date(now)],
+       values ('acme', 'demo', 'breaker', '{"sync": {"interval_seconds": 900}}', $1) returning id`,
+      [new Date(now)],
     );
     const id = rows[0]!.id;
     await db.pool.query(
@@ -270,7 +237,7 @@ describe('connection workflow (time-skipping)', () => {
        values ($1, 'demo', 5, $2)`,
       [id, new Date(now + 30 * MINUTE)],
     );
-    started.push(id);
+    terminateAfterTest(id);
     await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     const paused = await waitForState(id, (s) => s.phase === 'backing_off');
     expect(paused.breaker?.paused_until).toBe(new Date(now + 30 * MINUTE).toISOString());

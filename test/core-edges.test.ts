@@ -3,12 +3,11 @@
 // backfill), and a job that must not report success for work it did not do.
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureConnectionWorkflow } from '../temporal/client';
-import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobWorkflow } from '../temporal/sync-job';
-import { waitForState as waitFor } from './helpers/connection-state';
+import { useConnectionWorkflows } from './helpers/connection-workflows';
 import type { TestDatabase } from './helpers/database';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
@@ -25,36 +24,12 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
     ({ env, db } = stack);
   });
 
-  const started: string[] = [];
-  afterEach(async () => {
-    for (const id of started.splice(0)) {
-      await env.client.workflow.getHandle(connectionWorkflowId(id)).terminate('test done').catch(() => undefined);
-    }
+  const connections = useConnectionWorkflows(stack, TASK_QUEUE, {
+    prefix: 'edge',
+    config: (appKey) => ({ seed: appKey, resource_types: ['items'], records_per_resource: 10, page_size: 10 }),
   });
-
-  let seq = 0;
-  async function newConnection(config: Record<string, unknown> = {}) {
-    seq += 1;
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
-       values ('acme', 'demo', $1, $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
-      [`edge${seq}`, { seed: `edge${seq}`, resource_types: ['items'], records_per_resource: 10, page_size: 10, ...config }, new Date(await env.currentTimeMs())],
-    );
-    const id = rows[0]!.id;
-    started.push(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
-    return { id, handle };
-  }
-  const waitForState = (id: string, ok: (s: ConnectionState) => boolean) =>
-    waitFor(env, id, ok, async () => (await jobs(id)).map((j) => `${j.job_type}/${j.trigger}/${j.status}`));
-  async function jobs(connectionId: string) {
-    const { rows } = await db.pool.query(
-      `select id, job_type, trigger, status, scheduled_at, started_at, finished_at from sync_jobs
-        where connection_id = $1 order by created_at, scheduled_at`,
-      [connectionId],
-    );
-    return rows;
-  }
+  const { jobs, waitForState } = connections;
+  const newConnection = (config?: Record<string, unknown>) => connections.newConnection({ config });
   const queuedJob = async (id: string) => (await jobs(id)).find((j) => j.status === 'queued');
 
   it('a job cancelled while queued is its slot\'s run: the next job is a full interval after the cancel', async () => {
@@ -69,8 +44,10 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
   });
 
   it('a job cancelled while running is its slot\'s run: it is not run again at once', async () => {
-    const { id, handle } = await newConnection({ latency_ms: 3000 });
+    const { id, handle } = await newConnection();
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    // The next job's page takes 3 s (the bootstrap job's did not need to): long enough to be seen running.
+    await db.pool.query(`update connections set config = config || '{"latency_ms": 3000}' where id = $1`, [id]);
     // Past the second slot (15 min + at most 3 min of jitter); the job is cancelled while it runs.
     const sleeping = env.sleep(19 * MINUTE);
     const running = await eventually(async () => (await jobs(id)).find((j) => j.status === 'running'));
@@ -94,7 +71,7 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
       [tenant, { seed: 'held', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
     );
     const id = rows[0]!.id;
-    started.push(id);
+    connections.terminateAfterTest(id);
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
     await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
     const [waiting] = await jobs(id);
@@ -204,6 +181,7 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
     expect(scheduled).toBeLessThan(later.getTime() + 10 * MINUTE);
   });
 
+  let seq = 0;
   /** Inserts a connection and a queued job of it, and runs the job's workflow to its end. */
   async function insertJob(config: Record<string, unknown> = {}) {
     seq += 1;

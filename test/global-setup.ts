@@ -1,9 +1,10 @@
 // Starts what every test file shares: one throwaway Postgres server (or DATABASE_URL's) with one
-// migrated template database, and the resolved Temporal binaries. Each file then clones its own
-// database from the template and starts its own Temporal environment.
+// migrated template database, the resolved Temporal binaries, and the workflow bundles. Each file
+// then clones its own database from the template and starts its own Temporal environment.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
@@ -12,7 +13,8 @@ import { createDatabaseIfMissing } from '../infra/database';
 import { startEmbeddedPostgres } from '../infra/embedded-postgres';
 import { resolveTemporalBinary } from '../infra/temporal-binaries';
 import { freePort } from '../lib/ports';
-import { writeWorkflowBundle } from '../infra/workflow-bundle';
+import { bundleWorkflows, writeWorkflowBundle } from '../infra/workflow-bundle';
+import { buildPatchesOffBundle } from './helpers/patches-off/bundle';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -27,12 +29,21 @@ declare module 'vitest' {
     temporalTestServerPath: string;
     /** Synctide's workflows, bundled once for every worker the tests start. */
     workflowBundlePath: string;
+    /** The smoke workflows of test/fixtures, bundled once for the Temporal server tests. */
+    smokeBundlePath: string;
+    /** Synctide's workflows with the patches-off shim (test/helpers/patches-off), bundled once. */
+    patchesOffBundlePath: string;
   }
 }
 
+/** The project's root directory. */
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+
 /** What the setup shares with the test files, and how to let go of it. */
 interface Shared {
-  values: { [K in 'pgAdminUrl' | 'pgTemplateDatabase' | 'temporalCliPath' | 'temporalTestServerPath' | 'workflowBundlePath']: string };
+  values: {
+    [K in 'pgAdminUrl' | 'pgTemplateDatabase' | 'temporalCliPath' | 'temporalTestServerPath' | 'workflowBundlePath' | 'smokeBundlePath' | 'patchesOffBundlePath']: string;
+  };
   stop(): Promise<void>;
 }
 
@@ -80,13 +91,25 @@ async function startShared(): Promise<Shared> {
     resolveTemporalBinary('test-server', { allowSdkDownload: false }),
   ]);
   // Bundled once here instead of by each test file and each worker process a fault test starts.
+  // The two test-only bundles too (a few seconds each when a test file made them itself): one
+  // after the other, as webpack runs on this thread, where a bundle after the first takes less
+  // time (its modules and loaders are loaded); the template migrates meanwhile.
   const bundleDir = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-test-bundle-'));
   stops.push(() => fs.rm(bundleDir, { recursive: true, force: true }));
   const bundlePath = path.join(bundleDir, 'workflow-bundle.js');
-  await Promise.all([writeWorkflowBundle(bundlePath), templateReady]);
+  const smokeBundlePath = path.join(bundleDir, 'smoke-bundle.js');
+  const patchesOffBundlePath = path.join(bundleDir, 'patches-off-bundle.js');
+  const bundlesReady = (async () => {
+    await writeWorkflowBundle(bundlePath);
+    await fs.writeFile(smokeBundlePath, (await bundleWorkflows(path.join(root, 'test/fixtures/smoke-workflows.ts'))).code);
+    await fs.writeFile(patchesOffBundlePath, (await buildPatchesOffBundle()).code);
+  })();
+  await Promise.all([bundlesReady, templateReady]);
   return {
     values: {
       workflowBundlePath: bundlePath,
+      smokeBundlePath,
+      patchesOffBundlePath,
       pgAdminUrl: adminUrl,
       pgTemplateDatabase: template,
       temporalCliPath: cli.path!,

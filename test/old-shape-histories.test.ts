@@ -13,11 +13,10 @@ import type { SyncJobInput, SyncJobResult } from '../temporal/sync-job';
 import { CONNECTION_ID, PROVIDER, TENANT_ID } from '../temporal/search-attributes';
 import { waitForState } from './helpers/connection-state';
 import { patchIds, recordHistory } from './helpers/histories';
-import { patchesOffBundle } from './helpers/patches-off/bundle';
 import { PATCHES_OFF_MEMO } from './helpers/patches-off/workflow';
 import { stubActivities } from './helpers/stub-activities';
 import { createTimeSkippingEnv } from './helpers/temporal';
-import { eventually } from './helpers/worker';
+import { eventually, prebuiltBundle } from './helpers/worker';
 
 const TASK_QUEUE = 'old-shapes';
 const MINUTE = 60_000;
@@ -29,7 +28,7 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
   const store = stubActivities();
 
   beforeAll(async () => {
-    const [e, bundle] = await Promise.all([createTimeSkippingEnv(), patchesOffBundle()]);
+    const [e, bundle] = await Promise.all([createTimeSkippingEnv(), prebuiltBundle('patchesOffBundlePath')]);
     env = e;
     worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle: bundle, activities: store.activities });
     running = worker.run();

@@ -48,6 +48,8 @@ describe('reconcile tick retention (time-skipping, real Postgres)', () => {
 
     const workflowId = 'reconcile-retention';
     await env.client.workflow.start('reconcileWorkflow', { workflowId, taskQueue: TASK_QUEUE, args: [{ tickSeconds: 60, retentionDays: 7 }] });
+    // The cleanup's three attempts, 1 s and 2 s apart, in skipped time (well before the next tick).
+    await env.sleep(10_000);
     await eventually(async () => ((await activityOutcomes(workflowId)).retentionFailed >= 1 ? true : undefined));
     await db.pool.query('drop trigger refuse_delete on sync_jobs');
 

@@ -1,11 +1,10 @@
-import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { SYNCTIDE_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { createSmokeActivities } from './fixtures/smoke-activities';
 import { connectionCounter } from './fixtures/smoke-workflows';
 import { useServers } from './helpers/stack';
-import { bundleWorkflows } from './helpers/temporal';
+import { prebuiltBundle } from './helpers/worker';
 
 describe('Temporal dev server with Postgres', () => {
   const servers = useServers();
@@ -24,7 +23,7 @@ describe('Temporal dev server with Postgres', () => {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue: 'smoke-dev',
-      workflowBundle: await bundleWorkflows(fileURLToPath(new URL('./fixtures/smoke-workflows.ts', import.meta.url))),
+      workflowBundle: await prebuiltBundle('smokeBundlePath'),
       activities: createSmokeActivities(db.pool),
     });
     const count = await worker.runUntil(

@@ -1,9 +1,9 @@
-import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleeper } from './fixtures/smoke-workflows';
-import { bundleWorkflows, createTimeSkippingEnv } from './helpers/temporal';
+import { createTimeSkippingEnv } from './helpers/temporal';
+import { prebuiltBundle } from './helpers/worker';
 
 const FIFTEEN_MINUTES = 15 * 60 * 1000;
 
@@ -13,7 +13,7 @@ describe('time-skipping Temporal server', () => {
   beforeAll(async () => {
     [env, bundle] = await Promise.all([
       createTimeSkippingEnv(),
-      bundleWorkflows(fileURLToPath(new URL('./fixtures/smoke-workflows.ts', import.meta.url))),
+      prebuiltBundle('smokeBundlePath'),
     ]);
   });
   afterAll(async () => {

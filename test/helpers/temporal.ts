@@ -47,5 +47,3 @@ export async function createDevServerEnv(opts: { logLevel?: string; dynamicConfi
   };
   return env;
 }
-
-export { bundleWorkflows } from '../../infra/workflow-bundle';

@@ -12,11 +12,21 @@ import { testActivityDeps } from './deps';
 
 export { capturingLogger, type LogLines } from './logs';
 
-let bundle: Promise<WorkflowBundle> | undefined;
+const bundles = new Map<string, Promise<WorkflowBundle>>();
+/**
+ * A workflow bundle the global setup built once for the whole run: Synctide's workflows
+ * (`workflowBundlePath`), the smoke workflows of test/fixtures (`smokeBundlePath`), or Synctide's
+ * with the patches-off shim (`patchesOffBundlePath`).
+ */
+export function prebuiltBundle(which: 'workflowBundlePath' | 'smokeBundlePath' | 'patchesOffBundlePath'): Promise<WorkflowBundle> {
+  let bundle = bundles.get(which);
+  if (!bundle) bundles.set(which, (bundle = readFile(inject(which), 'utf8').then((code) => ({ code }))));
+  return bundle;
+}
+
 /** The real Synctide workflows, as the global setup bundled them for the whole run. */
 export function synctideBundle(): Promise<WorkflowBundle> {
-  bundle ??= readFile(inject('workflowBundlePath'), 'utf8').then((code) => ({ code }));
-  return bundle;
+  return prebuiltBundle('workflowBundlePath');
 }
 
 /** Creates a Synctide worker on a test environment with the real activities. */

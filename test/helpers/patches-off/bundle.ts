@@ -9,9 +9,10 @@ const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: n
 /**
  * Synctide's workflows bundled with '@temporalio/workflow' replaced by the patches-off shim: a run
  * started with memo `{ synctide_test_patches_off: ['id', …] }` takes those patches as absent and
- * records the shape runs had before them; any other run is as in the real bundle.
+ * records the shape runs had before them; any other run is as in the real bundle. The global
+ * setup builds it once for the run: tests read it with prebuiltBundle('patchesOffBundlePath').
  */
-export function patchesOffBundle(): Promise<WorkflowBundle> {
+export function buildPatchesOffBundle(): Promise<WorkflowBundle> {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     logger: quietLogger,
@@ -23,3 +24,4 @@ export function patchesOffBundle(): Promise<WorkflowBundle> {
     },
   });
 }
+
