@@ -31,6 +31,23 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
   const { jobs, waitForState } = connections;
   const newConnection = (config?: Record<string, unknown>) => connections.newConnection({ config });
   const queuedJob = async (id: string) => (await jobs(id)).find((j) => j.status === 'queued');
+  /**
+   * A connection of a tenant of its own allowed no running job, and its workflow: the scheduled
+   * job's claim waits on a durable timer (the job stays queued) until the limit is lifted.
+   */
+  async function heldConnection(name: string, appKey: string) {
+    const tenant = `edge-${name}-${randomUUID()}`;
+    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
+       values ($1, 'demo', $2, $3, '{"sync": {"interval_seconds": 900}}', $4) returning id`,
+      [tenant, appKey, { seed: appKey, resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
+    );
+    const id = rows[0]!.id;
+    connections.terminateAfterTest(id);
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    return { tenant, id, handle };
+  }
 
   it('a job cancelled while queued is its slot\'s run: the next job is a full interval after the cancel', async () => {
     const { id, handle } = await newConnection();
@@ -62,17 +79,7 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
   });
 
   it('a job cancelled while its claim waits for tenant capacity is cancelled, and is its slot\'s run', async () => {
-    // A tenant allowed no running job: the scheduled job's claim waits on a durable timer (queued).
-    const tenant = `edge-held-${randomUUID()}`;
-    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
-       values ($1, 'demo', 'held', $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
-      [tenant, { seed: 'held', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
-    );
-    const id = rows[0]!.id;
-    connections.terminateAfterTest(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    const { id, handle } = await heldConnection('held', 'held');
     await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
     const [waiting] = await jobs(id);
     expect(waiting.status).toBe('queued');
@@ -89,16 +96,7 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
   });
 
   it('a syncNow sent while the scheduled job waits for tenant capacity is answered by that job: one sync, not two', async () => {
-    const tenant = `edge-busy-${randomUUID()}`;
-    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
-       values ($1, 'demo', 'busy', $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
-      [tenant, { seed: 'busy', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
-    );
-    const id = rows[0]!.id;
-    started.push(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    const { tenant, id, handle } = await heldConnection('busy', 'busy');
     await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
     const [waiting] = await jobs(id);
     expect(waiting).toMatchObject({ status: 'queued', trigger: 'schedule' });
@@ -118,16 +116,7 @@ describe('scheduler and job edge paths (time-skipping, real Postgres)', () => {
   });
 
   it('a pause signalled while the scheduled job waits for tenant capacity cancels that job at once: it never runs', async () => {
-    const tenant = `edge-paused-${randomUUID()}`;
-    await db.pool.query(`insert into tenant_limits (tenant_id, max_running_jobs) values ($1, 0)`, [tenant]);
-    const { rows } = await db.pool.query<{ id: string }>(
-      `insert into connections (tenant_id, provider_slug, app_key, config, metadata, created_at)
-       values ($1, 'demo', 'pausing', $2, '{"sync": {"interval_seconds": 900}}', $3) returning id`,
-      [tenant, { seed: 'pausing', resource_types: ['items'], records_per_resource: 2, page_size: 2 }, new Date(await env.currentTimeMs())],
-    );
-    const id = rows[0]!.id;
-    started.push(id);
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: tenant, providerSlug: 'demo' });
+    const { tenant, id, handle } = await heldConnection('paused', 'pausing');
     await eventually(async () => ((await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined));
     const [waiting] = await jobs(id);
     expect(waiting.status).toBe('queued');
