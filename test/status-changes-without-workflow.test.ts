@@ -1,0 +1,96 @@
+// A connection's status changes (pause, resume, disable) made while its connection workflow is
+// not running (terminated, or lost, and not yet started again by the reconcile tick) end its
+// scheduler's queued job, and announce it, as they do while the workflow runs: the queued job a
+// disable or pause stops ends `cancelled` with `sync.cancelled`, never `failed` as abandoned.
+// Real Postgres, the Temporal dev server (the reconcile tick lists running workflows) and a worker.
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
+import { disableConnection, refOf } from '../commands/connections';
+import type { CommandDeps } from '../commands/deps';
+import { findConnection } from '../db/models/connections';
+import { ensureConnectionWorkflow } from '../temporal/client';
+import type { TestDatabase } from './helpers/database';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { waitForState } from './helpers/connection-state';
+import { useWorkerStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'status-without-workflow';
+
+describe('status changes while the connection workflow is not running', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let commands: CommandDeps;
+  beforeAll(() => {
+    ({ env, db } = stack);
+    commands = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics: stack.metrics, credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
+  });
+
+  let seq = 0;
+  /** An active connection of a tenant of its own, planned once a day, with a webhook for every job and connection event. */
+  async function newConnection(status = 'active'): Promise<string> {
+    seq += 1;
+    const tenant = `status-${seq}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
+       values ($1, 'demo', 'app', $2, $3, '{"sync": {"interval_seconds": 86400}}') returning id`,
+      [tenant, status, { seed: tenant, resource_types: ['items'], records_per_resource: 4, page_size: 2 }],
+    );
+    await db.pool.query(
+      `insert into webhooks (tenant_id, url, event_types, secret)
+       values ($1, 'http://127.0.0.1:9/hook', '{sync.completed,sync.failed,sync.cancelled,connection.disabled}', 'whsec_x')`,
+      [tenant],
+    );
+    return rows[0]!.id;
+  }
+  const jobOf = async (id: string) =>
+    (await db.pool.query<{ status: string; last_error: string | null; abandoned_at: Date | null }>('select status, last_error, abandoned_at from sync_jobs where id = $1', [id])).rows[0]!;
+  /** The connection's events and those of job `jobId` (not those of its first sync, run at once). */
+  const eventsOf = async (connectionId: string, jobId: string) =>
+    (await db.pool.query<{ event_type: string }>(
+      `select event_type from webhook_events
+        where connection_id = $1 and (event_type not like 'sync.%' or payload -> 'job' ->> 'id' = $2)
+        order by created_at, event_type`,
+      [connectionId, jobId],
+    )).rows.map((r) => r.event_type);
+  const tick = () => reconcileConnections(testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+  /** Makes the connection's jobs old enough for the tick to check that a workflow owns them. */
+  const ageJobs = (connectionId: string) => db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where connection_id = $1`, [connectionId]);
+
+  /** Starts the connection's workflow and answers its queued scheduler job, once it sleeps until it is due. */
+  async function queuedJobOf(connectionId: string): Promise<string> {
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, refOf((await findConnection(db.pool, connectionId))!));
+    const state = await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null);
+    expect((await jobOf(state.current_job_id!)).status).toBe('queued');
+    return state.current_job_id!;
+  }
+  const terminate = (connectionId: string) => env.client.workflow.getHandle(`connection:${connectionId}`).terminate('lost in this test');
+
+  it('a disable while the workflow runs cancels the queued job (the shape the dead-workflow case must match)', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await disableConnection(commands, connectionId);
+    const job = await eventually(async () => {
+      const j = await jobOf(jobId);
+      return j.status === 'queued' ? undefined : j;
+    });
+    await ageJobs(connectionId);
+    await tick();
+    expect({ job: (await jobOf(jobId)).status, abandoned: job.abandoned_at, events: await eventsOf(connectionId, jobId) })
+      .toEqual({ job: 'cancelled', abandoned: null, events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it('a disable while the workflow is not running ends the queued job cancelled, not failed as abandoned by the next tick', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    await disableConnection(commands, connectionId);
+    await ageJobs(connectionId);
+    await tick();
+    const job = await jobOf(jobId);
+    expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+});
