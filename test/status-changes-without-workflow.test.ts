@@ -6,7 +6,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
-import { disableConnection, refOf } from '../commands/connections';
+import { disableConnection, pauseConnection, refOf } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
 import { findConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow } from '../temporal/client';
@@ -92,5 +92,25 @@ describe('status changes while the connection workflow is not running', () => {
     const job = await jobOf(jobId);
     expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it('a pause while the workflow is not running ends the queued job cancelled, as a pause of a running workflow does', async () => {
+    const live = await newConnection();
+    const liveJob = await queuedJobOf(live);
+    await pauseConnection(commands, live);
+    await waitForState(env, live, (s) => s.phase === 'paused');
+
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    // The pause's signal starts a new run (signal-with-start), whose first look cleans up after the terminated one.
+    await pauseConnection(commands, connectionId);
+    await waitForState(env, connectionId, (s) => s.phase === 'paused');
+    const outcome = async (connection: string, job: string) => {
+      const row = await jobOf(job);
+      return { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connection, job) };
+    };
+    expect(await outcome(live, liveJob)).toEqual({ job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] });
+    expect(await outcome(connectionId, jobId)).toEqual(await outcome(live, liveJob));
   });
 });
