@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
-import { emitJobEvent, emitJobEvents } from '../db/events';
+import { cancelQueuedSchedulerJobs, emitJobEvents } from '../db/events';
 import { findConnectionStatus } from '../db/models/connections';
-import { cancelJobAndTasks, failAbandonedSchedulerJobs, findQueuedSchedulerJobs, type EndedJob } from '../db/models/jobs';
+import { failAbandonedSchedulerJobs, type EndedJob } from '../db/models/jobs';
 import { forgetSeenOfTasks } from '../db/models/seen';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
@@ -70,15 +70,7 @@ async function cancelStoppedQueuedJobs(
   runId: string | null,
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
   const reason = stoppedQueuedJobReason(await findConnectionStatus(tx, connectionId));
-  const ended: { jobs: (EndedJob & { id: string })[]; deliveries: string[] } = { jobs: [], deliveries: [] };
-  if (!reason) return ended;
-  for (const id of await findQueuedSchedulerJobs(tx, connectionId, runId)) {
-    const job = await cancelJobAndTasks(tx, id, at, reason, true);
-    if (!job) continue;
-    ended.jobs.push({ ...job, id });
-    ended.deliveries.push(...(await emitJobEvent(tx, id, 'cancelled', at)));
-  }
-  return ended;
+  return reason ? cancelQueuedSchedulerJobs(tx, connectionId, at, reason, runId) : { jobs: [], deliveries: [] };
 }
 
 /** Logs the jobs a start-up cleanup ended: those failed as abandoned (a warning), those cancelled. */

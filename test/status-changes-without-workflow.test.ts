@@ -6,7 +6,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
-import { disableConnection, pauseConnection, refOf } from '../commands/connections';
+import { disableConnection, pauseConnection, refOf, resumeConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
 import { findConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow } from '../temporal/client';
@@ -112,5 +112,43 @@ describe('status changes while the connection workflow is not running', () => {
     };
     expect(await outcome(live, liveJob)).toEqual({ job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] });
     expect(await outcome(connectionId, jobId)).toEqual(await outcome(live, liveJob));
+  });
+
+  it('a disable while the workflow is not running, then a resume before any tick, still ends the queued job cancelled', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    await disableConnection(commands, connectionId);
+    // The resume's signal starts a new run, whose first look finds the connection active again.
+    await resumeConnection(commands, connectionId);
+    await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
+    const job = await jobOf(jobId);
+    expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it('the tick ends cancelled the queued scheduler job of a connection found disabled or paused with no workflow (stopped by a process that never stopped its work)', async () => {
+    const ended: Record<string, unknown> = {};
+    for (const status of ['disabled', 'paused']) {
+      const connectionId = await newConnection(status);
+      const { rows: [job] } = await db.pool.query<{ id: string }>(
+        `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, created_at, workflow_id, scheduler_run_id)
+         select id, tenant_id, 'incremental', 'schedule', 'queued', now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+           from connections where id = $1 returning id`,
+        [connectionId],
+      );
+      await tick();
+      // A paused connection's workflow is started again by the tick; its first look ends the job, if the tick did not.
+      const row = await eventually(async () => {
+        const r = await jobOf(job!.id);
+        return r.status === 'queued' ? undefined : r;
+      });
+      ended[status] = { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) };
+      await env.client.workflow.getHandle(`connection:${connectionId}`).terminate('test done').catch(() => undefined);
+    }
+    expect(ended).toEqual({
+      disabled: { job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['sync.cancelled'] },
+      paused: { job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] },
+    });
   });
 });
