@@ -3,11 +3,15 @@ import { Context } from '@temporalio/activity';
 import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
+import { emitJobEvent } from '../db/events';
+import { cancelJobAndTasks } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
+import { recordJobEnded } from '../lib/metrics';
 import { cancelConnectionWorkflow, cancelImmediateSync, cancelJobWorkflow, immediateSyncHandle, isWorkflowRunning } from '../temporal/client';
 import { connectionWorkflowId, immediateSyncWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** Rows per delete statement: short statements, so no table is locked for long. */
 const BATCH = 1000;
@@ -19,9 +23,11 @@ const RUN_BUDGET_MS = 30_000;
  * its workflow (which cancels its own job), every active job's workflow and its immediate sync
  * (which writes no job row, so only its workflow id finds it), then checks that they
  * all closed; while one still runs (a sync stops at its next heartbeat) it throws, and the
- * workflow's retry policy asks again. Idempotent.
+ * workflow's retry policy asks again. Once they have, a job left active (its workflow lost
+ * before the deletion) is cancelled with its `sync.cancelled` event. Idempotent.
  */
-export function quiesceConnection({ pool, temporal }: ActivityDeps): Activities['quiesceConnection'] {
+export function quiesceConnection(deps: ActivityDeps): Activities['quiesceConnection'] {
+  const { pool, temporal, metrics } = deps;
   return async ({ purgeId, connectionId }) => {
     await purges.markPurgeRunning(pool, purgeId);
     await updateConnection(pool, connectionId, { status: 'disabled' });
@@ -33,6 +39,20 @@ export function quiesceConnection({ pool, temporal }: ActivityDeps): Activities[
     const running: string[] = [];
     for (const id of ids) if (await isWorkflowRunning(temporal, id)) running.push(id);
     if (running.length > 0) throw new Error(`waiting for ${running.join(', ')} to stop before purging`);
+    // A job still active now has no workflow left to end it (its run was lost before the
+    // deletion): it ends here, cancelled by the deletion as its run would have ended it, with its
+    // `sync.cancelled` event, before the purge deletes it (an event still being delivered is kept).
+    const at = new Date();
+    const deliveries: string[] = [];
+    for (const jobId of await purges.findActiveJobIds(pool, connectionId)) {
+      const ended = await withTransaction(pool, async (tx) => {
+        const job = await cancelJobAndTasks(tx, jobId, at, 'connection deleted');
+        if (job) deliveries.push(...(await emitJobEvent(tx, jobId, 'cancelled', at)));
+        return job;
+      });
+      if (ended) recordJobEnded(metrics, ended);
+    }
+    startDeliveriesSoon(deps, deliveries);
   };
 }
 

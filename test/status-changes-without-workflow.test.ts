@@ -7,6 +7,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { disableConnection, pauseConnection, refOf, resumeConnection } from '../commands/connections';
+import { deleteConnection } from '../commands/purges';
 import type { CommandDeps } from '../commands/deps';
 import { findConnection } from '../db/models/connections';
 import { ensureConnectionWorkflow } from '../temporal/client';
@@ -150,5 +151,26 @@ describe('status changes while the connection workflow is not running', () => {
       disabled: { job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['sync.cancelled'] },
       paused: { job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] },
     });
+  });
+
+  it('a delete while the workflow that ran a job is gone announces the job\'s end, as a delete of a running workflow does', async () => {
+    const connectionId = await newConnection();
+    // A scheduled job its connection's run had begun (run inline) when that run was lost.
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const purge = await deleteConnection(commands, connectionId);
+    await eventually(async () => {
+      const { rows } = await db.pool.query<{ status: string }>('select status from connection_purges where id = $1', [purge.id]);
+      return rows[0]?.status === 'completed' ? true : undefined;
+    });
+    const { rows } = await db.pool.query<{ event_type: string }>(
+      `select event_type from webhook_events where payload -> 'job' ->> 'id' = $1`,
+      [job!.id],
+    );
+    expect(rows.map((r) => r.event_type)).toEqual(['sync.cancelled']);
   });
 });
