@@ -266,7 +266,7 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
 /**
  * Disables a connection and stops everything it runs: its scheduler's queued job (cancelled with
  * the disable, whether or not its workflow runs), its workflow (which cancels its own running
- * job), every active job requested over the API, through the job's workflow, or
+ * job; a job of a run that is gone is cancelled here), every active job requested over the API, through the job's workflow, or
  * directly when that has not started yet, and its immediate sync. Data stays. A job workflow that starts later finds the
  * connection disabled and does not run. Writes a `connection.disabled` webhook event.
  */
@@ -312,7 +312,10 @@ export async function writeDisabled(tx: PoolClient, row: ConnectionRow): Promise
 export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, written: DisabledWrite): Promise<void> {
   for (const job of written.ended) recordJobEnded(deps.metrics, job);
   const deliveries = [...written.deliveries];
-  await stopConnectionWorkflow(deps.temporal, row.id);
+  // A scheduled job the connection's run had begun, when no run is left (terminated, or lost),
+  // has nothing to end it but this: cancelled, as a run stopped by the disable would have ended
+  // it (and as a requested job whose workflow is gone is, below), not failed later as abandoned.
+  if (!(await stopConnectionWorkflow(deps.temporal, row.id))) await cancelOrphanedSchedulerJobs(deps, row.id, deliveries);
   // An immediate sync checked the connection only before it began: a disable stops it as it stops
   // a job (its caller is answered 409 connection_disabled). One that starts later finds the
   // connection disabled before any provider request.
@@ -331,6 +334,28 @@ export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, 
   }
   // One whose start fails is started by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveries);
+}
+
+/**
+ * Cancels ("connection disabled", with `sync.cancelled`) the active scheduler jobs of connection
+ * `id`, whose workflow was just found not running, while it is still disabled (read under its
+ * row's lock: an enqueue, which refuses a connection that is not active, takes the same lock, so
+ * no job of a run a resume starts is among them); adds their deliveries to `deliveries`.
+ */
+async function cancelOrphanedSchedulerJobs(deps: CommandDeps, id: string, deliveries: string[]): Promise<void> {
+  const at = new Date();
+  const ended = await withTransaction(deps.pool, async (tx) => {
+    if ((await connections.lockConnection(tx, id))?.status !== CONNECTION_STATUS.disabled) return [];
+    const cancelled: EndedJob[] = [];
+    for (const jobId of await jobs.findActiveSchedulerJobs(tx, id)) {
+      const job = await jobs.cancelJobAndTasks(tx, jobId, at, 'connection disabled');
+      if (!job) continue;
+      cancelled.push(job);
+      deliveries.push(...(await emitJobEvent(tx, jobId, 'cancelled', at)));
+    }
+    return cancelled;
+  });
+  for (const job of ended) recordJobEnded(deps.metrics, job);
 }
 
 /**

@@ -10,7 +10,8 @@ import { disableConnection, pauseConnection, refOf, resumeConnection } from '../
 import { deleteConnection } from '../commands/purges';
 import type { CommandDeps } from '../commands/deps';
 import { findConnection } from '../db/models/connections';
-import { ensureConnectionWorkflow } from '../temporal/client';
+import { insertPurge } from '../db/models/purges';
+import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { waitForState } from './helpers/connection-state';
@@ -153,7 +154,16 @@ describe('status changes while the connection workflow is not running', () => {
     });
   });
 
-  it('a delete while the workflow that ran a job is gone announces the job\'s end, as a delete of a running workflow does', async () => {
+  it.each([
+    ['the delete command', async (connectionId: string) => (await deleteConnection(commands, connectionId)).id],
+    // A delete whose API process died right after its transaction: the tick starts its purge.
+    ['a purge whose delete stopped nothing', async (connectionId: string) => {
+      await db.pool.query(`update connections set status = 'disabled' where id = $1`, [connectionId]);
+      const purge = (await insertPurge(db.pool, connectionId, (await findConnection(db.pool, connectionId))!.tenant_id))!;
+      await startConnectionPurge(env.client, TASK_QUEUE, { purgeId: purge.id, connectionId });
+      return purge.id;
+    }],
+  ])('a delete while the workflow that ran a job is gone announces the job\'s end, as a delete of a running workflow does (%s)', async (_, remove) => {
     const connectionId = await newConnection();
     // A scheduled job its connection's run had begun (run inline) when that run was lost.
     const { rows: [job] } = await db.pool.query<{ id: string }>(
@@ -162,7 +172,7 @@ describe('status changes while the connection workflow is not running', () => {
          from connections where id = $1 returning id`,
       [connectionId],
     );
-    const purge = await deleteConnection(commands, connectionId);
+    const purge = { id: await remove(connectionId) };
     await eventually(async () => {
       const { rows } = await db.pool.query<{ status: string }>('select status from connection_purges where id = $1', [purge.id]);
       return rows[0]?.status === 'completed' ? true : undefined;
@@ -172,5 +182,20 @@ describe('status changes while the connection workflow is not running', () => {
       [job!.id],
     );
     expect(rows.map((r) => r.event_type)).toEqual(['sync.cancelled']);
+  });
+
+  it('a disable while the run that began a scheduled job is gone ends that job cancelled, as it ends a requested job whose workflow is gone', async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    await disableConnection(commands, connectionId);
+    await tick();
+    const row = await jobOf(job!.id);
+    expect({ job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
   });
 });

@@ -396,6 +396,15 @@ export async function finishRunningJob(tx: PoolClient, id: string, outcome: Fini
   return rows[0] ?? null;
 }
 
+/** The ids of the connection's active scheduler jobs (queued, running or retrying). */
+export async function findActiveSchedulerJobs(db: Queryable, connectionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `select id from sync_jobs where connection_id = $1 and status in (${ACTIVE_JOBS}) and trigger in (${SCHEDULER_JOB_TRIGGERS})`,
+    [connectionId],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** The ids of the connection's queued scheduler jobs queued by runs other than `exceptRunId`. */
 export async function findQueuedSchedulerJobs(db: Queryable, connectionId: string, exceptRunId: string | null): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
