@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
-import { emitJobEvents } from '../db/events';
+import { cancelQueuedSchedulerJobs, emitJobEvents } from '../db/events';
+import { findConnectionStatus } from '../db/models/connections';
 import { failAbandonedSchedulerJobs, type EndedJob } from '../db/models/jobs';
 import { forgetSeenOfTasks } from '../db/models/seen';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
@@ -7,6 +8,7 @@ import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
+import { stoppedQueuedJobReason } from '../policy/job-lifecycle';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** Why a job was failed by a connection workflow's start-up cleanup. */
@@ -19,22 +21,24 @@ export const ABANDONED_REASON =
  * run that has ended (each connection has one workflow, and its child jobs are terminated with
  * it), so it is marked `failed` with a clear reason and `abandoned_at`, never left "stuck
  * running", its open tasks are failed (counted in its `failed_tasks`) and their seen-sets
- * forgotten, and its `sync.failed` webhook event is written. Returns the ids it failed.
+ * forgotten, and its `sync.failed` webhook event is written. A queued one of a connection paused
+ * or disabled meanwhile is cancelled instead, with `sync.cancelled`, as the pause or disable
+ * would have ended it. Returns the ids it ended.
  */
 export function failAbandonedJobs(deps: ActivityDeps): Activities['failAbandonedJobs'] {
   const { pool, logger, metrics } = deps;
   return async (input) => {
     const { jobs: failed, deliveries } = await withTransaction(pool, (tx) => failAbandonedInTx(tx, input.connectionId, new Date(input.at), input.runId ?? null));
     startDeliveriesSoon(deps, deliveries);
-    if (failed.length > 0) logger.warn({ connection_id: input.connectionId, job_ids: failed.map((r) => r.id) }, 'failed abandoned sync jobs');
+    logEndedJobs(logger, input.connectionId, failed);
     for (const job of failed) recordJobEnded(metrics, job);
     return failed.map((r) => r.id);
   };
 }
 
 /**
- * The cleanup's statements, inside the caller's transaction, with the failed jobs' `sync.failed`
- * events; the caller logs and counts the ended jobs and starts the deliveries once it committed.
+ * The cleanup's statements, inside the caller's transaction, with the ended jobs' `sync.failed`
+ * (or `sync.cancelled`) events; the caller logs and counts the ended jobs and starts the deliveries once it committed.
  * Jobs of `runId` (the run cleaning up) are its own, never abandoned: running the cleanup again
  * after the run enqueued (a repeated local activity) leaves them alone.
  */
@@ -44,9 +48,35 @@ export async function failAbandonedInTx(
   at: Date,
   runId: string | null,
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
+  const cancelled = await cancelStoppedQueuedJobs(tx, connectionId, at, runId);
   const rows = await failAbandonedSchedulerJobs(tx, connectionId, at, ABANDONED_REASON, runId);
-  if (rows.length === 0) return { jobs: rows, deliveries: [] };
+  if (rows.length === 0) return cancelled;
   // Paging state of full passes that will never finish.
   await forgetSeenOfTasks(tx, await failOpenTasksOfJobs(tx, rows.map((r) => r.id), at, ABANDONED_REASON));
-  return { jobs: rows, deliveries: await emitJobEvents(tx, rows.map((r) => r.id), 'failed', at) };
+  const deliveries = await emitJobEvents(tx, rows.map((r) => r.id), 'failed', at);
+  return { jobs: [...cancelled.jobs, ...rows], deliveries: [...cancelled.deliveries, ...deliveries] };
+}
+
+/**
+ * The queued scheduler jobs of earlier runs of a connection that is paused or disabled (it was
+ * paused or disabled while no run was there to cancel its queued job: a pause's signal then
+ * starts this run) end as the pause or disable would have ended them: cancelled, with
+ * `sync.cancelled`, never failed as abandoned. Read with the statements after it in `tx`.
+ */
+async function cancelStoppedQueuedJobs(
+  tx: PoolClient,
+  connectionId: string,
+  at: Date,
+  runId: string | null,
+): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
+  const reason = stoppedQueuedJobReason(await findConnectionStatus(tx, connectionId));
+  return reason ? cancelQueuedSchedulerJobs(tx, connectionId, at, reason, runId) : { jobs: [], deliveries: [] };
+}
+
+/** Logs the jobs a start-up cleanup ended: those failed as abandoned (a warning), those cancelled. */
+export function logEndedJobs(logger: ActivityDeps['logger'], connectionId: string, jobs: (EndedJob & { id: string })[]): void {
+  const failed = jobs.filter((r) => r.status === 'failed').map((r) => r.id);
+  const cancelled = jobs.filter((r) => r.status === 'cancelled').map((r) => r.id);
+  if (failed.length > 0) logger.warn({ connection_id: connectionId, job_ids: failed }, 'failed abandoned sync jobs');
+  if (cancelled.length > 0) logger.info({ connection_id: connectionId, job_ids: cancelled }, 'cancelled queued sync jobs of a paused or disabled connection');
 }

@@ -6,13 +6,13 @@ import { recordJobEnded } from '../lib/metrics';
 import type { Activities } from '../temporal/activities';
 import { storeLegacyScheduleChange } from './connection-settings';
 import type { ActivityDeps } from './deps';
-import { failAbandonedInTx } from './fail-abandoned-jobs';
+import { failAbandonedInTx, logEndedJobs } from './fail-abandoned-jobs';
 import { contextOf } from './load-connection-context';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
 /**
- * The start of a connection workflow's cycle: on a run's first call, fail the scheduler jobs an
- * earlier run left active (as abandoned); store a pending legacy schedule change and pause or resume; then
+ * The start of a connection workflow's cycle: on a run's first call, end the scheduler jobs an
+ * earlier run left active (failed as abandoned, or cancelled when the connection is paused or disabled); store a pending legacy schedule change and pause or resume; then
  * read the scheduling context. One transaction; the same steps as failAbandonedJobs,
  * saveSchedule, setConnectionStatus and loadConnectionContext.
  */
@@ -27,7 +27,7 @@ export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
       return { abandoned: abandoned.jobs, deliveries: abandoned.deliveries, row: await findSchedulingRow(tx, input.connectionId, at, settings) };
     });
     startDeliveriesSoon(deps, deliveries);
-    if (abandoned.length > 0) logger.warn({ connection_id: input.connectionId, job_ids: abandoned.map((r) => r.id) }, 'failed abandoned sync jobs');
+    logEndedJobs(logger, input.connectionId, abandoned);
     for (const job of abandoned) recordJobEnded(metrics, job);
     return row && contextOf(row, settings);
   };

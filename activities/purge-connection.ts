@@ -3,14 +3,18 @@ import { Context } from '@temporalio/activity';
 import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
+import { emitJobEvent } from '../db/events';
+import { cancelJobAndTasks } from '../db/models/jobs';
 import { lockTenant, runningPlacesBesidePurge } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
+import { recordJobEnded } from '../lib/metrics';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { cancelConnectionWorkflow, cancelImmediateSync, cancelJobWorkflow, immediateSyncHandle, isWorkflowRunning } from '../temporal/client';
 import { connectionWorkflowId, immediateSyncWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { tenantAtJobLimit } from './claim-job';
+import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** Rows per delete statement: short statements, so no table is locked for long. */
 const BATCH = 1000;
@@ -45,10 +49,13 @@ async function takePurgePlace(pool: ActivityDeps['pool'], purgeId: string, defau
  * Stops everything a connection being purged runs, once the purge has its place (takePurgePlace):
  * disables it (so nothing restarts it), cancels its workflow (which cancels its own job), every
  * active job's workflow and its immediate sync (which writes no job row, so only its workflow id
- * finds it), then checks that they all closed; while one still runs (a sync stops at its next heartbeat) it throws, and the
- * workflow's retry policy asks again. Idempotent.
+ * finds it), then checks that they all closed; while one still runs (a sync stops at its next
+ * heartbeat) it throws, and the workflow's retry policy asks again. Once they have, a job left
+ * active (its workflow lost before the deletion) is cancelled with its `sync.cancelled` event.
+ * Idempotent.
  */
-export function quiesceConnection({ pool, temporal, tenantLimits }: ActivityDeps): Activities['quiesceConnection'] {
+export function quiesceConnection(deps: ActivityDeps): Activities['quiesceConnection'] {
+  const { pool, temporal, metrics, tenantLimits } = deps;
   return async ({ purgeId, connectionId }) => {
     await takePurgePlace(pool, purgeId, tenantLimits ?? DEFAULT_TENANT_LIMITS);
     await updateConnection(pool, connectionId, { status: 'disabled' });
@@ -60,6 +67,20 @@ export function quiesceConnection({ pool, temporal, tenantLimits }: ActivityDeps
     const running: string[] = [];
     for (const id of ids) if (await isWorkflowRunning(temporal, id)) running.push(id);
     if (running.length > 0) throw new Error(`waiting for ${running.join(', ')} to stop before purging`);
+    // A job still active now has no workflow left to end it (its run was lost before the
+    // deletion): it ends here, cancelled by the deletion as its run would have ended it, with its
+    // `sync.cancelled` event, before the purge deletes it (an event still being delivered is kept).
+    const at = new Date();
+    const deliveries: string[] = [];
+    for (const jobId of await purges.findActiveJobIds(pool, connectionId)) {
+      const ended = await withTransaction(pool, async (tx) => {
+        const job = await cancelJobAndTasks(tx, jobId, at, 'connection deleted');
+        if (job) deliveries.push(...(await emitJobEvent(tx, jobId, 'cancelled', at)));
+        return job;
+      });
+      if (ended) recordJobEnded(metrics, ended);
+    }
+    startDeliveriesSoon(deps, deliveries);
   };
 }
 

@@ -1,6 +1,6 @@
 import pMap from 'p-map';
-import { countOverdueConnections, countStaleConnections, lockReconcileBatch, markWorkflowStopped, storeScheduleCounts, type ReconcileRow } from '../db/models/connections';
-import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
+import { countOverdueConnections, countStaleConnections, findConnectionStatus, lockReconcileBatch, markWorkflowStopped, storeScheduleCounts, type ReconcileRow } from '../db/models/connections';
+import { cancelJobAndTasks, failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
 import { emitJobEvent } from '../db/events';
 import { findPendingDeliveries } from '../db/models/webhooks';
@@ -8,6 +8,7 @@ import { findOpenPurgesCreatedBefore } from '../db/models/purges';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
+import { stoppedQueuedJobReason } from '../policy/job-lifecycle';
 import { coldStartDelayMs } from '../policy/schedule';
 import { isSchedulerTrigger } from '../policy/vocabulary';
 import type { Activities, ReconcileResult } from '../temporal/activities';
@@ -61,8 +62,9 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  * - every active job older than a minute must have a live workflow: the one that runs it (its own
  *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
  *   the scheduler, its connection's workflow. A requested job still queued
- *   without one gets it started; any other is failed as abandoned (with its open tasks), so no
- *   job stays active forever and blocks its connection's schedule;
+ *   without one gets it started; a queued scheduler job of a paused or disabled connection is
+ *   cancelled, as the pause or disable would have cancelled it; any other is failed as abandoned
+ *   (with its open tasks), so no job stays active forever and blocks its connection's schedule;
  * - every pending webhook delivery older than a few seconds has a running workflow: one whose
  *   workflow is not running (the process that wrote it died before starting it, its workflow was
  *   terminated, or a redelivery found the previous run still closing) gets it started, and so
@@ -222,7 +224,9 @@ async function reconcileConnection(
 /**
  * Keeps the rule "every active job has a live workflow": a job whose workflow runs is left
  * alone; a requested job still queued without one gets it started (its API process died between
- * insert and start); any other is failed as abandoned. Visibility can lag behind a workflow that
+ * insert and start); the scheduler's queued job of a paused or disabled connection (paused or
+ * disabled while its workflow was not running) is cancelled with `sync.cancelled`, as it would
+ * have been had the workflow been there to act; any other is failed as abandoned. Visibility can lag behind a workflow that
  * just started, so the server is asked before a job is failed.
  */
 async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: Set<string> | null, at: number, result: ReconcileResult): Promise<void> {
@@ -247,15 +251,27 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
     return;
   }
   const ended = await withTransaction(pool, async (tx) => {
+    // The scheduler's queued job of a connection paused or disabled while its workflow was not
+    // running ends as the pause or disable would have ended it: cancelled (read now, not at the
+    // tick's start: a resume meanwhile makes it an active connection's job, failed as abandoned).
+    const stopped = ownedByScheduler ? stoppedQueuedJobReason(await findConnectionStatus(tx, job.connection_id)) : null;
+    if (stopped) {
+      const row = await cancelJobAndTasks(tx, job.id, new Date(at), stopped, true);
+      return row && { ...row, cancelledAs: stopped, deliveries: await emitJobEvent(tx, job.id, 'cancelled', new Date(at)) };
+    }
     const row = await failAbandonedJob(tx, job.id, new Date(at), NO_WORKFLOW_REASON);
     if (!row) return null;
     await failOpenTasksOfJobs(tx, [job.id], new Date(at), NO_WORKFLOW_REASON);
     await forgetSeenOfJob(tx, job.id);
-    return { ...row, deliveries: await emitJobEvent(tx, job.id, 'failed', new Date(at)) };
+    return { ...row, cancelledAs: null, deliveries: await emitJobEvent(tx, job.id, 'failed', new Date(at)) };
   });
   if (!ended) return;
   startDeliveriesSoon(deps, ended.deliveries);
   recordJobEnded(metrics, ended);
+  if (ended.cancelledAs) {
+    logger.info({ job_id: job.id, connection_id: job.connection_id, reason: ended.cancelledAs }, 'cancelled the queued job of a stopped connection that no workflow runs');
+    return;
+  }
   result.abandoned += 1;
   logger.warn({ job_id: job.id, connection_id: job.connection_id, trigger: job.trigger, status: job.status }, 'failed an active job that no workflow runs');
 }

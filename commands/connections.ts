@@ -1,6 +1,7 @@
 // Commands on connections: each writes the row and tells the connection's workflow, so the two
 // never drift apart, whoever calls them (the API, `npm start`'s demo connection).
 import { randomUUID } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import { connectorSlugs } from '../connectors/registry';
 import type { AlertRow } from '../db/models/alerts';
 import { findOpenAlert, resolveAlert } from '../db/models/alerts';
@@ -10,7 +11,8 @@ import type { ConnectionRow, ListConnectionsInput } from '../db/models/connectio
 import * as jobs from '../db/models/jobs';
 import { findOpenPurge, findOpenPurgeLocked } from '../db/models/purges';
 import type { Queryable } from '../db/queryable';
-import { emitJobEvent } from '../db/events';
+import { cancelQueuedSchedulerJobs, emitJobEvent } from '../db/events';
+import type { EndedJob } from '../db/models/jobs';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { sealCredentials } from '../lib/credentials';
@@ -265,37 +267,58 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
 }
 
 /**
- * Disables a connection and stops everything it runs: its workflow (which cancels its own queued
- * or running job), every active job requested over the API, through the job's workflow, or
+ * Disables a connection and stops everything it runs: its scheduler's queued job (cancelled with
+ * the disable, whether or not its workflow runs), its workflow (which cancels its own running
+ * job; a job of a run that is gone is cancelled here), every active job requested over the API, through the job's workflow, or
  * directly when that has not started yet, and its immediate sync. Data stays. A job workflow that starts later finds the
  * connection disabled and does not run. Writes a `connection.disabled` webhook event.
  */
 export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  const deliveries = await withTransaction(deps.pool, (tx) => writeDisabled(tx, row));
-  await stopConnectionWork(deps, row, deliveries);
+  const written = await withTransaction(deps.pool, (tx) => writeDisabled(tx, row));
+  await stopConnectionWork(deps, row, written);
   return { id: row.id, status: 'disabled' };
+}
+
+/** What writing a connection disabled ended and announced: deliveries to start once it commits, jobs to count. */
+export interface DisabledWrite {
+  deliveries: string[];
+  ended: EndedJob[];
 }
 
 /**
  * Writes connection `row` disabled and, when it was not already, its `connection.disabled` event,
- * in transaction `tx`; answers the event's deliveries to start once it commits. Whether it was
- * disabled already is read with the write, under the row's lock, not from `row` (read before):
- * two disables at once (or a disable and a delete) announce it once.
+ * in transaction `tx`, and cancels its scheduler's queued jobs (`connection disabled`, with
+ * `sync.cancelled`) in the same transaction, whether or not its workflow runs: a workflow that is
+ * not running (terminated, or lost, and not yet started again) cannot cancel its queued job, which
+ * would otherwise be failed as abandoned by whatever next finds it (the reconcile tick, or the
+ * start-up cleanup of the run a resume starts); a running one finds it cancelled already and
+ * announces nothing more. A job already claimed is left to its run. Whether it was disabled
+ * already is read with the write, under the row's lock, not from `row` (read before): two
+ * disables at once (or a disable and a delete) announce it once.
  */
-export async function writeDisabled(tx: Queryable, row: ConnectionRow): Promise<string[]> {
+export async function writeDisabled(tx: PoolClient, row: ConnectionRow): Promise<DisabledWrite> {
   const previous = await connections.disableConnectionRow(tx, row.id);
-  if (previous === null || previous === 'disabled') return [];
+  if (previous === null) return { deliveries: [], ended: [] };
   const at = new Date();
-  return insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
+  const cancelled = await cancelQueuedSchedulerJobs(tx, row.id, at, 'connection disabled', null);
+  if (previous === 'disabled') return { deliveries: cancelled.deliveries, ended: cancelled.jobs };
+  const announced = await insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
+  return { deliveries: [...announced, ...cancelled.deliveries], ended: cancelled.jobs };
 }
 
 /**
  * Stops what a connection written disabled runs: its workflow, its active requested jobs and its
- * immediate sync (see `disableConnection`); then starts `deliveries` and those of the jobs it ended.
+ * immediate sync (see `disableConnection`); then counts the jobs `written` ended and starts its
+ * deliveries and those of the jobs it ends.
  */
-export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, deliveries: string[]): Promise<void> {
-  await stopConnectionWorkflow(deps.temporal, row.id);
+export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, written: DisabledWrite): Promise<void> {
+  for (const job of written.ended) recordJobEnded(deps.metrics, job);
+  const deliveries = [...written.deliveries];
+  // A scheduled job the connection's run had begun, when no run is left (terminated, or lost),
+  // has nothing to end it but this: cancelled, as a run stopped by the disable would have ended
+  // it (and as a requested job whose workflow is gone is, below), not failed later as abandoned.
+  if (!(await stopConnectionWorkflow(deps.temporal, row.id))) await cancelOrphanedSchedulerJobs(deps, row.id, deliveries);
   // An immediate sync checked the connection only before it began: a disable stops it as it stops
   // a job (its caller is answered 409 connection_disabled). One that starts later finds the
   // connection disabled before any provider request.
@@ -314,6 +337,28 @@ export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, 
   }
   // One whose start fails is started by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, deliveries);
+}
+
+/**
+ * Cancels ("connection disabled", with `sync.cancelled`) the active scheduler jobs of connection
+ * `id`, whose workflow was just found not running, while it is still disabled (read under its
+ * row's lock: an enqueue, which refuses a connection that is not active, takes the same lock, so
+ * no job of a run a resume starts is among them); adds their deliveries to `deliveries`.
+ */
+async function cancelOrphanedSchedulerJobs(deps: CommandDeps, id: string, deliveries: string[]): Promise<void> {
+  const at = new Date();
+  const ended = await withTransaction(deps.pool, async (tx) => {
+    if ((await connections.lockConnection(tx, id))?.status !== CONNECTION_STATUS.disabled) return [];
+    const cancelled: EndedJob[] = [];
+    for (const jobId of await jobs.findActiveSchedulerJobs(tx, id)) {
+      const job = await jobs.cancelJobAndTasks(tx, jobId, at, 'connection disabled');
+      if (!job) continue;
+      cancelled.push(job);
+      deliveries.push(...(await emitJobEvent(tx, jobId, 'cancelled', at)));
+    }
+    return cancelled;
+  });
+  for (const job of ended) recordJobEnded(deps.metrics, job);
 }
 
 /**

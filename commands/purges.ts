@@ -25,16 +25,16 @@ export async function deleteConnection(deps: CommandDeps, id: string): Promise<P
   // connection row this transaction writes disabled (FOR SHARE, so it waits for it), so none can
   // pass its check once the deletion has begun and then write the connection active or changed,
   // or a job of it. writeDisabled always writes the row, even an already disabled one.
-  const { purge, deliveries } = await withTransaction(deps.pool, async (tx) => {
+  const { purge, written } = await withTransaction(deps.pool, async (tx) => {
     await purges.lockForPurge(tx, row.id);
     // Read again under its lock: a purge that completed since the read above deleted the row (its
     // purge no longer open, so another would be recorded for a connection that is gone).
-    if (!(await lockConnection(tx, row.id))) return { purge: null, deliveries: [] };
+    if (!(await lockConnection(tx, row.id))) return { purge: null, written: null };
     const purge = (await purges.insertPurge(tx, row.id, row.tenant_id)) ?? (await purges.findOpenPurge(tx, row.id));
-    return { purge, deliveries: purge ? await writeDisabled(tx, row) : [] };
+    return { purge, written: purge ? await writeDisabled(tx, row) : null };
   });
-  if (!purge) throw notFound('no connection with that id');
-  await stopConnectionWork(deps, row, deliveries);
+  if (!purge || !written) throw notFound('no connection with that id');
+  await stopConnectionWork(deps, row, written);
   await startConnectionPurge(deps.temporal, deps.taskQueue, { purgeId: purge.id, connectionId: row.id });
   return purge;
 }

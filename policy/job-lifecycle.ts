@@ -2,9 +2,10 @@
 // a change against them. Every statement of `db/models/` that writes a job's status declares its
 // change through `transitionJob` and takes its WHERE and SET words from that declaration. Also the
 // number each of a job's attempts has in its log. Pure.
-import { JOB_STATUS, type JobStatus } from './vocabulary';
+import { CONNECTION_STATUS, JOB_STATUS, type ConnectionStatus, type JobStatus } from './vocabulary';
 
 const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
+const { paused, disabled } = CONNECTION_STATUS;
 
 /** The status every job is inserted with. */
 export const INITIAL_JOB_STATUS = queued;
@@ -72,4 +73,15 @@ export interface RetryCounts {
 export function loggedAttempt(counts: RetryCounts, outcome: JobStatus): number {
   const counted = counts.retry_count + counts.rate_limit_retry_count;
   return outcome === JOB_STATUS.retrying ? counted : counted + 1;
+}
+
+/**
+ * Why a queued job of the connection's scheduler, found after the run that queued it has gone,
+ * ends cancelled rather than failed as abandoned: its connection is paused or disabled, so the
+ * pause or disable would have cancelled it (as a running workflow does), and it gets the reason
+ * and the `sync.cancelled` event it would have got then. Null for any other status (an active
+ * connection's job, or one needing reauthorization): such a job is failed as abandoned.
+ */
+export function stoppedQueuedJobReason(connectionStatus: ConnectionStatus | null): string | null {
+  return connectionStatus === paused || connectionStatus === disabled ? `connection ${connectionStatus}` : null;
 }

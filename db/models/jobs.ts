@@ -396,6 +396,26 @@ export async function finishRunningJob(tx: PoolClient, id: string, outcome: Fini
   return rows[0] ?? null;
 }
 
+/** The ids of the connection's active scheduler jobs (queued, running or retrying). */
+export async function findActiveSchedulerJobs(db: Queryable, connectionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `select id from sync_jobs where connection_id = $1 and status in (${ACTIVE_JOBS}) and trigger in (${SCHEDULER_JOB_TRIGGERS})`,
+    [connectionId],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** The ids of the connection's queued scheduler jobs queued by runs other than `exceptRunId`. */
+export async function findQueuedSchedulerJobs(db: Queryable, connectionId: string, exceptRunId: string | null): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `select id from sync_jobs
+      where connection_id = $1 and status = ${JOB.queued} and trigger in (${SCHEDULER_JOB_TRIGGERS})
+        and ($2::text is null or scheduler_run_id is distinct from $2)`,
+    [connectionId, exceptRunId],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Fails the connection's active scheduler jobs left by runs other than `exceptRunId`, as abandoned. */
 export async function failAbandonedSchedulerJobs(
   tx: PoolClient,

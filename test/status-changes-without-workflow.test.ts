@@ -1,0 +1,201 @@
+// A connection's status changes (pause, resume, disable) made while its connection workflow is
+// not running (terminated, or lost, and not yet started again by the reconcile tick) end its
+// scheduler's queued job, and announce it, as they do while the workflow runs: the queued job a
+// disable or pause stops ends `cancelled` with `sync.cancelled`, never `failed` as abandoned.
+// Real Postgres, the Temporal dev server (the reconcile tick lists running workflows) and a worker.
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { reconcileConnections } from '../activities/reconcile-connections';
+import { disableConnection, pauseConnection, refOf, resumeConnection } from '../commands/connections';
+import { deleteConnection } from '../commands/purges';
+import type { CommandDeps } from '../commands/deps';
+import { findConnection } from '../db/models/connections';
+import { insertPurge } from '../db/models/purges';
+import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
+import type { TestDatabase } from './helpers/database';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { waitForState } from './helpers/connection-state';
+import { useWorkerStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'status-without-workflow';
+
+describe('status changes while the connection workflow is not running', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
+  let env: TestWorkflowEnvironment;
+  let db: TestDatabase;
+  let commands: CommandDeps;
+  beforeAll(() => {
+    ({ env, db } = stack);
+    commands = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics: stack.metrics, credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
+  });
+
+  let seq = 0;
+  /** An active connection of a tenant of its own, planned once a day, with a webhook for every job and connection event. */
+  async function newConnection(status = 'active'): Promise<string> {
+    seq += 1;
+    const tenant = `status-${seq}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
+       values ($1, 'demo', 'app', $2, $3, '{"sync": {"interval_seconds": 86400}}') returning id`,
+      [tenant, status, { seed: tenant, resource_types: ['items'], records_per_resource: 4, page_size: 2 }],
+    );
+    await db.pool.query(
+      `insert into webhooks (tenant_id, url, event_types, secret)
+       values ($1, 'http://127.0.0.1:9/hook', '{sync.completed,sync.failed,sync.cancelled,connection.disabled}', 'whsec_x')`,
+      [tenant],
+    );
+    return rows[0]!.id;
+  }
+  const jobOf = async (id: string) =>
+    (await db.pool.query<{ status: string; last_error: string | null; abandoned_at: Date | null }>('select status, last_error, abandoned_at from sync_jobs where id = $1', [id])).rows[0]!;
+  /** The connection's events and those of job `jobId` (not those of its first sync, run at once). */
+  const eventsOf = async (connectionId: string, jobId: string) =>
+    (await db.pool.query<{ event_type: string }>(
+      `select event_type from webhook_events
+        where connection_id = $1 and (event_type not like 'sync.%' or payload -> 'job' ->> 'id' = $2)
+        order by created_at, event_type`,
+      [connectionId, jobId],
+    )).rows.map((r) => r.event_type);
+  const tick = () => reconcileConnections(testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+  /** Makes the connection's jobs old enough for the tick to check that a workflow owns them. */
+  const ageJobs = (connectionId: string) => db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where connection_id = $1`, [connectionId]);
+
+  /** Starts the connection's workflow and answers its queued scheduler job, once it sleeps until it is due. */
+  async function queuedJobOf(connectionId: string): Promise<string> {
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, refOf((await findConnection(db.pool, connectionId))!));
+    const state = await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null);
+    expect((await jobOf(state.current_job_id!)).status).toBe('queued');
+    return state.current_job_id!;
+  }
+  const terminate = (connectionId: string) => env.client.workflow.getHandle(`connection:${connectionId}`).terminate('lost in this test');
+
+  it('a disable while the workflow runs cancels the queued job (the shape the dead-workflow case must match)', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await disableConnection(commands, connectionId);
+    const job = await eventually(async () => {
+      const j = await jobOf(jobId);
+      return j.status === 'queued' ? undefined : j;
+    });
+    await ageJobs(connectionId);
+    await tick();
+    expect({ job: (await jobOf(jobId)).status, abandoned: job.abandoned_at, events: await eventsOf(connectionId, jobId) })
+      .toEqual({ job: 'cancelled', abandoned: null, events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it('a disable while the workflow is not running ends the queued job cancelled, not failed as abandoned by the next tick', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    await disableConnection(commands, connectionId);
+    await ageJobs(connectionId);
+    await tick();
+    const job = await jobOf(jobId);
+    expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it('a pause while the workflow is not running ends the queued job cancelled, as a pause of a running workflow does', async () => {
+    const live = await newConnection();
+    const liveJob = await queuedJobOf(live);
+    await pauseConnection(commands, live);
+    await waitForState(env, live, (s) => s.phase === 'paused');
+
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    // The pause's signal starts a new run (signal-with-start), whose first look cleans up after the terminated one.
+    await pauseConnection(commands, connectionId);
+    await waitForState(env, connectionId, (s) => s.phase === 'paused');
+    const outcome = async (connection: string, job: string) => {
+      const row = await jobOf(job);
+      return { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connection, job) };
+    };
+    expect(await outcome(live, liveJob)).toEqual({ job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] });
+    expect(await outcome(connectionId, jobId)).toEqual(await outcome(live, liveJob));
+  });
+
+  it('a disable while the workflow is not running, then a resume before any tick, still ends the queued job cancelled', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    await disableConnection(commands, connectionId);
+    // The resume's signal starts a new run, whose first look finds the connection active again.
+    await resumeConnection(commands, connectionId);
+    await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
+    const job = await jobOf(jobId);
+    expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it('the tick ends cancelled the queued scheduler job of a connection found disabled or paused with no workflow (stopped by a process that never stopped its work)', async () => {
+    const ended: Record<string, unknown> = {};
+    for (const status of ['disabled', 'paused']) {
+      const connectionId = await newConnection(status);
+      const { rows: [job] } = await db.pool.query<{ id: string }>(
+        `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, created_at, workflow_id, scheduler_run_id)
+         select id, tenant_id, 'incremental', 'schedule', 'queued', now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+           from connections where id = $1 returning id`,
+        [connectionId],
+      );
+      await tick();
+      // A paused connection's workflow is started again by the tick; its first look ends the job, if the tick did not.
+      const row = await eventually(async () => {
+        const r = await jobOf(job!.id);
+        return r.status === 'queued' ? undefined : r;
+      });
+      ended[status] = { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) };
+      await env.client.workflow.getHandle(`connection:${connectionId}`).terminate('test done').catch(() => undefined);
+    }
+    expect(ended).toEqual({
+      disabled: { job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['sync.cancelled'] },
+      paused: { job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] },
+    });
+  });
+
+  it.each([
+    ['the delete command', async (connectionId: string) => (await deleteConnection(commands, connectionId)).id],
+    // A delete whose API process died right after its transaction: the tick starts its purge.
+    ['a purge whose delete stopped nothing', async (connectionId: string) => {
+      await db.pool.query(`update connections set status = 'disabled' where id = $1`, [connectionId]);
+      const purge = (await insertPurge(db.pool, connectionId, (await findConnection(db.pool, connectionId))!.tenant_id))!;
+      await startConnectionPurge(env.client, TASK_QUEUE, { purgeId: purge.id, connectionId });
+      return purge.id;
+    }],
+  ])('a delete while the workflow that ran a job is gone announces the job\'s end, as a delete of a running workflow does (%s)', async (_, remove) => {
+    const connectionId = await newConnection();
+    // A scheduled job its connection's run had begun (run inline) when that run was lost.
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const purge = { id: await remove(connectionId) };
+    await eventually(async () => {
+      const { rows } = await db.pool.query<{ status: string }>('select status from connection_purges where id = $1', [purge.id]);
+      return rows[0]?.status === 'completed' ? true : undefined;
+    });
+    const { rows } = await db.pool.query<{ event_type: string }>(
+      `select event_type from webhook_events where payload -> 'job' ->> 'id' = $1`,
+      [job!.id],
+    );
+    expect(rows.map((r) => r.event_type)).toEqual(['sync.cancelled']);
+  });
+
+  it('a disable while the run that began a scheduled job is gone ends that job cancelled, as it ends a requested job whose workflow is gone', async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    await disableConnection(commands, connectionId);
+    await tick();
+    const row = await jobOf(job!.id);
+    expect({ job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+});
