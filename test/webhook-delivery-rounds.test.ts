@@ -4,64 +4,17 @@
 // one), counted without comparing the worker's clock to the server's, and an attempt that fails
 // on this side (the database) does not inherit the deferred turns as attempts. Time-skipping
 // server (TimeSkipping: runs alone), real worker, Postgres, receivers on 127.0.0.1.
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Worker } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
 import { reopenDelivery } from '../db/models/webhooks';
-import { DeliveryShares } from '../lib/delivery-shares';
 import { startWebhookDeliveries } from '../temporal/client';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
+import { useDeliveryRounds } from './helpers/delivery-rounds';
 import { receiver as fakeReceiver } from './helpers/fake-server';
-import { useServers, type WorkerStack } from './helpers/stack';
-import { createTestWorker, eventually } from './helpers/worker';
 
 const TASK_QUEUE = 'delivery-rounds';
 
 describe('webhook delivery on the time-skipping server', () => {
-  const stack = useServers('time-skipping') as WorkerStack;
-  // One place; the tests hold it for a "hog" tenant when they need the victim deferred.
-  const shares = new DeliveryShares(1);
-  let worker: Worker;
-  let running: Promise<void>;
-
-  beforeAll(async () => {
-    const created = await createTestWorker({
-      connection: stack.env.nativeConnection,
-      client: stack.env.client,
-      pool: stack.db.pool,
-      taskQueue: TASK_QUEUE,
-      webhooks: { allowPrivate: true, shares },
-    });
-    worker = created.worker;
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-  });
-
-  /** A pending delivery of a new event to a new webhook of `tenant` at `url`. */
-  async function pendingDelivery(tenant: string, url: string): Promise<string> {
-    const secret = `whsec_${randomBytes(32).toString('base64')}`;
-    const { rows: hook } = await stack.db.pool.query<{ id: string }>(
-      `insert into webhooks (tenant_id, url, event_types, secret) values ($1, $2, '{connection.disabled}', $3) returning id`,
-      [tenant, url, secret],
-    );
-    const { rows: event } = await stack.db.pool.query<{ id: string }>(
-      `insert into webhook_events (tenant_id, event_type, payload) values ($1, 'connection.disabled', '{"connection_id": "c"}') returning id`,
-      [tenant],
-    );
-    const { rows: delivery } = await stack.db.pool.query<{ id: string }>(
-      'insert into webhook_deliveries (webhook_id, event_id) values ($1, $2) returning id',
-      [hook[0]!.id, event[0]!.id],
-    );
-    return delivery[0]!.id;
-  }
-
-  async function deliveryRow(id: string) {
-    const { rows } = await stack.db.pool.query<{ status: string; attempts: number }>('select status, attempts from webhook_deliveries where id = $1', [id]);
-    return rows[0]!;
-  }
+  const { stack, shares, pendingDelivery, deliveryRow } = useDeliveryRounds(TASK_QUEUE);
 
   it('a delivery deferred (no place) for longer than 25 hours is not given up without a single attempt: its 25 hours count from its first real attempt', async () => {
     const rx = await fakeReceiver(() => 200);
@@ -115,41 +68,6 @@ describe('webhook delivery on the time-skipping server', () => {
       await rx.close();
     }
   });
-
-  it("an attempt lost with its worker (it outlives its 30 s) after many deferred turns is tried again within minutes, not an hour later: the turns are not counted as attempts", async () => {
-    const rx = await fakeReceiver(() => 500);
-    const hog = shares.take('hog');
-    expect(hog).not.toBeNull();
-    const deliveryId = await pendingDelivery('lost', rx.url);
-    const handle = stack.env.client.workflow.getHandle(webhookDeliveryWorkflowId(deliveryId));
-    // Its first real attempt never reports back in time, as one whose worker died mid-way: it is
-    // held in recording itself for longer than the activity's 30 s.
-    await stack.db.pool.query(`
-      create or replace function test_lose_attempt() returns trigger language plpgsql as $$
-      begin
-        if new.delivery_id = '${deliveryId}' and new.attempt = 1 then perform pg_sleep(35); end if;
-        return new;
-      end $$`);
-    await stack.db.pool.query('create trigger test_lose_attempt before insert on webhook_delivery_attempts for each row execute function test_lose_attempt()');
-    try {
-      expect(await startWebhookDeliveries(stack.env.client, TASK_QUEUE, [deliveryId])).toEqual([deliveryId]);
-      // Deferred for ten minutes (a dozen turns or more) while another tenant holds the place.
-      await stack.env.sleep('10 minutes');
-      expect(rx.received).toHaveLength(0);
-      hog!();
-      // The lost attempt reaches the receiver, times out on the server, and gives its place back
-      // once its recording ends (real time: time does not skip while an activity runs).
-      await eventually(async () => (await deliveryRow(deliveryId)).attempts >= 1 || undefined, { timeoutMs: 90_000 });
-      // The next attempt comes within a minute or so of the lost one, not an hour later.
-      await stack.env.sleep('5 minutes');
-      expect(rx.received.length, `${rx.received.length} real attempts in the 5 minutes after the lost one`).toBeGreaterThanOrEqual(2);
-    } finally {
-      hog?.();
-      await stack.db.pool.query('drop trigger if exists test_lose_attempt on webhook_delivery_attempts');
-      await handle.terminate('test done').catch(() => undefined);
-      await rx.close();
-    }
-  }, 180_000);
 
   it('real failures back off 10 s, 20 s, 40 s, … whatever the worker clock says: at most 9 attempts in the first hour of a failing delivery', async () => {
     // The server's clock is ahead of the worker's (time skipped before this delivery was scheduled,
