@@ -149,7 +149,9 @@ export async function upsertRecords(
           -- has read written whole: a row is never updated here before the upsert meets it.
           confirmed as (
        update records r set fetched_at = $8
-         from page p
+         -- Only the page's ids the upsert did not write: a new or changed record needs no
+         -- confirmation, and leaving it out spares a lookup per record of a page of new ones.
+         from (select p.* from page p where not exists (select 1 from written w where w.external_id = p.external_id)) p
         where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id
           and r.deleted_at is null and r.data is not distinct from p.data and r.source_updated_at is not distinct from p.updated_at
           and (r.fetched_at is null or r.fetched_at < $8::timestamptz)
