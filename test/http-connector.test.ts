@@ -430,6 +430,22 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it("a response whose header section passes Node's 16 KiB limit (HPE_HEADER_OVERFLOW) fails the task for good, naming the limit and the provider's host, without the secret it echoed", async () => {
+    fake.fail({ status: 200, headers: { 'x-echo': `${TOKEN} ${'p'.repeat(20 * 1024)}` }, body: [] });
+    const cfg = config('link', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const id = await connection(cfg);
+    const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.message).toMatch(
+      /^http connector: fetching 'customers' \(\/link\/items\): the provider at '127\.0\.0\.1' answered, but its response headers exceed 16384 bytes \(16 KiB\), Node's limit on a response's header section \(--max-http-header-size\)$/,
+    );
+    expect(err.type).toBe('permanent');
+    expect(err.nonRetryable).toBe(true);
+    expect(err.message).not.toContain(TOKEN.slice(0, 6));
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
     const cfg = config('shout', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
     const { records, tokens } = await pass(httpConnector, cfg);
