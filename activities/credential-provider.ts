@@ -66,6 +66,7 @@ import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput
 import { credentialSecrets, providerUrlProblem } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
 import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
+import { HeadersTooLarge } from '../lib/outbound';
 import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
@@ -92,6 +93,14 @@ export interface CredentialProvider {
   /** Every credential value this run opened or obtained (refreshed tokens too): what errors are redacted with. */
   secrets(): string[];
 }
+
+/**
+ * Whether a token request failed on an answer its endpoint gives every time: a header section past
+ * Node's limit (`HeadersTooLarge`, the cause of the token client's error). Such a failure is
+ * `Permanent`, as the connectors' own requests fail on it: retried, it only spends the job's
+ * retries. It is no refusal of the credential (the connection is not marked `needs_reauth`).
+ */
+const answersSoEveryTime = (err: unknown): boolean => err instanceof Error && err.cause instanceof HeadersTooLarge;
 
 /** What the connector sees of an OAuth 2 credential. */
 const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
@@ -235,6 +244,7 @@ async function refreshWithLease(
         return nextSecret(latest, answer, Date.now());
       } catch (err) {
         if (err instanceof GrantRefused) throw new Refusal(`${err.message}; reconnect the connection or PATCH its credentials`);
+        if (answersSoEveryTime(err)) throw new Permanent(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
         throw new Transient(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
       }
     },
@@ -570,6 +580,7 @@ async function renewCachedToken<S extends CachedToken>(
       } catch (err) {
         if (err instanceof Refusal) throw new Refusal(`${err.message}; ${kind.remedy}`);
         if (err instanceof Permanent) throw err;
+        if (answersSoEveryTime(err)) throw new Permanent(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
         throw new Transient(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
       }
       onSecrets([obtained.token, ...obtained.secrets]);

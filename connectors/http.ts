@@ -686,6 +686,21 @@ const jsonOf = (answer: { status: number; text: string }, what: string): unknown
 // The connector
 
 /** The declarative http provider: see the module comment and `httpConfigSchema`. */
+/**
+ * What `resourceType` lists under the parsed config `cfg` (the connector's `listing`), or null for
+ * a resource it does not configure. Pagination, `item` and rate limits change how a listing is
+ * read, not what it serves.
+ */
+function listingOf(cfg: HttpConfig, resourceType: string): string | null {
+  const resource = Object.hasOwn(cfg.resources, resourceType) ? cfg.resources[resourceType] : undefined;
+  if (!resource) return null;
+  const sorted = (record: Record<string, string> | undefined) => Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify([
+    cfg.base_url, sorted(cfg.headers), resource.path, sorted(resource.params), resource.records, resource.id, resource.id_prefix ?? null,
+    resource.updated_at ?? null, resource.since ?? null, resource.exclude_when_present ?? [], resource.order,
+  ]);
+}
+
 export const httpConnector: Connector = {
   slug: 'http',
 
@@ -705,15 +720,7 @@ export const httpConnector: Connector = {
   },
 
   listing(config, resourceType) {
-    const cfg = parseHttpConfig(config);
-    const resource = Object.hasOwn(cfg.resources, resourceType) ? cfg.resources[resourceType] : undefined;
-    if (!resource) return null;
-    // Pagination, `item` and rate limits change how a listing is read, not what it serves.
-    const sorted = (record: Record<string, string> | undefined) => Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return JSON.stringify([
-      cfg.base_url, sorted(cfg.headers), resource.path, sorted(resource.params), resource.records, resource.id, resource.id_prefix ?? null,
-      resource.updated_at ?? null, resource.since ?? null, resource.exclude_when_present ?? [], resource.order,
-    ]);
+    return listingOf(parseHttpConfig(config), resourceType);
   },
 
   credentialUse(config) {
@@ -806,8 +813,9 @@ export const httpConnector: Connector = {
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
 
-    // A token of another listing (a config change since it was written) starts the pass again from the first page.
-    const listing = createHash('sha256').update(httpConnector.listing!(config, name) ?? '').digest('base64url').slice(0, 16);
+    // A token of another listing (a config change since it was written) starts the pass again from
+    // the first page. Its digest comes from the config parsed above: a page parses its config once.
+    const listing = createHash('sha256').update(listingOf(cfg, name) ?? '').digest('base64url').slice(0, 16);
     const stored = pageToken === null ? null : decodeToken(pageToken);
     const resumed = stored !== null && (stored.listing === undefined || stored.listing === listing) ? stored : null;
     const token: Token = resumed ?? { url: firstUrl(cfg, resource, pagination, since) };

@@ -6,7 +6,7 @@
 // answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
 // only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
-import { postBoundedForAnswer } from './outbound';
+import { HeadersTooLarge, postBoundedForAnswer } from './outbound';
 
 /** A tenant's OAuth client with its secret opened (in memory, for one request). */
 export interface OAuthClientApp {
@@ -162,13 +162,16 @@ function quotedError(code: string, secrets: readonly string[]): string {
 
 /**
  * A token request's failure in words that carry no secret: the endpoint's error code (as
- * `quotedError` quotes it, without `secrets`), or a generic reason.
+ * `quotedError` quotes it, without `secrets`), an answer whose header section passes Node's limit
+ * (naming the limit and the host of `tokenUrl`, the `HeadersTooLarge` kept as its cause: the
+ * endpoint answers so every time), or a generic reason.
  */
-function describe(err: unknown, secrets: readonly string[]): Error {
+function describe(err: unknown, secrets: readonly string[], tokenUrl: string): Error {
   if (err instanceof oauth.ResponseBodyError) {
     const words = `the token endpoint answered ${answeredStatus(err)} ${quotedError(err.error, secrets)}`;
     return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);
   }
+  if (err instanceof HeadersTooLarge) return new TokenRequestFailed(`the token endpoint at '${new URL(tokenUrl).hostname}' answered, but ${err.message}`, { cause: err });
   if (err instanceof Error && err.name === 'AbortError') return err;
   return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
 }
@@ -181,11 +184,11 @@ const APP_REFUSED = new Set(['invalid_client', 'unauthorized_client', 'incorrect
  * (an `invalid_client` or `unauthorized_client` answer, or a 401 with a WWW-Authenticate challenge,
  * which is how RFC 6749 answers a failed HTTP Basic client authentication), else as `describe`.
  */
-function describeRefresh(err: unknown, secrets: readonly string[]): Error {
+function describeRefresh(err: unknown, secrets: readonly string[], tokenUrl: string): Error {
   const refused = "the OAuth app's client credentials were refused (PATCH the OAuth app's client_id or client_secret)";
   if (err instanceof oauth.ResponseBodyError && APP_REFUSED.has(err.error)) return new ClientRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}: ${refused}`);
   if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) return new ClientRefused(`the token endpoint refused the client (401): ${refused}`);
-  return describe(err, secrets);
+  return describe(err, secrets, tokenUrl);
 }
 
 function answerOf(result: oauth.TokenEndpointResponse): TokenAnswer {
@@ -234,7 +237,7 @@ export async function exchangeCode(app: OAuthClientApp, callback: { code: string
     const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), params, app.redirectUri, verifier, options(policy));
     return answerOf(await oauth.processAuthorizationCodeResponse(as, client, response));
   } catch (err) {
-    throw describe(err, [app.clientSecret, callback.code, verifier]);
+    throw describe(err, [app.clientSecret, callback.code, verifier], app.tokenUrl);
   }
 }
 
@@ -254,7 +257,7 @@ export async function refreshGrant(
     const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), refreshToken, options(policy, signal));
     return answerOf(await oauth.processRefreshTokenResponse(as, client, response));
   } catch (err) {
-    throw describeRefresh(err, [app.clientSecret, refreshToken]);
+    throw describeRefresh(err, [app.clientSecret, refreshToken], app.tokenUrl);
   }
 }
 
@@ -280,6 +283,6 @@ export async function clientCredentialsToken(
   } catch (err) {
     if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}`);
     if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) throw new GrantRefused('the token endpoint refused the client (401)');
-    throw describe(err, [app.clientSecret]);
+    throw describe(err, [app.clientSecret], app.tokenUrl);
   }
 }

@@ -179,6 +179,26 @@ export class ResponseTooLarge extends Error {
   readonly code = 'ERESPONSETOOLARGE';
 }
 
+/**
+ * Raised when an answer's header section passes the limit Node's HTTP parser reads
+ * (`http.maxHeaderSize`: 16 KiB unless the process runs with --max-http-header-size): Node fails
+ * the request with HPE_HEADER_OVERFLOW before anything of the answer is read. Its own error, not a
+ * "network error": the server answered, and answers so on every retry (its header section is how
+ * its front end answers), so callers fail for good, naming the limit.
+ */
+export class HeadersTooLarge extends Error {
+  override name = 'HeadersTooLarge';
+  readonly code = 'EHEADERSTOOLARGE';
+  constructor() {
+    const limit = http.maxHeaderSize;
+    const kib = limit % 1024 === 0 ? ` (${limit / 1024} KiB)` : '';
+    super(`its response headers exceed ${limit} bytes${kib}, Node's limit on a response's header section (--max-http-header-size)`);
+  }
+}
+
+/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s. */
+const OWN_WORDS = [AddressNotAllowed, ResponseTooLarge, HeadersTooLarge];
+
 /** The answer to a bounded GET: status, headers (lower-case names) and the whole body, decompressed. */
 export interface BoundedAnswer {
   status: number;
@@ -213,7 +233,8 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
  * compressed bomb stops at the cap instead of filling memory), and `signal` aborting it. Unless
  * `allowPrivate`, the URL must pass `outboundUrlProblem` and every connection's resolved address
  * must be public (checked at connect time). Errors carry short messages that name no address:
- * `AddressNotAllowed`, `ResponseTooLarge`, or an Error whose message is `describeNetworkError`'s;
+ * `AddressNotAllowed`, `ResponseTooLarge`, `HeadersTooLarge` (a header section past Node's limit),
+ * or an Error whose message is `describeNetworkError`'s;
  * an abort through `signal` rejects with the signal's reason.
  */
 export function getBounded(
@@ -237,7 +258,8 @@ export function getBounded(
       signal.removeEventListener('abort', onAbort);
       for (const stream of streams) stream.destroy();
       if (opts.signal?.aborted) return reject(opts.signal.reason as Error);
-      reject(err instanceof AddressNotAllowed || err instanceof ResponseTooLarge ? err : new Error(describeNetworkError(err)));
+      if ((err as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW') return reject(new HeadersTooLarge());
+      reject(OWN_WORDS.some((own) => err instanceof own) ? err : new Error(describeNetworkError(err)));
     };
     const onAbort = () => fail(timeout.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : (signal.reason as Error));
     signal.addEventListener('abort', onAbort, { once: true });

@@ -19,6 +19,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { capturingLogger } from './helpers/logs';
+import { serve } from './helpers/fake-server';
 
 const APP_ID = 424242;
 const INSTALLATION = 9001;
@@ -209,6 +210,29 @@ describe('github_app credentials rate-limited by GitHub', () => {
       expect((await runTask(db.pool, next.jobId, next.tasks[0]!, 'issues').result).status).toBe('completed');
       await endJob(next.jobId);
       expect(github.mints.length - mintsBefore).toBe(1);
+    }
+  });
+
+  it("an installation token answer whose header section passes Node's 16 KiB limit fails the task for good, naming the limit and the host; the connection stays active", async () => {
+    const huge = await serve((_req, res) => res.writeHead(201, { 'content-type': 'application/json', 'x-padding': 'p'.repeat(20 * 1024) }).end('{}'));
+    try {
+      const id = randomUUID();
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
+        [id, `gh-${id.slice(0, 8)}`, { base_url: huge.url, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
+      );
+      const { jobId, tasks } = await job(id, ['issues']);
+      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+      await endJob(jobId);
+      expect(failure).toMatchObject({ type: 'permanent', nonRetryable: true });
+      expect(failure?.message).toBe(
+        "github_app: obtaining a token failed: the installation token request to '127.0.0.1' was answered, but its response headers exceed 16384 bytes (16 KiB), Node's limit on a response's header section (--max-http-header-size)",
+      );
+      expect(huge.requests).toHaveLength(1);
+      expect(await status(id)).toBe('active');
+      expect(await openAlerts(id)).toBe(0);
+    } finally {
+      await huge.close();
     }
   });
 

@@ -276,6 +276,34 @@ describe('hostile providers and oversized input', () => {
     expect(fake.requests).toHaveLength(1);
   });
 
+  it("a provider answering response headers past Node's 16 KiB limit fails the job for good at once (github and http), naming the limit and the provider's host; no token in the error", async () => {
+    // 20 KiB of headers echoing the token: a front end answering so answers so on every retry.
+    const fake = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'x-padding': `${TOKEN} ${'p'.repeat(20 * 1024)}` }).end('[]'));
+    const configs: [string, Record<string, unknown>][] = [
+      ['github', { base_url: fake.url, repositories: ['octo/hello'], resource_types: ['issues'] }],
+      ['http', { base_url: fake.url, auth: { type: 'bearer' }, resources: { items: { path: '/items', id: 'id' } } }],
+    ];
+    for (const [provider, config] of configs) {
+      fake.requests.length = 0;
+      const created = await create(api, { provider, config, credentials: { token: TOKEN } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      // Its first job once it stopped running: ended, or waiting to retry.
+      const job = await eventually(async () => {
+        const res = await api.call('GET', `/jobs?connection_id=${created.body.id}`);
+        const found = res.body.items?.find((j: any) => ['completed', 'failed', 'cancelled', 'retrying'].includes(j.status));
+        return found ? (await api.call('GET', `/jobs/${found.id}?include_tasks=true`)).body : undefined;
+      });
+      expect(job.status, `${provider}: ${JSON.stringify(job)}`).toBe('failed');
+      expect(job.retry_count, provider).toBe(0);
+      expect(job.tasks[0].error_message, provider).toMatch(
+        /(github|http) connector: fetching '[^']+'( \(\/items\))?: the provider at '127\.0\.0\.1' answered, but its response headers exceed 16384 bytes \(16 KiB\), Node's limit on a response's header section \(--max-http-header-size\)$/,
+      );
+      expect(JSON.stringify(job), provider).not.toContain(TOKEN.slice(0, 8));
+      // One request: no quick activity retries, no job retries.
+      expect(fake.requests, provider).toHaveLength(1);
+    }
+  });
+
   it('runs one immediate sync per connection at a time; a second one is refused with 409', async () => {
     const created = await create(api, { provider: 'demo', config: { resource_types: ['items'], records_per_resource: 3, page_size: 1, latency_ms: 700 } });
     expect(created.status).toBe(201);

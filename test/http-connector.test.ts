@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { configProblem } from '../commands/provider-configs';
 import { githubConnector } from '../connectors/github';
 import { z } from 'zod';
@@ -17,7 +17,7 @@ import { httpConfigSchema, httpConnector, parseHttpConfig, readPath } from '../c
 import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited, type Connector, type ConnectorRecord, type RequestBudget } from '../connectors/types';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { toActivityFailure } from '../services/connector-failure';
 import { credentialSecrets } from '../connectors/provider-http';
@@ -430,6 +430,22 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it("a response whose header section passes Node's 16 KiB limit (HPE_HEADER_OVERFLOW) fails the task for good, naming the limit and the provider's host, without the secret it echoed", async () => {
+    fake.fail({ status: 200, headers: { 'x-echo': `${TOKEN} ${'p'.repeat(20 * 1024)}` }, body: [] });
+    const cfg = config('link', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const id = await connection(cfg);
+    const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.message).toMatch(
+      /^http connector: fetching 'customers' \(\/link\/items\): the provider at '127\.0\.0\.1' answered, but its response headers exceed 16384 bytes \(16 KiB\), Node's limit on a response's header section \(--max-http-header-size\)$/,
+    );
+    expect(err.type).toBe('permanent');
+    expect(err.nonRetryable).toBe(true);
+    expect(err.message).not.toContain(TOKEN.slice(0, 6));
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
     const cfg = config('shout', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
     const { records, tokens } = await pass(httpConnector, cfg);
@@ -515,6 +531,26 @@ describe('http connector: config', () => {
   it('is registered and lists its resources', () => {
     expect(getConnector('http')).toBe(httpConnector);
     expect(httpConnector.resourceTypes(config('link', { type: 'link_header' }))).toEqual(['customers']);
+  });
+
+  it('a page fetch parses its config once: the listing digest its page tokens carry comes from the config the fetch parsed', async () => {
+    const cfg = config('link', { type: 'link_header' });
+    const listingDigest = createHash('sha256').update(httpConnector.listing!(cfg, 'customers')!).digest('base64url').slice(0, 16);
+    const parses = vi.spyOn(httpConfigSchema, 'safeParse');
+    try {
+      const fetch = (pageToken: string | null) =>
+        httpConnector.fetchPage({ resource: 'customers', since: null, until: null, pageToken, config: cfg, credentials: { token: TOKEN }, policy: TEST_PROVIDER_POLICY });
+      const first = await fetch(null);
+      expect(parses).toHaveBeenCalledTimes(1);
+      parses.mockClear();
+      const second = await fetch(first.nextPageToken);
+      expect(parses).toHaveBeenCalledTimes(1);
+      // The digest is still the listing's: a resumed token of it goes on, and the next token carries it.
+      expect(second.records.map((r) => r.externalId)).toEqual(ITEMS.slice(SIZE, 2 * SIZE).map((i) => i.id));
+      expect(JSON.parse(Buffer.from(second.nextPageToken!, 'base64url').toString('utf8')).listing).toBe(listingDigest);
+    } finally {
+      parses.mockRestore();
+    }
   });
 
   it('refuses invalid configs with errors naming each key', () => {

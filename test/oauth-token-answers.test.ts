@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentialProvider } from '../activities/credential-provider';
+import { Permanent } from '../connectors/types';
 import type { CommandDeps } from '../commands/deps';
 import { completeAuthorization, startAuthorization } from '../commands/oauth';
 import { open, seal, sealCredentials } from '../lib/credentials';
@@ -33,6 +34,8 @@ interface Mode {
   refuse: { status: number; error: string; challenge?: string } | null;
   /** Members set on every token answer as given (null included), over the usual ones. */
   extra?: Record<string, unknown>;
+  /** Answers with a header section past Node's 16 KiB limit, echoing the client secret (as some endpoint's front end might). */
+  hugeHeaders?: boolean;
 }
 
 interface FakeIdp {
@@ -76,7 +79,8 @@ async function startFakeIdp(): Promise<FakeIdp> {
   const server: Server = createServer((req, res) => {
     void readBody(req).then((text) => {
       const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
-        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        const padding = fake.mode.hugeHeaders ? { 'x-padding': `${CLIENT_SECRET} ${'p'.repeat(20 * 1024)}` } : {};
+        res.writeHead(status, { 'content-type': 'application/json', ...padding, ...headers });
         res.end(JSON.stringify(value));
       };
       const form = new URLSearchParams(text);
@@ -360,5 +364,49 @@ describe('the error code a token endpoint answers, quoted in messages', () => {
     expect(err?.message).toMatch(/^oauth2: refreshing the access token failed: the token endpoint answered 400 invalid_request /);
     expect(err!.message.length).toBeLessThanOrEqual(300);
     expect(err!.message).not.toContain(CLIENT_SECRET);
+  });
+});
+
+describe("a token endpoint answering a header section past Node's 16 KiB limit (HPE_HEADER_OVERFLOW)", () => {
+  const LIMIT = "its response headers exceed 16384 bytes (16 KiB), Node's limit on a response's header section (--max-http-header-size)";
+
+  it('a refresh, a client credentials request and a code exchange fail naming the limit and the endpoint\'s host, without the client secret', async () => {
+    idp.mode.hugeHeaders = true;
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    const full = { ...app(), authorizeUrl: `${idp.url}/authorize`, redirectUri: 'https://example.com/cb' };
+    const requests = {
+      refresh: () => refreshGrant(app(), seed, POLICY),
+      clientCredentials: () => clientCredentialsToken(app(), [], POLICY),
+      exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
+    };
+    for (const [name, request] of Object.entries(requests)) {
+      const err = await request().then(() => null, (e: Error) => e);
+      expect(err, name).toBeInstanceOf(TokenRequestFailed);
+      expect(err!.message, name).toBe(`the token endpoint at '127.0.0.1' answered, but ${LIMIT}`);
+      expect(err!.message, name).not.toContain(CLIENT_SECRET);
+    }
+  });
+
+  it('through the credential provider: a refresh and a client credentials token fail for good (Permanent), naming the limit; the connection is not refused', async () => {
+    const conn = await grantConnection();
+    idp.mode.hugeHeaders = true;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const refresh = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(refresh).toBeInstanceOf(Permanent);
+    expect(refresh!.message).toBe(`oauth2: refreshing the access token failed: the token endpoint at '127.0.0.1' answered, but ${LIMIT}`);
+    expect((await stored(conn.id)).status).toBe('active');
+
+    const id = randomUUID();
+    const secret = { kind: 'oauth2_client_credentials', token_url: `${idp.url}/token`, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, scopes: ['read'] };
+    const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
+    await db.pool.query(
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
+      [id, `cc-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, JSON.stringify(sealed)],
+    );
+    const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
+    expect(client).toBeInstanceOf(Permanent);
+    expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${LIMIT}`);
+    expect(client!.message).not.toContain(CLIENT_SECRET);
   });
 });

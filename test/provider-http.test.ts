@@ -150,6 +150,19 @@ describe('SSRF: where provider requests may go', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it("a response whose header section passes Node's 16 KiB limit (HPE_HEADER_OVERFLOW) fails as permanent, naming the limit and the provider's host, not as a vague network error", async () => {
+    // 20 KiB of headers, echoing the token: a provider's front end answering so answers so every time.
+    const fake = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'x-padding': `${TOKEN} ${'p'.repeat(20 * 1024)}` }).end('[]'));
+    const err = await failure(page(fake.url, TEST_POLICY));
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toBe(
+      "github connector: fetching 'octo/hello': the provider at '127.0.0.1' answered, but its response headers exceed 16384 bytes (16 KiB), Node's limit on a response's header section (--max-http-header-size)",
+    );
+    expect(err.message).not.toContain(String(fake.port));
+    expect(err.message).not.toContain(TOKEN.slice(0, 8));
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it('describes network errors in words that name no address or port', async () => {
     const fake = await serve(() => undefined);
     const { url, port } = fake;
