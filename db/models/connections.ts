@@ -89,6 +89,18 @@ export async function lockConnection(tx: PoolClient, id: string): Promise<Connec
 }
 
 /**
+ * Connection `id`'s status, its row locked against updates until the transaction ends (FOR SHARE):
+ * no status change commits meanwhile, and the scheduler's enqueue (FOR NO KEY UPDATE SKIP LOCKED)
+ * finds it locked. Null when it is gone. FOR SHARE, never stronger, for a holder that then writes
+ * the connection's jobs or tasks: a page's store holds those rows and then reads the config FOR
+ * SHARE, which a stronger lock would make wait on its holder, while the holder waits on the page.
+ */
+export async function lockStatusForShare(tx: PoolClient, id: string): Promise<ConnectionStatus | null> {
+  const { rows } = await tx.query<{ status: ConnectionStatus }>('select status from connections where id = $1 for share', [id]);
+  return rows[0]?.status ?? null;
+}
+
+/**
  * Connection `id`'s config, its row locked against updates until the transaction ends (FOR SHARE):
  * a config change that commits first is read, one that comes later waits. Null when it is gone.
  */
