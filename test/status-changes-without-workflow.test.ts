@@ -14,6 +14,7 @@ import { upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { insertPurge } from '../db/models/purges';
 import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
+import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId } from '../temporal/purge';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { waitForState } from './helpers/connection-state';
@@ -264,4 +265,41 @@ describe('status changes while the connection workflow is not running', () => {
     expect([await page, await disabling]).toEqual(['stored', 'disabled']);
     expect((await jobOf(job!.id)).status).toBe('cancelled');
   });
+  it('the tick starts the workflow of an open purge however many older purges wait for a place with their workflows running', async () => {
+    // 500 purges (the most the tick looks at) of a tenant deleting many connections, each waiting
+    // for a place of its running-jobs limit: their workflows run (here on a queue no worker polls).
+    const { rows: waiting } = await db.pool.query<{ id: string }>(
+      `with c as (
+         insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
+         select 'many-purges', 'demo', 'app-' || n, 'disabled', '{}', '{}' from generate_series(1, 500) n returning id, tenant_id)
+       insert into connection_purges (connection_id, tenant_id, status, created_at)
+       select id, tenant_id, 'pending', now() - interval '3 minutes' from c returning id`,
+    );
+    const started: string[] = [];
+    try {
+      for (let i = 0; i < waiting.length; i += 50) {
+        await Promise.all(waiting.slice(i, i + 50).map(async ({ id }) => {
+          await env.client.workflow.start(CONNECTION_PURGE_WORKFLOW, { workflowId: connectionPurgeWorkflowId(id), taskQueue: 'nobody-polls-this-queue', args: [{ purgeId: id, connectionId: id }] });
+          started.push(id);
+        }));
+      }
+      await eventually(async () => {
+        const { count } = await env.client.workflow.count(`WorkflowType = '${CONNECTION_PURGE_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = 'nobody-polls-this-queue'`);
+        return count >= waiting.length ? true : undefined;
+      });
+      // A newer purge whose workflow is gone (its delete's process died before it started it).
+      const connectionId = await newConnection('disabled');
+      const { rows: [lost] } = await db.pool.query<{ id: string }>(
+        `insert into connection_purges (connection_id, tenant_id, status, created_at)
+         select id, tenant_id, 'pending', now() - interval '2 minutes' from connections where id = $1 returning id`,
+        [connectionId],
+      );
+      await tick();
+      await expect(env.client.workflow.getHandle(connectionPurgeWorkflowId(lost!.id)).describe().then((d) => d.workflowId))
+        .resolves.toBe(connectionPurgeWorkflowId(lost!.id));
+    } finally {
+      await Promise.all(started.map((id) => env.client.workflow.getHandle(connectionPurgeWorkflowId(id)).terminate('test over').catch(() => undefined)));
+      await db.pool.query(`update connection_purges set status = 'completed' where tenant_id = 'many-purges'`);
+    }
+  }, 180_000);
 });
