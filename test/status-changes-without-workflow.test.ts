@@ -302,4 +302,41 @@ describe('status changes while the connection workflow is not running', () => {
       await db.pool.query(`update connection_purges set status = 'completed' where tenant_id = 'many-purges'`);
     }
   }, 180_000);
+  it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    let deleting: Promise<string> | undefined;
+    // The page's transaction as the sync task's page store runs it: the page's statement (its
+    // records reference the connection), then the connection's config read FOR SHARE.
+    const page = withTransaction(db.pool, async (tx) => {
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date() };
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: {},
+      });
+      deleting = deleteConnection(commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
+      // The delete's transaction waits for the page's locks, or has recorded the purge.
+      await eventually(async () => {
+        const { rows } = await db.pool.query(
+          `select 1 from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%update connections%' and pid <> pg_backend_pid()
+           union all select 1 from connection_purges where connection_id = $1`,
+          [connectionId],
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      await lockConfigForShare(tx, connectionId);
+      return 'stored';
+    }).catch((err: Error) => `page failed: ${err.message}`);
+    expect([await page, await deleting]).toEqual(['stored', 'deleted']);
+  });
 });

@@ -255,12 +255,14 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
 /**
  * Writes connection `id` disabled, and answers the status it had just before, read under the row's
  * lock (so of two disables at once, the second sees the first's `disabled`); null when there is no
- * such connection.
+ * such connection. The lock is FOR NO KEY UPDATE, never FOR UPDATE: that conflicts with the KEY
+ * SHARE lock a page's records take on the connection row, and a delete holding the row's lock (its
+ * purge's transaction) then waited for a page that itself waits to read the config FOR SHARE.
  */
 export async function disableConnectionRow(db: Queryable, id: string): Promise<ConnectionStatus | null> {
   const { rows } = await db.query<{ previous: ConnectionStatus }>(
     `update connections c set status = ${CONNECTION.disabled}
-       from (select id, status from connections where id = $1 for update) before
+       from (select id, status from connections where id = $1 for no key update) before
       where c.id = before.id
       returning before.status as previous`,
     [id],
