@@ -23,8 +23,7 @@ import {
   startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
-import { connectionWorkflowId, deliveryIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
-import { connectionPurgeWorkflowId } from '../temporal/purge';
+import { connectionWorkflowId, deliveryIdOf, purgeIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -112,9 +111,10 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
-    for (const purge of await findOpenPurgesCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), DELIVERIES_PER_TICK)) {
+    // Those the listing shows running are left out by the statement (as deliveries are), not after its limit.
+    const livePurges = running ? [...running].flatMap((id) => purgeIdOf(id) ?? []) : [];
+    for (const purge of await findOpenPurgesCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), livePurges, DELIVERIES_PER_TICK)) {
       // Started "use existing": a workflow the listing missed (or, without a listing, any) is merely found running.
-      if (running?.has(connectionPurgeWorkflowId(purge.id))) continue;
       result.temporalCalls += 1;
       await startConnectionPurge(temporal, deps.taskQueue, { purgeId: purge.id, connectionId: purge.connection_id }).catch((err: unknown) =>
         logger.warn({ err, purge_id: purge.id }, 'connection purge start failed; the next tick tries again'),

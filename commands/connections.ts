@@ -341,14 +341,17 @@ export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, 
 
 /**
  * Cancels ("connection disabled", with `sync.cancelled`) the active scheduler jobs of connection
- * `id`, whose workflow was just found not running, while it is still disabled (read under its
- * row's lock: an enqueue, which refuses a connection that is not active, takes the same lock, so
- * no job of a run a resume starts is among them); adds their deliveries to `deliveries`.
+ * `id`, whose workflow was just found not running, while it is still disabled (read under a
+ * share lock of its row: no resume commits meanwhile, and an enqueue, which refuses a connection
+ * that is not active, finds the row locked, so no job of a run a resume starts is among them);
+ * adds their deliveries to `deliveries`.
  */
 async function cancelOrphanedSchedulerJobs(deps: CommandDeps, id: string, deliveries: string[]): Promise<void> {
   const at = new Date();
   const ended = await withTransaction(deps.pool, async (tx) => {
-    if ((await connections.lockConnection(tx, id))?.status !== CONNECTION_STATUS.disabled) return [];
+    // FOR SHARE (see lockStatusForShare): a page of the lost run's task still being stored holds
+    // the job's and task's rows and then reads the config FOR SHARE; a stronger lock deadlocked.
+    if ((await connections.lockStatusForShare(tx, id)) !== CONNECTION_STATUS.disabled) return [];
     const cancelled: EndedJob[] = [];
     for (const jobId of await jobs.findActiveSchedulerJobs(tx, id)) {
       const job = await jobs.cancelJobAndTasks(tx, jobId, at, 'connection disabled');

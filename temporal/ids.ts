@@ -1,4 +1,5 @@
 // Deterministic workflow ids: one connection workflow per connection, one job workflow per job.
+import { connectionPurgeWorkflowId } from './purge';
 
 /** Workflow id of a connection's long-running scheduler workflow. */
 export const connectionWorkflowId = (connectionId: string): string => `connection:${connectionId}`;
@@ -29,6 +30,11 @@ function idAfter(prefix: string, workflowId: string): string | null {
 /** The delivery id a `webhook-delivery:<uuid>` workflow id names; null for any other workflow id. */
 export function deliveryIdOf(workflowId: string): string | null {
   return idAfter(webhookDeliveryWorkflowId(''), workflowId);
+}
+
+/** The purge id a `connection-purge:<uuid>` workflow id names; null for any other workflow id. */
+export function purgeIdOf(workflowId: string): string | null {
+  return idAfter(connectionPurgeWorkflowId(''), workflowId);
 }
 
 /** The connection id a `connection:<uuid>` workflow id names; null for any other workflow id. */

@@ -9,9 +9,12 @@ import { reconcileConnections } from '../activities/reconcile-connections';
 import { disableConnection, pauseConnection, refOf, resumeConnection } from '../commands/connections';
 import { deleteConnection } from '../commands/purges';
 import type { CommandDeps } from '../commands/deps';
-import { findConnection } from '../db/models/connections';
+import { findConnection, lockConfigForShare } from '../db/models/connections';
+import { upsertRecords } from '../db/models/records';
+import { withTransaction } from '../db/transaction';
 import { insertPurge } from '../db/models/purges';
 import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
+import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId } from '../temporal/purge';
 import type { TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { waitForState } from './helpers/connection-state';
@@ -197,5 +200,143 @@ describe('status changes while the connection workflow is not running', () => {
     const row = await jobOf(job!.id);
     expect({ job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  it("a disable while the lost run's task still stores a page waits for that page's transaction, never deadlocking with it", async () => {
+    const connectionId = await newConnection();
+    // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
+    // its workflow is gone) stores a page of.
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    // The disable's look for the connection's workflow waits for `open`: the page begins after the
+    // disable wrote the connection disabled, and before the disable ends the lost run's job.
+    let asked!: () => void;
+    const askedForWorkflow = new Promise<void>((resolve) => (asked = resolve));
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const bound = <T extends object>(target: T, prop: string | symbol) => {
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    };
+    const temporal = new Proxy(env.client, {
+      get: (client, prop) => prop !== 'workflow' ? bound(client, prop) : new Proxy(client.workflow, {
+        get: (workflows, name) => name !== 'getHandle' ? bound(workflows, name) : (id: string) => {
+          const handle = workflows.getHandle(id);
+          return id !== `connection:${connectionId}` ? handle : new Proxy(handle, {
+            get: (h, key) => key !== 'describe' ? bound(h, key) : async () => {
+              asked();
+              await opened;
+              return h.describe();
+            },
+          });
+        },
+      }),
+    });
+    const disabling = disableConnection({ ...commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
+    await askedForWorkflow;
+    // The page's transaction as the sync task's page store runs it: the page's statement (which
+    // locks the task's row and the job's), then the connection's config read FOR SHARE.
+    const page = withTransaction(db.pool, async (tx) => {
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date() };
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: {},
+      });
+      open();
+      // The disable now ends the job: it waits for the page's locks.
+      await eventually(async () => {
+        const { rows } = await db.pool.query(
+          `select 1 from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%sync_jobs%' and pid <> pg_backend_pid()`,
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      await lockConfigForShare(tx, connectionId);
+      return 'stored';
+    }).catch((err: Error) => `page failed: ${err.message}`);
+    expect([await page, await disabling]).toEqual(['stored', 'disabled']);
+    expect((await jobOf(job!.id)).status).toBe('cancelled');
+  });
+  it('the tick starts the workflow of an open purge however many older purges wait for a place with their workflows running', async () => {
+    // 500 purges (the most the tick looks at) of a tenant deleting many connections, each waiting
+    // for a place of its running-jobs limit: their workflows run (here on a queue no worker polls).
+    const { rows: waiting } = await db.pool.query<{ id: string }>(
+      `with c as (
+         insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
+         select 'many-purges', 'demo', 'app-' || n, 'disabled', '{}', '{}' from generate_series(1, 500) n returning id, tenant_id)
+       insert into connection_purges (connection_id, tenant_id, status, created_at)
+       select id, tenant_id, 'pending', now() - interval '3 minutes' from c returning id`,
+    );
+    const started: string[] = [];
+    try {
+      for (let i = 0; i < waiting.length; i += 50) {
+        await Promise.all(waiting.slice(i, i + 50).map(async ({ id }) => {
+          await env.client.workflow.start(CONNECTION_PURGE_WORKFLOW, { workflowId: connectionPurgeWorkflowId(id), taskQueue: 'nobody-polls-this-queue', args: [{ purgeId: id, connectionId: id }] });
+          started.push(id);
+        }));
+      }
+      await eventually(async () => {
+        const { count } = await env.client.workflow.count(`WorkflowType = '${CONNECTION_PURGE_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = 'nobody-polls-this-queue'`);
+        return count >= waiting.length ? true : undefined;
+      });
+      // A newer purge whose workflow is gone (its delete's process died before it started it).
+      const connectionId = await newConnection('disabled');
+      const { rows: [lost] } = await db.pool.query<{ id: string }>(
+        `insert into connection_purges (connection_id, tenant_id, status, created_at)
+         select id, tenant_id, 'pending', now() - interval '2 minutes' from connections where id = $1 returning id`,
+        [connectionId],
+      );
+      await tick();
+      await expect(env.client.workflow.getHandle(connectionPurgeWorkflowId(lost!.id)).describe().then((d) => d.workflowId))
+        .resolves.toBe(connectionPurgeWorkflowId(lost!.id));
+    } finally {
+      await Promise.all(started.map((id) => env.client.workflow.getHandle(connectionPurgeWorkflowId(id)).terminate('test over').catch(() => undefined)));
+      await db.pool.query(`update connection_purges set status = 'completed' where tenant_id = 'many-purges'`);
+    }
+  }, 180_000);
+  it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    let deleting: Promise<string> | undefined;
+    // The page's transaction as the sync task's page store runs it: the page's statement (its
+    // records reference the connection), then the connection's config read FOR SHARE.
+    const page = withTransaction(db.pool, async (tx) => {
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date() };
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: {},
+      });
+      deleting = deleteConnection(commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
+      // The delete's transaction waits for the page's locks, or has recorded the purge.
+      await eventually(async () => {
+        const { rows } = await db.pool.query(
+          `select 1 from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%update connections%' and pid <> pg_backend_pid()
+           union all select 1 from connection_purges where connection_id = $1`,
+          [connectionId],
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      await lockConfigForShare(tx, connectionId);
+      return 'stored';
+    }).catch((err: Error) => `page failed: ${err.message}`);
+    expect([await page, await deleting]).toEqual(['stored', 'deleted']);
   });
 });

@@ -148,6 +148,36 @@ describe('tenant isolation edges', () => {
     }
   });
 
+  it('a burst of requests with a valid key, within its request bucket, is never refused as failed lookups: lookups beyond the address tokens wait for those in flight', async () => {
+    // Every key lookup takes 100 ms, so the whole burst is in flight at once.
+    const slow = new Proxy(stack.db.pool, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          if (typeof args[0] === 'string' && args[0].includes('from api_keys where prefix')) await new Promise((resolve) => setTimeout(resolve, 100));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const limited = await startTestApi(stack, TASK_QUEUE, {
+      pool: slow, rateLimit: { ratePerSecond: 0.001, burst: 100 }, authFailureLimit: { ratePerSecond: 0.001, burst: 3 },
+    });
+    try {
+      const key = await newKey('crowded');
+      const get = (k: string) => fetch(`${limited.server.url}/connections`, { headers: { authorization: `Bearer ${k}` } }).then(async (res) => `${res.status} ${res.status === 200 ? '' : await res.text()}`.trim());
+      // Twenty at once, well within the key's bucket of 100: no lookup failed, so none is refused.
+      const statuses = await Promise.all(Array.from({ length: 20 }, () => get(key)));
+      expect(statuses.filter((s) => s !== '200')).toEqual([]);
+      // The address still has its three failed lookups: three made-up keys answer 401, a fourth 429.
+      const bogus = (i: number) => `stk_${'2'.repeat(10)}${String(i).padStart(2, '0')}_${'B'.repeat(43)}`;
+      const guesses = await Promise.all(Array.from({ length: 4 }, (_, i) => get(bogus(i)).then((s) => s.slice(0, 3))));
+      expect(guesses.sort()).toEqual(['401', '401', '401', '429']);
+    } finally {
+      await limited.server.close();
+    }
+  });
+
   it('answers a write-only key’s PATCH without the connection’s config (it may change, not read)', async () => {
     const id = await connection('writer-co', 'secret-config', 'paused');
     const writer = await newKey('writer-co', ['write']);

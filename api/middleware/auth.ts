@@ -44,6 +44,47 @@ export interface AuthLimits {
 }
 
 /**
+ * The tenant-key lookups in flight per client address, each holding a token of the address's
+ * failed-lookup bucket (given back when its key is found). A lookup that finds the bucket empty
+ * while others of its address are in flight waits for one of them to end and tries again: their
+ * tokens may yet come back, and the bucket counts failed lookups, not lookups at once, so a valid
+ * key's burst (within its request bucket) is never refused for failures that did not happen. It
+ * is refused only once no lookup of its address is in flight and the bucket is still empty: then
+ * failed lookups spent it. Either way no more lookups than the bucket holds run at once.
+ */
+class AddressLookups {
+  /** Per address: lookups in flight (never 0: the entry goes with the last) and the requests waiting for one to end. */
+  private readonly inFlight = new Map<string, { lookups: number; waiting: (() => void)[] }>();
+
+  constructor(private readonly failures: Buckets) {}
+
+  /** Takes a token of `address` for a lookup about to be made: null once taken, else seconds until the bucket has one. */
+  async take(address: string): Promise<number | null> {
+    for (;;) {
+      const failing = this.failures.take(address);
+      const flight = this.inFlight.get(address);
+      if (failing === null) {
+        if (flight) flight.lookups += 1;
+        else this.inFlight.set(address, { lookups: 1, waiting: [] });
+        return null;
+      }
+      if (!flight) return failing;
+      await new Promise<void>((resolve) => flight.waiting.push(resolve));
+    }
+  }
+
+  /** Ends a lookup `take` allowed, giving its token back unless it failed (`giveBack` false: the token stays spent); wakes the lookups waiting. */
+  end(address: string, giveBack: boolean): void {
+    if (giveBack) this.failures.give(address);
+    const flight = this.inFlight.get(address);
+    if (!flight) return;
+    flight.lookups -= 1;
+    if (flight.lookups === 0) this.inFlight.delete(address);
+    for (const wake of flight.waiting.splice(0)) wake();
+  }
+}
+
+/**
  * Requires `Authorization: Bearer <key>`: the admin key (compared as fixed-length digests with
  * `timingSafeEqual`, so neither its content nor its length leaks through timing) or a tenant's
  * unrevoked API key (found by its public prefix, its hash compared the same way). Sets the
@@ -58,15 +99,17 @@ export interface AuthLimits {
  *
  * Each lookup of a well-formed tenant key also takes a token from a bucket of the client's
  * address (`limits.failures`), given back when the key is found: only failed lookups spend it,
- * and no more lookups than it holds are in flight at once. Once it is empty, a tenant key from
- * that address is answered 429 before any lookup, so guessed keys cannot turn into unbounded
- * database work either, sent one after another or all at once. The admin key needs no lookup and
- * is never held back by it.
+ * and no more lookups than it holds are in flight at once (a lookup finding it empty while others
+ * of its address are in flight waits for them: `AddressLookups`). Once failed lookups have emptied
+ * it, a tenant key from that address is answered 429 before any lookup, so guessed keys cannot
+ * turn into unbounded database work either, sent one after another or all at once. The admin key
+ * needs no lookup and is never held back by it.
  */
 export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: string, limits: AuthLimits = {}, now: () => number = Date.now): MiddlewareHandler<ApiEnv> {
   const expected = digest(adminApiKey);
   const requests = limits.requests && new Buckets(limits.requests, now);
   const failures = limits.failures && new Buckets(limits.failures, now);
+  const lookups = failures && new AddressLookups(failures);
   const overRate = (c: Context, retryAfter: number) => rateLimited(c, retryAfter, 'too many requests for this API key');
   return async (c, next) => {
     const token = bearer(c);
@@ -86,7 +129,7 @@ export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: strin
     const wait = requests?.take(bucket) ?? null;
     if (wait !== null) return overRate(c, wait);
     const address = failures ? clientAddress(c) : '';
-    const failing = failures?.take(address) ?? null;
+    const failing = lookups ? await lookups.take(address) : null;
     if (failing !== null) {
       requests?.give(bucket);
       return rateLimited(c, failing, 'too many failed API key lookups from this address');
@@ -97,14 +140,15 @@ export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: strin
     } catch (err) {
       // Not an answer about the key (the database is away): neither token counts.
       requests?.give(bucket);
-      failures?.give(address);
+      lookups?.end(address, true);
       throw err;
     }
+    // Given back before the lookups waiting for it try again (a found key spent nothing).
+    lookups?.end(address, key !== null);
     if (!key) {
       requests?.give(bucket);
       return unauthorized(c);
     }
-    failures?.give(address);
     c.set('principal', { kind: 'tenant', tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes });
     return next();
   };

@@ -89,6 +89,18 @@ export async function lockConnection(tx: PoolClient, id: string): Promise<Connec
 }
 
 /**
+ * Connection `id`'s status, its row locked against updates until the transaction ends (FOR SHARE):
+ * no status change commits meanwhile, and the scheduler's enqueue (FOR NO KEY UPDATE SKIP LOCKED)
+ * finds it locked. Null when it is gone. FOR SHARE, never stronger, for a holder that then writes
+ * the connection's jobs or tasks: a page's store holds those rows and then reads the config FOR
+ * SHARE, which a stronger lock would make wait on its holder, while the holder waits on the page.
+ */
+export async function lockStatusForShare(tx: PoolClient, id: string): Promise<ConnectionStatus | null> {
+  const { rows } = await tx.query<{ status: ConnectionStatus }>('select status from connections where id = $1 for share', [id]);
+  return rows[0]?.status ?? null;
+}
+
+/**
  * Connection `id`'s config, its row locked against updates until the transaction ends (FOR SHARE):
  * a config change that commits first is read, one that comes later waits. Null when it is gone.
  */
@@ -243,12 +255,14 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
 /**
  * Writes connection `id` disabled, and answers the status it had just before, read under the row's
  * lock (so of two disables at once, the second sees the first's `disabled`); null when there is no
- * such connection.
+ * such connection. The lock is FOR NO KEY UPDATE, never FOR UPDATE: that conflicts with the KEY
+ * SHARE lock a page's records take on the connection row, and a delete holding the row's lock (its
+ * purge's transaction) then waited for a page that itself waits to read the config FOR SHARE.
  */
 export async function disableConnectionRow(db: Queryable, id: string): Promise<ConnectionStatus | null> {
   const { rows } = await db.query<{ previous: ConnectionStatus }>(
     `update connections c set status = ${CONNECTION.disabled}
-       from (select id, status from connections where id = $1 for update) before
+       from (select id, status from connections where id = $1 for no key update) before
       where c.id = before.id
       returning before.status as previous`,
     [id],
