@@ -1,14 +1,14 @@
 import type { PoolClient } from 'pg';
-import { cancelQueuedSchedulerJobs, emitJobEvents } from '../db/events';
-import { findConnectionStatus } from '../db/models/connections';
-import { failAbandonedSchedulerJobs, type EndedJob } from '../db/models/jobs';
-import { forgetSeenOfTasks } from '../db/models/seen';
-import { failOpenTasksOfJobs } from '../db/models/tasks';
+import { emitJobEvent, emitJobEvents } from '../db/events';
+import { endLeftSchedulerJobs, type EndedJob } from '../db/models/jobs';
+import { forgetSeenOfJob, forgetSeenOfTasks } from '../db/models/seen';
+import { cancelOpenTasks, failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { recordJobEnded } from '../lib/metrics';
-import { stoppedQueuedJobReason } from '../policy/job-lifecycle';
+import { STOPPED_QUEUED_JOB_REASONS } from '../policy/job-lifecycle';
+import { JOB_STATUS } from '../policy/vocabulary';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
 /** Why a job was failed by a connection workflow's start-up cleanup. */
@@ -41,6 +41,13 @@ export function failAbandonedJobs(deps: ActivityDeps): Activities['failAbandoned
  * (or `sync.cancelled`) events; the caller logs and counts the ended jobs and starts the deliveries once it committed.
  * Jobs of `runId` (the run cleaning up) are its own, never abandoned: running the cleanup again
  * after the run enqueued (a repeated local activity) leaves them alone.
+ *
+ * The queued scheduler jobs of earlier runs of a connection that is paused or disabled (it was
+ * paused or disabled while no run was there to cancel its queued job: a pause's signal then
+ * starts this run) end as the pause or disable would have ended them: cancelled, with
+ * `sync.cancelled`, never failed as abandoned. Which is which is decided by one statement that
+ * reads the connection's status itself, because every run of every connection runs it first: a
+ * connection with nothing left behind costs that one round trip.
  */
 export async function failAbandonedInTx(
   tx: PoolClient,
@@ -48,29 +55,23 @@ export async function failAbandonedInTx(
   at: Date,
   runId: string | null,
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
-  const cancelled = await cancelStoppedQueuedJobs(tx, connectionId, at, runId);
-  const rows = await failAbandonedSchedulerJobs(tx, connectionId, at, ABANDONED_REASON, runId);
-  if (rows.length === 0) return cancelled;
-  // Paging state of full passes that will never finish.
-  await forgetSeenOfTasks(tx, await failOpenTasksOfJobs(tx, rows.map((r) => r.id), at, ABANDONED_REASON));
-  const deliveries = await emitJobEvents(tx, rows.map((r) => r.id), 'failed', at);
-  return { jobs: [...cancelled.jobs, ...rows], deliveries: [...cancelled.deliveries, ...deliveries] };
-}
-
-/**
- * The queued scheduler jobs of earlier runs of a connection that is paused or disabled (it was
- * paused or disabled while no run was there to cancel its queued job: a pause's signal then
- * starts this run) end as the pause or disable would have ended them: cancelled, with
- * `sync.cancelled`, never failed as abandoned. Read with the statements after it in `tx`.
- */
-async function cancelStoppedQueuedJobs(
-  tx: PoolClient,
-  connectionId: string,
-  at: Date,
-  runId: string | null,
-): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
-  const reason = stoppedQueuedJobReason(await findConnectionStatus(tx, connectionId));
-  return reason ? cancelQueuedSchedulerJobs(tx, connectionId, at, reason, runId) : { jobs: [], deliveries: [] };
+  const rows = await endLeftSchedulerJobs(tx, connectionId, at, ABANDONED_REASON, runId, STOPPED_QUEUED_JOB_REASONS);
+  if (rows.length === 0) return { jobs: [], deliveries: [] };
+  const cancelled = rows.filter((r) => r.status === JOB_STATUS.cancelled);
+  const failed = rows.filter((r) => r.status !== JOB_STATUS.cancelled);
+  const deliveries: string[] = [];
+  for (const job of cancelled) {
+    // As a pause or disable cancels a job: its open tasks with it, their seen-sets forgotten.
+    await cancelOpenTasks(tx, job.id, at, job.last_error);
+    await forgetSeenOfJob(tx, job.id);
+    deliveries.push(...(await emitJobEvent(tx, job.id, 'cancelled', at)));
+  }
+  if (failed.length > 0) {
+    // Paging state of full passes that will never finish.
+    await forgetSeenOfTasks(tx, await failOpenTasksOfJobs(tx, failed.map((r) => r.id), at, ABANDONED_REASON));
+    deliveries.push(...(await emitJobEvents(tx, failed.map((r) => r.id), 'failed', at)));
+  }
+  return { jobs: [...cancelled, ...failed], deliveries };
 }
 
 /** Logs the jobs a start-up cleanup ended: those failed as abandoned (a warning), those cancelled. */

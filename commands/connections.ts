@@ -238,12 +238,30 @@ const PAUSABLE: readonly ConnectionStatus[] = CONNECTION_STATUSES.filter((s) => 
  * disabled connection is refused (409 `connection_disabled`), judged by the statement that writes
  * the pause: a disable or a deletion that commits first is never overwritten (and its stopped
  * workflow never started again by the pause's signal).
+ *
+ * The scheduler's queued job is cancelled ("connection paused", with `sync.cancelled`) in the
+ * transaction that writes the pause, whether or not the workflow runs or hears the signal: a
+ * signal that fails (Temporal unreachable, or this process gone after the write) would otherwise
+ * leave the job of a workflow that is not running queued, and a resume before the next tick then
+ * starts a run whose start-up cleanup finds an active connection's job of a dead run and fails it
+ * as abandoned. A running workflow that hears the pause finds its queued job cancelled already and
+ * announces nothing more; one that never hears it finds the job cancelled when it comes to claim
+ * it and plans the next one. An enqueue locks the same row and refuses a connection that is not
+ * active, so no job queued after the pause is among those cancelled; a job already claimed is
+ * left to its run.
  */
 export async function pauseConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  const previous = await connections.setStatusFrom(deps.pool, row.id, CONNECTION_STATUS.paused, PAUSABLE);
+  const { previous, cancelled } = await withTransaction(deps.pool, async (tx) => {
+    const previous = await connections.setStatusFrom(tx, row.id, CONNECTION_STATUS.paused, PAUSABLE);
+    const written = previous !== null && PAUSABLE.includes(previous);
+    return { previous, cancelled: written ? await cancelQueuedSchedulerJobs(tx, row.id, new Date(), 'connection paused', null) : null };
+  });
   if (previous === null) throw notFound('no connection with that id');
-  if (!PAUSABLE.includes(previous)) throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
+  if (!cancelled) throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
+  for (const job of cancelled.jobs) recordJobEnded(deps.metrics, job);
+  // Its own failures are left to the reconcile tick, which starts any pending delivery.
+  await startWebhookDeliveries(deps.temporal, deps.taskQueue, cancelled.deliveries);
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), pauseSignal);
   return { id: row.id, status: 'paused' };
 }

@@ -75,6 +75,12 @@ export function loggedAttempt(counts: RetryCounts, outcome: JobStatus): number {
   return outcome === JOB_STATUS.retrying ? counted : counted + 1;
 }
 
+/** `stoppedQueuedJobReason` as a table: the reason of each connection status that stops a queued job. */
+export const STOPPED_QUEUED_JOB_REASONS: Readonly<Partial<Record<ConnectionStatus, string>>> = Object.freeze({
+  [paused]: `connection ${paused}`,
+  [disabled]: `connection ${disabled}`,
+});
+
 /**
  * Why a queued job of the connection's scheduler, found after the run that queued it has gone,
  * ends cancelled rather than failed as abandoned: its connection is paused or disabled, so the
@@ -83,5 +89,5 @@ export function loggedAttempt(counts: RetryCounts, outcome: JobStatus): number {
  * connection's job, or one needing reauthorization): such a job is failed as abandoned.
  */
 export function stoppedQueuedJobReason(connectionStatus: ConnectionStatus | null): string | null {
-  return connectionStatus === paused || connectionStatus === disabled ? `connection ${connectionStatus}` : null;
+  return (connectionStatus !== null && STOPPED_QUEUED_JOB_REASONS[connectionStatus]) || null;
 }

@@ -11,6 +11,7 @@ import { lockConnectionSkipLocked } from '../db/models/connections';
 import { insertJob as insertJobRow } from '../db/models/jobs';
 import type { EnqueueJobInput } from '../temporal/activities';
 import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandoned-jobs';
+import { openCycle } from '../activities/open-cycle';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
 import { useTestDatabase } from './helpers/database';
@@ -603,6 +604,63 @@ describe('failAbandonedJobs', () => {
     expect(lines.filter((l) => l.msg === 'failed abandoned sync jobs')).toHaveLength(1);
 
     await expect(fail({ connectionId: conn.id, at: now + 60 * SECOND })).resolves.toEqual([]);
+  });
+});
+
+/** `pool` with every statement it runs (through `query`, or a client it lends) recorded in `statements`. */
+function countingPool(pool: pg.Pool): { pool: pg.Pool; statements: string[] } {
+  const statements: string[] = [];
+  const counted = <T extends object>(target: T, connect?: () => Promise<pg.PoolClient>): T =>
+    new Proxy(target, {
+      get(t, key) {
+        if (key === 'connect' && connect) return async () => counted(await connect());
+        const value: unknown = Reflect.get(t, key, t);
+        if (typeof value !== 'function') return value;
+        if (key !== 'query') return value.bind(t);
+        return (...args: unknown[]) => {
+          const first = args[0];
+          statements.push(typeof first === 'string' ? first : (first as { text: string }).text);
+          return (value as (...a: unknown[]) => unknown).apply(t, args);
+        };
+      },
+    });
+  return { pool: counted(pool, () => pool.connect()), statements };
+}
+
+describe("a connection run's start-up cleanup (openCycle)", () => {
+  it("cancels the queued scheduler job an earlier run left of a paused or disabled connection, and fails as abandoned an active connection's and every begun one", async () => {
+    const now = at('2025-01-01T12:00:00Z');
+    const { deps } = harness();
+    const outcome: Record<string, unknown> = {};
+    for (const status of ['active', 'needs_reauth', 'paused', 'disabled']) {
+      const conn = await newConnection({ status });
+      const queued = await insertJob(conn, { status: 'queued' });
+      const begun = await insertJob(conn, { status: 'running', jobType: 'full' });
+      const ended = await openCycle(deps)({ connectionId: conn.id, at: now, cleanup: true, runId: 'a-new-run' }).then(() => jobsOf(conn.id));
+      const shape = (id: string) => {
+        const job = ended.find((j) => j.id === id)!;
+        return { status: job.status, error: job.last_error, abandoned: job.abandoned_at && (job.abandoned_at as Date).getTime() };
+      };
+      outcome[status] = { queued: shape(queued), begun: shape(begun) };
+    }
+    const abandoned = { status: 'failed', error: ABANDONED_REASON, abandoned: now };
+    expect(outcome).toEqual({
+      active: { queued: abandoned, begun: abandoned },
+      needs_reauth: { queued: abandoned, begun: abandoned },
+      paused: { queued: { status: 'cancelled', error: 'connection paused', abandoned: null }, begun: abandoned },
+      disabled: { queued: { status: 'cancelled', error: 'connection disabled', abandoned: null }, begun: abandoned },
+    });
+  });
+
+  it("costs an active connection one statement: the connection's status is read by the statement that ends the jobs", async () => {
+    const conn = await newConnection();
+    const counting = countingPool(db.pool);
+    const { deps } = harness(counting.pool);
+    await openCycle(deps)({ connectionId: conn.id, at: Date.now(), cleanup: false, runId: 'a-run' });
+    const without = counting.statements.splice(0);
+    await openCycle(deps)({ connectionId: conn.id, at: Date.now(), cleanup: true, runId: 'a-run' });
+    // The cleanup's statements are those the same look without it does not run (begin, the look, commit are shared).
+    expect({ without: without.length, cleanup: counting.statements.length - without.length }).toEqual({ without: without.length, cleanup: 1 });
   });
 });
 

@@ -136,7 +136,8 @@ describe('each declared statement, from every status (real Postgres)', () => {
     cancelActiveJob: (tx, id) => jobs.cancelActiveJob(tx, id, at, 'test'),
     markJobRunning: (tx, id) => jobs.markJobRunning(tx, id, at, `sync-job:${id}`),
     finishRunningJob: (tx, id) => jobs.finishRunningJob(tx, id, 'completed', at, null),
-    failAbandonedSchedulerJobs: (tx, _id, connectionId) => jobs.failAbandonedSchedulerJobs(tx, connectionId, at, 'test', null),
+    // The test's connection is active: stopping it exercises both ends (a queued job cancelled, a begun one failed).
+    endLeftSchedulerJobs: (tx, _id, connectionId) => jobs.endLeftSchedulerJobs(tx, connectionId, at, 'test', null, { active: 'test' }),
     markJobRetrying: (tx, id) => jobs.markJobRetrying(tx, id, at, 'test', 'failure'),
     failJobsWithNoOpenTask: (tx, id) => jobs.failJobsWithNoOpenTask(tx, [id], ['test'], at),
     failAbandonedJob: (tx, id) => jobs.failAbandonedJob(tx, id, at, 'test'),

@@ -7,6 +7,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { disableConnection, pauseConnection, refOf, resumeConnection } from '../commands/connections';
+import { requestJob } from '../commands/jobs';
 import { deleteConnection } from '../commands/purges';
 import type { CommandDeps } from '../commands/deps';
 import { findConnection, lockConfigForShare } from '../db/models/connections';
@@ -130,6 +131,50 @@ describe('status changes while the connection workflow is not running', () => {
     const job = await jobOf(jobId);
     expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
+  });
+
+  /** Command deps whose Temporal calls fail as an unreachable server's do: the status is written, the workflow never told. */
+  const temporalAway = (): CommandDeps => {
+    const unreachable = () => Promise.reject(new Error('14 UNAVAILABLE: connection refused'));
+    return { ...commands, temporal: { workflow: { signalWithStart: unreachable, start: unreachable, getHandle: () => ({ signal: unreachable, describe: unreachable, cancel: unreachable }) } } as unknown as CommandDeps['temporal'] };
+  };
+
+  it('a pause whose signal fails (Temporal away) while the workflow is not running, then a resume, ends the queued job cancelled, not failed as abandoned', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await terminate(connectionId);
+    // The pause is stored; telling the workflow fails, so no run cancels the queued job.
+    await expect(pauseConnection(temporalAway(), connectionId)).rejects.toThrow(/UNAVAILABLE/);
+    expect((await findConnection(db.pool, connectionId))!.status).toBe('paused');
+    // The resume's signal starts a new run, whose first look finds the connection active again.
+    await resumeConnection(commands, connectionId);
+    const state = await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
+    const job = await jobOf(jobId);
+    const { rows: active } = await db.pool.query<{ id: string }>(`select id from sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying')`, [connectionId]);
+    expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId), active: active.map((r) => r.id) })
+      .toEqual({ job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'], active: [state.current_job_id] });
+  });
+
+  it('a pause whose signal fails (Temporal away) while the workflow runs, then a resume, fails no job and a sync asked for then runs', async () => {
+    const connectionId = await newConnection();
+    const jobId = await queuedJobOf(connectionId);
+    await expect(pauseConnection(temporalAway(), connectionId)).rejects.toThrow(/UNAVAILABLE/);
+    await resumeConnection(commands, connectionId);
+    await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    // The running workflow never heard of the pause: its queued job is carried on, or ended
+    // cancelled by the pause (as a pause it heard of ends it), never failed.
+    const job = await jobOf(jobId);
+    const ended = job.status === 'cancelled' ? { job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] } : { job: 'queued', abandoned: null, error: null, events: [] };
+    expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) }).toEqual(ended);
+    // A sync asked for now runs (the queued job brought forward, or a job of its own).
+    const { job: asked } = await requestJob(commands, { connection: (await findConnection(db.pool, connectionId))!, mode: 'incremental' });
+    const done = await eventually(async () => {
+      const j = await jobOf(asked.id);
+      return ['queued', 'running', 'retrying'].includes(j.status) ? undefined : j;
+    });
+    const { rows: failed } = await db.pool.query(`select id from sync_jobs where connection_id = $1 and status = 'failed'`, [connectionId]);
+    expect({ asked: done.status, failed }).toEqual({ asked: 'completed', failed: [] });
+    await terminate(connectionId);
   });
 
   it('the tick ends cancelled the queued scheduler job of a connection found disabled or paused with no workflow (stopped by a process that never stopped its work)', async () => {

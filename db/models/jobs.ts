@@ -32,7 +32,7 @@ export const JOB_STATUS_CHANGES = {
   cancelActiveJob: transitionJob(ACTIVE_JOB_STATUSES, [cancelled]),
   markJobRunning: transitionJob([queued, retrying, running], [running]),
   finishRunningJob: transitionJob([running], [completed, failed]),
-  failAbandonedSchedulerJobs: transitionJob(ACTIVE_JOB_STATUSES, [failed]),
+  endLeftSchedulerJobs: transitionJob(ACTIVE_JOB_STATUSES, [cancelled, failed]),
   markJobRetrying: transitionJob([running, retrying], [retrying]),
   failJobsWithNoOpenTask: transitionJob([running, retrying], [failed]),
   failAbandonedJob: transitionJob(ACTIVE_JOB_STATUSES, [failed]),
@@ -416,22 +416,42 @@ export async function findQueuedSchedulerJobs(db: Queryable, connectionId: strin
   return rows.map((r) => r.id);
 }
 
-/** Fails the connection's active scheduler jobs left by runs other than `exceptRunId`, as abandoned. */
-export async function failAbandonedSchedulerJobs(
+/** A job ended by `endLeftSchedulerJobs`: cancelled (its connection stopped) or failed as abandoned, with why. */
+export type LeftJob = EndedJob & { id: string; last_error: string };
+
+/**
+ * Ends the connection's active scheduler jobs left by runs other than `exceptRunId` (every run
+ * when null), in one statement that reads the connection's status itself: a queued one of a
+ * connection whose status is a key of `stoppedReasons` is cancelled with that status's reason
+ * (`abandoned_at` untouched); every other is failed as abandoned with `abandonedReason` and
+ * `abandoned_at`. One statement because every connection run's first look runs it: an active
+ * connection with nothing left behind pays one round trip, not a status read besides.
+ */
+export async function endLeftSchedulerJobs(
   tx: PoolClient,
   connectionId: string,
   at: Date,
-  reason: string,
+  abandonedReason: string,
   exceptRunId: string | null,
-): Promise<(EndedJob & { id: string })[]> {
-  const change = JOB_STATUS_CHANGES.failAbandonedSchedulerJobs;
-  const { rows } = await tx.query<EndedJob & { id: string }>(
-    `update sync_jobs set status = ${sqlList(change.to)}, finished_at = $2, abandoned_at = $2, last_error = $3
-      where connection_id = $1 and status in (${sqlList(change.from)})
-        and trigger in (${SCHEDULER_JOB_TRIGGERS})
-        and ($4::text is null or scheduler_run_id is distinct from $4)
-      returning id, status, ${endedJobColumns()}`,
-    [connectionId, at, reason, exceptRunId],
+  stoppedReasons: Readonly<Partial<Record<ConnectionStatus, string>>>,
+): Promise<LeftJob[]> {
+  const change = JOB_STATUS_CHANGES.endLeftSchedulerJobs;
+  const stopped = Object.keys(stoppedReasons) as ConnectionStatus[];
+  // The stopped connection's reason ($5, $6, …), null for any other status.
+  const stoppedReason = stopped.length === 0 ? 'null::text' : `case c.status ${stopped.map((status, k) => `when ${sqlList([status])} then $${k + 5}::text`).join(' ')} end`;
+  const cancels = `(j.status = ${JOB.queued} and ${stoppedReason} is not null)`;
+  const { rows } = await tx.query<LeftJob>(
+    `update sync_jobs j
+        set status = case when ${cancels} then ${JOB.cancelled} else ${JOB.failed} end,
+            finished_at = $2,
+            abandoned_at = case when ${cancels} then j.abandoned_at else $2 end,
+            last_error = case when ${cancels} then ${stoppedReason} else $3 end
+       from connections c
+      where c.id = $1 and j.connection_id = $1 and j.status in (${sqlList(change.from)})
+        and j.trigger in (${SCHEDULER_JOB_TRIGGERS})
+        and ($4::text is null or j.scheduler_run_id is distinct from $4)
+      returning j.id, j.status, j.last_error, ${endedJobColumns('j')}`,
+    [connectionId, at, abandonedReason, exceptRunId, ...stopped.map((status) => stoppedReasons[status])],
   );
   return rows;
 }
