@@ -268,6 +268,35 @@ export async function tombstoneUnseenRecords(
   return rowCount ?? 0;
 }
 
+/**
+ * Tombstones the live records of connection `connectionId` that a config change stopped selecting:
+ * every record of `resourceTypes`, and of each `partitions` entry the records of its resource type
+ * whose id starts with its prefix. Each gets `deleted_at`, a new `change_seq` and the `delete`
+ * change (data kept), once: a tombstone is not live. Run under the connection's change-feed lock,
+ * taken here.
+ * Returns how many it tombstoned.
+ */
+export async function tombstoneDeselected(
+  tx: PoolClient,
+  target: { connectionId: string; at: Date },
+  deselected: { resourceTypes: readonly string[]; partitions: readonly { resourceType: string; idPrefix: string }[] },
+): Promise<number> {
+  if (deselected.resourceTypes.length === 0 && deselected.partitions.length === 0) return 0;
+  await lockChangeFeed(tx, target.connectionId);
+  const { rowCount } = await tx.query(
+    `update records r set deleted_at = $2, synced_at = $2, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+      where r.connection_id = $1 and r.deleted_at is null
+        and (r.resource_type = any($3::text[])
+             or exists (select 1 from unnest($4::text[], $5::text[]) as p(resource_type, prefix)
+                         where r.resource_type = p.resource_type and starts_with(r.external_id, p.prefix)))`,
+    [
+      target.connectionId, target.at, [...deselected.resourceTypes],
+      deselected.partitions.map((p) => p.resourceType), deselected.partitions.map((p) => p.idPrefix),
+    ],
+  );
+  return rowCount ?? 0;
+}
+
 /** One change of the feed: a record as it is after its latest write. */
 export interface RecordChange {
   /** The feed position (a bigint, as a string). */
