@@ -216,7 +216,8 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     // What the config no longer selects (a resource type, a repository) leaves the live set now,
     // each record one deletion in the feed: the synced set is the provider's data as the config
     // selects it. Done here, under the feed lock, rather than by a later pass: no pass of a removed
-    // resource type runs again, and nothing has to remember what was dropped until one runs.
+    // resource type runs again, and a pass that read the older config re-reads it under the same
+    // lock before it stores a page (see upsertRecords' configEpoch), so it writes none of them.
     const dropped = config === undefined ? { resourceTypes: [], partitions: [] } : deselectedBy(current.provider_slug, current.config ?? {}, config);
     await tombstoneDeselected(tx, { connectionId: id, at: new Date() }, dropped);
     // A dropped partition named again is read whole (its records are tombstones now): its cursors

@@ -1,8 +1,9 @@
 // What a config change that stops selecting a partition (a GitHub repository, a resource type, an
 // http resource) does to the stored records: they leave the live set as tombstones, each with one
-// deletion change in the feed, at the PATCH itself (so no later than any next pass); selected
-// again, they come back at the next pass as new versions. Runs the sync activity directly (real
-// Postgres, fake providers on 127.0.0.1) and the PATCH command as the API runs it.
+// deletion change in the feed, at the PATCH itself (so no later than any next pass); a pass that
+// began before the change writes none of them after it; selected again, they come back at the next
+// pass as new versions. Runs the sync activity directly (real Postgres, fake providers on
+// 127.0.0.1) and the PATCH command as the API runs it.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { updateConnection } from '../commands/connections';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
@@ -114,6 +115,57 @@ describe('records of what a config change stops selecting', () => {
     await full(id, ['issues']);
     expect(await live(id, 'pull_requests')).toEqual([]);
     expect((await feed(id, before)).sort()).toEqual(['delete o/p#2', 'delete o/p#4']);
+  });
+
+  it('a pass that began before the PATCH removing a repository writes none of its issues after it', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 731, issues: 2 }, 'o/b': { id: 732, issues: 2 } } });
+    const fake = gh;
+    const id = await driver.connection('github', config(fake, ['o/a', 'o/b']), { token: TOKEN });
+    await full(id);
+    fake.touch('o/b', 1);
+    fake.touch('o/b', 2);
+    // The next pass has read the config naming o/b; while it reads o/a, o/b is removed: it asks
+    // for o/b after the tombstones were written (a page fetched before them could not undo them).
+    let change: (() => Promise<unknown>) | null = () => patch(id, config(fake, ['o/a']));
+    fake.beforeServe = async (url) => {
+      if (!url.pathname.startsWith('/repos/o/a/')) return;
+      const run = change;
+      change = null;
+      await run?.();
+    };
+    await incremental(id);
+    fake.beforeServe = null;
+    expect(change).toBeNull();
+    expect(fake.requests.some((r) => r.url.startsWith('/repos/o/b/issues'))).toBe(true);
+    expect(await live(id)).toEqual(['o/a#1', 'o/a#2']);
+    expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#1', 'o/b#2']);
+    // Nothing of o/b was written after its tombstone: each is one deletion in the feed.
+    expect((await feed(id, '0')).filter((c) => c.includes('o/b#')).sort()).toEqual(['delete o/b#1', 'delete o/b#2']);
+  });
+
+  it('a pass that spans a repository removed and configured again leaves no issue of it tombstoned for good', async () => {
+    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 741, issues: 2 }, 'o/b': { id: 742, issues: 3 } } });
+    const fake = gh;
+    const id = await driver.connection('github', config(fake, ['o/a', 'o/b']), { token: TOKEN });
+    await full(id);
+    fake.touch('o/b', 1);
+    // While the next pass asks for o/b, o/b is removed and configured again: the pass reads o/b
+    // from its old cursor (one issue), the other two were tombstoned meanwhile.
+    let change: (() => Promise<unknown>) | null = async () => {
+      await patch(id, config(fake, ['o/a']));
+      await patch(id, config(fake, ['o/a', 'o/b']));
+    };
+    fake.beforeServe = async (url) => {
+      if (!url.pathname.startsWith('/repos/o/b/')) return;
+      const run = change;
+      change = null;
+      await run?.();
+    };
+    await incremental(id);
+    fake.beforeServe = null;
+    expect(change).toBeNull();
+    await incremental(id);
+    expect(await live(id)).toEqual(['o/a#1', 'o/a#2', 'o/b#1', 'o/b#2', 'o/b#3']);
   });
 
   it('an http resource removed from the config has its records tombstoned at the PATCH; configured again, they come back at its next pass', async () => {
