@@ -14,6 +14,7 @@ import { credentialProvider, withCurrentCredential } from './credential-provider
 import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
+import { selectedNow } from './selected-now';
 
 /** How often an immediate sync heartbeats while a page is in flight (cancellation arrives with a heartbeat's answer). */
 const HEARTBEAT_EVERY_MS = 2000;
@@ -77,9 +78,14 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
           }),
         };
         for await (const page of pagesOf(connector, request, null)) {
-          const written = await withTransaction(pool, (tx) =>
-            upsertRecords(tx, { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt }, page.records),
-          );
+          const written = await withTransaction(pool, async (tx) => {
+            const target = { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt };
+            const counts = await upsertRecords(tx, { ...target, configEpoch: conn.config_epoch }, page.records);
+            if (counts.current !== false) return counts;
+            // The config changed since this run read it: only the records it selects now are
+            // stored (what it stopped selecting was tombstoned by the change).
+            return upsertRecords(tx, target, await selectedNow(tx, connector, input.connectionId, resourceType, page.records));
+          });
           counts.writtenCount += written.added + written.updated;
           counts.entityCount += page.records.length;
           counts.pages += 1;

@@ -37,8 +37,9 @@ import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provi
 import { countConnections } from '../db/models/tenant-limits';
 import { fitsUnder } from '../policy/tenant-limits';
 import { lockedLimits, overLimit } from './tenant-limits';
-import { changedListings, configProblem, credentialBinding, credentialsProblem, endpointOf, keepSpelling } from './provider-configs';
-import { forgetCursors } from '../db/models/state';
+import { changedListings, configProblem, credentialBinding, credentialsProblem, deselectedBy, endpointOf, keepSpelling } from './provider-configs';
+import { forgetCursors, forgetPartitionCursors } from '../db/models/state';
+import { lockChangeFeed, tombstoneDeselected } from '../db/models/records';
 import { forgetEtags } from '../db/models/provider-etags';
 
 export type { ConnectionRow } from '../db/models/connections';
@@ -195,6 +196,9 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   // resolve its alert: a grant shared into the connection is new credentials like any other.
   const row = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, id, 'locked');
+    // A config change may tombstone records: the change-feed lock first, then the row's, the
+    // order a page's store and a full pass's deletion step take them.
+    if (change.config !== undefined) await lockChangeFeed(tx, id);
     // What the write depends on (the status, the config the credentials are bound to) is read
     // under the row's lock, held until the write: a disable or another update that committed
     // meanwhile is decided on, never written over.
@@ -209,10 +213,21 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     const unbound = config !== undefined && change.credentials === undefined &&
       credentialBinding(current.provider_slug, current.config ?? {}) !== credentialBinding(current.provider_slug, config);
     const updated = await connections.updateConnection(tx, id, { config, sealedCredentials: unbound ? null : sealedCredentials, schedule });
+    // What the config no longer selects (a resource type, a repository) leaves the live set now,
+    // each record one deletion in the feed: the synced set is the provider's data as the config
+    // selects it. Done here, under the feed lock, rather than by a later pass: no pass of a removed
+    // resource type runs again, and a pass that read the older config re-reads it under the same
+    // lock before it stores a page (see upsertRecords' configEpoch), so it writes none of them.
+    const dropped = config === undefined ? { resourceTypes: [], partitions: [] } : deselectedBy(current.provider_slug, current.config ?? {}, config);
+    await tombstoneDeselected(tx, { connectionId: id, at: new Date() }, dropped);
+    // A dropped partition named again is read whole (its records are tombstones now): its cursors
+    // go, and its resource types' ETags (a 304 would skip its pages; they are not known by partition).
+    await forgetPartitionCursors(tx, id, [...new Set(dropped.partitions.map((p) => p.partition))]);
     // A resource whose listing changed is read whole next: its cursors and ETags are the old listing's.
     const relisted = config === undefined ? [] : changedListings(current.provider_slug, current.config ?? {}, config);
-    await forgetCursors(tx, id, relisted);
-    await forgetEtags(tx, id, relisted);
+    // A dropped resource type, configured again, is read whole too.
+    await forgetCursors(tx, id, [...new Set([...relisted, ...dropped.resourceTypes])]);
+    await forgetEtags(tx, id, [...new Set([...relisted, ...dropped.resourceTypes, ...dropped.partitions.map((p) => p.resourceType)])]);
     const stored = updated && shared ? await shareGrant(tx, updated, shared) : updated;
     if (stored && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return stored;

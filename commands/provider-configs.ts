@@ -4,6 +4,7 @@ import { demoConfigSchema } from '../connectors/demo';
 import { GITHUB_CREDENTIALS_DOC, githubConfigSchema } from '../connectors/github';
 import { httpConfigSchema } from '../connectors/http';
 import { connectorSlugs, getConnector } from '../connectors/registry';
+import { deselection, type Deselection } from '../connectors/selection';
 
 /** The zod schema of each provider's connection config (the connector's own). */
 export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema, http: httpConfigSchema } as const;
@@ -53,6 +54,16 @@ export function configProblem(provider: string, config: Record<string, unknown>)
 export function keepSpelling(provider: string, current: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown> {
   if (!connectorSlugs().includes(provider)) return next;
   return getConnector(provider).keepSpelling?.(current, next) ?? next;
+}
+
+/**
+ * What a `provider` connection's config change from `before` to `after` stops selecting (resource
+ * types, and partitions such as GitHub repositories): see `deselection`. Nothing for an unknown
+ * provider.
+ */
+export function deselectedBy(provider: string, before: Record<string, unknown>, after: Record<string, unknown>): Deselection {
+  if (!connectorSlugs().includes(provider)) return { resourceTypes: [], partitions: [] };
+  return deselection(getConnector(provider), before, after);
 }
 
 /**

@@ -548,6 +548,11 @@ export const githubConnector: Connector = {
     return [...parseGitHubConfig(config).repositories];
   },
 
+  partitionIdPrefix(partition) {
+    // An issue's id is `owner/name#number`; neither owner nor name may hold a '#'.
+    return `${partition}#`;
+  },
+
   listing(config, resourceType) {
     const cfg = parseGitHubConfig(config);
     // Repositories are partitions, each with its own cursor; another API host is another listing.

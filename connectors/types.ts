@@ -191,6 +191,12 @@ export interface Connector {
   /** The partitions a connection's config reads separately (GitHub: its repositories); absent: one, ''. */
   partitions?(config: Record<string, unknown>): string[];
   /**
+   * What the external id of every record of partition `partition` starts with, and no other
+   * partition's does (GitHub: `owner/name#`): a config change that stops naming the partition
+   * tombstones the records it finds by it. Required with `partitions`.
+   */
+  partitionIdPrefix?(partition: string): string;
+  /**
    * Whether a full pass over `resource` is a consistent listing: a record it did not serve was
    * absent from the provider at some moment of the pass (keyset or provider-cursor paging, or an
    * order in which changes only move items to pages not yet read). Unset: false.

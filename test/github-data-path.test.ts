@@ -125,13 +125,15 @@ describe('github data path under change', () => {
     expect(await driver.tombstones(id, 'issues')).toEqual([]);
   });
 
-  it('a full pass that ends after a PATCH named again a repository its config had dropped tombstones none of that repository\'s issues', async () => {
+  it('a full pass that ends after a PATCH named again a repository its config had dropped tombstones nothing; the issues the drop tombstoned come back at the next pass', async () => {
     gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 606, issues: 2 }, 'o/b': { id: 607, issues: 2 } } });
     const fake = gh;
     const id = await connection(fake, ['o/a', 'o/b']);
     await full(id);
     const commands = testCommandDeps(db.pool, fakeTemporal().client);
     await updateConnection(commands, id, { config: config(fake, ['o/a']) });
+    // Dropped, o/b is no longer synced: its issues are tombstones.
+    expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#1', 'o/b#2']);
     // While the next full pass reads o/a alone, o/b is configured again.
     let patch: (() => Promise<unknown>) | null = () => updateConnection(commands, id, { config: config(fake, ['o/a', 'o/b']) });
     fake.beforeServe = async () => {
@@ -139,9 +141,13 @@ describe('github data path under change', () => {
       patch = null;
       await change?.();
     };
-    await full(id);
+    const pass = await full(id);
     fake.beforeServe = null;
     expect(patch).toBeNull();
+    expect(pass.get('issues')).toMatchObject({ status: 'completed', deletedCount: 0 });
+    expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#1', 'o/b#2']);
+    // Named again, o/b has no cursor: the next pass reads it whole.
+    await issues(id);
     expect(await driver.tombstones(id, 'issues')).toEqual([]);
     expect(await titles(id)).toEqual(truth(fake, ['o/a', 'o/b']));
   });

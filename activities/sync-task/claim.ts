@@ -34,7 +34,7 @@ export async function claimTask(pool: Pool, input: SyncTaskInput, attempt: numbe
     if (task.connection_status === 'disabled') return null;
     const ours = task.status === 'pending' || (task.status === 'processing' && attempt > 1);
     if (!ours) return null;
-    const { startedAt, claim } = await markTaskProcessing(tx, input.taskId);
+    const { startedAt, claim } = await markTaskProcessing(tx, input.taskId, task.config_epoch);
     const lost = input.mode === 'full' && task.pages_done > 0 ? await restartIfSeenSetLost(tx, input.jobId, input.taskId) : null;
     return { task, lost, startedAt, claim };
   });

@@ -12,6 +12,7 @@ import type { ActivityDeps } from '../deps';
 import { lockConfigForShare } from '../../db/models/connections';
 import { listsAlike, TaskTakenOver, type Pass } from './pass';
 import { restartIfSeenSetLost } from './seen-set';
+import { selectedNow } from '../selected-now';
 
 /** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
 export const MAX_RECHECKS = 100;
@@ -52,10 +53,13 @@ export async function confirmDeletions(
   if (alive.length > 0) {
     await withTransaction(pool, async (tx) => {
       const where = { connectionId: target.connectionId, resourceType: target.resourceType };
-      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt }, alive);
+      // Only those the config selects now: a config change since the pass read its config may
+      // have tombstoned some (a repository no longer configured), not to come back from here.
+      const selected = await selectedNow(tx, connector, target.connectionId, target.resourceType, alive);
+      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt }, selected);
       // Those found unchanged are noted as fetched now: the next pass re-checks the candidates
       // fetched longest ago first, so always-alive records never take every re-check.
-      await confirmFetched(tx, { ...where, fetchedAt }, alive);
+      await confirmFetched(tx, { ...where, fetchedAt }, selected);
     });
   }
   const gone = new Set(answer.gone.filter((id) => asked.has(id)));

@@ -1,11 +1,11 @@
 import type { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { fetchingAhead, pagesOf } from '../../connectors/pages';
-import type { FetchPageResult, StoredValidator } from '../../connectors/types';
+import type { ConnectorRecord, FetchPageResult, StoredValidator } from '../../connectors/types';
 import { upsertRecords } from '../../db/models/records';
 import { saveEtags } from '../../db/models/provider-etags';
 import { advanceCursors } from '../../db/models/state';
-import { lockConfigForShare } from '../../db/models/connections';
+import { holdTask } from '../../db/models/tasks';
 import type { Queryable } from '../../db/queryable';
 import { withTransaction } from '../../db/transaction';
 import { nextCursor } from '../../policy/cursor';
@@ -15,7 +15,8 @@ import { toActivityFailure } from '../../services/connector-failure';
 import type { ActivityDeps } from '../deps';
 import { requestBudget } from '../../services/rate-budget';
 import { confirmDeletions, type Deletable } from './deletion';
-import { listingOf, TaskTakenOver, type Pass, type PassProgress } from './pass';
+import { selectedNow } from '../selected-now';
+import { TaskTakenOver, type Pass, type PassProgress } from './pass';
 
 /**
  * Reads the pass from where `progress` stands to its last page, storing each page as it comes
@@ -80,6 +81,14 @@ export async function readPass(
  * the upsert's one statement, which is the page's whole transaction unless the page also has
  * ETags to save or partitions whose cursors it completed (then one transaction holds those
  * statements too); then counts it and heartbeats.
+ *
+ * The statement writes only while the connection's config is the one the pass read (its count of
+ * config changes, read under a share lock held to the commit). After a config change (even one
+ * undone since) the page is stored under the config as it is now: only the records it selects (a
+ * partition or resource type it stopped selecting had its records tombstoned by the change, and
+ * none of them may come back from a pass of the older config), and neither ETags nor cursors: the
+ * pass read some of its pages under another config, so they vouch for nothing the next pass may
+ * skip (a dropped repository named again must be read whole; a changed listing too).
  */
 async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress: PassProgress, page: FetchPageResult & { fetchedAt: Date }): Promise<void> {
   const { input, task, connectionId, connector, window, backfill } = pass;
@@ -96,34 +105,38 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
   const cursors = !backfill && completed.size > 0
     ? [...completed].map((p) => ({ partition: p, cursor: nextCursor(progress.highWater.get(p) ?? null, pass.passStart, progress.holds.get(p) ?? null) }))
     : null;
-  const write = async (db: Queryable) => {
+  const write = async (db: Queryable, stored: ConnectorRecord[], configEpoch?: string) => {
     const counts = await upsertRecords(
       db,
       {
         connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
-        seenBy: pass.full ? input.taskId : undefined,
+        seenBy: pass.full ? input.taskId : undefined, ...(configEpoch !== undefined && { configEpoch }),
       },
-      records,
-      { taskId: input.taskId, claim: pass.claim, nextPageToken: page.nextPageToken, records: records.length, partitions: progress.logged() },
+      stored,
+      { taskId: input.taskId, claim: pass.claim, nextPageToken: page.nextPageToken, records: stored.length, partitions: progress.logged() },
     );
     // Nothing was written: the ETags and cursors are not this run's to store either.
     if (!counts.held) throw new TaskTakenOver(input.taskId);
-    return counts.added + counts.updated;
+    return counts;
   };
-  const written = etags || cursors
+  const guarded = etags || cursors
     ? await withTransaction(deps.pool, async (tx) => {
-      const n = await write(tx);
-      // A config change that altered this listing since the pass read its config dropped the
-      // listing's cursors and ETags: this pass's are the old listing's, not stored. The config is
-      // read locked (FOR SHARE) until the page commits, so such a change waits or is seen.
-      if (pass.listing !== undefined) {
-        const current = await lockConfigForShare(tx, connectionId);
-        if (current === null || listingOf(connector, current, input.resourceType) !== pass.listing) return n;
-      }
+      const counts = await write(tx, records, task.config_epoch);
+      if (counts.current === false) return counts;
       if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
       if (cursors) await advanceCursors(tx, connectionId, input.resourceType, cursors);
-      return n;
+      return counts;
     })
-    : await write(deps.pool);
-  progress.stored(page.nextPageToken, records.length, written);
+    : await write(deps.pool, records, task.config_epoch);
+  let stored = records;
+  let counts = guarded;
+  if (guarded.current === false) {
+    ({ stored, counts } = await withTransaction(deps.pool, async (tx) => {
+      // The task row first, then the feed lock and the config's (the order the page statement takes them).
+      if (!(await holdTask(tx, input.taskId, pass.claim))) throw new TaskTakenOver(input.taskId);
+      const selected = await selectedNow(tx, connector, connectionId, input.resourceType, records);
+      return { stored: selected, counts: await write(tx, selected) };
+    }));
+  }
+  progress.stored(page.nextPageToken, stored.length, counts.added + counts.updated);
 }

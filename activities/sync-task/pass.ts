@@ -54,21 +54,7 @@ export interface Pass {
   /** The credential source: the connector asks it for the current credential with every request. */
   source: CredentialProvider;
   connector: Connector;
-  /**
-   * The listing the pass reads (`listingOf` the run's config), derived once for the pass; absent
-   * when the connector has no listing (no config change alters what it lists).
-   */
-  listing?: string | null;
   log: Logger;
-}
-
-/** The connector's listing of `resourceType` under `config`; null for a config it refuses (as for one that lists nothing). */
-export function listingOf(connector: Connector, config: Record<string, unknown>, resourceType: string): string | null {
-  try {
-    return connector.listing!(config, resourceType);
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -107,7 +93,6 @@ export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed
     changedBefore: new Date(passStart.getTime() - CURSOR_CLOCK_SKEW_MS),
     source,
     connector,
-    ...(connector.listing && { listing: listingOf(connector, task.config ?? {}, input.resourceType) }),
     log: deps.logger.child({ job_id: input.jobId, task_id: input.taskId, connection_id: connectionId, resource_type: input.resourceType }),
   };
 }

@@ -231,6 +231,8 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
   const { rows } = await db.query<StoredConnection>(
     `update connections c
         set config = coalesce($2, c.config),
+            -- Every config change counts: a pass compares the count its config was read at.
+            config_epoch = c.config_epoch + case when $2::jsonb is null then 0 else 1 end,
             credentials = case when $3 then to_jsonb($4::text) else c.credentials end,
             credential_kind = case when $3 then ${CREDENTIAL.token} else c.credential_kind end,
             oauth_app_id = case when $3 then null else c.oauth_app_id end,
@@ -389,12 +391,14 @@ export interface SyncSource {
   credentials: unknown;
   /** The OAuth 2 grant the credentials are of (sealed bound to its id), else null. */
   oauth_grant_id: string | null;
+  /** How many config changes the connection had when `config` was read (a bigint, as a string). */
+  config_epoch: string;
 }
 
 /** The provider, config and credentials of connection `id`, or null. */
 export async function findSyncSource(db: Queryable, id: string): Promise<SyncSource | null> {
   const { rows } = await db.query<SyncSource>(
-    `select c.tenant_id, c.provider_slug, c.config, ${CREDENTIALS_OF('c', 'g')} as credentials, c.oauth_grant_id
+    `select c.tenant_id, c.provider_slug, c.config, ${CREDENTIALS_OF('c', 'g')} as credentials, c.oauth_grant_id, c.config_epoch::text as config_epoch
        from connections c left join oauth_grants g on g.id = c.oauth_grant_id where c.id = $1`,
     [id],
   );

@@ -38,6 +38,8 @@ export interface UpsertCounts {
 export interface UpsertResult extends UpsertCounts {
   seen: number;
   held: boolean;
+  /** With `configEpoch`: false when the connection's config changed since (nothing was written). */
+  current?: boolean;
 }
 
 /**
@@ -78,6 +80,13 @@ export interface PageProgress {
  * never moves back, so no deletion step of that task can take it as a candidate). A first full
  * sync therefore writes no seen-set at all; a re-sync writes one row per unchanged record.
  *
+ * With `configEpoch` (the connection's count of config changes when the records' pass read its
+ * config), the statement reads the connection's count under a share lock taken after the feed lock
+ * (the locking read sees a change that committed while the statement waited for the lock, and
+ * holds off one that comes later until the page commits), and writes nothing at all, not even the
+ * progress, when the config changed since (`current` false): the caller stores the page again
+ * under the config as it is now (it may no longer select some of these records).
+ *
  * With `progress` (a job task's page), the same statement first locks the task row, and writes
  * anything at all only when the task is still `processing` under the run's claim token (`held`
  * false otherwise: a later claim took it over, or it ended); it then also counts the page into the
@@ -95,11 +104,13 @@ export async function upsertRecords(
     seenBy?: string;
     /** When the provider request that served these records began; `at` when not given. */
     fetchedAt?: Date;
+    /** Written only while the connection's count of config changes is still this one (see above). */
+    configEpoch?: string;
   },
   records: ConnectorRecord[],
   progress?: PageProgress,
 ): Promise<UpsertResult> {
-  if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0, held: true };
+  if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0, held: true, ...(target.configEpoch !== undefined && { current: true }) };
   // One id served twice in a page: its newer version is written (as across pages, an older one
   // never replaces it; the pass's cursor moves past the newer one's change time), else the later.
   const byId = new Map<string, ConnectorRecord>();
@@ -108,12 +119,16 @@ export async function upsertRecords(
     if (!kept || !(r.updatedAt !== null && kept.updatedAt !== null && Date.parse(r.updatedAt) < Date.parse(kept.updatedAt))) byId.set(r.externalId, r);
   }
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
-  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean }>(
+  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean; current: boolean }>(
     `with held as (select t.id from sync_tasks t where t.id = $9::uuid and t.claim = $13::uuid and t.status = ${TASK.processing} for no key update),
           -- The task row first, then the feed lock (the deletion step's order): a page the run no
           -- longer holds takes neither and reads no rows.
           feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text)) where $9::uuid is null or exists (select 1 from held)),
-          page as (select r.* from feed_lock, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
+          -- The config's count read after the feed lock (the row lock waits for it), locked FOR
+          -- SHARE to the commit: the latest committed count, and no change commits before the page.
+          config as (select c.config_epoch = $15::bigint as same from feed_lock, connections c where $15::bigint is not null and c.id = $1 for share of c),
+          fresh as (select from feed_lock where $15::bigint is null or coalesce((select same from config), false)),
+          page as (select r.* from fresh, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
           written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at)
        select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8
@@ -174,18 +189,19 @@ export async function upsertRecords(
               written_count = t.written_count + c.added + c.updated, added_count = t.added_count + c.added, updated_count = t.updated_count + c.updated,
               unchanged_count = t.unchanged_count + (c.distinct_ids - c.added - c.updated), partition_progress = $12::jsonb,
               seen_count = t.seen_count + c.seen, heartbeat_at = now()
-         from counted c, held h
+         from counted c, held h, fresh
         where t.id = h.id),
-          job as (update sync_jobs set processed_entities = processed_entities + $11 where id = $3 and exists (select 1 from held))
-     select added, updated, seen, ($9::uuid is null or exists (select 1 from held)) as held from counted`,
+          job as (update sync_jobs set processed_entities = processed_entities + $11 where id = $3 and exists (select 1 from held) and exists (select 1 from fresh))
+     select added, updated, seen, ($9::uuid is null or exists (select 1 from held)) as held,
+            ($15::bigint is null or exists (select 1 from fresh)) as current from counted`,
     [
       target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
-      progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS,
+      progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null,
     ],
   );
-  const { added, updated, seen, held } = counts[0]!;
-  return { added, updated, unchanged: held ? rows.length - added - updated : 0, seen, held };
+  const { added, updated, seen, held, current } = counts[0]!;
+  return { added, updated, unchanged: held && current ? rows.length - added - updated : 0, seen, held, ...(target.configEpoch !== undefined && { current }) };
 }
 
 /** Which unseen records a full pass's deletion step may judge (see `listDeletionCandidates`). */
@@ -264,6 +280,35 @@ export async function tombstoneUnseenRecords(
         and ($6::text[] is null or r.external_id = any($6::text[]))
         and r.external_id <> all($7::text[])`,
     [target.connectionId, target.resourceType, target.taskId, target.changedBefore, target.at, only, except],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Tombstones the live records of connection `connectionId` that a config change stopped selecting:
+ * every record of `resourceTypes`, and of each `partitions` entry the records of its resource type
+ * whose id starts with its prefix. Each gets `deleted_at`, a new `change_seq` and the `delete`
+ * change (data kept), once: a tombstone is not live. Run under the connection's change-feed lock,
+ * taken here (a page stored after it by a pass of the older config re-reads the config under it).
+ * Returns how many it tombstoned.
+ */
+export async function tombstoneDeselected(
+  tx: PoolClient,
+  target: { connectionId: string; at: Date },
+  deselected: { resourceTypes: readonly string[]; partitions: readonly { resourceType: string; idPrefix: string }[] },
+): Promise<number> {
+  if (deselected.resourceTypes.length === 0 && deselected.partitions.length === 0) return 0;
+  await lockChangeFeed(tx, target.connectionId);
+  const { rowCount } = await tx.query(
+    `update records r set deleted_at = $2, synced_at = $2, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+      where r.connection_id = $1 and r.deleted_at is null
+        and (r.resource_type = any($3::text[])
+             or exists (select 1 from unnest($4::text[], $5::text[]) as p(resource_type, prefix)
+                         where r.resource_type = p.resource_type and starts_with(r.external_id, p.prefix)))`,
+    [
+      target.connectionId, target.at, [...deselected.resourceTypes],
+      deselected.partitions.map((p) => p.resourceType), deselected.partitions.map((p) => p.idPrefix),
+    ],
   );
   return rowCount ?? 0;
 }

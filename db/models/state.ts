@@ -54,3 +54,12 @@ export async function forgetCursors(db: Queryable, connectionId: string, resourc
   if (resourceTypes.length === 0) return;
   await db.query('delete from sync_state where connection_id = $1 and resource_type = any($2::text[])', [connectionId, [...resourceTypes]]);
 }
+
+/**
+ * Forgets the cursors of the connection's `partitions` in every resource type (partitions a config
+ * change stopped naming, whose records it tombstoned): named again, each is read whole.
+ */
+export async function forgetPartitionCursors(db: Queryable, connectionId: string, partitions: readonly string[]): Promise<void> {
+  if (partitions.length === 0) return;
+  await db.query('delete from sync_state where connection_id = $1 and partition = any($2::text[])', [connectionId, [...partitions]]);
+}

@@ -110,6 +110,11 @@ export interface TaskToSync {
   /** The OAuth 2 grant the credentials are of (sealed bound to its id), else null. */
   oauth_grant_id: string | null;
   deleted_count: number;
+  /**
+   * The connection's config changes counted when the task's pass first read its config (kept
+   * when the task resumes; the connection's count now, read with `config`, before its first claim).
+   */
+  config_epoch: string;
 }
 
 /**
@@ -121,7 +126,7 @@ export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<Ta
   const { rows } = await tx.query<TaskToSync>(
     `select t.status, t.page_token, t.pages_done, t.entity_count, t.written_count, t.partition_progress, t.started_at, t.deleted_count,
             j.connection_id, j.window_start, j.window_end, c.tenant_id, c.provider_slug, c.status as connection_status, c.config,
-            ${CREDENTIALS_OF('c', 'g')} as credentials, c.oauth_grant_id
+            ${CREDENTIALS_OF('c', 'g')} as credentials, c.oauth_grant_id, coalesce(t.config_epoch, c.config_epoch)::text as config_epoch
        from sync_tasks t
        join sync_jobs j on j.id = t.job_id
        join connections c on c.id = j.connection_id
@@ -137,11 +142,12 @@ export async function lockTaskToSync(tx: PoolClient, taskId: string): Promise<Ta
  * claim token; returns its start time and the token, which this run's every progress write names
  * (`holdTask`, the page statement), so a run whose task a later claim took over writes nothing more.
  */
-export async function markTaskProcessing(tx: Queryable, taskId: string): Promise<{ startedAt: Date; claim: string }> {
+export async function markTaskProcessing(tx: Queryable, taskId: string, configEpoch: string): Promise<{ startedAt: Date; claim: string }> {
   const { rows } = await tx.query<{ started_at: Date; claim: string }>(
-    `update sync_tasks set status = ${TASK.processing}, started_at = coalesce(started_at, now()), heartbeat_at = now(), claim = gen_random_uuid()
+    `update sync_tasks set status = ${TASK.processing}, started_at = coalesce(started_at, now()), config_epoch = coalesce(config_epoch, $2::bigint),
+            heartbeat_at = now(), claim = gen_random_uuid()
       where id = $1 returning started_at, claim`,
-    [taskId],
+    [taskId, configEpoch],
   );
   return { startedAt: rows[0]!.started_at, claim: rows[0]!.claim };
 }

@@ -1,8 +1,9 @@
 // A model-based test of the GitHub data path: random histories of a fake GitHub whose issues and
 // pull requests are edited, created and deleted BETWEEN the page requests of a pass, with whole-
 // second timestamps (many ties), small pages, 3 configured repositories and 2 more added to the
-// config at random, and full, incremental and backfill passes in random order. The sync passes
-// run the real syncTask activity (MockActivityEnvironment) on real Postgres.
+// config at random, repositories dropped from the config (by the PATCH command, between passes or
+// while a pass reads) and named again, and full, incremental and backfill passes in random order.
+// The sync passes run the real syncTask activity (MockActivityEnvironment) on real Postgres.
 //
 // Invariants:
 // - after every full pass, no record that existed at the provider for the whole of that pass (in
@@ -12,15 +13,20 @@
 // - once the provider is quiet, one incremental pass brings every record the provider has to its
 //   current data (no change was skipped);
 // - after a quiet full pass and a quiet incremental one, the records feed read from the start
-//   (latest state per record, tombstones left out) equals the provider's truth, ids and data.
+//   (latest state per record, tombstones left out) equals the provider's truth, ids and data;
+// - after a repository is dropped from the config (and after every pass since), the feed holds no
+//   live record of it: none stays, and no pass that read the older config writes one back.
 //
 // Shared by test/github-model.test.ts (a few runs in `npm test`) and the longer run of `npm run test:models`.
 import { appendFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { expect } from 'vitest';
+import { updateConnection } from '../../commands/connections';
 import { readChangesPage } from '../../db/models/records';
 import type { Pool } from '../../db/pool';
+import { testCommandDeps } from './deps';
 import { startFakeGitHub, type FakeGitHub, type FakeGitHubItem } from './fake-github';
+import { fakeTemporal } from './fake-temporal';
 import { syncDriver } from './sync-driver';
 
 const TOKEN = 'ghp_model_token_1234567890abcdef';
@@ -42,9 +48,11 @@ interface Mutation {
   op: Op;
 }
 type Step =
-  | { kind: 'full' | 'incremental'; mutations: Mutation[] }
+  /** `drop`: a configured repository dropped by a PATCH while the pass waits for its `at`-th request. */
+  | { kind: 'full' | 'incremental'; mutations: Mutation[]; drop?: { repo: number; at: number } }
   | { kind: 'backfill'; mutations: Mutation[]; start: number; length: number }
-  | { kind: 'add' };
+  | { kind: 'add' }
+  | { kind: 'drop'; repo: number };
 interface Scenario {
   perPage: number;
   initial: { issues: number; pulls: number }[];
@@ -59,6 +67,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 const mutationsArb = fc.array(fc.record({ after: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb,
+      drop: fc.record({ repo: fc.nat(), at: fc.integer({ min: 1, max: 8 }) }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), repo: fc.nat() }) },
   {
     weight: 1,
     arbitrary: fc.record({ kind: fc.constant('backfill' as const), mutations: mutationsArb, start: fc.nat(20), length: fc.integer({ min: 1, max: 20 }) }),
@@ -124,6 +140,19 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
     let configured = [...INITIAL];
     const config = () => ({ base_url: fake.baseUrl, repositories: configured, resource_types: RESOURCES, per_page: scenario.perPage });
     const id = await driver.connection('github', config(), { token: TOKEN });
+    const commands = testCommandDeps(pool, fakeTemporal().client);
+    /** Stores the config as the API's PATCH does (a dropped repository's records become tombstones). */
+    const patch = async () => {
+      trace(`-- config: ${configured.join(', ')}`);
+      await updateConnection(commands, id, { config: config() });
+    };
+    /** Drops configured repository `n` (modulo; one always stays). */
+    const drop = async (n: number) => {
+      if (configured.length < 2) return;
+      const gone = configured[n % configured.length]!;
+      configured = configured.filter((r) => r !== gone);
+      await patch();
+    };
 
     /** Applies one op to the fake; returns the id it deleted, if any. */
     const apply = (op: Op): string | null => {
@@ -148,10 +177,17 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
     };
 
     /** Runs a pass with `mutations` applied between its listing requests; returns the ids deleted meanwhile. */
-    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }) => {
+    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }, dropAt?: { repo: number; at: number }) => {
       const pending = [...mutations].sort((a, b) => a.after - b.after);
       const deleted = new Set<string>();
       let served = 0;
+      let asked = 0;
+      fake.beforeServe = dropAt
+        ? async () => {
+          asked += 1;
+          if (asked === dropAt.at) await drop(dropAt.repo);
+        }
+        : null;
       fake.afterServe = () => {
         served += 1;
         while (pending.length > 0 && pending[0]!.after <= served) {
@@ -165,6 +201,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
         for (const [resource, result] of results) expect(result.status, `${kind} pass of ${resource}`).toBe('completed');
       } finally {
         fake.afterServe = null;
+        fake.beforeServe = null;
         trace(`-- ${kind} pass${window ? ` [${window.start.toISOString()}, ${window.end.toISOString()})` : ''}: requests ${from + 1}…${fake.requests.length}`);
         for (const [i, r] of fake.requests.slice(from).entries()) trace(`   ${from + i + 1} ${decodeURIComponent(r.url)}${r.headers['if-none-match'] ? ' (conditional)' : ''}`);
         trace(`   ops left: ${JSON.stringify(pending)}; deleted: ${[...deleted].join(', ')}`);
@@ -181,16 +218,31 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       return out;
     };
 
+    /** No live record of a repository not configured: a drop tombstones them, no pass writes one back. */
+    const noneOfDropped = async (when: string) => {
+      const dropped = REPOS.filter((r) => !configured.includes(r));
+      for (const [resource, records] of await feed()) {
+        const alive = [...records.keys()].filter((x) => dropped.some((r) => x.startsWith(`${r}#`)));
+        expect(alive, `${resource} of a repository dropped from the config, live ${when}`).toEqual([]);
+      }
+    };
+
     /** The tombstones, by resource. */
     const tombstones = async () => new Map(await Promise.all(RESOURCES.map(async (r) => [r, new Set(await driver.tombstones(id, r))] as const)));
 
     for (const step of scenario.steps) {
       if (step.kind === 'add') {
-        const next = SPARE.find((repo) => !configured.includes(repo));
+        // A spare repository, or one dropped earlier (named again: its records come back).
+        const next = REPOS.find((repo) => !configured.includes(repo));
         if (next) {
           configured = [...configured, next];
-          await driver.setConfig(id, config());
+          await patch();
         }
+        continue;
+      }
+      if (step.kind === 'drop') {
+        await drop(step.repo);
+        await noneOfDropped('after the PATCH that dropped it');
         continue;
       }
       if (step.kind === 'backfill') {
@@ -200,11 +252,14 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       }
       // Whatever exists now and is not deleted during the pass existed for the whole pass.
       const before = truthOf(fake, configured);
-      const deleted = await runPass(step.kind, step.mutations);
+      const deleted = await runPass(step.kind, step.mutations, undefined, step.drop);
+      await noneOfDropped(`after a ${step.kind} pass`);
       if (step.kind === 'full') {
         const dead = await tombstones();
+        // A repository dropped while the pass ran had its records tombstoned by the drop.
+        const kept = (x: string) => configured.some((r) => x.startsWith(`${r}#`));
         for (const [resource, ids] of before) {
-          const wrong = [...ids.keys()].filter((x) => !deleted.has(x) && dead.get(resource)!.has(x));
+          const wrong = [...ids.keys()].filter((x) => kept(x) && !deleted.has(x) && dead.get(resource)!.has(x));
           expect(wrong, `${resource} that existed for the whole of a full pass but are tombstones after it`).toEqual([]);
         }
       }
