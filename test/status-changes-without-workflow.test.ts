@@ -291,9 +291,9 @@ describe('status changes while the connection workflow is not running', () => {
     // The page's transaction as the sync task's page store runs it: the page's statement (which
     // locks the task's row and the job's), then the connection's config read FOR SHARE.
     const page = withTransaction(db.pool, async (tx) => {
-      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date() };
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
       await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: {},
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       open();
       // The disable now ends the job: it waits for the page's locks.
@@ -364,9 +364,9 @@ describe('status changes while the connection workflow is not running', () => {
     // The page's transaction as the sync task's page store runs it: the page's statement (its
     // records reference the connection), then the connection's config read FOR SHARE.
     const page = withTransaction(db.pool, async (tx) => {
-      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date() };
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
       await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: {},
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       deleting = deleteConnection(commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
       // The delete's transaction waits for the page's locks, or has recorded the purge.
