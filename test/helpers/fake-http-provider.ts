@@ -64,6 +64,8 @@ export interface FakeHttpProvider {
   beforeRequest: ((url: URL) => void) | null;
   /** Runs after `beforeRequest`: true answers the request 503 (a provider error on that page). */
   failRequest: ((url: URL) => boolean) | null;
+  /** A promise holds a list page's answer, made at the request, until it settles (a slow answer: the data is as it was when asked). */
+  holdResponse: ((url: URL) => Promise<void> | null) | null;
   /** The current second (whole seconds), never before the last change time given out. */
   now(): number;
   /** A new item; with `id`, one of that id (an item deleted and created again under its old id). */
@@ -93,6 +95,7 @@ export async function startFakeHttpProvider(opts: {
     requests: 0,
     beforeRequest: null,
     failRequest: null,
+    holdResponse: null,
     now() {
       latest = Math.max(latest, Math.floor(clock() / 1000) * 1000);
       return latest;
@@ -134,8 +137,14 @@ export async function startFakeHttpProvider(opts: {
     const sinceMs = since === null ? null : Date.parse(since);
     const listed = state.list().filter((i) => sinceMs === null || Date.parse(i.updated_at) >= sinceMs);
     const send = (body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(200, { 'content-type': 'application/json', ...opts.headers, ...headers });
-      res.end(JSON.stringify(body));
+      const text = JSON.stringify(body);
+      const write = () => {
+        res.writeHead(200, { 'content-type': 'application/json', ...opts.headers, ...headers });
+        res.end(text);
+      };
+      const hold = state.holdResponse?.(url);
+      if (hold) void hold.then(write);
+      else write();
     };
     const size = opts.size;
     /** The keyset page after `after` (exclusive), and the position of its last item when more follow. */

@@ -9,13 +9,15 @@
 // - the provider's changes include an item deleted and created again under its old id, an edit
 //   of the item changed last within the same second (only its data changes), and an edit stamped
 //   a second or two BEFORE the item's last change time (a provider whose servers' clocks differ);
-// - the provider's clock is behind ours (2 hours), as a provider's whole-second times are, so
-//   its change times are believable and the cursors move to the newest change time seen, never
-//   held back by the clock-skew margin;
-// - besides a pass alone, a pass may overlap a pass of the other kind of the same connection (a
-//   full job beside the connection's incremental one: both activities run at once and their page
-//   requests interleave), or fail at one of its page requests (503) and be retried as the same
-//   task (attempt 2), which resumes after its last stored page while the provider went on changing;
+// - the provider's clock is 2 hours behind ours and each change is visible as soon as it is
+//   stamped, so its change times are believable and the cursors move to the newest change time
+//   seen, never held back by the clock-skew margin (which would hide a skipped change);
+// - besides a pass alone, a pass may overlap another job's pass of the same connection (a full
+//   job beside the connection's incremental one or a backfill of a window: both activities run at
+//   once, the second from the first's n-th page request, their page requests interleave, and one
+//   page may be answered slowly, with the data as it was when asked, once one pass has ended), or
+//   fail at one of its page requests (503) and be retried as the same task (attempt 2), which
+//   resumes after its last stored page while the provider went on changing;
 // - a consumer reads the feed, in small pages from its own cursor, while the passes write and
 //   after each step.
 //
@@ -69,6 +71,17 @@ type Interleaving = 'alone' | 'overlap' | 'retry';
 interface Step {
   kind: 'full' | 'incremental';
   how: Interleaving;
+  /** For `overlap`: beside a full pass, the incremental one or a backfill (an incremental pass of a window); it starts once the first made `startAfter` page requests. */
+  partner: 'other' | 'backfill';
+  startAfter: number;
+  /**
+   * For `overlap`: the page request (of the step, counted after `startAfter`; 0: none) answered
+   * slowly: its answer, made when asked, is sent only once one of the two passes has ended (a page
+   * fetched before the other job's deletion step or cursor move, and stored after).
+   */
+  slowAt: number;
+  /** The backfill's window, in seconds from the first initial item's change time. */
+  window: [number, number];
   /** For `retry`: the page request (of the step) answered 503; the retry runs after `between` more ops. */
   failAt: number;
   between: Op[];
@@ -96,6 +109,10 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
     fc.record({
       kind: fc.constantFrom<'full' | 'incremental'>('full', 'incremental'),
       how: fc.constantFrom<Interleaving>('alone', 'overlap', 'retry'),
+      partner: fc.constantFrom<'other' | 'backfill'>('other', 'backfill'),
+      startAfter: fc.integer({ min: 0, max: 4 }),
+      slowAt: fc.integer({ min: 0, max: 4 }),
+      window: fc.tuple(fc.integer({ min: -2, max: 70 }), fc.integer({ min: 1, max: 40 })).map(([a, w]): [number, number] => [a, a + w]),
       failAt: fc.integer({ min: 1, max: 5 }),
       between: fc.array(opArb, { maxLength: 3 }),
       mutations: fc.array(fc.record({ before: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 }),
@@ -243,7 +260,18 @@ async function failedThenRetried(deps: ActivityDeps, connectionId: string, kind:
 
 const LISTING_KEPT_CHANGING = /the listing changed during each of \d+ reads/;
 
-async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scenario, label: string): Promise<void> {
+/** What the runs exercised, printed after them (a property that never reached a case proves nothing of it). */
+export interface ExactnessStats {
+  runs: number;
+  steps: Record<string, number>;
+  /** Retried steps whose first attempt did fail at its page (the others made fewer requests). */
+  retried: number;
+  slowAnswers: number;
+  /** Passes that failed as the listing kept changing (a job would retry them). */
+  listingKeptChanging: number;
+}
+
+async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scenario, label: string, stats: ExactnessStats): Promise<void> {
   // Two hours behind our clock: the provider's change times are believable, and every pass starts
   // long after them (the cursor takes the newest change time seen, not the clock-skew cap).
   const clock = { ms: Date.now() - 2 * 3_600_000 };
@@ -265,12 +293,32 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
     };
     const connectionId = await createHttpConnection(pool, config, label);
     const { deps } = testActivityDeps({ pool });
-    const pass = (kind: PassKind) => runPass(deps, connectionId, 'items', kind).then(({ result }) => expect(result.status, `${kind} pass`).toBe('completed'));
+    const pass = (kind: PassKind, window?: { start: Date; end: Date }) =>
+      runPass(deps, connectionId, 'items', kind, window).then(({ result }) => expect(result.status, `${kind} pass`).toBe('completed'));
+    const firstChange = Date.parse(initial[0]!.updated_at);
 
     for (const [index, step] of scenario.steps.entries()) {
       const pending = [...step.mutations].sort((a, b) => a.before - b.before);
       const first = fake.requests;
+      // The overlapping partner starts once the first pass made `startAfter` page requests (or ended).
+      let startPartner = () => {};
+      const partnerGate = new Promise<void>((resolve) => {
+        startPartner = resolve;
+      });
+      if (step.startAfter === 0) startPartner();
+      // A slow answer waits for one pass to end; asked once the partner started, so the other pass is running or done.
+      let oneEnded = () => {};
+      const ended = new Promise<void>((resolve) => {
+        oneEnded = resolve;
+      });
+      fake.holdResponse = () => {
+        if (step.how !== 'overlap' || step.slowAt === 0 || fake.requests - first !== step.startAfter + step.slowAt) return null;
+        world.log.push(`   request ${fake.requests} answered slowly`);
+        stats.slowAnswers += 1;
+        return ended;
+      };
       fake.beforeRequest = () => {
+        if (fake.requests - first >= step.startAfter) startPartner();
         while (pending.length > 0 && pending[0]!.before <= fake.requests - first) apply(world, pending.shift()!.op);
       };
       let failed = false;
@@ -278,23 +326,41 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
         if (step.how !== 'retry' || failed || fake.requests - first < step.failAt) return false;
         failed = true;
         world.log.push(`503 at request ${fake.requests}`);
+        stats.retried += 1;
         return true;
       };
       const present = new Set(fake.items.keys());
       world.disturbed.clear();
       world.log.push(`-- step ${index + 1}: ${step.how} ${step.kind}`);
+      const name = `${step.how} ${step.kind}${step.how === 'overlap' && step.kind === 'full' && step.partner === 'backfill' ? ' + backfill' : ''}`;
+      stats.steps[name] = (stats.steps[name] ?? 0) + 1;
       const reader = consumeWhile(pool, connectionId, consumer);
       try {
         if (step.how === 'alone') await pass(step.kind);
-        else if (step.how === 'overlap') await Promise.all([pass(step.kind), pass(step.kind === 'full' ? 'incremental' : 'full')]);
+        else if (step.how === 'overlap') {
+          // One job of each type at a time: beside an incremental pass only a full one; beside a full one an incremental pass or a backfill.
+          const backfill = step.kind === 'full' && step.partner === 'backfill';
+          const window = { start: new Date(firstChange + step.window[0] * 1000), end: new Date(firstChange + step.window[1] * 1000) };
+          world.log.push(`   beside it after ${step.startAfter} requests: ${backfill ? `backfill [${window.start.toISOString()}, ${window.end.toISOString()})` : step.kind === 'full' ? 'incremental' : 'full'}`);
+          const firstPass = pass(step.kind).finally(() => {
+            startPartner();
+            oneEnded();
+          });
+          const partner = partnerGate.then(() => (backfill ? pass('backfill', window) : pass(step.kind === 'full' ? 'incremental' : 'full'))).finally(oneEnded);
+          // Both end before the step does, whatever either does.
+          const failed = (await Promise.allSettled([firstPass, partner])).find((r) => r.status === 'rejected');
+          if (failed) throw failed.reason;
+        }
         else await failedThenRetried(deps, connectionId, step.kind, () => step.between.forEach((op) => apply(world, op)));
       } catch (err) {
         // A listing paged by position that never held still: the job would retry it later.
         if (!LISTING_KEPT_CHANGING.test(String(err))) throw err;
         world.log.push('(a pass failed: the listing kept changing)');
+        stats.listingKeptChanging += 1;
       } finally {
         fake.beforeRequest = null;
         fake.failRequest = null;
+        fake.holdResponse = null;
         await reader.stop();
       }
       if (step.kind === 'full' || step.how === 'overlap') {
@@ -337,18 +403,19 @@ let labels = 0;
  * (fixed in CI by test/setup-fast-check.ts; FC_SEED overrides, FC_PATH replays one failing run, FC_SHRINK=1
  * shrinks a failure), printing it first.
  */
-export async function checkHttpExactnessModel(pool: Pool, variant: ExactnessVariant, numRuns: number): Promise<number> {
+export async function checkHttpExactnessModel(pool: Pool, variant: ExactnessVariant, numRuns: number): Promise<ExactnessStats> {
   const seed = Number(process.env.FC_SEED ?? fc.readConfigureGlobal().seed ?? Math.floor(Math.random() * 2 ** 31));
   console.log(`http exactness model, ${exactnessVariantName(variant)}: seed ${seed} (FC_SEED=${seed} replays), ${numRuns} runs`);
-  let runs = 0;
+  const stats: ExactnessStats = { runs: 0, steps: {}, retried: 0, slowAnswers: 0, listingKeptChanging: 0 };
   await fc.assert(
     fc.asyncProperty(scenarioArb, async (scenario) => {
-      runs += 1;
+      stats.runs += 1;
       labels += 1;
-      await runScenario(pool, variant, scenario, `exact-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}-${labels}`);
+      await runScenario(pool, variant, scenario, `exact-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}-${labels}`, stats);
     }),
     // FC_SHRINK=1 shrinks a failure (slower) instead of reporting the first counterexample found.
     { numRuns, seed, endOnFailure: process.env.FC_SHRINK !== '1', ...(process.env.FC_PATH && { path: process.env.FC_PATH }) },
   );
-  return runs;
+  console.log(`http exactness model, ${exactnessVariantName(variant)}: ${JSON.stringify(stats)}`);
+  return stats;
 }
