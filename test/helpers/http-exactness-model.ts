@@ -33,7 +33,7 @@ import { syncTask } from '../../activities/sync-task';
 import type { ActivityDeps } from '../../activities/deps';
 import { readChangesPage } from '../../db/models/records';
 import type { Pool } from '../../db/pool';
-import type { SyncTaskInput } from '../../temporal/activities';
+import type { SyncTaskInput, SyncTaskResult } from '../../temporal/activities';
 import { testActivityDeps } from './deps';
 import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type FakeHttpProvider, type FakeHttpStyle, type FakeItem } from './fake-http-provider';
 import { createHttpConnection, runPass, storedRecords, type PassKind } from './http-sync';
@@ -251,7 +251,7 @@ async function failedThenRetried(deps: ActivityDeps, connectionId: string, kind:
       failed = true;
     }
     between();
-    const result = await new MockActivityEnvironment({ attempt: failed ? 2 : 1 }).run(syncTask(deps), input);
+    const result = (await new MockActivityEnvironment({ attempt: failed ? 2 : 1 }).run(syncTask(deps), input)) as SyncTaskResult;
     expect(result.status, `retried ${kind} pass`).toBe('completed');
   } finally {
     await deps.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
