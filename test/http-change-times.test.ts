@@ -88,4 +88,29 @@ describe('http connector: a change time the provider corrects backwards', () => 
     await runPass(deps, connectionId, 'items', 'full');
     expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('second');
   });
+
+  // Found by the exactness model (test/helpers/http-exactness-model.ts): an item edited with a change
+  // time a second or two before its stored one kept its old version through every later pass.
+  it("a record edited with a change time a second before its stored one (a provider's servers' clocks differ) takes that version at the next full pass", async () => {
+    const t1 = Date.now() - 3_600_000;
+    let items = [{ id: 'a', name: 'first', updated_at: new Date(t1).toISOString() }];
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(items));
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+      'backwards-second',
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+    items = [{ id: 'a', name: 'second', updated_at: new Date(t1 - 1000).toISOString() }];
+    await runPass(deps, connectionId, 'items', 'full');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('second');
+    // A version older by more than the clock skew is still older news: it never replaces the stored one.
+    items = [{ id: 'a', name: 'stale', updated_at: new Date(t1 - 1000 - 3_600_000).toISOString() }];
+    await runPass(deps, connectionId, 'items', 'full');
+    expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('second');
+  });
 });

@@ -61,10 +61,10 @@ export interface PageProgress {
  * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
- * provider says is older than the stored version (when the stored change time is believable: not
- * later than the stored version's fetch plus CURSOR_CLOCK_SKEW_MS), nor, when the provider's change
- * times are equal or missing (or the stored one is past its fetch), one fetched before the stored
- * version was (`fetched_at`: a page of an overlapping job fetched earlier and written later is
+ * provider says is older than the stored version by more than CURSOR_CLOCK_SKEW_MS (when the stored
+ * change time is believable: not later than the stored version's fetch plus that skew), nor, when the
+ * provider's change times are equal, missing or earlier by at most the skew (or the stored one is
+ * past its fetch), one fetched before the stored version was (`fetched_at`: a page of an overlapping job fetched earlier and written later is
  * older news; a page serving the stored version unchanged moves its `fetched_at` up, without a feed
  * change, while the fetch time can decide: see `confirmed`); every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
@@ -145,10 +145,16 @@ export async function upsertRecords(
           -- Never replace a newer version with an older one (two jobs of a connection can overlap):
           -- by the provider's change times when they differ and the stored one is believable (not
           -- after the stored version was fetched, less the clock skew: a provider clock gone wrong
-          -- once must not freeze the record), else by when each was fetched.
+          -- once must not freeze the record), else by when each was fetched. A change time earlier
+          -- than the stored one by no more than the clock skew orders nothing either: a provider's
+          -- servers' clocks differ by that much, so the next edit may carry a second or two less
+          -- than the last; the fetch times decide (else that version would be dropped by every
+          -- pass, full ones too, until the record changed again).
           and (case when records.source_updated_at <> excluded.source_updated_at
                      and records.source_updated_at <= coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     then excluded.source_updated_at > records.source_updated_at
+                         or (excluded.source_updated_at >= records.source_updated_at - $14 * interval '1 millisecond'
+                             and (records.fetched_at is null or $8::timestamptz >= records.fetched_at))
                     else records.fetched_at is null or $8::timestamptz >= records.fetched_at end)
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)

@@ -62,10 +62,16 @@ export interface FakeHttpProvider {
   requests: number;
   /** Runs before each page request is answered: the place for changes between page requests. */
   beforeRequest: ((url: URL) => void) | null;
+  /** Runs after `beforeRequest`: true answers the request 503 (a provider error on that page). */
+  failRequest: ((url: URL) => boolean) | null;
+  /** A promise holds a list page's answer, made at the request, until it settles (a slow answer: the data is as it was when asked). */
+  holdResponse: ((url: URL) => Promise<void> | null) | null;
   /** The current second (whole seconds), never before the last change time given out. */
   now(): number;
-  create(name?: string): FakeItem;
-  edit(id: string): FakeItem;
+  /** A new item; with `id`, one of that id (an item deleted and created again under its old id). */
+  create(name?: string, id?: string): FakeItem;
+  /** The next version of an item; `at` (ms) stamps it at that time instead, even one before its last (a provider clock gone back). */
+  edit(id: string, at?: number): FakeItem;
   remove(id: string): void;
   /** The truth, sorted as the provider lists it. */
   list(): FakeItem[];
@@ -88,21 +94,23 @@ export async function startFakeHttpProvider(opts: {
     items,
     requests: 0,
     beforeRequest: null,
+    failRequest: null,
+    holdResponse: null,
     now() {
       latest = Math.max(latest, Math.floor(clock() / 1000) * 1000);
       return latest;
     },
-    create(name) {
-      const id = `i${String(nextId++).padStart(5, '0')}`;
+    create(name, given) {
+      const id = given ?? `i${String(nextId++).padStart(5, '0')}`;
       const item = { id, name: name ?? `item ${id}`, version: 1, updated_at: iso(state.now()) };
       items.set(id, item);
       return item;
     },
-    edit(id) {
+    edit(id, stamp) {
       const old = items.get(id);
       if (!old) throw new Error(`no item ${id}`);
-      // A change time never goes back; within one second it stays (a real provider's whole seconds).
-      const at = Math.max(state.now(), Date.parse(old.updated_at));
+      // A change time never goes back (unless stamped); within one second it stays (a real provider's whole seconds).
+      const at = stamp ?? Math.max(state.now(), Date.parse(old.updated_at));
       const item = { ...old, version: old.version + 1, name: `${old.id} v${old.version + 1}`, updated_at: iso(at) };
       items.set(id, item);
       return item;
@@ -119,13 +127,24 @@ export async function startFakeHttpProvider(opts: {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     state.requests += 1;
     state.beforeRequest?.(url);
+    if (state.failRequest?.(url)) {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"error": "unavailable"}');
+      return;
+    }
     const q = url.searchParams;
     const since = q.get('updated_since');
     const sinceMs = since === null ? null : Date.parse(since);
     const listed = state.list().filter((i) => sinceMs === null || Date.parse(i.updated_at) >= sinceMs);
     const send = (body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(200, { 'content-type': 'application/json', ...opts.headers, ...headers });
-      res.end(JSON.stringify(body));
+      const text = JSON.stringify(body);
+      const write = () => {
+        res.writeHead(200, { 'content-type': 'application/json', ...opts.headers, ...headers });
+        res.end(text);
+      };
+      const hold = state.holdResponse?.(url);
+      if (hold) void hold.then(write);
+      else write();
     };
     const size = opts.size;
     /** The keyset page after `after` (exclusive), and the position of its last item when more follow. */
