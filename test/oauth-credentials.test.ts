@@ -23,6 +23,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
+import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
 import { capturingLogger } from './helpers/logs';
 import { findGrantForRefresh } from '../db/models/connections';
 import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
@@ -70,29 +71,10 @@ async function oauthConnection(expiresInSeconds: number): Promise<{ id: string; 
 }
 
 /** A running job of the connection with one task per resource type; the task ids. */
-async function job(connectionId: string, resources: string[]): Promise<{ jobId: string; tasks: string[] }> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, 'acme', 'incremental', 'manual', 'running', now()) returning id`,
-    [connectionId],
-  );
-  const jobId = rows[0]!.id;
-  const tasks: string[] = [];
-  for (const r of resources) {
-    const t = await db.pool.query<{ id: string }>('insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id', [jobId, r]);
-    tasks.push(t.rows[0]!.id);
-  }
-  return { jobId, tasks };
-}
-
-async function endJob(jobId: string) {
-  await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
-}
-
-function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string, attempt = 1) {
-  const { deps, lines } = testActivityDeps({ pool });
-  const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'incremental' };
-  return { lines, result: new MockActivityEnvironment({ attempt }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
-}
+const job = (connectionId: string, resources: string[]) => runningJob(db.pool, connectionId, resources, 'incremental');
+const endJob = (jobId: string) => completeJob(db.pool, jobId);
+const runTask = (pool: Pool, jobId: string, taskId: string, resourceType: string, attempt = 1) =>
+  startTask(pool, { jobId, taskId, resourceType, mode: 'incremental' }, attempt);
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
   const stored = (await storedCredentials(db.pool, connectionId))!;
@@ -552,27 +534,11 @@ describe('oauth2 client credentials (the http connector)', () => {
   }
 
   /** Both resources of a job at once on two pools, the token answer held until one waits for the other's renewal lease. */
-  async function twoWorkers(connectionId: string) {
-    const { jobId, tasks } = await job(connectionId, ['a', 'b']);
-    const before = oauth.counts.client;
-    let release!: () => void;
-    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
-    const first = runTask(db.pool, jobId, tasks[0]!, 'a');
-    const second = runTask(secondPool, jobId, tasks[1]!, 'b');
-    // A run with a fresh cached token takes no lock at all: then there is nothing to hold.
-    let settled = false;
-    void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
-    for (;;) {
-      const waiting = [...first.lines, ...second.lines].some((l) => l.msg === 'waiting for the credential renewal of another worker');
-      if (waiting || oauth.counts.client - before >= 2 || settled) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    release();
-    const results = await Promise.all([first.result, second.result]);
-    oauth.refreshGate = null;
-    await endJob(jobId);
-    return { results, lines: [...first.lines, ...second.lines], requests: oauth.counts.client - before };
-  }
+  const twoWorkers = (connectionId: string) =>
+    renewalOnTwoWorkers({
+      pools: [db.pool, secondPool], connectionId, resources: ['a', 'b'], mode: 'incremental',
+      hold: (gate) => (oauth.refreshGate = gate), requests: () => oauth.counts.client,
+    });
 
   it('two workers obtain one token per expiry by the client credentials grant; it is cached sealed and the client secret is never logged', async () => {
     const id = await clientConnection();
