@@ -5,19 +5,17 @@
 // a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is
 // retried later), and the API takes the credential (validated, never answered).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app';
 import { createPool, type Pool } from '../db/pool';
 import { isEnvelope, open, sealCredentials } from '../lib/credentials';
-import { listen, type HttpServer } from '../lib/http';
-import { createSyncMetrics } from '../lib/metrics';
+import type { HttpServer } from '../lib/http';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
+import { TEST_KEYRING } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
-import { capturingLogger } from './helpers/logs';
 import { serve } from './helpers/fake-server';
+import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import type { LogLines } from './helpers/logs';
 
 const APP_ID = 424242;
 const INSTALLATION = 9001;
@@ -221,23 +219,16 @@ describe('github_app credentials rate-limited by GitHub', () => {
 
 describe('github_app credentials through the API', () => {
   let server: HttpServer;
-  let lines: Record<string, unknown>[];
+  let lines: LogLines;
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${server.url}${path}`, {
-      method, headers: { authorization: 'Bearer admin-key-0123456789abcdefghij', 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+      method, headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
     return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
   };
   beforeAll(async () => {
-    const registry = new Registry();
-    const captured = capturingLogger();
-    lines = captured.lines;
-    const app = createApp({
-      pool: db.pool, temporal: undefined as never, registry, metrics: createSyncMetrics(registry), logger: captured.logger, taskQueue: 'ghapp-test',
-      adminApiKey: 'admin-key-0123456789abcdefghij', credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000, providers: TEST_PROVIDER_POLICY,
-    });
-    server = await listen(app, '127.0.0.1', 0);
+    ({ server, lines } = await listenWithoutTemporal(db.pool, 'ghapp-test'));
   });
   afterAll(async () => server?.close());
 

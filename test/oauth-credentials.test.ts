@@ -5,26 +5,24 @@
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pg, { type PoolClient } from 'pg';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../activities/enqueue-job';
 import { recordAttemptFailure } from '../activities/record-attempt';
 import { syncTask } from '../activities/sync-task';
 import { credentialProvider } from '../activities/credential-provider';
-import { createApp } from '../api/app';
 import { updateConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
 import { createPool, type Pool } from '../db/pool';
 import { isEnvelope, open, seal, sealCredentials } from '../lib/credentials';
-import { listen, type HttpServer } from '../lib/http';
-import { createSyncMetrics } from '../lib/metrics';
+import type { HttpServer } from '../lib/http';
 import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
-import { capturingLogger } from './helpers/logs';
+import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import type { LogLines } from './helpers/logs';
 import { findGrantForRefresh } from '../db/models/connections';
 import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
 import { redactSecrets } from '../connectors/provider-http';
@@ -615,8 +613,8 @@ describe('oauth2 client credentials (the http connector)', () => {
 
 describe('the connect flow through the API', () => {
   let server: HttpServer;
-  let lines: Record<string, unknown>[];
-  const call = async (method: string, path: string, body?: unknown, key: string | null = 'admin-key-0123456789abcdefghij') => {
+  let lines: LogLines;
+  const call = async (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => {
     const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
@@ -624,14 +622,7 @@ describe('the connect flow through the API', () => {
     return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
   };
   beforeAll(async () => {
-    const registry = new Registry();
-    const captured = capturingLogger();
-    lines = captured.lines;
-    const app = createApp({
-      pool: db.pool, temporal: undefined as never, registry, metrics: createSyncMetrics(registry), logger: captured.logger, taskQueue: 'oauth-test',
-      adminApiKey: 'admin-key-0123456789abcdefghij', credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000, providers: TEST_PROVIDER_POLICY,
-    });
-    server = await listen(app, '127.0.0.1', 0);
+    ({ server, lines } = await listenWithoutTemporal(db.pool, 'oauth-test'));
   });
   afterAll(async () => server?.close());
 

@@ -8,7 +8,7 @@ import { createSyncMetrics } from '../../lib/metrics';
 import type { Pool } from '../../db/pool';
 import { useTestDatabase, type TestDatabase } from './database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './deps';
-import { capturingLogger } from './logs';
+import { capturingLogger, type LogLines } from './logs';
 import type { WorkerStack } from './stack';
 
 /** The admin key of test APIs. */
@@ -62,6 +62,16 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
 export function apiAppWithoutTemporal(pool: Pool, taskQueue: string, overrides: Partial<ApiDeps> = {}): ReturnType<typeof createApp> {
   const registry = new Registry();
   return createApp(testApiDeps({ pool, temporal: undefined as unknown as Client, registry, metrics: createSyncMetrics(registry), taskQueue }, overrides));
+}
+
+/**
+ * The real API app on `pool` with no Temporal behind it (apiAppWithoutTemporal), listening on
+ * 127.0.0.1, and the lines its logger wrote, parsed: for tests that call it over HTTP.
+ */
+export async function listenWithoutTemporal(pool: Pool, taskQueue: string): Promise<{ server: HttpServer; lines: LogLines }> {
+  const { logger, lines } = capturingLogger();
+  const server = await listen(apiAppWithoutTemporal(pool, taskQueue, { logger }), '127.0.0.1', 0);
+  return { server, lines };
 }
 
 /** The real API app with no Temporal behind it, on a database of its own, and a caller that sends the admin key. */
