@@ -1,42 +1,34 @@
 // Input the database cannot take is refused with a 4xx and a JSON body before anything is written,
 // never answered 500 by a failed statement: characters Postgres cannot store anywhere in a JSON
 // body, and percent-escapes that are not UTF-8 in a path. Against the real API app and Postgres.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { createApp } from '../api/app';
-import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TEST_API_KEY, useApiWithoutTemporal } from './helpers/api';
 import { capturingLogger } from './helpers/logs';
 
 describe('input the database cannot take (real API app, real Postgres)', () => {
-  let db: TestDatabase;
-  let app: ReturnType<typeof createApp>;
+  const logs = capturingLogger();
+  const api = useApiWithoutTemporal('input-refusals', { logger: logs.logger });
   let connectionId: string;
   const tenant = 'input-refusals';
-  const logs = capturingLogger();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    app = apiAppWithoutTemporal(db.pool, 'input-refusals', { logger: logs.logger });
-    const { rows } = await db.pool.query<{ id: string }>(
+    const { rows } = await api.db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'one', 'paused') returning id`,
       [tenant],
     );
     connectionId = rows[0]!.id;
-  });
-  afterAll(async () => {
-    await db?.drop();
   });
 
   /** Sends `body` as it is written (JSON text with escapes), with the admin key. */
   async function send(method: string, path: string, body?: string): Promise<{ status: number; body: any }> {
     const headers: Record<string, string> = { authorization: `Bearer ${TEST_API_KEY}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await app.request(path, { method, headers, body });
+    const res = await api.app.request(path, { method, headers, body });
     return { status: res.status, body: await res.json() };
   }
 
   const counts = async () => {
-    const { rows } = await db.pool.query<{ connections: number; jobs: number; keys: number }>(
+    const { rows } = await api.db.pool.query<{ connections: number; jobs: number; keys: number }>(
       `select (select count(*) from connections)::int as connections, (select count(*) from sync_jobs)::int as jobs,
               (select count(*) from api_keys)::int as keys`,
     );
@@ -112,7 +104,7 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     const patched = await send('PATCH', `/connections/${connectionId}`, `{"config":${nested(3_000)}}`);
     expect(patched.status).toBe(400);
     expect(await counts()).toEqual(before);
-    const { rows } = await db.pool.query('select config from connections where id = $1', [connectionId]);
+    const { rows } = await api.db.pool.query('select config from connections where id = $1', [connectionId]);
     expect(rows[0].config).toEqual({});
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
     // 64 levels in all (the body's own object is one) pass to the route: the connection is paused.
@@ -156,7 +148,7 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
       expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBeLessThan(500);
     }
     // Audited under the tenant id as it came.
-    const { rows } = await db.pool.query(`select tenant_id from audit_log where path = '/tenants/%ZZ/api-keys'`);
+    const { rows } = await api.db.pool.query(`select tenant_id from audit_log where path = '/tenants/%ZZ/api-keys'`);
     expect(rows).toEqual([{ tenant_id: '%ZZ' }]);
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
@@ -174,7 +166,7 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
   });
 
   it('answers a body that is not declared JSON with 415 and a JSON error naming the content type it needs', async () => {
-    const res = await app.request(`/connections/${connectionId}`, {
+    const res = await api.app.request(`/connections/${connectionId}`, {
       method: 'PATCH', headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'text/plain' }, body: '{"config":{}}',
     });
     expect(res.status).toBe(415);

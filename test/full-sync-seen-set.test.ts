@@ -3,40 +3,32 @@
 // must not delete a record the provider still has, and must still delete what the provider did
 // delete. Runs sync jobs on the Temporal dev server with real Postgres and the demo connector.
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { demoFetchLog, demoRecords, resetDemoFailures, resetDemoFetchLog, demoConnectionRows } from './helpers/demo';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobResult } from '../temporal/sync-job';
-import type { TestDatabase } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
-import { eventually, type LogLines } from './helpers/worker';
+import { eventually } from './helpers/worker';
 
 const TASK_QUEUE = 'full-sync-seen-set';
 
 describe('full sync after the seen-set was lost', () => {
   const stack = useWorkerStack('dev-server', TASK_QUEUE);
-  let env: TestWorkflowEnvironment;
-  let db: TestDatabase;
-  let lines: LogLines;
-  beforeAll(() => {
-    ({ env, db, lines } = stack);
-  });
   beforeEach(() => {
     resetDemoFetchLog();
     resetDemoFailures();
   });
 
-  const { insert: connection, setConfig } = demoConnectionRows(() => db.pool, 'seen');
+  const { insert: connection, setConfig } = demoConnectionRows(() => stack.db.pool, 'seen');
 
   /** Starts one full job workflow, as the connection workflow's child would. */
   async function startFullJob(connectionId: string) {
     const jobId = randomUUID();
-    await db.pool.query(
+    await stack.db.pool.query(
       `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger) values ($1, $2, 'acme', 'full', 'manual')`,
       [jobId, connectionId],
     );
-    const handle = await env.client.workflow.start<(i: { jobId: string; connectionId: string }) => Promise<SyncJobResult>>(
+    const handle = await stack.env.client.workflow.start<(i: { jobId: string; connectionId: string }) => Promise<SyncJobResult>>(
       'syncJobWorkflow',
       { taskQueue: TASK_QUEUE, workflowId: syncJobWorkflowId(jobId), args: [{ jobId, connectionId }] },
     );
@@ -44,12 +36,12 @@ describe('full sync after the seen-set was lost', () => {
   }
 
   const storedIds = async (connectionId: string) =>
-    (await db.pool.query<{ external_id: string }>('select external_id from records where connection_id = $1 and deleted_at is null', [connectionId])).rows.map(
+    (await stack.db.pool.query<{ external_id: string }>('select external_id from records where connection_id = $1 and deleted_at is null', [connectionId])).rows.map(
       (r) => r.external_id,
     );
   const fetchesOfIssues = () => demoFetchLog.filter((e) => e.resource === 'issues').length;
   /** What a crash does to an UNLOGGED table: every row is gone. */
-  const loseSeenSet = () => db.pool.query('truncate sync_seen');
+  const loseSeenSet = () => stack.db.pool.query('truncate sync_seen');
 
   const BASE = { resource_types: ['issues'], records_per_resource: 1000, page_size: 100 };
   // Gone at the provider since the first pass: two on pages the lost seen-set covered, one after.
@@ -79,8 +71,8 @@ describe('full sync after the seen-set was lost', () => {
   }
 
   const seenSetWarnings = (taskId: string) =>
-    lines.filter((l) => l.task_id === taskId && l.level === 'warn' && /seen-set/.test(String(l.msg))).map((l) => String(l.msg));
-  const taskOf = async (jobId: string) => (await db.pool.query('select * from sync_tasks where job_id = $1', [jobId])).rows[0];
+    stack.lines.filter((l) => l.task_id === taskId && l.level === 'warn' && /seen-set/.test(String(l.msg))).map((l) => String(l.msg));
+  const taskOf = async (jobId: string) => (await stack.db.pool.query('select * from sync_tasks where job_id = $1', [jobId])).rows[0];
 
   it('a task resumed after its seen-set was lost restarts its pass: it deletes exactly what the provider deleted', async () => {
     // Page 5 fails once: the activity's retry resumes from the stored page token of page 5.
@@ -95,7 +87,7 @@ describe('full sync after the seen-set was lost', () => {
     const task = await taskOf(jobId);
     // The restarted pass counts its own pages and records only; it rewrote nothing (no record changed).
     expect(task).toMatchObject({ status: 'completed', deleted_count: 3, entity_count: 997, written_count: 0, pages_done: 10 });
-    expect((await db.pool.query('select processed_entities from sync_jobs where id = $1', [jobId])).rows[0].processed_entities).toBe('997');
+    expect((await stack.db.pool.query('select processed_entities from sync_jobs where id = $1', [jobId])).rows[0].processed_entities).toBe('997');
     expect(seenSetWarnings(task.id)).toEqual([expect.stringMatching(/while the task was interrupted/)]);
     // Restarted from page one: the first page was fetched twice (before the loss and after it).
     expect(demoFetchLog.filter((e) => e.resource === 'issues' && e.pageToken === null)).toHaveLength(2);
@@ -112,6 +104,6 @@ describe('full sync after the seen-set was lost', () => {
     const task = await taskOf(jobId);
     expect(task).toMatchObject({ status: 'completed', deleted_count: 3, entity_count: 997, written_count: 0, pages_done: 10 });
     expect(seenSetWarnings(task.id)).toEqual([expect.stringMatching(/before the deletion step/)]);
-    expect((await db.pool.query('select count(*)::int as n from sync_seen where task_id = $1', [task.id])).rows[0].n).toBe(0);
+    expect((await stack.db.pool.query('select count(*)::int as n from sync_seen where task_id = $1', [task.id])).rows[0].n).toBe(0);
   });
 });

@@ -5,21 +5,17 @@
 // a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is
 // retried later), and the API takes the credential (validated, never answered).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { syncTask } from '../activities/sync-task';
-import { createApp } from '../api/app';
 import { createPool, type Pool } from '../db/pool';
 import { isEnvelope, open, sealCredentials } from '../lib/credentials';
-import { listen, type HttpServer } from '../lib/http';
-import { createSyncMetrics } from '../lib/metrics';
-import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
+import type { HttpServer } from '../lib/http';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { capturingLogger } from './helpers/logs';
+import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
 import { serve } from './helpers/fake-server';
+import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import type { LogLines } from './helpers/logs';
 
 const APP_ID = 424242;
 const INSTALLATION = 9001;
@@ -60,23 +56,9 @@ async function appConnection(credential: Record<string, unknown> = appCredential
   return id;
 }
 
-async function job(connectionId: string, resources: string[]): Promise<{ jobId: string; tasks: string[] }> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, 'acme', 'full', 'manual', 'running', now()) returning id`,
-    [connectionId],
-  );
-  const tasks: string[] = [];
-  for (const r of resources) tasks.push((await db.pool.query<{ id: string }>('insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id', [rows[0]!.id, r])).rows[0]!.id);
-  return { jobId: rows[0]!.id, tasks };
-}
-
-const endJob = (jobId: string) => db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
-
-function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string) {
-  const { deps, lines } = testActivityDeps({ pool });
-  const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'full' };
-  return { lines, result: new MockActivityEnvironment({ attempt: 1 }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
-}
+const job = (connectionId: string, resources: string[]) => runningJob(db.pool, connectionId, resources, 'full');
+const endJob = (jobId: string) => completeJob(db.pool, jobId);
+const runTask = (pool: Pool, jobId: string, taskId: string, resourceType: string) => startTask(pool, { jobId, taskId, resourceType, mode: 'full' });
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
   const { rows } = await db.pool.query<{ credentials: string }>('select credentials from connections where id = $1', [connectionId]);
@@ -86,25 +68,11 @@ async function storedSecret(connectionId: string): Promise<Record<string, unknow
 
 /** Both resource types of a job run at once on two pools, the token request held until one waits for the other's renewal lease. */
 async function twoWorkers(connectionId: string) {
-  const { jobId, tasks } = await job(connectionId, ['issues', 'pull_requests']);
-  const before = github.mints.length;
-  let release!: () => void;
-  github.mintGate = new Promise<void>((resolve) => (release = resolve));
-  const first = runTask(db.pool, jobId, tasks[0]!, 'issues');
-  const second = runTask(secondPool, jobId, tasks[1]!, 'pull_requests');
-  // A run with a fresh cached token takes no lock at all: then there is nothing to hold.
-  let settled = false;
-  void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
-  for (;;) {
-    const waiting = [...first.lines, ...second.lines].some((l) => l.msg === 'waiting for the credential renewal of another worker');
-    if (waiting || github.mints.length - before >= 2 || settled) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  release();
-  const results = await Promise.all([first.result, second.result]);
-  github.mintGate = null;
-  await endJob(jobId);
-  return { results, lines: [...first.lines, ...second.lines], mints: github.mints.length - before };
+  const { results, lines, requests } = await renewalOnTwoWorkers({
+    pools: [db.pool, secondPool], connectionId, resources: ['issues', 'pull_requests'], mode: 'full',
+    hold: (gate) => (github.mintGate = gate), requests: () => github.mints.length,
+  });
+  return { results, lines, mints: requests };
 }
 
 describe('github_app credentials', () => {
@@ -251,23 +219,16 @@ describe('github_app credentials rate-limited by GitHub', () => {
 
 describe('github_app credentials through the API', () => {
   let server: HttpServer;
-  let lines: Record<string, unknown>[];
+  let lines: LogLines;
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${server.url}${path}`, {
-      method, headers: { authorization: 'Bearer admin-key-0123456789abcdefghij', 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+      method, headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
     return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
   };
   beforeAll(async () => {
-    const registry = new Registry();
-    const captured = capturingLogger();
-    lines = captured.lines;
-    const app = createApp({
-      pool: db.pool, temporal: undefined as never, registry, metrics: createSyncMetrics(registry), logger: captured.logger, taskQueue: 'ghapp-test',
-      adminApiKey: 'admin-key-0123456789abcdefghij', credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000, providers: TEST_PROVIDER_POLICY,
-    });
-    server = await listen(app, '127.0.0.1', 0);
+    ({ server, lines } = await listenWithoutTemporal(db.pool, 'ghapp-test'));
   });
   afterAll(async () => server?.close());
 

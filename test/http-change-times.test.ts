@@ -4,6 +4,7 @@
 // every sync of the resource. Runs the sync activity directly against real Postgres and a fake
 // provider on 127.0.0.1.
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ActivityDeps } from '../activities/deps';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -12,6 +13,23 @@ import { storableChangeTime } from '../policy/change-time';
 
 const db = useTestDatabase();
 afterEach(closeFakeServers);
+
+/**
+ * An `http` connection (app key `appKey`) whose resource `items` is what `items()` gives at each
+ * request, answered as one JSON page by a fake provider; and activity deps to sync it with.
+ */
+async function itemsConnection(appKey: string, items: () => unknown[]): Promise<{ connectionId: string; deps: ActivityDeps }> {
+  const fake = await serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(items()));
+  });
+  const connectionId = await createHttpConnection(
+    db.pool,
+    { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+    appKey,
+  );
+  return { connectionId, deps: testActivityDeps({ pool: db.pool }).deps };
+}
 
 describe('http connector: change times Postgres would read otherwise, or not at all', () => {
   it('stores each record with the instant the connector read, and the pass completes', async () => {
@@ -23,16 +41,7 @@ describe('http connector: change times Postgres would read otherwise, or not at 
       { id: 'micros', updated_at: '2024-01-05T10:00:00.123456Z' }, // kept as given, to the microsecond
       { id: 'plain', updated_at: '2024-01-05T10:00:00Z' },
     ];
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(items));
-    });
-    const connectionId = await createHttpConnection(
-      db.pool,
-      { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
-      'change-times',
-    );
-    const { deps } = testActivityDeps({ pool: db.pool });
+    const { connectionId, deps } = await itemsConnection('change-times', () => items);
     const { result } = await runPass(deps, connectionId, 'items', 'full');
     expect(result.status).toBe('completed');
     const { rows } = await db.pool.query<{ external_id: string; at: string | null }>(
@@ -70,16 +79,7 @@ describe('http connector: a change time the provider corrects backwards', () => 
     const future = new Date(Date.now() + 24 * 3_600_000).toISOString();
     const corrected = new Date(Date.now() - 3_600_000).toISOString();
     let items = [{ id: 'a', name: 'first', updated_at: future }];
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(items));
-    });
-    const connectionId = await createHttpConnection(
-      db.pool,
-      { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
-      'corrected-times',
-    );
-    const { deps } = testActivityDeps({ pool: db.pool });
+    const { connectionId, deps } = await itemsConnection('corrected-times', () => items);
     await runPass(deps, connectionId, 'items', 'full');
     expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('first');
 

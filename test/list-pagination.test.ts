@@ -2,11 +2,9 @@
 // (api/pagination.ts). Every list route pages to its end with `next_cursor`, and answers a cursor
 // it did not make with the same 400; against the real API app and a real Postgres.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { createApp } from '../api/app';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { deliveryCursor, feedCursor, jobCursor, serialCursor, uuidCursor } from '../policy/cursors';
-import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useApiWithoutTemporal } from './helpers/api';
 
 const base64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const UUID_A = '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10';
@@ -82,53 +80,44 @@ describe('cursor codecs', () => {
 });
 
 describe('list routes (real API app, real Postgres)', () => {
-  let db: TestDatabase;
-  let app: ReturnType<typeof createApp>;
+  const api = useApiWithoutTemporal('list-pagination');
   const tenant = `pages-${randomUUID().slice(0, 8)}`;
   let connectionId: string;
   let webhookId: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    app = apiAppWithoutTemporal(db.pool, 'list-pagination');
-    const { rows: connections } = await db.pool.query<{ id: string }>(
+    const { rows: connections } = await api.db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status)
        select $1, 'demo', 'app-' || n, 'paused' from generate_series(1, 5) n returning id`,
       [tenant],
     );
     connectionId = connections[0]!.id;
     for (const [i, c] of connections.entries()) {
-      await db.pool.query(
+      await api.db.pool.query(
         `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, created_at, finished_at)
          values (gen_random_uuid(), $1, $2, 'incremental', 'api', 'completed', $3, $3)`,
         [c.id, tenant, new Date(Date.UTC(2030, 0, 1, 0, 0, i % 2))],
       );
     }
-    const { rows: hooks } = await db.pool.query<{ id: string }>(
+    const { rows: hooks } = await api.db.pool.query<{ id: string }>(
       `insert into webhooks (tenant_id, url, event_types, secret)
        select $1, 'https://example.com/' || n, '{sync.completed}', 's' from generate_series(1, 5) n returning id`,
       [tenant],
     );
     webhookId = hooks[0]!.id;
-    await db.pool.query(
+    await api.db.pool.query(
       `with events as (insert into webhook_events (tenant_id, event_type, payload, created_at)
                        select $1, 'sync.completed', '{}', '2030-01-01'::timestamptz + (n % 2) * interval '1 second' from generate_series(1, 5) n returning id, created_at)
        insert into webhook_deliveries (webhook_id, event_id, created_at) select $2, id, created_at from events`,
       [tenant, webhookId],
     );
-    await db.pool.query(
+    await api.db.pool.query(
       `insert into audit_log (actor, tenant_id, method, path, status) select 'admin', $1, 'POST', '/x/' || n, 200 from generate_series(1, 5) n`,
       [tenant],
     );
   });
-  afterAll(async () => {
-    await db?.drop();
-  });
 
-  async function get(path: string): Promise<{ status: number; body: any }> {
-    const res = await app.request(path, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
-    return { status: res.status, body: await res.json() };
-  }
+  const get = (path: string) => api.call('GET', path);
 
   /** Every list route, with a query naming this test's rows. */
   const routes = () => [
@@ -162,37 +151,37 @@ describe('list routes (real API app, real Postgres)', () => {
     // their microseconds. Both, paged one row a page.
     const sameMs = ['2030-06-01T00:00:00.000100Z', '2030-06-01T00:00:00.000200Z', '2030-06-01T00:00:00.000300Z'];
     const ownTenant = `same-ms-${randomUUID().slice(0, 8)}`;
-    const { rows: [connection] } = await db.pool.query<{ id: string }>(
+    const { rows: [connection] } = await api.db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'app', 'paused') returning id`,
       [ownTenant],
     );
-    await db.pool.query(
+    await api.db.pool.query(
       `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status)
        select gen_random_uuid(), $1, $2, 'incremental', 'api', 'completed' from generate_series(1, 3)`,
       [connection!.id, ownTenant],
     );
-    await db.pool.query(
+    await api.db.pool.query(
       `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, created_at)
        select gen_random_uuid(), $1, $2, 'incremental', 'api', 'completed', t from unnest($3::timestamptz[]) t`,
       [connection!.id, ownTenant, sameMs],
     );
-    const { rows: [hook] } = await db.pool.query<{ id: string }>(
+    const { rows: [hook] } = await api.db.pool.query<{ id: string }>(
       `insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/same-ms', '{sync.completed}', 's') returning id`,
       [ownTenant],
     );
-    await db.pool.query(
+    await api.db.pool.query(
       `with events as (insert into webhook_events (tenant_id, event_type, payload) select $1, 'sync.completed', '{}' from generate_series(1, 3) returning id)
        insert into webhook_deliveries (webhook_id, event_id) select $2, id from events`,
       [ownTenant, hook!.id],
     );
-    await db.pool.query(
+    await api.db.pool.query(
       `with events as (insert into webhook_events (tenant_id, event_type, payload, created_at)
                        select $1, 'sync.completed', '{}', t from unnest($3::timestamptz[]) t returning id, created_at)
        insert into webhook_deliveries (webhook_id, event_id, created_at) select $2, id, created_at from events`,
       [ownTenant, hook!.id, sameMs],
     );
-    const { rows: jobIds } = await db.pool.query<{ id: string }>('select id from sync_jobs where tenant_id = $1', [ownTenant]);
-    const { rows: deliveryIds } = await db.pool.query<{ id: string }>('select id from webhook_deliveries where webhook_id = $1', [hook!.id]);
+    const { rows: jobIds } = await api.db.pool.query<{ id: string }>('select id from sync_jobs where tenant_id = $1', [ownTenant]);
+    const { rows: deliveryIds } = await api.db.pool.query<{ id: string }>('select id from webhook_deliveries where webhook_id = $1', [hook!.id]);
     for (const [route, ids] of [[`/jobs?tenant_id=${ownTenant}`, jobIds], [`/webhooks/${hook!.id}/deliveries?`, deliveryIds]] as const) {
       const seen: string[] = [];
       let cursor: string | null = null;

@@ -3,27 +3,11 @@
 // is no place for a secret: it would be stored and answered unsealed, and the client credentials
 // grant's token_url refuses one too), and the redirect URI must reach this API's callback, whose
 // own query is the provider's code and state.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { createApp } from '../api/app';
-import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { describe, expect, it } from 'vitest';
+import { useApiWithoutTemporal } from './helpers/api';
 
 describe('OAuth app endpoints', () => {
-  let db: TestDatabase;
-  let app: ReturnType<typeof createApp>;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    app = apiAppWithoutTemporal(db.pool, 'oauth-app-urls');
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
-
-  async function send(method: string, path: string, body: unknown): Promise<{ status: number; body: any }> {
-    const res = await app.request(path, { method, headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: res.status, body: await res.json() };
-  }
+  const api = useApiWithoutTemporal('oauth-app-urls');
 
   let seq = 0;
   const appBody = (urls: Record<string, string> = {}) => ({
@@ -31,10 +15,10 @@ describe('OAuth app endpoints', () => {
     authorize_url: 'https://idp.example/authorize', token_url: 'https://idp.example/token', redirect_uri: 'https://synctide.example/oauth/callback', scopes: ['read'],
     ...urls,
   });
-  const apps = async () => (await db.pool.query<{ n: number }>('select count(*)::int as n from oauth_apps')).rows[0]!.n;
+  const apps = async () => (await api.db.pool.query<{ n: number }>('select count(*)::int as n from oauth_apps')).rows[0]!.n;
 
   it('takes a query on the authorization URL only: a token_url or redirect_uri with one is refused 400 naming the field, on create and on update, writing nothing', async () => {
-    const withQuery = await send('POST', '/oauth-apps', appBody({ authorize_url: 'https://idp.example/authorize?prompt=consent' }));
+    const withQuery = await api.call('POST', '/oauth-apps', appBody({ authorize_url: 'https://idp.example/authorize?prompt=consent' }));
     expect(withQuery.status, JSON.stringify(withQuery.body)).toBe(201);
     const id = withQuery.body.id as string;
     const before = await apps();
@@ -43,15 +27,15 @@ describe('OAuth app endpoints', () => {
       ['token_url', 'https://idp.example/token?client_secret=in-the-url'],
       ['redirect_uri', 'https://synctide.example/oauth/callback?state=fixed'],
     ] as const) {
-      const created = await send('POST', '/oauth-apps', appBody({ [field]: url }));
+      const created = await api.call('POST', '/oauth-apps', appBody({ [field]: url }));
       expect(created.status, JSON.stringify(created.body)).toBe(400);
       expect(created.body.error.message).toMatch(new RegExp(`^${field}: must not carry a query`));
       expect(await apps()).toBe(before);
 
-      const updated = await send('PATCH', `/oauth-apps/${id}`, { [field]: url });
+      const updated = await api.call('PATCH', `/oauth-apps/${id}`, { [field]: url });
       expect(updated.status, JSON.stringify(updated.body)).toBe(400);
       expect(updated.body.error.message).toMatch(new RegExp(`^${field}: must not carry a query`));
-      const { rows } = await db.pool.query<{ url: string }>(`select ${field} as url from oauth_apps where id = $1`, [id]);
+      const { rows } = await api.db.pool.query<{ url: string }>(`select ${field} as url from oauth_apps where id = $1`, [id]);
       expect(rows[0]!.url).not.toContain('?');
     }
   });

@@ -5,25 +5,24 @@
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pg, { type PoolClient } from 'pg';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../activities/enqueue-job';
 import { recordAttemptFailure } from '../activities/record-attempt';
 import { syncTask } from '../activities/sync-task';
 import { credentialProvider } from '../activities/credential-provider';
-import { createApp } from '../api/app';
 import { updateConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
 import { createPool, type Pool } from '../db/pool';
 import { isEnvelope, open, seal, sealCredentials } from '../lib/credentials';
-import { listen, type HttpServer } from '../lib/http';
-import { createSyncMetrics } from '../lib/metrics';
+import type { HttpServer } from '../lib/http';
 import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
-import { capturingLogger } from './helpers/logs';
+import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
+import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import type { LogLines } from './helpers/logs';
 import { findGrantForRefresh } from '../db/models/connections';
 import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
 import { redactSecrets } from '../connectors/provider-http';
@@ -70,29 +69,10 @@ async function oauthConnection(expiresInSeconds: number): Promise<{ id: string; 
 }
 
 /** A running job of the connection with one task per resource type; the task ids. */
-async function job(connectionId: string, resources: string[]): Promise<{ jobId: string; tasks: string[] }> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, 'acme', 'incremental', 'manual', 'running', now()) returning id`,
-    [connectionId],
-  );
-  const jobId = rows[0]!.id;
-  const tasks: string[] = [];
-  for (const r of resources) {
-    const t = await db.pool.query<{ id: string }>('insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id', [jobId, r]);
-    tasks.push(t.rows[0]!.id);
-  }
-  return { jobId, tasks };
-}
-
-async function endJob(jobId: string) {
-  await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
-}
-
-function runTask(pool: Pool, jobId: string, taskId: string, resourceType: string, attempt = 1) {
-  const { deps, lines } = testActivityDeps({ pool });
-  const input: SyncTaskInput = { jobId, taskId, resourceType, mode: 'incremental' };
-  return { lines, result: new MockActivityEnvironment({ attempt }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
-}
+const job = (connectionId: string, resources: string[]) => runningJob(db.pool, connectionId, resources, 'incremental');
+const endJob = (jobId: string) => completeJob(db.pool, jobId);
+const runTask = (pool: Pool, jobId: string, taskId: string, resourceType: string, attempt = 1) =>
+  startTask(pool, { jobId, taskId, resourceType, mode: 'incremental' }, attempt);
 
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
   const stored = (await storedCredentials(db.pool, connectionId))!;
@@ -552,27 +532,11 @@ describe('oauth2 client credentials (the http connector)', () => {
   }
 
   /** Both resources of a job at once on two pools, the token answer held until one waits for the other's renewal lease. */
-  async function twoWorkers(connectionId: string) {
-    const { jobId, tasks } = await job(connectionId, ['a', 'b']);
-    const before = oauth.counts.client;
-    let release!: () => void;
-    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
-    const first = runTask(db.pool, jobId, tasks[0]!, 'a');
-    const second = runTask(secondPool, jobId, tasks[1]!, 'b');
-    // A run with a fresh cached token takes no lock at all: then there is nothing to hold.
-    let settled = false;
-    void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
-    for (;;) {
-      const waiting = [...first.lines, ...second.lines].some((l) => l.msg === 'waiting for the credential renewal of another worker');
-      if (waiting || oauth.counts.client - before >= 2 || settled) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    release();
-    const results = await Promise.all([first.result, second.result]);
-    oauth.refreshGate = null;
-    await endJob(jobId);
-    return { results, lines: [...first.lines, ...second.lines], requests: oauth.counts.client - before };
-  }
+  const twoWorkers = (connectionId: string) =>
+    renewalOnTwoWorkers({
+      pools: [db.pool, secondPool], connectionId, resources: ['a', 'b'], mode: 'incremental',
+      hold: (gate) => (oauth.refreshGate = gate), requests: () => oauth.counts.client,
+    });
 
   it('two workers obtain one token per expiry by the client credentials grant; it is cached sealed and the client secret is never logged', async () => {
     const id = await clientConnection();
@@ -649,8 +613,8 @@ describe('oauth2 client credentials (the http connector)', () => {
 
 describe('the connect flow through the API', () => {
   let server: HttpServer;
-  let lines: Record<string, unknown>[];
-  const call = async (method: string, path: string, body?: unknown, key: string | null = 'admin-key-0123456789abcdefghij') => {
+  let lines: LogLines;
+  const call = async (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => {
     const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
@@ -658,14 +622,7 @@ describe('the connect flow through the API', () => {
     return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
   };
   beforeAll(async () => {
-    const registry = new Registry();
-    const captured = capturingLogger();
-    lines = captured.lines;
-    const app = createApp({
-      pool: db.pool, temporal: undefined as never, registry, metrics: createSyncMetrics(registry), logger: captured.logger, taskQueue: 'oauth-test',
-      adminApiKey: 'admin-key-0123456789abcdefghij', credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000, providers: TEST_PROVIDER_POLICY,
-    });
-    server = await listen(app, '127.0.0.1', 0);
+    ({ server, lines } = await listenWithoutTemporal(db.pool, 'oauth-test'));
   });
   afterAll(async () => server?.close());
 

@@ -2,10 +2,8 @@
 // page says needs no key answers without one, and the metrics route does not. Real API app and
 // Postgres; no request here reaches Temporal.
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { createApp } from '../api/app';
-import { apiAppWithoutTemporal } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { describe, expect, it } from 'vitest';
+import { useApiWithoutTemporal } from './helpers/api';
 
 const page = readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8');
 
@@ -13,19 +11,11 @@ const page = readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8
 const routesIn = (text: string) => [...new Set([...text.matchAll(/`(\/[a-z]+)`/g)].map((m) => m[1]!))];
 
 describe('docs/security.md: the routes it says need no key', () => {
-  let db: TestDatabase;
-  let app: ReturnType<typeof createApp>;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    app = apiAppWithoutTemporal(db.pool, 'security-doc');
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const api = useApiWithoutTemporal('security-doc');
 
   const refusedWithoutKey = async (paths: string[]) => {
     const refused: string[] = [];
-    for (const path of paths) if ((await app.request(path)).status === 401) refused.push(path);
+    for (const path of paths) if ((await api.app.request(path)).status === 401) refused.push(path);
     return refused;
   };
 
@@ -42,6 +32,6 @@ describe('docs/security.md: the routes it says need no key', () => {
     const named = routesIn(bullet![1]!);
     expect(named).toEqual(expect.arrayContaining(['/readyz', '/docs']));
     expect(await refusedWithoutKey(named)).toEqual([]);
-    expect((await app.request('/metrics')).status).toBe(401);
+    expect((await api.app.request('/metrics')).status).toBe(401);
   });
 });

@@ -3,9 +3,7 @@
 // scheduler's queued job, and announce it, as they do while the workflow runs: the queued job a
 // disable or pause stops ends `cancelled` with `sync.cancelled`, never `failed` as abandoned.
 // Real Postgres, the Temporal dev server (the reconcile tick lists running workflows) and a worker.
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { reconcileConnections } from '../activities/reconcile-connections';
+import { describe, expect, it } from 'vitest';
 import { disableConnection, pauseConnection, refOf, resumeConnection } from '../commands/connections';
 import { requestJob } from '../commands/jobs';
 import { deleteConnection } from '../commands/purges';
@@ -16,8 +14,6 @@ import { withTransaction } from '../db/transaction';
 import { insertPurge } from '../db/models/purges';
 import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
 import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId } from '../temporal/purge';
-import type { TestDatabase } from './helpers/database';
-import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { waitForState } from './helpers/connection-state';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -26,25 +22,18 @@ const TASK_QUEUE = 'status-without-workflow';
 
 describe('status changes while the connection workflow is not running', () => {
   const stack = useWorkerStack('dev-server', TASK_QUEUE);
-  let env: TestWorkflowEnvironment;
-  let db: TestDatabase;
-  let commands: CommandDeps;
-  beforeAll(() => {
-    ({ env, db } = stack);
-    commands = { pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE, metrics: stack.metrics, credentials: TEST_KEYRING, maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000 };
-  });
 
   let seq = 0;
   /** An active connection of a tenant of its own, planned once a day, with a webhook for every job and connection event. */
   async function newConnection(status = 'active'): Promise<string> {
     seq += 1;
     const tenant = `status-${seq}`;
-    const { rows } = await db.pool.query<{ id: string }>(
+    const { rows } = await stack.db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
        values ($1, 'demo', 'app', $2, $3, '{"sync": {"interval_seconds": 86400}}') returning id`,
       [tenant, status, { seed: tenant, resource_types: ['items'], records_per_resource: 4, page_size: 2 }],
     );
-    await db.pool.query(
+    await stack.db.pool.query(
       `insert into webhooks (tenant_id, url, event_types, secret)
        values ($1, 'http://127.0.0.1:9/hook', '{sync.completed,sync.failed,sync.cancelled,connection.disabled}', 'whsec_x')`,
       [tenant],
@@ -52,38 +41,37 @@ describe('status changes while the connection workflow is not running', () => {
     return rows[0]!.id;
   }
   const jobOf = async (id: string) =>
-    (await db.pool.query<{ status: string; last_error: string | null; abandoned_at: Date | null }>('select status, last_error, abandoned_at from sync_jobs where id = $1', [id])).rows[0]!;
+    (await stack.db.pool.query<{ status: string; last_error: string | null; abandoned_at: Date | null }>('select status, last_error, abandoned_at from sync_jobs where id = $1', [id])).rows[0]!;
   /** The connection's events and those of job `jobId` (not those of its first sync, run at once). */
   const eventsOf = async (connectionId: string, jobId: string) =>
-    (await db.pool.query<{ event_type: string }>(
+    (await stack.db.pool.query<{ event_type: string }>(
       `select event_type from webhook_events
         where connection_id = $1 and (event_type not like 'sync.%' or payload -> 'job' ->> 'id' = $2)
         order by created_at, event_type`,
       [connectionId, jobId],
     )).rows.map((r) => r.event_type);
-  const tick = () => reconcileConnections(testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
   /** Makes the connection's jobs old enough for the tick to check that a workflow owns them. */
-  const ageJobs = (connectionId: string) => db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where connection_id = $1`, [connectionId]);
+  const ageJobs = (connectionId: string) => stack.db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where connection_id = $1`, [connectionId]);
 
   /** Starts the connection's workflow and answers its queued scheduler job, once it sleeps until it is due. */
   async function queuedJobOf(connectionId: string): Promise<string> {
-    await ensureConnectionWorkflow(env.client, TASK_QUEUE, refOf((await findConnection(db.pool, connectionId))!));
-    const state = await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null);
+    await ensureConnectionWorkflow(stack.env.client, TASK_QUEUE, refOf((await findConnection(stack.db.pool, connectionId))!));
+    const state = await waitForState(stack.env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null);
     expect((await jobOf(state.current_job_id!)).status).toBe('queued');
     return state.current_job_id!;
   }
-  const terminate = (connectionId: string) => env.client.workflow.getHandle(`connection:${connectionId}`).terminate('lost in this test');
+  const terminate = (connectionId: string) => stack.env.client.workflow.getHandle(`connection:${connectionId}`).terminate('lost in this test');
 
   it('a disable while the workflow runs cancels the queued job (the shape the dead-workflow case must match)', async () => {
     const connectionId = await newConnection();
     const jobId = await queuedJobOf(connectionId);
-    await disableConnection(commands, connectionId);
+    await disableConnection(stack.commands, connectionId);
     const job = await eventually(async () => {
       const j = await jobOf(jobId);
       return j.status === 'queued' ? undefined : j;
     });
     await ageJobs(connectionId);
-    await tick();
+    await stack.tick();
     expect({ job: (await jobOf(jobId)).status, abandoned: job.abandoned_at, events: await eventsOf(connectionId, jobId) })
       .toEqual({ job: 'cancelled', abandoned: null, events: ['connection.disabled', 'sync.cancelled'] });
   });
@@ -92,9 +80,9 @@ describe('status changes while the connection workflow is not running', () => {
     const connectionId = await newConnection();
     const jobId = await queuedJobOf(connectionId);
     await terminate(connectionId);
-    await disableConnection(commands, connectionId);
+    await disableConnection(stack.commands, connectionId);
     await ageJobs(connectionId);
-    await tick();
+    await stack.tick();
     const job = await jobOf(jobId);
     expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
@@ -103,15 +91,15 @@ describe('status changes while the connection workflow is not running', () => {
   it('a pause while the workflow is not running ends the queued job cancelled, as a pause of a running workflow does', async () => {
     const live = await newConnection();
     const liveJob = await queuedJobOf(live);
-    await pauseConnection(commands, live);
-    await waitForState(env, live, (s) => s.phase === 'paused');
+    await pauseConnection(stack.commands, live);
+    await waitForState(stack.env, live, (s) => s.phase === 'paused');
 
     const connectionId = await newConnection();
     const jobId = await queuedJobOf(connectionId);
     await terminate(connectionId);
     // The pause's signal starts a new run (signal-with-start), whose first look cleans up after the terminated one.
-    await pauseConnection(commands, connectionId);
-    await waitForState(env, connectionId, (s) => s.phase === 'paused');
+    await pauseConnection(stack.commands, connectionId);
+    await waitForState(stack.env, connectionId, (s) => s.phase === 'paused');
     const outcome = async (connection: string, job: string) => {
       const row = await jobOf(job);
       return { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connection, job) };
@@ -124,10 +112,10 @@ describe('status changes while the connection workflow is not running', () => {
     const connectionId = await newConnection();
     const jobId = await queuedJobOf(connectionId);
     await terminate(connectionId);
-    await disableConnection(commands, connectionId);
+    await disableConnection(stack.commands, connectionId);
     // The resume's signal starts a new run, whose first look finds the connection active again.
-    await resumeConnection(commands, connectionId);
-    await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
+    await resumeConnection(stack.commands, connectionId);
+    await waitForState(stack.env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
     const job = await jobOf(jobId);
     expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
@@ -136,7 +124,7 @@ describe('status changes while the connection workflow is not running', () => {
   /** Command deps whose Temporal calls fail as an unreachable server's do: the status is written, the workflow never told. */
   const temporalAway = (): CommandDeps => {
     const unreachable = () => Promise.reject(new Error('14 UNAVAILABLE: connection refused'));
-    return { ...commands, temporal: { workflow: { signalWithStart: unreachable, start: unreachable, getHandle: () => ({ signal: unreachable, describe: unreachable, cancel: unreachable }) } } as unknown as CommandDeps['temporal'] };
+    return { ...stack.commands, temporal: { workflow: { signalWithStart: unreachable, start: unreachable, getHandle: () => ({ signal: unreachable, describe: unreachable, cancel: unreachable }) } } as unknown as CommandDeps['temporal'] };
   };
 
   it('a pause whose signal fails (Temporal away) while the workflow is not running, then a resume, ends the queued job cancelled, not failed as abandoned', async () => {
@@ -145,12 +133,12 @@ describe('status changes while the connection workflow is not running', () => {
     await terminate(connectionId);
     // The pause is stored; telling the workflow fails, so no run cancels the queued job.
     await expect(pauseConnection(temporalAway(), connectionId)).rejects.toThrow(/UNAVAILABLE/);
-    expect((await findConnection(db.pool, connectionId))!.status).toBe('paused');
+    expect((await findConnection(stack.db.pool, connectionId))!.status).toBe('paused');
     // The resume's signal starts a new run, whose first look finds the connection active again.
-    await resumeConnection(commands, connectionId);
-    const state = await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
+    await resumeConnection(stack.commands, connectionId);
+    const state = await waitForState(stack.env, connectionId, (s) => s.phase === 'sleeping' && s.current_job_id !== null && s.current_job_id !== jobId);
     const job = await jobOf(jobId);
-    const { rows: active } = await db.pool.query<{ id: string }>(`select id from sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying')`, [connectionId]);
+    const { rows: active } = await stack.db.pool.query<{ id: string }>(`select id from sync_jobs where connection_id = $1 and status in ('queued', 'running', 'retrying')`, [connectionId]);
     expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId), active: active.map((r) => r.id) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'], active: [state.current_job_id] });
   });
@@ -159,20 +147,20 @@ describe('status changes while the connection workflow is not running', () => {
     const connectionId = await newConnection();
     const jobId = await queuedJobOf(connectionId);
     await expect(pauseConnection(temporalAway(), connectionId)).rejects.toThrow(/UNAVAILABLE/);
-    await resumeConnection(commands, connectionId);
-    await waitForState(env, connectionId, (s) => s.phase === 'sleeping' && s.pending.length === 0);
+    await resumeConnection(stack.commands, connectionId);
+    await waitForState(stack.env, connectionId, (s) => s.phase === 'sleeping' && s.pending.length === 0);
     // The running workflow never heard of the pause: its queued job is carried on, or ended
     // cancelled by the pause (as a pause it heard of ends it), never failed.
     const job = await jobOf(jobId);
     const ended = job.status === 'cancelled' ? { job: 'cancelled', abandoned: null, error: 'connection paused', events: ['sync.cancelled'] } : { job: 'queued', abandoned: null, error: null, events: [] };
     expect({ job: job.status, abandoned: job.abandoned_at, error: job.last_error, events: await eventsOf(connectionId, jobId) }).toEqual(ended);
     // A sync asked for now runs (the queued job brought forward, or a job of its own).
-    const { job: asked } = await requestJob(commands, { connection: (await findConnection(db.pool, connectionId))!, mode: 'incremental' });
+    const { job: asked } = await requestJob(stack.commands, { connection: (await findConnection(stack.db.pool, connectionId))!, mode: 'incremental' });
     const done = await eventually(async () => {
       const j = await jobOf(asked.id);
       return ['queued', 'running', 'retrying'].includes(j.status) ? undefined : j;
     });
-    const { rows: failed } = await db.pool.query(`select id from sync_jobs where connection_id = $1 and status = 'failed'`, [connectionId]);
+    const { rows: failed } = await stack.db.pool.query(`select id from sync_jobs where connection_id = $1 and status = 'failed'`, [connectionId]);
     expect({ asked: done.status, failed }).toEqual({ asked: 'completed', failed: [] });
     await terminate(connectionId);
   });
@@ -181,20 +169,20 @@ describe('status changes while the connection workflow is not running', () => {
     const ended: Record<string, unknown> = {};
     for (const status of ['disabled', 'paused']) {
       const connectionId = await newConnection(status);
-      const { rows: [job] } = await db.pool.query<{ id: string }>(
+      const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
         `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, created_at, workflow_id, scheduler_run_id)
          select id, tenant_id, 'incremental', 'schedule', 'queued', now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
            from connections where id = $1 returning id`,
         [connectionId],
       );
-      await tick();
+      await stack.tick();
       // A paused connection's workflow is started again by the tick; its first look ends the job, if the tick did not.
       const row = await eventually(async () => {
         const r = await jobOf(job!.id);
         return r.status === 'queued' ? undefined : r;
       });
       ended[status] = { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) };
-      await env.client.workflow.getHandle(`connection:${connectionId}`).terminate('test done').catch(() => undefined);
+      await stack.env.client.workflow.getHandle(`connection:${connectionId}`).terminate('test done').catch(() => undefined);
     }
     expect(ended).toEqual({
       disabled: { job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['sync.cancelled'] },
@@ -203,18 +191,18 @@ describe('status changes while the connection workflow is not running', () => {
   });
 
   it.each([
-    ['the delete command', async (connectionId: string) => (await deleteConnection(commands, connectionId)).id],
+    ['the delete command', async (connectionId: string) => (await deleteConnection(stack.commands, connectionId)).id],
     // A delete whose API process died right after its transaction: the tick starts its purge.
     ['a purge whose delete stopped nothing', async (connectionId: string) => {
-      await db.pool.query(`update connections set status = 'disabled' where id = $1`, [connectionId]);
-      const purge = (await insertPurge(db.pool, connectionId, (await findConnection(db.pool, connectionId))!.tenant_id))!;
-      await startConnectionPurge(env.client, TASK_QUEUE, { purgeId: purge.id, connectionId });
+      await stack.db.pool.query(`update connections set status = 'disabled' where id = $1`, [connectionId]);
+      const purge = (await insertPurge(stack.db.pool, connectionId, (await findConnection(stack.db.pool, connectionId))!.tenant_id))!;
+      await startConnectionPurge(stack.env.client, TASK_QUEUE, { purgeId: purge.id, connectionId });
       return purge.id;
     }],
   ])('a delete while the workflow that ran a job is gone announces the job\'s end, as a delete of a running workflow does (%s)', async (_, remove) => {
     const connectionId = await newConnection();
     // A scheduled job its connection's run had begun (run inline) when that run was lost.
-    const { rows: [job] } = await db.pool.query<{ id: string }>(
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
       `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, workflow_id, scheduler_run_id)
        select id, tenant_id, 'incremental', 'schedule', 'running', now(), 'connection:' || id, 'a-run-that-is-gone'
          from connections where id = $1 returning id`,
@@ -222,10 +210,10 @@ describe('status changes while the connection workflow is not running', () => {
     );
     const purge = { id: await remove(connectionId) };
     await eventually(async () => {
-      const { rows } = await db.pool.query<{ status: string }>('select status from connection_purges where id = $1', [purge.id]);
+      const { rows } = await stack.db.pool.query<{ status: string }>('select status from connection_purges where id = $1', [purge.id]);
       return rows[0]?.status === 'completed' ? true : undefined;
     });
-    const { rows } = await db.pool.query<{ event_type: string }>(
+    const { rows } = await stack.db.pool.query<{ event_type: string }>(
       `select event_type from webhook_events where payload -> 'job' ->> 'id' = $1`,
       [job!.id],
     );
@@ -234,14 +222,14 @@ describe('status changes while the connection workflow is not running', () => {
 
   it('a disable while the run that began a scheduled job is gone ends that job cancelled, as it ends a requested job whose workflow is gone', async () => {
     const connectionId = await newConnection();
-    const { rows: [job] } = await db.pool.query<{ id: string }>(
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
       `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
        select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
          from connections where id = $1 returning id`,
       [connectionId],
     );
-    await disableConnection(commands, connectionId);
-    await tick();
+    await disableConnection(stack.commands, connectionId);
+    await stack.tick();
     const row = await jobOf(job!.id);
     expect({ job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
@@ -251,13 +239,13 @@ describe('status changes while the connection workflow is not running', () => {
     const connectionId = await newConnection();
     // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
     // its workflow is gone) stores a page of.
-    const { rows: [job] } = await db.pool.query<{ id: string }>(
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
       `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
        select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
          from connections where id = $1 returning id`,
       [connectionId],
     );
-    const { rows: [task] } = await db.pool.query<{ id: string; claim: string }>(
+    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
       `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
        values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
       [job!.id],
@@ -272,7 +260,7 @@ describe('status changes while the connection workflow is not running', () => {
       const value = Reflect.get(target, prop, target) as unknown;
       return typeof value === 'function' ? value.bind(target) : value;
     };
-    const temporal = new Proxy(env.client, {
+    const temporal = new Proxy(stack.env.client, {
       get: (client, prop) => prop !== 'workflow' ? bound(client, prop) : new Proxy(client.workflow, {
         get: (workflows, name) => name !== 'getHandle' ? bound(workflows, name) : (id: string) => {
           const handle = workflows.getHandle(id);
@@ -286,11 +274,11 @@ describe('status changes while the connection workflow is not running', () => {
         },
       }),
     });
-    const disabling = disableConnection({ ...commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
+    const disabling = disableConnection({ ...stack.commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
     await askedForWorkflow;
     // The page's transaction as the sync task's page store runs it: the page's statement (which
     // locks the task's row and the job's), then the connection's config read FOR SHARE.
-    const page = withTransaction(db.pool, async (tx) => {
+    const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
       await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
         taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
@@ -298,7 +286,7 @@ describe('status changes while the connection workflow is not running', () => {
       open();
       // The disable now ends the job: it waits for the page's locks.
       await eventually(async () => {
-        const { rows } = await db.pool.query(
+        const { rows } = await stack.db.pool.query(
           `select 1 from pg_stat_activity
             where datname = current_database() and wait_event_type = 'Lock' and query ilike '%sync_jobs%' and pid <> pg_backend_pid()`,
         );
@@ -313,7 +301,7 @@ describe('status changes while the connection workflow is not running', () => {
   it('the tick starts the workflow of an open purge however many older purges wait for a place with their workflows running', async () => {
     // 500 purges (the most the tick looks at) of a tenant deleting many connections, each waiting
     // for a place of its running-jobs limit: their workflows run (here on a queue no worker polls).
-    const { rows: waiting } = await db.pool.query<{ id: string }>(
+    const { rows: waiting } = await stack.db.pool.query<{ id: string }>(
       `with c as (
          insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
          select 'many-purges', 'demo', 'app-' || n, 'disabled', '{}', '{}' from generate_series(1, 500) n returning id, tenant_id)
@@ -324,38 +312,38 @@ describe('status changes while the connection workflow is not running', () => {
     try {
       for (let i = 0; i < waiting.length; i += 50) {
         await Promise.all(waiting.slice(i, i + 50).map(async ({ id }) => {
-          await env.client.workflow.start(CONNECTION_PURGE_WORKFLOW, { workflowId: connectionPurgeWorkflowId(id), taskQueue: 'nobody-polls-this-queue', args: [{ purgeId: id, connectionId: id }] });
+          await stack.env.client.workflow.start(CONNECTION_PURGE_WORKFLOW, { workflowId: connectionPurgeWorkflowId(id), taskQueue: 'nobody-polls-this-queue', args: [{ purgeId: id, connectionId: id }] });
           started.push(id);
         }));
       }
       await eventually(async () => {
-        const { count } = await env.client.workflow.count(`WorkflowType = '${CONNECTION_PURGE_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = 'nobody-polls-this-queue'`);
+        const { count } = await stack.env.client.workflow.count(`WorkflowType = '${CONNECTION_PURGE_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = 'nobody-polls-this-queue'`);
         return count >= waiting.length ? true : undefined;
       });
       // A newer purge whose workflow is gone (its delete's process died before it started it).
       const connectionId = await newConnection('disabled');
-      const { rows: [lost] } = await db.pool.query<{ id: string }>(
+      const { rows: [lost] } = await stack.db.pool.query<{ id: string }>(
         `insert into connection_purges (connection_id, tenant_id, status, created_at)
          select id, tenant_id, 'pending', now() - interval '2 minutes' from connections where id = $1 returning id`,
         [connectionId],
       );
-      await tick();
-      await expect(env.client.workflow.getHandle(connectionPurgeWorkflowId(lost!.id)).describe().then((d) => d.workflowId))
+      await stack.tick();
+      await expect(stack.env.client.workflow.getHandle(connectionPurgeWorkflowId(lost!.id)).describe().then((d) => d.workflowId))
         .resolves.toBe(connectionPurgeWorkflowId(lost!.id));
     } finally {
-      await Promise.all(started.map((id) => env.client.workflow.getHandle(connectionPurgeWorkflowId(id)).terminate('test over').catch(() => undefined)));
-      await db.pool.query(`update connection_purges set status = 'completed' where tenant_id = 'many-purges'`);
+      await Promise.all(started.map((id) => stack.env.client.workflow.getHandle(connectionPurgeWorkflowId(id)).terminate('test over').catch(() => undefined)));
+      await stack.db.pool.query(`update connection_purges set status = 'completed' where tenant_id = 'many-purges'`);
     }
   }, 180_000);
   it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
     const connectionId = await newConnection();
-    const { rows: [job] } = await db.pool.query<{ id: string }>(
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
       `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
        select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
          from connections where id = $1 returning id`,
       [connectionId],
     );
-    const { rows: [task] } = await db.pool.query<{ id: string; claim: string }>(
+    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
       `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
        values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
       [job!.id],
@@ -363,15 +351,15 @@ describe('status changes while the connection workflow is not running', () => {
     let deleting: Promise<string> | undefined;
     // The page's transaction as the sync task's page store runs it: the page's statement (its
     // records reference the connection), then the connection's config read FOR SHARE.
-    const page = withTransaction(db.pool, async (tx) => {
+    const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
       await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
         taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
-      deleting = deleteConnection(commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
+      deleting = deleteConnection(stack.commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
       // The delete's transaction waits for the page's locks, or has recorded the purge.
       await eventually(async () => {
-        const { rows } = await db.pool.query(
+        const { rows } = await stack.db.pool.query(
           `select 1 from pg_stat_activity
             where datname = current_database() and wait_event_type = 'Lock' and query ilike '%update connections%' and pid <> pg_backend_pid()
            union all select 1 from connection_purges where connection_id = $1`,

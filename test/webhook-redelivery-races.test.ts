@@ -24,16 +24,26 @@ describe('redelivery races', () => {
     await db?.drop();
   });
 
-  it('two redeliveries of one failed delivery at once: one is accepted and counted, the other is refused as pending', async () => {
-    const tenant = `redeliver-${Date.now()}`;
+  /**
+   * One delivery of a `sync.completed` event to the webhook of a new tenant (`<prefix>-<now>`),
+   * in `status` after `attempts` attempts, finished now when `finished`; and its status as stored.
+   */
+  async function newDelivery(prefix: string, opts: { status: 'pending' | 'failed'; attempts: number; finished?: boolean }) {
+    const tenant = `${prefix}-${Date.now()}`;
     const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
       `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
             e as (insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.completed', '{}') returning id)
        insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at)
-       select w.id, e.id, 'failed', 3, now() from w, e returning webhook_id, id as delivery_id`,
-      [tenant],
+       select w.id, e.id, $2, $3, case when $4::boolean then now() end from w, e returning webhook_id, id as delivery_id`,
+      [tenant, opts.status, opts.attempts, opts.finished ?? false],
     );
     const { webhook_id: webhookId, delivery_id: deliveryId } = rows[0]!;
+    const status = async () => (await db.pool.query('select status from webhook_deliveries where id = $1', [deliveryId])).rows[0].status;
+    return { tenant, webhookId, deliveryId, status };
+  }
+
+  it('two redeliveries of one failed delivery at once: one is accepted and counted, the other is refused as pending', async () => {
+    const { tenant, webhookId, deliveryId } = await newDelivery('redeliver', { status: 'failed', attempts: 3, finished: true });
     const deps = testCommandDeps(db.pool, unreachable);
 
     // Another of the tenant's counted calls holds its limit lock while both requests arrive.
@@ -62,16 +72,7 @@ describe('redelivery races', () => {
     expect(delivery[0]).toEqual({ status: 'pending' });
   });
   it("a retry of the previous round's failing step (its first run's answer was lost) leaves a delivery redelivered since pending", async () => {
-    const tenant = `refail-${Date.now()}`;
-    const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
-      `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
-            e as (insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.completed', '{}') returning id)
-       insert into webhook_deliveries (webhook_id, event_id, status, attempts)
-       select w.id, e.id, 'pending', 33 from w, e returning webhook_id, id as delivery_id`,
-      [tenant],
-    );
-    const { webhook_id: webhookId, delivery_id: deliveryId } = rows[0]!;
-    const status = async () => (await db.pool.query('select status from webhook_deliveries where id = $1', [deliveryId])).rows[0].status;
+    const { webhookId, deliveryId, status } = await newDelivery('refail', { status: 'pending', attempts: 33 });
     // The round gave up: its run marks the delivery failed, but the activity's completion is lost.
     const fail = failWebhookDelivery({ pool: db.pool } as ActivityDeps);
     const input = { deliveryId, at: Date.now() - 1_000 };
@@ -90,16 +91,7 @@ describe('redelivery races', () => {
     expect(await status()).toBe('failed');
   });
   it("a retry of the previous round's failing step leaves a redelivered delivery pending when the workflow's clock (Temporal's) runs ahead of the API's", async () => {
-    const tenant = `skew-${Date.now()}`;
-    const { rows } = await db.pool.query<{ webhook_id: string; delivery_id: string }>(
-      `with w as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id),
-            e as (insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.completed', '{}') returning id)
-       insert into webhook_deliveries (webhook_id, event_id, status, attempts)
-       select w.id, e.id, 'pending', 33 from w, e returning webhook_id, id as delivery_id`,
-      [tenant],
-    );
-    const { webhook_id: webhookId, delivery_id: deliveryId } = rows[0]!;
-    const status = async () => (await db.pool.query('select status from webhook_deliveries where id = $1', [deliveryId])).rows[0].status;
+    const { webhookId, deliveryId, status } = await newDelivery('skew', { status: 'pending', attempts: 33 });
     // The round gave up at what the Temporal server's clock called now; the API's clock is 5 s
     // behind it. The failing step's completion is lost.
     const fail = failWebhookDelivery({ pool: db.pool } as ActivityDeps);

@@ -1,12 +1,14 @@
 import type { Client } from '@temporalio/client';
+import { beforeAll } from 'vitest';
 import { Registry } from 'prom-client';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { listen, type HttpServer } from '../../lib/http';
 import { createSyncMetrics } from '../../lib/metrics';
 import type { Pool } from '../../db/pool';
+import { useTestDatabase, type TestDatabase } from './database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './deps';
-import { capturingLogger } from './logs';
+import { capturingLogger, type LogLines } from './logs';
 import type { WorkerStack } from './stack';
 
 /** The admin key of test APIs. */
@@ -60,6 +62,44 @@ export async function startTestApi(stack: WorkerStack, taskQueue: string, overri
 export function apiAppWithoutTemporal(pool: Pool, taskQueue: string, overrides: Partial<ApiDeps> = {}): ReturnType<typeof createApp> {
   const registry = new Registry();
   return createApp(testApiDeps({ pool, temporal: undefined as unknown as Client, registry, metrics: createSyncMetrics(registry), taskQueue }, overrides));
+}
+
+/**
+ * The real API app on `pool` with no Temporal behind it (apiAppWithoutTemporal), listening on
+ * 127.0.0.1, and the lines its logger wrote, parsed: for tests that call it over HTTP.
+ */
+export async function listenWithoutTemporal(pool: Pool, taskQueue: string): Promise<{ server: HttpServer; lines: LogLines }> {
+  const { logger, lines } = capturingLogger();
+  const server = await listen(apiAppWithoutTemporal(pool, taskQueue, { logger }), '127.0.0.1', 0);
+  return { server, lines };
+}
+
+/** The real API app with no Temporal behind it, on a database of its own, and a caller that sends the admin key. */
+export interface ApiWithoutTemporal {
+  db: TestDatabase;
+  app: ReturnType<typeof createApp>;
+  /** One request of the app with the admin key (`body`, if any, as JSON): its status and its body parsed as JSON. */
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that give the calling file (or describe block) a fresh,
+ * migrated database and the real API app on it with no Temporal behind it (apiAppWithoutTemporal
+ * with `overrides`), the database dropped after the caller's own afterAll hooks; the returned
+ * object is filled in by the time the caller's own beforeAll hooks run.
+ */
+export function useApiWithoutTemporal(taskQueue: string, overrides: Partial<ApiDeps> = {}): ApiWithoutTemporal {
+  const api = { db: useTestDatabase() } as ApiWithoutTemporal;
+  beforeAll(() => {
+    api.app = apiAppWithoutTemporal(api.db.pool, taskQueue, overrides);
+  });
+  api.call = async (method, path, body) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${TEST_API_KEY}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await api.app.request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: await res.json() };
+  };
+  return api;
 }
 
 /** The API's settings in tests (admin key, test keyring and provider policy), around what each test wires; `overrides` replace any. */

@@ -1,11 +1,15 @@
-// Runs the sync activity directly (no Temporal server: MockActivityEnvironment) for connections of
-// the `http` connector, against real Postgres: one job and one task per pass, as the job workflow
-// would create them. Fast enough for property tests with many passes.
+// Runs the sync activity directly (no Temporal server: MockActivityEnvironment) against real
+// Postgres: for connections of the `http` connector, one job and one task per pass, as the job
+// workflow would create them (fast enough for property tests with many passes); for any
+// connection, tasks of a running job as workers with their own pools run them, two at once to
+// race for a credential renewal.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { syncTask } from '../../activities/sync-task';
 import type { ActivityDeps } from '../../activities/deps';
 import type { Pool } from '../../db/pool';
 import type { SyncTaskInput, SyncTaskResult } from '../../temporal/activities';
+import { testActivityDeps } from './deps';
+import type { LogLines } from './logs';
 
 export type PassKind = 'full' | 'incremental' | 'backfill';
 
@@ -68,4 +72,66 @@ export async function storedRecords(pool: Pool, connectionId: string, resourceTy
     [connectionId, resourceType],
   );
   return new Map(rows.map((r) => [r.external_id, r]));
+}
+
+/** A running job of `jobType` of the connection, with one task per resource type of `resources`: its id and the task ids, in that order. */
+export async function runningJob(pool: Pool, connectionId: string, resources: string[], jobType: 'full' | 'incremental'): Promise<{ jobId: string; tasks: string[] }> {
+  const { rows } = await pool.query<{ id: string }>(
+    `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, 'acme', $2, 'manual', 'running', now()) returning id`,
+    [connectionId, jobType],
+  );
+  const jobId = rows[0]!.id;
+  const tasks: string[] = [];
+  for (const r of resources) {
+    const t = await pool.query<{ id: string }>('insert into sync_tasks (job_id, resource_type) values ($1, $2) returning id', [jobId, r]);
+    tasks.push(t.rows[0]!.id);
+  }
+  return { jobId, tasks };
+}
+
+/** Marks the job completed (a connection has one active job of a type at a time). */
+export async function completeJob(pool: Pool, jobId: string): Promise<void> {
+  await pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
+}
+
+/** Starts the sync activity on one task of a job, as a worker on `pool` runs its attempt `attempt`: the worker's log lines, and the result. */
+export function startTask(pool: Pool, task: { jobId: string; taskId: string; resourceType: string; mode: 'full' | 'incremental' }, attempt = 1): { lines: LogLines; result: Promise<SyncTaskResult> } {
+  const { deps, lines } = testActivityDeps({ pool });
+  const input: SyncTaskInput = { jobId: task.jobId, taskId: task.taskId, resourceType: task.resourceType, mode: task.mode };
+  return { lines, result: new MockActivityEnvironment({ attempt }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
+}
+
+/**
+ * Both resource types of a new running job of the connection synced at once by two workers (one
+ * on each pool), the provider's token answers held (`hold` sets the fake provider's gate) until
+ * one run waits for the other's renewal lease, a token is asked for twice, or both have ended (a
+ * run with a fresh cached token takes no lock at all: then there is nothing to hold). The job is
+ * ended after. Their results and log lines, and how many token requests (`requests()`) they made.
+ */
+export async function renewalOnTwoWorkers(opts: {
+  pools: [Pool, Pool];
+  connectionId: string;
+  resources: [string, string];
+  mode: 'full' | 'incremental';
+  hold(gate: Promise<void> | null): void;
+  requests(): number;
+}): Promise<{ results: [SyncTaskResult, SyncTaskResult]; lines: LogLines; requests: number }> {
+  const { jobId, tasks } = await runningJob(opts.pools[0], opts.connectionId, opts.resources, opts.mode);
+  const before = opts.requests();
+  let release!: () => void;
+  opts.hold(new Promise<void>((resolve) => (release = resolve)));
+  const first = startTask(opts.pools[0], { jobId, taskId: tasks[0]!, resourceType: opts.resources[0], mode: opts.mode });
+  const second = startTask(opts.pools[1], { jobId, taskId: tasks[1]!, resourceType: opts.resources[1], mode: opts.mode });
+  let settled = false;
+  void Promise.allSettled([first.result, second.result]).then(() => (settled = true));
+  for (;;) {
+    const waiting = [...first.lines, ...second.lines].some((l) => l.msg === 'waiting for the credential renewal of another worker');
+    if (waiting || opts.requests() - before >= 2 || settled) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  release();
+  const results = await Promise.all([first.result, second.result]);
+  opts.hold(null);
+  await completeJob(opts.pools[0], jobId);
+  return { results, lines: [...first.lines, ...second.lines], requests: opts.requests() - before };
 }

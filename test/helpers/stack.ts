@@ -1,10 +1,14 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
+import { reconcileConnections } from '../../activities/reconcile-connections';
+import type { CommandDeps } from '../../commands/deps';
 import type { Keyring } from '../../lib/credentials';
 import type { SyncMetrics } from '../../lib/metrics';
+import type { ReconcileResult } from '../../temporal/activities';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './database';
+import { TEST_KEYRING, testActivityDeps } from './deps';
 import { createDevServerEnv, createTimeSkippingEnv } from './temporal';
 import { createTestWorker, type LogLines } from './worker';
 
@@ -42,13 +46,26 @@ export interface WorkerStack extends Servers {
   metrics: SyncMetrics;
 }
 
+/** What a test drives a worker stack by, in place of an API process and the scheduled reconcile tick. */
+export interface StackControls {
+  /**
+   * Command deps on the stack, as its API process would have them: its database, Temporal client,
+   * task queue and metrics, the test keyring, a day as the longest interval, a minute for an
+   * immediate sync.
+   */
+  commands: CommandDeps;
+  /** Runs one reconcile tick now (real time) on the stack, with activity deps of its own. */
+  tick(): Promise<ReconcileResult>;
+}
+
 /**
  * Registers beforeAll/afterAll hooks that give the test file a Temporal server of `kind`, a
- * fresh database and a running Synctide worker on `taskQueue`; the returned object is filled in
- * by the time the file's own beforeAll hooks and tests run.
+ * fresh database and a running Synctide worker on `taskQueue`, with command deps and a reconcile
+ * tick on them; the returned object is filled in by the time the file's own beforeAll hooks and
+ * tests run.
  */
-export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string, opts: { credentials?: Keyring } = {}): WorkerStack {
-  const stack = useServers(kind) as WorkerStack;
+export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string, opts: { credentials?: Keyring } = {}): WorkerStack & StackControls {
+  const stack = useServers(kind) as WorkerStack & StackControls;
   let running: Promise<void> | undefined;
   beforeAll(async () => {
     const { worker, lines, registry, metrics } = await createTestWorker({
@@ -62,6 +79,16 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
     stack.lines = lines;
     stack.registry = registry;
     stack.metrics = metrics;
+    stack.commands = {
+      pool: stack.db.pool,
+      temporal: stack.env.client,
+      taskQueue,
+      metrics,
+      credentials: TEST_KEYRING,
+      maxIntervalSeconds: 86_400,
+      immediateSyncTimeoutMs: 60_000,
+    };
+    stack.tick = () => reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue }).deps)({ at: Date.now() });
     running = worker.run();
   });
   afterAll(async () => {
