@@ -8,9 +8,7 @@ import { disableConnection, pauseConnection, refOf, resumeConnection } from '../
 import { requestJob } from '../commands/jobs';
 import { deleteConnection } from '../commands/purges';
 import type { CommandDeps } from '../commands/deps';
-import { findConnection, lockConfigForShare } from '../db/models/connections';
-import { upsertRecords } from '../db/models/records';
-import { withTransaction } from '../db/transaction';
+import { findConnection } from '../db/models/connections';
 import { insertPurge } from '../db/models/purges';
 import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
 import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId } from '../temporal/purge';
@@ -235,69 +233,6 @@ describe('status changes while the connection workflow is not running', () => {
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
   });
 
-  it("a disable while the lost run's task still stores a page waits for that page's transaction, never deadlocking with it", async () => {
-    const connectionId = await newConnection();
-    // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
-    // its workflow is gone) stores a page of.
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
-    // The disable's look for the connection's workflow waits for `open`: the page begins after the
-    // disable wrote the connection disabled, and before the disable ends the lost run's job.
-    let asked!: () => void;
-    const askedForWorkflow = new Promise<void>((resolve) => (asked = resolve));
-    let open!: () => void;
-    const opened = new Promise<void>((resolve) => (open = resolve));
-    const bound = <T extends object>(target: T, prop: string | symbol) => {
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    };
-    const temporal = new Proxy(stack.env.client, {
-      get: (client, prop) => prop !== 'workflow' ? bound(client, prop) : new Proxy(client.workflow, {
-        get: (workflows, name) => name !== 'getHandle' ? bound(workflows, name) : (id: string) => {
-          const handle = workflows.getHandle(id);
-          return id !== `connection:${connectionId}` ? handle : new Proxy(handle, {
-            get: (h, key) => key !== 'describe' ? bound(h, key) : async () => {
-              asked();
-              await opened;
-              return h.describe();
-            },
-          });
-        },
-      }),
-    });
-    const disabling = disableConnection({ ...stack.commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
-    await askedForWorkflow;
-    // The page's transaction as the sync task's page store runs it: the page's statement (which
-    // locks the task's row and the job's), then the connection's config read FOR SHARE.
-    const page = withTransaction(stack.db.pool, async (tx) => {
-      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
-      });
-      open();
-      // The disable now ends the job: it waits for the page's locks.
-      await eventually(async () => {
-        const { rows } = await stack.db.pool.query(
-          `select 1 from pg_stat_activity
-            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%sync_jobs%' and pid <> pg_backend_pid()`,
-        );
-        return rows.length > 0 ? true : undefined;
-      });
-      await lockConfigForShare(tx, connectionId);
-      return 'stored';
-    }).catch((err: Error) => `page failed: ${err.message}`);
-    expect([await page, await disabling]).toEqual(['stored', 'disabled']);
-    expect((await jobOf(job!.id)).status).toBe('cancelled');
-  });
   it('the tick starts the workflow of an open purge however many older purges wait for a place with their workflows running', async () => {
     // 500 purges (the most the tick looks at) of a tenant deleting many connections, each waiting
     // for a place of its running-jobs limit: their workflows run (here on a queue no worker polls).
@@ -335,41 +270,4 @@ describe('status changes while the connection workflow is not running', () => {
       await stack.db.pool.query(`update connection_purges set status = 'completed' where tenant_id = 'many-purges'`);
     }
   }, 180_000);
-  it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
-    const connectionId = await newConnection();
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
-    let deleting: Promise<string> | undefined;
-    // The page's transaction as the sync task's page store runs it: the page's statement (its
-    // records reference the connection), then the connection's config read FOR SHARE.
-    const page = withTransaction(stack.db.pool, async (tx) => {
-      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
-      });
-      deleting = deleteConnection(stack.commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
-      // The delete's transaction waits for the page's locks, or has recorded the purge.
-      await eventually(async () => {
-        const { rows } = await stack.db.pool.query(
-          `select 1 from pg_stat_activity
-            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%update connections%' and pid <> pg_backend_pid()
-           union all select 1 from connection_purges where connection_id = $1`,
-          [connectionId],
-        );
-        return rows.length > 0 ? true : undefined;
-      });
-      await lockConfigForShare(tx, connectionId);
-      return 'stored';
-    }).catch((err: Error) => `page failed: ${err.message}`);
-    expect([await page, await deleting]).toEqual(['stored', 'deleted']);
-  });
 });

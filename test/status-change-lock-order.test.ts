@@ -1,0 +1,137 @@
+// A status change (disable, delete) of a connection one of whose tasks stores a page at that
+// moment waits for the page's transaction and then ends the connection's jobs; it never deadlocks
+// with it (the page holds its task's and job's rows, then reads the connection's config FOR
+// SHARE; the status change must not hold the connection's row in a mode that conflicts first).
+// Real Postgres (each interleaving is held at the point where it deadlocked, seen in
+// pg_stat_activity), the Temporal dev server and a worker.
+import { describe, expect, it } from 'vitest';
+import { disableConnection } from '../commands/connections';
+import { deleteConnection } from '../commands/purges';
+import { lockConfigForShare } from '../db/models/connections';
+import { upsertRecords } from '../db/models/records';
+import { withTransaction } from '../db/transaction';
+import { useWorkerStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
+
+const TASK_QUEUE = 'status-change-lock-order';
+
+describe('status changes while a page is being stored', () => {
+  const stack = useWorkerStack('dev-server', TASK_QUEUE);
+
+  let seq = 0;
+  /** An active connection of a tenant of its own, planned once a day. */
+  async function newConnection(): Promise<string> {
+    seq += 1;
+    const tenant = `lock-order-${seq}`;
+    const { rows } = await stack.db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config, metadata)
+       values ($1, 'demo', 'app', 'active', $2, '{"sync": {"interval_seconds": 86400}}') returning id`,
+      [tenant, { seed: tenant, resource_types: ['items'], records_per_resource: 4, page_size: 2 }],
+    );
+    return rows[0]!.id;
+  }
+  const jobOf = async (id: string) =>
+    (await stack.db.pool.query<{ status: string }>('select status from sync_jobs where id = $1', [id])).rows[0]!;
+
+  it("a disable while the lost run's task still stores a page waits for that page's transaction, never deadlocking with it", async () => {
+    const connectionId = await newConnection();
+    // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
+    // its workflow is gone) stores a page of.
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    // The disable's look for the connection's workflow waits for `open`: the page begins after the
+    // disable wrote the connection disabled, and before the disable ends the lost run's job.
+    let asked!: () => void;
+    const askedForWorkflow = new Promise<void>((resolve) => (asked = resolve));
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const bound = <T extends object>(target: T, prop: string | symbol) => {
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    };
+    const temporal = new Proxy(stack.env.client, {
+      get: (client, prop) => prop !== 'workflow' ? bound(client, prop) : new Proxy(client.workflow, {
+        get: (workflows, name) => name !== 'getHandle' ? bound(workflows, name) : (id: string) => {
+          const handle = workflows.getHandle(id);
+          return id !== `connection:${connectionId}` ? handle : new Proxy(handle, {
+            get: (h, key) => key !== 'describe' ? bound(h, key) : async () => {
+              asked();
+              await opened;
+              return h.describe();
+            },
+          });
+        },
+      }),
+    });
+    const disabling = disableConnection({ ...stack.commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
+    await askedForWorkflow;
+    // The page's transaction as the sync task's page store runs it: the page's statement (which
+    // locks the task's row and the job's), then the connection's config read FOR SHARE.
+    const page = withTransaction(stack.db.pool, async (tx) => {
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
+      });
+      open();
+      // The disable now ends the job: it waits for the page's locks.
+      await eventually(async () => {
+        const { rows } = await stack.db.pool.query(
+          `select 1 from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%sync_jobs%' and pid <> pg_backend_pid()`,
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      await lockConfigForShare(tx, connectionId);
+      return 'stored';
+    }).catch((err: Error) => `page failed: ${err.message}`);
+    expect([await page, await disabling]).toEqual(['stored', 'disabled']);
+    expect((await jobOf(job!.id)).status).toBe('cancelled');
+  });
+
+  it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    let deleting: Promise<string> | undefined;
+    // The page's transaction as the sync task's page store runs it: the page's statement (its
+    // records reference the connection), then the connection's config read FOR SHARE.
+    const page = withTransaction(stack.db.pool, async (tx) => {
+      const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
+        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
+      });
+      deleting = deleteConnection(stack.commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
+      // The delete's transaction waits for the page's locks, or has recorded the purge.
+      await eventually(async () => {
+        const { rows } = await stack.db.pool.query(
+          `select 1 from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%update connections%' and pid <> pg_backend_pid()
+           union all select 1 from connection_purges where connection_id = $1`,
+          [connectionId],
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      await lockConfigForShare(tx, connectionId);
+      return 'stored';
+    }).catch((err: Error) => `page failed: ${err.message}`);
+    expect([await page, await deleting]).toEqual(['stored', 'deleted']);
+  });
+});
