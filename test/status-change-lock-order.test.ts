@@ -5,10 +5,11 @@
 // Real Postgres (each interleaving is held at the point where it deadlocked, seen in
 // pg_stat_activity), the Temporal dev server and a worker.
 import { describe, expect, it } from 'vitest';
+import { failAbandonedInTx } from '../activities/fail-abandoned-jobs';
 import { disableConnection } from '../commands/connections';
 import { deleteConnection } from '../commands/purges';
 import { lockConfigForShare } from '../db/models/connections';
-import { upsertRecords } from '../db/models/records';
+import { lockChangeFeed, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -82,11 +83,12 @@ describe('status changes while a page is being stored', () => {
         taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       open();
-      // The disable now ends the job: it waits for the page's locks.
+      // The disable now ends the job: it waits for the page's locks (its tasks' rows, then its job's).
       await eventually(async () => {
         const { rows } = await stack.db.pool.query(
           `select 1 from pg_stat_activity
-            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%sync_jobs%' and pid <> pg_backend_pid()`,
+            where datname = current_database() and wait_event_type = 'Lock' and (query ilike '%sync_jobs%' or query ilike '%sync_tasks%')
+              and pid <> pg_backend_pid()`,
         );
         return rows.length > 0 ? true : undefined;
       });
@@ -95,6 +97,85 @@ describe('status changes while a page is being stored', () => {
     }).catch((err: Error) => `page failed: ${err.message}`);
     expect([await page, await disabling]).toEqual(['stored', 'disabled']);
     expect((await jobOf(job!.id)).status).toBe('cancelled');
+  });
+
+  it("a disable ending the lost run's job while that job's page waits for the feed lock (its task row held) never deadlocks with it", async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    const waiting = async (wait: string, like: string) => eventually(async () => {
+      const { rows } = await stack.db.pool.query(
+        `select 1 from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and wait_event = $1 and query ilike $2 and pid <> pg_backend_pid()`,
+        [wait, like],
+      );
+      return rows.length > 0 ? true : undefined;
+    });
+    let page: Promise<string> | undefined;
+    let disabling: Promise<string> | undefined;
+    // Another writer of the connection's feed (another task's page, a config change) holds the
+    // feed lock: the page's statement locks its task's row and then waits for the feed lock.
+    await withTransaction(stack.db.pool, async (other) => {
+      await lockChangeFeed(other, connectionId);
+      page = upsertRecords(stack.db.pool, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() },
+        [{ externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() }],
+        { taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} } },
+      ).then(() => 'stored', (err: Error) => `page failed: ${err.message}`);
+      await waiting('advisory', '%pg_advisory_xact_lock%');
+      // The disable finds no workflow and ends the lost run's job: it waits for the task's row.
+      disabling = disableConnection(stack.commands, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
+      await waiting('transactionid', '%sync_tasks%');
+    });
+    expect([await page, await disabling]).toEqual(['stored', 'disabled']);
+    expect((await jobOf(job!.id)).status).toBe('cancelled');
+  });
+
+  it("a new run's start-up cleanup failing the lost run's job while that job's page waits for the feed lock never deadlocks with it", async () => {
+    const connectionId = await newConnection();
+    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
+      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
+       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
+         from connections where id = $1 returning id`,
+      [connectionId],
+    );
+    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
+      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
+       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
+      [job!.id],
+    );
+    const waiting = async (wait: string, like: string) => eventually(async () => {
+      const { rows } = await stack.db.pool.query(
+        `select 1 from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and wait_event = $1 and query ilike $2 and pid <> pg_backend_pid()`,
+        [wait, like],
+      );
+      return rows.length > 0 ? true : undefined;
+    });
+    let page: Promise<string> | undefined;
+    let cleanup: Promise<string> | undefined;
+    await withTransaction(stack.db.pool, async (other) => {
+      await lockChangeFeed(other, connectionId);
+      page = upsertRecords(stack.db.pool, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() },
+        [{ externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() }],
+        { taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} } },
+      ).then(() => 'stored', (err: Error) => `page failed: ${err.message}`);
+      await waiting('advisory', '%pg_advisory_xact_lock%');
+      // The connection's new run ends what the lost run left: it waits for the task's row.
+      cleanup = withTransaction(stack.db.pool, (tx) => failAbandonedInTx(tx, connectionId, new Date(), 'a-new-run'))
+        .then(() => 'cleaned up', (err: Error) => `cleanup failed: ${err.message}`);
+      await waiting('transactionid', '%sync_tasks%');
+    });
+    expect([await page, await cleanup]).toEqual(['stored', 'cleaned up']);
+    expect((await jobOf(job!.id)).status).toBe('failed');
   });
 
   it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
