@@ -8,11 +8,13 @@
 // pg_stat_activity), the Temporal dev server and a worker.
 import { describe, expect, it } from 'vitest';
 import { failAbandonedInTx } from '../activities/fail-abandoned-jobs';
+import { markJobRetrying } from '../activities/mark-job-retrying';
 import { disableConnection, updateConnection } from '../commands/connections';
 import { deleteConnection } from '../commands/purges';
 import { lockConfigForShare } from '../db/models/connections';
 import { lockChangeFeed, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
+import { testActivityDeps } from './helpers/deps';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -167,6 +169,26 @@ describe('status changes while a page is being stored', () => {
     });
     expect([await page, await cleanup]).toEqual(['stored', 'cleaned up']);
     expect((await jobOf(lost.job.id)).status).toBe('failed');
+  });
+
+  it("a job's retry marked while a page of its earlier attempt waits for the feed lock (its task row held) never deadlocks with it", async () => {
+    const connectionId = await newConnection();
+    const lost = await lostRunTask(connectionId);
+    const { deps } = testActivityDeps({ pool: stack.db.pool });
+    let page: Promise<string> | undefined;
+    let retrying: Promise<string> | undefined;
+    await withTransaction(stack.db.pool, async (other) => {
+      await lockChangeFeed(other, connectionId);
+      page = pageOf(connectionId, lost);
+      await waitingFor('advisory', '%pg_advisory_xact_lock%');
+      // The job's workflow records the failed attempt: it waits for the task's row.
+      const at = Date.now();
+      retrying = markJobRetrying(deps)({ jobId: lost.job.id, at, startedAt: at - 1000, retryAfter: at + 60_000, kind: 'interrupted', error: 'interrupted', failedCount: 0 })
+        .then(() => 'retrying', (err: Error) => `retry failed: ${err.message}`);
+      await waitingFor('transactionid', '%sync_tasks%');
+    });
+    expect([await page, await retrying]).toEqual(['stored', 'retrying']);
+    expect((await jobOf(lost.job.id)).status).toBe('retrying');
   });
 
   it("a disable of a connection whose run is gone, a config change and the lost run's page waiting for the change's feed lock never deadlock", async () => {
