@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { insertAttemptLogs } from '../db/models/job-logs';
 import { findJobStatus, markJobRetrying as markRetrying } from '../db/models/jobs';
-import { reopenTasksForRetry } from '../db/models/tasks';
+import { lockOpenTasksOfJobs, reopenTasksForRetry } from '../db/models/tasks';
 import { loggedAttempt } from '../policy/job-lifecycle';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
@@ -21,6 +21,9 @@ export const JOB_ENDED = 'job_ended';
 export function markJobRetrying({ pool, metrics, logger }: ActivityDeps): Activities['markJobRetrying'] {
   return async (input) =>
     withTransaction(pool, async (tx) => {
+      // The tasks' rows before the job's, the order a page's statement takes them: a page of an
+      // attempt the workflow no longer waits for (its heartbeat timed out) may still be stored.
+      await lockOpenTasksOfJobs(tx, [input.jobId]);
       const job = await markRetrying(tx, input.jobId, new Date(input.retryAfter), input.error, input.kind, {
         retryCount: input.retryCount,
         rateLimitRetryCount: input.rateLimitRetryCount,

@@ -5,7 +5,7 @@ import { forgetSeenOfJob } from '../db/models/seen';
 import { emitJobEvent } from '../db/events';
 import { findPendingDeliveries } from '../db/models/webhooks';
 import { findOpenPurgesCreatedBefore } from '../db/models/purges';
-import { failOpenTasksOfJobs } from '../db/models/tasks';
+import { failOpenTasksOfJobs, lockOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
 import { stoppedQueuedJobReason } from '../policy/job-lifecycle';
@@ -259,6 +259,8 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
       const row = await cancelJobAndTasks(tx, job.id, new Date(at), stopped, true);
       return row && { ...row, cancelledAs: stopped, deliveries: await emitJobEvent(tx, job.id, 'cancelled', new Date(at)) };
     }
+    // Its tasks' rows first, as a page's statement takes them (the lost run's activity may still store one).
+    await lockOpenTasksOfJobs(tx, [job.id]);
     const row = await failAbandonedJob(tx, job.id, new Date(at), NO_WORKFLOW_REASON);
     if (!row) return null;
     await failOpenTasksOfJobs(tx, [job.id], new Date(at), NO_WORKFLOW_REASON);

@@ -13,6 +13,7 @@ import { findOpenPurge, findOpenPurgeLocked } from '../db/models/purges';
 import type { Queryable } from '../db/queryable';
 import { cancelQueuedSchedulerJobs, emitJobEvent } from '../db/events';
 import type { EndedJob } from '../db/models/jobs';
+import { lockOpenTasksOfJobs } from '../db/models/tasks';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { sealCredentials } from '../lib/credentials';
@@ -382,8 +383,11 @@ export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, 
 async function cancelOrphanedSchedulerJobs(deps: CommandDeps, id: string, deliveries: string[]): Promise<void> {
   const at = new Date();
   const ended = await withTransaction(deps.pool, async (tx) => {
-    // FOR SHARE (see lockStatusForShare): a page of the lost run's task still being stored holds
-    // the job's and task's rows and then reads the config FOR SHARE; a stronger lock deadlocked.
+    // The jobs' open tasks first, then the row FOR SHARE (see lockStatusForShare): a page of the
+    // lost run's task still being stored holds its task's row, then waits for the feed lock (a
+    // config change holding it waits for the connection's row) and reads the config FOR SHARE. So
+    // no lock of the row is held while waiting for a task's: that closed a cycle with such a change.
+    await lockOpenTasksOfJobs(tx, await jobs.findActiveSchedulerJobs(tx, id));
     if ((await connections.lockStatusForShare(tx, id)) !== CONNECTION_STATUS.disabled) return [];
     const cancelled: EndedJob[] = [];
     for (const jobId of await jobs.findActiveSchedulerJobs(tx, id)) {

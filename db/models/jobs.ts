@@ -19,7 +19,7 @@ import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, OPEN_TASKS, PURGE, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
 import { forgetSeenOfJob } from './seen';
-import { cancelOpenTasks } from './tasks';
+import { cancelOpenTasks, lockOpenTasksOfJobs } from './tasks';
 
 const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
 
@@ -310,6 +310,9 @@ export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reas
  * metrics once the transaction committed.
  */
 export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string, onlyQueued = false): Promise<(EndedJob & { connection_id: string }) | null> {
+  // The tasks' rows before the job's (the order a page's statement takes them); a job not yet
+  // claimed (`onlyQueued`) has no page being stored.
+  if (!onlyQueued) await lockOpenTasksOfJobs(tx, [id]);
   const job = await cancelActiveJob(tx, id, at, reason, onlyQueued);
   if (!job) return null;
   await cancelOpenTasks(tx, id, at, reason);
@@ -441,7 +444,14 @@ export async function endLeftSchedulerJobs(
   const stoppedReason = stopped.length === 0 ? 'null::text' : `case c.status ${stopped.map((status, k) => `when ${sqlList([status])} then $${k + 5}::text`).join(' ')} end`;
   const cancels = `(j.status = ${JOB.queued} and ${stoppedReason} is not null)`;
   const { rows } = await tx.query<LeftJob>(
-    `update sync_jobs j
+    // The left jobs' open tasks are locked before any job row (the order a page's statement takes
+    // them: a lost run's activity may still store a page), by the one-time filter below.
+    `with left_tasks as (
+       select t.id from sync_jobs l join sync_tasks t on t.job_id = l.id
+        where l.connection_id = $1 and l.status in (${sqlList(change.from)}) and l.trigger in (${SCHEDULER_JOB_TRIGGERS})
+          and ($4::text is null or l.scheduler_run_id is distinct from $4) and t.status in (${OPEN_TASKS})
+        for no key update of t)
+     update sync_jobs j
         set status = case when ${cancels} then ${JOB.cancelled} else ${JOB.failed} end,
             finished_at = $2,
             abandoned_at = case when ${cancels} then j.abandoned_at else $2 end,
@@ -450,6 +460,7 @@ export async function endLeftSchedulerJobs(
       where c.id = $1 and j.connection_id = $1 and j.status in (${sqlList(change.from)})
         and j.trigger in (${SCHEDULER_JOB_TRIGGERS})
         and ($4::text is null or j.scheduler_run_id is distinct from $4)
+        and (select count(*) from left_tasks) >= 0
       returning j.id, j.status, j.last_error, ${endedJobColumns('j')}`,
     [connectionId, at, abandonedReason, exceptRunId, ...stopped.map((status) => stoppedReasons[status])],
   );

@@ -48,6 +48,16 @@ export async function listTasksOfTypes(tx: Queryable, jobId: string, resourceTyp
   return rows;
 }
 
+/**
+ * Locks the open tasks of these jobs (FOR NO KEY UPDATE) until the transaction ends. Whatever ends
+ * a job one of whose tasks may be storing a page (a run lost or cancelling) takes it before the
+ * job's row: a page's statement locks its task's row first and its job's row last, so an ending
+ * that held the job's row and then waited for the task's deadlocked with the page.
+ */
+export async function lockOpenTasksOfJobs(tx: Queryable, jobIds: readonly string[]): Promise<void> {
+  await tx.query(`select 1 from sync_tasks where job_id = any($1::uuid[]) and status in (${OPEN_TASKS}) order by id for no key update`, [[...jobIds]]);
+}
+
 /** Marks a job's open tasks `cancelled` with a reason. */
 export async function cancelOpenTasks(tx: Queryable, jobId: string, at: Date, reason: string): Promise<void> {
   await tx.query(
