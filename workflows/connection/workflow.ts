@@ -121,6 +121,16 @@ const JOB_START_ANSWERS_SYNC_NOW_PATCH = 'job-start-answers-sync-now';
  */
 const PAUSE_CANCELS_WAITING_JOB_PATCH = 'pause-cancels-waiting-job';
 
+/**
+ * Marks the workflow versions in which a resume that comes while the run sleeps looks whether its
+ * queued job is still queued, and when it is not (a pause cancelled it in the pause command's
+ * transaction, and the pause's signal never came, or came with the resume and was overwritten by
+ * it) looks at the connection again and plans the next run from the stored history, as after a
+ * pause it heard; older runs slept on until the cancelled job's time. Recorded only by a run that
+ * heard a resume while sleeping; runs recorded before it replay sleeping on.
+ */
+const RESUME_REPLANS_CANCELLED_JOB_PATCH = 'resume-replans-cancelled-job';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -264,7 +274,8 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
 
 /**
  * Sleeps durably until the queued job's `scheduled_at`, acting on signals as they come: a cancel
- * or pause cancels the queued job, a resume is stored, a `replan` (or a legacy schedule change,
+ * or pause cancels the queued job, a resume is stored (and, when the job is no longer queued, the
+ * cycle looks again: a pause it never heard cancelled it), a `replan` (or a legacy schedule change,
  * stored first) re-plans a `planned` job from the schedule as stored (a `syncNow` job keeps its
  * time: it was asked for now), and `syncNow` brings it forward. `run` when it is due, `cancelled`
  * when it was cancelled, `restart` when the cycle must look at the connection again (paused, or no
@@ -286,6 +297,10 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
     }
     if (intents.status === 'active') {
       await books.applyIntents(connectionId, intents);
+      if (patched(RESUME_REPLANS_CANCELLED_JOB_PATCH) && !(await stillQueued(run, jobId))) {
+        view.jobCancelled();
+        return 'restart';
+      }
       continue;
     }
     if (intents.schedule || intents.replan) {
@@ -312,6 +327,15 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
       return 'run';
     }
   }
+}
+
+/**
+ * Whether the run's queued job is still queued: moving it to the time it already has changes
+ * nothing and answers false when it is no longer queued (cancelled without this run's knowing).
+ */
+async function stillQueued(run: Run, jobId: string): Promise<boolean> {
+  const at = Date.parse(run.view.state.scheduled_at!);
+  return run.books.rescheduleQueuedJob({ jobId, connectionId: run.connectionId, scheduledAt: at });
 }
 
 /** Moves the queued job to the slot of the changed schedule, full or incremental as that schedule makes it. */
