@@ -207,6 +207,29 @@ describe('connection workflow (time-skipping)', () => {
     await recordHistory(env.client, 'connection-resume-after-lost-pause', connectionWorkflowId(id), resumedRun);
   });
 
+  it('a schedule change that finds its queued job gone (cancelled by a pause and resumed, both signals lost) plans from the stored schedule at once', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    // The pause and resume commands' transactions; neither signal reached the workflow. Then a
+    // schedule change (stored, then its replan heard).
+    const pausedAt = await env.currentTimeMs();
+    await withTransaction(db.pool, async (tx) => {
+      await setStatusFrom(tx, id, 'paused', ['active']);
+      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null);
+    });
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 600 } });
+    await handle.signal('replan');
+    const replanned = await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0 && s.current_job_id !== sleeping.current_job_id);
+    const queued = (await jobs(id)).filter((r) => r.status === 'queued');
+    expect(queued.map((r) => r.id)).toEqual([replanned.current_job_id]);
+    // The new schedule's slot after the schedule's last run (the cancelled job).
+    const waitSeconds = (queued[0].scheduled_at.getTime() - pausedAt) / 1000;
+    expect(waitSeconds).toBeGreaterThanOrEqual(600);
+    expect(waitSeconds).toBeLessThanOrEqual(600 + 120);
+    await recordHistory(env.client, 'connection-replan-without-queued-job', connectionWorkflowId(id));
+  });
+
   it('a schedule change that finds the row already paused (the pause signal still on its way) leaves no queued job behind', async () => {
     const { id, handle } = await newConnection();
     const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');

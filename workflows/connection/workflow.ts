@@ -131,6 +131,14 @@ const PAUSE_CANCELS_WAITING_JOB_PATCH = 'pause-cancels-waiting-job';
  */
 const RESUME_REPLANS_CANCELLED_JOB_PATCH = 'resume-replans-cancelled-job';
 
+/**
+ * Marks the workflow versions in which a schedule change that finds the run's queued job no longer
+ * queued (a pause cancelled it, and neither the pause's nor the resume's signal came) looks at the
+ * connection again and plans from the stored schedule; older runs slept on until the cancelled
+ * job's time, the new schedule unused. Recorded only by a run whose re-planned job was gone.
+ */
+const REPLAN_WITHOUT_JOB_PATCH = 'replan-without-queued-job-plans-again';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -315,7 +323,13 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
         }
         return 'restart';
       }
-      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) await replan(run, jobId, fresh, planned);
+      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) {
+        const moved = await replan(run, jobId, fresh, planned);
+        if (!moved && patched(REPLAN_WITHOUT_JOB_PATCH)) {
+          view.jobCancelled();
+          return 'restart';
+        }
+      }
       continue;
     }
     if (intents.syncNow) {
@@ -338,8 +352,11 @@ async function stillQueued(run: Run, jobId: string): Promise<boolean> {
   return run.books.rescheduleQueuedJob({ jobId, connectionId: run.connectionId, scheduledAt: at });
 }
 
-/** Moves the queued job to the slot of the changed schedule, full or incremental as that schedule makes it. */
-async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<void> {
+/**
+ * Moves the queued job to the slot of the changed schedule, full or incremental as that schedule
+ * makes it; false when the job is no longer queued.
+ */
+async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<boolean> {
   const replanned: Plan = planFor(ctx);
   // A planned job is a full sync exactly when the stored schedule makes its new time one.
   const mode = fullSyncScheduled(ctx, replanned.scheduledAt) ? 'full' : 'incremental';
@@ -353,6 +370,7 @@ async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: 
   });
   if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
   if (moved && retype) run.plannedMode = mode;
+  return moved;
 }
 
 /**
