@@ -261,8 +261,8 @@ const PAUSABLE: readonly ConnectionStatus[] = CONNECTION_STATUSES.filter((s) => 
  * leave the job of a workflow that is not running queued, and a resume before the next tick then
  * starts a run whose start-up cleanup finds an active connection's job of a dead run and fails it
  * as abandoned. A running workflow that hears the pause finds its queued job cancelled already and
- * announces nothing more; one that never hears it finds the job cancelled when it comes to claim
- * it and plans the next one. An enqueue locks the same row and refuses a connection that is not
+ * announces nothing more; one that never hears it finds the job cancelled when the resume comes
+ * (or, with no resume, when it comes to claim it) and plans the next one. An enqueue locks the same row and refuses a connection that is not
  * active, so no job queued after the pause is among those cancelled; a job already claimed is
  * left to its run.
  */

@@ -36,7 +36,9 @@ export function countsView(resources: ResourceCounts[]) {
  * Its activity runs on `deps.immediateTaskQueue` when set (workers give that queue its own slots).
  * A provider failure is refused as `sync_failed` with the connector's first line. When
  * `immediateSyncTimeoutMs` passes first, the sync is cancelled and refused as `timeout`, with
- * the counts its activity last reported (`fetched`); what it stored so far stays stored.
+ * the counts its activity last reported (`fetched`; none when they cannot be read, which never
+ * keeps it from being cancelled); what it stored so far stays stored. From its deadline on it keeps
+ * its tenant's place until its workflow has closed, however its caller was answered.
  */
 export async function runImmediately(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, requested?: string[]): Promise<ImmediateSyncResult> {
   await refuseUnlessSyncable(deps, connection);
@@ -111,10 +113,14 @@ async function runWithLease(
       sleep(deps.immediateSyncTimeoutMs, null, { signal: deadline.signal }),
     ]);
     if (finished) return finished;
-    const progress = await immediateSyncProgress(deps.temporal, handle);
+    // From here it may run on past the answer, whatever the answer is (a failed read or cancel
+    // included): it keeps its tenant's place until its workflow has closed (or its lease expired).
+    still.closing = result;
+    // Its counts are only what the answer reports: a read that fails must not keep it from being
+    // cancelled. It is then answered as one that reported no page yet.
+    const progress = await immediateSyncProgress(deps.temporal, handle).catch(() => null);
     // Closed in the meantime: its own outcome is the answer.
     if (!(await cancelImmediateSync(handle))) return await result;
-    still.closing = result;
     throw new CommandRefused(
       'timeout',
       'timeout',

@@ -2,7 +2,9 @@
 // rules at the workflow level). Time advances only through env.sleep, after a query shows the workflow waits.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { updateConnection } from '../db/models/connections';
+import { cancelQueuedSchedulerJobs } from '../db/events';
+import { setStatusFrom, updateConnection } from '../db/models/connections';
+import { withTransaction } from '../db/transaction';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
@@ -172,6 +174,60 @@ describe('connection workflow (time-skipping)', () => {
     const resumed = await jobs(id);
     expect(resumed.filter((r) => r.status === 'completed')).toHaveLength(2);
     await recordHistory(env.client, 'connection-pause-resume', connectionWorkflowId(id));
+  });
+
+  it('a resume after a pause whose signal was lost re-plans from the stored history at once: it does not wait for the time of the job the pause cancelled', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    const resumedRun = (await handle.describe()).runId;
+    // The pause command's transaction (status and its queued job cancelled, at the server's time);
+    // its signal never reached the workflow (Temporal refused it). Then the resume, heard.
+    const pausedAt = await env.currentTimeMs();
+    await withTransaction(db.pool, async (tx) => {
+      await setStatusFrom(tx, id, 'paused', ['active']);
+      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null);
+    });
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+    await handle.signal('resume');
+    // Planned as after a heard pause: the cancelled job was the schedule's last run.
+    const resumed = await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0 && s.current_job_id !== sleeping.current_job_id);
+    const rows = await jobs(id);
+    expect(rows.find((r) => r.id === sleeping.current_job_id)?.status).toBe('cancelled');
+    const queued = rows.filter((r) => r.status === 'queued');
+    expect(queued.map((r) => r.id)).toEqual([resumed.current_job_id]);
+    const waitSeconds = (queued[0].scheduled_at.getTime() - pausedAt) / 1000;
+    expect(waitSeconds).toBeGreaterThanOrEqual(3600);
+    expect(waitSeconds).toBeLessThanOrEqual(3600 + 720);
+    // It runs at its time, once; the next one is queued.
+    await env.sleep(75 * MINUTE);
+    await waitForState(id, (s) => s.cycles >= 2 && s.phase === 'sleeping');
+    const after = await jobs(id);
+    expect(after.map((r) => r.status)).toEqual(['completed', 'cancelled', 'completed', 'queued']);
+    expect(after[2].id).toBe(resumed.current_job_id);
+    await recordHistory(env.client, 'connection-resume-after-lost-pause', connectionWorkflowId(id), resumedRun);
+  });
+
+  it('a schedule change that finds its queued job gone (cancelled by a pause and resumed, both signals lost) plans from the stored schedule at once', async () => {
+    const { id, handle } = await newConnection({ interval_seconds: 3600 });
+    const sleeping = await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    // The pause and resume commands' transactions; neither signal reached the workflow. Then a
+    // schedule change (stored, then its replan heard).
+    const pausedAt = await env.currentTimeMs();
+    await withTransaction(db.pool, async (tx) => {
+      await setStatusFrom(tx, id, 'paused', ['active']);
+      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null);
+    });
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+    await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 600 } });
+    await handle.signal('replan');
+    const replanned = await waitForState(id, (s) => s.phase === 'sleeping' && s.pending.length === 0 && s.current_job_id !== sleeping.current_job_id);
+    const queued = (await jobs(id)).filter((r) => r.status === 'queued');
+    expect(queued.map((r) => r.id)).toEqual([replanned.current_job_id]);
+    // The new schedule's slot after the schedule's last run (the cancelled job).
+    const waitSeconds = (queued[0].scheduled_at.getTime() - pausedAt) / 1000;
+    expect(waitSeconds).toBeGreaterThanOrEqual(600);
+    expect(waitSeconds).toBeLessThanOrEqual(600 + 120);
+    await recordHistory(env.client, 'connection-replan-without-queued-job', connectionWorkflowId(id));
   });
 
   it('a schedule change that finds the row already paused (the pause signal still on its way) leaves no queued job behind', async () => {

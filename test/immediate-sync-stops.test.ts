@@ -1,7 +1,11 @@
 // An immediate sync that is running when its connection stops being syncable: a disable stops it
 // as it stops the connection's jobs, and its caller is told why. Real API, worker, Postgres and
 // Temporal dev server, the demo provider slowed down so the sync is still running.
+import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { getConnection } from '../commands/connections';
+import { CommandRefused } from '../commands/errors';
+import { runImmediately } from '../commands/immediate-sync';
 import { demoFetchLog, resetDemoFetchLog } from './helpers/demo';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
@@ -47,5 +51,33 @@ describe('an immediate sync whose connection stops while it runs', () => {
     expect(demoFetchLog.length).toBe(fetchedAtAnswer);
     // Its tenant's immediate slot is free again.
     expect((await stack.db.pool.query(`select 1 from immediate_sync_leases where connection_id = $1`, [id])).rows).toEqual([]);
+  });
+
+  it('one whose progress read fails at its deadline (Temporal refused the describe) is still cancelled, and keeps its place until its workflow has closed', async () => {
+    const id = await slowConnection('describe-refused');
+    // The same server, through a client whose describe is refused (as by an overloaded frontend).
+    const refusing = new Client({
+      connection: stack.env.client.connection,
+      interceptors: { workflow: [{ describe: () => Promise.reject(new Error('describe refused: resource exhausted')) }] },
+    });
+    const deps = { ...stack.commands, temporal: refusing, immediateSyncTimeoutMs: 1000 };
+    const answer = await runImmediately(deps, await getConnection(deps, id), 'full').then(
+      () => 'finished',
+      (err: unknown) => err,
+    );
+    // Read in this order: a workflow still running after the lease was gone ran uncounted.
+    const leases = (await stack.db.pool.query(`select 1 from immediate_sync_leases where connection_id = $1`, [id])).rows.length;
+    const handle = stack.env.client.workflow.getHandle(`immediate-sync:${id}`);
+    const atAnswer = (await handle.describe()).status.name;
+    expect({ leases, atAnswer }).not.toEqual({ leases: 0, atAnswer: 'RUNNING' });
+    expect(answer).toBeInstanceOf(CommandRefused);
+    expect(answer).toMatchObject({ reason: 'timeout', code: 'timeout', details: { fetched: { total_entities: 0, resources: [] } } });
+    // Cancelled at the deadline (not left to run for its execution timeout), then its place freed.
+    const closed = await eventually(async () => {
+      const status = (await handle.describe()).status.name;
+      return status === 'RUNNING' ? undefined : status;
+    });
+    expect(closed).toBe('CANCELLED');
+    await eventually(async () => ((await stack.db.pool.query(`select 1 from immediate_sync_leases where connection_id = $1`, [id])).rows.length === 0 ? true : undefined));
   });
 });

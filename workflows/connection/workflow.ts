@@ -121,6 +121,24 @@ const JOB_START_ANSWERS_SYNC_NOW_PATCH = 'job-start-answers-sync-now';
  */
 const PAUSE_CANCELS_WAITING_JOB_PATCH = 'pause-cancels-waiting-job';
 
+/**
+ * Marks the workflow versions in which a resume that comes while the run sleeps looks whether its
+ * queued job is still queued, and when it is not (a pause cancelled it in the pause command's
+ * transaction, and the pause's signal never came, or came with the resume and was overwritten by
+ * it) looks at the connection again and plans the next run from the stored history, as after a
+ * pause it heard; older runs slept on until the cancelled job's time. Recorded only by a run that
+ * heard a resume while sleeping; runs recorded before it replay sleeping on.
+ */
+const RESUME_REPLANS_CANCELLED_JOB_PATCH = 'resume-replans-cancelled-job';
+
+/**
+ * Marks the workflow versions in which a schedule change that finds the run's queued job no longer
+ * queued (a pause cancelled it, and neither the pause's nor the resume's signal came) looks at the
+ * connection again and plans from the stored schedule; older runs slept on until the cancelled
+ * job's time, the new schedule unused. Recorded only by a run whose re-planned job was gone.
+ */
+const REPLAN_WITHOUT_JOB_PATCH = 'replan-without-queued-job-plans-again';
+
 /** One run's working set: the connection, its pending intents, what it shows, its bookkeeping. */
 interface Run {
   connectionId: string;
@@ -264,7 +282,8 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
 
 /**
  * Sleeps durably until the queued job's `scheduled_at`, acting on signals as they come: a cancel
- * or pause cancels the queued job, a resume is stored, a `replan` (or a legacy schedule change,
+ * or pause cancels the queued job, a resume is stored (and, when the job is no longer queued, the
+ * cycle looks again: a pause it never heard cancelled it), a `replan` (or a legacy schedule change,
  * stored first) re-plans a `planned` job from the schedule as stored (a `syncNow` job keeps its
  * time: it was asked for now), and `syncNow` brings it forward. `run` when it is due, `cancelled`
  * when it was cancelled, `restart` when the cycle must look at the connection again (paused, or no
@@ -286,6 +305,10 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
     }
     if (intents.status === 'active') {
       await books.applyIntents(connectionId, intents);
+      if (patched(RESUME_REPLANS_CANCELLED_JOB_PATCH) && !(await stillQueued(run, jobId))) {
+        view.jobCancelled();
+        return 'restart';
+      }
       continue;
     }
     if (intents.schedule || intents.replan) {
@@ -300,7 +323,13 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
         }
         return 'restart';
       }
-      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) await replan(run, jobId, fresh, planned);
+      if (planned || !patched(MANUAL_JOB_KEEPS_ITS_TIME_PATCH)) {
+        const moved = await replan(run, jobId, fresh, planned);
+        if (!moved && patched(REPLAN_WITHOUT_JOB_PATCH)) {
+          view.jobCancelled();
+          return 'restart';
+        }
+      }
       continue;
     }
     if (intents.syncNow) {
@@ -314,8 +343,20 @@ async function sleepUntilDue(run: Run, jobId: string, planned: boolean): Promise
   }
 }
 
-/** Moves the queued job to the slot of the changed schedule, full or incremental as that schedule makes it. */
-async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<void> {
+/**
+ * Whether the run's queued job is still queued: moving it to the time it already has changes
+ * nothing and answers false when it is no longer queued (cancelled without this run's knowing).
+ */
+async function stillQueued(run: Run, jobId: string): Promise<boolean> {
+  const at = Date.parse(run.view.state.scheduled_at!);
+  return run.books.rescheduleQueuedJob({ jobId, connectionId: run.connectionId, scheduledAt: at });
+}
+
+/**
+ * Moves the queued job to the slot of the changed schedule, full or incremental as that schedule
+ * makes it; false when the job is no longer queued.
+ */
+async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<boolean> {
   const replanned: Plan = planFor(ctx);
   // A planned job is a full sync exactly when the stored schedule makes its new time one.
   const mode = fullSyncScheduled(ctx, replanned.scheduledAt) ? 'full' : 'incremental';
@@ -329,6 +370,7 @@ async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: 
   });
   if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
   if (moved && retype) run.plannedMode = mode;
+  return moved;
 }
 
 /**
