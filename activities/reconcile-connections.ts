@@ -41,7 +41,7 @@ const SUSPECTS_PER_TICK = 5000;
 const DELIVERY_GRACE_MS = 15_000;
 /** How long the tick waits before a second look at workflows the listing missed (visibility lags behind). */
 const VISIBILITY_SETTLE_MS = 2000;
-/** Pending deliveries without a running workflow started per tick, oldest first. */
+/** Pending deliveries without a running workflow started per tick, each tenant's oldest in turn (findPendingDeliveries). */
 const DELIVERIES_PER_TICK = 500;
 
 /** Why the tick failed a job no workflow runs any more. */

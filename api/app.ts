@@ -12,6 +12,8 @@ import { auditLog } from './middleware/audit';
 import { authenticate } from './middleware/auth';
 import { recordHttpMetrics } from './middleware/http-metrics';
 import { tenantScope } from './middleware/tenant-scope';
+import { tenantTurns } from './middleware/tenant-turns';
+import { tenantRequestsInFlight } from '../policy/tenant-limits';
 import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
 import { isDocsPath, registerDocs } from './routes/docs';
@@ -115,7 +117,8 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 /**
  * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
  * trace of an incoming `traceparent` or a new one, its URL without the query → request metrics → security headers → request id (generated here) and log → body
- * limit → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit → audit (refusals of the
+ * limit → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit →
+ * a tenant key's turn (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
@@ -160,7 +163,13 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
-  const guarded = [authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }), auditLog(deps), tenantScope(deps)];
+  const guarded = [
+    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }),
+    // A pool without its size (a test's stand-in) counts as pg's default of 10.
+    tenantTurns(tenantRequestsInFlight(deps.pool.options?.max ?? 10)),
+    auditLog(deps),
+    tenantScope(deps),
+  ];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
 
   app.use(refuseUnstorable);

@@ -46,7 +46,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   DATABASE_MIGRATION_URL: { meaning: M_DATABASE_MIGRATION_URL, shown: '`DATABASE_URL`' },
   DATABASE_MIGRATION_PASSWORD: { meaning: M_DATABASE_MIGRATION_URL, shown: '`DATABASE_URL`' },
   MIGRATE_ON_START: { meaning: '`false`: the process applies no migrations (a separate `npm run migrate` does, as the owner)' },
-  DATABASE_POOL_MAX: { meaning: 'connections per pool (`npm start` has two: the API\'s and the worker\'s); a worker process also has its immediate syncs\' own pool of 2 × IMMEDIATE_SYNC_SLOTS and its local activities\' (the bookkeeping its workflow tasks wait for) of half DATABASE_POOL_MAX, at least 2' },
+  DATABASE_POOL_MAX: { meaning: 'connections per pool (`npm start` has two: the API\'s and the worker\'s); a worker process also has its immediate syncs\' own pool of 2 × IMMEDIATE_SYNC_SLOTS and its local activities\' (the bookkeeping its workflow tasks wait for) of half DATABASE_POOL_MAX, at least 2. An API process serves at most half its pool\'s worth of one tenant\'s requests at once (more wait their turn), so raise it with the requests one tenant should have in flight' },
   API_STATEMENT_TIMEOUT_SECONDS: { meaning: '`statement_timeout` of the API\'s connections (0: none)' },
   WORKER_STATEMENT_TIMEOUT_SECONDS: { meaning: '`statement_timeout` of the worker\'s connections (0: none); its longest statements are a full sync\'s deletion of unseen records and the retention clean-up, while a 1,000-record page upsert takes ≈ 20 ms (`BENCHMARKS.md`). Migrations run on their own connection without these limits' },
   IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: { meaning: '`idle_in_transaction_session_timeout` of every pooled connection (0: none)' },

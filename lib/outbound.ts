@@ -33,7 +33,8 @@ export function isPublicAddress(address: string): boolean {
 /**
  * What is wrong with `raw` as the target of an outbound request, or null: only http(s), no
  * credentials in the URL, and unless `allowPrivate`, no loopback, private or link-local host
- * given as an address or as `localhost`. Names are checked again when they are resolved.
+ * given as an address or as `localhost` (also in its absolute form, `localhost.`). Names are
+ * checked again when they are resolved.
  */
 export function outboundUrlProblem(raw: string, allowPrivate: boolean): string | null {
   let url: URL;
@@ -45,7 +46,8 @@ export function outboundUrlProblem(raw: string, allowPrivate: boolean): string |
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http(s) URL';
   if (url.username || url.password) return 'must not carry credentials';
   if (allowPrivate) return null;
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  // A name's absolute form (`localhost.`, with its root's trailing dot) names the same host.
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '').toLowerCase();
   const internal = isIP(host) ? !isPublicAddress(host) : host === 'localhost' || host.endsWith('.localhost');
   return internal ? 'must not point at a loopback, private or link-local address' : null;
 }

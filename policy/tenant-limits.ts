@@ -97,3 +97,12 @@ export const IMMEDIATE_SYNC_RETRY_AFTER_SECONDS = 5;
 export function runningJobsWaitSeconds(random: number): number {
   return 65 + Math.floor(random * 30);
 }
+
+/**
+ * A tenant key's requests in flight at once in one API process: half the API's database pool
+ * (one at least), so the other half always serves the other tenants' requests however many one
+ * tenant sends at once (a request holds one pooled connection at a time).
+ */
+export function tenantRequestsInFlight(poolMax: number): number {
+  return Math.max(1, Math.floor(poolMax / 2));
+}

@@ -1,7 +1,9 @@
 // Input the database cannot take is refused with a 4xx and a JSON body before anything is written,
 // never answered 500 by a failed statement: characters Postgres cannot store anywhere in a JSON
 // body, and percent-escapes that are not UTF-8 in a path. Against the real API app and Postgres.
+import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../commands/tenancy';
 import { TEST_API_KEY, useApiWithoutTemporal } from './helpers/api';
 import { capturingLogger } from './helpers/logs';
 
@@ -171,5 +173,40 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     });
     expect(res.status).toBe(415);
     expect(await res.json()).toEqual({ error: { code: 'unsupported_media_type', message: expect.stringContaining('application/json') } });
+  });
+
+  it('audits every mutating call whatever tenant id or path it names: one no tenant can have (longer than any route takes, or with a NUL) is recorded as null, a path with an escaped NUL as it was sent', async () => {
+    const { key, secret } = await createApiKey(api.db, tenant);
+    // Random text does not compress: far past what an index entry of the audit log holds.
+    const junk = randomBytes(3000).toString('base64');
+    const hook = { url: 'https://example.com/hook', event_types: ['sync.failed'] };
+    const calls: [string, string, string, unknown?][] = [
+      [secret, 'POST', '/webhooks', { tenant_id: junk, ...hook }],
+      [secret, 'POST', '/webhooks', { tenant_id: 'other\u0000tenant', ...hook }],
+      [TEST_API_KEY, 'POST', '/connections', { tenant_id: junk, app_key: 'junk', provider: 'demo' }],
+      [secret, 'POST', '/connections/%00/pause'],
+      [TEST_API_KEY, 'POST', '/tenants/a%00b/api-keys'],
+    ];
+    const { last } = (await api.db.pool.query<{ last: string }>('select coalesce(max(id), 0)::text as last from audit_log')).rows[0]!;
+    const statuses: number[] = [];
+    for (const [bearer, method, path, body] of calls) {
+      const headers: Record<string, string> = { authorization: `Bearer ${bearer}` };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await api.app.request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([404, 404, 400, 400, 400]);
+    const { rows } = await api.db.pool.query(
+      'select actor, tenant_id, target_tenant_id, method, path, status from audit_log where id > $1 order by id', [last],
+    );
+    const actor = `key:${key.id}`;
+    expect(rows).toEqual([
+      { actor, tenant_id: tenant, target_tenant_id: null, method: 'POST', path: '/webhooks', status: 404 },
+      { actor, tenant_id: tenant, target_tenant_id: null, method: 'POST', path: '/webhooks', status: 404 },
+      { actor: 'admin', tenant_id: null, target_tenant_id: null, method: 'POST', path: '/connections', status: 400 },
+      { actor, tenant_id: tenant, target_tenant_id: null, method: 'POST', path: '/connections/%00/pause', status: 400 },
+      { actor: 'admin', tenant_id: null, target_tenant_id: null, method: 'POST', path: '/tenants/a%00b/api-keys', status: 400 },
+    ]);
+    expect(logs.lines.filter((line) => line.msg === 'audit log write failed')).toEqual([]);
   });
 });

@@ -20,7 +20,7 @@ describe('which addresses outbound requests may reach', () => {
     expect(outboundUrlProblem('ftp://example.com/hook', false)).toMatch(/http/);
     expect(outboundUrlProblem('https://user:pw@example.com/hook', false)).toMatch(/credentials/);
     expect(outboundUrlProblem('not a url', false)).toMatch(/absolute/);
-    for (const url of ['http://127.0.0.1/', 'http://[::1]/', 'http://[::ffff:a00:1]/', 'http://[::7f00:1]/', 'http://localhost:8080/', 'http://api.localhost/']) {
+    for (const url of ['http://127.0.0.1/', 'http://[::1]/', 'http://[::ffff:a00:1]/', 'http://[::7f00:1]/', 'http://localhost:8080/', 'http://api.localhost/', 'http://localhost./', 'http://api.localhost../', 'http://LOCALHOST.:8080/']) {
       expect(outboundUrlProblem(url, false), url).toMatch(/loopback, private or link-local/);
       expect(outboundUrlProblem(url, true), url).toBeNull();
     }

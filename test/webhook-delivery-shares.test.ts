@@ -4,14 +4,45 @@
 // Dev server, real API, worker, Postgres and receivers on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from '@temporalio/worker';
+import { findPendingDeliveries } from '../db/models/webhooks';
 import { DeliveryShares } from '../lib/delivery-shares';
 import { deferredDeliverySeconds, deliveryRetrySeconds, DEFERRED_WAITING_MS } from '../policy/delivery-shares';
 import { startTestApi, type TestApi } from './helpers/api';
+import { useTestDatabase } from './helpers/database';
 import { serve, type FakeServer } from './helpers/fake-server';
 import { useServers, type WorkerStack } from './helpers/stack';
 import { createTestWorker, eventually } from './helpers/worker';
 
 const TASK_QUEUE = 'delivery-shares';
+
+describe('pending deliveries the reconcile tick starts (real Postgres)', () => {
+  const db = useTestDatabase();
+
+  it("takes each tenant's oldest in turn, so one tenant's backlog of unstarted deliveries does not hold another's back for ticks", async () => {
+    /** `n` pending deliveries of a webhook of `tenant`, created `minutesAgo` minutes ago (a minute apart, oldest first). */
+    const backlog = async (tenant: string, n: number, minutesAgo: number) => {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `with hook as (insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.failed}', 'x') returning id),
+              events as (insert into webhook_events (tenant_id, event_type, payload, created_at)
+                         select $1, 'sync.failed', '{}', now() - make_interval(mins => $3 - k) from generate_series(0, $2 - 1) k returning id, created_at)
+         insert into webhook_deliveries (webhook_id, event_id, created_at) select hook.id, events.id, events.created_at from hook, events
+         returning id`,
+        [tenant, n, minutesAgo],
+      );
+      return rows.map((r) => r.id);
+    };
+    // A tenant's thousand deliveries whose workflows never started (a Temporal outage), older than the other tenant's two.
+    const noisy = await backlog('noisy', 1000, 2000);
+    const quiet = await backlog('quiet', 2, 10);
+    const picked = await findPendingDeliveries(db.pool, new Date(), [], 4);
+    expect(picked.filter((id) => quiet.includes(id))).toHaveLength(2);
+    expect(picked.filter((id) => noisy.includes(id))).toHaveLength(2);
+    // Deliveries the tick found running are left out before the turns are counted.
+    const next = await findPendingDeliveries(db.pool, new Date(), [...quiet, ...noisy.slice(0, 2)], 4);
+    expect(next).toHaveLength(4);
+    expect(next.every((id) => noisy.includes(id) && !noisy.slice(0, 2).includes(id))).toBe(true);
+  });
+});
 
 describe('delivery places of one process (DeliveryShares)', () => {
   it('caps attempts at its slots and gives each tenant with work an equal share', () => {

@@ -377,6 +377,8 @@ describe('webhooks', () => {
       'http://[::ffff:10.0.0.1]/hook',
       'http://[fd00::1]/hook',
       'http://localhost/hook',
+      // The absolute form of the name (its trailing dot) names the same host.
+      'http://localhost./hook',
       'http://192.168.1.1/hook',
       'http://100.64.0.1/hook',
       'ftp://example.com/hook',

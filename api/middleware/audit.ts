@@ -1,10 +1,25 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { CommandDeps } from '../../commands/deps';
 import { ownerOf, recordAudit } from '../../commands/tenancy';
 import type { ApiEnv } from '../env';
+import { unstorableIn } from '../../policy/storable-text';
 import { jsonObjectBody, pathResource, safeDecode } from './tenant-scope';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The longest tenant id any route takes (a webhook's or an OAuth app's `tenant_id`). */
+const MAX_TENANT_ID_CHARS = 200;
+
+/**
+ * A tenant id a request named, as its audit entry keeps it: null for text no tenant can have
+ * (longer than any route takes, or holding what Postgres cannot store), which would fail the
+ * entry's write (an index entry holds a few KiB; text holds no NUL) and leave the call unaudited.
+ */
+const recordedTenant = (value: string | null | undefined): string | null =>
+  value && value.length <= MAX_TENANT_ID_CHARS && unstorableIn(value) === null ? value : null;
+
+/** The path of a request as its audit entry keeps it: as the router read it, or as it was sent when that holds a NUL (`%00`). */
+const recordedPath = (c: Context<ApiEnv>): string => (unstorableIn(c.req.path) ? new URL(c.req.url).pathname : c.req.path);
 
 /**
  * Writes one `audit_log` row per mutating call (every method but GET, HEAD, OPTIONS) that passed
@@ -12,7 +27,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * and tenant, when, and the answer's status. A tenant key's call refused because it named another
  * tenant's resource or tenant_id also records that tenant (`target_tenant_id`), so the tenant it
  * aimed at sees the attempt in its own audit log. Bodies are never recorded, so no secret is. A
- * failed write is logged and does not change the answer.
+ * tenant id no tenant can have is recorded as null (`recordedTenant`), so no request's text fails
+ * its entry's write; a write that fails anyway is logged and does not change the answer.
  */
 export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
@@ -41,11 +57,11 @@ export function auditLog(deps: Pick<CommandDeps, 'pool'>): MiddlewareHandler<Api
     await recordAudit(deps, {
       actor: principal.kind === 'admin' ? 'admin' : `key:${principal.keyId}`,
       api_key_id: principal.kind === 'admin' ? null : principal.keyId,
-      tenant_id: tenantId,
+      tenant_id: recordedTenant(tenantId),
       method: c.req.method,
-      path: c.req.path,
+      path: recordedPath(c),
       target_id: targetId,
-      target_tenant_id: c.res.status === 404 ? (c.get('targetTenant') ?? null) : null,
+      target_tenant_id: c.res.status === 404 ? recordedTenant(c.get('targetTenant')) : null,
       status: c.res.status,
     }).catch((err: unknown) => c.get('log').warn({ err, path: c.req.path }, 'audit log write failed'));
   };

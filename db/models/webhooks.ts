@@ -186,13 +186,18 @@ export async function failDelivery(db: Queryable, deliveryId: string, at: Date):
 
 /**
  * Pending deliveries created before `before` and not among `running` (those whose workflow is
- * known to run), oldest first: the ones whose workflow may have died or never started.
+ * known to run): the ones whose workflow may have died or never started, at most `limit`, each
+ * tenant's oldest in turn (every tenant's oldest, then every tenant's second oldest, …, oldest
+ * first within a turn), so one tenant's backlog (a burst of events while Temporal was away) does
+ * not hold another tenant's deliveries back for as many ticks as it takes to start it.
  */
 export async function findPendingDeliveries(db: Queryable, before: Date, running: string[], limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `select id from webhook_deliveries
-      where status = ${DELIVERY.pending} and created_at < $1 and not (id = any ($2::uuid[]))
-      order by created_at limit $3`,
+    `select waiting.id from (
+       select d.id, d.created_at, row_number() over (partition by w.tenant_id order by d.created_at, d.id) as turn
+         from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+        where d.status = ${DELIVERY.pending} and d.created_at < $1 and not (d.id = any ($2::uuid[]))) waiting
+      order by waiting.turn, waiting.created_at, waiting.id limit $3`,
     [before, running, limit],
   );
   return rows.map((r) => r.id);
