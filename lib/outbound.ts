@@ -159,6 +159,7 @@ export function describeNetworkError(err: NodeJS.ErrnoException): string {
       return HOST_NOT_FOUND_OR_NOT_ALLOWED;
     case 'ECONNRESET':
     case 'EPIPE':
+    case 'HPE_INVALID_EOF_STATE':
       return 'connection reset';
     case 'ETIMEDOUT':
       return 'timed out';
@@ -180,15 +181,28 @@ export class ResponseTooLarge extends Error {
 }
 
 /**
+ * Raised when a server answered, but not in HTTP Node's parser reads (an HPE_* parse error of the
+ * answer): a header with a character HTTP does not allow, an invalid chunk size, a bad status
+ * line, conflicting Content-Length headers, another protocol altogether. Its own error, not a
+ * "network error": the server answered, and answers so on every retry (it is how the server, or
+ * its front end, speaks), so callers fail for good, naming what was wrong and the host. Its
+ * message says what the parser found, in words, with the parser's code; never the bytes answered
+ * (they may echo a secret) nor the parser's own text.
+ */
+export class MalformedAnswer extends Error {
+  override name = 'MalformedAnswer';
+  readonly code: string = 'EMALFORMEDANSWER';
+}
+
+/**
  * Raised when an answer's header section passes the limit Node's HTTP parser reads
  * (`http.maxHeaderSize`: 16 KiB unless the process runs with --max-http-header-size): Node fails
- * the request with HPE_HEADER_OVERFLOW before anything of the answer is read. Its own error, not a
- * "network error": the server answered, and answers so on every retry (its header section is how
- * its front end answers), so callers fail for good, naming the limit.
+ * the request with HPE_HEADER_OVERFLOW before anything of the answer is read. A `MalformedAnswer`
+ * whose message names the limit.
  */
-export class HeadersTooLarge extends Error {
+export class HeadersTooLarge extends MalformedAnswer {
   override name = 'HeadersTooLarge';
-  readonly code = 'EHEADERSTOOLARGE';
+  override readonly code = 'EHEADERSTOOLARGE';
   constructor() {
     const limit = http.maxHeaderSize;
     const kib = limit % 1024 === 0 ? ` (${limit / 1024} KiB)` : '';
@@ -196,8 +210,41 @@ export class HeadersTooLarge extends Error {
   }
 }
 
-/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s. */
-const OWN_WORDS = [AddressNotAllowed, ResponseTooLarge, HeadersTooLarge];
+/** What each parse error of an answer (llhttp's and Node's HPE_* codes) means, in words. */
+const PARSE_ERROR_WORDS: Readonly<Record<string, string>> = {
+  HPE_INVALID_CONSTANT: 'it does not begin with an HTTP/1.x status line: not an HTTP server, or not speaking HTTP/1.x',
+  HPE_INVALID_VERSION: 'its status line has an invalid HTTP version',
+  HPE_INVALID_STATUS: 'its status line has an invalid status code',
+  HPE_INVALID_HEADER_TOKEN: 'a header name or value holds a character HTTP does not allow',
+  HPE_UNEXPECTED_SPACE: 'a line holds a space where HTTP allows none',
+  HPE_CR_EXPECTED: 'a line does not end in CRLF',
+  HPE_LF_EXPECTED: 'a line does not end in CRLF',
+  HPE_STRICT: 'it breaks the HTTP syntax',
+  HPE_INVALID_CONTENT_LENGTH: 'its Content-Length header is not a number',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'its Content-Length headers conflict',
+  HPE_INVALID_TRANSFER_ENCODING: 'its Transfer-Encoding header is invalid, or comes with a Content-Length',
+  HPE_INVALID_CHUNK_SIZE: 'its chunked body has an invalid chunk size',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: "its chunked body's chunk extensions exceed Node's limit",
+  HPE_CLOSED_CONNECTION: 'it sent more after a response that closes the connection',
+};
+
+/**
+ * The `MalformedAnswer` that an error of an outbound request is, or null: any HPE_* code (Node's
+ * HTTP parser refusing the answer) but an answer cut off (HPE_INVALID_EOF_STATE: the connection
+ * ended mid-answer, a network failure worth another try); HPE_HEADER_OVERFLOW is
+ * `HeadersTooLarge`. The one mapping of parse errors, for every bounded request (POST or GET).
+ */
+export function malformedAnswer(err: NodeJS.ErrnoException): MalformedAnswer | null {
+  if (err instanceof MalformedAnswer) return err;
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (!/^HPE_[A-Z0-9_]+$/.test(code) || code === 'HPE_INVALID_EOF_STATE') return null;
+  if (code === 'HPE_HEADER_OVERFLOW') return new HeadersTooLarge();
+  const words = PARSE_ERROR_WORDS[code] ?? "Node's HTTP parser refused it";
+  return new MalformedAnswer(`its response is not valid HTTP: ${words} (${code})`);
+}
+
+/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s (a `MalformedAnswer` too: `malformedAnswer`). */
+const OWN_WORDS = [AddressNotAllowed, ResponseTooLarge];
 
 /** The answer to a bounded GET: status, headers (lower-case names) and the whole body, decompressed. */
 export interface BoundedAnswer {
@@ -233,8 +280,9 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
  * compressed bomb stops at the cap instead of filling memory), and `signal` aborting it. Unless
  * `allowPrivate`, the URL must pass `outboundUrlProblem` and every connection's resolved address
  * must be public (checked at connect time). Errors carry short messages that name no address:
- * `AddressNotAllowed`, `ResponseTooLarge`, `HeadersTooLarge` (a header section past Node's limit),
- * or an Error whose message is `describeNetworkError`'s;
+ * `AddressNotAllowed`, `ResponseTooLarge`, `MalformedAnswer` (an answer Node's HTTP parser refused;
+ * `HeadersTooLarge` for a header section past its limit), or an Error whose message is
+ * `describeNetworkError`'s;
  * an abort through `signal` rejects with the signal's reason.
  */
 export function getBounded(
@@ -258,7 +306,8 @@ export function getBounded(
       signal.removeEventListener('abort', onAbort);
       for (const stream of streams) stream.destroy();
       if (opts.signal?.aborted) return reject(opts.signal.reason as Error);
-      if ((err as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW') return reject(new HeadersTooLarge());
+      const malformed = malformedAnswer(err);
+      if (malformed) return reject(malformed);
       reject(OWN_WORDS.some((own) => err instanceof own) ? err : new Error(describeNetworkError(err)));
     };
     const onAbort = () => fail(timeout.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : (signal.reason as Error));

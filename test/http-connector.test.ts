@@ -26,7 +26,7 @@ import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
 import { startFakeGitHub } from './helpers/fake-github';
-import { serve, type FakeHandler, type FakeServer } from './helpers/fake-server';
+import { serve, serveRaw, type FakeHandler, type FakeServer } from './helpers/fake-server';
 
 const TOTAL = 23;
 const SIZE = 5;
@@ -444,6 +444,27 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(err.nonRetryable).toBe(true);
     expect(err.message).not.toContain(TOKEN.slice(0, 6));
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a provider answering malformed HTTP (an invalid chunk size after a 200) fails the task for good, naming what was wrong and the host, without the query secret of its URL', async () => {
+    const raw = await serveRaw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n[]\r\n0\r\n\r\n');
+    try {
+      const cfg = { ...config('link', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } }), base_url: raw.url };
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const id = await connection(cfg);
+      const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(err).toBeInstanceOf(ApplicationFailure);
+      expect(err.message).toBe(
+        "http connector: fetching 'customers' (/link/items): the provider at '127.0.0.1' answered, but its response is not valid HTTP: its chunked body has an invalid chunk size (HPE_INVALID_CHUNK_SIZE)",
+      );
+      expect(err.type).toBe('permanent');
+      expect(err.nonRetryable).toBe(true);
+      // The request carried the secret in its query; nothing of the URL but the host is quoted.
+      expect(raw.requests[0]!.url).toContain(TOKEN);
+      expect(raw.requests).toHaveLength(1);
+    } finally {
+      await raw.close();
+    }
   });
 
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {
