@@ -85,7 +85,8 @@ export interface OutboundAnswer {
  * POSTs `body` to `url` with `headers`: no redirects followed, at most `timeoutMs` in all, at most
  * `maxResponseBytes` of the answer read. Unless `allowPrivate`, the host must resolve to public
  * addresses only (checked on the resolved address, so DNS rebinding cannot get around it).
- * Errors carry short messages that name no address.
+ * Errors carry short messages that name no address: a `MalformedAnswer` (`HeadersTooLarge` among
+ * them) for an answer Node's HTTP parser refuses, else `describeNetworkError`'s words.
  */
 export function postBounded(
   url: string,
@@ -139,7 +140,7 @@ export function postBounded(
       socket.destroy();
       settle(() => resolve({ status: res.statusCode ?? 101 }));
     });
-    req.on('error', (err: NodeJS.ErrnoException) => settle(() => reject(new Error(describeNetworkError(err)))));
+    req.on('error', (err: NodeJS.ErrnoException) => settle(() => reject(malformedAnswer(err) ?? new Error(describeNetworkError(err)))));
     req.on('close', () => {
       if (!answered) settle(() => reject(new Error('connection reset')));
     });
