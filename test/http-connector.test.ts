@@ -430,6 +430,34 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it('the paging guards quote a next URL redacted first, then cut: a secret in its path across the cut leaves no fragment (a paging loop, the page cap)', async () => {
+    // Page 1 links to a URL whose path carries the token 485 characters in, so that a cut at about
+    // 500 characters splits it; that page links to itself.
+    const provider = await serve((req, res, self) => {
+      const padding = 'p'.repeat(485 - `${self.url}/loop/`.length - 1);
+      const next = `${self.url}/loop/${padding}/${TOKEN}/items`;
+      expect(next.indexOf(TOKEN)).toBe(485);
+      const first = !req.url!.startsWith('/loop/');
+      res.writeHead(200, { 'content-type': 'application/json', link: `<${next}>; rel="next"` }).end(JSON.stringify(first ? ITEMS.slice(0, 2) : []));
+    });
+    try {
+      const cfg = { ...config('link', { type: 'link_header' }), base_url: provider.url };
+      const id = await connection(cfg);
+      const loop = (await runPass(testActivityDeps({ pool: db.pool }).deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(loop).toBeInstanceOf(ApplicationFailure);
+      expect(loop.message).toMatch(/^http connector: customers: paging loop: page 2 points back to 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redacted\]\/ite…', which this task already fetched/);
+      expect(loop.message).not.toContain(TOKEN.slice(0, 6));
+      // One page a task: the cap stops before page 2, quoting it.
+      const capped = { ...TEST_PROVIDER_POLICY, maxPagesPerTask: 1 };
+      const cap = (await runPass(testActivityDeps({ pool: db.pool, providers: capped }).deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(cap).toBeInstanceOf(ApplicationFailure);
+      expect(cap.message).toMatch(/^http connector: customers: more than 1 pages in one task \(PROVIDER_MAX_PAGES_PER_TASK\); stopped before page 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redacted\]\/ite…'/);
+      expect(cap.message).not.toContain(TOKEN.slice(0, 6));
+    } finally {
+      await provider.close();
+    }
+  });
+
   it("a response whose header section passes Node's 16 KiB limit (HPE_HEADER_OVERFLOW) fails the task for good, naming the limit and the provider's host, without the secret it echoed", async () => {
     fake.fail({ status: 200, headers: { 'x-echo': `${TOKEN} ${'p'.repeat(20 * 1024)}` }, body: [] });
     const cfg = config('link', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
