@@ -313,6 +313,15 @@ describe('http connector: auth, errors, rate limits', () => {
     expect(err.message).not.toContain(TOKEN);
   });
 
+  it('an error body that is not JSON echoing the secret across where it is cut (200 characters) is quoted redacted first, then cut: no prefix of the secret', async () => {
+    // The token 190 characters into a plain-text (here a JSON string) error body.
+    fake.fail({ status: 400, body: `${'x'.repeat(189)}${TOKEN} and more` });
+    const err = (await pass(httpConnector, config('link', { type: 'link_header' })).catch((e: Error) => e)) as Error;
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/^http connector: the provider answered 400 for 'customers' \(\/link\/items\): "x+\[redacted\]/);
+    expect(err.message).not.toContain(TOKEN.slice(0, 6));
+  });
+
   it('hands the configured rate-limit headers to the budget, asking it before every request', async () => {
     const reports: { status: number; remaining: number | null; resetAt: Date | null }[] = [];
     let acquired = 0;
