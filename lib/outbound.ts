@@ -184,7 +184,8 @@ export class ResponseTooLarge extends Error {
 /**
  * Raised when a server answered, but not in HTTP Node's parser reads (an HPE_* parse error of the
  * answer): a header with a character HTTP does not allow, an invalid chunk size, a bad status
- * line, conflicting Content-Length headers, another protocol altogether. Its own error, not a
+ * line, conflicting Content-Length headers, another protocol altogether; or in a content coding
+ * it was not asked for (`decoderFor`). Its own error, not a
  * "network error": the server answered, and answers so on every retry (it is how the server, or
  * its front end, speaks), so callers fail for good, naming what was wrong and the host. Its
  * message says what the parser found, in words, with the parser's code; never the bytes answered
@@ -262,7 +263,13 @@ const keepAlive = {
   open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
 };
 
-/** The decoder of a Content-Encoding, or null for identity; throws on an unknown coding. */
+/** A Content-Encoding a message may quote: short names of codings (a longer or odd value is not quoted). */
+const QUOTABLE_CODING = /^[a-z0-9-]{1,20}(\s*,\s*[a-z0-9-]{1,20}){0,2}$/;
+
+/**
+ * The decoder of a Content-Encoding, or null for identity; throws a `MalformedAnswer` on any
+ * other coding (zstd, or two codings): one it was not asked for, answered so every time.
+ */
 function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
   const coding = (encoding ?? '').trim().toLowerCase();
   if (coding === '' || coding === 'identity') return null;
@@ -271,7 +278,8 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
   if (coding === 'gzip' || coding === 'x-gzip') return zlib.createGunzip(options);
   if (coding === 'deflate') return zlib.createInflate(options);
   if (coding === 'br') return zlib.createBrotliDecompress();
-  throw Object.assign(new Error('unsupported content encoding'), { code: 'EUNSUPPORTEDENCODING' });
+  const quoted = QUOTABLE_CODING.test(coding) ? `'${coding}'` : 'that';
+  throw new MalformedAnswer(`its response is in a content coding ${quoted} Synctide does not read (it asks for gzip, deflate or br)`);
 }
 
 /**

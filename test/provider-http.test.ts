@@ -190,6 +190,20 @@ describe('SSRF: where provider requests may go', () => {
     }
   });
 
+  it('a provider answering in a content coding it was not asked for (zstd, gzip twice) fails as permanent, naming the coding and the host, not as a vague network error', async () => {
+    for (const [coding, quoted] of [['zstd', "'zstd'"], ['gzip, gzip', "'gzip, gzip'"], [`x-${TOKEN}`, 'that']] as const) {
+      const fake = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': coding }).end('[]'));
+      const err = await failure(page(fake.url, TEST_POLICY));
+      expect(err, coding).toBeInstanceOf(Permanent);
+      expect(err.message).toBe(
+        `github connector: fetching 'octo/hello': the provider at '127.0.0.1' answered, but its response is in a content coding ${quoted} Synctide does not read (it asks for gzip, deflate or br)`,
+      );
+      expect(err.message).not.toContain(TOKEN.slice(0, 8));
+      expect(fake.requests).toHaveLength(1);
+      await fake.close();
+    }
+  });
+
   it('describes network errors in words that name no address or port', async () => {
     const fake = await serve(() => undefined);
     const { url, port } = fake;
