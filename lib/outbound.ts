@@ -333,8 +333,16 @@ export function getBounded(
       ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
     });
     streams.push(req);
-    req.on('error', fail);
+    let response: http.IncomingMessage | undefined;
+    // Bytes after an answer read whole (a body longer than its Content-Length) are no part of it:
+    // Node's parser refuses them as the start of a next answer just before the whole one ends,
+    // and closes the connection; the answer read is the answer.
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (response?.complete && malformedAnswer(err)) return;
+      fail(err);
+    });
     req.on('response', (res) => {
+      response = res;
       streams.push(res);
       let decoder: ReturnType<typeof decoderFor>;
       try {
