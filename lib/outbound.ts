@@ -104,6 +104,7 @@ export function postBounded(
     // nor 'error' for some answers (a 101 upgrade), so no outcome is left to the request alone.
     let settled = false;
     let answered = false;
+    let status: number | null = null;
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const settle = (outcome: () => void) => {
       if (settled) return;
@@ -125,6 +126,7 @@ export function postBounded(
       },
       (res) => {
         answered = true;
+        status = res.statusCode ?? 0;
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
@@ -140,7 +142,11 @@ export function postBounded(
       socket.destroy();
       settle(() => resolve({ status: res.statusCode ?? 101 }));
     });
-    req.on('error', (err: NodeJS.ErrnoException) => settle(() => reject(malformedAnswer(err) ?? new Error(describeNetworkError(err)))));
+    // An error once the status was read (a malformed body, a reset) does not undo the answer: its
+    // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      settle(() => (status !== null ? resolve({ status }) : reject(malformedAnswer(err) ?? new Error(describeNetworkError(err))))),
+    );
     req.on('close', () => {
       if (!answered) settle(() => reject(new Error('connection reset')));
     });

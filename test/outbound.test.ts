@@ -111,6 +111,15 @@ describe('postBounded', () => {
     expect((invalid as Error).message).toBe('its response is not valid HTTP: a header name or value holds a character HTTP does not allow (HPE_INVALID_HEADER_TOKEN)');
   });
 
+  it('a receiver whose status line and headers were read has answered: a malformed body after them (an invalid chunk, bytes past its Content-Length) does not undo its status', async () => {
+    const opts = { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true };
+    for (const answer of ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n', 'HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\nxx']) {
+      const raw = await serveRaw(answer);
+      const outcome = await postBounded(`${raw.url}/hook`, '{}', {}, opts).then((a) => `answered ${a.status}`, (err: Error) => `failed: ${err.message}`);
+      expect(outcome, answer).toBe(`answered ${answer.slice(9, 12)}`);
+    }
+  });
+
   it('names no address or port when the receiver is unreachable', async () => {
     const gone = await serve(() => undefined);
     await gone.close();
