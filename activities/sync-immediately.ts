@@ -77,7 +77,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
             provider: conn.provider_slug, credentials: source.budgetKey, config: conn.config ?? {},
           }),
         };
-        for await (const page of pagesOf(connector, request, null)) {
+        for await (const page of pagesOf(connector, request, null, undefined, secrets)) {
           const written = await withTransaction(pool, async (tx) => {
             const target = { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt };
             const counts = await upsertRecords(tx, { ...target, configEpoch: conn.config_epoch }, page.records);

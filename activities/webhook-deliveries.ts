@@ -6,7 +6,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
 import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds } from '../policy/delivery-shares';
 import { withTransaction } from '../db/transaction';
-import { postBounded } from '../lib/outbound';
+import { MalformedAnswer, postBounded } from '../lib/outbound';
 import { SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '../lib/webhook-signature';
 import type { Activities } from '../temporal/activities';
 import { startWebhookDeliveries } from '../temporal/client';
@@ -113,11 +113,15 @@ async function attempt(
   const startedAt = Date.now();
   let statusCode: number | null = null;
   let error: string | null = null;
+  // An answer Node's HTTP parser refused (oversized or malformed headers) is an answer, not none:
+  // said so, naming the receiver's host (nothing else of its URL, which may carry a secret).
+  let unreadable = false;
   try {
     const timeoutMs = webhooks.timeoutMs ?? DELIVERY_TIMEOUT_MS;
     statusCode = (await postBounded(target.url, body, headers, { timeoutMs, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate })).status;
   } catch (err) {
-    error = (err as Error).message;
+    unreadable = err instanceof MalformedAnswer;
+    error = unreadable ? `the receiver at '${new URL(target.url).hostname}' answered, but ${(err as Error).message}` : (err as Error).message;
   }
   const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
   // The delivery's schedule runs on the server's clock: when this attempt was scheduled, by it.
@@ -126,7 +130,9 @@ async function attempt(
     recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered, scheduledAt: new Date(scheduledAt) }),
   );
   if (delivered) return 'delivered';
-  const message = statusCode !== null ? `the receiver answered ${statusCode}` : `no answer: ${error}`;
+  // Any answer but a 2xx, or none, is retried on the schedule: a receiver's owner may repair it
+  // (a malformed answer too) within the hours a delivery is tried.
+  const message = statusCode !== null ? `the receiver answered ${statusCode}` : unreadable ? error! : `no answer: ${error}`;
   // The attempts of this round (a redelivery starts a new one) set the delay and the give-up,
   // whatever turns were deferred in between.
   const delay = deliveryRetrySeconds(round?.made ?? 1);

@@ -589,6 +589,10 @@ function withoutSecrets(url: string, auth: Auth): string {
   return clean.href;
 }
 
+/**
+ * The `message`, `error` or `detail` of an error body, when it is JSON with one, else the trimmed
+ * text: whole, cut later, after redaction (a secret split by a cut would leak its prefix).
+ */
 function bodyMessage(text: string): string {
   try {
     const body = JSON.parse(text) as unknown;
@@ -599,10 +603,11 @@ function bodyMessage(text: string): string {
   } catch {
     // not JSON
   }
-  return text.trim().slice(0, 200);
+  return text.trim();
 }
 
 function errorFor(status: number, headers: Headers, text: string, what: string, limits: RateLimitHeaders, redact: (s: string) => string): ConnectorError {
+  // Redacted first, then cut (`redact` does both).
   const message = redact(bodyMessage(text));
   const detail = message ? `: ${message}` : '';
   const retryAfter = parseRetryAfter(headers.get('retry-after'));

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
-import { cutText, DEFAULT_PROVIDER_POLICY } from './provider-http';
+import { DEFAULT_PROVIDER_POLICY, providerText } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
 import { storableText } from '../policy/storable-text';
@@ -98,10 +98,12 @@ function pageKey(connector: Connector, token: string): string {
 const fingerprint = (key: string): string => createHash('sha256').update(key, 'utf8').digest('base64url');
 
 /**
- * The page a token stands for, as a message quotes it: cut (about 500 characters), as other provider
- * text is, since it is built from what the provider answered (a next URL of up to 16 KiB, say).
+ * The page a token stands for, as a message quotes it: redacted with `secrets` (and known token
+ * shapes) first, then cut (about 500 characters), as other provider text is (`providerText`), since
+ * it is built from what the provider answered (a next URL of up to 16 KiB, say). Cut first, a
+ * secret across the cut would leave its prefix, which the redaction of the failure then misses.
  */
-const quotedPage = (connector: Connector, token: string): string => cutText(pageKey(connector, token));
+const quotedPage = (key: string, secrets: readonly string[]): string => providerText(key, secrets);
 
 /**
  * Pages through one resource of a connector, starting at `pageToken` (null: the first page) and
@@ -115,13 +117,15 @@ const quotedPage = (connector: Connector, token: string): string => cutText(page
  *
  * Guards: a next page this loop has already fetched (a provider whose Link or cursor points back
  * to an earlier page) fails with a `Permanent` error naming the connector and the page: retrying
- * would only page in the same circle.
+ * would only page in the same circle. A page a message names is quoted redacted with `secrets()`
+ * (the credential values the run sent, as they are when the guard fails), then cut.
  */
 export async function* pagesOf(
   connector: Connector,
   request: Omit<FetchPageInput, 'pageToken'>,
   pageToken: string | null,
   done: PagingProgress = { pages: 0, records: 0 },
+  secrets: () => readonly string[] = () => [],
 ): AsyncGenerator<FetchPageResult & { fetchedAt: Date }> {
   const policy = request.policy ?? DEFAULT_PROVIDER_POLICY;
   let pages = done.pages;
@@ -135,7 +139,7 @@ export async function* pagesOf(
     if (pages >= policy.maxPagesPerTask) {
       throw new Permanent(
         `${connector.slug} connector: ${request.resource}: more than ${policy.maxPagesPerTask} pages in one task (PROVIDER_MAX_PAGES_PER_TASK); ` +
-          `stopped before page ${token === null ? '(first)' : `'${quotedPage(connector, token)}'`}`,
+          `stopped before page ${token === null ? '(first)' : `'${quotedPage(pageKey(connector, token), secrets())}'`}`,
       );
     }
     const fetchedAt = new Date();
@@ -152,7 +156,7 @@ export async function* pagesOf(
       const print = fingerprint(key);
       if (fetched.has(print)) {
         throw new Permanent(
-          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${cutText(key)}', ` +
+          `${connector.slug} connector: ${request.resource}: paging loop: page ${pages} points back to '${quotedPage(key, secrets())}', ` +
             'which this task already fetched; stopped instead of paging forever',
         );
       }

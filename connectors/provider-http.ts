@@ -9,15 +9,16 @@
 // - redirects: followed only within the request's origin (GitHub answers 301 for a renamed
 //   repository), never to another origin, where the token would go;
 // - size and time: the body is streamed and capped after decompression, the header section is
-//   held to Node's limit (16 KiB: past it the task fails for good, naming the limit), and the
-//   whole request has a deadline;
+//   held to Node's limit (16 KiB: past it the task fails for good, naming the limit), an answer
+//   Node's parser refuses (malformed HTTP) fails for good naming what was wrong, and the whole
+//   request has a deadline;
 // - errors: network failures are described in generic words (no address or port), and provider
 //   text is redacted first, then cut, so a secret split by the cut cannot leak its prefix;
 // - the shared rate budget of the credential: asked before each request, told what the provider
 //   answered and what its rate-limit headers said.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { AddressNotAllowed, getBounded, HeadersTooLarge, isPublicAddress, ResponseTooLarge } from '../lib/outbound';
+import { AddressNotAllowed, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
 import { MAX_BUDGET_COUNT } from '../policy/rate-budget';
 import { retryAfterSeconds } from '../policy/retry-after';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
@@ -236,8 +237,8 @@ export type RateBudgetConfig = z.output<typeof rateBudgetConfigSchema>;
 /**
  * GETs `url` for a connector under its policy (see the module comment). Answers any non-3xx
  * status with its body; throws `Permanent` for a refused URL or address, a cross-origin (or
- * endless) redirect, a body over the cap and a header section over Node's limit (naming the
- * provider's host), `Transient` for network failures and timeouts (in
+ * endless) redirect, a body over the cap, a header section over Node's limit and any other answer
+ * Node's parser refuses (naming the provider's host), `Transient` for network failures and timeouts (in
  * words that name no address), and the signal's reason when `signal` aborts.
  */
 export async function providerGet(url: string, request: ProviderRequest): Promise<ProviderResponse> {
@@ -262,10 +263,11 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
       if (request.signal?.aborted) throw request.signal.reason ?? err;
       if (err instanceof AddressNotAllowed) throw fail('permanent', `refused: ${err.message}`);
       if (err instanceof ResponseTooLarge) throw fail('permanent', `${err.message} (PROVIDER_MAX_RESPONSE_BYTES)`);
-      // Permanent, as a body over its cap: a provider's front end answering a header section past
-      // Node's limit answers every retry so; retried as a network error it only spent the job's
-      // retries, with no word of why. The host is the configured one (no resolved address, no port).
-      if (err instanceof HeadersTooLarge) throw fail('permanent', `the provider at '${new URL(current).hostname}' answered, but ${err.message}`);
+      // Permanent, as a body over its cap: a provider answering what Node's parser refuses (a header
+      // section past its limit, a bad header, chunk or status line) answers every retry so;
+      // retried as a network error it only spent the job's retries, with no word of why. The host
+      // is the configured one (no resolved address, no port, nothing else of the URL).
+      if (err instanceof MalformedAnswer) throw fail('permanent', `the provider at '${new URL(current).hostname}' answered, but ${err.message}`);
       const words = (err as Error).message;
       throw fail('transient', words === 'timed out' ? `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)` : `network error: ${words}`);
     }

@@ -6,7 +6,7 @@
 // answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
 // only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
-import { HeadersTooLarge, postBoundedForAnswer } from './outbound';
+import { MalformedAnswer, postBoundedForAnswer } from './outbound';
 
 /** A tenant's OAuth client with its secret opened (in memory, for one request). */
 export interface OAuthClientApp {
@@ -162,16 +162,16 @@ function quotedError(code: string, secrets: readonly string[]): string {
 
 /**
  * A token request's failure in words that carry no secret: the endpoint's error code (as
- * `quotedError` quotes it, without `secrets`), an answer whose header section passes Node's limit
- * (naming the limit and the host of `tokenUrl`, the `HeadersTooLarge` kept as its cause: the
- * endpoint answers so every time), or a generic reason.
+ * `quotedError` quotes it, without `secrets`), an answer Node's HTTP parser refuses (a header
+ * section past its limit, malformed HTTP: naming what was wrong and the host of `tokenUrl`, the
+ * `MalformedAnswer` kept as its cause: the endpoint answers so every time), or a generic reason.
  */
 function describe(err: unknown, secrets: readonly string[], tokenUrl: string): Error {
   if (err instanceof oauth.ResponseBodyError) {
     const words = `the token endpoint answered ${answeredStatus(err)} ${quotedError(err.error, secrets)}`;
     return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);
   }
-  if (err instanceof HeadersTooLarge) return new TokenRequestFailed(`the token endpoint at '${new URL(tokenUrl).hostname}' answered, but ${err.message}`, { cause: err });
+  if (err instanceof MalformedAnswer) return new TokenRequestFailed(`the token endpoint at '${new URL(tokenUrl).hostname}' answered, but ${err.message}`, { cause: err });
   if (err instanceof Error && err.name === 'AbortError') return err;
   return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
 }

@@ -87,7 +87,8 @@ export interface OutboundAnswer {
  * POSTs `body` to `url` with `headers`: no redirects followed, at most `timeoutMs` in all, at most
  * `maxResponseBytes` of the answer read. Unless `allowPrivate`, the host must resolve to public
  * addresses only (checked on the resolved address, so DNS rebinding cannot get around it).
- * Errors carry short messages that name no address.
+ * Errors carry short messages that name no address: a `MalformedAnswer` (`HeadersTooLarge` among
+ * them) for an answer Node's HTTP parser refuses, else `describeNetworkError`'s words.
  */
 export function postBounded(
   url: string,
@@ -105,6 +106,7 @@ export function postBounded(
     // nor 'error' for some answers (a 101 upgrade), so no outcome is left to the request alone.
     let settled = false;
     let answered = false;
+    let status: number | null = null;
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const settle = (outcome: () => void) => {
       if (settled) return;
@@ -126,6 +128,7 @@ export function postBounded(
       },
       (res) => {
         answered = true;
+        status = res.statusCode ?? 0;
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
@@ -141,7 +144,11 @@ export function postBounded(
       socket.destroy();
       settle(() => resolve({ status: res.statusCode ?? 101 }));
     });
-    req.on('error', (err: NodeJS.ErrnoException) => settle(() => reject(new Error(describeNetworkError(err)))));
+    // An error once the status was read (a malformed body, a reset) does not undo the answer: its
+    // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      settle(() => (status !== null ? resolve({ status }) : reject(malformedAnswer(err) ?? new Error(describeNetworkError(err))))),
+    );
     req.on('close', () => {
       if (!answered) settle(() => reject(new Error('connection reset')));
     });
@@ -161,6 +168,7 @@ export function describeNetworkError(err: NodeJS.ErrnoException): string {
       return HOST_NOT_FOUND_OR_NOT_ALLOWED;
     case 'ECONNRESET':
     case 'EPIPE':
+    case 'HPE_INVALID_EOF_STATE':
       return 'connection reset';
     case 'ETIMEDOUT':
       return 'timed out';
@@ -182,15 +190,29 @@ export class ResponseTooLarge extends Error {
 }
 
 /**
+ * Raised when a server answered, but not in HTTP Node's parser reads (an HPE_* parse error of the
+ * answer): a header with a character HTTP does not allow, an invalid chunk size, a bad status
+ * line, conflicting Content-Length headers, another protocol altogether; or in a content coding
+ * it was not asked for (`decoderFor`). Its own error, not a
+ * "network error": the server answered, and answers so on every retry (it is how the server, or
+ * its front end, speaks), so callers fail for good, naming what was wrong and the host. Its
+ * message says what the parser found, in words, with the parser's code; never the bytes answered
+ * (they may echo a secret) nor the parser's own text.
+ */
+export class MalformedAnswer extends Error {
+  override name = 'MalformedAnswer';
+  readonly code: string = 'EMALFORMEDANSWER';
+}
+
+/**
  * Raised when an answer's header section passes the limit Node's HTTP parser reads
  * (`http.maxHeaderSize`: 16 KiB unless the process runs with --max-http-header-size): Node fails
- * the request with HPE_HEADER_OVERFLOW before anything of the answer is read. Its own error, not a
- * "network error": the server answered, and answers so on every retry (its header section is how
- * its front end answers), so callers fail for good, naming the limit.
+ * the request with HPE_HEADER_OVERFLOW before anything of the answer is read. A `MalformedAnswer`
+ * whose message names the limit.
  */
-export class HeadersTooLarge extends Error {
+export class HeadersTooLarge extends MalformedAnswer {
   override name = 'HeadersTooLarge';
-  readonly code = 'EHEADERSTOOLARGE';
+  override readonly code = 'EHEADERSTOOLARGE';
   constructor() {
     const limit = http.maxHeaderSize;
     const kib = limit % 1024 === 0 ? ` (${limit / 1024} KiB)` : '';
@@ -198,8 +220,41 @@ export class HeadersTooLarge extends Error {
   }
 }
 
-/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s. */
-const OWN_WORDS = [AddressNotAllowed, ResponseTooLarge, HeadersTooLarge];
+/** What each parse error of an answer (llhttp's and Node's HPE_* codes) means, in words. */
+const PARSE_ERROR_WORDS: Readonly<Record<string, string>> = {
+  HPE_INVALID_CONSTANT: 'it does not begin with an HTTP/1.x status line: not an HTTP server, or not speaking HTTP/1.x',
+  HPE_INVALID_VERSION: 'its status line has an invalid HTTP version',
+  HPE_INVALID_STATUS: 'its status line has an invalid status code',
+  HPE_INVALID_HEADER_TOKEN: 'a header name or value holds a character HTTP does not allow',
+  HPE_UNEXPECTED_SPACE: 'a line holds a space where HTTP allows none',
+  HPE_CR_EXPECTED: 'a line does not end in CRLF',
+  HPE_LF_EXPECTED: 'a line does not end in CRLF',
+  HPE_STRICT: 'it breaks the HTTP syntax',
+  HPE_INVALID_CONTENT_LENGTH: 'its Content-Length header is not a number',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'its Content-Length headers conflict',
+  HPE_INVALID_TRANSFER_ENCODING: 'its Transfer-Encoding header is invalid, or comes with a Content-Length',
+  HPE_INVALID_CHUNK_SIZE: 'its chunked body has an invalid chunk size',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: "its chunked body's chunk extensions exceed Node's limit",
+  HPE_CLOSED_CONNECTION: 'it sent more after a response that closes the connection',
+};
+
+/**
+ * The `MalformedAnswer` that an error of an outbound request is, or null: any HPE_* code (Node's
+ * HTTP parser refusing the answer) but an answer cut off (HPE_INVALID_EOF_STATE: the connection
+ * ended mid-answer, a network failure worth another try); HPE_HEADER_OVERFLOW is
+ * `HeadersTooLarge`. The one mapping of parse errors, for every bounded request (POST or GET).
+ */
+export function malformedAnswer(err: NodeJS.ErrnoException): MalformedAnswer | null {
+  if (err instanceof MalformedAnswer) return err;
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (!/^HPE_[A-Z0-9_]+$/.test(code) || code === 'HPE_INVALID_EOF_STATE') return null;
+  if (code === 'HPE_HEADER_OVERFLOW') return new HeadersTooLarge();
+  const words = PARSE_ERROR_WORDS[code] ?? "Node's HTTP parser refused it";
+  return new MalformedAnswer(`its response is not valid HTTP: ${words} (${code})`);
+}
+
+/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s (a `MalformedAnswer` too: `malformedAnswer`). */
+const OWN_WORDS = [AddressNotAllowed, ResponseTooLarge];
 
 /** The answer to a bounded GET: status, headers (lower-case names) and the whole body, decompressed. */
 export interface BoundedAnswer {
@@ -216,7 +271,13 @@ const keepAlive = {
   open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
 };
 
-/** The decoder of a Content-Encoding, or null for identity; throws on an unknown coding. */
+/** A Content-Encoding a message may quote: short names of codings (a longer or odd value is not quoted). */
+const QUOTABLE_CODING = /^[a-z0-9-]{1,20}(\s*,\s*[a-z0-9-]{1,20}){0,2}$/;
+
+/**
+ * The decoder of a Content-Encoding, or null for identity; throws a `MalformedAnswer` on any
+ * other coding (zstd, or two codings): one it was not asked for, answered so every time.
+ */
 function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
   const coding = (encoding ?? '').trim().toLowerCase();
   if (coding === '' || coding === 'identity') return null;
@@ -225,7 +286,8 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
   if (coding === 'gzip' || coding === 'x-gzip') return zlib.createGunzip(options);
   if (coding === 'deflate') return zlib.createInflate(options);
   if (coding === 'br') return zlib.createBrotliDecompress();
-  throw Object.assign(new Error('unsupported content encoding'), { code: 'EUNSUPPORTEDENCODING' });
+  const quoted = QUOTABLE_CODING.test(coding) ? `'${coding}'` : 'that';
+  throw new MalformedAnswer(`its response is in a content coding ${quoted} Synctide does not read (it asks for gzip, deflate or br)`);
 }
 
 /**
@@ -235,8 +297,9 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
  * compressed bomb stops at the cap instead of filling memory), and `signal` aborting it. Unless
  * `allowPrivate`, the URL must pass `outboundUrlProblem` and every connection's resolved address
  * must be public (checked at connect time). Errors carry short messages that name no address:
- * `AddressNotAllowed`, `ResponseTooLarge`, `HeadersTooLarge` (a header section past Node's limit),
- * or an Error whose message is `describeNetworkError`'s;
+ * `AddressNotAllowed`, `ResponseTooLarge`, `MalformedAnswer` (an answer Node's HTTP parser refused;
+ * `HeadersTooLarge` for a header section past its limit), or an Error whose message is
+ * `describeNetworkError`'s;
  * an abort through `signal` rejects with the signal's reason.
  */
 export function getBounded(
@@ -260,7 +323,8 @@ export function getBounded(
       signal.removeEventListener('abort', onAbort);
       for (const stream of streams) stream.destroy();
       if (opts.signal?.aborted) return reject(opts.signal.reason as Error);
-      if ((err as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW') return reject(new HeadersTooLarge());
+      const malformed = malformedAnswer(err);
+      if (malformed) return reject(malformed);
       reject(OWN_WORDS.some((own) => err instanceof own) ? err : new Error(describeNetworkError(err)));
     };
     const onAbort = () => fail(timeout.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : (signal.reason as Error));
@@ -277,8 +341,16 @@ export function getBounded(
       ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
     });
     streams.push(req);
-    req.on('error', fail);
+    let response: http.IncomingMessage | undefined;
+    // Bytes after an answer read whole (a body longer than its Content-Length) are no part of it:
+    // Node's parser refuses them as the start of a next answer just before the whole one ends,
+    // and closes the connection; the answer read is the answer.
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (response?.complete && malformedAnswer(err)) return;
+      fail(err);
+    });
     req.on('response', (res) => {
+      response = res;
       streams.push(res);
       let decoder: ReturnType<typeof decoderFor>;
       try {

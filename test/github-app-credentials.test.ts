@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
-import { serve } from './helpers/fake-server';
+import { serve, serveRaw } from './helpers/fake-server';
 import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
 import type { LogLines } from './helpers/logs';
 
@@ -201,6 +201,29 @@ describe('github_app credentials rate-limited by GitHub', () => {
       expect(await openAlerts(id)).toBe(0);
     } finally {
       await huge.close();
+    }
+  });
+
+  it('an installation token answer that is malformed HTTP (a bad status line) fails the task for good, naming what was wrong and the host; the connection stays active', async () => {
+    const raw = await serveRaw('HTTP/1.1 2x1 Created\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+    try {
+      const id = randomUUID();
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
+        [id, `gh-${id.slice(0, 8)}`, { base_url: raw.url, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
+      );
+      const { jobId, tasks } = await job(id, ['issues']);
+      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+      await endJob(jobId);
+      expect(failure).toMatchObject({ type: 'permanent', nonRetryable: true });
+      expect(failure?.message).toBe(
+        "github_app: obtaining a token failed: the installation token request to '127.0.0.1' was answered, but its response is not valid HTTP: its status line has an invalid status code (HPE_INVALID_STATUS)",
+      );
+      expect(raw.requests).toHaveLength(1);
+      expect(await status(id)).toBe('active');
+      expect(await openAlerts(id)).toBe(0);
+    } finally {
+      await raw.close();
     }
   });
 

@@ -26,7 +26,7 @@ import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
 import { startFakeGitHub } from './helpers/fake-github';
-import { serve, type FakeHandler, type FakeServer } from './helpers/fake-server';
+import { serve, serveRaw, type FakeHandler, type FakeServer } from './helpers/fake-server';
 
 const TOTAL = 23;
 const SIZE = 5;
@@ -313,6 +313,15 @@ describe('http connector: auth, errors, rate limits', () => {
     expect(err.message).not.toContain(TOKEN);
   });
 
+  it('an error body that is not JSON echoing the secret across where it is cut (200 characters) is quoted redacted first, then cut: no prefix of the secret', async () => {
+    // The token 190 characters into a plain-text (here a JSON string) error body.
+    fake.fail({ status: 400, body: `${'x'.repeat(189)}${TOKEN} and more` });
+    const err = (await pass(httpConnector, config('link', { type: 'link_header' })).catch((e: Error) => e)) as Error;
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toMatch(/^http connector: the provider answered 400 for 'customers' \(\/link\/items\): "x+\[redacted\]/);
+    expect(err.message).not.toContain(TOKEN.slice(0, 6));
+  });
+
   it('hands the configured rate-limit headers to the budget, asking it before every request', async () => {
     const reports: { status: number; remaining: number | null; resetAt: Date | null }[] = [];
     let acquired = 0;
@@ -430,6 +439,34 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it('the paging guards quote a next URL redacted first, then cut: a secret in its path across the cut leaves no fragment (a paging loop, the page cap)', async () => {
+    // Page 1 links to a URL whose path carries the token 485 characters in, so that a cut at about
+    // 500 characters splits it; that page links to itself.
+    const provider = await serve((req, res, self) => {
+      const padding = 'p'.repeat(485 - `${self.url}/loop/`.length - 1);
+      const next = `${self.url}/loop/${padding}/${TOKEN}/items`;
+      expect(next.indexOf(TOKEN)).toBe(485);
+      const first = !req.url!.startsWith('/loop/');
+      res.writeHead(200, { 'content-type': 'application/json', link: `<${next}>; rel="next"` }).end(JSON.stringify(first ? ITEMS.slice(0, 2) : []));
+    });
+    try {
+      const cfg = { ...config('link', { type: 'link_header' }), base_url: provider.url };
+      const id = await connection(cfg);
+      const loop = (await runPass(testActivityDeps({ pool: db.pool }).deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(loop).toBeInstanceOf(ApplicationFailure);
+      expect(loop.message).toMatch(/^http connector: customers: paging loop: page 2 points back to 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redacted\]\/ite…', which this task already fetched/);
+      expect(loop.message).not.toContain(TOKEN.slice(0, 6));
+      // One page a task: the cap stops before page 2, quoting it.
+      const capped = { ...TEST_PROVIDER_POLICY, maxPagesPerTask: 1 };
+      const cap = (await runPass(testActivityDeps({ pool: db.pool, providers: capped }).deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(cap).toBeInstanceOf(ApplicationFailure);
+      expect(cap.message).toMatch(/^http connector: customers: more than 1 pages in one task \(PROVIDER_MAX_PAGES_PER_TASK\); stopped before page 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redacted\]\/ite…'/);
+      expect(cap.message).not.toContain(TOKEN.slice(0, 6));
+    } finally {
+      await provider.close();
+    }
+  });
+
   it("a response whose header section passes Node's 16 KiB limit (HPE_HEADER_OVERFLOW) fails the task for good, naming the limit and the provider's host, without the secret it echoed", async () => {
     fake.fail({ status: 200, headers: { 'x-echo': `${TOKEN} ${'p'.repeat(20 * 1024)}` }, body: [] });
     const cfg = config('link', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } });
@@ -444,6 +481,27 @@ describe('http connector: secrets in errors and page tokens', () => {
     expect(err.nonRetryable).toBe(true);
     expect(err.message).not.toContain(TOKEN.slice(0, 6));
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a provider answering malformed HTTP (an invalid chunk size after a 200) fails the task for good, naming what was wrong and the host, without the query secret of its URL', async () => {
+    const raw = await serveRaw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n[]\r\n0\r\n\r\n');
+    try {
+      const cfg = { ...config('link', { type: 'link_header' }, { auth: { type: 'query', name: 'api_key' } }), base_url: raw.url };
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const id = await connection(cfg);
+      const err = (await runPass(deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+      expect(err).toBeInstanceOf(ApplicationFailure);
+      expect(err.message).toBe(
+        "http connector: fetching 'customers' (/link/items): the provider at '127.0.0.1' answered, but its response is not valid HTTP: its chunked body has an invalid chunk size (HPE_INVALID_CHUNK_SIZE)",
+      );
+      expect(err.type).toBe('permanent');
+      expect(err.nonRetryable).toBe(true);
+      // The request carried the secret in its query; nothing of the URL but the host is quoted.
+      expect(raw.requests[0]!.url).toContain(TOKEN);
+      expect(raw.requests).toHaveLength(1);
+    } finally {
+      await raw.close();
+    }
   });
 
   it('strips the query secret from page tokens whatever the case of the echoed parameter name (API_KEY)', async () => {

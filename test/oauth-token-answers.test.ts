@@ -10,7 +10,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentialProvider } from '../activities/credential-provider';
 import { Permanent } from '../connectors/types';
 import type { CommandDeps } from '../commands/deps';
@@ -19,6 +19,7 @@ import { open, seal, sealCredentials } from '../lib/credentials';
 import { ClientRefused, clientCredentialsToken, exchangeCode, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { closeFakeServers, serveRaw } from './helpers/fake-server';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 
 const CLIENT_ID = 'client-oidc';
@@ -407,6 +408,51 @@ describe("a token endpoint answering a header section past Node's 16 KiB limit (
     const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
     expect(client).toBeInstanceOf(Permanent);
     expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${LIMIT}`);
+    expect(client!.message).not.toContain(CLIENT_SECRET);
+  });
+});
+
+describe('a token endpoint answering malformed HTTP (a parser error other than oversized headers)', () => {
+  // A header name with a space: Node's parser refuses it (HPE_INVALID_HEADER_TOKEN), and the
+  // endpoint answers so on every retry.
+  const ANSWER = 'HTTP/1.1 200 OK\r\nBad Header: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}';
+  const WORDS = 'its response is not valid HTTP: a header name or value holds a character HTTP does not allow (HPE_INVALID_HEADER_TOKEN)';
+
+  afterEach(async () => {
+    await closeFakeServers();
+  });
+
+  it('a refresh, a client credentials request and a code exchange fail naming what was wrong and the host, without the client secret', async () => {
+    const raw = await serveRaw(ANSWER);
+    const at = { ...app(), tokenUrl: `${raw.url}/token` };
+    const full = { ...at, authorizeUrl: `${raw.url}/authorize`, redirectUri: 'https://example.com/cb' };
+    const requests = {
+      refresh: () => refreshGrant(at, `rt_seed_${randomUUID()}`, POLICY),
+      clientCredentials: () => clientCredentialsToken(at, [], POLICY),
+      exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
+    };
+    for (const [name, request] of Object.entries(requests)) {
+      const err = await request().then(() => null, (e: Error) => e);
+      expect(err, name).toBeInstanceOf(TokenRequestFailed);
+      expect(err!.message, name).toBe(`the token endpoint at '127.0.0.1' answered, but ${WORDS}`);
+      expect(err!.message, name).not.toContain(CLIENT_SECRET);
+    }
+    expect(raw.requests).toHaveLength(3);
+  });
+
+  it('through the credential provider: a client credentials token fails for good (Permanent), naming what was wrong', async () => {
+    const raw = await serveRaw(ANSWER);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const id = randomUUID();
+    const secret = { kind: 'oauth2_client_credentials', token_url: `${raw.url}/token`, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, scopes: ['read'] };
+    const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
+    await db.pool.query(
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
+      [id, `cc-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, JSON.stringify(sealed)],
+    );
+    const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
+    expect(client).toBeInstanceOf(Permanent);
+    expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${WORDS}`);
     expect(client!.message).not.toContain(CLIENT_SECRET);
   });
 });

@@ -4,8 +4,8 @@ import { lookup } from 'node:dns/promises';
 import net, { type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isPublicAddress, outboundUrlProblem, postBounded } from '../lib/outbound';
-import { closeFakeServers, serve } from './helpers/fake-server';
+import { HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, postBounded } from '../lib/outbound';
+import { closeFakeServers, serve, serveRaw } from './helpers/fake-server';
 
 describe('which addresses outbound requests may reach', () => {
   it('classifies loopback, private, link-local, CGNAT, unique-local, mapped and unspecified addresses as not public', () => {
@@ -97,6 +97,26 @@ describe('postBounded', () => {
       expect(outcome).toBe('answered 101');
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('a receiver answering oversized or malformed headers fails with what was wrong (the limit, or the parser\'s finding and code), not a vague network error', async () => {
+    const huge = await serve((_req, res) => res.writeHead(200, { 'x-padding': 'p'.repeat(20 * 1024) }).end());
+    const malformed = await serveRaw('HTTP/1.1 200 OK\r\nBad Header: x\r\ncontent-length: 0\r\n\r\n');
+    const opts = { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true };
+    const [tooLarge, invalid] = await Promise.all([huge, malformed].map((server) => postBounded(`${server.url}/hook`, '{}', {}, opts).catch((err: Error) => err)));
+    expect(tooLarge).toBeInstanceOf(HeadersTooLarge);
+    expect((tooLarge as Error).message).toBe("its response headers exceed 16384 bytes (16 KiB), Node's limit on a response's header section (--max-http-header-size)");
+    expect(invalid).toBeInstanceOf(MalformedAnswer);
+    expect((invalid as Error).message).toBe('its response is not valid HTTP: a header name or value holds a character HTTP does not allow (HPE_INVALID_HEADER_TOKEN)');
+  });
+
+  it('a receiver whose status line and headers were read has answered: a malformed body after them (an invalid chunk, bytes past its Content-Length) does not undo its status', async () => {
+    const opts = { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true };
+    for (const answer of ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n', 'HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\nxx']) {
+      const raw = await serveRaw(answer);
+      const outcome = await postBounded(`${raw.url}/hook`, '{}', {}, opts).then((a) => `answered ${a.status}`, (err: Error) => `failed: ${err.message}`);
+      expect(outcome, answer).toBe(`answered ${answer.slice(9, 12)}`);
     }
   });
 

@@ -11,7 +11,7 @@ import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { pino } from 'pino';
 import { serializeError } from '../lib/logger';
 import { useTestDatabase } from './helpers/database';
-import { closeFakeServers, gzipBomb, serve } from './helpers/fake-server';
+import { closeFakeServers, gzipBomb, serve, serveRaw } from './helpers/fake-server';
 
 const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
 /** The opt-in for test servers on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE), otherwise the defaults. */
@@ -161,6 +161,56 @@ describe('SSRF: where provider requests may go', () => {
     expect(err.message).not.toContain(String(fake.port));
     expect(err.message).not.toContain(TOKEN.slice(0, 8));
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a provider answering malformed HTTP fails as permanent, naming what the parser found wrong and the host (no port, no secret of the URL), not as a vague network error', async () => {
+    // Each answer, written byte for byte by a server that is no HTTP server; each comes the same
+    // way on every retry.
+    const malformed: [string, string][] = [
+      ['HTTP/1.1 200 OK\r\nBad Header: x\r\ncontent-length: 2\r\n\r\n[]', 'a header name or value holds a character HTTP does not allow (HPE_INVALID_HEADER_TOKEN)'],
+      ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n[]\r\n0\r\n\r\n', 'its chunked body has an invalid chunk size (HPE_INVALID_CHUNK_SIZE)'],
+      ['SSH-2.0-OpenSSH_9.6\r\n', 'it does not begin with an HTTP/1.x status line: not an HTTP server, or not speaking HTTP/1.x (HPE_INVALID_CONSTANT)'],
+      ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n[]', 'its Content-Length headers conflict (HPE_UNEXPECTED_CONTENT_LENGTH)'],
+      ['HTTP/1.1 2x0 OK\r\ncontent-length: 2\r\n\r\n[]', 'its status line has an invalid status code (HPE_INVALID_STATUS)'],
+    ];
+    for (const [answer, words] of malformed) {
+      const raw = await serveRaw(answer);
+      const err = await failure(page(raw.url, TEST_POLICY));
+      expect(err, words).toBeInstanceOf(Permanent);
+      expect(err.message).toBe(`github connector: fetching 'octo/hello': the provider at '127.0.0.1' answered, but its response is not valid HTTP: ${words}`);
+      expect(err.message).not.toContain(String(raw.port));
+      // One request: nothing retried it.
+      expect(raw.requests).toHaveLength(1);
+      // A secret in the URL's path and query (an http connector's query auth) stays out of it.
+      const secret = 'sk_live_InTheUrl_0123456789';
+      const direct = await failure(providerGet(`${raw.url}/v1/${secret}/items?api_key=${secret}`, { headers: {}, policy: TEST_POLICY, context: 'http connector', secrets: [] }));
+      expect(direct).toBeInstanceOf(Permanent);
+      expect(direct.message).toBe(`http connector: the provider at '127.0.0.1' answered, but its response is not valid HTTP: ${words}`);
+      await raw.close();
+    }
+  });
+
+  it('an answer read whole (its Content-Length of body) is not failed by bytes the provider sent after it, which Node\'s parser refuses', async () => {
+    // Two bytes of body more than Content-Length says, in the same packet: Node's parser reads them
+    // as the start of a next answer (HPE_INVALID_CONSTANT) just after the whole first one.
+    const raw = await serveRaw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n[]xx');
+    const result = await page(raw.url, TEST_POLICY);
+    expect(result.records).toEqual([]);
+    expect(raw.requests).toHaveLength(1);
+  });
+
+  it('a provider answering in a content coding it was not asked for (zstd, gzip twice) fails as permanent, naming the coding and the host, not as a vague network error', async () => {
+    for (const [coding, quoted] of [['zstd', "'zstd'"], ['gzip, gzip', "'gzip, gzip'"], [`x-${TOKEN}`, 'that']] as const) {
+      const fake = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': coding }).end('[]'));
+      const err = await failure(page(fake.url, TEST_POLICY));
+      expect(err, coding).toBeInstanceOf(Permanent);
+      expect(err.message).toBe(
+        `github connector: fetching 'octo/hello': the provider at '127.0.0.1' answered, but its response is in a content coding ${quoted} Synctide does not read (it asks for gzip, deflate or br)`,
+      );
+      expect(err.message).not.toContain(TOKEN.slice(0, 8));
+      expect(fake.requests).toHaveLength(1);
+      await fake.close();
+    }
   });
 
   it('describes network errors in words that name no address or port', async () => {

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure } from '@temporalio/common';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookDeliveryWorkflowId } from '../temporal/ids';
@@ -16,7 +17,7 @@ import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { testActivityDeps } from './helpers/deps';
-import { receiver as fakeReceiver } from './helpers/fake-server';
+import { receiver as fakeReceiver, serve, serveRaw, type FakeServer } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
@@ -201,6 +202,45 @@ describe('webhooks', () => {
       expect(documentedVerifier()(oldSecret, headers['synctide-signature']!, received!.body)).toBe(true);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('a receiver answering oversized or malformed headers: the attempt records what was wrong and the host, and the delivery is retried on its schedule', async () => {
+    const huge = await serve((_req, res) => res.writeHead(200, { 'x-padding': 'p'.repeat(20 * 1024) }).end());
+    const malformed = await serveRaw('HTTP/1.1 200 OK\r\nBad Header: x\r\ncontent-length: 0\r\n\r\n');
+    try {
+      const cases: [FakeServer, string][] = [
+        [huge, "its response headers exceed 16384 bytes (16 KiB), Node's limit on a response's header section (--max-http-header-size)"],
+        [malformed, 'its response is not valid HTTP: a header name or value holds a character HTTP does not allow (HPE_INVALID_HEADER_TOKEN)'],
+      ];
+      for (const [receiver, words] of cases) {
+        const { rows: hook } = await stack.db.pool.query<{ id: string }>(
+          `insert into webhooks (tenant_id, url, event_types, secret) values ('bad-answers', $1, '{connection.disabled}', $2) returning id`,
+          [`${receiver.url}/hook?key=url-secret-0123456789`, `whsec_${randomBytes(32).toString('base64')}`],
+        );
+        const { rows: event } = await stack.db.pool.query<{ id: string }>(
+          `insert into webhook_events (tenant_id, event_type, payload) values ('bad-answers', 'connection.disabled', '{"connection_id": "c"}') returning id`,
+        );
+        const { rows: delivery } = await stack.db.pool.query<{ id: string }>('insert into webhook_deliveries (webhook_id, event_id) values ($1, $2) returning id', [
+          hook[0]!.id,
+          event[0]!.id,
+        ]);
+        const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: 'webhooks-nobody' });
+        const failure = await new MockActivityEnvironment().run(deliverWebhook(deps), { deliveryId: delivery[0]!.id }).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        const expected = `the receiver at '127.0.0.1' answered, but ${words}`;
+        // Retried on the delivery's schedule (10 s after a round's first attempt), as any attempt not accepted.
+        expect(failure).toBeInstanceOf(ApplicationFailure);
+        expect(failure).toMatchObject({ message: expected, type: 'WebhookNotDelivered', nonRetryable: false, nextRetryDelay: '10 seconds' });
+        const { rows: attempts } = await stack.db.pool.query('select status_code, error from webhook_delivery_attempts where delivery_id = $1', [delivery[0]!.id]);
+        expect(attempts).toEqual([{ status_code: null, error: expected }]);
+        expect(receiver.requests).toHaveLength(1);
+      }
+    } finally {
+      await huge.close();
+      await malformed.close();
     }
   });
 

@@ -58,7 +58,7 @@ export async function readPass(
     // (its attempt ended between that page and the task's end step) reads nothing again, since a
     // null token would read from the first page and count every page twice.
     if (!progress.pagedToTheEnd()) {
-      const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount });
+      const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount }, () => pass.source.secrets());
       for await (const page of fetchingAhead(pages)) {
         await storePage(deps, pass, progress, page);
       }

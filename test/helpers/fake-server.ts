@@ -2,7 +2,7 @@
 // port, answering with the test's handler and keeping what it received. Every fake provider and
 // receiver of the suite is built on `serve`.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 
 /** What a fake server keeps of a request it received. */
@@ -81,6 +81,51 @@ export async function serve(handler: FakeHandler, opts: { maxHeaderSize?: number
     close() {
       open.delete(fake);
       server.closeAllConnections();
+      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+  open.add(fake);
+  return fake;
+}
+
+/**
+ * A server on 127.0.0.1 that is no HTTP server: it answers each connection's first request head
+ * (up to its blank line) with `answer`, byte for byte, then closes the connection. For answers
+ * Node's HTTP server never writes (malformed HTTP, another protocol). `requests` holds the method
+ * and URL of each request head it took.
+ */
+export async function serveRaw(answer: string | Buffer): Promise<FakeServer> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    fake.connections += 1;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let head = '';
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      const [method = '', url = ''] = head.slice(0, head.indexOf('\r\n')).split(' ');
+      fake.requests.push({ method, url, headers: {} });
+      socket.end(answer);
+    };
+    socket.on('data', onData);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const fake: FakeServer = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests: [],
+    connections: 0,
+    abandoned: 0,
+    close() {
+      open.delete(fake);
+      for (const socket of sockets) socket.destroy();
       return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
