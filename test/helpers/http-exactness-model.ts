@@ -25,8 +25,7 @@
 // the whole pass (one deleted, created again or stamped backwards meanwhile is left out: a keyset
 // listing may rightly miss it); once quiet, an incremental pass stores every item's latest data
 // (but one whose latest version was stamped backwards: an incremental listing from a cursor past
-// that time cannot serve it; nor one created again during overlapping jobs, see `overlapping`);
-// after a quiet full and incremental pass, store and feed are exact.
+// that time cannot serve it); after a quiet full and incremental pass, store and feed are exact.
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -133,20 +132,8 @@ interface World {
   clock: { ms: number };
   /** Ids ever created (re-creation takes one of these that is gone). */
   ever: Set<string>;
-  /**
-   * Items whose current version an incremental pass may rightly miss: stamped before their previous
-   * one, or created again while a full pass ran beside another job (see `overlapping`).
-   */
+  /** Items whose current version was stamped before their previous one. */
   backwards: Set<string>;
-  /**
-   * While a full pass runs beside another job. An item it did not list, created again then, may be
-   * served by the other job's page fetched before the full pass's deletion step and stored after it:
-   * that page never undoes the tombstone, and its cursor passes the item's change time. With a
-   * provider clock in step with ours the cursor's clock-skew cap keeps such a change for the next
-   * incremental pass unless the deletion step comes a minute after the listing; this model's
-   * provider clock, 2 hours behind, has no such cap. The next full pass brings the item back.
-   */
-  overlapping: boolean;
   /** Items deleted, created again or stamped backwards since the set was last cleared. */
   disturbed: Set<string>;
   log: string[];
@@ -170,8 +157,7 @@ function apply(world: World, op: Op): void {
       if (gone.length === 0) return;
       const id = some(gone);
       const item = fake.create(undefined, id);
-      if (world.overlapping) world.backwards.add(id);
-      else world.backwards.delete(id);
+      world.backwards.delete(id);
       world.disturbed.add(id);
       note(`recreate ${id} at ${item.updated_at}`);
       return;
@@ -195,7 +181,7 @@ function apply(world: World, op: Op): void {
       const id = op.kind === 'edit' ? some(ids) : fake.list().at(-1)!.id;
       const old = fake.items.get(id)!;
       const item = fake.edit(id);
-      if (!world.overlapping && Date.parse(item.updated_at) > Date.parse(old.updated_at)) world.backwards.delete(id);
+      if (Date.parse(item.updated_at) > Date.parse(old.updated_at)) world.backwards.delete(id);
       note(`${op.kind} ${id} at ${item.updated_at} (was ${old.updated_at})`);
       return;
     }
@@ -291,7 +277,7 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
   const clock = { ms: Date.now() - 2 * 3_600_000 };
   const initial = initialItems(scenario.items, clock.ms - 60_000, scenario.perSecond);
   const fake = await startFakeHttpProvider({ size: scenario.size, initial, clock: () => clock.ms });
-  const world: World = { fake, clock, ever: new Set(initial.map((i) => i.id)), backwards: new Set(), overlapping: false, disturbed: new Set(), log: [] };
+  const world: World = { fake, clock, ever: new Set(initial.map((i) => i.id)), backwards: new Set(), disturbed: new Set(), log: [] };
   const consumer: Consumer = { seq: '0', copy: new Map() };
   try {
     const config = {
@@ -356,7 +342,6 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
           const backfill = step.kind === 'full' && step.partner === 'backfill';
           const window = { start: new Date(firstChange + step.window[0] * 1000), end: new Date(firstChange + step.window[1] * 1000) };
           world.log.push(`   beside it after ${step.startAfter} requests: ${backfill ? `backfill [${window.start.toISOString()}, ${window.end.toISOString()})` : step.kind === 'full' ? 'incremental' : 'full'}`);
-          world.overlapping = true;
           const firstPass = pass(step.kind).finally(() => {
             startPartner();
             oneEnded();
@@ -376,7 +361,6 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
         fake.beforeRequest = null;
         fake.failRequest = null;
         fake.holdResponse = null;
-        world.overlapping = false;
         await reader.stop();
       }
       if (step.kind === 'full' || step.how === 'overlap') {
