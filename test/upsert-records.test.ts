@@ -158,6 +158,54 @@ describe('record writes and the change feed', () => {
     expect(again).toMatchObject({ added: 1, updated: 0 });
     expect(await state()).toBeNull();
   });
+  it('a page checked for later tombstones names, and writes nothing for, a record served anew that a deletion step tombstoned after its fetch, also one committed while it waited for the feed lock', async () => {
+    const stale = async (id: string) =>
+      (await db.pool.query(`select data, deleted_at from records where connection_id = $1 and resource_type = 'behind' and external_id = $2`, [connectionId, id])).rows[0];
+    const t0 = new Date(Date.now() - 60_000);
+    await withTransaction(db.pool, (tx) =>
+      upsertRecords(tx, { connectionId, resourceType: 'behind', jobId: null, at: t0, fetchedAt: t0 }, [
+        record('again', { v: 1 }, '2025-01-01T00:00:00Z'), record('same', { v: 1 }, '2025-01-01T00:00:00Z'), record('live', { v: 1 }, '2025-01-01T00:00:00Z'),
+      ]),
+    );
+    // An incremental page is fetched: 'again' in a new version (created again), 'same' as stored, 'live' changed.
+    const fetchedAt = new Date(Date.now() - 1000);
+    const page = [record('again', { v: 2 }, '2025-06-01T00:00:00Z'), record('same', { v: 1 }, '2025-01-01T00:00:00Z'), record('live', { v: 2 }, '2025-06-01T00:00:00Z')];
+    // A full pass's deletion step holds the feed lock and tombstones 'again' and 'same'…
+    const deletion = await db.pool.connect();
+    const page1 = await db.pool.connect();
+    try {
+      await deletion.query('begin');
+      await deletion.query(`select pg_advisory_xact_lock(${0x5eed}, hashtext($1))`, [connectionId]);
+      await deletion.query(
+        `update records set deleted_at = now(), synced_at = now(), change = 'delete', change_seq = nextval('records_change_seq')
+          where connection_id = $1 and resource_type = 'behind' and external_id in ('again', 'same')`,
+        [connectionId],
+      );
+      // …while the page's statement (its snapshot taken before that commits) waits for the lock.
+      const pid: number = (await page1.query('select pg_backend_pid() as pid')).rows[0].pid;
+      const write = upsertRecords(page1, { connectionId, resourceType: 'behind', jobId: null, at: new Date(), fetchedAt, behindKnown: [] }, page);
+      await eventually(async () => {
+        const { rows: waiting } = await db.pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [pid]);
+        return waiting.length > 0 ? true : undefined;
+      });
+      await deletion.query('commit');
+      // 'again' stands behind the tombstone in a new version; 'same' is the version the step judged.
+      expect(await write).toMatchObject({ added: 0, updated: 0, unchanged: 0, behind: ['again'] });
+      expect((await stale('live')).data).toEqual({ v: 1 });
+    } finally {
+      deletion.release();
+      page1.release();
+    }
+    // Named, the page is stored: the tombstones stand (the page was fetched before them).
+    const stored = await withTransaction(db.pool, (tx) =>
+      upsertRecords(tx, { connectionId, resourceType: 'behind', jobId: null, at: new Date(), fetchedAt, behindKnown: ['again'] }, page),
+    );
+    expect(stored).toMatchObject({ added: 0, updated: 1, unchanged: 2, behind: [] });
+    expect((await stale('live')).data).toEqual({ v: 2 });
+    expect((await stale('again')).deleted_at).not.toBeNull();
+    expect((await stale('same')).deleted_at).not.toBeNull();
+  });
+
   it('a page fetched before the stored version never replaces it when the provider time cannot order them (equal, or none), and a page fetched after does', async () => {
     const stored = async (id: string) =>
       (await db.pool.query('select data from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'overlap', id])).rows[0].data;

@@ -89,6 +89,15 @@ export async function readPass(
  * none of them may come back from a pass of the older config), and neither ETags nor cursors: the
  * pass read some of its pages under another config, so they vouch for nothing the next pass may
  * skip (a dropped repository named again must be read whole; a changed listing too).
+ *
+ * A pass of the connection's own incremental syncs moves its cursors past what it read, so it must
+ * not pass what it could not store: a record the page serves in a new version that a full pass's
+ * deletion step tombstoned after the page was fetched (created again after that pass's listing
+ * missed it, or deleted after the fetch: the page cannot tell) stays a tombstone, and the pass holds
+ * each partition's cursor at the change times of those records (the statement reports them, writing
+ * nothing, and the page is stored again with the holds in its marks). The next pass reads them again,
+ * fetched after the tombstone: brought back if alive. A full pass's pages need no such check (no
+ * other full pass runs beside it), nor a backfill's (it moves no cursor).
  */
 async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress: PassProgress, page: FetchPageResult & { fetchedAt: Date }): Promise<void> {
   const { input, task, connectionId, connector, window, backfill } = pass;
@@ -102,29 +111,39 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
   // The cursor belongs to the connection's own syncs: a backfill of an older window must not move
   // it (nor skip ahead past changes it did not fetch), nor store ETags.
   const etags = !backfill && page.validators?.length ? page.validators : null;
-  const cursors = !backfill && completed.size > 0
-    ? [...completed].map((p) => ({ partition: p, cursor: nextCursor(progress.highWater.get(p) ?? null, pass.passStart, progress.holds.get(p) ?? null) }))
-    : null;
+  const movesCursors = !backfill && completed.size > 0;
+  // Read after the page is written: a record it could not store may hold a cursor (see above).
+  const cursorsNow = () =>
+    [...completed].map((p) => ({ partition: p, cursor: nextCursor(progress.highWater.get(p) ?? null, pass.passStart, progress.holds.get(p) ?? null) }));
+  // Known to stand behind a later tombstone, their change times held (see above).
+  const behindKnown: string[] | undefined = !pass.full && !backfill ? [] : undefined;
   const write = async (db: Queryable, stored: ConnectorRecord[], configEpoch?: string) => {
-    const counts = await upsertRecords(
-      db,
-      {
-        connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
-        seenBy: pass.full ? input.taskId : undefined, ...(configEpoch !== undefined && { configEpoch }),
-      },
-      stored,
-      { taskId: input.taskId, claim: pass.claim, nextPageToken: page.nextPageToken, records: stored.length, partitions: progress.logged() },
-    );
-    // Nothing was written: the ETags and cursors are not this run's to store either.
-    if (!counts.held) throw new TaskTakenOver(input.taskId);
-    return counts;
+    for (;;) {
+      const counts = await upsertRecords(
+        db,
+        {
+          connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
+          seenBy: pass.full ? input.taskId : undefined, ...(configEpoch !== undefined && { configEpoch }), ...(behindKnown && { behindKnown }),
+        },
+        stored,
+        { taskId: input.taskId, claim: pass.claim, nextPageToken: page.nextPageToken, records: stored.length, partitions: progress.logged() },
+      );
+      // Nothing was written: the ETags and cursors are not this run's to store either.
+      if (!counts.held) throw new TaskTakenOver(input.taskId);
+      if (!counts.behind?.length || counts.current === false) return counts;
+      // Nothing was written: stored again with the cursors held at those records' change times.
+      const behind = new Set(counts.behind);
+      const held = stored.filter((r) => behind.has(r.externalId) && r.updatedAt !== null);
+      progress.mark([], held.map((r) => ({ partition: r.partition ?? '', at: r.updatedAt! })));
+      behindKnown!.push(...behind);
+    }
   };
-  const guarded = etags || cursors
+  const guarded = etags || movesCursors
     ? await withTransaction(deps.pool, async (tx) => {
       const counts = await write(tx, records, task.config_epoch);
       if (counts.current === false) return counts;
       if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
-      if (cursors) await advanceCursors(tx, connectionId, input.resourceType, cursors);
+      if (movesCursors) await advanceCursors(tx, connectionId, input.resourceType, cursorsNow());
       return counts;
     })
     : await write(deps.pool, records, task.config_epoch);

@@ -40,6 +40,11 @@ export interface UpsertResult extends UpsertCounts {
   held: boolean;
   /** With `configEpoch`: false when the connection's config changed since (nothing was written). */
   current?: boolean;
+  /**
+   * With `behindKnown`: the page's records, not among those, that stand behind a tombstone written
+   * at or after the page's fetch (nothing was written when there are any).
+   */
+  behind?: string[];
 }
 
 /**
@@ -87,6 +92,16 @@ export interface PageProgress {
  * progress, when the config changed since (`current` false): the caller stores the page again
  * under the config as it is now (it may no longer select some of these records).
  *
+ * With `behindKnown` (a page of a pass that moves a cursor past what it reads), the statement also
+ * reads, after the feed lock, the page's stored rows as they are now (a locking read: a tombstone
+ * committed while it waited for the lock is seen, though the statement's snapshot is older), and
+ * writes nothing at all, not even the progress, when a record the page serves in another version
+ * than the stored one is a tombstone written at or after `fetchedAt` (a full pass's deletion step
+ * that came after the page's fetch: the page cannot undo it, see above) and is not one of
+ * `behindKnown`: `behind` names those ids, and the caller, whose cursor must not pass their change
+ * times (the next pass reads them again, fetched after the tombstone, and brings back those still
+ * alive), stores the page again naming them. Without it, no such check (and no `behind`).
+ *
  * With `progress` (a job task's page), the same statement first locks the task row, and writes
  * anything at all only when the task is still `processing` under the run's claim token (`held`
  * false otherwise: a later claim took it over, or it ended); it then also counts the page into the
@@ -106,11 +121,15 @@ export async function upsertRecords(
     fetchedAt?: Date;
     /** Written only while the connection's count of config changes is still this one (see above). */
     configEpoch?: string;
+    /** Written only while no record of the page but these stands behind a later tombstone (see above). */
+    behindKnown?: readonly string[];
   },
   records: ConnectorRecord[],
   progress?: PageProgress,
 ): Promise<UpsertResult> {
-  if (records.length === 0 && !progress) return { added: 0, updated: 0, unchanged: 0, seen: 0, held: true, ...(target.configEpoch !== undefined && { current: true }) };
+  if (records.length === 0 && !progress) {
+    return { added: 0, updated: 0, unchanged: 0, seen: 0, held: true, ...(target.configEpoch !== undefined && { current: true }), ...(target.behindKnown && { behind: [] }) };
+  }
   // One id served twice in a page: its newer version is written (as across pages, an older one
   // never replaces it; the pass's cursor moves past the newer one's change time), else the later.
   const byId = new Map<string, ConnectorRecord>();
@@ -119,7 +138,7 @@ export async function upsertRecords(
     if (!kept || !(r.updatedAt !== null && kept.updatedAt !== null && Date.parse(r.updatedAt) < Date.parse(kept.updatedAt))) byId.set(r.externalId, r);
   }
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
-  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean; current: boolean }>(
+  const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean; current: boolean; behind: string[] }>(
     `with held as (select t.id from sync_tasks t where t.id = $9::uuid and t.claim = $13::uuid and t.status = ${TASK.processing} for no key update),
           -- The task row first, then the feed lock (the deletion step's order): a page the run no
           -- longer holds takes neither and reads no rows.
@@ -127,8 +146,25 @@ export async function upsertRecords(
           -- The config's count read after the feed lock (the row lock waits for it), locked FOR
           -- SHARE to the commit: the latest committed count, and no change commits before the page.
           config as (select c.config_epoch = $15::bigint as same from feed_lock, connections c where $15::bigint is not null and c.id = $1 for share of c),
-          fresh as (select from feed_lock where $15::bigint is null or coalesce((select same from config), false)),
-          page as (select r.* from fresh, jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
+          served as (select r.* from jsonb_to_recordset($5::jsonb) as r(external_id text, data jsonb, updated_at timestamptz)),
+          -- The page's stored rows as they are once the feed lock is held: the row lock (taken
+          -- above the join, so after the lock) reads a row's latest committed version, a tombstone
+          -- written while the statement waited included (a share lock conflicts with that update;
+          -- a key-share lock would not, and would read the older version). Only with $16 (a pass
+          -- moving a cursor).
+          stored_now as (select s.external_id, s.data, s.source_updated_at, s.deleted_at
+                           from feed_lock, records s
+                          where $16::text[] is not null and s.connection_id = $1 and s.resource_type = $2
+                            and s.external_id in (select external_id from served)
+                            for share of s),
+          -- Served in another version than a tombstone written at or after the page's fetch (which
+          -- the upsert below never undoes): the caller's cursor must not pass them.
+          behind as (select s.external_id from stored_now s join served p using (external_id)
+                      where s.deleted_at >= $8::timestamptz and s.external_id <> all($16::text[])
+                        and (s.data is distinct from p.data or s.source_updated_at is distinct from p.updated_at)),
+          fresh as (select from feed_lock
+                     where ($15::bigint is null or coalesce((select same from config), false)) and not exists (select 1 from behind)),
+          page as (select r.* from fresh, served r),
           written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at)
        select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8
@@ -199,15 +235,20 @@ export async function upsertRecords(
         where t.id = h.id),
           job as (update sync_jobs set processed_entities = processed_entities + $11 where id = $3 and exists (select 1 from held) and exists (select 1 from fresh))
      select added, updated, seen, ($9::uuid is null or exists (select 1 from held)) as held,
-            ($15::bigint is null or exists (select 1 from fresh)) as current from counted`,
+            ($15::bigint is null or coalesce((select same from config), false)) as current,
+            array(select external_id from behind order by external_id) as behind from counted`,
     [
       target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
-      progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null,
+      progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null, target.behindKnown ? [...target.behindKnown] : null,
     ],
   );
-  const { added, updated, seen, held, current } = counts[0]!;
-  return { added, updated, unchanged: held && current ? rows.length - added - updated : 0, seen, held, ...(target.configEpoch !== undefined && { current }) };
+  const { added, updated, seen, held, current, behind } = counts[0]!;
+  const wrote = held && current && behind.length === 0;
+  return {
+    added, updated, unchanged: wrote ? rows.length - added - updated : 0, seen, held,
+    ...(target.configEpoch !== undefined && { current }), ...(target.behindKnown && { behind }),
+  };
 }
 
 /** Which unseen records a full pass's deletion step may judge (see `listDeletionCandidates`). */

@@ -18,6 +18,10 @@
 //   page may be answered slowly, with the data as it was when asked, once one pass has ended), or
 //   fail at one of its page requests (503) and be retried as the same task (attempt 2), which
 //   resumes after its last stored page while the provider went on changing;
+// - beside overlapping passes, an item churned: deleted before the step's first page request (a
+//   full pass never lists it) and created again under its old id, with another item edited a
+//   second later, just before the slow page request (a page the other job may fetch before the
+//   full pass's deletion step and store after it);
 // - a consumer reads the feed, in small pages from its own cursor, while the passes write and
 //   after each step.
 //
@@ -25,8 +29,7 @@
 // the whole pass (one deleted, created again or stamped backwards meanwhile is left out: a keyset
 // listing may rightly miss it); once quiet, an incremental pass stores every item's latest data
 // (but one whose latest version was stamped backwards: an incremental listing from a cursor past
-// that time cannot serve it; nor one created again during overlapping jobs, see `overlapping`);
-// after a quiet full and incremental pass, store and feed are exact.
+// that time cannot serve it); after a quiet full and incremental pass, store and feed are exact.
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -81,6 +84,14 @@ interface Step {
    * fetched before the other job's deletion step or cursor move, and stored after).
    */
   slowAt: number;
+  /**
+   * For `overlap`: an item churned under both passes: deleted before the step's first page request
+   * is answered (so a full pass never lists it), created again under its old id just before the
+   * slow request (or the first after `startAfter`) is answered, and another item edited a second
+   * later (a newer change an incremental pass serving both moves its cursor to). The slow page may
+   * then be fetched before the full pass's deletion step and stored after it.
+   */
+  churn: boolean;
   /** The backfill's window, in seconds from the first initial item's change time. */
   window: [number, number];
   /** For `retry`: the page request (of the step) answered 503; the retry runs after `between` more ops. */
@@ -113,6 +124,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
       partner: fc.constantFrom<'other' | 'backfill'>('other', 'backfill'),
       startAfter: fc.integer({ min: 0, max: 4 }),
       slowAt: fc.integer({ min: 0, max: 4 }),
+      churn: fc.boolean(),
       window: fc.tuple(fc.integer({ min: -2, max: 70 }), fc.integer({ min: 1, max: 40 })).map(([a, w]): [number, number] => [a, a + w]),
       failAt: fc.integer({ min: 1, max: 5 }),
       between: fc.array(opArb, { maxLength: 3 }),
@@ -133,20 +145,8 @@ interface World {
   clock: { ms: number };
   /** Ids ever created (re-creation takes one of these that is gone). */
   ever: Set<string>;
-  /**
-   * Items whose current version an incremental pass may rightly miss: stamped before their previous
-   * one, or created again while a full pass ran beside another job (see `overlapping`).
-   */
+  /** Items whose current version was stamped before their previous one. */
   backwards: Set<string>;
-  /**
-   * While a full pass runs beside another job. An item it did not list, created again then, may be
-   * served by the other job's page fetched before the full pass's deletion step and stored after it:
-   * that page never undoes the tombstone, and its cursor passes the item's change time. With a
-   * provider clock in step with ours the cursor's clock-skew cap keeps such a change for the next
-   * incremental pass unless the deletion step comes a minute after the listing; this model's
-   * provider clock, 2 hours behind, has no such cap. The next full pass brings the item back.
-   */
-  overlapping: boolean;
   /** Items deleted, created again or stamped backwards since the set was last cleared. */
   disturbed: Set<string>;
   log: string[];
@@ -170,8 +170,7 @@ function apply(world: World, op: Op): void {
       if (gone.length === 0) return;
       const id = some(gone);
       const item = fake.create(undefined, id);
-      if (world.overlapping) world.backwards.add(id);
-      else world.backwards.delete(id);
+      world.backwards.delete(id);
       world.disturbed.add(id);
       note(`recreate ${id} at ${item.updated_at}`);
       return;
@@ -195,7 +194,7 @@ function apply(world: World, op: Op): void {
       const id = op.kind === 'edit' ? some(ids) : fake.list().at(-1)!.id;
       const old = fake.items.get(id)!;
       const item = fake.edit(id);
-      if (!world.overlapping && Date.parse(item.updated_at) > Date.parse(old.updated_at)) world.backwards.delete(id);
+      if (Date.parse(item.updated_at) > Date.parse(old.updated_at)) world.backwards.delete(id);
       note(`${op.kind} ${id} at ${item.updated_at} (was ${old.updated_at})`);
       return;
     }
@@ -281,6 +280,8 @@ export interface ExactnessStats {
   /** Retried steps whose first attempt did fail at its page (the others made fewer requests). */
   retried: number;
   slowAnswers: number;
+  /** Items churned (deleted before an overlap step, created again in it): see `Step.churn`. */
+  churned: number;
   /** Passes that failed as the listing kept changing (a job would retry them). */
   listingKeptChanging: number;
 }
@@ -291,7 +292,7 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
   const clock = { ms: Date.now() - 2 * 3_600_000 };
   const initial = initialItems(scenario.items, clock.ms - 60_000, scenario.perSecond);
   const fake = await startFakeHttpProvider({ size: scenario.size, initial, clock: () => clock.ms });
-  const world: World = { fake, clock, ever: new Set(initial.map((i) => i.id)), backwards: new Set(), overlapping: false, disturbed: new Set(), log: [] };
+  const world: World = { fake, clock, ever: new Set(initial.map((i) => i.id)), backwards: new Set(), disturbed: new Set(), log: [] };
   const consumer: Consumer = { seq: '0', copy: new Map() };
   try {
     const config = {
@@ -331,7 +332,33 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
         stats.slowAnswers += 1;
         return ended;
       };
+      let churned: string | null = null;
+      const churn = () => {
+        if (step.how !== 'overlap' || !step.churn) return;
+        const n = fake.requests - first;
+        const ids = [...fake.items.keys()].sort();
+        if (n === 1 && ids.length > 1) {
+          churned = ids[step.startAfter % ids.length]!;
+          fake.remove(churned);
+          world.disturbed.add(churned);
+          world.backwards.delete(churned);
+          world.log.push(`churn: delete ${churned} (request ${fake.requests})`);
+        } else if (churned !== null && n === step.startAfter + Math.max(step.slowAt, 1) && !fake.items.has(churned)) {
+          const item = fake.create(undefined, churned);
+          stats.churned += 1;
+          world.log.push(`churn: recreate ${churned} at ${item.updated_at} (request ${fake.requests})`);
+          clock.ms += 1000;
+          const other = [...fake.items.keys()].sort().find((id) => id !== churned);
+          if (other !== undefined) {
+            const was = fake.items.get(other)!;
+            const edited = fake.edit(other);
+            if (Date.parse(edited.updated_at) > Date.parse(was.updated_at)) world.backwards.delete(other);
+            world.log.push(`churn: edit ${other} at ${edited.updated_at} (was ${was.updated_at})`);
+          }
+        }
+      };
       fake.beforeRequest = () => {
+        churn();
         if (fake.requests - first >= step.startAfter) startPartner();
         while (pending.length > 0 && pending[0]!.before <= fake.requests - first) apply(world, pending.shift()!.op);
       };
@@ -356,7 +383,6 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
           const backfill = step.kind === 'full' && step.partner === 'backfill';
           const window = { start: new Date(firstChange + step.window[0] * 1000), end: new Date(firstChange + step.window[1] * 1000) };
           world.log.push(`   beside it after ${step.startAfter} requests: ${backfill ? `backfill [${window.start.toISOString()}, ${window.end.toISOString()})` : step.kind === 'full' ? 'incremental' : 'full'}`);
-          world.overlapping = true;
           const firstPass = pass(step.kind).finally(() => {
             startPartner();
             oneEnded();
@@ -376,7 +402,6 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
         fake.beforeRequest = null;
         fake.failRequest = null;
         fake.holdResponse = null;
-        world.overlapping = false;
         await reader.stop();
       }
       if (step.kind === 'full' || step.how === 'overlap') {
@@ -422,7 +447,7 @@ let labels = 0;
 export async function checkHttpExactnessModel(pool: Pool, variant: ExactnessVariant, numRuns: number): Promise<ExactnessStats> {
   const seed = Number(process.env.FC_SEED ?? fc.readConfigureGlobal().seed ?? Math.floor(Math.random() * 2 ** 31));
   console.log(`http exactness model, ${exactnessVariantName(variant)}: seed ${seed} (FC_SEED=${seed} replays), ${numRuns} runs`);
-  const stats: ExactnessStats = { runs: 0, steps: {}, retried: 0, slowAnswers: 0, listingKeptChanging: 0 };
+  const stats: ExactnessStats = { runs: 0, steps: {}, retried: 0, slowAnswers: 0, churned: 0, listingKeptChanging: 0 };
   await fc.assert(
     fc.asyncProperty(scenarioArb, async (scenario) => {
       stats.runs += 1;
