@@ -10,6 +10,7 @@ import { deleteConnection } from '../commands/purges';
 import { lockConfigForShare } from '../db/models/connections';
 import { upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
+import { insertLostRunJob, insertProcessingTask } from './helpers/scheduler-jobs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -37,17 +38,8 @@ describe('status changes while a page is being stored', () => {
     const connectionId = await newConnection();
     // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
     // its workflow is gone) stores a page of.
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { aged: true });
+    const task = await insertProcessingTask(stack.db.pool, jobId);
     // The disable's look for the connection's workflow waits for `open`: the page begins after the
     // disable wrote the connection disabled, and before the disable ends the lost run's job.
     let asked!: () => void;
@@ -78,8 +70,8 @@ describe('status changes while a page is being stored', () => {
     // locks the task's row and the job's), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, at: new Date() }, [record], {
+        taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       open();
       // The disable now ends the job: it waits for the page's locks.
@@ -94,29 +86,20 @@ describe('status changes while a page is being stored', () => {
       return 'stored';
     }).catch((err: Error) => `page failed: ${err.message}`);
     expect([await page, await disabling]).toEqual(['stored', 'disabled']);
-    expect((await jobOf(job!.id)).status).toBe('cancelled');
+    expect((await jobOf(jobId)).status).toBe('cancelled');
   });
 
   it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
     const connectionId = await newConnection();
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { runId: 'a-run' });
+    const task = await insertProcessingTask(stack.db.pool, jobId);
     let deleting: Promise<string> | undefined;
     // The page's transaction as the sync task's page store runs it: the page's statement (its
     // records reference the connection), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, at: new Date() }, [record], {
+        taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       deleting = deleteConnection(stack.commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
       // The delete's transaction waits for the page's locks, or has recorded the purge.
