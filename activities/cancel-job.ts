@@ -1,5 +1,4 @@
-import { emitJobEvent } from '../db/events';
-import { cancelJobAndTasks } from '../db/models/jobs';
+import { cancelJobAndTasks } from '../db/events';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
@@ -16,9 +15,8 @@ export function cancelJob(deps: ActivityDeps): Activities['cancelJob'] {
     const at = new Date(input.at);
     const cancelled = await withTransaction(pool, async (tx) => {
       const job = await cancelJobAndTasks(tx, input.jobId, at, input.reason);
-      if (!job) return null;
-      logger.info({ job_id: input.jobId, connection_id: job.connection_id, reason: input.reason }, 'sync job cancelled');
-      return { ...job, deliveries: await emitJobEvent(tx, input.jobId, 'cancelled', at) };
+      if (job) logger.info({ job_id: input.jobId, connection_id: job.connection_id, reason: input.reason }, 'sync job cancelled');
+      return job;
     });
     if (!cancelled) return false;
     startDeliveriesSoon(deps, cancelled.deliveries);

@@ -3,9 +3,9 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import type { PoolClient } from 'pg';
 import { lockTenant, runningJobsAndOverride } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
-import { emitJobEvent } from '../db/events';
+import { cancelJobAndTasks } from '../db/events';
 import { findPauseAt } from '../db/models/breaker';
-import { cancelJobAndTasks, lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
+import { lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
 import type { Activities, ClaimedJob } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
@@ -92,8 +92,10 @@ export async function claimInTx(
     : job.connection_status === 'paused' && job.status === 'queued' ? 'connection paused'
     : null;
   if (refusal) {
-    const ended = await cancelJobAndTasks(tx, jobId, at, refusal);
-    return ended ? { ended, reason: refusal, deliveries: await emitJobEvent(tx, jobId, 'cancelled', at) } : {};
+    const cancelled = await cancelJobAndTasks(tx, jobId, at, refusal);
+    if (!cancelled) return {};
+    const { deliveries, ...ended } = cancelled;
+    return { ended, reason: refusal, deliveries };
   }
   const claimable = job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === workflowId);
   if (!claimable) return {};

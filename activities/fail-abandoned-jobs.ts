@@ -1,8 +1,8 @@
 import type { PoolClient } from 'pg';
-import { emitJobEvent, emitJobEvents } from '../db/events';
+import { afterJobCancelled, emitJobEvents } from '../db/events';
 import { endLeftSchedulerJobs, type EndedJob } from '../db/models/jobs';
-import { forgetSeenOfJob, forgetSeenOfTasks } from '../db/models/seen';
-import { cancelOpenTasks, failOpenTasksOfJobs } from '../db/models/tasks';
+import { forgetSeenOfTasks } from '../db/models/seen';
+import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
@@ -62,9 +62,7 @@ export async function failAbandonedInTx(
   const deliveries: string[] = [];
   for (const job of cancelled) {
     // As a pause or disable cancels a job: its open tasks with it, their seen-sets forgotten.
-    await cancelOpenTasks(tx, job.id, at, job.last_error);
-    await forgetSeenOfJob(tx, job.id);
-    deliveries.push(...(await emitJobEvent(tx, job.id, 'cancelled', at)));
+    deliveries.push(...(await afterJobCancelled(tx, job.id, at, job.last_error)));
   }
   if (failed.length > 0) {
     // Paging state of full passes that will never finish.

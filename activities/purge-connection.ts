@@ -3,8 +3,7 @@ import { Context } from '@temporalio/activity';
 import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import * as purges from '../db/models/purges';
 import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
-import { emitJobEvent } from '../db/events';
-import { cancelJobAndTasks } from '../db/models/jobs';
+import { cancelJobAndTasks } from '../db/events';
 import { lockTenant, runningPlacesBesidePurge } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
@@ -75,7 +74,7 @@ export function quiesceConnection(deps: ActivityDeps): Activities['quiesceConnec
     for (const jobId of await purges.findActiveJobIds(pool, connectionId)) {
       const ended = await withTransaction(pool, async (tx) => {
         const job = await cancelJobAndTasks(tx, jobId, at, 'connection deleted');
-        if (job) deliveries.push(...(await emitJobEvent(tx, jobId, 'cancelled', at)));
+        if (job) deliveries.push(...job.deliveries);
         return job;
       });
       if (ended) recordJobEnded(metrics, ended);

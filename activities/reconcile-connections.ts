@@ -1,8 +1,8 @@
 import pMap from 'p-map';
 import { countOverdueConnections, countStaleConnections, findConnectionStatus, lockReconcileBatch, markWorkflowStopped, storeScheduleCounts, type ReconcileRow } from '../db/models/connections';
-import { cancelJobAndTasks, failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
+import { failAbandonedJob, findActiveJobsCreatedBefore, findActiveJobStatuses, type ActiveJobToCheck } from '../db/models/jobs';
 import { forgetSeenOfJob } from '../db/models/seen';
-import { emitJobEvent } from '../db/events';
+import { cancelJobAndTasks, emitJobEvent } from '../db/events';
 import { findPendingDeliveries } from '../db/models/webhooks';
 import { findOpenPurgesCreatedBefore } from '../db/models/purges';
 import { failOpenTasksOfJobs, lockOpenTasksOfJobs } from '../db/models/tasks';
@@ -257,7 +257,7 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
     const stopped = ownedByScheduler ? stoppedQueuedJobReason(await findConnectionStatus(tx, job.connection_id)) : null;
     if (stopped) {
       const row = await cancelJobAndTasks(tx, job.id, new Date(at), stopped, true);
-      return row && { ...row, cancelledAs: stopped, deliveries: await emitJobEvent(tx, job.id, 'cancelled', new Date(at)) };
+      return row && { ...row, cancelledAs: stopped };
     }
     // Its tasks' rows first, as a page's statement takes them (the lost run's activity may still store one).
     await lockOpenTasksOfJobs(tx, [job.id]);

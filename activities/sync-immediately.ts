@@ -14,7 +14,7 @@ import { credentialProvider, withCurrentCredential } from './credential-provider
 import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
-import { selectedNow } from './selected-now';
+import { storeUnderCurrentConfig } from './selected-now';
 
 /** How often an immediate sync heartbeats while a page is in flight (cancellation arrives with a heartbeat's answer). */
 const HEARTBEAT_EVERY_MS = 2000;
@@ -78,13 +78,14 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
           }),
         };
         for await (const page of pagesOf(connector, request, null, undefined, secrets)) {
-          const written = await withTransaction(pool, async (tx) => {
+          const { counts: written } = await withTransaction(pool, (tx) => {
             const target = { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt };
-            const counts = await upsertRecords(tx, { ...target, configEpoch: conn.config_epoch }, page.records);
-            if (counts.current !== false) return counts;
-            // The config changed since this run read it: only the records it selects now are
-            // stored (what it stopped selecting was tombstoned by the change).
-            return upsertRecords(tx, target, await selectedNow(tx, connector, input.connectionId, resourceType, page.records));
+            // Under the config this run read, or, changed since, only what it selects now (in the same transaction).
+            return storeUnderCurrentConfig(
+              { connector, connectionId: input.connectionId, resourceType, records: page.records, configEpoch: conn.config_epoch },
+              (db, records, configEpoch) => upsertRecords(db, { ...target, ...(configEpoch !== undefined && { configEpoch }) }, records),
+              { first: (store) => store(tx), again: (store) => store(tx) },
+            );
           });
           counts.writtenCount += written.added + written.updated;
           counts.entityCount += page.records.length;

@@ -11,7 +11,7 @@ import type { ConnectionRow, ListConnectionsInput } from '../db/models/connectio
 import * as jobs from '../db/models/jobs';
 import { findOpenPurge, findOpenPurgeLocked } from '../db/models/purges';
 import type { Queryable } from '../db/queryable';
-import { cancelQueuedSchedulerJobs, emitJobEvent } from '../db/events';
+import { cancelJobAndTasks, cancelQueuedSchedulerJobs } from '../db/events';
 import type { EndedJob } from '../db/models/jobs';
 import { lockOpenTasksOfJobs } from '../db/models/tasks';
 import { insertConnectionEvent } from '../db/models/webhooks';
@@ -363,8 +363,8 @@ export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, 
     if (hadWorkflow && job.status !== 'queued') continue;
     const at = new Date();
     const ended = await withTransaction(deps.pool, async (tx) => {
-      const cancelled = await jobs.cancelJobAndTasks(tx, job.id, at, 'connection disabled', hadWorkflow);
-      if (cancelled) deliveries.push(...(await emitJobEvent(tx, job.id, 'cancelled', at)));
+      const cancelled = await cancelJobAndTasks(tx, job.id, at, 'connection disabled', hadWorkflow);
+      if (cancelled) deliveries.push(...cancelled.deliveries);
       return cancelled;
     });
     if (ended) recordJobEnded(deps.metrics, ended);
@@ -391,10 +391,10 @@ async function cancelOrphanedSchedulerJobs(deps: CommandDeps, id: string, delive
     if ((await connections.lockStatusForShare(tx, id)) !== CONNECTION_STATUS.disabled) return [];
     const cancelled: EndedJob[] = [];
     for (const jobId of await jobs.findActiveSchedulerJobs(tx, id)) {
-      const job = await jobs.cancelJobAndTasks(tx, jobId, at, 'connection disabled');
+      const job = await cancelJobAndTasks(tx, jobId, at, 'connection disabled');
       if (!job) continue;
       cancelled.push(job);
-      deliveries.push(...(await emitJobEvent(tx, jobId, 'cancelled', at)));
+      deliveries.push(...job.deliveries);
     }
     return cancelled;
   });

@@ -8,7 +8,7 @@ import { findBreaker } from '../db/models/breaker';
 import { findConnection, findSyncBlockers, findSyncTargetByAppKey, type ConnectionRow, type SyncBlockers } from '../db/models/connections';
 import * as jobs from '../db/models/jobs';
 import type { JobRow, ListedJobRow, ListJobsInput, NewJob } from '../db/models/jobs';
-import { emitJobEvent } from '../db/events';
+import { cancelJobAndTasks } from '../db/events';
 import { findJobTasks, type TaskRow } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
@@ -318,10 +318,7 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
  */
 async function endJob(deps: CommandDeps, jobId: string, reason: string, onlyQueued = false): Promise<boolean> {
   const at = new Date();
-  const ended = await withTransaction(deps.pool, async (tx) => {
-    const job = await jobs.cancelJobAndTasks(tx, jobId, at, reason, onlyQueued);
-    return job && { ...job, deliveries: await emitJobEvent(tx, jobId, 'cancelled', at) };
-  });
+  const ended = await withTransaction(deps.pool, (tx) => cancelJobAndTasks(tx, jobId, at, reason, onlyQueued));
   if (!ended) return false;
   recordJobEnded(deps.metrics, ended);
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, ended.deliveries);

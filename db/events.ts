@@ -1,10 +1,14 @@
 // Webhook events, written by the transaction that makes them true. A job's end, whoever ends it
 // (its workflow, a cancellation, the stale-task reaper, a clean-up of abandoned jobs), sends the
 // event of the status it ended with; the caller starts the returned deliveries after commit (and
-// the reconcile tick starts any it could not).
+// the reconcile tick starts any it could not). A cancellation ends the same way whichever
+// statement made it (`afterJobCancelled`): several statements, so it lives here, not in a table's
+// module.
 import type { PoolClient } from 'pg';
 import type { Queryable } from './queryable';
-import { cancelJobAndTasks, findQueuedSchedulerJobs, type EndedJob } from './models/jobs';
+import { cancelActiveJob, findQueuedSchedulerJobs, type EndedJob } from './models/jobs';
+import { forgetSeenOfJob } from './models/seen';
+import { cancelOpenTasks, lockOpenTasksOfJobs } from './models/tasks';
 import { findJobEventFacts, insertConnectionEvent } from './models/webhooks';
 import { JOB_EVENT_TYPES, jobEventData } from '../policy/webhook-events';
 import type { FinishedJobStatus } from '../policy/vocabulary';
@@ -29,6 +33,41 @@ export async function emitJobEvents(tx: Queryable, jobIds: string[], status: Fin
 }
 
 /**
+ * What follows a job's cancellation, in the transaction `tx` whose statement cancelled job `jobId`
+ * (whichever statement did: `cancelJobAndTasks`, or the start-up cleanup's `endLeftSchedulerJobs`):
+ * its open tasks are cancelled with the job's `reason`, their seen-sets forgotten (a cancelled full
+ * pass never reaches its deletion step), and its `sync.cancelled` event written; returns the new
+ * deliveries' ids, which the caller starts once `tx` committed.
+ */
+export async function afterJobCancelled(tx: PoolClient, jobId: string, at: Date, reason: string): Promise<string[]> {
+  await cancelOpenTasks(tx, jobId, at, reason);
+  await forgetSeenOfJob(tx, jobId);
+  return emitJobEvent(tx, jobId, 'cancelled', at);
+}
+
+/**
+ * Inside a transaction: cancels an active job (`onlyQueued`: only one not yet claimed) with a
+ * reason, and what follows (`afterJobCancelled`: its open tasks, their seen-sets, its
+ * `sync.cancelled` event). Null when the job had already finished (`onlyQueued`: or was no longer
+ * queued); else the ended row with the event's deliveries. The caller counts the ended job's
+ * metrics and starts the deliveries once the transaction committed.
+ */
+export async function cancelJobAndTasks(
+  tx: PoolClient,
+  id: string,
+  at: Date,
+  reason: string,
+  onlyQueued = false,
+): Promise<(EndedJob & { connection_id: string; deliveries: string[] }) | null> {
+  // The tasks' rows before the job's (the order a page's statement takes them); a job not yet
+  // claimed (`onlyQueued`) has no page being stored.
+  if (!onlyQueued) await lockOpenTasksOfJobs(tx, [id]);
+  const job = await cancelActiveJob(tx, id, at, reason, onlyQueued);
+  if (!job) return null;
+  return { ...job, deliveries: await afterJobCancelled(tx, id, at, reason) };
+}
+
+/**
  * Cancels, with `reason`, the connection's queued scheduler jobs queued by runs other than
  * `exceptRunId` (every run when null), with their open tasks, and writes each one's
  * `sync.cancelled` event, in transaction `tx`; answers the jobs it ended and the new deliveries.
@@ -43,10 +82,11 @@ export async function cancelQueuedSchedulerJobs(
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
   const ended: { jobs: (EndedJob & { id: string })[]; deliveries: string[] } = { jobs: [], deliveries: [] };
   for (const id of await findQueuedSchedulerJobs(tx, connectionId, exceptRunId)) {
-    const job = await cancelJobAndTasks(tx, id, at, reason, true);
-    if (!job) continue;
+    const cancelled = await cancelJobAndTasks(tx, id, at, reason, true);
+    if (!cancelled) continue;
+    const { deliveries, ...job } = cancelled;
     ended.jobs.push({ ...job, id });
-    ended.deliveries.push(...(await emitJobEvent(tx, id, 'cancelled', at)));
+    ended.deliveries.push(...deliveries);
   }
   return ended;
 }

@@ -5,7 +5,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
 import { createSynctideClient, type SynctideClient } from '../clients/typescript';
 import { BackgroundStarts } from '../lib/background-starts';
@@ -18,7 +17,7 @@ import { registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -361,7 +360,7 @@ describe('REST API over HTTP', () => {
     try {
       const conn = await createConnection('born-paused', { status: 'paused' });
       expect((conn as { status?: string }).status).toBe('paused');
-      await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+      await stack.tick();
       await eventually(async () => ((await call('GET', `/connections/${conn.id}`)).body.live?.phase === 'paused' ? true : undefined));
       const writes = await stack.db.pool.query('select op, status from connection_status_writes where connection_id = $1 order by n', [conn.id]);
       expect(writes.rows).toEqual([{ op: 'INSERT', status: 'paused' }]);

@@ -1,37 +1,24 @@
 // What a config change that stops selecting a partition (a GitHub repository, a resource type, an
 // http resource) does to the stored records: they leave the live set as tombstones, each with one
-// deletion change in the feed, at the PATCH itself (so no later than any next pass); a pass that
-// began before the change writes none of them after it; selected again, they come back at the next
-// pass as new versions. Runs the sync activity directly (real Postgres, fake providers on
-// 127.0.0.1) and the PATCH command as the API runs it.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+// deletion change in the feed, at the PATCH itself (so no later than any next pass); a pass (or
+// an immediate sync) that began before the change writes none of them after it; selected again,
+// they come back at the next pass as new versions. Runs the sync activities directly (real
+// Postgres, fake providers on 127.0.0.1) and the PATCH command as the API runs it.
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { describe, expect, it } from 'vitest';
+import { syncImmediately } from '../activities/sync-immediately';
 import { updateConnection } from '../commands/connections';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps, testCommandDeps } from './helpers/deps';
-import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { closeFakeServers, serve } from './helpers/fake-server';
+import { onceBeforeServe, startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { serve } from './helpers/fake-server';
 import { fakeTemporal } from './helpers/fake-temporal';
 import { createHttpConnection, runPass } from './helpers/http-sync';
-import { syncDriver } from './helpers/sync-driver';
+import { useSyncDriver } from './helpers/sync-driver';
 
 const TOKEN = 'ghp_config_selection_token_12345';
 
 describe('records of what a config change stops selecting', () => {
-  let db: TestDatabase;
-  let driver: ReturnType<typeof syncDriver>;
-  let gh: FakeGitHub | undefined;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    driver = syncDriver(db.pool);
-  });
-  afterEach(async () => {
-    await gh?.close();
-    gh = undefined;
-    await closeFakeServers();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const { db, driver } = useSyncDriver();
 
   const config = (fake: FakeGitHub, repositories: string[], types: string[] = ['issues']) => ({
     base_url: fake.baseUrl,
@@ -56,8 +43,7 @@ describe('records of what a config change stops selecting', () => {
     ).rows.map((r) => r.line);
 
   it('a repository renamed in the config (octo/hello to octo/world, served under the new name) leaves one live record per issue, the old ids tombstoned once', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'octo/hello': { id: 701, issues: 3 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'octo/hello': { id: 701, issues: 3 } } });
     const id = await driver.connection('github', config(fake, ['octo/hello']), { token: TOKEN });
     await full(id);
     expect(await live(id)).toEqual(['octo/hello#1', 'octo/hello#2', 'octo/hello#3']);
@@ -81,8 +67,7 @@ describe('records of what a config change stops selecting', () => {
   });
 
   it('a repository removed from the config has its issues tombstoned at the PATCH; configured again, they come back at the next incremental pass as new versions', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 711, issues: 2 }, 'o/b': { id: 712, issues: 2 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 711, issues: 2 }, 'o/b': { id: 712, issues: 2 } } });
     const id = await driver.connection('github', config(fake, ['o/a', 'o/b']), { token: TOKEN });
     await full(id);
     await incremental(id);
@@ -102,8 +87,7 @@ describe('records of what a config change stops selecting', () => {
   });
 
   it('a resource type removed from the config has its records tombstoned at the PATCH (no pass of its own runs again)', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/p': { id: 721, issues: 2, pulls: 2 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/p': { id: 721, issues: 2, pulls: 2 } } });
     const id = await driver.connection('github', config(fake, ['o/p'], ['issues', 'pull_requests']), { token: TOKEN });
     await full(id, ['issues', 'pull_requests']);
     expect(await live(id, 'pull_requests')).toEqual(['o/p#2', 'o/p#4']);
@@ -117,25 +101,22 @@ describe('records of what a config change stops selecting', () => {
     expect((await feed(id, before)).sort()).toEqual(['delete o/p#2', 'delete o/p#4']);
   });
 
-  it('a pass that began before the PATCH removing a repository writes none of its issues after it', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 731, issues: 2 }, 'o/b': { id: 732, issues: 2 } } });
-    const fake = gh;
+  it.each([
+    ['a pass', (id: string) => incremental(id)],
+    ['an immediate sync', (id: string) =>
+      new MockActivityEnvironment({ attempt: 1 }).run(syncImmediately(testActivityDeps({ pool: db.pool }).deps), { connectionId: id, mode: 'incremental' as const })],
+  ])('%s that began before the PATCH removing a repository writes none of its issues after it', async (_, run: (id: string) => Promise<unknown>) => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 731, issues: 2 }, 'o/b': { id: 732, issues: 2 } } });
     const id = await driver.connection('github', config(fake, ['o/a', 'o/b']), { token: TOKEN });
     await full(id);
     fake.touch('o/b', 1);
     fake.touch('o/b', 2);
-    // The next pass has read the config naming o/b; while it reads o/a, o/b is removed: it asks
+    // The next run has read the config naming o/b; while it reads o/a, o/b is removed: it asks
     // for o/b after the tombstones were written (a page fetched before them could not undo them).
-    let change: (() => Promise<unknown>) | null = () => patch(id, config(fake, ['o/a']));
-    fake.beforeServe = async (url) => {
-      if (!url.pathname.startsWith('/repos/o/a/')) return;
-      const run = change;
-      change = null;
-      await run?.();
-    };
-    await incremental(id);
+    const changed = onceBeforeServe(fake, '/repos/o/a/', () => patch(id, config(fake, ['o/a'])));
+    await run(id);
     fake.beforeServe = null;
-    expect(change).toBeNull();
+    expect(changed()).toBe(true);
     expect(fake.requests.some((r) => r.url.startsWith('/repos/o/b/issues'))).toBe(true);
     expect(await live(id)).toEqual(['o/a#1', 'o/a#2']);
     expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#1', 'o/b#2']);
@@ -144,26 +125,19 @@ describe('records of what a config change stops selecting', () => {
   });
 
   it('a pass that spans a repository removed and configured again leaves no issue of it tombstoned for good', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 741, issues: 2 }, 'o/b': { id: 742, issues: 3 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 741, issues: 2 }, 'o/b': { id: 742, issues: 3 } } });
     const id = await driver.connection('github', config(fake, ['o/a', 'o/b']), { token: TOKEN });
     await full(id);
     fake.touch('o/b', 1);
     // While the next pass asks for o/b, o/b is removed and configured again: the pass reads o/b
     // from its old cursor (one issue), the other two were tombstoned meanwhile.
-    let change: (() => Promise<unknown>) | null = async () => {
+    const changed = onceBeforeServe(fake, '/repos/o/b/', async () => {
       await patch(id, config(fake, ['o/a']));
       await patch(id, config(fake, ['o/a', 'o/b']));
-    };
-    fake.beforeServe = async (url) => {
-      if (!url.pathname.startsWith('/repos/o/b/')) return;
-      const run = change;
-      change = null;
-      await run?.();
-    };
+    });
     await incremental(id);
     fake.beforeServe = null;
-    expect(change).toBeNull();
+    expect(changed()).toBe(true);
     await incremental(id);
     expect(await live(id)).toEqual(['o/a#1', 'o/a#2', 'o/b#1', 'o/b#2', 'o/b#3']);
   });

@@ -3,9 +3,7 @@
 // workflows are closed, another connection of the same tenant keeps all of its rows, and a resume, PATCH or
 // sync racing the DELETE is refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconcileConnections } from '../activities/reconcile-connections';
 import { startTestApi, type TestApi } from './helpers/api';
-import { testActivityDeps } from './helpers/deps';
 import { receiver as startReceiver, type FakeReceiver } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
@@ -222,7 +220,7 @@ describe('DELETE /connections/:id and its purge', () => {
       `insert into connection_purges (connection_id, tenant_id, created_at) values ($1, 'acme', now() - interval '2 minutes') returning id`,
       [orphan.id],
     );
-    await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+    await stack.tick();
     await eventually(async () => ((await api.call('GET', `/purges/${purge!.id}`)).body.status === 'completed' ? true : undefined));
     expect(await rowsMentioning([orphan.id])).toEqual({});
   });
@@ -240,7 +238,7 @@ describe('DELETE /connections/:id and its purge', () => {
     );
     const handle = stack.env.client.workflow.getHandle(`connection-purge:${purge!.id}`);
     await expect(handle.describe()).rejects.toThrow(/not found/i);
-    await reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
+    await stack.tick();
     // The tick started its workflow again (it may have completed already).
     await expect(handle.describe().then((d) => d.workflowId)).resolves.toBe(`connection-purge:${purge!.id}`);
     await eventually(async () => ((await api.call('GET', `/purges/${purge!.id}`)).body.status === 'completed' ? true : undefined));

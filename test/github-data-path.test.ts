@@ -5,34 +5,19 @@
 // connection's config between the attempts of a task.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { syncTask } from '../activities/sync-task';
 import { updateConnection } from '../commands/connections';
 import { encodeGitHubPageToken } from '../connectors/github';
-import type { TestDatabase } from './helpers/database';
-import { createTestDatabase } from './helpers/database';
 import { testActivityDeps, testCommandDeps } from './helpers/deps';
-import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
+import { onceBeforeServe, startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { fakeTemporal } from './helpers/fake-temporal';
-import { syncDriver } from './helpers/sync-driver';
+import { useSyncDriver } from './helpers/sync-driver';
 
 const TOKEN = 'ghp_data_path_token_1234567890';
 
 describe('github data path under change', () => {
-  let db: TestDatabase;
-  let driver: ReturnType<typeof syncDriver>;
-  let gh: FakeGitHub | undefined;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    driver = syncDriver(db.pool);
-  });
-  afterEach(async () => {
-    await gh?.close();
-    gh = undefined;
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const { db, driver } = useSyncDriver();
 
   const config = (fake: FakeGitHub, repositories: string[], perPage = 100) => ({
     base_url: fake.baseUrl,
@@ -93,8 +78,7 @@ describe('github data path under change', () => {
   const listings = (fake: FakeGitHub, from: number) => fake.requests.slice(from).map((r) => r.url).filter((u) => /\/issues\?/.test(u));
 
   it('keeps a cursor per repository: an issue edited in A while B is read (B changing later) is synced', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 601, issues: 3 }, 'o/b': { id: 602, issues: 3 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 601, issues: 3 }, 'o/b': { id: 602, issues: 3 } } });
     const id = await connection(fake, ['o/a', 'o/b']);
     await full(id);
     // A was read, B not yet: A's issue is edited, then B's, later.
@@ -109,8 +93,7 @@ describe('github data path under change', () => {
   });
 
   it('a repository named again in other letter case (GitHub names ignore case) keeps its records: none stored twice, none tombstoned', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'Octo/Hello': { id: 605, issues: 3 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'Octo/Hello': { id: 605, issues: 3 } } });
     const id = await connection(fake, ['Octo/Hello']);
     await full(id);
     const before = await titles(id);
@@ -126,8 +109,7 @@ describe('github data path under change', () => {
   });
 
   it('a full pass that ends after a PATCH named again a repository its config had dropped tombstones nothing; the issues the drop tombstoned come back at the next pass', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 606, issues: 2 }, 'o/b': { id: 607, issues: 2 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 606, issues: 2 }, 'o/b': { id: 607, issues: 2 } } });
     const id = await connection(fake, ['o/a', 'o/b']);
     await full(id);
     const commands = testCommandDeps(db.pool, fakeTemporal().client);
@@ -135,15 +117,10 @@ describe('github data path under change', () => {
     // Dropped, o/b is no longer synced: its issues are tombstones.
     expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#1', 'o/b#2']);
     // While the next full pass reads o/a alone, o/b is configured again.
-    let patch: (() => Promise<unknown>) | null = () => updateConnection(commands, id, { config: config(fake, ['o/a', 'o/b']) });
-    fake.beforeServe = async () => {
-      const change = patch;
-      patch = null;
-      await change?.();
-    };
+    const changed = onceBeforeServe(fake, '', () => updateConnection(commands, id, { config: config(fake, ['o/a', 'o/b']) }));
     const pass = await full(id);
     fake.beforeServe = null;
-    expect(patch).toBeNull();
+    expect(changed()).toBe(true);
     expect(pass.get('issues')).toMatchObject({ status: 'completed', deletedCount: 0 });
     expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#1', 'o/b#2']);
     // Named again, o/b has no cursor: the next pass reads it whole.
@@ -153,7 +130,7 @@ describe('github data path under change', () => {
   });
 
   it('reads the whole history of a repository added to the config later (its partition has no cursor)', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 611, issues: 3 }, 'o/new': { id: 612, issues: 5 } } });
+    const gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 611, issues: 3 }, 'o/new': { id: 612, issues: 5 } } });
     const id = await connection(gh, ['o/a']);
     gh.touch('o/a', 1, '2025-06-01T00:00:00Z'); // A's cursor is newer than any issue of o/new
     await full(id);
@@ -165,8 +142,7 @@ describe('github data path under change', () => {
   });
 
   it('an incremental pass skips no issue when one it already read is edited mid-pass (the rest do not slide into read pages)', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/shift': { id: 621, issues: 6 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/shift': { id: 621, issues: 6 } } });
     const id = await connection(fake, ['o/shift'], 2);
     await full(id);
     // Four issues change before the pass (the oldest first), so it reads them over three pages…
@@ -180,8 +156,7 @@ describe('github data path under change', () => {
   });
 
   it('a full pass does not tombstone an issue that slid into a page already read because another was edited mid-pass', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/slide': { id: 631, issues: 6 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/slide': { id: 631, issues: 6 } } });
     const id = await connection(fake, ['o/slide'], 2);
     await full(id);
     // The oldest issue (page 1) is edited after page 1 was served: it moves to the end.
@@ -193,8 +168,7 @@ describe('github data path under change', () => {
   });
 
   it('a 304 on a first page skips that page only: an issue moved to a later page of the same listing is still synced', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/bulk': { id: 641, issues: 6 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/bulk': { id: 641, issues: 6 } } });
     const id = await connection(fake, ['o/bulk'], 2);
     await full(id);
     // A bulk edit of five issues in one second: the listing from the cursor spans three pages.
@@ -212,8 +186,7 @@ describe('github data path under change', () => {
   });
 
   it('the deletion step re-checks what a full pass did not see: an issue GitHub still has is kept, a deleted one and one of a dropped repository go', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/keep': { id: 651, issues: 4 }, 'o/drop': { id: 652, issues: 2 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/keep': { id: 651, issues: 4 }, 'o/drop': { id: 652, issues: 2 } } });
     const id = await connection(fake, ['o/keep', 'o/drop']);
     await full(id);
     await driver.setConfig(id, config(fake, ['o/keep']));
@@ -236,7 +209,7 @@ describe('github data path under change', () => {
   });
 
   it('caps a repository cursor at the task start less the clock skew, never at the newest change seen beyond it', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/future': { id: 661, issues: 2 } } });
+    const gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/future': { id: 661, issues: 2 } } });
     const id = await connection(gh, ['o/future']);
     // GitHub's clock runs an hour ahead of ours.
     gh.touch('o/future', 1, new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'));
@@ -250,8 +223,7 @@ describe('github data path under change', () => {
   });
 
   it('a task resumed after a repository before its own was dropped goes on by name: each repository\'s pages under its own name, none tombstoned', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 671, issues: 4 }, 'o/b': { id: 672, issues: 4 }, 'o/c': { id: 673, issues: 4 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 671, issues: 4 }, 'o/b': { id: 672, issues: 4 }, 'o/c': { id: 673, issues: 4 } } });
     const id = await connection(fake, ['o/a', 'o/b', 'o/c'], 2);
     await full(id);
     // The retried pass fails on o/b's second page: its token names o/b and that page's URL.
@@ -275,8 +247,7 @@ describe('github data path under change', () => {
 
   it('a task resumed after its repository list was reordered or its repository dropped reads the pass again from its first page, tombstoning no configured repository', async () => {
     // o/c has more issues than the deletion step re-checks: unread, they would be tombstoned.
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 681, issues: 3 }, 'o/b': { id: 682, issues: 3 }, 'o/c': { id: 683, issues: 150 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 681, issues: 3 }, 'o/b': { id: 682, issues: 3 }, 'o/c': { id: 683, issues: 150 } } });
     const id = await connection(fake, ['o/a', 'o/b', 'o/c']);
     await full(id);
     // o/a is read, o/b's first page fails: the token is o/b's first page, after o/a.
@@ -311,8 +282,7 @@ describe('github data path under change', () => {
   });
 
   it('a page token of the format before names (a position) still resumes, and starts the pass again when its URL names another repository', async () => {
-    gh = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 691, issues: 4 }, 'o/b': { id: 692, issues: 4 }, 'o/c': { id: 693, issues: 4 } } });
-    const fake = gh;
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 691, issues: 4 }, 'o/b': { id: 692, issues: 4 }, 'o/c': { id: 693, issues: 4 } } });
     const id = await connection(fake, ['o/a', 'o/b', 'o/c'], 2);
     await full(id);
     const same = await interruptedFull(fake, id, /^\/repos\/o\/b\/issues\?.*since=/);

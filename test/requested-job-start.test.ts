@@ -3,11 +3,9 @@
 // becomes of it is what would have become of it had it started at once. Real API, worker,
 // Postgres and Temporal dev server; only the API's background start fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconcileConnections } from '../activities/reconcile-connections';
 import { BackgroundStarts } from '../lib/background-starts';
 import { ensureJobWorkflow } from '../temporal/client';
 import { startTestApi, type TestApi } from './helpers/api';
-import { testActivityDeps } from './helpers/deps';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -37,7 +35,6 @@ describe('a requested job whose workflow start failed', () => {
     await api?.server.close();
   });
   const job = async (id: string) => (await stack.db.pool.query('select status, last_error from sync_jobs where id = $1', [id])).rows[0];
-  const tick = () => reconcileConnections(testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: TASK_QUEUE }).deps)({ at: Date.now() });
 
   /** A connection written straight to the database (no workflow of its own), and a job requested of it whose start failed. */
   async function requestedJob(appKey: string): Promise<{ connectionId: string; jobId: string }> {
@@ -57,7 +54,7 @@ describe('a requested job whose workflow start failed', () => {
     expect((await api.call('POST', `/connections/${connectionId}/pause`)).status).toBe(200);
     // Older than the tick's grace time, as it is a minute later.
     await stack.db.pool.query(`update sync_jobs set created_at = created_at - interval '5 minutes' where id = $1`, [jobId]);
-    await tick();
+    await stack.tick();
     const ended = await eventually(async () => {
       const row = await job(jobId);
       return row.status === 'queued' ? undefined : row;

@@ -15,6 +15,7 @@ import { lockConfigForShare } from '../db/models/connections';
 import { lockChangeFeed, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { testActivityDeps } from './helpers/deps';
+import { insertLostRunJob, insertProcessingTask } from './helpers/scheduler-jobs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -40,18 +41,8 @@ describe('status changes while a page is being stored', () => {
 
   /** A scheduled job of connection `connectionId` a lost run had begun, with one task processing under a claim. */
   async function lostRunTask(connectionId: string): Promise<{ job: { id: string }; task: { id: string; claim: string } }> {
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
-    return { job: job!, task: task! };
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { aged: true });
+    return { job: { id: jobId }, task: await insertProcessingTask(stack.db.pool, jobId) };
   }
   /** Resolves once another session waits for a lock (`wait`: pg_stat_activity's wait_event) in a statement like `like`. */
   const waitingFor = async (wait: string, like: string) => eventually(async () => {
@@ -73,17 +64,8 @@ describe('status changes while a page is being stored', () => {
     const connectionId = await newConnection();
     // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
     // its workflow is gone) stores a page of.
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { aged: true });
+    const task = await insertProcessingTask(stack.db.pool, jobId);
     // The disable's look for the connection's workflow waits for `open`: the page begins after the
     // disable wrote the connection disabled, and before the disable ends the lost run's job.
     let asked!: () => void;
@@ -114,8 +96,8 @@ describe('status changes while a page is being stored', () => {
     // locks the task's row and the job's), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, at: new Date() }, [record], {
+        taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       open();
       // The disable now ends the job: it waits for the page's locks (its tasks' rows, then its job's).
@@ -131,7 +113,7 @@ describe('status changes while a page is being stored', () => {
       return 'stored';
     }).catch((err: Error) => `page failed: ${err.message}`);
     expect([await page, await disabling]).toEqual(['stored', 'disabled']);
-    expect((await jobOf(job!.id)).status).toBe('cancelled');
+    expect((await jobOf(jobId)).status).toBe('cancelled');
   });
 
   it("a disable ending the lost run's job while that job's page waits for the feed lock (its task row held) never deadlocks with it", async () => {
@@ -240,24 +222,15 @@ describe('status changes while a page is being stored', () => {
 
   it("a delete while a task of the connection stores a page waits for that page's transaction, never deadlocking with it", async () => {
     const connectionId = await newConnection();
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now(), 'connection:' || id, 'a-run'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
-    const { rows: [task] } = await stack.db.pool.query<{ id: string; claim: string }>(
-      `insert into sync_tasks (job_id, resource_type, status, started_at, heartbeat_at, claim)
-       values ($1, 'items', 'processing', now(), now(), gen_random_uuid()) returning id, claim`,
-      [job!.id],
-    );
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { runId: 'a-run' });
+    const task = await insertProcessingTask(stack.db.pool, jobId);
     let deleting: Promise<string> | undefined;
     // The page's transaction as the sync task's page store runs it: the page's statement (its
     // records reference the connection), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId: job!.id, at: new Date() }, [record], {
-        taskId: task!.id, claim: task!.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, at: new Date() }, [record], {
+        taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       deleting = deleteConnection(stack.commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);
       // The delete's transaction waits for the page's locks, or has recorded the purge.

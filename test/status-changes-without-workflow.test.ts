@@ -13,6 +13,7 @@ import { insertPurge } from '../db/models/purges';
 import { ensureConnectionWorkflow, startConnectionPurge } from '../temporal/client';
 import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId } from '../temporal/purge';
 import { waitForState } from './helpers/connection-state';
+import { insertLostRunJob } from './helpers/scheduler-jobs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -167,19 +168,14 @@ describe('status changes while the connection workflow is not running', () => {
     const ended: Record<string, unknown> = {};
     for (const status of ['disabled', 'paused']) {
       const connectionId = await newConnection(status);
-      const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-        `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, created_at, workflow_id, scheduler_run_id)
-         select id, tenant_id, 'incremental', 'schedule', 'queued', now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
-           from connections where id = $1 returning id`,
-        [connectionId],
-      );
+      const jobId = await insertLostRunJob(stack.db.pool, connectionId, { status: 'queued', aged: true });
       await stack.tick();
       // A paused connection's workflow is started again by the tick; its first look ends the job, if the tick did not.
       const row = await eventually(async () => {
-        const r = await jobOf(job!.id);
+        const r = await jobOf(jobId);
         return r.status === 'queued' ? undefined : r;
       });
-      ended[status] = { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) };
+      ended[status] = { job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, jobId) };
       await stack.env.client.workflow.getHandle(`connection:${connectionId}`).terminate('test done').catch(() => undefined);
     }
     expect(ended).toEqual({
@@ -200,12 +196,7 @@ describe('status changes while the connection workflow is not running', () => {
   ])('a delete while the workflow that ran a job is gone announces the job\'s end, as a delete of a running workflow does (%s)', async (_, remove) => {
     const connectionId = await newConnection();
     // A scheduled job its connection's run had begun (run inline) when that run was lost.
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), 'connection:' || id, 'a-run-that-is-gone'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId);
     const purge = { id: await remove(connectionId) };
     await eventually(async () => {
       const { rows } = await stack.db.pool.query<{ status: string }>('select status from connection_purges where id = $1', [purge.id]);
@@ -213,23 +204,18 @@ describe('status changes while the connection workflow is not running', () => {
     });
     const { rows } = await stack.db.pool.query<{ event_type: string }>(
       `select event_type from webhook_events where payload -> 'job' ->> 'id' = $1`,
-      [job!.id],
+      [jobId],
     );
     expect(rows.map((r) => r.event_type)).toEqual(['sync.cancelled']);
   });
 
   it('a disable while the run that began a scheduled job is gone ends that job cancelled, as it ends a requested job whose workflow is gone', async () => {
     const connectionId = await newConnection();
-    const { rows: [job] } = await stack.db.pool.query<{ id: string }>(
-      `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, created_at, workflow_id, scheduler_run_id)
-       select id, tenant_id, 'incremental', 'schedule', 'running', now(), now() - interval '2 minutes', 'connection:' || id, 'a-run-that-is-gone'
-         from connections where id = $1 returning id`,
-      [connectionId],
-    );
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { aged: true });
     await disableConnection(stack.commands, connectionId);
     await stack.tick();
-    const row = await jobOf(job!.id);
-    expect({ job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, job!.id) })
+    const row = await jobOf(jobId);
+    expect({ job: row.status, abandoned: row.abandoned_at, error: row.last_error, events: await eventsOf(connectionId, jobId) })
       .toEqual({ job: 'cancelled', abandoned: null, error: 'connection disabled', events: ['connection.disabled', 'sync.cancelled'] });
   });
 

@@ -15,7 +15,7 @@ import { toActivityFailure } from '../../services/connector-failure';
 import type { ActivityDeps } from '../deps';
 import { requestBudget } from '../../services/rate-budget';
 import { confirmDeletions, type Deletable } from './deletion';
-import { selectedNow } from '../selected-now';
+import { storeUnderCurrentConfig } from '../selected-now';
 import { TaskTakenOver, type Pass, type PassProgress } from './pass';
 
 /**
@@ -138,24 +138,21 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
       behindKnown!.push(...behind);
     }
   };
-  const guarded = etags || movesCursors
-    ? await withTransaction(deps.pool, async (tx) => {
-      const counts = await write(tx, records, task.config_epoch);
-      if (counts.current === false) return counts;
-      if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
-      if (movesCursors) await advanceCursors(tx, connectionId, input.resourceType, cursorsNow());
-      return counts;
-    })
-    : await write(deps.pool, records, task.config_epoch);
-  let stored = records;
-  let counts = guarded;
-  if (guarded.current === false) {
-    ({ stored, counts } = await withTransaction(deps.pool, async (tx) => {
+  const { stored, counts } = await storeUnderCurrentConfig({ connector, connectionId, resourceType: input.resourceType, records, configEpoch: task.config_epoch }, write, {
+    first: (store) => etags || movesCursors
+      ? withTransaction(deps.pool, async (tx) => {
+        const counts = await store(tx);
+        if (counts.current === false) return counts;
+        if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
+        if (movesCursors) await advanceCursors(tx, connectionId, input.resourceType, cursorsNow());
+        return counts;
+      })
+      : store(deps.pool),
+    again: (store) => withTransaction(deps.pool, async (tx) => {
       // The task row first, then the feed lock and the config's (the order the page statement takes them).
       if (!(await holdTask(tx, input.taskId, pass.claim))) throw new TaskTakenOver(input.taskId);
-      const selected = await selectedNow(tx, connector, connectionId, input.resourceType, records);
-      return { stored: selected, counts: await write(tx, selected) };
-    }));
-  }
+      return store(tx);
+    }),
+  });
   progress.stored(page.nextPageToken, stored.length, counts.added + counts.updated);
 }

@@ -18,8 +18,6 @@ import { exactTime } from '../keyset';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, OPEN_TASKS, PURGE, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
-import { forgetSeenOfJob } from './seen';
-import { cancelOpenTasks, lockOpenTasksOfJobs } from './tasks';
 
 const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
 
@@ -301,23 +299,6 @@ export async function cancelActiveJob(tx: PoolClient, id: string, at: Date, reas
     [id, at, reason],
   );
   return rows[0] ?? null;
-}
-
-/**
- * Inside a transaction: cancels an active job and its open tasks with a reason and forgets its
- * seen-sets (a cancelled full pass never reaches its deletion step). Null when the job had
- * already finished (`onlyQueued`: or was no longer queued). The caller counts the ended job's
- * metrics once the transaction committed.
- */
-export async function cancelJobAndTasks(tx: PoolClient, id: string, at: Date, reason: string, onlyQueued = false): Promise<(EndedJob & { connection_id: string }) | null> {
-  // The tasks' rows before the job's (the order a page's statement takes them); a job not yet
-  // claimed (`onlyQueued`) has no page being stored.
-  if (!onlyQueued) await lockOpenTasksOfJobs(tx, [id]);
-  const job = await cancelActiveJob(tx, id, at, reason, onlyQueued);
-  if (!job) return null;
-  await cancelOpenTasks(tx, id, at, reason);
-  await forgetSeenOfJob(tx, id);
-  return job;
 }
 
 /** The active jobs of a connection requested over the API (api and backfill). */

@@ -505,3 +505,18 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   };
   return fake;
 }
+
+/**
+ * Runs `change` once, while the first request to `fake` whose path starts with `pathPrefix` (any
+ * request: '') is in flight, before it is answered; answers whether it ran.
+ */
+export function onceBeforeServe(fake: FakeGitHub, pathPrefix: string, change: () => Promise<unknown>): () => boolean {
+  let pending: (() => Promise<unknown>) | null = change;
+  fake.beforeServe = async (url) => {
+    if (!url.pathname.startsWith(pathPrefix)) return;
+    const run = pending;
+    pending = null;
+    await run?.();
+  };
+  return () => pending === null;
+}

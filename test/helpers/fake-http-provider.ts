@@ -47,6 +47,25 @@ export function paginationOf(style: FakeHttpStyle, size: number): Record<string,
 /** Where each style's records are in the body. */
 export const RECORDS_PATH: Record<FakeHttpStyle, string> = { none: '$', link: '$', next: 'data', cursor: 'items', page: 'results', offset: '$' };
 
+/**
+ * The http connector config of one resource, `items`, read from the fake at `baseUrl` in `variant`'s
+ * paging style with pages of `size`: listed in change order (`keyset`), and with a look-up of
+ * one item (`lookups`, whose listing is then not stable).
+ */
+export function itemsConfig(baseUrl: string, variant: { style: FakeHttpStyle; keyset?: boolean; lookups?: boolean }, size: number): Record<string, unknown> {
+  return {
+    base_url: baseUrl,
+    pagination: { ...paginationOf(variant.style, size), ...(variant.lookups && { stable: false }) },
+    resources: {
+      items: {
+        path: `/${variant.style}/items`, records: RECORDS_PATH[variant.style], id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' },
+        ...(variant.keyset && { order: 'change_ascending' }),
+        ...(variant.lookups && { item: { path: `/${variant.style}/items/{id}`, record: 'item' } }),
+      },
+    },
+  };
+}
+
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 const order = (a: FakeItem, b: FakeItem) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 const encodePosition = (item: FakeItem) => Buffer.from(JSON.stringify([item.updated_at, item.id])).toString('base64url');

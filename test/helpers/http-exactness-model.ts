@@ -39,7 +39,7 @@ import { readChangesPage } from '../../db/models/records';
 import type { Pool } from '../../db/pool';
 import type { SyncTaskInput, SyncTaskResult } from '../../temporal/activities';
 import { testActivityDeps } from './deps';
-import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type FakeHttpProvider, type FakeHttpStyle, type FakeItem } from './fake-http-provider';
+import { initialItems, itemsConfig, startFakeHttpProvider, type FakeHttpProvider, type FakeHttpStyle, type FakeItem } from './fake-http-provider';
 import { createHttpConnection, runPass, storedRecords, type PassKind } from './http-sync';
 
 export interface ExactnessVariant {
@@ -295,18 +295,7 @@ async function runScenario(pool: Pool, variant: ExactnessVariant, scenario: Scen
   const world: World = { fake, clock, ever: new Set(initial.map((i) => i.id)), backwards: new Set(), disturbed: new Set(), log: [] };
   const consumer: Consumer = { seq: '0', copy: new Map() };
   try {
-    const config = {
-      base_url: fake.baseUrl,
-      pagination: { ...paginationOf(variant.style, scenario.size), ...(variant.lookups && { stable: false }) },
-      resources: {
-        items: {
-          path: `/${variant.style}/items`, records: RECORDS_PATH[variant.style], id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' },
-          ...(variant.keyset && { order: 'change_ascending' }),
-          ...(variant.lookups && { item: { path: `/${variant.style}/items/{id}`, record: 'item' } }),
-        },
-      },
-    };
-    const connectionId = await createHttpConnection(pool, config, label);
+    const connectionId = await createHttpConnection(pool, itemsConfig(fake.baseUrl, variant, scenario.size), label);
     const { deps } = testActivityDeps({ pool });
     const pass = (kind: PassKind, window?: { start: Date; end: Date }) =>
       runPass(deps, connectionId, 'items', kind, window).then(({ result }) => expect(result.status, `${kind} pass`).toBe('completed'));

@@ -20,7 +20,7 @@ import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { Pool } from '../../db/pool';
 import { testActivityDeps } from './deps';
-import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type FakeHttpProvider, type FakeHttpStyle } from './fake-http-provider';
+import { initialItems, itemsConfig, startFakeHttpProvider, type FakeHttpProvider, type FakeHttpStyle } from './fake-http-provider';
 import { createHttpConnection, runPass, storedRecords, type PassKind } from './http-sync';
 import { mulberry32 } from './random';
 
@@ -118,18 +118,7 @@ async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario
   const fake = await startFakeHttpProvider({ size: scenario.size, initial: initialItems(scenario.items, hourAgo, scenario.perSecond), clock: () => clock.ms });
   const passStart = () => new Date(clock.ms);
   try {
-    const config = {
-      base_url: fake.baseUrl,
-      pagination: { ...paginationOf(variant.style, scenario.size), ...(variant.lookups && { stable: false }) },
-      resources: {
-        items: {
-          path: `/${variant.style}/items`, records: RECORDS_PATH[variant.style], id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' },
-          ...(variant.keyset && { order: 'change_ascending' }),
-          ...(variant.lookups && { item: { path: `/${variant.style}/items/{id}`, record: 'item' } }),
-        },
-      },
-    };
-    const connectionId = await createHttpConnection(pool, config, label);
+    const connectionId = await createHttpConnection(pool, itemsConfig(fake.baseUrl, variant, scenario.size), label);
     const { deps } = testActivityDeps({ pool });
     const firstChange = Math.floor(hourAgo / 1000) * 1000;
 

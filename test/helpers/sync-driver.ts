@@ -3,10 +3,13 @@
 // type, without Temporal servers. For tests of the data path (cursors, paging, deletion), fast.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterEach, beforeAll } from 'vitest';
 import { syncTask } from '../../activities/sync-task';
 import type { Pool } from '../../db/pool';
 import type { SyncTaskResult } from '../../temporal/activities';
+import { useTestDatabase, type TestDatabase } from './database';
 import { sealedTestCredentials, testActivityDeps } from './deps';
+import { closeFakeServers } from './fake-server';
 
 /** A pass to run: its mode, and for a backfill its window. */
 export interface PassOptions {
@@ -82,4 +85,24 @@ export function syncDriver(pool: Pool) {
   }
 
   return { connection, setConfig, pass, live, tombstones, lines };
+}
+
+export type SyncDriver = ReturnType<typeof syncDriver>;
+
+/**
+ * Registers the hooks of a file (or describe block) that drives passes against fake providers: a
+ * fresh database (`useTestDatabase`), a sync driver on it, and every fake server a test started
+ * (`serve`, `startFakeGitHub`, …) closed after it. `db` and `driver` are filled in by the time the
+ * file's own later hooks and its tests run.
+ */
+export function useSyncDriver(): { db: TestDatabase; driver: SyncDriver } {
+  const db = useTestDatabase();
+  const driver = {} as SyncDriver;
+  beforeAll(() => {
+    Object.assign(driver, syncDriver(db.pool));
+  });
+  afterEach(async () => {
+    await closeFakeServers();
+  });
+  return { db, driver };
 }
