@@ -137,6 +137,9 @@ describe('DELETE /connections/:id and its purge', () => {
     const answer = api.call('POST', '/sync', { tenant_id: 'acme', app_key: 'immediate-victim', mode: 'full', immediate: true });
     const immediate = stack.env.client.workflow.getHandle(`immediate-sync:${victim.id}`);
     await eventually(async () => ((await immediate.describe().catch(() => null))?.status.name === 'RUNNING' ? true : undefined));
+    // In flight: it has stored a page past the first sync's five records (a DELETE before its
+    // activity began would have it refuse at its first check, failed rather than cancelled).
+    await eventually(async () => ((await q(`select 1 from records where connection_id = $1`, [victim.id])).length > 5 ? true : undefined));
 
     const purge = await created('DELETE', `/connections/${victim.id}`, undefined, 202);
     await eventually(async () => ((await api.call('GET', `/purges/${purge.id}`)).body.status === 'completed' ? true : undefined));
