@@ -165,8 +165,9 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   );
   const guarded = [
     authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }),
-    // A pool without its size (a test's stand-in) counts as pg's default of 10.
-    tenantTurns(tenantRequestsInFlight(deps.pool.options?.max ?? 10)),
+    // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
+    // from, which serves no request), counts as pg's default of 10.
+    tenantTurns(tenantRequestsInFlight((deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10)),
     auditLog(deps),
     tenantScope(deps),
   ];
