@@ -25,6 +25,7 @@ import {
 } from '../temporal/client';
 import { connectionWorkflowId, deliveryIdOf, purgeIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
+import { finishDeselections } from './finish-deselections';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
 const BATCH_SIZE = 200;
@@ -69,6 +70,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   terminated, or a redelivery found the previous run still closing) gets it started, and so
  *   does every open connection purge older than a minute whose workflow is not running (never
  *   started, or ended before it completed: terminated, or lost with its server);
+ * - it tombstones, in bounded batches (each its own transaction), the records of what config
+ *   changes stopped selecting that their requests left pending (`finishDeselections`);
  * - last, it counts the overdue connections and, by provider, the connections whose last success
  *   is older than twice their interval, and stores both in the database (`schedule_counts`),
  *   where every process reads them for its `sync_scheduler_backlog` and
@@ -120,6 +123,10 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
         logger.warn({ err, purge_id: purge.id }, 'connection purge start failed; the next tick tries again'),
       );
     }
+    // What config changes stopped selecting, in bounded batches (a failure is left to the next tick).
+    await finishDeselections(deps)
+      .then((done) => (result.deselectedTombstoned = done.tombstoned))
+      .catch((err: unknown) => logger.warn({ err }, 'finishing deselections failed; the next tick goes on'));
     result.backlog = await countOverdueConnections(pool, new Date(input.at));
     const stale = await countStaleConnections(pool, new Date(input.at), deps.settings.defaultIntervalSeconds);
     await storeScheduleCounts(pool, new Date(input.at), result.backlog, stale);

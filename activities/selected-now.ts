@@ -10,7 +10,8 @@ import type { PoolClient } from 'pg';
  * that its config as it is now selects, read in `tx` under the change-feed lock and then the
  * config's share lock, both held to the commit (the order a config change takes them): a change
  * that stopped selecting some of them either committed before and is read here (with its
- * tombstones), or waits until `tx` has stored them and then tombstones them.
+ * tombstones or its pending deselection), or waits until `tx` has stored them and then deselects
+ * them (its own batch, or the reconcile tick's).
  */
 export async function selectedNow(tx: PoolClient, connector: Connector, connectionId: string, resourceType: string, records: readonly ConnectorRecord[]): Promise<ConnectorRecord[]> {
   await lockChangeFeed(tx, connectionId);

@@ -38,9 +38,11 @@ import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provi
 import { countConnections } from '../db/models/tenant-limits';
 import { fitsUnder } from '../policy/tenant-limits';
 import { lockedLimits, overLimit } from './tenant-limits';
-import { changedListings, configProblem, credentialBinding, credentialsProblem, deselectedBy, endpointOf, keepSpelling } from './provider-configs';
+import { changedListings, configProblem, credentialBinding, credentialsProblem, deselectedBy, endpointOf, keepSpelling, reselectedBy } from './provider-configs';
 import { forgetCursors, forgetPartitionCursors } from '../db/models/state';
-import { lockChangeFeed, tombstoneDeselected } from '../db/models/records';
+import { DESELECTION_BATCH, lockChangeFeed, tombstoneDeselectedBatch } from '../db/models/records';
+import { forgetDeselections, listDeselections, recordDeselections, type DeselectionUnit } from '../db/models/deselections';
+import { deselectedUnits } from '../connectors/selection';
 import { forgetEtags } from '../db/models/provider-etags';
 
 export type { ConnectionRow } from '../db/models/connections';
@@ -197,8 +199,9 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   // resolve its alert: a grant shared into the connection is new credentials like any other.
   const row = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, id, 'locked');
-    // A config change may tombstone records: the change-feed lock first, then the row's, the
-    // order a page's store and a full pass's deletion step take them.
+    // A config change may tombstone records and drops pending deselections it selects again: the
+    // change-feed lock first, then the row's, the order a page's store, a full pass's deletion step
+    // and the reconcile tick's deselection batches take them.
     if (change.config !== undefined) await lockChangeFeed(tx, id);
     // What the write depends on (the status, the config the credentials are bound to) is read
     // under the row's lock, held until the write: a disable or another update that committed
@@ -214,14 +217,16 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     const unbound = config !== undefined && change.credentials === undefined &&
       credentialBinding(current.provider_slug, current.config ?? {}) !== credentialBinding(current.provider_slug, config);
     const updated = await connections.updateConnection(tx, id, { config, sealedCredentials: unbound ? null : sealedCredentials, schedule });
-    // What the config no longer selects (a resource type, a repository) leaves the live set now,
-    // each record one deletion in the feed: the synced set is the provider's data as the config
-    // selects it. Done here, under the feed lock, rather than by a later pass: no pass of a removed
-    // resource type runs again, and a pass that read the older config re-reads it under the same
-    // lock before it stores a page (see upsertRecords' configEpoch), so it writes none of them.
+    // What the config no longer selects (a resource type, a repository) leaves the live set, each
+    // record one deletion in the feed: the synced set is the provider's data as the config selects
+    // it. This request tombstones at most one batch; the rest are recorded as pending and the
+    // reconcile tick tombstones them in batches of their own (see `finishDeselections`), so a type
+    // of any size can be dropped. No pass of a removed resource type runs again, and a pass that
+    // read the older config re-reads it under the feed lock before it stores a page (see
+    // upsertRecords' configEpoch), so it writes none of them.
     const dropped = config === undefined ? { resourceTypes: [], partitions: [] } : deselectedBy(current.provider_slug, current.config ?? {}, config);
-    await tombstoneDeselected(tx, { connectionId: id, at: new Date() }, dropped);
-    // A dropped partition named again is read whole (its records are tombstones now): its cursors
+    if (config !== undefined) await deselect(tx, current.provider_slug, id, config, deselectedUnits(dropped));
+    // A dropped partition named again is read whole (its records are, or become, tombstones): its cursors
     // go, and its resource types' ETags (a 304 would skip its pages; they are not known by partition).
     await forgetPartitionCursors(tx, id, [...new Set(dropped.partitions.map((p) => p.partition))]);
     // A resource whose listing changed is read whole next: its cursors and ETags are the old listing's.
@@ -237,6 +242,38 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   // Stored first: the workflow re-plans from the stored row when the signal arrives.
   if (schedule) await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), replanSignal);
   return row;
+}
+
+/**
+ * A config change's deselection, in its transaction under the connection's change-feed lock (held
+ * to the commit, so no page and no batch of the reconcile tick comes between): forgets the pending
+ * deselections that `config` selects again whole (the tick would otherwise tombstone the records a
+ * pass stores of them from now on), visits (and so tombstones) at most DESELECTION_BATCH records
+ * of the newly deselected `units`, and records those it did not finish as pending, from where it stopped. Records of a pending unit
+ * stay live until the tick reaches them; a unit selected again before then keeps those not reached.
+ */
+async function deselect(tx: PoolClient, provider: string, connectionId: string, config: Record<string, unknown>, units: readonly DeselectionUnit[]): Promise<void> {
+  const pending = await listDeselections(tx, connectionId);
+  const finished: DeselectionUnit[] = pending.filter((unit) => reselectedBy(provider, config, unit) === 'all');
+  const left: (DeselectionUnit & { afterId: string })[] = [];
+  let budget = DESELECTION_BATCH;
+  const at = new Date();
+  for (const unit of units) {
+    const again = reselectedBy(provider, config, unit);
+    if (again === 'all') continue;
+    if (budget === 0) {
+      left.push({ ...unit, afterId: '' });
+      continue;
+    }
+    const { visited, last } = await tombstoneDeselectedBatch(tx, { connectionId, at }, { ...unit, keep: again.keep, afterId: '', limit: budget });
+    // A batch that visited fewer records than it could reached the end of the type; one that
+    // visited its limit may have left some, from its last id on.
+    if (visited < budget) finished.push(unit);
+    else left.push({ ...unit, afterId: last ?? '' });
+    budget -= visited;
+  }
+  await forgetDeselections(tx, connectionId, finished);
+  await recordDeselections(tx, connectionId, left);
 }
 
 /** A connection's status after a pause, resume or disable. */

@@ -4,7 +4,7 @@ import { demoConfigSchema } from '../connectors/demo';
 import { GITHUB_CREDENTIALS_DOC, githubConfigSchema } from '../connectors/github';
 import { httpConfigSchema } from '../connectors/http';
 import { connectorSlugs, getConnector } from '../connectors/registry';
-import { deselection, type Deselection } from '../connectors/selection';
+import { deselection, reselected, type Deselection, type DeselectedUnit } from '../connectors/selection';
 
 /** The zod schema of each provider's connection config (the connector's own). */
 export const PROVIDER_CONFIG_SCHEMAS = { demo: demoConfigSchema, github: githubConfigSchema, http: httpConfigSchema } as const;
@@ -64,6 +64,15 @@ export function keepSpelling(provider: string, current: Record<string, unknown>,
 export function deselectedBy(provider: string, before: Record<string, unknown>, after: Record<string, unknown>): Deselection {
   if (!connectorSlugs().includes(provider)) return { resourceTypes: [], partitions: [] };
   return deselection(getConnector(provider), before, after);
+}
+
+/**
+ * What `provider` connection config `config` selects again of deselected `unit`: see `reselected`.
+ * All of it for an unknown provider (none of its records can be judged, so none is tombstoned).
+ */
+export function reselectedBy(provider: string, config: Record<string, unknown>, unit: DeselectedUnit): 'all' | { keep: string[] } {
+  if (!connectorSlugs().includes(provider)) return 'all';
+  return reselected(getConnector(provider), config, unit);
 }
 
 /**

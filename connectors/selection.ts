@@ -1,7 +1,8 @@
 // What a connection's config selects of its provider's data: its resource types and, for a
 // connector with partitions, the partitions it names. The synced set is the provider's data as the
-// config selects it: records of anything else leave the live set (a config change tombstones them)
-// and a pass that read an older config stores none of them.
+// config selects it: records of anything else leave the live set (a config change deselects them:
+// its request tombstones one batch, the reconcile tick the rest) and a pass that read an older
+// config stores none of them.
 import type { Connector, ConnectorRecord } from './types';
 
 /** `f()`, or `otherwise` when it throws (a config the connector cannot read selects nothing). */
@@ -50,4 +51,33 @@ export function deselection(connector: Connector, before: Record<string, unknown
     resourceTypes,
     partitions: kept.flatMap((resourceType) => removed.map((partition) => ({ resourceType, partition, idPrefix: connector.partitionIdPrefix!(partition) }))),
   };
+}
+
+/** One unit of a deselection: a whole resource type (`idPrefix` empty), or its records whose ids start with `idPrefix`. */
+export interface DeselectedUnit {
+  resourceType: string;
+  idPrefix: string;
+}
+
+/** A deselection as its units: each resource type whole, each partition by its id prefix. */
+export function deselectedUnits(d: Deselection): DeselectedUnit[] {
+  return [
+    ...d.resourceTypes.map((resourceType) => ({ resourceType, idPrefix: '' })),
+    ...d.partitions.map((p) => ({ resourceType: p.resourceType, idPrefix: p.idPrefix })),
+  ];
+}
+
+/**
+ * What config `config` (null: the connection is gone) selects again of deselected `unit`: `all`
+ * (none of its records is to be tombstoned), or the id prefixes of the partitions it names of the
+ * unit's type (its records under one of them stay; empty: every record of the unit goes). A type
+ * it does not list (or a config the connector cannot read) selects none of them; a listed type of
+ * a connector without partitions selects all; a listed partition unit whose partition is named
+ * again, all.
+ */
+export function reselected(connector: Connector, config: Record<string, unknown> | null, unit: DeselectedUnit): 'all' | { keep: string[] } {
+  if (config === null || !safely(() => connector.resourceTypes(config).includes(unit.resourceType), false)) return { keep: [] };
+  if (!connector.partitions || !connector.partitionIdPrefix) return 'all';
+  const keep = safely(() => connector.partitions!(config), []).map((p) => connector.partitionIdPrefix!(p));
+  return unit.idPrefix !== '' && keep.includes(unit.idPrefix) ? 'all' : { keep };
 }

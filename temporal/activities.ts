@@ -196,6 +196,8 @@ export interface ReconcileResult {
   temporalCalls: number;
   /** Pending webhook deliveries whose workflow was not running (never started, or died), started now. */
   deliveriesStarted?: number;
+  /** Records of pending deselections (what config changes stopped selecting) tombstoned by the tick. */
+  deselectedTombstoned?: number;
   /**
    * The tick's settings from the configuration of the worker that ran it, read on every tick so a
    * restart with new values takes effect (absent in results recorded before they were reported).

@@ -332,32 +332,47 @@ export async function tombstoneUnseenRecords(
 }
 
 /**
- * Tombstones the live records of connection `connectionId` that a config change stopped selecting:
- * every record of `resourceTypes`, and of each `partitions` entry the records of its resource type
- * whose id starts with its prefix. Each gets `deleted_at`, a new `change_seq` and the `delete`
- * change (data kept), once: a tombstone is not live. Run under the connection's change-feed lock,
- * taken here (a page stored after it by a pass of the older config re-reads the config under it).
- * Returns how many it tombstoned.
+ * Records of a connection's resource type one deselection batch visits (and so tombstones) at
+ * most: a config change's request runs one, the reconcile tick several, each its own transaction.
  */
-export async function tombstoneDeselected(
+export const DESELECTION_BATCH = 1000;
+
+/**
+ * One batch of a deselection (see `pending_deselections`): visits up to `limit` records of
+ * connection `connectionId`'s `resourceType` in id order after `afterId` (empty: from the start)
+ * and tombstones those of them that are live, have an id starting with `idPrefix`
+ * (empty: all of the type) and with none of `keep` (the prefixes of the partitions the config
+ * names again). Each gets `deleted_at`, a new `change_seq` and the `delete` change (data kept),
+ * once: a tombstone is not live. The work is bounded by `limit` however many records the type
+ * holds (a repository's records among many others' are reached batch by batch). Run under the
+ * connection's change-feed lock, taken here (a page stored after it by a pass of an older config
+ * re-reads the config under it). Returns how many it tombstoned, how many it visited (fewer than
+ * `limit`: none is left past them) and the last id it visited (where the next batch starts).
+ */
+export async function tombstoneDeselectedBatch(
   tx: PoolClient,
   target: { connectionId: string; at: Date },
-  deselected: { resourceTypes: readonly string[]; partitions: readonly { resourceType: string; idPrefix: string }[] },
-): Promise<number> {
-  if (deselected.resourceTypes.length === 0 && deselected.partitions.length === 0) return 0;
+  unit: { resourceType: string; idPrefix: string; keep: readonly string[]; afterId: string; limit: number },
+): Promise<{ tombstoned: number; visited: number; last: string | null }> {
   await lockChangeFeed(tx, target.connectionId);
-  const { rowCount } = await tx.query(
-    `update records r set deleted_at = $2, synced_at = $2, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
-      where r.connection_id = $1 and r.deleted_at is null
-        and (r.resource_type = any($3::text[])
-             or exists (select 1 from unnest($4::text[], $5::text[]) as p(resource_type, prefix)
-                         where r.resource_type = p.resource_type and starts_with(r.external_id, p.prefix)))`,
-    [
-      target.connectionId, target.at, [...deselected.resourceTypes],
-      deselected.partitions.map((p) => p.resourceType), deselected.partitions.map((p) => p.idPrefix),
-    ],
+  const { rows } = await tx.query<{ tombstoned: number; visited: number; last: string | null }>(
+    `with visited as (
+       select r.external_id,
+              r.deleted_at is null and starts_with(r.external_id, $4)
+                and not exists (select 1 from unnest($5::text[]) as k(prefix) where starts_with(r.external_id, k.prefix)) as goes
+         from records r
+        where r.connection_id = $1 and r.resource_type = $3 and r.external_id >= $6 and (r.external_id <> $6 or $6 = '')
+        order by r.external_id limit $7),
+          done as (
+       update records r set deleted_at = $2, synced_at = $2, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+         from visited v
+        where v.goes and r.connection_id = $1 and r.resource_type = $3 and r.external_id = v.external_id and r.deleted_at is null
+       returning 1)
+     select (select count(*) from done)::int as tombstoned, (select count(*) from visited)::int as visited,
+            (select v.external_id from visited v order by v.external_id desc limit 1) as last`,
+    [target.connectionId, target.at, unit.resourceType, unit.idPrefix, [...unit.keep], unit.afterId, unit.limit],
   );
-  return rowCount ?? 0;
+  return rows[0] ?? { tombstoned: 0, visited: 0, last: null };
 }
 
 /** One change of the feed: a record as it is after its latest write. */

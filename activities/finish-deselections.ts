@@ -1,0 +1,86 @@
+import type { PoolClient } from 'pg';
+import { connectorSlugs, getConnector } from '../connectors/registry';
+import { reselected } from '../connectors/selection';
+import { lockConfigForShare } from '../db/models/connections';
+import { findOpenPurgeLocked } from '../db/models/purges';
+import { advanceDeselection, findDeselectionsToFinish, forgetDeselections, lockDeselection, type DeselectionToFinish } from '../db/models/deselections';
+import { DESELECTION_BATCH, lockChangeFeed, tombstoneDeselectedBatch } from '../db/models/records';
+import { withTransaction } from '../db/transaction';
+import type { ActivityDeps } from './deps';
+
+/** Batches of deselected records one reconcile tick tombstones at most (the rest at the next tick). */
+export const DESELECTION_BATCHES_PER_TICK = 50;
+
+/** What one call of `finishDeselections` did. */
+export interface DeselectionProgress {
+  /** Records tombstoned. */
+  tombstoned: number;
+  /** Pending deselections finished (or found selected again) and deleted. */
+  finished: number;
+  /** Batches run; at most `batches` of the call. */
+  batches: number;
+}
+
+/**
+ * The reconcile tick's step that finishes what config changes stopped selecting
+ * (`pending_deselections`, written by `updateConnection` in commands/connections.ts): up to
+ * `batches` batches of DESELECTION_BATCH records visited, oldest deselection first, each batch its
+ * own transaction so no lock is held for long and progress survives a failure midway. A batch
+ * takes the connection's purge lock shared, its change-feed lock (the order of a config change; a
+ * page's store takes the feed lock first too), then the deselection's row: one that a later config
+ * change forgot (it selected the unit again) or that another tick finished is left alone. It
+ * reads the config under a share lock and tombstones only records the config does not select now,
+ * from where the last batch stopped; a batch that visits fewer than its limit has reached the end
+ * and deletes the row. Only connections of providers this worker knows (the others' records
+ * cannot be judged). Idempotent: a batch run twice tombstones nothing twice (a tombstone is not
+ * live). Connections whose purge is open are left to the purge.
+ */
+export async function finishDeselections(deps: Pick<ActivityDeps, 'pool' | 'logger'>, batches = DESELECTION_BATCHES_PER_TICK): Promise<DeselectionProgress> {
+  const progress: DeselectionProgress = { tombstoned: 0, finished: 0, batches: 0 };
+  while (progress.batches < batches) {
+    const pending = await findDeselectionsToFinish(deps.pool, connectorSlugs(), batches - progress.batches);
+    if (pending.length === 0) break;
+    for (const unit of pending) {
+      // Each unit runs until it is finished or the call's batches are spent.
+      while (progress.batches < batches) {
+        progress.batches += 1;
+        const step = await withTransaction(deps.pool, (tx) => finishBatch(tx, unit));
+        progress.tombstoned += step.tombstoned;
+        if (step.state === 'finished') progress.finished += 1;
+        if (step.state !== 'more') break;
+      }
+    }
+  }
+  if (progress.tombstoned > 0 || progress.finished > 0) deps.logger.info(progress, 'deselected records tombstoned');
+  return progress;
+}
+
+/**
+ * One batch of pending deselection `unit`: how many it tombstoned, and what is left: `more`,
+ * nothing (`finished`: its row deleted), or nothing for this tick to do (`skipped`: gone already,
+ * or its connection is being purged).
+ */
+async function finishBatch(tx: PoolClient, unit: DeselectionToFinish): Promise<{ tombstoned: number; state: 'more' | 'finished' | 'skipped' }> {
+  // The purge lock shared first, as a config change takes it: a purge recorded since the unit was
+  // listed deletes the records itself (and waits for this batch to commit before it is recorded).
+  if (await findOpenPurgeLocked(tx, unit.connectionId)) return { tombstoned: 0, state: 'skipped' };
+  await lockChangeFeed(tx, unit.connectionId);
+  const row = await lockDeselection(tx, unit.connectionId, unit);
+  if (!row) return { tombstoned: 0, state: 'skipped' };
+  const config = await lockConfigForShare(tx, unit.connectionId);
+  const again = reselected(getConnector(unit.providerSlug), config, unit);
+  if (again === 'all') {
+    await forgetDeselections(tx, unit.connectionId, [unit]);
+    return { tombstoned: 0, state: 'finished' };
+  }
+  const { tombstoned, visited, last } = await tombstoneDeselectedBatch(
+    tx, { connectionId: unit.connectionId, at: new Date() },
+    { resourceType: unit.resourceType, idPrefix: unit.idPrefix, keep: again.keep, afterId: row.afterId, limit: DESELECTION_BATCH },
+  );
+  if (visited < DESELECTION_BATCH) {
+    await forgetDeselections(tx, unit.connectionId, [unit]);
+    return { tombstoned, state: 'finished' };
+  }
+  await advanceDeselection(tx, unit.connectionId, unit, last ?? row.afterId);
+  return { tombstoned, state: 'more' };
+}
