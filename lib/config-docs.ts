@@ -94,7 +94,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
       'the CPU use (above 0, at most 1) above which, while an immediate sync runs in the worker process (and for 5 s after), its scheduled lane starts no more than 4 activities (the others wait in the worker, heartbeating) and runs one workflow task at a time from each of its queues, so that the immediate answer finds a core. Measured against the container\'s CPU limit when it has one (cgroup v2), otherwise the host\'s; `1`: never (see *A saturated node* in the operator guide)',
   },
   WORKFLOW_BUNDLE_PATH: { meaning: 'a workflow bundle built by `npm run build` (`dist/workflow-bundle.js`, what the image sets) or `npm run build:workflows -- <file>`; the worker then starts without bundling (rebuild it with every workflow change; unset, the worker bundles at start)' },
-  SCHEDULER_TICK_SECONDS: { meaning: 'reconcile tick period' },
+  SCHEDULER_TICK_SECONDS: { meaning: 'reconcile tick period (it also paces the tombstoning of records a config change stopped selecting beyond its request\'s batch: at most 50,000 records visited a tick)' },
   DEFAULT_INTERVAL_SECONDS: { meaning: 'sync interval when a connection sets none (≥ 60)' },
   MAX_OVERRIDDEN_INTERVAL_SECONDS: { meaning: 'largest allowed `metadata.sync.interval_seconds` (≥ 60)' },
   JITTER_PCT_MIN: { meaning: M_JITTER_PCT_MIN },
