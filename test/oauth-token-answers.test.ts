@@ -123,6 +123,17 @@ beforeEach(() => {
 
 const app = () => ({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, tokenUrl: `${idp.url}/token` });
 const commandDeps = () => ({ pool: db.pool, credentials: TEST_KEYRING, providers: TEST_PROVIDER_POLICY, maxIntervalSeconds: 86_400 }) as unknown as CommandDeps;
+/** Inserts an http connection of tenant acme whose credentials are client credentials at token endpoint `tokenUrl`; answers its id and sealed credentials. */
+async function clientCredentialsConnection(tokenUrl: string): Promise<{ id: string; sealed: NonNullable<ReturnType<typeof sealCredentials>> }> {
+  const id = randomUUID();
+  const secret = { kind: 'oauth2_client_credentials', token_url: tokenUrl, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, scopes: ['read'] };
+  const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
+  await db.pool.query(
+    `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
+    [id, `cc-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, JSON.stringify(sealed)],
+  );
+  return { id, sealed };
+}
 
 async function insertApp(): Promise<string> {
   const id = randomUUID();
@@ -398,13 +409,7 @@ describe("a token endpoint answering a header section past Node's 16 KiB limit (
     expect(refresh!.message).toBe(`oauth2: refreshing the access token failed: the token endpoint at '127.0.0.1' answered, but ${LIMIT}`);
     expect((await stored(conn.id)).status).toBe('active');
 
-    const id = randomUUID();
-    const secret = { kind: 'oauth2_client_credentials', token_url: `${idp.url}/token`, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, scopes: ['read'] };
-    const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
-    await db.pool.query(
-      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
-      [id, `cc-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, JSON.stringify(sealed)],
-    );
+    const { id, sealed } = await clientCredentialsConnection(`${idp.url}/token`);
     const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
     expect(client).toBeInstanceOf(Permanent);
     expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${LIMIT}`);
@@ -443,13 +448,7 @@ describe('a token endpoint answering malformed HTTP (a parser error other than o
   it('through the credential provider: a client credentials token fails for good (Permanent), naming what was wrong', async () => {
     const raw = await serveRaw(ANSWER);
     const { deps } = testActivityDeps({ pool: db.pool });
-    const id = randomUUID();
-    const secret = { kind: 'oauth2_client_credentials', token_url: `${raw.url}/token`, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, scopes: ['read'] };
-    const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
-    await db.pool.query(
-      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
-      [id, `cc-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, JSON.stringify(sealed)],
-    );
+    const { id, sealed } = await clientCredentialsConnection(`${raw.url}/token`);
     const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
     expect(client).toBeInstanceOf(Permanent);
     expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${WORDS}`);

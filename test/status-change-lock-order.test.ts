@@ -60,14 +60,12 @@ describe('status changes while a page is being stored', () => {
       { taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} } },
     ).then(() => 'stored', (err: Error) => `page failed: ${err.message}`);
 
-  it("a disable while the lost run's task still stores a page waits for that page's transaction, never deadlocking with it", async () => {
-    const connectionId = await newConnection();
-    // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
-    // its workflow is gone) stores a page of.
-    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { aged: true });
-    const task = await insertProcessingTask(stack.db.pool, jobId);
-    // The disable's look for the connection's workflow waits for `open`: the page begins after the
-    // disable wrote the connection disabled, and before the disable ends the lost run's job.
+  /**
+   * Disables connection `connectionId` and answers once the disable, having written the connection
+   * disabled, looks for its workflow: that look (`describe`) waits for `open()`. `disabling`
+   * settles 'disabled' or 'disable failed: <message>'.
+   */
+  async function disableHeldAtWorkflowLook(connectionId: string): Promise<{ disabling: Promise<string>; open: () => void }> {
     let asked!: () => void;
     const askedForWorkflow = new Promise<void>((resolve) => (asked = resolve));
     let open!: () => void;
@@ -92,6 +90,18 @@ describe('status changes while a page is being stored', () => {
     });
     const disabling = disableConnection({ ...stack.commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
     await askedForWorkflow;
+    return { disabling, open };
+  }
+
+  it("a disable while the lost run's task still stores a page waits for that page's transaction, never deadlocking with it", async () => {
+    const connectionId = await newConnection();
+    // A scheduled job the lost run had begun, one of whose tasks its activity (not yet told that
+    // its workflow is gone) stores a page of.
+    const jobId = await insertLostRunJob(stack.db.pool, connectionId, { aged: true });
+    const task = await insertProcessingTask(stack.db.pool, jobId);
+    // The disable's look for the connection's workflow waits for `open`: the page begins after the
+    // disable wrote the connection disabled, and before the disable ends the lost run's job.
+    const { disabling, open } = await disableHeldAtWorkflowLook(connectionId);
     // The page's transaction as the sync task's page store runs it: the page's statement (which
     // locks the task's row and the job's), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
@@ -177,30 +187,7 @@ describe('status changes while a page is being stored', () => {
     const connectionId = await newConnection();
     const lost = await lostRunTask(connectionId);
     // The disable writes the connection disabled, then its look for the workflow waits for `open`.
-    let asked!: () => void;
-    const askedForWorkflow = new Promise<void>((resolve) => (asked = resolve));
-    let open!: () => void;
-    const opened = new Promise<void>((resolve) => (open = resolve));
-    const bound = <T extends object>(target: T, prop: string | symbol) => {
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    };
-    const temporal = new Proxy(stack.env.client, {
-      get: (client, prop) => prop !== 'workflow' ? bound(client, prop) : new Proxy(client.workflow, {
-        get: (workflows, name) => name !== 'getHandle' ? bound(workflows, name) : (id: string) => {
-          const handle = workflows.getHandle(id);
-          return id !== `connection:${connectionId}` ? handle : new Proxy(handle, {
-            get: (h, key) => key !== 'describe' ? bound(h, key) : async () => {
-              asked();
-              await opened;
-              return h.describe();
-            },
-          });
-        },
-      }),
-    });
-    const disabling = disableConnection({ ...stack.commands, temporal }, connectionId).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
-    await askedForWorkflow;
+    const { disabling, open } = await disableHeldAtWorkflowLook(connectionId);
     let page: Promise<string> | undefined;
     let updating: Promise<string> | undefined;
     // A reader of the connection's row (FOR SHARE, as a page's config check) holds it while the

@@ -2,7 +2,7 @@
 // port, answering with the test's handler and keeping what it received. Every fake provider and
 // receiver of the suite is built on `serve`.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 
 /** What a fake server keeps of a request it received. */
@@ -67,24 +67,7 @@ export async function serve(handler: FakeHandler, opts: { maxHeaderSize?: number
     handler(req, res, fake);
   });
   server.on('connection', () => (fake.connections += 1));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  const fake: FakeServer = {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    requests: [],
-    connections: 0,
-    abandoned: 0,
-    close() {
-      open.delete(fake);
-      server.closeAllConnections();
-      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
-    },
-  };
-  open.add(fake);
+  const fake = await listening(server, () => server.closeAllConnections());
   return fake;
 }
 
@@ -112,6 +95,17 @@ export async function serveRaw(answer: string | Buffer): Promise<FakeServer> {
     };
     socket.on('data', onData);
   });
+  const fake = await listening(server, () => {
+    for (const socket of sockets) socket.destroy();
+  });
+  return fake;
+}
+
+/**
+ * Listens with `server` on a free port of 127.0.0.1 and answers its FakeServer, kept among the
+ * open ones until closed (`dropConnections` ends the connections it holds, then it closes).
+ */
+async function listening(server: Server | TcpServer, dropConnections: () => void): Promise<FakeServer> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -125,7 +119,7 @@ export async function serveRaw(answer: string | Buffer): Promise<FakeServer> {
     abandoned: 0,
     close() {
       open.delete(fake);
-      for (const socket of sockets) socket.destroy();
+      dropConnections();
       return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
