@@ -79,6 +79,8 @@ export interface FakeHttpProvider {
   items: Map<string, FakeItem>;
   /** Page requests answered so far. */
   requests: number;
+  /** The keyset positions (change time, id) the answers' next links or cursors gave, in order; the test may empty it. */
+  positions: Array<{ at: string; id: string }>;
   /** Runs before each page request is answered: the place for changes between page requests. */
   beforeRequest: ((url: URL) => void) | null;
   /** Runs after `beforeRequest`: true answers the request 503 (a provider error on that page). */
@@ -112,6 +114,7 @@ export async function startFakeHttpProvider(opts: {
   const state: Omit<FakeHttpProvider, 'baseUrl' | 'close'> = {
     items,
     requests: 0,
+    positions: [],
     beforeRequest: null,
     failRequest: null,
     holdResponse: null,
@@ -171,7 +174,10 @@ export async function startFakeHttpProvider(opts: {
       const from = after === null ? null : decodePosition(after);
       const rest = from === null ? listed : listed.filter((i) => i.updated_at > from[0] || (i.updated_at === from[0] && i.id > from[1]));
       const page = rest.slice(0, size);
-      return { page, next: rest.length > size ? encodePosition(page[page.length - 1]!) : null };
+      if (rest.length <= size) return { page, next: null };
+      const last = page[page.length - 1]!;
+      state.positions.push({ at: last.updated_at, id: last.id });
+      return { page, next: encodePosition(last) };
     };
     const withAfter = (after: string) => {
       const next = new URL(url.pathname, `http://${req.headers.host}`);
