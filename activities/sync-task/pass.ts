@@ -6,7 +6,7 @@ import { findEtags } from '../../db/models/provider-etags';
 import { findCursors } from '../../db/models/state';
 import type { TaskToSync } from '../../db/models/tasks';
 import type { Logger } from '../../lib/logger';
-import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
+import { earliestStampDuring } from '../../policy/cursor';
 import type { SyncWindow } from '../../policy/window';
 import type { SyncTaskInput } from '../../temporal/activities';
 import { credentialProvider, withCurrentCredential, type CredentialProvider } from '../credential-provider';
@@ -88,9 +88,9 @@ export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed
     since: input.mode === 'incremental' ? (window?.start ?? cursors?.get('') ?? null) : null,
     until: window?.end ?? null,
     passStart,
-    // A record the provider changed at or after the pass start (less the clock skew) was alive
-    // during the pass: the deletion step never judges it.
-    changedBefore: new Date(passStart.getTime() - CURSOR_CLOCK_SKEW_MS),
+    // A record the provider stamped at or after the earliest stamp a change during the pass can
+    // carry was alive during the pass: the deletion step never judges it.
+    changedBefore: earliestStampDuring(passStart),
     source,
     connector,
     log: deps.logger.child({ job_id: input.jobId, task_id: input.taskId, connection_id: connectionId, resource_type: input.resourceType }),
