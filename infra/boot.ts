@@ -8,11 +8,12 @@ import { countOpenBreakersByProvider } from '../db/models/breaker';
 import { findScheduleCounts } from '../db/models/connections';
 import { countActiveJobsByStatus } from '../db/models/jobs';
 import { findWebhookBacklog } from '../db/models/webhooks';
+import { findDeselectionBacklog } from '../db/models/deselections';
 import { migrate } from '../db/migrate';
 import { createPool, type Pool, type PoolLimits } from '../db/pool';
 import { temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
-import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type SyncMetrics } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type StateCounts, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { startTracing } from '../lib/tracing';
 import type { Registry } from 'prom-client';
@@ -120,6 +121,16 @@ export function poolLimits(config: Config, role: PoolRole): PoolLimits {
   };
 }
 
+/** What the state gauges read from the database, each one statement on `pool`. */
+export function databaseStateCounts(pool: Pool): StateCounts {
+  return {
+    openBreakers: () => countOpenBreakersByProvider(pool),
+    webhookBacklog: () => findWebhookBacklog(pool),
+    scheduleCounts: () => findScheduleCounts(pool),
+    deselectionBacklog: () => findDeselectionBacklog(pool),
+  };
+}
+
 /**
  * Boots a process and runs `main` with it. Any failure logs `start failed` and stops everything
  * already started, in reverse order, exiting 1; SIGINT/SIGTERM stop it and exit 0.
@@ -191,11 +202,7 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
 
   const registry = createMetricsRegistry({ process: options.name });
   registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
-  registerStateGauges(registry, {
-    openBreakers: () => countOpenBreakersByProvider(pool),
-    webhookBacklog: () => findWebhookBacklog(pool),
-    scheduleCounts: () => findScheduleCounts(pool),
-  });
+  registerStateGauges(registry, databaseStateCounts(pool));
   const metrics = createSyncMetrics(registry, options.providers);
   return {
     config, logger, shutdown, database, pool, poolRole: options.pool, openPool, temporal, temporalAddress, temporalSecurity: security, devServer, registry, metrics, sdkMetrics,

@@ -155,6 +155,8 @@ export interface StateCounts {
   webhookBacklog(): Promise<{ pending: number; oldestSeconds: number }>;
   /** The counts the latest reconcile tick stored (one row), null before the first tick. */
   scheduleCounts(): Promise<ScheduleCounts | null>;
+  /** Deselections config changes left to the reconcile tick, and the age in seconds of the oldest (0 when none). */
+  deselectionBacklog(): Promise<{ pending: number; oldestSeconds: number }>;
 }
 
 /**
@@ -162,7 +164,8 @@ export interface StateCounts {
  * every process reports the same values whichever process changed the rows or ran the tick:
  * `sync_breakers_open{provider}`, `webhook_deliveries_pending`,
  * `webhook_deliveries_oldest_pending_seconds`, and the latest reconcile tick's stored counts
- * `sync_scheduler_backlog` and `synctide_stale_connections{provider}`. Gauges of one statement
+ * `sync_scheduler_backlog` and `synctide_stale_connections{provider}`, and the deselections left
+ * to the tick (`synctide_deselections_pending`, `synctide_deselections_oldest_pending_seconds`). Gauges of one statement
  * each have their own collect() sharing it (prom-client collects every metric of a scrape at
  * once), so they come from the same answer in every scrape. Each answer is reused for `cacheMs`
  * and shared by concurrent scrapes; a failed or slow read leaves the previous values.
@@ -175,6 +178,7 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
   const breakers = read(counts.openBreakers);
   const webhooks = read(counts.webhookBacklog);
   const schedule = read(counts.scheduleCounts);
+  const deselections = read(counts.deselectionBacklog);
   const registers = [registry];
   new Gauge({
     name: 'sync_breakers_open',
@@ -204,6 +208,24 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
     async collect() {
       const backlog = await webhooks();
       if (backlog) this.set(backlog.pending);
+    },
+  });
+  new Gauge({
+    name: 'synctide_deselections_pending',
+    help: 'Units (a resource type, or a repository\'s records of one) a config change stopped selecting whose records the reconcile tick has not all tombstoned yet (counted in the database at scrape time)',
+    registers,
+    async collect() {
+      const backlog = await deselections();
+      if (backlog) this.set(backlog.pending);
+    },
+  });
+  new Gauge({
+    name: 'synctide_deselections_oldest_pending_seconds',
+    help: 'Age of the oldest deselection the reconcile tick has not finished, 0 when none (read at scrape time)',
+    registers,
+    async collect() {
+      const backlog = await deselections();
+      if (backlog) this.set(backlog.oldestSeconds);
     },
   });
   new Gauge({

@@ -11,6 +11,7 @@ registerStateGauges(registry, {
   openBreakers: async () => new Map([['github', 0]]),
   webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }),
   scheduleCounts: async () => ({ overdue: 0, stale: new Map([['github', 0]]) }),
+  deselectionBacklog: async () => ({ pending: 0, oldestSeconds: 0 }),
 });
 httpMetrics(registry);
 process.stdout.write(await registry.metrics());

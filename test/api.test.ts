@@ -9,10 +9,7 @@ import { createApp } from '../api/app';
 import { createSynctideClient, type SynctideClient } from '../clients/typescript';
 import { BackgroundStarts } from '../lib/background-starts';
 import { listen, type HttpServer } from '../lib/http';
-import { countOpenBreakersByProvider } from '../db/models/breaker';
-import { findScheduleCounts } from '../db/models/connections';
 import { countActiveJobsByStatus } from '../db/models/jobs';
-import { findWebhookBacklog } from '../db/models/webhooks';
 import { registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
@@ -21,6 +18,7 @@ import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
+import { databaseStateCounts } from '../infra/boot';
 
 const TASK_QUEUE = 'api-e2e';
 const KEY = 'test-admin-key-0123456789abcdef';
@@ -44,11 +42,7 @@ describe('REST API over HTTP', () => {
   beforeAll(async () => {
     // As boot.ts does for api/main.ts: the queue depth and the state gauges are read from Postgres at each scrape.
     registerQueueDepthGauge(stack.registry, () => countActiveJobsByStatus(stack.db.pool));
-    registerStateGauges(stack.registry, {
-      openBreakers: () => countOpenBreakersByProvider(stack.db.pool),
-      webhookBacklog: () => findWebhookBacklog(stack.db.pool),
-      scheduleCounts: () => findScheduleCounts(stack.db.pool),
-    });
+    registerStateGauges(stack.registry, databaseStateCounts(stack.db.pool));
     // As api/main.ts runs it: a requested job's workflow starts after the answer.
     server = await listen(appWith(stack.db.pool, { background: new BackgroundStarts((err) => console.error(err)) }), '127.0.0.1', 0);
     api = createSynctideClient({ baseUrl: server.url, apiKey: KEY });

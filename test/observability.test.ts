@@ -17,28 +17,20 @@ import { parse } from 'yaml';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
 import { connectorSlugs } from '../connectors/registry';
-import { countOpenBreakersByProvider } from '../db/models/breaker';
-import { findScheduleCounts } from '../db/models/connections';
-import { findWebhookBacklog } from '../db/models/webhooks';
-import type { Pool } from '../db/pool';
 import { SDK_METRICS_READ } from '../infra/sdk-runtime';
 import { createMetricsRegistry, createSyncMetrics, httpMetrics, recordJobEnded, registerQueueDepthGauge, registerStateGauges, type StateCounts } from '../lib/metrics';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { createTimeSkippingEnv } from './helpers/temporal';
+import { databaseStateCounts } from '../infra/boot';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KEY = 'c8e1f04a9b7d46e3a5f2d0c9b8e7a615c8e1f04a9b7d46e3';
 
-/** The database reads of the state gauges, as boot.ts wires them. */
-const stateCountsOf = (pool: Pool): StateCounts => ({
-  openBreakers: () => countOpenBreakersByProvider(pool),
-  webhookBacklog: () => findWebhookBacklog(pool),
-  scheduleCounts: () => findScheduleCounts(pool),
-});
+const stateCountsOf = databaseStateCounts;
 /** State gauges that read nothing. */
-const NO_STATE: StateCounts = { openBreakers: async () => new Map(), webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }), scheduleCounts: async () => null };
+const NO_STATE: StateCounts = { openBreakers: async () => new Map(), webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }), scheduleCounts: async () => null, deselectionBacklog: async () => ({ pending: 0, oldestSeconds: 0 }) };
 
 let db: TestDatabase;
 let env: TestWorkflowEnvironment;
@@ -179,6 +171,22 @@ describe('state gauges', () => {
     const oldest = (await sample(registry, 'webhook_deliveries_oldest_pending_seconds'))!;
     expect(oldest).toBeGreaterThanOrEqual(600);
     expect(oldest).toBeLessThan(3600);
+  });
+
+  it('count the deselections config changes left to the reconcile tick, and the age of the oldest, in one scrape', async () => {
+    const registry = new Registry();
+    registerStateGauges(registry, stateCountsOf(db.pool), 0);
+    expect(sampleIn(await registry.metrics(), 'synctide_deselections_pending')).toBe(0);
+    const { rows } = await db.pool.query<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key) values ('acme', 'github', 'deselected') returning id`);
+    await db.pool.query(
+      `insert into pending_deselections (connection_id, resource_type, id_prefix, created_at)
+       values ($1, 'issues', 'o/a#', now() - interval '20 minutes'), ($1, 'pulls', '', now() - interval '1 minute')`,
+      [rows[0]!.id],
+    );
+    const text = await registry.metrics();
+    expect(sampleIn(text, 'synctide_deselections_pending')).toBe(2);
+    expect(sampleIn(text, 'synctide_deselections_oldest_pending_seconds')).toBeGreaterThanOrEqual(1200);
+    expect(sampleIn(text, 'synctide_deselections_oldest_pending_seconds')).toBeLessThan(3600);
   });
 
   it('serve the oldest pending webhook delivery of the same count as webhook_deliveries_pending, in one scrape', async () => {

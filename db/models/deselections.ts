@@ -95,3 +95,11 @@ export async function advanceDeselection(tx: Queryable, connectionId: string, un
     [connectionId, unit.resourceType, unit.idPrefix, afterId],
   );
 }
+
+/** How many deselections are pending, and the age in seconds of the oldest (0 when none): one statement. */
+export async function findDeselectionBacklog(db: Queryable): Promise<{ pending: number; oldestSeconds: number }> {
+  const { rows } = await db.query<{ pending: number; oldest_seconds: number }>(
+    `select count(*)::int as pending, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_seconds from pending_deselections`,
+  );
+  return { pending: rows[0]!.pending, oldestSeconds: rows[0]!.oldest_seconds };
+}
