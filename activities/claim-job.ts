@@ -14,7 +14,7 @@ import { startDeliveriesSoon } from './webhook-deliveries';
 
 /**
  * Claims a job for the workflow `workflowId`: `queued|retrying → running` under
- * `FOR NO KEY UPDATE SKIP LOCKED`. A job already running under the same workflow id is claimed again
+ * `FOR NO KEY UPDATE SKIP LOCKED`, its open tasks' rows locked first (`lockJobForClaim`). A job already running under the same workflow id is claimed again
  * (a retried activity, or the same job workflow resuming); a job claimed by anyone else, locked
  * by another claimer, or finished is not run twice: null. A disabled connection runs no job (the
  * job is cancelled), and a paused one starts none (a queued job is cancelled; one already

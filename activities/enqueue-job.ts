@@ -10,7 +10,10 @@ import type { ActivityDeps } from './deps';
  * Enqueues a job in one transaction: lock the connection `FOR NO KEY UPDATE SKIP LOCKED` (locked
  * elsewhere → skip), skip it when not active or breaker-paused, insert the job guarded by the
  * partial unique index (conflict → the existing active job), and write `next_run_at` and
- * `last_jitter_seconds` into `metadata.sync` in the same transaction.
+ * `last_jitter_seconds` into `metadata.sync` in the same transaction. No weaker lock: a page being
+ * stored holds the row FOR SHARE (the enqueue then skips), but FOR KEY SHARE would let a disable
+ * commit between the status check and the insert, and under FOR SHARE the metadata write waits for
+ * a requested job's share lock while that request waits for this job in the one-active-job index.
  */
 export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
   const { pool, logger, metrics } = deps;

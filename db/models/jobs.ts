@@ -322,12 +322,21 @@ export interface ClaimRow {
   connection_status: ConnectionStatus;
 }
 
-/** Locks job `id` `FOR NO KEY UPDATE SKIP LOCKED`; null when it is missing or locked by another claimer. */
+/**
+ * Locks job `id` `FOR NO KEY UPDATE SKIP LOCKED`; null when it is missing or locked by another
+ * claimer. Its open tasks' rows are locked first (FOR NO KEY UPDATE, waiting for a holder), by the
+ * one-time filter below: a claim its connection refuses cancels the job with those tasks, and every
+ * path that writes a job's tasks and the job takes the tasks' rows first (a page's statement, the
+ * reconcile tick or a cleanup failing the job, a retry, a cancel); a claim holding the job's row
+ * while it waited for a task's deadlocked with them.
+ */
 export async function lockJobForClaim(tx: PoolClient, id: string): Promise<ClaimRow | null> {
   const { rows } = await tx.query<ClaimRow>(
-    `select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status
+    `with open_tasks as (select t.id from sync_tasks t where t.job_id = $1 and t.status in (${OPEN_TASKS}) order by t.id for no key update)
+     select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status
        from sync_jobs j join connections c on c.id = j.connection_id
-      where j.id = $1 for no key update of j skip locked`,
+      where j.id = $1 and (select count(*) from open_tasks) >= 0
+      for no key update of j skip locked`,
     [id],
   );
   return rows[0] ?? null;
@@ -546,9 +555,10 @@ export async function addFailedTasks(tx: Queryable, ids: string[], counts: numbe
 
 /**
  * Locks the jobs that have a `processing` task with no heartbeat since `cutoff`, in id order.
- * Lock order is job, then task, as everywhere else; SKIP LOCKED means the reaper never waits on a
- * lock and takes part in no deadlock; FOR NO KEY UPDATE (what the later UPDATE takes anyway) does
- * not conflict with FK checks of rows being inserted for the job.
+ * The reaper takes the job's row and then its tasks' (the reverse of every path that waits: tasks
+ * first), which is safe only because both are SKIP LOCKED: it never waits on a lock and takes part
+ * in no deadlock; FOR NO KEY UPDATE (what the later UPDATE takes anyway) does not conflict with FK
+ * checks of rows being inserted for the job.
  */
 export async function lockJobsWithStaleTasks(tx: PoolClient, cutoff: Date): Promise<string[]> {
   const { rows } = await tx.query<{ id: string }>(
