@@ -164,7 +164,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     }),
   );
   const guarded = [
-    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }),
+    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit, trustedProxies: deps.trustedProxies ?? [] }),
     // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
     // from, which serves no request), counts as pg's default of 10.
     tenantTurns(tenantRequestsInFlight((deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10)),
