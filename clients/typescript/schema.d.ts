@@ -857,7 +857,7 @@ export interface components {
                  * @example not_found
                  * @enum {string}
                  */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "unavailable" | "internal" | "error";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "busy" | "unavailable" | "internal" | "error";
                 /** @example no job with that id */
                 message: string;
             } & {
@@ -2009,7 +2009,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2152,7 +2152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2292,7 +2292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2402,7 +2402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2547,7 +2547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2661,7 +2661,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2775,7 +2775,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2880,7 +2880,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3014,7 +3014,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3186,7 +3186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3369,7 +3369,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3503,7 +3503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3647,7 +3647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3761,7 +3761,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3906,7 +3906,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4024,7 +4024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4155,7 +4155,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4265,7 +4265,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4361,7 +4361,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4497,7 +4497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4611,7 +4611,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4728,7 +4728,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4855,7 +4855,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4969,7 +4969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5096,7 +5096,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5236,7 +5236,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5357,7 +5357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5467,7 +5467,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5589,7 +5589,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5723,7 +5723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5837,7 +5837,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5942,7 +5942,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -6069,7 +6069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -6195,7 +6195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -6312,7 +6312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
