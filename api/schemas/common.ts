@@ -112,6 +112,23 @@ export const IdParams = z.object({
   id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'id', in: 'path' }, example: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10' }),
 });
 
+/**
+ * The longest tenant id: 128 characters. One limit for every route that takes a tenant id (path,
+ * query or body), so no tenant can have a webhook, an OAuth app or a key it could never have a
+ * connection for; the columns are text, this is the rule.
+ */
+export const MAX_TENANT_ID_CHARS = 128;
+
+/** A tenant id, wherever a request names one: 1–128 characters. */
+export const TenantIdSchema = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .max(MAX_TENANT_ID_CHARS, `must be at most ${MAX_TENANT_ID_CHARS} characters`)
+  .openapi({ example: 'acme' });
+
+/** The optional `tenant_id` query parameter of a listing. */
+export const TenantIdQuery = (description?: string) => TenantIdSchema.optional().openapi({ param: { name: 'tenant_id', in: 'query' }, ...(description && { description }) });
+
 /** Page size of listings: 1–200, default 50. */
 export const LimitQuery = z.coerce
   .number({ error: 'must be an integer between 1 and 200' })

@@ -1647,6 +1647,7 @@ export interface components {
             created_at: string;
         };
         CreateWebhook: {
+            /** @example acme */
             tenant_id: string;
             /**
              * Format: uri
@@ -1798,6 +1799,7 @@ export interface components {
             updated_at: string;
         };
         CreateOAuthApp: {
+            /** @example acme */
             tenant_id: string;
             name: string;
             client_id: string;
