@@ -124,8 +124,9 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
  * `no-store`, so no cache or proxy keeps a tenant's data. Every error is JSON
  * `{error: {code, message}}`: 400 for schema violations, 401, 403, 404, 409, 413 over 1 MiB, 429,
- * 502/504 when an immediate sync's provider failed or its deadline passed, 503 when Postgres or
- * Temporal is unreachable, 500 otherwise (never a stack, statement or internal detail).
+ * 502/504 when an immediate sync's provider failed or its deadline passed, 503 when the database
+ * pool had no free connection in time (`busy`) or Postgres or Temporal is unreachable
+ * (`unavailable`), 500 otherwise (never a stack, statement or internal detail).
  */
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({
@@ -164,7 +165,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     }),
   );
   const guarded = [
-    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit }),
+    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit, trustedProxies: deps.trustedProxies ?? [] }),
     // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
     // from, which serves no request), counts as pg's default of 10.
     tenantTurns(tenantRequestsInFlight((deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10)),

@@ -4,6 +4,7 @@ import type { CommandDeps } from '../commands/deps';
 import type { Shutdown } from '../lib/shutdown';
 import { immediateTaskQueue, providerPolicy, type Config, tenantLimits } from '../lib/config';
 import type { Logger } from '../lib/logger';
+import type { TrustedProxies } from '../lib/client-address';
 import type { BucketLimits } from '../policy/token-bucket';
 
 /** What the API needs from the process: the commands' dependencies, a metrics registry, a logger. */
@@ -18,6 +19,8 @@ export interface ApiDeps extends CommandDeps {
   rateLimit?: BucketLimits;
   /** Failed tenant-key lookups per client address (API_AUTH_FAILURES_PER_MINUTE); unset, no limit. */
   authFailureLimit?: BucketLimits;
+  /** TRUSTED_PROXIES: the reverse proxies whose X-Forwarded-For names the client that limit counts; unset or empty, none. */
+  trustedProxies?: TrustedProxies;
   /** Extra metrics text appended to `/metrics` (the Temporal SDK's own worker metrics). */
   extraMetrics?: () => Promise<string>;
 }
@@ -25,12 +28,13 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'feedPageMaxBytes'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'trustedProxies' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'feedPageMaxBytes'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
     rateLimit: { ratePerSecond: config.API_RATE_LIMIT_PER_SECOND, burst: config.API_RATE_LIMIT_BURST },
     authFailureLimit: { ratePerSecond: config.API_AUTH_FAILURES_PER_MINUTE / 60, burst: config.API_AUTH_FAILURES_PER_MINUTE },
+    trustedProxies: config.TRUSTED_PROXIES,
     maxIntervalSeconds: config.MAX_OVERRIDDEN_INTERVAL_SECONDS,
     immediateSyncTimeoutMs: config.IMMEDIATE_SYNC_TIMEOUT_SECONDS * 1000,
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,

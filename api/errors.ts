@@ -28,7 +28,8 @@ export function errorBody(code: ApiErrorCode, message: string, details?: Record<
 
 /**
  * Answers `err` as JSON: its own status for an ApiError, the status of its refusal for a command
- * that refused, 503 when a server is unreachable, else 500.
+ * that refused, 503 `busy` when no connection of the pool was free in time, 503 `unavailable` when a
+ * server is unreachable (each with Retry-After), else 500.
  */
 export function errorResponse(c: Context, err: unknown): Response {
   if (err instanceof ApiError) return c.json(errorBody(err.code, err.message, err.details), err.status);
@@ -46,18 +47,44 @@ export function errorResponse(c: Context, err: unknown): Response {
     const code = err.status === 400 ? 'invalid_request' : err.status === 413 ? 'payload_too_large' : 'error';
     return c.json(errorBody(code, err.message || 'bad request'), err.status);
   }
+  if (poolExhausted(err)) {
+    c.header('Retry-After', String(RETRY_AFTER_SECONDS));
+    return c.json(errorBody('busy', DATABASE_BUSY_MESSAGE), 503);
+  }
   const unavailable = unavailableServer(err);
   if (unavailable) {
-    c.header('Retry-After', '5');
+    c.header('Retry-After', String(RETRY_AFTER_SECONDS));
     return c.json(errorBody('unavailable', `${unavailable} is unreachable; try again shortly`), 503);
   }
   return c.json(errorBody('internal', 'internal error'), 500);
 }
 
+/** Seconds a 503 asks the client to wait before trying again. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** What a request that found no free connection of the API's pool is told. */
+export const DATABASE_BUSY_MESSAGE = 'the database is busy (every connection of this API process is in use); try again shortly';
+
+/**
+ * node-postgres's pool refuses a request with this when it waited its whole connection timeout
+ * for a connection while the pool held its maximum (every connection checked out, or being
+ * opened): the pool was busy. A connection that could not be opened fails otherwise (a network
+ * errno, or "Connection terminated due to connection timeout").
+ */
+const POOL_EXHAUSTED = 'timeout exceeded when trying to connect';
+
+/** Whether `err` (or one of its causes) is the pool's refusal after waiting for a free connection. */
+export function poolExhausted(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { message?: unknown }).message === POOL_EXHAUSTED) return true;
+  }
+  return false;
+}
+
 // Network-level failures of pg (node errno codes, pool/connection messages) and Postgres' own
 // "cannot connect now" family (SQLSTATE class 08, 57P01–57P03).
 const PG_NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
-const PG_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly/i;
+const PG_MESSAGES = /Connection terminated|Client has encountered a connection error|Connection ended unexpectedly/i;
 // gRPC status codes of an unreachable or overloaded Temporal frontend: UNAVAILABLE, DEADLINE_EXCEEDED.
 const GRPC_UNAVAILABLE = new Set([14, 4]);
 

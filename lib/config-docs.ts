@@ -80,7 +80,12 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   API_RATE_LIMIT_BURST: { meaning: M_API_RATE_LIMIT_PER_SECOND },
   API_AUTH_FAILURES_PER_MINUTE: {
     meaning:
-      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute (a lookup holds a token while it runs, given back when the key is found, so no more run at once from one address: one beyond them waits for those in flight, and a burst of valid keys is never refused); once failed lookups have spent it a tenant key from that address answers 429 with `Retry-After` before any lookup (behind a balancer its address is the one counted; the admin key is never held back)',
+      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute (a lookup holds a token while it runs, given back when the key is found, so no more run at once from one address: one beyond them waits for those in flight, and a burst of valid keys is never refused); once failed lookups have spent it a tenant key from that address answers 429 with `Retry-After` before any lookup (an IPv6 address counts as its /64; behind a reverse proxy its address is the one counted unless `TRUSTED_PROXIES` names it; the admin key is never held back)',
+  },
+  TRUSTED_PROXIES: {
+    shown: 'none',
+    meaning:
+      'the reverse proxies in front of the API (IP addresses and CIDR ranges, comma-separated, e.g. `10.0.0.0/8,fd00::/8`; what the API sees as the TCP peer of the proxy\'s requests). A request whose peer is one of them is counted, for `API_AUTH_FAILURES_PER_MINUTE`, as the rightmost `X-Forwarded-For` entry that is not one of them (the proxy must append the address it took the request from, as Caddy and nginx\'s `$proxy_add_x_forwarded_for` do); unset, the TCP peer is the client and `X-Forwarded-For` is never read, whoever sends it. IPv6 clients are counted per /64 ([security](security.md))',
   },
   FEED_PAGE_MAX_BYTES: {
     meaning:

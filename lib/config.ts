@@ -5,6 +5,7 @@ import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limits';
 import { adminKeyProblem } from './admin-key';
+import { parseTrustedProxies } from './client-address';
 import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
 
 /**
@@ -142,6 +143,20 @@ export const envSchema = z
     // Failed lookups of well-formed tenant keys per client address and API process: that many at
     // once, refilled at that many a minute; beyond it such keys from the address answer 429.
     API_AUTH_FAILURES_PER_MINUTE: positiveInt(30),
+    // The reverse proxies (IP addresses and CIDR ranges, comma-separated) whose X-Forwarded-For
+    // names the client that limit counts; unset or empty, none: the TCP peer is the client and
+    // X-Forwarded-For is never read (lib/client-address.ts).
+    TRUSTED_PROXIES: z
+      .string()
+      .default('')
+      .transform((list, ctx) => {
+        try {
+          return parseTrustedProxies(list);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+          return z.NEVER;
+        }
+      }),
     // The byte budget of one page of the records feed: a page stops before the record whose data
     // would pass it (one record always comes, however large).
     FEED_PAGE_MAX_BYTES: positiveInt(DEFAULT_FEED_PAGE_MAX_BYTES),

@@ -156,6 +156,7 @@ export const API_ERROR_CODES = [
   'rate_limited',
   'sync_failed',
   'timeout',
+  'busy',
   'unavailable',
   'internal',
   'error',

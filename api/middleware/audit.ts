@@ -3,12 +3,10 @@ import type { CommandDeps } from '../../commands/deps';
 import { ownerOf, recordAudit } from '../../commands/tenancy';
 import type { ApiEnv } from '../env';
 import { unstorableIn } from '../../policy/storable-text';
+import { MAX_TENANT_ID_CHARS } from '../schemas/common';
 import { jsonObjectBody, pathResource, safeDecode } from './tenant-scope';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The longest tenant id any route takes (a webhook's or an OAuth app's `tenant_id`). */
-const MAX_TENANT_ID_CHARS = 200;
 
 /**
  * A tenant id a request named, as its audit entry keeps it: null for text no tenant can have

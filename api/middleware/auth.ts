@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
+import { addressBucket, clientAddress, type TrustedProxies } from '../../lib/client-address';
 import { authenticateTenantKey, tenantKeyPrefix } from '../../commands/tenancy';
 import type { CommandDeps } from '../../commands/deps';
 import type { BucketLimits } from '../../policy/token-bucket';
@@ -21,13 +22,18 @@ const unauthorized = (c: Context) => {
   return c.json(errorBody('unauthorized', 'a valid API key is required: Authorization: Bearer <key>'), 401);
 };
 
-/** The address of the client's TCP connection (the balancer's, behind one); `unknown` without a socket. */
-function clientAddress(c: Context): string {
+/**
+ * The bucket of the client a request comes from (`addressBucket`: an IPv6 client by its /64): the
+ * TCP peer, or when that is a trusted proxy the client its X-Forwarded-For names (`clientAddress`).
+ */
+function clientBucket(c: Context, trusted: TrustedProxies): string {
+  let socket: string | undefined;
   try {
-    return getConnInfo(c).remote.address ?? 'unknown';
+    socket = getConnInfo(c).remote.address;
   } catch {
-    return 'unknown';
+    socket = undefined;
   }
+  return addressBucket(clientAddress(socket, c.req.header('x-forwarded-for'), trusted));
 }
 
 const rateLimited = (c: Context, retryAfterSeconds: number, message: string) => {
@@ -41,6 +47,8 @@ export interface AuthLimits {
   requests?: BucketLimits;
   /** Failed tenant-key lookups per client address (API_AUTH_FAILURES_PER_MINUTE). */
   failures?: BucketLimits;
+  /** The reverse proxies whose X-Forwarded-For names the client `failures` counts (TRUSTED_PROXIES); none by default. */
+  trustedProxies?: TrustedProxies;
 }
 
 /**
@@ -98,7 +106,8 @@ class AddressLookups {
  * someone's prefix takes nothing from their bucket beyond its own lookup.
  *
  * Each lookup of a well-formed tenant key also takes a token from a bucket of the client's
- * address (`limits.failures`), given back when the key is found: only failed lookups spend it,
+ * address (`limits.failures`; the TCP peer, or behind a proxy of `limits.trustedProxies` the
+ * client its X-Forwarded-For names; an IPv6 client by its /64), given back when the key is found: only failed lookups spend it,
  * and no more lookups than it holds are in flight at once (a lookup finding it empty while others
  * of its address are in flight waits for them: `AddressLookups`). Once failed lookups have emptied
  * it, a tenant key from that address is answered 429 before any lookup, so guessed keys cannot
@@ -128,7 +137,7 @@ export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: strin
     // token when no key was found, the address's when one was).
     const wait = requests?.take(bucket) ?? null;
     if (wait !== null) return overRate(c, wait);
-    const address = failures ? clientAddress(c) : '';
+    const address = failures ? clientBucket(c, limits.trustedProxies ?? []) : '';
     const failing = lookups ? await lookups.take(address) : null;
     if (failing !== null) {
       requests?.give(bucket);

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { API_ERROR_CODES, SYNC_MODES, type ApiErrorCode } from '../../policy/vocabulary';
+import { DATABASE_BUSY_MESSAGE } from '../errors';
 
 /** `{error: {code, message}}`, the body of every error answer. */
 export const ErrorSchema = z
@@ -43,6 +44,7 @@ const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   rate_limited: 'too many requests for this API key; retry in 1 s',
   sync_failed: 'the sync failed: the provider answered 502',
   timeout: 'the immediate sync did not finish within 60 s (IMMEDIATE_SYNC_TIMEOUT_SECONDS) and was cancelled; what it fetched is stored',
+  busy: DATABASE_BUSY_MESSAGE,
   unavailable: 'Postgres is unreachable; try again shortly',
   internal: 'internal error',
   error: 'bad request',
@@ -71,7 +73,14 @@ export const errorResponses = {
   413: errorAnswer('Body larger than 1 MiB', 'payload_too_large'),
   429: { ...errorAnswer('This API key exceeded its request rate; retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this key has a request again') },
   500: errorAnswer('An unexpected error (never with a stack, statement or internal detail; the API logs it)', 'internal'),
-  503: { ...errorAnswer('Postgres or Temporal is unreachable; retry after `Retry-After` seconds', 'unavailable'), headers: retryAfter('Seconds to wait before trying again') },
+  503: {
+    ...errorAnswer(
+      'Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds',
+      'busy',
+      'unavailable',
+    ),
+    headers: retryAfter('Seconds to wait before trying again'),
+  },
 } as const;
 
 /** Error answers of authenticated routes that take a JSON body. */
@@ -102,6 +111,23 @@ export const jsonAnswer = <T extends z.ZodType>(schema: T, description: string) 
 export const IdParams = z.object({
   id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'id', in: 'path' }, example: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10' }),
 });
+
+/**
+ * The longest tenant id: 128 characters. One limit for every route that takes a tenant id (path,
+ * query or body), so no tenant can have a webhook, an OAuth app or a key it could never have a
+ * connection for; the columns are text, this is the rule.
+ */
+export const MAX_TENANT_ID_CHARS = 128;
+
+/** A tenant id, wherever a request names one: 1–128 characters. */
+export const TenantIdSchema = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .max(MAX_TENANT_ID_CHARS, `must be at most ${MAX_TENANT_ID_CHARS} characters`)
+  .openapi({ example: 'acme' });
+
+/** The optional `tenant_id` query parameter of a listing. */
+export const TenantIdQuery = (description?: string) => TenantIdSchema.optional().openapi({ param: { name: 'tenant_id', in: 'query' }, ...(description && { description }) });
 
 /** Page size of listings: 1–200, default 50. */
 export const LimitQuery = z.coerce

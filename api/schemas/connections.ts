@@ -14,6 +14,8 @@ import {
   ResourceTypesSchema,
   sizeRule,
   SyncModeSchema,
+  TenantIdQuery,
+  TenantIdSchema,
 } from './common';
 
 /** An app key: letters, digits, `_` and `-`, 1–64 characters. */
@@ -24,9 +26,6 @@ export const AppKeySchema = z
   .string({ error: 'must be a string' })
   .regex(APP_KEY_PATTERN, 'must be 1–64 letters, digits, underscores or hyphens')
   .openapi({ example: 'acme-github' });
-
-/** A tenant id. */
-export const TenantIdSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'must be at most 128 characters').openapi({ example: 'acme' });
 
 /** The schema knows no deployment: the command checks MAX_OVERRIDDEN_INTERVAL_SECONDS. */
 const NO_DEPLOYMENT_MAXIMUM = { maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY };
@@ -267,7 +266,7 @@ export const ConnectionDetailSchema = ConnectionSchema.extend({
 
 /** `GET /connections` query. */
 export const ListConnectionsQuery = z.object({
-  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  tenant_id: TenantIdQuery(),
   provider: z.string().optional().openapi({ param: { name: 'provider', in: 'query' } }),
   status: z.enum(CONNECTION_STATUSES).optional().openapi({ param: { name: 'status', in: 'query' } }),
   limit: LimitQuery,

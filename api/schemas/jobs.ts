@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, TASK_STATUSES } from '../../policy/vocabulary';
-import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, ResourceTypesSchema, sizeRule } from './common';
+import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, ResourceTypesSchema, sizeRule, TenantIdQuery } from './common';
 
 /** What a job or task did to records: rows inserted (or back from a tombstone), changed, tombstoned, and seen unchanged. */
 export const RecordCountsSchema = z
@@ -67,7 +67,7 @@ export const JobQuery = z.object({
 /** `GET /jobs` query. */
 export const ListJobsQuery = z.object({
   connection_id: z.uuid({ error: 'must be a UUID' }).optional().openapi({ param: { name: 'connection_id', in: 'query' } }),
-  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  tenant_id: TenantIdQuery(),
   status: z.enum(JOB_STATUSES).optional().openapi({ param: { name: 'status', in: 'query' } }),
   job_type: z.enum(SYNC_MODES).optional().openapi({ param: { name: 'job_type', in: 'query' } }),
   trigger: z.enum(JOB_TRIGGERS).optional().openapi({ param: { name: 'trigger', in: 'query' } }),

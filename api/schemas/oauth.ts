@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { CursorQuery, LimitQuery } from './common';
+import { CursorQuery, LimitQuery, TenantIdQuery, TenantIdSchema } from './common';
 
 const httpUrl = (description: string) =>
   z
@@ -13,7 +13,7 @@ const secretText = (max: number) => z.string().min(1, 'must not be empty').max(m
 /** `POST /oauth-apps` body, strict. */
 export const CreateOAuthAppBody = z
   .strictObject({
-    tenant_id: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    tenant_id: TenantIdSchema,
     name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -'),
     client_id: secretText(500),
     client_secret: secretText(2000).openapi({ description: 'Sealed at rest; never shown again, in no answer' }),
@@ -56,7 +56,7 @@ export const OAuthAppSchema = z
 export const OAuthAppPageSchema = z.object({ items: z.array(OAuthAppSchema), next_cursor: z.string().nullable() }).openapi('OAuthAppPage');
 
 /** `GET /oauth-apps` query. */
-export const ListOAuthAppsQuery = z.object({ tenant_id: z.string().optional(), limit: LimitQuery, cursor: CursorQuery });
+export const ListOAuthAppsQuery = z.object({ tenant_id: TenantIdQuery(), limit: LimitQuery, cursor: CursorQuery });
 
 /** `POST /connections/{id}/oauth/authorize` body. */
 export const AuthorizeBody = z

@@ -1,7 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import { ACTIVE_JOB_STATUSES } from '../../policy/vocabulary';
 import { ResourceTypesSchema, SyncModeSchema } from './common';
-import { AppKeySchema, TenantIdSchema } from './connections';
+import { TenantIdSchema } from './common';
+import { AppKeySchema } from './connections';
 
 /** `POST /sync` body. */
 export const SyncBody = z

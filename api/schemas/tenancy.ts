@@ -1,12 +1,10 @@
 import { z } from '@hono/zod-openapi';
 import { KEY_SCOPES, PURGE_STATUSES } from '../../policy/vocabulary';
 import { MAX_TENANT_LIMIT } from '../../policy/tenant-limits';
-import { CursorQuery, LimitQuery, NullableTime } from './common';
-import { TenantIdSchema } from './connections';
+import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema } from './common';
 
 /** The `tenant_id` path parameter of a tenant's API keys. */
 export const TenantParams = z.object({
-  // The same rule as a connection's tenant_id: a key of a longer one could never make a connection.
   tenant_id: TenantIdSchema.openapi({ param: { name: 'tenant_id', in: 'path' }, example: 'acme' }),
 });
 
@@ -51,7 +49,7 @@ export const ApiKeyListSchema = z.object({ items: z.array(ApiKeySchema) }).opena
 
 /** `GET /audit` query. */
 export const AuditQuery = z.object({
-  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' }, description: "The tenant's own calls, and other tenants' refused calls aimed at it" }),
+  tenant_id: TenantIdQuery("The tenant's own calls, and other tenants' refused calls aimed at it"),
   limit: LimitQuery,
   cursor: CursorQuery,
 });

@@ -1,11 +1,11 @@
 import { z } from '@hono/zod-openapi';
 import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../policy/vocabulary';
-import { CursorQuery, LimitQuery, NullableTime } from './common';
+import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema } from './common';
 
 /** `POST /webhooks` body, strict: unknown keys are rejected. */
 export const CreateWebhookBody = z
   .strictObject({
-    tenant_id: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    tenant_id: TenantIdSchema,
     url: z
       .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
       .max(2000, 'must be at most 2000 characters')
@@ -43,7 +43,7 @@ export const CreatedWebhookSchema = WebhookSchema.extend({
 
 /** `GET /webhooks` query. */
 export const ListWebhooksQuery = z.object({
-  tenant_id: z.string().optional().openapi({ param: { name: 'tenant_id', in: 'query' } }),
+  tenant_id: TenantIdQuery(),
   limit: LimitQuery,
   cursor: CursorQuery,
 });

@@ -857,7 +857,7 @@ export interface components {
                  * @example not_found
                  * @enum {string}
                  */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "unavailable" | "internal" | "error";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "busy" | "unavailable" | "internal" | "error";
                 /** @example no job with that id */
                 message: string;
             } & {
@@ -1647,6 +1647,7 @@ export interface components {
             created_at: string;
         };
         CreateWebhook: {
+            /** @example acme */
             tenant_id: string;
             /**
              * Format: uri
@@ -1798,6 +1799,7 @@ export interface components {
             updated_at: string;
         };
         CreateOAuthApp: {
+            /** @example acme */
             tenant_id: string;
             name: string;
             client_id: string;
@@ -2009,7 +2011,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2152,7 +2154,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2292,7 +2294,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2402,7 +2404,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2547,7 +2549,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2661,7 +2663,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2775,7 +2777,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -2880,7 +2882,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3014,7 +3016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3186,7 +3188,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3369,7 +3371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3503,7 +3505,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3647,7 +3649,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3761,7 +3763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3906,7 +3908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4024,7 +4026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4155,7 +4157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4265,7 +4267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4361,7 +4363,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4497,7 +4499,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4611,7 +4613,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4728,7 +4730,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4855,7 +4857,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4969,7 +4971,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5096,7 +5098,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5236,7 +5238,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5357,7 +5359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5467,7 +5469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5589,7 +5591,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5723,7 +5725,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5837,7 +5839,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5942,7 +5944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -6069,7 +6071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -6195,7 +6197,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -6312,7 +6314,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Postgres or Temporal is unreachable; retry after `Retry-After` seconds */
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
