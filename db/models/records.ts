@@ -86,11 +86,13 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * Duplicate ids within a page are written once (Postgres cannot upsert one row twice in a
  * statement) and count once: the newest by change time, of equals (or without one) the last.
  *
- * A record the page serves unchanged while a full pass of its resource type is running (one other
- * than the page's own: `seenBy`, `progress`) is noted confirmed (`confirmed_at`, the database's
- * now(), once per such pass whatever its change time), so that pass's deletion step leaves it
- * alone: its listing may have missed the record (gone for a moment, or a listing that shifts), and
- * a fetch after the pass began found it alive. The pass's start is the database's clock too.
+ * A record the page writes, or serves unchanged, while a full pass of its resource type is running
+ * (one other than the page's own: `seenBy`, `progress`) is noted confirmed (`confirmed_at`, the
+ * database's now(); one served unchanged once per such pass, whatever its change time), so that
+ * pass's deletion step leaves it alone: its listing may have missed the record (gone for a moment,
+ * created behind its position, or a listing that shifts), and a fetch after the pass began found it
+ * alive. The pass's start is the database's clock too: the worker's (`at`, `fetchedAt`) decides
+ * nothing here.
  *
  * With `seenBy` (a full pass's task), the same statement adds to that task's seen-set the page's
  * ids that its deletion step could otherwise judge: every id except those this statement wrote at
@@ -178,12 +180,23 @@ export async function upsertRecords(
           fresh as (select from feed_lock
                      where ($15::bigint is null or coalesce((select same from config), false)) and not exists (select 1 from behind)),
           page as (select r.* from fresh, served r),
+          -- The full passes of the type running beside this page (not the page's own: $7, $9), by
+          -- the statement's snapshot. A record this page writes, or serves unchanged, is noted
+          -- confirmed (confirmed_at, the database's now(), as their start): their listings may have
+          -- missed it, and their deletion steps judge no record confirmed at or after their start
+          -- (see CANDIDATES), whatever the clock of the worker that fetched the page. Their jobs
+          -- are unfinished (finished_at null: the index on connection, type and finish finds them).
+          beside as (select t.started_at from sync_tasks t join sync_jobs j on j.id = t.job_id
+                      where j.connection_id = $1 and j.job_type = ${MODE.full} and j.finished_at is null
+                        and t.resource_type = $2 and t.status = ${TASK.processing}
+                        and t.id is distinct from $7::uuid and t.id is distinct from $9::uuid),
           written as (
-       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at)
-       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8
+       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at, confirmed_at)
+       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8, case when exists (select 1 from beside) then now() end
          from page r
        on conflict (connection_id, resource_type, external_id) do update
           set data = excluded.data, source_updated_at = excluded.source_updated_at, fetched_at = excluded.fetched_at,
+              confirmed_at = coalesce(excluded.confirmed_at, records.confirmed_at),
               last_seen_job_id = excluded.last_seen_job_id, synced_at = greatest(records.synced_at, excluded.synced_at),
               change_seq = nextval('records_change_seq'),
               change = case when records.deleted_at is null then ${CHANGE.update} else ${CHANGE.insert} end,
@@ -218,13 +231,8 @@ export async function upsertRecords(
           -- still costs no write. Nothing reads this CTE, so it runs after the main query, which
           -- has read written whole: a row is never updated here before the upsert meets it.
           --
-          -- A record served unchanged while a full pass of the type runs (not this page's own
-          -- pass) is also noted confirmed (confirmed_at, the database's clock, once per such pass
-          -- whatever its change time): that pass's listing may have missed it, and its deletion
-          -- step judges no record confirmed at or after its start (see CANDIDATES).
-          beside as (select t.started_at from sync_tasks t join sync_jobs j on j.id = t.job_id
-                      where j.connection_id = $1 and j.job_type = ${MODE.full} and t.resource_type = $2 and t.status = ${TASK.processing}
-                        and t.id is distinct from $7::uuid and t.id is distinct from $9::uuid),
+          -- A record served unchanged while a full pass of the type runs beside (see beside) is
+          -- also noted confirmed, once per such pass whatever its change time.
           confirmed as (
        update records r
           set fetched_at = case when ${MOVES_FETCHED_AT} then $8::timestamptz else r.fetched_at end,
@@ -283,9 +291,10 @@ const CANDIDATES = `r.connection_id = $1 and r.resource_type = $2 and r.deleted_
 /**
  * Up to `limit` of the records a full pass (task `taskId`) may delete, by id: live records of
  * `resourceType` it did not see, written before the pass began (a record written by a job running
- * beside it is not the pass's to judge), not confirmed alive unchanged by a page of another pass
- * stored since the pass began (`confirmed_at`, see `upsertRecords`: that fetch is later news than
- * the listing that missed the record, or else the pass leaves it to the next full pass to judge)
+ * beside it is not the pass's to judge; `synced_at` is a worker's clock, so also none written or
+ * served unchanged by a page of another job stored since the pass began, `confirmed_at` by the
+ * database's clock, see `upsertRecords`: that fetch is later news than the listing that missed the
+ * record, or else the pass leaves it to the next full pass to judge)
  * and changed at the provider before `changedBefore` (the
  * pass start less the clock skew: a record changed during the pass was alive then, whatever the
  * listing served). The least recently fetched come first (never fetched since `fetched_at` was
