@@ -24,7 +24,8 @@
 //   declares its listing consistent (`consistentListing`: what it lacks was absent from the
 //   provider at some time during the pass, and the pass held no cursor), or when `recheck`
 //   confirms the record gone. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
-//   after the pass start are never tombstoned on the pass's word.
+//   after the pass start are never tombstoned on the pass's word, nor those another job's page
+//   wrote or served unchanged and stored after the pass start (found alive after the listing went by).
 // - Conditional requests. A stored validator (ETag) may skip only the page it validates: the
 //   connector stores with it what comes after that page (`next`), and on a 304 continues there.
 

@@ -15,6 +15,7 @@ import {
   RECORD_CHANGES,
   REQUESTED_TRIGGERS,
   SCHEDULER_TRIGGERS,
+  SYNC_MODES,
   TASK_STATUSES,
 } from '../policy/vocabulary';
 
@@ -37,6 +38,8 @@ export const JOB = sqlWords(JOB_STATUSES);
 export const TRIGGER = sqlWords(JOB_TRIGGERS);
 /** Task statuses as SQL literals. */
 export const TASK = sqlWords(TASK_STATUSES);
+/** Sync modes (a job's `job_type`) as SQL literals: `${MODE.full}` is `'full'`. */
+export const MODE = sqlWords(SYNC_MODES);
 /** Connection statuses as SQL literals. */
 export const CONNECTION = sqlWords(CONNECTION_STATUSES);
 /** Credential kinds as SQL literals. */

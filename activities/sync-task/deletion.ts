@@ -41,8 +41,7 @@ export async function confirmDeletions(
   const { pool } = deps;
   const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
   // Nothing to re-check: a consistent listing's word stands; without one nothing is confirmed gone
-  // (a record that becomes a candidate before the deletion step, written meanwhile by a job whose
-  // clock is behind the database's, was never looked up).
+  // (none was looked up).
   if (candidates.length === 0) return consistent ? { except: [] } : { only: [] };
   const fetchedAt = new Date();
   const answer = await connector.recheck({ ...request, externalIds: candidates });

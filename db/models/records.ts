@@ -6,7 +6,7 @@ import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { CHANGE, PURGE, TASK } from '../sql';
+import { CHANGE, MODE, PURGE, TASK } from '../sql';
 import type { PartitionProgress } from './tasks';
 
 /** Two-key advisory locks in this class are the per-connection change-feed locks. */
@@ -60,6 +60,13 @@ export interface PageProgress {
   partitions: PartitionProgress;
 }
 
+/** Whether a page fetched at $8 serving stored row `r` unchanged moves its fetch time (the `confirmed` CTE). */
+const MOVES_FETCHED_AT = `((r.fetched_at is null or r.fetched_at < $8::timestamptz)
+          and (r.source_updated_at is null or r.fetched_at is null or r.fetched_at < r.source_updated_at + interval '2 days'))`;
+
+/** Whether a page serving stored row `r` unchanged notes it confirmed for a full pass running beside it (the `confirmed` CTE). */
+const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is null or r.confirmed_at < b.started_at)`;
+
 /**
  * Upserts one page of records in one statement, which takes the connection's change-feed lock
  * before it writes (the rows to write are read through the lock's CTE, so it is held before any
@@ -78,6 +85,14 @@ export interface PageProgress {
  * before a full pass's deletion step and written after it is older news than the tombstone.
  * Duplicate ids within a page are written once (Postgres cannot upsert one row twice in a
  * statement) and count once: the newest by change time, of equals (or without one) the last.
+ *
+ * A record the page writes, or serves unchanged, while a full pass of its resource type is running
+ * (one other than the page's own: `seenBy`, `progress`) is noted confirmed (`confirmed_at`, the
+ * database's now(); one served unchanged once per such pass, whatever its change time), so that
+ * pass's deletion step leaves it alone: its listing may have missed the record (gone for a moment,
+ * created behind its position, or a listing that shifts), and a fetch after the pass began found it
+ * alive. The pass's start is the database's clock too: the worker's (`at`, `fetchedAt`) decides
+ * nothing here.
  *
  * With `seenBy` (a full pass's task), the same statement adds to that task's seen-set the page's
  * ids that its deletion step could otherwise judge: every id except those this statement wrote at
@@ -165,12 +180,23 @@ export async function upsertRecords(
           fresh as (select from feed_lock
                      where ($15::bigint is null or coalesce((select same from config), false)) and not exists (select 1 from behind)),
           page as (select r.* from fresh, served r),
+          -- The full passes of the type running beside this page (not the page's own: $7, $9), by
+          -- the statement's snapshot. A record this page writes, or serves unchanged, is noted
+          -- confirmed (confirmed_at, the database's now(), as their start): their listings may have
+          -- missed it, and their deletion steps judge no record confirmed at or after their start
+          -- (see CANDIDATES), whatever the clock of the worker that fetched the page. Their jobs
+          -- are unfinished (finished_at null: the index on connection, type and finish finds them).
+          beside as (select t.started_at from sync_tasks t join sync_jobs j on j.id = t.job_id
+                      where j.connection_id = $1 and j.job_type = ${MODE.full} and j.finished_at is null
+                        and t.resource_type = $2 and t.status = ${TASK.processing}
+                        and t.id is distinct from $7::uuid and t.id is distinct from $9::uuid),
           written as (
-       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at)
-       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8
+       insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at, confirmed_at)
+       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8, case when exists (select 1 from beside) then now() end
          from page r
        on conflict (connection_id, resource_type, external_id) do update
           set data = excluded.data, source_updated_at = excluded.source_updated_at, fetched_at = excluded.fetched_at,
+              confirmed_at = coalesce(excluded.confirmed_at, records.confirmed_at),
               last_seen_job_id = excluded.last_seen_job_id, synced_at = greatest(records.synced_at, excluded.synced_at),
               change_seq = nextval('records_change_seq'),
               change = case when records.deleted_at is null then ${CHANGE.update} else ${CHANGE.insert} end,
@@ -204,15 +230,19 @@ export async function upsertRecords(
           -- at most a day, and the clock skew after it), so a re-sync of records changed earlier
           -- still costs no write. Nothing reads this CTE, so it runs after the main query, which
           -- has read written whole: a row is never updated here before the upsert meets it.
+          --
+          -- A record served unchanged while a full pass of the type runs beside (see beside) is
+          -- also noted confirmed, once per such pass whatever its change time.
           confirmed as (
-       update records r set fetched_at = $8
+       update records r
+          set fetched_at = case when ${MOVES_FETCHED_AT} then $8::timestamptz else r.fetched_at end,
+              confirmed_at = case when ${NOTES_CONFIRMED} then now() else r.confirmed_at end
          -- Only the page's ids the upsert did not write: a new or changed record needs no
          -- confirmation, and leaving it out spares a lookup per record of a page of new ones.
          from (select p.* from page p where not exists (select 1 from written w where w.external_id = p.external_id)) p
         where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id
           and r.deleted_at is null and r.data is not distinct from p.data and r.source_updated_at is not distinct from p.updated_at
-          and (r.fetched_at is null or r.fetched_at < $8::timestamptz)
-          and (r.source_updated_at is null or r.fetched_at is null or r.fetched_at < r.source_updated_at + interval '2 days')),
+          and (${MOVES_FETCHED_AT} or ${NOTES_CONFIRMED})),
           -- A row written here at or after the pass's start is no deletion candidate of that pass
           -- (its synced_at never moves back): only the other ids need the seen-set.
           seen as (insert into sync_seen (task_id, external_id)
@@ -255,12 +285,17 @@ export async function upsertRecords(
 const CANDIDATES = `r.connection_id = $1 and r.resource_type = $2 and r.deleted_at is null
         and not exists (select 1 from sync_seen s where s.task_id = $3 and s.external_id = r.external_id)
         and r.synced_at < (select started_at from sync_tasks where id = $3)
+        and (r.confirmed_at is null or r.confirmed_at < (select started_at from sync_tasks where id = $3))
         and (r.source_updated_at is null or r.source_updated_at < $4)`;
 
 /**
  * Up to `limit` of the records a full pass (task `taskId`) may delete, by id: live records of
  * `resourceType` it did not see, written before the pass began (a record written by a job running
- * beside it is not the pass's to judge) and changed at the provider before `changedBefore` (the
+ * beside it is not the pass's to judge; `synced_at` is a worker's clock, so also none written or
+ * served unchanged by a page of another job stored since the pass began, `confirmed_at` by the
+ * database's clock, see `upsertRecords`: that fetch is later news than the listing that missed the
+ * record, or else the pass leaves it to the next full pass to judge)
+ * and changed at the provider before `changedBefore` (the
  * pass start less the clock skew: a record changed during the pass was alive then, whatever the
  * listing served). The least recently fetched come first (never fetched since `fetched_at` was
  * added, first of all; then by id): a re-check that finds a record alive notes its fetch
