@@ -41,7 +41,9 @@ describe('worker shutdown', () => {
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // 'close', not 'exit': the exit can be seen before the last lines written to the pipes are read
+    // (the shutdown's last line was missing from `output` on a loaded machine).
+    const exit = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
 
     // The first tick has started once its first connection workflow has enqueued a job.
     await eventually(async () => {
