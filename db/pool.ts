@@ -30,8 +30,27 @@ export function createPool(databaseUrl: string, max = 10, limits: PoolLimits = {
   // Nor may a checked-out one: pg emits a connection lost between two queries of a transaction on
   // the client, where nothing listens, and Node would throw it. The client is then unusable, so
   // the transaction's next query fails (and is retried by its activity) and release discards it.
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  const open = new Set<pg.PoolClient>();
+  connectedClients.set(pool, open);
+  pool.on('connect', (client) => {
+    open.add(client);
+    client.on('error', () => undefined);
+  });
+  pool.on('remove', (client) => open.delete(client));
   return pool;
+}
+
+/** The connected clients of each pool `createPool` made ('connect' to 'remove'; one being opened is not among them). */
+const connectedClients = new WeakMap<pg.Pool, Set<pg.PoolClient>>();
+
+/**
+ * Whether every connection `pool` may open is connected and checked out: Postgres answers the
+ * pool, which has none free (a pool still opening connections, perhaps to a server that does not
+ * answer, is not). False for a pool `createPool` did not make.
+ */
+export function allConnectionsInUse(pool: pg.Pool): boolean {
+  const open = connectedClients.get(pool);
+  return open !== undefined && open.size >= (pool.options.max ?? 10) && pool.idleCount === 0;
 }
 
 export type Pool = pg.Pool;

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { countStaleConnections } from '../db/models/connections';
-import { ping, type Pool } from '../db/pool';
+import { allConnectionsInUse, ping, type Pool } from '../db/pool';
 import { singleFlight } from '../lib/single-flight';
 
 /** What a readiness check reaches: the process's pool and Temporal client. */
@@ -18,8 +18,12 @@ const CHECK_TIMEOUT_MS = 2000;
 /** DEFAULT_INTERVAL_SECONDS's own default, for callers that do not pass theirs. */
 const DEFAULT_INTERVAL_SECONDS = 900;
 
-/** Whether a dependency answered: `ok`, or `unreachable` (the reason stays in the server log). */
-export type Check = 'ok' | 'unreachable';
+/**
+ * Whether a dependency answered: `ok`, or `unreachable` (the reason stays in the server log); for
+ * Postgres also `busy`: no connection of the process's pool came free within the check's time
+ * while every one was in use (Postgres answers them: the process is loaded, not cut off).
+ */
+export type Check = 'ok' | 'unreachable' | 'busy';
 
 /** What readiness reports beside its checks (absent when Postgres did not answer). */
 export interface ReadinessDetails {
@@ -29,22 +33,25 @@ export interface ReadinessDetails {
 
 /**
  * Readiness of a process: can it reach Postgres and Temporal, each within 2 s? With Postgres up,
- * also how many connections are stale (a detail: it does not make the process unready).
+ * also how many connections are stale (a detail: it does not make the process unready). A pool
+ * with every connection in use is `busy` and still ready: taking every loaded process out of the
+ * balancer would turn load into an outage; its requests answer 503 busy until one comes free.
  */
 export async function checkReadiness(
   deps: ReadinessDeps,
 ): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
-  const [postgres, temporal] = await Promise.all([
+  const [pinged, temporal] = await Promise.all([
     probe(() => ping(deps.pool)),
     probe(() => deps.temporal.connection.workflowService.getSystemInfo({})),
   ]);
+  const postgres: Check = pinged === 'unreachable' && allConnectionsInUse(deps.pool) ? 'busy' : pinged;
   let details: ReadinessDetails | undefined;
   if (postgres === 'ok') {
     let stale: number | undefined;
     await probe(async () => (stale = await staleConnections(deps)));
     if (stale !== undefined) details = { stale_connections: stale };
   }
-  return { ready: postgres === 'ok' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
+  return { ready: postgres !== 'unreachable' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
 }
 
 /** The readiness result of `checkReadiness`. */

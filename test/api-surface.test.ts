@@ -172,6 +172,23 @@ describe('probes cost one query however often they come', () => {
     }
   });
 
+  it('stays ready with every pooled connection in use: Postgres answers, the process is busy (a load balancer taking every busy process out would turn load into an outage)', async () => {
+    const pool = createPool(db.url, 1);
+    const held = await pool.connect();
+    try {
+      expect(await readinessProbe({ pool, temporal: env.client }, 0)()).toMatchObject({ ready: true, checks: { postgres: 'busy', temporal: 'ok' } });
+    } finally {
+      held.release();
+      await pool.end();
+    }
+    const down = createPool('postgres://nobody@127.0.0.1:1/none', 1);
+    try {
+      expect(await readinessProbe({ pool: down, temporal: env.client }, 0)()).toMatchObject({ ready: false, checks: { postgres: 'unreachable' } });
+    } finally {
+      await down.end();
+    }
+  });
+
   it('counts the queue depth once for a burst of scrapes and reuses it within its period', async () => {
     let counts = 0;
     let release!: () => void;

@@ -141,7 +141,10 @@ export function openApiDocument(app: OpenAPIHono<ApiEnv>): Document {
 const ReadinessSchema = z
   .object({
     status: z.enum(['ok', 'unavailable']),
-    checks: z.object({ postgres: z.enum(['ok', 'unreachable']), temporal: z.enum(['ok', 'unreachable']) }),
+    checks: z.object({
+      postgres: z.enum(['ok', 'unreachable', 'busy']).openapi({ description: 'busy: every connection of the process\'s pool is in use (still ready)' }),
+      temporal: z.enum(['ok', 'unreachable']),
+    }),
     details: z
       .object({ stale_connections: z.number().int().openapi({ description: 'Active connections whose last successful sync is older than twice their interval' }) })
       .optional()

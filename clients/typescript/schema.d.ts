@@ -1871,8 +1871,11 @@ export interface components {
             /** @enum {string} */
             status: "ok" | "unavailable";
             checks: {
-                /** @enum {string} */
-                postgres: "ok" | "unreachable";
+                /**
+                 * @description busy: every connection of the process's pool is in use (still ready)
+                 * @enum {string}
+                 */
+                postgres: "ok" | "unreachable" | "busy";
                 /** @enum {string} */
                 temporal: "ok" | "unreachable";
             };
