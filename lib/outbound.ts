@@ -78,6 +78,24 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
   });
 }
 
+// Outbound requests keep connections open in agents of their own, never Node's global agent: a
+// socket in a shared pool could carry another caller's unchecked request, or bring this module a
+// socket that caller connected to an internal address. A kept socket was checked when it
+// connected (a guarded agent's every new connection resolves through `guardedLookup`); guarded
+// and unguarded requests never share a socket. Provider paging (GET, and token requests) keeps
+// its sockets until the server closes them; webhook deliveries (POST, which Node never retries on
+// a socket the receiver closed meanwhile) close an idle one after 5 s, as Node's global agent does.
+const guardedAgentOptions = { keepAlive: true, lookup: guardedLookup as never };
+const keepAlive = {
+  guarded: { http: new http.Agent(guardedAgentOptions), https: new https.Agent(guardedAgentOptions) },
+  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+};
+const DELIVERY_IDLE_MS = 5_000;
+const deliveries = {
+  guarded: { http: new http.Agent({ ...guardedAgentOptions, timeout: DELIVERY_IDLE_MS }), https: new https.Agent({ ...guardedAgentOptions, timeout: DELIVERY_IDLE_MS }) },
+  open: { http: new http.Agent({ keepAlive: true, timeout: DELIVERY_IDLE_MS }), https: new https.Agent({ keepAlive: true, timeout: DELIVERY_IDLE_MS }) },
+};
+
 /** The answer to an outbound POST: its status (the body is read up to a cap and dropped). */
 export interface OutboundAnswer {
   status: number;
@@ -99,7 +117,8 @@ export function postBounded(
   const problem = outboundUrlProblem(url, opts.allowPrivate);
   if (problem) return Promise.reject(new AddressNotAllowed(`url ${problem}`));
   const target = new URL(url);
-  const request = target.protocol === 'https:' ? https.request : http.request;
+  const secure = target.protocol === 'https:';
+  const request = secure ? https.request : http.request;
   return new Promise((resolve, reject) => {
     // Settled once, by whichever comes first: the answer, an error, the close of a request never
     // answered, or the timeout (which then destroys the request). Node emits neither 'response'
@@ -124,6 +143,7 @@ export function postBounded(
       {
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
+        agent: deliveries[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
         ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
       },
       (res) => {
@@ -262,14 +282,6 @@ export interface BoundedAnswer {
   headers: Headers;
   body: Buffer;
 }
-
-// Provider paging sends many requests to one host: keep connections open. A kept socket was
-// checked when it connected; every new one is checked again. Guarded and unguarded requests never
-// share a socket.
-const keepAlive = {
-  guarded: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
-  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
-};
 
 /** A Content-Encoding a message may quote: short names of codings (a longer or odd value is not quoted). */
 const QUOTABLE_CODING = /^[a-z0-9-]{1,20}(\s*,\s*[a-z0-9-]{1,20}){0,2}$/;

@@ -1,6 +1,7 @@
 // Outbound requests a user can aim (webhook URLs): the address rules, and the POST's bounds, against
 // real HTTP servers on 127.0.0.1 only.
 import { lookup } from 'node:dns/promises';
+import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -118,6 +119,25 @@ describe('postBounded', () => {
       const outcome = await postBounded(`${raw.url}/hook`, '{}', {}, opts).then((a) => `answered ${a.status}`, (err: Error) => `failed: ${err.message}`);
       expect(outcome, answer).toBe(`answered ${answer.slice(9, 12)}`);
     }
+  });
+
+  it("keeps its connections to itself: a socket it opened is never reused by another caller's plain http.request (Node's global agent), nor does it reuse one of theirs", async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const opts = { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true };
+    const plain = () =>
+      new Promise<number>((resolve, reject) => {
+        http.get(`${server.url}/plain`, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        }).on('error', reject);
+      });
+    // The receiver keeps connections alive: a pooled socket would carry the next request.
+    await expect(postBounded(`${server.url}/hook`, '{}', {}, opts)).resolves.toEqual({ status: 200 });
+    await expect(plain()).resolves.toBe(200);
+    expect(server.connections).toBe(2);
+    await expect(postBounded(`${server.url}/hook`, '{}', {}, opts)).resolves.toEqual({ status: 200 });
+    expect(server.connections).toBe(2);
+    expect(server.requests.map((r) => r.url)).toEqual(['/hook', '/plain', '/hook']);
   });
 
   it('names no address or port when the receiver is unreachable', async () => {
