@@ -19,7 +19,7 @@ import { open, seal, sealCredentials } from '../lib/credentials';
 import { ClientRefused, clientCredentialsToken, exchangeCode, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
-import { closeFakeServers, serveRaw } from './helpers/fake-server';
+import { closeFakeServers, serveRaw, serveTls } from './helpers/fake-server';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 
 const CLIENT_ID = 'client-oidc';
@@ -453,5 +453,39 @@ describe('a token endpoint answering malformed HTTP (a parser error other than o
     expect(client).toBeInstanceOf(Permanent);
     expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${WORDS}`);
     expect(client!.message).not.toContain(CLIENT_SECRET);
+  });
+});
+
+describe('a token endpoint whose TLS certificate is refused (expired, self-signed)', () => {
+  afterEach(async () => {
+    await closeFakeServers();
+  });
+
+  it('a refresh, a client credentials request and a code exchange fail naming the host and why, with Node\'s code; through the credential provider a client credentials token fails for good (Permanent)', async () => {
+    const cases = [
+      { certificate: 'expired', words: 'has expired (CERT_HAS_EXPIRED)' },
+      { certificate: 'self-signed', words: 'is self-signed, not trusted (DEPTH_ZERO_SELF_SIGNED_CERT)' },
+    ] as const;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    for (const { certificate, words } of cases) {
+      const endpoint = await serveTls(certificate, (_req, res) => res.end('{}'));
+      const at = { ...app(), tokenUrl: `${endpoint.url}/token` };
+      const full = { ...at, authorizeUrl: `${endpoint.url}/authorize`, redirectUri: 'https://example.com/cb' };
+      const requests = {
+        refresh: () => refreshGrant(at, `rt_seed_${randomUUID()}`, POLICY),
+        clientCredentials: () => clientCredentialsToken(at, [], POLICY),
+        exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
+      };
+      for (const [name, request] of Object.entries(requests)) {
+        const err = await request().then(() => null, (e: Error) => e);
+        expect(err, `${certificate} ${name}`).toBeInstanceOf(TokenRequestFailed);
+        expect(err!.message, `${certificate} ${name}`).toBe(`the token request failed: the certificate of 127.0.0.1 ${words}`);
+      }
+      const { id, sealed } = await clientCredentialsConnection(`${endpoint.url}/token`);
+      const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
+      expect(client, certificate).toBeInstanceOf(Permanent);
+      expect(client!.message, certificate).toBe(`oauth2 client credentials: obtaining a token failed: the token request failed: the certificate of 127.0.0.1 ${words}`);
+      expect(endpoint.requests, certificate).toHaveLength(0);
+    }
   });
 });

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { serializeError } from '../lib/logger';
 import { toActivityFailure } from '../services/connector-failure';
 import { useTestDatabase } from './helpers/database';
-import { closeFakeServers, gzipBomb, serve, serveRaw } from './helpers/fake-server';
+import { closeFakeServers, gzipBomb, serve, serveRaw, serveTls } from './helpers/fake-server';
 
 const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
 /** The opt-in for test servers on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE), otherwise the defaults. */
@@ -162,6 +162,22 @@ describe('SSRF: where provider requests may go', () => {
     expect(err.message).not.toContain(String(fake.port));
     expect(err.message).not.toContain(TOKEN.slice(0, 8));
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a provider whose TLS certificate is refused (expired, self-signed, from an untrusted issuer) fails as permanent, naming the host and why with Node\'s code (no port), not as a vague network error', async () => {
+    const cases = [
+      { certificate: 'expired', words: 'has expired (CERT_HAS_EXPIRED)' },
+      { certificate: 'self-signed', words: 'is self-signed, not trusted (DEPTH_ZERO_SELF_SIGNED_CERT)' },
+      { certificate: 'valid', words: 'is signed by an issuer that is not trusted (or the server does not send its intermediate certificates) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)' },
+    ] as const;
+    for (const { certificate, words } of cases) {
+      const fake = await serveTls(certificate, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+      const err = await failure(page(fake.url, TEST_POLICY));
+      expect(err, certificate).toBeInstanceOf(Permanent);
+      expect(err.message, certificate).toBe(`github connector: fetching 'octo/hello': refusing the provider's TLS certificate: the certificate of 127.0.0.1 ${words}`);
+      expect(err.message, certificate).not.toContain(String(fake.port));
+      expect(fake.requests, certificate).toHaveLength(0);
+    }
   });
 
   it('a provider answering malformed HTTP fails as permanent, naming what the parser found wrong and the host (no port, no secret of the URL), not as a vague network error', async () => {
