@@ -235,6 +235,10 @@ async function refreshWithLease(
     due: (latest) => refreshDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
     async obtain(latest, row) {
       if (!latest.refresh_token) throw new Refusal('the access token expired and the grant has no refresh token; reconnect the connection');
+      // The token endpoint is aimed by the tenant: an allowed provider host, like a base_url (an app
+      // stored before the rule, or before PROVIDER_HOSTS changed, fails here until it is PATCHed).
+      const problem = providerUrlProblem(row.token_url!, deps.providers);
+      if (problem) throw new Permanent(`oauth2: the OAuth app's token_url: ${problem}; PATCH the OAuth app`);
       const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id! }, row.client_secret!);
       try {
         const answer = await refreshGrant(

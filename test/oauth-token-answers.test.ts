@@ -489,3 +489,34 @@ describe('a token endpoint whose TLS certificate is refused (expired, self-signe
     }
   });
 });
+
+describe('an OAuth app whose token_url names a host PROVIDER_HOSTS does not allow (stored before the rule, or PROVIDER_HOSTS changed since)', () => {
+  const ELSEWHERE = 'https://tokens.elsewhere.example/token';
+  const WORDS = "token_url: host 'tokens.elsewhere.example' is not an allowed provider host (PROVIDER_HOSTS)";
+
+  it('a refresh fails for good (Permanent) naming the field and PROVIDER_HOSTS, sending nothing; the connection is not refused', async () => {
+    const conn = await grantConnection();
+    await db.pool.query('update oauth_apps set token_url = $1 where id = (select oauth_app_id from connections where id = $2)', [ELSEWHERE, conn.id]);
+    const requests = idp.issued.length;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err!.message).toBe(`oauth2: the OAuth app's ${WORDS}; PATCH the OAuth app`);
+    expect(idp.issued.length).toBe(requests);
+    expect((await stored(conn.id)).status).toBe('active');
+  });
+
+  it('the connect flow is refused at its start (400 naming the field), before a person is sent to consent', async () => {
+    const appId = await insertApp();
+    await db.pool.query('update oauth_apps set token_url = $1 where id = $2', [ELSEWHERE, appId]);
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
+      id, `h-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
+    ]);
+    const err = await startAuthorization(commandDeps(), id, { appId }).then(() => null, (e: Error) => e);
+    expect(err).toMatchObject({ message: `the OAuth app's ${WORDS}; PATCH the OAuth app` });
+    expect(err).toMatchObject({ reason: 'invalid', code: 'invalid_request' });
+    const { rows } = await db.pool.query('select 1 from oauth_states where connection_id = $1', [id]);
+    expect(rows).toHaveLength(0);
+  });
+});
