@@ -66,7 +66,7 @@ import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput
 import { credentialSecrets, providerUrlProblem } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
 import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
-import { MalformedAnswer } from '../lib/outbound';
+import { failsEveryTime } from '../lib/outbound';
 import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
@@ -95,13 +95,14 @@ export interface CredentialProvider {
 }
 
 /**
- * Whether a token request failed on an answer its endpoint gives every time: one Node's HTTP parser
- * refuses, a header section past its limit or malformed HTTP (`MalformedAnswer`, the cause of the
- * token client's error). Such a failure is
- * `Permanent`, as the connectors' own requests fail on it: retried, it only spends the job's
- * retries. It is no refusal of the credential (the connection is not marked `needs_reauth`).
+ * Whether a token request failed on what its endpoint gives every time (`failsEveryTime`, the
+ * cause of the token client's error): an answer Node's HTTP parser refuses (a header section past
+ * its limit, malformed HTTP) or a TLS certificate refused (expired, self-signed, untrusted, for
+ * another host name). Such a failure is `Permanent`, as the connectors' own requests fail on it:
+ * retried, it only spends the job's retries. It is no refusal of the credential (the connection is
+ * not marked `needs_reauth`).
  */
-const answersSoEveryTime = (err: unknown): boolean => err instanceof Error && err.cause instanceof MalformedAnswer;
+const answersSoEveryTime = (err: unknown): boolean => err instanceof Error && failsEveryTime(err.cause);
 
 /** What the connector sees of an OAuth 2 credential. */
 const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
@@ -234,6 +235,10 @@ async function refreshWithLease(
     due: (latest) => refreshDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
     async obtain(latest, row) {
       if (!latest.refresh_token) throw new Refusal('the access token expired and the grant has no refresh token; reconnect the connection');
+      // The token endpoint is aimed by the tenant: an allowed provider host, like a base_url (an app
+      // stored before the rule, or before PROVIDER_HOSTS changed, fails here until it is PATCHed).
+      const problem = providerUrlProblem(row.token_url!, deps.providers);
+      if (problem) throw new Permanent(`oauth2: the OAuth app's token_url: ${problem}; PATCH the OAuth app`);
       const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.oauth_app_id! }, row.client_secret!);
       try {
         const answer = await refreshGrant(

@@ -6,7 +6,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
 import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds } from '../policy/delivery-shares';
 import { withTransaction } from '../db/transaction';
-import { MalformedAnswer, postBounded } from '../lib/outbound';
+import { CertificateRefused, MalformedAnswer, postBounded } from '../lib/outbound';
 import { SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '../lib/webhook-signature';
 import type { Activities } from '../temporal/activities';
 import { startWebhookDeliveries } from '../temporal/client';
@@ -114,13 +114,16 @@ async function attempt(
   let statusCode: number | null = null;
   let error: string | null = null;
   // An answer Node's HTTP parser refused (oversized or malformed headers) is an answer, not none:
-  // said so, naming the receiver's host (nothing else of its URL, which may carry a secret).
+  // said so, naming the receiver's host (nothing else of its URL, which may carry a secret). A
+  // certificate refused is said as it is (its message names the host and why).
   let unreadable = false;
+  let certificate = false;
   try {
     const timeoutMs = webhooks.timeoutMs ?? DELIVERY_TIMEOUT_MS;
     statusCode = (await postBounded(target.url, body, headers, { timeoutMs, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate })).status;
   } catch (err) {
     unreadable = err instanceof MalformedAnswer;
+    certificate = err instanceof CertificateRefused;
     error = unreadable ? `the receiver at '${new URL(target.url).hostname}' answered, but ${(err as Error).message}` : (err as Error).message;
   }
   const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
@@ -131,8 +134,8 @@ async function attempt(
   );
   if (delivered) return 'delivered';
   // Any answer but a 2xx, or none, is retried on the schedule: a receiver's owner may repair it
-  // (a malformed answer too) within the hours a delivery is tried.
-  const message = statusCode !== null ? `the receiver answered ${statusCode}` : unreadable ? error! : `no answer: ${error}`;
+  // (a malformed answer, a certificate refused too) within the hours a delivery is tried.
+  const message = statusCode !== null ? `the receiver answered ${statusCode}` : unreadable || certificate ? error! : `no answer: ${error}`;
   // The attempts of this round (a redelivery starts a new one) set the delay and the give-up,
   // whatever turns were deferred in between.
   const delay = deliveryRetrySeconds(round?.made ?? 1);

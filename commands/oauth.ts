@@ -19,7 +19,7 @@ import { open, seal, sealCredentials } from '../lib/credentials';
 import { authorizationUrl, exchangeCode, GrantRefused, newPkce, newState, type OAuthClientApp } from '../lib/oauth-client';
 import { outboundUrlProblem } from '../lib/outbound';
 import { nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
-import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
+import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
 import { countOAuthApps } from '../db/models/tenant-limits';
 import { fitsUnder } from '../policy/tenant-limits';
 import type { CommandDeps } from './deps';
@@ -55,7 +55,10 @@ type EndpointField = 'authorize_url' | 'token_url' | 'redirect_uri';
  * goes: a query there is no place for a secret (it would be stored and answered unsealed), as the
  * client credentials grant's `token_url` refuses one too. The redirect URI must reach this API's
  * callback, whose query is the provider's `code` and `state`: a query of its own would come back
- * before them (a `state` of its own read instead of the flow's).
+ * before them (a `state` of its own read instead of the flow's). The token URL is the one endpoint
+ * Synctide itself requests: its host must be one PROVIDER_HOSTS allows (`tokenUrlProblem`), as a
+ * provider base URL's and a client credentials `token_url`'s must; the other two are visited by a
+ * person's browser only.
  */
 function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: EndpointField, raw: string | undefined): void {
   if (raw === undefined) return;
@@ -66,6 +69,20 @@ function checkUrl(deps: Pick<CommandDeps, 'providers'>, field: EndpointField, ra
   if (url.protocol !== 'https:' && !allowPrivate) throw invalid(`${field}: must be an https URL`);
   if (url.hash) throw invalid(`${field}: must not carry a fragment`);
   if (field !== 'authorize_url' && raw.includes('?')) throw invalid(`${field}: must not carry a query (only authorize_url may)`);
+  if (field === 'token_url') {
+    const hostProblem = tokenUrlProblem(deps, raw);
+    if (hostProblem) throw invalid(`${field}: ${hostProblem}`);
+  }
+}
+
+/**
+ * What is wrong with an OAuth app's token URL under the deployment's provider rules (a host of
+ * PROVIDER_HOSTS, https; a private literal only with PROVIDER_ALLOW_PRIVATE), or null. Checked
+ * when an app is stored and again before each token request: an app stored before the rule, or
+ * before PROVIDER_HOSTS changed, is refused then.
+ */
+export function tokenUrlProblem(deps: Pick<CommandDeps, 'providers'>, raw: string): string | null {
+  return providerUrlProblem(raw, policyOf(deps));
 }
 
 /**
@@ -140,6 +157,8 @@ const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').dig
 async function clientOf(deps: CommandDeps, appId: string): Promise<{ row: OAuthAppRow; client: OAuthClientApp }> {
   const row = await apps.findOAuthAppClient(deps.pool, appId);
   if (!row) throw notFound('no OAuth app with that id');
+  const problem = tokenUrlProblem(deps, row.token_url);
+  if (problem) throw invalid(`the OAuth app's token_url: ${problem}; PATCH the OAuth app`);
   const clientSecret = open(deps.credentials, { table: 'oauth_apps', id: row.id }, row.client_secret);
   return {
     row,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
-import { DEFAULT_PROVIDER_POLICY, providerText } from './provider-http';
+import { cutText, DEFAULT_PROVIDER_POLICY, providerText, redactSecrets } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
 import { storableText } from '../policy/storable-text';
@@ -39,13 +39,13 @@ const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
  * (one oversized record must not fill a worker's memory and the database; retrying would fetch it
  * again). Every record a task stores passes here: a listing's pages (`pagesOf`) and the records a
  * full pass's deletion step finds alive by looking them up (`recheck`), which would otherwise fail
- * that step on every retry.
+ * that step on every retry. A failure names the record by `quotedId`, redacted with `secrets()` (read only then).
  */
-export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string): ConnectorRecord[] {
+export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string, secrets: () => readonly string[] = () => []): ConnectorRecord[] {
   return records.map((record) => {
-    const json = recordJson(record, resource);
+    const json = recordJson(record, resource, secrets);
     if (Buffer.byteLength(json) > maxRecordBytes) {
-      throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
+      throw new Permanent(`record '${quotedId(record, secrets)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
     const id = String(record.externalId);
     const updatedAt = record.updatedAt === null ? null : storableChangeTime(record.updatedAt);
@@ -54,6 +54,17 @@ export function storableRecords(records: ConnectorRecord[], maxRecordBytes: numb
     return updatedAt === record.updatedAt ? record : { ...record, updatedAt };
   });
 }
+
+/** Most characters of a record's id a failure quotes. */
+const MAX_QUOTED_ID = 200;
+
+/**
+ * A record's id as a failure quotes it: redacted with `secrets` (and known token shapes) first,
+ * then cut to MAX_QUOTED_ID characters. The id is the provider's text (an http connection's
+ * `id_field` may hold anything); cut first, a secret across the cut would leave its prefix, which
+ * the redaction of the failure then misses.
+ */
+const quotedId = (record: ConnectorRecord, secrets: () => readonly string[]): string => cutText(redactSecrets(String(record.externalId), secrets()), MAX_QUOTED_ID);
 
 /**
  * Arrays wrapped around a record's data when it is first written out: what writes or serves it
@@ -67,7 +78,7 @@ const HEADROOM_OPEN = '['.repeat(NESTING_HEADROOM);
  * `record.data` as JSON. Data nested more deeply than JSON.stringify can go (about 4,000 levels,
  * less the headroom) fails for good: retrying would fetch it again.
  */
-function recordJson(record: ConnectorRecord, resource: string): string {
+function recordJson(record: ConnectorRecord, resource: string, secrets: () => readonly string[]): string {
   let wrapped: unknown = record.data;
   for (let i = 0; i < NESTING_HEADROOM; i++) wrapped = [wrapped];
   let json: string;
@@ -75,7 +86,7 @@ function recordJson(record: ConnectorRecord, resource: string): string {
     json = JSON.stringify(wrapped);
   } catch (err) {
     if (!(err instanceof RangeError)) throw err;
-    throw new Permanent(`record '${String(record.externalId).slice(0, 200)}' of '${resource}' is nested too deeply to store (more than about 4,000 levels of arrays and objects)`);
+    throw new Permanent(`record '${quotedId(record, secrets)}' of '${resource}' is nested too deeply to store (more than about 4,000 levels of arrays and objects)`);
   }
   return json.startsWith(HEADROOM_OPEN) ? json.slice(NESTING_HEADROOM, json.length - NESTING_HEADROOM) : json;
 }
@@ -149,7 +160,7 @@ export async function* pagesOf(
     if (records > policy.maxRecordsPerTask) {
       throw new Permanent(`${connector.slug} connector: ${request.resource}: more than ${policy.maxRecordsPerTask} records in one task (PROVIDER_MAX_RECORDS_PER_TASK)`);
     }
-    yield { ...page, records: storableRecords(page.records, policy.maxRecordBytes, request.resource), fetchedAt };
+    yield { ...page, records: storableRecords(page.records, policy.maxRecordBytes, request.resource, secrets), fetchedAt };
     token = page.nextPageToken;
     if (token !== null) {
       const key = pageKey(connector, token);

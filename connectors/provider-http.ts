@@ -12,13 +12,16 @@
 //   held to Node's limit (16 KiB: past it the task fails for good, naming the limit), an answer
 //   Node's parser refuses (malformed HTTP) fails for good naming what was wrong, and the whole
 //   request has a deadline;
+// - TLS: the provider's certificate is verified against Node's trusted CAs (NODE_EXTRA_CA_CERTS
+//   adds one); a certificate refused (expired, self-signed, untrusted issuer, another host name)
+//   fails for good, naming the host and the reason;
 // - errors: network failures are described in generic words (no address or port), and provider
 //   text is redacted first, then cut, so a secret split by the cut cannot leak its prefix;
 // - the shared rate budget of the credential: asked before each request, told what the provider
 //   answered and what its rate-limit headers said.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { AddressNotAllowed, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
+import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
 import { MAX_BUDGET_COUNT } from '../policy/rate-budget';
 import { retryAfterSeconds } from '../policy/retry-after';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
@@ -238,7 +241,8 @@ export type RateBudgetConfig = z.output<typeof rateBudgetConfigSchema>;
  * GETs `url` for a connector under its policy (see the module comment). Answers any non-3xx
  * status with its body; throws `Permanent` for a refused URL or address, a cross-origin (or
  * endless) redirect, a body over the cap, a header section over Node's limit and any other answer
- * Node's parser refuses (naming the provider's host), `Transient` for network failures and timeouts (in
+ * Node's parser refuses (naming the provider's host), a TLS certificate refused (naming the host and
+ * why), `Transient` for network failures and timeouts (in
  * words that name no address), and the signal's reason when `signal` aborts.
  */
 export async function providerGet(url: string, request: ProviderRequest): Promise<ProviderResponse> {
@@ -268,6 +272,9 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
       // retried as a network error it only spent the job's retries, with no word of why. The host
       // is the configured one (no resolved address, no port, nothing else of the URL).
       if (err instanceof MalformedAnswer) throw fail('permanent', `the provider at '${new URL(current).hostname}' answered, but ${err.message}`);
+      // Permanent too: the provider presents the same certificate on every retry until its
+      // operator replaces it (or this deployment trusts its issuer: NODE_EXTRA_CA_CERTS).
+      if (err instanceof CertificateRefused) throw fail('permanent', `refusing the provider's TLS certificate: ${err.message}`);
       const words = (err as Error).message;
       throw fail('transient', words === 'timed out' ? `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)` : `network error: ${words}`);
     }

@@ -5,7 +5,7 @@
 // ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name GitHub's status, never the key,
 // the JWT or a token.
 import githubAppJwt from 'universal-github-app-jwt';
-import { MalformedAnswer, postBoundedForAnswer } from './outbound';
+import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
 import { retryAfterSeconds } from '../policy/retry-after';
 
 /** An app installation with the app's key opened (in memory, for one request). */
@@ -111,6 +111,7 @@ export async function mintInstallationToken(app: GitHubAppInstallation, policy: 
     if (err instanceof Error && err.name === 'AbortError') throw err;
     // Kept as the cause: GitHub (Enterprise) answering so answers so every time.
     if (err instanceof MalformedAnswer) throw new MintFailed(`the installation token request to '${new URL(url).hostname}' was answered, but ${err.message}`, { cause: err });
+    if (err instanceof CertificateRefused) throw new MintFailed(`the installation token request failed: ${err.message}`, { cause: err });
     throw new MintFailed(`the installation token request failed: ${err instanceof Error ? err.message : String(err)}`);
   }
   // A rate limit first: GitHub answers it with 403 too, and it says nothing about the credential.

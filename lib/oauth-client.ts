@@ -6,7 +6,7 @@
 // answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
 // only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
-import { MalformedAnswer, postBoundedForAnswer } from './outbound';
+import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
 
 /** A tenant's OAuth client with its secret opened (in memory, for one request). */
 export interface OAuthClientApp {
@@ -164,7 +164,9 @@ function quotedError(code: string, secrets: readonly string[]): string {
  * A token request's failure in words that carry no secret: the endpoint's error code (as
  * `quotedError` quotes it, without `secrets`), an answer Node's HTTP parser refuses (a header
  * section past its limit, malformed HTTP: naming what was wrong and the host of `tokenUrl`, the
- * `MalformedAnswer` kept as its cause: the endpoint answers so every time), or a generic reason.
+ * `MalformedAnswer` kept as its cause: the endpoint answers so every time), a TLS certificate
+ * refused (its `CertificateRefused`, naming the host and why, kept as the cause: the same on every
+ * try), or a generic reason.
  */
 function describe(err: unknown, secrets: readonly string[], tokenUrl: string): Error {
   if (err instanceof oauth.ResponseBodyError) {
@@ -172,6 +174,7 @@ function describe(err: unknown, secrets: readonly string[], tokenUrl: string): E
     return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);
   }
   if (err instanceof MalformedAnswer) return new TokenRequestFailed(`the token endpoint at '${new URL(tokenUrl).hostname}' answered, but ${err.message}`, { cause: err });
+  if (err instanceof CertificateRefused) return new TokenRequestFailed(`the token request failed: ${err.message}`, { cause: err });
   if (err instanceof Error && err.name === 'AbortError') return err;
   return new TokenRequestFailed(`the token request failed: ${err instanceof Error ? err.message : String(err)}`);
 }

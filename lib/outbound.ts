@@ -78,6 +78,24 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
   });
 }
 
+// Outbound requests keep connections open in agents of their own, never Node's global agent: a
+// socket in a shared pool could carry another caller's unchecked request, or bring this module a
+// socket that caller connected to an internal address. A kept socket was checked when it
+// connected (a guarded agent's every new connection resolves through `guardedLookup`); guarded
+// and unguarded requests never share a socket. Provider paging (GET, and token requests) keeps
+// its sockets until the server closes them; webhook deliveries (POST, which Node never retries on
+// a socket the receiver closed meanwhile) close an idle one after 5 s, as Node's global agent does.
+const guardedAgentOptions = { keepAlive: true, lookup: guardedLookup as never };
+const keepAlive = {
+  guarded: { http: new http.Agent(guardedAgentOptions), https: new https.Agent(guardedAgentOptions) },
+  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+};
+const DELIVERY_IDLE_MS = 5_000;
+const deliveries = {
+  guarded: { http: new http.Agent({ ...guardedAgentOptions, timeout: DELIVERY_IDLE_MS }), https: new https.Agent({ ...guardedAgentOptions, timeout: DELIVERY_IDLE_MS }) },
+  open: { http: new http.Agent({ keepAlive: true, timeout: DELIVERY_IDLE_MS }), https: new https.Agent({ keepAlive: true, timeout: DELIVERY_IDLE_MS }) },
+};
+
 /** The answer to an outbound POST: its status (the body is read up to a cap and dropped). */
 export interface OutboundAnswer {
   status: number;
@@ -87,8 +105,8 @@ export interface OutboundAnswer {
  * POSTs `body` to `url` with `headers`: no redirects followed, at most `timeoutMs` in all, at most
  * `maxResponseBytes` of the answer read. Unless `allowPrivate`, the host must resolve to public
  * addresses only (checked on the resolved address, so DNS rebinding cannot get around it).
- * Errors carry short messages that name no address: a `MalformedAnswer` (`HeadersTooLarge` among
- * them) for an answer Node's HTTP parser refuses, else `describeNetworkError`'s words.
+ * Errors are `outboundError`'s: short messages that name no address (a certificate's host, the
+ * URL's, at most).
  */
 export function postBounded(
   url: string,
@@ -99,7 +117,8 @@ export function postBounded(
   const problem = outboundUrlProblem(url, opts.allowPrivate);
   if (problem) return Promise.reject(new AddressNotAllowed(`url ${problem}`));
   const target = new URL(url);
-  const request = target.protocol === 'https:' ? https.request : http.request;
+  const secure = target.protocol === 'https:';
+  const request = secure ? https.request : http.request;
   return new Promise((resolve, reject) => {
     // Settled once, by whichever comes first: the answer, an error, the close of a request never
     // answered, or the timeout (which then destroys the request). Node emits neither 'response'
@@ -124,6 +143,7 @@ export function postBounded(
       {
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
+        agent: deliveries[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
         ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
       },
       (res) => {
@@ -146,9 +166,7 @@ export function postBounded(
     });
     // An error once the status was read (a malformed body, a reset) does not undo the answer: its
     // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
-    req.on('error', (err: NodeJS.ErrnoException) =>
-      settle(() => (status !== null ? resolve({ status }) : reject(malformedAnswer(err) ?? new Error(describeNetworkError(err))))),
-    );
+    req.on('error', (err: NodeJS.ErrnoException) => settle(() => (status !== null ? resolve({ status }) : reject(outboundError(err, target)))));
     req.on('close', () => {
       if (!answered) settle(() => reject(new Error('connection reset')));
     });
@@ -253,8 +271,89 @@ export function malformedAnswer(err: NodeJS.ErrnoException): MalformedAnswer | n
   return new MalformedAnswer(`its response is not valid HTTP: ${words} (${code})`);
 }
 
-/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s (a `MalformedAnswer` too: `malformedAnswer`). */
+/**
+ * Raised when a server's TLS certificate is refused: expired or not valid yet, self-signed, from
+ * an issuer not trusted, or for another host name. Its own error, not a "network error": the
+ * server presents the same certificate on every retry until its operator replaces it (or, for an
+ * issuer of its own, until this deployment trusts it: NODE_EXTRA_CA_CERTS), so callers fail for
+ * good, as for a `MalformedAnswer`. Its message names the URL's host and the reason in words, with
+ * Node's code (`tlsCode`); never an address or port.
+ */
+export class CertificateRefused extends Error {
+  override name = 'CertificateRefused';
+  readonly code = 'ECERTREFUSED';
+  constructor(
+    readonly host: string,
+    readonly tlsCode: string,
+    words: string,
+  ) {
+    super(`the certificate of ${host} ${words} (${tlsCode})`);
+  }
+}
+
+/** An issuer the process does not trust, in words (Node's codes for a chain it cannot complete). */
+const UNTRUSTED_ISSUER = 'is signed by an issuer that is not trusted (or the server does not send its intermediate certificates)';
+
+/** What each certificate error of Node's TLS client (OpenSSL's verify codes, and Node's host name check) means, in words. */
+const CERTIFICATE_WORDS: Readonly<Record<string, string>> = {
+  CERT_HAS_EXPIRED: 'has expired',
+  CERT_NOT_YET_VALID: 'is not valid yet',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'is self-signed, not trusted',
+  SELF_SIGNED_CERT_IN_CHAIN: 'chains up to a self-signed certificate that is not trusted',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: UNTRUSTED_ISSUER,
+  UNABLE_TO_GET_ISSUER_CERT: UNTRUSTED_ISSUER,
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: UNTRUSTED_ISSUER,
+  ERR_TLS_CERT_ALTNAME_INVALID: 'is not valid for this host name',
+  CERT_SIGNATURE_FAILURE: 'has a signature that does not verify',
+  CERT_REVOKED: 'has been revoked',
+  CERT_UNTRUSTED: 'is not trusted',
+  CERT_REJECTED: 'is not trusted',
+  INVALID_CA: 'chains up through a certificate that may not sign others',
+  INVALID_PURPOSE: 'is not for TLS servers',
+  PATH_LENGTH_EXCEEDED: 'chains up through more certificates than its issuer allows',
+  ERROR_IN_CERT_NOT_BEFORE_FIELD: 'has an unreadable start date',
+  ERROR_IN_CERT_NOT_AFTER_FIELD: 'has an unreadable end date',
+  CERT_CHAIN_TOO_LONG: 'chains up through too many certificates',
+};
+
+/**
+ * The `CertificateRefused` that an error of an outbound request to `host` is, or null: one of
+ * Node's certificate verification codes (`CERTIFICATE_WORDS`). The one mapping of certificate
+ * errors, for every bounded request (POST or GET).
+ */
+export function certificateRefused(err: NodeJS.ErrnoException, host: string): CertificateRefused | null {
+  if (err instanceof CertificateRefused) return err;
+  const code = typeof err.code === 'string' ? err.code : '';
+  const words = Object.hasOwn(CERTIFICATE_WORDS, code) ? CERTIFICATE_WORDS[code] : undefined;
+  return words === undefined ? null : new CertificateRefused(host, code, words);
+}
+
+/**
+ * Whether an error of a bounded request is one the server gives on every retry until a person
+ * fixes it: an answer Node's parser refuses (`MalformedAnswer`) or a certificate refused
+ * (`CertificateRefused`). What callers fail for good on (a connector's `Permanent`, a token
+ * request that is no refusal of the credential), naming it; a webhook delivery keeps its schedule.
+ */
+export function failsEveryTime(err: unknown): err is MalformedAnswer | CertificateRefused {
+  return err instanceof MalformedAnswer || err instanceof CertificateRefused;
+}
+
+/** Errors of a bounded request that keep their own class (and words) rather than `describeNetworkError`'s. */
 const OWN_WORDS = [AddressNotAllowed, ResponseTooLarge];
+
+/**
+ * What an error of a bounded request to `target` rejects with: a `MalformedAnswer`
+ * (`malformedAnswer`), a `CertificateRefused` naming the URL's host (`certificateRefused`), an
+ * `AddressNotAllowed` or `ResponseTooLarge` as it is, else an Error of `describeNetworkError`'s
+ * words. The one mapping of every bounded request's errors.
+ */
+function outboundError(err: NodeJS.ErrnoException, target: URL): Error {
+  const malformed = malformedAnswer(err);
+  if (malformed) return malformed;
+  const refused = certificateRefused(err, target.hostname.replace(/^\[|\]$/g, ''));
+  if (refused) return refused;
+  return OWN_WORDS.some((own) => err instanceof own) ? err : new Error(describeNetworkError(err));
+}
 
 /** The answer to a bounded GET: status, headers (lower-case names) and the whole body, decompressed. */
 export interface BoundedAnswer {
@@ -262,14 +361,6 @@ export interface BoundedAnswer {
   headers: Headers;
   body: Buffer;
 }
-
-// Provider paging sends many requests to one host: keep connections open. A kept socket was
-// checked when it connected; every new one is checked again. Guarded and unguarded requests never
-// share a socket.
-const keepAlive = {
-  guarded: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
-  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
-};
 
 /** A Content-Encoding a message may quote: short names of codings (a longer or odd value is not quoted). */
 const QUOTABLE_CODING = /^[a-z0-9-]{1,20}(\s*,\s*[a-z0-9-]{1,20}){0,2}$/;
@@ -297,10 +388,10 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
  * compressed bomb stops at the cap instead of filling memory), and `signal` aborting it. Unless
  * `allowPrivate`, the URL must pass `outboundUrlProblem` and every connection's resolved address
  * must be public (checked at connect time). Errors carry short messages that name no address:
- * `AddressNotAllowed`, `ResponseTooLarge`, `MalformedAnswer` (an answer Node's HTTP parser refused;
- * `HeadersTooLarge` for a header section past its limit), or an Error whose message is
- * `describeNetworkError`'s;
- * an abort through `signal` rejects with the signal's reason.
+ * `outboundError`'s (`AddressNotAllowed`, `ResponseTooLarge`, `MalformedAnswer` for an answer
+ * Node's HTTP parser refused, `HeadersTooLarge` for a header section past its limit,
+ * `CertificateRefused`, or an Error whose message is `describeNetworkError`'s); an abort through
+ * `signal` rejects with the signal's reason.
  */
 export function getBounded(
   url: string,
@@ -323,9 +414,7 @@ export function getBounded(
       signal.removeEventListener('abort', onAbort);
       for (const stream of streams) stream.destroy();
       if (opts.signal?.aborted) return reject(opts.signal.reason as Error);
-      const malformed = malformedAnswer(err);
-      if (malformed) return reject(malformed);
-      reject(OWN_WORDS.some((own) => err instanceof own) ? err : new Error(describeNetworkError(err)));
+      reject(outboundError(err, target));
     };
     const onAbort = () => fail(timeout.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : (signal.reason as Error));
     signal.addEventListener('abort', onAbort, { once: true });

@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
 import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
-import { serve, serveRaw } from './helpers/fake-server';
+import { serve, serveRaw, serveTls } from './helpers/fake-server';
 import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
 import type { LogLines } from './helpers/logs';
 
@@ -224,6 +224,27 @@ describe('github_app credentials rate-limited by GitHub', () => {
       expect(await openAlerts(id)).toBe(0);
     } finally {
       await raw.close();
+    }
+  });
+
+  it('an installation token request to a GitHub whose TLS certificate has expired fails the task for good, naming the host and why, with Node\'s code; the connection stays active', async () => {
+    const expired = await serveTls('expired', (_req, res) => res.end('{}'));
+    try {
+      const id = randomUUID();
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
+        [id, `gh-${id.slice(0, 8)}`, { base_url: expired.url, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
+      );
+      const { jobId, tasks } = await job(id, ['issues']);
+      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+      await endJob(jobId);
+      expect(failure).toMatchObject({ type: 'permanent', nonRetryable: true });
+      expect(failure?.message).toBe('github_app: obtaining a token failed: the installation token request failed: the certificate of 127.0.0.1 has expired (CERT_HAS_EXPIRED)');
+      expect(expired.requests).toHaveLength(0);
+      expect(await status(id)).toBe('active');
+      expect(await openAlerts(id)).toBe(0);
+    } finally {
+      await expired.close();
     }
   });
 

@@ -2,12 +2,15 @@
 // authorization URL may carry a query. The token URL is where the client secret goes (a query there
 // is no place for a secret: it would be stored and answered unsealed, and the client credentials
 // grant's token_url refuses one too), and the redirect URI must reach this API's callback, whose
-// own query is the provider's code and state.
+// own query is the provider's code and state. The token URL, the one endpoint Synctide itself
+// requests, must name a host PROVIDER_HOSTS allows, as a provider base URL must.
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
 import { useApiWithoutTemporal } from './helpers/api';
+import { TEST_PROVIDER_POLICY } from './helpers/deps';
 
 describe('OAuth app endpoints', () => {
-  const api = useApiWithoutTemporal('oauth-app-urls');
+  const api = useApiWithoutTemporal('oauth-app-urls', { providers: { ...TEST_PROVIDER_POLICY, allowedHosts: ['idp.example'] } });
 
   let seq = 0;
   const appBody = (urls: Record<string, string> = {}) => ({
@@ -38,5 +41,39 @@ describe('OAuth app endpoints', () => {
       const { rows } = await api.db.pool.query<{ url: string }>(`select ${field} as url from oauth_apps where id = $1`, [id]);
       expect(rows[0]!.url).not.toContain('?');
     }
+  });
+});
+
+describe('OAuth app endpoints under PROVIDER_HOSTS (a deployment as in production: idp.example allowed, no private addresses)', () => {
+  const api = useApiWithoutTemporal('oauth-app-hosts', { providers: { ...DEFAULT_PROVIDER_POLICY, allowedHosts: ['idp.example'] } });
+
+  let seq = 0;
+  const appBody = (urls: Record<string, string> = {}) => ({
+    tenant_id: 'acme', name: `host-app-${++seq}`, client_id: 'client', client_secret: 'client-secret-0123456789',
+    authorize_url: 'https://login.idp-web.example/authorize', token_url: 'https://idp.example/token', redirect_uri: 'https://synctide.example/oauth/callback', scopes: ['read'],
+    ...urls,
+  });
+  const apps = async () => (await api.db.pool.query<{ n: number }>('select count(*)::int as n from oauth_apps')).rows[0]!.n;
+
+  it("refuses a token_url whose host PROVIDER_HOSTS does not allow, 400 naming the field, on create and on update, writing nothing; the authorization and redirect URLs (which only a person's browser visits) may name any public host", async () => {
+    const created = await api.call('POST', '/oauth-apps', appBody());
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.id as string;
+    const before = await apps();
+
+    const refused = await api.call('POST', '/oauth-apps', appBody({ token_url: 'https://collector.attacker.example/token' }));
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error.message).toBe("token_url: host 'collector.attacker.example' is not an allowed provider host (PROVIDER_HOSTS)");
+    expect(await apps()).toBe(before);
+
+    const updated = await api.call('PATCH', `/oauth-apps/${id}`, { token_url: 'https://collector.attacker.example/token' });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(400);
+    expect(updated.body.error.message).toBe("token_url: host 'collector.attacker.example' is not an allowed provider host (PROVIDER_HOSTS)");
+    const { rows } = await api.db.pool.query<{ url: string }>('select token_url as url from oauth_apps where id = $1', [id]);
+    expect(rows[0]!.url).toBe('https://idp.example/token');
+
+    // The host rule is PROVIDER_HOSTS', names compared without case.
+    const upper = await api.call('PATCH', `/oauth-apps/${id}`, { token_url: 'https://IDP.example/oauth/token' });
+    expect(upper.status, JSON.stringify(upper.body)).toBe(200);
   });
 });

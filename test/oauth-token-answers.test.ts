@@ -19,7 +19,7 @@ import { open, seal, sealCredentials } from '../lib/credentials';
 import { ClientRefused, clientCredentialsToken, exchangeCode, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
-import { closeFakeServers, serveRaw } from './helpers/fake-server';
+import { closeFakeServers, serveRaw, serveTls } from './helpers/fake-server';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 
 const CLIENT_ID = 'client-oidc';
@@ -453,5 +453,70 @@ describe('a token endpoint answering malformed HTTP (a parser error other than o
     expect(client).toBeInstanceOf(Permanent);
     expect(client!.message).toBe(`oauth2 client credentials: obtaining a token failed: the token endpoint at '127.0.0.1' answered, but ${WORDS}`);
     expect(client!.message).not.toContain(CLIENT_SECRET);
+  });
+});
+
+describe('a token endpoint whose TLS certificate is refused (expired, self-signed)', () => {
+  afterEach(async () => {
+    await closeFakeServers();
+  });
+
+  it('a refresh, a client credentials request and a code exchange fail naming the host and why, with Node\'s code; through the credential provider a client credentials token fails for good (Permanent)', async () => {
+    const cases = [
+      { certificate: 'expired', words: 'has expired (CERT_HAS_EXPIRED)' },
+      { certificate: 'self-signed', words: 'is self-signed, not trusted (DEPTH_ZERO_SELF_SIGNED_CERT)' },
+    ] as const;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    for (const { certificate, words } of cases) {
+      const endpoint = await serveTls(certificate, (_req, res) => res.end('{}'));
+      const at = { ...app(), tokenUrl: `${endpoint.url}/token` };
+      const full = { ...at, authorizeUrl: `${endpoint.url}/authorize`, redirectUri: 'https://example.com/cb' };
+      const requests = {
+        refresh: () => refreshGrant(at, `rt_seed_${randomUUID()}`, POLICY),
+        clientCredentials: () => clientCredentialsToken(at, [], POLICY),
+        exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
+      };
+      for (const [name, request] of Object.entries(requests)) {
+        const err = await request().then(() => null, (e: Error) => e);
+        expect(err, `${certificate} ${name}`).toBeInstanceOf(TokenRequestFailed);
+        expect(err!.message, `${certificate} ${name}`).toBe(`the token request failed: the certificate of 127.0.0.1 ${words}`);
+      }
+      const { id, sealed } = await clientCredentialsConnection(`${endpoint.url}/token`);
+      const client = await credentialProvider(deps, id, sealed).current().then(() => null, (e: Error) => e);
+      expect(client, certificate).toBeInstanceOf(Permanent);
+      expect(client!.message, certificate).toBe(`oauth2 client credentials: obtaining a token failed: the token request failed: the certificate of 127.0.0.1 ${words}`);
+      expect(endpoint.requests, certificate).toHaveLength(0);
+    }
+  });
+});
+
+describe('an OAuth app whose token_url names a host PROVIDER_HOSTS does not allow (stored before the rule, or PROVIDER_HOSTS changed since)', () => {
+  const ELSEWHERE = 'https://tokens.elsewhere.example/token';
+  const WORDS = "token_url: host 'tokens.elsewhere.example' is not an allowed provider host (PROVIDER_HOSTS)";
+
+  it('a refresh fails for good (Permanent) naming the field and PROVIDER_HOSTS, sending nothing; the connection is not refused', async () => {
+    const conn = await grantConnection();
+    await db.pool.query('update oauth_apps set token_url = $1 where id = (select oauth_app_id from connections where id = $2)', [ELSEWHERE, conn.id]);
+    const requests = idp.issued.length;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err!.message).toBe(`oauth2: the OAuth app's ${WORDS}; PATCH the OAuth app`);
+    expect(idp.issued.length).toBe(requests);
+    expect((await stored(conn.id)).status).toBe('active');
+  });
+
+  it('the connect flow is refused at its start (400 naming the field), before a person is sent to consent', async () => {
+    const appId = await insertApp();
+    await db.pool.query('update oauth_apps set token_url = $1 where id = $2', [ELSEWHERE, appId]);
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
+      id, `h-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
+    ]);
+    const err = await startAuthorization(commandDeps(), id, { appId }).then(() => null, (e: Error) => e);
+    expect(err).toMatchObject({ message: `the OAuth app's ${WORDS}; PATCH the OAuth app` });
+    expect(err).toMatchObject({ reason: 'invalid', code: 'invalid_request' });
+    const { rows } = await db.pool.query('select 1 from oauth_states where connection_id = $1', [id]);
+    expect(rows).toHaveLength(0);
   });
 });

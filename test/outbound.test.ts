@@ -1,11 +1,13 @@
 // Outbound requests a user can aim (webhook URLs): the address rules, and the POST's bounds, against
 // real HTTP servers on 127.0.0.1 only.
 import { lookup } from 'node:dns/promises';
+import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, postBounded } from '../lib/outbound';
-import { closeFakeServers, serve, serveRaw } from './helpers/fake-server';
+import { CertificateRefused, getBounded, HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, postBounded } from '../lib/outbound';
+import { closeFakeServers, serve, serveRaw, serveTls, TLS_FIXTURES } from './helpers/fake-server';
+import { trustingClient } from './helpers/tls-trusting-client';
 
 describe('which addresses outbound requests may reach', () => {
   it('classifies loopback, private, link-local, CGNAT, unique-local, mapped and unspecified addresses as not public', () => {
@@ -120,10 +122,72 @@ describe('postBounded', () => {
     }
   });
 
+  it("keeps its connections to itself: a socket it opened is never reused by another caller's plain http.request (Node's global agent), nor does it reuse one of theirs", async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const opts = { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true };
+    const plain = () =>
+      new Promise<number>((resolve, reject) => {
+        http.get(`${server.url}/plain`, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        }).on('error', reject);
+      });
+    // The receiver keeps connections alive: a pooled socket would carry the next request.
+    await expect(postBounded(`${server.url}/hook`, '{}', {}, opts)).resolves.toEqual({ status: 200 });
+    await expect(plain()).resolves.toBe(200);
+    expect(server.connections).toBe(2);
+    await expect(postBounded(`${server.url}/hook`, '{}', {}, opts)).resolves.toEqual({ status: 200 });
+    expect(server.connections).toBe(2);
+    expect(server.requests.map((r) => r.url)).toEqual(['/hook', '/plain', '/hook']);
+  });
+
   it('names no address or port when the receiver is unreachable', async () => {
     const gone = await serve(() => undefined);
     await gone.close();
     const failure = await postBounded(`${gone.url}/`, '{}', {}, { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true }).catch((err: Error) => err);
     expect((failure as Error).message).toBe('connection refused');
+  });
+});
+
+describe('TLS certificates of outbound requests (real HTTPS on 127.0.0.1, the test-only certificates of test/fixtures/tls/)', () => {
+  afterEach(async () => {
+    await closeFakeServers();
+  });
+
+  const opts = { timeoutMs: 5000, allowPrivate: true };
+  const UNTRUSTED = 'is signed by an issuer that is not trusted (or the server does not send its intermediate certificates) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)';
+
+  it('an expired, a self-signed and an untrusted certificate each fail POST and GET with their reason in words, the host and Node\'s code, not a vague network error; nothing is sent', async () => {
+    const cases = [
+      { certificate: 'expired', words: 'has expired (CERT_HAS_EXPIRED)', code: 'CERT_HAS_EXPIRED' },
+      { certificate: 'self-signed', words: 'is self-signed, not trusted (DEPTH_ZERO_SELF_SIGNED_CERT)', code: 'DEPTH_ZERO_SELF_SIGNED_CERT' },
+      // Signed by the test CA, which this process does not trust.
+      { certificate: 'valid', words: UNTRUSTED, code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' },
+    ] as const;
+    for (const { certificate, words, code } of cases) {
+      const server = await serveTls(certificate, (_req, res) => res.end('ok'));
+      expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      const post = await postBounded(`${server.url}/hook`, '{}', {}, { ...opts, maxResponseBytes: 1024 }).catch((err: unknown) => err);
+      const get = await getBounded(`${server.url}/items`, {}, { ...opts, maxBodyBytes: 1024 }).catch((err: unknown) => err);
+      for (const err of [post, get]) {
+        expect(err, certificate).toBeInstanceOf(CertificateRefused);
+        expect((err as CertificateRefused).message, certificate).toBe(`the certificate of 127.0.0.1 ${words}`);
+        expect((err as CertificateRefused).tlsCode, certificate).toBe(code);
+      }
+      expect(server.requests, certificate).toHaveLength(0);
+    }
+  });
+
+  it('in a process trusting the test CA: a certificate for another host name fails with that reason, an expired one still as expired, and a valid one is answered (POST and a connector\'s GET, which fails for good)', async () => {
+    const ok = (_req: unknown, res: http.ServerResponse) => res.end('ok');
+    const [wrongName, expired, valid] = await Promise.all([serveTls('wrong-name', ok), serveTls('expired', ok), serveTls('valid', ok)]);
+    const [onWrongName, onExpired, onValid] = await trustingClient([wrongName, expired, valid].map((s) => `${s.url}/x`), TLS_FIXTURES);
+    const refused = (words: string) => ({ error: 'CertificateRefused', message: `the certificate of 127.0.0.1 ${words}` });
+    const permanent = (words: string) => ({ error: 'Permanent', message: `tls test: refusing the provider's TLS certificate: the certificate of 127.0.0.1 ${words}` });
+    expect(onWrongName).toEqual({ post: refused('is not valid for this host name (ERR_TLS_CERT_ALTNAME_INVALID)'), get: permanent('is not valid for this host name (ERR_TLS_CERT_ALTNAME_INVALID)') });
+    expect(onExpired).toEqual({ post: refused('has expired (CERT_HAS_EXPIRED)'), get: permanent('has expired (CERT_HAS_EXPIRED)') });
+    expect(onValid).toEqual({ post: { status: 200 }, get: { status: 200 } });
+    expect(valid.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
+    expect(wrongName.requests).toHaveLength(0);
   });
 });

@@ -4,14 +4,15 @@
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { githubConnector } from '../connectors/github';
-import { pagesOf } from '../connectors/pages';
+import { pagesOf, storableRecords } from '../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY, parseRetryAfter, providerGet, providerText, providerUrlProblem, redactSecrets } from '../connectors/provider-http';
 import { Permanent, Transient, type Connector, type ProviderPolicy } from '../connectors/types';
 import { immediateTaskQueue, loadConfig, providerPolicy } from '../lib/config';
 import { pino } from 'pino';
 import { serializeError } from '../lib/logger';
+import { toActivityFailure } from '../services/connector-failure';
 import { useTestDatabase } from './helpers/database';
-import { closeFakeServers, gzipBomb, serve, serveRaw } from './helpers/fake-server';
+import { closeFakeServers, gzipBomb, serve, serveRaw, serveTls } from './helpers/fake-server';
 
 const TOKEN = 'ghp_H0stileProviderTestToken_0123456789ab';
 /** The opt-in for test servers on 127.0.0.1 (PROVIDER_ALLOW_PRIVATE), otherwise the defaults. */
@@ -161,6 +162,22 @@ describe('SSRF: where provider requests may go', () => {
     expect(err.message).not.toContain(String(fake.port));
     expect(err.message).not.toContain(TOKEN.slice(0, 8));
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a provider whose TLS certificate is refused (expired, self-signed, from an untrusted issuer) fails as permanent, naming the host and why with Node\'s code (no port), not as a vague network error', async () => {
+    const cases = [
+      { certificate: 'expired', words: 'has expired (CERT_HAS_EXPIRED)' },
+      { certificate: 'self-signed', words: 'is self-signed, not trusted (DEPTH_ZERO_SELF_SIGNED_CERT)' },
+      { certificate: 'valid', words: 'is signed by an issuer that is not trusted (or the server does not send its intermediate certificates) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)' },
+    ] as const;
+    for (const { certificate, words } of cases) {
+      const fake = await serveTls(certificate, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+      const err = await failure(page(fake.url, TEST_POLICY));
+      expect(err, certificate).toBeInstanceOf(Permanent);
+      expect(err.message, certificate).toBe(`github connector: fetching 'octo/hello': refusing the provider's TLS certificate: the certificate of 127.0.0.1 ${words}`);
+      expect(err.message, certificate).not.toContain(String(fake.port));
+      expect(fake.requests, certificate).toHaveLength(0);
+    }
   });
 
   it('a provider answering malformed HTTP fails as permanent, naming what the parser found wrong and the host (no port, no secret of the URL), not as a vague network error', async () => {
@@ -357,6 +374,42 @@ describe('bounded responses', () => {
     expect(tooDeep).toBeInstanceOf(Permanent);
     expect((tooDeep as Error).message).toBe("record 'd20000' of 'items' is nested too deeply to store (more than about 4,000 levels of arrays and objects)");
     expect(await outcome(1_000)).toBe(1);
+  });
+
+  it('a record too large or nested too deeply is named redacted first, then cut: a secret across the cut of its id leaves no prefix (listing pages and re-checked records)', async () => {
+    // Not a known token shape: only the exact value of the connection's credentials redacts it.
+    const secret = 'tok_record_secret_987654321';
+    const id = `${'r'.repeat(190)}${secret}`;
+    const nested = (depth: number) => {
+      let data: unknown = 'leaf';
+      for (let i = 0; i < depth; i++) data = [data];
+      return data as Record<string, unknown>;
+    };
+    const records = { large: [{ externalId: id, updatedAt: null, data: { padding: 'x'.repeat(100) } }], deep: [{ externalId: id, updatedAt: null, data: nested(20_000) }] };
+    const policy = { ...DEFAULT_PROVIDER_POLICY, maxRecordBytes: 50 };
+    for (const [kind, page] of Object.entries(records)) {
+      const one: Connector = { slug: 'one', resourceTypes: () => ['items'], fetchPage: async () => ({ records: page, nextPageToken: null }) };
+      const request = { resource: 'items', since: null, until: null, config: {}, credentials: null, policy };
+      let listed: unknown = null;
+      try {
+        for await (const p of pagesOf(one, request, null, undefined, () => [secret])) void p;
+      } catch (err) {
+        listed = err;
+      }
+      let rechecked: unknown = null;
+      try {
+        storableRecords(page, policy.maxRecordBytes, 'items', () => [secret]);
+      } catch (err) {
+        rechecked = err;
+      }
+      for (const err of [listed, rechecked]) {
+        expect(err, kind).toBeInstanceOf(Permanent);
+        // What leaves the activity, redacted once more with the exact values.
+        const message = (toActivityFailure(err, [secret]) as Error).message;
+        expect(message, kind).toMatch(/^record 'r+\[redacted\]' of 'items' (exceeds 50 bytes|is nested too deeply)/);
+        expect(message, kind).not.toContain(secret.slice(0, 4));
+      }
+    }
   });
 
   it('cuts a provider error body to about 500 characters at the connector', async () => {

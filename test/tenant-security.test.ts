@@ -265,7 +265,7 @@ describe('tenant security', () => {
     }
     const APP = {
       client_id: 'matrix-client', client_secret: 'matrix-client-secret', authorize_url: 'https://example.com/authorize',
-      token_url: 'https://example.com/token', redirect_uri: 'https://example.com/oauth/callback',
+      token_url: 'https://api.github.com/token', /* a PROVIDER_HOSTS host of the tests' policy */ redirect_uri: 'https://example.com/oauth/callback',
     };
     const alpha = await resources('alpha', 'a');
     const own = await resources('beta', 'b');

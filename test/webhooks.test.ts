@@ -17,7 +17,7 @@ import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { testActivityDeps } from './helpers/deps';
-import { receiver as fakeReceiver, serve, serveRaw, type FakeServer } from './helpers/fake-server';
+import { receiver as fakeReceiver, serve, serveRaw, serveTls, type FakeServer } from './helpers/fake-server';
 import { recordHistory } from './helpers/histories';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
@@ -202,6 +202,47 @@ describe('webhooks', () => {
       expect(documentedVerifier()(oldSecret, headers['synctide-signature']!, received!.body)).toBe(true);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('a receiver whose TLS certificate is refused (expired, self-signed): the attempt records the host and why, with Node\'s code, and the delivery is retried on its schedule', async () => {
+    const expired = await serveTls('expired', (_req, res) => res.end());
+    const selfSigned = await serveTls('self-signed', (_req, res) => res.end());
+    try {
+      const cases: [FakeServer, string][] = [
+        [expired, 'the certificate of 127.0.0.1 has expired (CERT_HAS_EXPIRED)'],
+        [selfSigned, 'the certificate of 127.0.0.1 is self-signed, not trusted (DEPTH_ZERO_SELF_SIGNED_CERT)'],
+      ];
+      for (const [receiver, expected] of cases) {
+        const { rows: hook } = await stack.db.pool.query<{ id: string }>(
+          `insert into webhooks (tenant_id, url, event_types, secret) values ('bad-certificates', $1, '{connection.disabled}', $2) returning id`,
+          [`${receiver.url}/hook?key=url-secret-0123456789`, `whsec_${randomBytes(32).toString('base64')}`],
+        );
+        const { rows: event } = await stack.db.pool.query<{ id: string }>(
+          `insert into webhook_events (tenant_id, event_type, payload) values ('bad-certificates', 'connection.disabled', '{"connection_id": "c"}') returning id`,
+        );
+        const { rows: delivery } = await stack.db.pool.query<{ id: string }>('insert into webhook_deliveries (webhook_id, event_id) values ($1, $2) returning id', [
+          hook[0]!.id,
+          event[0]!.id,
+        ]);
+        const { deps } = testActivityDeps({ pool: stack.db.pool, temporal: stack.env.client, taskQueue: 'webhooks-nobody' });
+        const failure = await new MockActivityEnvironment().run(deliverWebhook(deps), { deliveryId: delivery[0]!.id }).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        // Retried on the delivery's schedule (10 s after a round's first attempt): the receiver's owner may renew it.
+        expect(failure).toBeInstanceOf(ApplicationFailure);
+        expect(failure).toMatchObject({ message: expected, type: 'WebhookNotDelivered', nonRetryable: false, nextRetryDelay: '10 seconds' });
+        const { rows: attempts } = await stack.db.pool.query('select status_code, error from webhook_delivery_attempts where delivery_id = $1', [delivery[0]!.id]);
+        expect(attempts).toEqual([{ status_code: null, error: expected }]);
+        const { rows: status } = await stack.db.pool.query('select status from webhook_deliveries where id = $1', [delivery[0]!.id]);
+        expect(status).toEqual([{ status: 'pending' }]);
+        // Refused in the handshake: no request reached it.
+        expect(receiver.requests).toHaveLength(0);
+      }
+    } finally {
+      await expired.close();
+      await selfSigned.close();
     }
   });
 

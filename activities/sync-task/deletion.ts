@@ -33,6 +33,7 @@ export async function confirmDeletions(
   connector: Connector,
   request: Omit<FetchPageInput, 'pageToken' | 'since' | 'until'>,
   target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date; held: boolean },
+  secrets: () => readonly string[] = () => [],
 ): Promise<Deletable> {
   // A pass that held a cursor (the connector could not read past some time consistently) is no
   // consistent listing, whatever the connector's listing is otherwise.
@@ -46,9 +47,10 @@ export async function confirmDeletions(
   const fetchedAt = new Date();
   const answer = await connector.recheck({ ...request, externalIds: candidates });
   const asked = new Set(candidates);
-  // Stored as a listing page's records are: made storable, none over the record size cap.
+  // Stored as a listing page's records are: made storable, none over the record size cap (a failure
+  // naming its record redacted with the run's credential values).
   const maxRecordBytes = (request.policy ?? DEFAULT_PROVIDER_POLICY).maxRecordBytes;
-  const alive = storableRecords(answer.alive.filter((r) => asked.has(r.externalId)), maxRecordBytes, request.resource);
+  const alive = storableRecords(answer.alive.filter((r) => asked.has(r.externalId)), maxRecordBytes, request.resource, secrets);
   if (alive.length > 0) {
     await withTransaction(pool, async (tx) => {
       const where = { connectionId: target.connectionId, resourceType: target.resourceType };

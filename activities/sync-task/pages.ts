@@ -66,7 +66,7 @@ export async function readPass(
     if (!pass.full) return { only: [] };
     return await confirmDeletions({ pool }, connector, context, {
       connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore: pass.changedBefore, held: progress.holds.size > 0,
-    });
+    }, () => pass.source.secrets());
   } catch (err) {
     if (err instanceof TaskTakenOver) throw err;
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync task cancelled');

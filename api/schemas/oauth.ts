@@ -18,7 +18,7 @@ export const CreateOAuthAppBody = z
     client_id: secretText(500),
     client_secret: secretText(2000).openapi({ description: 'Sealed at rest; never shown again, in no answer' }),
     authorize_url: httpUrl("The provider's authorization endpoint"),
-    token_url: httpUrl("The provider's token endpoint (code exchange and refresh), without a query"),
+    token_url: httpUrl("The provider's token endpoint (code exchange and refresh), without a query, on a host PROVIDER_HOSTS allows"),
     redirect_uri: httpUrl('The one redirect URI registered with the provider (it must reach `GET /oauth/callback`), without a query; compared exactly'),
     scopes: scopes.default([]),
   })
@@ -30,7 +30,7 @@ export const UpdateOAuthAppBody = z
     client_id: secretText(500).optional(),
     client_secret: secretText(2000).optional(),
     authorize_url: httpUrl("The provider's authorization endpoint").optional(),
-    token_url: httpUrl("The provider's token endpoint, without a query").optional(),
+    token_url: httpUrl("The provider's token endpoint, without a query, on a host PROVIDER_HOSTS allows").optional(),
     redirect_uri: httpUrl('The registered redirect URI, without a query').optional(),
     scopes: scopes.optional(),
   })

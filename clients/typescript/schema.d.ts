@@ -1812,7 +1812,7 @@ export interface components {
             authorize_url: string;
             /**
              * Format: uri
-             * @description The provider's token endpoint (code exchange and refresh), without a query; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
+             * @description The provider's token endpoint (code exchange and refresh), without a query, on a host PROVIDER_HOSTS allows; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
              */
             token_url: string;
             /**
@@ -1837,7 +1837,7 @@ export interface components {
             authorize_url?: string;
             /**
              * Format: uri
-             * @description The provider's token endpoint, without a query; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
+             * @description The provider's token endpoint, without a query, on a host PROVIDER_HOSTS allows; https only, and no loopback, private or link-local address, unless PROVIDER_ALLOW_PRIVATE
              */
             token_url?: string;
             /**

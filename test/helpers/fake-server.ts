@@ -2,7 +2,11 @@
 // port, answering with the test's handler and keeping what it received. Every fake provider and
 // receiver of the suite is built on `serve`.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 /** What a fake server keeps of a request it received. */
@@ -68,6 +72,31 @@ export async function serve(handler: FakeHandler, opts: { maxHeaderSize?: number
   });
   server.on('connection', () => (fake.connections += 1));
   const fake = await listening(server, () => server.closeAllConnections());
+  return fake;
+}
+
+/** The test-only certificates of test/fixtures/tls/ (README.md there says how they were made). */
+export type FixtureCertificate = 'valid' | 'expired' | 'self-signed' | 'wrong-name';
+
+/** The folder of the TLS fixtures; `ca.pem` in it signed every certificate but the self-signed one. */
+export const TLS_FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tls');
+
+/**
+ * `serve` over HTTPS, presenting the fixture certificate `certificate` (all for 127.0.0.1 but
+ * `wrong-name`); its `url` is `https://127.0.0.1:<port>`. A client trusts `valid`'s only with
+ * `ca.pem` (NODE_EXTRA_CA_CERTS in its process).
+ */
+export async function serveTls(certificate: FixtureCertificate, handler: FakeHandler): Promise<FakeServer> {
+  const file = (ext: string) => readFileSync(path.join(TLS_FIXTURES, `${certificate}.${ext}`));
+  const server = createHttpsServer({ key: file('key'), cert: file('pem') }, (req, res) => {
+    fake.requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers });
+    handler(req, res, fake);
+  });
+  server.on('secureConnection', () => (fake.connections += 1));
+  // A client refusing the certificate ends the handshake: no error of the server's.
+  server.on('tlsClientError', () => undefined);
+  const fake = await listening(server, () => server.closeAllConnections());
+  fake.url = fake.url.replace(/^http:/, 'https:');
   return fake;
 }
 
