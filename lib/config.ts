@@ -227,11 +227,12 @@ export const envSchema = z
     TENANT_MAX_REDELIVERIES_PER_HOUR: positiveInt(DEFAULT_TENANT_LIMITS.redeliveriesPerHour),
     TENANT_MAX_OAUTH_APPS: positiveInt(DEFAULT_TENANT_LIMITS.oauthApps),
 
-    // Providers: where connectors may send requests (host names, comma-separated; GitHub Enterprise
+    // Providers: where connectors and OAuth token requests may go (host names, comma-separated:
+    // GitHub's API, and github.com where a GitHub OAuth app's token URL is; GitHub Enterprise
     // hosts are added here) and how much a provider may cost a worker.
     PROVIDER_HOSTS: z
       .string()
-      .default('api.github.com')
+      .default('api.github.com,github.com')
       .transform((list) => list.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean))
       .pipe(
         z

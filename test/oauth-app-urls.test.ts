@@ -6,6 +6,7 @@
 // requests, must name a host PROVIDER_HOSTS allows, as a provider base URL must.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PROVIDER_POLICY } from '../connectors/provider-http';
+import { loadConfig, providerPolicy } from '../lib/config';
 import { useApiWithoutTemporal } from './helpers/api';
 import { TEST_PROVIDER_POLICY } from './helpers/deps';
 
@@ -75,5 +76,20 @@ describe('OAuth app endpoints under PROVIDER_HOSTS (a deployment as in productio
     // The host rule is PROVIDER_HOSTS', names compared without case.
     const upper = await api.call('PATCH', `/oauth-apps/${id}`, { token_url: 'https://IDP.example/oauth/token' });
     expect(upper.status, JSON.stringify(upper.body)).toBe(200);
+  });
+});
+
+describe('OAuth app endpoints under the default PROVIDER_HOSTS', () => {
+  const api = useApiWithoutTemporal('oauth-app-default-hosts', { providers: providerPolicy(loadConfig({})) });
+
+  it("takes a GitHub OAuth app (its token URL is on github.com, not api.github.com) and refuses a token_url elsewhere", async () => {
+    const app = (token_url: string) => ({
+      tenant_id: 'acme', name: `github-${token_url.length}`, client_id: 'Iv1.8a61f9b3a7aba766', client_secret: 'client-secret-0123456789',
+      authorize_url: 'https://github.com/login/oauth/authorize', token_url, redirect_uri: 'https://synctide.example/oauth/callback', scopes: ['repo'],
+    });
+    const github = await api.call('POST', '/oauth-apps', app('https://github.com/login/oauth/access_token'));
+    expect(github.status, JSON.stringify(github.body)).toBe(201);
+    const elsewhere = await api.call('POST', '/oauth-apps', app('https://idp.example/oauth/token'));
+    expect([elsewhere.status, elsewhere.body.error?.message]).toEqual([400, "token_url: host 'idp.example' is not an allowed provider host (PROVIDER_HOSTS)"]);
   });
 });
