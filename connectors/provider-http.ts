@@ -31,12 +31,13 @@ export type { ProviderPolicy } from './types';
 const MIB = 1024 * 1024;
 
 /**
- * The policy of a process that configured none: api.github.com only, https only, public addresses
+ * The policy of a process that configured none: api.github.com and github.com (a GitHub OAuth
+ * app's token URL) only (PROVIDER_HOSTS' default, lib/config.ts), https only, public addresses
  * only, 10 MiB per response, 30 s per request, 1 MiB per record, 100,000 pages and 10,000,000
  * records per task.
  */
 export const DEFAULT_PROVIDER_POLICY: ProviderPolicy = Object.freeze({
-  allowedHosts: Object.freeze(['api.github.com']),
+  allowedHosts: Object.freeze(['api.github.com', 'github.com']),
   allowPrivate: false,
   maxResponseBytes: 10 * MIB,
   timeoutMs: 30_000,

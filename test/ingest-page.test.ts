@@ -14,10 +14,15 @@ describe('a job page in one statement', () => {
 
   const record = (externalId: string, v: number) => ({ externalId, data: { v }, updatedAt: null });
   const noMarks = { high: {}, hold: {} };
-  /** A connection with a running full job and its processing task, started at `startedAt`. */
-  async function fullPass(name: string, startedAt: Date) {
+  /**
+   * A connection with a running full job and its processing task, started at `startedAt`; `before`
+   * runs on the connection before the job exists (what earlier syncs stored: a write while a full
+   * pass runs beside it is news that pass does not judge).
+   */
+  async function fullPass(name: string, startedAt: Date, before?: (connectionId: string) => Promise<unknown>) {
     const { rows: c } = await db.pool.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', $1) returning id`, [name]);
     const connectionId: string = c[0].id;
+    await before?.(connectionId);
     const { rows: t } = await db.pool.query(
       `with j as (insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at)
                   values ($1, 't', 'full', 'api', 'running', now()) returning id)
@@ -35,10 +40,10 @@ describe('a job page in one statement', () => {
 
   it('stores the records, the ids the pass did not write and the task and job progress together; deletion takes exactly the unseen rest', async () => {
     const earlier = new Date(Date.now() - 3_600_000);
-    const pass = await fullPass('page', new Date());
-    const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
     // Stored by an earlier sync: a, b, c, d.
-    await upsertRecords(db.pool, { ...target, jobId: null, at: earlier }, [record('a', 1), record('b', 1), record('c', 1), record('d', 1)]);
+    const pass = await fullPass('page', new Date(), (connectionId) =>
+      upsertRecords(db.pool, { connectionId, resourceType: 'issues', jobId: null, at: earlier }, [record('a', 1), record('b', 1), record('c', 1), record('d', 1)]));
+    const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
 
     // The pass's first page: a changed, b unchanged, e new (twice on the page).
     const page = [record('a', 2), record('b', 1), record('e', 1), record('e', 1)];

@@ -13,7 +13,7 @@ type Endpoint = { method: string; template: string; path: (tenant: string) => st
 const hook = { url: 'https://example.com/hooks/synctide', event_types: ['sync.failed'] };
 const oauthApp = {
   name: 'long-tenant-app', client_id: 'client', client_secret: 'client-secret',
-  authorize_url: 'https://example.com/authorize', token_url: 'https://example.com/token', redirect_uri: 'https://example.com/oauth/callback',
+  authorize_url: 'https://example.com/authorize', token_url: 'https://api.github.com/token', redirect_uri: 'https://example.com/oauth/callback',
 };
 const q = (tenant: string) => `tenant_id=${encodeURIComponent(tenant)}`;
 
