@@ -138,17 +138,6 @@ describe('synctide CLI against a real stack', () => {
     }
   });
 
-  it('answers --help of a group of two words (`tenants keys`), as `help tenants keys` does, and names its commands when given alone', async () => {
-    const [viaHelp, viaFlag, alone] = await Promise.all([cli(['help', 'tenants', 'keys']), cli(['tenants', 'keys', '--help']), cli(['tenants', 'keys'])]);
-    for (const run of [viaHelp, viaFlag]) {
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.stdout).toContain('tenants keys create');
-      expect(run.stdout).not.toContain('tenants limits');
-    }
-    expect(alone.code).toBe(2);
-    expect(alone.stderr).toContain('tenants keys needs a command: list, create, revoke (synctide tenants keys --help)');
-  });
-
   it('refuses an API URL with a user name or password with exit 2, from any source, never printing it (`config` too)', async () => {
     const password = 'hunter2-proxy-password';
     const withCredentials = api.server.url.replace('http://', `http://deploy:${password}@`);
