@@ -12,11 +12,11 @@
 // Runs the sync activity directly against real Postgres and a fake provider
 // on 127.0.0.1.
 import { afterEach, describe, expect, it } from 'vitest';
-import { readChangesPage, upsertRecords } from '../db/models/records';
+import { readChangesPage } from '../db/models/records';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
-import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
-import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
+import { initialItems, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
+import { cursorConnectionStoredAt, runPass, storedRecords } from './helpers/http-sync';
 
 const db = useTestDatabase();
 let fake: FakeHttpProvider | null = null;
@@ -46,24 +46,8 @@ describe('a full pass whose listing missed a record an overlapping incremental p
       const initial = initialItems(4, clock.ms); // i00001 … i00004, stamped `changedAgo` ago
       fake = await startFakeHttpProvider({ size: 10, initial, clock: () => clock.ms });
       const provider = fake;
-      const connectionId = await createHttpConnection(
-        db.pool,
-        {
-          base_url: provider.baseUrl,
-          pagination: paginationOf('cursor', 10),
-          resources: {
-            items: { path: '/cursor/items', records: RECORDS_PATH.cursor, id: 'id', ...(changeTimes && { updated_at: 'updated_at', since: { param: 'updated_since' } }) },
-          },
-        },
-        `deletion-after-fetch-${cases.findIndex((c) => c.label === label)}`,
-      );
       // Stored by a pass an hour ago.
-      const hourAgo = new Date(N - 60 * MINUTE);
-      await upsertRecords(
-        db.pool,
-        { connectionId, resourceType: 'items', jobId: null, at: hourAgo, fetchedAt: hourAgo },
-        initial.map((i) => ({ externalId: i.id, updatedAt: changeTimes ? i.updated_at : null, data: { ...i } })),
-      );
+      const connectionId = await cursorConnectionStoredAt(db.pool, provider, `deletion-after-fetch-${cases.findIndex((c) => c.label === label)}`, new Date(N - 60 * MINUTE), changeTimes);
       const feedOf = () => feedOfConnection(connectionId);
       const before = (await feedOf()).get('i00003')!;
       expect(before.change).toBe('insert');
@@ -117,21 +101,7 @@ describe('a full pass whose listing missed a record an overlapping incremental p
     const initial = initialItems(4, clock.ms);
     fake = await startFakeHttpProvider({ size: 10, initial, clock: () => clock.ms });
     const provider = fake;
-    const connectionId = await createHttpConnection(
-      db.pool,
-      {
-        base_url: provider.baseUrl,
-        pagination: paginationOf('cursor', 10),
-        resources: { items: { path: '/cursor/items', records: RECORDS_PATH.cursor, id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' } } },
-      },
-      'deletion-after-fetch-before',
-    );
-    const hourAgo = new Date(N - 60 * MINUTE);
-    await upsertRecords(
-      db.pool,
-      { connectionId, resourceType: 'items', jobId: null, at: hourAgo, fetchedAt: hourAgo },
-      initial.map((i) => ({ externalId: i.id, updatedAt: i.updated_at, data: { ...i } })),
-    );
+    const connectionId = await cursorConnectionStoredAt(db.pool, provider, 'deletion-after-fetch-before', new Date(N - 60 * MINUTE));
     const { deps } = testActivityDeps({ pool: db.pool });
     const noted = async () =>
       (await db.pool.query<{ external_id: string }>('select external_id from records where connection_id = $1 and confirmed_at is not null', [connectionId])).rows;

@@ -7,11 +7,10 @@
 // directly against real Postgres and a fake provider on 127.0.0.1 (keyset paging, a consistent
 // listing, so unseen records are tombstoned without lookups).
 import { afterEach, describe, expect, it } from 'vitest';
-import { upsertRecords } from '../db/models/records';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
-import { initialItems, paginationOf, RECORDS_PATH, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
-import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
+import { initialItems, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
+import { cursorConnectionStoredAt, runPass, storedRecords } from './helpers/http-sync';
 
 const db = useTestDatabase();
 let fake: FakeHttpProvider | null = null;
@@ -32,22 +31,8 @@ describe('a full pass tombstoning an item an overlapping incremental page saw cr
     const initial = initialItems(4, clock.ms); // i00001 … i00004, stamped two hours ago
     fake = await startFakeHttpProvider({ size: 10, initial, clock: () => clock.ms });
     const provider = fake;
-    const connectionId = await createHttpConnection(
-      db.pool,
-      {
-        base_url: provider.baseUrl,
-        pagination: paginationOf('cursor', 10),
-        resources: { items: { path: '/cursor/items', records: RECORDS_PATH.cursor, id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' } } },
-      },
-      'deletion-overlap',
-    );
     // Stored by a pass an hour ago.
-    const hourAgo = new Date(N - 60 * MINUTE);
-    await upsertRecords(
-      db.pool,
-      { connectionId, resourceType: 'items', jobId: null, at: hourAgo, fetchedAt: hourAgo },
-      initial.map((i) => ({ externalId: i.id, updatedAt: i.updated_at, data: { ...i } })),
-    );
+    const connectionId = await cursorConnectionStoredAt(db.pool, provider, 'deletion-overlap', new Date(N - 60 * MINUTE));
     const { deps } = testActivityDeps({ pool: db.pool });
 
     // i00003 is deleted at the provider 12 minutes ago; the full pass starts 10 minutes ago and

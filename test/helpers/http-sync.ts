@@ -6,9 +6,11 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { syncTask } from '../../activities/sync-task';
 import type { ActivityDeps } from '../../activities/deps';
+import { upsertRecords } from '../../db/models/records';
 import type { Pool } from '../../db/pool';
 import type { SyncTaskInput, SyncTaskResult } from '../../temporal/activities';
 import { testActivityDeps } from './deps';
+import { paginationOf, RECORDS_PATH, type FakeHttpProvider } from './fake-http-provider';
 import type { LogLines } from './logs';
 
 export type PassKind = 'full' | 'incremental' | 'backfill';
@@ -135,3 +137,27 @@ export async function renewalOnTwoWorkers(opts: {
   await completeJob(opts.pools[0], jobId);
   return { results, lines: [...first.lines, ...second.lines], requests: opts.requests() - before };
 }
+
+/**
+ * An http connection reading `items` by cursor paging, ten a page, from `provider` (with
+ * `updated_at` and `since`, unless `changeTimes` is false), whose items were stored by a pass
+ * at `storedAt`, as `provider` has them now. Returns the connection's id.
+ */
+export async function cursorConnectionStoredAt(pool: Pool, provider: FakeHttpProvider, appKey: string, storedAt: Date, changeTimes = true): Promise<string> {
+  const connectionId = await createHttpConnection(
+    pool,
+    {
+      base_url: provider.baseUrl,
+      pagination: paginationOf('cursor', 10),
+      resources: { items: { path: '/cursor/items', records: RECORDS_PATH.cursor, id: 'id', ...(changeTimes && { updated_at: 'updated_at', since: { param: 'updated_since' } }) } },
+    },
+    appKey,
+  );
+  await upsertRecords(
+    pool,
+    { connectionId, resourceType: 'items', jobId: null, at: storedAt, fetchedAt: storedAt },
+    provider.list().map((i) => ({ externalId: i.id, updatedAt: changeTimes ? i.updated_at : null, data: { ...i } })),
+  );
+  return connectionId;
+}
+
