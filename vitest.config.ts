@@ -43,9 +43,14 @@ export default defineConfig({
         extends: true,
         test: { name: 'side-by-side', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/**/*.slow.test.ts', ...alone], maxWorkers: 2, isolate: false, sequence: { groupOrder: 0 } },
       },
+      // A failed test of this group is run once more (vitest prints it as retried): the
+      // time-skipping test server now and then stalls a test for good (env.sleep never returning:
+      // schedule-options, 4 tests x 60 s; a job workflow's first activity never dispatched:
+      // tenant-limits-wait, 45 s), in one fresh-clone CI run in four on 2026-11-29, each passing
+      // alone and in the other runs. A real defect fails its retry too.
       {
         extends: true,
-        test: { name: 'alone', include: alone.length > 0 ? alone : ['test/none'], fileParallelism: false, isolate: false, sequence: { groupOrder: 1 } },
+        test: { name: 'alone', include: alone.length > 0 ? alone : ['test/none'], fileParallelism: false, isolate: false, retry: 1, sequence: { groupOrder: 1 } },
       },
     ],
   },
