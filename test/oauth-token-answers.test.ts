@@ -429,13 +429,7 @@ describe('a token endpoint answering malformed HTTP (a parser error other than o
 
   it('a refresh, a client credentials request and a code exchange fail naming what was wrong and the host, without the client secret', async () => {
     const raw = await serveRaw(ANSWER);
-    const at = { ...app(), tokenUrl: `${raw.url}/token` };
-    const full = { ...at, authorizeUrl: `${raw.url}/authorize`, redirectUri: 'https://example.com/cb' };
-    const requests = {
-      refresh: () => refreshGrant(at, `rt_seed_${randomUUID()}`, POLICY),
-      clientCredentials: () => clientCredentialsToken(at, [], POLICY),
-      exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
-    };
+    const requests = tokenRequests(raw.url);
     for (const [name, request] of Object.entries(requests)) {
       const err = await request().then(() => null, (e: Error) => e);
       expect(err, name).toBeInstanceOf(TokenRequestFailed);
@@ -456,6 +450,17 @@ describe('a token endpoint answering malformed HTTP (a parser error other than o
   });
 });
 
+/** The three token requests of an app whose endpoints are on `base`: a refresh, a client credentials request and a code exchange. */
+function tokenRequests(base: string) {
+  const at = { ...app(), tokenUrl: `${base}/token` };
+  const full = { ...at, authorizeUrl: `${base}/authorize`, redirectUri: 'https://example.com/cb' };
+  return {
+    refresh: () => refreshGrant(at, `rt_seed_${randomUUID()}`, POLICY),
+    clientCredentials: () => clientCredentialsToken(at, [], POLICY),
+    exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
+  };
+}
+
 describe('a token endpoint whose TLS certificate is refused (expired, self-signed)', () => {
   afterEach(async () => {
     await closeFakeServers();
@@ -469,13 +474,7 @@ describe('a token endpoint whose TLS certificate is refused (expired, self-signe
     const { deps } = testActivityDeps({ pool: db.pool });
     for (const { certificate, words } of cases) {
       const endpoint = await serveTls(certificate, (_req, res) => res.end('{}'));
-      const at = { ...app(), tokenUrl: `${endpoint.url}/token` };
-      const full = { ...at, authorizeUrl: `${endpoint.url}/authorize`, redirectUri: 'https://example.com/cb' };
-      const requests = {
-        refresh: () => refreshGrant(at, `rt_seed_${randomUUID()}`, POLICY),
-        clientCredentials: () => clientCredentialsToken(at, [], POLICY),
-        exchange: () => exchangeCode(full, { code: 'code-1', state: 'state-1' }, 'verifier_0123456789_0123456789_0123456789_0123', POLICY),
-      };
+      const requests = tokenRequests(endpoint.url);
       for (const [name, request] of Object.entries(requests)) {
         const err = await request().then(() => null, (e: Error) => e);
         expect(err, `${certificate} ${name}`).toBeInstanceOf(TokenRequestFailed);
