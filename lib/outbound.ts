@@ -174,6 +174,14 @@ export function postBounded(
   });
 }
 
+/**
+ * A TLS handshake that failed for a reason other than the certificate (`CertificateRefused`): the
+ * server does not speak TLS on that port (plain HTTP behind an https URL), or shares no protocol
+ * version or cipher with this client. In words, since "network error" sends a user looking at the
+ * network; retried like one (a server being switched to TLS may answer on a later try).
+ */
+export const TLS_HANDSHAKE_FAILED = 'TLS handshake failed: the server does not speak TLS on this port (is the URL\'s scheme right?) or shares no TLS version or cipher with Synctide';
+
 /** A network failure in words that name no address or port (no port scanning through errors). */
 export function describeNetworkError(err: NodeJS.ErrnoException): string {
   if (err instanceof AddressNotAllowed || err instanceof ResponseTooLarge) return err.message;
@@ -196,8 +204,12 @@ export function describeNetworkError(err: NodeJS.ErrnoException): string {
     case 'Z_DATA_ERROR':
     case 'Z_BUF_ERROR':
       return 'unreadable compressed body';
+    case 'EPROTO':
+      return TLS_HANDSHAKE_FAILED;
     default:
-      return 'network error';
+      // OpenSSL's handshake failures that Node names (ERR_SSL_WRONG_VERSION_NUMBER, a protocol
+      // version or handshake alert of the server, ...); certificate codes never get here.
+      return typeof err.code === 'string' && err.code.startsWith('ERR_SSL_') ? TLS_HANDSHAKE_FAILED : 'network error';
   }
 }
 

@@ -5,7 +5,7 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CertificateRefused, getBounded, HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, postBounded } from '../lib/outbound';
+import { CertificateRefused, getBounded, HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, postBounded, TLS_HANDSHAKE_FAILED } from '../lib/outbound';
 import { closeFakeServers, serve, serveRaw, serveTls, TLS_FIXTURES } from './helpers/fake-server';
 import { trustingClient } from './helpers/tls-trusting-client';
 
@@ -176,6 +176,18 @@ describe('TLS certificates of outbound requests (real HTTPS on 127.0.0.1, the te
       }
       expect(server.requests, certificate).toHaveLength(0);
     }
+  });
+
+  it('an https URL whose server does not speak TLS (plain HTTP on that port) fails POST and GET as a TLS handshake failure in words, not a vague network error', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const url = server.url.replace(/^http:/, 'https:');
+    const post = await postBounded(`${url}/hook`, '{}', {}, { ...opts, maxResponseBytes: 1024 }).catch((err: unknown) => err);
+    const get = await getBounded(`${url}/items`, {}, { ...opts, maxBodyBytes: 1024 }).catch((err: unknown) => err);
+    for (const err of [post, get]) {
+      expect((err as Error).message).toBe(TLS_HANDSHAKE_FAILED);
+      expect((err as Error).message).not.toMatch(/127\.0\.0\.1|:\d{2,5}/);
+    }
+    expect(server.requests).toHaveLength(0);
   });
 
   it('in a process trusting the test CA: a certificate for another host name fails with that reason, an expired one still as expired, and a valid one is answered (POST and a connector\'s GET, which fails for good)', async () => {
