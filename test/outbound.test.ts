@@ -179,15 +179,28 @@ describe('TLS certificates of outbound requests (real HTTPS on 127.0.0.1, the te
   });
 
   it('an https URL whose server does not speak TLS (plain HTTP on that port) fails POST and GET as a TLS handshake failure in words, not a vague network error', async () => {
-    const server = await serve((_req, res) => res.end('ok'));
-    const url = server.url.replace(/^http:/, 'https:');
-    const post = await postBounded(`${url}/hook`, '{}', {}, { ...opts, maxResponseBytes: 1024 }).catch((err: unknown) => err);
-    const get = await getBounded(`${url}/items`, {}, { ...opts, maxBodyBytes: 1024 }).catch((err: unknown) => err);
-    for (const err of [post, get]) {
-      expect((err as Error).message).toBe(TLS_HANDSHAKE_FAILED);
-      expect((err as Error).message).not.toMatch(/127\.0\.0\.1|:\d{2,5}/);
+    // What a plain HTTP server answers a TLS client hello (a 400), written as soon as the hello
+    // arrives; the connection stays open, so the client reads the answer, never a reset.
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.once('data', () => socket.write('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const post = await postBounded(`${url}/hook`, '{}', {}, { ...opts, maxResponseBytes: 1024 }).catch((err: unknown) => err);
+      const get = await getBounded(`${url}/items`, {}, { ...opts, maxBodyBytes: 1024 }).catch((err: unknown) => err);
+      for (const err of [post, get]) {
+        expect((err as Error).message).toBe(TLS_HANDSHAKE_FAILED);
+        expect((err as Error).message).not.toMatch(/127\.0\.0\.1|:\d{2,5}/);
+      }
+      expect(sockets.size).toBe(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
     }
-    expect(server.requests).toHaveLength(0);
   });
 
   it('in a process trusting the test CA: a certificate for another host name fails with that reason, an expired one still as expired, and a valid one is answered (POST and a connector\'s GET, which fails for good)', async () => {
