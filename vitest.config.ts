@@ -32,8 +32,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     reporters: ['default'],
-    // Most files spend their time waiting (timers, servers, child processes): two at a time on
-    // two cores; then the files that must run alone, one at a time with nothing beside them. Both
+    // Most files spend their time waiting (timers, servers, child processes): three at a time on
+    // two cores (the machine was about half idle with two: `npm test` 329 s with two, 291-305 s
+    // with three, 279 s with four, on 2026-11-29); then the files that must run alone, one at a time with nothing beside them. Both
     // groups run their files in long-lived processes (isolate: false): a process loads the modules
     // once instead of once a file (about 45 s of the side-by-side group and 30 s of the alone
     // group). So module state lives on from one file to the next in a process: each file makes
@@ -41,7 +42,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'side-by-side', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/**/*.slow.test.ts', ...alone], maxWorkers: 2, isolate: false, sequence: { groupOrder: 0 } },
+        test: { name: 'side-by-side', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/**/*.slow.test.ts', ...alone], maxWorkers: 3, isolate: false, sequence: { groupOrder: 0 } },
       },
       // A failed test of this group is run once more (vitest prints it as retried): the
       // time-skipping test server now and then stalls a test for good (env.sleep never returning:
