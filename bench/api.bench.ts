@@ -27,7 +27,7 @@ import { BackgroundStarts } from '../lib/background-starts';
 import { listen, type HttpServer } from '../lib/http';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { BENCH_ADMIN_KEY, benchApp } from './api-app';
-import { type BenchStack, type CpuReading, cpuMeter, msSince, percentile, runBench, table } from './stack';
+import { type BenchStack, type CpuReading, cpuMeter, msSince, percentile, profileStatements, runBench, table } from './stack';
 
 const REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 400);
 const CONCURRENCY = Number(process.env.BENCH_API_CONCURRENCY ?? 16);
@@ -138,6 +138,25 @@ async function main(stack: BenchStack) {
         console.log(`jobs inserted: POST /sync ${jobs.rows[0]!.sync}, floor ${jobs.rows[0]!.floor} (expected ${2 * REQUESTS} each)`);
       }
     }
+    // A separate profiling pass (never during the timed rounds): the Postgres statements one
+    // POST /sync makes, each a round trip to the server.
+    const profiled = 50;
+    const targets = await insertConnections(stack, 'bench-profile', profiled);
+    const profile = profileStatements();
+    for (const target of targets) {
+      const res = await fetch(`${api.url}/sync`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${BENCH_ADMIN_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ app_key: target.app_key, tenant_id: 'bench', mode: 'incremental' }),
+      });
+      await res.text();
+    }
+    await background.drain();
+    profile.stop();
+    const statements = profile.rows();
+    const perRequest = statements.reduce((n, [, calls]) => n + calls, 0) / profiled;
+    console.log(`\nPostgres statements per POST /sync (${profiled} requests one at a time, background start included): ${perRequest.toFixed(1)}`);
+    table(['statement', 'per request', 'ms per request'], statements.map(([k, calls, ms]) => [k, (calls / profiled).toFixed(1), (ms / profiled).toFixed(2)]));
   } finally {
     await Promise.all([api.close(), floor.close()]);
   }

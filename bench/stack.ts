@@ -329,6 +329,12 @@ export async function startBenchStack(name: string, opts: { temporalDbDir?: stri
     const temporalDbDir = process.env.BENCH_TEMPORAL_DB_DIR || opts.temporalDbDir;
     const temporalDir = temporalDbDir ? await fsp.mkdtemp(path.join(temporalDbDir, 'synctide-bench-')) : dir;
     if (temporalDir !== dir) stops.push(() => fsp.rm(temporalDir, { recursive: true, force: true }));
+    // BENCH_TEMPORAL_DYNAMIC_CONFIG: an experiment only (never the reported figures), a JSON object
+    // of dev-server dynamic-config values, e.g. '{"matching.numTaskqueueReadPartitions": 1}'.
+    const experimentDynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG
+      ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, string | number | boolean>)
+      : undefined;
+    if (experimentDynamicConfig) console.log(`EXPERIMENT: dev server dynamic config ${JSON.stringify(experimentDynamicConfig)}`);
     let run = 0;
     const startTemporal = async () => {
       run += 1;
@@ -338,6 +344,7 @@ export async function startBenchStack(name: string, opts: { temporalDbDir?: stri
         port: await freePort(),
         uiPort: await freePort(),
         namespace: 'default',
+        dynamicConfig: experimentDynamicConfig,
       });
     };
     let devServer = await startTemporal();
