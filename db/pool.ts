@@ -6,6 +6,12 @@ export interface PoolLimits {
   statementTimeoutMs?: number;
   /** `idle_in_transaction_session_timeout`: a session idle that long inside a transaction is ended. */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * How long the client waits for an answer to a statement before it takes the server for gone
+   * (pg's client-side `query_timeout`); only with a statement timeout, and by default that timeout
+   * plus the larger of itself and 5 s, so the server's own cancellation always comes first.
+   */
+  noAnswerTimeoutMs?: number;
   /** `application_name`, to tell the API's connections from the worker's in pg_stat_activity. */
   applicationName?: string;
 }
@@ -13,7 +19,12 @@ export interface PoolLimits {
 /**
  * Creates a connection pool. Connections are opened with TCP keepalive and a 30-second limit on
  * getting a connection, so a vanished server fails a query instead of hanging it, and with the
- * server-side `limits` (sent in the startup packet: no extra round trip).
+ * server-side `limits` (sent in the startup packet: no extra round trip). With a statement
+ * timeout, the client also gives up on a statement it has had no answer to well after that time
+ * (`noAnswerTimeoutMs`): the server would have cancelled it by then, so the server or the network
+ * has stopped answering (black-holed, not closed: TCP alone notices only after many minutes). The
+ * statement fails and its connection is discarded, never handed out again (`withTransaction`
+ * releases a connection whose rollback failed as broken).
  */
 export function createPool(databaseUrl: string, max = 10, limits: PoolLimits = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -22,7 +33,9 @@ export function createPool(databaseUrl: string, max = 10, limits: PoolLimits = {
     application_name: limits.applicationName ?? 'synctide',
     keepAlive: true,
     connectionTimeoutMillis: 30_000,
-    ...(limits.statementTimeoutMs ? { statement_timeout: limits.statementTimeoutMs } : {}),
+    ...(limits.statementTimeoutMs
+      ? { statement_timeout: limits.statementTimeoutMs, query_timeout: limits.noAnswerTimeoutMs ?? limits.statementTimeoutMs + Math.max(limits.statementTimeoutMs, 5_000) }
+      : {}),
     ...(limits.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs } : {}),
   });
   // An idle client losing its connection (server restart) must not crash the process.

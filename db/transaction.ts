@@ -8,15 +8,20 @@ import type { Pool } from './pool';
  */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>, opts: { snapshot?: boolean } = {}): Promise<T> {
   const client = await pool.connect();
+  // A connection whose rollback failed is in an unknown state (lost, or a statement of it still
+  // unanswered): released as broken, the pool discards it instead of handing it out again.
+  let broken: Error | undefined;
   try {
     await client.query(opts.snapshot ? 'begin isolation level repeatable read read only' : 'begin');
     const result = await fn(client);
     await client.query('commit');
     return result;
   } catch (err) {
-    await client.query('rollback').catch(() => undefined);
+    await client.query('rollback').catch((rollbackErr: unknown) => {
+      broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+    });
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
