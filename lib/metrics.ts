@@ -192,51 +192,32 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
       for (const [provider, n] of open) this.set({ provider }, n);
     },
   });
-  new Gauge({
-    name: 'webhook_deliveries_oldest_pending_seconds',
-    help: 'Age of the oldest webhook delivery still pending, 0 when none is (read at scrape time)',
-    registers,
-    async collect() {
-      const backlog = await webhooks();
-      if (backlog) this.set(backlog.oldestSeconds);
-    },
-  });
-  new Gauge({
-    name: 'webhook_deliveries_pending',
-    help: 'Webhook deliveries not yet delivered nor given up (counted in the database at scrape time)',
-    registers,
-    async collect() {
-      const backlog = await webhooks();
-      if (backlog) this.set(backlog.pending);
-    },
-  });
-  new Gauge({
-    name: 'synctide_deselections_pending',
-    help: 'Units (a resource type, or a repository\'s records of one) a config change stopped selecting whose records the reconcile tick has not all tombstoned yet (counted in the database at scrape time)',
-    registers,
-    async collect() {
-      const backlog = await deselections();
-      if (backlog) this.set(backlog.pending);
-    },
-  });
-  new Gauge({
-    name: 'synctide_deselections_oldest_pending_seconds',
-    help: 'Age of the oldest deselection the reconcile tick has not finished, 0 when none (read at scrape time)',
-    registers,
-    async collect() {
-      const backlog = await deselections();
-      if (backlog) this.set(backlog.oldestSeconds);
-    },
-  });
-  new Gauge({
-    name: 'sync_scheduler_backlog',
-    help: 'Active connections whose next run is overdue and that have no active job (counted by the latest reconcile tick, read from the database at scrape time)',
-    registers,
-    async collect() {
-      const latest = await schedule();
-      if (latest) this.set(latest.overdue);
-    },
-  });
+  /** A gauge of one number of a shared answer (the previous value stays when the read failed). */
+  const valueGauge = <T>(name: string, help: string, answer: () => Promise<T | null>, value: (a: T) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        const latest = await answer();
+        if (latest) this.set(value(latest));
+      },
+    });
+  valueGauge('webhook_deliveries_oldest_pending_seconds', 'Age of the oldest webhook delivery still pending, 0 when none is (read at scrape time)', webhooks, (b) => b.oldestSeconds);
+  valueGauge('webhook_deliveries_pending', 'Webhook deliveries not yet delivered nor given up (counted in the database at scrape time)', webhooks, (b) => b.pending);
+  valueGauge(
+    'synctide_deselections_pending',
+    'Units (a resource type, or a repository\'s records of one) a config change stopped selecting whose records the reconcile tick has not all tombstoned yet (counted in the database at scrape time)',
+    deselections,
+    (b) => b.pending,
+  );
+  valueGauge('synctide_deselections_oldest_pending_seconds', 'Age of the oldest deselection the reconcile tick has not finished, 0 when none (read at scrape time)', deselections, (b) => b.oldestSeconds);
+  valueGauge(
+    'sync_scheduler_backlog',
+    'Active connections whose next run is overdue and that have no active job (counted by the latest reconcile tick, read from the database at scrape time)',
+    schedule,
+    (latest) => latest.overdue,
+  );
   new Gauge({
     name: 'synctide_stale_connections',
     help: 'Active connections whose last successful sync is older than twice their interval, by provider (counted by the latest reconcile tick, read from the database at scrape time)',
