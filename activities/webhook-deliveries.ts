@@ -2,6 +2,7 @@
 // committed, and the delivery attempt itself (signed, bounded, recorded).
 import { Context } from '@temporalio/activity';
 import { openWebhookSecret } from '../lib/credentials';
+import { feedCursors, withSealedCursor } from '../lib/feed-cursors';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
 import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds } from '../policy/delivery-shares';
@@ -95,7 +96,8 @@ async function attempt(
     type: target.event_type,
     created_at: target.event_created_at.toISOString(),
     tenant_id: target.tenant_id,
-    data: target.payload,
+    // A `sync.*` event's feed cursor is sealed as the feed's own cursors are.
+    data: withSealedCursor(target.payload, feedCursors(credentials)),
   });
   // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
   // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.

@@ -10,6 +10,16 @@ import { CommandRefused, invalid, notFound } from './errors';
 
 export type { RecordChange };
 
+/**
+ * The refusal of a feed cursor sealed under a credentials key this deployment no longer holds
+ * (removed after a rotation): its position cannot be read, so, as after purged tombstones, the
+ * reader starts again from the start (410 `cursor_expired`). Every page's cursor is sealed under
+ * the active key, so only a reader idle since before the rotation meets it.
+ */
+export function cursorKeyRemoved(): CommandRefused {
+  return new CommandRefused('gone', 'cursor_expired', 'this cursor was sealed with a key this deployment no longer holds; read the feed again from the start (no cursor)', {});
+}
+
 /** Which changes to read: after cursor `after` (none: from the start), at most `limit`. */
 export interface ChangesQuery {
   after?: FeedCursor;

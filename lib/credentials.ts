@@ -78,6 +78,16 @@ export function derivedKey(keyring: Keyring, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', keyring.keys.get(keyring.activeId)!, Buffer.alloc(0), `synctide:${purpose}`, 32));
 }
 
+/**
+ * The keyring of `purpose`: every configured key derived as `derivedKey` derives the active one
+ * (same ids, same active id), so what it seals opens under any key still configured.
+ */
+export function derivedKeyring(keyring: Keyring, purpose: string): Keyring {
+  const keys = new Map<string, Buffer>();
+  for (const [id, key] of keyring.keys) keys.set(id, Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `synctide:${purpose}`, 32)));
+  return { activeId: keyring.activeId, keys };
+}
+
 /** A new random key, base64: what `npm start` stores when none is configured. */
 export function newKeyBase64(): string {
   return randomBytes(32).toString('base64');

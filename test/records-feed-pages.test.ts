@@ -3,10 +3,14 @@
 // bytes as well as in records, and a cursor naming a position the feed never issued is refused
 // rather than silently read past the changes written up to it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { feedCursor } from '../policy/cursors';
+import { feedCursors } from '../lib/feed-cursors';
 import { purgeTombstonesBatch } from '../db/models/records';
 import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING } from './helpers/deps';
+
+/** The feed's cursors as the test API seals them: these tests forge positions with its key. */
+const feedCursor = feedCursors(TEST_KEYRING);
 
 const KIB = 1024;
 

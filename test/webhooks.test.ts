@@ -12,6 +12,7 @@ import { recordAttemptFailure, recordAttemptSuccess } from '../activities/record
 import { cancelJob } from '../activities/cancel-job';
 import { deliverWebhook } from '../activities/webhook-deliveries';
 import { webhookEventSchema } from '../api/schemas/webhook-events';
+import { feedCursor } from '../policy/cursors';
 import type { WebhookEventType } from '../policy/vocabulary';
 import { failAbandonedJobs } from '../activities/fail-abandoned-jobs';
 import { reapStaleTasks } from '../activities/reap-stale-tasks';
@@ -126,6 +127,9 @@ describe('webhooks', () => {
       const feed = await call(server, 'GET', `/connections/${connection.body.id}/records?cursor=${event.data.cursor}`);
       expect(feed.status).toBe(200);
       expect(feed.body.items).toEqual([]);
+      // Sealed as the feed's own cursors are: the position does not show (a plain cursor would read).
+      expect(feedCursor.decode(event.data.cursor)).toBeNull();
+      expect(event.data.cursor).toMatch(/^fc1\./);
 
       const verify = documentedVerifier();
       const delivered = forJob[3]!;

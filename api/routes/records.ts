@@ -1,9 +1,9 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { listChanges } from '../../commands/records';
+import { cursorKeyRemoved, listChanges } from '../../commands/records';
+import { feedCursors } from '../../lib/feed-cursors';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { presentRecordChange } from '../present';
-import { feedCursor } from '../../policy/cursors';
 import { readCursor } from '../pagination';
 import { conflict, errorResponses, IdParams, jsonAnswer, notFound } from '../schemas/common';
 import { ListRecordsQuery, RecordPageSchema } from '../schemas/records';
@@ -22,7 +22,7 @@ const list = createRoute({
     ...errorResponses,
     404: notFound,
     409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`): its records are going without tombstones, so no page is answered; drop the copy', 'purge_in_progress'),
-    410: conflict('Tombstones past the cursor were purged after it was issued (`cursor_expired`): read again from the start', 'cursor_expired'),
+    410: conflict('Tombstones past the cursor were purged after it was issued, or it was sealed with a key this deployment no longer holds (`cursor_expired`): read again from the start', 'cursor_expired'),
   },
 });
 
@@ -33,14 +33,17 @@ export function recordRoutes(deps: ApiDeps) {
   app.openapi(list, async (c) => {
     const { id } = c.req.valid('param');
     const query = c.req.valid('query');
-    const after = readCursor(feedCursor, query.cursor);
+    // Sealed: a cursor's position is of one sequence every tenant's changes share.
+    const cursors = feedCursors(deps.credentials);
+    if (query.cursor !== undefined && cursors.keyGone(query.cursor)) throw cursorKeyRemoved();
+    const after = readCursor(cursors, query.cursor);
     const page = await listChanges(deps, id, {
       after,
       limit: query.limit,
       resourceType: query.resource_type,
       modifiedAfter: query.modified_after ? new Date(query.modified_after) : undefined,
     });
-    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: feedCursor.encode(page.next), has_more: page.hasMore }, 200);
+    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: cursors.encode(page.next), has_more: page.hasMore }, 200);
   });
 
   return app;

@@ -5,7 +5,7 @@ import type { z } from '@hono/zod-openapi';
 import { ConnectionDetailSchema, ConnectionPageSchema, ConnectionSchema, StatusChangeSchema } from './connections';
 import { CancelAnswerSchema, JobPageSchema, JobSchema } from './jobs';
 import { RecordPageSchema } from './records';
-import { feedCursor } from '../../policy/cursors';
+import { exampleFeedCursor } from '../../lib/feed-cursors';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema } from './sync';
 import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema, TenantLimitsSchema } from './tenancy';
 import { AuthorizationSchema, CallbackSchema, OAuthAppPageSchema, OAuthAppSchema } from './oauth';
@@ -151,7 +151,7 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
         source_updated_at: '2025-01-01T11:58:00.000Z', synced_at: '2025-01-01T12:00:03.000Z', deleted_at: null, change: 'insert',
       },
     ],
-    next_cursor: feedCursor.encode({ seq: '1234', epoch: '0', connection: CONNECTION_ID }),
+    next_cursor: exampleFeedCursor(CONNECTION_ID),
     has_more: false,
   }),
   Webhook: webhook,

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { FINISHED_JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, type WebhookEventType } from '../../policy/vocabulary';
 import type { WebhookEventData } from '../../policy/webhook-events';
-import { feedCursor } from '../../policy/cursors';
+import { exampleFeedCursor } from '../../lib/feed-cursors';
 
 /** True when A and B are the same type (neither has a field or a value the other lacks). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -99,7 +99,7 @@ function jobEventExample(
     },
     counts,
     error,
-    cursor: feedCursor.encode({ seq: '1234', epoch: '0', connection: EXAMPLE_CONNECTION_ID }),
+    cursor: exampleFeedCursor(EXAMPLE_CONNECTION_ID),
   };
 }
 

@@ -3821,7 +3821,7 @@ export interface operations {
                      *           "change": "insert"
                      *         }
                      *       ],
-                     *       "next_cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9",
+                     *       "next_cursor": "fc1.default.2srXPeT78C5bQK2cPVuJMVqenCUKquEOWSu9z5ClidQ2Jyamz2ZQDyzzMFuEun9Cyb6bbu5c0vrFEPAJnVDHRpRto0kyzHNB6JqgrYUi8IfLddNpWIGgskWAd79VeaoBLIVNshOJJ4-PjSPD7A",
                      *       "has_more": false
                      *     }
                      */
@@ -3873,7 +3873,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Tombstones past the cursor were purged after it was issued (`cursor_expired`): read again from the start */
+            /** @description Tombstones past the cursor were purged after it was issued, or it was sealed with a key this deployment no longer holds (`cursor_expired`): read again from the start */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -6553,7 +6553,7 @@ export interface operations {
                  *           "unchanged": 985
                  *         },
                  *         "error": null,
-                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9"
+                 *         "cursor": "fc1.default.2srXPeT78C5bQK2cPVuJMVqenCUKquEOWSu9z5ClidQ2Jyamz2ZQDyzzMFuEun9Cyb6bbu5c0vrFEPAJnVDHRpRto0kyzHNB6JqgrYUi8IfLddNpWIGgskWAd79VeaoBLIVNshOJJ4-PjSPD7A"
                  *       }
                  *     }
                  */
@@ -6648,7 +6648,7 @@ export interface operations {
                  *           "unchanged": 400
                  *         },
                  *         "error": "issues: the provider answered 500",
-                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9"
+                 *         "cursor": "fc1.default.2srXPeT78C5bQK2cPVuJMVqenCUKquEOWSu9z5ClidQ2Jyamz2ZQDyzzMFuEun9Cyb6bbu5c0vrFEPAJnVDHRpRto0kyzHNB6JqgrYUi8IfLddNpWIGgskWAd79VeaoBLIVNshOJJ4-PjSPD7A"
                  *       }
                  *     }
                  */
@@ -6743,7 +6743,7 @@ export interface operations {
                  *           "unchanged": 0
                  *         },
                  *         "error": "cancelled over the API",
-                 *         "cursor": "eyJzZXEiOiIxMjM0IiwiZXBvY2giOiIwIiwiY29ubmVjdGlvbl9pZCI6IjBiNWUyYzdlLTRhNTYtNGY3ZS05ZDBiLTVkN2MzYzFmMmExMCJ9"
+                 *         "cursor": "fc1.default.2srXPeT78C5bQK2cPVuJMVqenCUKquEOWSu9z5ClidQ2Jyamz2ZQDyzzMFuEun9Cyb6bbu5c0vrFEPAJnVDHRpRto0kyzHNB6JqgrYUi8IfLddNpWIGgskWAd79VeaoBLIVNshOJJ4-PjSPD7A"
                  *       }
                  *     }
                  */

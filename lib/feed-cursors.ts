@@ -1,0 +1,96 @@
+// Feed cursors as the API and webhook events hand them out: the feed position (policy/cursors.ts)
+// sealed, so a reader cannot read it. Positions come from one sequence shared by every tenant, and
+// a readable position would tell a tenant, from the gaps between its cursors, how much the rest of
+// the platform writes. Sealing is deterministic (AES-256-GCM under a nonce derived from the
+// position with HMAC-SHA256, with keys of their own derived from the credentials keyring): one
+// position is one cursor text, so an event's body is the same bytes on every delivery attempt.
+// Cursors handed out before they were sealed (plain base64url JSON) still read.
+import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
+import { feedCursor, type CursorCodec, type FeedCursor } from '../policy/cursors';
+import { derivedKeyring, type Keyring } from './credentials';
+
+/** What every sealed cursor starts with: the format's version. */
+const PREFIX = 'fc1.';
+const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** The records feed's cursors under one keyring. */
+export interface FeedCursors extends CursorCodec<FeedCursor> {
+  /** Whether `text` is a sealed cursor whose key is no longer configured (it cannot be read). */
+  keyGone(text: string): boolean;
+}
+
+const aad = (keyId: string) => Buffer.from(`synctide:feed-cursor:${keyId}`, 'utf8');
+
+/** The parts of a sealed cursor: its key id and its sealed bytes; null for any other text. */
+function parts(text: string): { keyId: string; sealed: Buffer } | null {
+  if (!text.startsWith(PREFIX)) return null;
+  const [keyId, blob, ...rest] = text.slice(PREFIX.length).split('.');
+  if (rest.length > 0 || !keyId || !KEY_ID.test(keyId) || !blob || !/^[A-Za-z0-9_-]+$/.test(blob)) return null;
+  const sealed = Buffer.from(blob, 'base64url');
+  return sealed.length > IV_BYTES + TAG_BYTES ? { keyId, sealed } : null;
+}
+
+const made = new WeakMap<Keyring, FeedCursors>();
+
+/** The feed cursors sealed under `keyring` (its active key seals; any key it holds opens). */
+export function feedCursors(keyring: Keyring): FeedCursors {
+  const known = made.get(keyring);
+  if (known) return known;
+  const encryption = derivedKeyring(keyring, 'feed-cursor-encryption');
+  const nonces = derivedKeyring(keyring, 'feed-cursor-nonce');
+  const codec: FeedCursors = {
+    encode(position) {
+      // The position's JSON (the plain cursor's bytes), sealed.
+      const plain = Buffer.from(feedCursor.encode(position), 'base64url');
+      const keyId = keyring.activeId;
+      const iv = createHmac('sha256', nonces.keys.get(keyId)!).update(plain).digest().subarray(0, IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', encryption.keys.get(keyId)!, iv, { authTagLength: TAG_BYTES });
+      cipher.setAAD(aad(keyId));
+      const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+      return `${PREFIX}${keyId}.${sealed.toString('base64url')}`;
+    },
+    decode(text) {
+      const sealedParts = parts(text);
+      if (!sealedParts) return text.startsWith(PREFIX) ? null : feedCursor.decode(text);
+      const key = encryption.keys.get(sealedParts.keyId);
+      if (!key) return null;
+      const { sealed } = sealedParts;
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+        decipher.setAAD(aad(sealedParts.keyId));
+        decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+        const plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
+        return feedCursor.decode(plain.toString('base64url'));
+      } catch {
+        return null;
+      }
+    },
+    keyGone(text) {
+      const sealedParts = parts(text);
+      return sealedParts !== null && !encryption.keys.has(sealedParts.keyId);
+    },
+  };
+  made.set(keyring, codec);
+  return codec;
+}
+
+/**
+ * An event's `data` as it is delivered: its `cursor` (the `sync.*` events') sealed under
+ * `cursors`. The stored event keeps the plain position, so a delivery after a key rotation seals
+ * under the key active then.
+ */
+export function withSealedCursor(data: Record<string, unknown>, cursors: FeedCursors): Record<string, unknown> {
+  if (typeof data.cursor !== 'string') return data;
+  const position = cursors.decode(data.cursor);
+  return position ? { ...data, cursor: cursors.encode(position) } : data;
+}
+
+/** A keyring for documentation examples only (a fixed key no deployment holds). */
+const EXAMPLE_KEYRING: Keyring = { activeId: 'default', keys: new Map([['default', Buffer.alloc(32, 7)]]) };
+
+/** A sealed feed cursor for documentation examples: position 1234 of `connectionId`'s feed. */
+export function exampleFeedCursor(connectionId: string): string {
+  return feedCursors(EXAMPLE_KEYRING).encode({ seq: '1234', epoch: '0', connection: connectionId });
+}

@@ -1,0 +1,111 @@
+// The records feed's cursors are sealed: positions come from one sequence every tenant's changes
+// share, and a readable position would tell a tenant, from the gaps between its cursors, how much
+// the rest of the platform writes. Against the real API app (no Temporal behind it) and Postgres.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseKeyring } from '../lib/credentials';
+import { feedCursors, withSealedCursor } from '../lib/feed-cursors';
+import { feedCursor as plainFeedCursor } from '../policy/cursors';
+import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING } from './helpers/deps';
+
+const KEY_A = Buffer.alloc(32, 1).toString('base64');
+const KEY_B = Buffer.alloc(32, 2).toString('base64');
+const UUID = '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10';
+
+/** Whatever base64url-decoding `text` yields, as text: what a reader can make of a cursor without a key. */
+const readable = (text: string) => Buffer.from(text, 'base64url').toString('latin1') + Buffer.from(text.split('.').at(-1)!, 'base64url').toString('latin1');
+
+describe('feed cursors (lib/feed-cursors.ts)', () => {
+  const position = { seq: '987654', epoch: '3', connection: UUID, resourceType: 'issues' };
+
+  it('seal a position so that it reads back whole, one text per position, and nothing of it shows', () => {
+    const cursors = feedCursors(TEST_KEYRING);
+    const text = cursors.encode(position);
+    expect(cursors.decode(text)).toEqual(position);
+    expect(cursors.encode(position)).toBe(text);
+    expect(cursors.encode({ ...position, seq: '987655' })).not.toBe(text);
+    expect(readable(text)).not.toMatch(/987654|seq|epoch|issues/);
+    expect(text).toMatch(/^[A-Za-z0-9_.-]+$/);
+  });
+
+  it('read under any key the keyring still holds; refuse an altered cursor and one of another keyring; tell a cursor whose key was removed', () => {
+    const old = parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_A}` })!;
+    const rotated = parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_A},b:${KEY_B}`, CREDENTIALS_ACTIVE_KEY_ID: 'b' })!;
+    const onlyNew = parseKeyring({ CREDENTIALS_KEYS: `b:${KEY_B}` })!;
+    const underA = feedCursors(old).encode(position);
+    expect(feedCursors(rotated).decode(underA)).toEqual(position);
+    expect(feedCursors(rotated).encode(position)).toMatch(/^fc1\.b\./);
+    expect(feedCursors(onlyNew).decode(underA)).toBeNull();
+    expect(feedCursors(onlyNew).keyGone(underA)).toBe(true);
+    expect(feedCursors(rotated).keyGone(underA)).toBe(false);
+    // Another deployment's key under the same id.
+    expect(feedCursors(parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_B}` })!).decode(underA)).toBeNull();
+    const sealed = underA.slice(underA.lastIndexOf('.') + 1);
+    const bytes = Buffer.from(sealed, 'base64url');
+    bytes[20] = bytes[20]! ^ 1;
+    expect(feedCursors(old).decode(underA.replace(sealed, bytes.toString('base64url')))).toBeNull();
+    for (const text of ['fc1.', 'fc1.a', 'fc1.a.', 'fc1.a.AAAA', 'fc1.a.b.c', 'fc1.a b.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
+      expect(feedCursors(old).decode(text), text).toBeNull();
+      expect(feedCursors(onlyNew).keyGone(text), text).toBe(false);
+    }
+  });
+
+  it('still read a cursor handed out before cursors were sealed', () => {
+    expect(feedCursors(TEST_KEYRING).decode(plainFeedCursor.encode(position))).toEqual(position);
+  });
+
+  it('seal the cursor of an event\'s data as it is delivered, and leave data without one as it is', () => {
+    const cursors = feedCursors(TEST_KEYRING);
+    const data = { job: { id: 'j' }, counts: { added: 1 }, cursor: plainFeedCursor.encode(position) };
+    const delivered = withSealedCursor(data, cursors);
+    expect(Object.keys(delivered)).toEqual(['job', 'counts', 'cursor']);
+    expect(delivered.cursor).toBe(cursors.encode(position));
+    expect(withSealedCursor({ connection_id: UUID }, cursors)).toEqual({ connection_id: UUID });
+  });
+});
+
+describe('the records feed hands out sealed cursors', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function get(path: string, credentials = TEST_KEYRING): Promise<{ status: number; body: any }> {
+    const app = apiAppWithoutTemporal(db.pool, 'feed-cursors', { credentials });
+    const res = await app.request(path, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('whose position a reader cannot read; it reads on under a rotated keyring; under a keyring without its key it has expired (410), not turned invalid', async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ('sealed-cursors', 'demo', 'feed', 'paused') returning id`,
+    );
+    const id = rows[0]!.id;
+    const write = (externalId: string) =>
+      db.pool.query(`insert into records (connection_id, resource_type, external_id, data, synced_at, change) values ($1, 'items', $2, '{}', now(), 'insert')`, [id, externalId]);
+    await write('a');
+    const old = parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_A}` })!;
+    const first = await get(`/connections/${id}/records?limit=10`, old);
+    expect(first.status).toBe(200);
+    const cursor: string = first.body.next_cursor;
+    // Nothing of the position shows: no JSON of it, in whatever part of the cursor.
+    expect(plainFeedCursor.decode(cursor)).toBeNull();
+    expect(readable(cursor)).not.toMatch(/seq|epoch|connection_id/);
+    await write('b');
+    const rotated = parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_A},b:${KEY_B}`, CREDENTIALS_ACTIVE_KEY_ID: 'b' })!;
+    const next = await get(`/connections/${id}/records?limit=10&cursor=${cursor}`, rotated);
+    expect(next.status).toBe(200);
+    expect(next.body.items.map((i: { external_id: string }) => i.external_id)).toEqual(['b']);
+    expect(next.body.next_cursor).toMatch(/^fc1\.b\./);
+    const gone = await get(`/connections/${id}/records?limit=10&cursor=${cursor}`, parseKeyring({ CREDENTIALS_KEYS: `b:${KEY_B}` })!);
+    expect(gone.status).toBe(410);
+    expect(gone.body.error).toMatchObject({ code: 'cursor_expired', message: expect.stringMatching(/key/) });
+    // Another deployment's cursor, or one altered: invalid (400).
+    const foreign = await get(`/connections/${id}/records?limit=10&cursor=${cursor}`, parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_B}` })!);
+    expect(foreign.status).toBe(400);
+  });
+});
