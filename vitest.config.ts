@@ -34,11 +34,12 @@ export default defineConfig({
     reporters: ['default'],
     // Most files spend their time waiting (timers, servers, child processes): three at a time on
     // two cores (the machine was about half idle with two: `npm test` 329 s with two, 291-305 s
-    // with three, 279 s with four, on 2026-11-29); then the files that must run alone, one at a time with nothing beside them. Both
-    // groups run their files in long-lived processes (isolate: false): a process loads the modules
-    // once instead of once a file (about 45 s of the side-by-side group and 30 s of the alone
-    // group). So module state lives on from one file to the next in a process: each file makes
-    // its own database and Temporal server, restores what it stubs, and counts only what it made.
+    // with three, 279 s with four, on 2026-11-29); then the files that must run alone, one at a
+    // time with nothing beside them. Both groups run their files in long-lived processes
+    // (isolate: false): a process loads the modules once instead of once a file (about 45 s of
+    // the side-by-side group and 30 s of the alone group). So module state lives on from one file
+    // to the next in a process: each file makes its own database and Temporal server, restores
+    // what it stubs, and counts only what it made.
     projects: [
       {
         extends: true,
