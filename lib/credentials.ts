@@ -75,7 +75,12 @@ export function parseKeyring(env: { CREDENTIALS_KEY?: string; CREDENTIALS_KEYS?:
  * HKDF-SHA256: never the sealing key itself, and one per purpose. It changes with the active key.
  */
 export function derivedKey(keyring: Keyring, purpose: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', keyring.keys.get(keyring.activeId)!, Buffer.alloc(0), `synctide:${purpose}`, 32));
+  return deriveKey(keyring.keys.get(keyring.activeId)!, purpose);
+}
+
+/** `key` derived for `purpose` with HKDF-SHA256 (no salt, info `synctide:<purpose>`), 32 bytes. */
+function deriveKey(key: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `synctide:${purpose}`, 32));
 }
 
 /**
@@ -84,7 +89,7 @@ export function derivedKey(keyring: Keyring, purpose: string): Buffer {
  */
 export function derivedKeyring(keyring: Keyring, purpose: string): Keyring {
   const keys = new Map<string, Buffer>();
-  for (const [id, key] of keyring.keys) keys.set(id, Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `synctide:${purpose}`, 32)));
+  for (const [id, key] of keyring.keys) keys.set(id, deriveKey(key, purpose));
   return { activeId: keyring.activeId, keys };
 }
 

@@ -1,12 +1,12 @@
 // The records feed's cursors are sealed: positions come from one sequence every tenant's changes
 // share, and a readable position would tell a tenant, from the gaps between its cursors, how much
 // the rest of the platform writes. Against the real API app (no Temporal behind it) and Postgres.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseKeyring } from '../lib/credentials';
 import { feedCursors, withSealedCursor } from '../lib/feed-cursors';
 import { feedCursor as plainFeedCursor } from '../policy/cursors';
 import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 
 const KEY_A = Buffer.alloc(32, 1).toString('base64');
@@ -66,13 +66,7 @@ describe('feed cursors (lib/feed-cursors.ts)', () => {
 });
 
 describe('the records feed hands out sealed cursors', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   async function get(path: string, credentials = TEST_KEYRING): Promise<{ status: number; body: any }> {
     const app = apiAppWithoutTemporal(db.pool, 'feed-cursors', { credentials });
