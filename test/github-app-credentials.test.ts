@@ -181,17 +181,26 @@ describe('github_app credentials rate-limited by GitHub', () => {
     }
   });
 
+  /**
+   * A GitHub App connection of its own whose GitHub is at `baseUrl`, and how its job's one task
+   * (issues) failed (null when it did not); the job is ended afterwards.
+   */
+  async function taskAgainstGitHubAt(baseUrl: string): Promise<{ id: string; failure: (Error & { type?: string; nonRetryable?: boolean }) | null }> {
+    const id = randomUUID();
+    await db.pool.query(
+      `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
+      [id, `gh-${id.slice(0, 8)}`, { base_url: baseUrl, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
+    );
+    const { jobId, tasks } = await job(id, ['issues']);
+    const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
+    await endJob(jobId);
+    return { id, failure };
+  }
+
   it("an installation token answer whose header section passes Node's 16 KiB limit fails the task for good, naming the limit and the host; the connection stays active", async () => {
     const huge = await serve((_req, res) => res.writeHead(201, { 'content-type': 'application/json', 'x-padding': 'p'.repeat(20 * 1024) }).end('{}'));
     try {
-      const id = randomUUID();
-      await db.pool.query(
-        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
-        [id, `gh-${id.slice(0, 8)}`, { base_url: huge.url, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
-      );
-      const { jobId, tasks } = await job(id, ['issues']);
-      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
-      await endJob(jobId);
+      const { id, failure } = await taskAgainstGitHubAt(huge.url);
       expect(failure).toMatchObject({ type: 'permanent', nonRetryable: true });
       expect(failure?.message).toBe(
         "github_app: obtaining a token failed: the installation token request to '127.0.0.1' was answered, but its response headers exceed 16384 bytes (16 KiB), Node's limit on a response's header section (--max-http-header-size)",
@@ -207,14 +216,7 @@ describe('github_app credentials rate-limited by GitHub', () => {
   it('an installation token answer that is malformed HTTP (a bad status line) fails the task for good, naming what was wrong and the host; the connection stays active', async () => {
     const raw = await serveRaw('HTTP/1.1 2x1 Created\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
     try {
-      const id = randomUUID();
-      await db.pool.query(
-        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
-        [id, `gh-${id.slice(0, 8)}`, { base_url: raw.url, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
-      );
-      const { jobId, tasks } = await job(id, ['issues']);
-      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
-      await endJob(jobId);
+      const { id, failure } = await taskAgainstGitHubAt(raw.url);
       expect(failure).toMatchObject({ type: 'permanent', nonRetryable: true });
       expect(failure?.message).toBe(
         "github_app: obtaining a token failed: the installation token request to '127.0.0.1' was answered, but its response is not valid HTTP: its status line has an invalid status code (HPE_INVALID_STATUS)",
@@ -230,14 +232,7 @@ describe('github_app credentials rate-limited by GitHub', () => {
   it('an installation token request to a GitHub whose TLS certificate has expired fails the task for good, naming the host and why, with Node\'s code; the connection stays active', async () => {
     const expired = await serveTls('expired', (_req, res) => res.end('{}'));
     try {
-      const id = randomUUID();
-      await db.pool.query(
-        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
-        [id, `gh-${id.slice(0, 8)}`, { base_url: expired.url, repositories: ['acme/app'] }, sealCredentials(TEST_KEYRING, id, appCredential())],
-      );
-      const { jobId, tasks } = await job(id, ['issues']);
-      const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
-      await endJob(jobId);
+      const { id, failure } = await taskAgainstGitHubAt(expired.url);
       expect(failure).toMatchObject({ type: 'permanent', nonRetryable: true });
       expect(failure?.message).toBe('github_app: obtaining a token failed: the installation token request failed: the certificate of 127.0.0.1 has expired (CERT_HAS_EXPIRED)');
       expect(expired.requests).toHaveLength(0);
