@@ -16,6 +16,11 @@ export interface PoolLimits {
   applicationName?: string;
 }
 
+/** pg's error for a statement given up on under `noAnswerTimeoutMs`: the server stopped answering. */
+export function isNoAnswer(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Query read timeout';
+}
+
 /**
  * Creates a connection pool. Connections are opened with TCP keepalive and a 30-second limit on
  * getting a connection, so a vanished server fails a query instead of hanging it, and with the
@@ -24,7 +29,7 @@ export interface PoolLimits {
  * (`noAnswerTimeoutMs`): the server would have cancelled it by then, so the server or the network
  * has stopped answering (black-holed, not closed: TCP alone notices only after many minutes). The
  * statement fails and its connection is discarded, never handed out again (`withTransaction`
- * releases a connection whose rollback failed as broken).
+ * sends no rollback after such a failure and releases the connection as broken).
  */
 export function createPool(databaseUrl: string, max = 10, limits: PoolLimits = {}): pg.Pool {
   const pool = new pg.Pool({

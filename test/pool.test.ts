@@ -81,10 +81,22 @@ describe('a server that stops answering (black-holed) with queries in flight', (
     try {
       await Promise.all([pool.query('select pg_sleep(0.05)'), pool.query('select pg_sleep(0.05)')]);
       expect(pool.totalCount).toBe(2);
+      const issued: string[] = []; // the statements given to connections from here on
+      pool.on('acquire', (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+          issued.push(String(args[0]));
+          return query(...args);
+        };
+      });
       proxy.blackHole();
       await expect(pool.query('select 1')).rejects.toThrow(/timeout/i);
-      // The other open connection: its `begin` goes unanswered, and so would its rollback.
+      // The other open connection: its `begin` goes unanswered, and so would a rollback, which
+      // would wait a second no-answer period queued behind it: none is issued, the connection is
+      // discarded instead (the server rolls back a transaction whose connection is gone).
       await expect(withTransaction(pool, (tx) => tx.query('select 1'))).rejects.toThrow(/timeout/i);
+      expect(issued).toContain('begin');
+      expect(issued).not.toContain('rollback');
       expect(pool.totalCount).toBe(0);
       proxy.restore();
       expect((await pool.query<{ ok: number }>('select 2 as ok')).rows).toEqual([{ ok: 2 }]);
