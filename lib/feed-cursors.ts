@@ -7,6 +7,7 @@
 // Cursors handed out before they were sealed (plain base64url JSON) still read.
 import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
 import { feedCursor, type CursorCodec, type FeedCursor } from '../policy/cursors';
+import type { JobEventData } from '../policy/webhook-events';
 import { derivedKeyring, type Keyring } from './credentials';
 
 /** What every sealed cursor starts with: the format's version. */
@@ -76,15 +77,19 @@ export function feedCursors(keyring: Keyring): FeedCursors {
   return codec;
 }
 
+/** The field of an event's `data` that holds a records-feed cursor (the `sync.*` events'). */
+const EVENT_CURSOR_FIELD = 'cursor' satisfies keyof JobEventData;
+
 /**
- * An event's `data` as it is delivered: its `cursor` (the `sync.*` events') sealed under
+ * An event's `data` as it is delivered: its feed cursor (EVENT_CURSOR_FIELD) sealed under
  * `cursors`. The stored event keeps the plain position, so a delivery after a key rotation seals
  * under the key active then.
  */
 export function withSealedCursor(data: Record<string, unknown>, cursors: FeedCursors): Record<string, unknown> {
-  if (typeof data.cursor !== 'string') return data;
-  const position = cursors.decode(data.cursor);
-  return position ? { ...data, cursor: cursors.encode(position) } : data;
+  const text = data[EVENT_CURSOR_FIELD];
+  if (typeof text !== 'string') return data;
+  const position = cursors.decode(text);
+  return position ? { ...data, [EVENT_CURSOR_FIELD]: cursors.encode(position) } : data;
 }
 
 /** A keyring for documentation examples only (a fixed key no deployment holds). */
