@@ -19,10 +19,12 @@ import {
   isWorkflowRunning,
   listRunningAmong,
   listRunningWorkflowIds,
+  signalRunningConnectionWorkflow,
   startConnectionPurge,
   startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
+import { recheckSignal } from '../temporal/connection';
 import { connectionWorkflowId, deliveryIdOf, purgeIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 import { finishDeselections } from './finish-deselections';
@@ -59,6 +61,8 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   ("use existing", so racing ticks and API calls are safe), the many of a cold start spread
  *   evenly over one tick by start delays (coldStartDelayMs); a disabled connection's running
  *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
+ *   an active connection whose run the listing shows waiting paused (its resume's signal was
+ *   lost) is sent `recheck`, so it looks at its status now rather than at its hourly re-check;
  * - every active job older than a minute must have a live workflow: the one that runs it (its own
  *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
  *   the scheduler, its connection's workflow. A requested job still queued
@@ -88,7 +92,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     // between is then seen under its earlier owner (a queued scheduler job under its connection),
     // not as a suspect; one that ends in between is dropped by the status re-read below.
     const jobs = await allActiveJobsCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS));
-    const running = await listRunningWorkflowIds(temporal);
+    const shownPaused = new Set<string>();
+    const running = await listRunningWorkflowIds(temporal, shownPaused);
     if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
     const rows: ReconcileRow[] = [];
     for (let after = FIRST_ID; ; ) {
@@ -112,6 +117,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       return k === undefined ? 0 : coldStartDelayMs(k, missing.length, reconcile.tickSeconds * 1000);
     };
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
+    const resumedUnheard = rows.filter((row) => row.status === 'active' && shownPaused.has(connectionWorkflowId(row.id)));
+    await pMap(resumedUnheard, (row) => recheckConnection(deps, row, result), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
     // Those the listing shows running are left out by the statement (as deliveries are), not after its limit.
@@ -187,6 +194,22 @@ async function lookAgain(deps: ActivityDeps, workflowIds: string[], running: Set
   const second = await listRunningAmong(deps.temporal, workflowIds);
   result.temporalCalls += second.calls;
   for (const id of second.running) running.add(id);
+}
+
+/**
+ * Sends `recheck` to the run of an active connection that the listing shows waiting paused: its
+ * resume's signal was lost (the API committed the resume, then could not reach Temporal, or died),
+ * and it would otherwise wait for its hourly re-check. The run looks at the stored status, so a
+ * connection paused again meanwhile stays paused; one the listing showed paused a moment too long
+ * (visibility lags behind) costs its run one workflow task.
+ */
+async function recheckConnection({ temporal, logger }: ActivityDeps, row: ReconcileRow, result: ReconcileResult): Promise<void> {
+  result.temporalCalls += 1;
+  try {
+    if (await signalRunningConnectionWorkflow(temporal, row.id, null, recheckSignal)) result.rechecked = (result.rechecked ?? 0) + 1;
+  } catch (err) {
+    logger.warn({ err, connection_id: row.id }, 'recheck of a paused run failed; the next tick tries again');
+  }
 }
 
 /** Whether a connection that should have a workflow (active or paused) has none in `running`. */

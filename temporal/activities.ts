@@ -194,6 +194,8 @@ export interface ReconcileResult {
   abandoned: number;
   /** Calls the tick made to Temporal. */
   temporalCalls: number;
+  /** Runs waiting paused whose connection is active (a resume whose signal was lost), sent a `recheck`. */
+  rechecked?: number;
   /** Pending webhook deliveries whose workflow was not running (never started, or died), started now. */
   deliveriesStarted?: number;
   /** Records of pending deselections (what config changes stopped selecting) tombstoned by the tick. */

@@ -13,7 +13,7 @@ import {
   type ImmediateSyncWorkflow,
 } from './immediate-sync';
 import { RECONCILE_WORKFLOW, type ReconcileWorkflow } from './reconcile';
-import { CONNECTION_ID, PROVIDER, TENANT_ID } from './search-attributes';
+import { CONNECTION_ID, PHASE, PROVIDER, TENANT_ID } from './search-attributes';
 import { SYNC_JOB_WORKFLOW, type SyncJobWorkflow } from './sync-job';
 import { WEBHOOK_DELIVERY_WORKFLOW, type WebhookDeliveryWorkflow } from './webhook-delivery';
 import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId, type ConnectionPurgeInput, type ConnectionPurgeWorkflow } from './purge';
@@ -231,13 +231,17 @@ const GRPC_UNIMPLEMENTED = 12;
  * The ids of every running Synctide connection, job, webhook-delivery and connection-purge
  * workflow, from one visibility listing (a page per 1,000). Null when the server has no list API
  * (Temporal's time-skipping test server): callers then ask about each workflow they care about
- * instead.
+ * instead. With `shownPaused`, adds to it the connection workflows whose phase the listing shows
+ * `paused` (waiting for a resume).
  */
-export async function listRunningWorkflowIds(client: Client): Promise<Set<string> | null> {
+export async function listRunningWorkflowIds(client: Client, shownPaused?: Set<string>): Promise<Set<string> | null> {
   const ids = new Set<string>();
   try {
     const query = `WorkflowType IN ('${CONNECTION_WORKFLOW}', '${SYNC_JOB_WORKFLOW}', '${WEBHOOK_DELIVERY_WORKFLOW}', '${CONNECTION_PURGE_WORKFLOW}') AND ExecutionStatus = 'Running'`;
-    for await (const info of client.workflow.list({ query, pageSize: 1000 })) ids.add(info.workflowId);
+    for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
+      ids.add(info.workflowId);
+      if (shownPaused && info.type === CONNECTION_WORKFLOW && info.typedSearchAttributes.get(PHASE) === 'paused') shownPaused.add(info.workflowId);
+    }
   } catch (err) {
     // The client wraps the server's gRPC status in a ServiceError.
     const grpc = isGrpcServiceError(err) ? err : (err as { cause?: unknown }).cause;

@@ -44,6 +44,12 @@ export const replanSignal = defineSignal('replan');
 export const updateScheduleSignal = defineSignal<[ScheduleChangeRequest]>('updateSchedule');
 /** Cancel the current job, queued or running; the schedule goes on with the next cycle. */
 export const cancelJobSignal = defineSignal('cancelJob');
+/**
+ * Look at the stored connection again now: a run waiting paused reads its status at once (the
+ * reconcile tick sends it to runs that wait paused while their row says active: a resume whose
+ * signal was lost). Changes nothing by itself; no payload, the row is the owner of the status.
+ */
+export const recheckSignal = defineSignal('recheck');
 
 /** Live state returned by the `state` query. Times are ISO strings. */
 export interface ConnectionState {
@@ -73,6 +79,8 @@ export interface Intents {
   schedule: ScheduleChange | null;
   /** A `replan` not yet acted on (absent in state carried by older runs). */
   replan?: boolean;
+  /** A `recheck` not yet acted on: the next look at the stored connection answers it. */
+  recheck?: boolean;
   cancelJob: boolean;
 }
 

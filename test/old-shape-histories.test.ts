@@ -1,6 +1,6 @@
 // Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
 // replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions`, `schedule-replan`,
-// `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// `paused-recheck`, `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
 // patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
 // server with stub activities.
 import { randomUUID } from 'node:crypto';
@@ -94,6 +94,31 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       expect({ scheduledAt: after.scheduled_at, pending: after.pending, signalled, markers: await markers(handle.workflowId) })
         .toEqual({ scheduledAt: sleeping.scheduled_at, pending: [], signalled: 1, markers: ['lean-cycle'] });
       await recordHistory(env.client, 'connection-replan-unhandled.pre-schedule-replan', handle.workflowId);
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+
+  it('before paused-recheck, a recheck signal to a run waiting paused was left unhandled: it waits on, paused', async () => {
+    const id = '00000000-0000-4000-8000-000000000005';
+    const connection = store.addConnection(id, await env.currentTimeMs());
+    connection.status = 'paused';
+    const handle = await startConnection(id, ['paused-recheck']);
+    try {
+      await waitForState(env, id, (s) => s.phase === 'paused');
+      // The resume is stored, its signal lost; a newer tick's recheck comes to this older worker.
+      connection.status = 'active';
+      await handle.signal('recheck');
+      const handled = async () => {
+        const events = (await handle.fetchHistory()).events ?? [];
+        const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'recheck');
+        return signalled >= 0 && events.slice(signalled).some((e) => e.workflowTaskCompletedEventAttributes) ? events : undefined;
+      };
+      await eventually(handled);
+      const state = await waitForState(env, id, () => true);
+      expect({ phase: state.phase, pending: state.pending, markers: await markers(handle.workflowId) })
+        .toEqual({ phase: 'paused', pending: [], markers: ['lean-cycle'] });
+      await recordHistory(env.client, 'connection-recheck-unhandled.pre-paused-recheck', handle.workflowId);
     } finally {
       await handle.terminate('test done');
     }

@@ -5,10 +5,11 @@ import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { reconcileConnections } from '../activities/reconcile-connections';
-import { ensureConnectionWorkflow, listRunningWorkflowIds, queryConnectionState, signalConnectionWorkflow, startWebhookDeliveries } from '../temporal/client';
-import { replanSignal } from '../temporal/connection';
+import { ensureConnectionWorkflow, listRunningWorkflowIds, queryConnectionState, signalConnectionWorkflow, signalRunningConnectionWorkflow, startWebhookDeliveries } from '../temporal/client';
+import { pauseSignal, recheckSignal, replanSignal } from '../temporal/connection';
 import { connectionWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { TestDatabase } from './helpers/database';
+import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { testActivityDeps } from './helpers/deps';
 import { eventually } from './helpers/worker';
@@ -162,6 +163,41 @@ describe('scheduler on the dev server', () => {
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
     const result = await reconcileConnections(deps)({ at: Date.now() });
     expect({ calls: result.temporalCalls, ensured: result.ensured, abandoned: result.abandoned }).toEqual({ calls: 1, ensured: 0, abandoned: 0 });
+  });
+
+  it('a run waiting paused whose connection is active again (the resume committed, its signal lost) is sent `recheck` by the next tick and resumes; one still paused looks and stays paused', async () => {
+    const id = await insertConnection('resume-unheard', { interval_seconds: 3600 });
+    const ref = { id, tenantId: 'acme', providerSlug: 'demo' };
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, ref);
+    await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
+    await db.pool.query(`update connections set status = 'paused' where id = $1`, [id]);
+    await signalConnectionWorkflow(env.client, TASK_QUEUE, ref, pauseSignal);
+    await eventually(async () => ((await queryConnectionState(env.client, id, 3000)).phase === 'paused' ? true : undefined));
+    // The tick sees the phase through the listing (visibility), once it shows it.
+    await eventually(async () => {
+      const shownPaused = new Set<string>();
+      await listRunningWorkflowIds(env.client, shownPaused);
+      return shownPaused.has(connectionWorkflowId(id)) ? true : undefined;
+    });
+    // A look is a local activity (openCycle), recorded as a marker of its own.
+    const looks = async () =>
+      ((await handle.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
+
+    // Still paused in its row: a recheck makes the run look, and it stays paused.
+    const before = await looks();
+    await signalRunningConnectionWorkflow(env.client, id, null, recheckSignal);
+    await eventually(async () => ((await looks()) > before ? true : undefined));
+    expect((await queryConnectionState(env.client, id, 3000)).phase).toBe('paused');
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    expect((await reconcileConnections(deps)({ at: Date.now() })).rechecked ?? 0).toBe(0);
+
+    // The resume is committed and its signal never comes: the next tick sends `recheck`, the run
+    // reads the row, resumes and plans its next run (an hour away: sleeping, its job queued).
+    await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
+    expect((await reconcileConnections(deps)({ at: Date.now() })).rechecked).toBe(1);
+    await eventually(async () => ((await queryConnectionState(env.client, id, 3000)).phase === 'sleeping' ? true : undefined));
+    await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
+    await recordHistory(env.client, 'connection-recheck-while-paused', handle.workflowId);
   });
 
   it('stops the workflow of a disabled connection on the next tick and leaves no queued job', async () => {

@@ -5,6 +5,7 @@ import { DEFAULT_SCHEDULE_SETTINGS, cronProblem, intervalProblem } from '../../p
 import {
   cancelJobSignal,
   pauseSignal,
+  recheckSignal,
   replanSignal,
   resumeSignal,
   stateQuery,
@@ -22,6 +23,13 @@ import {
  * history's commands stay the same.
  */
 export const SCHEDULE_REPLAN_PATCH = 'schedule-replan';
+
+/**
+ * Marks the workflow versions that act on the `recheck` signal: a run waiting paused looks at the
+ * stored connection at once instead of at its hourly re-check. A run whose worker had no handler
+ * left the signal unhandled; on replay it stays ignored (no marker), so its commands stay the same.
+ */
+export const PAUSED_RECHECK_PATCH = 'paused-recheck';
 
 /** The intents a run starts with: those carried over, or none. */
 export function initialIntents(carried: Intents | undefined): Intents {
@@ -48,6 +56,9 @@ export function listenForIntents(intents: Intents, state: ConnectionState): void
   });
   setHandler(cancelJobSignal, () => {
     intents.cancelJob = true;
+  });
+  setHandler(recheckSignal, () => {
+    if (patched(PAUSED_RECHECK_PATCH)) intents.recheck = true;
   });
   setHandler(stateQuery, () => ({ ...state, pending: pendingNames(intents) }));
 }
@@ -98,5 +109,6 @@ function pendingNames(intents: Intents): string[] {
   if (intents.schedule) names.push('updateSchedule');
   if (intents.replan) names.push('replan');
   if (intents.cancelJob) names.push('cancelJob');
+  if (intents.recheck) names.push('recheck');
   return names;
 }

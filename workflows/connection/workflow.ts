@@ -215,6 +215,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     }
     const ctx = await books.openCycle(connectionId, intents, cleanup);
     cleanup = false;
+    delete intents.recheck; // answered by the look just taken (absent, it adds nothing to what a run carries)
     if (!ctx || ctx.status === 'disabled') {
       view.setPhase('stopped');
       log.info('connection gone or disabled: connection workflow completes', { connectionId });
@@ -223,9 +224,11 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     view.showIdentity(ctx.tenantId, ctx.providerSlug);
     if (ctx.status === 'paused') {
       view.setPhase('paused');
-      // Woken by resume; also re-reads the status hourly in case it was changed without a signal.
-      // A `replan` needs no look while paused: the next look reads the stored schedule anyway.
-      await condition(() => intents.status !== null || intents.schedule !== null, PAUSED_RECHECK_MS);
+      // Woken by resume, or by a `recheck` (the reconcile tick's, when the row says active: a
+      // resume whose signal was lost); also re-reads the status hourly in case it was changed
+      // without either. A `replan` needs no look while paused: the next look reads the stored
+      // schedule anyway.
+      await condition(() => intents.status !== null || intents.schedule !== null || intents.recheck === true, PAUSED_RECHECK_MS);
       idleWaits += 1;
       continue;
     }
