@@ -183,9 +183,13 @@ describe('the schedule\'s history outlives job retention', () => {
 
   it('full_sync_every counts runs and the last run stays known after retention deleted their jobs', async () => {
     const now = Date.now();
+    // Weekly, a day from now: no slot between the last run (two days ago) and now, whatever the
+    // day and hour the test runs (a fixed weekday's slot fell in between two days a week).
+    const slot = new Date(now + DAY);
+    const cron = `${slot.getUTCMinutes()} ${slot.getUTCHours()} * * ${slot.getUTCDay()}`;
     const { rows } = await db.pool.query<{ id: string }>(
       `insert into connections (tenant_id, provider_slug, app_key, metadata, created_at) values ('acme', 'demo', $1, $2, $3) returning id`,
-      [`app_${randomUUID().slice(0, 8)}`, { sync: { cron: '0 3 * * 1', timezone: 'UTC', full_sync_every: 10 } }, new Date(now - 60 * DAY)],
+      [`app_${randomUUID().slice(0, 8)}`, { sync: { cron, timezone: 'UTC', full_sync_every: 10 } }, new Date(now - 60 * DAY)],
     );
     const id = rows[0]!.id;
     await runEnded(id, 'full', 'schedule', now - 40 * DAY);
@@ -201,7 +205,7 @@ describe('the schedule\'s history outlives job retention', () => {
       activationReference: ctx.createdAt, jitterPctMin: 0, jitterPctMax: 0, random: () => 0,
     });
     expect({ schedule: ctx.schedule, lastFinishedAt: ctx.lastFinishedAt, fullSync: ctx.fullSync, mode: plan.mode, atOnce: plan.scheduledAt <= now }).toEqual({
-      schedule: { kind: 'cron', cron: '0 3 * * 1', timezone: 'UTC', fullSyncEvery: 10 },
+      schedule: { kind: 'cron', cron, timezone: 'UTC', fullSyncEvery: 10 },
       lastFinishedAt: now - 2 * DAY,
       fullSync: { scheduledRunsSinceFull: 6, lastFullAt: now - 40 * DAY },
       mode: 'normal',
