@@ -20,6 +20,16 @@ export function cursorKeyRemoved(): CommandRefused {
   return new CommandRefused('gone', 'cursor_expired', 'this cursor was sealed with a key this deployment no longer holds; read the feed again from the start (no cursor)', {});
 }
 
+/**
+ * The refusal of a plain feed cursor (one not sealed, as handed out before cursors were sealed):
+ * anyone can make one at any position, and reading from it would show where the positions of the
+ * sequence every tenant shares stand. It is answered as a cursor that can no longer be read, the
+ * same at every position (410 `cursor_expired`): the reader starts again from the start.
+ */
+export function cursorUnsealed(): CommandRefused {
+  return new CommandRefused('gone', 'cursor_expired', 'this cursor is not sealed (made before feed cursors were sealed, or by hand) and is no longer read; read the feed again from the start (no cursor)', {});
+}
+
 /** Which changes to read: after cursor `after` (none: from the start), at most `limit`. */
 export interface ChangesQuery {
   after?: FeedCursor;

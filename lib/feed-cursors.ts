@@ -4,7 +4,10 @@
 // the platform writes. Sealing is deterministic (AES-256-GCM under a nonce derived from the
 // position with HMAC-SHA256, with keys of their own derived from the credentials keyring): one
 // position is one cursor text, so an event's body is the same bytes on every delivery attempt.
-// Cursors handed out before they were sealed (plain base64url JSON) still read.
+// A plain cursor (base64url JSON, as handed out before cursors were sealed) is never read: anyone
+// can make one at any position, and what the feed answers it (a page from there, or a refusal past
+// the sequence's last value) would tell the positions sealing hides. It is told apart (`unsealed`)
+// so its reader is sent back to the start, as for a cursor whose key was removed.
 import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
 import { feedCursor, type CursorCodec, type FeedCursor } from '../policy/cursors';
 import type { JobEventData } from '../policy/webhook-events';
@@ -20,6 +23,8 @@ const TAG_BYTES = 16;
 export interface FeedCursors extends CursorCodec<FeedCursor> {
   /** Whether `text` is a sealed cursor whose key is no longer configured (it cannot be read). */
   keyGone(text: string): boolean;
+  /** Whether `text` is a plain cursor (a position anyone can read and make): never read. */
+  unsealed(text: string): boolean;
 }
 
 const aad = (keyId: string) => Buffer.from(`synctide:feed-cursor:${keyId}`, 'utf8');
@@ -54,7 +59,7 @@ export function feedCursors(keyring: Keyring): FeedCursors {
     },
     decode(text) {
       const sealedParts = parts(text);
-      if (!sealedParts) return text.startsWith(PREFIX) ? null : feedCursor.decode(text);
+      if (!sealedParts) return null;
       const key = encryption.keys.get(sealedParts.keyId);
       if (!key) return null;
       const { sealed } = sealedParts;
@@ -72,6 +77,9 @@ export function feedCursors(keyring: Keyring): FeedCursors {
       const sealedParts = parts(text);
       return sealedParts !== null && !encryption.keys.has(sealedParts.keyId);
     },
+    unsealed(text) {
+      return !text.startsWith(PREFIX) && feedCursor.decode(text) !== null;
+    },
   };
   made.set(keyring, codec);
   return codec;
@@ -88,7 +96,7 @@ const EVENT_CURSOR_FIELD = 'cursor' satisfies keyof JobEventData;
 export function withSealedCursor(data: Record<string, unknown>, cursors: FeedCursors): Record<string, unknown> {
   const text = data[EVENT_CURSOR_FIELD];
   if (typeof text !== 'string') return data;
-  const position = cursors.decode(text);
+  const position = feedCursor.decode(text);
   return position ? { ...data, [EVENT_CURSOR_FIELD]: cursors.encode(position) } : data;
 }
 

@@ -51,8 +51,12 @@ describe('feed cursors (lib/feed-cursors.ts)', () => {
     }
   });
 
-  it('still read a cursor handed out before cursors were sealed', () => {
-    expect(feedCursors(TEST_KEYRING).decode(plainFeedCursor.encode(position))).toEqual(position);
+  it('never read a plain cursor (as handed out before cursors were sealed), but tell it apart', () => {
+    const cursors = feedCursors(TEST_KEYRING);
+    expect(cursors.decode(plainFeedCursor.encode(position))).toBeNull();
+    expect(cursors.unsealed(plainFeedCursor.encode(position))).toBe(true);
+    expect(cursors.unsealed(cursors.encode(position))).toBe(false);
+    expect(cursors.unsealed('not-a-cursor')).toBe(false);
   });
 
   it('seal the cursor of an event\'s data as it is delivered, and leave data without one as it is', () => {
@@ -101,5 +105,43 @@ describe('the records feed hands out sealed cursors', () => {
     // Another deployment's cursor, or one altered: invalid (400).
     const foreign = await get(`/connections/${id}/records?limit=10&cursor=${cursor}`, parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_B}` })!);
     expect(foreign.status).toBe(400);
+  });
+});
+
+describe('a cursor made by hand (plain, unsealed) tells nothing of the positions', () => {
+  const db = useTestDatabase();
+
+  async function get(path: string): Promise<{ status: number; body: any }> {
+    const app = apiAppWithoutTemporal(db.pool, 'feed-cursors-plain');
+    const res = await app.request(path, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('one answer (410: read from the start) at every position, so neither the shared sequence nor its own changes\' positions can be found by probing', async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ('plain-cursors', 'demo', 'feed', 'paused') returning id`,
+    );
+    const id = rows[0]!.id;
+    const write = async (externalId: string) =>
+      (
+        await db.pool.query<{ seq: string }>(
+          `insert into records (connection_id, resource_type, external_id, data, synced_at, change) values ($1, 'items', $2, '{}', now(), 'insert') returning change_seq::text as seq`,
+          [id, externalId],
+        )
+      ).rows[0]!.seq;
+    const first = await write('a');
+    await write('b');
+    const last = (await db.pool.query<{ last: string }>('select last_value::text as last from records_change_seq')).rows[0]!.last;
+    const plain = (seq: string) => plainFeedCursor.encode({ seq, epoch: '0', connection: id });
+    // The last position taken, the one after it (not yet taken), and one of the feed's own changes.
+    const answers = [];
+    for (const seq of [last, (BigInt(last) + 1n).toString(), first, '0']) answers.push(await get(`/connections/${id}/records?limit=10&cursor=${plain(seq)}`));
+    expect(answers.map((a) => a.status)).toEqual([410, 410, 410, 410]);
+    for (const answer of answers) expect(answer.body).toEqual(answers[0]!.body);
+    expect(answers[0]!.body.error).toMatchObject({ code: 'cursor_expired', message: expect.stringMatching(/from the start/) });
+    // Its own sealed cursors read on.
+    const read = await get(`/connections/${id}/records?limit=1`);
+    const next = await get(`/connections/${id}/records?limit=10&cursor=${read.body.next_cursor}`);
+    expect(next.body.items.map((i: { external_id: string }) => i.external_id)).toEqual(['b']);
   });
 });

@@ -4,7 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { deliveryCursor, feedCursor, jobCursor, serialCursor, uuidCursor } from '../policy/cursors';
+import { feedCursors } from '../lib/feed-cursors';
 import { useApiWithoutTemporal } from './helpers/api';
+import { TEST_KEYRING } from './helpers/deps';
 
 const base64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const UUID_A = '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10';
@@ -228,6 +230,6 @@ describe('list routes (real API app, real Postgres)', () => {
       expect(answer.body, `${route} ${cursor}`).toEqual({ error: { code: 'invalid_request', message: 'cursor: not a cursor this API made' } });
     }
     // The feed still takes its own cursors.
-    expect((await get(`${feed}cursor=${feedCursor.encode({ seq: '0', epoch: '0' })}`)).status).toBe(200);
+    expect((await get(`${feed}cursor=${feedCursors(TEST_KEYRING).encode({ seq: '0', epoch: '0' })}`)).status).toBe(200);
   });
 });

@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { cursorKeyRemoved, listChanges } from '../../commands/records';
+import { cursorKeyRemoved, cursorUnsealed, listChanges } from '../../commands/records';
 import { feedCursors } from '../../lib/feed-cursors';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
@@ -22,7 +22,7 @@ const list = createRoute({
     ...errorResponses,
     404: notFound,
     409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`): its records are going without tombstones, so no page is answered; drop the copy', 'purge_in_progress'),
-    410: conflict('Tombstones past the cursor were purged after it was issued, or it was sealed with a key this deployment no longer holds (`cursor_expired`): read again from the start', 'cursor_expired'),
+    410: conflict('Tombstones past the cursor were purged after it was issued, it was sealed with a key this deployment no longer holds, or it is not sealed (made before cursors were sealed) (`cursor_expired`): read again from the start', 'cursor_expired'),
   },
 });
 
@@ -36,6 +36,7 @@ export function recordRoutes(deps: ApiDeps) {
     // Sealed: a cursor's position is of one sequence every tenant's changes share.
     const cursors = feedCursors(deps.credentials);
     if (query.cursor !== undefined && cursors.keyGone(query.cursor)) throw cursorKeyRemoved();
+    if (query.cursor !== undefined && cursors.unsealed(query.cursor)) throw cursorUnsealed();
     const after = readCursor(cursors, query.cursor);
     const page = await listChanges(deps, id, {
       after,
