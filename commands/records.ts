@@ -93,10 +93,10 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       if (!expiry.issued) {
         throw invalid('cursor: a position past any this feed has issued; read the feed from the start (no cursor) or with a cursor it issued');
       }
+      // The answer names no position (how far the purge went): positions are of the sequence every
+      // tenant's changes share, which sealed cursors hide.
       if (query.after && expiry.purged_through !== null) {
-        throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {
-          purged_through: expiry.purged_through,
-        });
+        throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {});
       }
       const { changes, cut } = await readChangesPage(tx, {
         connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter,

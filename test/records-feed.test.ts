@@ -203,6 +203,9 @@ describe('records API: a consumer following the change feed', () => {
     const allNext = await call('GET', `/connections/${id}/records?limit=2&cursor=${all.body.next_cursor}`);
     expect(allNext.status).toBe(410);
     expect(allNext.body.error.code).toBe('cursor_expired');
+    // Nothing but the code and words: no position of the sequence every tenant's changes share.
+    expect(Object.keys(allNext.body.error)).toEqual(['code', 'message']);
+    expect(allNext.body.error.message).not.toMatch(/\d/);
     // An items-reader is expired by an items purge past its cursor.
     const before = itemsNext.cursor!;
     await write(id, 'items', 'a', true);
