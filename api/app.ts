@@ -9,7 +9,7 @@ import type { ApiDeps } from './deps';
 import type { ApiEnv } from './env';
 import { describeIssues, errorBody, errorResponse } from './errors';
 import { auditLog } from './middleware/audit';
-import { authenticate } from './middleware/auth';
+import { authenticate, FailedLookups, limitStateLookups } from './middleware/auth';
 import { recordHttpMetrics } from './middleware/http-metrics';
 import { tenantScope } from './middleware/tenant-scope';
 import { tenantTurns } from './middleware/tenant-turns';
@@ -117,7 +117,7 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 /**
  * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
  * trace of an incoming `traceparent` or a new one, its URL without the query → request metrics → security headers → request id (generated here) and log → body
- * limit → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit →
+ * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit →
  * a tenant key's turn (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
@@ -164,8 +164,10 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       },
     }),
   );
+  const failedLookups = deps.authFailureLimit && new FailedLookups(deps.authFailureLimit, deps.trustedProxies ?? []);
+  app.use(OAUTH_CALLBACK_PATH, limitStateLookups(failedLookups));
   const guarded = [
-    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: deps.authFailureLimit, trustedProxies: deps.trustedProxies ?? [] }),
+    authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: failedLookups }),
     // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
     // from, which serves no request), counts as pg's default of 10.
     tenantTurns(tenantRequestsInFlight((deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10)),

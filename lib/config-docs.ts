@@ -80,7 +80,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   API_RATE_LIMIT_BURST: { meaning: M_API_RATE_LIMIT_PER_SECOND },
   API_AUTH_FAILURES_PER_MINUTE: {
     meaning:
-      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute (a lookup holds a token while it runs, given back when the key is found, so no more run at once from one address: one beyond them waits for those in flight, and a burst of valid keys is never refused); once failed lookups have spent it a tenant key from that address answers 429 with `Retry-After` before any lookup (an IPv6 address counts as its /64; behind a reverse proxy its address is the one counted unless `TRUSTED_PROXIES` names it; the admin key is never held back)',
+      'failed lookups of well-formed tenant keys (`stk_…`) per client address, in each API process: that many at once, refilled at that many a minute (a lookup holds a token while it runs, given back when the key is found, so no more run at once from one address: one beyond them waits for those in flight, and a burst of valid keys is never refused); once failed lookups have spent it a tenant key from that address answers 429 with `Retry-After` before any lookup; the OAuth callback\'s state lookups share the bucket (a callback answered 400, its state unknown, used or expired, spends a token; once spent, 429 before any lookup) (an IPv6 address counts as its /64; behind a reverse proxy its address is the one counted unless `TRUSTED_PROXIES` names it; the admin key is never held back)',
   },
   TRUSTED_PROXIES: {
     shown: 'none',

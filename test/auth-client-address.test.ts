@@ -12,6 +12,7 @@ import { listen, type HttpServer } from '../lib/http';
 import { addressBucket, clientAddress, parseTrustedProxies } from '../lib/client-address';
 import { ConfigError, loadConfig } from '../lib/config';
 import type { ApiDeps } from '../api/deps';
+import type { Pool } from '../db/pool';
 
 const bogus = (i: number) => `stk_${'7'.repeat(10)}${String(i).padStart(2, '0')}_${'C'.repeat(43)}`;
 
@@ -86,6 +87,63 @@ describe('the failed-lookup limit counts per client (real API app over HTTP, rea
       const statuses = [];
       for (let i = 0; i < 4; i++) statuses.push(await get(server, bogus(60 + i), { 'x-forwarded-for': `203.0.113.${i + 1}` }, '127.0.0.2'));
       expect(statuses).toEqual([401, 401, 401, 401]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the OAuth callback, the one open route that looks something up, is held to the same per-address limit', () => {
+  const db = useTestDatabase();
+
+  /** The pool with a count of the callback's state lookups (the consuming delete). */
+  function countingStateLookups(pool: Pool): { pool: Pool; lookups: () => number } {
+    let lookups = 0;
+    const counted = new Proxy(pool, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return (...args: unknown[]) => {
+          if (typeof args[0] === 'string' && args[0].includes('delete from oauth_states where state_hash')) lookups += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return { pool: counted, lookups: () => lookups };
+  }
+
+  /** GET the callback with this query from 127.0.0.1; its status. */
+  async function callback(server: HttpServer, query: string): Promise<number> {
+    const res = await fetch(new URL(`/oauth/callback?${query}`, server.url));
+    await res.text();
+    return res.status;
+  }
+
+  it('unknown states spend the address\'s failed-lookup bucket (shared with tenant keys): past it, 429 before any lookup; a state that was found spends nothing', async () => {
+    const counting = countingStateLookups(db.pool);
+    const server = await listen(apiAppWithoutTemporal(counting.pool, 'auth-client-address', { authFailureLimit: { ratePerSecond: 0.001, burst: 3 } }), '127.0.0.1', 0);
+    try {
+      // A flow under way: its state is found (and consumed) by the callback, here one the person refused.
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status) values ('callback-tenant', 'demo', 'callback', 'paused') returning id`,
+      );
+      const app = await db.pool.query<{ id: string }>(
+        `insert into oauth_apps (tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+         values ('callback-tenant', 'app', 'client', 'unused', 'https://example.com/authorize', 'https://example.com/token', 'https://example.com/callback') returning id`,
+      );
+      const state = 'a-state-the-flow-handed-out';
+      await db.pool.query(
+        `insert into oauth_states (state_hash, tenant_id, connection_id, oauth_app_id, code_verifier, expires_at)
+         values (encode(sha256(convert_to($1, 'UTF8')), 'hex'), 'callback-tenant', $2, $3, 'unused', now() + interval '10 minutes')`,
+        [state, rows[0]!.id, app.rows[0]!.id],
+      );
+      expect(await callback(server, `state=${state}&error=access_denied`)).toBe(502);
+      const statuses = [];
+      for (let i = 0; i < 5; i++) statuses.push(await callback(server, `state=guessed-${i}&code=x`));
+      expect(statuses).toEqual([400, 400, 400, 429, 429]);
+      expect(counting.lookups()).toBe(1 + 3);
+      // One bucket of failed lookups per address: a made-up tenant key from it is refused too.
+      expect(await get(server, bogus(80))).toBe(429);
     } finally {
       await server.close();
     }

@@ -45,10 +45,8 @@ const rateLimited = (c: Context, retryAfterSeconds: number, message: string) => 
 export interface AuthLimits {
   /** Requests per API key (API_RATE_LIMIT_PER_SECOND, API_RATE_LIMIT_BURST): the admin key is one key, each tenant key another. */
   requests?: BucketLimits;
-  /** Failed tenant-key lookups per client address (API_AUTH_FAILURES_PER_MINUTE). */
-  failures?: BucketLimits;
-  /** The reverse proxies whose X-Forwarded-For names the client `failures` counts (TRUSTED_PROXIES); none by default. */
-  trustedProxies?: TrustedProxies;
+  /** Failed lookups per client address (API_AUTH_FAILURES_PER_MINUTE), shared with the OAuth callback's (`limitStateLookups`). */
+  failures?: FailedLookups;
 }
 
 /**
@@ -93,6 +91,36 @@ class AddressLookups {
 }
 
 /**
+ * The lookups made for a caller without a key of its own (a tenant key's, the OAuth callback's
+ * state) limited per client address, as one bucket of failed lookups (`AddressLookups`): the TCP
+ * peer, or behind a proxy of `trustedProxies` (TRUSTED_PROXIES) the client its X-Forwarded-For
+ * names; an IPv6 client by its /64. One instance serves every route that looks something up for
+ * such a caller, so an address cannot fail more lookups by spreading them over routes.
+ */
+export class FailedLookups {
+  private readonly lookups: AddressLookups;
+
+  constructor(limits: BucketLimits, private readonly trustedProxies: TrustedProxies = [], now: () => number = Date.now) {
+    this.lookups = new AddressLookups(new Buckets(limits, now));
+  }
+
+  /** The bucket of the client `c` comes from. */
+  address(c: Context): string {
+    return clientBucket(c, this.trustedProxies);
+  }
+
+  /** Takes a token of `address` for a lookup about to be made: null once taken, else seconds until the bucket has one. */
+  take(address: string): Promise<number | null> {
+    return this.lookups.take(address);
+  }
+
+  /** Ends a lookup `take` allowed: its token comes back unless it failed (`giveBack` false). */
+  end(address: string, giveBack: boolean): void {
+    this.lookups.end(address, giveBack);
+  }
+}
+
+/**
  * Requires `Authorization: Bearer <key>`: the admin key (compared as fixed-length digests with
  * `timingSafeEqual`, so neither its content nor its length leaks through timing) or a tenant's
  * unrevoked API key (found by its public prefix, its hash compared the same way). Sets the
@@ -117,8 +145,7 @@ class AddressLookups {
 export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: string, limits: AuthLimits = {}, now: () => number = Date.now): MiddlewareHandler<ApiEnv> {
   const expected = digest(adminApiKey);
   const requests = limits.requests && new Buckets(limits.requests, now);
-  const failures = limits.failures && new Buckets(limits.failures, now);
-  const lookups = failures && new AddressLookups(failures);
+  const lookups = limits.failures;
   const overRate = (c: Context, retryAfter: number) => rateLimited(c, retryAfter, 'too many requests for this API key');
   return async (c, next) => {
     const token = bearer(c);
@@ -137,7 +164,7 @@ export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: strin
     // token when no key was found, the address's when one was).
     const wait = requests?.take(bucket) ?? null;
     if (wait !== null) return overRate(c, wait);
-    const address = failures ? clientBucket(c, limits.trustedProxies ?? []) : '';
+    const address = lookups ? lookups.address(c) : '';
     const failing = lookups ? await lookups.take(address) : null;
     if (failing !== null) {
       requests?.give(bucket);
@@ -160,6 +187,30 @@ export function authenticate(deps: Pick<CommandDeps, 'pool'>, adminApiKey: strin
     }
     c.set('principal', { kind: 'tenant', tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes });
     return next();
+  };
+}
+
+/**
+ * Holds the OAuth callback (the one route anyone may call that looks something up: its state) to
+ * the failed-lookup limit of the client's address that tenant-key lookups spend (`failures`, the
+ * same instance): a callback answered 400 (its state unknown, used or expired, or none given)
+ * spends a token, one whose state was found gives it back. Once failed lookups have emptied the
+ * bucket, 429 before any lookup, so made-up states cannot turn into unbounded database work.
+ */
+export function limitStateLookups(failures: FailedLookups | undefined): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    if (!failures) return next();
+    const address = failures.address(c);
+    const failing = await failures.take(address);
+    if (failing !== null) return rateLimited(c, failing, 'too many failed OAuth state lookups from this address');
+    // An error no answer was made of (not about the state) counts as found: it spends nothing.
+    let failed = false;
+    try {
+      await next();
+      failed = c.res.status === 400;
+    } finally {
+      failures.end(address, !failed);
+    }
   };
 }
 

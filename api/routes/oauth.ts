@@ -14,7 +14,7 @@ import { tenantFilter } from '../middleware/auth';
 import { presentOAuthApp } from '../present';
 import { uuidCursor } from '../../policy/cursors';
 import { pageAnswer, pageRequest } from '../pagination';
-import { conflict, errorAnswer, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
+import { conflict, errorAnswer, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound, retryAfter } from '../schemas/common';
 import {
   AuthorizationSchema,
   AuthorizeBody,
@@ -73,7 +73,11 @@ const callback = createRoute({
   description: 'Where the provider sends the person back: consumes the single-use state, exchanges the code with the PKCE verifier at the token endpoint, stores the tokens sealed and makes the connection active. A replayed or expired state answers 400.',
   security: [],
   request: { query: CallbackQuery },
-  responses: { 200: jsonAnswer(CallbackSchema, 'Connected'), ...errorResponses, 502: errorAnswer('The provider refused the authorization or the code exchange failed', 'authorization_refused', 'token_exchange_failed') },
+  responses: {
+    200: jsonAnswer(CallbackSchema, 'Connected'), ...errorResponses,
+    429: { ...errorAnswer('This address failed too many lookups (unknown states, or tenant keys: API_AUTH_FAILURES_PER_MINUTE); retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this address may look one up again') },
+    502: errorAnswer('The provider refused the authorization or the code exchange failed', 'authorization_refused', 'token_exchange_failed'),
+  },
 });
 
 /** Routes of `/oauth-apps`, the connect flow's authorize route and its callback: parse, call a command, present. */

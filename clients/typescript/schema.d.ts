@@ -6288,10 +6288,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
+            /** @description This address failed too many lookups (unknown states, or tenant keys: API_AUTH_FAILURES_PER_MINUTE); retry after `Retry-After` seconds */
             429: {
                 headers: {
-                    /** @description Seconds until this key has a request again */
+                    /** @description Seconds until this address may look one up again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
