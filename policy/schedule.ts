@@ -254,7 +254,7 @@ export interface Plan {
 }
 
 /**
- * Plans the next run (B = base interval, L = lastFinishedAt):
+ * Plans the next run (B = base interval, L = lastFinishedAt, or now when that is later):
  * - bootstrap (no L): run now; next_run_at = activation + B + jitter;
  * - normal (L + B > now): next_due = L + B; scheduled = next_due + jitter; next_run_at = next_due + B;
  * - catch-up (L + B ≤ now): next_due = L + k·B, the first such value > now; exactly one job at
@@ -263,9 +263,14 @@ export interface Plan {
  * between the fire and the one after it.
  */
 export function planNextRun(input: PlanInput): Plan {
-  return input.schedule.kind === 'interval'
-    ? planInterval(input, input.schedule.intervalSeconds)
-    : planCron(input, cronOf(input.schedule.cron, input.schedule.timezone));
+  // A last run later than now is a clock ahead of the planner's (a pause over the API cancels the
+  // queued job, its slot's run, at the API host's time): it counts as a run now, so the next run is
+  // one interval (the next fire) after now, never a whole clock difference later.
+  const last = input.lastFinishedAt === undefined ? undefined : Math.min(input.lastFinishedAt, input.now);
+  const planned = { ...input, lastFinishedAt: last };
+  return planned.schedule.kind === 'interval'
+    ? planInterval(planned, planned.schedule.intervalSeconds)
+    : planCron(planned, cronOf(planned.schedule.cron, planned.schedule.timezone));
 }
 
 /** The part of a plan that is persisted and logged with the job it scheduled. */

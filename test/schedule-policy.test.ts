@@ -308,6 +308,43 @@ describe('catch-up (L + B <= now)', () => {
   });
 });
 
+describe('a last run recorded in the future (a clock ahead of the planner\'s)', () => {
+  // L can be written by a clock other than the workflow's: a pause over the API cancels the queued
+  // job with the API host's time as its finish, and a cancelled job is the schedule's last run.
+  const YEAR = 365 * 86_400 * S;
+
+  it('an interval schedule runs one interval after now, never an interval after the future time', () => {
+    const now = at('10:00');
+    for (const ahead of [YEAR, 10 * MINUTE, MINUTE, 1]) {
+      const p = plan({ now, lastFinishedAt: now + ahead, random: fixed(0) });
+      expect(p.mode, `L = now + ${ahead} ms`).toBe('normal');
+      expect(iso(p.scheduledAt), `L = now + ${ahead} ms`).toBe(iso(at('10:15')));
+      expect(iso(p.nextRunAt), `L = now + ${ahead} ms`).toBe(iso(at('10:30')));
+    }
+  });
+
+  it('a cron schedule runs at its next fire after now, never its next fire after the future time', () => {
+    const now = at('10:05');
+    for (const ahead of [YEAR, 20 * MINUTE, 1]) {
+      const p = plan({ now, lastFinishedAt: now + ahead, schedule: cron('*/15 * * * *'), random: fixed(0) });
+      expect(p.mode, `L = now + ${ahead} ms`).toBe('normal');
+      expect(iso(p.scheduledAt), `L = now + ${ahead} ms`).toBe(iso(at('10:15')));
+      expect(iso(p.nextRunAt), `L = now + ${ahead} ms`).toBe(iso(at('10:30')));
+    }
+  });
+
+  it('never sleeps longer than one base interval plus its jitter from now (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 60, max: 86_400 }), fc.integer({ min: 0, max: 2 * 365 * 86_400 * S }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (b, ahead, r) => {
+        const now = at('10:00');
+        const p = plan({ now, lastFinishedAt: now + ahead, schedule: every(b), random: fixed(r) });
+        expect(p.scheduledAt).toBeGreaterThanOrEqual(now);
+        expect(p.scheduledAt - now).toBeLessThanOrEqual((b + p.jitterBounds.maxSeconds) * S);
+      }),
+    );
+  });
+});
+
 describe('jitter persistence', () => {
   it('random = 45/181 samples exactly 45 s from [0, 180]', () => {
     expect(Math.floor((45 / 181) * 181)).toBe(45);
@@ -495,7 +532,8 @@ describe('properties (fast-check)', () => {
         const now = last + offset;
         const p = plan({ now, lastFinishedAt: last, schedule: every(b), jitterPctMin: pMin, jitterPctMax: pMax, random: fixed(r) });
         expect(p.mode).toBe('normal');
-        expect(p.nextDueAt).toBe(last + b * S);
+        // A last run after now (offset < 0) counts as a run now.
+        expect(p.nextDueAt).toBe(Math.min(last, now) + b * S);
         expect(p.nextDueAt).toBeGreaterThan(now);
         expect(p.scheduledAt).toBeGreaterThanOrEqual(p.nextDueAt);
         expect(p.scheduledAt - p.nextDueAt).toBe(p.jitterSeconds * S);
