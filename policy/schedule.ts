@@ -402,11 +402,25 @@ export interface FullSyncHistory {
 /**
  * Whether the scheduled run at `runAt` is a full sync under `every`: with `{ runs: n }` when n − 1
  * scheduled runs completed since the last full one (every nth run), with `{ seconds }` when the last
- * full sync (or, before any, the connection's `createdAt`) is at least that old at `runAt`.
+ * full sync (or, before any, the connection's `createdAt`) is at least that old at `runAt`, less
+ * `toleranceMs`.
  */
-export function fullSyncDue(every: FullSyncEvery, history: FullSyncHistory, runAt: number, createdAt: number): boolean {
+export function fullSyncDue(every: FullSyncEvery, history: FullSyncHistory, runAt: number, createdAt: number, toleranceMs = 0): boolean {
   if ('runs' in every) return history.scheduledRunsSinceFull >= every.runs - 1;
-  return runAt - (history.lastFullAt ?? createdAt) >= every.seconds * 1000;
+  return runAt - (history.lastFullAt ?? createdAt) >= every.seconds * 1000 - toleranceMs;
+}
+
+/**
+ * How much younger than a duration `full_sync_every` the last full sync may be at a planned run
+ * that is still full: half the schedule's base interval (for cron, the gap between the run's fire
+ * and the next). Run times carry jitter (up to a fifth of that gap by default) and the last full
+ * sync's age counts from its finish, so the run that falls on the duration often finds it a little
+ * younger: measured exactly, a weekly cron with "7d" would skip about every other weekly full sync,
+ * an hourly one with "1d" would make every 24th or 25th run full, moving round the clock. With
+ * half a base interval's tolerance the run nearest the duration is full, and no earlier one.
+ */
+export function fullSyncToleranceMs(baseIntervalSeconds: number): number {
+  return (baseIntervalSeconds * 1000) / 2;
 }
 
 /** The widest gap between two starts of a cold start's spread: a few missing workflows start within a second. */

@@ -1,6 +1,6 @@
 // Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
 // replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions`, `schedule-replan`,
-// `paused-recheck`, `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// `paused-recheck`, `full-sync-every-nearest-run`, `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
 // patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
 // server with stub activities.
 import { randomUUID } from 'node:crypto';
@@ -20,6 +20,7 @@ import { eventually, prebuiltBundle } from './helpers/worker';
 
 const TASK_QUEUE = 'old-shapes';
 const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
 
 describe('old workflow shapes (time-skipping, stub activities)', () => {
   let env: TestWorkflowEnvironment;
@@ -94,6 +95,30 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       expect({ scheduledAt: after.scheduled_at, pending: after.pending, signalled, markers: await markers(handle.workflowId) })
         .toEqual({ scheduledAt: sleeping.scheduled_at, pending: [], signalled: 1, markers: ['lean-cycle'] });
       await recordHistory(env.client, 'connection-replan-unhandled.pre-schedule-replan', handle.workflowId);
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+
+  it('before full-sync-every-nearest-run, a duration full_sync_every was met exactly: a weekly run whose last full sync was a little under 7 days old stayed incremental', async () => {
+    const id = '00000000-0000-4000-8000-000000000006';
+    store.addConnection(id, await env.currentTimeMs(), { cron: '0 3 * * 1', full_sync_every: '7d' });
+    const handle = await startConnection(id, ['full-sync-every-nearest-run']);
+    try {
+      await waitForState(env, id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+      await env.sleep(10 * 7 * DAY + 2 * DAY);
+      await waitForState(env, id, (s) => s.cycles >= 11 && s.phase === 'sleeping');
+      // A run the nearest-run rule makes full (its last full sync at least 3.5 days old) that the
+      // exact rule left incremental (under 7 days): jitter leaves one about every other week.
+      let lastFull: number | null = null;
+      let young: ReturnType<typeof store.jobsOf>[number] | undefined;
+      for (const job of store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.status === 'completed')) {
+        if (job.jobType === 'full') lastFull = job.finishedAt!;
+        else if (!young && lastFull !== null && job.scheduledAt - lastFull >= 3.5 * DAY && job.scheduledAt - lastFull < 7 * DAY) young = job;
+      }
+      expect(young, 'a weekly run left incremental by the exact rule').toBeDefined();
+      expect(await markers(handle.workflowId, young!.runId)).not.toContain('full-sync-every-nearest-run');
+      await recordHistory(env.client, 'connection-full-sync-every-exact.pre-full-sync-every-nearest-run', handle.workflowId, young!.runId);
     } finally {
       await handle.terminate('test done');
     }

@@ -48,7 +48,7 @@ describe('schedule options (time-skipping, stub activities)', () => {
     await recordHistory(loop.env.client, 'connection-full-sync-every', connectionWorkflowId(id), firstFull.runId);
   });
 
-  it('full_sync_every: "1h" runs a full sync once the last one is an hour old', async () => {
+  it('full_sync_every: "1h" runs a full sync once the last one is an hour old, less half the interval (the run nearest the hour)', async () => {
     const { id, connection } = await start({ interval_seconds: 900, full_sync_every: '1h' });
     await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
     await loop.env.sleep(190 * MINUTE);
@@ -56,12 +56,33 @@ describe('schedule options (time-skipping, stub activities)', () => {
     const done = store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.status === 'completed');
     const fulls = done.filter((j) => j.jobType === 'full');
     expect(fulls.length).toBeGreaterThanOrEqual(2);
-    // Each run is full exactly when the last full sync (or the connection's creation) is ≥ 1 h old.
+    // Each run is full exactly when the last full sync (or the connection's creation) is at least
+    // 1 h old less half the 900 s interval at its scheduled time.
     let lastFull = connection.createdAt;
     for (const job of done) {
-      expect(job.jobType).toBe(job.scheduledAt - lastFull >= HOUR ? 'full' : 'incremental');
+      expect(job.jobType).toBe(job.scheduledAt - lastFull >= HOUR - 450_000 ? 'full' : 'incremental');
       if (job.jobType === 'full') lastFull = job.finishedAt!;
     }
+  });
+
+  it('full_sync_every: "7d" on a weekly cron makes every weekly run full, whatever the jitter of that run or of the last full one', async () => {
+    // Default jitter: up to 20 % of the week (1.4 days) after each Monday 03:00 slot, so the last
+    // full sync, finished after its own jitter, is a little less than 7 days old at about half the
+    // next slots' jittered times: still the run that falls on the duration.
+    const { id } = await start({ cron: '0 3 * * 1', full_sync_every: '7d' });
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await loop.env.sleep(10 * 7 * DAY + 2 * DAY);
+    await waitForState(id, (s) => s.cycles >= 11 && s.phase === 'sleeping');
+    const types = scheduledTypes(id);
+    const firstFull = types.indexOf('full');
+    expect(firstFull, types.join(' ')).toBeGreaterThanOrEqual(0);
+    expect(firstFull, types.join(' ')).toBeLessThanOrEqual(2);
+    expect(types.slice(firstFull, firstFull + 9)).toEqual(Array(9).fill('full'));
+    // A run full by the nearest-run rule only (its last full sync under 7 days old): its history has the marker.
+    const fulls = store.jobsOf(id).filter((j) => j.trigger === 'schedule' && j.jobType === 'full');
+    const nearest = fulls.find((j, i) => i > 0 && j.scheduledAt - fulls[i - 1]!.finishedAt! < 7 * DAY);
+    expect(nearest, 'a weekly run full by the nearest-run rule only').toBeDefined();
+    await recordHistory(loop.env.client, 'connection-full-sync-every-nearest-run', connectionWorkflowId(id), nearest!.runId);
   });
 
   it('an invalid full_sync_every is ignored: runs stay incremental', async () => {

@@ -1,7 +1,7 @@
 // The glue between a connection's stored context and the pure planner: the schedule the row mapper
 // read (its warnings logged here), and the activation reference of a first run.
 import { log } from '@temporalio/workflow';
-import { fullSyncDue, parseFullSyncEvery, planNextRun, resolveSchedule, type Plan, type ResolvedSchedule } from '../../policy/schedule';
+import { fullSyncDue, fullSyncToleranceMs, parseFullSyncEvery, planNextRun, resolveSchedule, type Plan, type ResolvedSchedule } from '../../policy/schedule';
 import type { ConnectionContext } from '../../temporal/activities';
 
 /**
@@ -38,11 +38,13 @@ function activationReference(ctx: ConnectionContext): number {
 
 /**
  * Whether the planned run at `runAt` is due to be a full sync (with deletion detection) under the
- * schedule's `full_sync_every` (an invalid stored value was left out, with a warning, by the parser).
+ * schedule's `full_sync_every` (an invalid stored value was left out, with a warning, by the parser);
+ * with `baseIntervalSeconds`, a duration is met by the run nearest it (`fullSyncToleranceMs`).
  */
-export function fullSyncScheduled(ctx: ConnectionContext, runAt: number): boolean {
+export function fullSyncScheduled(ctx: ConnectionContext, runAt: number, baseIntervalSeconds?: number): boolean {
   const value = scheduleOf(ctx).schedule.fullSyncEvery;
   if (value === undefined || !ctx.fullSync) return false;
   const parsed = parseFullSyncEvery(value);
-  return 'every' in parsed && fullSyncDue(parsed.every, ctx.fullSync, runAt, ctx.createdAt);
+  const tolerance = baseIntervalSeconds === undefined ? 0 : fullSyncToleranceMs(baseIntervalSeconds);
+  return 'every' in parsed && fullSyncDue(parsed.every, ctx.fullSync, runAt, ctx.createdAt, tolerance);
 }

@@ -41,6 +41,13 @@ const IDLE_LOOPS_PATCH = 'bounded-idle-loops';
  * Runs recorded before it replay their planned runs as incremental.
  */
 const FULL_SYNC_EVERY_PATCH = 'full-sync-every';
+/**
+ * Marks the workflow versions that meet a duration `full_sync_every` with the run nearest it (the
+ * last full sync at least the duration old less half a base interval, `fullSyncToleranceMs`), so
+ * jitter and a run's length no longer skip full syncs the duration falls on. Recorded only at a
+ * run the two rules decide differently; runs recorded before it replay the exact rule there.
+ */
+const FULL_SYNC_NEAREST_RUN_PATCH = 'full-sync-every-nearest-run';
 
 /**
  * Marks the workflow versions that cancel the queued job when a schedule change finds the
@@ -247,7 +254,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
     const plan = manual ? undefined : planFor(ctx);
     const scheduledAt = plan?.scheduledAt ?? Date.now();
     // Only a connection with `full_sync_every` reaches patched(): others record no marker.
-    const periodicFull = plan !== undefined && fullSyncScheduled(ctx, plan.scheduledAt) && patched(FULL_SYNC_EVERY_PATCH);
+    const periodicFull = plan !== undefined && fullSyncPlanned(ctx, plan) && patched(FULL_SYNC_EVERY_PATCH);
     run.inline ??= patched(INLINE_JOB_PATCH);
     const enqueued = await books.enqueueJob({
       jobId,
@@ -356,13 +363,23 @@ async function stillQueued(run: Run, jobId: string): Promise<boolean> {
 }
 
 /**
+ * Whether `plan`'s run is a full sync under the stored `full_sync_every`: a duration is met by the
+ * run nearest it (patch full-sync-every-nearest-run). The nearest-run rule makes full every run
+ * the exact one does (its tolerance is never negative), so the patch is asked only where they differ.
+ */
+function fullSyncPlanned(ctx: ConnectionContext, plan: Plan): boolean {
+  if (fullSyncScheduled(ctx, plan.scheduledAt)) return true;
+  return fullSyncScheduled(ctx, plan.scheduledAt, plan.baseIntervalSeconds) && patched(FULL_SYNC_NEAREST_RUN_PATCH);
+}
+
+/**
  * Moves the queued job to the slot of the changed schedule, full or incremental as that schedule
  * makes it; false when the job is no longer queued.
  */
 async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: boolean): Promise<boolean> {
   const replanned: Plan = planFor(ctx);
   // A planned job is a full sync exactly when the stored schedule makes its new time one.
-  const mode = fullSyncScheduled(ctx, replanned.scheduledAt) ? 'full' : 'incremental';
+  const mode = fullSyncPlanned(ctx, replanned) ? 'full' : 'incremental';
   const retype = planned && run.plannedMode !== undefined && mode !== run.plannedMode && patched(REPLAN_DECIDES_MODE_PATCH);
   const moved = await run.books.rescheduleQueuedJob({
     jobId,
