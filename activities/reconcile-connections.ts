@@ -24,7 +24,7 @@ import {
   startWebhookDeliveries,
   stopConnectionWorkflow,
 } from '../temporal/client';
-import { recheckSignal } from '../temporal/connection';
+import { recheckSignal, replanSignal } from '../temporal/connection';
 import { connectionWorkflowId, deliveryIdOf, purgeIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 import { finishDeselections } from './finish-deselections';
@@ -47,6 +47,12 @@ const VISIBILITY_SETTLE_MS = 2000;
 /** Pending deliveries without a running workflow started per tick, each tenant's oldest in turn (findPendingDeliveries). */
 const DELIVERIES_PER_TICK = 500;
 
+/**
+ * How long after the API stored a schedule the tick may send its `replan` again: the API's own
+ * signal follows its commit at once, so one still unheard after this was lost.
+ */
+const REPLAN_GRACE_MS = 60_000;
+
 /** Why the tick failed a job no workflow runs any more. */
 export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more (it ended before the job finished)';
 
@@ -63,6 +69,9 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   workflow is cancelled, and once a tick finds it ended the row is left alone until it changes;
  *   an active connection whose run the listing shows waiting paused (its resume's signal was
  *   lost) is sent `recheck`, so it looks at its status now rather than at its hourly re-check;
+ *   and an active connection whose scheduled job is still queued from a plan older than the
+ *   schedule the API stored over a minute ago (the API's `replan` was lost) is sent `replan`, so
+ *   its run moves the job to the stored schedule rather than sleeping on to the old plan's time;
  * - every active job older than a minute must have a live workflow: the one that runs it (its own
  *   `sync-job:` run, or its connection's for a scheduled job run inline), or, for a queued job of
  *   the scheduler, its connection's workflow. A requested job still queued
@@ -97,7 +106,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     if (running) result.temporalCalls += Math.max(1, Math.ceil(running.size / 1000));
     const rows: ReconcileRow[] = [];
     for (let after = FIRST_ID; ; ) {
-      const batch = await withTransaction(pool, (tx) => lockReconcileBatch(tx, after, BATCH_SIZE));
+      const batch = await withTransaction(pool, (tx) => lockReconcileBatch(tx, after, BATCH_SIZE, new Date(input.at - REPLAN_GRACE_MS)));
       rows.push(...batch);
       if (batch.length < BATCH_SIZE) break;
       after = batch[batch.length - 1]!.id;
@@ -119,6 +128,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     const resumedUnheard = rows.filter((row) => row.status === 'active' && shownPaused.has(connectionWorkflowId(row.id)));
     await pMap(resumedUnheard, (row) => recheckConnection(deps, row, result), { concurrency: CONCURRENCY });
+    const replanUnheard = rows.filter((row) => row.replan_unheard);
+    await pMap(replanUnheard, (row) => replanConnection(deps, row, result), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
     // Those the listing shows running are left out by the statement (as deliveries are), not after its limit.
@@ -209,6 +220,21 @@ async function recheckConnection({ temporal, logger }: ActivityDeps, row: Reconc
     if (await signalRunningConnectionWorkflow(temporal, row.id, null, recheckSignal)) result.rechecked = (result.rechecked ?? 0) + 1;
   } catch (err) {
     logger.warn({ err, connection_id: row.id }, 'recheck of a paused run failed; the next tick tries again');
+  }
+}
+
+/**
+ * Sends `replan` to the run of an active connection whose queued scheduled job was planned before
+ * its schedule was stored (the API's own signal lost): the run re-plans from the stored schedule,
+ * which writes the plan's time, so the next tick sends none. A run that is not running is left to
+ * its start, which plans from the stored schedule.
+ */
+async function replanConnection({ temporal, logger }: ActivityDeps, row: ReconcileRow, result: ReconcileResult): Promise<void> {
+  result.temporalCalls += 1;
+  try {
+    if (await signalRunningConnectionWorkflow(temporal, row.id, null, replanSignal)) result.replanned = (result.replanned ?? 0) + 1;
+  } catch (err) {
+    logger.warn({ err, connection_id: row.id }, 'replan of a sleeping run failed; the next tick tries again');
   }
 }
 

@@ -196,6 +196,8 @@ export interface ReconcileResult {
   temporalCalls: number;
   /** Runs waiting paused whose connection is active (a resume whose signal was lost), sent a `recheck`. */
   rechecked?: number;
+  /** Sleeping runs of active connections whose schedule changed after their queued job was planned (a `replan` lost), sent a `replan`. */
+  replanned?: number;
   /** Pending webhook deliveries whose workflow was not running (never started, or died), started now. */
   deliveriesStarted?: number;
   /** Records of pending deselections (what config changes stopped selecting) tombstoned by the tick. */

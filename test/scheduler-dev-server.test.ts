@@ -13,6 +13,8 @@ import { recordHistory } from './helpers/histories';
 import { useWorkerStack } from './helpers/stack';
 import { testActivityDeps } from './helpers/deps';
 import { eventually } from './helpers/worker';
+import { updateConnection as updateStoredConnection } from '../db/models/connections';
+import { withTransaction } from '../db/transaction';
 
 const run = promisify(execFile);
 const TASK_QUEUE = 'scheduler-e2e';
@@ -198,6 +200,30 @@ describe('scheduler on the dev server', () => {
     await eventually(async () => ((await queryConnectionState(env.client, id, 3000)).phase === 'sleeping' ? true : undefined));
     await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
     await recordHistory(env.client, 'connection-recheck-while-paused', handle.workflowId);
+  });
+
+  it('a sleeping run whose schedule changed (the PATCH committed, its `replan` lost) is sent `replan` by the next tick and moves its queued job to the new schedule; then the tick sends none', async () => {
+    const id = await insertConnection('replan-unheard', { interval_seconds: 86_400 });
+    const ref = { id, tenantId: 'acme', providerSlug: 'demo' };
+    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, ref);
+    const queuedAt = async () =>
+      (await db.pool.query<{ at: Date }>(`select scheduled_at as at from sync_jobs where connection_id = $1 and status = 'queued'`, [id])).rows[0]?.at;
+    await eventually(async () => ((await queuedAt()) && (await queryConnectionState(env.client, id, 3000)).phase === 'sleeping' ? true : undefined));
+    expect((await queuedAt())!.getTime()).toBeGreaterThan(Date.now() + 12 * 3600_000);
+    // The API stores a schedule of every 10 minutes, and its signal never comes.
+    await withTransaction(db.pool, (tx) => updateStoredConnection(tx, id, { schedule: { kind: 'interval', intervalSeconds: 600 } }));
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
+    // A tick a while after the change (its own signal had time to come): `replan` goes to the run.
+    const later = Date.now() + 2 * 60_000;
+    const tick = await reconcileConnections(deps)({ at: later });
+    await eventually(async () => {
+      const at = await queuedAt();
+      return at && at.getTime() < Date.now() + 15 * 60_000 ? true : undefined;
+    });
+    expect(tick.replanned).toBe(1);
+    // Re-planned from the stored schedule: the next tick has nothing to send.
+    expect((await reconcileConnections(deps)({ at: later })).replanned ?? 0).toBe(0);
+    await handle.terminate('test done');
   });
 
   it('stops the workflow of a disabled connection on the next tick and leaves no queued job', async () => {

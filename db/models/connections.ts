@@ -14,7 +14,7 @@ import {
 } from '../../policy/schedule';
 import type { ConnectionStatus, CredentialKind, SettableConnectionStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB, PURGE } from '../sql';
+import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB, PURGE, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
@@ -239,7 +239,8 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
             oauth_grant_id = case when $3 then null else c.oauth_grant_id end,
             status = coalesce($5, case when $3 and $4::text is not null and c.status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else c.status end),
             metadata = case when $6::jsonb is null then c.metadata
-                            else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end
+                            else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end,
+            schedule_changed_at = case when $6::jsonb is null then c.schedule_changed_at else now() end
       where c.id = $1
       returning ${CONNECTION_COLUMNS}`,
     [
@@ -446,7 +447,8 @@ export async function writeNextRun(tx: Queryable, id: string, plan: PlannedRun):
     `update connections
         set metadata = jsonb_set(metadata, '{sync}',
               coalesce(metadata -> 'sync', '{}'::jsonb)
-              || jsonb_build_object('next_run_at', $2::text, 'last_jitter_seconds', $3::int))
+              || jsonb_build_object('next_run_at', $2::text, 'last_jitter_seconds', $3::int)),
+            schedule_planned_at = now()
       where id = $1`,
     [id, new Date(plan.nextRunAt).toISOString(), plan.jitterSeconds],
   );
@@ -458,20 +460,30 @@ export interface ReconcileRow {
   tenant_id: string;
   provider_slug: string;
   status: ConnectionStatus;
+  /**
+   * Active, with its scheduled job queued from a plan older than the schedule the API stored before
+   * `changedBefore` (a `replan` it sent and the run never heard).
+   */
+  replan_unheard: boolean;
 }
 
 /**
  * The next batch of connections after `afterId` whose workflow the tick must ensure or stop:
  * all but disabled ones already noted as stopped (until the row changes again). Locked
  * `FOR NO KEY UPDATE SKIP LOCKED` (a row an enqueue holds is left for the next tick; rows that
- * reference a locked connection can still be inserted).
+ * reference a locked connection can still be inserted). Each says whether its schedule, stored
+ * before `changedBefore`, is newer than the plan of its queued scheduled job (`replan_unheard`).
  */
-export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit: number): Promise<ReconcileRow[]> {
+export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit: number, changedBefore: Date): Promise<ReconcileRow[]> {
   const { rows } = await tx.query<ReconcileRow>(
-    `select id, tenant_id, provider_slug, status from connections
-      where id > $1 and (status <> ${CONNECTION.disabled} or workflow_stopped_at is null or workflow_stopped_at < updated_at)
-      order by id limit $2 for no key update skip locked`,
-    [afterId, limit],
+    `select c.id, c.tenant_id, c.provider_slug, c.status,
+            (c.status = ${CONNECTION.active} and c.schedule_changed_at < $3
+             and c.schedule_changed_at > coalesce(c.schedule_planned_at, '-infinity')
+             and exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = ${JOB.queued} and j.trigger = ${TRIGGER.schedule})) as replan_unheard
+       from connections c
+      where c.id > $1 and (c.status <> ${CONNECTION.disabled} or c.workflow_stopped_at is null or c.workflow_stopped_at < c.updated_at)
+      order by c.id limit $2 for no key update of c skip locked`,
+    [afterId, limit, changedBefore],
   );
   return rows;
 }
