@@ -7,12 +7,11 @@ import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { createApiKey } from '../commands/tenancy';
 import { apiAppWithoutTemporal } from './helpers/api';
-import { useTestDatabase } from './helpers/database';
+import { countingQueries, useTestDatabase } from './helpers/database';
 import { listen, type HttpServer } from '../lib/http';
 import { addressBucket, clientAddress, parseTrustedProxies } from '../lib/client-address';
 import { ConfigError, loadConfig } from '../lib/config';
 import type { ApiDeps } from '../api/deps';
-import type { Pool } from '../db/pool';
 
 const bogus = (i: number) => `stk_${'7'.repeat(10)}${String(i).padStart(2, '0')}_${'C'.repeat(43)}`;
 
@@ -96,22 +95,6 @@ describe('the failed-lookup limit counts per client (real API app over HTTP, rea
 describe('the OAuth callback, the one open route that looks something up, is held to the same per-address limit', () => {
   const db = useTestDatabase();
 
-  /** The pool with a count of the callback's state lookups (the consuming delete). */
-  function countingStateLookups(pool: Pool): { pool: Pool; lookups: () => number } {
-    let lookups = 0;
-    const counted = new Proxy(pool, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-        return (...args: unknown[]) => {
-          if (typeof args[0] === 'string' && args[0].includes('delete from oauth_states where state_hash')) lookups += 1;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-    return { pool: counted, lookups: () => lookups };
-  }
-
   /** GET the callback with this query from 127.0.0.1; its status. */
   async function callback(server: HttpServer, query: string): Promise<number> {
     const res = await fetch(new URL(`/oauth/callback?${query}`, server.url));
@@ -120,7 +103,8 @@ describe('the OAuth callback, the one open route that looks something up, is hel
   }
 
   it('unknown states spend the address\'s failed-lookup bucket (shared with tenant keys): past it, 429 before any lookup; a state that was found spends nothing', async () => {
-    const counting = countingStateLookups(db.pool);
+    // The callback's state lookup is the consuming delete.
+    const counting = countingQueries(db.pool, 'delete from oauth_states where state_hash');
     const server = await listen(apiAppWithoutTemporal(counting.pool, 'auth-client-address', { authFailureLimit: { ratePerSecond: 0.001, burst: 3 } }), '127.0.0.1', 0);
     try {
       // A flow under way: its state is found (and consumed) by the callback, here one the person refused.
@@ -141,7 +125,7 @@ describe('the OAuth callback, the one open route that looks something up, is hel
       const statuses = [];
       for (let i = 0; i < 5; i++) statuses.push(await callback(server, `state=guessed-${i}&code=x`));
       expect(statuses).toEqual([400, 400, 400, 429, 429]);
-      expect(counting.lookups()).toBe(1 + 3);
+      expect(counting.count()).toBe(1 + 3);
       // One bucket of failed lookups per address: a made-up tenant key from it is refused too.
       expect(await get(server, bogus(80))).toBe(429);
     } finally {

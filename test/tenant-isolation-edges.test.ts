@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../db/pool';
 import { callApi, startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
+import { countingQueries } from './helpers/database';
 import { useWorkerStack } from './helpers/stack';
 
 const TASK_QUEUE = 'tenant-isolation-edges';
@@ -110,18 +111,8 @@ describe('tenant isolation edges', () => {
 
   /** `pool` with a count of the tenant-key lookups made through it. */
   function countingLookups(pool: Pool): { pool: Pool; lookups: () => number } {
-    let lookups = 0;
-    const counted = new Proxy(pool, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-        return (...args: unknown[]) => {
-          if (typeof args[0] === 'string' && args[0].includes('from api_keys where prefix')) lookups += 1;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-    return { pool: counted, lookups: () => lookups };
+    const counting = countingQueries(pool, 'from api_keys where prefix');
+    return { pool: counting.pool, lookups: counting.count };
   }
 
   it("a burst of concurrent requests costs no more key lookups than the key's request bucket, nor the address's failed-lookup bucket, allows", async () => {

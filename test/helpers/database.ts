@@ -85,3 +85,22 @@ export async function dropDatabase(url: string): Promise<void> {
     await client.end();
   }
 }
+
+/**
+ * `pool` with a count of the statements given to its `query` whose text contains `fragment` (a
+ * lookup the test expects to be made, or not, as requests come).
+ */
+export function countingQueries(pool: Pool, fragment: string): { pool: Pool; count: () => number } {
+  let count = 0;
+  const counted = new Proxy(pool, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+      return (...args: unknown[]) => {
+        if (typeof args[0] === 'string' && args[0].includes(fragment)) count += 1;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { pool: counted, count: () => count };
+}
