@@ -127,9 +127,9 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     };
     await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
     const resumedUnheard = rows.filter((row) => row.status === 'active' && shownPaused.has(connectionWorkflowId(row.id)));
-    await pMap(resumedUnheard, (row) => recheckConnection(deps, row, result), { concurrency: CONCURRENCY });
+    await pMap(resumedUnheard, (row) => resendSignal(deps, 'rechecked', row, result), { concurrency: CONCURRENCY });
     const replanUnheard = rows.filter((row) => row.replan_unheard);
-    await pMap(replanUnheard, (row) => replanConnection(deps, row, result), { concurrency: CONCURRENCY });
+    await pMap(replanUnheard, (row) => resendSignal(deps, 'replanned', row, result), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
     // Those the listing shows running are left out by the statement (as deliveries are), not after its limit.
@@ -208,33 +208,29 @@ async function lookAgain(deps: ActivityDeps, workflowIds: string[], running: Set
 }
 
 /**
- * Sends `recheck` to the run of an active connection that the listing shows waiting paused: its
- * resume's signal was lost (the API committed the resume, then could not reach Temporal, or died),
- * and it would otherwise wait for its hourly re-check. The run looks at the stored status, so a
- * connection paused again meanwhile stays paused; one the listing showed paused a moment too long
- * (visibility lags behind) costs its run one workflow task.
+ * The signals the tick sends again when the API's own was lost after its commit, to a run that
+ * would otherwise wait on in its old view:
+ * - `recheck`, to the run of an active connection that the listing shows waiting paused: its
+ *   resume's signal was lost, and it would wait for its hourly re-check. The run looks at the
+ *   stored status, so a connection paused again meanwhile stays paused; one the listing showed
+ *   paused a moment too long (visibility lags behind) costs its run one workflow task;
+ * - `replan`, to the run of an active connection whose queued scheduled job was planned before its
+ *   schedule was stored: the run re-plans from the stored schedule, which writes the plan's time,
+ *   so the next tick sends none. A run that is not running is left to its start, which plans from
+ *   the stored schedule.
  */
-async function recheckConnection({ temporal, logger }: ActivityDeps, row: ReconcileRow, result: ReconcileResult): Promise<void> {
-  result.temporalCalls += 1;
-  try {
-    if (await signalRunningConnectionWorkflow(temporal, row.id, null, recheckSignal)) result.rechecked = (result.rechecked ?? 0) + 1;
-  } catch (err) {
-    logger.warn({ err, connection_id: row.id }, 'recheck of a paused run failed; the next tick tries again');
-  }
-}
+const RESENT = {
+  rechecked: { signal: recheckSignal, failed: 'recheck of a paused run failed; the next tick tries again' },
+  replanned: { signal: replanSignal, failed: 'replan of a sleeping run failed; the next tick tries again' },
+} as const;
 
-/**
- * Sends `replan` to the run of an active connection whose queued scheduled job was planned before
- * its schedule was stored (the API's own signal lost): the run re-plans from the stored schedule,
- * which writes the plan's time, so the next tick sends none. A run that is not running is left to
- * its start, which plans from the stored schedule.
- */
-async function replanConnection({ temporal, logger }: ActivityDeps, row: ReconcileRow, result: ReconcileResult): Promise<void> {
+/** Sends connection `row`'s run the signal of `kind` (RESENT), counting it when the run was running. */
+async function resendSignal({ temporal, logger }: ActivityDeps, kind: keyof typeof RESENT, row: ReconcileRow, result: ReconcileResult): Promise<void> {
   result.temporalCalls += 1;
   try {
-    if (await signalRunningConnectionWorkflow(temporal, row.id, null, replanSignal)) result.replanned = (result.replanned ?? 0) + 1;
+    if (await signalRunningConnectionWorkflow(temporal, row.id, null, RESENT[kind].signal)) result[kind] = (result[kind] ?? 0) + 1;
   } catch (err) {
-    logger.warn({ err, connection_id: row.id }, 'replan of a sleeping run failed; the next tick tries again');
+    logger.warn({ err, connection_id: row.id }, RESENT[kind].failed);
   }
 }
 
