@@ -1,6 +1,7 @@
 import { findPauseAt } from '../db/models/breaker';
 import { connectionExists, lockConnectionSkipLocked, writeNextRun } from '../db/models/connections';
-import { findBlockingJob, insertJob, jobExists } from '../db/models/jobs';
+import { findBlockingJob, findJobStatus, insertJob } from '../db/models/jobs';
+import { isActiveJobStatus } from '../policy/vocabulary';
 import { withTransaction } from '../db/transaction';
 import type { Activities, EnqueueJobResult } from '../temporal/activities';
 import { syncJobWorkflowId } from '../temporal/ids';
@@ -21,7 +22,13 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
     const endTimer = metrics.tickDurationSeconds.startTimer({ operation: 'enqueue' });
     const result = await withTransaction(pool, async (tx): Promise<EnqueueJobResult & { tenantId?: string; provider?: string }> => {
       // A retry of an enqueue that already committed: the job is ours, whoever holds the row now.
-      if (await jobExists(tx, input.jobId)) return { outcome: 'enqueued', jobId: input.jobId };
+      // Once ended (a retried workflow task drew the id of a job its failed attempt enqueued, and
+      // that job was cancelled meanwhile) it is not: answered as an existing job, so the run looks
+      // again rather than waiting for a job that never runs.
+      const existing = await findJobStatus(tx, input.jobId);
+      if (existing !== null) {
+        return isActiveJobStatus(existing) ? { outcome: 'enqueued', jobId: input.jobId } : { outcome: 'existing', jobId: input.jobId, status: existing };
+      }
 
       const conn = await lockConnectionSkipLocked(tx, input.connectionId);
       if (!conn) return (await connectionExists(tx, input.connectionId)) ? { outcome: 'locked' } : { outcome: 'missing' };

@@ -23,6 +23,8 @@ export const JOB_STATUS = byName(JOB_STATUSES);
 export const ACTIVE_JOB_STATUSES = ['queued', 'running', 'retrying'] as const satisfies readonly JobStatus[];
 /** An active job's status. */
 export type ActiveJobStatus = (typeof ACTIVE_JOB_STATUSES)[number];
+/** Whether a job of `status` has not finished. */
+export const isActiveJobStatus = (status: JobStatus): status is ActiveJobStatus => (ACTIVE_JOB_STATUSES as readonly JobStatus[]).includes(status);
 
 /** A job that will not change any more. */
 export const FINISHED_JOB_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly JobStatus[];

@@ -231,6 +231,21 @@ describe('enqueueJob', () => {
     expect(counter.values.reduce((sum, v) => sum + v.value, 0)).toBe(1);
   });
 
+  it('an id whose job has since ended is not answered as enqueued: the run would sleep on a job that never runs', async () => {
+    // A workflow task enqueued a job and then failed (a signal came while it completed: UnhandledCommand,
+    // or its worker died); its retry draws the same ids (the run's seeded random), took another path
+    // (the connection was paused meanwhile, its queued job cancelled) and enqueues later under the
+    // id the first attempt used. That job is no longer the run's to wait for.
+    const conn = await newConnection();
+    const { deps } = harness();
+    const enqueue = enqueueJob(deps);
+    const input = simpleInput(conn);
+    await expect(enqueue(input)).resolves.toEqual({ outcome: 'enqueued', jobId: input.jobId });
+    await db.pool.query(`update sync_jobs set status = 'cancelled', finished_at = now() where id = $1`, [input.jobId]);
+    await expect(enqueue(input)).resolves.toEqual({ outcome: 'existing', jobId: input.jobId, status: 'cancelled' });
+    expect((await jobsOf(conn.id)).map((j) => j.status)).toEqual(['cancelled']);
+  });
+
   it('a retry whose first attempt committed still gets its job while the connection row is locked elsewhere', async () => {
     // The first attempt committed but its result was lost (worker crash / start-to-close timeout);
     // the retry then runs while another transaction (e.g. a reconcile tick's batch, which holds

@@ -226,12 +226,6 @@ export async function findJobStatus(db: Queryable, id: string): Promise<JobStatu
   return rows[0]?.status ?? null;
 }
 
-/** Whether job `id` exists. */
-export async function jobExists(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query('select 1 from sync_jobs where id = $1', [id]);
-  return (rowCount ?? 0) > 0;
-}
-
 /** The id of the job with this tenant's idempotency key, or null. */
 export async function findJobIdByIdempotencyKey(db: Queryable, tenantId: string, key: string): Promise<string | null> {
   const { rows } = await db.query<{ id: string }>('select id from sync_jobs where tenant_id = $1 and idempotency_key = $2', [tenantId, key]);
