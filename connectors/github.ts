@@ -57,7 +57,9 @@
 // listing (the next URL, or none; newest first also its oldest and newest change times). The next
 // incremental pass sends it as If-None-Match for that URL; a 304 skips that page only and goes on
 // with the noted next page (ending the repository where the listing ended or, newest first, where
-// the page reached `since`). Every request goes through `providerGet` (provider-http.ts), the
+// the page reached `since`). GitHub's ETag covers a page's items, not its Link header, so an oldest-
+// first issues page that ended the listing with a whole page of items notes the keyset continuation
+// instead (the listing may have grown behind it; see PageNote). Every request goes through `providerGet` (provider-http.ts), the
 // connectors' one HTTP path, which asks the shared rate budget first.
 import { createHash, createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
@@ -77,6 +79,7 @@ import {
   type RecheckInput,
   type RecheckResult,
   sinceOf,
+  type StoredValidator,
   Unauthorized,
 } from './types';
 
@@ -452,22 +455,52 @@ function sinceParam(at: Date): string {
   return new Date(Math.floor(at.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-/** What a stored validator notes about its page: the next page of its listing (null: the last), and newest first its oldest and newest change times. */
+/**
+ * What a stored validator notes about its page: where a later 304 of the page goes on (null: the
+ * listing ends there), newest first its oldest and newest change times, oldest first whether the
+ * page was served whole (`full`: as many items as its URL asked for).
+ *
+ * GitHub's ETag is a digest of a page's body, not of its Link header: a page keeps its ETag while
+ * the listing grows behind it. Newest first that cannot hide anything (a change or a new item
+ * moves to the head and shifts every page after it), nor oldest first behind a page with room left
+ * (a change moves to the end: onto that page). But a last page served whole stays the same while
+ * changes pile up after it: its 304 goes on with the keyset continuation (`next`), not to the end.
+ */
 interface PageNote {
   next: string | null;
   oldest?: string | null;
   newest?: string | null;
+  full?: boolean;
 }
 
 /** A stored note read back; an unreadable one reads as "the listing goes on nowhere": nothing is skipped beyond the page. */
-function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null } {
+function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null; full: boolean | null } {
   try {
     const note = JSON.parse(text ?? 'null') as PageNote | null;
     const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest) };
+    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest), full: typeof note?.full === 'boolean' ? note.full : null };
   } catch {
-    return { next: null, oldest: null, newest: null };
+    return { next: null, oldest: null, newest: null, full: null };
   }
+}
+
+/**
+ * Whether a 304 to stored validator `stored` of a page of `kind` (`descending`: newest first) may
+ * vouch for the page and what its note says follows it. Not an oldest-first issues page noted as
+ * the listing's end without saying whether it was served whole (a note written before notes said
+ * so, or unreadable): it may be a whole last page the listing has grown behind (see PageNote), so
+ * it is asked for unconditionally, and its new note says.
+ */
+function vouches(stored: StoredValidator, kind: GitHubResourceType, descending: boolean): boolean {
+  if (descending || kind !== 'issues') return true;
+  const note = parseNote(stored.next);
+  return note.next !== null || note.full !== null;
+}
+
+/** How many items a listing URL asks for a page (its `per_page`; else `fallback`, the config's). */
+function askedPerPage(url: string, fallback: number): number {
+  const asked = Number(new URL(url).searchParams.get('per_page'));
+  return Number.isInteger(asked) && asked > 0 ? asked : fallback;
 }
 
 /** The `since` second a page URL numbers its pages within (page 2 or later), or null. */
@@ -608,7 +641,8 @@ export const githubConnector: Connector = {
     // Conditional requests: a catch-up pass's head against the ETag its own main pass saw; any
     // other page against the validator an earlier pass stored for that very URL (given only to
     // incremental passes without an upper bound: a full pass must see every record).
-    const stored = !catchup && until == null ? validators?.get(url) : undefined;
+    const offered = !catchup && until == null ? validators?.get(url) : undefined;
+    const stored = offered !== undefined && vouches(offered, kind, descending) ? offered : undefined;
     const etag = catchup ? (firstPage ? (position.validator?.etag ?? undefined) : undefined) : stored?.etag;
     // A page numbered within one `since` second can lose an item to an edit that shifts the rest
     // (see keysetNext): the repository's cursor may not pass that second in this pass.
@@ -716,9 +750,13 @@ export const githubConnector: Connector = {
     // The page's validator, stored with its records, notes what follows the page in its listing
     // (and, newest first, its oldest and newest change times), so a 304 skips this page only.
     const received = answer.headers.get('etag');
+    // Oldest first, a last page served whole notes the keyset continuation for a later 304 of it
+    // (GitHub's ETag does not change when the listing grows behind it: see PageNote).
+    const full = !descending && body.length >= askedPerPage(url, cfg.per_page);
+    const continuation = listingNext === null && full && kind === 'issues' ? keysetNext(cfg, repository, url, body) : null;
     const note: PageNote = {
-      next: listingNext,
-      ...(descending && { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) }),
+      next: listingNext ?? continuation,
+      ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) } : { full }),
     };
     const saved = received && until == null && !catchup ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
     // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed pass).

@@ -186,6 +186,43 @@ describe('github data path under change', () => {
     expect(await titles(id)).toEqual(truth(fake, ['o/bulk']));
   });
 
+  it('an issue changed after a last page served whole is synced though that page answers 304 (GitHub\'s ETag covers the body, not the Link header)', async () => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/whole': { id: 642, issues: 3 } } });
+    const id = await connection(fake, ['o/whole'], 2);
+    await full(id);
+    // Two issues edited in one second: the listing from the cursor (that second) is one page of
+    // exactly per_page issues, the last.
+    const second = '2025-04-01T00:00:00Z';
+    for (const n of [1, 2]) fake.touch('o/whole', n, second);
+    await issues(id);
+    await issues(id); // stores the validator of that page, the listing's last
+    // A third issue changes a second later: the listing grows behind the page, whose items (and
+    // so its ETag) stay the same; only its Link header now names a next page.
+    fake.touch('o/whole', 3, '2025-04-01T00:00:01Z');
+    const before = fake.requests.length;
+    await issues(id);
+    expect(fake.requests.slice(before).some((r) => r.headers['if-none-match'] !== undefined)).toBe(true);
+    expect(await titles(id)).toEqual(truth(fake, ['o/whole']));
+    // Quiet: the next pass reads nothing new and keeps what it has.
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/whole']));
+  });
+
+  it('a stored validator of an oldest-first last page whose note does not say whether it was served whole (written before notes said so) is not sent', async () => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/older': { id: 643, issues: 3 } } });
+    const id = await connection(fake, ['o/older'], 2);
+    await full(id);
+    const second = '2025-04-01T00:00:00Z';
+    for (const n of [1, 2]) fake.touch('o/older', n, second);
+    await issues(id);
+    await issues(id);
+    // The notes as an older version wrote them: the listing's end, nothing said of the page's size.
+    await db.pool.query(`update provider_etags set next = (next::jsonb - 'full')::text where connection_id = $1`, [id]);
+    fake.touch('o/older', 3, '2025-04-01T00:00:01Z');
+    await issues(id);
+    expect(await titles(id)).toEqual(truth(fake, ['o/older']));
+  });
+
   it('the deletion step re-checks what a full pass did not see: an issue GitHub still has is kept, a deleted one and one of a dropped repository go', async () => {
     const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/keep': { id: 651, issues: 4 }, 'o/drop': { id: 652, issues: 2 } } });
     const id = await connection(fake, ['o/keep', 'o/drop']);

@@ -10,8 +10,9 @@
 //   (http://127.0.0.1:PORT/repositories/<id>/issues?…&page=2), with rel="prev"/"next"/"last"/"first";
 // - finds a repository by its owner and name ignoring letter case (octo/hello is Octo/Hello);
 // - sends x-ratelimit-* headers on every answer;
-// - sends an ETag with every listing and answers 304 (no body, no rate limit spent) to a request
-//   whose If-None-Match matches the listing as it is now.
+// - sends an ETag with every listing, a digest of its body alone (not its Link header), and answers
+//   304 (no body, no rate limit spent, the Link header as it is now) to a request whose
+//   If-None-Match matches the page's body as it is now.
 // With `app`, it also mints GitHub App installation tokens as GitHub does:
 // POST /app/installations/{id}/access_tokens checks the app's JWT (RS256 signature against the
 // app's public key, `iss` the app id, not expired) and answers 201 {token, expires_at}; a minted
@@ -402,11 +403,14 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     if (page < lastPage) links.push(`<${pageUrl(page + 1)}>; rel="next"`, `<${pageUrl(lastPage)}>; rel="last"`);
     if (page > 1) links.push(`<${pageUrl(1)}>; rel="first"`);
 
-    const etag = `W/"${createHash('sha1').update(JSON.stringify(body)).update(links.join(', ')).digest('hex')}"`;
+    // GitHub's ETag is a digest of the body alone: a page whose items are unchanged keeps its ETag
+    // (and answers 304) while its Link header changes, e.g. a last page the listing grew behind.
+    const etag = `W/"${createHash('sha1').update(JSON.stringify(body)).digest('hex')}"`;
+    const linkHeader: Record<string, string> = links.length > 0 ? { link: links.join(', ') } : {};
     const served = () => fake.afterServe?.(n, url);
     if (req.headers['if-none-match'] === etag) {
-      // GitHub: a 304 to a conditional request does not count against the rate limit.
-      res.writeHead(304, { etag, ...rateHeaders(rateLimitRemaining, nowReset()) });
+      // GitHub: a 304 to a conditional request does not count against the rate limit; it carries the Link header as it is now.
+      res.writeHead(304, { etag, ...linkHeader, ...rateHeaders(rateLimitRemaining, nowReset()) });
       res.end();
       served();
       return;
@@ -432,7 +436,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     send(res, 200, body, {
       ...rateHeaders(rateLimitRemaining, reset),
       etag,
-      ...(links.length > 0 ? { link: links.join(', ') } : {}),
+      ...linkHeader,
     });
     served();
   }
