@@ -103,7 +103,9 @@ export interface OutboundAnswer {
 
 /**
  * POSTs `body` to `url` with `headers`: no redirects followed, at most `timeoutMs` in all, at most
- * `maxResponseBytes` of the answer read. Unless `allowPrivate`, the host must resolve to public
+ * `maxResponseBytes` of the answer read. The answer is its status once the status line and
+ * headers were read: a body cut off after them (past the cap, malformed, reset, or unfinished at
+ * the timeout) does not undo it. Unless `allowPrivate`, the host must resolve to public
  * addresses only (checked on the resolved address, so DNS rebinding cannot get around it).
  * Errors are `outboundError`'s: short messages that name no address (a certificate's host, the
  * URL's, at most).
@@ -133,8 +135,11 @@ export function postBounded(
       timeout.removeEventListener('abort', onTimeout);
       outcome();
     };
+    // A receiver whose status line and headers were read has answered, however long its body
+    // takes: the timeout then ends the read with that status (the body is dropped anyway), as an
+    // error after them does, and counts as no answer only before them.
     const onTimeout = () => {
-      settle(() => reject(new Error('timed out')));
+      settle(() => (status !== null ? resolve({ status }) : reject(new Error('timed out'))));
       req.destroy();
     };
     timeout.addEventListener('abort', onTimeout, { once: true });

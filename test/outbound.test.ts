@@ -122,6 +122,23 @@ describe('postBounded', () => {
     }
   });
 
+  it('a receiver whose status line and headers were read has answered: a body it never finishes (short of its Content-Length, or a chunked stream left open) does not undo its status at the timeout', async () => {
+    const opts = { timeoutMs: 300, maxResponseBytes: 1024, allowPrivate: true };
+    const shortOfLength = await serve((_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('{"ok":');
+    });
+    const openStream = await serve((_req, res) => {
+      res.writeHead(202, { 'content-type': 'text/plain' });
+      res.write('accepted');
+    });
+    for (const [server, status] of [[shortOfLength, 200], [openStream, 202]] as const) {
+      const outcome = await postBounded(`${server.url}/hook`, '{}', {}, opts).then((a) => `answered ${a.status}`, (err: Error) => `failed: ${err.message}`);
+      expect(outcome).toBe(`answered ${status}`);
+      expect(server.requests).toHaveLength(1);
+    }
+  });
+
   it("keeps its connections to itself: a socket it opened is never reused by another caller's plain http.request (Node's global agent), nor does it reuse one of theirs", async () => {
     const server = await serve((_req, res) => res.end('ok'));
     const opts = { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true };
