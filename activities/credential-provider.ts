@@ -23,7 +23,9 @@
 // - `invalid_grant` marks every connection of the grant `needs_reauth`, and for each opens a
 //   `connection_credentials_invalid` alert and writes a `connection.credentials_invalid` webhook
 //   event, in the same transaction; the task then fails with `CredentialsInvalid` (permanent,
-//   counted toward no breaker).
+//   counted toward no breaker). A refusal of credentials replaced while the endpoint answered, or
+//   answered to an OAuth app client (endpoint, id, secret) changed meanwhile, marks nothing: the
+//   task is tried again with what is stored now.
 // - A refresh spends the stored refresh token. A worker whose lease ended before it stored its
 //   answer (it waited that long for a database connection) still stores it, and another worker
 //   that took the lease over meanwhile was refused the spent token (`invalid_grant`): that refusal
@@ -256,6 +258,14 @@ async function refreshWithLease(
     },
     // The same grant: its refresh token unchanged (a key rotation re-sealed it meanwhile).
     same: (a, b) => a.refresh_token === b.refresh_token,
+    // The same client: the OAuth app's endpoint, client id and client secret (opened: a key rotation
+    // re-seals it) as the refresh sent them.
+    sameClient(now, then) {
+      if (now.oauth_app_id !== then.oauth_app_id || now.token_url !== then.token_url || now.client_id !== then.client_id) return false;
+      if (now.client_secret === then.client_secret) return true;
+      const slot = { table: 'oauth_apps', id: then.oauth_app_id! } as const;
+      return open(deps.credentials, slot, now.client_secret!) === open(deps.credentials, slot, then.client_secret!);
+    },
     spends: true,
   });
 }
@@ -277,6 +287,14 @@ interface LeasedRenewal<S> {
   obtain(latest: S, row: CredentialForRefresh): Promise<S>;
   /** Whether `a` and `b` are the same credential (a renewal of one may be stored over the other). */
   same(a: S, b: S): boolean;
+  /**
+   * Whether the client the renewal authenticated as (`then`: an OAuth app's endpoint, id and secret,
+   * read when the lease was claimed) is still the one stored (`now`). A refusal answered to a client
+   * changed meanwhile (a PATCH of the OAuth app while the endpoint answered) is of a client no
+   * longer used: nothing is refused, and the run is tried again with the new one. Absent: the
+   * client is part of the credential (`same` judges it).
+   */
+  sameClient?(now: CredentialForRefresh, then: CredentialForRefresh): boolean;
   /**
    * Whether a renewal spends the stored credential (a refresh token): a refusal of it that another
    * worker got while this renewal was under way was of the token this one spent, and is undone
@@ -391,13 +409,17 @@ async function storeRenewal<S>(
       return withTransaction(deps.pool, async (tx) => {
         // After any store of a renewal that ended meanwhile (it undoes a refusal of what it spent).
         await lockCredentialRefresh(tx, holder.id);
-        // The refusal is of the credential that was renewed: while the holder still has it (or,
-        // re-sealed by a key rotation, the same one) its connections need reauthorization; the
-        // connection of this run needs it only while it still uses that holder. New credentials
-        // that arrived meanwhile are not refused: the run is tried again with them.
+        // The refusal is of the credential that was renewed, asked for by the client that asked:
+        // while the holder still has it (or, re-sealed by a key rotation, the same one) and its
+        // OAuth app still that client, its connections need reauthorization; the connection of
+        // this run needs it only while it still uses that holder. New credentials, or a new client
+        // secret, that arrived meanwhile are not refused: the run is tried again with them.
         const now = await findHeldCredential(tx, holder);
         const still = now ? kind.parse(now) : null;
-        const held = now !== null && still !== null && (JSON.stringify(now.credentials) === JSON.stringify(row.credentials) || kind.same(still, latest));
+        const held =
+          now !== null && still !== null &&
+          (JSON.stringify(now.credentials) === JSON.stringify(row.credentials) || kind.same(still, latest)) &&
+          (kind.sameClient?.(now, row) ?? true);
         const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason) : { invalid: reason, deliveries: [] };
         await releaseCredentialLease(tx, holder, lease);
         const ours = holder.table === 'connections' ? held : held && (await findConnectionGrant(tx, connectionId))?.oauth_grant_id === holder.id;

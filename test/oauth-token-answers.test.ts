@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { credentialProvider } from '../activities/credential-provider';
 import { Permanent } from '../connectors/types';
 import type { CommandDeps } from '../commands/deps';
-import { completeAuthorization, startAuthorization } from '../commands/oauth';
+import { completeAuthorization, startAuthorization, updateOAuthApp } from '../commands/oauth';
 import { open, seal, sealCredentials } from '../lib/credentials';
 import { ClientRefused, clientCredentialsToken, exchangeCode, GrantRefused, refreshGrant, TokenRequestFailed, type TokenRequestPolicy } from '../lib/oauth-client';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
@@ -37,6 +37,10 @@ interface Mode {
   extra?: Record<string, unknown>;
   /** Answers with a header section past Node's 16 KiB limit, echoing the client secret (as some endpoint's front end might). */
   hugeHeaders?: boolean;
+  /** The client secret the endpoint takes (CLIENT_SECRET unless given: the app's secret rotated at the provider). */
+  clientSecret?: string;
+  /** Awaited before a request is judged (once it has arrived: `arrived` counts it). */
+  hold?: Promise<void>;
 }
 
 interface FakeIdp {
@@ -44,6 +48,8 @@ interface FakeIdp {
   mode: Mode;
   /** Refresh tokens the fake still accepts (each is spent by its use: strict rotation). */
   live: Set<string>;
+  /** Token requests that have arrived. */
+  arrived: number;
   issued: { access_token: string; refresh_token: string }[];
   codes: Map<string, string>;
   close(): Promise<void>;
@@ -57,13 +63,13 @@ const readBody = (req: IncomingMessage) =>
   });
 
 /** Whether HTTP Basic client authentication names the app (each part form-url-encoded, RFC 6749 2.3.1). */
-function clientAuthenticated(header: string | undefined): boolean {
+function clientAuthenticated(header: string | undefined, clientSecret = CLIENT_SECRET): boolean {
   const [id, secret] = Buffer.from((header ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':').map((part) => decodeURIComponent(part.replace(/\+/g, ' ')));
-  return id === CLIENT_ID && secret === CLIENT_SECRET;
+  return id === CLIENT_ID && secret === clientSecret;
 }
 
 async function startFakeIdp(): Promise<FakeIdp> {
-  const fake: FakeIdp = { url: '', mode: { idToken: false, noTokenType: false, refuse: null }, live: new Set(), issued: [], codes: new Map(), close: async () => undefined };
+  const fake: FakeIdp = { url: '', mode: { idToken: false, noTokenType: false, refuse: null }, live: new Set(), arrived: 0, issued: [], codes: new Map(), close: async () => undefined };
   const tokens = () => {
     const refresh_token = `rt_${randomUUID()}`;
     const access_token = `at_${randomUUID()}`;
@@ -78,7 +84,9 @@ async function startFakeIdp(): Promise<FakeIdp> {
     return out;
   };
   const server: Server = createServer((req, res) => {
-    void readBody(req).then((text) => {
+    void readBody(req).then(async (text) => {
+      fake.arrived += 1;
+      if (fake.mode.hold) await fake.mode.hold;
       const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
         const padding = fake.mode.hugeHeaders ? { 'x-padding': `${CLIENT_SECRET} ${'p'.repeat(20 * 1024)}` } : {};
         res.writeHead(status, { 'content-type': 'application/json', ...padding, ...headers });
@@ -87,7 +95,7 @@ async function startFakeIdp(): Promise<FakeIdp> {
       const form = new URLSearchParams(text);
       const { refuse } = fake.mode;
       if (refuse) return json(refuse.status, { error: refuse.error }, refuse.challenge ? { 'www-authenticate': refuse.challenge } : {});
-      if (!clientAuthenticated(req.headers.authorization)) return json(401, { error: 'invalid_client' });
+      if (!clientAuthenticated(req.headers.authorization, fake.mode.clientSecret)) return json(401, { error: 'invalid_client' });
       if (form.get('grant_type') === 'refresh_token') {
         const token = form.get('refresh_token') ?? '';
         if (!fake.live.delete(token)) return json(400, { error: 'invalid_grant' });
@@ -154,7 +162,7 @@ async function grantConnection(seconds = 10) {
   const secret = { kind: 'oauth2', access_token: `at_seed_${randomUUID()}`, refresh_token: refresh, expires_at: new Date(Date.now() + seconds * 1000).toISOString(), scopes: ['read'] };
   const sealed = sealCredentials(TEST_KEYRING, id, secret)!;
   await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `c-${id.slice(0, 8)}`, config: { base_url: idp.url, auth: { type: 'bearer' }, resources: {} }, appId, sealed });
-  return { id, refresh, sealed };
+  return { id, appId, refresh, sealed };
 }
 
 async function stored(connectionId: string) {
@@ -338,6 +346,35 @@ describe("a refresh refused for the OAuth app's client credentials", () => {
     expect(alerts.rowCount).toBe(1);
     // The refresh token was not spent: nothing was lost.
     expect(idp.live.has(conn.refresh)).toBe(true);
+  });
+
+  it("refused with the client secret the OAuth app held before a PATCH gave it a new one while the endpoint answered: nothing is refused, the run is tried again and refreshes with the new secret", async () => {
+    const conn = await grantConnection();
+    let release!: () => void;
+    idp.mode.hold = new Promise<void>((resolve) => (release = resolve));
+    const before = idp.arrived;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const run = credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error & { nonRetryable?: boolean }) => e);
+    while (idp.arrived === before) await new Promise((r) => setTimeout(r, 20));
+    // While the token endpoint answers: the client secret is rotated at the provider (the old one
+    // refused from now on) and the OAuth app is given the new one.
+    const rotated = 'client-secret-oidc-0002';
+    idp.mode.clientSecret = rotated;
+    await updateOAuthApp(commandDeps(), conn.appId, { clientSecret: rotated });
+    release();
+    const err = await run;
+    idp.mode.hold = undefined;
+    // The refusal was of a client secret the app no longer holds: nothing to reconnect, try again.
+    expect(err?.name).toBe('Transient');
+    expect(err?.message).toMatch(/replaced/);
+    expect((await stored(conn.id)).status).toBe('active');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid'`, [conn.id]);
+    expect(alerts.rowCount).toBe(0);
+    // The retry refreshes the grant with the new secret: its refresh token was never spent.
+    expect(idp.live.has(conn.refresh)).toBe(true);
+    const retried = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current();
+    expect(retried).toEqual({ token: idp.issued.at(-1)!.access_token });
+    expect((await stored(conn.id)).secret.refresh_token).toBe(idp.issued.at(-1)!.refresh_token);
   });
 });
 
