@@ -249,8 +249,15 @@ export async function completeAuthorization(
     const grantId = current.oauth_grant_id && current.oauth_app_id === flow.oauth_app_id ? current.oauth_grant_id : randomUUID();
     // Sealed bound to the grant's id (in the slot of a connection's credentials).
     const sealed = sealCredentials(deps.credentials, grantId, { ...secret })!;
-    if (grantId === current.oauth_grant_id) await connections.replaceGrant(tx, grantId, sealed);
-    else await connections.insertGrant(tx, grantId, current.tenant_id, flow.oauth_app_id, sealed);
+    // A grant's tokens are replaced under its refresh lock, which a refresh's store and a refusal
+    // take too: a refusal of the old tokens either commits first (and is undone here: its
+    // connections are active again) or comes second and sees the new tokens (marking nothing).
+    if (grantId === current.oauth_grant_id) {
+      await connections.lockCredentialRefresh(tx, grantId);
+      await connections.replaceGrant(tx, grantId, sealed);
+    } else {
+      await connections.insertGrant(tx, grantId, current.tenant_id, flow.oauth_app_id, sealed);
+    }
     const resumed = await connections.attachGrant(tx, flow.connection_id, grantId, flow.oauth_app_id);
     for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return connections.findConnection(tx, flow.connection_id);

@@ -378,6 +378,61 @@ describe("a refresh refused for the OAuth app's client credentials", () => {
   });
 });
 
+describe('a refresh refused while a connect flow replaces the grant', () => {
+  /** Backends of the test database waiting on a lock (a row's, a transaction's or an advisory one). */
+  const waitingOnLocks = async () =>
+    (await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows[0]!.n;
+  const untilWaiting = async (n: number) => {
+    while ((await waitingOnLocks()) < n) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it('invalid_grant for the old refresh token, answered while the connect flow commits the new grant, marks nothing: the connection stays active with its new tokens', async () => {
+    const conn = await grantConnection();
+    // Holds the connect flow's transaction open after it wrote the new grant and the connection
+    // (at the resolution of the connection's alert), as a busy database would for a moment.
+    await db.pool.query(`insert into alerts (category, severity, connection_id, context) values ('connection_credentials_invalid', 'warning', $1, '{}')`, [conn.id]);
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`select 1 from alerts where connection_id = $1 and resolved_at is null for update`, [conn.id]);
+      // A run's refresh of the old grant reaches the token endpoint, which holds it.
+      let release!: () => void;
+      idp.mode.hold = new Promise<void>((resolve) => (release = resolve));
+      const before = idp.arrived;
+      const { deps } = testActivityDeps({ pool: db.pool });
+      const run = credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+      while (idp.arrived === before) await new Promise((r) => setTimeout(r, 20));
+      idp.mode.hold = undefined;
+      // Meanwhile the person reconnects (the same OAuth app): the grant's tokens are replaced.
+      const start = await startAuthorization(commandDeps(), conn.id, { appId: conn.appId });
+      const url = new URL(start.authorization_url);
+      const code = `code_${randomUUID()}`;
+      idp.codes.set(code, url.searchParams.get('code_challenge')!);
+      const connect = completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code });
+      await untilWaiting(1);
+      // The provider refuses the old refresh token (the new authorization revoked it) while the
+      // connect flow has not committed yet.
+      idp.live.delete(conn.refresh);
+      release();
+      await untilWaiting(2);
+      await holder.query('rollback');
+      expect(await connect).toEqual({ connection_id: conn.id, status: 'active' });
+      const err = await run;
+      // The refusal was of the tokens the connect flow replaced: the connection keeps the new ones.
+      const now = await stored(conn.id);
+      expect(now.secret.refresh_token).toBe(idp.issued.at(-1)!.refresh_token);
+      expect(now.status).toBe('active');
+      expect(err?.name).toBe('Transient');
+      expect(err?.message).toMatch(/replaced/);
+      const open = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+      expect(open.rowCount).toBe(0);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  });
+});
+
 describe('the error code a token endpoint answers, quoted in messages', () => {
   // A tenant aims the token URL: its endpoint may answer any text as `error`, as long as its whole
   // answer, echoing what it was sent.
