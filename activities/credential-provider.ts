@@ -31,8 +31,9 @@
 //   that took the lease over meanwhile was refused the spent token (`invalid_grant`): that refusal
 //   was of a grant that lives on, so the store makes the connections it marked `active` again and
 //   resolves their alerts. A refusal, a store and a connect flow replacing a grant's tokens take the
-//   credential's refresh lock, so whichever comes second sees the other. The run refused under a lease it took over fails as retryable (its
-//   retry finds the connections active again, or still refused and fails as `CredentialsInvalid`).
+//   credential's refresh lock, so whichever comes second sees the other. The run refused under a
+//   lease it took over fails as retryable (its retry finds the connections active again, or still
+//   refused and fails as `CredentialsInvalid`).
 //
 // Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
 // is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
