@@ -16,26 +16,35 @@ import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
  */
 export const DEFAULT_FEED_PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
+/**
+ * `schema` (a coerced number) with an empty or blank value refused by its own rule: `Number('')`
+ * is 0, which would turn a timeout off or a bound to nothing without a word.
+ */
+const numeric = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? Number.NaN : v), schema);
+
 const port = (fallback: number) =>
-  z.coerce
-    .number({ error: 'must be an integer port number between 1 and 65535' })
-    .int('must be an integer port number between 1 and 65535')
-    .min(1, 'must be an integer port number between 1 and 65535')
-    .max(65535, 'must be an integer port number between 1 and 65535')
-    .default(fallback);
+  numeric(
+    z.coerce
+      .number({ error: 'must be an integer port number between 1 and 65535' })
+      .int('must be an integer port number between 1 and 65535')
+      .min(1, 'must be an integer port number between 1 and 65535')
+      .max(65535, 'must be an integer port number between 1 and 65535'),
+  ).default(fallback);
 
 const positiveInt = (fallback: number, rule = 'must be a positive integer') =>
-  z.coerce.number({ error: rule }).int(rule).positive(rule).default(fallback);
+  numeric(z.coerce.number({ error: rule }).int(rule).positive(rule)).default(fallback);
 
 const fraction = (fallback: number) =>
-  z.coerce
-    .number({ error: 'must be a number between 0 and 1' })
-    .min(0, 'must be a number between 0 and 1')
-    .max(1, 'must be a number between 0 and 1')
-    .default(fallback);
+  numeric(
+    z.coerce
+      .number({ error: 'must be a number between 0 and 1' })
+      .min(0, 'must be a number between 0 and 1')
+      .max(1, 'must be a number between 0 and 1'),
+  ).default(fallback);
 
 const seconds = (fallback: number, rule = 'must be an integer ≥ 0 (0 turns it off)') =>
-  z.coerce.number({ error: rule }).int(rule).min(0, rule).default(fallback);
+  numeric(z.coerce.number({ error: rule }).int(rule).min(0, rule)).default(fallback);
 
 const optionalString = z
   .string()
@@ -138,7 +147,7 @@ export const envSchema = z
     CREDENTIALS_KEYS: optionalString,
     CREDENTIALS_ACTIVE_KEY_ID: optionalString,
     // Per-API-key token bucket: sustained requests per second and the burst allowed above it.
-    API_RATE_LIMIT_PER_SECOND: z.coerce.number({ error: 'must be a positive number' }).positive('must be a positive number').default(50),
+    API_RATE_LIMIT_PER_SECOND: numeric(z.coerce.number({ error: 'must be a positive number' }).positive('must be a positive number')).default(50),
     API_RATE_LIMIT_BURST: positiveInt(500),
     // Failed lookups of well-formed tenant keys per client address and API process: that many at
     // once, refilled at that many a minute; beyond it such keys from the address answer 429.
@@ -188,11 +197,12 @@ export const envSchema = z
     MAX_OVERRIDDEN_INTERVAL_SECONDS: positiveInt(86400),
     JITTER_PCT_MIN: fraction(0),
     // Below 1: a jitter of a whole interval would make next_run_at equal scheduled_at.
-    JITTER_PCT_MAX: z.coerce
-      .number({ error: 'must be a number from 0 up to (not including) 1' })
-      .min(0, 'must be a number from 0 up to (not including) 1')
-      .lt(1, 'must be a number from 0 up to (not including) 1')
-      .default(0.2),
+    JITTER_PCT_MAX: numeric(
+      z.coerce
+        .number({ error: 'must be a number from 0 up to (not including) 1' })
+        .min(0, 'must be a number from 0 up to (not including) 1')
+        .lt(1, 'must be a number from 0 up to (not including) 1'),
+    ).default(0.2),
     RETENTION_DAYS: positiveInt(7),
     TOMBSTONE_RETENTION_DAYS: positiveInt(30),
     // audit_log entries older than this are deleted by the worker's daily retention clean-up.
@@ -203,12 +213,13 @@ export const envSchema = z
     // Webhook delivery attempts a worker process runs at once, of its 100 activity slots (the rest
     // stay with syncs however slow tenants' receivers are); tenants with deliveries to make share
     // them equally, and an attempt over its tenant's share is deferred (policy/delivery-shares.ts).
-    WEBHOOK_DELIVERY_SLOTS: z.coerce
-      .number({ error: 'must be an integer from 1 to 99' })
-      .int('must be an integer from 1 to 99')
-      .min(1, 'must be an integer from 1 to 99')
-      .max(99, 'must be an integer from 1 to 99')
-      .default(DEFAULT_DELIVERY_SLOTS),
+    WEBHOOK_DELIVERY_SLOTS: numeric(
+      z.coerce
+        .number({ error: 'must be an integer from 1 to 99' })
+        .int('must be an integer from 1 to 99')
+        .min(1, 'must be an integer from 1 to 99')
+        .max(99, 'must be an integer from 1 to 99'),
+    ).default(DEFAULT_DELIVERY_SLOTS),
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
     IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
     // Immediate syncs page on their own task queue (default `<TEMPORAL_TASK_QUEUE>-immediate`), where

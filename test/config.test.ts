@@ -32,6 +32,21 @@ describe('configuration', () => {
     expect(loadConfig({ WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath') }).WORKFLOW_BUNDLE_PATH).toBe(inject('workflowBundlePath'));
   });
 
+  it('refuses an empty or blank numeric variable, naming it, instead of reading it as 0', () => {
+    // Every variable whose default is a number; an empty value is a mistake (a statement timeout
+    // of "" must not turn the timeout off, nor a JITTER_PCT_MAX of "" take the jitter away).
+    const defaults = loadConfig({}) as Record<string, unknown>;
+    const numeric = Object.keys(defaults).filter((name) => typeof defaults[name] === 'number' && name !== 'WORKER_TARGET_CPU');
+    expect(numeric).toEqual(expect.arrayContaining(['API_STATEMENT_TIMEOUT_SECONDS', 'JITTER_PCT_MAX', 'API_PORT', 'API_RATE_LIMIT_PER_SECOND']));
+    for (const name of numeric) {
+      for (const blank of ['', '  ']) {
+        expect(() => loadConfig({ [name]: blank }), `${name}=${JSON.stringify(blank)}`).toThrow(new RegExp(`^Invalid configuration:\\n  ${name}: must `));
+      }
+    }
+    // WORKER_TARGET_CPU (like the string variables) reads empty as unset: its default.
+    expect(loadConfig({ WORKER_TARGET_CPU: '' }).WORKER_TARGET_CPU).toBe(0.7);
+  });
+
   it('turns traces on only with an http(s) OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(loadConfig({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
