@@ -43,8 +43,25 @@ const fraction = (fallback: number) =>
       .max(1, 'must be a number between 0 and 1'),
   ).default(fallback);
 
-const seconds = (fallback: number, rule = 'must be an integer ≥ 0 (0 turns it off)') =>
-  numeric(z.coerce.number({ error: rule }).int(rule).min(0, rule)).default(fallback);
+const seconds = (fallback: number, max: number) => {
+  const rule = `must be an integer ≥ 0 (0 turns it off), at most ${max}`;
+  return numeric(z.coerce.number({ error: rule }).int(rule).min(0, rule).max(max, rule)).default(fallback);
+};
+
+/**
+ * The most seconds a duration that becomes a Node timer or a Postgres millisecond setting may
+ * hold: 2^31 - 1 ms. A longer timer fires after 1 ms (Node's TimeoutOverflowWarning), and Postgres
+ * refuses a longer statement_timeout or idle_in_transaction_session_timeout.
+ */
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+/** A statement timeout's client-side limit is twice it (db/pool.ts), itself a timer. */
+const MAX_STATEMENT_TIMEOUT_SECONDS = Math.floor(MAX_TIMER_SECONDS / 2);
+
+/** A positive whole number of seconds that becomes a timer: at most MAX_TIMER_SECONDS. */
+const timerSeconds = (fallback: number) => {
+  const rule = `must be a positive integer, at most ${MAX_TIMER_SECONDS}`;
+  return numeric(z.coerce.number({ error: rule }).int(rule).positive(rule).max(MAX_TIMER_SECONDS, rule)).default(fallback);
+};
 
 const optionalString = z
   .string()
@@ -100,9 +117,9 @@ export const envSchema = z
     // hold a connection (and its locks) forever. Migrations run on their own connection without
     // these limits. The worker's limit is larger: a full sync's deletion of unseen records and the
     // retention clean-up are its longest statements (a 1,000-record page upsert takes ≈ 20 ms).
-    API_STATEMENT_TIMEOUT_SECONDS: seconds(30),
-    WORKER_STATEMENT_TIMEOUT_SECONDS: seconds(300),
-    IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: seconds(60),
+    API_STATEMENT_TIMEOUT_SECONDS: seconds(30, MAX_STATEMENT_TIMEOUT_SECONDS),
+    WORKER_STATEMENT_TIMEOUT_SECONDS: seconds(300, MAX_STATEMENT_TIMEOUT_SECONDS),
+    IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: seconds(60, MAX_TIMER_SECONDS),
     DATA_DIR: z.string().min(1).default('.data'),
     EMBEDDED_PG_PORT: port(54329),
 
@@ -192,7 +209,7 @@ export const envSchema = z
       z.string().refine((file) => existsSync(file), 'no file there; build it with `npm run build` or `npm run build:workflows -- <file>`').optional(),
     ),
 
-    SCHEDULER_TICK_SECONDS: positiveInt(60),
+    SCHEDULER_TICK_SECONDS: timerSeconds(60),
     DEFAULT_INTERVAL_SECONDS: positiveInt(900),
     MAX_OVERRIDDEN_INTERVAL_SECONDS: positiveInt(86400),
     JITTER_PCT_MIN: fraction(0),
@@ -221,7 +238,7 @@ export const envSchema = z
         .max(99, 'must be an integer from 1 to 99'),
     ).default(DEFAULT_DELIVERY_SLOTS),
     // How long `POST /sync` with `immediate: true` may run before it answers 504 with what it fetched.
-    IMMEDIATE_SYNC_TIMEOUT_SECONDS: positiveInt(60),
+    IMMEDIATE_SYNC_TIMEOUT_SECONDS: timerSeconds(60),
     // Immediate syncs page on their own task queue (default `<TEMPORAL_TASK_QUEUE>-immediate`), where
     // each worker runs at most IMMEDIATE_SYNC_SLOTS of them at once: a flood of them cannot take
     // the slots scheduled work runs in.
@@ -254,7 +271,7 @@ export const envSchema = z
     // addresses. Never in production: a tenant could aim a connection at internal services.
     PROVIDER_ALLOW_PRIVATE: boolean(false),
     PROVIDER_MAX_RESPONSE_BYTES: positiveInt(10 * 1024 * 1024),
-    PROVIDER_REQUEST_TIMEOUT_SECONDS: positiveInt(30),
+    PROVIDER_REQUEST_TIMEOUT_SECONDS: timerSeconds(30),
     PROVIDER_MAX_RECORD_BYTES: positiveInt(1024 * 1024),
     PROVIDER_MAX_PAGES_PER_TASK: positiveInt(100_000),
     PROVIDER_MAX_RECORDS_PER_TASK: positiveInt(10_000_000),

@@ -47,6 +47,26 @@ describe('configuration', () => {
     expect(loadConfig({ WORKER_TARGET_CPU: '' }).WORKER_TARGET_CPU).toBe(0.7);
   });
 
+  it('refuses a duration too long for the timer or Postgres setting it becomes, naming the variable', () => {
+    // A Node timer longer than 2^31 - 1 ms fires after 1 ms (TimeoutOverflowWarning), and Postgres
+    // refuses a statement or idle timeout above that many ms: an operator's "very long" would make
+    // every immediate sync, provider request or query time out at once, or the reconcile keeper
+    // run every millisecond. A statement timeout's client-side limit is twice it (db/pool.ts).
+    const limits = {
+      API_STATEMENT_TIMEOUT_SECONDS: 1_073_741,
+      WORKER_STATEMENT_TIMEOUT_SECONDS: 1_073_741,
+      IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: 2_147_483,
+      SCHEDULER_TICK_SECONDS: 2_147_483,
+      IMMEDIATE_SYNC_TIMEOUT_SECONDS: 2_147_483,
+      PROVIDER_REQUEST_TIMEOUT_SECONDS: 2_147_483,
+    };
+    for (const [name, max] of Object.entries(limits)) {
+      expect((loadConfig({ [name]: String(max) }) as Record<string, unknown>)[name]).toBe(max);
+      expect(() => loadConfig({ [name]: String(max + 1) }), name).toThrow(new RegExp(`^Invalid configuration:\\n  ${name}: must be .*at most ${max}`));
+      expect(() => loadConfig({ [name]: '9999999999' }), name).toThrow(new RegExp(`^Invalid configuration:\\n  ${name}: must be .*at most ${max}`));
+    }
+  });
+
   it('turns traces on only with an http(s) OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(loadConfig({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
