@@ -425,13 +425,17 @@ const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
 
 /**
  * The value a config error may show for variable `name`: none for a secret by name, nor for a
- * `scheme://` value that does not parse as a URL (where its password ends cannot be told); for
- * anything else the value with the password part of a URL masked (a `DATABASE_URL` with a password
- * must not land in logs); undefined when nothing may be shown.
+ * `scheme://` value that does not parse as a URL (where its password ends cannot be told), nor for
+ * a secret variable (SECRET_VARIABLES: the database URLs) that is not such a URL at all (a libpq
+ * keyword string or a URL without its scheme holds its password as it is); for anything else the
+ * value with the password part of a URL masked (a `DATABASE_URL` with a password must not land in
+ * logs); undefined when nothing may be shown.
  */
 export function shownValue(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined || SECRET_NAME.test(name)) return undefined;
-  if (/^\s*[a-z][a-z0-9+.-]*:\/\//i.test(raw) && !URL.canParse(raw.trim())) return undefined;
+  const schemeUrl = /^\s*[a-z][a-z0-9+.-]*:\/\//i.test(raw);
+  if (schemeUrl && !URL.canParse(raw.trim())) return undefined;
+  if (!schemeUrl && (SECRET_VARIABLES as readonly string[]).includes(name)) return undefined;
   // Any `//user:password@` form; up to the last @, as a password may hold one (or a space).
   return raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@');
 }

@@ -112,6 +112,21 @@ describe('configuration errors never echo a secret', () => {
     expect(message).not.toContain('short-secret');
   });
 
+  it('never echoes a database URL that is not a scheme:// URL: a libpq keyword string or a URL without its scheme holds the password as it is', () => {
+    for (const name of ['DATABASE_URL', 'DATABASE_MIGRATION_URL']) {
+      for (const value of ['host=db user=synctide password=hunter2 dbname=synctide', 'synctide:hunter2@db:5432/synctide', 'postgres:/synctide:hunter2@db/synctide']) {
+        let message = '';
+        try {
+          loadConfig({ [name]: value });
+        } catch (err) {
+          message = (err as Error).message;
+        }
+        expect(message).toMatch(new RegExp(`^Invalid configuration:\\n  ${name}: must be a postgres:// or postgresql:// connection URL$`));
+        expect(message, `${name}=${value}`).not.toContain('hunter2');
+      }
+    }
+  });
+
   it('shows values of variables named like secrets never, and masks the password of a URL', () => {
     for (const name of ['ADMIN_API_KEY', 'CREDENTIALS_KEY', 'MY_SECRET', 'GITHUB_TOKEN', 'DB_PASSWORD', 'api_key']) {
       expect(shownValue(name, 'value')).toBeUndefined();
