@@ -63,6 +63,9 @@ const timerSeconds = (fallback: number) => {
   return numeric(z.coerce.number({ error: rule }).int(rule).positive(rule).max(MAX_TIMER_SECONDS, rule)).default(fallback);
 };
 
+/** A name (a host, a namespace, a queue, a directory): surrounding blanks dropped; empty refused. */
+const requiredName = (fallback: string) => z.string().trim().min(1, 'must not be empty or blank').default(fallback);
+
 const optionalString = z
   .string()
   .trim()
@@ -120,7 +123,7 @@ export const envSchema = z
     API_STATEMENT_TIMEOUT_SECONDS: seconds(30, MAX_STATEMENT_TIMEOUT_SECONDS),
     WORKER_STATEMENT_TIMEOUT_SECONDS: seconds(300, MAX_STATEMENT_TIMEOUT_SECONDS),
     IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: seconds(60, MAX_TIMER_SECONDS),
-    DATA_DIR: z.string().min(1).default('.data'),
+    DATA_DIR: requiredName('.data'),
     EMBEDDED_PG_PORT: port(54329),
 
     TEMPORAL_ADDRESS: optionalString.pipe(
@@ -129,10 +132,10 @@ export const envSchema = z
         .regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
         .optional(),
     ),
-    TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+    TEMPORAL_NAMESPACE: requiredName('default'),
     TEMPORAL_STARTUP_WAIT_SECONDS: positiveInt(300),
     DATABASE_STARTUP_WAIT_SECONDS: positiveInt(120),
-    TEMPORAL_TASK_QUEUE: z.string().min(1).default('synctide'),
+    TEMPORAL_TASK_QUEUE: requiredName('synctide'),
     // TLS to TEMPORAL_ADDRESS (implied by any TEMPORAL_TLS_* file or TEMPORAL_API_KEY): the CA
     // that signed the server's certificate (default: the system's), a client certificate and key for
     // mTLS, the name to check the server's certificate against, and an API key (Temporal Cloud).
@@ -145,7 +148,7 @@ export const envSchema = z
     TEMPORAL_DEV_PORT: port(7233),
     TEMPORAL_UI_PORT: port(8233),
 
-    API_HOST: z.string().min(1).default('127.0.0.1'),
+    API_HOST: requiredName('127.0.0.1'),
     API_PORT: port(3000),
     ADMIN_API_KEY: optionalString.pipe(
       z

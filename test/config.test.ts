@@ -67,6 +67,17 @@ describe('configuration', () => {
     }
   });
 
+  it('reads the name variables without surrounding blanks, and refuses one that is empty or blank, naming it', () => {
+    // An API given `synctide ` (a stray blank in its .env) would start workflows on a task queue
+    // its workers, given `synctide`, never poll: every sync would wait forever, without an error.
+    for (const name of ['TEMPORAL_TASK_QUEUE', 'TEMPORAL_NAMESPACE', 'API_HOST', 'DATA_DIR']) {
+      expect((loadConfig({ [name]: ' synctide \t' }) as Record<string, unknown>)[name], name).toBe('synctide');
+      for (const blank of ['', '   ']) {
+        expect(() => loadConfig({ [name]: blank }), `${name}=${JSON.stringify(blank)}`).toThrow(new RegExp(`^Invalid configuration:\\n  ${name}: must not be empty`));
+      }
+    }
+  });
+
   it('turns traces on only with an http(s) OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(loadConfig({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
