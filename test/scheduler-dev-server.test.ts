@@ -207,7 +207,7 @@ describe('scheduler on the dev server', () => {
   it('a sleeping run whose schedule changed (the PATCH committed, its `replan` lost) is sent `replan` by the next tick and moves its queued job to the new schedule; then the tick sends none', async () => {
     const id = await insertConnection('replan-unheard', { interval_seconds: 86_400 });
     const ref = { id, tenantId: 'acme', providerSlug: 'demo' };
-    const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, ref);
+    await ensureConnectionWorkflow(env.client, TASK_QUEUE, ref);
     const queuedAt = async () =>
       (await db.pool.query<{ at: Date }>(`select scheduled_at as at from sync_jobs where connection_id = $1 and status = 'queued'`, [id])).rows[0]?.at;
     // Its first sync done, its next job queued a day away, and the run asleep on it.
@@ -215,26 +215,31 @@ describe('scheduler on the dev server', () => {
       const at = await queuedAt();
       return at && at.getTime() > Date.now() + 12 * 3600_000 && (await queryConnectionState(env.client, id, 3000)).phase === 'sleeping' ? true : undefined;
     });
-    // The API stores a schedule of every 10 minutes, and its signal never comes.
+    // The API stores a schedule of every 10 minutes, and its signal never comes (moved back in time:
+    // planned three minutes ago, changed two minutes ago, so the API's own signal had time to come).
     await withTransaction(db.pool, (tx) => updateStoredConnection(tx, id, { schedule: { kind: 'interval', intervalSeconds: 600 } }));
+    await db.pool.query(
+      `update connections set schedule_planned_at = now() - interval '3 minutes', schedule_changed_at = now() - interval '2 minutes' where id = $1`,
+      [id],
+    );
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
-    // A tick a while after the change (its own signal had time to come): `replan` goes to the run.
-    const later = Date.now() + 2 * 60_000;
-    const tick = await reconcileConnections(deps)({ at: later });
+    const tick = await reconcileConnections(deps)({ at: Date.now() });
     await eventually(async () => {
       const at = await queuedAt();
       return at && at.getTime() < Date.now() + 15 * 60_000 ? true : undefined;
     });
     expect(tick.replanned).toBe(1);
     // Re-planned from the stored schedule: the next tick has nothing to send.
-    expect((await reconcileConnections(deps)({ at: later })).replanned ?? 0).toBe(0);
-    await handle.terminate('test done');
+    expect((await reconcileConnections(deps)({ at: Date.now() })).replanned ?? 0).toBe(0);
+    expect((await queryConnectionState(env.client, id, 3000)).phase).toBe('sleeping');
   });
 
   it('stops the workflow of a disabled connection on the next tick and leaves no queued job', async () => {
     const id = await insertConnection('to-disable', { interval_seconds: 3600 });
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
-    await eventually(async () => ((await jobCounts(id))['incremental/queued'] === 1 ? true : undefined));
+    // Its next job queued and the task that queued it completed (the state query answers after it).
+    await eventually(async () =>
+      (await jobCounts(id))['incremental/queued'] === 1 && (await queryConnectionState(env.client, id, 3000)).phase === 'sleeping' ? true : undefined);
     await db.pool.query(`update connections set status = 'disabled' where id = $1`, [id]);
     const { deps } = testActivityDeps({ pool: db.pool, temporal: env.client, taskQueue: TASK_QUEUE });
     const result = await reconcileConnections(deps)({ at: Date.now() });
