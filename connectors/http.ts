@@ -41,6 +41,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { storableChangeTime } from '../policy/change-time';
+import { JsonNumber, numberText } from '../policy/exact-json';
 import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
@@ -333,8 +334,9 @@ function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']
  * names a real time, else as the instant they parse to; numbers as epoch seconds (< 1e11) or
  * milliseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
  */
-function changeTime(value: unknown): string | null {
-  if (typeof value === 'string') return storableChangeTime(value);
+function changeTime(given: unknown): string | null {
+  if (typeof given === 'string') return storableChangeTime(given);
+  const value = given instanceof JsonNumber ? Number(given.text) : given;
   if (typeof value !== 'number' || !Number.isFinite(value)) return null;
   const instant = new Date(value < 1e11 ? value * 1000 : value);
   return Number.isNaN(instant.getTime()) ? null : storableChangeTime(instant.toISOString());
@@ -377,9 +379,12 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
       if (cursor === undefined || cursor === null || cursor === '' || cursor === false) return null;
-      if (typeof cursor !== 'string' && typeof cursor !== 'number') throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
+      if (typeof cursor !== 'string' && typeof cursor !== 'number' && !(cursor instanceof JsonNumber)) {
+        throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
+      }
       const next = new URL(url);
-      next.searchParams.set(pagination.param, String(cursor));
+      // A numeric cursor as its digits: an int64 position past 2^53 is sent back as it came.
+      next.searchParams.set(pagination.param, typeof cursor === 'string' ? cursor : numberText(cursor));
       return boundedNext(next.href, `cursor at '${pagination.path}'`, redact);
     }
     case 'page_number':
@@ -623,42 +628,19 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
 }
 
 /**
- * A JSON string, or an integer literal of 16 digits or more in a value's place (group 2, after the
- * `[`, `:` or `,` and whitespace of group 1): past 2^53 JSON.parse rounds an integer to the nearest
- * double, so two int64 ids (snowflake ids, say) that differ in their last digits would read as one.
- * The place is matched forward, never looked behind: a look-behind over whitespace is tried at every
- * position and scans back over all the whitespace before it, work in the square of a run of
- * whitespace (a page padded with megabytes of it held the worker for hours).
+ * A record of `resource` from one item of the provider's JSON (read by `parseExactJson`), or null
+ * when `exclude_when_present` leaves it out. A numeric id is the provider's digits, an integer past
+ * 2^53 (an int64 snowflake id, say) included: two ids that differ in their last digits are two records.
  */
-const STRING_OR_LONG_INTEGER = /"(?:[^"\\]|\\.)*"|([[:,]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
-
-/**
- * The JSON value of `text` with every integer of 16 digits or more as the string of its digits, for
- * reading record ids exactly; undefined when `text` has no such integer (or is no JSON).
- */
-function withExactIntegers(text: string): unknown {
-  if (!/\d{16}/.test(text)) return undefined;
-  try {
-    return JSON.parse(text.replace(STRING_OR_LONG_INTEGER, (token, place: string | undefined, digits: string | undefined) => (place === undefined ? token : `${place}"${digits}"`)));
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A record of `resource` from one item of the provider's JSON, or null when `exclude_when_present`
- * leaves it out. Its id is read from `exact`, the same item with long integers as their digits
- * (`withExactIntegers`), when there is one.
- */
-function recordOf(item: unknown, resource: Resource, what: string, exact: unknown = item): ConnectorRecord | null {
+function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
   if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
   if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return null;
-  const id = readPath(exact, resource.id);
-  if ((typeof id !== 'string' || id === '') && typeof id !== 'number') {
+  const id = readPath(item, resource.id);
+  if ((typeof id !== 'string' || id === '') && typeof id !== 'number' && !(id instanceof JsonNumber)) {
     throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);
   }
   const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
-  return { externalId: `${resource.id_prefix ?? ''}${String(id)}`, updatedAt, data: item as Record<string, unknown> };
+  return { externalId: `${resource.id_prefix ?? ''}${typeof id === 'string' ? id : numberText(id)}`, updatedAt, data: item as Record<string, unknown> };
 }
 
 /** One GET of `url` (the query secret added to the request only) through the connectors' HTTP path. */
@@ -788,8 +770,7 @@ export const httpConnector: Connector = {
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
       const body = jsonOf(answer, what);
-      const exact = withExactIntegers(answer.text) ?? body;
-      const record = recordOf(readPath(body, resource.item.record), resource, `${what}: the record at '${resource.item.record}'`, readPath(exact, resource.item.record));
+      const record = recordOf(readPath(body, resource.item.record), resource, `${what}: the record at '${resource.item.record}'`);
       if (record === null || record.externalId !== externalId) gone.push(externalId);
       else alive.push(record);
     }
@@ -835,12 +816,9 @@ export const httpConnector: Connector = {
       const body = jsonOf(answer, what);
       const items = readPath(body, resource.records);
       if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
-      // Ids are read exactly, long integers included.
-      const exact = withExactIntegers(answer.text);
-      const exactItems = exact === undefined ? items : readPath(exact, resource.records);
       const records: ConnectorRecord[] = [];
       items.forEach((item, index) => {
-        const record = recordOf(item, resource, `${what}: record #${index}`, Array.isArray(exactItems) ? exactItems[index] : item);
+        const record = recordOf(item, resource, `${what}: record #${index}`);
         if (record === null) return;
         const updatedMs = record.updatedAt === null ? Number.NaN : Date.parse(record.updatedAt);
         // The provider's own filter may be coarser (a date) or missing: bounds are applied here too.

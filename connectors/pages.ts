@@ -3,6 +3,7 @@ import { setImmediate } from 'node:timers/promises';
 import { cutText, DEFAULT_PROVIDER_POLICY, providerText, redactSecrets } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
+import { exactJson, JsonNumber } from '../policy/exact-json';
 import { storableText } from '../policy/storable-text';
 
 /** What a task already fetched before this run of its paging loop (a resumed task counts on). */
@@ -18,6 +19,7 @@ export interface PagingProgress {
  */
 export function storableValue<T>(value: T): T {
   if (typeof value === 'string') return storableText(value) as T;
+  if (value instanceof JsonNumber) return value;
   if (Array.isArray(value)) return value.map(storableValue) as T;
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
@@ -69,21 +71,22 @@ const quotedId = (record: ConnectorRecord, secrets: () => readonly string[]): st
 /**
  * Arrays wrapped around a record's data when it is first written out: what writes or serves it
  * later wraps it in a few levels of its own (the upsert's page, the feed's answer), and each must
- * still be able to write it out. One JSON.stringify either way.
+ * still be able to write it out. One `exactJson` either way.
  */
 const NESTING_HEADROOM = 16;
 const HEADROOM_OPEN = '['.repeat(NESTING_HEADROOM);
 
 /**
- * `record.data` as JSON. Data nested more deeply than JSON.stringify can go (about 4,000 levels,
- * less the headroom) fails for good: retrying would fetch it again.
+ * `record.data` as JSON, its numbers as the provider wrote them (`exactJson`, as the upsert writes
+ * it). Data nested more deeply than that can go (thousands of levels, less the headroom) fails for
+ * good: retrying would fetch it again.
  */
 function recordJson(record: ConnectorRecord, resource: string, secrets: () => readonly string[]): string {
   let wrapped: unknown = record.data;
   for (let i = 0; i < NESTING_HEADROOM; i++) wrapped = [wrapped];
   let json: string;
   try {
-    json = JSON.stringify(wrapped);
+    json = exactJson(wrapped);
   } catch (err) {
     if (!(err instanceof RangeError)) throw err;
     throw new Permanent(`record '${quotedId(record, secrets)}' of '${resource}' is nested too deeply to store (more than about 4,000 levels of arrays and objects)`);

@@ -22,6 +22,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
+import { parseExactJson } from '../policy/exact-json';
 import { MAX_BUDGET_COUNT } from '../policy/rate-budget';
 import { retryAfterSeconds } from '../policy/retry-after';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
@@ -147,13 +148,16 @@ export function cutText(text: string, max = MAX_ERROR_TEXT): string {
 }
 
 /**
- * The JSON body of a provider answer. A body that is not JSON (truncated, or a proxy's HTML page) is
- * `Transient`, worth another try: `unreadable` says whose, and the status follows it.
+ * The JSON body of a provider answer, its numbers as the provider wrote them (`parseExactJson`). A
+ * body that is not JSON (truncated, or a proxy's HTML page) is `Transient`, worth another try:
+ * `unreadable` says whose, and the status follows it. A body nested more deeply than it can be read
+ * fails for good: another try would read the same.
  */
 export function jsonBody(answer: { status: number; text: string }, unreadable: string): unknown {
   try {
-    return JSON.parse(answer.text) as unknown;
-  } catch {
+    return parseExactJson(answer.text);
+  } catch (err) {
+    if (err instanceof RangeError) throw new Permanent(`${unreadable} (${answer.status}): nested too deeply to read (more than thousands of levels of arrays and objects)`);
     throw new Transient(`${unreadable} (${answer.status})`);
   }
 }

@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
 import { cursorKeyRemoved, cursorUnsealed, listChanges } from '../../commands/records';
 import { feedCursors } from '../../lib/feed-cursors';
+import { exactJson } from '../../policy/exact-json';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { presentRecordChange } from '../present';
@@ -44,7 +45,10 @@ export function recordRoutes(deps: ApiDeps) {
       resourceType: query.resource_type,
       modifiedAfter: query.modified_after ? new Date(query.modified_after) : undefined,
     });
-    return c.json({ items: page.changes.map(presentRecordChange), next_cursor: cursors.encode(page.next), has_more: page.hasMore }, 200);
+    const body: z.infer<typeof RecordPageSchema> = { items: page.changes.map(presentRecordChange), next_cursor: cursors.encode(page.next), has_more: page.hasMore };
+    // The JSON answer c.json would give, but with the records' numbers as stored (an int64 amount
+    // keeps its digits), which JSON.stringify cannot write.
+    return c.body(exactJson(body), 200, { 'content-type': 'application/json' }) as unknown as ReturnType<typeof c.json<typeof body, 200>>;
   });
 
   return app;

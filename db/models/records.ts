@@ -3,6 +3,7 @@
 // that can still order it against another version).
 import type { PoolClient } from 'pg';
 import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
+import { exactJson, parseExactJson } from '../../policy/exact-json';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
@@ -268,7 +269,7 @@ export async function upsertRecords(
             ($15::bigint is null or coalesce((select same from config), false)) as current,
             array(select external_id from behind order by external_id) as behind from counted`,
     [
-      target.connectionId, target.resourceType, target.jobId, target.at, JSON.stringify(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
+      target.connectionId, target.resourceType, target.jobId, target.at, exactJson(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
       progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null, target.behindKnown ? [...target.behindKnown] : null,
     ],
@@ -336,7 +337,7 @@ export async function confirmFetched(
       where r.connection_id = $1 and r.resource_type = $2 and r.external_id = p.external_id and r.deleted_at is null
         and r.data = p.data and r.source_updated_at is not distinct from p.updated_at
         and (r.fetched_at is null or r.fetched_at < $3)`,
-    [target.connectionId, target.resourceType, target.fetchedAt, JSON.stringify(rows)],
+    [target.connectionId, target.resourceType, target.fetchedAt, exactJson(rows)],
   );
   return rowCount ?? 0;
 }
@@ -416,6 +417,7 @@ export interface RecordChange {
   change_seq: string;
   external_id: string;
   resource_type: string;
+  /** As stored: numbers a double does not hold are `JsonNumber`s (write it with `exactJson`). */
   data: unknown;
   source_updated_at: Date | null;
   synced_at: Date;
@@ -454,7 +456,7 @@ export interface ChangesReadPage {
  * within the budget are printed to be sized, so the rows past it are not read out of storage either.
  */
 export async function readChangesPage(db: Queryable, query: ChangesRead): Promise<ChangesReadPage> {
-  const { rows } = await db.query<RecordChange & { candidates: number }>(
+  const { rows } = await db.query<Omit<RecordChange, 'data'> & { data: string; candidates: number }>(
     `with candidates as materialized (
        select r.change_seq, r.external_id, r.resource_type, r.data, r.source_updated_at, r.synced_at, r.deleted_at, r.change,
               s.bytes as stored_bytes, sum(s.bytes) over w as stored_through
@@ -471,14 +473,16 @@ export async function readChangesPage(db: Queryable, query: ChangesRead): Promis
          from candidates c
         where $6::bigint is null or c.stored_through - c.stored_bytes <= $6::bigint
        window w as (order by c.change_seq rows unbounded preceding))
-     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.data, p.source_updated_at, p.synced_at, p.deleted_at, p.change,
+     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.data::text as data, p.source_updated_at, p.synced_at, p.deleted_at, p.change,
             (select count(*) from candidates)::int as candidates
        from sized p
       where p.n = 1 or $6::bigint is null or p.through <= $6::bigint
       order by p.change_seq`,
     [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit, query.maxBytes ?? null],
   );
-  const changes = rows.map(({ candidates: _, ...change }) => change);
+  // The data as its text, read here with its numbers as stored (jsonb keeps every digit; the
+  // driver's own reader would make each a double).
+  const changes = rows.map(({ candidates: _, data, ...change }): RecordChange => ({ ...change, data: parseExactJson(data) }));
   return { changes, cut: rows.length > 0 && rows.length < rows[0]!.candidates };
 }
 

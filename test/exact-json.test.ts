@@ -1,0 +1,74 @@
+// JSON read and written with its numbers as written (policy/exact-json.ts): every number keeps its
+// value through a read and a write, whatever its digits, and everything else reads and writes as
+// JSON.parse and JSON.stringify do. Pure: property tests over generated JSON.
+import fc from 'fast-check';
+import { splitNumber } from 'lossless-json';
+import { describe, expect, it } from 'vitest';
+import { exactJson, JsonNumber, numberText, parseExactJson } from '../policy/exact-json';
+
+/** A JSON number's value as sign, significant digits and exponent (trailing zeros dropped), to compare values written differently. */
+function valueOf(text: string): string {
+  const { sign, digits, exponent } = splitNumber(text);
+  const significant = digits.replace(/0+$/, '');
+  return significant === '' ? '0' : `${sign}${significant}e${exponent}`;
+}
+
+/** `value` with every JsonNumber as the double JSON.parse reads for it. */
+function asDoubles(value: unknown): unknown {
+  if (value instanceof JsonNumber) return Number(value.text);
+  if (Array.isArray(value)) return value.map(asDoubles);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, asDoubles(inner)]));
+  return value;
+}
+
+/** Number texts of every kind: short and long integers, fractions, exponents within and past a double's range. */
+const numberTexts = fc.oneof(
+  fc.integer().map(String),
+  fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }).map(String),
+  fc.tuple(fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }), fc.stringMatching(/^\d{1,30}$/)).map(([whole, fraction]) => `${whole}.${fraction}`),
+  fc.tuple(fc.integer({ min: 1, max: 9 }), fc.integer({ min: -999, max: 999 })).map(([digit, exponent]) => `${digit}e${exponent}`),
+  fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => JSON.stringify(d)),
+);
+
+describe('exact JSON', () => {
+  it('keeps the value of every number through a read and a write', () => {
+    fc.assert(
+      fc.property(fc.array(numberTexts, { minLength: 1, maxLength: 8 }), (texts) => {
+        const read = parseExactJson(`{"values": [${texts.join(', ')}]}`) as { values: (number | JsonNumber)[] };
+        const written = JSON.parse(exactJson(read).replace(/-?\d[\d.eE+-]*/g, '"$&"')) as { values: string[] };
+        expect(written.values.map(valueOf)).toEqual(texts.map(valueOf));
+        expect(read.values.map(numberText).map(valueOf)).toEqual(texts.map(valueOf));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reads and writes any other JSON as JSON.parse and JSON.stringify do', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.boolean(), (value, withLongNumber) => {
+        // A long number beside it takes the path that reads numbers itself.
+        const text = JSON.stringify(withLongNumber ? [value, '12345678901234567890'] : value);
+        // The same values: a JsonNumber only where a double may not hold the text (here, integers
+        // from 2^53 on, which JSON.stringify writes in full).
+        expect(asDoubles(parseExactJson(text))).toEqual(JSON.parse(text));
+        expect(exactJson(parseExactJson(text))).toBe(text);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps only numbers a double does not hold as JsonNumber, and of a key written twice the last value, as JSON.parse', () => {
+    const read = parseExactJson('{"a": 9007199254740993, "b": 9007199254740991, "c": 0.5, "d": 0.12345678901234567890, "e": 1e400, "f": 1, "f": 2}');
+    expect(read).toEqual({
+      a: new JsonNumber('9007199254740993'), b: 9007199254740991, c: 0.5, d: new JsonNumber('0.12345678901234567890'), e: new JsonNumber('1e400'), f: 2,
+    });
+    // Elsewhere (a log line, say), a JsonNumber is written as its digits in a string.
+    expect(JSON.stringify(read)).toBe('{"a":"9007199254740993","b":9007199254740991,"c":0.5,"d":"0.12345678901234567890","e":"1e400","f":2}');
+    expect(exactJson(read)).toBe('{"a":9007199254740993,"b":9007199254740991,"c":0.5,"d":0.12345678901234567890,"e":1e400,"f":2}');
+  });
+
+  it('refuses text that is not JSON with a SyntaxError, on both paths', () => {
+    expect(() => parseExactJson('{"a": 1,}')).toThrow(SyntaxError);
+    expect(() => parseExactJson('{"a": 12345678901234567890,}')).toThrow(SyntaxError);
+  });
+});
