@@ -462,7 +462,7 @@ export interface ReconcileRow {
   status: ConnectionStatus;
   /**
    * Active, with its scheduled job queued from a plan older than the schedule the API stored before
-   * `changedBefore` (a `replan` it sent and the run never heard).
+   * `changedBefore` (a `replan` it sent and the run never heard). False for a schedule never changed.
    */
   replan_unheard: boolean;
 }
@@ -477,9 +477,9 @@ export interface ReconcileRow {
 export async function lockReconcileBatch(tx: PoolClient, afterId: string, limit: number, changedBefore: Date): Promise<ReconcileRow[]> {
   const { rows } = await tx.query<ReconcileRow>(
     `select c.id, c.tenant_id, c.provider_slug, c.status,
-            (c.status = ${CONNECTION.active} and c.schedule_changed_at < $3
+            coalesce(c.status = ${CONNECTION.active} and c.schedule_changed_at < $3
              and c.schedule_changed_at > coalesce(c.schedule_planned_at, '-infinity')
-             and exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = ${JOB.queued} and j.trigger = ${TRIGGER.schedule})) as replan_unheard
+             and exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = ${JOB.queued} and j.trigger = ${TRIGGER.schedule}), false) as replan_unheard
        from connections c
       where c.id > $1 and (c.status <> ${CONNECTION.disabled} or c.workflow_stopped_at is null or c.workflow_stopped_at < c.updated_at)
       order by c.id limit $2 for no key update of c skip locked`,
