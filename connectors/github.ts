@@ -79,7 +79,6 @@ import {
   type RecheckInput,
   type RecheckResult,
   sinceOf,
-  type StoredValidator,
   Unauthorized,
 } from './types';
 
@@ -485,17 +484,19 @@ function parseNote(text: string | null): { next: string | null; oldest: string |
 }
 
 /**
- * Whether a 304 to stored validator `stored` of a page of `kind` (`descending`: newest first) may
- * vouch for the page and what its note says follows it. Not an oldest-first issues page noted as
- * the listing's end without saying whether it was served whole (a note written before notes said
- * so, or unreadable): it may be a whole last page the listing has grown behind (see PageNote), so
- * it is asked for unconditionally, and its new note says.
+ * Whether a listing of `kind` (`descending`: newest first) is paged by keyset (`keysetNext`): issues
+ * oldest first. Every other listing follows GitHub's Link header.
  */
-function vouches(stored: StoredValidator, kind: GitHubResourceType, descending: boolean): boolean {
-  if (descending || kind !== 'issues') return true;
-  const note = parseNote(stored.next);
-  return note.next !== null || note.full !== null;
-}
+const pagedByKeyset = (kind: GitHubResourceType, descending: boolean): boolean => !descending && kind === 'issues';
+
+/**
+ * Whether a 304 to a stored validator whose note reads `note` may vouch for its page and what the
+ * note says follows it. Not a keyset page (`keyset`) noted as the listing's end without saying
+ * whether it was served whole (a note written before notes said so, or unreadable): it may be a
+ * whole last page the listing has grown behind (see PageNote), so it is asked for unconditionally,
+ * and its new note says.
+ */
+const vouches = (note: ReturnType<typeof parseNote>, keyset: boolean): boolean => !keyset || note.next !== null || note.full !== null;
 
 /** How many items a listing URL asks for a page (its `per_page`; else `fallback`, the config's). */
 function askedPerPage(url: string, fallback: number): number {
@@ -636,13 +637,15 @@ export const githubConnector: Connector = {
     // a next URL without one keeps the order this connector asks for.
     const direction = new URL(url).searchParams.get('direction');
     const descending = direction === null ? kind === 'pull_requests' : direction === 'desc';
+    const keyset = pagedByKeyset(kind, descending);
     const nextRepository = () =>
       position.index + 1 < cfg.repositories.length ? tokenAt(cfg, { index: position.index + 1, url: null }) : null;
     // Conditional requests: a catch-up pass's head against the ETag its own main pass saw; any
     // other page against the validator an earlier pass stored for that very URL (given only to
     // incremental passes without an upper bound: a full pass must see every record).
     const offered = !catchup && until == null ? validators?.get(url) : undefined;
-    const stored = offered !== undefined && vouches(offered, kind, descending) ? offered : undefined;
+    const offeredNote = offered === undefined ? null : parseNote(offered.next);
+    const stored = offeredNote !== null && vouches(offeredNote, keyset) ? offered : undefined;
     const etag = catchup ? (firstPage ? (position.validator?.etag ?? undefined) : undefined) : stored?.etag;
     // A page numbered within one `since` second can lose an item to an edit that shifts the rest
     // (see keysetNext): the repository's cursor may not pass that second in this pass.
@@ -682,7 +685,7 @@ export const githubConnector: Connector = {
       if (catchup) return after([], null, null, null, { notModified: true });
       // This page is as an earlier pass stored it (its records with it): skip it, and go on with
       // what that pass noted follows it.
-      const note = parseNote(stored?.next ?? null);
+      const note = offeredNote ?? parseNote(null);
       const ended = note.next === null || (descending && since !== null && note.oldest !== null && Date.parse(note.oldest) < since.getTime());
       const head = firstPage && descending ? note.newest : (position.head ?? null);
       const validator = firstPage && descending ? { url, etag } : (position.validator ?? null);
@@ -746,14 +749,14 @@ export const githubConnector: Connector = {
       }
     }
     // Oldest first by `since`, page numbers only within one second; newest first by GitHub's Link.
-    const listingNext = linkNext === null ? null : descending || kind !== 'issues' ? linkNext : (keysetNext(cfg, repository, url, body) ?? linkNext);
+    const listingNext = linkNext === null ? null : keyset ? (keysetNext(cfg, repository, url, body) ?? linkNext) : linkNext;
     // The page's validator, stored with its records, notes what follows the page in its listing
     // (and, newest first, its oldest and newest change times), so a 304 skips this page only.
     const received = answer.headers.get('etag');
     // Oldest first, a last page served whole notes the keyset continuation for a later 304 of it
     // (GitHub's ETag does not change when the listing grows behind it: see PageNote).
     const full = !descending && body.length >= askedPerPage(url, cfg.per_page);
-    const continuation = listingNext === null && full && kind === 'issues' ? keysetNext(cfg, repository, url, body) : null;
+    const continuation = listingNext === null && full && keyset ? keysetNext(cfg, repository, url, body) : null;
     const note: PageNote = {
       next: listingNext ?? continuation,
       ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) } : { full }),
