@@ -45,9 +45,12 @@ export function outboundUrlProblem(raw: string, allowPrivate: boolean): string |
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http(s) URL';
   if (url.username || url.password) return 'must not carry credentials';
-  if (allowPrivate) return null;
+  // Nothing answers there: refused now rather than failing every attempt later.
+  if (url.port === '0') return 'must not name port 0';
   // A name's absolute form (`localhost.`, with its root's trailing dot) names the same host.
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '').toLowerCase();
+  if (!isIP(host) && host.split('.').includes('')) return 'must not have an empty label in its host name (such as `a..b`)';
+  if (allowPrivate) return null;
   const internal = isIP(host) ? !isPublicAddress(host) : host === 'localhost' || host.endsWith('.localhost');
   return internal ? 'must not point at a loopback, private or link-local address' : null;
 }

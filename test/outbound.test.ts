@@ -22,6 +22,11 @@ describe('which addresses outbound requests may reach', () => {
     expect(outboundUrlProblem('ftp://example.com/hook', false)).toMatch(/http/);
     expect(outboundUrlProblem('https://user:pw@example.com/hook', false)).toMatch(/credentials/);
     expect(outboundUrlProblem('not a url', false)).toMatch(/absolute/);
+    // Nothing can be reached there, whether private addresses are allowed or not.
+    for (const allowPrivate of [false, true]) {
+      expect(outboundUrlProblem('http://example.com:0/hook', allowPrivate)).toMatch(/port 0/);
+      for (const url of ['http://hooks..example.com/', 'http://.example.com/', 'https://a..b:8443/x']) expect(outboundUrlProblem(url, allowPrivate), url).toMatch(/empty label/);
+    }
     for (const url of ['http://127.0.0.1/', 'http://[::1]/', 'http://[::ffff:a00:1]/', 'http://[::7f00:1]/', 'http://localhost:8080/', 'http://api.localhost/', 'http://localhost./', 'http://api.localhost../', 'http://LOCALHOST.:8080/']) {
       expect(outboundUrlProblem(url, false), url).toMatch(/loopback, private or link-local/);
       expect(outboundUrlProblem(url, true), url).toBeNull();
