@@ -124,6 +124,10 @@ async function refuseBlocked(deps: CommandDeps, connection: ConnectionRow, block
   if (blockers.purge_id) throw purgeInProgress(blockers.purge_id);
   const { status } = blockers;
   if (status === null) throw notFound('no connection with that id');
+  if (status === 'needs_reauth') {
+    // A resume would make it active with the grant the provider refused: new credentials end it.
+    throw new CommandRefused('conflict', 'connection_needs_reauth', 'the connection needs new credentials (its OAuth grant was refused); complete its connect flow or PATCH its credentials');
+  }
   if (status !== 'active') {
     throw new CommandRefused('conflict', `connection_${status}`, `the connection is ${status}; resume it first`);
   }

@@ -109,7 +109,7 @@ const syncNow = createRoute({
     202: jsonAnswer(SyncAcceptedSchema, 'The job that runs the sync'),
     ...bodyErrorResponses,
     404: notFound,
-    409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid', 'purge_in_progress', 'connection_paused', 'connection_disabled', 'circuit_breaker_open', 'invalid_connection_config'),
+    409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, waiting for new credentials after the provider refused its OAuth grant (`connection_needs_reauth`), or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid', 'purge_in_progress', 'connection_paused', 'connection_disabled', 'connection_needs_reauth', 'circuit_breaker_open', 'invalid_connection_config'),
   },
 });
 

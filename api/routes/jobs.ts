@@ -30,7 +30,7 @@ const schedule = createRoute({
     202: jsonAnswer(JobSchema, 'Accepted (or the job of an earlier request with the same Idempotency-Key)'),
     ...bodyErrorResponses,
     404: notFound,
-    409: conflict('Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, the key reused for another request, or the stored config is invalid', 'circuit_breaker_open', 'connection_paused', 'connection_disabled', 'backfill_in_progress', 'idempotency_key_reused', 'invalid_connection_config'),
+    409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused by the circuit breaker (with the alert), paused or disabled, waiting for new credentials after the provider refused its OAuth grant (`connection_needs_reauth`), a backfill already active, the key reused for another request, or the stored config is invalid', 'purge_in_progress', 'circuit_breaker_open', 'connection_paused', 'connection_disabled', 'connection_needs_reauth', 'backfill_in_progress', 'idempotency_key_reused', 'invalid_connection_config'),
   },
 });
 const get = createRoute({

@@ -2972,7 +2972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid */
+            /** @description Being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, waiting for new credentials after the provider refused its OAuth grant (`connection_needs_reauth`), or paused by the circuit breaker (then with `paused_until` and the open alert), or its stored config is invalid */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3135,7 +3135,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also when the connection is disabled or its deletion begins while it runs (the sync is cancelled), and `immediate_sync_running` while an immediate sync of the connection runs (one at a time) */
+            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`), paused, disabled, waiting for new credentials after the provider refused its OAuth grant (`connection_needs_reauth`), or paused by its circuit breaker (then with `paused_until` and the open alert), also for `immediate`; for `immediate`, also when the connection is disabled or its deletion begins while it runs (the sync is cancelled), and `immediate_sync_running` while an immediate sync of the connection runs (one at a time) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3327,7 +3327,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Paused by the circuit breaker (with the alert), paused or disabled, a backfill already active, the key reused for another request, or the stored config is invalid */
+            /** @description Being deleted (`purge_in_progress`, with `purge_id`), paused by the circuit breaker (with the alert), paused or disabled, waiting for new credentials after the provider refused its OAuth grant (`connection_needs_reauth`), a backfill already active, the key reused for another request, or the stored config is invalid */
             409: {
                 headers: {
                     [name: string]: unknown;
