@@ -2,8 +2,9 @@
 // SYNCTIDE_API_KEY), then a JSON config file ({"url": …, "api_key": …}) named by `--config` or
 // SYNCTIDE_CONFIG, else $XDG_CONFIG_HOME/synctide/config.json (~/.config/synctide/config.json).
 // There is no flag for the key: a key on a command line is left in shell history and `ps`. The key
-// is never printed, not even in errors; `synctide config` says only where it came from. The URL
-// must be http or https and carry no user name or password.
+// is never printed, not even in errors; `synctide config` says only where it came from. The key
+// must be one token a header can carry; the URL must be http or https and carry no user name or
+// password.
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +67,13 @@ export function resolveSettings(flags: { url?: string; config?: string }, env: N
   const apiKey = pick(undefined, '', 'SYNCTIDE_API_KEY', file?.api_key);
   if (!url) throw usage(`no API URL: set SYNCTIDE_URL, pass --url, or put "url" in ${path}`);
   if (!apiKey) throw usage(`no API key: set SYNCTIDE_API_KEY or put "api_key" in ${path}`);
+  // A key goes in a header, which carries one token of visible characters (surrounding blanks, such
+  // as a file's trailing newline, are dropped as fetch drops them). fetch's own refusal of another
+  // would quote the whole header, key included: refused here naming only where the key came from.
+  const key = apiKey[0].trim();
+  if (!/^[\x21-\x7e\x80-\xff]+$/.test(key)) {
+    throw usage(`the API key from ${apiKey[1]} is not one token of visible characters (it holds a blank, a control character or a character past U+00FF); the key is not shown`);
+  }
   let parsedUrl: URL;
   try {
     parsedUrl = new URL(url[0]);
@@ -78,7 +86,7 @@ export function resolveSettings(flags: { url?: string; config?: string }, env: N
   if (parsedUrl.username !== '' || parsedUrl.password !== '') throw usage(`the API URL from ${url[1]} must not carry a user name or password (user:password@)`);
   return {
     url: url[0].replace(/\/+$/, ''),
-    apiKey: apiKey[0],
+    apiKey: key,
     sources: { url: url[1], apiKey: apiKey[1] },
     ...(file && { file: path }),
   };

@@ -1,0 +1,77 @@
+// The `synctide` process at its edges, run as its own process (`node --import tsx cli/main.ts`,
+// as bin/synctide.js runs it) against the real API app on Postgres over HTTP (no Temporal: no
+// request here reaches it): a key no request can carry.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HttpServer } from '../lib/http';
+import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { useTestDatabase } from './helpers/database';
+
+const ROOT = join(import.meta.dirname, '..');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+describe('the synctide process', () => {
+  const db = useTestDatabase();
+  let api: HttpServer;
+  let home: string;
+
+  beforeAll(async () => {
+    ({ server: api } = await listenWithoutTemporal(db.pool, 'cli-process'));
+    // HOME (and so ~/.config/synctide) is an empty folder: no stray config file is read.
+    home = await mkdtemp(join(tmpdir(), 'synctide-cli-process-'));
+  });
+  afterAll(async () => {
+    await api?.close();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  /** Starts the CLI with `args`; the env names the test API and admin key unless `env` says otherwise. */
+  function start(args: string[], env: Record<string, string | undefined> = {}): { child: ChildProcess; done: Promise<Run> } {
+    const childEnv: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: api.url, SYNCTIDE_API_KEY: TEST_API_KEY };
+    for (const [name, value] of Object.entries(env)) {
+      if (value === undefined) delete childEnv[name];
+      else childEnv[name] = value;
+    }
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const done = new Promise<Run>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    return { child, done };
+  }
+
+  const cli = (args: string[], env: Record<string, string | undefined> = {}) => start(args, env).done;
+
+  it('refuses a key no request header can carry with exit 2, naming where it came from and never printing it', async () => {
+    const file = join(home, 'two-line-key.json');
+    // Each key's parts, which no output may hold: a key of two lines, one with a character past
+    // U+00FF, one with a control character.
+    const parts = [['first-half-of-the-key', 'second-half-of-the-key'], ['snowman-', '-in-the-key'], ['a-control-', '-character']];
+    const keys = [parts[0]!.join('\n'), parts[1]!.join('\u2603'), parts[2]!.join('\u0001')];
+    await writeFile(file, JSON.stringify({ url: api.url, api_key: keys[0] }));
+    const runs = await Promise.all([
+      cli(['connections', 'list'], { SYNCTIDE_API_KEY: keys[0] }),
+      cli(['connections', 'list', '--json'], { SYNCTIDE_API_KEY: keys[1] }),
+      cli(['jobs', 'list'], { SYNCTIDE_API_KEY: keys[2] }),
+      cli(['connections', 'list', '--config', file], { SYNCTIDE_API_KEY: undefined, SYNCTIDE_URL: undefined }),
+    ]);
+    for (const [i, run] of runs.entries()) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr, run.stderr).toMatch(i === 3 ? new RegExp(`the API key from ${file} `) : /the API key from SYNCTIDE_API_KEY /);
+      for (const part of parts.flat()) expect(run.stdout + run.stderr).not.toContain(part);
+    }
+    expect(JSON.parse(runs[1]!.stderr).error).toMatchObject({ code: 'usage', exit_code: 2 });
+  });
+});
