@@ -6,20 +6,25 @@ import type { Settings } from './config';
 
 export type { SynctideClient };
 
-/** A client for `settings`, each request naming the CLI in its user agent. */
-export function clientFor(settings: Settings, version: string): SynctideClient {
-  return createSynctideClient({ baseUrl: settings.url, apiKey: settings.apiKey, headers: { 'user-agent': `synctide-cli/${version}` } });
+/**
+ * A client for `settings`, each request naming the CLI in its user agent and dropped when `signal`
+ * aborts (Ctrl-C), so no request in flight outlasts the first Ctrl-C.
+ */
+export function clientFor(settings: Settings, version: string, signal?: AbortSignal): SynctideClient {
+  return createSynctideClient({ baseUrl: settings.url, apiKey: settings.apiKey, headers: { 'user-agent': `synctide-cli/${version}` }, ...(signal && { signal }) });
 }
 
 /**
- * The data of a successful answer; an error answer or an unreachable API as a CliError. An error
- * names only the origin of `baseUrl` (scheme, host, port), never the URL as configured.
+ * The data of a successful answer; an error answer, an unreachable API or a request dropped by
+ * Ctrl-C (exit 130) as a CliError. An error names only the origin of `baseUrl` (scheme, host,
+ * port), never the URL as configured.
  */
 export async function answer<T>(baseUrl: string, request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   let result: { data?: T; error?: unknown; response: Response };
   try {
     result = await request;
   } catch (err) {
+    if ((err as Error).name === 'AbortError') throw new CliError('interrupted', EXIT.interrupted, 'interrupted');
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     throw new CliError(`cannot reach ${new URL(baseUrl).origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.failure);
   }

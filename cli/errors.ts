@@ -21,7 +21,7 @@ export const EXIT = {
   limited: 6,
   /** A job the command waited for ended failed or cancelled. */
   jobFailed: 7,
-  /** Stopped by Ctrl-C (SIGINT) while waiting or following; what was running on the server goes on. */
+  /** Stopped by Ctrl-C (SIGINT): a request in flight dropped, a wait or a follow stopped; what was running on the server goes on. */
   interrupted: 130,
 } as const;
 

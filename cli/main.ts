@@ -1,5 +1,6 @@
 // The `synctide` process: runs the command line with the real streams and environment, Ctrl-C
-// aborting what waits or follows (a second Ctrl-C exits at once), and exits with its code.
+// aborting the request in flight and what waits or follows (a second Ctrl-C exits at once), and
+// exits with its code.
 import { run } from './run';
 
 const controller = new AbortController();

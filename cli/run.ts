@@ -138,7 +138,7 @@ export async function run(argv: string[], io: Omit<Output, 'json'> & { env: Node
     }
     if (args.some((a) => a === '')) throw usage(`an argument is empty; usage: ${usageLine(command)}`);
     const settings = resolveSettings({ url: parsed.values.url as string | undefined, config: parsed.values.config as string | undefined }, io.env);
-    const client = clientFor(settings, VERSION);
+    const client = clientFor(settings, VERSION, io.signal);
     const code = await command.run({ client, settings, out, signal: io.signal }, parsed.values as FlagValues, args);
     return code ?? EXIT.ok;
   } catch (err) {

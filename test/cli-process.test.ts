@@ -1,6 +1,7 @@
 // The `synctide` process at its edges, run as its own process (`node --import tsx cli/main.ts`,
 // as bin/synctide.js runs it) against the real API app on Postgres over HTTP (no Temporal: no
-// request here reaches it): a key no request can carry.
+// request here reaches it), or a server that never answers: a key no request can carry, and Ctrl-C
+// while a request is in flight.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
+import { serve } from './helpers/fake-server';
+import { eventually } from './helpers/worker';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -73,5 +76,22 @@ describe('the synctide process', () => {
       for (const part of parts.flat()) expect(run.stdout + run.stderr).not.toContain(part);
     }
     expect(JSON.parse(runs[1]!.stderr).error).toMatchObject({ code: 'usage', exit_code: 2 });
+  });
+
+  it('stops a command at the first Ctrl-C while its request goes unanswered: exit 130', async () => {
+    // An API that takes the request and never answers it.
+    const silent = await serve(() => undefined);
+    const { child, done } = start(['connections', 'list'], { SYNCTIDE_URL: silent.url });
+    try {
+      await eventually(async () => (silent.requests.length > 0 ? true : undefined));
+      child.kill('SIGINT');
+      const run = await done;
+      expect(run.code, run.stderr).toBe(130);
+      expect(run.stderr).toMatch(/^synctide: interrupted/);
+      expect(run.stdout).toBe('');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await silent.close();
+    }
   });
 });
