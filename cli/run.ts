@@ -88,7 +88,10 @@ export async function run(argv: string[], io: Omit<Output, 'json'> & { env: Node
   const words = loose.positionals;
   try {
     if (words[0] === 'help') {
-      io.stdout.write(`${helpText(words.slice(1))}\n`);
+      const group = words.slice(1);
+      if (group.length === 1 && group[0] === 'config') return showConfig(out, argv, io.env, true);
+      if (group.length > 0 && !COMMANDS.some((c) => startsWith(c, group))) throw usage(`unknown command "${group.join(' ')}" (synctide --help lists them)`);
+      io.stdout.write(`${helpText(group)}\n`);
       return EXIT.ok;
     }
     if (words.length === 0) {

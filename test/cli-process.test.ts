@@ -1,7 +1,7 @@
 // The `synctide` process at its edges, run as its own process (`node --import tsx cli/main.ts`,
 // as bin/synctide.js runs it) against the real API app on Postgres over HTTP (no Temporal: no
-// request here reaches it), or a server that never answers: a key no request can carry, and Ctrl-C
-// while a request is in flight.
+// request here reaches it), or a server that never answers: a key no request can carry, Ctrl-C
+// while a request is in flight, and help for a group that does not exist.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -93,5 +93,18 @@ describe('the synctide process', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await silent.close();
     }
+  });
+
+  it('answers help for a group that does not exist with exit 2, as an unknown command, and help config with the help of config', async () => {
+    const [unknown, known, config] = await Promise.all([cli(['help', 'frobnicate']), cli(['help', 'webhooks']), cli(['help', 'config'])]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toContain('unknown command "frobnicate" (synctide --help lists them)');
+    expect(known.code).toBe(0);
+    expect(known.stdout).toContain('webhooks create');
+    // `config` is a command of its own: its help, as `config --help` gives it.
+    expect(config.code).toBe(0);
+    expect(config.stdout).toMatch(/^Usage: synctide config\n/);
+    expect(config.stdout).not.toContain('Commands:');
   });
 });
