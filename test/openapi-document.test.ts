@@ -67,6 +67,13 @@ describe('the OpenAPI document', () => {
     });
   });
 
+  it('declares every tag an operation or event uses, each with a description', async () => {
+    const doc = await served();
+    const used = new Set([...operations(doc), ...Object.values(doc.webhooks as Record<string, Json>).map((item) => ['', item.post] as [string, Json])].flatMap(([, op]) => op.tags as string[]));
+    const declared = Object.fromEntries((doc.tags as Json[]).map((tag) => [tag.name, tag.description]));
+    expect([...used].filter((tag) => !declared[tag])).toEqual([]);
+  });
+
   it("gives error.code as the enum of the API's codes", async () => {
     const doc = await served();
     expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual([...API_ERROR_CODES]);

@@ -101,7 +101,8 @@ const DOCUMENT_CONFIG = {
     { name: 'jobs', description: 'Sync jobs: status, progress, backfills, cancellation' },
     { name: 'records', description: "A connection's change feed" },
     { name: 'webhooks', description: 'Subscriptions to events, and their deliveries' },
-    { name: 'tenants', description: 'Tenant API keys and the audit log (admin only)' },
+    { name: 'tenants', description: 'Tenant API keys, limits and the audit log (admin only)' },
+    { name: 'oauth', description: "A tenant's OAuth apps and the connect flow that gives a connection OAuth 2 credentials" },
     { name: 'operations', description: 'Probes and metrics' },
   ],
 };
