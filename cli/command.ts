@@ -104,7 +104,7 @@ export function jsonFlag(flags: FlagValues, name: string, readStdin: () => strin
 
 /** The common paging flags of list commands. */
 export const PAGING: Record<string, Flag> = {
-  limit: { type: 'string', value: '<n>', description: 'Items per page (the API caps it)' },
+  limit: { type: 'string', value: '<n>', description: 'Items per page, 1 to 200 (the API refuses more)' },
   cursor: { type: 'string', value: '<cursor>', description: 'Start from this next_cursor' },
   all: { type: 'boolean', description: 'Follow next_cursor and list every page' },
 };
