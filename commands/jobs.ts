@@ -286,8 +286,9 @@ export function listJobs(deps: CommandDeps, input: ListJobsInput): Promise<{ row
  * connection's workflow is started again (unless the connection is disabled). A requested job
  * still queued whose workflow has not started (its start is under way, or failed and waits for the
  * reconcile tick) is cancelled here too: a workflow that starts later claims nothing of a
- * cancelled job. Refuses a finished job, and (`job_starting`: retry in a moment) a requested job
- * that is neither queued nor run by a workflow just now.
+ * cancelled job. So is a requested job claimed by a workflow that is no longer running
+ * (terminated, say): nothing starts a claimed job's workflow again, so none would ever run or
+ * cancel it. Refuses a finished job.
  */
 export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> {
   const job = await jobs.findJob(deps.pool, id);
@@ -306,7 +307,12 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
     if (await endJob(deps, id, 'cancelled', true)) return (await jobs.findJob(deps.pool, id)) ?? job;
     // Claimed meanwhile by its workflow, which started just after the first look: cancelled through it.
     if (await cancelJobWorkflow(deps.temporal, id)) return job;
-    throw new CommandRefused('conflict', 'job_starting', 'the job is starting; retry in a moment');
+    // Claimed, and its workflow is no longer running: cancelled here.
+    if (await endJob(deps, id, 'cancelled over the API; the workflow that ran it was no longer running')) {
+      return (await jobs.findJob(deps.pool, id)) ?? job;
+    }
+    const status = (await jobs.findJobStatus(deps.pool, id)) ?? 'deleted';
+    throw new CommandRefused('conflict', 'job_finished', `the job has already finished (${status})`);
   }
   if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, job.scheduler_run_id, cancelJobSignal)) return job;
   await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');

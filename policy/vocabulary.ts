@@ -150,7 +150,6 @@ export const API_ERROR_CODES = [
   'backfill_in_progress',
   'immediate_sync_running',
   'job_finished',
-  'job_starting',
   'delivery_pending',
   'cursor_expired',
   'payload_too_large',

@@ -11,7 +11,7 @@ import { reapStaleTasks } from '../activities/reap-stale-tasks';
 import { reconcileConnections } from '../activities/reconcile-connections';
 import { presentJob } from '../api/present';
 import type { CommandDeps } from '../commands/deps';
-import { getJob, requestJob, type JobRequest } from '../commands/jobs';
+import { cancelJob, getJob, requestJob, type JobRequest } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { Client } from '@temporalio/client';
@@ -133,6 +133,32 @@ describe('a job failed as abandoned counts the tasks it failed in failed_tasks (
     const { rows } = await db.pool.query<{ task_id: string }>('select task_id from sync_seen order by task_id');
     expect(rows).toEqual([{ task_id: other }]);
   });
+});
+
+describe('POST /jobs/:id/cancel of a requested job whose workflow is no longer running', () => {
+  // Its sync-job workflow was terminated (`temporal workflow terminate`) after it claimed the job:
+  // no workflow will ever run or cancel it, so the cancel ends it at once, as it ends a scheduler
+  // job whose connection run is gone.
+  for (const status of ['running', 'retrying'] as const) {
+    it(`ends a ${status} job cancelled at once, with its open tasks and its sync.cancelled event`, async () => {
+      const conn = await connection();
+      const jobId = await insertJob(conn, { status, trigger: 'api' });
+      await insertTask(jobId, 'issues', 'completed');
+      await insertTask(jobId, 'users', status === 'running' ? 'processing' : 'pending', new Date());
+      await db.pool.query(
+        `insert into webhooks (tenant_id, url, event_types, secret) values ('acme', 'http://127.0.0.1:9/hook', '{sync.cancelled,sync.failed}', 'whsec_x')`,
+      );
+      const temporal = fakeTemporal(new Set([`connection:${conn}`]));
+
+      const answered = await cancelJob(commandDeps(temporal.client), jobId);
+      expect(answered.id).toBe(jobId);
+      expect(await jobRow(jobId)).toMatchObject({ status: 'cancelled' });
+      const { rows: tasks } = await db.pool.query('select resource_type, status from sync_tasks where job_id = $1 order by resource_type', [jobId]);
+      expect(tasks).toEqual([{ resource_type: 'issues', status: 'completed' }, { resource_type: 'users', status: 'cancelled' }]);
+      const { rows: events } = await db.pool.query(`select event_type from webhook_events where payload->'job'->>'id' = $1`, [jobId]);
+      expect(events.map((e) => e.event_type)).toEqual(['sync.cancelled']);
+    });
+  }
 });
 
 describe('Idempotency-Key of POST /jobs/schedule', () => {

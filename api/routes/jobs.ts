@@ -47,13 +47,13 @@ const list = createRoute({
 });
 const cancel = createRoute({
   method: 'post', path: '/jobs/{id}/cancel', tags, summary: 'Cancel a queued, running or waiting job', operationId: 'cancelJob',
-  description: 'Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a requested job whose workflow has not started yet) and sends `sync.cancelled` to subscribed webhooks.',
+  description: 'Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a job whose workflow has not started yet or is no longer running) and sends `sync.cancelled` to subscribed webhooks.',
   request: { params: IdParams },
   responses: {
-    202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a requested job whose workflow had not started)'),
+    202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a job whose workflow had not started or was no longer running)'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The job has already finished (`job_finished`), or it was requested and its workflow is just taking it over (`job_starting`: retry in a moment)', 'job_finished', 'job_starting'),
+    409: conflict('The job has already finished (`job_finished`)', 'job_finished'),
   },
 });
 

@@ -36,7 +36,6 @@ const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   backfill_in_progress: 'a backfill of this connection is still active; retry when it has finished',
   immediate_sync_running: 'an immediate sync of this connection is already running; wait for its answer',
   job_finished: 'the job has already finished (completed)',
-  job_starting: 'the job is starting; retry in a moment',
   delivery_pending: 'the delivery is still being attempted',
   cursor_expired: 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)',
   payload_too_large: 'the request body exceeds 1048576 bytes (1 MiB)',

@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a queued, running or waiting job
-         * @description Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a requested job whose workflow has not started yet) and sends `sync.cancelled` to subscribed webhooks.
+         * @description Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a job whose workflow has not started yet or is no longer running) and sends `sync.cancelled` to subscribed webhooks.
          */
         post: operations["cancelJob"];
         delete?: never;
@@ -857,7 +857,7 @@ export interface components {
                  * @example not_found
                  * @enum {string}
                  */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "job_starting" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "busy" | "unavailable" | "internal" | "error";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "busy" | "unavailable" | "internal" | "error";
                 /** @example no job with that id */
                 message: string;
             } & {
@@ -3676,7 +3676,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a requested job whose workflow had not started) */
+            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a job whose workflow had not started or was no longer running) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -3728,7 +3728,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The job has already finished (`job_finished`), or it was requested and its workflow is just taking it over (`job_starting`: retry in a moment) */
+            /** @description The job has already finished (`job_finished`) */
             409: {
                 headers: {
                     [name: string]: unknown;
