@@ -3,7 +3,7 @@ import { setImmediate } from 'node:timers/promises';
 import { cutText, DEFAULT_PROVIDER_POLICY, providerText, redactSecrets } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
-import { exactJson, JsonNumber } from '../policy/exact-json';
+import { exactJson, JsonNumber, STORED_MAX_FRACTION_DIGITS, STORED_MAX_WHOLE_DIGITS, storedNumberLength } from '../policy/exact-json';
 import { storableText } from '../policy/storable-text';
 
 /** What a task already fetched before this run of its paging loop (a resumed task counts on). */
@@ -37,7 +37,8 @@ const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
  * (`storableValue`: a provider may send `\u0000` or a lone surrogate, which Postgres refuses), a
  * change time is stored as the instant the connector read (`storableChangeTime`: Postgres refuses
  * some text JavaScript reads, such as an impossible day, or reads it otherwise; no change time when
- * it lies outside years 1-9999), and a record larger than `maxRecordBytes` as JSON fails the task
+ * it lies outside years 1-9999), and a record larger than `maxRecordBytes` as JSON with its numbers
+ * written out in full (`storedSize`), or holding a number the database cannot store, fails the task
  * (one oversized record must not fill a worker's memory and the database; retrying would fetch it
  * again). Every record a task stores passes here: a listing's pages (`pagesOf`) and the records a
  * full pass's deletion step finds alive by looking them up (`recheck`), which would otherwise fail
@@ -46,7 +47,14 @@ const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
 export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string, secrets: () => readonly string[] = () => []): ConnectorRecord[] {
   return records.map((record) => {
     const json = recordJson(record, resource, secrets);
-    if (Buffer.byteLength(json) > maxRecordBytes) {
+    const size = storedSize(json);
+    if ('unstorable' in size) {
+      throw new Permanent(
+        `record '${quotedId(record, secrets)}' of '${resource}' holds a number the database cannot store ` +
+          `(more than ${STORED_MAX_WHOLE_DIGITS} digits before the point or ${STORED_MAX_FRACTION_DIGITS} after it): ${cutText(size.unstorable, 40)}`,
+      );
+    }
+    if (size.bytes > maxRecordBytes) {
       throw new Permanent(`record '${quotedId(record, secrets)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
     const id = String(record.externalId);
@@ -55,6 +63,32 @@ export function storableRecords(records: ConnectorRecord[], maxRecordBytes: numb
     if (mayNeedChange) return { ...record, externalId: storableValue(record.externalId), updatedAt, data: storableValue(record.data) };
     return updatedAt === record.updatedAt ? record : { ...record, updatedAt };
   });
+}
+
+/**
+ * Whether JSON text may hold a number the database writes out longer than it is written: one with
+ * an exponent, or one of more digits than the database holds (positional numbers are stored as
+ * written, or shorter).
+ */
+const MAY_BE_STORED_LONGER = new RegExp(`\\d[eE][+-]?\\d|\\d{${STORED_MAX_FRACTION_DIGITS + 1}}`);
+/** A JSON string or number token, strings matched whole so no number is read inside one. */
+const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+/**
+ * The bytes of a record's `json` with every number as the database stores and prints it, written
+ * out in full (`storedNumberLength`: `1e100000` is 100,001 bytes, which the feed serves and sizes
+ * its pages by), or the first number the database cannot store at all.
+ */
+function storedSize(json: string): { bytes: number } | { unstorable: string } {
+  let bytes = Buffer.byteLength(json);
+  if (!MAY_BE_STORED_LONGER.test(json)) return { bytes };
+  for (const [token] of json.matchAll(STRING_OR_NUMBER)) {
+    if (token.startsWith('"')) continue;
+    const length = storedNumberLength(token);
+    if (length === null) return { unstorable: token };
+    bytes += length - token.length;
+  }
+  return { bytes };
 }
 
 /** Most characters of a record's id a failure quotes. */

@@ -62,3 +62,31 @@ export function exactJson(value: unknown): string {
 
 /** The text of a number read by `parseExactJson` (a number or a `JsonNumber`), as its provider wrote it when JSON.parse would not keep it. */
 export const numberText = (value: number | JsonNumber): string => (value instanceof JsonNumber ? value.text : String(value));
+
+/** Most digits Postgres's numeric, which jsonb's numbers are, holds before the decimal point. */
+export const STORED_MAX_WHOLE_DIGITS = 131072;
+/** Most digits Postgres's numeric holds after the decimal point. */
+export const STORED_MAX_FRACTION_DIGITS = 16383;
+
+const NUMBER_PARTS = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * How many characters JSON number `text` is as Postgres stores and prints it in jsonb (numeric:
+ * every digit written out, no exponent, as many digits after the point as written less the
+ * exponent: `1e400` is 401 characters, `1.50e1` is `15.0`), or null for a number numeric does not
+ * hold (more than STORED_MAX_WHOLE_DIGITS before the point, or STORED_MAX_FRACTION_DIGITS after it).
+ */
+export function storedNumberLength(text: string): number | null {
+  const parts = NUMBER_PARTS.exec(text);
+  if (!parts) throw new SyntaxError(`not a JSON number: ${text.slice(0, 40)}`);
+  const [, sign = '', whole = '', fraction = '', written = '0'] = parts;
+  const exponent = Number(written);
+  if (!Number.isSafeInteger(exponent)) return null;
+  const digits = whole + fraction;
+  const leadingZeros = /^0*/.exec(digits)![0].length;
+  const zero = leadingZeros === digits.length;
+  const wholeDigits = zero ? 0 : Math.max(0, whole.length + exponent - leadingZeros);
+  const fractionDigits = Math.max(0, fraction.length - exponent);
+  if (wholeDigits > STORED_MAX_WHOLE_DIGITS || fractionDigits > STORED_MAX_FRACTION_DIGITS) return null;
+  return (zero ? 0 : sign.length) + Math.max(1, wholeDigits) + (fractionDigits > 0 ? 1 + fractionDigits : 0);
+}

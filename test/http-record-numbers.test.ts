@@ -5,10 +5,13 @@
 // digits, and a change in them alone would not be seen. Runs the sync activity directly against
 // real Postgres and a fake provider on 127.0.0.1 that writes its JSON by hand, and reads the feed
 // through the real API app (no Temporal behind it: a feed read never reaches Temporal).
+import type { ApplicationFailure } from '@temporalio/common';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { storedNumberLength } from '../policy/exact-json';
 import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
 import { createHttpConnection, runPass } from './helpers/http-sync';
 
@@ -90,5 +93,63 @@ describe('http connector: numbers in record data', () => {
     expect(asked).toEqual([null, '12345678901234567891']);
     const { rows } = await db.pool.query<{ external_id: string }>('select external_id from records where connection_id = $1 order by external_id', [connectionId]);
     expect(rows.map((r) => r.external_id)).toEqual(['p1', 'p2']);
+  });
+});
+
+describe('http connector: numbers the database would print otherwise than the record measures', () => {
+  /** A pass over one record whose JSON the fake provider writes as `record` (an object's inner text); the failure, if any. */
+  const passOver = async (record: string, providers = TEST_PROVIDER_POLICY) => {
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"items": [{"id": "a", ${record}, "updated_at": "${OLD}"}]}`);
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      `printed-${Math.random().toString(36).slice(2)}`,
+    );
+    const { deps } = testActivityDeps({ pool: db.pool, providers });
+    const failure = await runPass(deps, connectionId, 'items', 'full').then(() => null, (err: unknown) => err as ApplicationFailure);
+    const { rows } = await db.pool.query<{ n: string }>('select count(*)::text as n from records where connection_id = $1', [connectionId]);
+    return { failure, stored: Number(rows[0]!.n) };
+  };
+
+  it('fails for good, naming the record, on a number outside what the database stores (past 131072 digits before the point or 16383 after it)', async () => {
+    for (const number of ['1e131072', '-2.5e131072', '1e-16384', `0.${'0'.repeat(16383)}1`]) {
+      const { failure, stored } = await passOver(`"x": [1, ${number}]`);
+      expect(stored, number).toBe(0);
+      expect(failure?.nonRetryable, `${number}: ${failure?.message}`).toBe(true);
+      expect(failure?.message, number).toMatch(/^record 'a' of 'items' holds a number the database cannot store \(more than 131072 digits before the point or 16383 after it\): [-0-9.e]{1,39}…?$/);
+    }
+    // Just within: stored.
+    expect(await passOver(`"x": [1e131071, 1e-16383]`)).toEqual({ failure: null, stored: 1 });
+  });
+
+  it('counts a number at its size written out in full, as the database stores and prints it, against PROVIDER_MAX_RECORD_BYTES', async () => {
+    // 20 bytes of JSON each, 100,001 bytes written out: the record is 2,000,020 bytes as the feed serves it.
+    const many = Array.from({ length: 20 }, () => '1.0e100000').join(', ');
+    const providers = { ...TEST_PROVIDER_POLICY, maxRecordBytes: 1024 * 1024 };
+    const { failure, stored } = await passOver(`"x": [${many}]`, providers);
+    expect(stored).toBe(0);
+    expect(failure?.nonRetryable, failure?.message).toBe(true);
+    expect(failure?.message).toBe(`record 'a' of 'items' exceeds ${1024 * 1024} bytes (PROVIDER_MAX_RECORD_BYTES)`);
+    // Ten of them (about 1,000,010 bytes written out) fit.
+    expect(await passOver(`"x": [${Array.from({ length: 10 }, () => '1e100000').join(', ')}]`, providers)).toEqual({ failure: null, stored: 1 });
+  });
+});
+
+describe('storedNumberLength', () => {
+  it("is the length of a number as the database stores and prints it in jsonb, or null where the database refuses it", async () => {
+    const exponents = fc.oneof(fc.integer({ min: -20, max: 20 }), fc.integer({ min: -16400, max: -16370 }), fc.integer({ min: 131000, max: 131100 }));
+    const numbers = fc
+      .tuple(fc.boolean(), fc.stringMatching(/^(0|[1-9]\d{0,20})$/), fc.option(fc.stringMatching(/^\d{1,25}$/), { nil: undefined }), fc.option(exponents, { nil: undefined }))
+      .map(([negative, whole, fraction, exponent]) => `${negative ? '-' : ''}${whole}${fraction === undefined ? '' : `.${fraction}`}${exponent === undefined ? '' : `e${exponent}`}`);
+    await fc.assert(
+      fc.asyncProperty(numbers, async (text) => {
+        const printed = await db.pool.query<{ n: number }>('select octet_length(($1::jsonb)::text)::int as n', [text]).then((r) => r.rows[0]!.n, () => null);
+        expect(storedNumberLength(text)).toBe(printed);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
