@@ -1,5 +1,6 @@
 // records tail: follows a connection's change feed with its cursor, like `tail -f`.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parse, stringify } from 'lossless-json';
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
 import { int, seconds, str, type Command } from '../command';
@@ -7,10 +8,18 @@ import { EXIT } from '../errors';
 import { note, when } from '../output';
 
 type Change = components['schemas']['RecordChange'];
+type Page = components['schemas']['RecordPage'];
+
+/**
+ * A page of the feed from its text, every number as the feed wrote it: a record's int64 amount or
+ * long fraction keeps its digits (JSON.parse would give the nearest double). Written back with
+ * `stringify`, each number is its text again and the rest is as JSON.stringify writes it.
+ */
+const readPage = (text: string): Page => parse(text) as Page;
 
 /** A change as one line: `insert  issues/123  2026-11-26 18:00:00  {"title":…}`. */
 export function changeLine(change: Change, withData: boolean): string {
-  const data = withData && change.data !== undefined ? `  ${JSON.stringify(change.data)}` : '';
+  const data = withData && change.data !== undefined ? `  ${stringify(change.data)}` : '';
   return `${change.change.padEnd(6)}  ${change.resource_type}/${change.external_id}  ${when(change.deleted_at ?? change.source_updated_at ?? change.synced_at)}${data}`;
 }
 
@@ -39,20 +48,22 @@ export const recordCommands: Command[] = [
       };
       for (;;) {
         const pageSize = Math.min(1000, max === undefined ? 500 : max - seen);
-        let page: components['schemas']['RecordPage'];
+        let page: Page;
         try {
-          page = await answer(
+          const text = await answer(
             settings.url,
             client.GET('/connections/{id}/records', {
               params: { path: { id: id! }, query: { limit: pageSize, ...(cursor && { cursor }), ...(resourceType && { resource_type: resourceType }) } },
               signal,
+              parseAs: 'text',
             }),
           );
+          page = readPage(text);
         } catch (err) {
           if (signal.aborted) return stop(EXIT.interrupted);
           throw err;
         }
-        for (const change of page.items) out.stdout.write(`${out.json ? JSON.stringify(change) : changeLine(change, flags.data === true)}\n`);
+        for (const change of page.items) out.stdout.write(`${out.json ? stringify(change) : changeLine(change, flags.data === true)}\n`);
         seen += page.items.length;
         cursor = page.next_cursor;
         if (max !== undefined && seen >= max) return stop(EXIT.ok);
