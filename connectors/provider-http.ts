@@ -148,16 +148,14 @@ export function cutText(text: string, max = MAX_ERROR_TEXT): string {
 }
 
 /**
- * The JSON body of a provider answer, its numbers as the provider wrote them (`parseExactJson`). A
- * body that is not JSON (truncated, or a proxy's HTML page) is `Transient`, worth another try:
- * `unreadable` says whose, and the status follows it. A body nested more deeply than it can be read
- * fails for good: another try would read the same.
+ * The JSON body of a provider answer, its numbers as the provider wrote them (`parseExactJson`, which
+ * reads JSON nested at any depth). A body that is not JSON (truncated, or a proxy's HTML page) is
+ * `Transient`, worth another try: `unreadable` says whose, and the status follows it.
  */
 export function jsonBody(answer: { status: number; text: string }, unreadable: string): unknown {
   try {
     return parseExactJson(answer.text);
-  } catch (err) {
-    if (err instanceof RangeError) throw new Permanent(`${unreadable} (${answer.status}): nested too deeply to read (more than thousands of levels of arrays and objects)`);
+  } catch {
     throw new Transient(`${unreadable} (${answer.status})`);
   }
 }

@@ -5,8 +5,10 @@
 // digits alone would not be seen. Record data goes through here on its whole way: read from the
 // provider, written to Postgres (jsonb keeps a number's digits), read back for the feed and
 // answered. The common case costs what JSON.parse and JSON.stringify cost: text with no such
-// number is read by JSON.parse, and a value holding none is written by JSON.stringify. Pure: no I/O.
-import { isSafeNumber, parse, stringify, type NumberStringifier } from 'lossless-json';
+// number is read by JSON.parse, and a value holding none is written by JSON.stringify. Every path
+// reads with JSON.parse and writes with JSON.stringify (twice at most), so what one writes the
+// other reads and writes back at any depth: a record stored is one the feed can serve. Pure: no I/O.
+import { isSafeNumber } from 'lossless-json';
 
 /**
  * A number of JSON text that a double does not hold exactly, kept as its text. Elsewhere than
@@ -17,47 +19,108 @@ export class JsonNumber {
 
   toJSON(): string {
     writtenAsText++;
-    return this.text;
+    return marking === null ? this.text : `${marking}${this.text}`;
   }
 }
 
 /** How many times a JsonNumber was written by JSON.stringify: `exactJson` knows by it whether its value held one. */
 let writtenAsText = 0;
 
+/** While `exactJson` writes a value holding JsonNumbers: what begins each one's string, which no other string of the value begins with. */
+let marking: string | null = null;
+
 /**
  * Whether `text` may hold a number a double does not keep: a run of 16 digits (with or without a
  * point among them) or a three-digit exponent. Numbers of 15 significant digits or fewer within a
- * double's range are read exactly by JSON.parse; anything more is read by `parse` below.
+ * double's range are read exactly by JSON.parse; anything more is looked at number by number.
  */
 const MAY_HOLD_INEXACT = /\d[\d.]{15}|[eE][+-]?\d{3}/;
 
-/** A number JSON.parse reads exactly is the same number here; any other keeps its text. */
-const readNumber = (text: string): number | JsonNumber => (isSafeNumber(text) ? Number(text) : new JsonNumber(text));
+/** A JSON string or number token, strings matched whole so no number is read inside one. */
+const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 
-/** As JSON.parse: of a key written twice, the last value is kept. */
-const lastValue = ({ newValue }: { newValue: unknown }): unknown => newValue;
-
-/**
- * The value of JSON `text`, as JSON.parse reads it but for numbers a double does not hold exactly,
- * which are `JsonNumber`s. Throws a SyntaxError for text that is not JSON, and a RangeError for
- * JSON nested more deeply than the reader can go (thousands of levels).
- */
-export function parseExactJson(text: string): unknown {
-  if (!MAY_HOLD_INEXACT.test(text)) return JSON.parse(text) as unknown;
-  return parse(text, null, { parseNumber: readNumber, onDuplicateKey: lastValue });
+/** Sets `holder[key]` as an own property (`__proto__` too, as JSON.parse makes it). */
+function setOwn(holder: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
+  else holder[key] = value;
 }
 
-const AS_WRITTEN: NumberStringifier[] = [{ test: (value) => value instanceof JsonNumber, stringify: (value) => (value as JsonNumber).text }];
+/**
+ * `quoted`, the value of JSON text with each number a double does not hold written as a string of
+ * its text, with those strings as JsonNumbers: where `doubles` (the same text's value by JSON.parse)
+ * has a number and `quoted` a string. Walked with a stack of its own, at any depth.
+ */
+function withJsonNumbers(doubles: unknown, quoted: unknown): unknown {
+  if (typeof doubles === 'number') return typeof quoted === 'string' ? new JsonNumber(quoted) : doubles;
+  const pending: [unknown, unknown][] = [[doubles, quoted]];
+  while (pending.length > 0) {
+    const [d, q] = pending.pop()!;
+    if (!d || typeof d !== 'object') continue;
+    const from = d as Record<string, unknown>;
+    const to = q as Record<string, unknown>;
+    for (const key of Object.keys(from)) {
+      const inner = from[key];
+      if (typeof inner === 'number' && typeof to[key] === 'string') setOwn(to, key, new JsonNumber(to[key]));
+      else if (inner && typeof inner === 'object') pending.push([inner, to[key]]);
+    }
+  }
+  return quoted;
+}
+
+/**
+ * The value of JSON `text`, as JSON.parse reads it (a key written twice keeps its last value) but
+ * for numbers a double does not hold exactly, which are `JsonNumber`s. Throws a SyntaxError for
+ * text that is not JSON; reads JSON nested at any depth, as JSON.parse does.
+ */
+export function parseExactJson(text: string): unknown {
+  const doubles = JSON.parse(text) as unknown;
+  if (!MAY_HOLD_INEXACT.test(text)) return doubles;
+  let inexact = false;
+  const quoted = text.replace(STRING_OR_NUMBER, (token) => {
+    if (token.startsWith('"') || isSafeNumber(token)) return token;
+    inexact = true;
+    return `"${token}"`;
+  });
+  return inexact ? withJsonNumbers(doubles, JSON.parse(quoted)) : doubles;
+}
+
+/** How many characters Unicode's private use area (U+E000 to U+F8FF) has: JSON.stringify writes them as they are. */
+const PRIVATE_USE = 0x1900;
+
+/**
+ * Three characters of the private use area that no string of JSON `text` begins with: three that
+ * follow no quote in it (one pass, and at most as many tries as the text has quotes, far fewer
+ * than the 6400^3 such markers).
+ */
+function freshMarker(text: string): string {
+  const taken = new Set<string>();
+  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) taken.add(text.slice(at + 1, at + 4));
+  for (let n = 0; ; n++) {
+    const digit = (place: number) => 0xe000 + (Math.floor(n / PRIVATE_USE ** place) % PRIVATE_USE);
+    const marker = String.fromCharCode(digit(0), digit(1), digit(2));
+    if (!taken.has(marker)) return marker;
+  }
+}
 
 /**
  * `value` as JSON text, as JSON.stringify writes it but for `JsonNumber`s, written as the numbers
- * they hold. Throws a RangeError for a value nested more deeply than the writer can go.
+ * they hold: by JSON.stringify once more, each JsonNumber a string beginning with a marker no other
+ * string begins with, whose quotes and marker are then dropped. Throws a RangeError for a value
+ * nested more deeply than JSON.stringify can go, and nothing it can write.
  */
 export function exactJson(value: unknown): string {
   const before = writtenAsText;
   const text = JSON.stringify(value);
   if (writtenAsText === before) return text;
-  return stringify(value, null, undefined, AS_WRITTEN) as string;
+  const marker = freshMarker(text);
+  let marked: string;
+  marking = marker;
+  try {
+    marked = JSON.stringify(value);
+  } finally {
+    marking = null;
+  }
+  return marked.replace(new RegExp(`"${marker}([^"]*)"`, 'g'), '$1');
 }
 
 /** The text of a number read by `parseExactJson` (a number or a `JsonNumber`), as its provider wrote it when JSON.parse would not keep it. */

@@ -67,6 +67,33 @@ describe('exact JSON', () => {
     expect(exactJson(read)).toBe('{"a":9007199254740993,"b":9007199254740991,"c":0.5,"d":0.12345678901234567890,"e":1e400,"f":2}');
   });
 
+  it('reads and writes JSON holding numbers a double does not hold as deep as JSON.stringify writes any (a record stored is one the feed serves)', () => {
+    // About as deep as JSON.stringify goes (some 4,000 levels), less a margin for the caller's stack.
+    const depth = 3900;
+    for (const [open, close] of [['{"a":', '}'], ['[', ']']]) {
+      const text = `${open!.repeat(depth)}[12345678901234567891,1e400,0.5]${close!.repeat(depth)}`;
+      let value: unknown = [new JsonNumber('12345678901234567891'), new JsonNumber('1e400'), 0.5];
+      for (let i = 0; i < depth; i++) value = open === '[' ? [value] : { a: value };
+      expect(exactJson(value)).toBe(text);
+      expect(exactJson(parseExactJson(text))).toBe(text);
+    }
+  });
+
+  it('writes strings as JSON.stringify does beside JsonNumbers, whatever characters they begin with', () => {
+    // Strings of the characters that mark JsonNumbers while they are written, quotes and digits.
+    const strings = fc.string({ unit: fc.constantFrom('\uE000', '\uE001', '\uE002', '"', '\\', '1', 'x'), maxLength: 5 });
+    const items = fc.array(fc.oneof(strings, numberTexts.map((text) => ({ text }))), { maxLength: 30 });
+    fc.assert(
+      fc.property(items, (list) => {
+        const value = list.map((item) => (typeof item === 'string' ? item : new JsonNumber(item.text)));
+        const expected = `[${list.map((item) => (typeof item === 'string' ? JSON.stringify(item) : item.text)).join(',')}]`;
+        expect(exactJson(value)).toBe(expected);
+        expect(exactJson({ [String(list[0] ?? '')]: value })).toBe(`{${JSON.stringify(String(list[0] ?? ''))}:${expected}}`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('refuses text that is not JSON with a SyntaxError, on both paths', () => {
     expect(() => parseExactJson('{"a": 1,}')).toThrow(SyntaxError);
     expect(() => parseExactJson('{"a": 12345678901234567890,}')).toThrow(SyntaxError);

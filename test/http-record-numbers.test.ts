@@ -153,3 +153,26 @@ describe('storedNumberLength', () => {
     );
   });
 });
+
+describe('records feed: deeply nested data', () => {
+  it('serves a record nested as deeply as a record may be, whatever numbers the database prints in it', async () => {
+    // 3,000 levels of objects (within the bound a record is stored by, about 4,000), holding 1e21:
+    // read and written as a double by the connector, printed by the database as 22 digits.
+    const depth = 3000;
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"items": [{"id": "deep", "updated_at": "${OLD}", "x": ${'{"a": '.repeat(depth)}[1e21, 5]${'}'.repeat(depth)}}]}`);
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      'deep-numbers',
+    );
+    await runPass(testActivityDeps({ pool: db.pool }).deps, connectionId, 'items', 'full');
+    const app = apiAppWithoutTemporal(db.pool, 'http-record-numbers');
+    const res = await app.request(`/connections/${connectionId}/records`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+    const text = await res.text();
+    expect(res.status, text.slice(0, 300)).toBe(200);
+    expect(text).toContain(`"a":[1000000000000000000000,5]${'}'.repeat(depth)}`);
+  });
+});
