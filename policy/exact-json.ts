@@ -89,12 +89,15 @@ const PRIVATE_USE = 0x1900;
 
 /**
  * Three characters of the private use area that no string of JSON `text` begins with: three that
- * follow no quote in it (one pass, and at most as many tries as the text has quotes, far fewer
- * than the 6400^3 such markers).
+ * follow no quote in it (one pass, noting only what begins with such a character, and at most as
+ * many tries as the text has quotes, far fewer than the 6400^3 such markers).
  */
 function freshMarker(text: string): string {
   const taken = new Set<string>();
-  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) taken.add(text.slice(at + 1, at + 4));
+  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) {
+    const first = text.charCodeAt(at + 1);
+    if (first >= 0xe000 && first < 0xe000 + PRIVATE_USE) taken.add(text.slice(at + 1, at + 4));
+  }
   for (let n = 0; ; n++) {
     const digit = (place: number) => 0xe000 + (Math.floor(n / PRIVATE_USE ** place) % PRIVATE_USE);
     const marker = String.fromCharCode(digit(0), digit(1), digit(2));

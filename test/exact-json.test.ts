@@ -90,7 +90,8 @@ describe('exact JSON', () => {
         expect(exactJson(value)).toBe(expected);
         expect(exactJson({ [String(list[0] ?? '')]: value })).toBe(`{${JSON.stringify(String(list[0] ?? ''))}:${expected}}`);
       }),
-      { numRuns: 300 },
+      // Strings beginning as the first two markers tried do: the third is taken.
+      { numRuns: 300, examples: [[['\uE000\uE000\uE0001', { text: '12345678901234567891' }, '\uE001\uE000\uE000"']]] },
     );
   });
 
