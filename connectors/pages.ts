@@ -68,9 +68,10 @@ export function storableRecords(records: ConnectorRecord[], maxRecordBytes: numb
 /**
  * Whether JSON text may hold a number the database writes out longer than it is written: one with
  * an exponent, or one of more digits than the database holds (positional numbers are stored as
- * written, or shorter).
+ * written, or shorter). A run of digits is tried from its first digit only: tried at every digit,
+ * each shorter run would be scanned again from each of its digits, work in the square of its length.
  */
-const MAY_BE_STORED_LONGER = new RegExp(`\\d[eE][+-]?\\d|\\d{${STORED_MAX_FRACTION_DIGITS + 1}}`);
+const MAY_BE_STORED_LONGER = new RegExp(`\\d[eE][+-]?\\d|(?<!\\d)\\d{${STORED_MAX_FRACTION_DIGITS + 1}}`);
 /** A JSON string or number token, strings matched whole so no number is read inside one. */
 const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 

@@ -421,6 +421,14 @@ describe('bounded responses', () => {
   });
 });
 
+describe('sizing a record as stored', () => {
+  it('takes work in proportion to the record, not to the square of its runs of digits (2 MiB of digit runs just short of the longest number the database holds is sized at once, not after minutes of a blocked worker)', () => {
+    const digits = `${'1'.repeat(16_383)}x`.repeat(128);
+    const record = { externalId: 'r', updatedAt: null, data: { text: digits, n: 1e21 } };
+    expect(storableRecords([record], 4 * 1024 * 1024, 'items')).toEqual([record]);
+  });
+});
+
 describe('provider configuration', () => {
   it('reads PROVIDER_* and IMMEDIATE_SYNC_* into the policy, with the documented defaults', () => {
     expect(providerPolicy(loadConfig({}))).toEqual(DEFAULT_PROVIDER_POLICY);
