@@ -52,6 +52,8 @@ export async function createTestWorker(opts: {
   lanes?: LaneGate;
   /** Webhook delivery settings (testActivityDeps' when omitted). */
   webhooks?: ActivityDeps['webhooks'];
+  /** The workflows it runs (synctideBundle() when omitted; e.g. the patches-off bundle). */
+  workflowBundle?: WorkflowBundle;
 }) {
   const { deps, lines, registry } = testActivityDeps({
     pool: opts.pool,
@@ -70,7 +72,7 @@ export async function createTestWorker(opts: {
     ...(opts.maxCachedWorkflows !== undefined && { maxCachedWorkflows: opts.maxCachedWorkflows }),
     ...(opts.activitySlots !== undefined && { activitySlots: opts.activitySlots }),
     ...(opts.lanes && { lanes: opts.lanes }),
-    workflowBundle: await synctideBundle(),
+    workflowBundle: opts.workflowBundle ?? (await synctideBundle()),
     activities: deps,
   });
   return { worker, lines, registry, metrics: deps.metrics };

@@ -6,15 +6,24 @@ import type { JobBookkeeping } from './bookkeeping';
 import { INTERRUPTIONS_PATCH, failureOf, type TaskFailure } from './failures';
 
 // Paging can take long; liveness comes from per-page heartbeats, which also carry cancellation.
-// On cancel the workflow waits for the task to stop (after the page in hand is stored) before its
-// cleanup marks the job cancelled, so no page is fetched after a job shows `cancelled`. One quick
-// retry absorbs a blip (a transient error, a lost worker); beyond that the job's policy decides.
+// On cancel the workflow waits for its running tasks (every task of a batch) to stop, each after
+// the page in hand is stored, before its cleanup marks the job cancelled, so no page is fetched
+// after a job shows `cancelled`. One quick retry absorbs a blip (a transient error, a lost
+// worker); beyond that the job's policy decides.
 const { syncTask } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '60 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '5 seconds', maximumAttempts: 2 },
 });
+
+/**
+ * Marks the workflow versions in which a cancelled batch of tasks (`max_parallel_tasks` > 1) waits
+ * for every one of its tasks to stop before the cancellation reaches the job's cleanup, so no task
+ * of the job reads the provider after the job shows `cancelled`. Asked only when a batch of more
+ * than one task rejects; runs recorded before it replay going on as soon as the first task stopped.
+ */
+export const CANCEL_WAITS_FOR_BATCH_PATCH = 'cancel-waits-for-batch';
 
 /** Runs the job's unfinished tasks once; returns the failures (none: the attempt succeeded). */
 export async function runAttempt(jobId: string, prepared: PreparedJob): Promise<TaskFailure[]> {
@@ -36,7 +45,14 @@ export async function runAttempt(jobId: string, prepared: PreparedJob): Promise<
   };
   // Serially by default; `max_parallel_tasks` in the connection's config allows a bounded batch.
   for (let i = 0; i < prepared.tasks.length; i += prepared.parallelism) {
-    await Promise.all(prepared.tasks.slice(i, i + prepared.parallelism).map(runTask));
+    const batch = prepared.tasks.slice(i, i + prepared.parallelism).map(runTask);
+    try {
+      await Promise.all(batch);
+    } catch (err) {
+      // Cancelled: the batch's other tasks stop too (each after the page in hand is stored).
+      if (batch.length > 1 && patched(CANCEL_WAITS_FOR_BATCH_PATCH)) await Promise.allSettled(batch);
+      throw err;
+    }
   }
   return failures;
 }
