@@ -1,7 +1,8 @@
 // The `synctide` process at its edges, run as its own process (`node --import tsx cli/main.ts`,
 // as bin/synctide.js runs it) against the real API app on Postgres over HTTP (no Temporal: no
 // request here reaches it), or a server that never answers: a key no request can carry, Ctrl-C
-// while a request is in flight, and help for a group that does not exist.
+// while a request is in flight, help for a group that does not exist, and a reader of its output
+// that goes away.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -93,6 +94,24 @@ describe('the synctide process', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await silent.close();
     }
+  });
+
+  it('ends quietly with exit 0 when the reader of its output goes away (records tail | head -1)', async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ('acme', 'demo', 'cli-epipe', 'paused') returning id`,
+    );
+    const id = rows[0]!.id;
+    await db.pool.query(
+      `insert into records (connection_id, resource_type, external_id, data, synced_at, change)
+       select $1, 'items', 'item-' || n, jsonb_build_object('n', n, 'text', repeat('x', 200)), now(), 'insert' from generate_series(1, 3000) n`,
+      [id],
+    );
+    const { child, done } = start(['records', 'tail', id, '--json', '--once']);
+    // The reader takes the first chunk and goes, as `head -1` does: the CLI's next write finds the pipe closed.
+    child.stdout!.once('data', () => child.stdout!.destroy());
+    const run = await done;
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
   });
 
   it('answers help for a group that does not exist with exit 2, as an unknown command, and help config with the help of config', async () => {
