@@ -32,14 +32,17 @@ export const PROVIDER_CREDENTIALS_DOCS: Partial<Record<keyof typeof PROVIDER_CON
 export type ProviderSlug = keyof typeof PROVIDER_CONFIG_SCHEMAS;
 
 /**
- * What `provider`'s connector finds wrong with `config` (naming the offending key, including the
- * rules its schema cannot state, such as a demo `world` that must exist), or null when it accepts it.
+ * What `provider`'s connector finds wrong with `config` about to be stored (naming the offending
+ * key, including the rules its schema cannot state, such as a demo `world` that must exist, and
+ * those only a new or changed config is held to, such as no credential in an http config's fixed
+ * headers), or null when it accepts it.
  */
 export function configProblem(provider: string, config: Record<string, unknown>): string | null {
   if (!connectorSlugs().includes(provider)) return `unknown provider '${provider}' (known: ${connectorSlugs().join(', ')})`;
   try {
-    getConnector(provider).resourceTypes(config);
-    return null;
+    const connector = getConnector(provider);
+    connector.resourceTypes(config);
+    return connector.writeProblem?.(config) ?? null;
   } catch (err) {
     return (err as Error).message;
   }

@@ -699,6 +699,21 @@ export const httpConnector: Connector = {
     return { key: 'base_url', url: parseHttpConfig(config).base_url };
   },
 
+  writeProblem(config) {
+    // Fixed headers are stored and shown as they are (GET /connections answers them, and they
+    // travel with every job): a credential there would be plaintext at rest and in answers. The
+    // credentials hold it, sealed, and `auth` sends it (bearer, basic, or a header of its name).
+    const cfg = parseHttpConfig(config);
+    const carrier = cfg.auth.type === 'header' ? cfg.auth.name.toLowerCase() : null;
+    for (const name of Object.keys(cfg.headers ?? {})) {
+      const lower = name.toLowerCase();
+      if (lower === 'authorization' || lower === carrier) {
+        return `headers.${name}: a credential may not be a fixed header (stored and shown as it is): set \`auth\` (bearer, basic or header) and put it in the connection's credentials, sealed at rest and never shown`;
+      }
+    }
+    return null;
+  },
+
   credentialsProblem(credentials) {
     // A kind the platform turns into a token (the connector then sees `{token}`); others as given.
     if (credentials.kind === 'oauth2_client_credentials') return clientCredentialsProblem(credentials);

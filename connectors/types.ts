@@ -149,6 +149,12 @@ export interface Connector {
   slug: string;
   /** The resource types a connection of this provider syncs, given its config. */
   resourceTypes(config: Record<string, unknown>): string[];
+  /**
+   * What a config about to be stored breaks of the rules only a new or changed config is held to
+   * (a stored one still syncs), naming the key and never quoting a value; null when nothing. The
+   * http connector's: no credential among the fixed request headers.
+   */
+  writeProblem?(config: Record<string, unknown>): string | null;
   fetchPage(input: FetchPageInput): Promise<FetchPageResult>;
   /**
    * Where a connection's requests go, for connectors that use the network: the config key that
