@@ -346,6 +346,9 @@ export async function confirmFetched(
  * The deletion step of a full pass: turns deletion candidates (as `listDeletionCandidates`
  * defines them) into tombstones (`deleted_at`, a new `change_seq`, data kept), under the
  * change-feed lock: every candidate but the `except` ids, or with `only`, just those of them.
+ * A tombstone's `synced_at` is `at` or the record's own, whichever is later: as for every write, it
+ * never moves back (the record's last write may come from a worker whose clock runs ahead), so a
+ * reader filtering by `modified_after` past that write still sees the deletion.
  * Returns how many it tombstoned.
  */
 export async function tombstoneUnseenRecords(
@@ -358,7 +361,7 @@ export async function tombstoneUnseenRecords(
   const except = 'except' in which ? [...which.except] : [];
   if (only !== null && only.length === 0) return 0;
   const { rowCount } = await tx.query(
-    `update records r set deleted_at = $5, synced_at = $5, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+    `update records r set deleted_at = $5, synced_at = greatest(r.synced_at, $5), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
       where ${CANDIDATES}
         and ($6::text[] is null or r.external_id = any($6::text[]))
         and r.external_id <> all($7::text[])`,
@@ -379,7 +382,7 @@ export const DESELECTION_BATCH = 1000;
  * and tombstones those of them that are live, have an id starting with `idPrefix`
  * (empty: all of the type) and with none of `keep` (the prefixes of the partitions the config
  * names again). Each gets `deleted_at`, a new `change_seq` and the `delete` change (data kept),
- * once: a tombstone is not live. The work is bounded by `limit` however many records the type
+ * once: a tombstone is not live. Its `synced_at` never moves back (see `tombstoneUnseenRecords`). The work is bounded by `limit` however many records the type
  * holds (a repository's records among many others' are reached batch by batch). Run under the
  * connection's change-feed lock, taken here (a page stored after it by a pass of an older config
  * re-reads the config under it). Returns how many it tombstoned, how many it visited (fewer than
@@ -400,7 +403,7 @@ export async function tombstoneDeselectedBatch(
         where r.connection_id = $1 and r.resource_type = $3 and r.external_id >= $6 and (r.external_id <> $6 or $6 = '')
         order by r.external_id limit $7),
           done as (
-       update records r set deleted_at = $2, synced_at = $2, change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+       update records r set deleted_at = $2, synced_at = greatest(r.synced_at, $2), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
          from visited v
         where v.goes and r.connection_id = $1 and r.resource_type = $3 and r.external_id = v.external_id and r.deleted_at is null
        returning 1)
