@@ -3,7 +3,7 @@ import { setImmediate } from 'node:timers/promises';
 import { cutText, DEFAULT_PROVIDER_POLICY, providerText, redactSecrets } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
-import { exactJson, JsonNumber, STORED_MAX_FRACTION_DIGITS, STORED_MAX_WHOLE_DIGITS, storedNumberLength } from '../policy/exact-json';
+import { exactJson, JsonNumber, STORED_MAX_FRACTION_DIGITS, STORED_MAX_WHOLE_DIGITS, storedSize } from '../policy/exact-json';
 import { storableText } from '../policy/storable-text';
 
 /** What a task already fetched before this run of its paging loop (a resumed task counts on). */
@@ -63,33 +63,6 @@ export function storableRecords(records: ConnectorRecord[], maxRecordBytes: numb
     if (mayNeedChange) return { ...record, externalId: storableValue(record.externalId), updatedAt, data: storableValue(record.data) };
     return updatedAt === record.updatedAt ? record : { ...record, updatedAt };
   });
-}
-
-/**
- * Whether JSON text may hold a number the database writes out longer than it is written: one with
- * an exponent, or one of more digits than the database holds (positional numbers are stored as
- * written, or shorter). A run of digits is tried from its first digit only: tried at every digit,
- * each shorter run would be scanned again from each of its digits, work in the square of its length.
- */
-const MAY_BE_STORED_LONGER = new RegExp(`\\d[eE][+-]?\\d|(?<!\\d)\\d{${STORED_MAX_FRACTION_DIGITS + 1}}`);
-/** A JSON string or number token, strings matched whole so no number is read inside one. */
-const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
-
-/**
- * The bytes of a record's `json` with every number as the database stores and prints it, written
- * out in full (`storedNumberLength`: `1e100000` is 100,001 bytes, which the feed serves and sizes
- * its pages by), or the first number the database cannot store at all.
- */
-function storedSize(json: string): { bytes: number } | { unstorable: string } {
-  let bytes = Buffer.byteLength(json);
-  if (!MAY_BE_STORED_LONGER.test(json)) return { bytes };
-  for (const [token] of json.matchAll(STRING_OR_NUMBER)) {
-    if (token.startsWith('"')) continue;
-    const length = storedNumberLength(token);
-    if (length === null) return { unstorable: token };
-    bytes += length - token.length;
-  }
-  return { bytes };
 }
 
 /** Most characters of a record's id a failure quotes. */

@@ -156,3 +156,28 @@ export function storedNumberLength(text: string): number | null {
   if (wholeDigits > STORED_MAX_WHOLE_DIGITS || fractionDigits > STORED_MAX_FRACTION_DIGITS) return null;
   return (zero ? 0 : sign.length) + Math.max(1, wholeDigits) + (fractionDigits > 0 ? 1 + fractionDigits : 0);
 }
+
+/**
+ * Whether JSON text may hold a number the database writes out longer than it is written: one with
+ * an exponent, or one of more digits than the database holds (positional numbers are stored as
+ * written, or shorter). A run of digits is tried from its first digit only: tried at every digit,
+ * each shorter run would be scanned again from each of its digits, work in the square of its length.
+ */
+const MAY_BE_STORED_LONGER = new RegExp(`\\d[eE][+-]?\\d|(?<!\\d)\\d{${STORED_MAX_FRACTION_DIGITS + 1}}`);
+
+/**
+ * The bytes of JSON text `json` (a record's) with every number as the database stores and prints
+ * it, written out in full (`storedNumberLength`: `1e100000` is 100,001 bytes, which the feed serves
+ * and sizes its pages by), or the first number the database cannot store at all.
+ */
+export function storedSize(json: string): { bytes: number } | { unstorable: string } {
+  let bytes = Buffer.byteLength(json);
+  if (!MAY_BE_STORED_LONGER.test(json)) return { bytes };
+  for (const [token] of json.matchAll(STRING_OR_NUMBER)) {
+    if (token.startsWith('"')) continue;
+    const length = storedNumberLength(token);
+    if (length === null) return { unstorable: token };
+    bytes += length - token.length;
+  }
+  return { bytes };
+}
