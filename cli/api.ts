@@ -15,8 +15,8 @@ export function clientFor(settings: Settings, version: string, signal?: AbortSig
 }
 
 /**
- * The data of a successful answer; an error answer, an unreachable API or a request dropped by
- * Ctrl-C (exit 130) as a CliError. An error names only the origin of `baseUrl` (scheme, host,
+ * The data of a successful answer; an error answer, an unreachable API, an answer that is not JSON
+ * or a request dropped by Ctrl-C (exit 130) as a CliError. An error names only the origin of `baseUrl` (scheme, host,
  * port), never the URL as configured.
  */
 export async function answer<T>(baseUrl: string, request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
@@ -25,6 +25,8 @@ export async function answer<T>(baseUrl: string, request: Promise<{ data?: T; er
     result = await request;
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw new CliError('interrupted', EXIT.interrupted, 'interrupted');
+    // Reached, but what answered is no API (a web server's page at that URL, say).
+    if (err instanceof SyntaxError) throw new CliError(`the answer of ${new URL(baseUrl).origin} is not JSON: is it the Synctide API's URL?`, EXIT.failure);
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     throw new CliError(`cannot reach ${new URL(baseUrl).origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.failure);
   }

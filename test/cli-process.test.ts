@@ -114,6 +114,21 @@ describe('the synctide process', () => {
     expect(run.code).toBe(0);
   });
 
+  it('says an answer that is not JSON is not the API (not that the API cannot be reached): exit 1', async () => {
+    // A URL that reaches a web server, not the API: a 200 with an HTML page.
+    const page = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!doctype html><title>Welcome</title>');
+    });
+    try {
+      const run = await cli(['connections', 'list'], { SYNCTIDE_URL: page.url });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(`synctide: the answer of ${new URL(page.url).origin} is not JSON: is it the Synctide API's URL?\n`);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('answers help for a group that does not exist with exit 2, as an unknown command, and help config with the help of config', async () => {
     const [unknown, known, config] = await Promise.all([cli(['help', 'frobnicate']), cli(['help', 'webhooks']), cli(['help', 'config'])]);
     expect(unknown.code).toBe(2);
