@@ -269,4 +269,13 @@ describe('the configuration reference (docs/operations.md)', () => {
     expect(configTable()).toContain('| `API_PORT` | `3000` |');
     expect(configTable()).toContain('`RATE_LIMIT_BASE_SECONDS`, `RATE_LIMIT_MAX_SECONDS`, `RATE_LIMIT_JITTER_FACTOR` | `5`, `900`, `0.1` |');
   });
+
+  it('names every path the worker serves on WORKER_METRICS_PORT (the chart probes its /readyz there)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { CONFIG_DOCS } = await import('../lib/config-docs');
+    const worker = readFileSync(new URL('../workers/main.ts', import.meta.url), 'utf8');
+    const paths = ['/metrics', ...[...worker.matchAll(/app\.get\('([^']+)'/g)].map((m) => m[1]!)];
+    expect(paths).toEqual(expect.arrayContaining(['/metrics', '/healthz', '/readyz']));
+    for (const served of paths) expect(CONFIG_DOCS.WORKER_METRICS_PORT.meaning, served).toContain(`\`${served}\``);
+  });
 });
