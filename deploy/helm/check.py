@@ -121,6 +121,13 @@ try:
         job_env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
         check("synctide_owner@" in job_env["DATABASE_MIGRATION_URL"], f"{label}: migrate runs as the schema owner")
         check(("PodDisruptionBudget", "synctide-worker") in kinds and ("PodDisruptionBudget", "synctide-api") in kinds, f"{label}: both PDBs")
+        # Each worker pod's /metrics is scraped on its own: a headless Service names every pod's
+        # address (one DNS name for Prometheus's dns_sd_configs), as a ClusterIP Service could not.
+        metrics = kinds.get(("Service", "synctide-worker-metrics"))
+        check(metrics and metrics["spec"].get("clusterIP") == "None", f"{label}: a headless Service synctide-worker-metrics")
+        if metrics:
+            check(metrics["spec"]["selector"].items() <= worker["spec"]["template"]["metadata"]["labels"].items(), f"{label}: the metrics Service selects the worker pods")
+            check([(p["name"], p["port"], p["targetPort"]) for p in metrics["spec"]["ports"]] == [("metrics", merged["worker"]["metricsPort"], "metrics")], f"{label}: the metrics Service's port is worker.metricsPort")
         for c in (api_c, worker_c, job["spec"]["template"]["spec"]["containers"][0]):
             check(c.get("resources", {}).get("requests"), f"{label}: {c['name']} has resource requests")
         if merged["api"]["hpa"]["enabled"]:
