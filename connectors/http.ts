@@ -74,6 +74,20 @@ const headerName = z
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
 
+/**
+ * A header the connector reads from answers (`rate_limit`): an HTTP field name (RFC 9110 token);
+ * any other name makes every lookup throw.
+ */
+const readHeaderName = z.string({ error: 'must be a header name' }).regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a header name');
+
+/**
+ * A fixed header's value: tabs, visible ASCII and Latin-1 (what Node's HTTP client sends); a line
+ * break or a character past Latin-1 would fail every request. Never quoted: it is the tenant's text.
+ */
+const headerValue = z
+  .string({ error: 'must be a string' })
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be a header value (tabs, visible ASCII and Latin-1 text; no line breaks or other control characters)');
+
 const authSchema = z.discriminatedUnion(
   'type',
   [
@@ -187,7 +201,7 @@ export const httpConfigSchema = z.strictObject({
     .meta({ format: 'uri' }),
   auth: authSchema.default({ type: 'none' }),
   headers: z
-    .record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be header names'), z.string())
+    .record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be header names'), headerValue)
     .superRefine((headers, ctx) => {
       for (const name of Object.keys(headers)) {
         const problem = refusedHeaderProblem(name);
@@ -213,8 +227,8 @@ export const httpConfigSchema = z.strictObject({
   pagination: paginationSchema.default({ type: 'none' }),
   rate_limit: z
     .strictObject({
-      remaining_header: z.string().min(1),
-      reset_header: z.string().min(1),
+      remaining_header: readHeaderName,
+      reset_header: readHeaderName,
       reset_format: z.enum(['epoch_seconds', 'delta_seconds']).default('epoch_seconds'),
     })
     .optional()

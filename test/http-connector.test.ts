@@ -631,6 +631,22 @@ describe('http connector: config', () => {
     expect(parseHttpConfig({ base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } } })).toMatchObject({ auth: { type: 'none' }, pagination: { type: 'none' } });
   });
 
+  it('refuses header names and values no request can carry, naming the key and never the value', () => {
+    const problem = (extra: Config) => configProblem('http', { base_url: baseUrl, resources: { a: { path: '/a', id: 'id' } }, ...extra });
+    // Rate-limit headers are looked up in every answer: a name that is no HTTP token makes each lookup throw.
+    const limits = (remaining: string, reset: string) => ({ rate_limit: { remaining_header: remaining, reset_header: reset } });
+    expect(problem(limits('X-RateLimit Remaining', 'x-ratelimit-reset'))).toBe('http connector: invalid config: rate_limit.remaining_header: must be a header name');
+    expect(problem(limits('x-ratelimit-remaining', 'reset:at'))).toBe('http connector: invalid config: rate_limit.reset_header: must be a header name');
+    expect(problem(limits('X_RateLimit.Remaining', 'x-ratelimit-reset'))).toBeNull();
+    // A fixed header's value goes on every request: a line break or a character past Latin-1 makes each one fail.
+    const value = 'secret-ish\r\nX-Injected: 1';
+    const refused = problem({ headers: { 'X-Client': value } });
+    expect(refused).toMatch(/^http connector: invalid config: headers\.X-Client: must be a header value/);
+    expect(refused).not.toContain('secret-ish');
+    expect(problem({ headers: { 'X-Client': 'caf\u00e9 \u2713' } })).toMatch(/^http connector: invalid config: headers\.X-Client: must be a header value/);
+    expect(problem({ headers: { 'X-Client': 'caf\u00e9\tv1' } })).toBeNull();
+  });
+
   it('declares which listings are consistent (a full sync may delete what they did not serve), and documents the keys in the schema', () => {
     const consistent = (style: string, pagination: Config, extra: Config = {}) => httpConnector.consistentListing!(config(style, pagination, extra), 'customers');
     expect(consistent('link', { type: 'link_header' })).toBe(true);
