@@ -3,7 +3,7 @@ import { setImmediate } from 'node:timers/promises';
 import { cutText, DEFAULT_PROVIDER_POLICY, providerText, redactSecrets } from './provider-http';
 import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
-import { exactJson, JsonNumber, STORED_MAX_FRACTION_DIGITS, STORED_MAX_WHOLE_DIGITS, storedSize } from '../policy/exact-json';
+import { exactJson, JsonNumber, setOwn, STORED_MAX_FRACTION_DIGITS, STORED_MAX_WHOLE_DIGITS, storedSize } from '../policy/exact-json';
 import { storableText } from '../policy/storable-text';
 
 /** What a task already fetched before this run of its paging loop (a resumed task counts on). */
@@ -23,7 +23,7 @@ export function storableValue<T>(value: T): T {
   if (Array.isArray(value)) return value.map(storableValue) as T;
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) out[storableText(key)] = storableValue(inner);
+    for (const [key, inner] of Object.entries(value)) setOwn(out, storableText(key), storableValue(inner));
     return out as T;
   }
   return value;

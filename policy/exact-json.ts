@@ -40,7 +40,7 @@ const MAY_HOLD_INEXACT = /\d[\d.]{15}|[eE][+-]?\d{3}/;
 const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 
 /** Sets `holder[key]` as an own property (`__proto__` too, as JSON.parse makes it). */
-function setOwn(holder: Record<string, unknown>, key: string, value: unknown): void {
+export function setOwn(holder: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__') Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
   else holder[key] = value;
 }
