@@ -11,6 +11,13 @@
  */
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?(?:[Zz]|([+-])(\d{2}):?(\d{2}))$/;
 
+/**
+ * An ISO 8601 date and time without a zone (also with a space for the T). JavaScript reads it in
+ * the process's own zone; a provider's time is no time of the worker's zone, so it is read as UTC,
+ * as `since` values are sent.
+ */
+const ZONELESS = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/;
+
 /** Whether `match` of RFC3339 names a real day and time, with an offset Postgres takes. */
 function realFields(match: RegExpExecArray): boolean {
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
@@ -22,11 +29,12 @@ function realFields(match: RegExpExecArray): boolean {
 /**
  * `text` as a change time to store, or null when it is none: RFC 3339 text naming a real day and
  * time (to the microsecond, with its zone) is kept as given; any other text JavaScript reads is
- * given as that instant (ISO 8601 UTC, to the millisecond); an instant outside years 1-9999, or text
+ * given as that instant (ISO 8601 UTC, to the millisecond; a date and time without a zone is UTC,
+ * whatever the worker's zone); an instant outside years 1-9999, or text
  * JavaScript does not read, is no change time.
  */
 export function storableChangeTime(text: string): string | null {
-  const ms = Date.parse(text);
+  const ms = Date.parse(ZONELESS.test(text) ? `${text.replace(' ', 'T')}Z` : text);
   if (Number.isNaN(ms)) return null;
   const instant = new Date(ms);
   const year = instant.getUTCFullYear();

@@ -114,3 +114,44 @@ describe('http connector: a change time the provider corrects backwards', () => 
     expect((await storedRecords(db.pool, connectionId, 'items')).get('a')?.data.name).toBe('second');
   });
 });
+
+describe('http connector: change times without a zone', () => {
+  // A worker's own time zone is no part of a provider's change times: `2024-01-05T10:00:00` is read
+  // as UTC wherever the worker runs. Read in the worker's zone (here 8 hours behind UTC), a keyset
+  // step asked the provider for `since` 8 hours past the last record served, skipping those between.
+  it('reads them as UTC whatever the worker zone, so a keyset listing serves every record', async () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/Los_Angeles';
+    try {
+      const items = [1, 2, 3, 4, 5, 6].map((hour) => ({ id: `r${hour}`, updated_at: `2024-01-05T0${hour}:00:00` }));
+      const utc = (stamp: string) => Date.parse(`${stamp}Z`);
+      const fake = await serve((req, res) => {
+        const query = new URL(req.url!, 'http://x').searchParams;
+        const since = query.get('since');
+        const listed = items.filter((item) => since === null || utc(item.updated_at) >= Date.parse(since));
+        const page = Number(query.get('page'));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(listed.slice((page - 1) * 2, page * 2)));
+      });
+      const connectionId = await createHttpConnection(
+        db.pool,
+        {
+          base_url: fake.url,
+          pagination: { type: 'page_number', size_param: 'per_page', size: 2 },
+          resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at', since: { param: 'since' }, order: 'change_ascending' } },
+        },
+        'zoneless-times',
+      );
+      const { result } = await runPass(testActivityDeps({ pool: db.pool }).deps, connectionId, 'items', 'full');
+      expect(result.status).toBe('completed');
+      const { rows } = await db.pool.query<{ external_id: string; at: string }>(
+        `select external_id, to_char(source_updated_at at time zone 'UTC', 'HH24:MI') as at from records where connection_id = $1 order by external_id`,
+        [connectionId],
+      );
+      expect(rows).toEqual(items.map((item) => ({ external_id: item.id, at: item.updated_at.slice(11, 16) })));
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+});
