@@ -42,7 +42,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { storableChangeTime } from '../policy/change-time';
 import { JsonNumber, numberText } from '../policy/exact-json';
-import { isBareHttpUrl, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
+import { isBareHttpUrl, keyPath, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
 import {
@@ -234,6 +234,34 @@ export const httpConfigSchema = z.strictObject({
     .optional()
     .meta({ description: 'Where the provider states its remaining requests and reset, read into the shared rate budget' }),
   rate_budget: rateBudgetConfigSchema.optional(),
+}).superRefine((cfg, ctx) => {
+  // Each query parameter the connector writes has one role: a second role in the same name
+  // overwrites the first (an offset and its limit in one name ask for offset `limit` first, and
+  // the records before it are never read). Names are compared exactly (they are case-sensitive).
+  const reported = new Set<string>();
+  for (const [name, resource] of Object.entries(cfg.resources)) {
+    const own = resource.pagination !== undefined;
+    const pagination = resource.pagination ?? cfg.pagination;
+    const at = (key: string): (string | number)[] => (own ? ['resources', name, 'pagination', key] : ['pagination', key]);
+    const roles: { param: string; path: (string | number)[] }[] = [];
+    if (pagination.type === 'cursor') roles.push({ param: pagination.param, path: at('param') });
+    if (pagination.type === 'page_number') {
+      roles.push({ param: pagination.param, path: at('param') });
+      if (pagination.size_param !== undefined) roles.push({ param: pagination.size_param, path: at('size_param') });
+    }
+    if (pagination.type === 'offset') roles.push({ param: pagination.param, path: at('param') }, { param: pagination.limit_param, path: at('limit_param') });
+    if (resource.since) roles.push({ param: resource.since.param, path: ['resources', name, 'since', 'param'] });
+    if (cfg.auth.type === 'query') roles.push({ param: cfg.auth.name, path: ['auth', 'name'] });
+    roles.forEach((role, index) => {
+      const first = roles.slice(0, index).find((earlier) => earlier.param === role.param);
+      if (!first) return;
+      const message = `'${role.param}' is also ${keyPath(first.path)}: each must be a query parameter of its own`;
+      const key = `${keyPath(role.path)}: ${message}`;
+      if (reported.has(key)) return;
+      reported.add(key);
+      ctx.addIssue({ code: 'custom', path: role.path, message });
+    });
+  }
 });
 
 /** A validated http config, defaults applied. */

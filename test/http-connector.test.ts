@@ -647,6 +647,24 @@ describe('http connector: config', () => {
     expect(problem({ headers: { 'X-Client': 'caf\u00e9\tv1' } })).toBeNull();
   });
 
+  it('refuses two roles in one query parameter (a page number, offset, page size, cursor, `since` or query secret overwrote another)', () => {
+    const problem = (extra: Config, resource: Config = {}) => configProblem('http', { base_url: baseUrl, resources: { a: { path: '/a', id: 'id', ...resource } }, ...extra });
+    // An offset and its limit in one parameter: the first request asked for offset `limit`, the records before it never read.
+    expect(problem({ pagination: { type: 'offset', param: 'x', limit_param: 'x', limit: 3 } }))
+      .toBe("http connector: invalid config: pagination.limit_param: 'x' is also pagination.param: each must be a query parameter of its own");
+    expect(problem({ pagination: { type: 'page_number', size_param: 'page', size: 50 } }))
+      .toBe("http connector: invalid config: pagination.size_param: 'page' is also pagination.param: each must be a query parameter of its own");
+    expect(problem({ pagination: { type: 'page_number' } }, { since: { param: 'page' } }))
+      .toBe("http connector: invalid config: resources.a.since.param: 'page' is also pagination.param: each must be a query parameter of its own");
+    expect(problem({}, { since: { param: 'c' }, pagination: { type: 'cursor', path: 'next', param: 'c' } }))
+      .toBe("http connector: invalid config: resources.a.since.param: 'c' is also resources.a.pagination.param: each must be a query parameter of its own");
+    expect(problem({ auth: { type: 'query', name: 'offset' }, pagination: { type: 'offset', limit: 3 } }))
+      .toBe("http connector: invalid config: auth.name: 'offset' is also pagination.param: each must be a query parameter of its own");
+    // Query parameter names are case-sensitive.
+    expect(problem({ pagination: { type: 'page_number', param: 'page', size_param: 'Page', size: 5 } })).toBeNull();
+    expect(problem({ pagination: { type: 'cursor', path: 'next', param: 'since' } }, { since: { param: 'updated_since' } })).toBeNull();
+  });
+
   it('declares which listings are consistent (a full sync may delete what they did not serve), and documents the keys in the schema', () => {
     const consistent = (style: string, pagination: Config, extra: Config = {}) => httpConnector.consistentListing!(config(style, pagination, extra), 'customers');
     expect(consistent('link', { type: 'link_header' })).toBe(true);
