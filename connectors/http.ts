@@ -290,8 +290,8 @@ export function readPath(value: unknown, path: string): unknown {
 
 /**
  * Where a read of a listing paged by position stands: its number (from 1), the URL it began at,
- * the digest of the previous complete read (null after the first), the running digest of this one
- * and its pages so far.
+ * the digest of the previous complete read (null after the first), the running digest of this one,
+ * its pages so far and the digest of its last page's records (`pageDigest`).
  */
 interface ReadState {
   n: number;
@@ -299,6 +299,7 @@ interface ReadState {
   prev: string | null;
   acc: string;
   pages: number;
+  last?: string;
 }
 
 /** A page token: the exact URL to fetch, for position paging the read it belongs to, and the digest of its listing. */
@@ -320,7 +321,7 @@ function decodeToken(token: string): Token {
     const readOk =
       read === undefined ||
       (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
-        typeof read.acc === 'string' && Number.isInteger(read.pages));
+        typeof read.acc === 'string' && Number.isInteger(read.pages) && (read.last === undefined || typeof read.last === 'string'));
     if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string')) return body;
   } catch {
     // below
@@ -472,6 +473,13 @@ function sinceMillis(value: string, format: z.output<typeof sinceSchema>['format
   }
 }
 
+/** The ids and change times of a page's items, in order. */
+const pageKeys = (items: unknown[], resource: Resource): unknown[] =>
+  items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]);
+
+/** A digest of a page's records (ids and change times, in order): a next position serving the same ones is the end. */
+const pageDigest = (items: unknown[], resource: Resource): string => digest('', pageKeys(items, resource));
+
 /** A running digest of the records a read served, in order (their ids and change times). */
 function digest(acc: string, keys: unknown[]): string {
   return createHash('sha256').update(acc).update(JSON.stringify(keys)).digest('base64url').slice(0, 24);
@@ -508,9 +516,9 @@ function positionNext(
 ): PositionNext | null {
   // Only an empty page is the end: a short one may be the provider's cap on the page size.
   const more = items.length > 0;
-  const keys = items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]);
+  const keys = pageKeys(items, resource);
   const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
-  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1 };
+  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1, ...(more && { last: pageDigest(items, resource) }) };
   let after: string | null = null;
   if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
     const { param, format } = resource.since;
@@ -885,9 +893,17 @@ export const httpConnector: Connector = {
       });
       return { answer, body, items: items as unknown[], records };
     };
-    const { answer, body, items, records } = await load(url);
+    const loaded = await load(url);
+    const { answer, body } = loaded;
+    let { items, records } = loaded;
 
     if (pagination.type === 'page_number' || pagination.type === 'offset') {
+      // The very records of the read's previous page again: a provider that ignores the position
+      // serves its whole list on every page, however full. That page is the empty one, the end.
+      if (items.length > 0 && token.read?.last !== undefined && token.read.last === pageDigest(items, resource)) {
+        items = [];
+        records = [];
+      }
       // Built from our own URL (the secret is added to the request only): nothing to clean.
       let next = positionNext(name, resource, pagination, url, token.read, items, until, what);
       const holds = new Set<string>();

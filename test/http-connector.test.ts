@@ -561,6 +561,19 @@ describe('http connector: page numbers and offsets against a provider serving fe
     expect(tokens).toHaveLength(2);
   });
 
+  // Without a size asked for, or with the whole list a full page, no page is short: the next page
+  // serving the very same records is how the end shows (it paged on to PROVIDER_MAX_PAGES_PER_TASK).
+  it.each([
+    ['no size', { type: 'page_number', param: 'p', start: 1 }],
+    ['a full page', { type: 'page_number', param: 'p', start: 1, size_param: 'size', size: ITEMS.length }],
+  ])('a provider that ignores the position ends the listing at the repeated page (%s)', async (_name, pagination) => {
+    const { records, tokens } = await pass(httpConnector, config('unpaged', pagination));
+    expect(records.map((r) => r.externalId)).toEqual(times(ITEMS.map((i) => i.id), 2));
+    const positions = fake.requests.map((r) => new URL(r.url, baseUrl).searchParams.get('p'));
+    expect(positions).toEqual(['1', '2', '1', '2']);
+    expect(tokens.at(-1)).toBeNull();
+  });
+
   it('by keyset (change_ascending), a short page steps on by change time instead of ending the listing', async () => {
     const { records } = await pass(httpConnector, keyset(config('capped-offset', { type: 'offset', limit: SIZE })));
     expect([...new Set(records.map((r) => r.externalId))].sort()).toEqual(ITEMS.map((i) => i.id).sort());
