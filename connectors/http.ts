@@ -761,6 +761,14 @@ export const httpConnector: Connector = {
         return `headers.${name}: a credential may not be a fixed header (stored and shown as it is): set \`auth\` (bearer, basic or header) and put it in the connection's credentials, sealed at rest and never shown`;
       }
     }
+    // So are fixed query parameters: one named as a query auth's token is that credential.
+    if (cfg.auth.type === 'query') {
+      for (const [resource, { params }] of Object.entries(cfg.resources)) {
+        if (params && Object.hasOwn(params, cfg.auth.name)) {
+          return `resources.${resource}.params.${cfg.auth.name}: a credential may not be a fixed query parameter (stored and shown as it is): \`auth\` sends it, from the connection's credentials, sealed at rest and never shown`;
+        }
+      }
+    }
     return null;
   },
 
