@@ -166,7 +166,7 @@ const resourceSchema = z.strictObject({
   id_prefix: z.string().max(200).optional().meta({ description: 'Put before each id (e.g. to match the ids of another connector)' }),
   updated_at: jsonPath("a record's change time").optional().meta({ description: "A record's change time (ISO 8601, or epoch seconds/milliseconds as a number)" }),
   since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
-  exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: 'Records with any of these fields are left out' }),
+  exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: 'Records with a value (not null) at any of these fields are left out' }),
   order: z
     .enum(['unspecified', 'change_ascending'], { error: "must be one of 'unspecified', 'change_ascending'" })
     .default('unspecified')
@@ -684,7 +684,8 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
  */
 function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
   if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
-  if (resource.exclude_when_present?.some((path) => readPath(item, path) !== undefined)) return null;
+  // A field is there when it has a value: one a provider always sends, null where it does not apply, is not.
+  if (resource.exclude_when_present?.some((path) => readPath(item, path) != null)) return null;
   const id = readPath(item, resource.id);
   if ((typeof id !== 'string' || id === '') && typeof id !== 'number' && !(id instanceof JsonNumber)) {
     throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);

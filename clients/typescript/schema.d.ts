@@ -1159,7 +1159,7 @@ export interface components {
                              */
                             format?: "iso8601" | "epoch_seconds" | "epoch_millis" | "date";
                         };
-                        /** @description Records with any of these fields are left out */
+                        /** @description Records with a value (not null) at any of these fields are left out */
                         exclude_when_present?: string[];
                         /**
                          * @description How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order, and `since` inclusive (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen (`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.
