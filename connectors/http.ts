@@ -450,12 +450,6 @@ function nextPosition(url: string, pagination: PositionPagination, served: numbe
   return next.href;
 }
 
-/** Whether two pages hold the same records (ids and change times) in the same order. */
-function sameRecords(a: unknown[], b: unknown[], resource: Resource): boolean {
-  const keys = (items: unknown[]) => JSON.stringify(items.map((item) => [readPath(item, resource.id), resource.updated_at ? readPath(item, resource.updated_at) : null]));
-  return a.length === b.length && keys(a) === keys(b);
-}
-
 /** The page size a position listing asks for (`size`, `limit`), if any. */
 const askedSize = (pagination: PositionPagination): number | undefined => (pagination.type === 'page_number' ? pagination.size : pagination.limit);
 
@@ -479,6 +473,14 @@ const pageKeys = (items: unknown[], resource: Resource): unknown[] =>
 
 /** A digest of a page's records (ids and change times, in order): a next position serving the same ones is the end. */
 const pageDigest = (items: unknown[], resource: Resource): string => digest('', pageKeys(items, resource));
+
+/**
+ * Whether `items` are the very records (ids and change times, in order) of the last page of `read`:
+ * a provider that ignores the position serves its whole list on every page. Such a page is taken
+ * as the empty one, the end.
+ */
+const repeatsLastPage = (read: ReadState | undefined, items: unknown[], resource: Resource): boolean =>
+  items.length > 0 && read?.last !== undefined && read.last === pageDigest(items, resource);
 
 /** A running digest of the records a read served, in order (their ids and change times). */
 function digest(acc: string, keys: unknown[]): string {
@@ -518,7 +520,7 @@ function positionNext(
   const more = items.length > 0;
   const keys = pageKeys(items, resource);
   const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
-  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1, ...(more && { last: pageDigest(items, resource) }) };
+  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1, ...(more && { last: digest('', keys) }) };
   let after: string | null = null;
   if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
     const { param, format } = resource.since;
@@ -907,9 +909,8 @@ export const httpConnector: Connector = {
     let { items, records } = loaded;
 
     if (pagination.type === 'page_number' || pagination.type === 'offset') {
-      // The very records of the read's previous page again: a provider that ignores the position
-      // serves its whole list on every page, however full. That page is the empty one, the end.
-      if (items.length > 0 && token.read?.last !== undefined && token.read.last === pageDigest(items, resource)) {
+      // The read's previous page again (however full it was): the end.
+      if (repeatsLastPage(token.read, items, resource)) {
         items = [];
         records = [];
       }
@@ -925,9 +926,8 @@ export const httpConnector: Connector = {
       if (sameRead && size !== undefined && items.length > 0 && items.length < size) {
         signal?.throwIfAborted();
         const after = await load(next!.url);
-        // The same records again: a provider that ignores the position serves its whole list on
-        // every page. That page is taken as the empty one, the end (before, a short page ended).
-        const again = sameRecords(items, after.items, resource);
+        // The short page's records again: the end.
+        const again = repeatsLastPage(next!.read, after.items, resource);
         if (!again) records.push(...after.records);
         next = positionNext(name, resource, pagination, next!.url, next!.read, again ? [] : after.items, until, what);
         if (next?.hold !== undefined) holds.add(next.hold);

@@ -382,7 +382,8 @@ export const DESELECTION_BATCH = 1000;
  * and tombstones those of them that are live, have an id starting with `idPrefix`
  * (empty: all of the type) and with none of `keep` (the prefixes of the partitions the config
  * names again). Each gets `deleted_at`, a new `change_seq` and the `delete` change (data kept),
- * once: a tombstone is not live. Its `synced_at` never moves back (see `tombstoneUnseenRecords`). The work is bounded by `limit` however many records the type
+ * once: a tombstone is not live. Its `synced_at` never moves back (see `tombstoneUnseenRecords`).
+ * The work is bounded by `limit` however many records the type
  * holds (a repository's records among many others' are reached batch by batch). Run under the
  * connection's change-feed lock, taken here (a page stored after it by a pass of an older config
  * re-reads the config under it). Returns how many it tombstoned, how many it visited (fewer than
