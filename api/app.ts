@@ -166,11 +166,12 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   );
   const failedLookups = deps.authFailureLimit && new FailedLookups(deps.authFailureLimit, deps.trustedProxies ?? []);
   app.use(OAUTH_CALLBACK_PATH, limitStateLookups(failedLookups));
+  // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
+  // from, which serves no request), counts as pg's default of 10.
+  const poolMax = (deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10;
   const guarded = [
     authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: failedLookups }),
-    // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
-    // from, which serves no request), counts as pg's default of 10.
-    tenantTurns(tenantRequestsInFlight((deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10)),
+    tenantTurns(poolMax, tenantRequestsInFlight(poolMax)),
     auditLog(deps),
     tenantScope(deps),
   ];

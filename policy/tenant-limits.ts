@@ -100,8 +100,8 @@ export function runningJobsWaitSeconds(random: number): number {
 
 /**
  * A tenant key's requests in flight at once in one API process: half the API's database pool
- * (one at least), so the other half always serves the other tenants' requests however many one
- * tenant sends at once (a request holds one pooled connection at a time).
+ * (one at least), so however many requests one tenant sends at once (a request holds one pooled
+ * connection at a time) the other half serves the other tenants.
  */
 export function tenantRequestsInFlight(poolMax: number): number {
   return Math.max(1, Math.floor(poolMax / 2));

@@ -77,4 +77,44 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
     // Alpha's requests were delayed, never refused: each is answered once its turn came.
     expect(answers.map((a) => a.status), JSON.stringify(answers)).toEqual(Array.from({ length: 8 }, () => 200));
   });
+
+  it("answers a third tenant while two tenants' requests wait on locks: tenants with requests in flight leave a place of the pool to a tenant with none", async () => {
+    const keys = {
+      alpha: (await createApiKey(db, 'alpha')).secret,
+      beta: (await createApiKey(db, 'beta')).secret,
+      gamma: (await createApiKey(db, 'gamma')).secret,
+    };
+    const held: Record<'alpha' | 'beta', string> = { alpha: '', beta: '' };
+    for (const tenant of ['alpha', 'beta'] as const) {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'held-two', 'paused') returning id`,
+        [tenant],
+      );
+      held[tenant] = rows[0]!.id;
+    }
+    const locker = await db.pool.connect();
+    let answers: { status: number; text: string }[] = [];
+    const before = lookups;
+    try {
+      await locker.query('begin');
+      await locker.query('select 1 from connections where id = any($1) for update', [[held.alpha, held.beta]]);
+      const patches = (['alpha', 'beta'] as const).flatMap((tenant) =>
+        Array.from({ length: 6 }, (_, n) => send(keys[tenant], 'PATCH', `/connections/${held[tenant]}`, { config: { records_per_resource: n + 1, page_size: 1 } })),
+      );
+      // Every request is past its key's lookup, and the two tenants hold three connections, each waiting on the lock.
+      await eventually(async () => (lookups - before >= 12 && apiPool.totalCount - apiPool.idleCount >= API_POOL_MAX - 1 ? true : undefined), {
+        describe: async () => ({ lookups: lookups - before, total: apiPool.totalCount, idle: apiPool.idleCount, waiting: apiPool.waitingCount }),
+      });
+      // Gamma's request finds the place they left.
+      const other = await send(keys.gamma, 'GET', '/connections');
+      expect(other.status, other.text).toBe(200);
+      expect(apiPool.waitingCount).toBe(0);
+      await locker.query('commit');
+      answers = await Promise.all(patches);
+    } finally {
+      await locker.query('rollback').catch(() => undefined);
+      locker.release();
+    }
+    expect(answers.map((a) => a.status), JSON.stringify(answers)).toEqual(Array.from({ length: 12 }, () => 200));
+  });
 });
