@@ -2,9 +2,10 @@
 // (`connections list`), its positional arguments and its flags; main.ts parses the command line
 // with node:util parseArgs against them and calls `run`.
 import { readFileSync } from 'node:fs';
+import { text } from 'node:stream/consumers';
 import type { SynctideClient } from './api';
 import type { Settings } from './config';
-import { usage, type ExitCode } from './errors';
+import { CliError, EXIT, usage, type ExitCode } from './errors';
 import type { Output } from './output';
 
 export interface Flag {
@@ -77,13 +78,13 @@ export function seconds(flags: FlagValues, name: string, fallback: number): numb
  * A JSON flag: the JSON itself, `@path` for a file, or `-` for stdin (for credentials: a secret
  * typed on a command line stays in shell history and `ps`). Never echoes what it failed to parse.
  */
-export function jsonFlag(flags: FlagValues, name: string, readStdin: () => string = () => readFileSync(0, 'utf8')): unknown {
+export async function jsonFlag(flags: FlagValues, name: string, signal: AbortSignal, readStdin: (signal: AbortSignal) => Promise<string> = stdinText): Promise<unknown> {
   const v = str(flags, name);
   if (v === undefined) return undefined;
   let text: string;
   let from = `--${name}`;
   if (v === '-') {
-    text = readStdin();
+    text = await readStdin(signal);
     from = `--${name} (stdin)`;
   } else if (v.startsWith('@')) {
     try {
@@ -99,6 +100,28 @@ export function jsonFlag(flags: FlagValues, name: string, readStdin: () => strin
     return JSON.parse(text);
   } catch {
     throw usage(`${from} is not valid JSON`);
+  }
+}
+
+/**
+ * All of stdin as text, read without blocking the process, so Ctrl-C (`signal`) stops the wait
+ * (exit 130) and stdin is let go.
+ */
+async function stdinText(signal: AbortSignal): Promise<string> {
+  const interrupted = () => new CliError('interrupted', EXIT.interrupted, 'interrupted');
+  if (signal.aborted) throw interrupted();
+  let stop = () => {};
+  const aborted = new Promise<never>((_resolve, reject) => {
+    stop = () => {
+      process.stdin.destroy();
+      reject(interrupted());
+    };
+    signal.addEventListener('abort', stop, { once: true });
+  });
+  try {
+    return await Promise.race([text(process.stdin), aborted]);
+  } finally {
+    signal.removeEventListener('abort', stop);
   }
 }
 

@@ -38,13 +38,13 @@ describe('the synctide process', () => {
   });
 
   /** Starts the CLI with `args`; the env names the test API and admin key unless `env` says otherwise. */
-  function start(args: string[], env: Record<string, string | undefined> = {}): { child: ChildProcess; done: Promise<Run> } {
+  function start(args: string[], env: Record<string, string | undefined> = {}, stdin: 'ignore' | 'pipe' = 'ignore'): { child: ChildProcess; done: Promise<Run> } {
     const childEnv: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: api.url, SYNCTIDE_API_KEY: TEST_API_KEY };
     for (const [name, value] of Object.entries(env)) {
       if (value === undefined) delete childEnv[name];
       else childEnv[name] = value;
     }
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env: childEnv, stdio: [stdin, 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -94,6 +94,33 @@ describe('the synctide process', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await silent.close();
     }
+  });
+
+  it('stops at the first Ctrl-C while it waits for --credentials on stdin: exit 130, nothing sent', async () => {
+    const { child, done } = start(['connections', 'create', '--tenant', 'acme', '--app-key', 'cli-stdin', '--provider', 'demo', '--credentials', '-'], {}, 'pipe');
+    try {
+      // 256 KiB of white space (JSON's leading space), more than a pipe holds: once it is all
+      // written, the CLI has begun reading stdin (its Ctrl-C handler is set before), and stdin
+      // stays open, the JSON unfinished.
+      await new Promise<void>((resolve, reject) => child.stdin!.write(' '.repeat(256 * 1024), (err) => (err ? reject(err) : resolve())));
+      child.kill('SIGINT');
+      const run = await done;
+      expect(run.code, run.stderr).toBe(130);
+      expect(run.stderr).toMatch(/^synctide: interrupted/);
+      const { rows } = await db.pool.query(`select 1 from connections where app_key = 'cli-stdin'`);
+      expect(rows).toEqual([]);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  }, 30_000);
+
+  it('reads --credentials from stdin to its end: JSON cut short is refused with exit 2, never echoed', async () => {
+    const { child, done } = start(['connections', 'create', '--tenant', 'acme', '--app-key', 'cli-stdin-cut', '--provider', 'demo', '--credentials', '-'], {}, 'pipe');
+    child.stdin!.end('{"token": "secret-token-cut');
+    const run = await done;
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toBe('synctide: --credentials (stdin) is not valid JSON\n');
+    expect(run.stdout + run.stderr).not.toContain('secret-token-cut');
   });
 
   it('ends quietly with exit 0 when the reader of its output goes away (records tail | head -1)', async () => {

@@ -94,7 +94,7 @@ export const connectionCommands: Command[] = [
       'full-sync-every': { type: 'string', value: '<n|duration>', description: 'Make a scheduled run a full sync every N runs or after a duration (12h, 7d)' },
       paused: { type: 'boolean', description: 'Create it paused (no sync until resumed)' },
     },
-    async run({ client, settings, out }, flags) {
+    async run({ client, settings, out, signal }, flags) {
       const schedule: Record<string, unknown> = {};
       const interval = int(flags, 'interval', 1);
       if (interval !== undefined) schedule.interval_seconds = interval;
@@ -102,9 +102,9 @@ export const connectionCommands: Command[] = [
       if (str(flags, 'timezone')) schedule.timezone = str(flags, 'timezone');
       const every = str(flags, 'full-sync-every');
       if (every !== undefined) schedule.full_sync_every = /^\d+$/.test(every) ? Number(every) : every;
-      const config = jsonFlag(flags, 'provider-config');
+      const config = await jsonFlag(flags, 'provider-config', signal);
       if (config !== undefined && (typeof config !== 'object' || config === null || Array.isArray(config))) throw usage('--provider-config must be a JSON object');
-      const credentials = jsonFlag(flags, 'credentials');
+      const credentials = await jsonFlag(flags, 'credentials', signal);
       const body = {
         tenant_id: required(flags, 'tenant'),
         app_key: required(flags, 'app-key'),
