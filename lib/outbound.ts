@@ -3,7 +3,9 @@
 // time, so a DNS name that resolves to an internal address (or is re-pointed there later: DNS
 // rebinding) is refused too. The one home of that rule: webhooks POST through `postBounded`,
 // connectors GET through `getBounded` (via connectors/provider-http.ts).
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import { Resolver } from 'node:dns/promises';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
@@ -69,16 +71,67 @@ export class AddressNotAllowed extends Error {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** A `lookup` for node:http that refuses names resolving to any non-public address. */
-export function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    if (addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address))) {
-      return callback(new AddressNotAllowed(HOST_NOT_FOUND_OR_NOT_ALLOWED), []);
+/**
+ * How long a name server is given to answer a query on its first try (c-ares lengthens it on the
+ * next), and how many tries it gets: a name whose server never answers fails within seconds.
+ */
+const RESOLVE_TIMEOUT_MS = 2_000;
+const RESOLVE_TRIES = 2;
+
+/** The names of a hosts file (`/etc/hosts`: address, then its names; `#` comments) with their addresses, in file order. */
+export function parseHostsFile(text: string): Map<string, string[]> {
+  const names = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    const [address, ...aliases] = line.replace(/#.*/, '').trim().split(/\s+/);
+    if (!address || !isIP(address)) continue;
+    for (const alias of aliases) {
+      const name = alias.toLowerCase().replace(/\.+$/, '');
+      names.set(name, [...(names.get(name) ?? []), address]);
     }
-    if (options.all) return callback(null, addresses);
-    callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
+  }
+  return names;
+}
+
+let hostsFile: Promise<Map<string, string[]>> | undefined;
+let resolver: Resolver | undefined;
+
+/**
+ * The addresses of `hostname` (of `family`, 0 for both; IPv4 first): those `/etc/hosts` gives it
+ * (read once per process), else those the system's name servers (`/etc/resolv.conf`) answer for
+ * its A and AAAA queries, through c-ares on the event loop. Never `dns.lookup`: its getaddrinfo
+ * runs on libuv's thread pool, of whose four threads name lookups may hold two, so two names
+ * whose server never answers held back every other name of the process for as long as the
+ * system's resolver waited. A name that does not resolve in time fails with ENOTFOUND. (Requests
+ * allowed private addresses, a test or `npm start` setting, resolve as the system does: dns.lookup.)
+ */
+export async function resolveName(hostname: string, family: 0 | 4 | 6): Promise<LookupAddress[]> {
+  const name = hostname.toLowerCase().replace(/\.+$/, '');
+  hostsFile ??= readFile('/etc/hosts', 'utf8').then(parseHostsFile, () => new Map<string, string[]>());
+  let addresses = isIP(name) ? [name] : (await hostsFile).get(name);
+  if (!addresses) {
+    resolver ??= new Resolver({ timeout: RESOLVE_TIMEOUT_MS, tries: RESOLVE_TRIES });
+    const answers = await Promise.allSettled([family === 6 ? [] : resolver.resolve4(name), family === 4 ? [] : resolver.resolve6(name)]);
+    addresses = answers.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
+  }
+  const found = addresses
+    .map((address) => ({ address, family: isIP(address) }))
+    .filter((a) => family === 0 || a.family === family)
+    .sort((a, b) => a.family - b.family);
+  if (found.length === 0) throw Object.assign(new Error(HOST_NOT_FOUND_OR_NOT_ALLOWED), { code: 'ENOTFOUND' });
+  return found;
+}
+
+/** A `lookup` for node:http that resolves through `resolveName` and refuses names resolving to any non-public address. */
+export function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+  resolveName(hostname, family).then(
+    (addresses) => {
+      if (addresses.some((a) => !isPublicAddress(a.address))) return callback(new AddressNotAllowed(HOST_NOT_FOUND_OR_NOT_ALLOWED), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    },
+    (err: NodeJS.ErrnoException) => callback(err, []),
+  );
 }
 
 // Outbound requests keep connections open in agents of their own, never Node's global agent: a

@@ -1,11 +1,12 @@
 // Outbound requests a user can aim (webhook URLs): the address rules, and the POST's bounds, against
 // real HTTP servers on 127.0.0.1 only.
 import { lookup } from 'node:dns/promises';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CertificateRefused, getBounded, HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, postBounded, TLS_HANDSHAKE_FAILED } from '../lib/outbound';
+import { CertificateRefused, getBounded, HeadersTooLarge, isPublicAddress, MalformedAnswer, outboundUrlProblem, parseHostsFile, postBounded, resolveName, TLS_HANDSHAKE_FAILED } from '../lib/outbound';
 import { closeFakeServers, serve, serveRaw, serveTls, TLS_FIXTURES } from './helpers/fake-server';
 import { trustingClient } from './helpers/tls-trusting-client';
 
@@ -31,6 +32,23 @@ describe('which addresses outbound requests may reach', () => {
       expect(outboundUrlProblem(url, false), url).toMatch(/loopback, private or link-local/);
       expect(outboundUrlProblem(url, true), url).toBeNull();
     }
+  });
+});
+
+describe('how outbound requests resolve names', () => {
+  it('reads a hosts file as the system does: each name (any case, absolute or not) with its addresses in file order; comments and lines of no address are left out', () => {
+    const names = parseHostsFile('# comment\n127.0.0.1 localhost Box.example.\n::1\tlocalhost ip6-localhost # loopback\n\nnot-an-address foo\n10.0.0.5 box.example\n');
+    expect(Object.fromEntries(names)).toEqual({ localhost: ['127.0.0.1', '::1'], 'box.example': ['127.0.0.1', '10.0.0.5'], 'ip6-localhost': ['::1'] });
+  });
+
+  it("resolves a name of /etc/hosts (the machine's own) to its addresses there, an address to itself, and a name that does not resolve to ENOTFOUND", async () => {
+    const name = hostname().toLowerCase();
+    const hosts = parseHostsFile(await readFile('/etc/hosts', 'utf8')).get(name);
+    expect(hosts, `${name} is in /etc/hosts`).toBeDefined();
+    expect((await resolveName(name.toUpperCase(), 0)).map((a) => a.address).sort()).toEqual([...hosts!].sort());
+    expect(await resolveName('10.1.2.3', 0)).toEqual([{ address: '10.1.2.3', family: 4 }]);
+    expect(await resolveName('10.1.2.3', 6).catch((err: NodeJS.ErrnoException) => err.code)).toBe('ENOTFOUND');
+    expect(await resolveName('no-such-host.invalid', 0).catch((err: NodeJS.ErrnoException) => err.code)).toBe('ENOTFOUND');
   });
 });
 
