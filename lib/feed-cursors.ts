@@ -6,8 +6,9 @@
 // position is one cursor text, so an event's body is the same bytes on every delivery attempt.
 // A plain cursor (base64url JSON, as handed out before cursors were sealed) is never read: anyone
 // can make one at any position, and what the feed answers it (a page from there, or a refusal past
-// the sequence's last value) would tell the positions sealing hides. It is told apart (`unsealed`)
-// so its reader is sent back to the start, as for a cursor whose key was removed.
+// the sequence's last value) would tell the positions sealing hides. It is told apart (`open`
+// answers 'unsealed') so its reader is sent back to the start, as for a cursor whose key was
+// removed ('key_gone').
 import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
 import { feedCursor, type CursorCodec, type FeedCursor } from '../policy/cursors';
 import type { JobEventData } from '../policy/webhook-events';
@@ -19,12 +20,16 @@ const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** The records feed's cursors under one keyring. */
+/**
+ * What a text given as a feed cursor is: the position it seals; 'key_gone', a sealed cursor whose
+ * key is no longer configured (it cannot be read); 'unsealed', a plain cursor (a position anyone
+ * can read and make: never read); null, none of these (not a cursor this API made).
+ */
+export type OpenedFeedCursor = FeedCursor | 'key_gone' | 'unsealed' | null;
+
+/** The records feed's cursors under one keyring: `decode` is `open` answering only a position. */
 export interface FeedCursors extends CursorCodec<FeedCursor> {
-  /** Whether `text` is a sealed cursor whose key is no longer configured (it cannot be read). */
-  keyGone(text: string): boolean;
-  /** Whether `text` is a plain cursor (a position anyone can read and make): never read. */
-  unsealed(text: string): boolean;
+  open(text: string): OpenedFeedCursor;
 }
 
 const aad = (keyId: string) => Buffer.from(`synctide:feed-cursor:${keyId}`, 'utf8');
@@ -57,11 +62,11 @@ export function feedCursors(keyring: Keyring): FeedCursors {
       const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
       return `${PREFIX}${keyId}.${sealed.toString('base64url')}`;
     },
-    decode(text) {
+    open(text) {
       const sealedParts = parts(text);
-      if (!sealedParts) return null;
+      if (!sealedParts) return !text.startsWith(PREFIX) && feedCursor.decode(text) !== null ? 'unsealed' : null;
       const key = encryption.keys.get(sealedParts.keyId);
-      if (!key) return null;
+      if (!key) return 'key_gone';
       const { sealed } = sealedParts;
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
@@ -73,12 +78,9 @@ export function feedCursors(keyring: Keyring): FeedCursors {
         return null;
       }
     },
-    keyGone(text) {
-      const sealedParts = parts(text);
-      return sealedParts !== null && !encryption.keys.has(sealedParts.keyId);
-    },
-    unsealed(text) {
-      return !text.startsWith(PREFIX) && feedCursor.decode(text) !== null;
+    decode(text) {
+      const opened = codec.open(text);
+      return typeof opened === 'object' ? opened : null;
     },
   };
   made.set(keyring, codec);

@@ -37,8 +37,8 @@ describe('feed cursors (lib/feed-cursors.ts)', () => {
     expect(feedCursors(rotated).decode(underA)).toEqual(position);
     expect(feedCursors(rotated).encode(position)).toMatch(/^fc1\.b\./);
     expect(feedCursors(onlyNew).decode(underA)).toBeNull();
-    expect(feedCursors(onlyNew).keyGone(underA)).toBe(true);
-    expect(feedCursors(rotated).keyGone(underA)).toBe(false);
+    expect(feedCursors(onlyNew).open(underA)).toBe('key_gone');
+    expect(feedCursors(rotated).open(underA)).toEqual(position);
     // Another deployment's key under the same id.
     expect(feedCursors(parseKeyring({ CREDENTIALS_KEYS: `a:${KEY_B}` })!).decode(underA)).toBeNull();
     const sealed = underA.slice(underA.lastIndexOf('.') + 1);
@@ -47,16 +47,16 @@ describe('feed cursors (lib/feed-cursors.ts)', () => {
     expect(feedCursors(old).decode(underA.replace(sealed, bytes.toString('base64url')))).toBeNull();
     for (const text of ['fc1.', 'fc1.a', 'fc1.a.', 'fc1.a.AAAA', 'fc1.a.b.c', 'fc1.a b.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
       expect(feedCursors(old).decode(text), text).toBeNull();
-      expect(feedCursors(onlyNew).keyGone(text), text).toBe(false);
+      expect(feedCursors(onlyNew).open(text), text).toBeNull();
     }
   });
 
   it('never read a plain cursor (as handed out before cursors were sealed), but tell it apart', () => {
     const cursors = feedCursors(TEST_KEYRING);
     expect(cursors.decode(plainFeedCursor.encode(position))).toBeNull();
-    expect(cursors.unsealed(plainFeedCursor.encode(position))).toBe(true);
-    expect(cursors.unsealed(cursors.encode(position))).toBe(false);
-    expect(cursors.unsealed('not-a-cursor')).toBe(false);
+    expect(cursors.open(plainFeedCursor.encode(position))).toBe('unsealed');
+    expect(cursors.open(cursors.encode(position))).toEqual(position);
+    expect(cursors.open('not-a-cursor')).toBeNull();
   });
 
   it('seal the cursor of an event\'s data as it is delivered, and leave data without one as it is', () => {

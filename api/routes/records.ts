@@ -1,11 +1,12 @@
 import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
+import { invalid } from '../../commands/errors';
 import { cursorKeyRemoved, cursorUnsealed, listChanges } from '../../commands/records';
 import { feedCursors } from '../../lib/feed-cursors';
 import { exactJson } from '../../policy/exact-json';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { presentRecordChange } from '../present';
-import { readCursor } from '../pagination';
+import { CURSOR_PROBLEM } from '../pagination';
 import { conflict, errorResponses, IdParams, jsonAnswer, notFound } from '../schemas/common';
 import { ListRecordsQuery, RecordPageSchema } from '../schemas/records';
 
@@ -36,9 +37,10 @@ export function recordRoutes(deps: ApiDeps) {
     const query = c.req.valid('query');
     // Sealed: a cursor's position is of one sequence every tenant's changes share.
     const cursors = feedCursors(deps.credentials);
-    if (query.cursor !== undefined && cursors.keyGone(query.cursor)) throw cursorKeyRemoved();
-    if (query.cursor !== undefined && cursors.unsealed(query.cursor)) throw cursorUnsealed();
-    const after = readCursor(cursors, query.cursor);
+    const after = query.cursor === undefined ? undefined : cursors.open(query.cursor);
+    if (after === 'key_gone') throw cursorKeyRemoved();
+    if (after === 'unsealed') throw cursorUnsealed();
+    if (after === null) throw invalid(CURSOR_PROBLEM);
     const page = await listChanges(deps, id, {
       after,
       limit: query.limit,
