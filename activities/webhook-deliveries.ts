@@ -96,8 +96,8 @@ async function attempt(
     type: target.event_type,
     created_at: target.event_created_at.toISOString(),
     tenant_id: target.tenant_id,
-    // A `sync.*` event's feed cursor is sealed as the feed's own cursors are.
-    data: withSealedCursor(target.payload, feedCursors(credentials)),
+    // A `sync.*` event's feed cursor is sealed as the feed's own cursors are, scoped to the event's connection.
+    data: withSealedCursor(target.payload, feedCursors(credentials), target.event_connection_id),
   });
   // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
   // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.

@@ -30,6 +30,17 @@ export function cursorUnsealed(): CommandRefused {
   return new CommandRefused('gone', 'cursor_expired', 'this cursor is not sealed (made before feed cursors were sealed, or by hand) and is no longer read; read the feed again from the start (no cursor)', {});
 }
 
+/**
+ * The refusal of a feed cursor that names no connection (sealed before cursors named theirs, from
+ * an event stored before then): positions are of one sequence every connection shares, so it
+ * cannot be told which feed it is a position in, and read on another connection's feed it would
+ * pass over that feed's earlier changes. Its reader starts again from the start (410
+ * `cursor_expired`), as for other cursors that can no longer be read.
+ */
+function cursorUnscoped(): CommandRefused {
+  return new CommandRefused('gone', 'cursor_expired', 'this cursor names no connection (made before feed cursors named their connection) and is no longer read; read the feed again from the start (no cursor)', {});
+}
+
 /** Which changes to read: after cursor `after` (none: from the start), at most `limit`. */
 export interface ChangesQuery {
   after?: FeedCursor;
@@ -60,7 +71,9 @@ export interface ChangesPage {
  * without that type, is refused (invalid, 400) rather than read past this feed's changes. So is
  * a cursor whose position or purge epoch is past any the feed has issued (a forged cursor, or one
  * of a database restored to an earlier point): the changes later written at the positions up to
- * it, and the purges up to its epoch, would pass it by without a word.
+ * it, and the purges up to its epoch, would pass it by without a word. A cursor naming no
+ * connection (issued before cursors named theirs) is no longer read (`cursor_expired`, 410): its
+ * reader starts again from the start.
  *
  * A page is bounded in bytes as well as in changes (`deps.feedPageMaxBytes`, FEED_PAGE_MAX_BYTES):
  * it stops before the change whose data would pass the budget, but always holds one change, so
@@ -84,7 +97,8 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       // `purge_in_progress`) until the connection is gone (404). The purge is recorded before its
       // first delete, so a snapshot without it has every record.
       if (expiry.purge_id !== null) throw purgeInProgress(expiry.purge_id);
-      if (query.after?.connection !== undefined && query.after.connection !== connection) {
+      if (query.after && query.after.connection === undefined) throw cursorUnscoped();
+      if (query.after && query.after.connection !== connection) {
         throw invalid("cursor: a cursor of another connection's feed; read this connection's feed from the start (no cursor) or with its own cursor");
       }
       if (query.after?.resourceType !== undefined && query.after.resourceType !== query.resourceType) {

@@ -93,13 +93,17 @@ const EVENT_CURSOR_FIELD = 'cursor' satisfies keyof JobEventData;
 /**
  * An event's `data` as it is delivered: its feed cursor (EVENT_CURSOR_FIELD) sealed under
  * `cursors`. The stored event keeps the plain position, so a delivery after a key rotation seals
- * under the key active then.
+ * under the key active then. A position stored before cursors named their connection is a position
+ * in the feed of the event's connection (`connectionId`), and is sealed naming it: the feed reads a
+ * cursor on its own connection's feed only, and refuses one naming none.
  */
-export function withSealedCursor(data: Record<string, unknown>, cursors: FeedCursors): Record<string, unknown> {
+export function withSealedCursor(data: Record<string, unknown>, cursors: FeedCursors, connectionId: string | null): Record<string, unknown> {
   const text = data[EVENT_CURSOR_FIELD];
   if (typeof text !== 'string') return data;
   const position = feedCursor.decode(text);
-  return position ? { ...data, [EVENT_CURSOR_FIELD]: cursors.encode(position) } : data;
+  if (!position) return data;
+  const connection = position.connection ?? connectionId?.toLowerCase();
+  return { ...data, [EVENT_CURSOR_FIELD]: cursors.encode({ ...position, ...(connection !== undefined && { connection }) }) };
 }
 
 /** A keyring for documentation examples only (a fixed key no deployment holds). */

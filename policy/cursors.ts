@@ -122,7 +122,10 @@ const isResourceType = (text: string): boolean => text.length >= 1 && text.lengt
 export interface FeedCursor {
   seq: string;
   epoch: string;
-  /** The connection's id (lowercase); absent from cursors issued before cursors named it. */
+  /**
+   * The connection's id (lowercase); absent from cursors issued before cursors named it (a stored
+   * event's: sealed naming the event's connection when delivered; the feed reads none without it).
+   */
   connection?: string;
   /** The resource type its reader followed; absent when it followed every type. */
   resourceType?: string;
@@ -132,7 +135,8 @@ export interface FeedCursor {
  * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>","connection_id":"<uuid>"}`, and
  * `"resource_type":"<type>"` when issued to a reader of one type. A cursor issued before cursors
  * carried an epoch (`{"seq":"<n>"}`) reads as epoch 0: every logged purge counts as after it, as
- * it did then; one issued before they named their connection reads on any feed, as it did then.
+ * it did then; one issued before they named their connection decodes without one (the records
+ * feed refuses it, and a stored event's is scoped to the event's connection when delivered).
  */
 export const feedCursor: CursorCodec<FeedCursor> = {
   encode: ({ seq, epoch, connection, resourceType }) =>

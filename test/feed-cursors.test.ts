@@ -1,13 +1,16 @@
 // The records feed's cursors are sealed: positions come from one sequence every tenant's changes
 // share, and a readable position would tell a tenant, from the gaps between its cursors, how much
 // the rest of the platform writes. Against the real API app (no Temporal behind it) and Postgres.
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
+import { deliverWebhook } from '../activities/webhook-deliveries';
 import { parseKeyring } from '../lib/credentials';
 import { feedCursors, withSealedCursor } from '../lib/feed-cursors';
 import { feedCursor as plainFeedCursor } from '../policy/cursors';
 import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
-import { TEST_KEYRING } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { receiver } from './helpers/fake-server';
 
 const KEY_A = Buffer.alloc(32, 1).toString('base64');
 const KEY_B = Buffer.alloc(32, 2).toString('base64');
@@ -62,10 +65,13 @@ describe('feed cursors (lib/feed-cursors.ts)', () => {
   it('seal the cursor of an event\'s data as it is delivered, and leave data without one as it is', () => {
     const cursors = feedCursors(TEST_KEYRING);
     const data = { job: { id: 'j' }, counts: { added: 1 }, cursor: plainFeedCursor.encode(position) };
-    const delivered = withSealedCursor(data, cursors);
+    const delivered = withSealedCursor(data, cursors, UUID);
     expect(Object.keys(delivered)).toEqual(['job', 'counts', 'cursor']);
     expect(delivered.cursor).toBe(cursors.encode(position));
-    expect(withSealedCursor({ connection_id: UUID }, cursors)).toEqual({ connection_id: UUID });
+    expect(withSealedCursor({ connection_id: UUID }, cursors, UUID)).toEqual({ connection_id: UUID });
+    // A position stored before cursors named their connection is sealed naming the event's.
+    const { connection: _, ...unscoped } = position;
+    expect(cursors.decode(withSealedCursor({ cursor: plainFeedCursor.encode(unscoped) }, cursors, UUID.toUpperCase()).cursor as string)).toEqual(position);
   });
 });
 
@@ -143,5 +149,72 @@ describe('a cursor made by hand (plain, unsealed) tells nothing of the positions
     const read = await get(`/connections/${id}/records?limit=1`);
     const next = await get(`/connections/${id}/records?limit=10&cursor=${read.body.next_cursor}`);
     expect(next.body.items.map((i: { external_id: string }) => i.external_id)).toEqual(['b']);
+  });
+});
+
+describe("a stored event's cursor from before cursors named their connection", () => {
+  const db = useTestDatabase();
+
+  async function get(path: string): Promise<{ status: number; body: any }> {
+    const app = apiAppWithoutTemporal(db.pool, 'feed-cursors-legacy');
+    const res = await app.request(path, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it("is delivered scoped to the event's connection: read on that feed only, refused (400) on another connection's of the tenant", async () => {
+    const tenant = 'legacy-event-cursor';
+    const connection = async (appKey: string) =>
+      (await db.pool.query<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', $2, 'paused') returning id`, [tenant, appKey])).rows[0]!.id;
+    const a = await connection('a');
+    const b = await connection('b');
+    const write = async (id: string, externalId: string) =>
+      (
+        await db.pool.query<{ seq: string }>(
+          `insert into records (connection_id, resource_type, external_id, data, synced_at, change) values ($1, 'items', $2, '{}', now(), 'insert') returning change_seq::text as seq`,
+          [id, externalId],
+        )
+      ).rows[0]!.seq;
+    await write(b, 'b-1');
+    const seqA = await write(a, 'a-1');
+    await write(b, 'b-2');
+    await write(a, 'a-2');
+    // A sync.completed event of connection a stored before cursors named their connection, delivered now.
+    const hook = await receiver(() => 200);
+    try {
+      const { rows: webhook } = await db.pool.query<{ id: string }>(
+        `insert into webhooks (tenant_id, url, event_types, secret) values ($1, $2, '{sync.completed}', 'whsec_MDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDA') returning id`,
+        [tenant, hook.url],
+      );
+      const { rows: event } = await db.pool.query<{ id: string }>(
+        `insert into webhook_events (tenant_id, connection_id, event_type, payload) values ($1, $2, 'sync.completed', $3) returning id`,
+        [tenant, a, { connection_id: a, cursor: plainFeedCursor.encode({ seq: seqA, epoch: '0' }) }],
+      );
+      const { rows: delivery } = await db.pool.query<{ id: string }>(
+        `insert into webhook_deliveries (webhook_id, event_id) values ($1, $2) returning id`,
+        [webhook[0]!.id, event[0]!.id],
+      );
+      const { deps } = testActivityDeps({ pool: db.pool });
+      expect(await new MockActivityEnvironment().run(deliverWebhook(deps), { deliveryId: delivery[0]!.id })).toBe('delivered');
+    } finally {
+      await hook.close();
+    }
+    const cursor: string = JSON.parse(hook.received[0]!.body).data.cursor;
+    const own = await get(`/connections/${a}/records?limit=10&cursor=${cursor}`);
+    expect(own.status).toBe(200);
+    expect(own.body.items.map((i: { external_id: string }) => i.external_id)).toEqual(['a-2']);
+    const other = await get(`/connections/${b}/records?limit=10&cursor=${cursor}`);
+    expect({ status: other.status, code: other.body.error?.code }).toEqual({ status: 400, code: 'invalid_request' });
+  });
+
+  it('a sealed cursor naming no connection (delivered before that) is refused on every feed: 410, read from the start', async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ('legacy-sealed', 'demo', 'feed', 'paused') returning id`,
+    );
+    const id = rows[0]!.id;
+    await db.pool.query(`insert into records (connection_id, resource_type, external_id, data, synced_at, change) values ($1, 'items', 'x', '{}', now(), 'insert')`, [id]);
+    const unscoped = feedCursors(TEST_KEYRING).encode({ seq: '0', epoch: '0' });
+    const answer = await get(`/connections/${id}/records?limit=10&cursor=${unscoped}`);
+    expect(answer.status).toBe(410);
+    expect(answer.body.error).toMatchObject({ code: 'cursor_expired', message: expect.stringMatching(/from the start/) });
   });
 });

@@ -230,6 +230,6 @@ describe('list routes (real API app, real Postgres)', () => {
       expect(answer.body, `${route} ${cursor}`).toEqual({ error: { code: 'invalid_request', message: 'cursor: not a cursor this API made' } });
     }
     // The feed still takes its own cursors.
-    expect((await get(`${feed}cursor=${feedCursors(TEST_KEYRING).encode({ seq: '0', epoch: '0' })}`)).status).toBe(200);
+    expect((await get(`${feed}cursor=${feedCursors(TEST_KEYRING).encode({ seq: '0', epoch: '0', connection: connectionId })}`)).status).toBe(200);
   });
 });

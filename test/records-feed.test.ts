@@ -296,7 +296,7 @@ describe('records API: a consumer following the change feed', () => {
       [id],
     );
     // The cursor as it is delivered: sealed.
-    const cursor = withSealedCursor(event[0]!.payload, feedCursors(TEST_KEYRING)).cursor as string;
+    const cursor = withSealedCursor(event[0]!.payload, feedCursors(TEST_KEYRING), id).cursor as string;
     const answer = await call('GET', `/connections/${id}/records?cursor=${cursor}`);
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     expect(answer.body.items).toEqual([]);

@@ -24,7 +24,7 @@ const list = createRoute({
     ...errorResponses,
     404: notFound,
     409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`): its records are going without tombstones, so no page is answered; drop the copy', 'purge_in_progress'),
-    410: conflict('Tombstones past the cursor were purged after it was issued, it was sealed with a key this deployment no longer holds, or it is not sealed (made before cursors were sealed) (`cursor_expired`): read again from the start', 'cursor_expired'),
+    410: conflict('Tombstones past the cursor were purged after it was issued, it was sealed with a key this deployment no longer holds, it is not sealed (made before cursors were sealed), or it names no connection (made before cursors named their connection) (`cursor_expired`): read again from the start', 'cursor_expired'),
   },
 });
 

@@ -3873,7 +3873,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Tombstones past the cursor were purged after it was issued, it was sealed with a key this deployment no longer holds, or it is not sealed (made before cursors were sealed) (`cursor_expired`): read again from the start */
+            /** @description Tombstones past the cursor were purged after it was issued, it was sealed with a key this deployment no longer holds, it is not sealed (made before cursors were sealed), or it names no connection (made before cursors named their connection) (`cursor_expired`): read again from the start */
             410: {
                 headers: {
                     [name: string]: unknown;

@@ -111,13 +111,15 @@ export interface DeliveryTarget {
   event_type: WebhookEventType;
   tenant_id: string;
   payload: Record<string, unknown>;
+  /** The event's connection (null for an event of none). */
+  event_connection_id: string | null;
   event_created_at: Date;
 }
 
 /** A delivery with its webhook and event, or null (its webhook was deleted). */
 export async function findDeliveryTarget(db: Queryable, deliveryId: string): Promise<DeliveryTarget | null> {
   const { rows } = await db.query<DeliveryTarget>(
-    `select d.id, d.status, d.webhook_id, w.url, w.secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.created_at as event_created_at
+    `select d.id, d.status, d.webhook_id, w.url, w.secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.connection_id as event_connection_id, e.created_at as event_created_at
        from webhook_deliveries d join webhooks w on w.id = d.webhook_id join webhook_events e on e.id = d.event_id
       where d.id = $1`,
     [deliveryId],
