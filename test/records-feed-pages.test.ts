@@ -100,6 +100,26 @@ describe('records feed: pages and cursors at their edges', () => {
     expect(all.read.flat()).toEqual(Array.from({ length: 20 }, (_, i) => `big-${String(i).padStart(2, '0')}`));
   });
 
+  it('a page of small records whose stored size passes their printed size holds as many as their printed size fits in the budget', async () => {
+    const id = await feedConnection();
+    // 150 small integers: stored uncompressed (jsonb), about three times the bytes they print as.
+    const small = Array.from({ length: 150 }, (_, i) => i);
+    const keys = Array.from({ length: 20 }, (_, i) => `small-${String(i).padStart(2, '0')}`);
+    for (const key of keys) await write(id, key, small);
+    const { rows } = await db.pool.query<{ stored: number; printed: number }>(
+      `select pg_column_size(data) + octet_length(external_id) as stored, octet_length(data::text) + octet_length(external_id) as printed
+         from records where connection_id = $1 and external_id = 'small-00'`,
+      [id],
+    );
+    expect(rows[0]!.stored).toBeGreaterThan(2 * rows[0]!.printed);
+    // A budget of what ten of them print as: the page holds ten, has more, and is within it.
+    const budget = { feedPageMaxBytes: 10 * rows[0]!.printed };
+    const first = await get(`/connections/${id}/records?limit=100`, budget);
+    expect(first.body.items.map((i: { external_id: string }) => i.external_id)).toEqual(keys.slice(0, 10));
+    expect(first.body.has_more).toBe(true);
+    expect((await pages(id, 'limit=100', budget)).read).toEqual([keys.slice(0, 10), keys.slice(10)]);
+  });
+
   it('a cursor past the feed\'s last issued position is refused (400), not read past the changes written up to it later', async () => {
     const id = await feedConnection();
     await write(id, 'a');

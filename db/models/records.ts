@@ -455,39 +455,40 @@ export interface ChangesReadPage {
  * appears once, at its latest position). Optionally only one resource type, or only changes
  * written after `modifiedAfter`. The budget is applied in the statement, so the rows past it are
  * never sent (a page of `limit` records of the largest size a provider may send would otherwise be
- * built whole in the reading process); a row's size is its data as the database prints it, and
- * only rows whose stored (possibly compressed, never larger than printed) sizes before them are
- * within the budget are printed to be sized, so the rows past it are not read out of storage either.
+ * built whole in the reading process): a row's size is its id and its data as the database prints
+ * it (the text the page reads anyway, never less than the JSON the API writes of it), and the rows
+ * are taken in order, each printed once, until the next one would pass the budget, so only the
+ * rows served and the one after them are printed (read out of storage), whatever their stored
+ * size (larger than printed for small uncompressed values, smaller for compressed ones).
  */
 export async function readChangesPage(db: Queryable, query: ChangesRead): Promise<ChangesReadPage> {
-  const { rows } = await db.query<Omit<RecordChange, 'data'> & { data: string; candidates: number }>(
-    `with candidates as materialized (
-       select r.change_seq, r.external_id, r.resource_type, r.data, r.source_updated_at, r.synced_at, r.deleted_at, r.change,
-              s.bytes as stored_bytes, sum(s.bytes) over w as stored_through
+  // The next change after position p.change_seq (after $2 for the first), printed once.
+  const next = (after: string) => `(select r.change_seq, r.external_id, r.resource_type, r.data::text as text, r.source_updated_at, r.synced_at, r.deleted_at, r.change
          from records r
-        cross join lateral (select coalesce(pg_column_size(r.data), 0) + octet_length(r.external_id) as bytes) s
-        where r.connection_id = $1 and r.change_seq > $2::bigint
+        where r.connection_id = $1 and r.change_seq > ${after}
           and ($3::text is null or r.resource_type = $3) and ($4::timestamptz is null or r.synced_at > $4)
-       window w as (order by r.change_seq rows unbounded preceding)
-        order by r.change_seq -- the bigint column, not the text it is shown as
-        limit $5),
-          sized as (
-       select c.*, row_number() over w as n,
-              sum(case when $6::bigint is null then 0 else coalesce(octet_length(c.data::text), 0) + octet_length(c.external_id) end) over w as through
-         from candidates c
-        where $6::bigint is null or c.stored_through - c.stored_bytes <= $6::bigint
-       window w as (order by c.change_seq rows unbounded preceding))
-     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.data::text as data, p.source_updated_at, p.synced_at, p.deleted_at, p.change,
-            (select count(*) from candidates)::int as candidates
-       from sized p
-      where p.n = 1 or $6::bigint is null or p.through <= $6::bigint
-      order by p.change_seq`,
+        order by r.change_seq limit 1)`;
+  const { rows } = await db.query<Omit<RecordChange, 'data'> & { data: string; more: boolean }>(
+    `with recursive page as (
+       -- The page, change by change in feed order: the first always, each next one while the
+       -- page holds fewer than the limit and the bytes through it stay within the budget.
+       select 1 as n, x.*, octet_length(x.text) + octet_length(x.external_id) as through
+         from ${next('$2::bigint')} x
+       union all
+       select p.n + 1, x.*, p.through + octet_length(x.text) + octet_length(x.external_id)
+         from page p cross join lateral ${next('p.change_seq')} x
+        where p.n < $5 and ($6::bigint is null or p.through + octet_length(x.text) + octet_length(x.external_id) <= $6::bigint))
+     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.text as data, p.source_updated_at, p.synced_at, p.deleted_at, p.change,
+            -- Whether a change follows the page's last one (the page was cut short of it, or full).
+            exists ${next('(select max(l.change_seq) from page l)')} as more
+       from page p
+      order by p.n`,
     [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit, query.maxBytes ?? null],
   );
   // The data as its text, read here with its numbers as stored (jsonb keeps every digit; the
   // driver's own reader would make each a double).
-  const changes = rows.map(({ candidates: _, data, ...change }): RecordChange => ({ ...change, data: parseExactJson(data) }));
-  return { changes, cut: rows.length > 0 && rows.length < rows[0]!.candidates };
+  const changes = rows.map(({ more: _, data, ...change }): RecordChange => ({ ...change, data: parseExactJson(data) }));
+  return { changes, cut: rows.length > 0 && rows.length < query.limit && rows[0]!.more };
 }
 
 /** Two-key advisory locks in this class: (class, 0) is held by every tombstone purge while it writes. */
