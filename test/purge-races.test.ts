@@ -13,6 +13,7 @@ import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
 import { CommandRefused } from '../commands/errors';
 import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
+import { purgeTombstonesBatch } from '../db/models/records';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testCommandDeps } from './helpers/deps';
@@ -294,5 +295,57 @@ describe('purge and retention races', () => {
     }
     const { rows: left } = await db.pool.query('select id from oauth_grants where id = $1', [grantId]);
     expect(left).toEqual([]);
+  });
+
+  it("the retention's tombstone purge and a connection's deletion, deleting the connection's tombstones at once, both complete", async () => {
+    const tenant = `purge-tombstones-${randomUUID()}`;
+    const connection = async (appKey: string) =>
+      (await db.pool.query<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', $2, 'disabled') returning id`, [tenant, appKey])).rows[0]!.id;
+    const gone = await connection('gone');
+    const other = await connection('other');
+    // Live records enough that the purge finds tombstones by their index (oldest first) while the
+    // deletion takes its connection's records in key order: opposite orders on the deleted one's.
+    await db.pool.query(
+      `insert into records (connection_id, resource_type, external_id, data, synced_at, change) select $1, 'items', 'live-' || g, '{}', now(), 'insert' from generate_series(1, 5000) g`,
+      [other],
+    );
+    const tombstone = (connectionId: string, externalId: string, days: number) =>
+      db.pool.query(
+        `insert into records (connection_id, resource_type, external_id, data, synced_at, deleted_at, change) values ($1, 'issues', $2, '{}', now(), now() - make_interval(days => $3), 'delete')`,
+        [connectionId, externalId, days],
+      );
+    await tombstone(gone, 'b', 60);
+    await tombstone(other, 'm', 50);
+    await tombstone(gone, 'a', 40);
+    await db.pool.query('analyze records');
+    const purge = await insertPurge(db.pool, gone, tenant);
+    const outcome = (work: Promise<unknown>) => work.then(() => 'done', (err: unknown) => String(err));
+    // Another transaction holds the other connection's tombstone: the purge, having taken the
+    // deleted connection's oldest, waits for it (or passes it by) while the deletion starts.
+    const holder = await db.pool.connect();
+    let purged: Promise<string>;
+    let deleted: Promise<string>;
+    try {
+      await holder.query('begin');
+      await holder.query(`select 1 from records where connection_id = $1 and external_id = 'm' for update`, [other]);
+      const before = await lockWaiters();
+      let purgeDone = false;
+      purged = outcome(purgeTombstonesBatch(db.pool, new Date(Date.now() - 30 * 86_400_000), 1000)).finally(() => {
+        purgeDone = true;
+      });
+      await eventually(async () => (purgeDone || (await lockWaiters()) > before ? true : undefined));
+      let deletionDone = false;
+      deleted = outcome(runPurge({ purgeId: purge!.id, connectionId: gone })).finally(() => {
+        deletionDone = true;
+      });
+      // The deletion has finished, or waits for the purge.
+      await eventually(async () => (deletionDone || (await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    expect({ purge: await purged, deletion: await deleted }).toEqual({ purge: 'done', deletion: 'done' });
+    const { rows } = await db.pool.query('select c.id from connections c where c.id = $1 union all select r.connection_id from records r where r.connection_id = $1', [gone]);
+    expect(rows).toEqual([]);
   });
 });

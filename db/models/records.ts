@@ -562,12 +562,18 @@ export async function findFeedHead(db: Queryable, connectionId: string): Promise
  * connection and resource type the highest position removed (`feed_purges`), deleting the log
  * rows that the new one covers. Purges hold one lock while they write, so they commit in the
  * order of their log ids (a reader's snapshot sees every purge up to an id, none after it). A
- * record seen again since (no longer a tombstone) is left alone. Returns how many it deleted.
+ * record seen again since (no longer a tombstone) is left alone, and so is one another
+ * transaction holds (a connection's deletion deleting it, a page writing it): the purge never
+ * waits for a record while holding others, so it and a deletion taking the same tombstones in
+ * another order never deadlock; a tombstone passed by is purged by a later run (or deleted by its
+ * holder). Returns how many it deleted.
  */
 export async function purgeTombstonesBatch(db: Queryable, before: Date, limit: number): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `with purge_lock as (select pg_advisory_xact_lock($3, 0)),
-          doomed as (select r.ctid from purge_lock, records r where r.deleted_at < $1 limit $2),
+          -- Locked here, passing by any another transaction holds: the purge never waits for a
+          -- record while holding others (a connection's deletion takes them in its own order).
+          doomed as (select r.ctid from purge_lock, records r where r.deleted_at < $1 limit $2 for update of r skip locked),
           purged as (delete from records r using doomed d where r.ctid = d.ctid and r.deleted_at < $1
                      returning r.connection_id, r.resource_type, r.change_seq),
           logged as (insert into feed_purges (connection_id, resource_type, purged_seq)
