@@ -20,7 +20,8 @@
 //
 // Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
 // query-parameter secret is added at request time only: it never appears in a token, a stored
-// page, a log line or an error.
+// page, a log line or an error. A next URL goes into the token as the provider wrote it, less the
+// parameters that carry a secret (withoutSecrets).
 //
 // Page numbers and offsets end at the first EMPTY page, never at a short one: providers cap the
 // page size silently (per_page at most 100, say), so a page with fewer records than asked for may
@@ -46,7 +47,7 @@ import { isBareHttpUrl, keyPath, parseConnectorConfig, refusedHeaderProblem } fr
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
 import {
-  cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
+  cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, MIN_SECRET_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
 } from './provider-http';
 import { Permanent, RateLimited, sinceOf, Transient, Unauthorized, type Connector, type ConnectorError, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 
@@ -632,17 +633,34 @@ function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): A
 }
 
 /**
- * `url` without the secret, for a page token: a provider may echo the query secret into its next
- * URL, under the configured name in any case (`api_key`, `API_KEY`), or any secret under another
- * name. Such parameters go; the secret is added again at request time under its configured name.
+ * Secrets of fewer characters are looked for as a whole parameter name or value only: a page
+ * number, a date or a cursor contains a shorter one by chance (`1` in `page=12`), and dropping that
+ * parameter would page elsewhere. A provider embedding a credential in a value embeds one this long.
+ */
+const MIN_EMBEDDED_SECRET_CHARS = 8;
+
+/**
+ * `url` without the parameters that carry a secret, for a page token: the query auth's parameter
+ * under its configured name in any case (`api_key`, `API_KEY`), and any parameter whose name or
+ * value, as written or decoded, is a secret (of at least MIN_SECRET_CHARS characters) or embeds one
+ * (of at least MIN_EMBEDDED_SECRET_CHARS). Every other parameter stays as the provider wrote it, in
+ * its order and encoding: the next request asks for exactly the provider's next page. The query
+ * secret is added again at request time under its configured name.
  */
 function withoutSecrets(url: string, auth: Auth): string {
   const clean = new URL(url);
   const name = auth.query?.[0].toLowerCase();
-  const secret = (value: string) => auth.secrets.some((s) => s !== '' && value.includes(s));
-  for (const [key, value] of [...clean.searchParams]) {
-    if (key.toLowerCase() === name || secret(value)) clean.searchParams.delete(key);
-  }
+  const parts = clean.search.slice(1).split('&');
+  const kept = parts.filter((part) => {
+    const [key = '', value = ''] = [...new URLSearchParams(part)][0] ?? [];
+    const at = part.indexOf('=');
+    const texts = [key, value, at < 0 ? part : part.slice(0, at), at < 0 ? '' : part.slice(at + 1)];
+    const carries = (secret: string) =>
+      secret.length >= MIN_SECRET_CHARS && (texts.includes(secret) || (secret.length >= MIN_EMBEDDED_SECRET_CHARS && texts.some((text) => text.includes(secret))));
+    return key.toLowerCase() !== name && !auth.secrets.some(carries);
+  });
+  if (kept.length === parts.length) return clean.href;
+  clean.search = kept.join('&');
   return clean.href;
 }
 

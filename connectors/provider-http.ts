@@ -110,6 +110,13 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
   return out.replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, redactAuthValue);
 }
 
+/**
+ * The fewest characters of a credential value looked for as a secret: a shorter one (`1`, `abc`)
+ * is a page number or a flag as often as a password, and redacting or removing it would garble
+ * text and protect nothing.
+ */
+export const MIN_SECRET_CHARS = 4;
+
 /** Credential keys that name an account rather than hold a secret (left out of `credentialSecrets`). */
 const IDENTITY_KEYS = /^(user(name)?|login|email|account(_id)?|client_id|app_id|kind)$/i;
 
@@ -117,7 +124,7 @@ const IDENTITY_KEYS = /^(user(name)?|login|email|account(_id)?|client_id|app_id|
  * Every secret value of a connection's credentials, in each form a request may carry it: as it
  * is, URL-encoded (path or query, `%20` and `+` for a space), and for a username and password the
  * base64 of `username:password` (HTTP Basic). Values under identity keys (username, login, email…)
- * and values under 4 characters are left out: redacting those would garble messages and protect
+ * and values under MIN_SECRET_CHARS characters are left out: redacting those would garble messages and protect
  * nothing. What an error becoming an activity failure is redacted with.
  */
 export function credentialSecrets(credentials: Record<string, unknown> | null | undefined): string[] {
@@ -125,7 +132,7 @@ export function credentialSecrets(credentials: Record<string, unknown> | null | 
   const out = new Set<string>();
   const visit = (value: unknown, key: string) => {
     if (typeof value === 'string') {
-      if (value.length < 4 || IDENTITY_KEYS.test(key)) return;
+      if (value.length < MIN_SECRET_CHARS || IDENTITY_KEYS.test(key)) return;
       out.add(value);
       out.add(encodeURIComponent(value));
       out.add(new URLSearchParams({ v: value }).toString().slice(2));
