@@ -278,13 +278,21 @@ export function parseHttpConfig(config: Record<string, unknown>): HttpConfig {
 // ---------------------------------------------------------------------------------------------
 // JSON paths, tokens
 
-/** The value at `path` in `value` (a dotted JSONPath subset; `$` is the value itself). */
+/**
+ * The value at `path` in `value` (a dotted JSONPath subset; `$` is the value itself). A name is a
+ * field the provider sent (an own property of an object), never one every object inherits
+ * (`constructor`, `toString`, `__proto__`); an index, an element of an array.
+ */
 export function readPath(value: unknown, path: string): unknown {
   const steps = path.replace(/^\$\.?/, '').match(/[^.[\]]+|\[\d+\]/g) ?? [];
   let at = value;
   for (const step of steps) {
-    if (at === null || typeof at !== 'object') return undefined;
-    at = step.startsWith('[') ? (Array.isArray(at) ? at[Number(step.slice(1, -1))] : undefined) : (at as Record<string, unknown>)[step];
+    if (step.startsWith('[')) {
+      const index = Number(step.slice(1, -1));
+      at = Array.isArray(at) && index < at.length ? (at[index] as unknown) : undefined;
+    } else {
+      at = at !== null && typeof at === 'object' && !Array.isArray(at) && Object.hasOwn(at, step) ? (at as Record<string, unknown>)[step] : undefined;
+    }
   }
   return at;
 }
