@@ -36,9 +36,10 @@
 // it (`stable: false`, `max_reads: 1`) is declared not consistent: full syncs delete only what
 // `recheck` confirms gone by the resource's `item` lookup (nothing without one).
 //
-// Paths into JSON are a dotted subset of JSONPath (`$`, `data.items`, `$.meta.next`,
-// `links[0].href`), read by a few lines of code rather than a JSONPath library: a config is user
-// input, and a subset with no filters or script expressions cannot run anything.
+// Paths into JSON are a subset of JSONPath (`$`, `data.items`, `$.meta.next`, `links[0].href`,
+// `$['@odata.nextLink']` for a name with a dot in it), read by a few lines of code rather than a
+// JSONPath library: a config is user input, and a subset with no filters, wildcards, descendant
+// search or script expressions cannot run anything. A malformed path is refused with the config.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { storableChangeTime } from '../policy/change-time';
@@ -57,11 +58,24 @@ const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60;
 // ---------------------------------------------------------------------------------------------
 // Config
 
-const JSON_PATH = /^(\$|\$\.)?([A-Za-z0-9_-]+|\[\d+\])(\.[A-Za-z0-9_-]+|\[\d+\])*$|^\$$/;
+// The one grammar of paths into JSON (see the module comment). A step is a name (`.name`, no dot
+// before the first step), a name in quotes and brackets (`['@odata.nextLink']`, `["a.b"]`: any
+// characters, `\'`, `\"` and `\\` escaped), or an index (`[0]`). JSON_PATH decides what a config
+// may hold (and the OpenAPI pattern shows it); PATH_STEP reads the steps of a path it accepted.
+const PATH_NAME = String.raw`([A-Za-z0-9_-]+)`;
+const PATH_BRACKET = String.raw`\[(?:(\d+)|'((?:[^'\\]|\\['\\])*)'|"((?:[^"\\]|\\["\\])*)")\]`;
+const JSON_PATH = new RegExp(String.raw`^\$$|^(?:\$\.?)?(?:${PATH_NAME}|${PATH_BRACKET})(?:\.${PATH_NAME}|${PATH_BRACKET})*$`);
+const PATH_STEP = new RegExp(String.raw`\.?${PATH_NAME}|${PATH_BRACKET}`, 'g');
+const PATH_EXAMPLES = `such as 'data.items', '$' or "$['@odata.nextLink']" (dotted names, quoted names in brackets and [n] indexes)`;
 const jsonPath = (what: string) =>
   z
-    .string({ error: `must be a JSON path to ${what}, such as 'data.items' or '$'` })
-    .regex(JSON_PATH, `must be a JSON path to ${what}, such as 'data.items' or '$' (dotted names and [n] indexes)`);
+    .string({ error: `must be a JSON path to ${what}, ${PATH_EXAMPLES}` })
+    .regex(JSON_PATH, `must be a JSON path to ${what}, ${PATH_EXAMPLES}`)
+    .meta({
+      description:
+        `A JSON path to ${what}: \`$\` (the value itself), dotted names (\`data.items\`, \`$.meta.next\`), a name with any other characters ` +
+        'in quotes and brackets (`$[\'@odata.nextLink\']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes',
+    });
 const paramName = z.string({ error: 'must be a query parameter name' }).min(1, 'must be a query parameter name');
 const positiveInt = (max = 10_000) =>
   z.number({ error: `must be an integer between 1 and ${max}` }).int(`must be an integer between 1 and ${max}`).min(1, `must be an integer between 1 and ${max}`).max(max, `must be an integer between 1 and ${max}`);
@@ -165,9 +179,9 @@ const resourceSchema = z.strictObject({
   records: jsonPath('the array of records').default('$'),
   id: jsonPath("a record's id"),
   id_prefix: z.string().max(200).optional().meta({ description: 'Put before each id (e.g. to match the ids of another connector)' }),
-  updated_at: jsonPath("a record's change time").optional().meta({ description: "A record's change time (ISO 8601, or epoch seconds/milliseconds as a number)" }),
+  updated_at: jsonPath("a record's change time").optional().meta({ description: "A JSON path to a record's change time (ISO 8601, or epoch seconds/milliseconds as a number); paths as `id`'s" }),
   since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
-  exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: 'Records with a value (not null) at any of these fields are left out' }),
+  exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: "Records with a value (not null) at any of these fields (JSON paths, as `id`'s) are left out" }),
   order: z
     .enum(['unspecified', 'change_ascending'], { error: "must be one of 'unspecified', 'change_ascending'" })
     .default('unspecified')
@@ -279,19 +293,20 @@ export function parseHttpConfig(config: Record<string, unknown>): HttpConfig {
 // JSON paths, tokens
 
 /**
- * The value at `path` in `value` (a dotted JSONPath subset; `$` is the value itself). A name is a
+ * The value at `path` in `value` (a path JSON_PATH accepts; `$` is the value itself). A name is a
  * field the provider sent (an own property of an object), never one every object inherits
  * (`constructor`, `toString`, `__proto__`); an index, an element of an array.
  */
 export function readPath(value: unknown, path: string): unknown {
-  const steps = path.replace(/^\$\.?/, '').match(/[^.[\]]+|\[\d+\]/g) ?? [];
+  if (!JSON_PATH.test(path)) throw new Error(`not a JSON path: '${path}'`);
   let at = value;
-  for (const step of steps) {
-    if (step.startsWith('[')) {
-      const index = Number(step.slice(1, -1));
-      at = Array.isArray(at) && index < at.length ? (at[index] as unknown) : undefined;
+  for (const [, dotted, index, single, double] of path.replace(/^\$\.?/, '').matchAll(PATH_STEP)) {
+    if (index !== undefined) {
+      const position = Number(index);
+      at = Array.isArray(at) && position < at.length ? (at[position] as unknown) : undefined;
     } else {
-      at = at !== null && typeof at === 'object' && !Array.isArray(at) && Object.hasOwn(at, step) ? (at as Record<string, unknown>)[step] : undefined;
+      const name = dotted ?? (single ?? double)!.replace(/\\(.)/g, '$1');
+      at = at !== null && typeof at === 'object' && !Array.isArray(at) && Object.hasOwn(at, name) ? (at as Record<string, unknown>)[name] : undefined;
     }
   }
   return at;

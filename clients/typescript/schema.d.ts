@@ -1143,12 +1143,16 @@ export interface components {
                         params?: {
                             [key: string]: string;
                         };
-                        /** @default $ */
+                        /**
+                         * @description A JSON path to the array of records: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes
+                         * @default $
+                         */
                         records?: string;
+                        /** @description A JSON path to a record's id: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                         id: string;
                         /** @description Put before each id (e.g. to match the ids of another connector) */
                         id_prefix?: string;
-                        /** @description A record's change time (ISO 8601, or epoch seconds/milliseconds as a number) */
+                        /** @description A JSON path to a record's change time (ISO 8601, or epoch seconds/milliseconds as a number); paths as `id`'s */
                         updated_at?: string;
                         /** @description How an incremental fetch asks for records changed at or after its cursor */
                         since?: {
@@ -1159,7 +1163,7 @@ export interface components {
                              */
                             format?: "iso8601" | "epoch_seconds" | "epoch_millis" | "date";
                         };
-                        /** @description Records with a value (not null) at any of these fields are left out */
+                        /** @description Records with a value (not null) at any of these fields (JSON paths, as `id`'s) are left out */
                         exclude_when_present?: string[];
                         /**
                          * @description How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order, and `since` inclusive (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen (`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.
@@ -1182,6 +1186,7 @@ export interface components {
                         } | {
                             /** @constant */
                             type: "next_url";
+                            /** @description A JSON path to the next URL: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                             path: string;
                             /**
                              * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
@@ -1191,6 +1196,7 @@ export interface components {
                         } | {
                             /** @constant */
                             type: "cursor";
+                            /** @description A JSON path to the next cursor: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                             path: string;
                             param: string;
                             /**
@@ -1229,7 +1235,10 @@ export interface components {
                         /** @description One record by id, e.g. {"path": "/v1/customers/{id}", "record": "data"} ({id}: its id without id_prefix). A full sync looks up the records it did not see (at most 100) before deleting them: 404 or 410 is gone, an answer keeps the record. Lets a listing that is not consistent (stable: false, max_reads: 1) delete what is confirmed gone. */
                         item?: {
                             path: string;
-                            /** @default $ */
+                            /**
+                             * @description A JSON path to the record in the answer: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes
+                             * @default $
+                             */
                             record?: string;
                         };
                     };
@@ -1253,6 +1262,7 @@ export interface components {
                 } | {
                     /** @constant */
                     type: "next_url";
+                    /** @description A JSON path to the next URL: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                     path: string;
                     /**
                      * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
@@ -1262,6 +1272,7 @@ export interface components {
                 } | {
                     /** @constant */
                     type: "cursor";
+                    /** @description A JSON path to the next cursor: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                     path: string;
                     param: string;
                     /**
