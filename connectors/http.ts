@@ -383,6 +383,15 @@ function boundedNext(url: string, source: string, redact: (text: string) => stri
   );
 }
 
+const DAY_MS = 86_400_000;
+
+/**
+ * The `since` value asking for the records changed at or after `since`. A date is the UTC day
+ * before `since`'s: a provider reads a date in its own zone, whose day begins within a day of
+ * midnight UTC (up to 12 hours after it west of UTC), so asked for `since`'s UTC day it would leave
+ * out what changed between `since` and its own midnight. Records changed before `since` that the
+ * earlier day brings are left out by the connector (and storing one again writes nothing).
+ */
 function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']): string {
   switch (format) {
     case 'epoch_seconds':
@@ -390,7 +399,7 @@ function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']
     case 'epoch_millis':
       return String(since.getTime());
     case 'date':
-      return since.toISOString().slice(0, 10);
+      return new Date(since.getTime() - DAY_MS).toISOString().slice(0, 10);
     default:
       return since.toISOString();
   }
@@ -474,10 +483,21 @@ function nextPosition(url: string, pagination: PositionPagination, served: numbe
   return next.href;
 }
 
+/**
+ * The earliest change time a provider asked for the `since` value `value` may list: the value's
+ * time, or for a date the midnight UTC of the day before (a day begins up to 14 hours before
+ * midnight UTC east of UTC).
+ */
+const earliestListed = (value: string, format: z.output<typeof sinceSchema>['format']): number => sinceMillis(value, format) - (format === 'date' ? DAY_MS : 0);
+
 /** The page size a position listing asks for (`size`, `limit`), if any. */
 const askedSize = (pagination: PositionPagination): number | undefined => (pagination.type === 'page_number' ? pagination.size : pagination.limit);
 
-/** A `since` value as milliseconds, in its format's resolution (a date is its midnight UTC). */
+/**
+ * A `since` value as milliseconds, in its format's resolution (a date is its midnight UTC): what
+ * orders the values the connector asks for, and where a held cursor stays (at or before the time
+ * the value was formatted from).
+ */
 function sinceMillis(value: string, format: z.output<typeof sinceSchema>['format']): number {
   switch (format) {
     case 'epoch_seconds':
@@ -558,7 +578,7 @@ function positionNext(
         throw new Permanent(`http connector: ${what}: record #${index} has no change time at '${resource.updated_at}', which resources.${name}.order 'change_ascending' needs`);
       }
       last = new Date(change);
-      if (floor !== null && sinceMillis(formatSince(last, format), format) < floor) {
+      if (sinceText !== null && last.getTime() < earliestListed(sinceText, format)) {
         throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed a record changed before ${param}=${sinceText} (does it filter by '${param}'?)`);
       }
       if (last.getTime() < previous) {
