@@ -693,18 +693,31 @@ const MIN_EMBEDDED_SECRET_CHARS = 8;
 function withoutSecrets(url: string, auth: Auth): string {
   const clean = new URL(url);
   const name = auth.query?.[0].toLowerCase();
-  const parts = clean.search.slice(1).split('&');
-  const kept = parts.filter((part) => {
-    const [key = '', value = ''] = [...new URLSearchParams(part)][0] ?? [];
+  const params = queryParts(clean);
+  const kept = params.filter(({ part, key, value }) => {
     const at = part.indexOf('=');
     const texts = [key, value, at < 0 ? part : part.slice(0, at), at < 0 ? '' : part.slice(at + 1)];
     const carries = (secret: string) =>
       secret.length >= MIN_SECRET_CHARS && (texts.includes(secret) || (secret.length >= MIN_EMBEDDED_SECRET_CHARS && texts.some((text) => text.includes(secret))));
     return key.toLowerCase() !== name && !auth.secrets.some(carries);
   });
-  if (kept.length === parts.length) return clean.href;
-  clean.search = kept.join('&');
+  if (kept.length === params.length) return clean.href;
+  clean.search = kept.map((param) => param.part).join('&');
   return clean.href;
+}
+
+/**
+ * The parameters of `url`'s query, each as written (`part`) and with its name and value decoded as
+ * a form decodes them. Editing a query through `searchParams` would write every parameter again in
+ * the form encoding (`,` as `%2C`, a space as `+`): another URL to a provider that signs its URLs
+ * or reads `+` as a plus.
+ */
+function queryParts(url: URL): { part: string; key: string; value: string }[] {
+  if (url.search === '') return [];
+  return url.search.slice(1).split('&').map((part) => {
+    const [key = '', value = ''] = [...new URLSearchParams(part)][0] ?? [];
+    return { part, key, value };
+  });
 }
 
 /**
@@ -757,10 +770,18 @@ function recordOf(item: unknown, resource: Resource, what: string): ConnectorRec
   return { externalId: `${resource.id_prefix ?? ''}${typeof id === 'string' ? id : numberText(id)}`, updatedAt, data: item as Record<string, unknown> };
 }
 
-/** One GET of `url` (the query secret added to the request only) through the connectors' HTTP path. */
+/**
+ * One GET of `url` through the connectors' HTTP path: its query as written (a provider may sign its
+ * next URLs, or read `+` as a plus), the query secret appended to the request only, in place of any
+ * parameter of its name.
+ */
 function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<FetchPageInput, 'signal' | 'policy' | 'budget'>) {
   const requestUrl = new URL(url);
-  if (auth.query) requestUrl.searchParams.set(auth.query[0], auth.query[1]);
+  if (auth.query) {
+    const [name, token] = auth.query;
+    const kept = queryParts(requestUrl).filter((param) => param.key !== name).map((param) => param.part);
+    requestUrl.search = [...kept, `${encodeURIComponent(name)}=${encodeURIComponent(token)}`].join('&');
+  }
   const limits: RateLimitHeaders = cfg.rate_limit
     ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
     : GITHUB_RATE_LIMIT_HEADERS;

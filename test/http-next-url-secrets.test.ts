@@ -70,3 +70,23 @@ describe('http connector: the secrets of a next URL', () => {
     }
   });
 });
+
+describe('http connector: the request of a next URL with a query auth', () => {
+  it("sends the provider's next URL as written, the secret appended: a provider reading its query strictly (RFC 3986: `+` is a plus) finds its cursor", async () => {
+    const TOKEN = 'tok_live_0123456789';
+    const fake = await serve((req, res) => {
+      const query = (req.url ?? '').split('?')[1] ?? '';
+      const params = new Map(query.split('&').map((part) => part.split('=').map(decodeURIComponent) as [string, string]));
+      const cursor = params.get('cursor');
+      const known = cursor === undefined || cursor === 'a b,c';
+      res.writeHead(known ? 200 : 400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(!known ? { error: `unknown cursor ${cursor}` } : cursor ? { data: [{ id: 'b' }], next: null } : { data: [{ id: 'a' }], next: '/items?cursor=a%20b,c&fields=id,name' }));
+    });
+    const connectionId = await createHttpConnection(db.pool, config(fake.url, { type: 'query', name: 'api_key' }), 'strict-query');
+    await db.pool.query('update connections set credentials = $2::jsonb where id = $1', [connectionId, sealedTestCredentials(connectionId, { token: TOKEN })]);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+    expect([...(await storedRecords(db.pool, connectionId, 'items')).keys()].sort()).toEqual(['a', 'b']);
+    expect(fake.requests.map((r) => r.url)).toEqual([`/items?api_key=${TOKEN}`, `/items?cursor=a%20b,c&fields=id,name&api_key=${TOKEN}`]);
+  });
+});
