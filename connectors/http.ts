@@ -434,23 +434,25 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
 }
 
 /**
- * The next page's URL, or null when this page was the last. A relative link or next URL is
+ * The next page's URL as a page token holds it (withoutSecrets), or null when this page was the last. A relative link or next URL is
  * relative to `answered`, the URL that answered (a same-origin redirect may have moved it from
  * `url`, the one asked for); a cursor goes into `url`.
  */
-function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown, redact: (text: string) => string): string | null {
+function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown, auth: Auth, redact: (text: string) => string): string | null {
+  /** A provider's next URL from `source`, as a page token holds it. */
+  const follow = (next: string, source: string) => withoutSecrets(boundedNext(sameOrigin(next, cfg, source, redact), source, redact), auth, source, redact);
   switch (pagination.type) {
     case 'none':
       return null;
     case 'link_header': {
       const next = nextLink(headers.get('link'), answered);
-      return next === null ? null : boundedNext(sameOrigin(next, cfg, 'Link header', redact), 'Link header', redact);
+      return next === null ? null : follow(next, 'Link header');
     }
     case 'next_url': {
       const next = readPath(body, pagination.path);
       if (next === undefined || next === null || next === '') return null;
       if (typeof next !== 'string') throw new Permanent(`http connector: the next URL at '${pagination.path}' is not a string`);
-      return boundedNext(sameOrigin(new URL(next, answered).href, cfg, `body '${pagination.path}'`, redact), `body '${pagination.path}'`, redact);
+      return follow(new URL(next, answered).href, `body '${pagination.path}'`);
     }
     case 'cursor': {
       const cursor = readPath(body, pagination.path);
@@ -461,7 +463,8 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
       const next = new URL(url);
       // A numeric cursor as its digits: an int64 position past 2^53 is sent back as it came.
       next.searchParams.set(pagination.param, typeof cursor === 'string' ? cursor : numberText(cursor));
-      return boundedNext(next.href, `cursor at '${pagination.path}'`, redact);
+      const source = `cursor at '${pagination.path}'`;
+      return withoutSecrets(boundedNext(next.href, source, redact), auth, source, redact);
     }
     case 'page_number':
     case 'offset':
@@ -683,15 +686,25 @@ function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): A
 const MIN_EMBEDDED_SECRET_CHARS = 8;
 
 /**
- * `url` without the parameters that carry a secret, for a page token: the query auth's parameter
+ * `url` (the next page's, from `source`) without its fragment and the parameters that carry a
+ * secret, for a page token: the query auth's parameter
  * under its configured name in any case (`api_key`, `API_KEY`), and any parameter whose name or
  * value, as written or decoded, is a secret (of at least MIN_SECRET_CHARS characters) or embeds one
  * (of at least MIN_EMBEDDED_SECRET_CHARS). Every other parameter stays as the provider wrote it, in
  * its order and encoding: the next request asks for exactly the provider's next page. The query
- * secret is added again at request time under its configured name.
+ * secret is added again at request time under its configured name. A secret of at least
+ * MIN_EMBEDDED_SECRET_CHARS elsewhere in the URL (its path) fails the task as Permanent, the URL
+ * quoted through `redact`: without it the URL would name another page.
  */
-function withoutSecrets(url: string, auth: Auth): string {
+function withoutSecrets(url: string, auth: Auth, source: string, redact: (text: string) => string): string {
   const clean = new URL(url);
+  // Never sent: nothing of a fragment is the provider's page.
+  clean.hash = '';
+  // Outside the query, a secret cannot go without naming another page.
+  const outside = [clean.username, clean.password, clean.pathname, decodedText(clean.pathname)];
+  if (auth.secrets.some((secret) => secret.length >= MIN_EMBEDDED_SECRET_CHARS && outside.some((text) => text.includes(secret)))) {
+    throw new Permanent(`http connector: the next URL from ${source} carries a credential outside its query (not stored, not followed): '${redact(url)}'`);
+  }
   const name = auth.query?.[0].toLowerCase();
   const params = queryParts(clean);
   const kept = params.filter(({ part, key, value }) => {
@@ -704,6 +717,15 @@ function withoutSecrets(url: string, auth: Auth): string {
   if (kept.length === params.length) return clean.href;
   clean.search = kept.map((param) => param.part).join('&');
   return clean.href;
+}
+
+/** `text` percent-decoded, or as it is when it is no valid percent-encoding. */
+function decodedText(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /**
@@ -1022,7 +1044,7 @@ export const httpConnector: Connector = {
       const { hold: _hold, ...nextToken } = next;
       return { records, nextPageToken: encodeToken({ ...nextToken, listing }), ...held };
     }
-    const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body, redact);
-    return { records, nextPageToken: next === null ? null : encodeToken({ url: withoutSecrets(next, auth), listing }) };
+    const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body, auth, redact);
+    return { records, nextPageToken: next === null ? null : encodeToken({ url: next, listing }) };
   },
 };

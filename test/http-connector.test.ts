@@ -348,12 +348,12 @@ describe('http connector: auth, errors, rate limits', () => {
 describe('http connector: secrets in errors and page tokens', () => {
   const db = useTestDatabase();
 
-  /** A connection of tenant acme with `cfg` and the query-auth token sealed, as the API stores it. */
-  async function connection(cfg: Config): Promise<string> {
+  /** A connection of tenant acme with `cfg` and the token (`token`, TOKEN by default) sealed, as the API stores it. */
+  async function connection(cfg: Config, token = TOKEN): Promise<string> {
     const id = randomUUID();
     await db.pool.query(
       `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'http', $2, $3, $4)`,
-      [id, `c-${id}`, cfg, JSON.stringify(sealCredentials(TEST_KEYRING, id, { token: TOKEN }))],
+      [id, `c-${id}`, cfg, JSON.stringify(sealCredentials(TEST_KEYRING, id, { token }))],
     );
     return id;
   }
@@ -441,28 +441,30 @@ describe('http connector: secrets in errors and page tokens', () => {
   });
 
   it('the paging guards quote a next URL redacted first, then cut: a secret in its path across the cut leaves no fragment (a paging loop, the page cap)', async () => {
-    // Page 1 links to a URL whose path carries the token 485 characters in, so that a cut at about
-    // 500 characters splits it; that page links to itself.
+    // Page 1 links to a URL whose path carries the token 493 characters in, so that a cut at about
+    // 500 characters splits it; that page links to itself. A token of 7 characters: a longer one
+    // in a next URL's path fails the page before any guard (it would be stored in the page token).
+    const SHORT = 'Sk7_x9q';
     const provider = await serve((req, res, self) => {
-      const padding = 'p'.repeat(485 - `${self.url}/loop/`.length - 1);
-      const next = `${self.url}/loop/${padding}/${TOKEN}/items`;
-      expect(next.indexOf(TOKEN)).toBe(485);
+      const padding = 'p'.repeat(493 - `${self.url}/loop/`.length - 1);
+      const next = `${self.url}/loop/${padding}/${SHORT}/items`;
+      expect(next.indexOf(SHORT)).toBe(493);
       const first = !req.url!.startsWith('/loop/');
       res.writeHead(200, { 'content-type': 'application/json', link: `<${next}>; rel="next"` }).end(JSON.stringify(first ? ITEMS.slice(0, 2) : []));
     });
     try {
       const cfg = { ...config('link', { type: 'link_header' }), base_url: provider.url };
-      const id = await connection(cfg);
+      const id = await connection(cfg, SHORT);
       const loop = (await runPass(testActivityDeps({ pool: db.pool }).deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
       expect(loop).toBeInstanceOf(ApplicationFailure);
-      expect(loop.message).toMatch(/^http connector: customers: paging loop: page 2 points back to 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redacted\]\/ite…', which this task already fetched/);
-      expect(loop.message).not.toContain(TOKEN.slice(0, 6));
+      expect(loop.message).toMatch(/^http connector: customers: paging loop: page 2 points back to 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redac…', which this task already fetched/);
+      expect(loop.message).not.toContain(SHORT.slice(0, 4));
       // One page a task: the cap stops before page 2, quoting it.
       const capped = { ...TEST_PROVIDER_POLICY, maxPagesPerTask: 1 };
       const cap = (await runPass(testActivityDeps({ pool: db.pool, providers: capped }).deps, id, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
       expect(cap).toBeInstanceOf(ApplicationFailure);
-      expect(cap.message).toMatch(/^http connector: customers: more than 1 pages in one task \(PROVIDER_MAX_PAGES_PER_TASK\); stopped before page 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redacted\]\/ite…'/);
-      expect(cap.message).not.toContain(TOKEN.slice(0, 6));
+      expect(cap.message).toMatch(/^http connector: customers: more than 1 pages in one task \(PROVIDER_MAX_PAGES_PER_TASK\); stopped before page 'http:\/\/127\.0\.0\.1:\d+\/loop\/p+\/\[redac…'/);
+      expect(cap.message).not.toContain(SHORT.slice(0, 4));
     } finally {
       await provider.close();
     }

@@ -7,6 +7,7 @@
 // connector's page fetch against the same kind of provider.
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpConnector } from '../connectors/http';
+import { Permanent } from '../connectors/types';
 import { useTestDatabase } from './helpers/database';
 import { sealedTestCredentials, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -88,5 +89,23 @@ describe('http connector: the request of a next URL with a query auth', () => {
     await runPass(deps, connectionId, 'items', 'full');
     expect([...(await storedRecords(db.pool, connectionId, 'items')).keys()].sort()).toEqual(['a', 'b']);
     expect(fake.requests.map((r) => r.url)).toEqual([`/items?api_key=${TOKEN}`, `/items?cursor=a%20b,c&fields=id,name&api_key=${TOKEN}`]);
+  });
+});
+
+describe('http connector: a secret outside a next URL query', () => {
+  const TOKEN = 'tok_live_0123456789';
+  const fetchFirst = (url: string) =>
+    httpConnector.fetchPage({ resource: 'items', since: null, until: null, pageToken: null, config: config(url, { type: 'bearer' }), credentials: { token: TOKEN }, policy: TEST_PROVIDER_POLICY });
+
+  it('a next URL with a secret in its path fails for good, quoting it redacted, and is never made a page token', async () => {
+    const fake = await twoPages(`/items/${TOKEN}/next?page=12`);
+    const err = (await fetchFirst(fake.url).catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(Permanent);
+    expect(err.message).toBe(`http connector: the next URL from body 'next' carries a credential outside its query (not stored, not followed): '${fake.url}/items/[redacted]/next?page=12'`);
+  });
+
+  it("a next URL's fragment (never sent) is not kept", async () => {
+    const fake = await twoPages(`/items?page=12#${TOKEN}`);
+    expect(await nextTokenUrl(config(fake.url, { type: 'bearer' }), { token: TOKEN })).toBe(`${fake.url}/items?page=12`);
   });
 });
