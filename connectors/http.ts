@@ -434,9 +434,9 @@ function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, s
 }
 
 /**
- * The next page's URL as a page token holds it (withoutSecrets), or null when this page was the last. A relative link or next URL is
- * relative to `answered`, the URL that answered (a same-origin redirect may have moved it from
- * `url`, the one asked for); a cursor goes into `url`.
+ * The next page's URL as a page token holds it (withoutSecrets), or null when this page was the
+ * last. A relative link or next URL is relative to `answered`, the URL that answered (a same-origin
+ * redirect may have moved it from `url`, the one asked for); a cursor goes into `url`.
  */
 function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered: string, headers: Headers, body: unknown, auth: Auth, redact: (text: string) => string): string | null {
   /** A provider's next URL from `source`, as a page token holds it. */
@@ -687,10 +687,9 @@ const MIN_EMBEDDED_SECRET_CHARS = 8;
 
 /**
  * `url` (the next page's, from `source`) without its fragment and the parameters that carry a
- * secret, for a page token: the query auth's parameter
- * under its configured name in any case (`api_key`, `API_KEY`), and any parameter whose name or
- * value, as written or decoded, is a secret (of at least MIN_SECRET_CHARS characters) or embeds one
- * (of at least MIN_EMBEDDED_SECRET_CHARS). Every other parameter stays as the provider wrote it, in
+ * secret, for a page token: the query auth's parameter under its configured name in any case
+ * (`api_key`, `API_KEY`), and any parameter whose name or value, as written or decoded, is a secret
+ * (of at least MIN_SECRET_CHARS characters) or embeds one (of at least MIN_EMBEDDED_SECRET_CHARS). Every other parameter stays as the provider wrote it, in
  * its order and encoding: the next request asks for exactly the provider's next page. The query
  * secret is added again at request time under its configured name. A secret of at least
  * MIN_EMBEDDED_SECRET_CHARS elsewhere in the URL (its path) fails the task as Permanent, the URL
