@@ -1,6 +1,6 @@
 import type { PoolClient } from 'pg';
 import { getConnector } from '../connectors/registry';
-import { findJobToPrepare, setTotalTasks } from '../db/models/jobs';
+import { findJobToPrepare, makeJobFull, setTotalTasks } from '../db/models/jobs';
 import { hasAnyState } from '../db/models/state';
 import { insertTasks, listTasksOfTypes } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
@@ -38,8 +38,11 @@ export async function prepareInTx(tx: PoolClient, jobId: string, at: Date, rateL
     ? requested.map(String)
     : getConnector(job.provider_slug).resourceTypes(job.config ?? {});
   let mode = job.job_type;
-  // A backfill fetches its window, never everything (no deletion pass), state or not.
-  if (mode === 'incremental' && !job.window_start && !(await hasAnyState(tx, job.connection_id))) mode = 'full';
+  // A connection with no cursor yet is read whole: its job runs as a full sync and is recorded as
+  // one (its finish is the last full sync `full_sync_every` counts from), unless another full job
+  // of the connection is active (that one detects deletions; this one, with no cursor, still reads
+  // everything). A backfill fetches its window, never everything (no deletion pass), state or not.
+  if (mode === 'incremental' && !job.window_start && !(await hasAnyState(tx, job.connection_id)) && (await makeJobFull(tx, jobId))) mode = 'full';
   await insertTasks(tx, jobId, resourceTypes);
   const tasks = await listTasksOfTypes(tx, jobId, resourceTypes);
   const wanted = Number(job.config?.max_parallel_tasks ?? 1);

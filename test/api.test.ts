@@ -366,7 +366,9 @@ describe('REST API over HTTP', () => {
   });
 
   it('POST /sync answers once the job row is committed; its workflow starts just after, off the request path', async () => {
-    await createConnection('outbox');
+    const outbox = await createConnection('outbox');
+    // Its first sync (a full one: no cursor yet) has ended, so the full sync asked for is a job of its own.
+    await eventually(async () => ((await count(`sync_jobs where connection_id = $1 and status = 'completed'`, [outbox.id])) > 0 ? true : undefined));
     // A starter held shut: the answer cannot have waited for the workflow's start.
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
@@ -398,6 +400,8 @@ describe('REST API over HTTP', () => {
 
   it('POST /sync creates a job; GET /jobs/:id shows its progress, tasks and 404 for an unknown id', async () => {
     const conn = await createConnection('sync-me');
+    // Its first sync (a full one: no cursor yet) has ended, so the full sync asked for is a job of its own.
+    await eventually(async () => ((await count(`sync_jobs where connection_id = $1 and status = 'completed'`, [conn.id])) > 0 ? true : undefined));
     const res = await call('POST', '/sync', { tenant_id: 'acme', app_key: 'sync-me', mode: 'full' });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toMatchObject({ status: 'queued', total_tasks: 3, connection_id: conn.id, mode: 'full' });

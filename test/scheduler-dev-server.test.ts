@@ -51,14 +51,14 @@ describe('scheduler on the dev server', () => {
     const id = await insertConnection('cli', { interval_seconds: 3600 });
     await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     const workflowId = connectionWorkflowId(id);
-    // Bootstrap ran; the next run is an hour away.
+    // Bootstrap ran (a first sync, so a full one); the next run is an hour away.
     await eventually(async () => {
       const c = await jobCounts(id);
-      return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+      return c['full/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
     });
 
     await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'syncNow', '--input', '{"mode":"full"}');
-    await eventually(async () => ((await jobCounts(id))['full/completed'] === 1 ? true : undefined));
+    await eventually(async () => ((await jobCounts(id))['full/completed'] === 2 ? true : undefined));
 
     await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'pause');
     const paused = await eventually(async () => {
@@ -97,7 +97,7 @@ describe('scheduler on the dev server', () => {
     for (const id of ids) {
       await eventually(async () => {
         const c = await jobCounts(id);
-        return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+        return c['full/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
       });
     }
     const { rows } = await db.pool.query(
@@ -139,7 +139,7 @@ describe('scheduler on the dev server', () => {
     for (const id of ids) {
       await eventually(async () => {
         const c = await jobCounts(id);
-        return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+        return c['full/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
       });
     }
   });
@@ -153,7 +153,7 @@ describe('scheduler on the dev server', () => {
     await signalConnectionWorkflow(env.client, TASK_QUEUE, ref, replanSignal);
     await eventually(async () => {
       const c = await jobCounts(id);
-      return c['incremental/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
+      return c['full/completed'] === 1 && c['incremental/queued'] === 1 ? c : undefined;
     });
   });
 

@@ -16,7 +16,7 @@ import {
 } from '../../policy/vocabulary';
 import { exactTime } from '../keyset';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, OPEN_TASKS, PURGE, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
+import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, MODE, OPEN_TASKS, PURGE, REQUESTED_JOB_TRIGGERS, SCHEDULER_JOB_TRIGGERS, sqlList, TASK, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
 
 const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
@@ -514,6 +514,22 @@ export async function findJobToPrepare(db: Queryable, id: string, at: Date): Pro
     [id, at],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * Makes incremental job `id` a full one, the mode it runs in: false when its connection already has
+ * another active full job (one active job per connection and type), which then stays the only one.
+ */
+export async function makeJobFull(tx: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `update sync_jobs j set job_type = ${MODE.full}
+      where j.id = $1 and j.job_type = ${MODE.incremental}
+        and not exists (select 1 from sync_jobs o
+                         where o.connection_id = j.connection_id and o.job_type = ${MODE.full} and o.id <> j.id
+                           and o.status in (${ACTIVE_JOBS}) and o.trigger <> ${TRIGGER.backfill})`,
+    [id],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 /**
