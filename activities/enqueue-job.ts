@@ -50,7 +50,7 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
         const active = await findBlockingJob(tx, input.connectionId, input.trigger, input.jobType);
         return { outcome: 'existing', jobId: active!.id, status: active!.status };
       }
-      if (input.plan) await writeNextRun(tx, input.connectionId, input.plan);
+      if (input.plan) await writeNextRun(tx, input.connectionId, input.plan, input.scheduleVersion);
       return { outcome: 'enqueued', jobId: input.jobId, tenantId: conn.tenant_id, provider: conn.provider_slug };
     });
     endTimer();

@@ -25,6 +25,7 @@ export function contextOf(row: SchedulingRow, settings: ScheduleSettings): Conne
     lastFinishedAt: row.last_finished_at?.getTime() ?? null,
     pausedUntil: row.paused_until?.getTime() ?? null,
     settings,
+    scheduleVersion: row.schedule_version,
     ...(row.runs_since_full !== null && {
       fullSync: { scheduledRunsSinceFull: row.runs_since_full, lastFullAt: row.last_full_at?.getTime() ?? null },
     }),

@@ -20,7 +20,7 @@ export function rescheduleQueuedJob({ pool }: ActivityDeps): Activities['resched
         jobType = input.jobType;
       }
       await moveQueuedJob(tx, input.jobId, new Date(input.scheduledAt), jobType, input.trigger ?? null);
-      if (input.plan) await writeNextRun(tx, input.connectionId, input.plan);
+      if (input.plan) await writeNextRun(tx, input.connectionId, input.plan, input.scheduleVersion);
       return true;
     });
 }

@@ -40,6 +40,11 @@ export interface ConnectionContext {
   settings: ScheduleSettings;
   /** Earlier full syncs, read only when `metadata.sync.full_sync_every` is set. */
   fullSync?: FullSyncHistory;
+  /**
+   * When the API last stored the schedule (`schedule_changed_at` as read, exact text; null: never):
+   * the version a plan from this context is made from. Absent in results recorded by older workers.
+   */
+  scheduleVersion?: string | null;
 }
 
 /** One job to enqueue for a connection. */
@@ -54,6 +59,11 @@ export interface EnqueueJobInput {
   at: number;
   /** For scheduled runs: written to `metadata.sync` in the same transaction. */
   plan?: PlannedRun;
+  /**
+   * The version of the stored schedule the plan was made from: its `schedule_changed_at` as the
+   * read found it (exact text; null: never changed). Absent in inputs recorded by older workers.
+   */
+  scheduleVersion?: string | null;
   /** The connection workflow run that enqueues it: its own start-up cleanup leaves the job alone. */
   runId?: string;
   /**
@@ -80,6 +90,11 @@ export interface RescheduleQueuedJobInput {
   jobType?: SyncMode;
   trigger?: 'schedule' | 'manual';
   plan?: PlannedRun;
+  /**
+   * The version of the stored schedule the plan was made from: its `schedule_changed_at` as the
+   * read found it (exact text; null: never changed). Absent in inputs recorded by older workers.
+   */
+  scheduleVersion?: string | null;
 }
 
 /** The job as its runner needs it. */

@@ -353,6 +353,8 @@ export interface SchedulingRow {
   last_full_at: Date | null;
   /** Only read when `metadata.sync.full_sync_every` is set (else null): scheduled runs completed since it. */
   runs_since_full: number | null;
+  /** `schedule_changed_at` as exact text (a Date would lose its microseconds); null: never changed. */
+  schedule_version: string | null;
 }
 
 /**
@@ -367,7 +369,8 @@ export async function findSchedulingRow(db: Queryable, id: string, at: Date, set
             r.last_run_at as last_finished_at,
             ${pausedUntilAt('c.id', '$2')} as paused_until,
             case when (c.metadata -> 'sync') ? 'full_sync_every' then r.last_full_at end as last_full_at,
-            case when (c.metadata -> 'sync') ? 'full_sync_every' then coalesce(r.runs_since_full, 0) end as runs_since_full
+            case when (c.metadata -> 'sync') ? 'full_sync_every' then coalesce(r.runs_since_full, 0) end as runs_since_full,
+            c.schedule_changed_at::text as schedule_version
        from connections c left join connection_schedule_runs r on r.connection_id = c.id
       where c.id = $1`,
     [id, at],
@@ -440,17 +443,21 @@ export async function setStatusUnlessDisabled(db: Queryable, id: string, status:
 
 /**
  * Writes a plan's `next_run_at` and `last_jitter_seconds` into `metadata.sync`, keeping every
- * other key. Called inside the transaction that inserts or moves the job.
+ * other key, and in `schedule_planned_at` the version of the schedule the plan was made from
+ * (`scheduleVersion`, the `schedule_changed_at` its read found): a schedule stored after that read,
+ * even before this write, stays newer than the plan, so the reconcile tick sends `replan` when the
+ * API's was lost. A plan of an older worker's read (no version) counts as made now. Called inside
+ * the transaction that inserts or moves the job.
  */
-export async function writeNextRun(tx: Queryable, id: string, plan: PlannedRun): Promise<void> {
+export async function writeNextRun(tx: Queryable, id: string, plan: PlannedRun, scheduleVersion?: string | null): Promise<void> {
   await tx.query(
     `update connections
         set metadata = jsonb_set(metadata, '{sync}',
               coalesce(metadata -> 'sync', '{}'::jsonb)
               || jsonb_build_object('next_run_at', $2::text, 'last_jitter_seconds', $3::int)),
-            schedule_planned_at = now()
+            schedule_planned_at = case when $4 then $5::timestamptz else now() end
       where id = $1`,
-    [id, new Date(plan.nextRunAt).toISOString(), plan.jitterSeconds],
+    [id, new Date(plan.nextRunAt).toISOString(), plan.jitterSeconds, scheduleVersion !== undefined, scheduleVersion ?? null],
   );
 }
 

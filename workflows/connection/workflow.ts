@@ -264,6 +264,7 @@ async function runCycle(run: Run): Promise<'stopped' | 'done' | 'idle'> {
       scheduledAt,
       at: Date.now(),
       plan: plan && toPlannedRun(plan),
+      ...(plan && ctx.scheduleVersion !== undefined && { scheduleVersion: ctx.scheduleVersion }),
       runId: workflowInfo().runId,
       ...(run.inline && { workflowId: workflowInfo().workflowId }),
     });
@@ -386,6 +387,7 @@ async function replan(run: Run, jobId: string, ctx: ConnectionContext, planned: 
     connectionId: run.connectionId,
     scheduledAt: replanned.scheduledAt,
     plan: toPlannedRun(replanned),
+    ...(ctx.scheduleVersion !== undefined && { scheduleVersion: ctx.scheduleVersion }),
     ...(retype && { jobType: mode }),
   });
   if (moved) run.view.showPlan(replanned.scheduledAt, replanned);
