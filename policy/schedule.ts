@@ -210,15 +210,23 @@ export function cronProblem(value: unknown): string | undefined {
 }
 
 /**
- * A cron evaluated in `timezone`. Croner's DST rules for fixed-time expressions (single minute and
- * hour, e.g. `30 2 * * *`): a time the clock skips (spring forward) runs once, when the clock has
- * jumped (03:00), and a time that occurs twice (fall back) runs once, at its first occurrence.
- * Expressions with wildcards or steps in minute or hour are interval jobs: they skip the missing
+ * Which cron expressions are fixed times of day across DST changes (croner's `fixedTimeRule`):
+ * `no-wildcard`, every one without a wildcard or step in minute and hour (single values, lists and
+ * ranges: `30 2 * * *`, `30 2,14 * * *`, `30 1-3 * * *`); `single-value`, only those with one
+ * minute and one hour (runs recorded before patch `cron-lists-fixed-times`).
+ */
+export type CronFixedTimes = 'no-wildcard' | 'single-value';
+
+/**
+ * A cron evaluated in `timezone`. A fixed time (see CronFixedTimes) the clock skips (spring
+ * forward) runs once, when the clock has jumped (03:00; times of the skipped hour meet there and
+ * run once), and a time that occurs twice (fall back) runs once, at its first occurrence.
+ * Expressions with a wildcard or step in minute or hour are interval jobs: they skip the missing
  * hour and run in both passes of a repeated one, as their wall clock says.
  */
-function cronOf(expression: string, timezone = 'UTC'): Cron {
+function cronOf(expression: string, timezone = 'UTC', fixedTimes: CronFixedTimes = 'no-wildcard'): Cron {
   // No callback: croner only computes dates and never starts a timer.
-  return new Cron(expression.trim(), { mode: '5-part', timezone });
+  return new Cron(expression.trim(), { mode: '5-part', timezone, fixedTimeRule: fixedTimes });
 }
 
 /** Bootstrap: never ran; normal: next due time still ahead; catch_up: due time already passed. */
@@ -236,6 +244,8 @@ export interface PlanInput {
   jitterPctMax: number;
   /** Uniform source in [0, 1): the workflow's seeded Math.random(). */
   random: () => number;
+  /** Which cron expressions are fixed times of day across DST changes; `no-wildcard` when absent. */
+  cronFixedTimes?: CronFixedTimes;
 }
 
 /** The next run of one connection. */
@@ -270,7 +280,7 @@ export function planNextRun(input: PlanInput): Plan {
   const planned = { ...input, lastFinishedAt: last };
   return planned.schedule.kind === 'interval'
     ? planInterval(planned, planned.schedule.intervalSeconds)
-    : planCron(planned, cronOf(planned.schedule.cron, planned.schedule.timezone));
+    : planCron(planned, cronOf(planned.schedule.cron, planned.schedule.timezone, input.cronFixedTimes));
 }
 
 /** The part of a plan that is persisted and logged with the job it scheduled. */

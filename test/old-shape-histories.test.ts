@@ -1,6 +1,6 @@
 // Records (with RECORD_HISTORIES=1) and checks the histories of shapes test/replay.test.ts must keep
 // replaying: runs recorded before the `bounded-idle-loops`, `task-interruptions`, `schedule-replan`,
-// `paused-recheck`, `full-sync-every-nearest-run`, `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
+// `paused-recheck`, `full-sync-every-nearest-run`, `cron-lists-fixed-times`, `inline-scheduled-job` and `one-marker-cycle` patches, and the reconcile tick. A pre-patch run is the current code with that patch taken as absent (the
 // patches-off bundle and a memo on the run; see test/helpers/patches-off), on the time-skipping
 // server with stub activities.
 import { randomUUID } from 'node:crypto';
@@ -119,6 +119,35 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       expect(young, 'a weekly run left incremental by the exact rule').toBeDefined();
       expect(await markers(handle.workflowId, young!.runId)).not.toContain('full-sync-every-nearest-run');
       await recordHistory(env.client, 'connection-full-sync-every-exact.pre-full-sync-every-nearest-run', handle.workflowId, young!.runId);
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+
+  it('before cron-lists-fixed-times, a cron listing 02:30 among its hours skipped it on the day the clock skips 02:30', async () => {
+    const id = '00000000-0000-4000-8000-000000000007';
+    const zone = 'Europe/Berlin';
+    const localDay = (ms: number) => new Intl.DateTimeFormat('sv-SE', { timeZone: zone }).format(new Date(ms));
+    // 01:00 UTC of the last Sunday of March (the change) of the first year whose one is days ahead.
+    const now = await env.currentTimeMs();
+    let change = 0;
+    for (let year = new Date(now).getUTCFullYear(); change < now + 3 * DAY; year++) {
+      const last = new Date(Date.UTC(year, 3, 0));
+      change = Date.UTC(year, 2, last.getUTCDate() - last.getUTCDay(), 1);
+    }
+    await env.sleep(change - 2 * DAY - now);
+    store.addConnection(id, await env.currentTimeMs(), { cron: '30 2,14 * * *', timezone: zone });
+    const handle = await startConnection(id, ['cron-lists-fixed-times']);
+    try {
+      await waitForState(env, id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+      await env.sleep(3 * DAY);
+      await waitForState(env, id, (s) => s.cycles >= 6 && s.phase === 'sleeping');
+      const planned = store.jobsOf(id).filter((j) => j.status === 'completed' && j.plan?.mode === 'normal');
+      const thatDay = planned.filter((j) => localDay(j.plan!.nextDueAt) === localDay(change));
+      // Its only run that day is 14:30 (12:30 UTC): the run that planned it, where the two rules differ, has no marker.
+      expect(thatDay.map((j) => j.plan!.nextDueAt - change)).toEqual([11.5 * 60 * MINUTE]);
+      expect(await markers(handle.workflowId, thatDay[0]!.runId)).not.toContain('cron-lists-fixed-times');
+      await recordHistory(env.client, 'connection-cron-list-dst.pre-cron-lists-fixed-times', handle.workflowId, thatDay[0]!.runId);
     } finally {
       await handle.terminate('test done');
     }

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEDULE_SETTINGS } from '../policy/schedule';
 import { connectionWorkflowId } from '../temporal/ids';
-import { recordHistory } from './helpers/histories';
+import { patchIds, recordHistory } from './helpers/histories';
 import { useStubLoop } from './helpers/stub-loop';
 
 const TASK_QUEUE = 'schedule-options';
@@ -107,6 +107,24 @@ describe('schedule options (time-skipping, stub activities)', () => {
     const day = (offset: number) => local(springForward + offset * DAY + 12 * HOUR, ZONE).slice(0, 10);
     expect(runs.slice(0, 3)).toEqual([`${day(-1)} 02:30`, `${day(0)} 03:00`, `${day(1)} 02:30`]);
     expect(runs.filter((r) => r.startsWith(day(0)))).toHaveLength(1);
+  });
+
+  it('a cron listing 02:30 among its hours (30 2,14 * * *) runs it once on the day the clock skips it, at 03:00, as a single 02:30 does', async () => {
+    const now = await loop.env.currentTimeMs();
+    const springForward = lastSundayAfter(2, now);
+    await loop.env.sleep(springForward - 2 * DAY + 12 * HOUR - now);
+    const { id } = await start({ cron: '30 2,14 * * *', timezone: ZONE }, true);
+    await waitForState(id, (s) => s.cycles >= 1 && s.phase === 'sleeping');
+    await loop.env.sleep(3 * DAY);
+    await waitForState(id, (s) => s.cycles >= 6 && s.phase === 'sleeping');
+    const jobs = store.jobsOf(id).filter((j) => j.status === 'completed' && j.plan?.mode === 'normal');
+    const day = (offset: number) => local(springForward + offset * DAY + 12 * HOUR, ZONE).slice(0, 10);
+    expect(jobs.map((j) => local(j.scheduledAt, ZONE)).filter((r) => r.startsWith(day(0)))).toEqual([`${day(0)} 03:00`, `${day(0)} 14:30`]);
+    // The run that planned 03:00 (the rule before the patch skipped it to 14:30) has the marker.
+    const jumped = jobs.find((j) => local(j.scheduledAt, ZONE) === `${day(0)} 03:00`)!;
+    const events = (await loop.env.client.workflow.getHandle(connectionWorkflowId(id), jumped.runId).fetchHistory()).events ?? [];
+    expect(patchIds(events)).toContain('cron-lists-fixed-times');
+    await recordHistory(loop.env.client, 'connection-cron-lists-fixed-times', connectionWorkflowId(id), jumped.runId);
   });
 
   it('on the day 02:30 occurs twice (fall back) the same job runs once', async () => {

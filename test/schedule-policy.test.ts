@@ -669,6 +669,59 @@ describe('cron schedules (UTC)', () => {
   });
 });
 
+describe('cron schedules across DST changes: one run per due time, none skipped, none twice', () => {
+  const BERLIN = 'Europe/Berlin';
+  /** Local `YYYY-MM-DD HH:MM` of `ms` in `zone`. */
+  const local = (ms: number, zone: string) =>
+    new Intl.DateTimeFormat('sv-SE', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }).format(new Date(ms));
+  /** The local times of the planned runs from `fromIso` to `toIso`, each run lasting a minute, no jitter. */
+  function runs(expression: string, zone: string, fromIso: string, toIso: string): string[] {
+    const schedule: Schedule = { kind: 'cron', cron: expression, timezone: zone };
+    const end = Date.parse(toIso);
+    let last = Date.parse(fromIso);
+    const out: string[] = [];
+    for (;;) {
+      const p = plan({ now: last, lastFinishedAt: last, schedule, random: fixed(0) });
+      if (p.scheduledAt >= end) return out;
+      out.push(local(p.scheduledAt, zone));
+      last = p.scheduledAt + MINUTE;
+    }
+  }
+
+  it('a fixed time the clock skips runs once, when it has jumped; one that occurs twice runs once (single values, lists and ranges alike)', () => {
+    // 2026-03-29 02:00 → 03:00 and 2026-10-25 03:00 → 02:00 in Berlin.
+    expect({
+      single: runs('30 2 * * *', BERLIN, '2026-03-28T12:00:00Z', '2026-03-30T12:00:00Z'),
+      list: runs('30 2,14 * * *', BERLIN, '2026-03-28T12:00:00Z', '2026-03-30T12:00:00Z'),
+      minutes: runs('15,45 2 * * *', BERLIN, '2026-03-28T12:00:00Z', '2026-03-30T12:00:00Z'),
+      range: runs('30 1-3 * * *', BERLIN, '2026-03-28T12:00:00Z', '2026-03-29T12:00:00Z'),
+    }).toEqual({
+      single: ['2026-03-29 03:00', '2026-03-30 02:30'],
+      list: ['2026-03-28 14:30', '2026-03-29 03:00', '2026-03-29 14:30', '2026-03-30 02:30'],
+      // Both times of the skipped hour meet at its end: one run there.
+      minutes: ['2026-03-29 03:00', '2026-03-30 02:15', '2026-03-30 02:45'],
+      range: ['2026-03-29 01:30', '2026-03-29 03:00', '2026-03-29 03:30'],
+    });
+    expect({
+      single: runs('30 2 * * *', BERLIN, '2026-10-24T12:00:00Z', '2026-10-26T12:00:00Z'),
+      list: runs('30 2,14 * * *', BERLIN, '2026-10-24T12:00:00Z', '2026-10-26T12:00:00Z'),
+      range: runs('30 1-3 * * *', BERLIN, '2026-10-24T12:00:00Z', '2026-10-25T12:00:00Z'),
+      // New York repeats 01:00–02:00 (2026-11-01).
+      newYork: runs('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00Z', '2026-11-02T12:00:00Z'),
+    }).toEqual({
+      single: ['2026-10-25 02:30', '2026-10-26 02:30'],
+      list: ['2026-10-24 14:30', '2026-10-25 02:30', '2026-10-25 14:30', '2026-10-26 02:30'],
+      range: ['2026-10-25 01:30', '2026-10-25 02:30', '2026-10-25 03:30'],
+      newYork: ['2026-11-01 01:30', '2026-11-02 01:30'],
+    });
+  });
+
+  it('a wildcard or step in minute or hour follows the wall clock: it skips the missing hour and runs in both passes of a repeated one', () => {
+    expect(runs('30 * * * *', BERLIN, '2026-03-29T00:00:00Z', '2026-03-29T02:00:00Z')).toEqual(['2026-03-29 01:30', '2026-03-29 03:30']);
+    expect(runs('30 */1 * * *', BERLIN, '2026-10-25T00:00:00Z', '2026-10-25T02:00:00Z')).toEqual(['2026-10-25 02:30', '2026-10-25 02:30']);
+  });
+});
+
 describe('coldStartDelayMs: a tick that starts many connection workflows spreads them over one tick', () => {
   const TICK = 60 * S;
 

@@ -51,7 +51,7 @@ export const ScheduleSchema = z
       .string({ error: 'must be an IANA time zone name such as Europe/Berlin' })
       .optional()
       .openapi({
-        description: 'The IANA time zone the cron expression is evaluated in (only with `cron`; default UTC). DST-correct: a time the clock skips runs once when the clock has jumped, a time that occurs twice runs once',
+        description: 'The IANA time zone the cron expression is evaluated in (only with `cron`; default UTC). DST-correct: a fixed time (no wildcard or step in minute and hour, e.g. 30 2 * * * or 30 2,14 * * *) the clock skips runs once when the clock has jumped, one that occurs twice runs once; a wildcard or step follows the wall clock',
         example: 'Europe/Berlin',
       }),
     full_sync_every: z

@@ -1,6 +1,6 @@
 // The glue between a connection's stored context and the pure planner: the schedule the row mapper
 // read (its warnings logged here), and the activation reference of a first run.
-import { log } from '@temporalio/workflow';
+import { log, patched } from '@temporalio/workflow';
 import { fullSyncDue, fullSyncToleranceMs, parseFullSyncEvery, planNextRun, resolveSchedule, type Plan, type ResolvedSchedule } from '../../policy/schedule';
 import type { ConnectionContext } from '../../temporal/activities';
 
@@ -13,19 +13,35 @@ function scheduleOf(ctx: ConnectionContext): ResolvedSchedule {
   return resolveSchedule(ctx.sync, ctx.settings);
 }
 
+/**
+ * Marks the workflow versions in which a cron's lists and ranges of minutes and hours are fixed
+ * times of day across DST changes, as a single minute and hour are (`30 2,14 * * *` runs its 02:30
+ * once when the clock skips it, at 03:00, and once when it occurs twice); runs recorded before it
+ * replay the plans that skipped such a time or ran it twice. Recorded only at a plan the two rules
+ * make differently.
+ */
+export const CRON_FIXED_TIMES_PATCH = 'cron-lists-fixed-times';
+
 /** Plans the connection's next run at workflow time, with the workflow's seeded random source. */
 export function planFor(ctx: ConnectionContext): Plan {
   const { schedule, warnings } = scheduleOf(ctx);
   for (const warning of warnings) log.warn(warning, { connectionId: ctx.connectionId });
-  return planNextRun({
+  // One draw, as a plan takes, whichever rule the plan is made by.
+  const draw = Math.random();
+  const input = {
     now: Date.now(),
     schedule,
     lastFinishedAt: ctx.lastFinishedAt ?? undefined,
     activationReference: activationReference(ctx),
     jitterPctMin: ctx.settings.jitterPctMin,
     jitterPctMax: ctx.settings.jitterPctMax,
-    random: Math.random,
-  });
+    random: () => draw,
+  };
+  const plan = planNextRun(input);
+  if (schedule.kind !== 'cron') return plan;
+  const before = planNextRun({ ...input, cronFixedTimes: 'single-value' });
+  if (JSON.stringify(before) === JSON.stringify(plan)) return plan;
+  return patched(CRON_FIXED_TIMES_PATCH) ? plan : before;
 }
 
 /** `metadata.sync.first_activated_at` when it is a valid time, else the connection's created_at. */
