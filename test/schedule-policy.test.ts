@@ -11,6 +11,7 @@ import {
   intervalProblem,
   jitterBounds,
   planNextRun,
+  parseFullSyncEvery,
   parseSchedule,
   resolveSchedule,
   scheduleFields,
@@ -84,6 +85,27 @@ describe('parseSchedule: the one parser of a schedule (API schema, command, stor
       expect.stringMatching(/^timezone: must be an IANA time zone name/),
       expect.stringMatching(/^full_sync_every: /),
     ]);
+  });
+});
+
+describe('parseFullSyncEvery: a whole number of runs (≥ 1) or a duration of at least an hour', () => {
+  it('takes whole numbers from 1 and durations from an hour, in m, h, d or w; a huge one is a full sync never due', () => {
+    expect([1, 3, 1e21, '60m', '1h', ' 7 d ', '2w', '9'.repeat(400) + 'w'].map(parseFullSyncEvery)).toEqual([
+      { every: { runs: 1 } },
+      { every: { runs: 3 } },
+      { every: { runs: 1e21 } },
+      { every: { seconds: 3600 } },
+      { every: { seconds: 3600 } },
+      { every: { seconds: 7 * 86_400 } },
+      { every: { seconds: 2 * 604_800 } },
+      { every: { seconds: Number.POSITIVE_INFINITY } },
+    ]);
+  });
+
+  it('refuses 0, negatives, fractions, a duration under an hour ("0d", "59m"), fractional or unit-less strings and other types', () => {
+    const refused = [0, -0, -1, 1.5, Number.NaN, '0d', '0h', '59m', '1.5h', '3', '-1d', '7D', '', true, null, {}];
+    expect(refused.map((v) => 'problem' in parseFullSyncEvery(v))).toEqual(refused.map(() => true));
+    expect(parseFullSyncEvery('0d')).toEqual({ problem: 'must be at least one hour ("60m", "1h")' });
   });
 });
 

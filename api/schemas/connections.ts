@@ -59,7 +59,7 @@ export const ScheduleSchema = z
       .optional()
       .openapi({
         description:
-          'Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1), or once the last full sync is older than a duration ("12h", "7d", "2w"; at least 1h)',
+          'Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1; a connection\'s first sync is a full one, and the count starts there), or at the run nearest a duration after the last full sync ("12h", "7d", "2w"; units m, h, d, w; at least 1h)',
         example: 7,
       }),
   })
