@@ -1,7 +1,7 @@
 import { deleteOldAuditEntriesBatch } from '../db/models/audit';
 import { deleteFinishedJobsBatch } from '../db/models/jobs';
 import { purgeTombstonesBatch } from '../db/models/records';
-import { deleteOldEventsBatch } from '../db/models/webhooks';
+import { clearExpiredPreviousSecrets, deleteOldEventsBatch } from '../db/models/webhooks';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 
@@ -36,7 +36,8 @@ async function inBatches(size: number, batch: () => Promise<number>): Promise<{ 
  * TOMBSTONE_RETENTION_DAYS, in batches too (each batch also logs, per connection and resource
  * type, how far it purged, so a consumer whose cursor it passed learns it must start again), and
  * webhook events older than `retentionDays` none of whose deliveries is still pending, with their
- * deliveries and attempts, and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS.
+ * deliveries and attempts, and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS,
+ * and drops the previous webhook secrets whose rotation overlap has ended (they sign nothing more).
  */
 export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditRetentionDays }: ActivityDeps): Activities['deleteOldJobs'] {
   return async (input) => {
@@ -61,6 +62,8 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditReten
     const auditCutoff = new Date(input.at - auditRetentionDays * DAY_MS);
     const { deleted: auditEntries } = await inBatches(batchSize, () => deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize));
     if (auditEntries > 0) logger.info({ audit_entries: auditEntries, audit_retention_days: auditRetentionDays }, 'old audit log entries deleted');
+    const previousSecrets = await clearExpiredPreviousSecrets(pool);
+    if (previousSecrets > 0) logger.info({ webhooks: previousSecrets }, 'expired previous webhook secrets dropped');
     return deleted;
   };
 }

@@ -39,7 +39,8 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
 
 /**
  * One attempt to deliver an event to its endpoint: POSTs the event body (the same bytes on every
- * attempt) signed with the webhook's secret and carrying the event id as idempotency key, records
+ * attempt) signed with the webhook's secret (and with the secret a rotation replaced, while its
+ * overlap lasts) and carrying the event id as idempotency key, records
  * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
  * retryable failure, retried after the delivery schedule's delay for the attempts made in this
  * round. A delivery whose webhook was deleted is dropped; one no longer pending (delivered, or
@@ -101,12 +102,15 @@ async function attempt(
   });
   // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
   // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.
+  // While a rotation's overlap lasts, the standard header carries the previous secret's signature
+  // after the current one's; the older header carries the current secret's only.
   const secret = openWebhookSecret(credentials, target.webhook_id, target.secret);
+  const previous = target.previous_secret === null ? [] : [openWebhookSecret(credentials, target.webhook_id, target.previous_secret)];
   const timestamp = Math.floor(Date.now() / 1000);
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'Synctide-Webhooks/1',
-    ...standardWebhookHeaders(secret, target.event_id, timestamp, body),
+    ...standardWebhookHeaders([secret, ...previous], target.event_id, timestamp, body),
     'synctide-event-id': target.event_id,
     'synctide-event-type': target.event_type,
     'synctide-delivery-id': target.id,

@@ -1,6 +1,7 @@
 // Sealing stored secrets: the start-up step that seals legacy plaintext rows, and rotation
 // (`npm run credentials:rotate`), which re-seals every row under the active key: connection
-// credentials (OAuth 2 grants included: they are the connection's envelope), webhook secrets,
+// credentials (OAuth 2 grants included: they are the connection's envelope), webhook secrets
+// (and the previous secret a rotation keeps for its overlap),
 // OAuth apps' client secrets and the PKCE verifiers of connect flows under way (a person who
 // started one before the rotation completes it after the old key is removed; expired flows are
 // never opened again and are left as they are).
@@ -78,6 +79,13 @@ export async function resealSecrets(
         replace: (row, sealed) => webhooks.replaceSecret(deps.pool, row.id, row.stored, sealed),
       }, result, onBatch)) +
       (await resealTable({
+        // The secret a rotation replaced, while it is kept: bound to its webhook's row as the secret is.
+        table: 'webhooks.previous_secret',
+        list: (after) => webhooks.listPreviousSecretsToReseal(deps.pool, activeId, after, BATCH),
+        resealed: (row) => resealText(keyring, { table: 'webhooks', id: row.id }, row.stored),
+        replace: (row, sealed) => webhooks.replacePreviousSecret(deps.pool, row.id, row.stored, sealed),
+      }, result, onBatch)) +
+      (await resealTable({
         table: 'oauth_apps',
         list: (after) => oauthApps.listClientSecretsToReseal(deps.pool, activeId, after, BATCH),
         resealed: (row) => resealText(keyring, { table: 'oauth_apps', id: row.id }, row.stored),
@@ -98,6 +106,7 @@ export async function resealSecrets(
       (await connections.countCredentialsToReseal(deps.pool, keyring.activeId)) +
       (await connections.countGrantsToReseal(deps.pool, keyring.activeId)) +
       (await webhooks.countSecretsToReseal(deps.pool, keyring.activeId)) +
+      (await webhooks.countPreviousSecretsToReseal(deps.pool, keyring.activeId)) +
       (await oauthApps.countClientSecretsToReseal(deps.pool, keyring.activeId)) +
       (await oauthStates.countVerifiersToReseal(deps.pool, keyring.activeId));
   }

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import * as webhooks from '../db/models/webhooks';
 import { seal } from '../lib/credentials';
-import type { DeliveryRow, WebhookRow } from '../db/models/webhooks';
+import type { DeliveryRow, RotatedWebhookRow, WebhookRow } from '../db/models/webhooks';
 import { outboundUrlProblem } from '../lib/outbound';
 import { newWebhookSecret } from '../lib/webhook-signature';
 import type { TimePosition } from '../policy/cursors';
@@ -15,7 +15,7 @@ import type { CommandDeps } from './deps';
 import { lockedLimits, overLimit } from './tenant-limits';
 import { CommandRefused, invalid, notFound } from './errors';
 
-export type { DeliveryRow, WebhookRow };
+export type { DeliveryRow, RotatedWebhookRow, WebhookRow };
 
 /** A new webhook: where to send which events, for which tenant. */
 export interface NewWebhook {
@@ -42,6 +42,29 @@ export async function createWebhook(deps: CommandDeps, hook: NewWebhook): Promis
     if (!fitsUnder(max, await countWebhooks(tx, hook.tenantId))) throw overLimit('webhooks', max, 'webhooks');
     return webhooks.insertWebhook(tx, { ...hook, id, eventTypes: [...new Set(hook.eventTypes)], sealedSecret });
   });
+  return { webhook, secret };
+}
+
+/** How long the secret a rotation replaces still signs deliveries, unless the request says: 24 hours. */
+export const SECRET_OVERLAP_DEFAULT_SECONDS = 86_400;
+/** The longest overlap a rotation may ask for: 7 days. */
+export const SECRET_OVERLAP_MAX_SECONDS = 7 * 86_400;
+
+/**
+ * Gives webhook `id` a new signing secret and returns it with the webhook: the only time it is
+ * shown. The secret it replaces stays, sealed, for `overlapSeconds` (default
+ * SECRET_OVERLAP_DEFAULT_SECONDS; 0 drops it at once), and every delivery attempt made meanwhile
+ * is signed with both, so a receiver can switch secrets without refusing a delivery; a secret
+ * kept from an earlier rotation is dropped. Pending deliveries and their history stay.
+ */
+export async function rotateWebhookSecret(
+  deps: CommandDeps,
+  id: string,
+  overlapSeconds: number = SECRET_OVERLAP_DEFAULT_SECONDS,
+): Promise<{ webhook: RotatedWebhookRow; secret: string }> {
+  const secret = newWebhookSecret();
+  const webhook = await webhooks.rotateSecret(deps.pool, id, seal(deps.credentials, { table: 'webhooks', id }, secret), overlapSeconds);
+  if (!webhook) throw notFound('no webhook with that id');
   return { webhook, secret };
 }
 

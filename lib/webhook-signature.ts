@@ -1,7 +1,9 @@
-// Webhook signatures. Every delivery carries two signatures of the same body:
+// Webhook signatures. Every delivery carries two kinds of signature of the same body:
 // - Standard Webhooks 1.0: `webhook-id` (the event id), `webhook-timestamp` (unix seconds) and
 //   `webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed by the bytes
 //   the `whsec_` secret's base64 encodes (webhookSigningKey), so the reference libraries verify it;
+//   while a rotated secret's overlap lasts, one such entry per secret, space-separated, the current
+//   secret's first (a receiver holding either verifies);
 // - the older `Synctide-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed by
 //   the secret string itself, sent beside it for a deprecation period so existing receivers keep
 //   working.
@@ -43,10 +45,20 @@ export function webhookSigningKey(secret: string): Buffer {
   return Buffer.from(secret, 'utf8');
 }
 
-/** The Standard Webhooks headers of `body`, sent as message `id` at `timestampSeconds`. */
-export function standardWebhookHeaders(secret: string, id: string, timestampSeconds: number, body: string): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
-  const mac = createHmac('sha256', webhookSigningKey(secret)).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
-  return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${mac}` };
+/**
+ * The Standard Webhooks headers of `body`, sent as message `id` at `timestampSeconds`: one `v1,`
+ * signature per secret of `secrets` (the current one, then a rotated one still in its overlap),
+ * space-separated in that order.
+ */
+export function standardWebhookHeaders(
+  secrets: readonly [string, ...string[]],
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  const signed = `${id}.${timestampSeconds}.${body}`;
+  const signatures = secrets.map((secret) => `v1,${createHmac('sha256', webhookSigningKey(secret)).update(signed).digest('base64')}`);
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') };
 }
 
 /** The older `Synctide-Signature` header value for `body` sent at `timestampSeconds` (deprecated). */

@@ -283,6 +283,26 @@ describe('synctide CLI against a real stack', () => {
     await eventually(async () => (sent() === 2 ? true : undefined));
   });
 
+  it("rotates a webhook's signing secret: the new one printed once, the overlap's end said; a bad overlap is exit 2, an unknown webhook exit 4", async () => {
+    const rotated = await cli(['webhooks', 'rotate-secret', webhookId]);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const secret = /^New signing secret \(shown once; verify deliveries with a Standard Webhooks library\): (whsec_\S+)$/m.exec(rotated.stdout)?.[1];
+    expect(secret, rotated.stdout).toBeDefined();
+    expect(rotated.stdout).toMatch(new RegExp(`^Rotated the signing secret of webhook ${webhookId}\nNew signing secret .*\nUntil \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC deliveries are signed with both secrets: switch your receiver to the new one before then\\.\\n$`));
+    const now = await json(['webhooks', 'rotate-secret', webhookId, '--expire-previous-after', '0']);
+    expect(now).toEqual({ id: webhookId, tenant_id: 'acme', url: hooks.url, event_types: ['sync.completed', 'sync.failed'], created_at: expect.any(String), secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: null });
+    expect(now.secret).not.toBe(secret);
+    // The new secret is never shown again.
+    expect((await cli(['webhooks', 'show', webhookId, '--json'])).stdout).not.toContain(now.secret);
+    const [negative, tooLong, unknown] = await Promise.all([
+      cli(['webhooks', 'rotate-secret', webhookId, '--expire-previous-after', '-1']),
+      cli(['webhooks', 'rotate-secret', webhookId, '--expire-previous-after', '604801']),
+      cli(['webhooks', 'rotate-secret', '00000000-0000-4000-8000-000000000000']),
+    ]);
+    expect([negative.code, tooLong.code, unknown.code]).toEqual([2, 2, 4]);
+    expect(tooLong.stderr).toMatch(/^synctide: invalid_request: expire_previous_after_seconds: /);
+  });
+
   it('pauses (a sync is then refused with exit 5), resumes and deletes a connection (then exit 4)', async () => {
     const id = await createConnection('to-delete');
     expect(await json(['connections', 'pause', id])).toMatchObject({ id, status: 'paused' });

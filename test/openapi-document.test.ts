@@ -31,18 +31,19 @@ describe('the OpenAPI document', () => {
   it('names and describes every operation: a unique camelCase operationId starting with a verb, and a description', async () => {
     const doc = await served();
     const ops = operations(doc);
-    expect(ops.length).toBe(38);
+    expect(ops.length).toBe(39);
     const ids = ops.map(([, op]) => op.operationId);
     expect(ids.filter((id) => typeof id !== 'string')).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
     for (const [route, op] of ops) {
-      expect(op.operationId, route).toMatch(/^(list|get|create|update|delete|pause|resume|disable|sync|request|schedule|cancel|redeliver|revoke|start|complete)[A-Z][A-Za-z]*$/);
+      expect(op.operationId, route).toMatch(/^(list|get|create|update|delete|pause|resume|disable|sync|request|schedule|cancel|redeliver|revoke|rotate|start|complete)[A-Z][A-Za-z]*$/);
       expect(op.description?.length ?? 0, route).toBeGreaterThan(30);
     }
     expect(Object.fromEntries(ops.map(([route, op]) => [route, op.operationId]))).toMatchObject({
       'GET /connections': 'listConnections',
       'POST /connections': 'createConnection',
       'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver': 'redeliverWebhookDelivery',
+      'POST /webhooks/{id}/rotate-secret': 'rotateWebhookSecret',
       'GET /healthz': 'getHealth',
       'GET /readyz': 'getReadiness',
       'GET /metrics': 'getMetrics',

@@ -113,6 +113,9 @@ describe('tenant security', () => {
     const hook = await created(admin('POST', '/webhooks', { tenant_id: 'acme', url: 'http://127.0.0.1:9/hook', event_types: ['connection.breaker_opened'] }));
     const webhookSecret: string = hook.secret;
     expect(webhookSecret.length).toBeGreaterThan(20);
+    // Rotated: the new secret answered once, the replaced one kept (sealed) for the overlap.
+    const rotatedSecret: string = (await created(admin('POST', `/webhooks/${hook.id}/rotate-secret`, {}), 200)).secret;
+    expect(rotatedSecret).not.toBe(webhookSecret);
 
     // A full sync of the GitHub connection: it can only succeed with the token opened from its envelope.
     const accepted = await created(admin('POST', `/connections/${gh.id}/sync`, { mode: 'full' }), 202);
@@ -167,7 +170,7 @@ describe('tenant security', () => {
 
     const refreshTokens = oauth.issued.filter((t) => t !== GH_TOKEN);
     expect(refreshTokens.length).toBeGreaterThan(1);
-    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, CLIENT_SECRET, ...refreshTokens, ...APP_KEY_LINES, ...installationTokens, ...jwts];
+    const secrets = [GH_TOKEN, DEMO_TOKEN, DEMO_PASSWORD, PATCHED_TOKEN, webhookSecret, rotatedSecret, CLIENT_SECRET, ...refreshTokens, ...APP_KEY_LINES, ...installationTokens, ...jwts];
     // At rest: every stored secret is an envelope of key `default`; none of the values appears.
     const dump = await dumpAll();
     expect(dump).toContain(gh.id);
@@ -183,8 +186,9 @@ describe('tenant security', () => {
     for (const row of stored) expect(row.credentials).toMatch(/^enc:v1:default:/);
     const [appRow] = await q<{ client_secret: string }>('select client_secret from oauth_apps where id = $1', [app.id]);
     expect(appRow!.client_secret).toMatch(/^enc:v1:default:/);
-    const [hookRow] = await q<{ secret: string }>('select secret from webhooks where id = $1', [hook.id]);
+    const [hookRow] = await q<{ secret: string; previous_secret: string }>('select secret, previous_secret from webhooks where id = $1', [hook.id]);
     expect(hookRow!.secret).toMatch(/^enc:v1:default:/);
+    expect(hookRow!.previous_secret).toMatch(/^enc:v1:default:/);
 
     // Temporal history of the sync (its job workflow and the connection's): ids yes, tokens no.
     for (const [workflowId, connectionId] of [[`sync-job:${accepted.job_id}`, gh.id], [`connection:${gh.id}`, gh.id], [`sync-job:${viaOAuth.job_id}`, ghOAuth.id], [`sync-job:${viaApp.job_id}`, ghApp.id], [`sync-job:${viaClient.job_id}`, httpClient.id]] as const) {
@@ -315,6 +319,7 @@ describe('tenant security', () => {
       { name: 'GET /webhooks?tenant_id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks?tenant_id=${w.tenant}`) },
       { name: 'GET /webhooks/:id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}`) },
       { name: 'GET /webhooks/:id/deliveries', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}/deliveries`) },
+      { name: 'POST /webhooks/:id/rotate-secret', ok: 200, call: (k, w) => call(k, 'POST', `/webhooks/${w.hook}/rotate-secret`, {}) },
       { name: 'DELETE /webhooks/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/webhooks/${w.hook}`) },
       {
         name: 'POST /oauth-apps', ok: 201,
@@ -359,7 +364,7 @@ describe('tenant security', () => {
       }
       counts.requested_jobs = (await q<{ n: number }>(`select count(*)::int as n from sync_jobs where trigger in ('api', 'backfill')`))[0]!.n;
       const beta = await q(`select id, status, app_key, config, credentials, credential_kind, oauth_grant_id from connections where tenant_id = 'beta' order by id`);
-      const hooks = await q(`select id, url, event_types from webhooks where tenant_id = 'beta' order by id`);
+      const hooks = await q(`select id, url, event_types, secret, previous_secret, previous_secret_expires_at from webhooks where tenant_id = 'beta' order by id`);
       const apps = await q(`select id, client_id, client_secret, scopes, token_url from oauth_apps where tenant_id = 'beta' order by id`);
       const slowJobs = await q(`select id, status from sync_jobs where id = any($1) order by id`, [[own.job, adm.job]]);
       return { counts, beta, hooks, apps, slowJobs };

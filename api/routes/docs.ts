@@ -211,7 +211,8 @@ function registerWebhookEvents(app: OpenAPIHono<ApiEnv>): void {
     'webhook-id': deliveryHeader('The event id (the same on every retry and redelivery): deduplicate on it', '7b6a5f4e-3d2c-4b1a-9f8e-7d6c5b4a3f2e'),
     'webhook-timestamp': deliveryHeader('Unix seconds of this attempt; refuse one far from your clock', '1735732800'),
     'webhook-signature': deliveryHeader(
-      'Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret',
+      'Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; ' +
+        "while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies)",
       'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
     ),
     'synctide-event-id': deliveryHeader('Deprecated: the same as webhook-id', '7b6a5f4e-3d2c-4b1a-9f8e-7d6c5b4a3f2e', true),

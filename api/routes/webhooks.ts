@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver } from '../../commands/webhooks';
+import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { tenantFilter } from '../middleware/auth';
@@ -15,6 +15,8 @@ import {
   ListDeliveriesQuery,
   ListWebhooksQuery,
   RedeliveryAnswerSchema,
+  RotatedWebhookSecretSchema,
+  RotateWebhookSecretBody,
   WebhookPageSchema,
   WebhookSchema,
 } from '../schemas/webhooks';
@@ -44,6 +46,15 @@ const remove = createRoute({
   description: 'Deletes the subscription and its deliveries; a delivery being retried stops at its next attempt.',
   request: { params: IdParams },
   responses: { 204: { description: 'Deleted' }, ...errorResponses, 404: notFound },
+});
+const rotateSecret = createRoute({
+  method: 'post', path: '/webhooks/{id}/rotate-secret', tags, summary: 'Rotate the signing secret (the new one is shown once; the old one keeps signing for an overlap)', operationId: 'rotateWebhookSecret',
+  description:
+    'Gives the webhook a new `whsec_` signing secret, answered this once. The secret it replaces keeps signing for `expire_previous_after_seconds` (default 24 hours, at most 7 days; 0: not at all): ' +
+    'meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`), so a receiver verifies with either while it switches. ' +
+    'Rotating again during an overlap keeps only the secret just replaced. Pending deliveries and their history stay.',
+  request: { params: IdParams, body: { ...jsonBody(RotateWebhookSecretBody), required: false } },
+  responses: { 200: jsonAnswer(RotatedWebhookSecretSchema, 'Rotated, with the new secret'), ...bodyErrorResponses, 404: notFound },
 });
 const deliveries = createRoute({
   method: 'get', path: '/webhooks/{id}/deliveries', tags, summary: "A webhook's deliveries, newest first, with every attempt's status code", operationId: 'listWebhookDeliveries',
@@ -87,6 +98,14 @@ export function webhookRoutes(deps: ApiDeps) {
   app.openapi(remove, async (c) => {
     await deleteWebhook(deps, c.req.valid('param').id);
     return c.body(null, 204);
+  });
+
+  app.openapi(rotateSecret, async (c) => {
+    const { id } = c.req.valid('param');
+    // Without a body (none sent), the default overlap.
+    const { webhook, secret } = await rotateWebhookSecret(deps, id, c.req.valid('json').expire_previous_after_seconds);
+    c.get('log').info({ webhook_id: webhook.id, tenant_id: webhook.tenant_id, previous_secret_expires_at: webhook.previous_secret_expires_at }, 'webhook secret rotated');
+    return c.json({ ...presentWebhook(webhook), secret, previous_secret_expires_at: webhook.previous_secret_expires_at?.toISOString() ?? null }, 200);
   });
 
   app.openapi(deliveries, async (c) => {

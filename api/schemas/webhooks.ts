@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { SECRET_OVERLAP_DEFAULT_SECONDS, SECRET_OVERLAP_MAX_SECONDS } from '../../commands/webhooks';
 import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../policy/vocabulary';
 import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema } from './common';
 
@@ -40,6 +41,35 @@ export const CreatedWebhookSchema = WebhookSchema.extend({
     example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/3JYfWWhE+k=',
   }),
 }).openapi('CreatedWebhook');
+
+const OVERLAP_RULE = `must be a whole number of seconds from 0 to ${SECRET_OVERLAP_MAX_SECONDS} (7 days)`;
+
+/** `POST /webhooks/:id/rotate-secret` body (optional), strict: unknown keys are rejected. */
+export const RotateWebhookSecretBody = z
+  .strictObject({
+    expire_previous_after_seconds: z
+      .number(OVERLAP_RULE)
+      .int(OVERLAP_RULE)
+      .min(0, OVERLAP_RULE)
+      .max(SECRET_OVERLAP_MAX_SECONDS, OVERLAP_RULE)
+      .optional()
+      .openapi({
+        description: `How long the secret being replaced still signs deliveries beside the new one (default ${SECRET_OVERLAP_DEFAULT_SECONDS}, 24 hours; at most 7 days); 0 stops it at once (a leaked secret)`,
+        example: SECRET_OVERLAP_DEFAULT_SECONDS,
+      }),
+  })
+  .openapi('RotateWebhookSecret');
+
+/** A webhook with its new signing secret, shown this once, and when the secret it replaced stops signing. */
+export const RotatedWebhookSecretSchema = WebhookSchema.extend({
+  secret: z.string().openapi({
+    description: 'The new Standard Webhooks signing secret (`whsec_` and the base64 of 32 random bytes): shown only in this answer; store it now',
+    example: 'whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=',
+  }),
+  previous_secret_expires_at: NullableTime.openapi({
+    description: 'Until then every delivery is signed with the new secret and the one it replaced (two `v1,` entries in `webhook-signature`); null when the replaced secret stopped at once',
+  }),
+}).openapi('RotatedWebhookSecret');
 
 /** `GET /webhooks` query. */
 export const ListWebhooksQuery = z.object({

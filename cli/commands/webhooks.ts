@@ -1,7 +1,7 @@
-// webhooks create/list/show/delete/deliveries/redeliver.
+// webhooks create/list/show/delete/rotate-secret/deliveries/redeliver.
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
-import { list, pages, PAGING, required, str, type Command } from '../command';
+import { int, list, pages, PAGING, required, str, type Command } from '../command';
 import { usage } from '../errors';
 import { emit, fields, table, when } from '../output';
 
@@ -71,6 +71,25 @@ export const webhookCommands: Command[] = [
     async run({ client, settings, out }, _flags, [id]) {
       await answer(settings.url, client.DELETE('/webhooks/{id}', { params: { path: { id: id! } } }));
       emit(out, { id, deleted: true }, () => `Deleted webhook ${id}.`);
+    },
+  },
+  {
+    words: ['webhooks', 'rotate-secret'],
+    summary: 'Give a webhook a new signing secret (printed once); the old one keeps signing for an overlap',
+    args: ['<webhook-id>'],
+    flags: {
+      'expire-previous-after': { type: 'string', value: '<seconds>', description: 'How long the old secret still signs beside the new one (default 86400, at most 604800; 0: not at all)' },
+    },
+    async run({ client, settings, out }, flags, [id]) {
+      const body = { expire_previous_after_seconds: int(flags, 'expire-previous-after', 0) };
+      const rotated = await answer(settings.url, client.POST('/webhooks/{id}/rotate-secret', { params: { path: { id: id! } }, body }));
+      emit(out, rotated, () => [
+        `Rotated the signing secret of webhook ${rotated.id}`,
+        `New signing secret (shown once; verify deliveries with a Standard Webhooks library): ${rotated.secret}`,
+        rotated.previous_secret_expires_at === null
+          ? 'The old secret no longer signs deliveries.'
+          : `Until ${when(rotated.previous_secret_expires_at)} UTC deliveries are signed with both secrets: switch your receiver to the new one before then.`,
+      ]);
     },
   },
   {

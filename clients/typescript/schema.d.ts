@@ -304,6 +304,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret (the new one is shown once; the old one keeps signing for an overlap)
+         * @description Gives the webhook a new `whsec_` signing secret, answered this once. The secret it replaces keeps signing for `expire_previous_after_seconds` (default 24 hours, at most 7 days; 0: not at all): meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`), so a receiver verifies with either while it switches. Rotating again during an overlap keeps only the secret just replaced. Pending deliveries and their history stay.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -1672,6 +1692,25 @@ export interface components {
         WebhookPage: {
             items: components["schemas"]["Webhook"][];
             next_cursor: string | null;
+        };
+        RotatedWebhookSecret: components["schemas"]["Webhook"] & {
+            /**
+             * @description The new Standard Webhooks signing secret (`whsec_` and the base64 of 32 random bytes): shown only in this answer; store it now
+             * @example whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=
+             */
+            secret: string;
+            /**
+             * @description Until then every delivery is signed with the new secret and the one it replaced (two `v1,` entries in `webhook-signature`); null when the replaced secret stopped at once
+             * @example 2025-01-01T12:00:00.000Z
+             */
+            previous_secret_expires_at: string | null;
+        };
+        RotateWebhookSecret: {
+            /**
+             * @description How long the secret being replaced still signs deliveries beside the new one (default 86400, 24 hours; at most 7 days); 0 stops it at once (a leaked secret)
+             * @example 86400
+             */
+            expire_previous_after_seconds?: number;
         };
         WebhookDeliveryPage: {
             items: components["schemas"]["WebhookDelivery"][];
@@ -4390,6 +4429,131 @@ export interface operations {
             };
         };
     };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecret"];
+            };
+        };
+        responses: {
+            /** @description Rotated, with the new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3d0f7a9e-8c1b-4e55-b1f2-6a7d9e0c4b21",
+                     *       "tenant_id": "acme",
+                     *       "url": "https://example.com/hooks/synctide",
+                     *       "event_types": [
+                     *         "sync.completed",
+                     *         "sync.failed"
+                     *       ],
+                     *       "created_at": "2025-01-01T12:00:00.000Z",
+                     *       "secret": "whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=",
+                     *       "previous_secret_expires_at": "2025-01-02T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RotatedWebhookSecret"];
+                };
+            };
+            /** @description The request does not match the schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, wrong or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A tenant key on an admin-only route, or without the scope (read, write) the method needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds until this key has a request again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error (never with a stack, statement or internal detail; the API logs it) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
@@ -6513,7 +6677,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated
@@ -6608,7 +6772,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated
@@ -6703,7 +6867,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated
@@ -6798,7 +6962,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated
@@ -6881,7 +7045,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated
@@ -6961,7 +7125,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated
@@ -7041,7 +7205,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Unix seconds of this attempt; refuse one far from your clock */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret */
+                /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the bytes of the `whsec_` secret; while a rotated secret's overlap lasts, two such entries, space-separated: the new secret's, then the previous one's (accept the request if either verifies) */
                 "webhook-signature": string;
                 /**
                  * @deprecated

@@ -46,6 +46,38 @@ export async function listWebhooks(db: Queryable, query: { tenantId?: string; af
   return { rows: rows.slice(0, query.limit), more: rows.length > query.limit };
 }
 
+/** A webhook whose secret was just rotated: when the secret it replaced stops signing (null: it already has). */
+export interface RotatedWebhookRow extends WebhookRow {
+  previous_secret_expires_at: Date | null;
+}
+
+/**
+ * Replaces webhook `id`'s secret with `sealedSecret` in one statement: the secret it replaces
+ * moves, sealed as it is, to `previous_secret` until `overlapSeconds` from now (the database's
+ * clock), or is dropped at once when `overlapSeconds` is 0; a previous secret kept from an
+ * earlier rotation is dropped either way. Returns the webhook, or null when there is none.
+ */
+export async function rotateSecret(db: Queryable, id: string, sealedSecret: string, overlapSeconds: number): Promise<RotatedWebhookRow | null> {
+  const { rows } = await db.query<RotatedWebhookRow>(
+    `update webhooks
+        set previous_secret = case when $3::integer > 0 then secret end,
+            previous_secret_expires_at = case when $3::integer > 0 then now() + make_interval(secs => $3::integer) end,
+            secret = $2
+      where id = $1
+      returning ${WEBHOOK_COLUMNS}, previous_secret_expires_at`,
+    [id, sealedSecret, overlapSeconds],
+  );
+  return rows[0] ?? null;
+}
+
+/** Drops the previous secrets whose overlap has ended (they no longer sign); returns how many. */
+export async function clearExpiredPreviousSecrets(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(
+    'update webhooks set previous_secret = null, previous_secret_expires_at = null where previous_secret_expires_at <= now()',
+  );
+  return rowCount ?? 0;
+}
+
 /** Deletes a webhook with its deliveries and their attempts; false when there was none. */
 export async function deleteWebhook(db: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await db.query('delete from webhooks where id = $1', [id]);
@@ -100,13 +132,15 @@ export async function findJobEventFacts(tx: Queryable, jobId: string, type: Webh
   return { ...facts, feed: { seq: feed_seq, epoch: feed_epoch, connection: facts.connection_id } };
 }
 
-/** What the delivery activity needs: the endpoint, its secret (as stored: sealed), the event. */
+/** What the delivery activity needs: the endpoint, its secrets (as stored: sealed), the event. */
 export interface DeliveryTarget {
   id: string;
   status: DeliveryStatus;
   webhook_id: string;
   url: string;
   secret: string;
+  /** The secret a rotation replaced, while its overlap lasts (the database's clock); else null. */
+  previous_secret: string | null;
   event_id: string;
   event_type: WebhookEventType;
   tenant_id: string;
@@ -119,7 +153,8 @@ export interface DeliveryTarget {
 /** A delivery with its webhook and event, or null (its webhook was deleted). */
 export async function findDeliveryTarget(db: Queryable, deliveryId: string): Promise<DeliveryTarget | null> {
   const { rows } = await db.query<DeliveryTarget>(
-    `select d.id, d.status, d.webhook_id, w.url, w.secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.connection_id as event_connection_id, e.created_at as event_created_at
+    `select d.id, d.status, d.webhook_id, w.url, w.secret,
+            case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.connection_id as event_connection_id, e.created_at as event_created_at
        from webhook_deliveries d join webhooks w on w.id = d.webhook_id join webhook_events e on e.id = d.event_id
       where d.id = $1`,
     [deliveryId],
@@ -307,6 +342,18 @@ export const replaceSecret = sealedColumn.replace;
 
 /** How many webhooks have a secret not sealed under key `activeId`. */
 export const countSecretsToReseal = sealedColumn.countToReseal;
+
+// The previous secret of a rotation (null when none is kept: never listed nor counted).
+const sealedPreviousColumn = sealedTextColumn('webhooks', 'previous_secret');
+
+/** The next `limit` webhooks after `afterId` whose previous secret is not sealed under key `activeId`. */
+export const listPreviousSecretsToReseal = sealedPreviousColumn.listToReseal;
+
+/** Replaces webhook `id`'s previous secret with `sealed` only if it still is `stored` (compare and set). */
+export const replacePreviousSecret = sealedPreviousColumn.replace;
+
+/** How many webhooks keep a previous secret not sealed under key `activeId`. */
+export const countPreviousSecretsToReseal = sealedPreviousColumn.countToReseal;
 
 /** How many deliveries are pending, and the age in seconds of the oldest (0 when none). */
 export async function findWebhookBacklog(db: Queryable): Promise<{ pending: number; oldestSeconds: number }> {
