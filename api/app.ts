@@ -1,4 +1,3 @@
-import { httpInstrumentationMiddleware } from '@hono/otel';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { trace } from '@opentelemetry/api';
 import type { MiddlewareHandler } from 'hono';
@@ -135,8 +134,9 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
       return c.json(errorBody('invalid_request', describeIssues(result.error.issues)), 400);
     },
   });
-  if (activeTracing()) {
-    app.use(httpInstrumentationMiddleware({ captureActiveRequests: false }));
+  const tracing = activeTracing();
+  if (tracing) {
+    app.use(tracing.requestSpans());
     app.use(urlWithoutQueryOnSpan);
   }
   app.use(recordHttpMetrics(deps.registry));

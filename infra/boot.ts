@@ -139,13 +139,15 @@ export function runProcess(config: Config, options: BootOptions, main: (proc: Pr
   const logger = createLogger(config.LOG_LEVEL, { process: options.name });
   const shutdown = new Shutdown(logger).onSignals();
   // Before the Temporal client and the worker exist: they take their interceptors from it.
-  if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
-    const tracing = startTracing({ process: options.name });
+  const traced = async () => {
+    if (!config.OTEL_EXPORTER_OTLP_ENDPOINT) return;
+    const tracing = await startTracing({ process: options.name });
     // Registered first, so it runs last: the spans of the shutdown itself are exported too.
     shutdown.add('tracing', () => tracing.shutdown());
     logger.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }, 'traces are exported over OTLP');
-  }
-  boot(config, options, logger, shutdown)
+  };
+  traced()
+    .then(() => boot(config, options, logger, shutdown))
     .then(main)
     .catch((err: Error) => {
       // Stopped while it started (a signal): its servers stopped under it, which is no failure.

@@ -9,30 +9,30 @@
 // activity's run → its provider requests (node:http/https, which lib/outbound.ts uses) and
 // Postgres queries (pg). Pino lines logged inside a span carry its trace_id and span_id
 // (lib/logger.ts).
+//
+// Off, nothing of OpenTelemetry is loaded but its API (a no-op, which the logger asks for the
+// active span): the SDK, its exporter, the instrumentations and the Temporal and Hono
+// interceptors are imported by startTracing only; this module imports their types alone.
 import { createRequire } from 'node:module';
 import type { RequestOptions } from 'node:http';
 import { context, propagation, trace, type Attributes } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { detectResourcesSync, envDetectorSync, Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import {
-  makeWorkflowExporter,
-  OpenTelemetryActivityInboundInterceptor,
-  OpenTelemetryActivityOutboundInterceptor,
-  OpenTelemetryWorkflowClientInterceptor,
-} from '@temporalio/interceptors-opentelemetry';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
+import type { MiddlewareHandler } from 'hono';
 
 /** Tracing of this process, once started. */
 export interface Tracing {
   resource: Resource;
   /** Where spans go, workflow spans (from the worker's sink) included. */
   processor: SpanProcessor;
+  /** A new request-span middleware of the API (@hono/otel): each request's span, named by its route. */
+  requestSpans(): MiddlewareHandler;
+  /** The Temporal client's interceptors: starts and signals carry the trace context. */
+  clientInterceptors(): ClientInterceptors;
+  /** A worker's activity interceptors, and the `exporter` sink of traced workflow runs. */
+  workerTracing(): { interceptors: WorkerInterceptors; sinks: InjectedSinks<Record<string, never>> };
   /** Ends spans in flight, exports what is buffered, and unregisters everything. */
   shutdown(): Promise<void>;
 }
@@ -63,13 +63,28 @@ export function urlAttributesWithoutQuery(options: RequestOptions): Attributes {
  * when given (tests: a simple processor on an in-memory exporter); and the http and pg
  * instrumentations. Spans of outbound requests and queries are made only inside a traced piece
  * of work (not for a metrics scrape's queries); query values are never recorded, nor URL queries.
+ * The SDK's packages are loaded here, and only here.
  */
-export function startTracing(options: { process: string; exporter?: SpanExporter; processor?: SpanProcessor }): Tracing {
+export async function startTracing(options: { process: string; exporter?: SpanExporter; processor?: SpanProcessor }): Promise<Tracing> {
   if (current) return current;
-  const resource = Resource.default()
-    .merge(new Resource({ 'service.name': 'synctide', 'synctide.process': options.process }))
+  const [{ httpInstrumentationMiddleware }, { OTLPTraceExporter }, { registerInstrumentations }, { HttpInstrumentation }, { PgInstrumentation }, resources, { BatchSpanProcessor }, { NodeTracerProvider }, temporal] =
+    await Promise.all([
+      import('@hono/otel'),
+      import('@opentelemetry/exporter-trace-otlp-proto'),
+      import('@opentelemetry/instrumentation'),
+      import('@opentelemetry/instrumentation-http'),
+      import('@opentelemetry/instrumentation-pg'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/sdk-trace-node'),
+      import('@temporalio/interceptors-opentelemetry'),
+    ]);
+  // Started by a concurrent call while they loaded.
+  if (current) return current;
+  const resource = resources.Resource.default()
+    .merge(new resources.Resource({ 'service.name': 'synctide', 'synctide.process': options.process }))
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
-    .merge(detectResourcesSync({ detectors: [envDetectorSync] }));
+    .merge(resources.detectResourcesSync({ detectors: [resources.envDetectorSync] }));
   const processor = options.processor ?? new BatchSpanProcessor(options.exporter ?? new OTLPTraceExporter());
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register();
@@ -89,9 +104,18 @@ export function startTracing(options: { process: string; exporter?: SpanExporter
   // this project's ESM imports hold (node:http, node:https, pg) are patched at once.
   const require = createRequire(import.meta.url);
   for (const name of ['http', 'https', 'pg', 'pg-pool']) require(name);
+  const exporter = temporal.makeWorkflowExporter(processor, resource);
   const tracing: Tracing = {
     resource,
     processor,
+    requestSpans: () => httpInstrumentationMiddleware({ captureActiveRequests: false }),
+    clientInterceptors: () => ({ workflow: [new temporal.OpenTelemetryWorkflowClientInterceptor()] }),
+    workerTracing: () => ({
+      interceptors: {
+        activity: [(ctx) => ({ inbound: new temporal.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new temporal.OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      },
+      sinks: { exporter } as unknown as InjectedSinks<Record<string, never>>,
+    }),
     async shutdown() {
       unregister();
       await provider.shutdown();
@@ -107,7 +131,7 @@ export function startTracing(options: { process: string; exporter?: SpanExporter
 
 /** The Temporal client's interceptors: with tracing on, starts and signals carry the trace context. */
 export function temporalClientInterceptors(): ClientInterceptors | undefined {
-  return current ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+  return current?.clientInterceptors();
 }
 
 /**
@@ -117,12 +141,5 @@ export function temporalClientInterceptors(): ClientInterceptors | undefined {
  * this process does not trace, so a traced run never fails on a worker that does not).
  */
 export function temporalWorkerTracing(): { interceptors: WorkerInterceptors; sinks: InjectedSinks<Record<string, never>> } {
-  const tracing = current;
-  const exporter = tracing ? makeWorkflowExporter(tracing.processor, tracing.resource) : { export: { fn: () => undefined } };
-  return {
-    interceptors: tracing
-      ? { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })] }
-      : {},
-    sinks: { exporter } as unknown as InjectedSinks<Record<string, never>>,
-  };
+  return current?.workerTracing() ?? { interceptors: {}, sinks: { exporter: { export: { fn: () => undefined } } } as unknown as InjectedSinks<Record<string, never>> };
 }

@@ -9,7 +9,7 @@ import { TEST_API_KEY, useApiWithoutTemporal } from './helpers/api';
 
 // Started before the API app is built (it takes its request-span middleware from it).
 const exporter = new InMemorySpanExporter();
-const tracing = startTracing({ process: 'test', processor: new SimpleSpanProcessor(exporter) });
+const tracing = await startTracing({ process: 'test', processor: new SimpleSpanProcessor(exporter) });
 
 describe("request spans and the request's URL", () => {
   const api = useApiWithoutTemporal('traces-request-url');

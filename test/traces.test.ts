@@ -19,7 +19,7 @@ import { eventually, synctideBundle } from './helpers/worker';
 
 // Started before the worker and the API exist (they take their interceptors and middleware from it).
 const exporter = new InMemorySpanExporter();
-const tracing = startTracing({ process: 'test', processor: new SimpleSpanProcessor(exporter) });
+const tracing = await startTracing({ process: 'test', processor: new SimpleSpanProcessor(exporter) });
 
 const TASK_QUEUE = 'traces';
 /** Sent as a query parameter (`auth: query`): no span may carry it. */
