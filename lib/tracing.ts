@@ -15,7 +15,7 @@
 // interceptors are imported by startTracing only; this module imports their types alone.
 import { createRequire } from 'node:module';
 import type { RequestOptions } from 'node:http';
-import { context, propagation, trace, type Attributes } from '@opentelemetry/api';
+import { context, propagation, trace, type Attributes, type TextMapPropagator } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
@@ -57,8 +57,22 @@ export function urlAttributesWithoutQuery(options: RequestOptions): Attributes {
 }
 
 /**
- * Starts tracing once per process: a tracer provider registered globally (W3C trace context,
- * async-local context), its spans batched to `exporter` (default: OTLP over HTTP/protobuf to
+ * W3C trace context, the `traceparent` alone: a caller's `tracestate` (its vendors' state) is not
+ * taken in, and baggage is neither read nor sent (OTEL_PROPAGATORS does not apply). So nothing a
+ * caller sends beside its trace's and span's ids reaches a workflow's headers (the Temporal
+ * history), a provider or a webhook receiver.
+ */
+function traceparentOnly(w3c: TextMapPropagator): TextMapPropagator {
+  return {
+    inject: (ctx, carrier, setter) => w3c.inject(ctx, carrier, setter),
+    extract: (ctx, carrier, getter) => w3c.extract(ctx, carrier, { keys: (c) => getter.keys(c), get: (c, key) => (key === 'tracestate' ? undefined : getter.get(c, key)) }),
+    fields: () => ['traceparent'],
+  };
+}
+
+/**
+ * Starts tracing once per process: a tracer provider registered globally (W3C `traceparent`
+ * alone, async-local context), its spans batched to `exporter` (default: OTLP over HTTP/protobuf to
  * OTEL_EXPORTER_OTLP_ENDPOINT, with the SDK's other OTEL_* variables honoured), or to `processor`
  * when given (tests: a simple processor on an in-memory exporter); and the http and pg
  * instrumentations. Spans of outbound requests and queries are made only inside a traced piece
@@ -67,9 +81,10 @@ export function urlAttributesWithoutQuery(options: RequestOptions): Attributes {
  */
 export async function startTracing(options: { process: string; exporter?: SpanExporter; processor?: SpanProcessor }): Promise<Tracing> {
   if (current) return current;
-  const [{ httpInstrumentationMiddleware }, { OTLPTraceExporter }, { registerInstrumentations }, { HttpInstrumentation }, { PgInstrumentation }, resources, { BatchSpanProcessor }, { NodeTracerProvider }, temporal] =
+  const [{ httpInstrumentationMiddleware }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, { registerInstrumentations }, { HttpInstrumentation }, { PgInstrumentation }, resources, { BatchSpanProcessor }, { NodeTracerProvider }, temporal] =
     await Promise.all([
       import('@hono/otel'),
+      import('@opentelemetry/core'),
       import('@opentelemetry/exporter-trace-otlp-proto'),
       import('@opentelemetry/instrumentation'),
       import('@opentelemetry/instrumentation-http'),
@@ -87,7 +102,7 @@ export async function startTracing(options: { process: string; exporter?: SpanEx
     .merge(resources.detectResourcesSync({ detectors: [resources.envDetectorSync] }));
   const processor = options.processor ?? new BatchSpanProcessor(options.exporter ?? new OTLPTraceExporter());
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
-  provider.register();
+  provider.register({ propagator: traceparentOnly(new W3CTraceContextPropagator()) });
   const unregister = registerInstrumentations({
     tracerProvider: provider,
     instrumentations: [

@@ -10,9 +10,10 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealCredentials } from '../lib/credentials';
 import { startTracing, temporalClientInterceptors, temporalWorkerTracing } from '../lib/tracing';
-import { startTestApi, type TestApi } from './helpers/api';
+import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
 import { TEST_KEYRING } from './helpers/deps';
 import { initialItems, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
+import { serve } from './helpers/fake-server';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually, synctideBundle } from './helpers/worker';
@@ -109,6 +110,45 @@ describe('traces', () => {
     // The traced run replays with its interceptors: they add no command.
     const history = await client.workflow.getHandle(String(answer.body.workflow_id)).fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: await synctideBundle(), sinks: temporalWorkerTracing().sinks }, history, String(answer.body.workflow_id));
+  });
+
+  it("takes a caller's traceparent, but neither its tracestate nor its baggage: a provider request carries the traceparent alone", async () => {
+    const seen = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('[]');
+    });
+    try {
+      const id = randomUUID();
+      const config = { base_url: seen.url, pagination: { type: 'none' }, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at' } } };
+      await stack.db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `traces-${id}`, config]);
+      const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+      // What an operator's gateway may add: its vendors' state and baggage (who called, a session).
+      const res = await fetch(`${api.server.url}/connections/${id}/sync`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TEST_API_KEY}`,
+          'content-type': 'application/json',
+          traceparent: `00-${callerTrace}-b7ad6b7169203331-01`,
+          tracestate: 'gateway=internal-route-7',
+          baggage: 'user.email=alice%40operator.example,session=s3cr3t',
+        },
+        body: JSON.stringify({ mode: 'full' }),
+      });
+      expect(res.status).toBe(202);
+      const jobId = String(((await res.json()) as { job_id: string }).job_id);
+      await eventually(async () => ((await api.call('GET', `/jobs/${jobId}`)).body.status === 'completed' ? true : undefined));
+
+      expect(seen.requests.length).toBeGreaterThan(0);
+      for (const request of seen.requests) {
+        expect(request.headers.traceparent).toMatch(new RegExp(`^00-${callerTrace}-[0-9a-f]{16}-01$`));
+        expect({ tracestate: request.headers.tracestate, baggage: request.headers.baggage }).toEqual({ tracestate: undefined, baggage: undefined });
+      }
+      const inTrace = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === callerTrace);
+      expect(inTrace.map((s) => s.name)).toContain('RunActivity:syncTask');
+      expect(inTrace.every((s) => s.spanContext().traceState === undefined)).toBe(true);
+    } finally {
+      await seen.close();
+    }
   });
 
   it('a run started without a trace context makes no span', async () => {
