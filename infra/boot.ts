@@ -11,7 +11,7 @@ import { findWebhookBacklog } from '../db/models/webhooks';
 import { findDeselectionBacklog } from '../db/models/deselections';
 import { migrate } from '../db/migrate';
 import { createPool, type Pool, type PoolLimits } from '../db/pool';
-import { temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
+import { shownValue, temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type StateCounts, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
@@ -144,7 +144,8 @@ export function runProcess(config: Config, options: BootOptions, main: (proc: Pr
     const tracing = await startTracing({ process: options.name });
     // Registered first, so it runs last: the spans of the shutdown itself are exported too.
     shutdown.add('tracing', () => tracing.shutdown());
-    logger.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }, 'traces are exported over OTLP');
+    // Its password (a `user:password@` URL) masked, as a config error shows it.
+    logger.info({ endpoint: shownValue('OTEL_EXPORTER_OTLP_ENDPOINT', config.OTEL_EXPORTER_OTLP_ENDPOINT) }, 'traces are exported over OTLP');
   };
   traced()
     .then(() => boot(config, options, logger, shutdown))
