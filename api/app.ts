@@ -108,14 +108,21 @@ const urlWithoutQueryOnSpan: MiddlewareHandler<ApiEnv> = async (c, next) => {
 };
 
 /**
+ * Probes and the metrics scrape: called every few seconds by the orchestrator and Prometheus, they
+ * make no request span (nor spans of their queries, which have no span to go under).
+ */
+const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
  * Routes anyone may call: probes, docs (isDocsPath), (with METRICS_PUBLIC) metrics, and the OAuth
  * callback, which a person's browser reaches from the provider (its single-use state is its proof).
  */
 const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
 
 /**
- * Builds the Hono application: (with tracing on) the request's span, named by its route, in the
- * trace of an incoming `traceparent` or a new one, its URL without the query → request metrics → security headers → request id (generated here) and log → body
+ * Builds the Hono application: (with tracing on, but for probes and the metrics scrape) the
+ * request's span, named by its route, in the trace of an incoming `traceparent` or a new one, its
+ * URL without the query → request metrics → security headers → request id (generated here) and log → body
  * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit →
  * a tenant key's turn (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
@@ -135,10 +142,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     },
   });
   const tracing = activeTracing();
-  if (tracing) {
-    app.use(tracing.requestSpans());
-    app.use(urlWithoutQueryOnSpan);
-  }
+  if (tracing) app.use(except((c) => UNTRACED_PATHS.has(c.req.path), tracing.requestSpans(), urlWithoutQueryOnSpan));
   app.use(recordHttpMetrics(deps.registry));
   app.use(
     secureHeaders({
