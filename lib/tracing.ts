@@ -16,6 +16,7 @@
 import { createRequire } from 'node:module';
 import type { RequestOptions } from 'node:http';
 import { context, propagation, trace, type Attributes, type TextMapPropagator } from '@opentelemetry/api';
+import type { Instrumentation } from '@opentelemetry/instrumentation';
 import type { Resource } from '@opentelemetry/resources';
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
@@ -70,6 +71,9 @@ function traceparentOnly(w3c: TextMapPropagator): TextMapPropagator {
   };
 }
 
+/** The http and pg instrumentations of this process, made by its first start of tracing. */
+let instrumentations: Instrumentation[] | undefined;
+
 /**
  * Starts tracing once per process: a tracer provider registered globally (W3C `traceparent`
  * alone, async-local context), its spans batched to `exporter` (default: OTLP over HTTP/protobuf to
@@ -103,18 +107,23 @@ export async function startTracing(options: { process: string; exporter?: SpanEx
   const processor = options.processor ?? new BatchSpanProcessor(options.exporter ?? new OTLPTraceExporter());
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register({ propagator: traceparentOnly(new W3CTraceContextPropagator()) });
-  const unregister = registerInstrumentations({
-    tracerProvider: provider,
-    instrumentations: [
-      new HttpInstrumentation({
-        // The API's request spans come from its Hono middleware (with the matched route).
-        disableIncomingRequestInstrumentation: true,
-        requireParentforOutgoingSpans: true,
-        startOutgoingSpanHook: (request) => urlAttributesWithoutQuery(request as RequestOptions),
-      }),
-      new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
-    ],
-  });
+  // One instance of each instrumentation a process: a module is patched when it is first required
+  // with its instrumentation enabled and is then never offered to another instance, so tracing
+  // started again in one process (after a shutdown: tests) enables these again, which patches the
+  // modules they patched before.
+  instrumentations ??= [
+    new HttpInstrumentation({
+      // The API's request spans come from its Hono middleware (with the matched route).
+      disableIncomingRequestInstrumentation: true,
+      requireParentforOutgoingSpans: true,
+      startOutgoingSpanHook: (request) => urlAttributesWithoutQuery(request as RequestOptions),
+    }),
+    new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
+  ];
+  const unregister = registerInstrumentations({ tracerProvider: provider, instrumentations });
+  // registerInstrumentations enables only an instrumentation whose config says disabled; one a
+  // shutdown disabled is enabled here (a no-op for one just made).
+  for (const instrumentation of instrumentations) instrumentation.enable();
   // The modules are patched when required: require them here, so the same module objects that
   // this project's ESM imports hold (node:http, node:https, pg) are patched at once.
   const require = createRequire(import.meta.url);
