@@ -764,7 +764,7 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   const detail = message ? `: ${message}` : '';
   const retryAfter = parseRetryAfter(headers.get('retry-after'));
   const stated = readRateLimit(headers, limits);
-  const untilReset = stated.resetAt ? Math.max(0, Math.ceil((stated.resetAt.getTime() - Date.now()) / 1000)) : undefined;
+  const untilReset = stated.reset === null ? undefined : Math.max(0, Math.ceil('at' in stated.reset ? (stated.reset.at.getTime() - Date.now()) / 1000 : stated.reset.inSeconds));
   if (status === 429 || (status === 403 && (retryAfter !== undefined || stated.remaining === 0))) {
     return new RateLimited(`http connector: rate limited on ${what} (${status})${detail}`, retryAfter ?? untilReset ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS);
   }

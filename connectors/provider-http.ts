@@ -23,7 +23,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
 import { parseExactJson } from '../policy/exact-json';
-import { MAX_BUDGET_COUNT } from '../policy/rate-budget';
+import { MAX_BUDGET_COUNT, type ProviderAnswer, type StatedReset } from '../policy/rate-budget';
 import { retryAfterSeconds } from '../policy/retry-after';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
 
@@ -213,17 +213,21 @@ export const GITHUB_RATE_LIMIT_HEADERS: RateLimitHeaders = {
   resetFormat: 'epoch_seconds',
 };
 
-/** The remaining count and reset time a provider stated in `headers`, each null when absent or unreadable. */
-export function readRateLimit(headers: Headers, names: RateLimitHeaders, nowMs: number = Date.now()): { remaining: number | null; resetAt: Date | null } {
+/**
+ * The remaining count and reset a provider stated in `headers`, each null when absent or
+ * unreadable: a reset in epoch seconds as a time, one in seconds from now as that many seconds
+ * (StatedReset: the budget counts them on the database's clock).
+ */
+export function readRateLimit(headers: Headers, names: RateLimitHeaders): Omit<ProviderAnswer, 'status'> {
   const remainingText = headers.get(names.remaining)?.trim() ?? '';
   const resetText = headers.get(names.reset)?.trim() ?? '';
   const remaining = /^\d+$/.test(remainingText) ? Number(remainingText) : null;
-  let resetAt: Date | null = null;
+  let reset: StatedReset | null = null;
   if (/^\d+(\.\d+)?$/.test(resetText)) {
     const value = Number(resetText);
-    resetAt = new Date(names.resetFormat === 'epoch_seconds' ? value * 1000 : nowMs + value * 1000);
+    reset = names.resetFormat === 'epoch_seconds' ? { at: new Date(value * 1000) } : { inSeconds: value };
   }
-  return { remaining, resetAt };
+  return { remaining, reset };
 }
 
 /** A whole number from `min` to MAX_BUDGET_COUNT (the largest the budget's statements take). */
@@ -289,7 +293,7 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
       throw fail('transient', words === 'timed out' ? `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)` : `network error: ${words}`);
     }
     if (request.budget) {
-      const stated = request.rateLimitHeaders ? readRateLimit(answer.headers, request.rateLimitHeaders) : { remaining: null, resetAt: null };
+      const stated = request.rateLimitHeaders ? readRateLimit(answer.headers, request.rateLimitHeaders) : { remaining: null, reset: null };
       await request.budget.report({ status: answer.status, ...stated });
     }
     // 304 Not Modified answers a conditional request; it is not a redirect.

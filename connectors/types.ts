@@ -31,6 +31,7 @@
 
 export type { ConnectorRecord, StoredValidator } from '../policy/records';
 import type { ConnectorRecord, StoredValidator } from '../policy/records';
+import type { ProviderAnswer } from '../policy/rate-budget';
 
 /** What fetchPage needs. */
 export interface FetchPageInput {
@@ -80,8 +81,9 @@ export interface FetchPageInput {
  */
 export interface RequestBudget {
   acquire(signal?: AbortSignal): Promise<void>;
-  report(answer: { status: number; remaining: number | null; resetAt: Date | null }): Promise<void>;
+  report(answer: ProviderAnswer): Promise<void>;
 }
+
 
 /**
  * The bounds of every provider request and paging loop, from configuration (PROVIDER_* variables).

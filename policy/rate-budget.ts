@@ -9,6 +9,21 @@ export interface BudgetLimits {
   ceiling: { requests: number; seconds: number } | null;
 }
 
+/**
+ * When a provider says its window resets: at a time (epoch seconds, by the provider's clock), or
+ * in a number of seconds from its answer, which the budget counts on the database's clock (as it
+ * counts every other time of the budget), never on the worker's: a worker whose clock is off
+ * would move the reset by as much.
+ */
+export type StatedReset = { at: Date } | { inSeconds: number };
+
+/** What a provider answered, as the budget is told: the status, and the remaining count and reset it stated (null: not stated). */
+export interface ProviderAnswer {
+  status: number;
+  remaining: number | null;
+  reset: StatedReset | null;
+}
+
 /** Budget bounds as configured for a provider or a connection; unset fields fall back. */
 export interface BudgetOverride {
   reserve?: number | undefined;

@@ -10,7 +10,7 @@ import { ensureBudget, findBudgetWait, reportBudget, spendBudget } from '../db/m
 import type { Pool } from '../db/pool';
 import { derivedKey, type Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
-import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, MAX_BUDGET_COUNT, type BudgetSettings } from '../policy/rate-budget';
+import { budgetLimits, DEFAULT_MAX_RESET_SECONDS, MAX_BUDGET_COUNT, type BudgetSettings, type ProviderAnswer } from '../policy/rate-budget';
 import type { BudgetWaitReason } from '../policy/vocabulary';
 
 /** Waits shorter than this (a full per-second window) are waited out in place; longer ones are durable. */
@@ -43,16 +43,18 @@ export function credentialFingerprint(keyring: Keyring, tenantId: string, provid
 /**
  * What a provider stated, as the budget's row can hold it: a remaining count above
  * MAX_BUDGET_COUNT (an "unlimited" plan's 2^32 - 1, or whatever a mapped header says) as
- * MAX_BUDGET_COUNT, which no reserve reaches, and a reset no date can hold (epoch seconds past
- * year 275760) as no reset. Either would otherwise fail the statement, and with it every request
- * of the credential.
+ * MAX_BUDGET_COUNT, which no reserve reaches, and a reset no date can hold (past year 275760, in
+ * epoch seconds or in seconds from now) as no reset. Either would otherwise fail the statement,
+ * and with it every request of the credential.
  */
-function storableAnswer(answer: Parameters<RequestBudget['report']>[0]): Parameters<RequestBudget['report']>[0] {
-  const { remaining, resetAt } = answer;
+function storableAnswer(answer: ProviderAnswer): ProviderAnswer {
+  const { remaining, reset } = answer;
+  const datable = (ms: number) => Number.isFinite(new Date(ms).getTime());
+  const storable = reset !== null && ('at' in reset ? datable(reset.at.getTime()) : datable(Date.now() + reset.inSeconds * 1000));
   return {
     ...answer,
     remaining: remaining === null ? null : Math.min(remaining, MAX_BUDGET_COUNT),
-    resetAt: resetAt !== null && Number.isFinite(resetAt.getTime()) ? resetAt : null,
+    reset: storable ? reset : null,
   };
 }
 

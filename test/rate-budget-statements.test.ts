@@ -1,15 +1,16 @@
 // The shared rate budget's statements against a real Postgres (db/models/rate-budgets.ts through
 // services/rate-budget.ts): what a provider states, or leaves out, never wedges a credential.
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readRateLimit } from '../connectors/provider-http';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { providerGet, readRateLimit } from '../connectors/provider-http';
 import { RateLimited } from '../connectors/types';
 import { createSyncMetrics } from '../lib/metrics';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import { credentialFingerprint, requestBudget } from '../services/rate-budget';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { TEST_KEYRING } from './helpers/deps';
+import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
+import { closeFakeServers, serve } from './helpers/fake-server';
 
 describe('shared rate budget statements (real Postgres)', () => {
   let db: TestDatabase;
@@ -17,6 +18,7 @@ describe('shared rate budget statements (real Postgres)', () => {
     db = await createTestDatabase();
   });
   afterAll(async () => {
+    await closeFakeServers();
     await db?.drop();
   });
 
@@ -44,7 +46,7 @@ describe('shared rate budget statements (real Postgres)', () => {
     const budget = budgetFor('no-reset');
     await budget.acquire();
     // 3 left, at or under the default reserve, and no (readable) reset.
-    await budget.report({ status: 200, remaining: 3, resetAt: null });
+    await budget.report({ status: 200, remaining: 3, reset: null });
     expect(await outcomeOf(budget)).toBe('granted');
     expect(await outcomeOf(budget)).toBe('granted');
   });
@@ -53,7 +55,7 @@ describe('shared rate budget statements (real Postgres)', () => {
     const budget = budgetFor('with-reset');
     await budget.acquire();
     const resetAt = new Date(Date.now() + 10 * 60_000);
-    await budget.report({ status: 200, remaining: 3, resetAt });
+    await budget.report({ status: 200, remaining: 3, reset: { at: resetAt } });
     const refused = await budget.acquire().catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RateLimited);
     expect((refused as RateLimited).message).toContain(`waiting for the provider's reset at ${resetAt.toISOString()}`);
@@ -67,17 +69,17 @@ describe('shared rate budget statements (real Postgres)', () => {
     await budget.acquire();
     // The one sent just after the reset answers first: a fresh window, 4999 left, resetting in an hour.
     const newReset = new Date(Date.now() + 3600_000);
-    await budget.report({ status: 200, remaining: 4999, resetAt: newReset });
+    await budget.report({ status: 200, remaining: 4999, reset: { at: newReset } });
     // The one sent just before the reset answers last: the old window's count (0) and its reset,
     // which has already passed. It says nothing about the new window.
-    await budget.report({ status: 200, remaining: 0, resetAt: new Date(Date.now() - 2_000) });
+    await budget.report({ status: 200, remaining: 0, reset: { at: new Date(Date.now() - 2_000) } });
     const stored = async () =>
       (await db.pool.query<{ remaining: number | null; reset_at: Date | null }>('select remaining, reset_at from rate_budgets where fingerprint = $1', [fingerprint])).rows[0];
     expect(await stored()).toEqual({ remaining: 4999, reset_at: newReset });
     // The credential has ~4999 requests left: the next request goes instead of waiting an hour.
     expect(await outcomeOf(budget)).toBe('granted');
     // An answer of the same window (its reset within a second of the stored one) still lowers the count.
-    await budget.report({ status: 200, remaining: 3, resetAt: new Date(newReset.getTime() - 500) });
+    await budget.report({ status: 200, remaining: 3, reset: { at: new Date(newReset.getTime() - 500) } });
     expect(await stored()).toEqual({ remaining: 3, reset_at: newReset });
     expect(await outcomeOf(budget)).toBe('rate_limited');
   });
@@ -98,8 +100,37 @@ describe('shared rate budget statements (real Postgres)', () => {
       provider: 'http', credentials: { token: 'huge-ceiling' }, config: { rate_budget: { per_second: 2147483647 } },
     })!;
     expect(await outcomeOf(budget)).toBe('granted');
-    await budget.report({ status: 200, remaining: 10, resetAt: new Date(Date.now() + 60_000) });
+    await budget.report({ status: 200, remaining: 10, reset: { at: new Date(Date.now() + 60_000) } });
     expect(await outcomeOf(budget)).toBe('rate_limited');
+  });
+
+  it("a reset stated in seconds from now (delta_seconds) is counted on the database's clock: a worker whose clock is off by hours still holds requests back until the provider's reset", async () => {
+    // A provider with 0 requests left, whose window resets in 600 s.
+    const provider = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-rl-remaining': '0', 'x-rl-reset': '600' });
+      res.end('[]');
+    });
+    const names = { remaining: 'x-rl-remaining', reset: 'x-rl-reset', resetFormat: 'delta_seconds' as const };
+    const fingerprint = credentialFingerprint(TEST_KEYRING, 'acme', 'http', { token: 'delta-reset' });
+    const resetIn = async () => {
+      const { rows } = await db.pool.query<{ s: number }>(`select extract(epoch from reset_at - now())::float8 as s from rate_budgets where fingerprint = $1`, [fingerprint]);
+      return rows[0]!.s;
+    };
+    for (const skewMs of [-2 * 3_600_000, 2 * 3_600_000]) {
+      await db.pool.query('delete from rate_budgets where fingerprint = $1', [fingerprint]);
+      const budget = budgetFor('delta-reset');
+      // This worker's clock is two hours behind (then ahead of) the database's.
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + skewMs });
+      try {
+        const answer = await providerGet(`${provider.url}/items`, { headers: {}, context: 'test', policy: TEST_PROVIDER_POLICY, budget, rateLimitHeaders: names });
+        expect(answer.status).toBe(200);
+      } finally {
+        vi.useRealTimers();
+      }
+      // The reset is 600 s after the answer by the database's clock, whatever the worker's says.
+      expect({ skewMs, resetIn: Math.round((await resetIn()) / 100) * 100 }).toEqual({ skewMs, resetIn: 600 });
+      expect(await outcomeOf(budget)).toBe('rate_limited');
+    }
   });
 
   it("a provider's stated remaining count or reset beyond what the budget takes (more than 2147483647 left, a reset past any date) is recorded within bounds, never failing the request with a database error", async () => {

@@ -1,6 +1,7 @@
 // SQL of `rate_budgets`: one row per tenant and provider credential (by keyed fingerprint), shared
 // by every worker, and of `rate_budget_connections`, which connections use each. Each request takes
 // one unit in a single statement, so concurrent workers never overspend.
+import type { ProviderAnswer } from '../../policy/rate-budget';
 import type { Queryable } from '../queryable';
 
 /**
@@ -142,14 +143,19 @@ const OLDER_WINDOW = `(s.at < reset_at - interval '1 second')`;
 export async function reportBudget(
   db: Queryable,
   fingerprint: string,
-  answer: { status: number; remaining: number | null; resetAt: Date | null },
+  answer: ProviderAnswer,
   maxResetSeconds: number,
 ): Promise<number | null> {
+  const { reset } = answer;
   const { rows } = await db.query<{ remaining: number | null }>(
-    `with stated as (
+    `with said as (
+       -- A reset stated in seconds from now counts from the database's now(), as every time here.
+       select coalesce($4::timestamptz, now() + make_interval(secs => $6::float8)) as at
+     ), stated as (
        -- least() skips nulls: an unstated reset stays unstated.
-       select case when $4::timestamptz is not null then least($4::timestamptz, now() + make_interval(secs => $5)) end as at,
-              case when $4::timestamptz > now() + make_interval(secs => $5) then $4::timestamptz end as capped_from
+       select case when said.at is not null then least(said.at, now() + make_interval(secs => $5)) end as at,
+              case when said.at > now() + make_interval(secs => $5) then said.at end as capped_from
+         from said
      )
      update rate_budgets
         set remaining = case
@@ -165,7 +171,7 @@ export async function reportBudget(
        from stated s
       where fingerprint = $1
       returning remaining`,
-    [fingerprint, answer.status, answer.remaining, answer.resetAt, maxResetSeconds],
+    [fingerprint, answer.status, answer.remaining, reset && 'at' in reset ? reset.at : null, maxResetSeconds, reset && 'inSeconds' in reset ? reset.inSeconds : null],
   );
   return rows[0]?.remaining ?? null;
 }
