@@ -152,6 +152,30 @@ describe('shared rate budget statements (real Postgres)', () => {
     expect(await outcomeOf(farReset)).toBe('rate_limited');
   });
 
+  it("a 304 answered after a stated count of 2147483647 or more (an 'unlimited' plan) gives its unit back within bounds, never failing the request with a database error", async () => {
+    const names = { remaining: 'x-ratelimit-remaining', reset: 'x-ratelimit-reset', resetFormat: 'epoch_seconds' as const };
+    const reset = String(Math.floor(Date.now() / 1000) + 600);
+    const unlimited = readRateLimit(new Headers({ 'x-ratelimit-remaining': '4294967295', 'x-ratelimit-reset': reset }), names);
+    // Two requests in flight; the second's answer (a 200) states the count before the first's (a 304).
+    const stating = budgetFor('unlimited-304-stating');
+    await stating.acquire();
+    await stating.acquire();
+    await stating.report({ status: 200, ...unlimited });
+    const statedAgain = await stating.report({ status: 304, ...unlimited }).then(() => 'recorded', (e: unknown) => `error: ${(e as Error).message}`);
+    // The same, the 304 stating nothing.
+    const silent = budgetFor('unlimited-304-silent');
+    await silent.acquire();
+    await silent.acquire();
+    await silent.report({ status: 200, ...unlimited });
+    const statedNothing = await silent.report({ status: 304, remaining: null, reset: null }).then(() => 'recorded', (e: unknown) => `error: ${(e as Error).message}`);
+    expect({ statedAgain, statedNothing }).toEqual({ statedAgain: 'recorded', statedNothing: 'recorded' });
+    const { rows } = await db.pool.query<{ remaining: number }>(
+      'select remaining from rate_budgets where fingerprint = any($1) order by remaining',
+      [['unlimited-304-stating', 'unlimited-304-silent'].map((token) => credentialFingerprint(TEST_KEYRING, 'acme', 'http', { token }))],
+    );
+    expect(rows.map((r) => r.remaining)).toEqual([2147483647, 2147483647]);
+  });
+
   it("a per-minute ceiling holds when another connection of the credential has a per-second one, or none: every request counts in both windows", async () => {
     const credentials = { token: 'mixed-ceilings' };
     const budgetOf = (config: Record<string, unknown>) =>

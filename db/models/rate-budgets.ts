@@ -1,7 +1,7 @@
 // SQL of `rate_budgets`: one row per tenant and provider credential (by keyed fingerprint), shared
 // by every worker, and of `rate_budget_connections`, which connections use each. Each request takes
 // one unit in a single statement, so concurrent workers never overspend.
-import type { ProviderAnswer } from '../../policy/rate-budget';
+import { MAX_BUDGET_COUNT, type ProviderAnswer } from '../../policy/rate-budget';
 import type { Queryable } from '../queryable';
 
 /**
@@ -137,7 +137,8 @@ const OLDER_WINDOW = `(s.at < reset_at - interval '1 second')`;
  * moves the reset back), and otherwise lowers it (requests in flight were already taken).
  * A stated reset more than `maxResetSeconds` away is taken as now + `maxResetSeconds` (and kept in
  * `reset_capped_from`): a provider, or a connection's `rate_limit` mapping, that names a reset
- * decades away cannot stop the credential's syncs for longer than that. Answers the remaining
+ * decades away cannot stop the credential's syncs for longer than that. A 304's unit given back
+ * never lifts the count past MAX_BUDGET_COUNT (the column's integer). Answers the remaining
  * count now stored.
  */
 export async function reportBudget(
@@ -159,11 +160,12 @@ export async function reportBudget(
      )
      update rate_budgets
         set remaining = case
-              when $3::int is null then remaining + (case when $2 = 304 then 1 else 0 end)
+              -- A 304's unit given back in bigint, so a count at MAX_BUDGET_COUNT stays there.
+              when $3::int is null then least(remaining::bigint + (case when $2 = 304 then 1 else 0 end), ${MAX_BUDGET_COUNT})
               when s.at is not null and ${LATER_WINDOW} then $3
               -- An older window's count: the current window's stays as it is.
               when s.at is not null and ${OLDER_WINDOW} then remaining
-              else least(coalesce(remaining, $3) + (case when $2 = 304 then 1 else 0 end), $3) end,
+              else least(coalesce(remaining, $3)::bigint + (case when $2 = 304 then 1 else 0 end), $3) end,
             -- A reset moves forward to a later window's only, never back.
             reset_at = case when s.at is not null and ${LATER_WINDOW} then s.at else reset_at end,
             reset_capped_from = case when s.at is not null and ${LATER_WINDOW} then s.capped_from else reset_capped_from end,
