@@ -50,7 +50,7 @@ export async function runImmediately(deps: CommandDeps, connection: ConnectionRo
     return await runWithLease(deps, connection, mode, resourceTypes, executionTimeoutMs, still);
   } finally {
     // A release that fails leaves the lease counted only until it expires.
-    const release = () => releaseImmediateSyncLease(deps.pool, lease, connection.tenant_id, new Date()).catch(() => undefined);
+    const release = () => releaseImmediateSyncLease(deps.pool, lease, connection.tenant_id).catch(() => undefined);
     // A sync cancelled at the caller's deadline runs on until its activity sees the cancellation:
     // it keeps its place until its workflow has closed (or its lease expires), after the answer.
     if (still.closing) void still.closing.then(release, release);
@@ -76,7 +76,7 @@ async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, e
   const refuseOver = (max: number, running: number) => {
     if (!fitsUnder(max, running)) throw overLimit('immediateSyncs', max, 'immediate syncs running at once', IMMEDIATE_SYNC_RETRY_AFTER_SECONDS);
   };
-  const seen = await immediateSyncsAndOverride(deps.pool, connection.tenant_id, new Date());
+  const seen = await immediateSyncsAndOverride(deps.pool, connection.tenant_id);
   refuseOver(effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, { immediateSyncs: seen.max_immediate_syncs }).immediateSyncs, seen.running);
   const id = randomUUID();
   await withTransaction(deps.pool, async (tx) => {
@@ -86,8 +86,8 @@ async function takeImmediateSlot(deps: CommandDeps, connection: ConnectionRow, e
     // deletion or disable that came meanwhile refuses the sync here, as it would have at first.
     await findOpenPurgeLocked(tx, connection.id);
     await refuseUnlessSyncable(deps, connection, await findSyncBlockers(tx, connection.id, now));
-    refuseOver(max, await countImmediateSyncs(tx, connection.tenant_id, now));
-    await insertImmediateSyncLease(tx, { id, tenantId: connection.tenant_id, connectionId: connection.id, expiresAt: new Date(now.getTime() + executionTimeoutMs) });
+    refuseOver(max, await countImmediateSyncs(tx, connection.tenant_id));
+    await insertImmediateSyncLease(tx, { id, tenantId: connection.tenant_id, connectionId: connection.id, lastsMs: executionTimeoutMs });
   });
   return id;
 }

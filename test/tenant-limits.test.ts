@@ -5,7 +5,7 @@
 // sync and scheduled job running first.
 import { temporal } from '@temporalio/proto';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lockTenant } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS, jobFitsUnder } from '../policy/tenant-limits';
 import { createImmediateWorker } from '../workers/create-worker';
@@ -237,6 +237,26 @@ describe('per-tenant limits', () => {
     } finally {
       await hasty.server.close();
     }
+  });
+
+  it("immediate syncs: a lease is timed by the database's clock, so an API process whose clock is hours ahead still counts another process's running sync", async () => {
+    await setLimits('lim-is', { max_immediate_syncs: 1 });
+    const held = await syncable('lim-is', FAST);
+    const asked = await syncable('lim-is', FAST);
+    // The lease of a sync another API process runs, for ten more minutes by the database's clock.
+    await q(`insert into immediate_sync_leases (id, tenant_id, connection_id, expires_at) values (gen_random_uuid(), 'lim-is', $1, now() + interval '10 minutes')`, [held.id]);
+    // This process's clock is two hours ahead of the database's (and the other process's).
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 2 * 3_600_000, shouldAdvanceTime: true });
+    let answer: Awaited<ReturnType<TestApi['call']>>;
+    try {
+      answer = await api.call('POST', '/sync', { app_key: asked.appKey, tenant_id: 'lim-is', immediate: true });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect({ status: answer.status, leases: (await q(`select connection_id from immediate_sync_leases where tenant_id = 'lim-is'`)).map((r) => r.connection_id) })
+      .toEqual({ status: 429, leases: [held.id] });
+    expectRefusal(answer, 429, 'max_immediate_syncs', 1);
+    await q(`delete from immediate_sync_leases where tenant_id = 'lim-is'`);
   });
 
   it("immediate syncs: a tenant at its limit is refused without waiting for its lock (a client that keeps asking costs no locked transaction)", async () => {

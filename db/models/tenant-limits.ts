@@ -83,8 +83,11 @@ const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenan
 const COUNT_WEBHOOKS = 'select count(*)::int from webhooks where tenant_id = $1';
 /** Tenant `$1`'s OAuth apps. */
 const COUNT_OAUTH_APPS = 'select count(*)::int from oauth_apps where tenant_id = $1';
-/** Tenant `$1`'s immediate syncs still counted at `$2` (their lease not expired). */
-const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > $2';
+/**
+ * Tenant `$1`'s immediate syncs still counted (their lease not expired). Leases are written and
+ * read by the database's clock alone: API processes whose clocks differ still see each other's.
+ */
+const COUNT_IMMEDIATE_SYNCS = 'select count(*)::int from immediate_sync_leases where tenant_id = $1 and expires_at > now()';
 /**
  * Tenant `$1`'s places of its running-jobs limit taken, each holding an activity slot: a running
  * job takes as many as the tasks it runs at once (`parallel_tasks`, set when it is prepared; 1
@@ -162,11 +165,11 @@ export async function runningJobsAndOverride(
  * A tenant's immediate syncs still counted at `at`, with its override of the immediate-sync limit
  * (null: the default), in one statement: the API's first look at a request, before any lock.
  */
-export async function immediateSyncsAndOverride(db: Queryable, tenantId: string, at: Date): Promise<{ running: number; max_immediate_syncs: number | null }> {
+export async function immediateSyncsAndOverride(db: Queryable, tenantId: string): Promise<{ running: number; max_immediate_syncs: number | null }> {
   const { rows } = await db.query<{ running: number; max_immediate_syncs: number | null }>(
     `select (${COUNT_IMMEDIATE_SYNCS}) as running,
             (select max_immediate_syncs from tenant_limits where tenant_id = $1) as max_immediate_syncs`,
-    [tenantId, at],
+    [tenantId],
   );
   return rows[0]!;
 }
@@ -190,23 +193,23 @@ export async function runningPlacesBesidePurge(
   return rows[0]!;
 }
 
-/** A tenant's immediate syncs still counted at `at` (their lease not expired). */
-export async function countImmediateSyncs(db: Queryable, tenantId: string, at: Date): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`select (${COUNT_IMMEDIATE_SYNCS}) as n`, [tenantId, at]);
+/** A tenant's immediate syncs still counted now (their lease not expired). */
+export async function countImmediateSyncs(db: Queryable, tenantId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_IMMEDIATE_SYNCS}) as n`, [tenantId]);
   return rows[0]!.n;
 }
 
-/** Counts an immediate sync request (lease `id`) against its tenant until `expiresAt` or its release. */
-export async function insertImmediateSyncLease(db: Queryable, lease: { id: string; tenantId: string; connectionId: string; expiresAt: Date }): Promise<void> {
+/** Counts an immediate sync request (lease `id`) against its tenant for `lastsMs` from now (the database's), or until its release. */
+export async function insertImmediateSyncLease(db: Queryable, lease: { id: string; tenantId: string; connectionId: string; lastsMs: number }): Promise<void> {
   await db.query(
-    'insert into immediate_sync_leases (id, tenant_id, connection_id, expires_at) values ($1, $2, $3, $4)',
-    [lease.id, lease.tenantId, lease.connectionId, lease.expiresAt],
+    'insert into immediate_sync_leases (id, tenant_id, connection_id, expires_at) values ($1, $2, $3, now() + make_interval(secs => $4::float8 / 1000))',
+    [lease.id, lease.tenantId, lease.connectionId, lease.lastsMs],
   );
 }
 
-/** Stops counting lease `id`, and drops the tenant's expired leases. */
-export async function releaseImmediateSyncLease(db: Queryable, id: string, tenantId: string, at: Date): Promise<void> {
-  await db.query('delete from immediate_sync_leases where id = $1 or (tenant_id = $2 and expires_at <= $3)', [id, tenantId, at]);
+/** Stops counting lease `id`, and drops the tenant's leases expired by the database's clock. */
+export async function releaseImmediateSyncLease(db: Queryable, id: string, tenantId: string): Promise<void> {
+  await db.query('delete from immediate_sync_leases where id = $1 or (tenant_id = $2 and expires_at <= now())', [id, tenantId]);
 }
 
 /** The tenant's redeliveries since `since`: how many, and when the oldest was. */
