@@ -62,6 +62,6 @@ async function view(deps: Pick<CommandDeps, 'tenantLimits'>, tenantId: string, r
     tenantId,
     limits: effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, overrides),
     overrides,
-    usage: await limits.tenantUsage(db, tenantId, new Date()),
+    usage: await limits.tenantUsage(db, tenantId),
   };
 }

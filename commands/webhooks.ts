@@ -8,9 +8,9 @@ import { newWebhookSecret } from '../lib/webhook-signature';
 import type { TimePosition } from '../policy/cursors';
 import type { WebhookEventType } from '../policy/vocabulary';
 import { startWebhookDeliveries } from '../temporal/client';
-import { countWebhooks, insertRedelivery, redeliveriesSince } from '../db/models/tenant-limits';
+import { countWebhooks, insertRedelivery, redeliveriesInWindow } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
-import { fitsUnder, REDELIVERY_WINDOW_MS, redeliveryRetryAfterSeconds } from '../policy/tenant-limits';
+import { fitsUnder, redeliveryRetryAfterSeconds } from '../policy/tenant-limits';
 import type { CommandDeps } from './deps';
 import { lockedLimits, overLimit } from './tenant-limits';
 import { CommandRefused, invalid, notFound } from './errors';
@@ -108,14 +108,12 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
     if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
     // Counted and recorded under the tenant's lock, over a sliding hour.
     const max = (await lockedLimits(deps, tx, hook.tenant_id)).redeliveriesPerHour;
-    const now = new Date();
-    const since = new Date(now.getTime() - REDELIVERY_WINDOW_MS);
-    const recent = await redeliveriesSince(tx, hook.tenant_id, since);
+    const recent = await redeliveriesInWindow(tx, hook.tenant_id);
     if (!fitsUnder(max, recent.n)) {
-      throw overLimit('redeliveriesPerHour', max, 'redeliveries an hour', redeliveryRetryAfterSeconds(recent.oldest ?? now, now));
+      throw overLimit('redeliveriesPerHour', max, 'redeliveries an hour', redeliveryRetryAfterSeconds(recent.oldest ?? recent.now, recent.now));
     }
-    await insertRedelivery(tx, { tenantId: hook.tenant_id, deliveryId, at: now, before: since });
-    await webhooks.reopenDelivery(tx, deliveryId, now);
+    await insertRedelivery(tx, { tenantId: hook.tenant_id, deliveryId });
+    await webhooks.reopenDelivery(tx, deliveryId, new Date());
   });
   // A start that fails, or finds the previous run still closing, is made by the reconcile tick.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, [deliveryId]);

@@ -148,25 +148,26 @@ describe('per-tenant limits', () => {
     expect((await app('lim-a')).status).toBe(201);
   });
 
+  /** A webhook of `tenant` with `n` failed deliveries. */
+  async function failedDeliveries(tenant: string, n: number) {
+    const hook = await api.call('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['sync.failed'] });
+    expect(hook.status).toBe(201);
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const [event] = await q<{ id: string }>(`insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.failed', '{}') returning id`, [tenant]);
+      const [delivery] = await q<{ id: string }>(
+        `insert into webhook_deliveries (webhook_id, event_id, status, finished_at, workflow_started_at) values ($1, $2, 'failed', now(), now()) returning id`,
+        [hook.body.id, event!.id],
+      );
+      ids.push(delivery!.id);
+    }
+    return { hook: hook.body.id as string, ids };
+  }
+  const redeliver = (hook: string, id: string) => api.call('POST', `/webhooks/${hook}/deliveries/${id}/redeliver`);
+
   it('redeliveries: over the limit an hour 429 with Retry-After naming it; another tenant goes on', async () => {
     await setLimits('lim-r', { max_redeliveries_per_hour: 2 });
-    /** A webhook of `tenant` with `n` failed deliveries. */
-    async function failedDeliveries(tenant: string, n: number) {
-      const hook = await api.call('POST', '/webhooks', { tenant_id: tenant, url: 'http://127.0.0.1:9/hook', event_types: ['sync.failed'] });
-      expect(hook.status).toBe(201);
-      const ids: string[] = [];
-      for (let i = 0; i < n; i++) {
-        const [event] = await q<{ id: string }>(`insert into webhook_events (tenant_id, event_type, payload) values ($1, 'sync.failed', '{}') returning id`, [tenant]);
-        const [delivery] = await q<{ id: string }>(
-          `insert into webhook_deliveries (webhook_id, event_id, status, finished_at, workflow_started_at) values ($1, $2, 'failed', now(), now()) returning id`,
-          [hook.body.id, event!.id],
-        );
-        ids.push(delivery!.id);
-      }
-      return { hook: hook.body.id as string, ids };
-    }
     const mine = await failedDeliveries('lim-r', 3);
-    const redeliver = (hook: string, id: string) => api.call('POST', `/webhooks/${hook}/deliveries/${id}/redeliver`);
     expect((await redeliver(mine.hook, mine.ids[0]!)).status).toBe(202);
     expect((await redeliver(mine.hook, mine.ids[1]!)).status).toBe(202);
     const res = await fetch(`${api.server.url}/webhooks/${mine.hook}/deliveries/${mine.ids[2]}/redeliver`, {
@@ -185,6 +186,24 @@ describe('per-tenant limits', () => {
     // Once the hour has passed for the oldest, the tenant may again.
     await q(`update webhook_redeliveries set at = at - interval '61 minutes' where tenant_id = 'lim-r'`);
     expect((await redeliver(mine.hook, mine.ids[2]!)).status).toBe(202);
+  });
+
+  it("redeliveries: the hour is the database's, so an API process whose clock is hours ahead still counts the redeliveries another made", async () => {
+    await setLimits('lim-rs', { max_redeliveries_per_hour: 1 });
+    const mine = await failedDeliveries('lim-rs', 2);
+    expect((await redeliver(mine.hook, mine.ids[0]!)).status).toBe(202);
+    // This process's clock is two hours ahead of the database's (and of the process that redelivered).
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 2 * 3_600_000, shouldAdvanceTime: true });
+    let answer: Awaited<ReturnType<TestApi['call']>>;
+    try {
+      answer = await redeliver(mine.hook, mine.ids[1]!);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect({ status: answer.status, counted: (await q(`select delivery_id from webhook_redeliveries where tenant_id = 'lim-rs'`)).map((r) => r.delivery_id) })
+      .toEqual({ status: 429, counted: [mine.ids[0]] });
+    expectRefusal(answer, 429, 'max_redeliveries_per_hour', 1);
+    expect(answer.body.error.retry_after_seconds).toBeLessThanOrEqual(3600);
   });
 
   it('immediate syncs: one over the limit answers 429 with Retry-After naming it; a finished one frees its place', async () => {

@@ -1,7 +1,7 @@
 // Per-tenant limits: the admin's overrides, the tenant lock every limited insert or claim takes,
 // and what each limit counts. A check counts inside the transaction that then inserts (or claims),
 // after taking the tenant's lock, so two concurrent requests cannot both take the last place.
-import type { TenantLimitOverrides } from '../../policy/tenant-limits';
+import { REDELIVERY_WINDOW_MS, type TenantLimitOverrides } from '../../policy/tenant-limits';
 import type { Queryable } from '../queryable';
 import { JOB, PURGE } from '../sql';
 
@@ -79,6 +79,12 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
 /** Tenant `$1`'s connections as its limit counts them: those being purged left out. */
 const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenant_id = $1
     and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`;
+/**
+ * SQL of the start of the redelivery window ending now. Redeliveries are written and counted by
+ * the database's clock alone: API processes whose clocks differ count each other's.
+ */
+const REDELIVERY_WINDOW_START = `now() - make_interval(secs => ${REDELIVERY_WINDOW_MS / 1000})`;
+
 /** Tenant `$1`'s webhooks. */
 const COUNT_WEBHOOKS = 'select count(*)::int from webhooks where tenant_id = $1';
 /** Tenant `$1`'s OAuth apps. */
@@ -110,16 +116,16 @@ export interface TenantUsage {
 }
 
 /** Everything a tenant holds now, each as its limit counts it. */
-export async function tenantUsage(db: Queryable, tenantId: string, at: Date): Promise<TenantUsage> {
+export async function tenantUsage(db: Queryable, tenantId: string): Promise<TenantUsage> {
   const { rows } = await db.query<TenantUsage>(
     `select
        (${COUNT_CONNECTIONS}) as connections,
        (${COUNT_WEBHOOKS}) as webhooks,
        (${COUNT_IMMEDIATE_SYNCS}) as immediate_syncs,
        (${runningPlaces()}) as running_jobs,
-       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > $2::timestamptz - interval '1 hour') as redeliveries_last_hour,
+       (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > ${REDELIVERY_WINDOW_START}) as redeliveries_last_hour,
        (${COUNT_OAUTH_APPS}) as oauth_apps`,
-    [tenantId, at],
+    [tenantId],
   );
   return rows[0]!;
 }
@@ -212,20 +218,20 @@ export async function releaseImmediateSyncLease(db: Queryable, id: string, tenan
   await db.query('delete from immediate_sync_leases where id = $1 or (tenant_id = $2 and expires_at <= now())', [id, tenantId]);
 }
 
-/** The tenant's redeliveries since `since`: how many, and when the oldest was. */
-export async function redeliveriesSince(db: Queryable, tenantId: string, since: Date): Promise<{ n: number; oldest: Date | null }> {
-  const { rows } = await db.query<{ n: number; oldest: Date | null }>(
-    'select count(*)::int as n, min(at) as oldest from webhook_redeliveries where tenant_id = $1 and at > $2',
-    [tenantId, since],
+/** The tenant's redeliveries inside the window ending now: how many, when the oldest was, and now (the database's). */
+export async function redeliveriesInWindow(db: Queryable, tenantId: string): Promise<{ n: number; oldest: Date | null; now: Date }> {
+  const { rows } = await db.query<{ n: number; oldest: Date | null; now: Date }>(
+    `select count(*)::int as n, min(at) as oldest, now() as now from webhook_redeliveries where tenant_id = $1 and at > ${REDELIVERY_WINDOW_START}`,
+    [tenantId],
   );
   return rows[0]!;
 }
 
-/** Records a redelivery of `deliveryId` by tenant `tenantId` at `at`, dropping the tenant's rows older than `before`. */
-export async function insertRedelivery(db: Queryable, entry: { tenantId: string; deliveryId: string; at: Date; before: Date }): Promise<void> {
+/** Records a redelivery of `deliveryId` by tenant `tenantId` now, dropping the tenant's rows the window has left. */
+export async function insertRedelivery(db: Queryable, entry: { tenantId: string; deliveryId: string }): Promise<void> {
   await db.query(
-    `with old as (delete from webhook_redeliveries where tenant_id = $1 and at <= $4)
-     insert into webhook_redeliveries (tenant_id, delivery_id, at) values ($1, $2, $3)`,
-    [entry.tenantId, entry.deliveryId, entry.at, entry.before],
+    `with old as (delete from webhook_redeliveries where tenant_id = $1 and at <= ${REDELIVERY_WINDOW_START})
+     insert into webhook_redeliveries (tenant_id, delivery_id, at) values ($1, $2, now())`,
+    [entry.tenantId, entry.deliveryId],
   );
 }
