@@ -68,8 +68,24 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /**
- * The budget of `credentials` for a connection of `tenantId` and `provider` (none without
- * credentials). Before each request it takes one unit; when the provider's remaining count is down
+ * What a connection without credentials keys its budget by, in place of a credential: the origin
+ * of its `base_url` (a provider limits such requests by client, so a tenant's connections to one
+ * origin share its limit, and those to other origins have budgets of their own); '' when it has none.
+ */
+function anonymousKey(config: Record<string, unknown>): Record<string, unknown> {
+  let origin = '';
+  try {
+    origin = typeof config.base_url === 'string' ? new URL(config.base_url).origin : '';
+  } catch {
+    // Not a URL: the connector refuses the config before any request.
+  }
+  return { no_credentials: origin };
+}
+
+/**
+ * The budget of `credentials` for a connection of `tenantId` and `provider`; without credentials,
+ * of the connection's origin (`anonymousKey`), so its reserve, ceilings and what the provider
+ * states hold it back as any other. Before each request it takes one unit; when the provider's remaining count is down
  * to the reserve it throws `RateLimited` with the time to the reset, so the job workflow waits
  * durably (a timer, and the job's `retry_after`) instead of spending the last requests. A full
  * ceiling window shorter than a few seconds is waited out in place. After each answer it records
@@ -90,9 +106,9 @@ export function requestBudget(opts: {
   provider: string;
   credentials: Record<string, unknown> | null;
   config: Record<string, unknown>;
-}): RequestBudget | undefined {
-  const { pool, metrics, provider, credentials, tenantId } = opts;
-  if (!credentials || Object.keys(credentials).length === 0) return undefined;
+}): RequestBudget {
+  const { pool, metrics, provider, tenantId } = opts;
+  const credentials = opts.credentials && Object.keys(opts.credentials).length > 0 ? opts.credentials : anonymousKey(opts.config);
   const own = rateBudgetConfigSchema.safeParse(opts.config.rate_budget ?? {});
   const override = own.success ? { reserve: own.data.reserve, perSecond: own.data.per_second, perMinute: own.data.per_minute } : {};
   const limits = budgetLimits(provider, opts.settings, override);

@@ -533,6 +533,28 @@ describe('http connector: secrets in errors and page tokens', () => {
   });
 });
 
+describe('http connector: the shared rate budget of a connection without credentials', () => {
+  const db = useTestDatabase();
+
+  it("a connection with no credentials (auth none) still spends a budget of its own: its config.rate_budget ceiling holds its requests back, and a stated count at the reserve waits for the reset", async () => {
+    const { deps } = testActivityDeps({ pool: db.pool });
+    // Five pages; at most two requests a minute.
+    const capped = await createHttpConnection(db.pool, { ...config('link', { type: 'link_header' }), auth: { type: 'none' }, rate_budget: { per_minute: 2 } }, `anon-${randomUUID()}`);
+    const before = fake.requests.length;
+    const err = (await runPass(deps, capped, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect({ type: err?.type, sent: fake.requests.length - before }).toEqual({ type: 'rate_limited', sent: 2 });
+    expect(err.message).toContain('the credential\'s request ceiling (2 per 60 s) is reached');
+    // The provider states fewer than 1000 left until its reset in 30 s, all kept in reserve: the next request waits for it.
+    const reserved = await createHttpConnection(db.pool, {
+      ...config('link', { type: 'link_header' }), auth: { type: 'none' }, rate_budget: { reserve: 1000 },
+      rate_limit: { remaining_header: 'x-rl-remaining', reset_header: 'x-rl-reset', reset_format: 'delta_seconds' },
+    }, `anon-${randomUUID()}`);
+    const waited = (await runPass(deps, reserved, 'customers', 'full').catch((e: unknown) => e)) as ApplicationFailure;
+    expect(waited?.type).toBe('rate_limited');
+    expect(waited.message).toContain("the credential's shared rate budget is down to its reserve");
+  });
+});
+
 describe('http connector: page numbers and offsets against a provider serving fewer records a page than asked for', () => {
   const db = useTestDatabase();
   // Asking for 5 a page from a provider serving at most 3: every page is short, none is the end.

@@ -48,7 +48,7 @@ export async function readPass(
       credentials: null,
       signal: ctx.cancellationSignal,
       policy: providers,
-      ...(budget && { budget }),
+      budget,
     };
     const { cursors } = pass;
     const request = { ...context, since: pass.since, until: pass.until, ...(cursors && { cursors }), ...(validators && { validators }) };
