@@ -8,13 +8,14 @@ import { deliveryShare, DEFERRED_WAITING_MS, mayAttemptDelivery } from '../polic
 export class DeliveryShares {
   private running = 0;
   private readonly runningByTenant = new Map<string, number>();
-  /** Tenants refused a place, with when they last were (epoch ms). */
+  /** Tenants refused a place, with when they last were (`now`). */
   private readonly waitingSince = new Map<string, number>();
 
   constructor(
     /** WEBHOOK_DELIVERY_SLOTS: attempts running at once in this process. */
     readonly slots: number,
-    private readonly now: () => number = Date.now,
+    /** Milliseconds on a monotonic clock: a wall clock set back would keep tenants counted as waiting for as long. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Tenants running attempts now or refused one lately (those refused long ago are forgotten). */

@@ -16,7 +16,7 @@ export const IMMEDIATE_HOLD_MS = 5_000;
 /** Scheduled-lane activities that run whatever the CPU use: progress on a saturated node. */
 export const MIN_SCHEDULED_ACTIVITIES = 4;
 
-/** What the immediate lane of a process is doing: activities running now, and when the last one ended (epoch ms; null: never). */
+/** What the immediate lane of a process is doing: activities running now, and when the last one ended (ms on the gate's monotonic clock; null: never). */
 export interface ImmediateLaneState {
   running: number;
   lastEndedAt: number | null;

@@ -2,7 +2,7 @@
 // run, and for IMMEDIATE_HOLD_MS after, and while the CPU use is over the target, no more than
 // MIN_SCHEDULED_ACTIVITIES scheduled activities start; the others wait (heartbeating, cancellable)
 // until one ends or the gate opens. Otherwise every scheduled activity starts at once.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fairShare, IMMEDIATE_HOLD_MS, immediateLaneBusy, MIN_SCHEDULED_ACTIVITIES, mayStartScheduledActivity, nextInLine, scheduledLaneHeld } from '../policy/lanes';
 import { GATE_HEARTBEAT_MS, immediateLaneInterceptor, LaneGate, scheduledLaneInterceptor, ScheduledWorkflowTaskSlots } from '../workers/lane-gate';
 
@@ -180,6 +180,31 @@ describe('the lanes\' activity interceptors', () => {
     expect(await settled(held)).toBe('ok');
     finish.slice(1).forEach((f) => f());
     await Promise.all(running);
+  });
+});
+
+describe('the lane gate and the wall clock', () => {
+  it('a wall clock set back (an NTP step) neither holds the scheduled lane past IMMEDIATE_HOLD_MS nor stops a waiting activity heartbeating: the gate times itself on a monotonic clock', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
+    try {
+      const gate = new LaneGate(0.7, () => 1);
+      gate.immediateStarted();
+      for (let i = 0; i < MIN_SCHEDULED_ACTIVITIES; i++) await gate.admitScheduled(new AbortController().signal, () => {});
+      let beats = 0;
+      const waiting = gate.admitScheduled(new AbortController().signal, () => beats++);
+      // The wall clock goes back an hour while the activity waits; then 3 s pass.
+      vi.setSystemTime(Date.now() - 3_600_000);
+      await vi.advanceTimersByTimeAsync(3 * GATE_HEARTBEAT_MS);
+      const waitedBeats = beats;
+      // The immediate sync ends, the wall clock goes back an hour again, IMMEDIATE_HOLD_MS pass.
+      gate.immediateEnded();
+      vi.setSystemTime(Date.now() - 3_600_000);
+      await vi.advanceTimersByTimeAsync(IMMEDIATE_HOLD_MS);
+      expect({ waitedBeats, held: gate.holdsBack() }).toEqual({ waitedBeats: 3, held: false });
+      await waiting;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

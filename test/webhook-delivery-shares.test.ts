@@ -2,7 +2,7 @@
 // hang holds at most WEBHOOK_DELIVERY_SLOTS of the worker's activity slots, so another tenant's
 // sync runs meanwhile; and the tenants with deliveries to make share those places equally.
 // Dev server, real API, worker, Postgres and receivers on 127.0.0.1.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Worker } from '@temporalio/worker';
 import { findPendingDeliveries } from '../db/models/webhooks';
 import { DeliveryShares } from '../lib/delivery-shares';
@@ -88,6 +88,24 @@ describe('delivery places of one process (DeliveryShares)', () => {
     expect(many.take('x')).not.toBeNull();
     expect(many.take('y')).toBeNull();
     expect(many.take('z')).toBeNull();
+  });
+
+  it('forgets a waiting tenant DEFERRED_WAITING_MS after it stopped asking, however the wall clock is set meanwhile (an NTP step back): it times itself on a monotonic clock', () => {
+    vi.useFakeTimers({ toFake: ['Date', 'performance'] });
+    try {
+      const shares = new DeliveryShares(2);
+      const a = shares.take('a');
+      expect(shares.take('a')).not.toBeNull();
+      expect(shares.take('b')).toBeNull(); // full: b waits
+      a!();
+      // The wall clock goes back an hour; b stops asking; DEFERRED_WAITING_MS pass.
+      vi.setSystemTime(Date.now() - 3_600_000);
+      vi.advanceTimersByTime(DEFERRED_WAITING_MS + 1);
+      // b is forgotten: a's share is both places again.
+      expect(shares.take('a')).not.toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('leaves no place idle while tenants with deliveries wait: 11 tenants with backlogs use all 20 places', () => {

@@ -42,7 +42,8 @@ export class LaneGate {
   constructor(
     readonly targetCpu: number,
     private readonly cpu: () => number,
-    private readonly now: () => number = Date.now,
+    /** Milliseconds on a monotonic clock: a wall clock set back (an NTP step) would hold the lane, and stop heartbeats, for as long. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** An immediate-lane activity started. */
