@@ -66,6 +66,7 @@ import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
+import { answeredAtMs } from '../policy/retry-after';
 import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
 import {
   type ConnectorError,
@@ -404,13 +405,15 @@ function errorFor(status: number, headers: Headers, text: string, repository: st
     return new Permanent(`github connector: repository '${repository}' not found (404), or the token cannot see it`);
   }
   if (status === 403 || status === 429) {
-    const retryAfter = parseRetryAfter(headers.get('retry-after'));
+    // Waits are counted from GitHub's clock (its answer's Date), as its reset and dates are its own.
+    const now = answeredAtMs(headers.get('date'), Date.now());
+    const retryAfter = parseRetryAfter(headers.get('retry-after'), now);
     if (retryAfter !== undefined) {
       return new RateLimited(`github connector: secondary rate limit on '${repository}' (${status}), retry after ${retryAfter}s${detail}`, retryAfter);
     }
     if (headers.get('x-ratelimit-remaining')?.trim() === '0') {
       const resetHeader = headers.get('x-ratelimit-reset')?.trim() ?? '';
-      const wait = /^\d+$/.test(resetHeader) ? Math.max(0, Math.ceil(Number(resetHeader) - Date.now() / 1000)) : undefined;
+      const wait = /^\d+$/.test(resetHeader) ? Math.max(0, Math.ceil(Number(resetHeader) - now / 1000)) : undefined;
       return new RateLimited(
         `github connector: primary rate limit exhausted (${status})${wait === undefined ? '' : `, resets in ${wait}s`}${detail}`,
         wait,

@@ -47,6 +47,7 @@ import { JsonNumber, numberText } from '../policy/exact-json';
 import { isBareHttpUrl, keyPath, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
+import { answeredAtMs } from '../policy/retry-after';
 import {
   cutText, GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, MIN_SECRET_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, readRateLimit, redactSecrets, type RateLimitHeaders,
 } from './provider-http';
@@ -762,9 +763,11 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   // Redacted first, then cut (`redact` does both).
   const message = redact(bodyMessage(text));
   const detail = message ? `: ${message}` : '';
-  const retryAfter = parseRetryAfter(headers.get('retry-after'));
+  // Waits are counted from the provider's clock (its answer's Date), as its reset and dates are its own.
+  const now = answeredAtMs(headers.get('date'), Date.now());
+  const retryAfter = parseRetryAfter(headers.get('retry-after'), now);
   const stated = readRateLimit(headers, limits);
-  const untilReset = stated.reset === null ? undefined : Math.max(0, Math.ceil('at' in stated.reset ? (stated.reset.at.getTime() - Date.now()) / 1000 : stated.reset.inSeconds));
+  const untilReset = stated.reset === null ? undefined : Math.max(0, Math.ceil('at' in stated.reset ? (stated.reset.at.getTime() - now) / 1000 : stated.reset.inSeconds));
   if (status === 429 || (status === 403 && (retryAfter !== undefined || stated.remaining === 0))) {
     return new RateLimited(`http connector: rate limited on ${what} (${status})${detail}`, retryAfter ?? untilReset ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS);
   }

@@ -6,7 +6,7 @@
 // the JWT or a token.
 import githubAppJwt from 'universal-github-app-jwt';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
-import { retryAfterSeconds } from '../policy/retry-after';
+import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
 
 /** An app installation with the app's key opened (in memory, for one request). */
 export interface GitHubAppInstallation {
@@ -64,14 +64,16 @@ const MAX_WAIT_SECONDS = 3600;
 function rateLimitWait(status: number, headers: Headers, body: Buffer): { seconds: number | undefined } | null {
   if (status !== 403 && status !== 429) return null;
   const bound = (seconds: number) => Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.ceil(seconds)));
+  // Waits are counted from GitHub's clock (its answer's Date), as its reset and dates are its own.
+  const now = answeredAtMs(headers.get('date'), Date.now());
   const retryAfter = headers.get('retry-after')?.trim();
   if (retryAfter) {
-    const seconds = retryAfterSeconds(retryAfter, Date.now());
+    const seconds = retryAfterSeconds(retryAfter, now);
     return { seconds: seconds === undefined ? undefined : bound(seconds) };
   }
   if (headers.get('x-ratelimit-remaining')?.trim() === '0') {
     const reset = headers.get('x-ratelimit-reset')?.trim() ?? '';
-    return { seconds: /^\d+$/.test(reset) ? bound(Number(reset) - Date.now() / 1000) : undefined };
+    return { seconds: /^\d+$/.test(reset) ? bound(Number(reset) - now / 1000) : undefined };
   }
   if (status === 429 || /rate limit/i.test(messageOf(body))) return { seconds: undefined };
   return null;

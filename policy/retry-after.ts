@@ -45,6 +45,17 @@ export function parseHttpDate(text: string, nowMs: number): number | undefined {
 }
 
 /**
+ * Now by the clock of the server that answered, in milliseconds since the epoch: its answer's
+ * `Date` header (an HTTP-date), else `localMs` (this process's now). A time the server states (a
+ * `Retry-After` date, a rate limit's reset in epoch seconds) is one of its own clock, so the wait
+ * until it is counted from its answer's Date: a worker whose clock is off waits no more and no
+ * less than the server asked.
+ */
+export function answeredAtMs(dateHeader: string | null | undefined, localMs: number): number {
+  return (dateHeader ? parseHttpDate(dateHeader.trim(), localMs) : undefined) ?? localMs;
+}
+
+/**
  * Seconds to wait per a `Retry-After` value at `nowMs` (0 for an HTTP-date already passed), or
  * undefined when there is none or it is neither delay-seconds nor an HTTP-date.
  */

@@ -3,7 +3,7 @@
 // mapping of 401/403/404/429/5xx/network failures and aborts to the typed connector errors. No
 // database or Temporal (the shared globalSetup still starts Postgres; these tests ignore it).
 import type { ServerResponse } from 'node:http';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeGitHubPageToken, githubConnector } from '../connectors/github';
 import { nextLink, parseLinkHeader } from '../connectors/link-header';
 import { parseRetryAfter } from '../connectors/provider-http';
@@ -304,6 +304,29 @@ describe('github connector: errors', () => {
     const hint = (err as RateLimited).retryAfterSeconds!;
     expect(hint).toBeGreaterThanOrEqual(88);
     expect(hint).toBeLessThanOrEqual(91);
+  });
+
+  it("counts a primary limit's reset and an HTTP-date Retry-After from the answer's Date (GitHub's clock), so a worker whose clock is off waits as long as GitHub asks", async () => {
+    const githubNow = Date.now();
+    const answers: Record<string, string>[] = [
+      { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(githubNow / 1000) + 60) },
+      { 'retry-after': new Date(githubNow + 90_000).toUTCString() },
+    ];
+    let n = 0;
+    const github = await serve((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json', date: new Date(githubNow).toUTCString(), ...answers[n++] });
+      res.end('{"message": "API rate limit exceeded"}');
+    });
+    // This worker's clock is two hours behind GitHub's.
+    vi.useFakeTimers({ toFake: ['Date'], now: githubNow - 2 * 3_600_000 });
+    const hints: (number | undefined)[] = [];
+    try {
+      for (let i = 0; i < answers.length; i++) hints.push(((await failure(page(cfg({ base_url: github.url }), 'issues'))) as RateLimited).retryAfterSeconds);
+    } finally {
+      vi.useRealTimers();
+      await github.close();
+    }
+    expect(hints).toEqual([60, 90]);
   });
 
   it('maps a Retry-After date in the past to 0', async () => {
