@@ -511,7 +511,7 @@ const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
         { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase },
         { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
       );
-      return { token: minted.token, expires_at: minted.expires_at, secrets: [minted.jwt] };
+      return { token: minted.token, expires_at: minted.expires_at, secrets: minted.jwts };
     } catch (err) {
       if (err instanceof InstallationRefused) throw new Refusal(err.message);
       throw err;

@@ -1,11 +1,12 @@
 // GitHub App installation tokens. The app's JWT (RS256, `iss` the app id, ten minutes at most) is
 // made by `universal-github-app-jwt` (WebCrypto, no dependencies; it takes GitHub's PKCS#1 keys as
-// they are downloaded); the token request goes through `postBoundedForAnswer` (lib/outbound.ts):
+// they are downloaded) on this machine's clock, or on GitHub's (its answer's `Date`) once GitHub
+// refused the JWT's times: a clock apart from GitHub's is no wrong credential. The token request goes through `postBoundedForAnswer` (lib/outbound.ts):
 // bounded in time and size, its resolved address checked unless the deployment allows private
 // ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name GitHub's status, never the key,
 // the JWT or a token.
 import githubAppJwt from 'universal-github-app-jwt';
-import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
+import { CertificateRefused, MalformedAnswer, postBoundedForAnswer, type BoundedAnswer } from './outbound';
 import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
 
 /** An app installation with the app's key opened (in memory, for one request). */
@@ -24,11 +25,11 @@ export interface MintPolicy {
   maxResponseBytes: number;
 }
 
-/** A minted installation token and its expiry (ISO), and the JWT it was minted with (a secret too). */
+/** A minted installation token and its expiry (ISO), and the JWTs made to mint it (secrets too). */
 export interface MintedToken {
   token: string;
   expires_at: string;
-  jwt: string;
+  jwts: string[];
 }
 
 /** GitHub refused the app or the installation (401, 403 that is no rate limit, 404): the credential itself is wrong or revoked. */
@@ -91,17 +92,53 @@ function messageOf(body: Buffer): string {
   return text;
 }
 
-/** Mints an installation token: `POST {apiBase}/app/installations/{id}/access_tokens` with the app's JWT. */
+/**
+ * GitHub's 401 words for a JWT whose `iat` or `exp` its clock refuses ("'Expiration time' claim
+ * ('exp') is too far in the future", "'Issued at' claim ('iat') must be an Integer representing a
+ * time in the past", …): the JWT was made on a clock apart from GitHub's.
+ */
+const CLAIM_TIMES_REFUSED = /'(Issued at|Expiration time)' claim \('(iat|exp)'\)/;
+
+/** Whether `answer` is GitHub refusing a JWT's times (see CLAIM_TIMES_REFUSED). */
+const claimTimesRefused = (answer: BoundedAnswer) => answer.status === 401 && CLAIM_TIMES_REFUSED.test(messageOf(answer.body));
+
+/**
+ * Mints an installation token: `POST {apiBase}/app/installations/{id}/access_tokens` with the app's
+ * JWT. When GitHub refuses the JWT's times (this machine's clock is apart from GitHub's), the JWT is
+ * made once more on GitHub's clock as its answer's `Date` states, and the request sent again; a
+ * refusal of the times after that (or without a `Date`) is a `MintFailed`, never an
+ * `InstallationRefused`: the credential may well be right.
+ */
 export async function mintInstallationToken(app: GitHubAppInstallation, policy: MintPolicy, signal?: AbortSignal): Promise<MintedToken> {
+  const first = await requestToken(app, policy, Math.floor(Date.now() / 1000), signal);
+  let { answer } = first;
+  const jwts = [first.jwt];
+  if (claimTimesRefused(answer)) {
+    const githubNow = Date.parse(answer.headers.get('date') ?? '');
+    if (!Number.isNaN(githubNow)) {
+      const again = await requestToken(app, policy, Math.floor(githubNow / 1000), signal);
+      answer = again.answer;
+      jwts.push(again.jwt);
+    }
+    if (claimTimesRefused(answer)) {
+      const apart = Number.isNaN(githubNow) ? "(GitHub's answer has no Date)" : `by about ${Math.round(Math.abs(githubNow - Date.now()) / 1000)}s`;
+      throw new MintFailed(`GitHub refused the app JWT's times (401): this machine's clock is apart from GitHub's ${apart}`);
+    }
+  }
+  return mintedOf(app, answer, jwts);
+}
+
+/** One token request with a JWT made at `nowSeconds` (on this machine's clock, or GitHub's). */
+async function requestToken(app: GitHubAppInstallation, policy: MintPolicy, nowSeconds: number, signal?: AbortSignal): Promise<{ answer: BoundedAnswer; jwt: string }> {
   let jwt: string;
   try {
-    ({ token: jwt } = await githubAppJwt({ id: app.appId, privateKey: app.privateKey }));
+    ({ token: jwt } = await githubAppJwt({ id: app.appId, privateKey: app.privateKey, now: nowSeconds }));
   } catch {
     // The library's message may quote the key's first bytes.
     throw new InstallationRefused('the GitHub App private key is not a usable RSA key (PEM, PKCS#1 or PKCS#8)');
   }
   const url = `${app.apiBase}/app/installations/${encodeURIComponent(String(app.installationId))}/access_tokens`;
-  let answer;
+  let answer: BoundedAnswer;
   try {
     answer = await postBoundedForAnswer(
       url,
@@ -116,6 +153,11 @@ export async function mintInstallationToken(app: GitHubAppInstallation, policy: 
     if (err instanceof CertificateRefused) throw new MintFailed(`the installation token request failed: ${err.message}`, { cause: err });
     throw new MintFailed(`the installation token request failed: ${err instanceof Error ? err.message : String(err)}`);
   }
+  return { answer, jwt };
+}
+
+/** The token GitHub's `answer` to a token request holds, or the error it is. */
+function mintedOf(app: GitHubAppInstallation, answer: BoundedAnswer, jwts: string[]): MintedToken {
   // A rate limit first: GitHub answers it with 403 too, and it says nothing about the credential.
   const limited = rateLimitWait(answer.status, answer.headers, answer.body);
   if (limited) {
@@ -137,5 +179,5 @@ export async function mintInstallationToken(app: GitHubAppInstallation, policy: 
   if (typeof token !== 'string' || token.length < 20 || typeof expires_at !== 'string' || Number.isNaN(Date.parse(expires_at))) {
     throw new MintFailed('the installation token answer has no token or expiry');
   }
-  return { token, expires_at: new Date(Date.parse(expires_at)).toISOString(), jwt };
+  return { token, expires_at: new Date(Date.parse(expires_at)).toISOString(), jwts };
 }

@@ -3,7 +3,7 @@
 // worker runs it (MockActivityEnvironment): an installation token is minted from a test RSA key
 // once per expiry across two workers (two pools), cached sealed, minted again after a 401 once,
 // a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is
-// retried later), and the API takes the credential (validated, never answered).
+// retried later; nor does a JWT refused for its times: it is made again on GitHub's clock), and the API takes the credential (validated, never answered).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../db/pool';
@@ -130,6 +130,27 @@ describe('github_app credentials', () => {
     await endJob(jobId);
     expect(result.status).toBe('completed');
     expect(github.mints.length - before).toBe(1);
+  });
+
+  it("a worker clock apart from GitHub's (45 s fast, 10 minutes slow) is no refusal: the JWT is made again on GitHub's clock (its Date) and the mint succeeds; the connection stays active", async () => {
+    // Worker fast by 45 s: the JWT's exp is more than 10 minutes ahead of GitHub. Worker slow by 10 minutes: the JWT has expired by GitHub's clock.
+    for (const offsetMs of [-45_000, 600_000]) {
+      const id = await appConnection();
+      const mintsBefore = github.mints.length;
+      const refusedBefore = github.refusedMints;
+      github.setClockOffset(offsetMs);
+      try {
+        const { jobId, tasks } = await job(id, ['issues']);
+        const outcome = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then((r) => r.status, (err: Error) => err.message);
+        await endJob(jobId);
+        expect(outcome, `GitHub's clock ${offsetMs} ms from ours`).toBe('completed');
+      } finally {
+        github.setClockOffset(0);
+      }
+      expect(github.refusedMints - refusedBefore).toBe(1);
+      expect(github.mints.length - mintsBefore).toBe(1);
+      expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status).toBe('active');
+    }
   });
 
   it('GitHub refusing the JWT (a key that is not the app\'s) or the installation makes the connection needs_reauth with its alert, naming no secret', async () => {

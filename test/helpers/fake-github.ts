@@ -15,8 +15,11 @@
 //   If-None-Match matches the page's body as it is now.
 // With `app`, it also mints GitHub App installation tokens as GitHub does:
 // POST /app/installations/{id}/access_tokens checks the app's JWT (RS256 signature against the
-// app's public key, `iss` the app id, not expired) and answers 201 {token, expires_at}; a minted
-// token is then accepted like `token` until it expires.
+// app's public key, `iss` the app id; by GitHub's clock `iat` not in the future and `exp` in the
+// future but at most 10 minutes away, each refused with GitHub's 401 message) and answers 201
+// {token, expires_at}; a minted token is then accepted like `token` until it expires.
+// Its clock (`setClockOffset`: GitHub's clock ahead of ours, or behind) is what every answer's
+// `Date` header states, JWTs are checked against and minted tokens expire by.
 // Every request is recorded, and `setFailure` makes the Nth request, or requests to a path,
 // answer 401, 404, 403, a secondary or primary rate limit, a 5xx, or hang (for abort tests).
 import { createHash, randomBytes, verify, type KeyObject } from 'node:crypto';
@@ -147,6 +150,8 @@ export interface FakeGitHub {
   mintGate: Promise<void> | null;
   /** With `app`: changes a minted token's lifetime from now on (e.g. to make the next one expire within the margin). */
   setTokenTtl(seconds: number): void;
+  /** Sets how far GitHub's clock is ahead of ours (negative: behind); 0 at start. */
+  setClockOffset(ms: number): void;
   /** With `budget`: how many requests were answered 429 because the window's budget was spent. */
   readonly tooMany: number;
   /** With `budget`: how many windows were opened so far. */
@@ -212,31 +217,39 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   const mints: FakeGitHubMint[] = [];
   let refusedMints = 0;
   let tokenTtl = opts.app?.tokenTtlSeconds ?? 3600;
+  let clockOffsetMs = 0;
+  /** GitHub's clock. */
+  const now = () => Date.now() + clockOffsetMs;
   /** Whether `authorization` carries the static token or an unexpired minted one. */
   const authorized = (authorization: string | undefined) => {
     if (authorization === `Bearer ${token}`) return true;
-    const now = Date.now();
-    return mints.some((m) => authorization === `Bearer ${m.token}` && Date.parse(m.expiresAt) > now);
+    return mints.some((m) => authorization === `Bearer ${m.token}` && Date.parse(m.expiresAt) > now());
   };
-  /** The claims of a JWT signed RS256 by the app's key, or null. */
-  const verifiedClaims = (authorization: string | undefined, app: FakeGitHubApp) => {
+  const NOT_DECODED = 'A JSON web token could not be decoded';
+  /** The claims of a JWT signed RS256 by the app's key, or GitHub's message refusing it. */
+  const verifiedClaims = (authorization: string | undefined, app: FakeGitHubApp): FakeGitHubMint['claims'] | { refused: string } => {
     const jwt = /^Bearer (.+)$/.exec(authorization ?? '')?.[1];
     const [header, payload, signature] = jwt?.split('.') ?? [];
-    if (!header || !payload || !signature) return null;
+    if (!header || !payload || !signature) return { refused: NOT_DECODED };
     try {
-      if ((JSON.parse(Buffer.from(header, 'base64url').toString()) as { alg?: string }).alg !== 'RS256') return null;
-      if (!verify('sha256', Buffer.from(`${header}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url'))) return null;
+      if ((JSON.parse(Buffer.from(header, 'base64url').toString()) as { alg?: string }).alg !== 'RS256') return { refused: NOT_DECODED };
+      if (!verify('sha256', Buffer.from(`${header}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url'))) return { refused: NOT_DECODED };
       const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as FakeGitHubMint['claims'];
-      const now = Math.floor(Date.now() / 1000);
-      if (String(claims.iss) !== String(app.id) || !(claims.exp > now) || !(claims.iat <= now + 60) || claims.exp - claims.iat > 600) return null;
+      const seconds = Math.floor(now() / 1000);
+      if (String(claims.iss) !== String(app.id)) return { refused: NOT_DECODED };
+      // GitHub's rules and words for the JWT's times, by its own clock.
+      if (!(claims.iat <= seconds)) return { refused: "'Issued at' claim ('iat') must be an Integer representing a time in the past" };
+      if (!(claims.exp > seconds)) return { refused: "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires" };
+      if (claims.exp - seconds > 600) return { refused: "'Expiration time' claim ('exp') is too far in the future" };
       return claims;
     } catch {
-      return null;
+      return { refused: NOT_DECODED };
     }
   };
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, {
+      date: new Date(now()).toUTCString(),
       'content-type': 'application/json; charset=utf-8',
       'x-github-api-version-selected': '2022-11-28',
       ...headers,
@@ -250,7 +263,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     'x-ratelimit-used': String(5000 - remaining),
     'x-ratelimit-resource': 'core',
   });
-  const nowReset = () => Math.floor(Date.now() / 1000) + 3600;
+  const nowReset = () => Math.floor(now() / 1000) + 3600;
 
   const matches = (f: FakeGitHubFailureMatch, n: number, pathname: string, pathAndQuery: string) => {
     if (f.times !== undefined && failuresFired >= f.times) return false;
@@ -309,9 +322,9 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const mint = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
     if (mint && req.method === 'POST' && opts.app) {
       const claims = verifiedClaims(req.headers.authorization, opts.app);
-      if (!claims) {
+      if ('refused' in claims) {
         refusedMints++;
-        return send(res, 401, { message: 'A JSON web token could not be decoded', documentation_url: 'https://docs.github.com/rest' });
+        return send(res, 401, { message: claims.refused, documentation_url: 'https://docs.github.com/rest' });
       }
       const installationId = Number(mint[1]);
       if (!opts.app.installations.includes(installationId)) {
@@ -323,7 +336,7 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
         const minted: FakeGitHubMint = {
           installationId,
           token: `ghs_${randomBytes(27).toString('base64url').replace(/[-_]/g, 'x')}`,
-          expiresAt: new Date(Math.floor(Date.now() / 1000 + tokenTtl) * 1000).toISOString().replace('.000Z', 'Z'),
+          expiresAt: new Date(Math.floor(now() / 1000 + tokenTtl) * 1000).toISOString().replace('.000Z', 'Z'),
           claims,
         };
         mints.push(minted);
@@ -410,16 +423,16 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const served = () => fake.afterServe?.(n, url);
     if (req.headers['if-none-match'] === etag) {
       // GitHub: a 304 to a conditional request does not count against the rate limit; it carries the Link header as it is now.
-      res.writeHead(304, { etag, ...linkHeader, ...rateHeaders(rateLimitRemaining, nowReset()) });
+      res.writeHead(304, { date: new Date(now()).toUTCString(), etag, ...linkHeader, ...rateHeaders(rateLimitRemaining, nowReset()) });
       res.end();
       served();
       return;
     }
     let reset = nowReset();
     if (budget) {
-      const now = Date.now();
-      if (now >= windowEnds) {
-        windowEnds = now + budget.windowMs;
+      const at = now();
+      if (at >= windowEnds) {
+        windowEnds = at + budget.windowMs;
         windowCount = 0;
         windows += 1;
       }
@@ -457,6 +470,9 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     },
     setTokenTtl(seconds) {
       tokenTtl = seconds;
+    },
+    setClockOffset(ms) {
+      clockOffsetMs = ms;
     },
     get tooMany() {
       return tooMany;
