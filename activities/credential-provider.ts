@@ -112,21 +112,23 @@ const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
 
 /**
  * The credential provider of connection `connectionId`, whose credentials were read (sealed) as
- * `stored`: its own, or those of its OAuth 2 grant `grantId` (sealed bound to the grant's id).
- * Opens them here, in the activity that calls the provider.
+ * `stored`: its own, or those of its OAuth 2 grant `grantId` (sealed bound to the grant's id), and
+ * its config as read with them (`config`: where a GitHub App installation lives, which its rate
+ * budget is keyed by). Opens them here, in the activity that calls the provider.
  */
 export function credentialProvider(
   deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>,
   connectionId: string,
   stored: unknown,
   grantId: string | null = null,
+  config: Record<string, unknown> | null = null,
 ): CredentialProvider {
   const holder: CredentialHolder = grantId ? { table: 'oauth_grants', id: grantId } : { table: 'connections', id: connectionId };
   const opened = openCredentials(deps.credentials, holder.id, stored);
   const app = githubAppSecretOf(opened);
-  if (app) return cachedTokenProvider(deps, connectionId, app, GITHUB_APP);
+  if (app) return cachedTokenProvider(deps, connectionId, config, app, GITHUB_APP);
   const client = clientCredentialsSecretOf(opened);
-  if (client) return cachedTokenProvider(deps, connectionId, client, CLIENT_CREDENTIALS);
+  if (client) return cachedTokenProvider(deps, connectionId, config, client, CLIENT_CREDENTIALS);
   let secret = oauth2SecretOf(opened);
   if (!secret) {
     return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
@@ -488,7 +490,8 @@ interface CachedTokenKind<S extends CachedToken> {
   obtain(deps: Deps, latest: S, row: CredentialForRefresh): Promise<ObtainedToken>;
   /** Whether `a` and `b` are the same credential (a token of one may be stored over the other). */
   same(a: S, b: S): boolean;
-  budgetKey(secret: S, connectionId: string): Record<string, unknown>;
+  /** What the credential's shared rate budget is keyed by, for a connection of `config`. */
+  budgetKey(secret: S, config: Record<string, unknown> | null): Record<string, unknown>;
   /** The long-lived secrets of the credential (key, client secret). */
   secrets(secret: S): string[];
   /** What to do about a refused credential, appended to the reason. */
@@ -518,8 +521,9 @@ const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
     }
   },
   same: sameInstallation,
-  // GitHub limits an installation's requests, whoever holds its tokens.
-  budgetKey: (secret) => ({ github_app: String(secret.app_id), installation_id: secret.installation_id }),
+  // GitHub limits an installation's requests, whoever holds its tokens; on its own host: another
+  // GitHub (Enterprise) numbers its apps and installations from 1 too, and limits them itself.
+  budgetKey: (secret, config) => ({ github_app: String(secret.app_id), installation_id: secret.installation_id, api: apiOrigin(config) }),
   secrets: (secret) => [secret.private_key],
   remedy: "PATCH the connection's credentials",
   obtained: 'github_app installation token minted',
@@ -554,8 +558,17 @@ const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
   obtained: 'oauth2 client credentials token obtained',
 };
 
-/** The provider of a cached-token credential (see the module comment). */
-function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: string, opened: S, kind: CachedTokenKind<S>): CredentialProvider {
+/** The origin of a github config's API (`base_url`), or null when the config is not one (its pass fails on it anyway). */
+function apiOrigin(config: Record<string, unknown> | null): string | null {
+  try {
+    return new URL(parseGitHubConfig(config ?? {}).base_url).origin;
+  } catch {
+    return null;
+  }
+}
+
+/** The provider of a cached-token credential (see the module comment) of a connection of `config`. */
+function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: string, config: Record<string, unknown> | null, opened: S, kind: CachedTokenKind<S>): CredentialProvider {
   let secret = opened;
   // The long-lived secrets, every token and every signed assertion this run held: what errors are redacted with.
   const seen = new Set<string>([...kind.secrets(opened), ...(opened.token ? [opened.token] : [])]);
@@ -569,7 +582,7 @@ function cachedTokenProvider<S extends CachedToken>(deps: Deps, connectionId: st
     return outcome.secret;
   };
   return {
-    budgetKey: kind.budgetKey(opened, connectionId),
+    budgetKey: kind.budgetKey(opened, config),
     secrets: () => credentialSecrets({ tokens: [...seen] }),
     async current() {
       if (kind.due(secret, Date.now())) secret = await renew(secret, false);

@@ -50,7 +50,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
       }
       provider = conn.provider_slug;
       // The connector asks for the current credential with every request (see credential-provider.ts).
-      const source = credentialProvider(deps, input.connectionId, conn.credentials, conn.oauth_grant_id);
+      const source = credentialProvider(deps, input.connectionId, conn.credentials, conn.oauth_grant_id, conn.config);
       secrets = () => source.secrets();
       const connector = withCurrentCredential(getConnector(conn.provider_slug), source);
       const resourceTypes = input.resourceTypes?.length ? input.resourceTypes : connector.resourceTypes(conn.config ?? {});

@@ -170,6 +170,42 @@ describe('github_app credentials', () => {
   });
 });
 
+describe('github_app credentials on two GitHub hosts', () => {
+  it("an installation of the same app and installation ids on another GitHub (Enterprise) host has a rate budget of its own: one host's exhausted limit holds back no request to the other", async () => {
+    // GitHub Enterprise numbers its apps and installations from 1, as every other GitHub does: ids alike on two hosts are two installations.
+    const host = () => startFakeGitHub({
+      token: 'ghp_static_token_nobody_uses_0002',
+      repos: { 'acme/app': { issues: 2, pulls: 1 } },
+      app: { id: APP_ID, publicKey: appKey.publicKey, installations: [INSTALLATION] },
+    });
+    const [one, other] = [await host(), await host()];
+    /** A connection of the app's installation on `github`'s host. */
+    const on = async (github: FakeGitHub) => {
+      const id = randomUUID();
+      await db.pool.query(
+        `insert into connections (id, tenant_id, provider_slug, app_key, config, credentials) values ($1, 'acme', 'github', $2, $3, to_jsonb($4::text))`,
+        [id, `gh-${id.slice(0, 8)}`, { base_url: github.baseUrl, repositories: ['acme/app'], per_page: 2 }, sealCredentials(TEST_KEYRING, id, appCredential())],
+      );
+      return id;
+    };
+    try {
+      // The first host's installation spends its last request: its budget waits for the reset, an hour away.
+      one.setRateLimitRemaining(0);
+      const spent = await job(await on(one), ['pull_requests']);
+      expect((await runTask(db.pool, spent.jobId, spent.tasks[0]!, 'pull_requests').result).status).toBe('completed');
+      await endJob(spent.jobId);
+      const { jobId, tasks } = await job(await on(other), ['issues']);
+      const outcome = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then((r) => r.status, (err: Error) => err.message);
+      await endJob(jobId);
+      expect(outcome).toBe('completed');
+      expect(other.mints).toHaveLength(1);
+    } finally {
+      await one.close();
+      await other.close();
+    }
+  });
+});
+
 describe('github_app credentials rate-limited by GitHub', () => {
   const status = async (id: string) => (await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status;
   const openAlerts = async (id: string) =>

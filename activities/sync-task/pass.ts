@@ -68,7 +68,7 @@ export interface Pass {
 export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask): Promise<Pass> {
   const { task, claim } = claimed;
   const connectionId = task.connection_id;
-  const source = credentialProvider(deps, connectionId, task.credentials, task.oauth_grant_id);
+  const source = credentialProvider(deps, connectionId, task.credentials, task.oauth_grant_id, task.config);
   const connector = withCurrentCredential(getConnector(task.provider_slug), source);
   const backfill = task.window_start !== null;
   const window: SyncWindow | null =
