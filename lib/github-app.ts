@@ -25,7 +25,7 @@ export interface MintPolicy {
   maxResponseBytes: number;
 }
 
-/** A minted installation token and its expiry (ISO), and the JWTs made to mint it (secrets too). */
+/** A minted installation token and its expiry (ISO, on this machine's clock), and the JWTs made to mint it (secrets too). */
 export interface MintedToken {
   token: string;
   expires_at: string;
@@ -156,6 +156,17 @@ async function requestToken(app: GitHubAppInstallation, policy: MintPolicy, nowS
   return { answer, jwt };
 }
 
+/**
+ * GitHub's time `githubMs` (an expiry it stated) on this machine's clock: as far from now as it is
+ * from GitHub's `date` (its answer's Date, whole seconds: a second less, so it is never later), or
+ * as it is without a readable `date`. A machine whose clock is behind GitHub's would otherwise keep
+ * using a token after it expired, by as much as the clocks are apart.
+ */
+function onOurClock(githubMs: number, date: string | null): number {
+  const githubNow = Date.parse(date ?? '');
+  return Number.isNaN(githubNow) ? githubMs : Date.now() + (githubMs - githubNow) - 1000;
+}
+
 /** The token GitHub's `answer` to a token request holds, or the error it is. */
 function mintedOf(app: GitHubAppInstallation, answer: BoundedAnswer, jwts: string[]): MintedToken {
   // A rate limit first: GitHub answers it with 403 too, and it says nothing about the credential.
@@ -179,5 +190,5 @@ function mintedOf(app: GitHubAppInstallation, answer: BoundedAnswer, jwts: strin
   if (typeof token !== 'string' || token.length < 20 || typeof expires_at !== 'string' || Number.isNaN(Date.parse(expires_at))) {
     throw new MintFailed('the installation token answer has no token or expiry');
   }
-  return { token, expires_at: new Date(Date.parse(expires_at)).toISOString(), jwts };
+  return { token, expires_at: new Date(onOurClock(Date.parse(expires_at), answer.headers.get('date'))).toISOString(), jwts };
 }

@@ -92,7 +92,11 @@ describe('github_app credentials', () => {
     expect(listings.length).toBeGreaterThan(2);
     for (const r of listings) expect(r.headers.authorization).toBe(`Bearer ${first.token}`);
     const stored = await storedSecret(id);
-    expect(stored).toMatchObject({ kind: 'github_app', app_id: APP_ID, installation_id: INSTALLATION, token: first.token, expires_at: new Date(first.expiresAt).toISOString() });
+    expect(stored).toMatchObject({ kind: 'github_app', app_id: APP_ID, installation_id: INSTALLATION, token: first.token });
+    // GitHub's expiry on this machine's clock (the same clock here): at most the Date's second and a second of caution earlier.
+    const storedExpiry = Date.parse(String(stored.expires_at));
+    expect(storedExpiry).toBeLessThanOrEqual(Date.parse(first.expiresAt));
+    expect(storedExpiry).toBeGreaterThan(Date.parse(first.expiresAt) - 3000);
     const raw = JSON.stringify((await db.pool.query('select credentials from connections where id = $1', [id])).rows[0]);
     expect(raw).not.toContain(first.token);
     expect(raw).not.toContain(keyLine(appKey.privateKey));
@@ -151,6 +155,22 @@ describe('github_app credentials', () => {
       expect(github.mints.length - mintsBefore).toBe(1);
       expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status).toBe('active');
     }
+  });
+
+  it("a minted token's expiry is kept on this machine's clock: with GitHub's clock 10 minutes ahead, the hour GitHub gives ends an hour from now, not 70 minutes", async () => {
+    const id = await appConnection();
+    github.setClockOffset(600_000);
+    try {
+      const { jobId, tasks } = await job(id, ['issues']);
+      expect((await runTask(db.pool, jobId, tasks[0]!, 'issues').result).status).toBe('completed');
+      await endJob(jobId);
+    } finally {
+      github.setClockOffset(0);
+    }
+    // GitHub's expires_at is on its clock: read as ours, the token would be used up to 10 minutes after it expired.
+    const expiresAt = Date.parse(String((await storedSecret(id)).expires_at));
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 3600_000);
+    expect(expiresAt).toBeGreaterThan(Date.now() + 3500_000);
   });
 
   it('GitHub refusing the JWT (a key that is not the app\'s) or the installation makes the connection needs_reauth with its alert, naming no secret', async () => {
