@@ -45,7 +45,8 @@
 // - A 401 obtains one more (unless another worker's newer token is at hand) and retries once.
 // - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
 //   uninstalled; `invalid_client` and the like from a token endpoint) marks the connection
-//   `needs_reauth` exactly as `invalid_grant` does.
+//   `needs_reauth` exactly as `invalid_grant` does. GitHub rate-limiting the mint refuses nothing:
+//   the run fails with `RateLimited` and GitHub's wait, as a listing's rate limit does.
 import { raiseAlert, resolveAlert } from '../db/models/alerts';
 import type { PoolClient } from 'pg';
 import { randomUUID } from 'node:crypto';
@@ -65,10 +66,10 @@ import {
 } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
-import { Permanent, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
+import { Permanent, RateLimited, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
 import { credentialSecrets, providerUrlProblem } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
-import { InstallationRefused, mintInstallationToken } from '../lib/github-app';
+import { InstallationRefused, MintRateLimited, mintInstallationToken } from '../lib/github-app';
 import { failsEveryTime } from '../lib/outbound';
 import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
@@ -486,7 +487,10 @@ interface CachedTokenKind<S extends CachedToken> {
   parse(opened: Record<string, unknown> | null): S | null;
   /** Whether a new token is needed at `nowMs` (none cached, or within its margin). */
   due(secret: S, nowMs: number): boolean;
-  /** Obtains a new token for `latest`: throws `Refusal` when the provider refuses the credential. */
+  /**
+   * Obtains a new token for `latest`: throws `Refusal` when the provider refuses the credential,
+   * `RateLimited` when it rate-limits the token request.
+   */
   obtain(deps: Deps, latest: S, row: CredentialForRefresh): Promise<ObtainedToken>;
   /** Whether `a` and `b` are the same credential (a token of one may be stored over the other). */
   same(a: S, b: S): boolean;
@@ -517,6 +521,8 @@ const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
       return { token: minted.token, expires_at: minted.expires_at, secrets: minted.jwts };
     } catch (err) {
       if (err instanceof InstallationRefused) throw new Refusal(err.message);
+      // GitHub's wait, waited out by the job as a listing's rate limit is (durably, no breaker count).
+      if (err instanceof MintRateLimited) throw new RateLimited(`github_app: ${err.message}`, err.retryAfterSeconds);
       throw err;
     }
   },
@@ -621,7 +627,7 @@ async function renewCachedToken<S extends CachedToken>(
         obtained = await kind.obtain(deps, latest, row);
       } catch (err) {
         if (err instanceof Refusal) throw new Refusal(`${err.message}; ${kind.remedy}`);
-        if (err instanceof Permanent) throw err;
+        if (err instanceof Permanent || err instanceof RateLimited) throw err;
         if (answersSoEveryTime(err)) throw new Permanent(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
         throw new Transient(`${kind.label}: obtaining a token failed: ${(err as Error).message}`);
       }

@@ -2,8 +2,9 @@
 // verifies the app's JWT with the app's public key, real Postgres, and the sync activity run as a
 // worker runs it (MockActivityEnvironment): an installation token is minted from a test RSA key
 // once per expiry across two workers (two pools), cached sealed, minted again after a 401 once,
-// a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is
-// retried later; nor does a JWT refused for its times: it is made again on GitHub's clock), and the API takes the credential (validated, never answered).
+// a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is a
+// rate limit with GitHub's wait; nor does a JWT refused for its times: it is made again on GitHub's
+// clock), and the API takes the credential (validated, never answered).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../db/pool';
@@ -231,13 +232,15 @@ describe('github_app credentials rate-limited by GitHub', () => {
   const openAlerts = async (id: string) =>
     (await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id])).rowCount;
 
-  it('a rate-limited installation token request (403 with x-ratelimit-remaining 0, 403 with Retry-After, 429) fails the task as retryable; the connection stays active with no alert', async () => {
+  it("a rate-limited installation token request (403 with x-ratelimit-remaining 0, 403 with Retry-After, 429) fails the task as rate-limited with GitHub's wait, asked once; the connection stays active with no alert", async () => {
     const limits = [
-      { kind: 'primary' as const, reset: Math.floor(Date.now() / 1000) + 600 },
-      { kind: 'secondary' as const, retryAfter: 30 },
-      { kind: 'secondary' as const, status: 429 as const },
+      { kind: 'primary' as const, reset: Math.floor(Date.now() / 1000) + 600, wait: [590, 600] },
+      { kind: 'secondary' as const, retryAfter: 30, wait: [30, 30] },
+      { kind: 'secondary' as const, status: 429 as const, wait: null },
     ];
-    for (const limit of limits) {
+    for (const { wait, ...limit } of limits) {
+      const mintRequests = () => github.requests.filter((r) => r.url.startsWith('/app/installations/')).length;
+      const asked = mintRequests();
       const id = await appConnection();
       const mintsBefore = github.mints.length;
       github.setFailure({ ...limit, path: '/app/installations/', times: 1 });
@@ -245,7 +248,15 @@ describe('github_app credentials rate-limited by GitHub', () => {
       const failure = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then(() => null, (err: Error) => err);
       github.setFailure(null);
       await endJob(jobId);
-      expect(failure, JSON.stringify(limit)).toMatchObject({ type: 'transient', nonRetryable: false });
+      // A rate limit, as a listing's is: the job waits GitHub's time durably, and it counts toward no breaker.
+      expect(failure, JSON.stringify(limit)).toMatchObject({ type: 'rate_limited', nonRetryable: true });
+      const hint = (failure as { details?: { retryAfterSeconds: number | null }[] } | null)?.details?.[0]?.retryAfterSeconds ?? null;
+      if (wait === null) expect(hint).toBeNull();
+      else {
+        expect(hint).toBeGreaterThanOrEqual(wait[0]!);
+        expect(hint).toBeLessThanOrEqual(wait[1]!);
+      }
+      expect(mintRequests() - asked).toBe(1);
       expect(failure?.message).toMatch(/GitHub rate-limited the installation token request \((403|429)\)/);
       expect(github.mints.length - mintsBefore).toBe(0);
       expect(await status(id)).toBe('active');
