@@ -45,8 +45,9 @@
 // - A 401 obtains one more (unless another worker's newer token is at hand) and retries once.
 // - The provider refusing the credential itself (GitHub 401/403/404 on the mint: key revoked, app
 //   uninstalled; `invalid_client` and the like from a token endpoint) marks the connection
-//   `needs_reauth` exactly as `invalid_grant` does. GitHub rate-limiting the mint refuses nothing:
-//   the run fails with `RateLimited` and GitHub's wait, as a listing's rate limit does.
+//   `needs_reauth` exactly as `invalid_grant` does. GitHub rate-limiting the mint (or a token
+//   endpoint answering 429, for a refresh too) refuses nothing: the run fails with `RateLimited` and
+//   the wait the provider gave, as a listing's rate limit does.
 import { raiseAlert, resolveAlert } from '../db/models/alerts';
 import type { PoolClient } from 'pg';
 import { randomUUID } from 'node:crypto';
@@ -71,7 +72,7 @@ import { credentialSecrets, providerUrlProblem } from '../connectors/provider-ht
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
 import { InstallationRefused, MintRateLimited, mintInstallationToken } from '../lib/github-app';
 import { failsEveryTime } from '../lib/outbound';
-import { clientCredentialsToken, GrantRefused, refreshGrant } from '../lib/oauth-client';
+import { clientCredentialsToken, GrantRefused, refreshGrant, TokenRequestRateLimited } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
 import { clientCredentialsSecretOf, clientTokenDue, expiryOf, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
@@ -256,6 +257,7 @@ async function refreshWithLease(
         return nextSecret(latest, answer, Date.now());
       } catch (err) {
         if (err instanceof GrantRefused) throw new Refusal(`${err.message}; reconnect the connection or PATCH its credentials`);
+        if (err instanceof TokenRequestRateLimited) throw new RateLimited(`oauth2: refreshing the access token: ${err.message}`, err.retryAfterSeconds);
         if (answersSoEveryTime(err)) throw new Permanent(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
         throw new Transient(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
       }
@@ -554,6 +556,7 @@ const CLIENT_CREDENTIALS: CachedTokenKind<ClientCredentialsSecret> = {
       return { token: answer.access_token, expires_at, obtained_at: new Date(at).toISOString(), secrets: [] };
     } catch (err) {
       if (err instanceof GrantRefused) throw new Refusal(err.message);
+      if (err instanceof TokenRequestRateLimited) throw new RateLimited(`oauth2 client credentials: ${err.message}`, err.retryAfterSeconds);
       throw err;
     }
   },

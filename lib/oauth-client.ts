@@ -7,6 +7,7 @@
 // only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
+import { retryAfterSeconds } from '../policy/retry-after';
 
 /** A tenant's OAuth client with its secret opened (in memory, for one request). */
 export interface OAuthClientApp {
@@ -50,6 +51,17 @@ export class ClientRefused extends GrantRefused {
 /** Any other failed token request (network, 5xx, an unusable answer): it may succeed later. */
 export class TokenRequestFailed extends Error {
   override name = 'TokenRequestFailed';
+}
+
+/**
+ * The token endpoint rate-limited the request (429): nothing is refused, and it may succeed after
+ * `retryAfterSeconds` when the endpoint said so (`Retry-After`).
+ */
+export class TokenRequestRateLimited extends TokenRequestFailed {
+  override name = 'TokenRequestRateLimited';
+  constructor(message: string, readonly retryAfterSeconds?: number) {
+    super(message);
+  }
 }
 
 function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.AuthorizationServer {
@@ -132,6 +144,11 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         allowPrivate: policy.allowPrivate,
         ...(signal && { signal }),
       });
+      // A rate limit says nothing of the grant or the client, whatever error its body names.
+      if (answer.status === 429) {
+        const seconds = retryAfterSeconds(answer.headers.get('retry-after'), Date.now());
+        throw new TokenRequestRateLimited(`the token endpoint rate-limited the request (429)${seconds === undefined ? '' : `, retry after ${seconds}s`}`, seconds);
+      }
       // Headers as they came; a rewritten body's length is the new one's. An error answered with
       // 200 (GitHub's token endpoint answers every error so) is the error answer it is: 400.
       const stripped = plainAnswer(answer.body);
@@ -169,6 +186,7 @@ function quotedError(code: string, secrets: readonly string[]): string {
  * try), or a generic reason.
  */
 function describe(err: unknown, secrets: readonly string[], tokenUrl: string): Error {
+  if (err instanceof TokenRequestRateLimited) return err;
   if (err instanceof oauth.ResponseBodyError) {
     const words = `the token endpoint answered ${answeredStatus(err)} ${quotedError(err.error, secrets)}`;
     return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);

@@ -6,7 +6,8 @@
 // `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure;
 // optional members given as null, an empty refresh_token and an expires_in that is no lifetime are
 // taken as absent; a scope given as a JSON array is taken as the scopes it names; an error code the
-// endpoint answers is quoted short and without the secrets the request sent.
+// endpoint answers is quoted short and without the secrets the request sent; a 429 is a rate limit
+// with its Retry-After, refusing nothing.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,7 +33,7 @@ interface Mode {
   idToken: boolean;
   /** Leaves `token_type` out of a token answer (an answer no OAuth 2 client may take). */
   noTokenType: boolean;
-  refuse: { status: number; error: string; challenge?: string } | null;
+  refuse: { status: number; error: string; challenge?: string; headers?: Record<string, string> } | null;
   /** Members set on every token answer as given (null included), over the usual ones. */
   extra?: Record<string, unknown>;
   /** Answers with a header section past Node's 16 KiB limit, echoing the client secret (as some endpoint's front end might). */
@@ -94,7 +95,7 @@ async function startFakeIdp(): Promise<FakeIdp> {
       };
       const form = new URLSearchParams(text);
       const { refuse } = fake.mode;
-      if (refuse) return json(refuse.status, { error: refuse.error }, refuse.challenge ? { 'www-authenticate': refuse.challenge } : {});
+      if (refuse) return json(refuse.status, { error: refuse.error }, { ...(refuse.challenge ? { 'www-authenticate': refuse.challenge } : {}), ...refuse.headers });
       if (!clientAuthenticated(req.headers.authorization, fake.mode.clientSecret)) return json(401, { error: 'invalid_client' });
       if (form.get('grant_type') === 'refresh_token') {
         const token = form.get('refresh_token') ?? '';
@@ -306,6 +307,27 @@ describe('errors answered with status 200 (as GitHub\'s OAuth token endpoint ans
     const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
     expect(err?.name).toBe('CredentialsInvalid');
     expect((await stored(conn.id)).status).toBe('needs_reauth');
+  });
+});
+
+describe('a token endpoint rate-limiting the token request (429)', () => {
+  it("a refresh and a client credentials token fail as rate-limited with the endpoint's Retry-After; nothing is refused and the refresh token is not spent", async () => {
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const conn = await grantConnection();
+    const client = await clientCredentialsConnection(`${idp.url}/token`);
+    for (const [what, run] of [
+      ['refresh', () => credentialProvider(deps, conn.id, conn.sealed, conn.id).current()],
+      ['client credentials', () => credentialProvider(deps, client.id, client.sealed).current()],
+    ] as const) {
+      idp.mode.refuse = { status: 429, error: 'too_many_requests', headers: { 'retry-after': '120' } };
+      const err = await run().then(() => null, (e: Error & { retryAfterSeconds?: number }) => e);
+      expect(err?.name, what).toBe('RateLimited');
+      expect(err?.retryAfterSeconds, what).toBe(120);
+      expect(err?.message).not.toContain(CLIENT_SECRET);
+    }
+    expect((await stored(conn.id)).status).toBe('active');
+    expect((await stored(client.id)).status).toBe('active');
+    expect(idp.live.has(conn.refresh)).toBe(true);
   });
 });
 
