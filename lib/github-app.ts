@@ -7,7 +7,7 @@
 // the JWT or a token.
 import githubAppJwt from 'universal-github-app-jwt';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer, type BoundedAnswer } from './outbound';
-import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
+import { answeredAtMs, parseHttpDate, retryAfterSeconds } from '../policy/retry-after';
 
 /** An app installation with the app's key opened (in memory, for one request). */
 export interface GitHubAppInstallation {
@@ -114,14 +114,14 @@ export async function mintInstallationToken(app: GitHubAppInstallation, policy: 
   let { answer } = first;
   const jwts = [first.jwt];
   if (claimTimesRefused(answer)) {
-    const githubNow = Date.parse(answer.headers.get('date') ?? '');
-    if (!Number.isNaN(githubNow)) {
+    const githubNow = githubTime(answer);
+    if (githubNow !== undefined) {
       const again = await requestToken(app, policy, Math.floor(githubNow / 1000), signal);
       answer = again.answer;
       jwts.push(again.jwt);
     }
     if (claimTimesRefused(answer)) {
-      const apart = Number.isNaN(githubNow) ? "(GitHub's answer has no Date)" : `by about ${Math.round(Math.abs(githubNow - Date.now()) / 1000)}s`;
+      const apart = githubNow === undefined ? "(GitHub's answer has no Date)" : `by about ${Math.round(Math.abs(githubNow - Date.now()) / 1000)}s`;
       throw new MintFailed(`GitHub refused the app JWT's times (401): this machine's clock is apart from GitHub's ${apart}`);
     }
   }
@@ -156,15 +156,17 @@ async function requestToken(app: GitHubAppInstallation, policy: MintPolicy, nowS
   return { answer, jwt };
 }
 
+/** GitHub's clock when it answered: its answer's `Date` (an HTTP-date, whole seconds), or undefined without a readable one. */
+const githubTime = (answer: BoundedAnswer): number | undefined => parseHttpDate(answer.headers.get('date')?.trim() ?? '', Date.now());
+
 /**
  * GitHub's time `githubMs` (an expiry it stated) on this machine's clock: as far from now as it is
- * from GitHub's `date` (its answer's Date, whole seconds: a second less, so it is never later), or
- * as it is without a readable `date`. A machine whose clock is behind GitHub's would otherwise keep
+ * from `githubNow` (GitHub's clock when it answered, whole seconds: a second less, so it is never
+ * later), or as it is without one. A machine whose clock is behind GitHub's would otherwise keep
  * using a token after it expired, by as much as the clocks are apart.
  */
-function onOurClock(githubMs: number, date: string | null): number {
-  const githubNow = Date.parse(date ?? '');
-  return Number.isNaN(githubNow) ? githubMs : Date.now() + (githubMs - githubNow) - 1000;
+function onOurClock(githubMs: number, githubNow: number | undefined): number {
+  return githubNow === undefined ? githubMs : Date.now() + (githubMs - githubNow) - 1000;
 }
 
 /** The token GitHub's `answer` to a token request holds, or the error it is. */
@@ -190,5 +192,5 @@ function mintedOf(app: GitHubAppInstallation, answer: BoundedAnswer, jwts: strin
   if (typeof token !== 'string' || token.length < 20 || typeof expires_at !== 'string' || Number.isNaN(Date.parse(expires_at))) {
     throw new MintFailed('the installation token answer has no token or expiry');
   }
-  return { token, expires_at: new Date(onOurClock(Date.parse(expires_at), answer.headers.get('date'))).toISOString(), jwts };
+  return { token, expires_at: new Date(onOurClock(Date.parse(expires_at), githubTime(answer))).toISOString(), jwts };
 }
