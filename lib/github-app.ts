@@ -1,10 +1,10 @@
 // GitHub App installation tokens. The app's JWT (RS256, `iss` the app id, ten minutes at most) is
 // made by `universal-github-app-jwt` (WebCrypto, no dependencies; it takes GitHub's PKCS#1 keys as
 // they are downloaded) on this machine's clock, or on GitHub's (its answer's `Date`) once GitHub
-// refused the JWT's times: a clock apart from GitHub's is no wrong credential. The token request goes through `postBoundedForAnswer` (lib/outbound.ts):
-// bounded in time and size, its resolved address checked unless the deployment allows private
-// ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name GitHub's status, never the key,
-// the JWT or a token.
+// refused the JWT's times: a clock apart from GitHub's is no wrong credential. The token request
+// goes through `postBoundedForAnswer` (lib/outbound.ts): bounded in time and size, its resolved
+// address checked unless the deployment allows private ones (PROVIDER_ALLOW_PRIVATE, for test
+// servers). Errors name GitHub's status, never the key, the JWT or a token.
 import githubAppJwt from 'universal-github-app-jwt';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer, type BoundedAnswer } from './outbound';
 import { answeredAtMs, parseHttpDate, retryAfterSeconds } from '../policy/retry-after';
