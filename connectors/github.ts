@@ -127,7 +127,7 @@ export const GITHUB_CREDENTIALS_DOC = {
       type: 'object',
       title: 'GitHub App installation',
       description:
-        "A GitHub App installation: an installation token is minted from the app's JWT at `POST {base_url}/app/installations/{installation_id}/access_tokens` before the first request, cached sealed until 5 minutes before its expiry, and minted once across workers. A 401/403/404 from GitHub (key revoked, app uninstalled) makes the connection `needs_reauth`.",
+        "A GitHub App installation: an installation token is minted from the app's JWT at `POST {base_url}/app/installations/{installation_id}/access_tokens` before the first request, cached sealed until 5 minutes before its expiry, and minted once across workers. A 401/403/404 from GitHub refusing the app or the installation (key revoked, app uninstalled) makes the connection `needs_reauth`; a rate limit (with GitHub's wait) or a JWT refused for its times (made again on GitHub's clock) does not.",
       properties: {
         kind: { type: 'string', enum: ['github_app'] },
         app_id: { oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: APP_CLIENT_ID.source }], description: "The app's id, or its client id (`Iv…`)" },
