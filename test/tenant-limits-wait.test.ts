@@ -2,6 +2,7 @@
 // and runs once a running job of its tenant has ended: the real API and worker on the time-skipping
 // server, which skips that timer. Apart from the per-tenant limits file (on the dev server) so that
 // file can run beside others while this one runs alone, as time-skipping files do.
+import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -25,10 +26,14 @@ describe('a job waiting for its tenant’s running jobs', () => {
 
   it('claims and runs once a running job of its tenant has ended, after its durable wait', async () => {
     const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
-    expect((await api.call('PATCH', '/tenants/lim-wait/limits', { max_running_jobs: 1 })).status).toBe(200);
+    // A tenant of this attempt's own: the alone group retries a failed test once (the
+    // time-skipping server now and then stalls one), and a retry must not meet the connections
+    // and jobs of the attempt before it.
+    const tenant = `lim-wait-${randomUUID().slice(0, 8)}`;
+    expect((await api.call('PATCH', `/tenants/${tenant}/limits`, { max_running_jobs: 1 })).status).toBe(200);
     const ids: string[] = [];
     for (const config of [SLOW, FAST]) {
-      const res = await api.call('POST', '/connections', { tenant_id: 'lim-wait', app_key: `w${ids.length}`, provider: 'demo', config, schedule: DAY, status: 'paused' });
+      const res = await api.call('POST', '/connections', { tenant_id: tenant, app_key: `w${ids.length}`, provider: 'demo', config, schedule: DAY, status: 'paused' });
       expect(res.status).toBe(201);
       await q(`update connections set status = 'active' where id = $1`, [res.body.id]);
       ids.push(res.body.id);
