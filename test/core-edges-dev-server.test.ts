@@ -48,6 +48,13 @@ describe('core edge paths on the dev server', () => {
     const handle = await ensureJobWorkflow(stack.env.client, TASK_QUEUE, { id: running, connection: ref });
     await eventually(async () => ((await jobOf(running)).status === 'running' ? true : undefined));
     await handle.terminate('simulated operator mistake');
+    // The tick reads which workflows run from visibility, which may lag a moment behind the
+    // termination (a workflow still listed running is left to a later tick): once it is listed
+    // ended, one tick must fail the job.
+    await eventually(async () => {
+      for await (const _ of stack.env.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running'` })) return undefined;
+      return true;
+    });
     const retrying = await insertApiJob(await newConnection(), { status: 'retrying', createdAgoSeconds: 120 });
     await stack.db.pool.query(`update sync_jobs set created_at = now() - interval '2 minutes' where id = $1`, [running]);
 
