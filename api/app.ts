@@ -12,7 +12,7 @@ import { authenticate, FailedLookups, limitStateLookups } from './middleware/aut
 import { recordHttpMetrics } from './middleware/http-metrics';
 import { tenantScope } from './middleware/tenant-scope';
 import { tenantTurns } from './middleware/tenant-turns';
-import { tenantRequestsInFlight } from '../policy/tenant-limits';
+import { tenantShareOfPool } from '../policy/tenant-limits';
 import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
 import { isDocsPath, registerDocs } from './routes/docs';
@@ -175,7 +175,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const poolMax = (deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10;
   const guarded = [
     authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: failedLookups }),
-    tenantTurns(poolMax, tenantRequestsInFlight(poolMax)),
+    tenantTurns(poolMax, tenantShareOfPool(poolMax)),
     auditLog(deps),
     tenantScope(deps),
   ];

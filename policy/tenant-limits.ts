@@ -99,10 +99,12 @@ export function runningJobsWaitSeconds(random: number): number {
 }
 
 /**
- * A tenant key's requests in flight at once in one API process: half the API's database pool
- * (one at least), so however many requests one tenant sends at once (a request holds one pooled
- * connection at a time) the other half serves the other tenants.
+ * A tenant's share of a process's database pool of `poolMax` connections: half of it (one at
+ * least). An API process serves that many of a tenant key's requests at once (a request holds one
+ * pooled connection at a time), and a worker runs that many of a tenant's statements and
+ * transactions at once on its activities' pool, so however much one tenant asks at once, or however
+ * long its statements wait, the other half serves the other tenants.
  */
-export function tenantRequestsInFlight(poolMax: number): number {
+export function tenantShareOfPool(poolMax: number): number {
   return Math.max(1, Math.floor(poolMax / 2));
 }

@@ -1,8 +1,9 @@
-// The turns of tenants' requests at an API process's pool (TenantTurns, a pure unit): a tenant
-// holds at most its share, tenants already in flight leave the last place to a tenant with none,
-// and a freed place goes to the waiting tenant with the fewest in flight, the earliest first.
+// The turns of tenants at a process's pool (an API process's requests, a worker's statements;
+// TenantTurns, a pure unit): a tenant holds at most its share, tenants already in flight leave
+// the last place to a tenant with none, and a freed place goes to the waiting tenant with the
+// fewest in flight, the earliest first.
 import { describe, expect, it } from 'vitest';
-import { TenantTurns } from '../api/middleware/tenant-turns';
+import { TenantTurns } from '../lib/tenant-turns';
 
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 

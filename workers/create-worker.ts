@@ -3,6 +3,7 @@ import { createActivities, type ActivityDeps } from '../activities';
 import { activityTenant } from '../activities/activity-tenant';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../infra/workflow-bundle';
 import { temporalWorkerTracing } from '../lib/tracing';
+import { tenantTurnsPool } from './tenant-pool';
 import { immediateLaneInterceptor, type LaneGate, scheduledLaneInterceptor, ScheduledWorkflowTaskSlots } from './lane-gate';
 
 /** What a Synctide worker needs. */
@@ -84,15 +85,18 @@ export async function createImmediateWorker(
 
 /**
  * Creates the one Synctide worker: all workflows and activities on one task queue, with the
- * tracing interceptors (a prebuilt bundle has the workflow ones in it already) and sink.
+ * tracing interceptors (a prebuilt bundle has the workflow ones in it already) and sink. Its
+ * activities' statements on `activities.pool` take their tenant's turns (`tenantTurnsPool`); the
+ * local activities' own pool (`activities.localPool`) is not held.
  */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({
-    ...workflowOptions(deps, deps.lanes && scheduledLaneInterceptor(deps.lanes, activityTenant(deps.activities))),
+    ...workflowOptions(deps, scheduledLaneInterceptor(deps.lanes, activityTenant(deps.activities))),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.activities.taskQueue,
-    activities: createActivities(deps.activities),
+    // Tenants take turns at the activities' pool: one tenant's tasks hold at most half of it.
+    activities: createActivities({ ...deps.activities, pool: tenantTurnsPool(deps.activities.pool) }),
     shutdownGraceTime: `${deps.shutdownGraceSeconds}s`,
     ...(deps.maxCachedWorkflows !== undefined && { maxCachedWorkflows: deps.maxCachedWorkflows }),
     ...scheduledSlotOptions(deps),

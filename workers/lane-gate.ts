@@ -1,5 +1,6 @@
 import type { ActivityOf } from '../activities/activity-tenant';
 import type { ActivityInterceptorsFactory, CustomSlotSupplier, SlotPermit, SlotReleaseContext, SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
+import { workingFor } from './tenant-pool';
 import { fairShare, immediateLaneBusy, mayStartScheduledActivity, nextInLine, scheduledLaneHeld, type ImmediateLaneState, type WaitingActivity } from '../policy/lanes';
 
 /** How often a scheduled activity held back by the gate looks again (one that ends wakes the next at once). */
@@ -140,19 +141,22 @@ export type ActivityTenant = (activity: ActivityOf) => Promise<string>;
 
 /**
  * The scheduled worker's activity interceptor: an activity (not a local one: those run inside a
- * workflow task, which must not wait) starts only once the LaneGate lets it, in line with the
- * other tenants' (`tenantOf`). While it waits it holds its slot, heartbeats with the details it
- * started with, and stops when cancelled.
+ * workflow task, which must not wait) runs as its tenant's work (`tenantOf`, set as `workingFor`:
+ * its statements take the tenant's turns at the pool, workers/tenant-pool.ts) and, with a gate,
+ * starts only once the LaneGate lets it, in line with the other tenants'. While it waits it holds
+ * its slot, heartbeats with the details it started with, and stops when cancelled.
  */
-export function scheduledLaneInterceptor(gate: LaneGate, tenantOf: ActivityTenant = async () => ''): ActivityInterceptorsFactory {
+export function scheduledLaneInterceptor(gate: LaneGate | undefined, tenantOf: ActivityTenant = async () => ''): ActivityInterceptorsFactory {
   return (ctx) => ({
     inbound: {
       async execute(input, next) {
         if (ctx.info.isLocal) return next(input);
         const tenant = await tenantOf({ activityType: ctx.info.activityType, workflowId: ctx.info.workflowExecution?.workflowId ?? '', args: input.args });
+        const run = () => workingFor.run(tenant, () => next(input));
+        if (!gate) return run();
         await gate.admitScheduled(ctx.cancellationSignal, () => ctx.heartbeat(ctx.info.heartbeatDetails), tenant);
         try {
-          return await next(input);
+          return await run();
         } finally {
           gate.scheduledEnded(tenant);
         }
