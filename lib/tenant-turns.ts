@@ -29,8 +29,12 @@ export class TenantTurns {
     private readonly perTenant: number,
   ) {}
 
-  /** Waits for `tenantId`'s turn; the answer ends it (call it once, when the request ends). */
-  async take(tenantId: string): Promise<() => void> {
+  /**
+   * Waits for `tenantId`'s turn; the answer ends it (call it once, when the request ends). A wait
+   * `signal` aborts before its turn came leaves the queue and rejects with the signal's reason
+   * (nothing is held for it).
+   */
+  async take(tenantId: string, signal?: AbortSignal): Promise<() => void> {
     let tenant = this.tenants.get(tenantId);
     if (!tenant) {
       tenant = { running: 0, waiting: [] };
@@ -38,7 +42,27 @@ export class TenantTurns {
     }
     const own = tenant;
     if (own.waiting.length === 0 && this.mayStart(own)) this.begin(own);
-    else await new Promise<void>((start) => own.waiting.push({ seq: this.seq++, start }));
+    else {
+      await new Promise<void>((resolve, reject) => {
+        const giveUp = () => {
+          const at = own.waiting.indexOf(waiter);
+          if (at < 0) return;
+          own.waiting.splice(at, 1);
+          if (own.running === 0 && own.waiting.length === 0) this.tenants.delete(tenantId);
+          reject(signal!.reason);
+        };
+        const waiter = {
+          seq: this.seq++,
+          start: () => {
+            signal?.removeEventListener('abort', giveUp);
+            resolve();
+          },
+        };
+        own.waiting.push(waiter);
+        signal?.addEventListener('abort', giveUp, { once: true });
+        if (signal?.aborted) giveUp();
+      });
+    }
     return () => this.end(tenantId, own);
   }
 

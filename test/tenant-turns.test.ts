@@ -62,3 +62,28 @@ describe('TenantTurns (4 places, 2 a tenant)', () => {
     expect(started).toEqual([0, 1, 2, 3]);
   });
 });
+
+describe('TenantTurns: a wait given up', () => {
+  it('an aborted wait leaves the queue: the place it would have had goes to the next, and nothing is held for it', async () => {
+    const turns = new TenantTurns(2, 1);
+    const endA = await turns.take('a');
+    const endB = await turns.take('b');
+    const gaveUp = new AbortController();
+    const waiting = turns.take('a', gaveUp.signal);
+    const outcome = waiting.then(() => 'started', (err: unknown) => (err as Error).message);
+    const startedC: string[] = [];
+    void turns.take('c').then((end) => {
+      startedC.push('c');
+      end();
+    });
+    gaveUp.abort(new Error('gave up'));
+    expect(await outcome).toBe('gave up');
+    endA(); // a's place: c, the only one waiting now
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(startedC).toEqual(['c']);
+    endB();
+    // Every place free again: a tenant's share is there at once.
+    const again = await Promise.race([turns.take('a').then(() => 'taken'), new Promise((resolve) => setImmediate(() => resolve('waiting')))]);
+    expect(again).toBe('taken');
+  });
+});

@@ -4,6 +4,7 @@
 // failing to get a connection (which would count toward its circuit breaker). Real worker and
 // activities on a pool of four connections, real Temporal dev server and Postgres; a tenant's page
 // writes are kept in flight by its connections' change-feed locks, which the test holds.
+import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,6 +70,8 @@ describe("a tenant's statements on the worker's pool (real worker, real Postgres
     )).rows;
 
   it("runs another tenant's job while one tenant's page writes hold connections waiting on a lock, and every job completes", async () => {
+    // Tenants of this attempt's own (the file runs alone, where a failed test is tried once more).
+    const attempt = randomUUID().slice(0, 8);
     const ids = HEAVY.map(() => '');
     const locker = await servers.db.pool.connect();
     let light = '';
@@ -76,15 +79,18 @@ describe("a tenant's statements on the worker's pool (real worker, real Postgres
       await locker.query('begin');
       // Every page write of the heavy tenant's connections waits for the feed locks this transaction holds.
       for (let i = 0; i < HEAVY.length; i++) {
-        ids[i] = await create('heavy', `heavy-${HEAVY[i]}`, HEAVY[i]!);
+        ids[i] = await create(`heavy-${attempt}`, `heavy-${HEAVY[i]}`, HEAVY[i]!);
         await lockChangeFeed(locker, ids[i]!);
       }
-      // Each heavy task has read its first page and asked for a connection to write it: its second
-      // page is fetched only once that write has begun.
-      await eventually(async () => (HEAVY.every((r) => demoFetchLog.some((f) => f.resource === r && f.pageToken !== null)) ? true : undefined), {
-        describe: async () => demoFetchLog.filter((f) => HEAVY.includes(f.resource)),
+      // The heavy tenant holds what it can of the worker's pool: half of it (its share), each of
+      // those connections a page write waiting for the locks (pg_stat_activity, this database's
+      // sessions). Without turns its other tasks went on to take the rest.
+      const lockWaiters = async () =>
+        (await servers.db.pool.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows[0]!.n;
+      await eventually(async () => ((await lockWaiters()) >= POOL_MAX / 2 ? true : undefined), {
+        describe: async () => ({ lockWaiters: await lockWaiters(), fetched: demoFetchLog.filter((f) => HEAVY.includes(f.resource)) }),
       });
-      light = await create('light', 'light-1', 'items');
+      light = await create(`light-${attempt}`, 'light-1', 'items');
       // The light tenant's job ends one way or the other while the heavy tenant's writes still wait.
       await eventually(
         async () => {
