@@ -1,7 +1,8 @@
 // A small local stand-in for the GitHub REST API (node:http on 127.0.0.1, port 0), covering what
 // the github connector uses: GET /repos/{owner}/{repo}/{issues|pulls} and the
 // /repositories/{id}/{issues|pulls} form GitHub uses in its Link headers, and one item by number
-// (GET /repos/{owner}/{repo}/{issues|pulls}/{number}: 410 Gone for a deleted issue). Like GitHub it:
+// (GET /repos/{owner}/{repo}/{issues|pulls}/{number}: 410 Gone for a deleted issue, 404 for a hidden
+// item). Like GitHub it:
 // - requires `Authorization: Bearer <token>` (401 "Bad credentials" otherwise);
 // - lists pull requests in the issues endpoint too (items with a `pull_request` key);
 // - honours state, sort (updated|created), direction, per_page (default 30, max 100), page and,
@@ -134,6 +135,12 @@ export interface FakeGitHub {
   touch(repo: string, number: number, updatedAt?: string): FakeGitHubItem;
   /** Deletes issue `number` of `repo` (GitHub cannot delete pull requests): listings leave it out, GET by number answers 410. */
   remove(repo: string, number: number): void;
+  /**
+   * Hides item `number` of `repo` as GitHub hides a spam account's issues and pull requests, or
+   * those a change of access takes out of sight: listings leave it out at once (every later item
+   * moves up one position), and GET by number answers 404.
+   */
+  hide(repo: string, number: number): void;
   /** Adds an item to `repo` (the next number) changed at `updatedAt`; a pull request when `pull`. */
   create(repo: string, updatedAt: string, pull?: boolean): FakeGitHubItem;
   /** Adds an empty repository (for a config that names it later). */
@@ -197,6 +204,8 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   const repos = new Map<string, { id: number; items: FakeGitHubItem[] }>();
   /** Deleted issues, as 'owner/name#number'. */
   const deleted = new Set<string>();
+  /** Hidden items, as 'owner/name#number'. */
+  const hidden = new Set<string>();
   let nextId = 12345;
   for (const [fullName, spec] of Object.entries(opts.repos ?? {})) {
     const id = spec.id ?? nextId++;
@@ -495,9 +504,16 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       items.splice(at, 1);
       deleted.add(`${repo}#${number}`);
     },
+    hide(repo, number) {
+      const items = repos.get(repo)!.items;
+      const at = items.findIndex((i) => i.number === number);
+      if (at < 0) throw new Error(`fake github: ${repo}#${number} is no item to hide`);
+      items.splice(at, 1);
+      hidden.add(`${repo}#${number}`);
+    },
     create(repo, updatedAt, pull = false) {
       const entry = repos.get(repo)!;
-      const number = Math.max(0, ...entry.items.map((i) => i.number), ...[...deleted].filter((d) => d.startsWith(`${repo}#`)).map((d) => Number(d.slice(repo.length + 1)))) + 1;
+      const number = Math.max(0, ...entry.items.map((i) => i.number), ...[...deleted, ...hidden].filter((d) => d.startsWith(`${repo}#`)).map((d) => Number(d.slice(repo.length + 1)))) + 1;
       const item: FakeGitHubItem = {
         id: entry.id * 10_000 + number,
         number,
