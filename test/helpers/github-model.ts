@@ -1,8 +1,8 @@
 // A model-based test of the GitHub data path: random histories of a fake GitHub whose issues and
-// pull requests are edited, created, deleted (issues) and hidden (as GitHub hides a spam account's
-// items: every later one moves up a position) BETWEEN the page requests of a pass, with whole-
-// second timestamps (many ties), small pages, 3 configured repositories and 2 more added to the
-// config at random, repositories dropped from the config (by the PATCH command, between passes or
+// pull requests are edited, created, deleted (issues), transferred to another repository (issues)
+// and hidden (as GitHub hides a spam account's items: every later one moves up a position) BETWEEN
+// the page requests of a pass, with whole-second timestamps (many ties), small pages, 3
+// configured repositories and 2 more added to the config at random, repositories dropped from the config (by the PATCH command, between passes or
 // while a pass reads) and named again, and full, incremental and backfill passes in random order.
 // The sync passes run the real syncTask activity (MockActivityEnvironment) on real Postgres.
 //
@@ -43,7 +43,8 @@ type Op =
   | { kind: 'edit'; repo: number; item: number; tick: boolean }
   | { kind: 'create'; repo: number; pull: boolean; tick: boolean }
   | { kind: 'delete'; repo: number; item: number; tick: boolean }
-  | { kind: 'hide'; repo: number; item: number; tick: boolean };
+  | { kind: 'hide'; repo: number; item: number; tick: boolean }
+  | { kind: 'transfer'; repo: number; item: number; to: number; tick: boolean };
 /** An op applied right after the pass's `after`-th listing request was answered (or after the pass, if it made fewer). */
 interface Mutation {
   after: number;
@@ -66,6 +67,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('create' as const), repo: fc.nat(), pull: fc.boolean(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('hide' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('transfer' as const), repo: fc.nat(), item: fc.nat(), to: fc.nat(), tick: fc.boolean() }) },
 );
 const mutationsArb = fc.array(fc.record({ after: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -181,7 +183,10 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       const issues = items.filter((i) => !('pull_request' in i));
       if (issues.length === 0) return null;
       const victim = issues[op.item % issues.length]!.number;
-      fake.remove(repo, victim);
+      if (op.kind === 'transfer') {
+        const to = REPOS.filter((r) => r !== repo)[op.to % (REPOS.length - 1)]!;
+        fake.transfer(repo, victim, to, at());
+      } else fake.remove(repo, victim);
       return `${repo}#${victim}`;
     };
 
