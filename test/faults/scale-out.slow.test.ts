@@ -59,10 +59,12 @@ describe('scale-out: two API and two worker processes', () => {
       }, { timeoutMs: 120_000 });
       expect(job).toMatchObject({ status: 'completed', completed_tasks: RESOURCE_TYPES, failed_tasks: 0 });
     }
-    // And each connection's bootstrap job has finished too; its next run waits an hour.
+    // And each connection's bootstrap job has finished too; its next run waits an hour. A
+    // connection's first sync runs as the full sync it is, so a full sync requested while it ran
+    // was answered with it: one completed job then, two when the request came after it.
     const counts = await eventually(async () => {
       const c = await jobStatusCounts(db.pool, ids);
-      return [...c.values()].every((s) => s.completed === 2 && s.queued === 1) ? c : undefined;
+      return [...c.values()].every((s) => Object.keys(s).length === 2 && (s.completed === 1 || s.completed === 2) && s.queued === 1) ? c : undefined;
     }, { timeoutMs: 120_000, describe: async () => summariseCounts(await jobStatusCounts(db.pool, ids)) });
     const { samples, violations } = await watch.stop();
 
@@ -81,8 +83,10 @@ describe('scale-out: two API and two worker processes', () => {
         `duplicate active jobs: ${violations.length} in ${samples} samples, overlapping runs: ${(await overlappingRuns(db.pool, { perType: true })).length}`,
     );
 
+    // The jobs that ran: each connection's one or two completed ones (above).
+    const ran = [...counts.values()].reduce((sum, s) => sum + s.completed!, 0);
     expect(records).toBe(CONNECTIONS * RECORDS * RESOURCE_TYPES);
-    expect(jobs).toBe(CONNECTIONS * 3);
+    expect(jobs).toBe(ran + CONNECTIONS);
     expect(failed).toBe(0);
     // Both APIs served half of the requests, and both workers ran jobs.
     expect(syncsBy).toEqual([CONNECTIONS / 2, CONNECTIONS / 2]);
@@ -91,8 +95,8 @@ describe('scale-out: two API and two worker processes', () => {
     expect(tasksBy.every((n) => n > 0)).toBe(true);
     // Every finished job was finished exactly once, by one of the two workers.
     const finished = finishedBy.flat();
-    expect(finished).toHaveLength(CONNECTIONS * 2);
-    expect(new Set(finished).size).toBe(CONNECTIONS * 2);
+    expect(finished).toHaveLength(ran);
+    expect(new Set(finished).size).toBe(ran);
     expect(violations).toEqual([]);
     expect(samples).toBeGreaterThan(0);
     expect(await activeDuplicates(db.pool)).toEqual([]);
