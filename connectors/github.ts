@@ -42,12 +42,15 @@
 // request, e.g. /repositories/<id>/pulls?page=2), parsed per RFC 8288; the first pull request older
 // than `since` ends that repository's paging; a newest-first pass longer than one page then reads
 // the head once more (a catch-up pass down to the newest change its first page showed), because
-// items changed while it paged moved to the head, out of the pages ahead. `until` (exclusive) has
+// items changed while it paged moved to the head, out of the pages ahead. An item GitHub hides or
+// removes while the pass pages moves every later one up a position, one of them onto the page
+// already read: so each page after the first is followed by the page before asked again with its
+// ETag (a 304 when nothing moved; changed, it is served again). `until` (exclusive) has
 // no parameter on either endpoint: items changed at or after it are dropped; issues are oldest
 // first, so there the first such item ends the repository's paging.
 //
 // Deletion: both listings are consistent (keyset; newest first where a change moves an item only to
-// the head, and GitHub cannot delete a pull request), and `recheck` GETs a candidate by number:
+// the head, and an item hidden or removed is caught by the page before asked again), and `recheck` GETs a candidate by number:
 // 200 alive, 404/410 gone, an item transferred elsewhere or of a repository no longer configured
 // gone (an item naming another repository is alive when that is the configured repository renamed,
 // as GitHub's answer for the configured name says: asked once a re-check).
@@ -249,6 +252,10 @@ const tokenSchema = z.object({
   catchup: z.boolean().optional(),
   head: z.string().nullable().optional(),
   first: z.string().optional(),
+  prev: z.object({ url: z.string(), etag: z.string().nullable() }).optional(),
+  recheck: z
+    .object({ etag: z.string().nullable(), next: z.string().nullable(), last: z.object({ url: z.string(), etag: z.string().nullable() }) })
+    .optional(),
 });
 
 /**
@@ -271,6 +278,20 @@ export interface GitHubPageToken {
    * server that ignores `page` serves it first again; an item an edit moved there has a new time).
    */
   first?: string;
+  /** Newest first: the page read before `url`, as it was read (its ETag), asked again once `url` is read. */
+  prev?: PageRead;
+  /**
+   * Newest first: this step asks `url`, a page already read (`etag`: as it was read), again, to
+   * see whether the listing shifted while the page after it (`last`) was read; `next` is where the
+   * listing goes on after that page (null: it ended there).
+   */
+  recheck?: { etag: string | null; next: string | null; last: PageRead };
+}
+
+/** A page of a newest-first listing as it was read: its URL and its ETag (null: GitHub sent none). */
+interface PageRead {
+  url: string;
+  etag: string | null;
 }
 
 /** Where a pass stands in the current config: the position of its repository, and the token's other fields. */
@@ -287,6 +308,8 @@ export function encodeGitHubPageToken(token: GitHubPageToken): string {
   if (token.catchup) body.catchup = true;
   if (token.head) body.head = token.head;
   if (token.first !== undefined) body.first = token.first;
+  if (token.prev) body.prev = token.prev;
+  if (token.recheck) body.recheck = token.recheck;
   return encodePageToken(body);
 }
 
@@ -324,9 +347,9 @@ function repositoryOfUrl(url: string): string | null {
 function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   const parsed = tokenSchema.safeParse(pageTokenBody(token));
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
-  const { repo, done, url, validator, catchup, head, first } = parsed.data;
-  if (url !== null) assertSameOrigin(url, cfg, 'page token');
-  const urls = [url, validator?.url ?? null].filter((u): u is string => u !== null);
+  const { repo, done, url, validator, catchup, head, first, prev, recheck } = parsed.data;
+  const urls = [url, validator?.url ?? null, prev?.url ?? null, recheck?.next ?? null, recheck?.last.url ?? null].filter((u): u is string => u !== null);
+  for (const u of urls) assertSameOrigin(u, cfg, 'page token');
   const names = (repository: string, u: string) => repositoryOfUrl(u)?.toLowerCase() === repository.toLowerCase();
   let index: number;
   if (typeof repo === 'string') {
@@ -345,7 +368,10 @@ function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
     index = repo;
     if (urls.some((u) => !names(cfg.repositories[repo]!, u))) return null;
   }
-  return { index, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null, ...(first !== undefined && { first }) };
+  return {
+    index, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null,
+    ...(first !== undefined && { first }), ...(prev && { prev }), ...(recheck && url !== null && { recheck }),
+  };
 }
 
 /**
@@ -597,7 +623,7 @@ export const githubConnector: Connector = {
   },
 
   pageKey(token) {
-    const body = pageTokenBody(token) as { repo?: unknown; done?: unknown; url?: unknown; catchup?: unknown };
+    const body = pageTokenBody(token) as { repo?: unknown; done?: unknown; url?: unknown; catchup?: unknown; recheck?: unknown };
     let page: string;
     if (typeof body.repo === 'string') {
       // The repository and those read before it belong to the page: a token the current config
@@ -608,6 +634,8 @@ export const githubConnector: Connector = {
     } else {
       page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
     }
+    // A page asked again after the next one was read is another step of the pass than its first reading.
+    if (body.recheck) page = `${page} (asked again)`;
     return body.catchup === true ? `${page} (catch-up pass)` : page;
   },
 
@@ -649,7 +677,8 @@ export const githubConnector: Connector = {
     const offered = !catchup && until == null ? validators?.get(url) : undefined;
     const offeredNote = offered === undefined ? null : parseNote(offered.next);
     const stored = offeredNote !== null && vouches(offeredNote, keyset) ? offered : undefined;
-    const etag = catchup ? (firstPage ? (position.validator?.etag ?? undefined) : undefined) : stored?.etag;
+    const recheck = descending ? position.recheck : undefined;
+    const etag = recheck ? (recheck.etag ?? undefined) : catchup ? (firstPage ? (position.validator?.etag ?? undefined) : undefined) : stored?.etag;
     // A page numbered within one `since` second can lose an item to an edit that shifts the rest
     // (see keysetNext): the repository's cursor may not pass that second in this pass.
     const held = heldSecond(url);
@@ -667,9 +696,26 @@ export const githubConnector: Connector = {
 
     /** The page's first item as `number@updated_at` (set once a body was read). */
     let pageFirst: string | undefined = undefined;
+    /** The ETag of this page as read (for a newest-first listing's next check of it). */
+    let read: string | null = null;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
     const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: Position['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
-      if (next !== null) {
+      // Newest first, GitHub's pages are positions: a pull request hidden or removed above a page
+      // boundary while the page after it is asked moves the first item of that page up onto the
+      // page read before, and no page serves it. So each page after the first is followed by the
+      // page before asked again, with the ETag it had (a 304 when nothing moved): changed, it is
+      // served again, with whatever moved up onto it (see `recheck` below).
+      if (descending && !recheck) {
+        const here = { url, etag: read };
+        if (position.prev) {
+          return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: position.prev.url, validator, catchup, head, recheck: { etag: position.prev.etag, next, last: here } }) };
+        }
+        if (next !== null) return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, catchup, head, prev: here }) };
+      }
+      if (recheck && recheck.next !== null) {
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, catchup, head, prev: recheck.last }) };
+      }
+      if (next !== null && !recheck) {
         const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst } : {};
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, catchup, head, ...first }) };
       }
@@ -684,6 +730,8 @@ export const githubConnector: Connector = {
     };
 
     if (answer.status === 304 && etag !== undefined) {
+      // A page asked again is as it was read: nothing moved up onto it.
+      if (recheck) return after([], null, position.head ?? null, position.validator ?? null, { notModified: true });
       // A catch-up pass's head is unchanged since this pass began: nothing moved there.
       if (catchup) return after([], null, null, null, { notModified: true });
       // This page is as an earlier pass stored it (its records with it): skip it, and go on with
@@ -694,6 +742,7 @@ export const githubConnector: Connector = {
       const validator = firstPage && descending ? { url, etag } : (position.validator ?? null);
       // Confirmed, the validator is stored again (a pass keeps the validators it visited).
       const confirmed = { url, etag, next: stored?.next ?? null };
+      read = etag;
       return after([], ended ? null : note.next, head, validator, { notModified: true, validators: [confirmed] });
     }
     if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, repository, redact);
@@ -764,7 +813,8 @@ export const githubConnector: Connector = {
       next: listingNext ?? continuation,
       ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) } : { full }),
     };
-    const saved = received && until == null && !catchup ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
+    read = received;
+    const saved = received && until == null && !catchup && !recheck ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
     // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed pass).
     const validator = firstPage && !catchup ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
     const head = firstPage && !catchup && descending ? newestUpdatedAt(body) : (position.head ?? null);
@@ -775,7 +825,7 @@ export const githubConnector: Connector = {
     // Issues: keyset by `since` (an item unchanged for the whole pass is served; page numbers only
     // within one second, where the deletion step's re-check covers a shift). Pull requests: newest
     // first, where a change only moves an item to the head (read again by the catch-up pass), and
-    // GitHub cannot delete a pull request.
+    // an item hidden or removed moves one up onto the page before, which is asked again.
     return true;
   },
 

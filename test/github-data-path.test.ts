@@ -156,6 +156,22 @@ describe('github data path under change', () => {
     expect(await titles(id)).toEqual(truth(fake, ['o/shift']));
   });
 
+  it('an incremental pass skips no pull request when GitHub hides one it already read (the rest move up one position, newest first)', async () => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/hide': { id: 622, pulls: 6 } } });
+    const id = await driver.connection('github', { ...config(fake, ['o/hide'], 2), resource_types: ['pull_requests'] }, { token: TOKEN });
+    const pulls = (mode: 'full' | 'incremental') => driver.pass(id, ['pull_requests'], { mode });
+    await pulls('full');
+    // Four pull requests change before the pass: newest first it reads #6 and #5 on page 1, #4 and #3 on page 2…
+    for (const [n, s] of [[3, 1], [4, 2], [5, 3], [6, 4]] as const) fake.touch('o/hide', n, `2025-02-01T00:00:0${s}Z`);
+    // …but GitHub hides #6 after page 1: #4 moves up onto page 1, which was already read.
+    onceAfter(fake, /\/pulls/, () => fake.hide('o/hide', 6));
+    await pulls('incremental');
+    fake.afterServe = null;
+    await pulls('incremental');
+    const stored = new Map([...(await driver.live(id, 'pull_requests'))].filter(([k]) => k !== 'o/hide#6').map(([k, v]) => [k, v.title]));
+    expect(stored).toEqual(new Map(fake.repos.get('o/hide')!.items.map((i) => [`o/hide#${i.number}`, i.title])));
+  });
+
   it('a full pass does not tombstone an issue that slid into a page already read because another was edited mid-pass', async () => {
     const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/slide': { id: 631, issues: 6 } } });
     const id = await connection(fake, ['o/slide'], 2);

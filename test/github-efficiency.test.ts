@@ -113,8 +113,11 @@ describe('github: efficient pull-request syncs', () => {
     const records = await stored(id);
     expect(records.size).toBe(250);
     for (const item of edited) expect(records.get(`octo/shift#${item.number}`)).toMatchObject({ title: item.title, updated_at: item.updated_at });
-    // Three pages, then the head again: one page down to where the pass began.
+    // Three pages, after each but the first the page before asked again (page 1 moved, page 2 not),
+    // then the head again: one page down to where the pass began.
     expect(requestsSince(gh, start)).toEqual([
+      '/repos/octo/shift/pulls',
+      '/repositories/601/pulls',
       '/repos/octo/shift/pulls',
       '/repositories/601/pulls',
       '/repositories/601/pulls',

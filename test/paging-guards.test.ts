@@ -65,8 +65,9 @@ describe('paging guards', () => {
       args: [{ jobId, connectionId }],
     });
     expect(result.status).toBe('failed');
-    // Pages 1, 2, 3 — and page 3's link back to page 2 is refused before it is fetched again.
-    expect(fake.requests.map((u) => new URL(u, 'http://x').searchParams.get('page') ?? '1')).toEqual(['1', '2', '3']);
+    // Pages 1, 2, 3, each page before asked again once the next was read (newest first, pages are
+    // positions) — and page 3's link back to page 2 is refused before page 2 is read as a next page again.
+    expect(fake.requests.map((u) => new URL(u, 'http://x').searchParams.get('page') ?? '1')).toEqual(['1', '2', '1', '3', '2']);
     const { rows: jobs } = await db.pool.query<{ status: string; error: string; retry_count: number }>(
       'select status, last_error as error, retry_count from sync_jobs where id = $1',
       [jobId],

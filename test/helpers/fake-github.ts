@@ -1,7 +1,8 @@
 // A small local stand-in for the GitHub REST API (node:http on 127.0.0.1, port 0), covering what
 // the github connector uses: GET /repos/{owner}/{repo}/{issues|pulls} and the
 // /repositories/{id}/{issues|pulls} form GitHub uses in its Link headers, and one item by number
-// (GET /repos/{owner}/{repo}/{issues|pulls}/{number}: 410 Gone for a deleted issue). Like GitHub it:
+// (GET /repos/{owner}/{repo}/{issues|pulls}/{number}: 410 Gone for a deleted issue, 404 for a hidden
+// item, 301 to its new place for an issue transferred to another repository). Like GitHub it:
 // - requires `Authorization: Bearer <token>` (401 "Bad credentials" otherwise);
 // - lists pull requests in the issues endpoint too (items with a `pull_request` key);
 // - honours state, sort (updated|created), direction, per_page (default 30, max 100), page and,
@@ -134,8 +135,20 @@ export interface FakeGitHub {
   touch(repo: string, number: number, updatedAt?: string): FakeGitHubItem;
   /** Deletes issue `number` of `repo` (GitHub cannot delete pull requests): listings leave it out, GET by number answers 410. */
   remove(repo: string, number: number): void;
+  /**
+   * Hides item `number` of `repo` as GitHub hides a spam account's issues and pull requests, or
+   * those a change of access takes out of sight: listings leave it out at once (every later item
+   * moves up one position), and GET by number answers 404.
+   */
+  hide(repo: string, number: number): void;
   /** Adds an item to `repo` (the next number) changed at `updatedAt`; a pull request when `pull`. */
   create(repo: string, updatedAt: string, pull?: boolean): FakeGitHubItem;
+  /**
+   * Transfers issue `number` of `from` to `to` as GitHub does: it leaves `from`'s listings, takes the
+   * next number of `to` (changed at `updatedAt`, naming `to` in its `repository_url`), and GET of
+   * the old number answers 301 to it. Returns the item as it is now.
+   */
+  transfer(from: string, number: number, to: string, updatedAt: string): FakeGitHubItem;
   /** Adds an empty repository (for a config that names it later). */
   addRepo(fullName: string, id: number): void;
   /** Called after each listing answered (200 or 304) with the request's 1-based number and URL. */
@@ -197,6 +210,10 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
   const repos = new Map<string, { id: number; items: FakeGitHubItem[] }>();
   /** Deleted issues, as 'owner/name#number'. */
   const deleted = new Set<string>();
+  /** Hidden items, as 'owner/name#number'. */
+  const hidden = new Set<string>();
+  /** Transferred issues, 'owner/name#number' → where they are now. */
+  const transferred = new Map<string, { repoId: number; number: number }>();
   let nextId = 12345;
   for (const [fullName, spec] of Object.entries(opts.repos ?? {})) {
     const id = spec.id ?? nextId++;
@@ -349,18 +366,28 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     }
     if (req.method !== 'GET') return send(res, 404, { message: 'Not Found' });
 
-    // One item: /repos/{owner}/{name}/{issues|pulls}/{number}
+    // One item: /repos/{owner}/{name}/{issues|pulls}/{number} or /repositories/{id}/{issues|pulls}/{number}
     const single = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)$/.exec(url.pathname);
-    if (single) {
-      const fullName = named(`${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`);
-      const number = Number(single[4]);
-      const item = repos.get(fullName)?.items.find((i) => i.number === number && (single[3] === 'issues' || 'pull_request' in i));
+    const singleById = /^\/repositories\/(\d+)\/(issues|pulls)\/(\d+)$/.exec(url.pathname);
+    if (single || singleById) {
+      const fullName = single
+        ? named(`${decodeURIComponent(single[1]!)}/${decodeURIComponent(single[2]!)}`)
+        : ([...repos].find(([, r]) => r.id === Number(singleById![1]))?.[0] ?? '');
+      const endpoint = single ? single[3]! : singleById![2]!;
+      const number = Number(single ? single[4] : singleById![3]);
+      const item = repos.get(fullName)?.items.find((i) => i.number === number && (endpoint === 'issues' || 'pull_request' in i));
+      const movedTo = transferred.get(`${fullName}#${number}`);
+      if (!item && movedTo && endpoint === 'issues') {
+        res.writeHead(301, { location: `${baseUrl}/repositories/${movedTo.repoId}/issues/${movedTo.number}`, 'content-type': 'application/json; charset=utf-8' });
+        res.end(JSON.stringify({ message: 'Moved Permanently' }));
+        return;
+      }
       if (!item) {
         const gone = deleted.has(`${fullName}#${number}`);
         return send(res, gone ? 410 : 404, { message: gone ? 'This issue was deleted' : 'Not Found', documentation_url: 'https://docs.github.com/rest' });
       }
       const { pull_request: _omit, ...pr } = item;
-      return send(res, 200, single[3] === 'issues' ? item : pr, rateHeaders(rateLimitRemaining, nowReset()));
+      return send(res, 200, endpoint === 'issues' ? item : pr, rateHeaders(rateLimitRemaining, nowReset()));
     }
 
     // /repos/{owner}/{name}/{issues|pulls} or /repositories/{id}/{issues|pulls}
@@ -421,22 +448,29 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
     const etag = `W/"${createHash('sha1').update(JSON.stringify(body)).digest('hex')}"`;
     const linkHeader: Record<string, string> = links.length > 0 ? { link: links.join(', ') } : {};
     const served = () => fake.afterServe?.(n, url);
+    /** With `budget`: the window as it stands now (a new one opened when the last has ended), without spending from it. */
+    const currentWindow = () => {
+      const at = now();
+      if (at >= windowEnds) {
+        windowEnds = at + budget!.windowMs;
+        windowCount = 0;
+        windows += 1;
+        rateLimitRemaining = budget!.limit;
+      }
+      return Math.ceil(windowEnds / 1000);
+    };
     if (req.headers['if-none-match'] === etag) {
-      // GitHub: a 304 to a conditional request does not count against the rate limit; it carries the Link header as it is now.
-      res.writeHead(304, { date: new Date(now()).toUTCString(), etag, ...linkHeader, ...rateHeaders(rateLimitRemaining, nowReset()) });
+      // GitHub: a 304 to a conditional request does not count against the rate limit; it carries the
+      // Link header as it is now, and the rate-limit headers of the window it was answered in.
+      const reset = budget ? currentWindow() : nowReset();
+      res.writeHead(304, { date: new Date(now()).toUTCString(), etag, ...linkHeader, ...rateHeaders(rateLimitRemaining, reset) });
       res.end();
       served();
       return;
     }
     let reset = nowReset();
     if (budget) {
-      const at = now();
-      if (at >= windowEnds) {
-        windowEnds = at + budget.windowMs;
-        windowCount = 0;
-        windows += 1;
-      }
-      reset = Math.ceil(windowEnds / 1000);
+      reset = currentWindow();
       if (windowCount >= budget.limit) {
         tooMany += 1;
         send(res, 429, { message: 'API rate limit exceeded', documentation_url: 'https://docs.github.com/rest' }, rateHeaders(0, reset));
@@ -495,9 +529,16 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       items.splice(at, 1);
       deleted.add(`${repo}#${number}`);
     },
+    hide(repo, number) {
+      const items = repos.get(repo)!.items;
+      const at = items.findIndex((i) => i.number === number);
+      if (at < 0) throw new Error(`fake github: ${repo}#${number} is no item to hide`);
+      items.splice(at, 1);
+      hidden.add(`${repo}#${number}`);
+    },
     create(repo, updatedAt, pull = false) {
       const entry = repos.get(repo)!;
-      const number = Math.max(0, ...entry.items.map((i) => i.number), ...[...deleted].filter((d) => d.startsWith(`${repo}#`)).map((d) => Number(d.slice(repo.length + 1)))) + 1;
+      const number = Math.max(0, ...entry.items.map((i) => i.number), ...[...deleted, ...hidden, ...transferred.keys()].filter((d) => d.startsWith(`${repo}#`)).map((d) => Number(d.slice(repo.length + 1)))) + 1;
       const item: FakeGitHubItem = {
         id: entry.id * 10_000 + number,
         number,
@@ -510,6 +551,16 @@ export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<Fak
       if (pull) item.pull_request = { url: `https://api.github.com/repos/${repo}/pulls/${number}` };
       entry.items.push(item);
       return item;
+    },
+    transfer(from, number, to, updatedAt) {
+      const source = repos.get(from)!.items;
+      const at = source.findIndex((i) => i.number === number);
+      if (at < 0 || 'pull_request' in source[at]!) throw new Error(`fake github: ${from}#${number} is no issue to transfer`);
+      const [old] = source.splice(at, 1);
+      const moved = fake.create(to, updatedAt);
+      Object.assign(moved, { title: old!.title, state: old!.state, created_at: old!.created_at, repository_url: `${baseUrl}/repos/${to}` });
+      transferred.set(`${from}#${number}`, { repoId: repos.get(to)!.id, number: moved.number });
+      return moved;
     },
     addRepo(fullName, id) {
       repos.set(fullName, { id, items: [] });

@@ -1,7 +1,8 @@
 // A model-based test of the GitHub data path: random histories of a fake GitHub whose issues and
-// pull requests are edited, created and deleted BETWEEN the page requests of a pass, with whole-
-// second timestamps (many ties), small pages, 3 configured repositories and 2 more added to the
-// config at random, repositories dropped from the config (by the PATCH command, between passes or
+// pull requests are edited, created, deleted (issues), transferred to another repository (issues)
+// and hidden (as GitHub hides a spam account's items: every later one moves up a position) BETWEEN
+// the page requests of a pass, with whole-second timestamps (many ties), small pages, 3
+// configured repositories and 2 more added to the config at random, repositories dropped from the config (by the PATCH command, between passes or
 // while a pass reads) and named again, and full, incremental and backfill passes in random order.
 // The sync passes run the real syncTask activity (MockActivityEnvironment) on real Postgres.
 //
@@ -41,7 +42,9 @@ const BASE_MS = Date.parse('2025-05-01T00:00:00Z');
 type Op =
   | { kind: 'edit'; repo: number; item: number; tick: boolean }
   | { kind: 'create'; repo: number; pull: boolean; tick: boolean }
-  | { kind: 'delete'; repo: number; item: number; tick: boolean };
+  | { kind: 'delete'; repo: number; item: number; tick: boolean }
+  | { kind: 'hide'; repo: number; item: number; tick: boolean }
+  | { kind: 'transfer'; repo: number; item: number; to: number; tick: boolean };
 /** An op applied right after the pass's `after`-th listing request was answered (or after the pass, if it made fewer). */
 interface Mutation {
   after: number;
@@ -63,6 +66,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('edit' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('create' as const), repo: fc.nat(), pull: fc.boolean(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hide' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('transfer' as const), repo: fc.nat(), item: fc.nat(), to: fc.nat(), tick: fc.boolean() }) },
 );
 const mutationsArb = fc.array(fc.record({ after: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -154,7 +159,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       await patch();
     };
 
-    /** Applies one op to the fake; returns the id it deleted, if any. */
+    /** Applies one op to the fake; returns the id it deleted or hid, if any. */
     const apply = (op: Op): string | null => {
       if (op.tick) clock += 1000;
       trace(`   op ${JSON.stringify(op)} → ${REPOS[op.repo % REPOS.length]} at ${at()} (after request ${fake.requests.length})`);
@@ -169,10 +174,19 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
         fake.touch(repo, items[op.item % items.length]!.number, at());
         return null;
       }
+      if (op.kind === 'hide') {
+        if (items.length === 0) return null;
+        const hidden = items[op.item % items.length]!.number;
+        fake.hide(repo, hidden);
+        return `${repo}#${hidden}`;
+      }
       const issues = items.filter((i) => !('pull_request' in i));
       if (issues.length === 0) return null;
       const victim = issues[op.item % issues.length]!.number;
-      fake.remove(repo, victim);
+      if (op.kind === 'transfer') {
+        const to = REPOS.filter((r) => r !== repo)[op.to % (REPOS.length - 1)]!;
+        fake.transfer(repo, victim, to, at());
+      } else fake.remove(repo, victim);
       return `${repo}#${victim}`;
     };
 
