@@ -23,8 +23,8 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
 import { parseExactJson } from '../policy/exact-json';
-import { MAX_BUDGET_COUNT, type ProviderAnswer, type StatedReset } from '../policy/rate-budget';
-import { retryAfterSeconds } from '../policy/retry-after';
+import { MAX_BUDGET_COUNT, rateLimitHold, type ProviderAnswer, type StatedReset } from '../policy/rate-budget';
+import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
 import { Permanent, Transient, type ProviderPolicy, type RequestBudget } from './types';
 
 export type { ProviderPolicy } from './types';
@@ -294,7 +294,9 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
     }
     if (request.budget) {
       const stated = request.rateLimitHeaders ? readRateLimit(answer.headers, request.rateLimitHeaders) : { remaining: null, reset: null };
-      await request.budget.report({ status: answer.status, ...stated });
+      // A Retry-After date is one of the provider's clock: counted from its answer's Date.
+      const retryAfter = retryAfterSeconds(answer.headers.get('retry-after'), answeredAtMs(answer.headers.get('date'), Date.now()));
+      await request.budget.report({ status: answer.status, ...stated, holdSeconds: rateLimitHold(answer.status, retryAfter) });
     }
     // 304 Not Modified answers a conditional request; it is not a redirect.
     if (answer.status < 300 || answer.status >= 400 || answer.status === 304) {

@@ -22,6 +22,22 @@ export interface ProviderAnswer {
   status: number;
   remaining: number | null;
   reset: StatedReset | null;
+  /**
+   * Seconds the provider asked every request of the credential to wait (see `rateLimitHold`),
+   * counted from its answer; null or absent: it asked nothing.
+   */
+  holdSeconds?: number | null;
+}
+
+/**
+ * How long a provider's answer holds back every request of its credential, in seconds: a 429, or a
+ * 403 (GitHub's secondary rate limit), with a `Retry-After` of `retryAfter` seconds. The provider
+ * limits the credential, not the one request: a wait stated so holds whatever remaining count it
+ * states (GitHub's secondary limit comes with thousands left in the primary one), and whether it
+ * states one at all. Null for any other answer.
+ */
+export function rateLimitHold(status: number, retryAfter: number | undefined): number | null {
+  return (status === 429 || status === 403) && retryAfter !== undefined ? retryAfter : null;
 }
 
 /** Budget bounds as configured for a provider or a connection; unset fields fall back. */

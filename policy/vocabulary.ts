@@ -93,10 +93,12 @@ export const PHASES = ['starting', 'sleeping', 'running', 'paused', 'backing_off
 export type Phase = (typeof PHASES)[number];
 
 /**
- * Why the shared rate budget held a request back: `reserve` (the credential reached its reserve:
- * waiting for the provider's reset) or `ceiling` (the configured requests per second/minute).
+ * Why the shared rate budget held a request back: `retry_after` (the provider answered the
+ * credential 429, or 403, with a `Retry-After` not yet passed), `reserve` (the credential reached
+ * its reserve: waiting for the provider's reset) or `ceiling` (the configured requests per
+ * second/minute).
  */
-export const BUDGET_WAIT_REASONS = ['reserve', 'ceiling'] as const;
+export const BUDGET_WAIT_REASONS = ['retry_after', 'reserve', 'ceiling'] as const;
 /** One reason of a budget wait. */
 export type BudgetWaitReason = (typeof BUDGET_WAIT_REASONS)[number];
 

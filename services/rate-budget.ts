@@ -127,7 +127,7 @@ export function requestBudget(opts: {
           return;
         }
         const wait = await findBudgetWait(pool, fingerprint, limits.reserve, limits.ceiling);
-        const until = wait.reserveUntil ?? wait.ceilingUntil;
+        const until = wait.heldUntil ?? wait.reserveUntil ?? wait.ceilingUntil;
         if (until === null) {
           // Freed meanwhile (a reset passed, a window ended): try again, without spinning. The two
           // statements read one condition, so this happens once or twice; never more than
@@ -137,7 +137,7 @@ export function requestBudget(opts: {
           continue;
         }
         const ms = until.getTime() - wait.now.getTime();
-        const reason: BudgetWaitReason = wait.reserveUntil ? 'reserve' : 'ceiling';
+        const reason: BudgetWaitReason = wait.heldUntil ? 'retry_after' : wait.reserveUntil ? 'reserve' : 'ceiling';
         metrics.connectorBudgetWaits.inc({ provider, reason });
         if (reason === 'ceiling' && ms <= IN_PLACE_WAIT_MS) {
           await sleep(Math.max(ms, 1), signal);
@@ -147,7 +147,9 @@ export function requestBudget(opts: {
           ? ` (the provider stated a reset at ${wait.cappedFrom.toISOString()}, more than RATE_BUDGET_MAX_RESET_SECONDS = ${maxResetSeconds} s away: capped)`
           : '';
         throw new RateLimited(
-          reason === 'reserve'
+          reason === 'retry_after'
+            ? `${provider} connector: the provider asked to wait (rate limited, with Retry-After) until ${until.toISOString()}; every request of the credential waits for it`
+            : reason === 'reserve'
             ? `${provider} connector: the credential's shared rate budget is down to its reserve (${wait.remaining} left of ${limits.reserve} kept); waiting for the provider's reset at ${until.toISOString()}${capped}`
             : `${provider} connector: the credential's request ceiling (${limits.ceiling?.requests} per ${limits.ceiling?.seconds} s) is reached; waiting until ${until.toISOString()}`,
           Math.max(1, Math.ceil(ms / 1000)),

@@ -133,6 +133,32 @@ describe('shared rate budget statements (real Postgres)', () => {
     }
   });
 
+  it("a provider's 429 (or 403) with Retry-After holds every request of the credential back until then, though it states no remaining count, or one above the reserve", async () => {
+    // A 429 with only Retry-After (most APIs), and GitHub's secondary limit: a 403 with Retry-After
+    // while its primary count still has thousands left.
+    const answers: Record<string, Record<string, string>> = {
+      '/plain-429': { status: '429', 'retry-after': '30' },
+      '/secondary-403': { status: '403', 'retry-after': '45', 'x-rl-remaining': '4000', 'x-rl-reset': String(Math.floor(Date.now() / 1000) + 3000) },
+    };
+    const provider = await serve((req, res) => {
+      const { status, ...headers } = answers[req.url!]!;
+      res.writeHead(Number(status), { 'content-type': 'application/json', ...headers });
+      res.end('{"message":"slow down"}');
+    });
+    const names = { remaining: 'x-rl-remaining', reset: 'x-rl-reset', resetFormat: 'epoch_seconds' as const };
+    for (const [path, seconds] of [['/plain-429', 30], ['/secondary-403', 45]] as const) {
+      const token = `retry-after${path}`;
+      const answer = await providerGet(`${provider.url}${path}`, { headers: {}, context: 'test', policy: TEST_PROVIDER_POLICY, budget: budgetFor(token), rateLimitHeaders: names });
+      expect(answer.status).toBe(path === '/plain-429' ? 429 : 403);
+      // Another connection of the same credential (another budget object, as on another worker) waits too.
+      const refused = await budgetFor(token).acquire().catch((e: unknown) => e);
+      expect({ path, refused: refused instanceof RateLimited }).toEqual({ path, refused: true });
+      expect((refused as RateLimited).retryAfterSeconds).toBeGreaterThanOrEqual(seconds - 2);
+      expect((refused as RateLimited).retryAfterSeconds).toBeLessThanOrEqual(seconds);
+      expect((refused as RateLimited).message).toMatch(/the provider asked to wait/);
+    }
+  });
+
   it("a provider's stated remaining count or reset beyond what the budget takes (more than 2147483647 left, a reset past any date) is recorded within bounds, never failing the request with a database error", async () => {
     const names = { remaining: 'x-ratelimit-remaining', reset: 'x-ratelimit-reset', resetFormat: 'epoch_seconds' as const };
     const stated = (remaining: string, reset: string) => readRateLimit(new Headers({ 'x-ratelimit-remaining': remaining, 'x-ratelimit-reset': reset }), names);

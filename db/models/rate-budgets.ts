@@ -55,8 +55,9 @@ function ceilingParams(ceiling: { requests: number; seconds: number } | null): [
 }
 
 /**
- * Takes one request from the budget unless the provider's remaining count is down to `reserve`
- * before its reset, or the ceiling's window is full. A remaining count whose reset has passed is
+ * Takes one request from the budget unless the provider asked the credential to wait (`held_until`,
+ * see reportBudget) and that time has not come, its remaining count is down to `reserve` before
+ * its reset, or the ceiling's window is full. A remaining count whose reset has passed is
  * forgotten (unknown until the provider states it again), and one stated without a reset holds
  * nothing back: with no time to wait for, waiting would never end (the provider's own 429 then
  * says when). A request taken counts in both windows, whatever the caller's ceiling (connections
@@ -79,6 +80,7 @@ export async function spendBudget(
             minute_window_count = case when now() >= minute_window_started_at + interval '1 minute' then 1 else minute_window_count + 1 end,
             updated_at = now()
       where fingerprint = $1
+        and not coalesce(held_until > now(), false)
         and not coalesce(remaining <= $2 and reset_at > now(), false)
         and not (${WINDOW_FULL})`,
     [fingerprint, reserve, ...ceilingParams(ceiling)],
@@ -89,6 +91,8 @@ export async function spendBudget(
 /** Why a request must wait and until when, read with the database's clock. */
 export interface BudgetWait {
   remaining: number | null;
+  /** Until when the provider asked every request of the credential to wait (a 429 or 403 with Retry-After), when that is still ahead. */
+  heldUntil: Date | null;
   /** The provider's reset, when the remaining count is down to the reserve before it. */
   reserveUntil: Date | null;
   /** The reset the provider stated when it lay beyond the cap (`reserveUntil` is then the cap), else null. */
@@ -107,6 +111,7 @@ export async function findBudgetWait(
 ): Promise<BudgetWait> {
   const { rows } = await db.query<BudgetWait>(
     `select remaining,
+            case when held_until > now() then held_until end as "heldUntil",
             case when coalesce(remaining <= $2 and reset_at > now(), false) then reset_at end as "reserveUntil",
             case when coalesce(remaining <= $2 and reset_at > now(), false) then reset_capped_from end as "cappedFrom",
             case when ${WINDOW_FULL} then ${WINDOW_END} end as "ceilingUntil",
@@ -114,7 +119,7 @@ export async function findBudgetWait(
        from rate_budgets where fingerprint = $1`,
     [fingerprint, reserve, ...ceilingParams(ceiling)],
   );
-  return rows[0] ?? { remaining: null, reserveUntil: null, cappedFrom: null, ceilingUntil: null, now: new Date() };
+  return rows[0] ?? { remaining: null, heldUntil: null, reserveUntil: null, cappedFrom: null, ceilingUntil: null, now: new Date() };
 }
 
 /**
@@ -138,8 +143,10 @@ const OLDER_WINDOW = `(s.at < reset_at - interval '1 second')`;
  * A stated reset more than `maxResetSeconds` away is taken as now + `maxResetSeconds` (and kept in
  * `reset_capped_from`): a provider, or a connection's `rate_limit` mapping, that names a reset
  * decades away cannot stop the credential's syncs for longer than that. A 304's unit given back
- * never lifts the count past MAX_BUDGET_COUNT (the column's integer). Answers the remaining
- * count now stored.
+ * never lifts the count past MAX_BUDGET_COUNT (the column's integer). A wait the provider asked of
+ * the credential (`holdSeconds`: a 429 or 403 with Retry-After) holds it until then on the
+ * database's clock (`held_until`, never moved earlier by a shorter one; capped as a reset is),
+ * whatever count it states. Answers the remaining count now stored.
  */
 export async function reportBudget(
   db: Queryable,
@@ -169,11 +176,16 @@ export async function reportBudget(
             -- A reset moves forward to a later window's only, never back.
             reset_at = case when s.at is not null and ${LATER_WINDOW} then s.at else reset_at end,
             reset_capped_from = case when s.at is not null and ${LATER_WINDOW} then s.capped_from else reset_capped_from end,
+            held_until = case when $7::float8 is null then held_until
+                              else greatest(held_until, now() + make_interval(secs => least($7::float8, $5))) end,
             updated_at = now()
        from stated s
       where fingerprint = $1
       returning remaining`,
-    [fingerprint, answer.status, answer.remaining, reset && 'at' in reset ? reset.at : null, maxResetSeconds, reset && 'inSeconds' in reset ? reset.inSeconds : null],
+    [
+      fingerprint, answer.status, answer.remaining, reset && 'at' in reset ? reset.at : null, maxResetSeconds, reset && 'inSeconds' in reset ? reset.inSeconds : null,
+      answer.holdSeconds ?? null,
+    ],
   );
   return rows[0]?.remaining ?? null;
 }
