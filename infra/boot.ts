@@ -141,6 +141,10 @@ export function runProcess(config: Config, options: BootOptions, main: (proc: Pr
   // Before the Temporal client and the worker exist: they take their interceptors from it.
   const traced = async () => {
     if (!config.OTEL_EXPORTER_OTLP_ENDPOINT) return;
+    if (config.OTEL_SDK_DISABLED) {
+      logger.info('tracing is off: OTEL_SDK_DISABLED is true');
+      return;
+    }
     const tracing = await startTracing({ process: options.name });
     // Registered first, so it runs last: the spans of the shutdown itself are exported too.
     shutdown.add('tracing', () => tracing.shutdown());

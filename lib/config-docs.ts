@@ -136,6 +136,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   RATE_BUDGET_MAX_RESET_SECONDS: { meaning: 'the furthest a provider\'s stated rate-limit reset or `Retry-After` is believed: a further one (a provider, or a connection\'s `rate_limit` header mapping, naming a reset decades away) is taken as this far, and the job\'s error says so' },
   START_DEMO: { meaning: '`npm start` creates a demo connection in an empty database (needs `DEMO_CONNECTOR`)' },
   OTEL_EXPORTER_OTLP_ENDPOINT: { meaning: 'OpenTelemetry traces: spans go over OTLP (HTTP/protobuf) to `<endpoint>/v1/traces`, e.g. `http://localhost:4318`; unset, tracing is off (no SDK, no spans). The SDK\'s other `OTEL_*` variables apply ([traces](#traces))' },
+  OTEL_SDK_DISABLED: { meaning: 'OpenTelemetry\'s switch: `true` (any case) turns tracing off even with `OTEL_EXPORTER_OTLP_ENDPOINT` set; any other value leaves it as that says' },
 };
 
 /** The default a variable's schema gives when it is unset, as the table shows it. */

@@ -291,6 +291,12 @@ export const envSchema = z
     // (HTTP/protobuf) to `<endpoint>/v1/traces`; the SDK's other OTEL_* variables
     // (OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...) apply as documented there.
     OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, for example http://localhost:4318' }).optional()),
+    // OpenTelemetry's own switch, read as its specification reads it: "true" in any case turns
+    // tracing off whatever OTEL_EXPORTER_OTLP_ENDPOINT says; any other value (or none) leaves it on.
+    OTEL_SDK_DISABLED: z
+      .string()
+      .optional()
+      .transform((v) => v?.trim().toLowerCase() === 'true'),
     START_DEMO: boolean(true),
   })
   .superRefine((env, ctx) => {
