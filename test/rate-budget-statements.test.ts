@@ -51,6 +51,21 @@ describe('shared rate budget statements (real Postgres)', () => {
     expect(await outcomeOf(budget)).toBe('granted');
   });
 
+  it('requests sent past a remaining count stated without a reset never count it below zero, nor show a negative count', async () => {
+    const registry = new Registry();
+    const budget = requestBudget({
+      pool: db.pool, metrics: createSyncMetrics(registry), keyring: TEST_KEYRING, tenantId: 'acme', settings: DEFAULT_BUDGET_SETTINGS,
+      provider: 'http', credentials: { token: 'no-reset-past-zero' }, config: {},
+    })!;
+    await budget.acquire();
+    await budget.report({ status: 200, remaining: 1, reset: null });
+    for (let i = 0; i < 3; i++) await budget.acquire();
+    // A 304 states nothing: the count as stored is what the gauge shows.
+    await budget.report({ status: 304, remaining: null, reset: null });
+    const gauge = (await registry.getSingleMetric('connector_budget_remaining')!.get()).values.map((v) => v.value);
+    expect(gauge).toEqual([1]);
+  });
+
   it('a remaining count at the reserve before a stated reset still holds requests back until it', async () => {
     const budget = budgetFor('with-reset');
     await budget.acquire();

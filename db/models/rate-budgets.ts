@@ -60,7 +60,7 @@ function ceilingParams(ceiling: { requests: number; seconds: number } | null): [
  * its reset, or the ceiling's window is full. A remaining count whose reset has passed is
  * forgotten (unknown until the provider states it again), and one stated without a reset holds
  * nothing back: with no time to wait for, waiting would never end (the provider's own 429 then
- * says when). A request taken counts in both windows, whatever the caller's ceiling (connections
+ * says when), and the requests it lets go count it down to 0, never below. A request taken counts in both windows, whatever the caller's ceiling (connections
  * of one credential may have different ones, or none). The same conditions, in findBudgetWait,
  * say why and until when. Answers whether it was taken.
  */
@@ -72,7 +72,7 @@ export async function spendBudget(
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `update rate_budgets
-        set remaining = case when reset_at is null or reset_at > now() then remaining - 1 end,
+        set remaining = case when reset_at is null or reset_at > now() then greatest(remaining - 1, 0) end,
             reset_at = case when reset_at > now() then reset_at end,
             window_started_at = case when now() >= window_started_at + interval '1 second' then now() else window_started_at end,
             window_count = case when now() >= window_started_at + interval '1 second' then 1 else window_count + 1 end,
