@@ -106,9 +106,17 @@ export const jsonAnswer = <T extends z.ZodType>(schema: T, description: string) 
   content: { 'application/json': { schema } },
 });
 
+/**
+ * A UUID as the API takes it, in a path, a query or a body: any letter case in, lower case out (as
+ * Postgres prints a uuid), so an id a client spells in capitals (Swift's `uuidString`, .NET's
+ * `ToString("D").ToUpper()`) names what the stored id names: the same workflow, lock, sealed
+ * envelope and row. The one parser of an id the API is given.
+ */
+export const uuid = (error = 'must be a UUID') => z.uuid({ error }).overwrite((v) => v.toLowerCase());
+
 /** A uuid path parameter named `id`. */
 export const IdParams = z.object({
-  id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'id', in: 'path' }, example: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10' }),
+  id: uuid().openapi({ param: { name: 'id', in: 'path' }, example: '0b5e2c7e-4a56-4f7e-9d0b-5d7c3c1f2a10' }),
 });
 
 /**

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, TASK_STATUSES } from '../../policy/vocabulary';
-import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, ResourceTypesSchema, sizeRule, TenantIdQuery } from './common';
+import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, ResourceTypesSchema, sizeRule, TenantIdQuery, uuid } from './common';
 
 /** What a job or task did to records: rows inserted (or back from a tombstone), changed, tombstoned, and seen unchanged. */
 export const RecordCountsSchema = z
@@ -66,7 +66,7 @@ export const JobQuery = z.object({
 
 /** `GET /jobs` query. */
 export const ListJobsQuery = z.object({
-  connection_id: z.uuid({ error: 'must be a UUID' }).optional().openapi({ param: { name: 'connection_id', in: 'query' } }),
+  connection_id: uuid().optional().openapi({ param: { name: 'connection_id', in: 'query' } }),
   tenant_id: TenantIdQuery(),
   status: z.enum(JOB_STATUSES).optional().openapi({ param: { name: 'status', in: 'query' } }),
   job_type: z.enum(SYNC_MODES).optional().openapi({ param: { name: 'job_type', in: 'query' } }),
@@ -81,7 +81,7 @@ export const JobPageSchema = z.object({ items: z.array(JobSchema), next_cursor: 
 /** `POST /jobs/schedule` body, strict: unknown keys are rejected. */
 export const ScheduleJobBody = z
   .strictObject({
-    pairId: z.uuid({ error: 'must be a UUID (the connection id)' }),
+    pairId: uuid('must be a UUID (the connection id)'),
     window: z
       .strictObject({
         start: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
@@ -89,7 +89,7 @@ export const ScheduleJobBody = z
       })
       .refine((w) => Date.parse(w.start) < Date.parse(w.end), { error: 'start must be before end', path: ['end'] })
       .openapi({ description: 'Half-open [start, end): the backfill stores the records changed at or after start and before end' }),
-    connectorId: z.uuid({ error: 'must be a UUID' }).optional().openapi({ description: "If given, must be the connection's id (a connection is its own connector instance)" }),
+    connectorId: uuid().optional().openapi({ description: "If given, must be the connection's id (a connection is its own connector instance)" }),
     priority: z.number({ error: 'must be an integer' }).int('must be an integer').min(-1000).max(1000).default(0),
     payload: boundedJsonObject(MAX_PAYLOAD_BYTES)
       // The job reads any other value as "every resource type": a name given as a string, an

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { CursorQuery, LimitQuery, TenantIdQuery, TenantIdSchema } from './common';
+import { CursorQuery, LimitQuery, TenantIdQuery, TenantIdSchema, uuid } from './common';
 
 const httpUrl = (description: string) =>
   z
@@ -61,7 +61,7 @@ export const ListOAuthAppsQuery = z.object({ tenant_id: TenantIdQuery(), limit: 
 /** `POST /connections/{id}/oauth/authorize` body. */
 export const AuthorizeBody = z
   .strictObject({
-    oauth_app_id: z.uuid({ error: 'must be a UUID' }),
+    oauth_app_id: uuid(),
     redirect_uri: z.string().max(2000).optional().openapi({ description: "When given, must equal the app's registered redirect_uri exactly" }),
     scopes: scopes.optional().openapi({ description: "Scopes to ask for (default: the app's)" }),
   })

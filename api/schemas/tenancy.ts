@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { KEY_SCOPES, PURGE_STATUSES } from '../../policy/vocabulary';
 import { MAX_TENANT_LIMIT } from '../../policy/tenant-limits';
-import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema } from './common';
+import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema, uuid } from './common';
 
 /** The `tenant_id` path parameter of a tenant's API keys. */
 export const TenantParams = z.object({
@@ -10,7 +10,7 @@ export const TenantParams = z.object({
 
 /** `DELETE /tenants/{tenant_id}/api-keys/{key_id}` path. */
 export const TenantKeyParams = TenantParams.extend({
-  key_id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'key_id', in: 'path' } }),
+  key_id: uuid().openapi({ param: { name: 'key_id', in: 'path' } }),
 });
 
 /** `POST /tenants/{tenant_id}/api-keys` body (optional). */

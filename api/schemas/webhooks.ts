@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { SECRET_OVERLAP_DEFAULT_SECONDS, SECRET_OVERLAP_MAX_SECONDS } from '../../commands/webhooks';
 import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../policy/vocabulary';
-import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema } from './common';
+import { CursorQuery, LimitQuery, NullableTime, TenantIdQuery, TenantIdSchema, uuid } from './common';
 
 /** `POST /webhooks` body, strict: unknown keys are rejected. */
 export const CreateWebhookBody = z
@@ -83,8 +83,8 @@ export const WebhookPageSchema = z.object({ items: z.array(WebhookSchema), next_
 
 /** Path of one delivery of one webhook. */
 export const DeliveryParams = z.object({
-  id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'id', in: 'path' } }),
-  delivery_id: z.uuid({ error: 'must be a UUID' }).openapi({ param: { name: 'delivery_id', in: 'path' } }),
+  id: uuid().openapi({ param: { name: 'id', in: 'path' } }),
+  delivery_id: uuid().openapi({ param: { name: 'delivery_id', in: 'path' } }),
 });
 
 /** One delivery of an event to a webhook, with every attempt. */
