@@ -88,6 +88,11 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<boolean>
  * Inserts event `type` of connection `connectionId` with `data`, and one pending delivery for each
  * of the connection's tenant's webhooks subscribed to that type, in the caller's transaction.
  * Nothing is written when nobody listens. Returns the new deliveries' ids.
+ *
+ * The webhooks are read under a key-share lock held to the commit: one whose deletion commits
+ * while the statement runs is passed by (no delivery to it) rather than failing the caller's
+ * transaction (a disable, a job's end) on its foreign key; a deletion that comes later waits for
+ * the commit and takes the new deliveries with it.
  */
 export async function insertConnectionEvent(
   tx: Queryable,
@@ -96,7 +101,7 @@ export async function insertConnectionEvent(
 ): Promise<string[]> {
   const { rows } = await tx.query<{ id: string }>(
     `with hooks as (select w.id, w.tenant_id from webhooks w join connections c on c.tenant_id = w.tenant_id
-                     where c.id = $1 and $2 = any (w.event_types)),
+                     where c.id = $1 and $2 = any (w.event_types) for key share of w),
           event as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
                     select (select tenant_id from hooks limit 1), $1, $2, $3, $4 where exists (select 1 from hooks)
                     returning id)
