@@ -17,6 +17,9 @@
 //   database fails (no connection to be had for a moment, a restart) is tried again, with backoff,
 //   for as long as a lease lasts (`storePersistently`): the answer exists only in this process.
 // - A 401 from the provider refreshes once and retries the request once; a second 401 fails.
+// - A static credential (a token given whole) refused with a 401 fails the run for good, unless the
+//   connection holds other credentials now (new ones given since the run opened them): then the
+//   run is tried again with them.
 // - The grant is its own row (`oauth_grants`), which connections of one tenant may share: the
 //   refresh, its lease and its stored result are the grant's, so one refresh serves every
 //   connection of the grant.
@@ -56,6 +59,7 @@ import {
   claimCredentialLease,
   findConnectionGrant,
   findHeldCredential,
+  findSyncSource,
   lockCredentialRefresh,
   markGrantNeedsReauth,
   markNeedsReauth,
@@ -133,7 +137,17 @@ export function credentialProvider(
   if (client) return cachedTokenProvider(deps, connectionId, config, client, CLIENT_CREDENTIALS);
   let secret = oauth2SecretOf(opened);
   if (!secret) {
-    return { current: async () => opened, renewed: async () => null, budgetKey: opened, secrets: () => credentialSecrets(opened) };
+    return {
+      current: async () => opened,
+      async renewed() {
+        // Refused with credentials the connection no longer holds (new ones were given while this
+        // run used them): the run is tried again with them as stored now, not failed for good.
+        if (await replacedSince(deps, connectionId, opened)) throw new Transient(STATIC_REPLACED);
+        return null;
+      },
+      budgetKey: opened,
+      secrets: () => credentialSecrets(opened),
+    };
   }
   // The token values this run held (the opened grant and each refresh): the secrets of an oauth2
   // credential are its tokens, not its kind, expiry or scope names.
@@ -162,6 +176,25 @@ export function credentialProvider(
       return presented(secret);
     },
   };
+}
+
+/** Why a run refused with credentials replaced while it used them is tried again. */
+const STATIC_REPLACED = "the provider refused the credentials this run used, and the connection's credentials changed since it opened them; trying again with them as stored now";
+
+/**
+ * Whether connection `connectionId` holds credentials other than `opened` now (given through the
+ * API since a run opened them): another grant, or other values (a key rotation re-seals the same
+ * values, which is no change).
+ */
+async function replacedSince(deps: Pick<ActivityDeps, 'pool' | 'credentials'>, connectionId: string, opened: Record<string, unknown> | null): Promise<boolean> {
+  const now = await findSyncSource(deps.pool, connectionId);
+  if (!now) return false;
+  if (now.oauth_grant_id !== null) return true;
+  try {
+    return JSON.stringify(openCredentials(deps.credentials, connectionId, now.credentials)) !== JSON.stringify(opened);
+  } catch {
+    return false;
+  }
 }
 
 /** The provider refused the credential itself: the connection needs new credentials. */

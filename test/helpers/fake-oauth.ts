@@ -34,6 +34,8 @@ export interface FakeOAuth {
   expireAfterUses: Map<string, number>;
   /** Awaited after a refresh issued its tokens, before its answer is sent. */
   beforeRefreshAnswer: (() => Promise<void>) | null;
+  /** `/pages`: awaited before a page served with a live token is answered (its number). */
+  beforePageAnswer: ((page: number) => Promise<void>) | null;
   /** `/pages`: how many pages, of how many records. */
   pageCount: number;
   pageSize: number;
@@ -80,6 +82,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     rotation: 'strict',
     expireAfterUses: new Map(),
     beforeRefreshAnswer: null,
+    beforePageAnswer: null,
     pageCount: 5,
     pageSize: 10,
     grant: issue,
@@ -158,6 +161,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
       uses.set(token, used);
       if (used >= (fake.expireAfterUses.get(token) ?? Infinity)) fake.accessTokens.delete(token);
       const page = Number(url.searchParams.get('page') ?? '1');
+      if (fake.beforePageAnswer) await fake.beforePageAnswer(page);
       const records = page >= 1 && page <= fake.pageCount
         ? Array.from({ length: fake.pageSize }, (_, i) => ({ id: `p${page}-${i}`, name: `record ${page}-${i}`, updated_at: '2025-01-01T00:00:00Z' }))
         : [];
