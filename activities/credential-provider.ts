@@ -10,6 +10,8 @@
 //   (`lockCredentialRefresh`) re-reads the stored credential and claims a renewal lease only when
 //   it is still due (another worker's fresh token is used as it is); workers that find a live
 //   lease wait for its stored result; a lease past its expiry (a dead worker's) is taken over.
+//   A grant without a refresh token cannot be renewed: its access token is used until it expires
+//   (`renewalDue`), and only then is the connection marked `needs_reauth`.
 // - The answer (new access token, and the rotated refresh token when the provider sent one) is
 //   sealed into one envelope and written with one compare-and-set statement: access and refresh
 //   token are replaced together or not at all, so a crash cannot keep a used refresh token
@@ -79,7 +81,7 @@ import { failsEveryTime } from '../lib/outbound';
 import { clientCredentialsToken, GrantRefused, refreshGrant, TokenRequestRateLimited } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
-import { clientCredentialsSecretOf, clientTokenDue, expiryOf, nextSecret, oauth2SecretOf, refreshDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
+import { clientCredentialsSecretOf, clientTokenDue, expiryOf, nextSecret, oauth2SecretOf, renewalDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
 import type { ActivityDeps } from './deps';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -166,7 +168,7 @@ export function credentialProvider(
     budgetKey: { oauth2_grant: holder.id },
     secrets: () => credentialSecrets({ tokens: seen.filter((token): token is string => token !== null) }),
     async current() {
-      if (refreshDue(secret!, Date.now())) secret = await refresh(secret!, false);
+      if (renewalDue(secret!, Date.now())) secret = await refresh(secret!, false);
       return presented(secret!);
     },
     async renewed(used) {
@@ -272,7 +274,7 @@ async function refreshWithLease(
     },
     gone: "oauth2: the connection's credentials changed while this run used them (it holds that OAuth 2 grant no more); trying again with them as stored now",
     needsReauth: 'oauth2: the connection needs new credentials (its grant was refused); reconnect it or PATCH its credentials',
-    due: (latest) => refreshDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
+    due: (latest) => renewalDue(latest, Date.now()) || (force && latest.access_token === held.access_token),
     async obtain(latest, row) {
       if (!latest.refresh_token) throw new Refusal('the access token expired and the grant has no refresh token; reconnect the connection');
       // The token endpoint is aimed by the tenant: an allowed provider host, like a base_url (an app

@@ -67,6 +67,15 @@ export function refreshDue(secret: TokenTimes, nowMs: number, marginSeconds = re
   return Number.isNaN(at) || at - nowMs <= marginSeconds * 1000;
 }
 
+/**
+ * Whether the access token of `secret` must be renewed before use at `nowMs`: within its refresh
+ * margin (`refreshDue`) when it has a refresh token; without one nothing can renew it, so it is
+ * used until it has expired (the grant then needs a new connect flow).
+ */
+export function renewalDue(secret: TokenTimes & Pick<OAuth2Secret, 'refresh_token'>, nowMs: number): boolean {
+  return secret.refresh_token === null ? refreshDue(secret, nowMs, 0) : refreshDue(secret, nowMs);
+}
+
 /** The latest time a JavaScript date holds (ms since the epoch): an expiry past it cannot be stored. */
 const MAX_DATE_MS = 8.64e15;
 

@@ -448,6 +448,36 @@ describe('oauth2 credentials', () => {
       oauth.expiresIn = 3600;
     }
   });
+
+  it('a grant without a refresh token is used until its access token expires: inside the refresh margin it syncs and stays active; once expired it needs reauthorization', async () => {
+    const appId = await insertApp();
+    const grantOf = async (expiresInMs: number) => {
+      const id = randomUUID();
+      const grant = oauth.grant();
+      const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: null, expires_at: new Date(Date.now() + expiresInMs).toISOString(), scopes: ['read'] };
+      await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `c-${id.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, id, secret)! });
+      return id;
+    };
+    const statusOf = async (id: string) => (await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status;
+    const runOnce = async (id: string) => {
+      const { jobId, tasks } = await job(id, ['a']);
+      try {
+        return await runTask(db.pool, jobId, tasks[0]!, 'a').result.then((r) => r, (e: Error) => e);
+      } finally {
+        await endJob(jobId);
+      }
+    };
+    // Two minutes left (inside the 300 s margin): nothing can renew it earlier, so it is used.
+    const live = await grantOf(120_000);
+    const used = await runOnce(live);
+    expect(used instanceof Error ? used.message : used.status).toBe('completed');
+    expect(await statusOf(live)).toBe('active');
+    // Expired: the connection needs a new connect flow.
+    const expired = await grantOf(-1_000);
+    const refused = await runOnce(expired);
+    expect(refused instanceof Error ? refused.message : refused.status).toMatch(/has no refresh token/);
+    expect(await statusOf(expired)).toBe('needs_reauth');
+  });
 });
 
 describe('token answers whose expires_in lies beyond any date', () => {
