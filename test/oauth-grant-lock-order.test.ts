@@ -1,0 +1,96 @@
+// Two requests about one shared OAuth 2 grant at once, through the real API (no Temporal needed),
+// a real OAuth server on 127.0.0.1 (test/helpers/fake-oauth.ts) and real Postgres: the connect
+// flow's callback on one connection of the grant (which replaces the grant's tokens and makes every
+// connection of it active) and a PATCH giving another connection of the grant new credentials.
+// Both take the grant's row and connection rows; taken in opposite orders they deadlocked, and
+// Postgres ended one of them with an error.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HttpServer } from '../lib/http';
+import { sealCredentials } from '../lib/credentials';
+import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { TEST_KEYRING } from './helpers/deps';
+import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { insertOAuthConnection } from './helpers/oauth-grants';
+
+let db: TestDatabase;
+let oauth: FakeOAuth;
+let server: HttpServer;
+
+beforeAll(async () => {
+  [db, oauth] = await Promise.all([createTestDatabase(), startFakeOAuth()]);
+  ({ server } = await listenWithoutTemporal(db.pool, 'oauth-grant-lock-order'));
+});
+afterAll(async () => {
+  await server?.close();
+  await oauth?.close();
+  await db?.drop();
+});
+
+const call = async (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => {
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+  const text = await res.text();
+  return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
+};
+
+const config = () => ({ base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } });
+
+/** How many backends of this test's database wait for a lock. */
+const lockWaits = async () =>
+  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
+
+async function until(what: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await what()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('waited 10 s in vain');
+}
+
+describe('a connect flow on one connection of a shared grant while another connection of it is given new credentials', () => {
+  it('both requests succeed: the callback replaces the grant for the connections still on it, the PATCH takes the other out of it', async () => {
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: `lock-order-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    const owner = randomUUID();
+    const grant = oauth.grant();
+    const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 3_600_000).toISOString(), scopes: ['read'] };
+    await insertOAuthConnection(db.pool, { id: owner, tenantId: 'acme', appKey: `lock-owner-${owner.slice(0, 8)}`, config: config(), appId: created.body.id, sealed: sealCredentials(TEST_KEYRING, owner, secret)! });
+    const sharer = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [sharer, `lock-sharer-${sharer.slice(0, 8)}`, config()]);
+    const shared = await call('PATCH', `/connections/${sharer}`, { credentials: { kind: 'oauth2', grant_from_connection: owner } });
+    expect([shared.status, shared.body.credential_kind]).toEqual([200, 'oauth2']);
+
+    // The person consents on the owner; the provider sends them back to the callback.
+    const start = await call('POST', `/connections/${owner}/oauth/authorize`, { oauth_app_id: created.body.id });
+    expect(start.status).toBe(200);
+    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+
+    // The owner's row is busy a moment (a status change, say) when the callback reaches it, after it
+    // took the grant; meanwhile the sharer is given a static token.
+    const busy = await db.pool.connect();
+    try {
+      await busy.query('begin');
+      await busy.query('select 1 from connections where id = $1 for no key update', [owner]);
+      const callback = call('GET', `${back.pathname}${back.search}`, undefined, null);
+      await until(async () => (await lockWaits()) >= 1);
+      const patch = call('PATCH', `/connections/${sharer}`, { credentials: { token: 'sharer_static_token_0123456789' } });
+      await until(async () => (await lockWaits()) >= 2);
+      await busy.query('commit');
+      const [done, patched] = await Promise.all([callback, patch]);
+      expect([done.status, done.text]).toEqual([200, expect.any(String)]);
+      expect([patched.status, patched.text]).toEqual([200, expect.any(String)]);
+      expect(patched.body).toMatchObject({ credential_kind: 'token' });
+    } finally {
+      busy.release();
+    }
+    const grants = await db.pool.query<{ id: string; oauth_grant_id: string | null }>('select id, oauth_grant_id from connections where id = any($1)', [[owner, sharer]]);
+    expect(Object.fromEntries(grants.rows.map((r) => [r.id, r.oauth_grant_id]))).toEqual({ [owner]: owner, [sharer]: null });
+  });
+});
