@@ -146,7 +146,12 @@ export async function updateOAuthApp(deps: CommandDeps, id: string, change: OAut
 
 /** Deletes an app no connection's credential uses (`conflict` otherwise). */
 export async function deleteOAuthApp(deps: Pick<CommandDeps, 'pool'>, id: string): Promise<void> {
-  const outcome = await apps.deleteOAuthApp(deps.pool, id);
+  // The app's row first: a connect flow storing a grant of the app meanwhile commits before the
+  // deletion looks at what uses the app, and is seen.
+  const outcome = await withTransaction(deps.pool, async (tx) => {
+    await apps.lockOAuthAppForDeletion(tx, id);
+    return apps.deleteOAuthApp(tx, id);
+  });
   if (outcome === 'missing') throw notFound('no OAuth app with that id');
   if (outcome === 'in_use') throw new CommandRefused('conflict', 'oauth_app_in_use', 'connections use this OAuth app; give them other credentials first');
 }
@@ -244,6 +249,8 @@ export async function completeAuthorization(
   }
   const secret = nextSecret({ refresh_token: null, scopes: [] }, answer, Date.now());
   const row = await withTransaction(deps.pool, async (tx) => {
+    // The app may have been deleted while the token endpoint answered; held from here to the commit.
+    if (!(await apps.lockOAuthAppForUse(tx, flow.oauth_app_id))) throw notFound('the OAuth app of this connect flow no longer exists; create one and start the connect flow again');
     const current = await connections.findConnectionGrant(tx, flow.connection_id);
     if (!current) return null;
     const grantId = current.oauth_grant_id && current.oauth_app_id === flow.oauth_app_id ? current.oauth_grant_id : randomUUID();

@@ -94,3 +94,69 @@ describe('a connect flow on one connection of a shared grant while another conne
     expect(Object.fromEntries(grants.rows.map((r) => [r.id, r.oauth_grant_id]))).toEqual({ [owner]: owner, [sharer]: null });
   });
 });
+
+describe('an OAuth app deleted while a connect flow through it completes', () => {
+  /** A new app, a connection without credentials, and the callback URL of a consent given through the app. */
+  async function consented() {
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: `deleted-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `deleted-${id.slice(0, 8)}`, config()]);
+    const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: created.body.id });
+    expect(start.status).toBe(200);
+    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+    return { appId: created.body.id as string, id, callback: `${back.pathname}${back.search}` };
+  }
+
+  it('deleted while the token endpoint answers the code exchange: the callback answers 404 naming the app, and the connection holds no grant', async () => {
+    const flow = await consented();
+    let release!: () => void;
+    let answering!: () => void;
+    const asked = new Promise<void>((resolve) => (answering = resolve));
+    oauth.beforeCodeAnswer = () => {
+      oauth.beforeCodeAnswer = null;
+      answering();
+      return new Promise<void>((resolve) => (release = resolve));
+    };
+    try {
+      const callback = call('GET', flow.callback, undefined, null);
+      await asked;
+      const deleted = await call('DELETE', `/oauth-apps/${flow.appId}`);
+      expect(deleted.status).toBe(204);
+      release();
+      const done = await callback;
+      expect([done.status, done.body?.error?.code]).toEqual([404, 'not_found']);
+      expect(done.body.error.message).toMatch(/OAuth app/);
+    } finally {
+      oauth.beforeCodeAnswer = null;
+    }
+    const row = await db.pool.query('select oauth_grant_id, credential_kind from connections where id = $1', [flow.id]);
+    expect(row.rows[0]).toEqual({ oauth_grant_id: null, credential_kind: 'token' });
+  });
+
+  it('deleted while the callback stores the grant: the deletion answers 409 oauth_app_in_use, and the callback stores it', async () => {
+    const flow = await consented();
+    // The connection's row is busy a moment when the callback, holding its new grant, reaches it.
+    const busy = await db.pool.connect();
+    try {
+      await busy.query('begin');
+      await busy.query('select 1 from connections where id = $1 for no key update', [flow.id]);
+      const callback = call('GET', flow.callback, undefined, null);
+      await until(async () => (await lockWaits()) >= 1);
+      const deletion = call('DELETE', `/oauth-apps/${flow.appId}`);
+      await until(async () => (await lockWaits()) >= 2);
+      await busy.query('commit');
+      const [done, deleted] = await Promise.all([callback, deletion]);
+      expect([done.status, done.body?.status]).toEqual([200, 'active']);
+      expect([deleted.status, deleted.body?.error?.code]).toEqual([409, 'oauth_app_in_use']);
+    } finally {
+      busy.release();
+    }
+    const row = await db.pool.query('select oauth_app_id, credential_kind from connections where id = $1', [flow.id]);
+    expect(row.rows[0]).toEqual({ oauth_app_id: flow.appId, credential_kind: 'oauth2' });
+  });
+});

@@ -95,6 +95,24 @@ export async function updateOAuthApp(db: Queryable, id: string, change: OAuthApp
   return rows[0] ?? null;
 }
 
+/**
+ * Locks app `id` against deletion until the transaction ends (FOR KEY SHARE, what a row naming it
+ * takes anyway), waiting for a deletion under way to commit first. False when there is no such app.
+ */
+export async function lockOAuthAppForUse(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('select 1 from oauth_apps where id = $1 for key share', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Locks app `id` for its deletion until the transaction ends (FOR UPDATE), waiting for a
+ * transaction that is making a row name it (a connect flow storing its grant) to commit first, so
+ * the deletion's next statement sees that row.
+ */
+export async function lockOAuthAppForDeletion(db: Queryable, id: string): Promise<void> {
+  await db.query('select 1 from oauth_apps where id = $1 for update', [id]);
+}
+
 /** Deletes app `id` unless a connection's credential uses it: 'deleted', 'in_use' or 'missing'. */
 export async function deleteOAuthApp(db: Queryable, id: string): Promise<'deleted' | 'in_use' | 'missing'> {
   const { rows } = await db.query<{ outcome: 'deleted' | 'in_use' | 'missing' }>(

@@ -34,6 +34,8 @@ export interface FakeOAuth {
   expireAfterUses: Map<string, number>;
   /** Awaited after a refresh issued its tokens, before its answer is sent. */
   beforeRefreshAnswer: (() => Promise<void>) | null;
+  /** Awaited before an authorization code grant is answered (the code exchange of a connect flow). */
+  beforeCodeAnswer: (() => Promise<void>) | null;
   /** `/pages`: awaited before a page served with a live token is answered (its number). */
   beforePageAnswer: ((page: number) => Promise<void>) | null;
   /** `/pages`: how many pages, of how many records. */
@@ -82,6 +84,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     rotation: 'strict',
     expireAfterUses: new Map(),
     beforeRefreshAnswer: null,
+    beforeCodeAnswer: null,
     beforePageAnswer: null,
     pageCount: 5,
     pageSize: 10,
@@ -131,6 +134,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
       }
       if (form.get('grant_type') === 'authorization_code') {
         fake.counts.code += 1;
+        if (fake.beforeCodeAnswer) await fake.beforeCodeAnswer();
         const flow = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
         const verifier = form.get('code_verifier') ?? '';
