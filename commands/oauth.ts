@@ -266,6 +266,9 @@ export async function completeAuthorization(
       await connections.insertGrant(tx, grantId, current.tenant_id, flow.oauth_app_id, sealed);
     }
     const resumed = await connections.attachGrant(tx, flow.connection_id, grantId, flow.oauth_app_id);
+    // Deleted since it was read (its deletion committed while this waited for its row): nothing is
+    // kept, so a grant made for it is not left behind, with its tokens, in no connection's use.
+    if (!resumed.includes(flow.connection_id)) throw notFound('the connection no longer exists');
     for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return connections.findConnection(tx, flow.connection_id);
   });

@@ -159,4 +159,35 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
     const row = await db.pool.query('select oauth_app_id, credential_kind from connections where id = $1', [flow.id]);
     expect(row.rows[0]).toEqual({ oauth_app_id: flow.appId, credential_kind: 'oauth2' });
   });
+
+  it('its connection deleted while the callback stores the grant: 404, and no grant is left behind with its tokens', async () => {
+    const flow = await consented();
+    // While the token endpoint answers the exchange (the state is consumed), the connection's
+    // deletion begins; it holds the row when the callback, holding its new grant, reaches it.
+    const deleting = await db.pool.connect();
+    let release!: () => void;
+    let answering!: () => void;
+    const asked = new Promise<void>((resolve) => (answering = resolve));
+    oauth.beforeCodeAnswer = () => {
+      oauth.beforeCodeAnswer = null;
+      answering();
+      return new Promise<void>((resolve) => (release = resolve));
+    };
+    try {
+      const callback = call('GET', flow.callback, undefined, null);
+      await asked;
+      await deleting.query('begin');
+      await deleting.query('delete from connections where id = $1', [flow.id]);
+      release();
+      await until(async () => (await lockWaits()) >= 1);
+      await deleting.query('commit');
+      const done = await callback;
+      expect([done.status, done.body?.error?.code]).toEqual([404, 'not_found']);
+    } finally {
+      oauth.beforeCodeAnswer = null;
+      deleting.release();
+    }
+    const grants = await db.pool.query('select id from oauth_grants where oauth_app_id = $1', [flow.appId]);
+    expect(grants.rows).toEqual([]);
+  });
 });
