@@ -488,6 +488,10 @@ async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): 
   if (!source.oauth_grant_id || !source.oauth_app_id) {
     throw new CommandRefused('conflict', 'grant_source_not_oauth2', 'credentials.grant_from_connection: that connection holds no oauth2 grant to share (complete its connect flow first)');
   }
+  // The grant is held against its deletion from here (a source leaving it, its last connection,
+  // deletes it); one the source left while this waited is looked at again as the source holds now.
+  const held = await connections.lockGrantForShare(tx, source.oauth_grant_id);
+  if (!held || (await connections.findConnectionGrant(tx, sourceId))?.oauth_grant_id !== source.oauth_grant_id) return shareGrant(tx, row, sourceId);
   // A refused grant is not handed on: its connect flow comes first.
   if ((await connections.findGrantForRefresh(tx, source.oauth_grant_id))?.status === CONNECTION_STATUS.needs_reauth) {
     throw new CommandRefused('conflict', 'connection_needs_reauth', 'credentials.grant_from_connection: the provider refused that grant; complete the connect flow of that connection first');

@@ -191,3 +191,38 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
     expect(grants.rows).toEqual([]);
   });
 });
+
+describe('a grant shared from a connection that leaves it at the same time', () => {
+  it('the share answers 409 grant_source_not_oauth2 (the source holds no grant any more), not 500, and the source takes its token', async () => {
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: `leaving-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    const source = randomUUID();
+    const grant = oauth.grant();
+    const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 3_600_000).toISOString(), scopes: ['read'] };
+    await insertOAuthConnection(db.pool, { id: source, tenantId: 'acme', appKey: `leaving-${source.slice(0, 8)}`, config: config(), appId: created.body.id, sealed: sealCredentials(TEST_KEYRING, source, secret)! });
+    const target = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [target, `target-${target.slice(0, 8)}`, config()]);
+    // The source's row is busy a moment when its PATCH (a static token: it leaves its grant, the
+    // grant's last connection) reaches it; meanwhile the target asks to share the source's grant.
+    const busy = await db.pool.connect();
+    try {
+      await busy.query('begin');
+      await busy.query('select 1 from connections where id = $1 for no key update', [source]);
+      const leaving = call('PATCH', `/connections/${source}`, { credentials: { token: 'source_static_token_0123456789' } });
+      await until(async () => (await lockWaits()) >= 1);
+      const sharing = call('PATCH', `/connections/${target}`, { credentials: { kind: 'oauth2', grant_from_connection: source } });
+      await until(async () => (await lockWaits()) >= 2);
+      await busy.query('commit');
+      const [left, shared] = await Promise.all([leaving, sharing]);
+      expect([left.status, left.body?.credential_kind]).toEqual([200, 'token']);
+      expect([shared.status, shared.body?.error?.code]).toEqual([409, 'grant_source_not_oauth2']);
+    } finally {
+      busy.release();
+    }
+    const rows = await db.pool.query('select oauth_grant_id, credential_kind from connections where id = $1', [target]);
+    expect(rows.rows[0]).toEqual({ oauth_grant_id: null, credential_kind: 'token' });
+  });
+});

@@ -714,6 +714,16 @@ export async function findConnectionGrant(db: Queryable, id: string): Promise<{ 
   return rows[0] ?? null;
 }
 
+/**
+ * Locks grant `id` against its deletion until the transaction ends (FOR KEY SHARE, what a
+ * connection naming it takes anyway), waiting for a deletion under way to commit first. False when
+ * there is no such grant (any more).
+ */
+export async function lockGrantForShare(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('select 1 from oauth_grants where id = $1 for key share', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
 /** Inserts grant `id` of tenant `tenantId` through OAuth app `appId`, holding `sealed` (bound to `id`). */
 export async function insertGrant(db: Queryable, id: string, tenantId: string, appId: string, sealed: string): Promise<void> {
   await db.query('insert into oauth_grants (id, tenant_id, oauth_app_id, credentials) values ($1, $2, $3, to_jsonb($4::text))', [id, tenantId, appId, sealed]);
