@@ -132,13 +132,30 @@ export async function updateOAuthApp(deps: CommandDeps, id: string, change: OAut
   checkUrl(deps, 'authorize_url', change.authorizeUrl);
   checkUrl(deps, 'token_url', change.tokenUrl);
   checkUrl(deps, 'redirect_uri', change.redirectUri);
-  const row = await apps.updateOAuthApp(deps.pool, id, {
-    clientId: change.clientId,
-    sealedClientSecret: change.clientSecret === undefined ? undefined : seal(deps.credentials, { table: 'oauth_apps', id }, change.clientSecret),
-    authorizeUrl: change.authorizeUrl,
-    tokenUrl: change.tokenUrl,
-    redirectUri: change.redirectUri,
-    scopes: change.scopes,
+  const row = await withTransaction(deps.pool, async (tx) => {
+    const stored = await apps.lockOAuthAppForChange(tx, id);
+    if (!stored) throw notFound('no OAuth app with that id');
+    // The token endpoint is where the client secret and every grant's refresh token are sent: on
+    // another origin (scheme, host, port) only with the secret given again in the same request,
+    // and never while grants of the app exist (they were given for the origin they came from).
+    const from = new URL(stored.token_url).origin;
+    const to = change.tokenUrl === undefined ? from : new URL(change.tokenUrl).origin;
+    if (to !== from) {
+      if (change.clientSecret === undefined) {
+        throw invalid(`token_url: moving the token endpoint to another origin (${from} to ${to}) needs client_secret in the same request: the stored secret is never sent to a host it was not given for`);
+      }
+      if (await apps.oauthAppHasGrants(tx, id)) {
+        throw new CommandRefused('conflict', 'oauth_app_in_use', 'token_url: connections hold grants of this OAuth app, whose refresh tokens would go to the new origin; create another OAuth app for it and reconnect them');
+      }
+    }
+    return apps.updateOAuthApp(tx, id, {
+      clientId: change.clientId,
+      sealedClientSecret: change.clientSecret === undefined ? undefined : seal(deps.credentials, { table: 'oauth_apps', id }, change.clientSecret),
+      authorizeUrl: change.authorizeUrl,
+      tokenUrl: change.tokenUrl,
+      redirectUri: change.redirectUri,
+      scopes: change.scopes,
+    });
   });
   if (!row) throw notFound('no OAuth app with that id');
   return row;

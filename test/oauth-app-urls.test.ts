@@ -43,6 +43,37 @@ describe('OAuth app endpoints', () => {
       expect(rows[0]!.url).not.toContain('?');
     }
   });
+
+  it("moves the token endpoint to another origin only with the client secret given again, and never while grants of the app exist (their refresh tokens would go there)", async () => {
+    const created = await api.call('POST', '/oauth-apps', appBody());
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.id as string;
+    const tokenUrl = async () => (await api.db.pool.query<{ u: string }>('select token_url as u from oauth_apps where id = $1', [id])).rows[0]!.u;
+    const patch = async (body: Record<string, unknown>) => {
+      const res = await api.call('PATCH', `/oauth-apps/${id}`, body);
+      return [res.status, res.body.error?.code ?? null, res.body.error?.message ?? null];
+    };
+
+    // Another origin (a port is part of it) without the secret: the stored one is not sent there.
+    expect(await patch({ token_url: 'https://idp.example:8443/token' })).toEqual([
+      400, 'invalid_request', 'token_url: moving the token endpoint to another origin (https://idp.example to https://idp.example:8443) needs client_secret in the same request: the stored secret is never sent to a host it was not given for',
+    ]);
+    expect(await tokenUrl()).toBe('https://idp.example/token');
+    // Another path on the same origin: as before.
+    expect((await patch({ token_url: 'https://idp.example/oauth/token' }))[0]).toBe(200);
+    // With the secret given again: moved.
+    expect((await patch({ token_url: 'https://idp.example:8443/token', client_secret: 'the-secret-for-8443' }))[0]).toBe(200);
+    expect(await tokenUrl()).toBe('https://idp.example:8443/token');
+
+    // A grant of the app: its refresh token was given for the app's origin, and no secret given
+    // in the request moves it elsewhere.
+    await api.db.pool.query(`insert into oauth_grants (tenant_id, oauth_app_id, credentials) values ('acme', $1, '{}')`, [id]);
+    expect(await patch({ token_url: 'https://idp.example/token', client_secret: 'another-secret' })).toEqual([
+      409, 'oauth_app_in_use', "token_url: connections hold grants of this OAuth app, whose refresh tokens would go to the new origin; create another OAuth app for it and reconnect them",
+    ]);
+    expect(await tokenUrl()).toBe('https://idp.example:8443/token');
+    expect((await patch({ token_url: 'https://idp.example:8443/v2/token' }))[0]).toBe(200);
+  });
 });
 
 describe('OAuth app endpoints under PROVIDER_HOSTS (a deployment as in production: idp.example allowed, no private addresses)', () => {
