@@ -2,9 +2,11 @@
 // requests in flight in an API process are held to half the pool, the rest wait their turn in
 // the process (holding no connection), and another tenant's request is answered meanwhile. Real
 // API app and Postgres; a tenant's requests are kept in flight by a row lock the test holds.
+import { request as httpRequest, type ClientRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../commands/tenancy';
 import { createPool, type Pool } from '../db/pool';
+import { listen } from '../lib/http';
 import { apiAppWithoutTemporal } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
 import { eventually } from './helpers/worker';
@@ -16,6 +18,8 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
   const db = useTestDatabase();
   let apiPool: Pool;
   let lookups = 0;
+  /** Tenant-key authentications that have ended (the `last_used_at` stamp is their last statement). */
+  let touches = 0;
   let app: ReturnType<typeof apiAppWithoutTemporal>;
 
   beforeAll(() => {
@@ -28,6 +32,7 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
         return async (...args: unknown[]) => {
           const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
           if (typeof args[0] === 'string' && args[0].includes('from api_keys where prefix')) lookups += 1;
+          if (typeof args[0] === 'string' && args[0].includes('update api_keys set last_used_at')) touches += 1;
           return result;
         };
       },
@@ -117,4 +122,58 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
     }
     expect(answers.map((a) => a.status), JSON.stringify(answers)).toEqual(Array.from({ length: 12 }, () => 200));
   });
+
+  it("answers a third tenant while two tenants' request bodies are still arriving: a request waits for its body holding no turn", async () => {
+    // A pool of two: one place a tenant; two tenants each holding one leave none to a third.
+    const smallPool = createPool(db.url, 2);
+    const server = await listen(apiAppWithoutTemporal(new Proxy(smallPool, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          if (typeof args[0] === 'string' && args[0].includes('update api_keys set last_used_at')) touches += 1;
+          return result;
+        };
+      },
+    }), 'in-flight-bodies'), '127.0.0.1', 0);
+    const keys = {
+      alpha: (await createApiKey(db, 'alpha')).secret,
+      beta: (await createApiKey(db, 'beta')).secret,
+      gamma: (await createApiKey(db, 'gamma')).secret,
+    };
+    const uploads: { req: ClientRequest; rest: string; answer: Promise<{ status: number; text: string }> }[] = [];
+    try {
+      const before = touches;
+      for (const tenant of ['alpha', 'beta'] as const) {
+        const body = JSON.stringify({ tenant_id: tenant, url: 'https://example.com/hooks', event_types: ['sync.failed'] });
+        const req = httpRequest(`${server.url}/webhooks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${keys[tenant]}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        });
+        const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+          req.once('response', (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (text += chunk));
+            res.once('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          });
+          req.once('error', reject);
+        });
+        // The headers and the first bytes: the rest is sent only once gamma has its answer.
+        req.write(body.slice(0, 10));
+        uploads.push({ req, rest: body.slice(10), answer });
+      }
+      // Both uploading requests are past authentication: each takes a turn or waits for its body.
+      await eventually(async () => (touches - before >= 2 ? true : undefined), { describe: async () => ({ touches: touches - before }) });
+      const res = await fetch(`${server.url}/connections`, { headers: { authorization: `Bearer ${keys.gamma}` } });
+      expect(res.status, await res.text()).toBe(200);
+    } finally {
+      for (const upload of uploads) upload.req.end(upload.rest);
+    }
+    const answers = await Promise.all(uploads.map((u) => u.answer));
+    expect(answers.map((a) => a.status), JSON.stringify(answers)).toEqual([201, 201]);
+    await server.close();
+    await smallPool.end();
+  }, 20_000);
 });
