@@ -124,7 +124,7 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
  * request's span, named by its route, in the trace of an incoming `traceparent` or a new one, its
  * URL without the query → request metrics → security headers → request id (generated here) and log → body
  * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit →
- * a tenant key's turn, taken once its body has arrived (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
+ * a tenant key's turn, taken once its body has arrived, or none once its client has gone (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
  * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets

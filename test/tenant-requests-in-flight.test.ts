@@ -2,7 +2,9 @@
 // requests in flight in an API process are held to half the pool, the rest wait their turn in
 // the process (holding no connection), and another tenant's request is answered meanwhile. Real
 // API app and Postgres; a tenant's requests are kept in flight by a row lock the test holds.
-import { request as httpRequest, type ClientRequest } from 'node:http';
+import { createServer, request as httpRequest, type ClientRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../commands/tenancy';
 import { createPool, type Pool } from '../db/pool';
@@ -174,6 +176,73 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
     const answers = await Promise.all(uploads.map((u) => u.answer));
     expect(answers.map((a) => a.status), JSON.stringify(answers)).toEqual([201, 201]);
     await server.close();
+    await smallPool.end();
+  }, 20_000);
+
+  it("drops a request whose client went away while it waited for its turn: it changes nothing, and the tenant's next request does not wait for it", async () => {
+    // A pool of two: one place a tenant.
+    const smallPool = createPool(db.url, 2);
+    const listener = getRequestListener(apiAppWithoutTemporal(new Proxy(smallPool, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          if (typeof args[0] === 'string' && args[0].includes('update api_keys set last_used_at')) touches += 1;
+          return result;
+        };
+      },
+    }), 'in-flight-gone').fetch);
+    // The server's side of each DELETE's connection, closed: the API has then heard the client go.
+    let deleteClosed!: () => void;
+    const deleteGone = new Promise<void>((resolve) => (deleteClosed = resolve));
+    const server = createServer((req, res) => {
+      if (req.method === 'DELETE') res.once('close', () => setImmediate(deleteClosed));
+      void listener(req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const key = (await createApiKey(db, 'epsilon')).secret;
+    const send = async (method: string, path: string, body?: unknown) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, text: await res.text() };
+    };
+    const hook = await send('POST', '/webhooks', { tenant_id: 'epsilon', url: 'https://example.com/hooks', event_types: ['sync.failed'] });
+    expect(hook.status, hook.text).toBe(201);
+    const webhookId = (JSON.parse(hook.text) as { id: string }).id;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ('epsilon', 'demo', 'held-gone', 'paused') returning id`,
+    );
+    const held = rows[0]!.id;
+    const locker = await db.pool.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('select 1 from connections where id = $1 for update', [held]);
+      // Epsilon's one place: a PATCH waiting on the lock.
+      const patch = send('PATCH', `/connections/${held}`, { config: { records_per_resource: 2, page_size: 1 } });
+      await eventually(async () => (smallPool.totalCount - smallPool.idleCount >= 1 ? true : undefined));
+      // A DELETE of its webhook waits for a turn; its client goes away meanwhile.
+      const before = touches;
+      const gone = httpRequest(`${url}/webhooks/${webhookId}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+      gone.once('error', () => undefined);
+      gone.end();
+      await eventually(async () => (touches - before >= 1 ? true : undefined), { describe: async () => ({ touches: touches - before }) });
+      gone.destroy();
+      await deleteGone;
+      await locker.query('commit');
+      const patched = await patch;
+      expect(patched.status, patched.text).toBe(200);
+    } finally {
+      await locker.query('rollback').catch(() => undefined);
+      locker.release();
+    }
+    // The tenant's next request runs after any of its own that came first (one place): the
+    // webhook is still there, the DELETE never ran.
+    const after = await send('GET', `/webhooks/${webhookId}`);
+    expect(after.status, after.text).toBe(200);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
     await smallPool.end();
   }, 20_000);
 });

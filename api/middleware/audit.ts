@@ -21,7 +21,7 @@ const recordedPath = (c: Context<ApiEnv>): string => (unstorableIn(c.req.path) ?
 
 /**
  * Writes one `audit_log` row per mutating call (every method but GET, HEAD, OPTIONS) that passed
- * authentication and the rate limit, a call the tenant scope then refuses (403, 404) included: who (admin, or the tenant key's id), what (method and path), the target's id
+ * authentication and the rate limit and ran (not one dropped before its turn, its client gone), a call the tenant scope then refuses (403, 404) included: who (admin, or the tenant key's id), what (method and path), the target's id
  * and tenant, when, and the answer's status. A tenant key's call refused because it named another
  * tenant's resource or tenant_id also records that tenant (`target_tenant_id`), so the tenant it
  * aimed at sees the attempt in its own audit log. Bodies are never recorded, so no secret is. A
