@@ -114,6 +114,31 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect([fits.status, fits.body.error?.code]).toEqual([409, 'connection_paused']);
   });
 
+  it('refuses a list of event types or key scopes longer than there are names with one 400 naming the rule, writing nothing (never a 500 from a list of a hundred thousand bad names)', async () => {
+    const before = await counts();
+    const { rows: hooks } = await api.db.pool.query<{ n: number }>('select count(*)::int as n from webhooks');
+    // Names that are not event types or scopes: each was one issue, which overflowed the stack.
+    const many = `[${Array(200_000).fill('0').join(',')}]`;
+    const bodies: [string, string, string][] = [
+      ['/webhooks', `{"tenant_id":"${tenant}","url":"https://example.com/hook","event_types":${many}}`, 'event_types: must name at most 7 event types'],
+      [`/tenants/${tenant}/api-keys`, `{"scopes":${many}}`, 'scopes: must name at most 2 scopes'],
+      ['/webhooks', JSON.stringify({ tenant_id: tenant, url: 'https://example.com/hook', event_types: Array(8).fill('sync.failed') }), 'event_types: must name at most 7 event types'],
+      [`/tenants/${tenant}/api-keys`, JSON.stringify({ scopes: ['read', 'write', 'read'] }), 'scopes: must name at most 2 scopes'],
+    ];
+    for (const [path, body, message] of bodies) {
+      const answer = await send('POST', path, body);
+      expect(answer.status, `${path}: ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(400);
+      expect(answer.body).toEqual({ error: { code: 'invalid_request', message } });
+    }
+    expect(await counts()).toEqual(before);
+    expect((await api.db.pool.query<{ n: number }>('select count(*)::int as n from webhooks')).rows).toEqual(hooks);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+    // Each name once (or fewer, repeated) still passes.
+    const every = ['sync.completed', 'sync.failed', 'sync.cancelled', 'connection.breaker_opened', 'connection.breaker_closed', 'connection.disabled', 'connection.credentials_invalid'];
+    expect((await send('POST', '/webhooks', JSON.stringify({ tenant_id: tenant, url: 'https://example.com/hook', event_types: every }))).status).toBe(201);
+    expect((await send('POST', `/tenants/${tenant}/api-keys`, JSON.stringify({ scopes: ['read', 'read'] }))).status).toBe(201);
+  });
+
   it("refuses a tenant limit override beyond what the column takes (2147483647) with one 400 naming the field, changing nothing", async () => {
     for (const field of ['max_connections', 'max_webhooks', 'max_immediate_syncs', 'max_running_jobs', 'max_redeliveries_per_hour', 'max_oauth_apps']) {
       const answer = await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify({ [field]: 2_147_483_648 }));

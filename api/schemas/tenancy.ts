@@ -20,6 +20,9 @@ export const CreateApiKeyBody = z
     scopes: z
       .array(z.enum(KEY_SCOPES))
       .min(1, 'must name at least one scope')
+      // Each scope once is all a key can carry; a longer list is refused before its names are
+      // checked one by one (a hundred thousand of them, one issue each, overflowed the stack).
+      .max(KEY_SCOPES.length, `must name at most ${KEY_SCOPES.length} scopes`)
       .optional()
       .openapi({ description: 'read: GET routes; write: every other route. Default both.' }),
   })

@@ -14,6 +14,9 @@ export const CreateWebhookBody = z
     event_types: z
       .array(z.enum(WEBHOOK_EVENT_TYPES))
       .min(1, 'must name at least one event type')
+      // Each type once is all a webhook can ask for; a longer list is refused before its names are
+      // checked one by one (a hundred thousand of them, one issue each, overflowed the stack).
+      .max(WEBHOOK_EVENT_TYPES.length, `must name at most ${WEBHOOK_EVENT_TYPES.length} event types`)
       .openapi({
         description:
           'Events to send: `sync.completed`, `sync.failed`, `sync.cancelled` (one per job that ends, by the status it ended with, whoever ended it; ' +
