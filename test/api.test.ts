@@ -258,6 +258,28 @@ describe('REST API over HTTP', () => {
     expect((await call('GET', `/connections/${conn.id}`)).body.schedule).toEqual(shown.schedule);
   });
 
+  it('refuses schedule text longer than any schedule needs (cron, timezone, full_sync_every) with one 400 naming the field, storing none of it', async () => {
+    const conn = await createConnection('long-schedule', { status: 'paused' });
+    const before = (await call('GET', `/connections/${conn.id}`)).body.schedule;
+    const connections = await count('connections');
+    // A valid cron of 200 KB (one minute listed a hundred thousand times), a zone and a duration padded with spaces.
+    const cases: [Record<string, unknown>, string][] = [
+      [{ cron: `${'1,'.repeat(100_000)}1 * * * *` }, 'schedule.cron: must be at most 1000 characters'],
+      [{ cron: '0 * * * *', timezone: `Europe/Berlin${' '.repeat(100_000)}` }, 'schedule.timezone: must be at most 100 characters'],
+      [{ interval_seconds: 3600, full_sync_every: `${' '.repeat(100_000)}7d` }, 'schedule.full_sync_every: must be at most 32 characters'],
+    ];
+    for (const [schedule, message] of cases) {
+      const patched = await call('PATCH', `/connections/${conn.id}`, { schedule });
+      expect({ status: patched.status, body: patched.body }, patched.text.slice(0, 300)).toEqual({ status: 400, body: { error: { code: 'invalid_request', message } } });
+      const created = await call('POST', '/connections', {
+        tenant_id: 'acme', app_key: 'long-schedule-2', provider: 'demo', status: 'paused', config: { records_per_resource: 1 }, schedule,
+      });
+      expect({ status: created.status, body: created.body }, created.text.slice(0, 300)).toEqual({ status: 400, body: { error: { code: 'invalid_request', message } } });
+    }
+    expect((await call('GET', `/connections/${conn.id}`)).body.schedule).toEqual(before);
+    expect(await count('connections')).toBe(connections);
+  });
+
   it('PATCH schedule, pause, resume, cancel and sync-now reach a connection whose workflow is not running: it runs again with the change applied', async () => {
     const conn = await createConnection('orphaned');
     const handle = stack.env.client.workflow.getHandle(connectionWorkflowId(conn.id));

@@ -31,6 +31,13 @@ export const AppKeySchema = z
 const NO_DEPLOYMENT_MAXIMUM = { maxOverriddenIntervalSeconds: Number.POSITIVE_INFINITY };
 
 /**
+ * The longest text each field of a schedule takes: far more than any schedule needs (a cron
+ * listing every minute, hour, day, month and weekday is under 400 characters), so that no schedule
+ * fills every row, listing and workflow history it reaches, as no config may (MAX_CONFIG_BYTES).
+ */
+export const MAX_SCHEDULE_TEXT = { cron: 1000, timezone: 100, full_sync_every: 32 } as const;
+
+/**
  * A schedule: an interval in seconds or a 5-field cron expression (not both), the cron's IANA
  * `timezone` (default UTC), and how often a scheduled run is a full sync (`full_sync_every`). The
  * fields here give the types and the document; the rules are `parseSchedule`'s (policy/schedule.ts),
@@ -46,24 +53,34 @@ export const ScheduleSchema = z
     cron: z
       .string({ error: 'must be a 5-field cron expression' })
       .optional()
-      .openapi({ description: 'A 5-field cron expression, evaluated in `timezone` (default UTC)', example: '*/15 * * * *' }),
+      .openapi({ description: 'A 5-field cron expression, evaluated in `timezone` (default UTC)', example: '*/15 * * * *', maxLength: MAX_SCHEDULE_TEXT.cron }),
     timezone: z
       .string({ error: 'must be an IANA time zone name such as Europe/Berlin' })
       .optional()
       .openapi({
         description: 'The IANA time zone the cron expression is evaluated in (only with `cron`; default UTC). DST-correct: a fixed time (no wildcard or step in minute and hour, e.g. 30 2 * * * or 30 2,14 * * *) the clock skips runs once when the clock has jumped, one that occurs twice runs once; a wildcard or step follows the wall clock',
         example: 'Europe/Berlin',
+        maxLength: MAX_SCHEDULE_TEXT.timezone,
       }),
     full_sync_every: z
       .union([z.number(), z.string()], { error: 'must be a whole number of runs or a duration such as "7d"' })
       .optional()
       .openapi({
         description:
-          'Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1; a connection\'s first sync is a full one, and the count starts there), or at the run nearest a duration after the last full sync ("12h", "7d", "2w"; units m, h, d, w; at least 1h)',
+          'Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1; a connection\'s first sync is a full one, and the count starts there), or at the run nearest a duration after the last full sync ("12h", "7d", "2w"; units m, h, d, w; at least 1h; at most 32 characters)',
         example: 7,
       }),
   })
   .superRefine((fields, ctx) => {
+    // Text too long is refused before it is parsed (or quoted in a problem's message).
+    let tooLong = false;
+    for (const [key, max] of Object.entries(MAX_SCHEDULE_TEXT)) {
+      const value = (fields as Record<string, unknown>)[key];
+      if (typeof value !== 'string' || value.length <= max) continue;
+      ctx.addIssue({ code: 'custom', message: `must be at most ${max} characters`, path: [key] });
+      tooLong = true;
+    }
+    if (tooLong) return;
     for (const problem of parseSchedule(fields, NO_DEPLOYMENT_MAXIMUM).problems) {
       ctx.addIssue({ code: 'custom', message: problem.message, path: problem.key ? [problem.key] : [] });
     }

@@ -984,7 +984,7 @@ export interface components {
              */
             timezone?: string;
             /**
-             * @description Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1; a connection's first sync is a full one, and the count starts there), or at the run nearest a duration after the last full sync ("12h", "7d", "2w"; units m, h, d, w; at least 1h)
+             * @description Make a scheduled run a full sync (every record fetched, deletions detected) every N runs (a whole number ≥ 1; a connection's first sync is a full one, and the count starts there), or at the run nearest a duration after the last full sync ("12h", "7d", "2w"; units m, h, d, w; at least 1h; at most 32 characters)
              * @example 7
              */
             full_sync_every?: number | string;
