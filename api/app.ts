@@ -10,6 +10,7 @@ import { describeIssues, errorBody, errorResponse } from './errors';
 import { auditLog } from './middleware/audit';
 import { authenticate, FailedLookups, limitStateLookups } from './middleware/auth';
 import { recordHttpMetrics } from './middleware/http-metrics';
+import { receiveBody } from './middleware/receive-body';
 import { tenantScope } from './middleware/tenant-scope';
 import { tenantTurns } from './middleware/tenant-turns';
 import { tenantShareOfPool } from '../policy/tenant-limits';
@@ -66,13 +67,29 @@ function findUnstorable(value: unknown): 'depth' | 'nul' | 'surrogate' | null {
 }
 
 const UNSTORABLE_MESSAGE = {
+  utf8: 'body: must be UTF-8 text',
   depth: `body: must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep`,
   nul: 'body: must not contain NUL (\\u0000) characters',
   surrogate: 'body: must not contain a UTF-16 surrogate without its pair (\\ud800-\\udfff)',
 } as const;
 
+/** Reads UTF-8 and throws on anything else (a byte sequence that is not UTF-8). */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Whether `bytes` are UTF-8 text. */
+function isUtf8(bytes: ArrayBuffer): boolean {
+  try {
+    strictUtf8.decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Refuses with 400 a NUL character (`\u0000` in JSON, `%00` in the URL), and in a JSON body a
+ * Refuses with 400 a JSON body that is not UTF-8 (as JSON must be: its other bytes would be read
+ * as U+FFFD and stored so, something other than what was sent, as a Latin-1 "é" would),
+ * a NUL character (`\u0000` in JSON, `%00` in the URL), and in a JSON body a
  * UTF-16 surrogate without its pair (`"\ud800"`): jsonb refuses both, and the failed statement
  * would quote its neighbours (credentials) into logs; text cannot hold a NUL, and would get U+FFFD
  * in place of the surrogate, storing something other than what was sent. Also a JSON body nested
@@ -84,6 +101,7 @@ const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
   if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
     let body: unknown;
     try {
+      if (!isUtf8(await c.req.arrayBuffer())) return c.json(errorBody('invalid_request', UNSTORABLE_MESSAGE.utf8), 400);
       body = await c.req.json();
     } catch (err) {
       // Not JSON: the route's validator answers. Anything else (a body over the limit) goes on up.
@@ -123,9 +141,9 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
  * Builds the Hono application: (with tracing on, but for probes and the metrics scrape) the
  * request's span, named by its route, in the trace of an incoming `traceparent` or a new one, its
  * URL without the query → request metrics → security headers → request id (generated here) and log → body
- * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → refusal of what Postgres cannot store (NUL, lone surrogates) and of nesting deeper than 64 levels → auth (admin or tenant key) → per-key rate limit →
- * a tenant key's turn, taken once its body has arrived, or none once its client has gone (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
- * scope included) → tenant scope → routes grouped by resource. Every answer carries hono's secure
+ * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → auth (admin or tenant key) → per-key rate limit →
+ * the body received whole (its bytes kept for every later read) → a tenant key's turn, or none once its client has gone (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
+ * scope included) → tenant scope → refusal of a JSON body that is not UTF-8 and of what Postgres cannot store (NUL, lone surrogates), and of nesting deeper than 64 levels → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
  * `no-store`, so no cache or proxy keeps a tenant's data. Every error is JSON
@@ -175,6 +193,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const poolMax = (deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10;
   const guarded = [
     authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: failedLookups }),
+    receiveBody,
     tenantTurns(poolMax, tenantShareOfPool(poolMax)),
     auditLog(deps),
     tenantScope(deps),

@@ -59,6 +59,29 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 
+  it('refuses a JSON body that is not UTF-8 with one 400, writing nothing (its bytes were read as U+FFFD and stored so)', async () => {
+    const before = await counts();
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    // "café" as Latin-1 (0xE9 alone is no UTF-8), and a byte that never appears in UTF-8 (0xFF).
+    const bodies: [string, Buffer][] = [
+      [`/tenants/${tenant}/api-keys`, latin1('{"name":"caf\u00e9 backend"}')],
+      [`/tenants/${tenant}/api-keys`, Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff]), Buffer.from('"}')])],
+      ['/connections', latin1(`{"tenant_id":"${tenant}","app_key":"latin","provider":"demo","status":"paused","config":{"note":"caf\u00e9"}}`)],
+      ['/jobs/schedule', latin1(`{"pairId":"${connectionId}",${window},"payload":{"reason":"caf\u00e9"}}`)],
+    ];
+    for (const [path, body] of bodies) {
+      const res = await api.app.request(path, { method: 'POST', headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' }, body });
+      const answer = { status: res.status, body: await res.json() };
+      expect(answer, `${path}: ${body.toString('latin1')}`).toEqual({ status: 400, body: { error: { code: 'invalid_request', message: 'body: must be UTF-8 text' } } });
+    }
+    expect(await counts()).toEqual(before);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+    // The same text in UTF-8 passes.
+    const utf8 = await send('POST', `/tenants/${tenant}/api-keys`, '{"name":"caf\u00e9 backend"}');
+    expect([utf8.status, utf8.body.name]).toEqual([201, 'café backend']);
+  });
+
   it('lets a surrogate pair (a character outside the BMP) through to the route', async () => {
     // The connection is paused, so the route's own refusal answers: the body passed the check.
     const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';

@@ -1,20 +1,17 @@
 import type { MiddlewareHandler } from 'hono';
-import type { UnofficialStatusCode } from 'hono/utils/http-status';
 import { TenantTurns } from '../../lib/tenant-turns';
 import type { ApiEnv } from '../env';
-
-/** The status logged for a request whose client went away before it ran (nginx's "client closed request"). */
-const CLIENT_GONE = 499 as UnofficialStatusCode;
+import { CLIENT_GONE } from './receive-body';
 
 /**
  * Holds tenant keys' requests (a request holds one pooled connection at a time; the per-key rate
  * limit bounds how many wait) to their turns (TenantTurns) at a pool of `places` connections, at
- * most `perTenant` of one tenant's at once. The admin key is not held. A request's body is
- * received whole before it waits for its turn: a client sending its body slowly (or not at all)
- * holds no place meanwhile, so it cannot take the turns other tenants' requests wait for. A
- * request whose client goes away before its turn comes leaves the queue and never runs: nothing
- * it asked for is done once nobody waits for the answer (a client that gave up may send it again),
- * and the tenant's later requests do not wait behind it.
+ * most `perTenant` of one tenant's at once. The admin key is not held. A request's body has been
+ * received whole before (receiveBody): a client sending its body slowly (or not at all) holds no
+ * place meanwhile, so it cannot take the turns other tenants' requests wait for. A request whose
+ * client goes away before its turn comes leaves the queue and never runs: nothing it asked for is
+ * done once nobody waits for the answer (a client that gave up may send it again), and the
+ * tenant's later requests do not wait behind it.
  */
 export function tenantTurns(places: number, perTenant: number): MiddlewareHandler<ApiEnv> {
   const turns = new TenantTurns(places, perTenant);
@@ -24,8 +21,6 @@ export function tenantTurns(places: number, perTenant: number): MiddlewareHandle
     const gone = c.req.raw.signal;
     let done: () => void;
     try {
-      // Kept by the request (hono caches it): the scope check and the route read it from there.
-      if (c.req.raw.body) await c.req.arrayBuffer();
       done = await turns.take(principal.tenantId, gone);
     } catch (err) {
       // Nobody reads an answer: one is made for the request log only.
