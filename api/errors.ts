@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { CommandRefused, type Refusal } from '../commands/errors';
 import type { ApiErrorCode } from '../policy/vocabulary';
+import { issueProblem, listProblems, type InputIssue } from '../policy/problems';
 
 /** The HTTP status of each way a command can refuse. */
 const REFUSAL_STATUS: Record<Refusal, ContentfulStatusCode> = { invalid: 400, not_found: 404, conflict: 409, gone: 410, failed: 502, timeout: 504, limited: 429 };
@@ -103,7 +104,7 @@ export function unavailableServer(err: unknown): 'Postgres' | 'Temporal' | null 
   return null;
 }
 
-/** The issues of a failed zod parse as one message: `path: problem; path: problem`. */
-export function describeIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
-  return issues.map((i) => `${i.path.map(String).join('.') || 'body'}: ${i.message}`).join('; ');
+/** The issues of a failed zod parse as one message: `path: problem; path: problem` (`listProblems`: the first ones, the rest counted). */
+export function describeIssues(issues: readonly InputIssue[]): string {
+  return listProblems(issues.map((i) => `${i.path.map(String).join('.') || 'body'}: ${issueProblem(i)}`));
 }

@@ -1,6 +1,7 @@
 // Config rules every connector shares, and how every connector reports an invalid config: one `key: problem` line per zod issue, the key
 // written as a person would look for it in their JSON (`resources.customers.records`, `fail[0]`).
 import type { z } from 'zod';
+import { issueProblem, listProblems } from '../policy/problems';
 import { Permanent } from './types';
 
 /** `fail[0].at_page` style: the key a person would look for in their JSON. */
@@ -17,8 +18,8 @@ export function keyPath(path: readonly PropertyKey[]): string {
 export function parseConnectorConfig<S extends z.ZodType>(slug: string, schema: S, config: Record<string, unknown>): z.output<S> {
   const parsed = schema.safeParse(config ?? {});
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${keyPath(issue.path)}: ${issue.message}`);
-    throw new Permanent(`${slug} connector: invalid config: ${problems.join('; ')}`);
+    const problems = parsed.error.issues.map((issue) => `${keyPath(issue.path)}: ${issueProblem(issue)}`);
+    throw new Permanent(`${slug} connector: invalid config: ${listProblems(problems)}`);
   }
   return parsed.data;
 }

@@ -257,4 +257,20 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     ]);
     expect(logs.lines.filter((line) => line.msg === 'audit log write failed')).toEqual([]);
   });
+  it('answers a body with thousands of problems with a 400 of a few KiB that names the first and counts the rest (it quoted every one: a 1 MiB body answered about 1 MiB)', async () => {
+    const before = await counts();
+    const keys = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`not_a_limit_${i}`, 1]));
+    const resources = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`r${i}`, 7]));
+    const answers = [
+      await send('PATCH', `/tenants/${tenant}/limits`, JSON.stringify(keys)),
+      await send('POST', '/connections', JSON.stringify({ tenant_id: tenant, app_key: 'many-problems', provider: 'http', status: 'paused', config: { base_url: 'https://api.example.com', resources } })),
+      await send('POST', `/tenants/${tenant}/api-keys`, JSON.stringify({ ...keys, name: 'k' })),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBe(400);
+      const message = String(answer.body.error.message);
+      expect({ length: message.length < 4096, counted: /and \d+ more/.test(message) }, message.slice(0, 200)).toEqual({ length: true, counted: true });
+    }
+    expect(await counts()).toEqual(before);
+  });
 });

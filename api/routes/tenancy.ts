@@ -4,7 +4,7 @@ import { createApiKey, listApiKeys, listAudit, revokeApiKey } from '../../comman
 import { getTenantLimits, setTenantLimits } from '../../commands/tenant-limits';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { ApiError } from '../errors';
+import { ApiError, describeIssues } from '../errors';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentApiKey, presentAuditEntry, presentPurge, presentTenantLimits } from '../present';
 import { serialCursor } from '../../policy/cursors';
@@ -82,7 +82,7 @@ export function tenancyRoutes(deps: ApiDeps) {
     const { tenant_id } = c.req.valid('param');
     const body = (await c.req.json().catch(() => ({}))) as unknown;
     const parsed = CreateApiKeyBody.safeParse(body ?? {});
-    if (!parsed.success) throw new ApiError(400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+    if (!parsed.success) throw new ApiError(400, 'invalid_request', describeIssues(parsed.error.issues));
     const { key, secret } = await createApiKey(deps, tenant_id, parsed.data);
     c.get('log').info({ api_key_id: key.id, tenant_id, prefix: key.prefix }, 'api key created');
     return c.json({ ...presentApiKey(key), secret }, 201);
