@@ -51,7 +51,7 @@ export function apiSettings(
  * shutdown after the HTTP server stopped taking requests: register before the server.
  */
 export function backgroundStarts(logger: Logger, shutdown: Shutdown): BackgroundStarts {
-  const starts = new BackgroundStarts((err, what) => logger.warn({ err, what }, 'background workflow start failed; the reconcile tick adopts the job'));
+  const starts = new BackgroundStarts((err, what) => logger.warn({ err, what }, 'background workflow start failed; the reconcile tick adopts its job or connection'));
   shutdown.add('background-starts', () => starts.drain());
   return starts;
 }

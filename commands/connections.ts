@@ -104,7 +104,16 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
     }
     throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
   }
-  await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row));
+  const start = () => ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row));
+  try {
+    await start();
+  } catch (err) {
+    // The connection exists once its row is committed: a start that failed (Temporal unreachable
+    // for a moment) is tried again after the answer, and the reconcile tick starts the workflow of
+    // any connection without one. A 5xx here would have the caller retry into 409 on its own app_key.
+    if (!deps.background) throw err;
+    deps.background.run(`connection:${row.id}`, start);
+  }
   return row;
 }
 
