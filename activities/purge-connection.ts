@@ -85,7 +85,8 @@ export function quiesceConnection(deps: ActivityDeps): Activities['quiesceConnec
 
 /**
  * Deletes the connection's rows, table by table, `BATCH` rows per statement, for about 30 s
- * (heartbeating after each batch); once every batch came back short it deletes the rate budgets
+ * (heartbeating after each batch), leaving a table only once none of its rows is left there (an
+ * event still being delivered aside); then it deletes the rate budgets
  * only this connection used and the connection row (its sync state, breaker, alerts and budget
  * usage rows cascade) and completes the purge in one transaction.
  * Idempotent: a retry deletes what is left.
@@ -96,8 +97,13 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
     const deadline = Date.now() + RUN_BUDGET_MS;
     let deleted = 0;
     // Seen-sets before jobs: they hang off the jobs' tasks and have no foreign key to cascade.
-    const steps = [purges.deleteRecordsBatch, purges.deleteSeenBatch, purges.deleteJobsBatch, purges.deleteWebhookEventsBatch];
-    for (const step of steps) {
+    const steps = [
+      { step: purges.deleteRecordsBatch, left: purges.purgeStepLeft.records },
+      { step: purges.deleteSeenBatch, left: purges.purgeStepLeft.seen },
+      { step: purges.deleteJobsBatch, left: purges.purgeStepLeft.jobs },
+      { step: purges.deleteWebhookEventsBatch, left: purges.purgeStepLeft.webhookEvents },
+    ];
+    for (const { step, left } of steps) {
       for (;;) {
         if (Date.now() > deadline) return { deleted, done: false };
         // A batch and its count commit together: a run cut off between them and run again
@@ -109,7 +115,9 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
         });
         deleted += n;
         ctx.heartbeat({ deleted });
-        if (n < BATCH) break;
+        // A short batch ends the step only when nothing of it is left: a concurrent delete (the
+        // retention clean-up) or redelivery can take rows from a batch that chose a full one.
+        if (n < BATCH && !(await left(pool, connectionId))) break;
       }
     }
     await withTransaction(pool, async (tx) => {

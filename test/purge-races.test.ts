@@ -348,4 +348,55 @@ describe('purge and retention races', () => {
     const { rows } = await db.pool.query('select c.id from connections c where c.id = $1 union all select r.connection_id from records r where r.connection_id = $1', [gone]);
     expect(rows).toEqual([]);
   });
+  it("a connection's deletion whose full batches lose rows to the retention clean-up still deletes (and counts) every record and event of it", async () => {
+    const tenant = `purge-short-batch-${randomUUID()}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'short', 'disabled') returning id`,
+      [tenant],
+    );
+    const connectionId = rows[0]!.id;
+    // 1,500 tombstones and 1,500 finished events, 400 days old, oldest first (in key, position and heap order).
+    await db.pool.query(
+      `insert into records (connection_id, resource_type, external_id, data, synced_at, deleted_at, change)
+       select $1, 'issues', lpad(g::text, 5, '0'), '{}', now(), now() - interval '400 days' + make_interval(secs => g), 'delete' from generate_series(1, 1500) g`,
+      [connectionId],
+    );
+    await db.pool.query(
+      `insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
+       select $1, $2, 'sync.completed', '{}', now() - interval '400 days' + make_interval(secs => g) from generate_series(1, 1500) g`,
+      [tenant, connectionId],
+    );
+    const purge = (await insertPurge(db.pool, connectionId, tenant))!;
+    // The retention clean-up deletes the 10 oldest of each, in transactions not yet committed, which
+    // the deletion's first batch of each (1,000 rows) takes too.
+    const cutoff = new Date(Date.now() - 400 * 86_400_000 + 10_500);
+    const tombstones = await db.pool.connect();
+    const events = await db.pool.connect();
+    let run: Promise<unknown>;
+    try {
+      await tombstones.query('begin');
+      expect(await purgeTombstonesBatch(tombstones, cutoff, 1000)).toBe(10);
+      await events.query('begin');
+      expect(await deleteOldEventsBatch(events, cutoff, 1000)).toBe(10);
+      const before = await lockWaiters();
+      run = runPurge({ purgeId: purge.id, connectionId });
+      // The deletion's batch of records waits for the clean-up's tombstones, then its batch of events for its events.
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      await tombstones.query('commit');
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      await events.query('commit');
+      await run;
+    } finally {
+      tombstones.release();
+      events.release();
+    }
+    const left = await db.pool.query<{ records: number; events: number }>(
+      `select (select count(*)::int from records where connection_id = $1) as records,
+              (select count(*)::int from webhook_events where connection_id = $1) as events`,
+      [connectionId],
+    );
+    const done = await db.pool.query('select status, deleted_rows from connection_purges where id = $1', [purge.id]);
+    // 1,490 records, 1,490 events and the connection row, each counted.
+    expect({ left: left.rows[0], purge: done.rows[0] }).toEqual({ left: { records: 0, events: 0 }, purge: { status: 'completed', deleted_rows: '2981' } });
+  });
 });

@@ -2,7 +2,7 @@
 // deletes at most `limit` rows, so no table is locked for long.
 import type { PurgeStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, PURGE } from '../sql';
+import { ACTIVE_JOBS, DELIVERY, PURGE } from '../sql';
 import { deleteFinishedEventsSql } from './webhooks';
 
 /** A purge as the API shows it. */
@@ -129,6 +129,31 @@ export async function deleteJobsBatch(db: Queryable, connectionId: string, limit
 export async function deleteWebhookEventsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
   const { rowCount } = await db.query(deleteFinishedEventsSql('e.connection_id = $1'), [connectionId, limit]);
   return rowCount ?? 0;
+}
+
+/**
+ * Whether any row a batch delete of the connection's (`deleteRecordsBatch`, `deleteSeenBatch`,
+ * `deleteJobsBatch`, `deleteWebhookEventsBatch`) would take is left: a batch that deletes fewer
+ * than its limit may have lost rows it chose to another delete (the retention clean-up), or an
+ * event to its redelivery, while rows it did not choose remain.
+ */
+export const purgeStepLeft = {
+  records: (db: Queryable, connectionId: string) => exists(db, 'select 1 from records where connection_id = $1', connectionId),
+  seen: (db: Queryable, connectionId: string) =>
+    exists(db, 'select 1 from sync_seen s join sync_tasks t on t.id = s.task_id join sync_jobs j on j.id = t.job_id where j.connection_id = $1', connectionId),
+  jobs: (db: Queryable, connectionId: string) => exists(db, 'select 1 from sync_jobs where connection_id = $1', connectionId),
+  webhookEvents: (db: Queryable, connectionId: string) =>
+    exists(
+      db,
+      `select 1 from webhook_events e where e.connection_id = $1
+          and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})`,
+      connectionId,
+    ),
+};
+
+async function exists(db: Queryable, sql: string, connectionId: string): Promise<boolean> {
+  const { rows } = await db.query<{ left: boolean }>(`select exists (${sql}) as left`, [connectionId]);
+  return rows[0]!.left;
 }
 
 /** Deletes the connection row; its sync state, breaker stats, alerts and anything left cascade. */
