@@ -1,6 +1,8 @@
 // Deleting a connection's rows and the retention clean-up, racing other writers, against a real
 // Postgres. Temporal is not reached (a start that fails is the reconcile tick's to make).
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +13,7 @@ import { updateConnection } from '../db/models/connections';
 import { deleteConnection } from '../commands/purges';
 import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
+import { completeAuthorization, createOAuthApp, startAuthorization } from '../commands/oauth';
 import { CommandRefused } from '../commands/errors';
 import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
 import { purgeTombstonesBatch } from '../db/models/records';
@@ -398,5 +401,59 @@ describe('purge and retention races', () => {
     const done = await db.pool.query('select status, deleted_rows from connection_purges where id = $1', [purge.id]);
     // 1,490 records, 1,490 events and the connection row, each counted.
     expect({ left: left.rows[0], purge: done.rows[0] }).toEqual({ left: { records: 0, events: 0 }, purge: { status: 'completed', deleted_rows: '2981' } });
+  });
+  it('an OAuth connect flow completing while its connection is deleted (the purge deleting the row) leaves no grant with tokens behind', async () => {
+    const tenant = `purge-oauth-${randomUUID()}`;
+    // A token endpoint that answers the code exchange once released.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let exchanged = false;
+    const server = createServer((req, res) => {
+      exchanged = true;
+      req.resume();
+      void gate.then(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ access_token: 'access-secret', refresh_token: 'refresh-secret', token_type: 'bearer', expires_in: 3600 }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const holder = await db.pool.connect();
+    try {
+      const deps = testCommandDeps(db.pool, unreachable);
+      const app = await createOAuthApp(deps, {
+        tenantId: tenant, name: 'idp', clientId: 'client', clientSecret: 'client-secret',
+        authorizeUrl: `${base}/authorize`, tokenUrl: `${base}/token`, redirectUri: 'https://client.example/cb', scopes: [],
+      });
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'http', 'flow', 'needs_reauth') returning id`,
+        [tenant],
+      );
+      const connectionId = rows[0]!.id;
+      const start = await startAuthorization(deps, connectionId, { appId: app.id });
+      const state = new URL(start.authorization_url).searchParams.get('state')!;
+      // The callback has consumed its state and waits for the code exchange ...
+      const callback = completeAuthorization(deps, { state, code: 'the-code' }).then(
+        (done) => ({ done }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code } : { error: String(err) }),
+      );
+      await eventually(async () => (exchanged ? true : undefined));
+      // ... while the purge's last transaction deletes the connection row (not yet committed).
+      await holder.query('begin');
+      await deleteConnectionRow(holder, connectionId);
+      const before = await lockWaiters();
+      release();
+      // The callback has answered, or waits for the deletion.
+      let answered = false;
+      void callback.finally(() => (answered = true));
+      await eventually(async () => (answered || (await lockWaiters()) > before ? true : undefined));
+      await holder.query('commit');
+      expect(await callback).toEqual({ code: 'not_found' });
+      const { rows: grants } = await db.pool.query('select id from oauth_grants where tenant_id = $1', [tenant]);
+      expect(grants).toEqual([]);
+    } finally {
+      holder.release();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
