@@ -492,8 +492,13 @@ function sharedGrantSource(credentials: Record<string, unknown> | null | undefin
  * it still marked: it would block the healthy grant for every connection using it.
  */
 async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): Promise<ConnectionRow> {
+  // A source being deleted hands on nothing: its purge's last step deletes it and the grant only
+  // it names. Checked under its purge lock (shared), so the purge is either seen open here or
+  // starts only after this transaction.
+  const purge = await findOpenPurgeLocked(tx, sourceId);
   const source = await connections.findConnectionGrant(tx, sourceId);
   if (!source || source.tenant_id !== row.tenant_id) throw notFound('credentials.grant_from_connection: no connection of this tenant with that id');
+  if (purge) throw purgeInProgress(purge.id);
   if (!source.oauth_grant_id || !source.oauth_app_id) {
     throw new CommandRefused('conflict', 'grant_source_not_oauth2', 'credentials.grant_from_connection: that connection holds no oauth2 grant to share (complete its connect flow first)');
   }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { purgeConnectionBatch } from '../activities/purge-connection';
 import { createConnection } from '../commands/connections';
-import { updateConnection } from '../db/models/connections';
+import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import { deleteConnection } from '../commands/purges';
 import { listChanges } from '../commands/records';
 import { redeliver } from '../commands/webhooks';
@@ -455,5 +455,38 @@ describe('purge and retention races', () => {
       holder.release();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+  it("a connection created to share the grant of one whose purge is deleting it is refused 409 purge_in_progress, not a 500", async () => {
+    const tenant = `purge-share-${randomUUID()}`;
+    const { purgesOf } = await sharedGrant(tenant);
+    const [source, other] = purgesOf as [{ purgeId: string; connectionId: string }, { purgeId: string; connectionId: string }];
+    // Only the source is being deleted: the other connection leaves the grant to it alone.
+    await db.pool.query('delete from connection_purges where id = $1', [other.purgeId]);
+    await db.pool.query('delete from connections where id = $1', [other.connectionId]);
+    const deps = testCommandDeps(db.pool, fakeTemporal().client);
+    const holder = await db.pool.connect();
+    let created: Promise<unknown>;
+    try {
+      // The purge's last transaction has deleted the source row (and with it its grant), not yet committed.
+      await holder.query('begin');
+      await lockOAuthGrantOf(holder, source.connectionId);
+      await deleteConnectionRow(holder, source.connectionId);
+      const before = await lockWaiters();
+      let settled = false;
+      created = createConnection(deps, {
+        tenantId: tenant, appKey: 'sharer', provider: 'http',
+        config: { base_url: 'http://127.0.0.1:9', auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+        credentials: { kind: 'oauth2', grant_from_connection: source.connectionId }, schedule: null, status: 'paused',
+      }).then(
+        (row) => ({ created: row.id }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+      ).finally(() => (settled = true));
+      // The creation has answered, or waits for the deletion.
+      await eventually(async () => (settled || (await lockWaiters()) > before ? true : undefined));
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    expect(await created).toEqual({ code: 'purge_in_progress', details: { purge_id: source.purgeId } });
   });
 });
