@@ -22,6 +22,7 @@ import { nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
 import { countOAuthApps } from '../db/models/tenant-limits';
 import { fitsUnder } from '../policy/tenant-limits';
+import { refuseWhilePurging } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 import { lockedLimits, overLimit } from './tenant-limits';
@@ -255,6 +256,9 @@ export async function completeAuthorization(
   if (!flow) throw invalid('state: unknown, already used or expired; start the connect flow again');
   if (callback.error) throw new CommandRefused('failed', 'authorization_refused', `the provider answered ${callback.error.slice(0, 100)}; start the connect flow again`);
   if (!callback.code) throw invalid('code: required');
+  // A connection being deleted takes no new credentials (409 `purge_in_progress`): no code is
+  // exchanged for it, and (checked again under its purge lock below) no grant is stored.
+  await refuseWhilePurging(deps.pool, flow.connection_id);
   const { client } = await clientOf(deps, flow.oauth_app_id);
   const verifier = open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier);
   let answer;
@@ -268,6 +272,7 @@ export async function completeAuthorization(
   const row = await withTransaction(deps.pool, async (tx) => {
     // The app may have been deleted while the token endpoint answered; held from here to the commit.
     if (!(await apps.lockOAuthAppForUse(tx, flow.oauth_app_id))) throw notFound('the OAuth app of this connect flow no longer exists; create one and start the connect flow again');
+    await refuseWhilePurging(tx, flow.connection_id, 'locked');
     const current = await connections.findConnectionGrant(tx, flow.connection_id);
     if (!current) return null;
     const grantId = current.oauth_grant_id && current.oauth_app_id === flow.oauth_app_id ? current.oauth_grant_id : randomUUID();

@@ -795,7 +795,7 @@ describe('REST API over HTTP', () => {
       'PATCH /oauth-apps/{id}': ['200'],
       'DELETE /oauth-apps/{id}': ['204', '409'],
       'POST /connections/{id}/oauth/authorize': ['200', '409'],
-      'GET /oauth/callback': ['200', '502'],
+      'GET /oauth/callback': ['200', '409', '502'],
       'GET /tenants/{tenant_id}/limits': ['200'],
       'PATCH /tenants/{tenant_id}/limits': ['200'],
     });

@@ -489,4 +489,40 @@ describe('purge and retention races', () => {
     }
     expect(await created).toEqual({ code: 'purge_in_progress', details: { purge_id: source.purgeId } });
   });
+  it("an OAuth connect flow completing after its connection's deletion began is refused 409 purge_in_progress: no code exchanged, no grant stored", async () => {
+    const tenant = `purge-callback-${randomUUID()}`;
+    let exchanged = 0;
+    const server = createServer((req, res) => {
+      exchanged += 1;
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ access_token: 'access-secret', refresh_token: 'refresh-secret', token_type: 'bearer', expires_in: 3600 }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const deps = testCommandDeps(db.pool, fakeTemporal().client);
+      const app = await createOAuthApp(deps, {
+        tenantId: tenant, name: 'idp', clientId: 'client', clientSecret: 'client-secret',
+        authorizeUrl: `${base}/authorize`, tokenUrl: `${base}/token`, redirectUri: 'https://client.example/cb', scopes: [],
+      });
+      const conn = await createConnection(deps, {
+        tenantId: tenant, appKey: 'flow', provider: 'http',
+        config: { base_url: 'http://127.0.0.1:9', auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } },
+        credentials: null, schedule: null, status: 'paused',
+      });
+      // A person starts the connect flow, then the connection is deleted before they come back.
+      const start = await startAuthorization(deps, conn.id, { appId: app.id });
+      const purge = await deleteConnection(deps, conn.id);
+      const state = new URL(start.authorization_url).searchParams.get('state')!;
+      const outcome = await completeAuthorization(deps, { state, code: 'the-code' }).then(
+        (done) => ({ done }),
+        (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+      );
+      const { rows: grants } = await db.pool.query('select id from oauth_grants where tenant_id = $1', [tenant]);
+      expect({ outcome, exchanged, grants }).toEqual({ outcome: { code: 'purge_in_progress', details: { purge_id: purge.id } }, exchanged: 0, grants: [] });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });

@@ -79,6 +79,7 @@ const callback = createRoute({
   request: { query: CallbackQuery },
   responses: {
     200: jsonAnswer(CallbackSchema, 'Connected'), ...errorResponses,
+    409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored', 'purge_in_progress'),
     429: { ...errorAnswer('This address failed too many lookups (unknown states, or tenant keys: API_AUTH_FAILURES_PER_MINUTE); retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this address may look one up again') },
     502: errorAnswer('The provider refused the authorization or the code exchange failed', 'authorization_refused', 'token_exchange_failed'),
   },

@@ -6463,6 +6463,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
