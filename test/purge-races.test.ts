@@ -525,4 +525,40 @@ describe('purge and retention races', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+  it('two connections sharing a rate budget, purged at once: the budget goes with the last of them', async () => {
+    const tenant = `purge-budget-${randomUUID()}`;
+    const fingerprint = `fp-${randomUUID()}`;
+    await db.pool.query(`insert into rate_budgets (fingerprint, provider, tenant_id) values ($1, 'github', $2)`, [fingerprint, tenant]);
+    const purgesOf: { purgeId: string; connectionId: string }[] = [];
+    for (const key of ['a', 'b']) {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'github', $2, 'disabled') returning id`,
+        [tenant, key],
+      );
+      await db.pool.query('insert into rate_budget_connections (connection_id, fingerprint) values ($1, $2)', [rows[0]!.id, fingerprint]);
+      purgesOf.push({ purgeId: (await insertPurge(db.pool, rows[0]!.id, tenant))!.id, connectionId: rows[0]!.id });
+    }
+    // The first purge's last transaction has deleted its connection row and waits (for its purge
+    // row, held here) before it commits, while the second purge runs.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from connection_purges where id = $1 for update', [purgesOf[0]!.purgeId]);
+      const before = await lockWaiters();
+      const first = runPurge(purgesOf[0]!);
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      let secondDone = false;
+      const second = runPurge(purgesOf[1]!).finally(() => {
+        secondDone = true;
+      });
+      // The second has finished, or waits for the first.
+      await eventually(async () => (secondDone || (await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+      await Promise.all([first, second]);
+    } finally {
+      holder.release();
+    }
+    const { rows: left } = await db.pool.query('select fingerprint from rate_budgets where tenant_id = $1', [tenant]);
+    expect(left).toEqual([]);
+  });
 });

@@ -26,8 +26,17 @@ export async function ensureBudget(
 /**
  * Deletes the budgets connection `connectionId` used that no other connection uses (a purge, before
  * the connection row goes and its `rate_budget_connections` rows with it). Answers how many.
+ * In a transaction: the budgets are locked first (in fingerprint order), so of two purges of
+ * connections sharing one, the second waits for the first's commit and then, its delete reading
+ * anew, finds the first's usage row gone and deletes the budget (both skipping it would leave it
+ * for good).
  */
 export async function deleteBudgetsOnlyOf(db: Queryable, connectionId: string): Promise<number> {
+  await db.query(
+    `select 1 from rate_budgets where fingerprint in (select fingerprint from rate_budget_connections where connection_id = $1)
+      order by fingerprint for update`,
+    [connectionId],
+  );
   const { rowCount } = await db.query(
     `delete from rate_budgets b
       where b.fingerprint in (select fingerprint from rate_budget_connections where connection_id = $1)
