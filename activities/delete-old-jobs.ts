@@ -1,7 +1,7 @@
 import { deleteOldAuditEntriesBatch } from '../db/models/audit';
 import { deleteFinishedJobsBatch } from '../db/models/jobs';
 import { purgeTombstonesBatch } from '../db/models/records';
-import { clearExpiredPreviousSecrets, deleteOldEventsBatch } from '../db/models/webhooks';
+import { clearExpiredPreviousSecrets, deleteOldEventsBatch, oldFinishedEventsLeft } from '../db/models/webhooks';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 
@@ -11,17 +11,19 @@ const DAY_MS = 86_400_000;
 export const DEFAULT_DELETE_BATCH_SIZE = 1000;
 
 /**
- * Runs `batch` (one statement deleting at most `size` rows) until a batch comes back short.
+ * Runs `batch` (one statement deleting at most `size` rows) until a batch comes back short (and,
+ * given `left`, nothing of it is left: a batch that skips no locked row can come back short because
+ * another delete took rows it chose).
  * Autocommit: each batch commits on its own, so progress survives a failure midway.
  */
-async function inBatches(size: number, batch: () => Promise<number>): Promise<{ deleted: number; batches: number }> {
+async function inBatches(size: number, batch: () => Promise<number>, left?: () => Promise<boolean>): Promise<{ deleted: number; batches: number }> {
   let deleted = 0;
   let batches = 0;
   for (;;) {
     const n = await batch();
     deleted += n;
     batches += 1;
-    if (n < size) return { deleted, batches };
+    if (n < size && !(left && (await left()))) return { deleted, batches };
   }
 }
 
@@ -57,7 +59,8 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditReten
     const tombstoneCutoff = new Date(input.at - tombstoneRetentionDays * DAY_MS);
     const { deleted: purged } = await inBatches(batchSize, () => purgeTombstonesBatch(pool, tombstoneCutoff, batchSize));
     if (purged > 0) logger.info({ purged, tombstone_retention_days: tombstoneRetentionDays }, 'old record tombstones purged');
-    const { deleted: events } = await inBatches(batchSize, () => deleteOldEventsBatch(pool, cutoff, batchSize));
+    // Events are chosen without SKIP LOCKED (a connection's purge or a redelivery may take some of a batch).
+    const { deleted: events } = await inBatches(batchSize, () => deleteOldEventsBatch(pool, cutoff, batchSize), () => oldFinishedEventsLeft(pool, cutoff));
     if (events > 0) logger.info({ events, retention_days: input.retentionDays }, 'old webhook events deleted');
     const auditCutoff = new Date(input.at - auditRetentionDays * DAY_MS);
     const { deleted: auditEntries } = await inBatches(batchSize, () => deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize));

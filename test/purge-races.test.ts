@@ -8,6 +8,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { purgeConnectionBatch } from '../activities/purge-connection';
+import { deleteOldJobs } from '../activities/delete-old-jobs';
 import { createConnection } from '../commands/connections';
 import { lockOAuthGrantOf, updateConnection } from '../db/models/connections';
 import { deleteConnection } from '../commands/purges';
@@ -19,7 +20,7 @@ import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEv
 import { purgeTombstonesBatch } from '../db/models/records';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
-import { testCommandDeps } from './helpers/deps';
+import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 import { eventually } from './helpers/worker';
 
@@ -560,5 +561,35 @@ describe('purge and retention races', () => {
     }
     const { rows: left } = await db.pool.query('select fingerprint from rate_budgets where tenant_id = $1', [tenant]);
     expect(left).toEqual([]);
+  });
+  it("the retention clean-up whose full batch of events loses some to a connection's deletion still deletes every old event", async () => {
+    const tenant = `retention-short-batch-${randomUUID()}`;
+    const connectionId = randomUUID();
+    // 1,500 finished events of a connection, 300 days old, oldest first (in index and heap order).
+    await db.pool.query(
+      `insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
+       select $1, $2, 'sync.completed', '{}', now() - interval '300 days' + make_interval(secs => g) from generate_series(1, 1500) g`,
+      [tenant, connectionId],
+    );
+    // The connection's deletion deletes its 10 oldest, in a transaction not yet committed, which
+    // the clean-up's first batch of events (1,000) takes too.
+    const holder = await db.pool.connect();
+    let cleanup: Promise<unknown>;
+    try {
+      await holder.query('begin');
+      await holder.query(
+        `delete from webhook_events where id in (select id from webhook_events where connection_id = $1 order by created_at limit 10)`,
+        [connectionId],
+      );
+      const before = await lockWaiters();
+      cleanup = deleteOldJobs(testActivityDeps({ pool: db.pool }).deps)({ at: Date.now(), retentionDays: 7 });
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      await holder.query('commit');
+      await cleanup;
+    } finally {
+      holder.release();
+    }
+    const { rows } = await db.pool.query<{ n: number }>('select count(*)::int as n from webhook_events where connection_id = $1', [connectionId]);
+    expect(rows[0]!.n).toBe(0);
   });
 });

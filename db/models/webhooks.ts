@@ -331,6 +331,20 @@ export function deleteFinishedEventsSql(filter: string): string {
        and not exists (select 1 from deliveries d where d.event_id = webhook_events.id and d.status = ${DELIVERY.pending})`;
 }
 
+/**
+ * Whether an event older than `before` whose deliveries all finished is left: a batch of
+ * `deleteOldEventsBatch` that deleted fewer than its limit may have lost events it chose (to a
+ * connection's purge, or a redelivery) while others it did not choose remain.
+ */
+export async function oldFinishedEventsLeft(db: Queryable, before: Date): Promise<boolean> {
+  const { rows } = await db.query<{ left: boolean }>(
+    `select exists (select 1 from webhook_events e where e.created_at < $1
+                       and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})) as left`,
+    [before],
+  );
+  return rows[0]!.left;
+}
+
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
 export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await db.query(deleteFinishedEventsSql('e.created_at < $1'), [before, limit]);
