@@ -792,7 +792,7 @@ describe('REST API over HTTP', () => {
       'POST /oauth-apps': ['201', '409'],
       'GET /oauth-apps': ['200'],
       'GET /oauth-apps/{id}': ['200'],
-      'PATCH /oauth-apps/{id}': ['200'],
+      'PATCH /oauth-apps/{id}': ['200', '409'],
       'DELETE /oauth-apps/{id}': ['204', '409'],
       'POST /connections/{id}/oauth/authorize': ['200', '409'],
       'GET /oauth/callback': ['200', '409', '502'],
