@@ -893,6 +893,13 @@ export const githubConnector: Connector = {
         continue;
       }
       if (String(item.number) !== number) {
+        // Redirected to another number of the same repository (an issue transferred away and back
+        // has a new number there; GitHub sends the old one to it): the item lives on under that
+        // number, which the listing serves, and this one is gone. Not redirected, it is a wrong answer.
+        if (answer.url !== url) {
+          gone.push(externalId);
+          continue;
+        }
         throw new Permanent(`github connector: unexpected response for '${externalId}': expected the item with that number`);
       }
       const updatedAt = typeof item.updated_at === 'string' ? item.updated_at : null;

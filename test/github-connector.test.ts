@@ -566,6 +566,14 @@ describe('github connector: re-checking deletion candidates', () => {
     expect(answer.alive.map((r) => r.externalId)).toEqual(['octo/hello#6']);
   });
 
+  it('takes an issue transferred away and back (GitHub redirects its old number to its new one in the same repository) as gone, not as a wrong answer', async () => {
+    // octo/hello#5 went elsewhere and came back as octo/hello#6: its old number redirects there.
+    const fake = await github((res, base) => res.writeHead(301, { location: `${base}/repos/octo/hello/issues/6` }).end());
+    const answer = await recheck(fake.url, ['octo/hello#5', 'octo/hello#6']);
+    expect(answer.gone).toEqual(['octo/hello#5']);
+    expect(answer.alive.map((r) => r.externalId)).toEqual(['octo/hello#6']);
+  });
+
   it('takes an issue of a repository renamed since it was configured (GitHub redirects the old name) as alive, a transferred one as gone', async () => {
     const fake = await github((res, base) => res.writeHead(301, { location: `${base}/repositories/999/issues/12` }).end());
     const answer = await recheck(fake.url, ['octo/hello#8', 'octo/hello#5']);
