@@ -167,7 +167,7 @@ export async function deleteOAuthApp(deps: Pick<CommandDeps, 'pool'>, id: string
   // The app's row first: a connect flow storing a grant of the app meanwhile commits before the
   // deletion looks at what uses the app, and is seen.
   const outcome = await withTransaction(deps.pool, async (tx) => {
-    await apps.lockOAuthAppForDeletion(tx, id);
+    await apps.lockOAuthAppForChange(tx, id);
     return apps.deleteOAuthApp(tx, id);
   });
   if (outcome === 'missing') throw notFound('no OAuth app with that id');

@@ -105,8 +105,9 @@ export async function lockOAuthAppForUse(db: Queryable, id: string): Promise<boo
 }
 
 /**
- * Locks app `id` for a change until the transaction ends (FOR UPDATE: a connect flow storing a
- * grant of the app commits first), answering its token URL as stored; null when there is no such app.
+ * Locks app `id` for a change or its deletion until the transaction ends (FOR UPDATE: a connect
+ * flow storing a grant of the app commits first, so the next statement sees that grant), answering
+ * its token URL as stored; null when there is no such app.
  */
 export async function lockOAuthAppForChange(db: Queryable, id: string): Promise<{ token_url: string } | null> {
   const { rows } = await db.query<{ token_url: string }>('select token_url from oauth_apps where id = $1 for update', [id]);
@@ -117,15 +118,6 @@ export async function lockOAuthAppForChange(db: Queryable, id: string): Promise<
 export async function oauthAppHasGrants(db: Queryable, id: string): Promise<boolean> {
   const { rows } = await db.query<{ any: boolean }>('select exists (select 1 from oauth_grants where oauth_app_id = $1) as any', [id]);
   return rows[0]!.any;
-}
-
-/**
- * Locks app `id` for its deletion until the transaction ends (FOR UPDATE), waiting for a
- * transaction that is making a row name it (a connect flow storing its grant) to commit first, so
- * the deletion's next statement sees that row.
- */
-export async function lockOAuthAppForDeletion(db: Queryable, id: string): Promise<void> {
-  await db.query('select 1 from oauth_apps where id = $1 for update', [id]);
 }
 
 /** Deletes app `id` unless a connection's credential uses it: 'deleted', 'in_use' or 'missing'. */

@@ -2,8 +2,8 @@
 // deletes at most `limit` rows, so no table is locked for long.
 import type { PurgeStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
-import { ACTIVE_JOBS, DELIVERY, PURGE } from '../sql';
-import { deleteFinishedEventsSql } from './webhooks';
+import { ACTIVE_JOBS, PURGE } from '../sql';
+import { deleteFinishedEventsSql, FINISHED_EVENT } from './webhooks';
 
 /** A purge as the API shows it. */
 export interface PurgeRow {
@@ -145,8 +145,7 @@ export const purgeStepLeft = {
   webhookEvents: (db: Queryable, connectionId: string) =>
     exists(
       db,
-      `select 1 from webhook_events e where e.connection_id = $1
-          and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})`,
+      `select 1 from webhook_events e where e.connection_id = $1 and ${FINISHED_EVENT}`,
       connectionId,
     ),
 };

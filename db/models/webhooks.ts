@@ -313,6 +313,9 @@ export async function reopenDelivery(db: Queryable, deliveryId: string, at: Date
   );
 }
 
+/** SQL of whether event `e` is finished: none of its deliveries is still pending. */
+export const FINISHED_EVENT = `not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})`;
+
 /**
  * A statement deleting up to `$2` events matching `filter` (on `e`, with `$1`) none of whose
  * deliveries is pending, with their deliveries and attempts (by cascade). Each chosen event's
@@ -323,7 +326,7 @@ export async function reopenDelivery(db: Queryable, deliveryId: string, at: Date
 export function deleteFinishedEventsSql(filter: string): string {
   return `with chosen as (
        select e.id from webhook_events e
-        where ${filter} and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})
+        where ${filter} and ${FINISHED_EVENT}
         limit $2),
      deliveries as (
        select d.event_id, d.status from webhook_deliveries d where d.event_id in (select id from chosen) order by d.id for update)
@@ -339,7 +342,7 @@ export function deleteFinishedEventsSql(filter: string): string {
 export async function oldFinishedEventsLeft(db: Queryable, before: Date): Promise<boolean> {
   const { rows } = await db.query<{ left: boolean }>(
     `select exists (select 1 from webhook_events e where e.created_at < $1
-                       and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})) as left`,
+                       and ${FINISHED_EVENT}) as left`,
     [before],
   );
   return rows[0]!.left;
