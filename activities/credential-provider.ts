@@ -90,6 +90,14 @@ export class CredentialsInvalid extends Permanent {
   override name = 'CredentialsInvalid';
 }
 
+/**
+ * What a credential provider uses: the activity's dependencies, and `keepAlive`, the activity's
+ * heartbeat (repeating where its run stands), called at each pause of a wait for another worker's
+ * renewal: that wait lasts up to twice a renewal lease, longer than an activity's heartbeat timeout.
+ */
+export type CredentialDeps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'> & { keepAlive?: () => void };
+type Deps = CredentialDeps;
+
 /** Where a connector's credential comes from, for one activity run. */
 export interface CredentialProvider {
   /** The credential to send now; an OAuth 2 token within its margin is refreshed first. */
@@ -125,7 +133,7 @@ const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
  * budget is keyed by). Opens them here, in the activity that calls the provider.
  */
 export function credentialProvider(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>,
+  deps: CredentialDeps,
   connectionId: string,
   stored: unknown,
   grantId: string | null = null,
@@ -259,7 +267,7 @@ async function refuseCredentials(
  * replaced it.
  */
 async function refreshWithLease(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
+  deps: Pick<Deps, 'pool' | 'credentials' | 'providers' | 'logger' | 'keepAlive'>,
   connectionId: string,
   holder: CredentialHolder,
   held: OAuth2Secret,
@@ -359,8 +367,9 @@ const WAIT_MAX_MS = 1_000;
  * database connection while the provider answers:
  * 1. a short transaction under `lockCredentialRefresh` re-reads the stored credential; a fresh one
  *    (another worker's renewal) is used as it is; a live lease of another worker means waiting
- *    (re-reading with backoff, bounded: twice the lease) for its stored result; else the lease is
- *    claimed (a lease past its expiry too: its worker died) and the transaction commits;
+ *    (re-reading with backoff, bounded: twice the lease, calling `keepAlive` at each pause) for
+ *    its stored result; else the lease is claimed (a lease past its expiry too: its worker died)
+ *    and the transaction commits;
  * 2. the provider is asked with no connection held;
  * 3. a short compare-and-set stores the answer sealed and ends the lease: only over the credential
  *    that was renewed (or, re-sealed by a key rotation meanwhile, the same one); new credentials a
@@ -368,7 +377,7 @@ const WAIT_MAX_MS = 1_000;
  *    store loses nothing that was stored; a refusal marks the connection `needs_reauth`.
  */
 async function renewWithLease<S>(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger'>,
+  deps: Pick<Deps, 'pool' | 'credentials' | 'providers' | 'logger' | 'keepAlive'>,
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
@@ -402,6 +411,7 @@ async function renewWithLease<S>(
       if (Date.now() > waitUntil) throw new Transient(`${kind.label}: another worker has been renewing the credential for too long; trying again later`);
       if (!waited) deps.logger.info({ connection_id: connectionId, ...(holder.table === 'oauth_grants' ? { grant_id: holder.id } : {}), kind: kind.label }, 'waiting for the credential renewal of another worker');
       waited = true;
+      deps.keepAlive?.();
       await sleep(pause);
       pause = Math.min(pause * 2, WAIT_MAX_MS);
       continue;
@@ -514,8 +524,6 @@ interface ObtainedToken {
   obtained_at?: string;
   secrets: string[];
 }
-
-type Deps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>;
 
 /** How one kind of cached-token credential is read, judged and renewed. */
 interface CachedTokenKind<S extends CachedToken> {

@@ -51,8 +51,10 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
     if (!claimed) return { status: 'skipped', entityCount: 0, writtenCount: 0, deletedCount: 0, pages: 0 };
     if ('ended' in claimed) return claimed.ended;
 
-    const pass = await openPass(deps, input, claimed);
-    const progress = new PassProgress(claimed.task, ctx, pass.log);
+    // A wait for another worker's credential renewal heartbeats where the pass stands.
+    const opened: { progress?: PassProgress } = {};
+    const pass = await openPass(deps, input, claimed, () => opened.progress?.beat());
+    const progress = (opened.progress = new PassProgress(claimed.task, ctx, pass.log));
     if (claimed.lost) progress.restart(claimed.lost, 'while the task was interrupted');
     else if (progress.pages > 0) pass.log.info({ pages_done: progress.pages, attempt: ctx.info.attempt }, 'resuming sync task after its last stored page');
     const validators = await validatorsOf(deps, pass);

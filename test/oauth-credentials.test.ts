@@ -114,6 +114,29 @@ describe('oauth2 credentials', () => {
     for (const s of [conn.grant.access, conn.grant.refresh, stored.access_token, stored.refresh_token, oauth.clientSecret]) expect(logged).not.toContain(s);
   });
 
+  it('a worker waiting for another worker\'s renewal heartbeats while it waits (the wait may outlast the heartbeat timeout), repeating where its pass stands', async () => {
+    const conn = await oauthConnection(10); // within the 300 s margin
+    const { jobId, tasks } = await job(conn.id, ['a', 'b']);
+    let release!: () => void;
+    oauth.refreshGate = new Promise<void>((resolve) => (release = resolve));
+    const runs = [runTask(db.pool, jobId, tasks[0]!, 'a'), runTask(secondPool, jobId, tasks[1]!, 'b')];
+    const waits = (run: (typeof runs)[number]) => run.lines.some((l) => l.msg === 'waiting for the credential renewal of another worker');
+    while (!runs.some(waits)) await new Promise((r) => setTimeout(r, 20));
+    const waiting = runs.find(waits)!;
+    const before = waiting.heartbeats.length;
+    // The wait's pauses double up to 1 s: in 2.5 s of waiting it pauses at least three times.
+    await new Promise((r) => setTimeout(r, 2500));
+    const during = waiting.heartbeats.slice(before);
+    release();
+    const results = await Promise.all(runs.map((run) => run.result));
+    oauth.refreshGate = null;
+    await endJob(jobId);
+    expect(results.map((r) => r.status)).toEqual(['completed', 'completed']);
+    expect(during.length).toBeGreaterThanOrEqual(3);
+    // Where the pass stands (no page stored yet), as its page heartbeats say it.
+    expect(during.at(-1)).toEqual({ pageToken: null, pages: 0 });
+  });
+
   it('a renewal lease left by a worker that died (past its expiry) is taken over: one refresh, stored, and the lease ends', async () => {
     const conn = await oauthConnection(10); // within the 300 s margin
     await db.pool.query(

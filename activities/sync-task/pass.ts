@@ -63,12 +63,13 @@ export interface Pass {
  * obtained. A backfill never moves the cursor. An incremental backfill fetches its window
  * [start, end) instead of from the cursor (the connector's `since` and `until`) and stores only
  * the records changed inside it, whatever the connector served: a record changed at `end` belongs
- * to the next window, one without a change time to none.
+ * to the next window, one without a change time to none. `keepAlive` heartbeats the run while its
+ * credential waits for another worker's renewal.
  */
-export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask): Promise<Pass> {
+export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask, keepAlive: () => void): Promise<Pass> {
   const { task, claim } = claimed;
   const connectionId = task.connection_id;
-  const source = credentialProvider(deps, connectionId, task.credentials, task.oauth_grant_id, task.config);
+  const source = credentialProvider({ ...deps, keepAlive }, connectionId, task.credentials, task.oauth_grant_id, task.config);
   const connector = withCurrentCredential(getConnector(task.provider_slug), source);
   const backfill = task.window_start !== null;
   const window: SyncWindow | null =
@@ -179,7 +180,7 @@ export class PassProgress {
     this.entityCount = 0;
     this.highWater.clear();
     this.holds.clear();
-    this.ctx.heartbeat({ pageToken: this.pageToken, pages: this.pages });
+    this.beat();
   }
 
   /** Whether the pass has stored its last page: some pages stored, and no page after them. */
@@ -214,6 +215,11 @@ export class PassProgress {
     this.pages += 1;
     this.entityCount += records;
     this.writtenCount += written;
+    this.beat();
+  }
+
+  /** Heartbeats where the pass stands (the run is alive; what a retried attempt resumes after). */
+  beat(): void {
     this.ctx.heartbeat({ pageToken: this.pageToken, pages: this.pages });
   }
 }

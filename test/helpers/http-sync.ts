@@ -97,10 +97,17 @@ export async function completeJob(pool: Pool, jobId: string): Promise<void> {
 }
 
 /** Starts the sync activity on one task of a job, as a worker on `pool` runs its attempt `attempt`: the worker's log lines, and the result. */
-export function startTask(pool: Pool, task: { jobId: string; taskId: string; resourceType: string; mode: 'full' | 'incremental' }, attempt = 1): { lines: LogLines; result: Promise<SyncTaskResult> } {
+export function startTask(
+  pool: Pool,
+  task: { jobId: string; taskId: string; resourceType: string; mode: 'full' | 'incremental' },
+  attempt = 1,
+): { lines: LogLines; heartbeats: unknown[]; result: Promise<SyncTaskResult> } {
   const { deps, lines } = testActivityDeps({ pool });
   const input: SyncTaskInput = { jobId: task.jobId, taskId: task.taskId, resourceType: task.resourceType, mode: task.mode };
-  return { lines, result: new MockActivityEnvironment({ attempt }).run(syncTask(deps), input) as Promise<SyncTaskResult> };
+  const env = new MockActivityEnvironment({ attempt });
+  const heartbeats: unknown[] = [];
+  env.on('heartbeat', (details: unknown) => heartbeats.push(details));
+  return { lines, heartbeats, result: env.run(syncTask(deps), input) as Promise<SyncTaskResult> };
 }
 
 /**
