@@ -5,11 +5,13 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Test files that must run alone: those on a time-skipping server (its clock is sensitive to a
- * starved worker: env.sleep hung under CPU contention), and those that read server-wide views
- * (pg_stat_activity, pg_locks), which would see another file's sessions. Decided by what a file
- * says, so a new file falls on the right side without being listed here.
+ * starved worker: env.sleep hung under CPU contention). Decided by what a file says, so a new file
+ * falls on the right side without being listed here. A file reading the server-wide views
+ * (pg_stat_activity, pg_locks) runs beside others: it reads only its own database's sessions
+ * (`datname = current_database()`, a pid of its own, or pg_locks' `database`), as
+ * test/pg-views-scoped.test.ts checks of every file.
  */
-const RUNS_ALONE = /time-?skipping|TimeSkipping|pg_stat_activity|pg_locks/;
+const RUNS_ALONE = /time-?skipping|TimeSkipping/;
 const root = path.dirname(fileURLToPath(import.meta.url));
 const files = readdirSync(path.join(root, 'test'), { recursive: true, encoding: 'utf8' })
   .filter((file) => file.endsWith('.test.ts') && !file.endsWith('.slow.test.ts'))

@@ -44,7 +44,8 @@ describe('connection workflow: a schedule change while a syncNow job is enqueued
       await handle.signal('syncNow', { mode: 'incremental' });
       await handle.signal('resume');
       await eventually(async () => {
-        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where relation = 'sync_jobs'::regclass and not granted`);
+        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_locks
+            where database = (select oid from pg_database where datname = current_database()) and relation = 'sync_jobs'::regclass and not granted`);
         return rows[0]!.n > 0 ? true : undefined;
       });
       await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 7200 } });

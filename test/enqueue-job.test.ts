@@ -521,7 +521,7 @@ describe('enqueueJob', () => {
         const settled = await Promise.race([apiInsert, new Promise<null>((r) => setTimeout(r, 20, null))]);
         if (settled) break;
         const { rows } = await db.pool.query(
-          "select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into sync_jobs%'");
+          "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like 'insert into sync_jobs%'");
         if (rows.length > 0) break;
       }
       const schedulerJob = randomUUID();

@@ -102,7 +102,7 @@ describe('kill -9 between the token answer and storing the rotated refresh token
     // Both workers' storing UPDATEs wait on the rows the test holds: the answers were received.
     await eventually(async () => {
       const { rows } = await db.pool.query<{ n: number }>(
-        `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'update oauth_grants set credentials%'`,
+        `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike 'update oauth_grants set credentials%'`,
       );
       return rows[0]!.n === 2 ? true : undefined;
     }, { timeoutMs: 120_000, describe: async () => fakes.map((f) => f.counts) });
@@ -118,7 +118,7 @@ describe('kill -9 between the token answer and storing the rotated refresh token
     // Nothing of the lost answer was stored: each connection still holds the grant it started from, active.
     for (const conn of conns) {
       await eventually(async () => {
-        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where query ilike 'update oauth_grants set credentials%' and state <> 'idle'`);
+        const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'update oauth_grants set credentials%' and state <> 'idle'`);
         return rows[0]!.n === 0 ? true : undefined;
       });
       expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { refresh_token: conn.grant.refresh, access_token: conn.grant.access } });
