@@ -6,7 +6,7 @@ import type * as Sdk from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach } from 'vitest';
 
 // One buffer per process: the Runtime's logger is installed once, while this file runs again
-// before each test file (the files that run alone share one process).
+// before each test file (the files of a group share a process).
 const buffered: string[] = ((globalThis as { synctideSdkLog?: string[] }).synctideSdkLog ??= []);
 const MAX_LINES = 2000;
 

@@ -1,7 +1,7 @@
 // A job held back by its tenant's running-jobs limit waits durably (a workflow timer) and claims
 // and runs once a running job of its tenant has ended: the real API and worker on the time-skipping
 // server, which skips that timer. Apart from the per-tenant limits file (on the dev server) so that
-// file can run beside others while this one runs alone, as time-skipping files do.
+// file can run beside others while this one runs in the timing-sensitive group, as time-skipping files do.
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +26,7 @@ describe('a job waiting for its tenant’s running jobs', () => {
 
   it('claims and runs once a running job of its tenant has ended, after its durable wait', async () => {
     const q = <T = any>(sql: string, params: unknown[] = []) => stack.db.pool.query(sql, params).then((r) => r.rows as T[]);
-    // A tenant of this attempt's own: the alone group retries a failed test once (the
+    // A tenant of this attempt's own: the timing-sensitive group retries a failed test once (the
     // time-skipping server now and then stalls one), and a retry must not meet the connections
     // and jobs of the attempt before it.
     const tenant = `lim-wait-${randomUUID().slice(0, 8)}`;

@@ -97,7 +97,7 @@ describe('tenant security', () => {
   }
 
   it('keeps known tokens, refresh tokens, OAuth client secrets (code and client credentials grants), GitHub App private keys, installation tokens and webhook secrets out of every table, the Temporal history of a sync, the logs and every answer', async () => {
-    // Names of this attempt's own: the alone group retries a failed test once, and a retry must not
+    // Names of this attempt's own: the timing-sensitive group retries a failed test once, and a retry must not
     // meet the connections and app of the attempt before it (409 on their app_key and name).
     const attempt = `-${randomUUID().slice(0, 8)}`;
     const gh = await created(

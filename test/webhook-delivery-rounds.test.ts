@@ -3,7 +3,7 @@
 // retries back off 10 s, 20 s, 40 s, … by the attempts of its round (a redelivery starts a new
 // one), counted without comparing the worker's clock to the server's, and an attempt that fails
 // on this side (the database) does not inherit the deferred turns as attempts. Time-skipping
-// server (TimeSkipping: runs alone), real worker, Postgres, receivers on 127.0.0.1.
+// server (TimeSkipping: in the timing-sensitive group), real worker, Postgres, receivers on 127.0.0.1.
 import { describe, expect, it } from 'vitest';
 import { reopenDelivery } from '../db/models/webhooks';
 import { startWebhookDeliveries } from '../temporal/client';

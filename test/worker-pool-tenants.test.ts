@@ -70,7 +70,7 @@ describe("a tenant's statements on the worker's pool (real worker, real Postgres
     )).rows;
 
   it("runs another tenant's job while one tenant's page writes hold connections waiting on a lock, and every job completes", async () => {
-    // Tenants of this attempt's own (the file runs alone, where a failed test is tried once more).
+    // Tenants of this attempt's own (the file is in the timing-sensitive group, where a failed test is tried once more).
     const attempt = randomUUID().slice(0, 8);
     const ids = HEAVY.map(() => '');
     const locker = await servers.db.pool.connect();
