@@ -21,7 +21,7 @@ import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
-import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
 import type { LogLines } from './helpers/logs';
 import { findGrantForRefresh } from '../db/models/connections';
 import { nextSecret, refreshDue, refreshMarginSeconds, REFRESH_MARGIN_SECONDS } from '../policy/oauth';
@@ -667,13 +667,7 @@ describe('oauth2 client credentials (the http connector)', () => {
 describe('the connect flow through the API', () => {
   let server: HttpServer;
   let lines: LogLines;
-  const call = async (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => {
-    const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
-    const text = await res.text();
-    return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
-  };
+  const call = (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => callApi(server.url, key, method, path, body);
   beforeAll(async () => {
     ({ server, lines } = await listenWithoutTemporal(db.pool, 'oauth-test'));
   });

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { sealCredentials } from '../lib/credentials';
-import { TEST_API_KEY, listenWithoutTemporal } from './helpers/api';
+import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
@@ -28,13 +28,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const call = async (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => {
-  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
-  const text = await res.text();
-  return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
-};
+const call = (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => callApi(server.url, key, method, path, body);
 
 const config = () => ({ base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } });
 
@@ -114,14 +108,7 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
 
   it('deleted while the token endpoint answers the code exchange: the callback answers 404 naming the app, and the connection holds no grant', async () => {
     const flow = await consented();
-    let release!: () => void;
-    let answering!: () => void;
-    const asked = new Promise<void>((resolve) => (answering = resolve));
-    oauth.beforeCodeAnswer = () => {
-      oauth.beforeCodeAnswer = null;
-      answering();
-      return new Promise<void>((resolve) => (release = resolve));
-    };
+    const { asked, release } = oauth.holdCodeAnswer();
     try {
       const callback = call('GET', flow.callback, undefined, null);
       await asked;
@@ -165,14 +152,7 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
     // While the token endpoint answers the exchange (the state is consumed), the connection's
     // deletion begins; it holds the row when the callback, holding its new grant, reaches it.
     const deleting = await db.pool.connect();
-    let release!: () => void;
-    let answering!: () => void;
-    const asked = new Promise<void>((resolve) => (answering = resolve));
-    oauth.beforeCodeAnswer = () => {
-      oauth.beforeCodeAnswer = null;
-      answering();
-      return new Promise<void>((resolve) => (release = resolve));
-    };
+    const { asked, release } = oauth.holdCodeAnswer();
     try {
       const callback = call('GET', flow.callback, undefined, null);
       await asked;

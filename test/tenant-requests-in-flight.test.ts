@@ -23,11 +23,9 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
   /** Tenant-key authentications that have ended (the `last_used_at` stamp is their last statement). */
   let touches = 0;
   let app: ReturnType<typeof apiAppWithoutTemporal>;
-
-  beforeAll(() => {
-    apiPool = createPool(db.url, API_POOL_MAX);
-    // Counts the tenant-key lookups that have ended: a request past it is past authentication.
-    const counting = new Proxy(apiPool, {
+  /** `pool`, counting the tenant-key lookups and authentications that have ended (`lookups`, `touches`). */
+  const counting = (pool: Pool): Pool =>
+    new Proxy(pool, {
       get(target, prop) {
         const value = Reflect.get(target, prop, target) as unknown;
         if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
@@ -39,7 +37,11 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
         };
       },
     });
-    app = apiAppWithoutTemporal(counting, 'in-flight');
+
+  beforeAll(() => {
+    apiPool = createPool(db.url, API_POOL_MAX);
+    // A request past its key's lookup is past authentication.
+    app = apiAppWithoutTemporal(counting(apiPool), 'in-flight');
   });
   afterAll(async () => {
     await apiPool?.end();
@@ -128,17 +130,7 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
   it("answers a third tenant while two tenants' request bodies are still arriving: a request waits for its body holding no turn", async () => {
     // A pool of two: one place a tenant; two tenants each holding one leave none to a third.
     const smallPool = createPool(db.url, 2);
-    const server = await listen(apiAppWithoutTemporal(new Proxy(smallPool, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-        return async (...args: unknown[]) => {
-          const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-          if (typeof args[0] === 'string' && args[0].includes('update api_keys set last_used_at')) touches += 1;
-          return result;
-        };
-      },
-    }), 'in-flight-bodies'), '127.0.0.1', 0);
+    const server = await listen(apiAppWithoutTemporal(counting(smallPool), 'in-flight-bodies'), '127.0.0.1', 0);
     const keys = {
       alpha: (await createApiKey(db, 'alpha')).secret,
       beta: (await createApiKey(db, 'beta')).secret,
@@ -182,17 +174,7 @@ describe("a tenant's requests in flight (real API app, real Postgres)", () => {
   it("drops a request whose client went away while it waited for its turn: it changes nothing, and the tenant's next request does not wait for it", async () => {
     // A pool of two: one place a tenant.
     const smallPool = createPool(db.url, 2);
-    const listener = getRequestListener(apiAppWithoutTemporal(new Proxy(smallPool, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-        return async (...args: unknown[]) => {
-          const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-          if (typeof args[0] === 'string' && args[0].includes('update api_keys set last_used_at')) touches += 1;
-          return result;
-        };
-      },
-    }), 'in-flight-gone').fetch);
+    const listener = getRequestListener(apiAppWithoutTemporal(counting(smallPool), 'in-flight-gone').fetch);
     // The server's side of each DELETE's connection, closed: the API has then heard the client go.
     let deleteClosed!: () => void;
     const deleteGone = new Promise<void>((resolve) => (deleteClosed = resolve));

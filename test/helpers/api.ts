@@ -21,11 +21,14 @@ export interface ApiAnswer {
   text: string;
 }
 
-/** One call of the API at `url` with `key` as the bearer token (and `body`, if any, as JSON). */
-export async function callApi(url: string, key: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+/**
+ * One call of the API at `url` with `key` as the bearer token (none: null) and `body`, if any, as
+ * JSON. A redirect is answered as it is (the connect flow's), not followed.
+ */
+export async function callApi(url: string, key: string | null, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
   const text = await res.text();
   let parsed: unknown = text;
   try {

@@ -45,6 +45,11 @@ export interface FakeOAuth {
   issued: string[];
   /** Issues a grant directly (as if consented earlier): its access and refresh token. */
   grant(): { access: string; refresh: string };
+  /**
+   * Holds the answer of the next code exchange: `asked` resolves once it arrived, and the answer
+   * is sent once `release()` is called.
+   */
+  holdCodeAnswer(): { asked: Promise<void>; release(): void };
   close(): Promise<void>;
 }
 
@@ -89,6 +94,18 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     pageCount: 5,
     pageSize: 10,
     grant: issue,
+    holdCodeAnswer() {
+      let release!: () => void;
+      let arrived!: () => void;
+      const asked = new Promise<void>((resolve) => (arrived = resolve));
+      const answered = new Promise<void>((resolve) => (release = resolve));
+      fake.beforeCodeAnswer = () => {
+        fake.beforeCodeAnswer = null;
+        arrived();
+        return answered;
+      };
+      return { asked, release };
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
   const server = createServer(async (req, res) => {
