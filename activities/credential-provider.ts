@@ -34,11 +34,11 @@
 // - A refresh spends the stored refresh token. A worker whose lease ended before it stored its
 //   answer (it waited that long for a database connection) still stores it, and another worker
 //   that took the lease over meanwhile was refused the spent token (`invalid_grant`): that refusal
-//   was of a grant that lives on, so the store makes the connections it marked `active` again and
-//   resolves their alerts. A refusal, a store and a connect flow replacing a grant's tokens take the
-//   credential's refresh lock, so whichever comes second sees the other. The run refused under a
-//   lease it took over fails as retryable (its retry finds the connections active again, or still
-//   refused and fails as `CredentialsInvalid`).
+//   was of a grant that lives on, so the store gives the connections it marked their status before
+//   it back (active, or paused) and resolves their alerts. A refusal, a store and a connect flow
+//   replacing a grant's tokens take the credential's refresh lock, so whichever comes second sees
+//   the other. The run refused under a lease it took over fails as retryable (its retry finds the
+//   connections active again, or still refused and fails as `CredentialsInvalid`).
 //
 // Cached-token rules: a `github_app` credential (app id, private key, installation id: the token
 // is an installation token minted from the app's JWT) and an `oauth2_client_credentials` one (token
@@ -503,7 +503,7 @@ async function storeRenewal<S>(
       // Any refusal of the credential this renewal replaced was of the token it spent.
       const resumed = await resumeRefusedConnections(tx, holder);
       for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
-      if (resumed.length > 0) deps.logger.warn({ connection_ids: resumed, kind: kind.label }, 'a refusal of the credential this renewal spent is undone: connections active again');
+      if (resumed.length > 0) deps.logger.warn({ connection_ids: resumed, kind: kind.label }, 'a refusal of the credential this renewal spent is undone: connections back to their status before it');
     }
     return true;
   }));

@@ -157,8 +157,13 @@ describe('oauth2 credentials', () => {
     expect(lease.rowCount).toBe(1);
   });
 
-  it('a worker whose lease ended while it waited for a database connection to store its answer: the refusal another worker got for the refresh token it spent is undone by its store, and that worker\'s task is tried again', async () => {
+  it('a worker whose lease ended while it waited for a database connection to store its answer: the refusal another worker got for the refresh token it spent is undone by its store (a connection of the grant that was paused stays paused), and that worker\'s task is tried again', async () => {
     const conn = await oauthConnection(10); // within the 300 s margin
+    // Another connection of the grant, paused by its owner: the refusal marks it too, and its undo
+    // gives it back its pause.
+    const paused = randomUUID();
+    await insertOAuthConnection(db.pool, { id: paused, tenantId: 'acme', appKey: `c-${paused.slice(0, 8)}`, config: config(), appId: conn.appId, grantId: conn.id });
+    await db.pool.query(`update connections set status = 'paused' where id = $1`, [paused]);
     const { jobId, tasks } = await job(conn.id, ['a', 'b']);
     // Worker A: one database connection, a 1 s provider timeout (its lease: 11 s).
     const poolA = createPool(db.url, 1);
@@ -182,6 +187,9 @@ describe('oauth2 credentials', () => {
       const errB = await runTask(secondPool, jobId, tasks[1]!, 'b').result.then(() => null, (e: Error & { nonRetryable?: boolean }) => e);
       expect(errB?.message).toMatch(/invalid_grant/);
       expect(oauth.counts.refresh - before).toBe(2);
+      const statuses = async () =>
+        (await db.pool.query<{ id: string; status: string }>('select id, status from connections where id = any($1::uuid[]) order by id = $2 desc', [[conn.id, paused], conn.id])).rows.map((r) => r.status);
+      expect(await statuses()).toEqual(['needs_reauth', 'needs_reauth']);
       // B's task is tried again: the worker whose lease it took over may still store the grant's successor.
       expect(errB?.nonRetryable).toBe(false);
       // A gets its connection and stores the tokens the provider gave it.
@@ -197,9 +205,10 @@ describe('oauth2 credentials', () => {
       expect(oauth.counts.refresh - before).toBe(2);
       const stored = await storedSecret(conn.id);
       expect(oauth.refreshTokens.has(stored.refresh_token as string)).toBe(true);
-      // The grant is healthy: its connection is active, with no open alert, and its next run syncs.
-      expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [conn.id])).rows[0]!.status).toBe('active');
-      const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+      // The grant is healthy: its connection is active (the paused one paused), with no open alert, and its next run syncs.
+      expect(await statuses()).toEqual(['active', 'paused']);
+      const alerts = await db.pool.query(
+        `select 1 from alerts where connection_id = any($1::uuid[]) and category = 'connection_credentials_invalid' and resolved_at is null`, [[conn.id, paused]]);
       expect(alerts.rowCount).toBe(0);
       const next = await job(conn.id, ['a']);
       expect((await runTask(db.pool, next.jobId, next.tasks[0]!, 'a').result).status).toBe('completed');

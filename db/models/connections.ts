@@ -690,13 +690,13 @@ export async function findGrantForRefresh(db: Queryable, id: string): Promise<Cr
 }
 
 /**
- * Marks every connection of grant `grantId` that is active or paused `needs_reauth`, while the
- * grant still holds the credential `stored` (new credentials that arrived meanwhile are not
- * refused). The connections changed.
+ * Marks every connection of grant `grantId` that is active or paused `needs_reauth` (keeping which
+ * it was, for a refusal undone), while the grant still holds the credential `stored` (new
+ * credentials that arrived meanwhile are not refused). The connections changed.
  */
 export async function markGrantNeedsReauth(db: Queryable, grantId: string, stored: unknown): Promise<{ id: string; provider_slug: string }[]> {
   const { rows } = await db.query<{ id: string; provider_slug: string }>(
-    `update connections c set status = ${CONNECTION.needs_reauth}
+    `update connections c set status = ${CONNECTION.needs_reauth}, status_before_reauth = c.status
       where c.oauth_grant_id = $1 and c.status in (${CONNECTION.active}, ${CONNECTION.paused})
         and exists (select 1 from oauth_grants g where g.id = $1 and g.credentials = $2::jsonb)
       returning c.id, c.provider_slug`,
@@ -832,13 +832,13 @@ export async function storeRenewedCredentials(db: Queryable, holder: CredentialH
 }
 
 /**
- * Makes every connection of `holder` (the grant's, or the connection itself) that needs
- * reauthorization `active` again: the credential it was refused for has just been renewed. The
- * connections changed.
+ * Gives every connection of `holder` (the grant's, or the connection itself) that needs
+ * reauthorization back the status the refusal found it in (active or paused): the credential it
+ * was refused for has just been renewed. The connections changed.
  */
 export async function resumeRefusedConnections(db: Queryable, holder: CredentialHolder): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `update connections set status = ${CONNECTION.active}
+    `update connections set status = coalesce(status_before_reauth, ${CONNECTION.active}), status_before_reauth = null
       where ${holder.table === 'oauth_grants' ? 'oauth_grant_id' : 'id'} = $1 and status = ${CONNECTION.needs_reauth}
       returning id`,
     [holder.id],
@@ -855,12 +855,13 @@ export async function releaseCredentialLease(db: Queryable, holder: CredentialHo
 }
 
 /**
- * Marks connection `id` `needs_reauth` when it is active or paused and still holds the credential
- * `stored` (new credentials that arrived meanwhile are not refused). True when it changed.
+ * Marks connection `id` `needs_reauth` when it is active or paused (keeping which it was, for a
+ * refusal undone) and still holds the credential `stored` (new credentials that arrived meanwhile
+ * are not refused). True when it changed.
  */
 export async function markNeedsReauth(db: Queryable, id: string, stored: unknown): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update connections set status = ${CONNECTION.needs_reauth}
+    `update connections set status = ${CONNECTION.needs_reauth}, status_before_reauth = status
       where id = $1 and status in (${CONNECTION.active}, ${CONNECTION.paused}) and credentials = $2::jsonb`,
     [id, JSON.stringify(stored)],
   );
