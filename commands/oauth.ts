@@ -217,7 +217,7 @@ export async function startAuthorization(
   const pkce = await newPkce();
   const hash = sha256(state);
   const expiresAt = new Date(Date.now() + OAUTH_STATE_TTL_SECONDS * 1000);
-  await insertOAuthState(deps.pool, {
+  const stored = await insertOAuthState(deps.pool, {
     state_hash: hash,
     tenant_id: connection.tenant_id,
     connection_id: connection.id,
@@ -225,6 +225,8 @@ export async function startAuthorization(
     code_verifier: seal(deps.credentials, { table: 'oauth_states', id: hash }, pkce.verifier),
     expires_at: expiresAt,
   });
+  // Deleted since they were read.
+  if (!stored) throw notFound('no connection with that id, or no OAuth app with that id (deleted meanwhile)');
   return {
     authorization_url: authorizationUrl(client, { state, challenge: pkce.challenge, scopes: request.scopes ?? row.scopes }),
     expires_at: expiresAt,

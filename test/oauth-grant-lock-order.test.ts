@@ -172,6 +172,40 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
   });
 });
 
+describe('a connect flow started while its connection or app is deleted', () => {
+  /** A new app and a connection without credentials. */
+  async function appAndConnection() {
+    const created = await call('POST', '/oauth-apps', {
+      tenant_id: 'acme', name: `start-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
+    });
+    expect(created.status).toBe(201);
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `start-${id.slice(0, 8)}`, config()]);
+    return { appId: created.body.id as string, id };
+  }
+
+  for (const [what, table] of [['connection', 'connections'], ['OAuth app', 'oauth_apps']] as const) {
+    it(`its ${what} deleted as the flow is stored: 404, not 500, and no flow is left`, async () => {
+      const { appId, id } = await appAndConnection();
+      // The row's deletion is under way (uncommitted) when the start stores its flow.
+      const deleting = await db.pool.connect();
+      try {
+        await deleting.query('begin');
+        await deleting.query(`delete from ${table} where id = $1`, [table === 'connections' ? id : appId]);
+        const start = call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: appId });
+        await until(async () => (await lockWaits()) >= 1);
+        await deleting.query('commit');
+        const done = await start;
+        expect([done.status, done.body?.error?.code]).toEqual([404, 'not_found']);
+      } finally {
+        deleting.release();
+      }
+      expect((await db.pool.query('select 1 from oauth_states where connection_id = $1 or oauth_app_id = $2', [id, appId])).rowCount).toBe(0);
+    });
+  }
+});
+
 describe('a grant shared from a connection that leaves it at the same time', () => {
   it('the share answers 409 grant_source_not_oauth2 (the source holds no grant any more), not 500, and the source takes its token', async () => {
     const created = await call('POST', '/oauth-apps', {

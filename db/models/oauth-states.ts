@@ -13,14 +13,20 @@ export interface OAuthStateRow {
   expires_at: Date;
 }
 
-/** Stores a new state; expired states of the same connection go in the same statement. */
-export async function insertOAuthState(db: Queryable, state: Omit<OAuthStateRow, never>): Promise<void> {
-  await db.query(
-    `with expired as (delete from oauth_states where connection_id = $3 and expires_at < now())
+/**
+ * Stores a new state, while its connection and its OAuth app both exist (each locked FOR KEY
+ * SHARE, waiting for a deletion under way to commit first); expired states of the same connection
+ * go in the same statement. False when either is gone.
+ */
+export async function insertOAuthState(db: Queryable, state: Omit<OAuthStateRow, never>): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `with expired as (delete from oauth_states where connection_id = $3 and expires_at < now()),
+          parents as (select 1 from connections c, oauth_apps a where c.id = $3 and a.id = $4 for key share of c, a)
      insert into oauth_states (state_hash, tenant_id, connection_id, oauth_app_id, code_verifier, expires_at)
-     values ($1, $2, $3, $4, $5, $6)`,
+     select $1, $2, $3, $4, $5, $6 from parents`,
     [state.state_hash, state.tenant_id, state.connection_id, state.oauth_app_id, state.code_verifier, state.expires_at],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /**
