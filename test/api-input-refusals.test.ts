@@ -1,10 +1,12 @@
 // Input the database cannot take is refused with a 4xx and a JSON body before anything is written,
 // never answered 500 by a failed statement: characters Postgres cannot store anywhere in a JSON
-// body, and percent-escapes that are not UTF-8 in a path. Against the real API app and Postgres.
+// body, and percent-escapes that are not UTF-8 in a path; and query numbers and times the API would
+// read as something else than what was sent. Against the real API app and Postgres.
 import { randomBytes } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../commands/tenancy';
-import { TEST_API_KEY, useApiWithoutTemporal } from './helpers/api';
+import { listen, type HttpServer } from '../lib/http';
+import { callApi, TEST_API_KEY, useApiWithoutTemporal } from './helpers/api';
 import { capturingLogger } from './helpers/logs';
 
 describe('input the database cannot take (real API app, real Postgres)', () => {
@@ -12,6 +14,8 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
   const api = useApiWithoutTemporal('input-refusals', { logger: logs.logger });
   let connectionId: string;
   const tenant = 'input-refusals';
+  /** The same app listening on 127.0.0.1, for requests sent over HTTP as a client sends them. */
+  let server: HttpServer;
 
   beforeAll(async () => {
     const { rows } = await api.db.pool.query<{ id: string }>(
@@ -19,7 +23,9 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
       [tenant],
     );
     connectionId = rows[0]!.id;
+    server = await listen(api.app, '127.0.0.1', 0);
   });
+  afterAll(() => server?.close());
 
   /** Sends `body` as it is written (JSON text with escapes), with the admin key. */
   async function send(method: string, path: string, body?: string): Promise<{ status: number; body: any }> {
@@ -272,5 +278,38 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
       expect({ length: message.length < 4096, counted: /and \d+ more/.test(message) }, message.slice(0, 200)).toEqual({ length: true, counted: true });
     }
     expect(await counts()).toEqual(before);
+  });
+
+  it('refuses a page size that is not decimal digits from 1 to its maximum with one 400 on every listing (JavaScript Number() read "0x10" as 16, "1e2" as 100, " 5" as 5, "" as 0)', async () => {
+    const { rows: [hook] } = await api.db.pool.query<{ id: string }>(
+      `insert into webhooks (tenant_id, url, event_types, secret) select $1, 'https://example.com/page-' || n, '{sync.completed}', 's' from generate_series(1, 2) n returning id`,
+      [tenant],
+    );
+    const listings: [string, number][] = [
+      [`/connections?tenant_id=${tenant}&`, 200],
+      [`/jobs?tenant_id=${tenant}&`, 200],
+      [`/webhooks?tenant_id=${tenant}&`, 200],
+      [`/webhooks/${hook!.id}/deliveries?`, 200],
+      [`/audit?tenant_id=${tenant}&`, 200],
+      [`/oauth-apps?tenant_id=${tenant}&`, 200],
+      [`/connections/${connectionId}/records?`, 1000],
+    ];
+    // As sent on the wire: a space is %20, a plus sign %2B; U+FF15 is a fullwidth 5, U+0665 an Arabic-Indic 5.
+    const notPageSizes = ['0x10', '0X10', '0b1', '0o7', '1e2', '1E2', '%205', '5%20', '%0A5', '', '%2B5', '-0', '-5', '0', '00', '5.0', '5.', '.5', 'Infinity', 'NaN', '1_0', '5,6', '%EF%BC%95', '%D9%A5', '5&limit=6'];
+    for (const [listing, max] of listings) {
+      const rule = { error: { code: 'invalid_request', message: `limit: must be an integer between 1 and ${max}` } };
+      for (const limit of [...notPageSizes, String(max + 1), '9'.repeat(400)]) {
+        const answer = await callApi(server.url, TEST_API_KEY, 'GET', `${listing}limit=${limit}`);
+        expect({ status: answer.status, body: answer.body }, `${listing}limit=${limit}`).toEqual({ status: 400, body: rule });
+      }
+      for (const path of [listing.slice(0, -1), `${listing}limit=1`, `${listing}limit=${max}`, `${listing}limit=01`]) {
+        const answer = await callApi(server.url, TEST_API_KEY, 'GET', path);
+        expect(answer.status, `${path}: ${answer.text}`).toBe(200);
+      }
+    }
+    // The digits are the page size: one webhook of the two, then the other.
+    const first = await callApi(server.url, TEST_API_KEY, 'GET', `/webhooks?tenant_id=${tenant}&limit=001`);
+    expect([first.body.items.length, typeof first.body.next_cursor]).toEqual([1, 'string']);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 });

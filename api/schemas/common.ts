@@ -136,14 +136,28 @@ export const TenantIdSchema = z
 /** The optional `tenant_id` query parameter of a listing. */
 export const TenantIdQuery = (description?: string) => TenantIdSchema.optional().openapi({ param: { name: 'tenant_id', in: 'query' }, ...(description && { description }) });
 
+/** A page size as a query gives it: decimal digits, nothing else. */
+const DECIMAL_DIGITS = /^[0-9]+$/;
+
+/**
+ * The `limit` query parameter of a listing: decimal digits naming 1 to `max`, `fallback` when
+ * absent. The one parser of a page size. Only digits are read as a number: JavaScript's Number()
+ * also reads "0x10" as 16, "1e2" as 100, " 5" as 5 and "" as 0, so a page size the client did not
+ * write would be served; anything else (a repeated parameter too) is refused with the rule.
+ */
+export const pageSizeQuery = (max: number, fallback: number) => {
+  const rule = `must be an integer between 1 and ${max}`;
+  return z
+    .preprocess(
+      (value) => (typeof value === 'string' && DECIMAL_DIGITS.test(value) ? Number(value) : value),
+      z.number({ error: rule }).int(rule).min(1, rule).max(max, rule),
+    )
+    .default(fallback)
+    .openapi({ param: { name: 'limit', in: 'query' }, example: fallback });
+};
+
 /** Page size of listings: 1–200, default 50. */
-export const LimitQuery = z.coerce
-  .number({ error: 'must be an integer between 1 and 200' })
-  .int('must be an integer between 1 and 200')
-  .min(1, 'must be an integer between 1 and 200')
-  .max(200, 'must be an integer between 1 and 200')
-  .default(50)
-  .openapi({ param: { name: 'limit', in: 'query' }, example: 50 });
+export const LimitQuery = pageSizeQuery(200, 50);
 
 /** Opaque keyset cursor: `next_cursor` of the previous page. */
 export const CursorQuery = z
