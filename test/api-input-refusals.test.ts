@@ -312,4 +312,28 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect([first.body.items.length, typeof first.body.next_cursor]).toEqual([1, 'string']);
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
+
+  it("refuses a backfill window time finer than the millisecond with one 400 naming the field, writing nothing (a Date keeps the millisecond: the window stored records changed before its start)", async () => {
+    const before = await counts();
+    const schedule = (start: string, end: string) => callApi(server.url, TEST_API_KEY, 'POST', '/jobs/schedule', { pairId: connectionId, window: { start, end } });
+    const rule = 'must have at most millisecond precision (no non-zero digit after the third of its fractional seconds)';
+    const refused: [string, string, string][] = [
+      ['2026-01-01T00:00:00.0004Z', '2026-01-02T00:00:00Z', `window.start: ${rule}`],
+      ['2026-01-01T00:00:00.123000001Z', '2026-01-02T00:00:00Z', `window.start: ${rule}`],
+      ['2026-01-01T00:00:00Z', '2026-01-02T01:00:00.999999+01:00', `window.end: ${rule}`],
+      // Within one millisecond: each time named, not "start must be before end".
+      ['2026-01-01T00:00:00.0001Z', '2026-01-01T00:00:00.0009Z', `window.start: ${rule}; window.end: ${rule}`],
+    ];
+    for (const [start, end, message] of refused) {
+      const answer = await schedule(start, end);
+      expect({ status: answer.status, body: answer.body }, `${start} ${end}`).toEqual({ status: 400, body: { error: { code: 'invalid_request', message } } });
+    }
+    expect(await counts()).toEqual(before);
+    // Trailing zeros name the millisecond: they pass to the route (the connection is paused).
+    for (const [start, end] of [['2026-01-01T00:00:00.000000Z', '2026-01-02T00:00:00.123000Z'], ['2026-01-01T00:00:00.5Z', '2026-01-01T00:00:00.50100+00:00'], ['2026-01-01T00:00:00.0010Z', '2026-01-01T00:00:00.002Z']]) {
+      const answer = await schedule(start!, end!);
+      expect([answer.status, answer.body.error?.code], `${start} ${end}: ${answer.text}`).toEqual([409, 'connection_paused']);
+    }
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
 });

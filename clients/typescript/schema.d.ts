@@ -1608,7 +1608,7 @@ export interface components {
         ScheduleJob: {
             /** Format: uuid */
             pairId: string;
-            /** @description Half-open [start, end): the backfill stores the records changed at or after start and before end */
+            /** @description Half-open [start, end): the backfill stores the records changed at or after start and before end. Each time to the millisecond at most (a non-zero digit after the third of its fractional seconds answers 400) */
             window: {
                 /** Format: date-time */
                 start: string;
