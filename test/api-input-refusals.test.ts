@@ -336,4 +336,16 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     }
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
+
+  it('refuses a feed modified_after finer than the millisecond with one 400 (it was cut to the millisecond, so the feed served changes written before it)', async () => {
+    const rule = 'modified_after: must have at most millisecond precision (no non-zero digit after the third of its fractional seconds)';
+    for (const time of ['2026-01-01T00:00:00.0004Z', '2026-01-01T00:00:00.123000001%2B01:00']) {
+      const answer = await callApi(server.url, TEST_API_KEY, 'GET', `/connections/${connectionId}/records?modified_after=${time}`);
+      expect({ status: answer.status, body: answer.body }, time).toEqual({ status: 400, body: { error: { code: 'invalid_request', message: rule } } });
+    }
+    for (const time of ['2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.5Z', '2026-01-01T00:00:00.123000%2B01:00']) {
+      const answer = await callApi(server.url, TEST_API_KEY, 'GET', `/connections/${connectionId}/records?modified_after=${time}`);
+      expect(answer.status, `${time}: ${answer.text}`).toBe(200);
+    }
+  });
 });

@@ -159,6 +159,23 @@ export const pageSizeQuery = (max: number, fallback: number) => {
 /** Page size of listings: 1–200, default 50. */
 export const LimitQuery = pageSizeQuery(200, 50);
 
+/** Fractional seconds with a non-zero digit past the third: a time finer than the millisecond. */
+const FINER_THAN_MILLISECOND = /\.\d{3}\d*[1-9]/;
+
+/**
+ * A time that bounds what is stored or served (a backfill's window, the feed's `modified_after`):
+ * ISO 8601 with its zone, to the millisecond at most (trailing zeros name the millisecond and are
+ * taken). Such times are compared as JavaScript Dates, which keep the millisecond: a finer time
+ * was cut to it, so a window stored records changed before its start and the feed served changes
+ * written before `modified_after`. Refused so, no rule on the value (a window's order) is checked.
+ */
+export const MillisecondTime = z.iso
+  .datetime({ offset: true, error: 'must be an ISO 8601 date-time' })
+  .refine((time) => !FINER_THAN_MILLISECOND.test(time), {
+    error: 'must have at most millisecond precision (no non-zero digit after the third of its fractional seconds)',
+    abort: true,
+  });
+
 /** Opaque keyset cursor: `next_cursor` of the previous page. */
 export const CursorQuery = z
   .string()

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { JOB_STATUSES, JOB_TRIGGERS, SYNC_MODES, TASK_STATUSES } from '../../policy/vocabulary';
-import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, NullableTime, ResourceTypesSchema, sizeRule, TenantIdQuery, uuid } from './common';
+import { boundedJsonObject, CursorQuery, LimitQuery, MAX_PAYLOAD_BYTES, MillisecondTime, NullableTime, ResourceTypesSchema, sizeRule, TenantIdQuery, uuid } from './common';
 
 /** What a job or task did to records: rows inserted (or back from a tombstone), changed, tombstoned, and seen unchanged. */
 export const RecordCountsSchema = z
@@ -78,31 +78,14 @@ export const ListJobsQuery = z.object({
 /** A page of jobs, newest first. */
 export const JobPageSchema = z.object({ items: z.array(JobSchema), next_cursor: z.string().nullable() }).openapi('JobPage');
 
-/** Fractional seconds with a non-zero digit past the third: a time finer than the millisecond. */
-const FINER_THAN_MILLISECOND = /\.\d{3}\d*[1-9]/;
-
-/**
- * A time of a backfill's window: ISO 8601 with its zone, to the millisecond at most (trailing
- * zeros name the millisecond and are taken). The window bounds what the backfill stores and is
- * compared as JavaScript Dates, which keep the millisecond: a finer time was cut to it, so the
- * window stored records changed before its start, and a start and end within one millisecond were
- * refused as "start must be before end". Refused so, the window's order is not checked.
- */
-const WindowTime = z.iso
-  .datetime({ offset: true, error: 'must be an ISO 8601 date-time' })
-  .refine((time) => !FINER_THAN_MILLISECOND.test(time), {
-    error: 'must have at most millisecond precision (no non-zero digit after the third of its fractional seconds)',
-    abort: true,
-  });
-
 /** `POST /jobs/schedule` body, strict: unknown keys are rejected. */
 export const ScheduleJobBody = z
   .strictObject({
     pairId: uuid('must be a UUID (the connection id)'),
     window: z
       .strictObject({
-        start: WindowTime,
-        end: WindowTime,
+        start: MillisecondTime,
+        end: MillisecondTime,
       })
       .refine((w) => Date.parse(w.start) < Date.parse(w.end), { error: 'start must be before end', path: ['end'] })
       .openapi({ description: 'Half-open [start, end): the backfill stores the records changed at or after start and before end. Each time to the millisecond at most (a non-zero digit after the third of its fractional seconds answers 400)' }),

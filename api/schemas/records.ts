@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { RECORD_CHANGES } from '../../policy/vocabulary';
-import { NullableTime, pageSizeQuery } from './common';
+import { MillisecondTime, NullableTime, pageSizeQuery } from './common';
 
 /**
  * Longest feed cursor taken: base64url of its JSON, which names the connection and may name a
@@ -14,10 +14,8 @@ export const ListRecordsQuery = z.object({
   resource_type: z.string().min(1).max(200).optional().openapi({ param: { name: 'resource_type', in: 'query' }, description: 'Only changes of this resource type' }),
   cursor: z.string().max(MAX_FEED_CURSOR_LENGTH).optional().openapi({ param: { name: 'cursor', in: 'query' }, description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
   limit: pageSizeQuery(1000, 100),
-  modified_after: z.iso
-    .datetime({ offset: true, error: 'must be an ISO 8601 date-time' })
-    .optional()
-    .openapi({ param: { name: 'modified_after', in: 'query' }, description: 'Only changes written after this time (a convenience filter; the cursor alone sees every change)' }),
+  modified_after: MillisecondTime.optional()
+    .openapi({ param: { name: 'modified_after', in: 'query' }, description: 'Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change)' }),
 });
 
 /** One change of the feed: the record as it is after its latest write. */

@@ -3837,7 +3837,7 @@ export interface operations {
                 /** @description next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start */
                 cursor?: string;
                 limit?: number;
-                /** @description Only changes written after this time (a convenience filter; the cursor alone sees every change) */
+                /** @description Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change) */
                 modified_after?: string;
             };
             header?: never;
