@@ -425,12 +425,12 @@ const STORE_AGAIN_FIRST_MS = 100;
 
 /**
  * Runs `store` (the transaction that stores a credential the provider has answered) until it
- * succeeds, pausing between tries (doubling to WAIT_MAX_MS), for as long as a renewal lease lasts;
- * then its last error is thrown. The answer exists only in this process, and the provider may have
+ * succeeds, pausing between tries (doubling to WAIT_MAX_MS, calling `keepAlive` at each pause),
+ * for as long as a renewal lease lasts; then its last error is thrown. The answer exists only in this process, and the provider may have
  * spent the refresh token it replaced: a database connection that is not to be had for a moment
  * (a busy pool, a restart) must not throw the grant away.
  */
-async function storePersistently<T>(deps: Pick<ActivityDeps, 'providers' | 'logger'>, connectionId: string, label: string, store: () => Promise<T>): Promise<T> {
+async function storePersistently<T>(deps: Pick<Deps, 'providers' | 'logger' | 'keepAlive'>, connectionId: string, label: string, store: () => Promise<T>): Promise<T> {
   const until = Date.now() + leaseMsOf(deps);
   for (let pause = STORE_AGAIN_FIRST_MS; ; pause = Math.min(pause * 2, WAIT_MAX_MS)) {
     try {
@@ -438,6 +438,7 @@ async function storePersistently<T>(deps: Pick<ActivityDeps, 'providers' | 'logg
     } catch (err) {
       if (Date.now() + pause > until) throw err;
       deps.logger.warn({ connection_id: connectionId, kind: label, error: (err as Error).message }, 'storing a renewed credential failed; trying again');
+      deps.keepAlive?.();
       await sleep(pause);
     }
   }
@@ -445,7 +446,7 @@ async function storePersistently<T>(deps: Pick<ActivityDeps, 'providers' | 'logg
 
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
-  deps: Pick<ActivityDeps, 'pool' | 'credentials' | 'logger' | 'providers'>,
+  deps: Pick<Deps, 'pool' | 'credentials' | 'logger' | 'providers' | 'keepAlive'>,
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,

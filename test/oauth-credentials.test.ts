@@ -243,7 +243,7 @@ describe('oauth2 credentials', () => {
     expect(alerts.rowCount).toBe(1);
   });
 
-  it('a refresh whose answer cannot be stored at once (no database connection for a moment) stores it when one is free: the rotated refresh token is kept', async () => {
+  it('a refresh whose answer cannot be stored at once (no database connection for a moment) stores it when one is free, heartbeating while it waits: the rotated refresh token is kept', async () => {
     const conn = await oauthConnection(10); // within the 300 s margin
     // Worker A: one database connection, which it waits for at most 200 ms at a time.
     const poolA = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 200 });
@@ -261,7 +261,8 @@ describe('oauth2 credentials', () => {
       };
       const { deps } = testActivityDeps({ pool: poolA });
       const stored = (await storedCredentials(db.pool, conn.id))!.credentials;
-      const credential = await credentialProvider(deps, conn.id, stored, conn.id).current().then((c) => c, (e: Error) => e);
+      let beats = 0;
+      const credential = await credentialProvider({ ...deps, keepAlive: () => (beats += 1) }, conn.id, stored, conn.id).current().then((c) => c, (e: Error) => e);
       const issued = oauth.issued.slice(-2);
       expect(credential).toEqual({ token: issued[0] });
       const secret = await storedSecret(conn.id);
@@ -269,6 +270,8 @@ describe('oauth2 credentials', () => {
       expect(oauth.refreshTokens.has(secret.refresh_token as string)).toBe(true);
       const lease = await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_token is null', [conn.id]);
       expect(lease.rowCount).toBe(1);
+      // The stores were tried again for a second (a lease's wait may outlast a heartbeat timeout).
+      expect(beats).toBeGreaterThanOrEqual(2);
     } finally {
       oauth.beforeRefreshAnswer = null;
       (heldA as PoolClient | null)?.release();
