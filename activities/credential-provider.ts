@@ -91,12 +91,11 @@ export class CredentialsInvalid extends Permanent {
 }
 
 /**
- * What a credential provider uses: the activity's dependencies, and `keepAlive`, the activity's
- * heartbeat (repeating where its run stands), called at each pause of a wait for another worker's
- * renewal: that wait lasts up to twice a renewal lease, longer than an activity's heartbeat timeout.
+ * What a credential provider uses. Its waits (for another worker's renewal, up to twice a lease;
+ * storing a renewal while the database is not to be had, up to a lease) may outlast an activity's
+ * heartbeat timeout: the activities calling it heartbeat while they work (`heartbeatingWhile`).
  */
-export type CredentialDeps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'> & { keepAlive?: () => void };
-type Deps = CredentialDeps;
+type Deps = Pick<ActivityDeps, 'pool' | 'credentials' | 'providers' | 'logger' | 'temporal' | 'taskQueue'>;
 
 /** Where a connector's credential comes from, for one activity run. */
 export interface CredentialProvider {
@@ -133,7 +132,7 @@ const presented = (secret: OAuth2Secret) => ({ token: secret.access_token });
  * budget is keyed by). Opens them here, in the activity that calls the provider.
  */
 export function credentialProvider(
-  deps: CredentialDeps,
+  deps: Deps,
   connectionId: string,
   stored: unknown,
   grantId: string | null = null,
@@ -267,7 +266,7 @@ async function refuseCredentials(
  * replaced it.
  */
 async function refreshWithLease(
-  deps: Pick<Deps, 'pool' | 'credentials' | 'providers' | 'logger' | 'keepAlive'>,
+  deps: Pick<Deps, 'pool' | 'credentials' | 'providers' | 'logger'>,
   connectionId: string,
   holder: CredentialHolder,
   held: OAuth2Secret,
@@ -367,9 +366,8 @@ const WAIT_MAX_MS = 1_000;
  * database connection while the provider answers:
  * 1. a short transaction under `lockCredentialRefresh` re-reads the stored credential; a fresh one
  *    (another worker's renewal) is used as it is; a live lease of another worker means waiting
- *    (re-reading with backoff, bounded: twice the lease, calling `keepAlive` at each pause) for
- *    its stored result; else the lease is claimed (a lease past its expiry too: its worker died)
- *    and the transaction commits;
+ *    (re-reading with backoff, bounded: twice the lease) for its stored result; else the lease is
+ *    claimed (a lease past its expiry too: its worker died) and the transaction commits;
  * 2. the provider is asked with no connection held;
  * 3. a short compare-and-set stores the answer sealed and ends the lease: only over the credential
  *    that was renewed (or, re-sealed by a key rotation meanwhile, the same one); new credentials a
@@ -377,7 +375,7 @@ const WAIT_MAX_MS = 1_000;
  *    store loses nothing that was stored; a refusal marks the connection `needs_reauth`.
  */
 async function renewWithLease<S>(
-  deps: Pick<Deps, 'pool' | 'credentials' | 'providers' | 'logger' | 'keepAlive'>,
+  deps: Pick<Deps, 'pool' | 'credentials' | 'providers' | 'logger'>,
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,
@@ -411,7 +409,6 @@ async function renewWithLease<S>(
       if (Date.now() > waitUntil) throw new Transient(`${kind.label}: another worker has been renewing the credential for too long; trying again later`);
       if (!waited) deps.logger.info({ connection_id: connectionId, ...(holder.table === 'oauth_grants' ? { grant_id: holder.id } : {}), kind: kind.label }, 'waiting for the credential renewal of another worker');
       waited = true;
-      deps.keepAlive?.();
       await sleep(pause);
       pause = Math.min(pause * 2, WAIT_MAX_MS);
       continue;
@@ -425,12 +422,12 @@ const STORE_AGAIN_FIRST_MS = 100;
 
 /**
  * Runs `store` (the transaction that stores a credential the provider has answered) until it
- * succeeds, pausing between tries (doubling to WAIT_MAX_MS, calling `keepAlive` at each pause),
- * for as long as a renewal lease lasts; then its last error is thrown. The answer exists only in this process, and the provider may have
+ * succeeds, pausing between tries (doubling to WAIT_MAX_MS), for as long as a renewal lease lasts;
+ * then its last error is thrown. The answer exists only in this process, and the provider may have
  * spent the refresh token it replaced: a database connection that is not to be had for a moment
  * (a busy pool, a restart) must not throw the grant away.
  */
-async function storePersistently<T>(deps: Pick<Deps, 'providers' | 'logger' | 'keepAlive'>, connectionId: string, label: string, store: () => Promise<T>): Promise<T> {
+async function storePersistently<T>(deps: Pick<Deps, 'providers' | 'logger'>, connectionId: string, label: string, store: () => Promise<T>): Promise<T> {
   const until = Date.now() + leaseMsOf(deps);
   for (let pause = STORE_AGAIN_FIRST_MS; ; pause = Math.min(pause * 2, WAIT_MAX_MS)) {
     try {
@@ -438,7 +435,6 @@ async function storePersistently<T>(deps: Pick<Deps, 'providers' | 'logger' | 'k
     } catch (err) {
       if (Date.now() + pause > until) throw err;
       deps.logger.warn({ connection_id: connectionId, kind: label, error: (err as Error).message }, 'storing a renewed credential failed; trying again');
-      deps.keepAlive?.();
       await sleep(pause);
     }
   }
@@ -446,7 +442,7 @@ async function storePersistently<T>(deps: Pick<Deps, 'providers' | 'logger' | 'k
 
 /** Steps 2 and 3 of `renewWithLease`, holding the lease `claimed.lease`. */
 async function storeRenewal<S>(
-  deps: Pick<Deps, 'pool' | 'credentials' | 'logger' | 'providers' | 'keepAlive'>,
+  deps: Pick<Deps, 'pool' | 'credentials' | 'logger' | 'providers'>,
   connectionId: string,
   holder: CredentialHolder,
   kind: LeasedRenewal<S>,

@@ -14,10 +14,8 @@ import { credentialProvider, withCurrentCredential } from './credential-provider
 import { requestBudget } from '../services/rate-budget';
 import { DEFAULT_BUDGET_SETTINGS } from '../policy/rate-budget';
 import type { ActivityDeps } from './deps';
+import { HEARTBEAT_EVERY_MS } from './heartbeat';
 import { storeUnderCurrentConfig } from './selected-now';
-
-/** How often an immediate sync heartbeats while a page is in flight (cancellation arrives with a heartbeat's answer). */
-const HEARTBEAT_EVERY_MS = 2000;
 
 /**
  * Immediate mode: runs the sync of a connection now and returns per-resource counts, creating no

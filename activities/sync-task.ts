@@ -1,10 +1,11 @@
 import { Context } from '@temporalio/activity';
-import type { Activities } from '../temporal/activities';
+import type { Activities, SyncTaskResult } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { heartbeatingWhile } from './heartbeat';
 import { claimTask } from './sync-task/claim';
 import { endPass } from './sync-task/deletion';
 import { readPass } from './sync-task/pages';
-import { openPass, PassProgress, TaskTakenOver, validatorsOf } from './sync-task/pass';
+import { openPass, PassProgress, TaskTakenOver, validatorsOf, type Pass } from './sync-task/pass';
 
 /**
  * Syncs one resource type of a job. Claims the task (`pending → processing`; a task already
@@ -51,37 +52,52 @@ export function syncTask(deps: ActivityDeps): Activities['syncTask'] {
     if (!claimed) return { status: 'skipped', entityCount: 0, writtenCount: 0, deletedCount: 0, pages: 0 };
     if ('ended' in claimed) return claimed.ended;
 
-    // A wait for another worker's credential renewal heartbeats where the pass stands.
-    const opened: { progress?: PassProgress } = {};
-    const pass = await openPass(deps, input, claimed, () => opened.progress?.beat());
-    const progress = (opened.progress = new PassProgress(claimed.task, ctx, pass.log));
+    const pass = await openPass(deps, input, claimed);
+    const progress = new PassProgress(claimed.task, ctx, pass.log);
     if (claimed.lost) progress.restart(claimed.lost, 'while the task was interrupted');
     else if (progress.pages > 0) pass.log.info({ pages_done: progress.pages, attempt: ctx.info.attempt }, 'resuming sync task after its last stored page');
     const validators = await validatorsOf(deps, pass);
-    for (;;) {
-      let end;
-      try {
-        end = await endPass(deps, pass, await readPass(deps, ctx, pass, progress, validators));
-      } catch (err) {
-        if (!(err instanceof TaskTakenOver)) throw err;
-        pass.log.warn({ attempt: ctx.info.attempt, pages_done: progress.pages }, 'sync task no longer held by this run (a later attempt took it over, or it ended): this attempt stops');
-        const { entityCount, writtenCount, pages } = progress;
-        return { status: 'skipped', entityCount, writtenCount, deletedCount: 0, pages };
-      }
-      if (end.lost) {
-        progress.restart(end.lost, 'before the deletion step');
-        continue;
-      }
-      const { entityCount, writtenCount, pages } = progress;
-      const { window } = pass;
-      pass.log.info(
-        {
-          entity_count: entityCount, written_count: writtenCount, deleted_count: end.deleted, pages,
-          ...(window && { window_start: window.start.toISOString(), window_end: window.end?.toISOString() ?? null, outside_window: progress.outsideWindow }),
-        },
-        pass.full ? 'full sync task completed; unseen records tombstoned' : 'sync task completed',
-      );
-      return { status: 'completed', entityCount, writtenCount, deletedCount: end.deleted, pages };
-    }
+    // Between two stored pages, or in the deletion step's re-checks, the run may work longer than
+    // the heartbeat timeout (a slow provider, a wait for another worker's credential renewal).
+    return heartbeatingWhile(ctx, () => progress.where(), () => runPasses(deps, ctx, pass, progress, validators));
   };
+}
+
+/**
+ * Reads the pass to its end and ends it (tombstoning what a full pass may), starting it again
+ * from its first page when its seen-set was found lost; a run whose task a later attempt took
+ * over stops, skipped.
+ */
+async function runPasses(
+  deps: ActivityDeps,
+  ctx: Context,
+  pass: Pass,
+  progress: PassProgress,
+  validators: Awaited<ReturnType<typeof validatorsOf>>,
+): Promise<SyncTaskResult> {
+  for (;;) {
+    let end;
+    try {
+      end = await endPass(deps, pass, await readPass(deps, ctx, pass, progress, validators));
+    } catch (err) {
+      if (!(err instanceof TaskTakenOver)) throw err;
+      pass.log.warn({ attempt: ctx.info.attempt, pages_done: progress.pages }, 'sync task no longer held by this run (a later attempt took it over, or it ended): this attempt stops');
+      const { entityCount, writtenCount, pages } = progress;
+      return { status: 'skipped', entityCount, writtenCount, deletedCount: 0, pages };
+    }
+    if (end.lost) {
+      progress.restart(end.lost, 'before the deletion step');
+      continue;
+    }
+    const { entityCount, writtenCount, pages } = progress;
+    const { window } = pass;
+    pass.log.info(
+      {
+        entity_count: entityCount, written_count: writtenCount, deleted_count: end.deleted, pages,
+        ...(window && { window_start: window.start.toISOString(), window_end: window.end?.toISOString() ?? null, outside_window: progress.outsideWindow }),
+      },
+      pass.full ? 'full sync task completed; unseen records tombstoned' : 'sync task completed',
+    );
+    return { status: 'completed', entityCount, writtenCount, deletedCount: end.deleted, pages };
+  }
 }

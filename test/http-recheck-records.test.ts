@@ -16,11 +16,15 @@ afterEach(closeFakeServers);
 
 const OLD = new Date(Date.now() - 2 * 3_600_000).toISOString();
 
-/** A provider listing `listed` ids of `items` (cursor paging, one page) and answering each item by id. */
-async function provider(items: Map<string, Record<string, unknown>>, listed: () => string[]) {
-  return serve((req, res) => {
+/**
+ * A provider listing `listed` ids of `items` (cursor paging, one page) and answering each item by
+ * id, after `lookupMs` (none by default).
+ */
+async function provider(items: Map<string, Record<string, unknown>>, listed: () => string[], lookupMs = 0) {
+  return serve(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const one = /^\/items\/([^/]+)$/.exec(url.pathname);
+    if (one && lookupMs > 0) await new Promise((r) => setTimeout(r, lookupMs));
     res.writeHead(one && !items.has(decodeURIComponent(one[1]!)) ? 404 : 200, { 'content-type': 'application/json' });
     if (one) res.end(JSON.stringify(items.has(decodeURIComponent(one[1]!)) ? { item: items.get(decodeURIComponent(one[1]!)) } : { error: 'not found' }));
     else res.end(JSON.stringify({ items: listed().map((id) => items.get(id)), meta: { next_cursor: null } }));
@@ -42,6 +46,26 @@ async function connection(baseUrl: string) {
 }
 
 describe('http connector: records a full pass finds alive by item lookup', () => {
+  it('are looked up with the run heartbeating meanwhile: a deletion step of many lookups of a slow provider outlasts a heartbeat timeout', async () => {
+    const ids = Array.from({ length: 12 }, (_, i) => `r${i}`);
+    const items = new Map<string, Record<string, unknown>>(ids.map((id) => [id, { id, name: id, updated_at: OLD }]));
+    let listed = ids;
+    const fake = await provider(items, () => listed, 400);
+    const connectionId = await connection(fake.url);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    await runPass(deps, connectionId, 'items', 'full');
+
+    // The listing leaves every record out this time: each is looked up (400 ms each, 4.8 s in all).
+    listed = [];
+    const heartbeats: unknown[] = [];
+    const { result } = await runPass(deps, connectionId, 'items', 'full', undefined, undefined, heartbeats);
+
+    expect([result.status, result.deletedCount]).toEqual(['completed', 0]);
+    // Once for its one stored page, and again while the lookups go on (where the pass stands).
+    const afterLastPage = heartbeats.filter((d) => JSON.stringify(d) === JSON.stringify({ pageToken: null, pages: 1 }));
+    expect(afterLastPage.length).toBeGreaterThanOrEqual(3);
+  });
+
   it('are stored as a listing page stores them: a NUL stripped and a lone surrogate replaced, the pass completing', async () => {
     const items = new Map<string, Record<string, unknown>>([
       ['a', { id: 'a', name: 'a', updated_at: OLD }],

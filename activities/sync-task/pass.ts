@@ -63,13 +63,12 @@ export interface Pass {
  * obtained. A backfill never moves the cursor. An incremental backfill fetches its window
  * [start, end) instead of from the cursor (the connector's `since` and `until`) and stores only
  * the records changed inside it, whatever the connector served: a record changed at `end` belongs
- * to the next window, one without a change time to none. `keepAlive` heartbeats the run while its
- * credential waits for another worker's renewal.
+ * to the next window, one without a change time to none.
  */
-export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask, keepAlive: () => void): Promise<Pass> {
+export async function openPass(deps: ActivityDeps, input: SyncTaskInput, claimed: ClaimedTask): Promise<Pass> {
   const { task, claim } = claimed;
   const connectionId = task.connection_id;
-  const source = credentialProvider({ ...deps, keepAlive }, connectionId, task.credentials, task.oauth_grant_id, task.config);
+  const source = credentialProvider(deps, connectionId, task.credentials, task.oauth_grant_id, task.config);
   const connector = withCurrentCredential(getConnector(task.provider_slug), source);
   const backfill = task.window_start !== null;
   const window: SyncWindow | null =
@@ -218,8 +217,13 @@ export class PassProgress {
     this.beat();
   }
 
-  /** Heartbeats where the pass stands (the run is alive; what a retried attempt resumes after). */
+  /** Heartbeats where the pass stands (what a retried attempt resumes after). */
   beat(): void {
-    this.ctx.heartbeat({ pageToken: this.pageToken, pages: this.pages });
+    this.ctx.heartbeat(this.where());
+  }
+
+  /** Where the pass stands: its page token and the pages stored so far. */
+  where(): { pageToken: string | null; pages: number } {
+    return { pageToken: this.pageToken, pages: this.pages };
   }
 }

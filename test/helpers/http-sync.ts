@@ -36,6 +36,7 @@ export async function runPass(
   kind: PassKind,
   window?: { start: Date; end: Date | null },
   passStart?: Date,
+  heartbeats?: unknown[],
 ): Promise<{ taskId: string; result: SyncTaskResult }> {
   const { rows } = await deps.pool.query<{ id: string }>(
     `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, started_at, window_start, window_end)
@@ -51,6 +52,8 @@ export async function runPass(
   );
   const taskId = task.rows[0]!.id;
   const env = new MockActivityEnvironment({ attempt: 1 });
+  // The details of each heartbeat of the run, when asked for.
+  if (heartbeats) env.on('heartbeat', (details: unknown) => heartbeats.push(details));
   try {
     const input: SyncTaskInput = { jobId, taskId, resourceType, mode: kind === 'full' ? 'full' : 'incremental' };
     const result = (await env.run(syncTask(deps), input)) as SyncTaskResult;
