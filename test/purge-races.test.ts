@@ -19,6 +19,7 @@ import { CommandRefused } from '../commands/errors';
 import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEventsBatch, insertPurge } from '../db/models/purges';
 import { purgeTombstonesBatch } from '../db/models/records';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
+import type { Queryable } from '../db/queryable';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
@@ -103,6 +104,66 @@ describe('purge and retention races', () => {
     const { webhookId, deliveryId } = await failedDelivery(tenant, connectionId);
     const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteWebhookEventsBatch(db.pool, connectionId, 100));
     expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
+  });
+
+  it("a connection's purge and the retention clean-up deleting the same events (their deliveries gone with their webhook) both complete, never deadlocked", async () => {
+    const tenant = `purge-retention-deadlock-${randomUUID()}`;
+    const connectionId = randomUUID();
+    // Three old events of the connection, in heap order p, h, q and in id order q, h, p.
+    const [q, h, p] = ['00000000-0000-4000-8000-00000000d001', '00000000-0000-4000-8000-00000000d002', '00000000-0000-4000-8000-00000000d003'];
+    const { rows: hooks } = await db.pool.query<{ id: string }>(
+      `insert into webhooks (tenant_id, url, event_types, secret) values ($1, 'https://example.com/hook', '{sync.completed}', 'whsec_x') returning id`,
+      [tenant],
+    );
+    await db.pool.query(
+      `insert into webhook_events (id, tenant_id, connection_id, event_type, payload, created_at)
+       select id, $1, $2, 'sync.completed', '{}', now() - interval '40 days' from unnest($3::uuid[]) id`,
+      [tenant, connectionId, [p, h, q]],
+    );
+    await db.pool.query(`insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at) select $1, id, 'delivered', 1, now() from unnest($2::uuid[]) id`, [hooks[0]!.id, [p, h, q]]);
+    // The webhook is deleted: its deliveries go with it, its events stay until they are cleaned up.
+    await db.pool.query('delete from webhooks where id = $1', [hooks[0]!.id]);
+    /**
+     * Runs `remove` in its own transaction with the planner settings `plan` (on large tables the
+     * purge and the clean-up reach their events by different plans, so in different orders; here,
+     * on three rows, the purge scans the heap (p, h, q) and the clean-up the primary key (q, h, p)).
+     */
+    const inTransaction = async (plan: string, remove: (client: Queryable) => Promise<number>) => {
+      const client = await db.pool.connect();
+      try {
+        await client.query('begin');
+        await client.query(plan);
+        const n = await remove(client);
+        await client.query('commit');
+        return `deleted ${n}`;
+      } catch (err) {
+        await client.query('rollback');
+        return String(err);
+      } finally {
+        client.release();
+      }
+    };
+    const holder = await db.pool.connect();
+    let purged: Promise<string>;
+    let cleaned: Promise<string>;
+    try {
+      // Another transaction holds h: the purge, having taken p, waits for it, and so does the clean-up, having taken q.
+      await holder.query('begin');
+      await holder.query('select 1 from webhook_events where id = $1 for update', [h]);
+      const before = await lockWaiters();
+      purged = inTransaction('set local enable_indexscan = off; set local enable_bitmapscan = off', (client) => deleteWebhookEventsBatch(client, connectionId, 100));
+      await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
+      cleaned = inTransaction('set local enable_seqscan = off; set local enable_hashjoin = off; set local enable_nestloop = off', (client) =>
+        deleteOldEventsBatch(client, new Date(Date.now() - 30 * 86_400_000), 100));
+      await eventually(async () => ((await lockWaiters()) > before + 1 ? true : undefined));
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    const outcomes = [await purged, await cleaned];
+    const { rows: left } = await db.pool.query('select id from webhook_events where connection_id = $1', [connectionId]);
+    // Between them they delete the three events, each once, neither killed by Postgres.
+    expect({ outcomes: outcomes.sort(), left }).toEqual({ outcomes: ['deleted 0', 'deleted 3'], left: [] });
   });
 
   it("a feed reader never gets a page without the records a connection's purge is deleting: refused (409 purge_in_progress) once the purge is open", async () => {

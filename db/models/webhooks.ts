@@ -318,19 +318,25 @@ export const FINISHED_EVENT = `not exists (select 1 from webhook_deliveries d wh
 
 /**
  * A statement deleting up to `$2` events matching `filter` (on `e`, with `$1`) none of whose
- * deliveries is pending, with their deliveries and attempts (by cascade). Each chosen event's
- * deliveries are locked and read again as last committed before the event goes: a redelivery
- * that claimed one of them (it locks the delivery, then writes it pending) and commits while this
- * statement runs keeps its event, so a redelivery answered 202 is never deleted under it.
+ * deliveries is pending, with their deliveries and attempts (by cascade). The chosen events are
+ * locked first, in id order, then their deliveries, in id order: two such statements choosing
+ * overlapping events (a connection's purge and the retention clean-up) take their locks in one
+ * order, so one waits for the other instead of each holding an event the other deletes (events
+ * whose webhook was deleted have no delivery to lock, so the deliveries alone do not order them).
+ * Each chosen event's deliveries are read again as last committed before the event goes: a
+ * redelivery that claimed one of them (it locks the delivery, then writes it pending) and commits
+ * while this statement runs keeps its event, so a redelivery answered 202 is never deleted under it.
  */
 export function deleteFinishedEventsSql(filter: string): string {
   return `with chosen as (
        select e.id from webhook_events e
         where ${filter} and ${FINISHED_EVENT}
         limit $2),
+     events as (
+       select id from webhook_events where id in (select id from chosen) order by id for update),
      deliveries as (
-       select d.event_id, d.status from webhook_deliveries d where d.event_id in (select id from chosen) order by d.id for update)
-     delete from webhook_events where id in (select id from chosen)
+       select d.event_id, d.status from webhook_deliveries d where d.event_id in (select id from events) order by d.id for update)
+     delete from webhook_events where id in (select id from events)
        and not exists (select 1 from deliveries d where d.event_id = webhook_events.id and d.status = ${DELIVERY.pending})`;
 }
 
