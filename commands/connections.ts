@@ -81,29 +81,33 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
   const row = await withTransaction(deps.pool, async (tx) => {
     const max = (await lockedLimits(deps, tx, request.tenantId)).connections;
     if (!fitsUnder(max, await countConnections(tx, request.tenantId))) throw overLimit('connections', max, 'connections');
-    const inserted = await connections.insertConnection(tx, {
-      id,
-      tenantId: request.tenantId,
-      providerSlug: request.provider,
-      appKey: request.appKey,
-      config: request.config,
-      sealedCredentials,
-      schedule,
-      // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
-      status: request.status,
-    });
-    return inserted && shared ? shareGrant(tx, inserted, shared) : inserted;
-  });
-  if (!row) {
-    // A connection being deleted keeps its app key until its purge completes: said so, with the
-    // purge to poll, rather than as a taken app key the caller has just deleted.
-    const holder = await connections.findConnectionByAppKey(deps.pool, request.appKey, request.tenantId);
-    const purge = holder && (await findOpenPurge(deps.pool, holder.id));
-    if (purge) {
-      throw new CommandRefused('conflict', 'purge_in_progress', `tenant ${request.tenantId}'s connection with app_key ${request.appKey} is being deleted; the app key is free once its purge completes`, { purge_id: purge.id });
+    const insert = () =>
+      connections.insertConnection(tx, {
+        id,
+        tenantId: request.tenantId,
+        providerSlug: request.provider,
+        appKey: request.appKey,
+        config: request.config,
+        sealedCredentials,
+        schedule,
+        // In the insert itself: a reconcile tick must never see a connection meant to be paused as active.
+        status: request.status,
+      });
+    let inserted = await insert();
+    if (!inserted) {
+      // Who holds the app key is read under a lock of its row, in this transaction: a purge
+      // completing meanwhile deletes that row in its last transaction, which is waited for; the
+      // key it frees is then taken (the insert made once more), and a purge answered as open
+      // cannot complete before the answer.
+      let holder = await connections.lockConnectionByAppKey(tx, request.appKey, request.tenantId);
+      if (!holder) {
+        inserted = await insert();
+        if (!inserted) holder = await connections.lockConnectionByAppKey(tx, request.appKey, request.tenantId);
+      }
+      if (!inserted) throw await appKeyTaken(tx, request, holder);
     }
-    throw new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
-  }
+    return shared ? shareGrant(tx, inserted, shared) : inserted;
+  });
   const start = () => ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row));
   try {
     await start();
@@ -115,6 +119,19 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
     deps.background.run(`connection:${row.id}`, start);
   }
   return row;
+}
+
+/**
+ * The refusal of a create whose (tenant, app key) `holder` holds: a connection being deleted keeps
+ * its app key until its purge completes, said so with the purge to poll (409
+ * `purge_in_progress`), rather than as a taken app key the caller has just deleted.
+ */
+async function appKeyTaken(tx: Queryable, request: NewConnectionRequest, holder: { id: string } | null): Promise<CommandRefused> {
+  const purge = holder && (await findOpenPurge(tx, holder.id));
+  if (purge) {
+    return new CommandRefused('conflict', 'purge_in_progress', `tenant ${request.tenantId}'s connection with app_key ${request.appKey} is being deleted; the app key is free once its purge completes`, { purge_id: purge.id });
+  }
+  return new CommandRefused('conflict', 'conflict', `tenant ${request.tenantId} already has a connection with app_key ${request.appKey}`);
 }
 
 /** The connection with id `id`; refuses with `not_found` (and `missing` as its message) when there is none. */

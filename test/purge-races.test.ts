@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
+import type pg from 'pg';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
@@ -20,6 +21,7 @@ import { completePurge, deleteConnectionRow, deleteRecordsBatch, deleteWebhookEv
 import { purgeTombstonesBatch } from '../db/models/records';
 import { deleteOldEventsBatch } from '../db/models/webhooks';
 import type { Queryable } from '../db/queryable';
+import type { Pool } from '../db/pool';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
@@ -206,6 +208,101 @@ describe('purge and retention races', () => {
       (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
     );
     expect(again).toEqual({ code: 'purge_in_progress', details: { purge_id: purge.id } });
+  });
+
+  /**
+   * `pool`, but each time a connection's insert finds its (tenant, app key) taken (its statement
+   * answered no row), `hook` runs before the insert's caller hears so.
+   */
+  function onTakenAppKey(pool: Pool, hook: () => Promise<void>): Pool {
+    const watched = <T extends object>(target: T, connect?: () => Promise<pg.PoolClient>): T =>
+      new Proxy(target, {
+        get(t, key) {
+          if (key === 'connect' && connect) return async () => watched(await connect());
+          const value: unknown = Reflect.get(t, key, t);
+          if (typeof value !== 'function') return value;
+          if (key !== 'query') return value.bind(t);
+          return async (...args: unknown[]) => {
+            const result = (await (value as (...a: unknown[]) => Promise<pg.QueryResult>).apply(t, args)) as pg.QueryResult;
+            const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
+            if (/^\s*insert into connections\b/.test(text) && result.rowCount === 0) await hook();
+            return result;
+          };
+        },
+      });
+    return watched(pool, () => pool.connect());
+  }
+
+  /** A connection created and then deleted (its purge recorded, not yet run), and the request that created it. */
+  async function deletedConnection(tenant: string) {
+    const deps = testCommandDeps(db.pool, fakeTemporal().client);
+    const request = {
+      tenantId: tenant, appKey: 'crm', provider: 'demo', config: { records_per_resource: 20, page_size: 10 },
+      credentials: null, schedule: null, status: 'paused' as const,
+    };
+    const old = await createConnection(deps, request);
+    const purge = await deleteConnection(deps, old.id);
+    return { request, old, purge };
+  }
+
+  const created = (work: Promise<{ id: string; app_key: string }>) =>
+    work.then(
+      (row) => ({ created: row.app_key }),
+      (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
+    );
+
+  it("creating a connection with the app key of one whose purge completes just after the create found the key taken creates it: the key is free, never answered as taken", async () => {
+    const { request, old, purge } = await deletedConnection(`purge-app-key-freed-${randomUUID()}`);
+    // The purge's last transaction (the connection row deleted, the purge completed) commits
+    // between the create's insert and its reading of who holds the key.
+    const deps = testCommandDeps(
+      onTakenAppKey(db.pool, async () => {
+        const tx = await db.pool.connect();
+        try {
+          await tx.query('begin');
+          await deleteConnectionRow(tx, old.id);
+          await completePurge(tx, purge.id, new Date());
+          await tx.query('commit');
+        } finally {
+          tx.release();
+        }
+      }),
+      fakeTemporal().client,
+    );
+    expect(await created(createConnection(deps, request))).toEqual({ created: 'crm' });
+  });
+
+  it("creating a connection with the app key of one whose purge's last transaction is under way waits for it, then creates it: never a purge named that has completed", async () => {
+    const { request, old, purge } = await deletedConnection(`purge-app-key-ending-${randomUUID()}`);
+    // The purge's last transaction has deleted the connection row and completed the purge, not yet
+    // committed, when the create's insert has found the key taken.
+    const holder = await db.pool.connect();
+    let outcome: Promise<unknown>;
+    try {
+      let before = 0;
+      let conflicted!: () => void;
+      const conflict = new Promise<void>((resolve) => (conflicted = resolve));
+      const deps = testCommandDeps(
+        onTakenAppKey(db.pool, async () => {
+          await holder.query('begin');
+          await deleteConnectionRow(holder, old.id);
+          await completePurge(holder, purge.id, new Date());
+          before = await lockWaiters();
+          conflicted();
+        }),
+        fakeTemporal().client,
+      );
+      let settled = false;
+      outcome = created(createConnection(deps, request)).finally(() => (settled = true));
+      await conflict;
+      // The create has answered, or waits for the purge's transaction.
+      await eventually(async () => (settled || (await lockWaiters()) > before ? true : undefined));
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    const { rows } = await db.pool.query('select status from connection_purges where id = $1', [purge.id]);
+    expect({ outcome: await outcome, purge: rows[0] }).toEqual({ outcome: { created: 'crm' }, purge: { status: 'completed' } });
   });
 
   it('a DELETE that read the connection just before its purge deleted it answers 404, never a second purge of a connection that is gone', async () => {

@@ -115,6 +115,16 @@ export async function findConnectionByAppKey(db: Queryable, appKey: string, tena
   return rows[0] ? connectionOf(rows[0]) : null;
 }
 
+/**
+ * The id of the connection holding (`tenantId`, `appKey`), or null, its row key-share locked until
+ * the end of the caller's transaction: a deletion of the row under way (a purge's last
+ * transaction) is waited for, and then answers null; none can begin until the transaction ends.
+ */
+export async function lockConnectionByAppKey(tx: Queryable, appKey: string, tenantId: string): Promise<{ id: string } | null> {
+  const { rows } = await tx.query<{ id: string }>('select id from connections where app_key = $1 and tenant_id = $2 for key share', [appKey, tenantId]);
+  return rows[0] ?? null;
+}
+
 /** What may refuse a sync of a connection, read in one statement. */
 export interface SyncBlockers {
   /** The connection's status now; null when the connection no longer exists. */
