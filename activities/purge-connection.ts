@@ -85,8 +85,8 @@ export function quiesceConnection(deps: ActivityDeps): Activities['quiesceConnec
 
 /**
  * Deletes the connection's rows, table by table, `BATCH` rows per statement, for about 30 s
- * (heartbeating after each batch), leaving a table only once none of its rows is left there (an
- * event still being delivered aside); then it deletes the rate budgets
+ * (heartbeating after each batch), leaving a table only once a batch chose fewer than `BATCH` rows
+ * (none of its rows is left there, an event still being delivered aside); then it deletes the rate budgets
  * only this connection used and the connection row (its sync state, breaker, alerts and budget
  * usage rows cascade) and completes the purge in one transaction.
  * Idempotent: a retry deletes what is left.
@@ -97,27 +97,23 @@ export function purgeConnectionBatch({ pool }: ActivityDeps): Activities['purgeC
     const deadline = Date.now() + RUN_BUDGET_MS;
     let deleted = 0;
     // Seen-sets before jobs: they hang off the jobs' tasks and have no foreign key to cascade.
-    const steps = [
-      { step: purges.deleteRecordsBatch, left: purges.purgeStepLeft.records },
-      { step: purges.deleteSeenBatch, left: purges.purgeStepLeft.seen },
-      { step: purges.deleteJobsBatch, left: purges.purgeStepLeft.jobs },
-      { step: purges.deleteWebhookEventsBatch, left: purges.purgeStepLeft.webhookEvents },
-    ];
-    for (const { step, left } of steps) {
+    const steps = [purges.deleteRecordsBatch, purges.deleteSeenBatch, purges.deleteJobsBatch, purges.deleteWebhookEventsBatch];
+    for (const step of steps) {
       for (;;) {
         if (Date.now() > deadline) return { deleted, done: false };
         // A batch and its count commit together: a run cut off between them and run again
         // neither loses the count of rows already gone nor counts them twice.
-        const n = await withTransaction(pool, async (tx) => {
-          const batch = await step(tx, connectionId, BATCH);
-          if (batch > 0) await purges.addPurgeProgress(tx, purgeId, batch);
-          return batch;
+        const batch = await withTransaction(pool, async (tx) => {
+          const done = await step(tx, connectionId, BATCH);
+          if (done.deleted > 0) await purges.addPurgeProgress(tx, purgeId, done.deleted);
+          return done;
         });
-        deleted += n;
+        deleted += batch.deleted;
         ctx.heartbeat({ deleted });
-        // A short batch ends the step only when nothing of it is left: a concurrent delete (the
-        // retention clean-up) or redelivery can take rows from a batch that chose a full one.
-        if (n < BATCH && !(await left(pool, connectionId))) break;
+        // The step ends with a batch that chose fewer than BATCH rows: its statement saw every row
+        // of it left. One that chose BATCH goes on even when it deleted fewer: a concurrent delete
+        // (the retention clean-up) or redelivery took rows it chose, and rows it did not choose may remain.
+        if (batch.chosen < BATCH) break;
       }
     }
     await withTransaction(pool, async (tx) => {

@@ -104,7 +104,7 @@ describe('purge and retention races', () => {
     const tenant = `purge-redeliver-${randomUUID()}`;
     const connectionId = randomUUID();
     const { webhookId, deliveryId } = await failedDelivery(tenant, connectionId);
-    const result = await raceRedelivery(tenant, webhookId, deliveryId, () => deleteWebhookEventsBatch(db.pool, connectionId, 100));
+    const result = await raceRedelivery(tenant, webhookId, deliveryId, async () => (await deleteWebhookEventsBatch(db.pool, connectionId, 100)).deleted);
     expect(result).toEqual({ outcome: 'accepted', status: 'pending' });
   });
 
@@ -153,7 +153,7 @@ describe('purge and retention races', () => {
       await holder.query('begin');
       await holder.query('select 1 from webhook_events where id = $1 for update', [h]);
       const before = await lockWaiters();
-      purged = inTransaction('set local enable_indexscan = off; set local enable_bitmapscan = off', (client) => deleteWebhookEventsBatch(client, connectionId, 100));
+      purged = inTransaction('set local enable_indexscan = off; set local enable_bitmapscan = off', async (client) => (await deleteWebhookEventsBatch(client, connectionId, 100)).deleted);
       await eventually(async () => ((await lockWaiters()) > before ? true : undefined));
       cleaned = inTransaction('set local enable_seqscan = off; set local enable_hashjoin = off; set local enable_nestloop = off', (client) =>
         deleteOldEventsBatch(client, new Date(Date.now() - 30 * 86_400_000), 100));

@@ -3,7 +3,7 @@
 // existence checks, and the per-connection batches of a connection's purge. Checked on the
 // migrated schema of real Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteFinishedEventsSql, FINISHED_EVENT } from '../db/models/webhooks';
+import { deleteFinishedEventsSql } from '../db/models/webhooks';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 
 let db: TestDatabase;
@@ -45,10 +45,7 @@ describe('indexes of the schema', () => {
   it("a connection's purge finds its webhook events by an index", async () => {
     const connectionId = '00000000-0000-4000-8000-000000000001';
     const batch = await planOf(deleteFinishedEventsSql('e.connection_id = $1'), [connectionId, 500]);
-    const left = await planOf(`select exists (select 1 from webhook_events e where e.connection_id = $1 and ${FINISHED_EVENT})`, [connectionId]);
-    for (const plan of [batch, left]) {
-      expect(plan).toMatch(/Index Scan (on|using) webhook_events_connection_idx/);
-      expect(plan).not.toMatch(/Seq Scan/);
-    }
+    expect(batch).toMatch(/Index Scan (on|using) webhook_events_connection_idx/);
+    expect(batch).not.toMatch(/Seq Scan/);
   });
 });

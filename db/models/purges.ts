@@ -3,7 +3,7 @@
 import type { PurgeStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, PURGE } from '../sql';
-import { deleteFinishedEventsSql, FINISHED_EVENT } from './webhooks';
+import { deleteFinishedEventsSql } from './webhooks';
 
 /** A purge as the API shows it. */
 export interface PurgeRow {
@@ -88,35 +88,61 @@ export async function findActiveJobIds(db: Queryable, connectionId: string): Pro
   return rows.map((r) => r.id);
 }
 
+/**
+ * What one batch delete of a connection's rows did: how many rows its statement chose (at most its
+ * limit) and how many of them it deleted. Fewer deleted than chosen: another delete (the retention
+ * clean-up) took some first, or an event kept for its redelivery. Fewer chosen than the limit:
+ * the statement saw every row of the step that was left, so nothing of it remains.
+ */
+export interface PurgeBatch {
+  chosen: number;
+  deleted: number;
+}
+
+/** Answers a batch statement's `chosen` and `deleted` (`deleted`: its data-modifying CTE). */
+const BATCH_COUNTS = 'select (select count(*) from chosen)::int as chosen, (select count(*) from deleted)::int as deleted';
+
+async function batch(db: Queryable, sql: string, connectionId: string, limit: number): Promise<PurgeBatch> {
+  const { rows } = await db.query<PurgeBatch>(sql, [connectionId, limit]);
+  return rows[0]!;
+}
+
 /** Deletes up to `limit` of the connection's records (tombstones included). */
-export async function deleteRecordsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `delete from records where (connection_id, resource_type, external_id) in
-       (select connection_id, resource_type, external_id from records where connection_id = $1 limit $2)`,
-    [connectionId, limit],
+export async function deleteRecordsBatch(db: Queryable, connectionId: string, limit: number): Promise<PurgeBatch> {
+  return batch(
+    db,
+    `with chosen as (select connection_id, resource_type, external_id from records where connection_id = $1 limit $2),
+          deleted as (delete from records where (connection_id, resource_type, external_id) in (select * from chosen) returning 1)
+     ${BATCH_COUNTS}`,
+    connectionId,
+    limit,
   );
-  return rowCount ?? 0;
 }
 
 /** Deletes up to `limit` seen-set rows of the connection's tasks (sync_seen has no foreign key to cascade). */
-export async function deleteSeenBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `delete from sync_seen where (task_id, external_id) in
-       (select s.task_id, s.external_id from sync_seen s
-          join sync_tasks t on t.id = s.task_id join sync_jobs j on j.id = t.job_id
-         where j.connection_id = $1 limit $2)`,
-    [connectionId, limit],
+export async function deleteSeenBatch(db: Queryable, connectionId: string, limit: number): Promise<PurgeBatch> {
+  return batch(
+    db,
+    `with chosen as (select s.task_id, s.external_id from sync_seen s
+                       join sync_tasks t on t.id = s.task_id join sync_jobs j on j.id = t.job_id
+                      where j.connection_id = $1 limit $2),
+          deleted as (delete from sync_seen where (task_id, external_id) in (select * from chosen) returning 1)
+     ${BATCH_COUNTS}`,
+    connectionId,
+    limit,
   );
-  return rowCount ?? 0;
 }
 
 /** Deletes up to `limit` of the connection's jobs, with their tasks and logs (by cascade). */
-export async function deleteJobsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    'delete from sync_jobs where id in (select id from sync_jobs where connection_id = $1 limit $2)',
-    [connectionId, limit],
+export async function deleteJobsBatch(db: Queryable, connectionId: string, limit: number): Promise<PurgeBatch> {
+  return batch(
+    db,
+    `with chosen as (select id from sync_jobs where connection_id = $1 limit $2),
+          deleted as (delete from sync_jobs where id in (select id from chosen) returning 1)
+     ${BATCH_COUNTS}`,
+    connectionId,
+    limit,
   );
-  return rowCount ?? 0;
 }
 
 /**
@@ -126,33 +152,8 @@ export async function deleteJobsBatch(db: Queryable, connectionId: string, limit
  * delivered or given up; the retention clean-up deletes it then. One whose redelivery commits
  * while this runs is kept too (`deleteFinishedEventsSql`).
  */
-export async function deleteWebhookEventsBatch(db: Queryable, connectionId: string, limit: number): Promise<number> {
-  const { rowCount } = await db.query(deleteFinishedEventsSql('e.connection_id = $1'), [connectionId, limit]);
-  return rowCount ?? 0;
-}
-
-/**
- * Whether any row a batch delete of the connection's (`deleteRecordsBatch`, `deleteSeenBatch`,
- * `deleteJobsBatch`, `deleteWebhookEventsBatch`) would take is left: a batch that deletes fewer
- * than its limit may have lost rows it chose to another delete (the retention clean-up), or an
- * event to its redelivery, while rows it did not choose remain.
- */
-export const purgeStepLeft = {
-  records: (db: Queryable, connectionId: string) => exists(db, 'select 1 from records where connection_id = $1', connectionId),
-  seen: (db: Queryable, connectionId: string) =>
-    exists(db, 'select 1 from sync_seen s join sync_tasks t on t.id = s.task_id join sync_jobs j on j.id = t.job_id where j.connection_id = $1', connectionId),
-  jobs: (db: Queryable, connectionId: string) => exists(db, 'select 1 from sync_jobs where connection_id = $1', connectionId),
-  webhookEvents: (db: Queryable, connectionId: string) =>
-    exists(
-      db,
-      `select 1 from webhook_events e where e.connection_id = $1 and ${FINISHED_EVENT}`,
-      connectionId,
-    ),
-};
-
-async function exists(db: Queryable, sql: string, connectionId: string): Promise<boolean> {
-  const { rows } = await db.query<{ left: boolean }>(`select exists (${sql}) as left`, [connectionId]);
-  return rows[0]!.left;
+export async function deleteWebhookEventsBatch(db: Queryable, connectionId: string, limit: number): Promise<PurgeBatch> {
+  return batch(db, deleteFinishedEventsSql('e.connection_id = $1'), connectionId, limit);
 }
 
 /** Deletes the connection row; its sync state, breaker stats, alerts and anything left cascade. */

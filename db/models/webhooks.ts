@@ -318,7 +318,8 @@ export const FINISHED_EVENT = `not exists (select 1 from webhook_deliveries d wh
 
 /**
  * A statement deleting up to `$2` events matching `filter` (on `e`, with `$1`) none of whose
- * deliveries is pending, with their deliveries and attempts (by cascade). The chosen events are
+ * deliveries is pending, with their deliveries and attempts (by cascade); it answers one row: how
+ * many events it chose (`chosen`) and how many of them it deleted (`deleted`). The chosen events are
  * locked first, in id order, then their deliveries, in id order: two such statements choosing
  * overlapping events (a connection's purge and the retention clean-up) take their locks in one
  * order, so one waits for the other instead of each holding an event the other deletes (events
@@ -335,9 +336,12 @@ export function deleteFinishedEventsSql(filter: string): string {
      events as (
        select id from webhook_events where id in (select id from chosen) order by id for update),
      deliveries as (
-       select d.event_id, d.status from webhook_deliveries d where d.event_id in (select id from events) order by d.id for update)
-     delete from webhook_events where id in (select id from events)
-       and not exists (select 1 from deliveries d where d.event_id = webhook_events.id and d.status = ${DELIVERY.pending})`;
+       select d.event_id, d.status from webhook_deliveries d where d.event_id in (select id from events) order by d.id for update),
+     deleted as (
+       delete from webhook_events where id in (select id from events)
+          and not exists (select 1 from deliveries d where d.event_id = webhook_events.id and d.status = ${DELIVERY.pending})
+       returning 1)
+     select (select count(*) from chosen)::int as chosen, (select count(*) from deleted)::int as deleted`;
 }
 
 /**
@@ -356,8 +360,8 @@ export async function oldFinishedEventsLeft(db: Queryable, before: Date): Promis
 
 /** Deletes up to `limit` events older than `before` whose deliveries all finished; returns how many. */
 export async function deleteOldEventsBatch(db: Queryable, before: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(deleteFinishedEventsSql('e.created_at < $1'), [before, limit]);
-  return rowCount ?? 0;
+  const { rows } = await db.query<{ deleted: number }>(deleteFinishedEventsSql('e.created_at < $1'), [before, limit]);
+  return rows[0]!.deleted;
 }
 
 const sealedColumn = sealedTextColumn('webhooks', 'secret');
