@@ -176,15 +176,23 @@ const CRON_FIELDS = [
 ] as const;
 
 /**
- * The first number of a cron field (a value or a range bound; not a step) outside its field's
- * range, named as given. Checked before croner, whose own message names the value counted from 0
- * for day of month and month (32 reads "Invalid value for day: 31", a valid day).
+ * A value's modifier, which qualifies a number without being part of it: the nearest weekday
+ * (`15W`) in day of month, the nth (`5#2`) and the last (`5L`) weekday in day of week.
+ */
+const CRON_MODIFIER = /(?:[wW]|#\d*|[lL])$/;
+
+/**
+ * The first number of a cron field (a value or a range bound, with or without its modifier; not a
+ * step) outside its field's range, named as given. Checked before croner, whose own message names
+ * the value counted from 0 for day of month and month (32 reads "Invalid value for day: 31", a
+ * valid day; 32W "Invalid value for nearestWeekdays: 31").
  */
 function cronRangeProblem(fields: string[]): string | undefined {
   for (const [i, field] of fields.entries()) {
     const { name, min, max } = CRON_FIELDS[i]!;
     for (const part of field.split(',')) {
-      for (const bound of part.split('/')[0]!.split('-')) {
+      for (const value of part.split('/')[0]!.split('-')) {
+        const bound = value.replace(CRON_MODIFIER, '');
         if (!/^\d+$/.test(bound)) continue;
         const n = Number(bound);
         if (n < min || n > max) return `${name} ${n} is out of range ${min}–${max}`;

@@ -203,6 +203,17 @@ describe('effective interval resolution (metadata.sync)', () => {
     }
   });
 
+  it('names an out-of-range day with a modifier (nearest weekday W, nth #, last L) as given, in its field\'s words', () => {
+    expect(cronProblem('0 0 32W * *')).toBe('day of month 32 is out of range 1–31');
+    expect(cronProblem('0 0 0w * *')).toBe('day of month 0 is out of range 1–31');
+    expect(cronProblem('0 0 * * 8#2')).toBe('day of week 8 is out of range 0–7');
+    expect(cronProblem('0 0 * * 9L')).toBe('day of week 9 is out of range 0–7');
+    expect(cronProblem('0 0 * * 1-9L')).toBe('day of week 9 is out of range 0–7');
+    for (const valid of ['0 0 15W * *', '0 0 31W * *', '0 0 1w * *', '0 0 * * 7#1', '0 0 * * 0L', '0 0 * * 1-5L', '0 0 * * 5#5']) {
+      expect(cronProblem(valid), valid).toBeUndefined();
+    }
+  });
+
   it('reports both failures when cron and interval are invalid', () => {
     const resolved = resolveSchedule({ cron: '* * *', interval_seconds: 7200 }, settings({ maxOverriddenIntervalSeconds: 3600 }));
     expect(resolved.schedule).toEqual(every(900));
