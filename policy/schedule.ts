@@ -195,7 +195,8 @@ function cronRangeProblem(fields: string[]): string | undefined {
         const bound = value.replace(CRON_MODIFIER, '');
         if (!/^\d+$/.test(bound)) continue;
         const n = Number(bound);
-        if (n < min || n > max) return `${name} ${n} is out of range ${min}–${max}`;
+        // The text itself: a number past a double's exact integers would be named rounded (or Infinity).
+        if (n < min || n > max) return `${name} ${bound} is out of range ${min}–${max}`;
       }
     }
   }

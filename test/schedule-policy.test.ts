@@ -203,6 +203,13 @@ describe('effective interval resolution (metadata.sync)', () => {
     }
   });
 
+  it('names an out-of-range number past a double\'s exact integers as given, never rounded or as Infinity', () => {
+    expect(cronProblem('99999999999999999999 * * * *')).toBe('minute 99999999999999999999 is out of range 0–59');
+    const long = '9'.repeat(400);
+    expect(cronProblem(`0 0 ${long} * *`)).toBe(`day of month ${long} is out of range 1–31`);
+    expect(cronProblem('0 0 1-0032 * *')).toBe('day of month 0032 is out of range 1–31');
+  });
+
   it('names an out-of-range day with a modifier (nearest weekday W, nth #, last L) as given, in its field\'s words', () => {
     expect(cronProblem('0 0 32W * *')).toBe('day of month 32 is out of range 1–31');
     expect(cronProblem('0 0 0w * *')).toBe('day of month 0 is out of range 1–31');
