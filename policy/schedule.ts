@@ -234,8 +234,10 @@ export type CronFixedTimes = 'no-wildcard' | 'single-value';
  * hour and run in both passes of a repeated one, as their wall clock says.
  */
 function cronOf(expression: string, timezone = 'UTC', fixedTimes: CronFixedTimes = 'no-wildcard'): Cron {
-  // No callback: croner only computes dates and never starts a timer.
-  return new Cron(expression.trim(), { mode: '5-part', timezone, fixedTimeRule: fixedTimes });
+  // No callback: croner only computes dates and never starts a timer. A day of month and a day of
+  // week both restricted match a day either one matches (cron's OR), said here rather than left
+  // to croner's default: recorded plans replay only while every worker reads them alike.
+  return new Cron(expression.trim(), { mode: '5-part', timezone, fixedTimeRule: fixedTimes, domAndDow: false });
 }
 
 /** Bootstrap: never ran; normal: next due time still ahead; catch_up: due time already passed. */

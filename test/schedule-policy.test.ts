@@ -697,6 +697,28 @@ describe('cron schedules (UTC)', () => {
     expect(p.jitterBounds).toEqual({ minSeconds: 0, maxSeconds: 180 });
   });
 
+  it('a day of month and a day of week both restricted run on a day either matches; with * or ? in one, the other alone decides', () => {
+    /** The dates of the first `n` runs after 2026-01-01 00:00 UTC, each run lasting a minute, no jitter. */
+    const days = (expression: string, n: number) => {
+      const out: string[] = [];
+      let last = Date.parse('2026-01-01T00:00:00Z');
+      while (out.length < n) {
+        const p = plan({ now: last, lastFinishedAt: last, schedule: cron(expression), jitterPctMax: 0 });
+        out.push(iso(p.scheduledAt).slice(0, 10));
+        last = p.scheduledAt + MINUTE;
+      }
+      return out;
+    };
+    // 2026-01-05 is a Monday; the 1st and 15th of January are a Thursday.
+    expect(days('0 0 1,15 * 1', 5)).toEqual(['2026-01-05', '2026-01-12', '2026-01-15', '2026-01-19', '2026-01-26']);
+    expect(days('0 0 1-7 * 1', 6)).toEqual(['2026-01-02', '2026-01-03', '2026-01-04', '2026-01-05', '2026-01-06', '2026-01-07']);
+    expect(days('0 0 L * 5', 5)).toEqual(['2026-01-02', '2026-01-09', '2026-01-16', '2026-01-23', '2026-01-30']);
+    expect(days('0 0 * * 1', 2)).toEqual(['2026-01-05', '2026-01-12']);
+    expect(days('0 0 ? * 1', 2)).toEqual(['2026-01-05', '2026-01-12']);
+    expect(days('0 0 15 * *', 2)).toEqual(['2026-01-15', '2026-02-15']);
+    expect(days('0 0 15 * ?', 2)).toEqual(['2026-01-15', '2026-02-15']);
+  });
+
   it('uses the actual gap of an irregular expression (weekdays at 09:00: Friday → Monday is 3 days)', () => {
     // 2025-01-03 is a Friday.
     const friday = Date.parse('2025-01-03T09:00:00Z');
