@@ -694,14 +694,23 @@ const MIN_EMBEDDED_SECRET_CHARS = 8;
  * its order and encoding: the next request asks for exactly the provider's next page. The query
  * secret is added again at request time under its configured name. A secret of at least
  * MIN_EMBEDDED_SECRET_CHARS elsewhere in the URL (its path) fails the task as Permanent, the URL
- * quoted through `redact`: without it the URL would name another page.
+ * quoted through `redact`: without it the URL would name another page. A URL with userinfo
+ * (`user:password@`) fails so too, quoted without it.
  */
 function withoutSecrets(url: string, auth: Auth, source: string, redact: (text: string) => string): string {
   const clean = new URL(url);
   // Never sent: nothing of a fragment is the provider's page.
   clean.hash = '';
+  // No provider request carries credentials in its URL, so such a next URL can never be fetched;
+  // its userinfo (the connection's own password, echoed and percent-encoded, as likely as not) is
+  // neither stored nor quoted.
+  if (clean.username || clean.password) {
+    clean.username = '';
+    clean.password = '';
+    throw new Permanent(`http connector: the next URL from ${source} carries credentials (user:password@; not stored, not followed): '${redact(clean.href)}'`);
+  }
   // Outside the query, a secret cannot go without naming another page.
-  const outside = [clean.username, clean.password, clean.pathname, decodedText(clean.pathname)];
+  const outside = [clean.pathname, decodedText(clean.pathname)];
   if (auth.secrets.some((secret) => secret.length >= MIN_EMBEDDED_SECRET_CHARS && outside.some((text) => text.includes(secret)))) {
     throw new Permanent(`http connector: the next URL from ${source} carries a credential outside its query (not stored, not followed): '${redact(url)}'`);
   }
