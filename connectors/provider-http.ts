@@ -11,7 +11,7 @@
 // - size and time: the body is streamed and capped after decompression, the header section is
 //   held to Node's limit (16 KiB: past it the task fails for good, naming the limit), an answer
 //   Node's parser refuses (malformed HTTP) fails for good naming what was wrong, and the whole
-//   request has a deadline;
+//   request, the redirects it follows included, has one deadline;
 // - TLS: the provider's certificate is verified against Node's trusted CAs (NODE_EXTRA_CA_CERTS
 //   adds one); a certificate refused (expired, self-signed, untrusted issuer, another host name)
 //   fails for good, naming the host and the reason;
@@ -285,15 +285,22 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
   const secrets = request.secrets ?? [];
   const fail = (kind: 'permanent' | 'transient', reason: string) =>
     kind === 'permanent' ? new Permanent(providerText(`${request.context}: ${reason}`, secrets)) : new Transient(providerText(`${request.context}: ${reason}`, secrets));
+  const timedOut = () => fail('transient', `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)`);
   let current = url;
+  // One deadline for the request and the redirects it follows: each exchange gets what the ones
+  // before it left (waits for the rate budget between them are no part of it).
+  let spentMs = 0;
   for (let redirects = 0; ; redirects++) {
     const problem = providerUrlProblem(current, policy);
     if (problem) throw fail('permanent', `refusing the provider URL: it ${problem}`);
     await request.budget?.acquire(request.signal);
+    const leftMs = Math.ceil(policy.timeoutMs - spentMs);
+    if (leftMs <= 0) throw timedOut();
+    const startedAt = performance.now();
     let answer;
     try {
       answer = await getBounded(current, request.headers, {
-        timeoutMs: policy.timeoutMs,
+        timeoutMs: leftMs,
         maxBodyBytes: policy.maxResponseBytes,
         allowPrivate: policy.allowPrivate,
         ...(request.signal ? { signal: request.signal } : {}),
@@ -311,7 +318,9 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
       // operator replaces it (or this deployment trusts its issuer: NODE_EXTRA_CA_CERTS).
       if (err instanceof CertificateRefused) throw fail('permanent', `refusing the provider's TLS certificate: ${err.message}`);
       const words = (err as Error).message;
-      throw fail('transient', words === 'timed out' ? `timed out after ${policy.timeoutMs / 1000} s (PROVIDER_REQUEST_TIMEOUT_SECONDS)` : `network error: ${words}`);
+      throw words === 'timed out' ? timedOut() : fail('transient', `network error: ${words}`);
+    } finally {
+      spentMs += performance.now() - startedAt;
     }
     if (request.budget) {
       const stated = request.rateLimitHeaders ? readRateLimit(answer.headers, request.rateLimitHeaders) : { remaining: null, reset: null };
