@@ -22,6 +22,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
+import { redactValues } from '../lib/redact';
 import { parseExactJson } from '../policy/exact-json';
 import { MAX_BUDGET_COUNT, rateLimitHold, type ProviderAnswer, type StatedReset } from '../policy/rate-budget';
 import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
@@ -99,36 +100,14 @@ const AUTH_VALUES = /\b(Bearer|token|Basic)(\s+)([A-Za-z0-9_\-.~+/]{8,}=*)/gi;
 const redactAuthValue = (match: string, scheme: string, space: string, value: string) =>
   scheme.toLowerCase() === 'token' && /^[a-z]+$/.test(value) ? match : `${scheme}${space}[redacted]`;
 
-/** A hex digit in either case, as a regular expression: percent-encodings are written in both. */
-const hexDigit = (digit: string) => (/[a-f]/i.test(digit) ? `[${digit.toLowerCase()}${digit.toUpperCase()}]` : digit);
-
-/**
- * A regular expression matching `secret` in any URL encoding of it: each character as it is or
- * percent-encoded (its UTF-8 bytes, hex in either case), a space also as `+`. Every encoder (a
- * browser, a provider's, `encodeURIComponent`, a form) leaves a different set of characters as
- * they are, so a provider echoing a credential into a URL writes one of many forms; all of them
- * are the credential.
- */
-function anyUrlEncoding(secret: string): RegExp {
-  let pattern = '';
-  for (const char of secret) {
-    const bytes = [...Buffer.from(char, 'utf8')].map((byte) => `%${[...byte.toString(16).padStart(2, '0')].map(hexDigit).join('')}`).join('');
-    const forms = [char.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'), bytes, ...(char === ' ' ? ['\\+'] : [])];
-    pattern += `(?:${forms.join('|')})`;
-  }
-  return new RegExp(pattern, 'g');
-}
-
 /**
  * `text` with every secret replaced by `[redacted]`: each value of `secrets` as it is or in any URL
- * encoding of it (`anyUrlEncoding`), known token shapes, and the value after `Bearer`, `token` or
+ * encoding of it (`redactValues`), known token shapes, and the value after `Bearer`, `token` or
  * `Basic` (a lower-case word after `token` is prose, kept: `redactAuthValue`). Always redact before
  * cutting.
  */
 export function redactSecrets(text: string, secrets: readonly string[] = []): string {
-  let out = text;
-  for (const secret of secrets) if (secret) out = out.split(secret).join('[redacted]').replace(anyUrlEncoding(secret), '[redacted]');
-  return out.replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, redactAuthValue);
+  return redactValues(text, secrets).replace(KNOWN_TOKENS, '[redacted]').replace(AUTH_VALUES, redactAuthValue);
 }
 
 /**

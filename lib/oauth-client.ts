@@ -7,6 +7,7 @@
 // only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
+import { redactValues } from './redact';
 import { retryAfterSeconds } from '../policy/retry-after';
 
 /** A tenant's OAuth client with its secret opened (in memory, for one request). */
@@ -63,6 +64,19 @@ export class TokenRequestRateLimited extends TokenRequestFailed {
     super(message);
   }
 }
+
+/** A value as OAuth's client authentication form-encodes it (RFC 6749 §2.3.1: `application/x-www-form-urlencoded`, as oauth4webapi writes it). */
+const formEncoded = (value: string) => encodeURIComponent(value).replace(/[-_.!~*'()]|%20/g, (c) => (c === '%20' ? '+' : `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+
+/**
+ * The secrets of a token request by `app`: its client secret, and the HTTP Basic credentials the
+ * request carries it in (the base64 of the form-encoded client id and secret), which an endpoint
+ * echoing the request's Authorization header would quote.
+ */
+const clientSecrets = (app: Pick<OAuthClientApp, 'clientId' | 'clientSecret'>): string[] => [
+  app.clientSecret,
+  Buffer.from(`${formEncoded(app.clientId)}:${formEncoded(app.clientSecret)}`, 'utf8').toString('base64'),
+];
 
 function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.AuthorizationServer {
   return { issuer: new URL(app.tokenUrl).origin, authorization_endpoint: app.authorizeUrl, token_endpoint: app.tokenUrl };
@@ -165,15 +179,15 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
 const MAX_QUOTED_ERROR = 100;
 
 /**
- * A token endpoint's `error` fit for a message: each of `secrets` (the client secret, and the
- * refresh token, code or verifier the request sent) replaced by `[redacted]` first, then cut to
+ * A token endpoint's `error` fit for a message: each of `secrets` (the client secret and the HTTP
+ * Basic credentials carrying it, and the refresh token, code or verifier the request sent), as it
+ * is or in any URL encoding (a form body encodes them), replaced by `[redacted]` first, then cut to
  * MAX_QUOTED_ERROR characters. The endpoint is aimed by a tenant and may answer any text as its
  * code: quoted whole, it would carry what it echoed, up to its whole answer, into job errors,
  * alerts, API answers and logs.
  */
 function quotedError(code: string, secrets: readonly string[]): string {
-  let text = code;
-  for (const secret of secrets) if (secret) text = text.split(secret).join('[redacted]');
+  const text = redactValues(code, secrets);
   return text.length > MAX_QUOTED_ERROR ? `${text.slice(0, MAX_QUOTED_ERROR - 1)}…` : text;
 }
 
@@ -258,7 +272,7 @@ export async function exchangeCode(app: OAuthClientApp, callback: { code: string
     const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), params, app.redirectUri, verifier, options(policy));
     return answerOf(await oauth.processAuthorizationCodeResponse(as, client, response));
   } catch (err) {
-    throw describe(err, [app.clientSecret, callback.code, verifier], app.tokenUrl);
+    throw describe(err, [...clientSecrets(app), callback.code, verifier], app.tokenUrl);
   }
 }
 
@@ -278,7 +292,7 @@ export async function refreshGrant(
     const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(app.clientSecret), refreshToken, options(policy, signal));
     return answerOf(await oauth.processRefreshTokenResponse(as, client, response));
   } catch (err) {
-    throw describeRefresh(err, [app.clientSecret, refreshToken], app.tokenUrl);
+    throw describeRefresh(err, [...clientSecrets(app), refreshToken], app.tokenUrl);
   }
 }
 
@@ -304,6 +318,6 @@ export async function clientCredentialsToken(
   } catch (err) {
     if (err instanceof oauth.ResponseBodyError && CLIENT_REFUSED.has(err.error)) throw new GrantRefused(`the token endpoint answered ${answeredStatus(err)} ${err.error}`);
     if (err instanceof oauth.WWWAuthenticateChallengeError && err.status === 401) throw new GrantRefused('the token endpoint refused the client (401)');
-    throw describe(err, [app.clientSecret], app.tokenUrl);
+    throw describe(err, clientSecrets(app), app.tokenUrl);
   }
 }
