@@ -68,6 +68,7 @@ import { createHash, createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
+import { redactValues } from '../lib/redact';
 import { encodePageToken, pageTokenBody } from './page-token';
 import { answeredAtMs } from '../policy/retry-after';
 import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';
@@ -389,6 +390,21 @@ function assertSameOrigin(url: string, cfg: GitHubConfig, what: string, redact: 
   if (origin !== new URL(cfg.base_url).origin) {
     throw new Permanent(`github connector: refusing to follow ${what} URL '${redact(url)}' outside ${cfg.base_url}`);
   }
+}
+
+/**
+ * Refuses a next URL from a Link that carries a credential: userinfo (`x-access-token:<token>@`, as
+ * git URLs carry one; no provider request may carry it) or the connection's `token` in any URL
+ * encoding. The URL becomes the page token, stored with the task's progress and heartbeated to
+ * Temporal, where no secret may be; GitHub never writes one there, so it is not followed either.
+ * Quoted without its userinfo, through `redact`.
+ */
+function assertNoCredential(url: string, token: string, redact: (text: string) => string): void {
+  const parsed = new URL(url);
+  if (!parsed.username && !parsed.password && redactValues(url, [token]) === url) return;
+  parsed.username = '';
+  parsed.password = '';
+  throw new Permanent(`github connector: the next URL from the Link header carries a credential (not stored, not followed): '${redact(redactValues(parsed.href, [token]))}'`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -792,6 +808,7 @@ export const githubConnector: Connector = {
     const linkNext = nextLink(answer.headers.get('link'), answer.url);
     if (linkNext !== null) {
       assertSameOrigin(linkNext, cfg, 'Link header', redact);
+      assertNoCredential(linkNext, token, redact);
       // It becomes the page token (MAX_NEXT_URL_CHARS): a relative Link grows on each page.
       if (linkNext.length > MAX_NEXT_URL_CHARS) {
         throw new Permanent(
