@@ -110,13 +110,18 @@ const claimTimesRefused = (answer: BoundedAnswer) => answer.status === 401 && CL
  * `InstallationRefused`: the credential may well be right.
  */
 export async function mintInstallationToken(app: GitHubAppInstallation, policy: MintPolicy, signal?: AbortSignal): Promise<MintedToken> {
+  // One deadline for the mint: the request made again gets what the first left, so a mint takes
+  // at most `policy.timeoutMs` (what the renewal lease of the credential is sized for).
+  const startedAt = performance.now();
   const first = await requestToken(app, policy, Math.floor(Date.now() / 1000), signal);
   let { answer } = first;
   const jwts = [first.jwt];
   if (claimTimesRefused(answer)) {
     const githubNow = githubTime(answer);
     if (githubNow !== undefined) {
-      const again = await requestToken(app, policy, Math.floor(githubNow / 1000), signal);
+      const leftMs = Math.ceil(policy.timeoutMs - (performance.now() - startedAt));
+      if (leftMs <= 0) throw new MintFailed('the installation token request failed: timed out');
+      const again = await requestToken(app, { ...policy, timeoutMs: leftMs }, Math.floor(githubNow / 1000), signal);
       answer = again.answer;
       jwts.push(again.jwt);
     }
