@@ -72,7 +72,7 @@ export interface NewConnectionRequest {
 export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
   const schedule = request.schedule ? scheduleOf(deps, request.schedule) : null;
   checkConfig(request.provider, request.config, deps);
-  checkCredentials(request.provider, request.credentials);
+  checkCredentials(request.provider, request.credentials, deps);
   const shared = sharedGrantSource(request.credentials);
   // The id is chosen here: the sealed credentials are bound to it, and only the envelope is stored.
   const id = randomUUID();
@@ -217,7 +217,7 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   await refuseWhilePurging(deps.pool, id);
   const schedule = change.schedule ? scheduleOf(deps, change.schedule) : undefined;
   if (change.config) checkConfig(known.provider_slug, change.config, deps);
-  if (change.credentials) checkCredentials(known.provider_slug, change.credentials);
+  if (change.credentials) checkCredentials(known.provider_slug, change.credentials, deps);
   if (change.config === undefined && change.credentials === undefined && !schedule) return known;
   const shared = sharedGrantSource(change.credentials);
   const sealedCredentials = change.credentials === undefined || shared ? undefined : sealCredentials(deps.credentials, id, change.credentials);
@@ -483,12 +483,21 @@ export function checkConfig(provider: string, config: Record<string, unknown>, d
   if (refused) throw invalid(`config.${endpoint.key}: ${refused}`);
 }
 
-/** Refuses credentials of the wrong shape for `provider` (e.g. a 1-character token), naming the key, never the value. */
-function checkCredentials(provider: string, credentials: Record<string, unknown> | null | undefined): void {
+/**
+ * Refuses credentials of the wrong shape for `provider` (e.g. a 1-character token), naming the key,
+ * never the value; and a client credentials `token_url` the deployment does not allow (host outside
+ * PROVIDER_HOSTS, plain http, an internal address): Synctide itself requests it, with the client
+ * secret, so it is held to the rules of a provider URL as a `base_url` is.
+ */
+function checkCredentials(provider: string, credentials: Record<string, unknown> | null | undefined, deps?: Pick<CommandDeps, 'providers'>): void {
   if (!credentials) return;
   const shared = sharedGrantOf(credentials);
   const problem = shared ? ('problem' in shared ? shared.problem : null) : credentialsProblem(provider, credentials);
   if (problem) throw invalid(`credentials.${problem}`);
+  if (!shared && credentials.kind === 'oauth2_client_credentials' && typeof credentials.token_url === 'string') {
+    const refused = providerUrlProblem(credentials.token_url, deps?.providers ?? DEFAULT_PROVIDER_POLICY);
+    if (refused) throw invalid(`credentials.token_url: ${refused}`);
+  }
 }
 
 /** The connection whose OAuth 2 grant `credentials` share (checked by `checkCredentials`), or null. */
