@@ -926,7 +926,8 @@ export const httpConnector: Connector = {
   /**
    * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
    * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
-   * that names another id; so is an id without the resource's `id_prefix`, with no request).
+   * that names another id; so is an id without the resource's `id_prefix`, with no request). An id
+   * `.` or `..` (after the prefix), which no URL path can carry, is neither, with no request.
    * Without `item`, nothing can be looked up: a consistent listing's word stands (every id is
    * reported gone, with no request), and otherwise only ids without the prefix are. (A pass
    * of this connector holds a cursor only where its listing is not consistent, so a held pass,
@@ -951,7 +952,12 @@ export const httpConnector: Connector = {
     const gone: string[] = [...foreign];
     for (const externalId of ours) {
       signal?.throwIfAborted();
-      const path = resource.item.path.replaceAll('{id}', encodeURIComponent(externalId.slice(prefix.length)));
+      const id = externalId.slice(prefix.length);
+      // `.` and `..` are no path segment a URL can carry (the URL parser removes them, `%2e` too):
+      // the request would go to another path, whose 404 would say a live record is gone. Such an
+      // id cannot be looked up, so it stays as it is.
+      if (id === '.' || id === '..') continue;
+      const path = resource.item.path.replaceAll('{id}', encodeURIComponent(id));
       const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
       const what = pageWhat(name, url, auth.secrets);
       const answer = await get(cfg, auth, url, what, { signal, policy, budget });
