@@ -536,6 +536,10 @@ export function getBounded(
         if (settled) return;
         settled = true;
         signal.removeEventListener('abort', onAbort);
+        // A compressed stream that ended before its response did: what follows it is no part of
+        // the body, and would be read (and dropped) for as long as the server sent it, past the
+        // cap and the deadline. The response, and its connection, are closed instead.
+        if (decoder && !res.complete) res.destroy();
         const answer = new Headers();
         for (const [name, value] of Object.entries(res.headers)) {
           if (value === undefined) continue;
