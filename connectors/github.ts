@@ -68,7 +68,7 @@ import { createHash, createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
 import { isBareHttpUrl, parseConnectorConfig } from './config-errors';
 import { nextLink } from './link-header';
-import { redactValues } from '../lib/redact';
+import { redactValues } from '../policy/redact';
 import { encodePageToken, pageTokenBody } from './page-token';
 import { answeredAtMs } from '../policy/retry-after';
 import { GITHUB_RATE_LIMIT_HEADERS, jsonBody, MAX_NEXT_URL_CHARS, parseRetryAfter, providerGet, providerText, rateBudgetConfigSchema, type ProviderResponse } from './provider-http';

@@ -22,7 +22,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
-import { redactValues } from '../lib/redact';
+import { redactValues } from '../policy/redact';
 import { parseExactJson } from '../policy/exact-json';
 import { MAX_BUDGET_COUNT, rateLimitHold, type ProviderAnswer, type StatedReset } from '../policy/rate-budget';
 import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';

@@ -7,7 +7,7 @@
 // only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
 import * as oauth from 'oauth4webapi';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
-import { redactValues } from './redact';
+import { redactValues } from '../policy/redact';
 import { retryAfterSeconds } from '../policy/retry-after';
 
 /** A tenant's OAuth client with its secret opened (in memory, for one request). */
