@@ -158,6 +158,29 @@ describe('record writes and the change feed', () => {
     expect(again).toMatchObject({ added: 1, updated: 0 });
     expect(await state()).toBeNull();
   });
+  it('a record tombstoned and then served again by a page fetched after the tombstone comes back as the provider has it, even with an older change time', async () => {
+    // Re-created (or restored) at the provider with a change time before the deleted version's.
+    const t0 = new Date(Date.now() - 600_000);
+    const deleted = [record('again', { v: 2 }, new Date(Date.now() - 700_000).toISOString())];
+    await withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'recreated', jobId: null, at: t0, fetchedAt: t0 }, deleted));
+    const deletedAt = new Date(Date.now() - 300_000);
+    await db.pool.query(
+      `update records set deleted_at = $2, synced_at = $2, change = 'delete', change_seq = nextval('records_change_seq')
+        where connection_id = $1 and resource_type = 'recreated'`,
+      [connectionId, deletedAt],
+    );
+    const { rows: before } = await db.pool.query(`select max(change_seq)::text as seq from records where connection_id = $1`, [connectionId]);
+    const served = [record('again', { v: 1 }, '2020-01-01T00:00:00Z')];
+    const back = await withTransaction(db.pool, (tx) =>
+      upsertRecords(tx, { connectionId, resourceType: 'recreated', jobId: null, at: new Date(), fetchedAt: new Date() }, served),
+    );
+    expect(back).toMatchObject({ added: 1, updated: 0 });
+    const changes = await feed(before[0].seq);
+    expect(changes.map((c) => [c.external_id, c.change, c.data, c.deleted_at, c.source_updated_at?.toISOString()])).toEqual([
+      ['again', 'insert', { v: 1 }, null, '2020-01-01T00:00:00.000Z'],
+    ]);
+  });
+
   it('a page checked for later tombstones names, and writes nothing for, a record served anew that a deletion step tombstoned after its fetch, also one committed while it waited for the feed lock', async () => {
     const stale = async (id: string) =>
       (await db.pool.query(`select data, deleted_at from records where connection_id = $1 and resource_type = 'behind' and external_id = $2`, [connectionId, id])).rows[0];

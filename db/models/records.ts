@@ -82,8 +82,10 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * change, while the fetch time can decide: see `confirmed`); every other write takes the next `change_seq`,
  * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
  * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
- * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`): a page fetched
- * before a full pass's deletion step and written after it is older news than the tombstone.
+ * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`), whatever its change
+ * time (a record re-created or restored at the provider may carry an older one than the version
+ * deleted): a page fetched before a full pass's deletion step and written after it is older news
+ * than the tombstone.
  * Duplicate ids within a page are written once (Postgres cannot upsert one row twice in a
  * statement) and count once: the newest by change time, of equals (or without one) the last.
  *
@@ -213,7 +215,10 @@ export async function upsertRecords(
           -- servers' clocks differ by that much, so the next edit may carry a second or two less
           -- than the last; the fetch times decide (else that version would be dropped by every
           -- pass, full ones too, until the record changed again).
-          and (case when records.source_updated_at <> excluded.source_updated_at
+          -- A tombstone orders nothing: a page fetched after it (checked below) found the record
+          -- alive again, so the provider has it as served, whatever its change time (a record
+          -- re-created or restored carries its own, possibly older than the version deleted).
+          and (records.deleted_at is not null or case when records.source_updated_at <> excluded.source_updated_at
                      and records.source_updated_at <= coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     then excluded.source_updated_at > records.source_updated_at
                          or (excluded.source_updated_at >= records.source_updated_at - $14 * interval '1 millisecond'
