@@ -116,7 +116,9 @@ export async function insertConnectionEvent(
 /**
  * What the event `type` of job `jobId` says (its row, its record counts summed over its tasks and
  * the connection's feed head: latest change, purge epoch and the connection), read in the caller's transaction;
- * null when no webhook of the job's tenant listens for `type` (then it costs one index lookup).
+ * null when no webhook of the job's tenant listens for `type` (then it costs one index lookup). The
+ * sums are read as float8 (exact JS numbers up to 2^53): a sum over tasks passes 32 bits where each
+ * task's count does not, and an overflow would fail the transaction that ends the job.
  */
 export async function findJobEventFacts(tx: Queryable, jobId: string, type: WebhookEventType): Promise<JobEventFacts | null> {
   const { rows } = await tx.query<Omit<JobEventFacts, 'feed'> & { feed_seq: string; feed_epoch: string }>(
@@ -125,8 +127,8 @@ export async function findJobEventFacts(tx: Queryable, jobId: string, type: Webh
             (select coalesce(max(r.change_seq), 0)::text from records r where r.connection_id = j.connection_id) as feed_seq,
             (select coalesce(max(p.id), 0)::text from feed_purges p) as feed_epoch
        from sync_jobs j,
-            lateral (select coalesce(sum(t.added_count), 0)::int as added, coalesce(sum(t.updated_count), 0)::int as updated,
-                            coalesce(sum(t.deleted_count), 0)::int as deleted, coalesce(sum(t.unchanged_count), 0)::int as unchanged
+            lateral (select coalesce(sum(t.added_count), 0)::float8 as added, coalesce(sum(t.updated_count), 0)::float8 as updated,
+                            coalesce(sum(t.deleted_count), 0)::float8 as deleted, coalesce(sum(t.unchanged_count), 0)::float8 as unchanged
                        from sync_tasks t where t.job_id = j.id) c
       where j.id = $1 and exists (select 1 from webhooks w where w.tenant_id = j.tenant_id and $2 = any (w.event_types))`,
     [jobId, type],
