@@ -14,7 +14,7 @@ import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandone
 import { openCycle } from '../activities/open-cycle';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
-import { useTestDatabase } from './helpers/database';
+import { countingPool, useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
@@ -621,26 +621,6 @@ describe('failAbandonedJobs', () => {
     await expect(fail({ connectionId: conn.id, at: now + 60 * SECOND })).resolves.toEqual([]);
   });
 });
-
-/** `pool` with every statement it runs (through `query`, or a client it lends) recorded in `statements`. */
-function countingPool(pool: pg.Pool): { pool: pg.Pool; statements: string[] } {
-  const statements: string[] = [];
-  const counted = <T extends object>(target: T, connect?: () => Promise<pg.PoolClient>): T =>
-    new Proxy(target, {
-      get(t, key) {
-        if (key === 'connect' && connect) return async () => counted(await connect());
-        const value: unknown = Reflect.get(t, key, t);
-        if (typeof value !== 'function') return value;
-        if (key !== 'query') return value.bind(t);
-        return (...args: unknown[]) => {
-          const first = args[0];
-          statements.push(typeof first === 'string' ? first : (first as { text: string }).text);
-          return (value as (...a: unknown[]) => unknown).apply(t, args);
-        };
-      },
-    });
-  return { pool: counted(pool, () => pool.connect()), statements };
-}
 
 describe("a connection run's start-up cleanup (openCycle)", () => {
   it("cancels the queued scheduler job an earlier run left of a paused or disabled connection, and fails as abandoned an active connection's and every begun one", async () => {

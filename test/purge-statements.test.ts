@@ -2,33 +2,11 @@
 // in as few statements as they take, with no query asking what is left.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
 import { purgeConnectionBatch } from '../activities/purge-connection';
 import { insertPurge } from '../db/models/purges';
-import type { Pool } from '../db/pool';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
-
-/** `pool` with every statement it runs (through `query`, or a client it lends) recorded in `statements`. */
-function countingPool(pool: Pool): { pool: Pool; statements: string[] } {
-  const statements: string[] = [];
-  const counted = <T extends object>(target: T, connect?: () => Promise<pg.PoolClient>): T =>
-    new Proxy(target, {
-      get(t, key) {
-        if (key === 'connect' && connect) return async () => counted(await connect());
-        const value: unknown = Reflect.get(t, key, t);
-        if (typeof value !== 'function') return value;
-        if (key !== 'query') return value.bind(t);
-        return (...args: unknown[]) => {
-          const first = args[0];
-          statements.push(typeof first === 'string' ? first : (first as { text: string }).text);
-          return (value as (...a: unknown[]) => unknown).apply(t, args);
-        };
-      },
-    });
-  return { pool: counted(pool, () => pool.connect()), statements };
-}
+import { countingPool, createTestDatabase, type TestDatabase } from './helpers/database';
 
 describe("a connection purge's statements", () => {
   let db: TestDatabase;

@@ -104,3 +104,23 @@ export function countingQueries(pool: Pool, fragment: string): { pool: Pool; cou
   });
   return { pool: counted, count: () => count };
 }
+
+/** `pool` with every statement it runs (through `query`, or a client it lends) recorded in `statements`. */
+export function countingPool(pool: Pool): { pool: Pool; statements: string[] } {
+  const statements: string[] = [];
+  const counted = <T extends object>(target: T, connect?: () => Promise<pg.PoolClient>): T =>
+    new Proxy(target, {
+      get(t, key) {
+        if (key === 'connect' && connect) return async () => counted(await connect());
+        const value: unknown = Reflect.get(t, key, t);
+        if (typeof value !== 'function') return value;
+        if (key !== 'query') return value.bind(t);
+        return (...args: unknown[]) => {
+          const first = args[0];
+          statements.push(typeof first === 'string' ? first : (first as { text: string }).text);
+          return (value as (...a: unknown[]) => unknown).apply(t, args);
+        };
+      },
+    });
+  return { pool: counted(pool, () => pool.connect()), statements };
+}
