@@ -3,7 +3,7 @@
 import type { PurgeStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, PURGE } from '../sql';
-import { deleteFinishedEventsSql } from './webhooks';
+import { BATCH_COUNTS, deleteFinishedEventsSql } from './webhooks';
 
 /** A purge as the API shows it. */
 export interface PurgeRow {
@@ -98,9 +98,6 @@ export interface PurgeBatch {
   chosen: number;
   deleted: number;
 }
-
-/** Answers a batch statement's `chosen` and `deleted` (`deleted`: its data-modifying CTE). */
-const BATCH_COUNTS = 'select (select count(*) from chosen)::int as chosen, (select count(*) from deleted)::int as deleted';
 
 async function batch(db: Queryable, sql: string, connectionId: string, limit: number): Promise<PurgeBatch> {
   const { rows } = await db.query<PurgeBatch>(sql, [connectionId, limit]);

@@ -315,6 +315,12 @@ export async function reopenDelivery(db: Queryable, deliveryId: string, at: Date
   );
 }
 
+/**
+ * The answer of a batch delete written as CTEs `chosen` (the rows it picked, at most its limit)
+ * and `deleted` (its data-modifying CTE): how many it chose and how many of them it deleted.
+ */
+export const BATCH_COUNTS = 'select (select count(*) from chosen)::int as chosen, (select count(*) from deleted)::int as deleted';
+
 /** SQL of whether event `e` is finished: none of its deliveries is still pending. */
 export const FINISHED_EVENT = `not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = ${DELIVERY.pending})`;
 
@@ -343,7 +349,7 @@ export function deleteFinishedEventsSql(filter: string): string {
        delete from webhook_events where id in (select id from events)
           and not exists (select 1 from deliveries d where d.event_id = webhook_events.id and d.status = ${DELIVERY.pending})
        returning 1)
-     select (select count(*) from chosen)::int as chosen, (select count(*) from deleted)::int as deleted`;
+     ${BATCH_COUNTS}`;
 }
 
 /**
