@@ -195,15 +195,8 @@ describe('purge and retention races', () => {
   });
 
   it("creating a connection with the app key of one being deleted is refused as purge_in_progress (with the purge's id), not as a taken app key", async () => {
-    const tenant = `purge-app-key-${randomUUID()}`;
-    const deps = testCommandDeps(db.pool, fakeTemporal().client);
-    const request = {
-      tenantId: tenant, appKey: 'crm', provider: 'demo', config: { records_per_resource: 20, page_size: 10 },
-      credentials: null, schedule: null, status: 'paused' as const,
-    };
-    const old = await createConnection(deps, request);
-    const purge = await deleteConnection(deps, old.id);
-    const again = await createConnection(deps, request).then(
+    const { request, purge } = await deletedConnection(`purge-app-key-${randomUUID()}`);
+    const again = await createConnection(testCommandDeps(db.pool, fakeTemporal().client), request).then(
       (row) => ({ created: row.id }),
       (err: unknown) => (err instanceof CommandRefused ? { code: err.code, details: err.details } : { error: String(err) }),
     );
