@@ -5,7 +5,7 @@ import { openWebhookSecret } from '../lib/credentials';
 import { feedCursors, withSealedCursor } from '../lib/feed-cursors';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
-import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds } from '../policy/delivery-shares';
+import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds, nextDeliverySeconds } from '../policy/delivery-shares';
 import { withTransaction } from '../db/transaction';
 import { CertificateRefused, MalformedAnswer, postBounded } from '../lib/outbound';
 import { SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '../lib/webhook-signature';
@@ -43,7 +43,7 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
  * overlap lasts) and carrying the event id as idempotency key, records
  * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
  * retryable failure, retried after the delivery schedule's delay for the attempts made in this
- * round. A delivery whose webhook was deleted is dropped; one no longer pending (delivered, or
+ * round, or after the wait a 429 or 503 asked for with Retry-After when longer (at most an hour). A delivery whose webhook was deleted is dropped; one no longer pending (delivered, or
  * given up) is not sent again: a run started for it late (the reconcile tick restarting what it
  * saw pending a moment earlier) ends at once. An attempt that finds no place among the process's
  * delivery attempts (all taken, or its tenant runs its share) calls no one: it is deferred.
@@ -118,6 +118,7 @@ async function attempt(
   };
   const startedAt = Date.now();
   let statusCode: number | null = null;
+  let retryAfter: number | undefined;
   let error: string | null = null;
   // An answer Node's HTTP parser refused (oversized or malformed headers) is an answer, not none:
   // said so, naming the receiver's host (nothing else of its URL, which may carry a secret). A
@@ -126,7 +127,9 @@ async function attempt(
   let certificate = false;
   try {
     const timeoutMs = webhooks.timeoutMs ?? DELIVERY_TIMEOUT_MS;
-    statusCode = (await postBounded(target.url, body, headers, { timeoutMs, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate })).status;
+    const answer = await postBounded(target.url, body, headers, { timeoutMs, maxResponseBytes: MAX_ANSWER_BYTES, allowPrivate: webhooks.allowPrivate });
+    statusCode = answer.status;
+    retryAfter = answer.retryAfterSeconds;
   } catch (err) {
     unreadable = err instanceof MalformedAnswer;
     certificate = err instanceof CertificateRefused;
@@ -141,10 +144,13 @@ async function attempt(
   if (delivered) return 'delivered';
   // Any answer but a 2xx, or none, is retried on the schedule: a receiver's owner may repair it
   // (a malformed answer, a certificate refused too) within the hours a delivery is tried.
-  const message = statusCode !== null ? `the receiver answered ${statusCode}` : unreadable || certificate ? error! : `no answer: ${error}`;
   // The attempts of this round (a redelivery starts a new one) set the delay and the give-up,
-  // whatever turns were deferred in between.
-  const delay = deliveryRetrySeconds(round?.made ?? 1);
+  // whatever turns were deferred in between; a 429 or 503 asking to wait longer with Retry-After
+  // gets its wait, at most an hour (nextDeliverySeconds), and the give-up still counts it.
+  const made = round?.made ?? 1;
+  const delay = nextDeliverySeconds(made, statusCode, retryAfter);
+  const asked = delay > deliveryRetrySeconds(made) ? ` (Retry-After: next attempt in ${delay} s)` : '';
+  const message = statusCode !== null ? `the receiver answered ${statusCode}${asked}` : unreadable || certificate ? error! : `no answer: ${error}`;
   if (round && deliveryGivenUp(round.roundStartedAt.getTime(), scheduledAt, delay)) {
     throw ApplicationFailure.nonRetryable(`given up after ${DELIVERY_GIVE_UP_HOURS} hours of attempts: ${message}`, 'WebhookDeliveryGivenUp');
   }

@@ -12,6 +12,7 @@ import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
+import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
 
 /** The deprecated IPv4-compatible IPv6 block (`::a.b.c.d`, RFC 4291 §2.5.5.1): no public address lies there. */
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
@@ -155,6 +156,19 @@ const deliveries = {
 /** The answer to an outbound POST: its status (the body is read up to a cap and dropped). */
 export interface OutboundAnswer {
   status: number;
+  /**
+   * The seconds its `Retry-After` header asks to wait (`retryAfterSeconds`; an HTTP-date counted
+   * from the answer's own `Date`), present only when it has one that says something.
+   */
+  retryAfterSeconds?: number;
+}
+
+/** The answer `res` is, once its status line and headers were read. */
+function answerOf(res: http.IncomingMessage, fallbackStatus: number): OutboundAnswer {
+  const status = res.statusCode ?? fallbackStatus;
+  const header = res.headers['retry-after'];
+  const wait = retryAfterSeconds(header, answeredAtMs(res.headers.date, Date.now()));
+  return wait === undefined ? { status } : { status, retryAfterSeconds: wait };
 }
 
 /**
@@ -183,7 +197,7 @@ export function postBounded(
     // nor 'error' for some answers (a 101 upgrade), so no outcome is left to the request alone.
     let settled = false;
     let answered = false;
-    let status: number | null = null;
+    let answer: OutboundAnswer | null = null;
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const settle = (outcome: () => void) => {
       if (settled) return;
@@ -195,7 +209,7 @@ export function postBounded(
     // takes: the timeout then ends the read with that status (the body is dropped anyway), as an
     // error after them does, and counts as no answer only before them.
     const onTimeout = () => {
-      settle(() => (status !== null ? resolve({ status }) : reject(new Error('timed out'))));
+      settle(() => (answer !== null ? resolve(answer) : reject(new Error('timed out'))));
       req.destroy();
     };
     timeout.addEventListener('abort', onTimeout, { once: true });
@@ -209,25 +223,26 @@ export function postBounded(
       },
       (res) => {
         answered = true;
-        status = res.statusCode ?? 0;
-        let read = 0;
+        const read = answerOf(res, 0);
+        answer = read;
+        let bytes = 0;
         res.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          if (read > opts.maxResponseBytes) res.destroy();
+          bytes += chunk.length;
+          if (bytes > opts.maxResponseBytes) res.destroy();
         });
-        res.on('close', () => settle(() => resolve({ status: res.statusCode ?? 0 })));
-        res.on('error', () => settle(() => resolve({ status: res.statusCode ?? 0 })));
+        res.on('close', () => settle(() => resolve(read)));
+        res.on('error', () => settle(() => resolve(read)));
       },
     );
     // An upgrade (101) is an answer, and not a 2xx: its socket is closed at once.
     req.on('upgrade', (res, socket) => {
       answered = true;
       socket.destroy();
-      settle(() => resolve({ status: res.statusCode ?? 101 }));
+      settle(() => resolve(answerOf(res, 101)));
     });
     // An error once the status was read (a malformed body, a reset) does not undo the answer: its
     // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
-    req.on('error', (err: NodeJS.ErrnoException) => settle(() => (status !== null ? resolve({ status }) : reject(outboundError(err, target)))));
+    req.on('error', (err: NodeJS.ErrnoException) => settle(() => (answer !== null ? resolve(answer) : reject(outboundError(err, target)))));
     req.on('close', () => {
       if (!answered) settle(() => reject(new Error('connection reset')));
     });

@@ -39,6 +39,27 @@ export function deliveryRetrySeconds(attempts: number): number {
   return Math.min(DELIVERY_RETRY_INITIAL_SECONDS * 2 ** (n - 1), DELIVERY_RETRY_MAX_SECONDS);
 }
 
+/** The answers whose `Retry-After` a delivery honours: Too Many Requests and Service Unavailable. */
+export const RETRY_AFTER_STATUSES: readonly number[] = [429, 503];
+/**
+ * The longest wait a receiver's `Retry-After` sets: the schedule's largest delay (1 hour), so a
+ * receiver asking for days still gets its attempts within the hours a delivery is tried.
+ */
+export const RETRY_AFTER_MAX_SECONDS = DELIVERY_RETRY_MAX_SECONDS;
+
+/**
+ * Delay before the next attempt of a delivery that has made `attempts` attempts, the last
+ * answered with `status` and a `Retry-After` of `retryAfterSeconds` (undefined: none, or none
+ * readable): the schedule's delay (deliveryRetrySeconds), or longer when a 429 or 503 asked to
+ * wait longer, at most RETRY_AFTER_MAX_SECONDS. A Retry-After on any other answer, or shorter
+ * than the schedule's delay, changes nothing.
+ */
+export function nextDeliverySeconds(attempts: number, status: number | null, retryAfterSeconds: number | undefined): number {
+  const scheduled = deliveryRetrySeconds(attempts);
+  if (status === null || !RETRY_AFTER_STATUSES.includes(status) || retryAfterSeconds === undefined || !Number.isFinite(retryAfterSeconds)) return scheduled;
+  return Math.max(scheduled, Math.min(retryAfterSeconds, RETRY_AFTER_MAX_SECONDS));
+}
+
 /** Default of WEBHOOK_DELIVERY_SLOTS: a fifth of the SDK's 100 activity slots. */
 export const DEFAULT_DELIVERY_SLOTS = 20;
 

@@ -244,7 +244,7 @@ function registerWebhookEvents(app: OpenAPIHono<ApiEnv>): void {
       },
       responses: {
         200: { description: 'Any 2xx acknowledges the delivery' },
-        400: { description: 'Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours' },
+        400: { description: 'Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later' },
       },
     });
   }
