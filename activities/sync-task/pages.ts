@@ -96,7 +96,8 @@ export async function readPass(
  * missed it, or deleted after the fetch: the page cannot tell) stays a tombstone, and the pass holds
  * each partition's cursor at the change times of those records (the statement reports them, writing
  * nothing, and the page is stored again with the holds in its marks). The next pass reads them again,
- * fetched after the tombstone: brought back if alive. A full pass's pages need no such check (no
+ * fetched after the tombstone: brought back if alive (so such a page stores no ETag, which would
+ * answer that read 304). A full pass's pages need no such check (no
  * other full pass runs beside it), nor a backfill's (it moves no cursor).
  */
 async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress: PassProgress, page: FetchPageResult & { fetchedAt: Date }): Promise<void> {
@@ -143,7 +144,10 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
       ? withTransaction(deps.pool, async (tx) => {
         const counts = await store(tx);
         if (counts.current === false) return counts;
-        if (etags) await saveEtags(tx, connectionId, input.resourceType, etags);
+        // A validator vouches for its page as stored: none for a page some of whose records stand
+        // behind a later tombstone (not written), else the next pass, which reads that page again
+        // for them (its cursor is held there), would be answered 304 and skip them.
+        if (etags && !behindKnown?.length) await saveEtags(tx, connectionId, input.resourceType, etags);
         if (movesCursors) await advanceCursors(tx, connectionId, input.resourceType, cursorsNow());
         return counts;
       })

@@ -1,0 +1,51 @@
+// A page of an incremental pass that serves an issue in a version a full pass's deletion step
+// tombstoned after the page was fetched (GitHub hid the issue while the full pass listed and
+// re-checked it, and showed it again afterwards: a spam flag lifted) stores none of that issue and
+// holds the repository's cursor at its change time, so that the next pass reads it again, fetched
+// after the tombstone. That next pass asks the same URL: a validator stored with the page would
+// answer 304 for it and skip the issue, which would then stay a tombstone although GitHub has it.
+// Drives the syncTask activity directly (real Postgres, the fake GitHub on 127.0.0.1).
+import { describe, expect, it } from 'vitest';
+import { onceBeforeServe, startFakeGitHub } from './helpers/fake-github';
+import { useSyncDriver } from './helpers/sync-driver';
+
+const TOKEN = 'ghp_validator_behind_token_12345';
+const REPO = 'o/flagged';
+
+describe('github: a page with an issue behind a later tombstone', () => {
+  const { driver } = useSyncDriver();
+
+  it('stores no validator for it: the next incremental pass reads the page again and brings the issue back', async () => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { [REPO]: { id: 661, issues: 2 } } });
+    const id = await driver.connection('github', { base_url: fake.baseUrl, repositories: [REPO], resource_types: ['issues'] }, { token: TOKEN });
+    const items = fake.repos.get(REPO)!.items;
+    const issue = (n: number) => items.find((i) => i.number === n)!;
+    await driver.pass(id, ['issues'], { mode: 'full' });
+    // The repository's cursor is #1's change time; #2 is edited within that same second, so the
+    // incremental listing from the cursor serves #1 and #2's new version.
+    const cursorSecond = issue(1).updated_at;
+    const edited = fake.touch(REPO, 2, cursorSecond);
+
+    // While the incremental pass's listing request is in flight (its fetch began): GitHub hides
+    // #2, a full pass lists the repository without it and its re-check answers 404 (tombstoned),
+    // then GitHub shows #2 again, unchanged; the incremental request is answered with it listed.
+    const ran = onceBeforeServe(fake, `/repos/${REPO}/issues`, async () => {
+      fake.hide(REPO, 2);
+      await driver.pass(id, ['issues'], { mode: 'full' });
+      expect(await driver.tombstones(id, 'issues')).toEqual([`${REPO}#2`]);
+      items.push(edited);
+    });
+    await driver.pass(id, ['issues'], { mode: 'incremental' });
+    expect(ran()).toBe(true);
+    fake.beforeServe = null;
+    // The page could not undo the tombstone (fetched before it).
+    expect(await driver.tombstones(id, 'issues')).toEqual([`${REPO}#2`]);
+
+    // GitHub is quiet now: the next incremental pass brings #2 back as GitHub has it.
+    await driver.pass(id, ['issues'], { mode: 'incremental' });
+    const live = await driver.live(id, 'issues');
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
+    expect(live.get(`${REPO}#2`)?.title).toBe(edited.title);
+    expect(live.get(`${REPO}#1`)?.title).toBe(issue(1).title);
+  });
+});
