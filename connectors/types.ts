@@ -12,7 +12,8 @@
 // - Cursor. A partition's cursor moves only when a pass read that partition to its end (the page
 //   that ends it says so in `completedPartitions`; the last page of a pass ends every partition),
 //   to min(newest `updatedAt` seen there, any `holdCursors` of the pass, pass start − clock skew),
-//   never backwards. An incremental
+//   never backwards (but back to the change time of a record a pass could not store because a later
+//   tombstone stands in its way, so that the next pass reads it again). An incremental
 //   pass must serve every record of a partition changed at or after its cursor (inclusive: the
 //   platform de-duplicates).
 // - Paging under change. A pass must serve every record that exists, unchanged, for the whole pass

@@ -48,4 +48,36 @@ describe('github: a page with an issue behind a later tombstone', () => {
     expect(live.get(`${REPO}#2`)?.title).toBe(edited.title);
     expect(live.get(`${REPO}#1`)?.title).toBe(issue(1).title);
   });
+
+  it('pulls the repository cursor back to the issue\'s change time when the full pass moved it past that', async () => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { [REPO]: { id: 662, issues: 3 } } });
+    const id = await driver.connection('github', { base_url: fake.baseUrl, repositories: [REPO], resource_types: ['issues'] }, { token: TOKEN });
+    const items = fake.repos.get(REPO)!.items;
+    const issue = (n: number) => items.find((i) => i.number === n)!;
+    await driver.pass(id, ['issues'], { mode: 'full' });
+    // #2 is edited after the cursor (#1's change time), then #3 a minute later.
+    const edited = fake.touch(REPO, 2, '2025-02-01T00:00:00Z');
+
+    // While the incremental pass's listing request is in flight: #3 is edited, GitHub hides #2, a
+    // full pass lists the repository without it (its cursor moves to #3's change time, past #2's)
+    // and tombstones it, then GitHub shows #2 again, unchanged.
+    const ran = onceBeforeServe(fake, `/repos/${REPO}/issues`, async () => {
+      fake.touch(REPO, 3, '2025-02-01T00:01:00Z');
+      fake.hide(REPO, 2);
+      await driver.pass(id, ['issues'], { mode: 'full' });
+      expect(await driver.tombstones(id, 'issues')).toEqual([`${REPO}#2`]);
+      items.push(edited);
+    });
+    await driver.pass(id, ['issues'], { mode: 'incremental' });
+    expect(ran()).toBe(true);
+    fake.beforeServe = null;
+    expect(await driver.tombstones(id, 'issues')).toEqual([`${REPO}#2`]);
+
+    // GitHub is quiet now: the next incremental pass reads from #2's change time and brings it back.
+    await driver.pass(id, ['issues'], { mode: 'incremental' });
+    const live = await driver.live(id, 'issues');
+    expect(await driver.tombstones(id, 'issues')).toEqual([]);
+    expect(live.get(`${REPO}#2`)?.title).toBe(edited.title);
+    expect(live.get(`${REPO}#3`)?.title).toBe(issue(3).title);
+  });
 });

@@ -4,7 +4,7 @@ import { fetchingAhead, pagesOf } from '../../connectors/pages';
 import type { ConnectorRecord, FetchPageResult, StoredValidator } from '../../connectors/types';
 import { upsertRecords } from '../../db/models/records';
 import { saveEtags } from '../../db/models/provider-etags';
-import { advanceCursors } from '../../db/models/state';
+import { advanceCursors, pullCursorsBack } from '../../db/models/state';
 import { holdTask } from '../../db/models/tasks';
 import type { Queryable } from '../../db/queryable';
 import { withTransaction } from '../../db/transaction';
@@ -95,7 +95,8 @@ export async function readPass(
  * deletion step tombstoned after the page was fetched (created again after that pass's listing
  * missed it, or deleted after the fetch: the page cannot tell) stays a tombstone, and the pass holds
  * each partition's cursor at the change times of those records (the statement reports them, writing
- * nothing, and the page is stored again with the holds in its marks). The next pass reads them again,
+ * nothing, and the page is stored again with the holds in its marks; a cursor already past them, moved
+ * by the full pass beside this one, goes back to them). The next pass reads them again,
  * fetched after the tombstone: brought back if alive (so such a page stores no ETag, which would
  * answer that read 304). A full pass's pages need no such check (no
  * other full pass runs beside it), nor a backfill's (it moves no cursor).
@@ -136,6 +137,8 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
       const behind = new Set(counts.behind);
       const held = stored.filter((r) => behind.has(r.externalId) && r.updatedAt !== null);
       progress.mark([], held.map((r) => ({ partition: r.partition ?? '', at: r.updatedAt! })));
+      // A cursor already past them (a full pass beside this one moved it) goes back to them.
+      await pullCursorsBack(db, connectionId, input.resourceType, held.map((r) => ({ partition: r.partition ?? '', at: new Date(r.updatedAt!) })));
       behindKnown!.push(...behind);
     }
   };

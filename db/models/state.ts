@@ -38,6 +38,27 @@ export async function advanceCursors(
 }
 
 /**
+ * Moves each given partition's cursor back to its `at` where it is past it (never forwards; a
+ * partition without a cursor gets none; of several holds of one partition, the earliest). A record
+ * a pass could not store because it stands behind a later tombstone must be read again by the next
+ * pass, whatever moved the cursor past its change time meanwhile (a full pass beside it).
+ */
+export async function pullCursorsBack(
+  db: Queryable,
+  connectionId: string,
+  resourceType: string,
+  holds: readonly { partition: string; at: Date }[],
+): Promise<void> {
+  if (holds.length === 0) return;
+  await db.query(
+    `update sync_state s set cursor = h.at
+       from (select partition, min(at) as at from unnest($3::text[], $4::timestamptz[]) as u(partition, at) group by partition) h
+      where s.connection_id = $1 and s.resource_type = $2 and s.partition = h.partition and s.cursor > h.at`,
+    [connectionId, resourceType, holds.map((h) => h.partition), holds.map((h) => h.at)],
+  );
+}
+
+/**
  * Forgets the cursors of a connection's resource type whose partition is not in `partitions`
  * (a repository dropped from the config): added again later, it is read from nothing.
  */
