@@ -5,6 +5,7 @@
 // goes through `postBoundedForAnswer` (lib/outbound.ts): bounded in time and size, its resolved
 // address checked unless the deployment allows private ones (PROVIDER_ALLOW_PRIVATE, for test
 // servers). Errors name GitHub's status, never the key, the JWT or a token.
+import { createPrivateKey } from 'node:crypto';
 import githubAppJwt from 'universal-github-app-jwt';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer, type BoundedAnswer } from './outbound';
 import { answeredAtMs, parseHttpDate, retryAfterSeconds } from '../policy/retry-after';
@@ -133,11 +134,23 @@ export async function mintInstallationToken(app: GitHubAppInstallation, policy: 
   return mintedOf(app, answer, jwts);
 }
 
+/**
+ * The app's key as the JWT library reads it: the key read as the credential's check reads it
+ * (`githubCredentialsProblem`: Node's PEM reader, escaped newlines taken as newlines), written
+ * again as a bare PKCS#8 PEM block. The library takes the lines between a PEM's first and last as
+ * its base64 body, so a key with any text around its block (the Bag Attributes a PKCS#12 export
+ * writes before it, a comment after it), which the check takes, could never sign. Throws on a key
+ * that is no private key.
+ */
+function signingKey(privateKey: string): string {
+  return createPrivateKey(privateKey.replace(/\\n/g, '\n')).export({ type: 'pkcs8', format: 'pem' }) as string;
+}
+
 /** One token request with a JWT made at `nowSeconds` (on this machine's clock, or GitHub's). */
 async function requestToken(app: GitHubAppInstallation, policy: MintPolicy, nowSeconds: number, signal?: AbortSignal): Promise<{ answer: BoundedAnswer; jwt: string }> {
   let jwt: string;
   try {
-    ({ token: jwt } = await githubAppJwt({ id: app.appId, privateKey: app.privateKey, now: nowSeconds }));
+    ({ token: jwt } = await githubAppJwt({ id: app.appId, privateKey: signingKey(app.privateKey), now: nowSeconds }));
   } catch {
     // The library's message may quote the key's first bytes.
     throw new InstallationRefused('the GitHub App private key is not a usable RSA key (PEM, PKCS#1 or PKCS#8)');

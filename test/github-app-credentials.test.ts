@@ -4,8 +4,9 @@
 // once per expiry across two workers (two pools), cached sealed, minted again after a 401 once,
 // a refused installation makes the connection needs_reauth (a rate-limited mint does not: it is a
 // rate limit with GitHub's wait; nor does a JWT refused for its times: it is made again on GitHub's
-// clock), and the API takes the credential (validated, never answered).
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+// clock), and the API takes the credential (validated, never answered; a key with text around its
+// PEM block, which the check takes, mints too).
+import { createPrivateKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../db/pool';
 import { isEnvelope, open, sealCredentials } from '../lib/credentials';
@@ -392,5 +393,28 @@ describe('github_app credentials through the API', () => {
     await endJob(jobId);
     expect(result.status).toBe('completed');
     expect(github.mints.length - before).toBe(1);
+  });
+
+  it('a key PATCH takes with text around its PEM block (the Bag Attributes a PKCS#12 export writes before a PKCS#8 key, a line after it) mints: the sync completes and the connection stays active', async () => {
+    const pkcs8 = createPrivateKey(appKey.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string;
+    const keys = [
+      `Bag Attributes\n    friendlyName: synctide-app\n    localKeyID: 01 02 03 04\nKey Attributes: <No Attributes>\n${pkcs8}`,
+      `${pkcs8}# the app's key, downloaded 2026-11-30\n`,
+    ];
+    for (const [n, key] of keys.entries()) {
+      const id = randomUUID();
+      await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'github', $2, $3)`, [
+        id, `api-app-pem-${n}`, { base_url: github.baseUrl, repositories: ['acme/app'] },
+      ]);
+      const ok = await call('PATCH', `/connections/${id}`, { credentials: appCredential(key) });
+      expect(ok.status, ok.text).toBe(200);
+      const before = github.mints.length;
+      const { jobId, tasks } = await job(id, ['issues']);
+      const outcome = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then((r) => r.status, (err: Error) => err.message);
+      await endJob(jobId);
+      expect(outcome, `key ${n}`).toBe('completed');
+      expect(github.mints.length - before).toBe(1);
+      expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status).toBe('active');
+    }
   });
 });
