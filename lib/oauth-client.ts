@@ -168,8 +168,14 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
       const stripped = plainAnswer(answer.body);
       const headers = new Headers(answer.headers);
       if (stripped) headers.delete('content-length');
-      const errorIn200 = answer.status === 200 && isErrorAnswer(answer.body);
+      const errorAnswer = isErrorAnswer(answer.body);
+      const errorIn200 = answer.status === 200 && errorAnswer;
       if (errorIn200) headers.set(ANSWERED_STATUS, '200');
+      // An error answer is read as the JSON it is, whatever its Content-Type says (text/plain,
+      // text/html, problem+json, none, other letter case): oauth4webapi reads an error's code only
+      // from an answer typed exactly application/json, and a refused grant or client read as no
+      // error at all would fail as transient on every run instead of needing reauthorization.
+      if (errorAnswer) headers.set('content-type', 'application/json');
       return new Response(new Uint8Array(stripped ?? answer.body), { status: errorIn200 ? 400 : answer.status, headers });
     },
   };

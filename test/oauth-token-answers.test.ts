@@ -6,8 +6,8 @@
 // `unauthorized_client`, a 401 challenge) is a refusal naming the app, not a transient failure;
 // optional members given as null, an empty refresh_token and an expires_in that is no lifetime are
 // taken as absent; a scope given as a JSON array is taken as the scopes it names; an error code the
-// endpoint answers is quoted short and without the secrets the request sent; a 429 is a rate limit
-// with its Retry-After, refusing nothing.
+// endpoint answers is quoted short and without the secrets the request sent, and read whatever its
+// Content-Type says; a 429 is a rate limit with its Retry-After, refusing nothing.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -307,6 +307,45 @@ describe('errors answered with status 200 (as GitHub\'s OAuth token endpoint ans
     const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
     expect(err?.name).toBe('CredentialsInvalid');
     expect((await stored(conn.id)).status).toBe('needs_reauth');
+  });
+});
+
+describe('errors answered with a Content-Type other than application/json', () => {
+  const types = ['text/plain', 'text/html; charset=utf-8', 'application/problem+json', 'Application/JSON', 'application/json ; charset=utf-8', null];
+  const refusal = (error: string, type: string | null) => ({ status: 400, error, headers: type === null ? { 'content-type': '' } : { 'content-type': type } });
+
+  it('a refresh answered 400 {"error": "invalid_grant"} as text/plain, text/html, problem+json, in other letter case or with no type is the grant refused; invalid_client the client refused', async () => {
+    for (const type of types) {
+      idp.mode.refuse = refusal('invalid_grant', type);
+      const err = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+      expect(err, `${type}: ${err?.message}`).toBeInstanceOf(GrantRefused);
+      expect(err!.message).toContain('answered 400 invalid_grant');
+      idp.mode.refuse = refusal('invalid_client', type);
+      expect(await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e), String(type)).toBeInstanceOf(ClientRefused);
+    }
+  });
+
+  it('through the credential provider: a revoked grant so answered needs reauthorization (with its alert) instead of failing as transient on every run', async () => {
+    idp.mode.refuse = refusal('invalid_grant', 'text/plain');
+    const conn = await grantConnection();
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.name, err?.message).toBe('CredentialsInvalid');
+    expect((await stored(conn.id)).status).toBe('needs_reauth');
+    const alerts = await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [conn.id]);
+    expect(alerts.rowCount).toBe(1);
+  });
+
+  it('a client credentials request and a code exchange so refused are refusals too; a 503 so answered stays transient', async () => {
+    idp.mode.refuse = refusal('invalid_client', 'text/plain');
+    expect(await clientCredentialsToken(app(), [], POLICY).then(() => null, (e: Error) => e)).toBeInstanceOf(GrantRefused);
+    idp.mode.refuse = refusal('invalid_grant', 'text/html');
+    const exchange = { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, authorizeUrl: `${idp.url}/authorize`, tokenUrl: `${idp.url}/token`, redirectUri: 'https://example.com/cb' };
+    expect(await exchangeCode(exchange, { code: 'code_any', state: 'state_any' }, 'verifier_any_verifier_any_verifier_any_0001', POLICY).then(() => null, (e: Error) => e)).toBeInstanceOf(GrantRefused);
+    idp.mode.refuse = { status: 503, error: 'temporarily_unavailable', headers: { 'content-type': 'text/plain' } };
+    const unavailable = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+    expect(unavailable).toBeInstanceOf(TokenRequestFailed);
+    expect(unavailable).not.toBeInstanceOf(GrantRefused);
   });
 });
 
