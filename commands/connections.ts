@@ -264,7 +264,7 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     // A dropped resource type, configured again, is read whole too.
     await forgetCursors(tx, id, [...new Set([...relisted, ...dropped.resourceTypes])]);
     await forgetEtags(tx, id, [...new Set([...relisted, ...dropped.resourceTypes, ...dropped.partitions.map((p) => p.resourceType)])]);
-    const stored = updated && shared ? await shareGrant(tx, updated, shared) : updated;
+    const stored = updated && shared ? await shareGrant(tx, updated, shared, current) : updated;
     if (stored && change.credentials) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
     return stored;
   });
@@ -516,8 +516,14 @@ function sharedGrantSource(credentials: Record<string, unknown> | null | undefin
  * grant's other connections keep their status (one a concurrent refusal marked stays marked).
  * A grant's status is `needs_reauth` while any of its connections is, so `row` must never join
  * it still marked: it would block the healthy grant for every connection using it.
+ * A grant is bound to its use as any credentials are (`credentialBinding`: the provider origin,
+ * and how the connector presents it): `row` must present it as the source does, its config as
+ * it was before this request when the source is `row` itself (`before`), else `invalid` and
+ * nothing is shared. A write to a tenant's connections must not send the grant's access tokens,
+ * refreshed for as long as it lives, to a host of the writer's choosing, where moving a
+ * connection's origin drops its credentials.
  */
-async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): Promise<ConnectionRow> {
+async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string, before?: ConnectionRow): Promise<ConnectionRow> {
   // A source being deleted hands on nothing: its purge's last step deletes it and the grant only
   // it names. Checked under its purge lock (shared), so the purge is either seen open here or
   // starts only after this transaction.
@@ -531,7 +537,11 @@ async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string): 
   // The grant is held against its deletion from here (a source leaving it, its last connection,
   // deletes it); one the source left while this waited is looked at again as the source holds now.
   const held = await connections.lockGrantForShare(tx, source.oauth_grant_id);
-  if (!held || (await connections.findConnectionGrant(tx, sourceId))?.oauth_grant_id !== source.oauth_grant_id) return shareGrant(tx, row, sourceId);
+  if (!held || (await connections.findConnectionGrant(tx, sourceId))?.oauth_grant_id !== source.oauth_grant_id) return shareGrant(tx, row, sourceId, before);
+  const user = before?.id === sourceId ? before : await connections.findConnection(tx, sourceId);
+  if (!user || credentialBinding(user.provider_slug, user.config ?? {}) !== credentialBinding(row.provider_slug, row.config ?? {})) {
+    throw invalid("credentials.grant_from_connection: that connection's grant is bound to its provider origin and how it is presented (the base URL's origin, the auth type and its header or parameter name); this connection's config must use the same to share it");
+  }
   // A refused grant is not handed on: its connect flow comes first.
   if ((await connections.findGrantForRefresh(tx, source.oauth_grant_id))?.status === CONNECTION_STATUS.needs_reauth) {
     throw new CommandRefused('conflict', 'connection_needs_reauth', 'credentials.grant_from_connection: the provider refused that grant; complete the connect flow of that connection first');
