@@ -511,7 +511,7 @@ function sharedGrantSource(credentials: Record<string, unknown> | null | undefin
  * transaction: a source of another tenant (or none) is refused as not found, like every id of
  * another tenant; one holding no oauth2 grant with `grant_source_not_oauth2`; a grant the
  * provider refused (its connections need reauthorization) with `connection_needs_reauth`.
- * The grant is new credentials for `row`: a `row` that needs reauthorization is `active` again
+ * The grant is new credentials for `row`: a `row` that needs reauthorization gets back its status (REAUTH_ENDED)
  * (its alert is resolved by the caller, as for any new credentials). Only `row` changes: the
  * grant's other connections keep their status (one a concurrent refusal marked stays marked).
  * A grant's status is `needs_reauth` while any of its connections is, so `row` must never join
@@ -548,7 +548,7 @@ async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string, b
   }
   await connections.attachGrant(tx, row.id, source.oauth_grant_id, source.oauth_app_id, { resume: false });
   // `row` was read by the update that locked it in this transaction: its status is still this one.
-  if (row.status === CONNECTION_STATUS.needs_reauth) await connections.updateConnection(tx, row.id, { status: CONNECTION_STATUS.active });
+  if (row.status === CONNECTION_STATUS.needs_reauth) await connections.resumeRefusedConnections(tx, { table: 'connections', id: row.id });
   return (await connections.findConnection(tx, row.id))!;
 }
 

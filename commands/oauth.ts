@@ -245,8 +245,8 @@ export interface AuthorizationDone {
  * exchanged at the app's token endpoint with the flow's verifier and the registered redirect URI.
  * The tokens are stored sealed as the connection's OAuth 2 grant: the grant it has through the
  * same app is replaced (for every connection sharing it), else a new grant is made its own. Every
- * connection of the grant that needed reauthorization is active again and its credentials alert is
- * resolved.
+ * connection of the grant that needed reauthorization gets back the status the refusal found it in
+ * (active, or paused) and its credentials alert is resolved.
  */
 export async function completeAuthorization(
   deps: CommandDeps,

@@ -206,13 +206,20 @@ export async function insertConnection(db: Queryable, input: NewConnection): Pro
   return rows[0] ? connectionOf(rows[0]) : null;
 }
 
+/**
+ * The status a connection marked `needs_reauth` gets back when that ends (new credentials, or the
+ * refusal undone): the one the refusal found it in (`status_before_reauth`: active or paused), so
+ * a connection its owner paused stays paused until resumed; active when none was kept.
+ */
+const REAUTH_ENDED = (alias: string) => `coalesce(${alias}.status_before_reauth, ${CONNECTION.active})`;
+
 /** Fields of a connection the API may change; undefined leaves a field as it is. */
 export interface ConnectionChange {
   config?: Record<string, unknown>;
   /**
    * Sealed credentials (an envelope) of kind `token`; null removes the credentials. Either way the
    * connection leaves its OAuth 2 grant, if any (`attachGrant` gives it one). New credentials (not
-   * null) end `needs_reauth`: the connection is `active` again.
+   * null) end `needs_reauth`: the connection gets back the status the refusal found (REAUTH_ENDED).
    */
   sealedCredentials?: string | null;
   status?: ConnectionStatus;
@@ -247,7 +254,9 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
             credential_kind = case when $3 then ${CREDENTIAL.token} else c.credential_kind end,
             oauth_app_id = case when $3 then null else c.oauth_app_id end,
             oauth_grant_id = case when $3 then null else c.oauth_grant_id end,
-            status = coalesce($5, case when $3 and $4::text is not null and c.status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else c.status end),
+            status = coalesce($5, case when $3 and $4::text is not null and c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end),
+            -- Kept only while the connection stays needs_reauth: whatever ends it uses it up.
+            status_before_reauth = case when coalesce($5, c.status) = ${CONNECTION.needs_reauth} and not ($3 and $4::text is not null) then c.status_before_reauth end,
             metadata = case when $6::jsonb is null then c.metadata
                             else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end,
             schedule_changed_at = case when $6::jsonb is null then c.schedule_changed_at else now() end
@@ -763,8 +772,8 @@ export async function attachGrant(db: Queryable, id: string, grantId: string, ap
   );
   if (!rowCount || !opts.resume) return rowCount ? [id] : [];
   const { rows } = await db.query<{ id: string }>(
-    `update connections set status = case when status = ${CONNECTION.needs_reauth} then ${CONNECTION.active} else status end
-      where oauth_grant_id = $1 returning id`,
+    `update connections c set status = case when c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end, status_before_reauth = null
+      where c.oauth_grant_id = $1 returning c.id`,
     [grantId],
   );
   return rows.map((row) => row.id);
@@ -848,7 +857,7 @@ export async function storeRenewedCredentials(db: Queryable, holder: CredentialH
  */
 export async function resumeRefusedConnections(db: Queryable, holder: CredentialHolder): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `update connections set status = coalesce(status_before_reauth, ${CONNECTION.active}), status_before_reauth = null
+    `update connections c set status = ${REAUTH_ENDED('c')}, status_before_reauth = null
       where ${holder.table === 'oauth_grants' ? 'oauth_grant_id' : 'id'} = $1 and status = ${CONNECTION.needs_reauth}
       returning id`,
     [holder.id],
