@@ -24,8 +24,11 @@ export interface DeselectionProgress {
 /**
  * The reconcile tick's step that finishes what config changes stopped selecting
  * (`pending_deselections`, written by `updateConnection` in commands/connections.ts): up to
- * `batches` batches of DESELECTION_BATCH records visited, oldest deselection first, each batch its
- * own transaction so no lock is held for long and progress survives a failure midway. A batch
+ * `batches` batches of DESELECTION_BATCH records visited, each batch its own transaction so no
+ * lock is held for long and progress survives a failure midway. The batches go to tenants in
+ * turns (`takeTurns`): each tenant with pending deselections has one batch of its oldest in each
+ * round, so one tenant's large or many deselections cannot keep another tenant's deselected
+ * records live for tick after tick; within a tenant, oldest first, each to its end. A batch
  * takes the connection's purge lock shared, its change-feed lock (the order of a config change; a
  * page's store takes the feed lock first too), then the deselection's row: one that a later config
  * change forgot (it selected the unit again) or that another tick finished is left alone. It
@@ -40,19 +43,40 @@ export async function finishDeselections(deps: Pick<ActivityDeps, 'pool' | 'logg
   while (progress.batches < batches) {
     const pending = await findDeselectionsToFinish(deps.pool, connectorSlugs(), batches - progress.batches);
     if (pending.length === 0) break;
-    for (const unit of pending) {
-      // Each unit runs until it is finished or the call's batches are spent.
-      while (progress.batches < batches) {
-        progress.batches += 1;
-        const step = await withTransaction(deps.pool, (tx) => finishBatch(tx, unit));
-        progress.tombstoned += step.tombstoned;
-        if (step.state === 'finished') progress.finished += 1;
-        if (step.state !== 'more') break;
-      }
-    }
+    await takeTurns(pending, async (unit) => {
+      if (progress.batches >= batches) return 'spent';
+      progress.batches += 1;
+      const step = await withTransaction(deps.pool, (tx) => finishBatch(tx, unit));
+      progress.tombstoned += step.tombstoned;
+      if (step.state === 'finished') progress.finished += 1;
+      return step.state;
+    });
   }
   if (progress.tombstoned > 0 || progress.finished > 0) deps.logger.info(progress, 'deselected records tombstoned');
   return progress;
+}
+
+/**
+ * Runs `batch` over `units` (listed in turns of tenants, as findDeselectionsToFinish lists them)
+ * in rounds: each round gives every tenant one batch, of its oldest unit not yet done (one that
+ * answered `finished` or `skipped` is done; `more` gets the tenant's next turn), tenants in the
+ * order their first unit is listed. Ends when every unit is done, or a batch answers `spent`.
+ */
+async function takeTurns(units: readonly DeselectionToFinish[], batch: (unit: DeselectionToFinish) => Promise<'more' | 'finished' | 'skipped' | 'spent'>): Promise<void> {
+  const byTenant = new Map<string, DeselectionToFinish[]>();
+  for (const unit of units) {
+    const own = byTenant.get(unit.tenantId);
+    if (own) own.push(unit);
+    else byTenant.set(unit.tenantId, [unit]);
+  }
+  while (byTenant.size > 0) {
+    for (const [tenant, own] of byTenant) {
+      const state = await batch(own[0]!);
+      if (state === 'spent') return;
+      if (state !== 'more') own.shift();
+      if (own.length === 0) byTenant.delete(tenant);
+    }
+  }
 }
 
 /**

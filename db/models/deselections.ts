@@ -17,9 +17,10 @@ export interface PendingDeselection extends DeselectionUnit {
   afterId: string;
 }
 
-/** A pending deselection to finish, with what the tick needs to judge it: its connection's provider. */
+/** A pending deselection to finish, with what the tick needs to judge it (its connection's provider) and to share its batches (its tenant). */
 export interface DeselectionToFinish extends PendingDeselection {
   providerSlug: string;
+  tenantId: string;
 }
 
 const UNIT_COLUMNS = 'd.connection_id as "connectionId", d.resource_type as "resourceType", d.id_prefix as "idPrefix", d.after_id as "afterId"';
@@ -59,17 +60,21 @@ export async function forgetDeselections(tx: Queryable, connectionId: string, un
 }
 
 /**
- * Up to `limit` pending deselections of connections of `providers`, oldest first, with their
- * connections' providers; none of a connection whose purge is open (the purge deletes its records,
- * and these rows with the connection).
+ * Up to `limit` pending deselections of connections of `providers`, with their connections'
+ * providers and tenants; none of a connection whose purge is open (the purge deletes its records,
+ * and these rows with the connection). Taken in turns of tenants: every tenant's oldest first
+ * (oldest of those first), then every tenant's second oldest, and so on, so a tenant with many
+ * pending (or older ones) never fills the list and keeps another tenant's out.
  */
 export async function findDeselectionsToFinish(db: Queryable, providers: readonly string[], limit: number): Promise<DeselectionToFinish[]> {
   const { rows } = await db.query<DeselectionToFinish>(
-    `select ${UNIT_COLUMNS}, c.provider_slug as "providerSlug"
-       from pending_deselections d join connections c on c.id = d.connection_id
-      where c.provider_slug = any($2::text[])
-        and not exists (select 1 from connection_purges p where p.connection_id = d.connection_id and p.status <> ${PURGE.completed})
-      order by d.created_at, d.connection_id, d.resource_type, d.id_prefix limit $1`,
+    `select "connectionId", "resourceType", "idPrefix", "afterId", "providerSlug", "tenantId"
+       from (select ${UNIT_COLUMNS}, c.provider_slug as "providerSlug", c.tenant_id as "tenantId", d.created_at,
+                    row_number() over (partition by c.tenant_id order by d.created_at, d.connection_id, d.resource_type, d.id_prefix) as turn
+               from pending_deselections d join connections c on c.id = d.connection_id
+              where c.provider_slug = any($2::text[])
+                and not exists (select 1 from connection_purges p where p.connection_id = d.connection_id and p.status <> ${PURGE.completed})) u
+      order by turn, created_at, "connectionId", "resourceType", "idPrefix" limit $1`,
     [limit, [...providers]],
   );
   return rows;
