@@ -80,7 +80,7 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
   // Counted and inserted under the tenant's lock: two requests cannot both take the last place.
   const row = await withTransaction(deps.pool, async (tx) => {
     const max = (await lockedLimits(deps, tx, request.tenantId)).connections;
-    if (!fitsUnder(max, await countConnections(tx, request.tenantId))) throw overLimit('connections', max, 'connections');
+    if (!fitsUnder(max, await countConnections(tx, request.tenantId, max))) throw overLimit('connections', max, 'connections');
     const insert = () =>
       connections.insertConnection(tx, {
         id,

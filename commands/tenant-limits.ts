@@ -58,10 +58,6 @@ export async function setTenantLimits(deps: Pick<CommandDeps, 'pool' | 'tenantLi
 
 async function view(deps: Pick<CommandDeps, 'tenantLimits'>, tenantId: string, row: TenantLimitsRow | null, db: Parameters<typeof limits.tenantUsage>[0]): Promise<TenantLimitsView> {
   const overrides = limits.overridesOf(row);
-  return {
-    tenantId,
-    limits: effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, overrides),
-    overrides,
-    usage: await limits.tenantUsage(db, tenantId),
-  };
+  const applying = effectiveLimits(deps.tenantLimits ?? DEFAULT_TENANT_LIMITS, overrides);
+  return { tenantId, limits: applying, overrides, usage: await limits.tenantUsage(db, tenantId, applying.connections) };
 }

@@ -4,7 +4,7 @@
 
 /** What a tenant may hold at once, or within an hour. */
 export interface TenantLimits {
-  /** Connections (a connection being purged no longer counts). */
+  /** Connections (those being purged no longer count, up to as many as this limit; beyond that they do). */
   connections: number;
   /** Webhooks. */
   webhooks: number;

@@ -76,9 +76,16 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
   return rows[0]!;
 }
 
-/** Tenant `$1`'s connections as its limit counts them: those being purged left out. */
-const COUNT_CONNECTIONS = `select count(*)::int from connections c where c.tenant_id = $1
-    and not exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed})`;
+/**
+ * Tenant `$1`'s connections as its limit (`$2`) counts them: those being purged left out, up to as
+ * many as the limit; beyond that they count. A tenant at its limit may so delete connections and
+ * create others at once (all of them, even), while the rows it holds stay within twice its limit:
+ * purges waiting for a place of its running jobs cannot pile up without bound under a loop of
+ * creates and deletes (each a connection row and a purge workflow trying again every 65–95 s).
+ */
+const COUNT_CONNECTIONS = `select (count(*) filter (where not c.purging) + greatest(0, count(*) filter (where c.purging) - $2::int))::int
+    from (select exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed}) as purging
+            from connections c where c.tenant_id = $1) c`;
 /**
  * SQL of the start of the redelivery window ending now. Redeliveries are written and counted by
  * the database's clock alone: API processes whose clocks differ count each other's.
@@ -115,8 +122,8 @@ export interface TenantUsage {
   oauth_apps: number;
 }
 
-/** Everything a tenant holds now, each as its limit counts it. */
-export async function tenantUsage(db: Queryable, tenantId: string): Promise<TenantUsage> {
+/** Everything a tenant holds now, each as its limit counts it (`connectionLimit`: the connection limit that applies to it). */
+export async function tenantUsage(db: Queryable, tenantId: string, connectionLimit: number): Promise<TenantUsage> {
   const { rows } = await db.query<TenantUsage>(
     `select
        (${COUNT_CONNECTIONS}) as connections,
@@ -125,14 +132,14 @@ export async function tenantUsage(db: Queryable, tenantId: string): Promise<Tena
        (${runningPlaces()}) as running_jobs,
        (select count(*)::int from webhook_redeliveries where tenant_id = $1 and at > ${REDELIVERY_WINDOW_START}) as redeliveries_last_hour,
        (${COUNT_OAUTH_APPS}) as oauth_apps`,
-    [tenantId],
+    [tenantId, connectionLimit],
   );
   return rows[0]!;
 }
 
-/** A tenant's connections, those being purged left out. */
-export async function countConnections(db: Queryable, tenantId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`select (${COUNT_CONNECTIONS}) as n`, [tenantId]);
+/** A tenant's connections as its limit `limit` counts them: those being purged left out, up to `limit` of them. */
+export async function countConnections(db: Queryable, tenantId: string, limit: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`select (${COUNT_CONNECTIONS}) as n`, [tenantId, limit]);
   return rows[0]!.n;
 }
 
