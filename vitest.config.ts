@@ -20,9 +20,10 @@ const files = readdirSync(path.join(root, 'test'), { recursive: true, encoding: 
  * Files that must not run beside CPU-heavy files for what they time in real time: the shared rate
  * budget's job must be seen waiting within a 3 s provider window; a tenant's four jobs held back
  * by the worker pool's turns must all complete within 45 s once let go (two were still queued
- * beside the side-by-side group, 2026-11-30).
+ * beside the side-by-side group, 2026-11-30); another tenant's job must complete within 50 s beside a
+ * tenant's purges held by the pool's turns (worker-pool-purges, built as worker-pool-tenants).
  */
-const ALSO_SENSITIVE = ['test/rate-budget.test.ts', 'test/worker-pool-tenants.test.ts'];
+const ALSO_SENSITIVE = ['test/rate-budget.test.ts', 'test/worker-pool-tenants.test.ts', 'test/worker-pool-purges.test.ts'];
 const sensitive = files.filter((file) => ALSO_SENSITIVE.includes(file) || TIMING_SENSITIVE.test(readFileSync(path.join(root, file), 'utf8')));
 
 export default defineConfig({

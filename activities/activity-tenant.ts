@@ -1,5 +1,5 @@
-import { connectionTenant, jobTenant } from '../db/models/owners';
-import { connectionIdOf } from '../temporal/ids';
+import { connectionTenant, jobTenant, purgeTenant } from '../db/models/owners';
+import { connectionIdOf, purgeIdOf } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 
 /** Connections and jobs whose tenant is remembered per worker process; the oldest are dropped beyond this many. */
@@ -12,13 +12,18 @@ export interface ActivityOf {
   args: readonly unknown[];
 }
 
+/** The activities of a connection purge: long runs of deletes, each its tenant's work. */
+const PURGE_ACTIVITIES = new Set(['quiesceConnection', 'purgeConnectionBatch']);
+
 /**
  * The tenant a scheduled activity works for, as the worker's lane gate shares a hot node between
- * tenants: a sync task's, from its connection when its job runs in the connection's workflow
- * (read once per connection, then remembered: a connection's tenant never changes), otherwise
- * from its job (once per job); '' for every other activity (short bookkeeping and deliveries),
- * and when the row is gone or cannot be read: the tenant orders waiting activities, so a failed
- * read must not fail the activity.
+ * tenants and the worker's pool gives each tenant's statements turns: a sync task's, from its
+ * connection when its job runs in the connection's workflow (read once per connection, then
+ * remembered: a connection's tenant never changes), otherwise from its job (once per job); a
+ * purge's (its `connection-purge:` workflow's purge, once per purge), so a tenant deleting many
+ * connections holds no more of the pool than its share; '' for every other activity (short
+ * bookkeeping and deliveries), and when the row is gone or cannot be read: the tenant orders
+ * waiting activities, so a failed read must not fail the activity.
  */
 export function activityTenant(deps: Pick<ActivityDeps, 'pool'>): (activity: ActivityOf) => Promise<string> {
   const remembered = new Map<string, string>();
@@ -32,6 +37,10 @@ export function activityTenant(deps: Pick<ActivityDeps, 'pool'>): (activity: Act
     return tenant;
   };
   return async ({ activityType, workflowId, args }) => {
+    if (PURGE_ACTIVITIES.has(activityType)) {
+      const purgeId = purgeIdOf(workflowId);
+      return purgeId === null ? '' : lookUp(`purge:${purgeId}`, () => purgeTenant(deps.pool, purgeId));
+    }
     if (activityType !== 'syncTask') return '';
     const connectionId = connectionIdOf(workflowId);
     if (connectionId !== null) return lookUp(`connection:${connectionId}`, () => connectionTenant(deps.pool, connectionId));
