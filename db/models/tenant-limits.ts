@@ -83,7 +83,7 @@ export async function upsertTenantLimits(db: Queryable, tenantId: string, change
  * purges waiting for a place of its running jobs cannot pile up without bound under a loop of
  * creates and deletes (each a connection row and a purge workflow trying again every 65–95 s).
  */
-const COUNT_CONNECTIONS = `select (count(*) filter (where not c.purging) + greatest(0, count(*) filter (where c.purging) - $2::int))::int
+const COUNT_CONNECTIONS = `select (count(*) filter (where not c.purging) + greatest(0, count(*) filter (where c.purging) - $2::bigint))::int
     from (select exists (select 1 from connection_purges p where p.connection_id = c.id and p.status <> ${PURGE.completed}) as purging
             from connections c where c.tenant_id = $1) c`;
 /**
