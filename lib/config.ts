@@ -433,12 +433,20 @@ export function temporalSecurity(config: Config): TemporalSecurity {
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
 
 /**
+ * A URL query parameter whose value is a secret by its name, with that value: node-postgres
+ * takes the password from `?password=` (and libpq's `sslpassword`), and collectors or proxies
+ * take tokens, keys and signatures there.
+ */
+const SECRET_QUERY_PARAMETER = /([?&;][^=&#;]*(?:pass|secret|token|key|sig|auth|cred)[^=&#;]*=)[^&#;]*/gi;
+
+/**
  * The value a config error may show for variable `name`: none for a secret by name, nor for a
  * `scheme://` value that does not parse as a URL (where its password ends cannot be told), nor for
  * a secret variable (SECRET_VARIABLES: the database URLs) that is not such a URL at all (a libpq
  * keyword string or a URL without its scheme holds its password as it is); for anything else the
- * value with the password part of a URL masked (a `DATABASE_URL` with a password must not land in
- * logs); undefined when nothing may be shown.
+ * value with the password part of a URL masked, and the value of each query parameter named like a
+ * secret (`?password=`) (a `DATABASE_URL` with a password must not land in logs); undefined when
+ * nothing may be shown.
  */
 export function shownValue(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined || SECRET_NAME.test(name)) return undefined;
@@ -446,7 +454,7 @@ export function shownValue(name: string, raw: string | undefined): string | unde
   if (schemeUrl && !URL.canParse(raw.trim())) return undefined;
   if (!schemeUrl && (SECRET_VARIABLES as readonly string[]).includes(name)) return undefined;
   // Any `//user:password@` form; up to the last @, as a password may hold one (or a space).
-  return raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@');
+  return raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@').replace(SECRET_QUERY_PARAMETER, '$1***');
 }
 
 /**
