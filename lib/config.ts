@@ -126,10 +126,15 @@ export const envSchema = z
     DATA_DIR: requiredName('.data'),
     EMBEDDED_PG_PORT: port(54329),
 
+    // A port outside 1-65535 is refused here: the frontend could never answer there, and the
+    // start-up would wait TEMPORAL_STARTUP_WAIT_SECONDS for it before failing.
     TEMPORAL_ADDRESS: optionalString.pipe(
       z
         .string()
-        .regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
+        .refine((address) => {
+          const port = /^[^\s:/]+:(\d{1,5})$/.exec(address)?.[1];
+          return port !== undefined && Number(port) >= 1 && Number(port) <= 65535;
+        }, 'must be host:port with a port from 1 to 65535, for example localhost:7233')
         .optional(),
     ),
     TEMPORAL_NAMESPACE: requiredName('default'),
