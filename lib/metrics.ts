@@ -141,6 +141,8 @@ export function registerQueueDepthGauge(registry: Registry, countNow: CountActiv
 
 /** What the latest reconcile tick counted, as it stored it in the database. */
 export interface ScheduleCounts {
+  /** When the tick counted (the tick's time). */
+  counted_at: Date;
   /** Active connections overdue for their scheduled run. */
   overdue: number;
   /** Active connections whose last success is older than twice their interval, by provider (only those with some). */
@@ -164,7 +166,8 @@ export interface StateCounts {
  * every process reports the same values whichever process changed the rows or ran the tick:
  * `sync_breakers_open{provider}`, `webhook_deliveries_pending`,
  * `webhook_deliveries_oldest_pending_seconds`, and the latest reconcile tick's stored counts
- * `sync_scheduler_backlog` and `synctide_stale_connections{provider}`, and the deselections left
+ * `sync_scheduler_backlog` and `synctide_stale_connections{provider}` (and when that tick counted,
+ * `sync_scheduler_last_tick_timestamp_seconds`), and the deselections left
  * to the tick (`synctide_deselections_pending`, `synctide_deselections_oldest_pending_seconds`). Gauges of one statement
  * each have their own collect() sharing it (prom-client collects every metric of a scrape at
  * once), so they come from the same answer in every scrape. Each answer is reused for `cacheMs`
@@ -217,6 +220,13 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
     'Active connections whose next run is overdue and that have no active job (counted by the latest reconcile tick, read from the database at scrape time)',
     schedule,
     (latest) => latest.overdue,
+  );
+  // While no tick ends, the two gauges above keep the last tick's counts: this tells how old they are.
+  valueGauge(
+    'sync_scheduler_last_tick_timestamp_seconds',
+    'When the latest reconcile tick counted sync_scheduler_backlog and synctide_stale_connections, in Unix seconds (read from the database at scrape time; 0 before the first tick): while no tick ends, those gauges keep that tick\'s counts',
+    schedule,
+    (latest) => latest.counted_at.getTime() / 1000,
   );
   new Gauge({
     name: 'synctide_stale_connections',

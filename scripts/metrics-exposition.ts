@@ -10,7 +10,7 @@ registerQueueDepthGauge(registry, async () => new Map());
 registerStateGauges(registry, {
   openBreakers: async () => new Map([['github', 0]]),
   webhookBacklog: async () => ({ pending: 0, oldestSeconds: 0 }),
-  scheduleCounts: async () => ({ overdue: 0, stale: new Map([['github', 0]]) }),
+  scheduleCounts: async () => ({ counted_at: new Date(), overdue: 0, stale: new Map([['github', 0]]) }),
   deselectionBacklog: async () => ({ pending: 0, oldestSeconds: 0 }),
 });
 httpMetrics(registry);

@@ -1,0 +1,106 @@
+// The overdue and stale counts (sync_scheduler_backlog, synctide_stale_connections) are what the
+// latest reconcile tick stored. While no tick ends (no worker runs, or the tick's workflow keeps
+// failing) every process goes on serving that tick's counts, 0 as often as not, so
+// SynctideConnectionsOverdue and SynctideDataStale stay quiet in the very outage in which every
+// connection falls behind. Every process therefore serves when that tick counted
+// (sync_scheduler_last_tick_timestamp_seconds), and SynctideReconcileTickStalled fires when it is
+// more than 15 minutes old.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storeScheduleCounts } from '../db/models/connections';
+import { databaseStateCounts } from '../infra/boot';
+import { createMetricsRegistry, registerStateGauges } from '../lib/metrics';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const METRIC = 'sync_scheduler_last_tick_timestamp_seconds';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** The samples of `name` (without labels but the registry's defaults) in a Prometheus text exposition. */
+function samplesOf(text: string, name: string): number[] {
+  return text
+    .split('\n')
+    .map((line) => /^([a-zA-Z_:][\w:]*)(?:\{[^}]*\})? (\S+)$/.exec(line))
+    .filter((m) => m?.[1] === name)
+    .map((m) => Number(m![2]));
+}
+
+/** Runs `promtool test rules` on `tests` against deploy/prometheus/rules.yml. */
+async function promtoolTest(tests: unknown[]): Promise<{ status: number | null; output: string }> {
+  if (spawnSync('promtool', ['--version']).error) throw new Error('promtool is required (apt-get install prometheus, as .ci/run does)');
+  const work = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-promtool-'));
+  try {
+    await fs.copyFile(path.join(ROOT, 'deploy/prometheus/rules.yml'), path.join(work, 'rules.yml'));
+    await fs.writeFile(path.join(work, 'test.yml'), JSON.stringify({ rule_files: ['rules.yml'], evaluation_interval: '1m', tests }, null, 2));
+    const run = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: work, encoding: 'utf8' });
+    return { status: run.status, output: `${run.stdout}${run.stderr}` };
+  } finally {
+    await fs.rm(work, { recursive: true, force: true });
+  }
+}
+
+describe('a reconcile tick that stops', () => {
+  it('is seen: every process serves when the latest tick counted, and SynctideReconcileTickStalled fires once that is over 15 minutes old, never while ticks end', async () => {
+    const registry = createMetricsRegistry({ process: 'api' });
+    registerStateGauges(registry, databaseStateCounts(db.pool), 0);
+    // Before any tick ended: 0, as long ago as can be (the alert takes the newest of all processes).
+    expect(samplesOf(await registry.metrics(), METRIC)).toEqual([0]);
+
+    // The last tick that ended, as the reconcile activity stores it: nothing overdue.
+    const countedAt = new Date('2026-11-30T12:00:00.000Z');
+    await storeScheduleCounts(db.pool, countedAt, 0, []);
+    const text = await registry.metrics();
+    expect(samplesOf(text, 'sync_scheduler_backlog')).toEqual([0]);
+    expect(samplesOf(text, METRIC)).toEqual([countedAt.getTime() / 1000]);
+
+    // Prometheus' view, on promtool's clock (0 at the start): ticks end every minute on one
+    // stack; on the other the last one ended at minute 5 (its stored backlog stays 0).
+    const result = await promtoolTest([
+      {
+        name: 'ticks stop at minute 5',
+        interval: '1m',
+        input_series: [
+          { series: `${METRIC}{process="api",instance="a1",stack="stalled"}`, values: '0+60x5 300x40' },
+          { series: `sync_scheduler_backlog{process="api",instance="a1",stack="stalled"}`, values: '0x45' },
+        ],
+        alert_rule_test: [
+          { eval_time: '24m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] },
+          { eval_time: '24m', alertname: 'SynctideConnectionsOverdue', exp_alerts: [] },
+          {
+            eval_time: '30m',
+            alertname: 'SynctideReconcileTickStalled',
+            exp_alerts: [
+              {
+                exp_labels: { severity: 'critical' },
+                exp_annotations: {
+                  summary: 'No reconcile tick has ended for 25m 0s',
+                  description:
+                    'sync_scheduler_backlog and synctide_stale_connections still show the counts of that tick, so SynctideConnectionsOverdue and SynctideDataStale cannot fire: no worker runs, or the reconcile workflow fails (see the workers\' logs and the reconcile workflow in Temporal).',
+                },
+              },
+            ],
+          },
+        ],
+      },
+      {
+        name: 'ticks end every minute',
+        interval: '1m',
+        input_series: [{ series: `${METRIC}{process="worker",instance="w1"}`, values: '0+60x45' }],
+        alert_rule_test: [{ eval_time: '40m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] }],
+      },
+    ]);
+    expect(result.output).not.toMatch(/FAILED/);
+    expect(result.status).toBe(0);
+  });
+});
