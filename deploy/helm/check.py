@@ -141,6 +141,18 @@ try:
         if len(problems) == before:
             print(f"ok: {label}: {len(docs)} manifests valid for Kubernetes {', '.join(KUBE_VERSIONS)}")
 
+    # The processes read their secrets once, at start: a changed chart-made Secret (a rotated admin
+    # key or database password) must roll the API and worker pods, or they keep the old values.
+    def pod_templates(secrets):
+        rendered = chart.render({"secrets": secrets}, name="synctide", namespace="synctide", is_install=False)
+        docs = [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+        return {d["metadata"]["name"]: d["spec"]["template"] for d in docs if d["kind"] == "Deployment"}
+
+    before, after = pod_templates(SECRETS), pod_templates({**SECRETS, "adminApiKey": "0" * 48})
+    for name in ("synctide-api", "synctide-worker"):
+        check(before[name] != after[name], f"a changed secrets.adminApiKey changes the pod template of {name} (a rollout), else its pods keep the old key")
+    check(pod_templates(SECRETS) == before, "the same secrets render the same pod templates (no rollout without a change)")
+
     # verify-ca without the CA to verify against is refused, naming the value.
     try:
         chart.render({"secrets": SECRETS, "postgres": {"sslmode": "verify-ca"}}, name="synctide", namespace="synctide", is_install=True)
