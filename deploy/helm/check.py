@@ -153,6 +153,22 @@ try:
         check(before[name] != after[name], f"a changed secrets.adminApiKey changes the pod template of {name} (a rollout), else its pods keep the old key")
     check(pod_templates(SECRETS) == before, "the same secrets render the same pod templates (no rollout without a change)")
 
+    # A PodDisruptionBudget never blocks a node drain for good: with as few replicas as it keeps
+    # available (api.replicas 1, or an HPA's minReplicas 1), an eviction could never be allowed and
+    # `kubectl drain` (a cluster upgrade) would wait forever.
+    for values in ({"api": {"replicas": 1}, "worker": {"replicas": 1}}, {"api": {"hpa": {"enabled": True, "minReplicas": 1}}, "worker": {"hpa": {"enabled": True, "minReplicas": 1}}}):
+        rendered = chart.render({"secrets": SECRETS, **values}, name="synctide", namespace="synctide", is_install=True)
+        docs = [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+        for doc in docs:
+            if doc["kind"] != "PodDisruptionBudget":
+                continue
+            component = doc["metadata"]["name"].removeprefix("synctide-")
+            merged = chart.merge_values({"secrets": SECRETS, **values})[component]
+            replicas = merged["hpa"]["minReplicas"] if merged["hpa"]["enabled"] else merged["replicas"]
+            spec = doc["spec"]
+            allowed = replicas - spec["minAvailable"] if "minAvailable" in spec else spec["maxUnavailable"]
+            check(allowed >= 1, f"{values}: the PodDisruptionBudget {doc['metadata']['name']} lets one of {replicas} pod(s) be evicted: {spec}")
+
     # verify-ca without the CA to verify against is refused, naming the value.
     try:
         chart.render({"secrets": SECRETS, "postgres": {"sslmode": "verify-ca"}}, name="synctide", namespace="synctide", is_install=True)
