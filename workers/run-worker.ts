@@ -101,10 +101,20 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
       if (w.getState() === 'RUNNING') w.shutdown();
       await running;
     });
-    running.catch((err) => {
-      logger.error({ err, worker: name }, 'worker stopped unexpectedly');
-      void shutdown.run('worker failed', 1);
-    });
+    running.then(
+      () => {
+        // Stopped without the process's shutdown: the SDK's runtime stops every worker on SIGQUIT
+        // and SIGUSR2 too. Nothing would poll again while /healthz still answered, so the process
+        // shuts down (the drain is done or under way) and exits as on SIGTERM.
+        if (shutdown.stopping) return;
+        logger.warn({ worker: name }, 'worker stopped by the Temporal SDK (a SIGQUIT or SIGUSR2): shutting down');
+        void shutdown.run('worker stopped', 0);
+      },
+      (err) => {
+        logger.error({ err, worker: name }, 'worker stopped unexpectedly');
+        void shutdown.run('worker failed', 1);
+      },
+    );
   }
   const ensureReconcile = () =>
     ensureReconcileWorkflow(proc.temporal, config.TEMPORAL_TASK_QUEUE, config.SCHEDULER_TICK_SECONDS, config.RETENTION_DAYS);
