@@ -52,7 +52,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: { meaning: '`idle_in_transaction_session_timeout` of every pooled connection (0: none); at most 2147483 (2^31 − 1 ms, the most Postgres takes)' },
   DATA_DIR: { meaning: 'where `npm start` keeps the embedded Postgres and Temporal state' },
   EMBEDDED_PG_PORT: { meaning: 'port of the embedded Postgres' },
-  TEMPORAL_ADDRESS: { meaning: '`host:port` of a Temporal frontend; required by `npm run api` / `npm run worker`', shown: 'dev server' },
+  TEMPORAL_ADDRESS: { meaning: '`host:port` of a Temporal frontend (an IPv6 address in brackets: `[fd00::7]:7233`); required by `npm run api` / `npm run worker`', shown: 'dev server' },
   TEMPORAL_NAMESPACE: { meaning: 'Temporal namespace' },
   DATABASE_STARTUP_WAIT_SECONDS: { meaning: '`npm run migrate`: how long it waits for Postgres to accept connections (retrying every 2 s, logging each wait) before it exits 1' },
   TEMPORAL_STARTUP_WAIT_SECONDS: { meaning: 'how long a starting process waits for TEMPORAL_ADDRESS to answer and TEMPORAL_NAMESPACE to exist (retrying every 2 s and logging what it waits for) before it exits 1' },

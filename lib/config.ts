@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_DELIVERY_SLOTS } from '../policy/delivery-shares';
 import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
@@ -132,9 +133,11 @@ export const envSchema = z
       z
         .string()
         .refine((address) => {
-          const port = /^[^\s:/]+:(\d{1,5})$/.exec(address)?.[1];
-          return port !== undefined && Number(port) >= 1 && Number(port) <= 65535;
-        }, 'must be host:port with a port from 1 to 65535, for example localhost:7233')
+          // A host name or IPv4 address, or an IPv6 address in brackets ([fd00::7]:7233).
+          const [, host, port] = /^(\[[^\]]+\]|[^\s:/[\]]+):(\d{1,5})$/.exec(address) ?? [];
+          if (host === undefined || (host.startsWith('[') && !isIPv6(host.slice(1, -1)))) return false;
+          return Number(port) >= 1 && Number(port) <= 65535;
+        }, 'must be host:port with a port from 1 to 65535, for example localhost:7233 or [fd00::7]:7233')
         .optional(),
     ),
     TEMPORAL_NAMESPACE: requiredName('default'),
