@@ -52,7 +52,8 @@ export interface RequestedJobAnswer {
 /**
  * Turns a sync or backfill request into a job that will run:
  * - refuses a paused or disabled connection, and one paused by its circuit breaker (with the
- *   alert), before anything is written;
+ *   alert), before anything is written, unless the request repeats an Idempotency-Key that
+ *   already has a job (its job answers, whatever the connection's state now);
  * - inserts the job (`api` or `backfill`) guarded by the unique indexes, so concurrent identical
  *   requests and repeats with the same Idempotency-Key give one row;
  * - a new job runs in its own `sync-job:<id>` workflow, started after the answer when the process
@@ -63,7 +64,11 @@ export interface RequestedJobAnswer {
  */
 export async function requestJob(deps: CommandDeps, request: JobRequest, orphanRetries = 1): Promise<RequestedJobAnswer> {
   const { connection } = request;
-  await refuseUnlessSyncable(deps, connection, request.blockers);
+  // A repeat of a request that created a job answers that job, whatever became of the connection
+  // since (paused, or its breaker opened, maybe by that very job): its client must learn that the
+  // job exists. A different request with the same key is refused below (idempotency_key_reused).
+  const earlier = request.idempotencyKey ? await jobs.findJobIdByIdempotencyKey(deps.pool, connection.tenant_id, request.idempotencyKey) : null;
+  if (!earlier) await refuseUnlessSyncable(deps, connection, request.blockers);
   const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
   const asked = requestedJob(request, resourceTypes);
   const id = randomUUID();
