@@ -64,11 +64,9 @@ export interface RequestedJobAnswer {
  */
 export async function requestJob(deps: CommandDeps, request: JobRequest, orphanRetries = 1): Promise<RequestedJobAnswer> {
   const { connection } = request;
-  // A repeat of a request that created a job answers that job, whatever became of the connection
-  // since (paused, or its breaker opened, maybe by that very job): its client must learn that the
-  // job exists. A different request with the same key is refused below (idempotency_key_reused).
-  const earlier = request.idempotencyKey ? await jobs.findJobIdByIdempotencyKey(deps.pool, connection.tenant_id, request.idempotencyKey) : null;
-  if (!earlier) await refuseUnlessSyncable(deps, connection, request.blockers);
+  const replayed = await replay(deps, request);
+  if (replayed) return replayed;
+  await refuseUnlessSyncable(deps, connection, request.blockers);
   const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
   const asked = requestedJob(request, resourceTypes);
   const id = randomUUID();
@@ -82,9 +80,7 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
   });
   const { job } = result;
   if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', provider: connection.provider_slug });
-  if (result.outcome === 'same_key' && !sameRequest(job, asked)) {
-    throw new CommandRefused('conflict', 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request', { job_id: job.id });
-  }
+  if (result.outcome === 'same_key' && !sameRequest(job, asked)) throw keyReused(job);
   if (result.outcome === 'active' && request.backfill) {
     throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: job.id });
   }
@@ -106,12 +102,51 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
       await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection), ...signal);
     }
   } else if (job.status === 'queued') {
-    const start = () => ensureJobWorkflow(deps.temporal, deps.taskQueue, { id: job.id, connection: refOf(connection) });
-    if (deps.background) deps.background.run(`start the workflow of job ${job.id}`, start);
-    else await start();
+    await startRequestedJob(deps, job, connection);
   }
   const jobTypes = Array.isArray(job.payload.resource_types) ? job.payload.resource_types.map(String) : null;
   return { job, resourceTypes: jobTypes ?? (result.outcome === 'inserted' ? resourceTypes : resolveResourceTypes(connection)), created: result.outcome === 'inserted' };
+}
+
+/**
+ * The answer to a request that repeats an Idempotency-Key which already has a job: that job,
+ * whatever became of the connection since (paused, its breaker opened, maybe by that very job,
+ * its config no longer selecting a resource type the job names), so a client retrying after a
+ * lost answer learns that its job exists. The key with a different request is refused
+ * (`idempotency_key_reused`). Null without a key, or when no job holds it (then the request is
+ * checked and inserted as a new one; the insert finds a job that took the key meanwhile).
+ */
+async function replay(deps: CommandDeps, request: JobRequest): Promise<RequestedJobAnswer | null> {
+  if (!request.idempotencyKey) return null;
+  const id = await jobs.findJobIdByIdempotencyKey(deps.pool, request.connection.tenant_id, request.idempotencyKey);
+  const job = id ? await jobs.findJob(deps.pool, id) : null;
+  if (!job) return null;
+  // Compared as the request gave its types (without repeats): the stored job holds those it resolved then.
+  if (!sameRequest(job, requestedJob(request, [...new Set(request.resourceTypes ?? [])]))) throw keyReused(job);
+  if (job.status === 'queued') await startRequestedJob(deps, job, request.connection);
+  const jobTypes = Array.isArray(job.payload.resource_types) ? job.payload.resource_types.map(String) : null;
+  return { job, resourceTypes: jobTypes ?? knownResourceTypes(request.connection), created: false };
+}
+
+/** The refusal of an Idempotency-Key that job `job` holds, given with a different request. */
+function keyReused(job: JobRow): CommandRefused {
+  return new CommandRefused('conflict', 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request', { job_id: job.id });
+}
+
+/** Starts (or finds running) the `sync-job:` workflow of requested job `job`, after the answer when the process has background starts. */
+async function startRequestedJob(deps: CommandDeps, job: JobRow, connection: ConnectionRow): Promise<void> {
+  const start = () => ensureJobWorkflow(deps.temporal, deps.taskQueue, { id: job.id, connection: refOf(connection) });
+  if (deps.background) deps.background.run(`start the workflow of job ${job.id}`, start);
+  else await start();
+}
+
+/** The connection's resource types, or none when its stored config is no longer valid. */
+function knownResourceTypes(connection: ConnectionRow): string[] {
+  try {
+    return resolveResourceTypes(connection);
+  } catch {
+    return [];
+  }
 }
 
 /**

@@ -62,6 +62,27 @@ describe('a repeated Idempotency-Key answers the earlier job (real API app, real
     expect(await jobCount()).toBe(1);
   });
 
+  it("after the connection's config stopped selecting a resource type the backfill named", async () => {
+    const key = `k-types-${connectionId}`;
+    const typed = randomUUID();
+    await api.db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at, window_start, window_end,
+                              payload, idempotency_key, workflow_id, finished_at)
+       values ($1, $2, $3, 'incremental', 'backfill', 'completed', 0, now(), $4, $5, '{"resource_types":["users"]}', $6, $7, now())`,
+      [typed, connectionId, tenant, window.start, window.end, key, syncJobWorkflowId(typed)],
+    );
+    await api.db.pool.query(`update connections set config = '{"resource_types":["issues"]}' where id = $1`, [connectionId]);
+    const res = await api.app.request('/jobs/schedule', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify({ pairId: connectionId, window, payload: { resource_types: ['users'] } }),
+    });
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(202);
+    expect(body).toMatchObject({ id: typed, status: 'completed' });
+    expect(await jobCount()).toBe(2);
+  });
+
   it('still refuses the key reused for another request, and a new key on the paused connection', async () => {
     await api.db.pool.query(`update connections set status = 'paused' where id = $1`, [connectionId]);
     const other = await api.app.request('/jobs/schedule', {
