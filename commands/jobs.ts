@@ -209,8 +209,10 @@ async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, 
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
     const blocking = await jobs.findBlockingJob(deps.pool, job.connectionId, job.trigger, job.jobType);
+    // Read again: one that finished since it blocked the insert answers no request (nothing of it
+    // would run what was asked); the insert is tried again.
     const active = blocking && (await jobs.findJob(deps.pool, blocking.id));
-    if (active) return { outcome: 'active', job: active };
+    if (active && (ACTIVE_JOB_STATUSES as readonly string[]).includes(active.status)) return { outcome: 'active', job: active };
   }
   throw new Error('could not insert or find the requested job after 5 attempts');
 }
