@@ -78,12 +78,16 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
     ...asked,
     idempotencyKey: request.idempotencyKey,
   });
-  const { job } = result;
   if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', provider: connection.provider_slug });
-  if (result.outcome === 'same_key' && !sameRequest(job, asked)) throw keyReused(job);
+  if (result.outcome === 'same_key' && !sameRequest(result.job, asked)) throw keyReused(result.job);
   if (result.outcome === 'active' && request.backfill) {
-    throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: job.id });
+    throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: result.job.id });
   }
+  // A requested job still queued answers the request by syncing what it asks for too (its types
+  // are read when it is claimed); one already claimed answers it as it is.
+  const job = result.outcome === 'active' && !coversTypes(result.job, request.resourceTypes)
+    ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ?? result.job)
+    : result.job;
 
   if (job.status === 'queued' && isSchedulerTrigger(job.trigger)) {
     const signal = [syncNowSignal, { mode: request.mode }] as const;
@@ -126,6 +130,13 @@ async function replay(deps: CommandDeps, request: JobRequest): Promise<Requested
   if (job.status === 'queued') await startRequestedJob(deps, job, request.connection);
   const jobTypes = Array.isArray(job.payload.resource_types) ? job.payload.resource_types.map(String) : null;
   return { job, resourceTypes: jobTypes ?? knownResourceTypes(request.connection), created: false };
+}
+
+/** Whether job `job` syncs every resource type of `requested` (every type of the connection when none are named). */
+function coversTypes(job: JobRow, requested: string[] | undefined): boolean {
+  const types = job.payload.resource_types;
+  if (!Array.isArray(types)) return true;
+  return requested !== undefined && requested.every((type) => types.map(String).includes(type));
 }
 
 /** The refusal of an Idempotency-Key that job `job` holds, given with a different request. */

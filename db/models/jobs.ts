@@ -220,6 +220,25 @@ export async function insertRequestedJob(db: Queryable, job: NewJob): Promise<Jo
   return rows[0] ?? null;
 }
 
+/**
+ * Widens the resource types of requested job `id` while it is still queued (its claim, which
+ * prepares its tasks from them, has not run): to hold `types` as well, or to every type (the
+ * restriction removed) when `types` is null. The job's row, or null when it is no longer queued.
+ */
+export async function widenQueuedJobTypes(db: Queryable, id: string, types: string[] | null): Promise<JobRow | null> {
+  const { rows } = await db.query<{ id: string }>(
+    `update sync_jobs j
+        set payload = case when $2::jsonb is null then j.payload - 'resource_types'
+                           else jsonb_set(j.payload, '{resource_types}',
+                                  (select jsonb_agg(t order by t) from (select jsonb_array_elements_text(j.payload->'resource_types') as t
+                                                                        union select jsonb_array_elements_text($2::jsonb)) u)) end
+      where j.id = $1 and j.status = ${JOB.queued} and j.trigger = ${TRIGGER.api} and jsonb_typeof(j.payload->'resource_types') = 'array'
+      returning j.id`,
+    [id, types === null ? null : JSON.stringify(types)],
+  );
+  return rows[0] ? findJob(db, id) : null;
+}
+
 /** The status of job `id`, or null when there is none. */
 export async function findJobStatus(db: Queryable, id: string): Promise<JobStatus | null> {
   const { rows } = await db.query<{ status: JobStatus }>('select status from sync_jobs where id = $1', [id]);
