@@ -280,10 +280,14 @@ function requestedJob(request: JobRequest, resourceTypes: string[]): RequestedJo
 /**
  * Whether stored job `job` is the job `asked` (from `requestedJob`) describes: the same
  * connection, mode, trigger, window, priority and payload (equal as JSON values, whatever the
- * order of their keys, as jsonb keeps them, and whatever the order of `resource_types`, a set).
- * Anything else with the same Idempotency-Key is a different request.
+ * order of their keys, as jsonb keeps them), its `resource_types` a set the job covers: a queued
+ * sync job is widened by later requests it answers (`widenQueuedJobTypes`), to more types or to
+ * every type (none named), and still answers a repeat of the request that made it. Anything else
+ * with the same Idempotency-Key is a different request.
  */
 function sameRequest(job: JobRow, asked: RequestedJob): boolean {
+  const { resource_types: storedTypes, ...stored } = job.payload;
+  const { resource_types: askedTypes, ...rest } = asked.payload;
   return (
     job.connection_id === asked.connectionId &&
     job.job_type === asked.jobType &&
@@ -291,14 +295,17 @@ function sameRequest(job: JobRow, asked: RequestedJob): boolean {
     (job.window_start?.getTime() ?? null) === (asked.window?.start.getTime() ?? null) &&
     (job.window_end?.getTime() ?? null) === (asked.window?.end.getTime() ?? null) &&
     job.priority === asked.priority &&
-    isDeepStrictEqual(withTypesSorted(job.payload), withTypesSorted(asked.payload))
+    isDeepStrictEqual(stored, rest) &&
+    typesCover(storedTypes, askedTypes)
   );
 }
 
-/** `payload` with its `resource_types` list (when it has one) in sorted order. */
-function withTypesSorted(payload: Record<string, unknown>): Record<string, unknown> {
-  const types = payload.resource_types;
-  return Array.isArray(types) ? { ...payload, resource_types: types.map(String).sort() } : payload;
+/** Whether a job's stored `resource_types` (absent: every type) covers those of a request (absent: every type). */
+function typesCover(stored: unknown, asked: unknown): boolean {
+  if (stored === undefined) return true;
+  if (!Array.isArray(stored) || !Array.isArray(asked)) return false;
+  const have = new Set(stored.map(String));
+  return asked.every((type) => have.has(String(type)));
 }
 
 /**

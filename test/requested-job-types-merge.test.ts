@@ -42,6 +42,21 @@ describe('a sync requested while a queued requested job of its mode waits', () =
     expect(rows[0]!.payload).not.toHaveProperty('resource_types');
   });
 
+  it('still answers a repeat of the first request, with its Idempotency-Key, once a later request widened its job', async () => {
+    const row = await connection('merge-key');
+    const deps = testCommandDeps(db.pool, fakeTemporal().client);
+    const first = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['users'], idempotencyKey: 'merge-key-1' });
+    await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['issues'] });
+    const repeat = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['users'], idempotencyKey: 'merge-key-1' }).catch((e: Error) => e);
+    expect(repeat instanceof Error ? repeat.message : repeat.job.id).toBe(first.job.id);
+    await requestJob(deps, { connection: row, mode: 'incremental' });
+    const again = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['users'], idempotencyKey: 'merge-key-1' }).catch((e: Error) => e);
+    expect(again instanceof Error ? again.message : again.job.id).toBe(first.job.id);
+    // A request of types the job does not sync is still another request.
+    const other = await requestJob(deps, { connection: row, mode: 'full', resourceTypes: ['users'], idempotencyKey: 'merge-key-1' }).catch((e: Error) => e);
+    expect(other instanceof Error ? other.message : other.job.id).toMatch(/Idempotency-Key was already used/);
+  });
+
   it('leaves a job that is already running as it is (it answers the request, as documented)', async () => {
     const row = await connection('merge-running');
     const deps = testCommandDeps(db.pool, fakeTemporal().client);
