@@ -191,7 +191,7 @@ function registerOperationsPaths(app: OpenAPIHono<ApiEnv>): void {
     responses: {
       200: {
         description: 'The metrics',
-        content: { 'text/plain': { schema: z.string(), example: '# HELP sync_jobs_total Sync jobs that ended, by status\n# TYPE sync_jobs_total counter\nsync_jobs_total{status="completed",connector_id="github"} 12\n' } },
+        content: { 'text/plain': { schema: z.string(), example: '# HELP sync_jobs_total Sync jobs reaching a status: queued when enqueued, completed/failed/cancelled when they end\n# TYPE sync_jobs_total counter\nsync_jobs_total{status="completed",provider="github"} 12\n' } },
       },
       401: errorResponses[401],
       403: errorResponses[403],

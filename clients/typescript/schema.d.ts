@@ -6640,9 +6640,9 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example # HELP sync_jobs_total Sync jobs that ended, by status
+                     * @example # HELP sync_jobs_total Sync jobs reaching a status: queued when enqueued, completed/failed/cancelled when they end
                      *     # TYPE sync_jobs_total counter
-                     *     sync_jobs_total{status="completed",connector_id="github"} 12
+                     *     sync_jobs_total{status="completed",provider="github"} 12
                      */
                     "text/plain": string;
                 };
