@@ -4,7 +4,7 @@ import { parse, stringify } from 'lossless-json';
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
 import { int, seconds, str, type Command } from '../command';
-import { EXIT } from '../errors';
+import { CliError, EXIT } from '../errors';
 import { note, when } from '../output';
 
 type Change = components['schemas']['RecordChange'];
@@ -61,6 +61,11 @@ export const recordCommands: Command[] = [
           page = readPage(text);
         } catch (err) {
           if (signal.aborted) return stop(EXIT.interrupted);
+          // Stopped by a failure (the API unreachable, an error answer): where it was is said as
+          // on any other stop, so a later tail resumes there instead of at the start of the feed;
+          // but not a cursor the API refused (400, 410 cursor_expired): no tail resumes from it.
+          const refused = err instanceof CliError && (err.status === 400 || err.status === 410);
+          if (!refused) stop(EXIT.failure);
           throw err;
         }
         for (const change of page.items) out.stdout.write(`${out.json ? stringify(change) : changeLine(change, flags.data === true)}\n`);

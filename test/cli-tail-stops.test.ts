@@ -1,0 +1,84 @@
+// `synctide records tail` that stops on a failure (the API gone, an error answer) says where it
+// was, as it does when it stops on --limit or Ctrl-C: the cursor on stderr, from which a later tail
+// resumes without reading the feed again from the start. Real Postgres, a fake provider on
+// 127.0.0.1, the sync activity run directly, the real API app listening (no Temporal behind it: a
+// feed read never reaches Temporal), and the CLI as a child process.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HttpServer } from '../lib/http';
+import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { useTestDatabase } from './helpers/database';
+import { testActivityDeps } from './helpers/deps';
+import { closeFakeServers, serve } from './helpers/fake-server';
+import { createHttpConnection, runPass } from './helpers/http-sync';
+import { eventually } from './helpers/worker';
+
+const db = useTestDatabase();
+const ROOT = join(import.meta.dirname, '..');
+const OLD = new Date(Date.now() - 2 * 3_600_000).toISOString();
+
+describe('synctide records tail stopped by a failure', () => {
+  let api: HttpServer | undefined;
+  let home: string;
+  let connectionId: string;
+
+  beforeAll(async () => {
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: ['a', 'b', 'c'].map((id) => ({ id, updated_at: OLD })) }));
+    });
+    connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      'cli-tail-stops',
+    );
+    await runPass(testActivityDeps({ pool: db.pool }).deps, connectionId, 'items', 'full');
+    await closeFakeServers();
+    home = await mkdtemp(join(tmpdir(), 'synctide-cli-tail-'));
+  });
+  afterAll(async () => {
+    await api?.close();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  /** Starts the CLI with `args` against `url`; its output so far, and its end. */
+  function start(url: string, args: string[]) {
+    const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: url, SYNCTIDE_API_KEY: TEST_API_KEY };
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (chunk: Buffer) => (out.stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (out.stderr += chunk.toString()));
+    const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, ...out }));
+    });
+    return { out, ended };
+  }
+
+  it('prints the cursor it reached when the API goes away while it follows, and a tail from that cursor reads nothing twice', async () => {
+    ({ server: api } = await listenWithoutTemporal(db.pool, 'cli-tail-stops'));
+    const following = start(api.url, ['records', 'tail', connectionId, '--json', '--poll', '0.2']);
+    // It printed the feed and follows it.
+    await eventually(async () => (following.out.stdout.trim().split('\n').filter(Boolean).length === 3 ? true : undefined), { describe: async () => following.out });
+    await api.close();
+    api = undefined;
+    const stopped = await following.ended;
+    expect(stopped.code, stopped.stderr).toBe(1);
+    expect(stopped.stderr).toMatch(/cannot reach/);
+    const cursor = /^cursor: (\S+)$/m.exec(stopped.stderr)?.[1];
+    expect(cursor, `the cursor on stderr: ${stopped.stderr}`).toBeDefined();
+
+    ({ server: api } = await listenWithoutTemporal(db.pool, 'cli-tail-stops'));
+    const resumed = await start(api.url, ['records', 'tail', connectionId, '--json', '--once', '--cursor', cursor!]).ended;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toBe('');
+
+    // A cursor the API refuses is not offered to resume from.
+    const refused = await start(api.url, ['records', 'tail', connectionId, '--once', '--cursor', 'not-a-cursor']).ended;
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).not.toMatch(/^cursor: /m);
+  });
+});
