@@ -6,7 +6,7 @@ import { except } from 'hono/combine';
 import { secureHeaders } from 'hono/secure-headers';
 import type { ApiDeps } from './deps';
 import type { ApiEnv } from './env';
-import { describeIssues, errorBody, errorResponse } from './errors';
+import { describeIssues, errorBody, errorResponse, NUL_IN_URL_MESSAGE } from './errors';
 import { auditLog } from './middleware/audit';
 import { authenticate, FailedLookups, limitStateLookups } from './middleware/auth';
 import { recordHttpMetrics } from './middleware/http-metrics';
@@ -97,7 +97,7 @@ function isUtf8(bytes: ArrayBuffer): boolean {
  */
 const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const url = c.req.url;
-  if (url.includes('\u0000') || /%00/.test(url)) return c.json(errorBody('invalid_request', 'url: must not contain NUL (\\u0000) characters'), 400);
+  if (url.includes('\u0000') || /%00/.test(url)) return c.json(errorBody('invalid_request', NUL_IN_URL_MESSAGE), 400);
   if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
     let body: unknown;
     try {

@@ -60,6 +60,9 @@ export function errorResponse(c: Context, err: unknown): Response {
   return c.json(errorBody('internal', 'internal error'), 500);
 }
 
+/** The refusal of a URL holding a NUL character (`%00`), before any route (the probes' only 400). */
+export const NUL_IN_URL_MESSAGE = 'url: must not contain NUL (\\u0000) characters';
+
 /** Seconds a 503 asks the client to wait before trying again. */
 const RETRY_AFTER_SECONDS = 5;
 

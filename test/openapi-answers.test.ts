@@ -57,4 +57,14 @@ describe('answers the document declares (real API app, real Postgres)', () => {
     expect(answer.body.error).toMatchObject({ code: 'purge_in_progress', purge_id: purges[0]!.id });
     expect(documentedCodes('POST', '/jobs/schedule', 409)).toContain('purge_in_progress');
   });
+
+  it('the probes document the refusal they answer: a URL holding NUL is a 400 whose message the example shows', async () => {
+    for (const path of ['/healthz', '/readyz']) {
+      const answer = await api.app.request(`${path}?x=%00`);
+      expect(answer.status, path).toBe(400);
+      const body = (await answer.json()) as Json;
+      const examples = doc.paths[path].get.responses['400'].content['application/json'].examples as Record<string, { value: Json }>;
+      expect(Object.values(examples).map((e) => e.value), path).toEqual([body]);
+    }
+  });
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
 import { WEBHOOK_EVENT_TYPES } from '../../policy/vocabulary';
 import type { ApiEnv } from '../env';
+import { NUL_IN_URL_MESSAGE } from '../errors';
 import { isAdminOnlyPath } from '../middleware/tenant-scope';
 import { errorAnswer, errorResponses } from '../schemas/common';
 import { ANSWER_EXAMPLES } from '../schemas/examples';
@@ -157,7 +158,12 @@ const ReadinessSchema = z
 function registerOperationsPaths(app: OpenAPIHono<ApiEnv>): void {
   const tags = ['operations'];
   // The one refusal an open probe can meet: every URL is checked for NUL before any route.
-  const nulInUrl = errorAnswer('The URL holds a NUL character (`%00`)', 'invalid_request');
+  // Its example is that refusal's own message (the shared one of invalid_request names a query limit, which a probe has not).
+  const refusal = errorAnswer('The URL holds a NUL character (`%00`)', 'invalid_request');
+  const nulInUrl = {
+    ...refusal,
+    content: { 'application/json': { ...refusal.content['application/json'], examples: { invalid_request: { value: { error: { code: 'invalid_request', message: NUL_IN_URL_MESSAGE } } } } } },
+  };
   app.openAPIRegistry.registerPath({
     method: 'get', path: '/healthz', tags, operationId: 'getHealth', security: [],
     summary: 'Liveness: the process is up',
