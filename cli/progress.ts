@@ -4,6 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../clients/typescript';
 import { answer, type SynctideClient } from './api';
+import { CliError } from './errors';
 import { num, type Output } from './output';
 
 export type Job = components['schemas']['Job'];
@@ -27,12 +28,38 @@ export function renderLine(job: Job): string {
   return `job ${job.id} ${job.status}: ${Math.round(job.progress_percentage)}% (${job.completed_tasks}/${job.total_tasks} tasks${failed}, ${num(job.processed_entities)} records)`;
 }
 
-/** Polls the job every `intervalMs` until it finishes; answers the finished job. */
+/**
+ * Answers the API gives to be tried again (429 rate limited, 502, 503 busy or unavailable, 504):
+ * the job goes on on the server, so a poll answered so is made again, up to this many times in a
+ * row, each after a longer wait.
+ */
+export const MAX_RETRIED_POLLS = 5;
+const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+/** The least wait before a poll made again (a 503's Retry-After is a few seconds). */
+const MIN_RETRY_WAIT_MS = 1000;
+
+/**
+ * Polls the job every `intervalMs` until it finishes; answers the finished job. A poll answered
+ * with a status that asks to be tried again is made again (at most MAX_RETRIED_POLLS times in a
+ * row, waiting `max(intervalMs, 1 s)` times the count, said on stderr but with --json); any other failure ends
+ * the wait.
+ */
 export async function watchJob(client: SynctideClient, baseUrl: string, out: Output, jobId: string, intervalMs: number, signal?: AbortSignal): Promise<Job> {
   const tty = !out.json && out.stderr.isTTY === true;
   let last = '';
+  let retried = 0;
   for (;;) {
-    const job = await answer(baseUrl, client.GET('/jobs/{id}', { params: { path: { id: jobId } } }));
+    let job: Job;
+    try {
+      job = await answer(baseUrl, client.GET('/jobs/{id}', { params: { path: { id: jobId } } }));
+      retried = 0;
+    } catch (err) {
+      if (!(err instanceof CliError) || err.status === undefined || !RETRIED_STATUSES.has(err.status) || retried >= MAX_RETRIED_POLLS) throw err;
+      retried++;
+      if (!out.json) out.stderr.write(`${tty ? '\n' : ''}${err.message}; reading job ${jobId} again (${retried}/${MAX_RETRIED_POLLS})\n`);
+      await sleep(Math.max(intervalMs, MIN_RETRY_WAIT_MS) * retried, undefined, { signal });
+      continue;
+    }
     if (!out.json) {
       if (tty) {
         const width = Math.max(10, Math.min(40, (out.stderr.columns ?? 80) - 60));
