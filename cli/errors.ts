@@ -62,3 +62,19 @@ export function apiError(status: number, body: unknown): CliError {
   const message = typeof error?.message === 'string' ? error.message : `HTTP ${status}`;
   return new CliError(code ? `${code}: ${message}` : message, exitCodeOfStatus(status), code, status, message);
 }
+
+/**
+ * Answers the API gives to be tried again (429 rate limited, 502, 503 busy or unavailable, 504):
+ * what a command follows (a job, a feed) goes on on the server, so a read answered so is made
+ * again, up to this many times in a row, each after a longer wait (retryWaitMs).
+ */
+export const MAX_RETRIED_POLLS = 5;
+const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+/** The least wait before a read made again (a 503's Retry-After is a few seconds). */
+const MIN_RETRY_WAIT_MS = 1000;
+
+/** True for the CliError of an answer that asks to be tried again. */
+export const askedToRetry = (err: unknown): err is CliError => err instanceof CliError && err.status !== undefined && RETRIED_STATUSES.has(err.status);
+
+/** The wait before the `retried`-th read made again of a command that polls every `intervalMs`. */
+export const retryWaitMs = (intervalMs: number, retried: number): number => Math.max(intervalMs, MIN_RETRY_WAIT_MS) * retried;

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../clients/typescript';
 import { answer, type SynctideClient } from './api';
-import { CliError } from './errors';
+import { askedToRetry, MAX_RETRIED_POLLS, retryWaitMs } from './errors';
 import { num, type Output } from './output';
 
 export type Job = components['schemas']['Job'];
@@ -29,16 +29,6 @@ export function renderLine(job: Job): string {
 }
 
 /**
- * Answers the API gives to be tried again (429 rate limited, 502, 503 busy or unavailable, 504):
- * the job goes on on the server, so a poll answered so is made again, up to this many times in a
- * row, each after a longer wait.
- */
-export const MAX_RETRIED_POLLS = 5;
-const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
-/** The least wait before a poll made again (a 503's Retry-After is a few seconds). */
-const MIN_RETRY_WAIT_MS = 1000;
-
-/**
  * Polls the job every `intervalMs` until it finishes; answers the finished job. A poll answered
  * with a status that asks to be tried again is made again (at most MAX_RETRIED_POLLS times in a
  * row, waiting `max(intervalMs, 1 s)` times the count, said on stderr but with --json); any other failure ends
@@ -54,10 +44,10 @@ export async function watchJob(client: SynctideClient, baseUrl: string, out: Out
       job = await answer(baseUrl, client.GET('/jobs/{id}', { params: { path: { id: jobId } } }));
       retried = 0;
     } catch (err) {
-      if (!(err instanceof CliError) || err.status === undefined || !RETRIED_STATUSES.has(err.status) || retried >= MAX_RETRIED_POLLS) throw err;
+      if (!askedToRetry(err) || retried >= MAX_RETRIED_POLLS) throw err;
       retried++;
       if (!out.json) out.stderr.write(`${tty ? '\n' : ''}${err.message}; reading job ${jobId} again (${retried}/${MAX_RETRIED_POLLS})\n`);
-      await sleep(Math.max(intervalMs, MIN_RETRY_WAIT_MS) * retried, undefined, { signal });
+      await sleep(retryWaitMs(intervalMs, retried), undefined, { signal });
       continue;
     }
     if (!out.json) {

@@ -13,6 +13,7 @@ import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
+import { DATABASE_BUSY_MESSAGE } from '../api/errors';
 import { createHttpConnection, runPass } from './helpers/http-sync';
 import { eventually } from './helpers/worker';
 
@@ -55,7 +56,7 @@ describe('synctide records tail stopped by a failure', () => {
       child.on('error', reject);
       child.on('close', (code) => resolve({ code, ...out }));
     });
-    return { out, ended };
+    return { out, ended, exited: () => child.exitCode !== null, interrupt: () => child.kill('SIGINT') };
   }
 
   it('prints the cursor it reached when the API goes away while it follows, and a tail from that cursor reads nothing twice', async () => {
@@ -80,5 +81,37 @@ describe('synctide records tail stopped by a failure', () => {
     const refused = await start(api.url, ['records', 'tail', connectionId, '--once', '--cursor', 'not-a-cursor']).ended;
     expect(refused.code, refused.stderr).toBe(2);
     expect(refused.stderr).not.toMatch(/^cursor: /m);
+  });
+
+  it('follows on through reads answered 503 busy (the API asks to be tried again), until Ctrl-C stops it', async () => {
+    ({ server: api } = await listenWithoutTemporal(db.pool, 'cli-tail-stops'));
+    const target = api.url;
+    let reads = 0;
+    let busy = 0;
+    const proxy = await serve(async (req, res) => {
+      reads++;
+      // The second and third reads (once caught up) are answered as an exhausted pool answers them.
+      if (reads === 2 || reads === 3) {
+        busy++;
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+        res.end(JSON.stringify({ error: { code: 'busy', message: DATABASE_BUSY_MESSAGE } }));
+        return;
+      }
+      const answer = await fetch(`${target}${req.url}`, { headers: { authorization: String(req.headers.authorization ?? '') } });
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(await answer.text());
+    });
+    try {
+      const following = start(proxy.url, ['records', 'tail', connectionId, '--json', '--poll', '0.2']);
+      await eventually(async () => (reads >= 5 || following.exited() ? true : undefined), { describe: async () => following.out });
+      following.interrupt();
+      const stopped = await following.ended;
+      expect(stopped.code, stopped.stderr).toBe(130);
+      expect(busy).toBe(2);
+      expect(stopped.stdout.trim().split('\n')).toHaveLength(3);
+      expect(stopped.stderr).toMatch(/^cursor: \S+$/m);
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import { parse, stringify } from 'lossless-json';
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
 import { int, seconds, str, type Command } from '../command';
-import { CliError, EXIT } from '../errors';
+import { askedToRetry, CliError, EXIT, MAX_RETRIED_POLLS, retryWaitMs } from '../errors';
 import { note, when } from '../output';
 
 type Change = components['schemas']['RecordChange'];
@@ -42,6 +42,8 @@ export const recordCommands: Command[] = [
       const resourceType = str(flags, 'resource-type');
       let cursor = str(flags, 'cursor');
       let seen = 0;
+      /** Reads answered in a row with a status that asks to be tried again. */
+      let retried = 0;
       const stop = (code: number) => {
         if (cursor) note(out, `cursor: ${cursor}`);
         return code as typeof EXIT.ok;
@@ -59,8 +61,20 @@ export const recordCommands: Command[] = [
             }),
           );
           page = readPage(text);
+          retried = 0;
         } catch (err) {
           if (signal.aborted) return stop(EXIT.interrupted);
+          // An answer that asks to be tried again (429, 502, 503, 504): the feed is still there.
+          if (askedToRetry(err) && retried < MAX_RETRIED_POLLS) {
+            retried++;
+            if (!out.json) note(out, `${err.message}; reading the feed again (${retried}/${MAX_RETRIED_POLLS})`);
+            try {
+              await sleep(retryWaitMs(pollMs, retried), undefined, { signal });
+            } catch {
+              return stop(EXIT.interrupted);
+            }
+            continue;
+          }
           // Stopped by a failure (the API unreachable, an error answer): where it was is said as
           // on any other stop, so a later tail resumes there instead of at the start of the feed;
           // but not a cursor the API refused (400, 410 cursor_expired): no tail resumes from it.
