@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionWorkflowInput } from '../temporal/connection';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobInput, SyncJobResult } from '../temporal/sync-job';
@@ -40,6 +40,17 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
     await env?.teardown();
   });
 
+  /**
+   * Connection workflows a test started. A test that timed out (the time-skipping server now and
+   * then stalls one) never reaches its `finally`: its run is terminated here, so neither the next
+   * test nor the test's retry (which starts the same workflow id) meets it still running.
+   */
+  const started = new Set<string>();
+  afterEach(async () => {
+    for (const workflowId of started) await env.client.workflow.getHandle(workflowId).terminate('test ended').catch(() => undefined);
+    started.clear();
+  });
+
   /** The marker names a history recorded (patched() calls that answered true). */
   async function markers(workflowId: string, runId?: string): Promise<string[]> {
     return patchIds((await env.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []);
@@ -49,14 +60,16 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
    * Starts connection `id`'s workflow with the patches `patchesOff` taken as absent (a run recorded
    * before them), and `one-marker-cycle` too: every shape recorded here is older than it.
    */
-  const startConnection = (id: string, patchesOff: string[]) =>
-    env.client.workflow.start('connectionWorkflow', {
+  const startConnection = (id: string, patchesOff: string[]) => {
+    started.add(connectionWorkflowId(id));
+    return env.client.workflow.start('connectionWorkflow', {
       workflowId: connectionWorkflowId(id),
       taskQueue: TASK_QUEUE,
       args: [{ connectionId: id } satisfies ConnectionWorkflowInput],
       typedSearchAttributes: [{ key: CONNECTION_ID, value: id }, { key: TENANT_ID, value: 'acme' }, { key: PROVIDER, value: 'demo' }],
       memo: { [PATCHES_OFF_MEMO]: ['one-marker-cycle', ...patchesOff] },
     });
+  };
 
   it('before bounded-idle-loops, an idle connection loops in one run however long it waits', async () => {
     store.behaviour.enqueue = 'locked';
