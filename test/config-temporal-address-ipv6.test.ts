@@ -4,15 +4,7 @@
 // frontend by address.
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../lib/config';
-
-function configError(env: NodeJS.ProcessEnv): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  return '';
-}
+import { configError } from './helpers/config';
 
 describe('TEMPORAL_ADDRESS with an IPv6 address', () => {
   it('accepts a bracketed IPv6 address with a port', () => {

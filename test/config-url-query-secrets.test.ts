@@ -3,16 +3,8 @@
 // query (`?password=`), and a collector's token may be a query parameter: such values are masked
 // too, whatever else of the URL is shown.
 import { describe, expect, it } from 'vitest';
-import { loadConfig, shownValue } from '../lib/config';
-
-function configError(env: NodeJS.ProcessEnv): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  return '';
-}
+import { shownValue } from '../lib/config';
+import { configError } from './helpers/config';
 
 describe('a URL whose secret is in its query', () => {
   it('is never echoed by a configuration error: the variable and its rule are named, the password is not', () => {

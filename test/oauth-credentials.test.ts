@@ -13,13 +13,13 @@ import { credentialProvider } from '../activities/credential-provider';
 import { updateConnection } from '../commands/connections';
 import type { CommandDeps } from '../commands/deps';
 import { createPool, type Pool } from '../db/pool';
-import { isEnvelope, open, seal, sealCredentials } from '../lib/credentials';
+import { isEnvelope, open, sealCredentials } from '../lib/credentials';
 import type { HttpServer } from '../lib/http';
 import type { SyncTaskInput, SyncTaskResult } from '../temporal/activities';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
-import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
+import { insertOAuthApp, insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { completeJob, renewalOnTwoWorkers, runningJob, startTask } from './helpers/http-sync';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
 import type { LogLines } from './helpers/logs';
@@ -50,12 +50,7 @@ const config = () => ({
 
 async function insertApp(tenant = 'acme'): Promise<string> {
   const id = randomUUID();
-  await db.pool.query(
-    `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
-     values ($1, $2, $3, $4, $5, $6, $7, 'https://example.com/cb')`,
-    [id, tenant, `app-${id.slice(0, 8)}`, oauth.clientId, seal(TEST_KEYRING, { table: 'oauth_apps', id }, oauth.clientSecret), `${oauth.url}/authorize`, `${oauth.url}/token`],
-  );
-  return id;
+  return insertOAuthApp(db.pool, { id, tenantId: tenant, name: `app-${id.slice(0, 8)}`, clientId: oauth.clientId, clientSecret: oauth.clientSecret, origin: oauth.url });
 }
 
 /** An active http connection holding an oauth2 grant of the fake server whose access token expires in `expiresInSeconds`. */

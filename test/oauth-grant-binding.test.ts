@@ -7,10 +7,10 @@
 // real API with no Temporal behind it, on real Postgres.
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sealCredentials, seal } from '../lib/credentials';
+import { sealCredentials } from '../lib/credentials';
 import { useApiWithoutTemporal } from './helpers/api';
 import { TEST_KEYRING } from './helpers/deps';
-import { insertOAuthConnection } from './helpers/oauth-grants';
+import { insertOAuthApp, insertOAuthConnection } from './helpers/oauth-grants';
 
 const api = useApiWithoutTemporal('oauth-grant-binding');
 const TENANT = 'acme-binding';
@@ -25,12 +25,7 @@ const config = (baseUrl = ORIGIN, auth: Record<string, unknown> = { type: 'beare
 
 let appId: string;
 beforeAll(async () => {
-  appId = randomUUID();
-  await api.db.pool.query(
-    `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
-     values ($1, $2, 'binding', 'client-binding', $3, $4, $5, 'https://example.com/cb')`,
-    [appId, TENANT, seal(TEST_KEYRING, { table: 'oauth_apps', id: appId }, 'client-secret-binding'), `${ORIGIN}/authorize`, `${ORIGIN}/token`],
-  );
+  appId = await insertOAuthApp(api.db.pool, { tenantId: TENANT, name: 'binding', clientId: 'client-binding', clientSecret: 'client-secret-binding', origin: ORIGIN });
 });
 
 /** A paused http connection of the tenant holding an oauth2 grant of its own, presented as `config()` says. */

@@ -18,14 +18,14 @@ import { createWebhook } from '../commands/webhooks';
 import type { CommandDeps } from '../commands/deps';
 import { insertJob } from '../db/models/jobs';
 import { createPool, type Pool } from '../db/pool';
-import { open, seal, sealCredentials } from '../lib/credentials';
+import { open, sealCredentials } from '../lib/credentials';
 import { ensureJobWorkflow } from '../temporal/client';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { receiver } from './helpers/fake-server';
-import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
+import { insertOAuthApp, insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 import { createDevServerEnv } from './helpers/temporal';
 import { createTestWorker, eventually, type LogLines } from './helpers/worker';
 
@@ -56,12 +56,7 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
       lines.push(made.lines);
       running.push(made.worker.run());
     }
-    appId = randomUUID();
-    await db.pool.query(
-      `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
-       values ($1, 'acme', 'edges', $2, $3, $4, $5, 'https://example.com/cb')`,
-      [appId, oauth.clientId, seal(TEST_KEYRING, { table: 'oauth_apps', id: appId }, oauth.clientSecret), `${oauth.url}/authorize`, `${oauth.url}/token`],
-    );
+    appId = await insertOAuthApp(db.pool, { tenantId: 'acme', name: 'edges', clientId: oauth.clientId, clientSecret: oauth.clientSecret, origin: oauth.url });
   });
   afterAll(async () => {
     for (const worker of workers) worker.shutdown();

@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { attachGrant } from '../db/models/connections';
-import { sealCredentials, seal } from '../lib/credentials';
+import { sealCredentials } from '../lib/credentials';
 import { useApiWithoutTemporal } from './helpers/api';
 import { TEST_KEYRING } from './helpers/deps';
-import { insertOAuthConnection } from './helpers/oauth-grants';
+import { insertOAuthApp, insertOAuthConnection } from './helpers/oauth-grants';
 
 const api = useApiWithoutTemporal('reauth-keeps-pause');
 const TENANT = 'acme-reauth-pause';
@@ -18,12 +18,7 @@ const config = { base_url: ORIGIN, auth: { type: 'bearer' }, resources: { a: { p
 
 let appId: string;
 beforeAll(async () => {
-  appId = randomUUID();
-  await api.db.pool.query(
-    `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
-     values ($1, $2, 'pause', 'client-pause', $3, $4, $5, 'https://example.com/cb')`,
-    [appId, TENANT, seal(TEST_KEYRING, { table: 'oauth_apps', id: appId }, 'client-secret-pause'), `${ORIGIN}/authorize`, `${ORIGIN}/token`],
-  );
+  appId = await insertOAuthApp(api.db.pool, { tenantId: TENANT, name: 'pause', clientId: 'client-pause', clientSecret: 'client-secret-pause', origin: ORIGIN });
 });
 
 /** An oauth2 connection of its own grant, in status `was`, then refused as markNeedsReauth marks it. */

@@ -5,17 +5,11 @@
 // four connections, real Temporal dev server and Postgres; the purges' deletes are kept waiting by
 // row locks on their records, which the test holds (as a large table's deletes take long).
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { activityTenant } from '../activities/activity-tenant';
 import { connectionPurgeWorkflowId } from '../temporal/purge';
-import { createWorker } from '../workers/create-worker';
-import { LaneGate } from '../workers/lane-gate';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testActivityDeps } from './helpers/deps';
-import { useServers } from './helpers/stack';
-import { eventually, synctideBundle } from './helpers/worker';
+import { useSmallPoolStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
 
 const QUEUE = 'pool-purges';
 /** The scheduled worker's pool: four connections, given up on after a second of waiting (30 s in production). */
@@ -24,39 +18,11 @@ const POOL_MAX = 4;
 const HEAVY = 4;
 
 describe("a tenant's purges on the worker's pool (real worker, real Postgres)", () => {
-  const servers = useServers();
-  let worker: Worker;
-  let running: Promise<void>;
-  let workerPool: pg.Pool;
-  let api: TestApi;
-  beforeAll(async () => {
-    const { env, db } = servers;
-    workerPool = new pg.Pool({ connectionString: db.url, max: POOL_MAX, connectionTimeoutMillis: 1_000 });
-    workerPool.on('error', () => undefined);
-    const { deps, lines, registry } = testActivityDeps({ pool: workerPool, temporal: env.client, taskQueue: QUEUE });
-    worker = await createWorker({
-      connection: env.nativeConnection,
-      namespace: 'default',
-      shutdownGraceSeconds: 5,
-      // A gate that never holds the lane back: the one a production worker has, on a cool node.
-      lanes: new LaneGate(1, () => 0),
-      workflowBundle: await synctideBundle(),
-      // The bookkeeping of workflow tasks has its own pool, as in production.
-      activities: { ...deps, localPool: db.pool },
-    });
-    running = worker.run();
-    api = await startTestApi({ env, db, worker, registry, metrics: deps.metrics, lines }, QUEUE);
-  });
-  afterAll(async () => {
-    await api?.server.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await workerPool?.end();
-  });
+  const servers = useSmallPoolStack(QUEUE, POOL_MAX);
 
   const q = <T = any>(sql: string, params: unknown[] = []) => servers.db.pool.query(sql, params).then((r) => r.rows as T[]);
   const create = async (tenant: string, appKey: string, status: 'active' | 'paused') => {
-    const res = await api.call('POST', '/connections', {
+    const res = await servers.api.call('POST', '/connections', {
       tenant_id: tenant, app_key: appKey, provider: 'demo', status, config: { resource_types: ['items'], records_per_resource: 3, page_size: 1 }, schedule: { interval_seconds: 86_400 },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -97,7 +63,7 @@ describe("a tenant's purges on the worker's pool (real worker, real Postgres)", 
       await locker.query('begin');
       await locker.query('select 1 from records where connection_id = any($1::uuid[]) for update', [heavy]);
       for (const id of heavy) {
-        const res = await api.call('DELETE', `/connections/${id}`);
+        const res = await servers.api.call('DELETE', `/connections/${id}`);
         expect(res.status, JSON.stringify(res.body)).toBe(202);
         purges.push(res.body.id);
       }

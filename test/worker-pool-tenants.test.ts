@@ -5,17 +5,11 @@
 // activities on a pool of four connections, real Temporal dev server and Postgres; a tenant's page
 // writes are kept in flight by its connections' change-feed locks, which the test holds.
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lockChangeFeed } from '../db/models/records';
-import { createWorker } from '../workers/create-worker';
-import { LaneGate } from '../workers/lane-gate';
-import { startTestApi, type TestApi } from './helpers/api';
 import { demoFetchLog } from './helpers/demo';
-import { testActivityDeps } from './helpers/deps';
-import { useServers } from './helpers/stack';
-import { eventually, synctideBundle } from './helpers/worker';
+import { useSmallPoolStack } from './helpers/stack';
+import { eventually } from './helpers/worker';
 
 const QUEUE = 'pool-tenants';
 /** The scheduled worker's pool: four connections, given up on after a second of waiting (30 s in production). */
@@ -24,38 +18,10 @@ const POOL_MAX = 4;
 const HEAVY = ['h1', 'h2', 'h3', 'h4'];
 
 describe("a tenant's statements on the worker's pool (real worker, real Postgres)", () => {
-  const servers = useServers();
-  let worker: Worker;
-  let running: Promise<void>;
-  let workerPool: pg.Pool;
-  let api: TestApi;
-  beforeAll(async () => {
-    const { env, db } = servers;
-    workerPool = new pg.Pool({ connectionString: db.url, max: POOL_MAX, connectionTimeoutMillis: 1_000 });
-    workerPool.on('error', () => undefined);
-    const { deps, lines, registry } = testActivityDeps({ pool: workerPool, temporal: env.client, taskQueue: QUEUE });
-    worker = await createWorker({
-      connection: env.nativeConnection,
-      namespace: 'default',
-      shutdownGraceSeconds: 5,
-      // A gate that never holds the lane back: the one a production worker has, on a cool node.
-      lanes: new LaneGate(1, () => 0),
-      workflowBundle: await synctideBundle(),
-      // The bookkeeping of workflow tasks has its own pool, as in production.
-      activities: { ...deps, localPool: db.pool },
-    });
-    running = worker.run();
-    api = await startTestApi({ env, db, worker, registry, metrics: deps.metrics, lines }, QUEUE);
-  });
-  afterAll(async () => {
-    await api?.server.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await workerPool?.end();
-  });
+  const servers = useSmallPoolStack(QUEUE, POOL_MAX);
 
   const create = async (tenant: string, appKey: string, resource: string) => {
-    const res = await api.call('POST', '/connections', {
+    const res = await servers.api.call('POST', '/connections', {
       tenant_id: tenant, app_key: appKey, provider: 'demo', config: { resource_types: [resource], records_per_resource: 3, page_size: 1 }, schedule: { interval_seconds: 86_400 },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);

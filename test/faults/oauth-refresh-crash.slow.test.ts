@@ -15,7 +15,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertJob } from '../../db/models/jobs';
 import type { PoolClient } from 'pg';
-import { open, seal, sealCredentials } from '../../lib/credentials';
+import { open, sealCredentials } from '../../lib/credentials';
 import { ensureJobWorkflow } from '../../temporal/client';
 import { syncJobWorkflowId } from '../../temporal/ids';
 import type { TestDatabase } from '../helpers/database';
@@ -23,7 +23,7 @@ import { useServers } from '../helpers/stack';
 import { TEST_KEYRING } from '../helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from '../helpers/fake-oauth';
 import { stopAllSynctide, startSynctide, workerEnv } from '../helpers/processes';
-import { insertOAuthConnection, storedCredentials } from '../helpers/oauth-grants';
+import { insertOAuthApp, insertOAuthConnection, storedCredentials } from '../helpers/oauth-grants';
 import { eventually } from '../helpers/worker';
 
 const TASK_QUEUE = 'faults-oauth-refresh-crash';
@@ -44,12 +44,7 @@ describe('kill -9 between the token answer and storing the rotated refresh token
 
   /** An http connection of `fake`'s app whose grant is inside its refresh margin (refreshed at the first page). */
   async function connection(fake: FakeOAuth, name: string) {
-    const appId = randomUUID();
-    await db.pool.query(
-      `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
-       values ($1, 'acme', $2, $3, $4, $5, $6, 'https://example.com/cb')`,
-      [appId, name, fake.clientId, seal(TEST_KEYRING, { table: 'oauth_apps', id: appId }, fake.clientSecret), `${fake.url}/authorize`, `${fake.url}/token`],
-    );
+    const appId = await insertOAuthApp(db.pool, { tenantId: 'acme', name, clientId: fake.clientId, clientSecret: fake.clientSecret, origin: fake.url });
     const id = randomUUID();
     const grant = fake.grant();
     const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 10_000).toISOString(), scopes: ['read'] };

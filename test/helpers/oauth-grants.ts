@@ -1,6 +1,26 @@
 // OAuth 2 connections written straight into the database, as the connect flow leaves them: the
 // grant as its own row (`oauth_grants`, sealed bound to its id) and the connection naming it.
+import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
+import { seal } from '../../lib/credentials';
+import { TEST_KEYRING } from './deps';
+
+/**
+ * A new OAuth app of `tenantId` whose authorize and token endpoints are at `origin`, its client
+ * secret sealed with the test keyring as the API stores it; returns its id.
+ */
+export async function insertOAuthApp(
+  pool: Pool,
+  app: { tenantId: string; name: string; clientId: string; clientSecret: string; origin: string; id?: string },
+): Promise<string> {
+  const id = app.id ?? randomUUID();
+  await pool.query(
+    `insert into oauth_apps (id, tenant_id, name, client_id, client_secret, authorize_url, token_url, redirect_uri)
+     values ($1, $2, $3, $4, $5, $6, $7, 'https://example.com/cb')`,
+    [id, app.tenantId, app.name, app.clientId, seal(TEST_KEYRING, { table: 'oauth_apps', id }, app.clientSecret), `${app.origin}/authorize`, `${app.origin}/token`],
+  );
+  return id;
+}
 
 /** A new `oauth2` connection of grant `grantId` (made first when `sealed` is given: the grant's envelope). */
 export async function insertOAuthConnection(

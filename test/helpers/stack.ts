@@ -1,16 +1,21 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
+import pg from 'pg';
 import type { Registry } from 'prom-client';
 import { reconcileConnections } from '../../activities/reconcile-connections';
 import type { CommandDeps } from '../../commands/deps';
 import type { Keyring } from '../../lib/credentials';
 import type { SyncMetrics } from '../../lib/metrics';
 import type { ReconcileResult } from '../../temporal/activities';
+import type { Pool } from '../../db/pool';
+import { createWorker } from '../../workers/create-worker';
+import { LaneGate } from '../../workers/lane-gate';
 import { afterAll, beforeAll } from 'vitest';
+import { startTestApi, type TestApi } from './api';
 import { createTestDatabase, type TestDatabase } from './database';
 import { TEST_KEYRING, testActivityDeps } from './deps';
 import { createDevServerEnv, createTimeSkippingEnv } from './temporal';
-import { createTestWorker, type LogLines } from './worker';
+import { createTestWorker, synctideBundle, type LogLines } from './worker';
 
 /** A test file's own Temporal server and database. */
 export interface Servers {
@@ -94,6 +99,49 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
   afterAll(async () => {
     stack.worker?.shutdown();
     await running;
+  });
+  return stack;
+}
+
+/** A worker whose activities share a small pool of their own, and an API on its task queue. */
+export interface SmallPoolStack extends Servers {
+  worker: Worker;
+  /** The scheduled worker's pool: `poolMax` connections, given up on after a second of waiting (30 s in production). */
+  workerPool: Pool;
+  api: TestApi;
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that give the test file a dev server, a fresh database, and
+ * a real Synctide worker on `taskQueue` whose activities use a pool of `poolMax` connections (as
+ * a production worker's scheduled pool; its workflow-task bookkeeping has the database's own
+ * pool, as in production), with an API on the same queue.
+ */
+export function useSmallPoolStack(taskQueue: string, poolMax: number): SmallPoolStack {
+  const stack = useServers() as SmallPoolStack;
+  let running: Promise<void> | undefined;
+  beforeAll(async () => {
+    const { env, db } = stack;
+    stack.workerPool = new pg.Pool({ connectionString: db.url, max: poolMax, connectionTimeoutMillis: 1_000 });
+    stack.workerPool.on('error', () => undefined);
+    const { deps, lines, registry } = testActivityDeps({ pool: stack.workerPool, temporal: env.client, taskQueue });
+    stack.worker = await createWorker({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      shutdownGraceSeconds: 5,
+      // A gate that never holds the lane back: the one a production worker has, on a cool node.
+      lanes: new LaneGate(1, () => 0),
+      workflowBundle: await synctideBundle(),
+      activities: { ...deps, localPool: db.pool },
+    });
+    running = stack.worker.run();
+    stack.api = await startTestApi({ env, db, worker: stack.worker, registry, metrics: deps.metrics, lines }, taskQueue);
+  });
+  afterAll(async () => {
+    await stack.api?.server.close();
+    if (stack.worker?.getState() === 'RUNNING') stack.worker.shutdown();
+    await running;
+    await stack.workerPool?.end();
   });
   return stack;
 }
