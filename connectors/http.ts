@@ -647,6 +647,12 @@ interface Auth {
   secrets: string[];
 }
 
+/**
+ * What an HTTP header value may hold (RFC 9110 field-value, as Node checks it): tab, visible ASCII,
+ * space, and bytes 0x80-0xFF. A line break or another control character can never be sent.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): Auth {
   const need = (key: string): string => {
     const value = credentials?.[key];
@@ -655,15 +661,24 @@ function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): A
     }
     return value;
   };
+  // A credential sent as it is in a header: one no header can carry fails for good, before any
+  // request (a retry would fail the same way).
+  const needInHeader = (key: string): string => {
+    const value = need(key);
+    if (!HEADER_VALUE.test(value)) {
+      throw new Permanent(`http connector: invalid credentials: ${key}: auth type '${cfg.auth.type}' sends it in a header, which cannot carry a line break or another control character`);
+    }
+    return value;
+  };
   switch (cfg.auth.type) {
     case 'none':
       return { headers: {}, query: null, secrets: [] };
     case 'bearer': {
-      const token = need('token');
+      const token = needInHeader('token');
       return { headers: { Authorization: `Bearer ${token}` }, query: null, secrets: [token] };
     }
     case 'header': {
-      const token = need('token');
+      const token = needInHeader('token');
       return { headers: { [cfg.auth.name]: token }, query: null, secrets: [token] };
     }
     case 'basic': {
