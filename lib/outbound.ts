@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import type { Readable } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
@@ -453,17 +453,74 @@ export interface BoundedAnswer {
 /** A Content-Encoding a message may quote: short names of codings (a longer or odd value is not quoted). */
 const QUOTABLE_CODING = /^[a-z0-9-]{1,20}(\s*,\s*[a-z0-9-]{1,20}){0,2}$/;
 
+/** Sync flush: a truncated body yields what it has instead of failing on the end of input. */
+const INFLATE_OPTIONS = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+
+/**
+ * The `deflate` coding's decoder. RFC 9110's deflate is zlib-wrapped DEFLATE data, but some
+ * servers send raw DEFLATE data under that name, and browsers and curl read both: the first two
+ * bytes tell them apart (a zlib header names compression method 8 and is a multiple of 31 as a
+ * big-endian number; see RFC 1950), and the body goes to the inflater that reads its form.
+ */
+class DeflateDecoder extends Transform {
+  private inner: zlib.Inflate | zlib.InflateRaw | null = null;
+  private head = Buffer.alloc(0);
+  private ended = false;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    // Bytes after the compressed stream's end are no part of the body.
+    if (this.ended) return done();
+    if (this.inner) {
+      this.inner.write(chunk, () => done());
+      return;
+    }
+    this.head = Buffer.concat([this.head, chunk]);
+    if (this.head.length < 2) return done();
+    this.start();
+    this.inner!.write(this.head, () => done());
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.ended) return done();
+    if (!this.inner) {
+      if (this.head.length === 0) return done();
+      this.start();
+      this.inner!.write(this.head);
+    }
+    this.inner!.once('end', () => done());
+    this.inner!.end();
+  }
+
+  override _destroy(err: Error | null, done: (error: Error | null) => void): void {
+    this.inner?.destroy();
+    done(err);
+  }
+
+  private start(): void {
+    const [cmf = 0, flg = 0] = this.head;
+    const zlibWrapped = (cmf & 0x0f) === 8 && ((cmf << 8) | flg) % 31 === 0;
+    const inner = zlibWrapped ? zlib.createInflate(INFLATE_OPTIONS) : zlib.createInflateRaw(INFLATE_OPTIONS);
+    inner.on('data', (data: Buffer) => this.push(data));
+    // The compressed stream's end is the body's end, as it is for the other codings' decoders.
+    inner.on('end', () => {
+      this.ended = true;
+      this.push(null);
+    });
+    inner.on('error', (err) => this.destroy(err));
+    this.inner = inner;
+  }
+}
+
 /**
  * The decoder of a Content-Encoding, or null for identity; throws a `MalformedAnswer` on any
  * other coding (zstd, or two codings): one it was not asked for, answered so every time.
  */
-function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
+function decoderFor(encoding: string | undefined): Transform | null {
   const coding = (encoding ?? '').trim().toLowerCase();
   if (coding === '' || coding === 'identity') return null;
-  // Sync flush: a truncated body yields what it has instead of failing on the end of input.
-  const options = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+  const options = INFLATE_OPTIONS;
   if (coding === 'gzip' || coding === 'x-gzip') return zlib.createGunzip(options);
-  if (coding === 'deflate') return zlib.createInflate(options);
+  if (coding === 'deflate') return new DeflateDecoder();
   if (coding === 'br') return zlib.createBrotliDecompress();
   const quoted = QUOTABLE_CODING.test(coding) ? `'${coding}'` : 'that';
   throw new MalformedAnswer(`its response is in a content coding ${quoted} Synctide does not read (it asks for gzip, deflate or br)`);
