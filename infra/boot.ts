@@ -13,7 +13,7 @@ import { migrate } from '../db/migrate';
 import { createPool, type Pool, type PoolLimits } from '../db/pool';
 import { shownValue, temporalSecurity, type Config, type TemporalSecurity } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
-import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, type StateCounts, type SyncMetrics } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, registerTickIntervalGauge, type StateCounts, type SyncMetrics } from '../lib/metrics';
 import { Shutdown } from '../lib/shutdown';
 import { startTracing } from '../lib/tracing';
 import type { Registry } from 'prom-client';
@@ -210,6 +210,7 @@ async function boot(config: Config, options: BootOptions, logger: Logger, shutdo
   const registry = createMetricsRegistry({ process: options.name });
   registerQueueDepthGauge(registry, () => countActiveJobsByStatus(pool));
   registerStateGauges(registry, databaseStateCounts(pool));
+  registerTickIntervalGauge(registry, config.SCHEDULER_TICK_SECONDS);
   const metrics = createSyncMetrics(registry, options.providers);
   return {
     config, logger, shutdown, database, pool, poolRole: options.pool, openPool, temporal, temporalAddress, temporalSecurity: security, devServer, registry, metrics, sdkMetrics,

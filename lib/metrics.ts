@@ -242,6 +242,22 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
   });
 }
 
+/**
+ * Registers `sync_scheduler_tick_interval_seconds`: the reconcile tick period this process is
+ * configured with (SCHEDULER_TICK_SECONDS, which every process reads from the same environment).
+ * A tick ends about once a period, so how old `sync_scheduler_last_tick_timestamp_seconds` may
+ * grow before no tick ending means a stall depends on it (SynctideReconcileTickStalled).
+ */
+export function registerTickIntervalGauge(registry: Registry, tickSeconds: number): Gauge {
+  const gauge = new Gauge({
+    name: 'sync_scheduler_tick_interval_seconds',
+    help: 'The configured reconcile tick period (SCHEDULER_TICK_SECONDS) in seconds: a tick ends about once a period',
+    registers: [registry],
+  });
+  gauge.set(tickSeconds);
+  return gauge;
+}
+
 /** Seconds buckets of `http_request_duration_seconds`. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 

@@ -2,7 +2,7 @@
 // registers (without prom-client's process_* and nodejs_* defaults, which are not ours), as the
 // API and worker processes serve it, for `promtool check metrics` in CI.
 import { Registry } from 'prom-client';
-import { httpMetrics, createSyncMetrics, registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
+import { httpMetrics, createSyncMetrics, registerQueueDepthGauge, registerStateGauges, registerTickIntervalGauge } from '../lib/metrics';
 
 const registry = new Registry();
 createSyncMetrics(registry, ['github']);
@@ -13,5 +13,6 @@ registerStateGauges(registry, {
   scheduleCounts: async () => ({ counted_at: new Date(), overdue: 0, stale: new Map([['github', 0]]) }),
   deselectionBacklog: async () => ({ pending: 0, oldestSeconds: 0 }),
 });
+registerTickIntervalGauge(registry, 60);
 httpMetrics(registry);
 process.stdout.write(await registry.metrics());

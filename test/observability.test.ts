@@ -18,7 +18,7 @@ import { reconcileConnections } from '../activities/reconcile-connections';
 import { createApp } from '../api/app';
 import { connectorSlugs } from '../connectors/registry';
 import { SDK_METRICS_READ } from '../infra/sdk-runtime';
-import { createMetricsRegistry, createSyncMetrics, httpMetrics, recordJobEnded, registerQueueDepthGauge, registerStateGauges, type StateCounts } from '../lib/metrics';
+import { createMetricsRegistry, createSyncMetrics, httpMetrics, recordJobEnded, registerQueueDepthGauge, registerStateGauges, registerTickIntervalGauge, type StateCounts } from '../lib/metrics';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
@@ -225,6 +225,7 @@ describe('dashboard and alert rules', () => {
     createSyncMetrics(registry);
     registerQueueDepthGauge(registry, async () => new Map());
     registerStateGauges(registry, NO_STATE);
+    registerTickIntervalGauge(registry, 60);
     httpMetrics(registry);
     const names = new Set<string>();
     for (const metric of await registry.getMetricsAsJSON()) {

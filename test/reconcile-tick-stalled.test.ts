@@ -3,8 +3,10 @@
 // failing) every process goes on serving that tick's counts, 0 as often as not, so
 // SynctideConnectionsOverdue and SynctideDataStale stay quiet in the very outage in which every
 // connection falls behind. Every process therefore serves when that tick counted
-// (sync_scheduler_last_tick_timestamp_seconds), and SynctideReconcileTickStalled fires when it is
-// more than 15 minutes old.
+// (sync_scheduler_last_tick_timestamp_seconds) and the configured tick period
+// (sync_scheduler_tick_interval_seconds), and SynctideReconcileTickStalled fires when the latest
+// tick is older than three periods, and at least 15 minutes: a long SCHEDULER_TICK_SECONDS is
+// not a stall.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -13,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeScheduleCounts } from '../db/models/connections';
 import { databaseStateCounts } from '../infra/boot';
-import { createMetricsRegistry, registerStateGauges } from '../lib/metrics';
+import { createMetricsRegistry, registerStateGauges, registerTickIntervalGauge } from '../lib/metrics';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -102,5 +104,63 @@ describe('a reconcile tick that stops', () => {
     ]);
     expect(result.output).not.toMatch(/FAILED/);
     expect(result.status).toBe(0);
+  });
+
+  it('follows the configured tick period: a tick of an hour that keeps ending never alerts, one that stops does after three periods', async () => {
+    const INTERVAL = 'sync_scheduler_tick_interval_seconds';
+    const result = await promtoolTest([
+      {
+        // SCHEDULER_TICK_SECONDS=3600: a tick ends every hour (at minutes 0, 60, 120, …), so the
+        // latest one is up to an hour old between them; over 15 minutes, yet nothing is wrong.
+        name: 'hourly ticks that keep ending',
+        interval: '1m',
+        input_series: [
+          { series: `${METRIC}{process="worker",instance="w1"}`, values: Array.from({ length: 301 }, (_, m) => String(Math.floor(m / 60) * 3600)).join(' ') },
+          { series: `${INTERVAL}{process="worker",instance="w1"}`, values: '3600x300' },
+          { series: `${INTERVAL}{process="api",instance="a1"}`, values: '3600x300' },
+        ],
+        alert_rule_test: [
+          { eval_time: '59m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] },
+          { eval_time: '119m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] },
+          { eval_time: '299m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] },
+        ],
+      },
+      {
+        // The same hourly tick, whose last one ended at minute 60: quiet while it is under three
+        // periods (180 minutes) old, firing once it has been over that for 5 minutes.
+        name: 'hourly ticks that stop after minute 60',
+        interval: '1m',
+        input_series: [
+          { series: `${METRIC}{process="api",instance="a1"}`, values: `0x59 3600x240` },
+          { series: `${INTERVAL}{process="api",instance="a1"}`, values: '3600x300' },
+        ],
+        alert_rule_test: [
+          { eval_time: '200m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] },
+          { eval_time: '244m', alertname: 'SynctideReconcileTickStalled', exp_alerts: [] },
+          {
+            eval_time: '250m',
+            alertname: 'SynctideReconcileTickStalled',
+            exp_alerts: [
+              {
+                exp_labels: { severity: 'critical' },
+                exp_annotations: {
+                  summary: 'No reconcile tick has ended for 3h 10m 0s',
+                  description:
+                    'sync_scheduler_backlog and synctide_stale_connections still show the counts of that tick, so SynctideConnectionsOverdue and SynctideDataStale cannot fire: no worker runs, or the reconcile workflow fails (see the workers\' logs and the reconcile workflow in Temporal).',
+                },
+              },
+            ],
+          },
+        ],
+      },
+    ]);
+    expect(result.output).not.toMatch(/FAILED/);
+    expect(result.status).toBe(0);
+  });
+
+  it('serves the configured tick period as sync_scheduler_tick_interval_seconds', async () => {
+    const registry = createMetricsRegistry({ process: 'worker' });
+    registerTickIntervalGauge(registry, 3600);
+    expect(samplesOf(await registry.metrics(), 'sync_scheduler_tick_interval_seconds')).toEqual([3600]);
   });
 });
