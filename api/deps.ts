@@ -48,10 +48,11 @@ export function apiSettings(
 
 /**
  * The API's background workflow starts (requested jobs start after the answer), drained on
- * shutdown after the HTTP server stopped taking requests: register before the server.
+ * shutdown after the HTTP server stopped taking requests (for at most `drainMs()` when given: a
+ * start left unfinished is the reconcile tick's to make): register before the server.
  */
-export function backgroundStarts(logger: Logger, shutdown: Shutdown): BackgroundStarts {
+export function backgroundStarts(logger: Logger, shutdown: Shutdown, drainMs?: () => number): BackgroundStarts {
   const starts = new BackgroundStarts((err, what) => logger.warn({ err, what }, 'background workflow start failed; the reconcile tick adopts its job or connection'));
-  shutdown.add('background-starts', () => starts.drain());
+  shutdown.add('background-starts', () => starts.drain(drainMs?.()));
   return starts;
 }

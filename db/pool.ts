@@ -54,8 +54,52 @@ export function createPool(databaseUrl: string, max = 10, limits: PoolLimits = {
     open.add(client);
     client.on('error', () => undefined);
   });
-  pool.on('remove', (client) => open.delete(client));
+  // Which connections are checked out now: what cancelCheckedOut cancels at shutdown.
+  const out = new Set<pg.PoolClient>();
+  checkedOutClients.set(pool, out);
+  pool.on('remove', (client) => {
+    open.delete(client);
+    out.delete(client);
+  });
+  pool.on('acquire', (client) => out.add(client));
+  pool.on('release', (_err, client) => out.delete(client));
   return pool;
+}
+
+/** The checked-out clients of each pool `createPool` made ('acquire' to 'release' or 'remove'). */
+const checkedOutClients = new WeakMap<pg.Pool, Set<pg.PoolClient>>();
+
+/**
+ * Cancels what the connections checked out of `pool` are doing, for a shutdown whose grace is
+ * over: the statement each one runs is cancelled on the server (pg_cancel_backend from a
+ * connection of its own, given at most `timeoutMs` to connect and answer), then every connection
+ * still checked out is closed, so `pool.end()` need not wait for their statements, and a
+ * transaction one has open is rolled back by the server. A write is one transaction, so what it
+ * did is either committed before this or not at all. Resolves with how many connections were
+ * checked out; never rejects (a database that does not answer leaves only the closing).
+ */
+export async function cancelCheckedOut(pool: pg.Pool, timeoutMs: number): Promise<number> {
+  const out = [...(checkedOutClients.get(pool) ?? [])];
+  if (out.length === 0) return 0;
+  const pids = out.map((client) => (client as unknown as { processID: number | null }).processID).filter((pid): pid is number => typeof pid === 'number');
+  if (pids.length > 0) {
+    // The pool's own settings (address, TLS, role), without its statement limits.
+    const { statement_timeout: _statement, query_timeout: _query, ...settings } = pool.options as pg.PoolConfig;
+    const canceller = new pg.Client({ ...settings, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, application_name: `${settings.application_name ?? 'synctide'}-shutdown` });
+    canceller.on('error', () => undefined);
+    try {
+      await canceller.connect();
+      await canceller.query('select pg_cancel_backend(pid) from unnest($1::int[]) as pid', [pids]);
+    } catch {
+      // Unreachable, or slow: closing the connections below still ends the wait.
+    } finally {
+      void canceller.end().catch(() => undefined);
+    }
+  }
+  for (const client of out) {
+    if (checkedOutClients.get(pool)?.has(client)) void (client as unknown as pg.Client).end().catch(() => undefined);
+  }
+  return out.length;
 }
 
 /** The connected clients of each pool `createPool` made ('connect' to 'remove'; one being opened is not among them). */

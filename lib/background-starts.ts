@@ -35,8 +35,15 @@ export class BackgroundStarts {
     void task.finally(() => this.inFlight.delete(task));
   }
 
-  /** Waits for the starts under way (on shutdown, so none is cut off needlessly). */
-  async drain(): Promise<void> {
-    await Promise.all([...this.inFlight]);
+  /**
+   * Waits for the starts under way (on shutdown, so none is cut off needlessly), at most
+   * `timeoutMs` when given: a start left unfinished is the reconcile tick's to make.
+   */
+  async drain(timeoutMs?: number): Promise<void> {
+    const all = Promise.all([...this.inFlight]);
+    if (timeoutMs === undefined) return void (await all);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 }

@@ -158,6 +158,10 @@ export const envSchema = z
 
     API_HOST: requiredName('127.0.0.1'),
     API_PORT: port(3000),
+    // How long `npm run api`'s whole shutdown may take from SIGTERM: requests in flight answer
+    // within it, less a last second (at most half of it) in which the statements still running
+    // are cancelled and the process exits.
+    API_SHUTDOWN_GRACE_SECONDS: timerSeconds(5),
     ADMIN_API_KEY: optionalString.pipe(
       z
         .string()

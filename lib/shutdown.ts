@@ -21,6 +21,14 @@ export class Shutdown {
     this.steps.push({ name, stop });
   }
 
+  /** When the shutdown began (Date.now()), undefined before. */
+  startedAt: number | undefined;
+
+  /** Milliseconds left of a grace of `graceMs` counted from the start of the shutdown (all of it before). */
+  remainingMs(graceMs: number): number {
+    return this.startedAt === undefined ? graceMs : Math.max(0, this.startedAt + graceMs - Date.now());
+  }
+
   /** Whether the shutdown has begun (a signal, or a failed start). */
   get stopping(): boolean {
     return this.running !== undefined;
@@ -42,6 +50,7 @@ export class Shutdown {
 
   /** Stops everything and exits with `code`. */
   run(reason: string, code: number): Promise<never> {
+    this.startedAt ??= Date.now();
     this.running ??= (async () => {
       this.logger.info({ event: 'shutdown', reason }, 'shutting down');
       // Taken one at a time, last first: a step registered meanwhile (a server spawned by a start

