@@ -82,6 +82,22 @@ async function staleConnections(deps: Pick<ReadinessDeps, 'pool' | 'defaultInter
   return value;
 }
 
+/** A Temporal connection readiness can ask: a client's, or a worker's own NativeConnection. */
+export interface TemporalConnectionLike {
+  workflowService: { getSystemInfo(request: object): Promise<unknown> };
+  withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R>;
+}
+
+/**
+ * Whether Temporal answers a call made over `connection` within 2 s (the call itself is given
+ * that deadline, so a server that does not answer leaves no call behind). Over a worker's own
+ * connection, this is whether its polls can reach the server: the SDK's pollers retry without
+ * end while they cannot, and the worker stays RUNNING meanwhile.
+ */
+export function temporalAnswers(connection: TemporalConnectionLike): Promise<Check> {
+  return probe(() => connection.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => connection.workflowService.getSystemInfo({})));
+}
+
 async function probe(check: () => Promise<unknown>): Promise<Check> {
   let timer: NodeJS.Timeout | undefined;
   try {

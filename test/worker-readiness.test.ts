@@ -1,5 +1,6 @@
-// A worker's readiness is real: ready only while its workers are running and polling; false
-// before run() and from the moment shutdown begins, while in-flight work still drains.
+// A worker's readiness is real: ready only while its workers are running and polling (and, when
+// asked, Temporal answers them); false before run() and from the moment shutdown begins, while
+// in-flight work still drains.
 import type { NativeConnection } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +29,9 @@ describe('workerReadiness', () => {
 
     const running = [worker.run(), second.run()];
     expect(workerReadiness(workers)).toEqual({ ready: true, workers: { worker: 'RUNNING', immediate: 'RUNNING' } });
+    // Running, but Temporal does not answer their connection: no poll gets through, so not ready.
+    expect(workerReadiness(workers, 'unreachable')).toEqual({ ready: false, workers: { worker: 'RUNNING', immediate: 'RUNNING' }, temporal: 'unreachable' });
+    expect(workerReadiness(workers, 'ok')).toEqual({ ready: true, workers: { worker: 'RUNNING', immediate: 'RUNNING' }, temporal: 'ok' });
 
     // One worker stopping is enough to be unready.
     second.shutdown();

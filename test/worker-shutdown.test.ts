@@ -54,7 +54,7 @@ describe('worker shutdown', () => {
     // Ready while its workers poll (the Kubernetes readiness probe of the chart).
     const ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', workers: { worker: 'RUNNING', immediate: 'RUNNING' } });
+    expect(await ready.json()).toEqual({ status: 'ready', temporal: 'ok', workers: { worker: 'RUNNING', immediate: 'RUNNING' } });
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
 

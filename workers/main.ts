@@ -1,8 +1,8 @@
 // `npm run worker`: a production worker process. Run any number of them against one database and
 // Temporal namespace; each also serves on WORKER_METRICS_PORT /metrics (its own metrics followed
 // by the Temporal SDK's, read from the SDK's exporter on a loopback port), /healthz (the process
-// answers: liveness) and /readyz (200 while its workers are running and polling, 503 before and
-// from the moment shutdown begins: readiness).
+// answers: liveness) and /readyz (200 while its workers are running and Temporal answers their
+// connection, 503 before, while it does not, and from the moment shutdown begins: readiness).
 import { Hono } from 'hono';
 import { connectorSlugs, enableDemoConnector } from '../connectors/registry';
 import { runService } from '../processes/service';
@@ -25,12 +25,12 @@ if (config.DEMO_CONNECTOR) enableDemoConnector();
 
 runService(config, credentials, { name: 'worker', sdkRuntime: true, pool: 'worker', providers: connectorSlugs() }, async (proc) => {
   // Set once the workers run; until then /readyz answers 503.
-  const started: { readiness?: () => WorkerReadiness } = {};
+  const started: { readiness?: () => Promise<WorkerReadiness> } = {};
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.get('/readyz', (c) => {
-    const now = started.readiness?.() ?? { ready: false, workers: {} };
-    return c.json({ status: now.ready ? 'ready' : 'not_ready', workers: now.workers }, now.ready ? 200 : 503);
+  app.get('/readyz', async (c) => {
+    const now = (await started.readiness?.()) ?? { ready: false, workers: {} };
+    return c.json({ status: now.ready ? 'ready' : 'not_ready', ...(now.temporal && { temporal: now.temporal }), workers: now.workers }, now.ready ? 200 : 503);
   });
   // Behind the admin key when one is configured, unless METRICS_PUBLIC (tenant ids are in the labels).
   const metricsKey = config.METRICS_PUBLIC ? undefined : config.ADMIN_API_KEY;

@@ -3,9 +3,11 @@ import type { ActivityDeps, RateLimitSettings } from '../activities/deps';
 import { workflowCacheSize, type Process } from '../infra/boot';
 import { temporalConnectionOptions } from '../infra/temporal-connection';
 import { cpuUsage } from '../infra/cpu-usage';
+import { READINESS_CACHE_MS, temporalAnswers, type Check } from '../infra/readiness';
 import { bundleWorkflows } from '../infra/workflow-bundle';
 import { immediateTaskQueue, providerPolicy, scheduleSettings, tenantLimits } from '../lib/config';
 import type { Keyring } from '../lib/credentials';
+import { singleFlight } from '../lib/single-flight';
 import { DeliveryShares } from '../lib/delivery-shares';
 import type { BudgetSettings } from '../policy/rate-budget';
 import { ensureReconcileWorkflow } from '../temporal/client';
@@ -17,21 +19,25 @@ interface StatefulWorker {
   getState(): string;
 }
 
-/** Whether a worker process is ready, and the state of each of its workers. */
+/** Whether a worker process is ready, the state of each of its workers, and whether Temporal answers their connection. */
 export interface WorkerReadiness {
   ready: boolean;
   workers: Record<string, string>;
+  temporal?: Check;
 }
 
 /**
- * A worker process is ready while every one of its workers is RUNNING: polling its task queue.
+ * A worker process is ready while every one of its workers is RUNNING (polling its task queue)
+ * and, when `temporal` is given, Temporal answers the workers' connection: with the server gone
+ * the SDK's pollers retry without end and the workers stay RUNNING, though no poll gets through.
  * Before `run()` (INITIALIZED) and from the moment shutdown begins (STOPPING, DRAINING, DRAINED,
  * STOPPED) or a worker failed (FAILED), it is not, so readiness turns false before the process
  * exits while in-flight activities still finish.
  */
-export function workerReadiness(workers: Record<string, StatefulWorker>): WorkerReadiness {
+export function workerReadiness(workers: Record<string, StatefulWorker>, temporal?: Check): WorkerReadiness {
   const states = Object.fromEntries(Object.entries(workers).map(([name, w]) => [name, w.getState()]));
-  return { ready: Object.values(states).every((state) => state === 'RUNNING'), workers: states };
+  const running = Object.values(states).every((state) => state === 'RUNNING');
+  return { ready: running && temporal !== 'unreachable', workers: states, ...(temporal && { temporal }) };
 }
 
 /**
@@ -39,9 +45,10 @@ export function workerReadiness(workers: Record<string, StatefulWorker>): Worker
  * of immediate syncs (their own queue, slots, workflow thread and pool), and makes sure the
  * reconcile tick runs, at start and again every tick period. On shutdown it stops polling, lets
  * in-flight activities finish their transaction within WORKER_SHUTDOWN_GRACE_SECONDS (then
- * cancels them through their heartbeats), and resolves. Returns the process's readiness (see workerReadiness).
+ * cancels them through their heartbeats), and resolves. Returns the process's readiness (see
+ * workerReadiness), Temporal asked over the workers' connection.
  */
-export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<() => WorkerReadiness> {
+export async function runWorker(proc: Process, rateLimit: RateLimitSettings, credentials: Keyring, rateBudget?: BudgetSettings): Promise<() => Promise<WorkerReadiness>> {
   const { config, logger, shutdown } = proc;
   // One bundle for both workers: the prebuilt one (WORKFLOW_BUNDLE_PATH), or bundled here once.
   const workflowBundle = config.WORKFLOW_BUNDLE_PATH ? { codePath: config.WORKFLOW_BUNDLE_PATH } : await bundleWorkflows();
@@ -121,7 +128,10 @@ export async function runWorker(proc: Process, rateLimit: RateLimitSettings, cre
   await ensureReconcile();
   keepReconcileRunning(proc, ensureReconcile, config.SCHEDULER_TICK_SECONDS * 1000);
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE, maxCachedWorkflows, targetCpu: config.WORKER_TARGET_CPU }, 'worker running');
-  return () => workerReadiness({ worker, immediate: immediateWorker });
+  // Asked of the workers' own connection (the one their polls go over), at most once per period
+  // however many probes come.
+  const temporalCheck = singleFlight(() => temporalAnswers(connection), READINESS_CACHE_MS);
+  return async () => workerReadiness({ worker, immediate: immediateWorker }, await temporalCheck());
 }
 
 /**
