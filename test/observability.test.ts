@@ -4,10 +4,7 @@
 // process), every query of the Grafana dashboard and the alert rules names a metric the code
 // registers, and the alert rules, fed to promtool (Debian's `prometheus` package, as .ci/run
 // installs it) with series scraped from the code's own registries, fire and stop when they should.
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -20,6 +17,7 @@ import { connectorSlugs } from '../connectors/registry';
 import { SDK_METRICS_READ } from '../infra/sdk-runtime';
 import { createMetricsRegistry, createSyncMetrics, httpMetrics, recordJobEnded, registerQueueDepthGauge, registerStateGauges, registerTickIntervalGauge, type StateCounts } from '../lib/metrics';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { promtoolTest, sampleIn } from './helpers/prometheus';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { capturingLogger } from './helpers/logs';
 import { createTimeSkippingEnv } from './helpers/temporal';
@@ -41,31 +39,6 @@ afterAll(async () => {
   await env?.teardown();
   await db?.drop();
 });
-
-/** The value of the sample `name{labels}` in a Prometheus text exposition, or undefined when it is not exported. */
-function sampleIn(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
-  }
-  return undefined;
-}
-
-/** Runs `promtool test rules` on `tests` against deploy/prometheus/rules.yml; returns promtool's output and status. */
-async function promtoolTest(tests: unknown[]): Promise<{ status: number | null; output: string }> {
-  if (spawnSync('promtool', ['--version']).error) throw new Error('promtool is required (apt-get install prometheus, as .ci/run does)');
-  const work = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-promtool-'));
-  try {
-    await fs.copyFile(path.join(ROOT, 'deploy/prometheus/rules.yml'), path.join(work, 'rules.yml'));
-    await fs.writeFile(path.join(work, 'test.yml'), JSON.stringify({ rule_files: ['rules.yml'], evaluation_interval: '1m', tests }, null, 2));
-    const run = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: work, encoding: 'utf8' });
-    return { status: run.status, output: `${run.stdout}${run.stderr}` };
-  } finally {
-    await fs.rm(work, { recursive: true, force: true });
-  }
-}
 
 /** promtool input values, one a minute: `value(minute)` for minutes [from, to), `_` (no sample) where it is undefined. */
 const minutes = (from: number, to: number, value: (minute: number) => number | undefined) =>

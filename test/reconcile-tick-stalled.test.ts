@@ -7,18 +7,13 @@
 // (sync_scheduler_tick_interval_seconds), and SynctideReconcileTickStalled fires when the latest
 // tick is older than three periods, and at least 15 minutes: a long SCHEDULER_TICK_SECONDS is
 // not a stall.
-import { spawnSync } from 'node:child_process';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeScheduleCounts } from '../db/models/connections';
 import { databaseStateCounts } from '../infra/boot';
 import { createMetricsRegistry, registerStateGauges, registerTickIntervalGauge } from '../lib/metrics';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { promtoolTest, samplesOf } from './helpers/prometheus';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const METRIC = 'sync_scheduler_last_tick_timestamp_seconds';
 
 let db: TestDatabase;
@@ -28,29 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.drop();
 });
-
-/** The samples of `name` (without labels but the registry's defaults) in a Prometheus text exposition. */
-function samplesOf(text: string, name: string): number[] {
-  return text
-    .split('\n')
-    .map((line) => /^([a-zA-Z_:][\w:]*)(?:\{[^}]*\})? (\S+)$/.exec(line))
-    .filter((m) => m?.[1] === name)
-    .map((m) => Number(m![2]));
-}
-
-/** Runs `promtool test rules` on `tests` against deploy/prometheus/rules.yml. */
-async function promtoolTest(tests: unknown[]): Promise<{ status: number | null; output: string }> {
-  if (spawnSync('promtool', ['--version']).error) throw new Error('promtool is required (apt-get install prometheus, as .ci/run does)');
-  const work = await fs.mkdtemp(path.join(os.tmpdir(), 'synctide-promtool-'));
-  try {
-    await fs.copyFile(path.join(ROOT, 'deploy/prometheus/rules.yml'), path.join(work, 'rules.yml'));
-    await fs.writeFile(path.join(work, 'test.yml'), JSON.stringify({ rule_files: ['rules.yml'], evaluation_interval: '1m', tests }, null, 2));
-    const run = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: work, encoding: 'utf8' });
-    return { status: run.status, output: `${run.stdout}${run.stderr}` };
-  } finally {
-    await fs.rm(work, { recursive: true, force: true });
-  }
-}
 
 describe('a reconcile tick that stops', () => {
   it('is seen: every process serves when the latest tick counted, and SynctideReconcileTickStalled fires once that is over 15 minutes old, never while ticks end', async () => {
