@@ -306,7 +306,7 @@ async function deselect(tx: PoolClient, provider: string, connectionId: string, 
   await recordDeselections(tx, connectionId, left);
 }
 
-/** A connection's status after a pause, resume or disable. */
+/** A connection's status after a pause, resume or disable, as stored by it. */
 export interface StatusChange {
   id: string;
   status: ConnectionStatus;
@@ -318,6 +318,8 @@ const PAUSABLE: readonly ConnectionStatus[] = CONNECTION_STATUSES.filter((s) => 
 /**
  * Pauses a connection: no new runs until resumed; a queued job is cancelled, a running one
  * finishes. A workflow that is not running is started and shows the connection paused. A
+ * connection that needs reauthorization stays `needs_reauth` (only new credentials end it) and
+ * gets `paused` back when they come, not `active`; the answer is the status stored. A
  * disabled connection is refused (409 `connection_disabled`), judged by the statement that writes
  * the pause: a disable or a deletion that commits first is never overwritten (and its stopped
  * workflow never started again by the pause's signal).
@@ -335,36 +337,39 @@ const PAUSABLE: readonly ConnectionStatus[] = CONNECTION_STATUSES.filter((s) => 
  */
 export async function pauseConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  const { previous, cancelled } = await withTransaction(deps.pool, async (tx) => {
-    const previous = await connections.setStatusFrom(tx, row.id, CONNECTION_STATUS.paused, PAUSABLE);
-    const written = previous !== null && PAUSABLE.includes(previous);
-    return { previous, cancelled: written ? await cancelQueuedSchedulerJobs(tx, row.id, new Date(), 'connection paused', null) : null };
+  const { written, cancelled } = await withTransaction(deps.pool, async (tx) => {
+    const written = await connections.setStatusFrom(tx, row.id, CONNECTION_STATUS.paused, PAUSABLE);
+    const paused = written !== null && PAUSABLE.includes(written.previous);
+    return { written, cancelled: paused ? await cancelQueuedSchedulerJobs(tx, row.id, new Date(), 'connection paused', null) : null };
   });
-  if (previous === null) throw notFound('no connection with that id');
+  if (written === null) throw notFound('no connection with that id');
   if (!cancelled) throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
   for (const job of cancelled.jobs) recordJobEnded(deps.metrics, job);
   // Its own failures are left to the reconcile tick, which starts any pending delivery.
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, cancelled.deliveries);
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), pauseSignal);
-  return { id: row.id, status: 'paused' };
+  return { id: row.id, status: written.status };
 }
 
 /**
  * Resumes a paused connection, or re-enables a disabled one; its workflow is started if it is not
- * running. Refused while the connection's purge is open, and as not found once it is deleted.
+ * running. A connection that needs reauthorization stays `needs_reauth`: the provider refused its
+ * credentials, which must not be used again; it gets `active` back when new credentials come (a
+ * pause made since being undone). The answer is the status stored. Refused while the connection's
+ * purge is open, and as not found once it is deleted.
  */
 export async function resumeConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
   // Checked and written in one transaction under the purge lock: never re-activates a connection
   // whose deletion has begun. A connection whose purge deleted it meanwhile is not written, and
   // no workflow is started for it.
-  const previous = await withTransaction(deps.pool, async (tx) => {
+  const written = await withTransaction(deps.pool, async (tx) => {
     await refuseWhilePurging(tx, row.id, 'locked');
     return connections.setStatusFrom(tx, row.id, CONNECTION_STATUS.active, CONNECTION_STATUSES);
   });
-  if (previous === null) throw notFound('no connection with that id');
+  if (written === null) throw notFound('no connection with that id');
   await signalConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(row), resumeSignal);
-  return { id: row.id, status: 'active' };
+  return { id: row.id, status: written.status };
 }
 
 /**

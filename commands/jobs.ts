@@ -176,7 +176,7 @@ async function refuseBlocked(deps: CommandDeps, connection: ConnectionRow, block
   const { status } = blockers;
   if (status === null) throw notFound('no connection with that id');
   if (status === 'needs_reauth') {
-    // A resume would make it active with the grant the provider refused: new credentials end it.
+    // Only new credentials end it (a resume keeps it so): the provider refused the ones it has.
     throw new CommandRefused('conflict', 'connection_needs_reauth', 'the connection needs new credentials (its OAuth grant was refused); complete its connect flow or PATCH its credentials');
   }
   if (status !== 'active') {

@@ -60,15 +60,20 @@ export type SyncMode = (typeof SYNC_MODES)[number];
 
 /**
  * Every status a connection can have. `needs_reauth`: the provider refused its OAuth grant
- * (`invalid_grant`); its schedule enqueues nothing, no breaker failure is counted, and new
- * credentials (PATCH credentials, or the connect flow) make it `active` again.
+ * (`invalid_grant`); its schedule enqueues nothing, no breaker failure is counted, and only new
+ * credentials (PATCH credentials, or the connect flow) end it, giving it back the status it had
+ * (`active` or `paused`); a pause or resume meanwhile leaves it `needs_reauth` and changes only
+ * that status to get back.
  */
 export const CONNECTION_STATUSES = ['active', 'paused', 'disabled', 'needs_reauth'] as const;
 /** A connection's status. */
 export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
 /** Each connection status by name. */
 export const CONNECTION_STATUS = byName(CONNECTION_STATUSES);
-/** The statuses a connection may be created with or set to by pause and resume (disabling has its own way). */
+/**
+ * The statuses a connection may be created with or set to by pause and resume (disabling has its
+ * own way; a connection that needs reauthorization keeps that status through them).
+ */
 export const SETTABLE_CONNECTION_STATUSES = ['active', 'paused'] as const satisfies readonly ConnectionStatus[];
 /** A status a connection may be created with or set to by pause and resume. */
 export type SettableConnectionStatus = (typeof SETTABLE_CONNECTION_STATUSES)[number];

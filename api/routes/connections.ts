@@ -96,10 +96,10 @@ const statusRoute = (action: 'pause' | 'resume' | 'disable', summary: string, de
   createRoute({
     method: 'post', path: `/connections/{id}/${action}`, tags, summary, description, operationId: `${action}Connection`,
     request: { params: IdParams },
-    responses: { 200: jsonAnswer(StatusChangeSchema, 'Done; a connection workflow that was not running is started'), ...errorResponses, 404: notFound, ...refusals },
+    responses: { 200: jsonAnswer(StatusChangeSchema, 'Done, with the status the connection has now; a connection workflow that was not running is started'), ...errorResponses, 404: notFound, ...refusals },
   });
-const pause = statusRoute('pause', 'Stop scheduling runs (a running job finishes; a queued one is cancelled)', 'Sets the connection `paused` and signals its workflow, which plans no run until it is resumed; requested syncs are refused with 409 `connection_paused`.', { 409: conflict('The connection is disabled', 'connection_disabled') });
-const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)', 'Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule.', { 409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`)', 'purge_in_progress') });
+const pause = statusRoute('pause', 'Stop scheduling runs (a running job finishes; a queued one is cancelled)', 'Sets the connection `paused` and signals its workflow, which plans no run until it is resumed; requested syncs are refused with 409 `connection_paused`. A connection that needs reauthorization stays `needs_reauth` (answered so) and gets `paused` back, not `active`, when new credentials come.', { 409: conflict('The connection is disabled', 'connection_disabled') });
+const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disabled connection)', 'Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule. A connection that needs reauthorization stays `needs_reauth` (answered so): its refused credentials are not used again; it becomes `active` when new credentials come.', { 409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`)', 'purge_in_progress') });
 const disable = statusRoute('disable', 'Stop the workflow; keep the data', 'Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.');
 const syncNow = createRoute({
   method: 'post', path: '/connections/{id}/sync', tags, summary: 'Sync now (incremental or full)', operationId: 'syncConnection',

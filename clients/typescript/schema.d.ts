@@ -67,7 +67,7 @@ export interface paths {
         put?: never;
         /**
          * Stop scheduling runs (a running job finishes; a queued one is cancelled)
-         * @description Sets the connection `paused` and signals its workflow, which plans no run until it is resumed; requested syncs are refused with 409 `connection_paused`.
+         * @description Sets the connection `paused` and signals its workflow, which plans no run until it is resumed; requested syncs are refused with 409 `connection_paused`. A connection that needs reauthorization stays `needs_reauth` (answered so) and gets `paused` back, not `active`, when new credentials come.
          */
         post: operations["pauseConnection"];
         delete?: never;
@@ -87,7 +87,7 @@ export interface paths {
         put?: never;
         /**
          * Resume scheduling (also re-enables a disabled connection)
-         * @description Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule.
+         * @description Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule. A connection that needs reauthorization stays `needs_reauth` (answered so): its refused credentials are not used again; it becomes `active` when new credentials come.
          */
         post: operations["resumeConnection"];
         delete?: never;
@@ -2626,7 +2626,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done; a connection workflow that was not running is started */
+            /** @description Done, with the status the connection has now; a connection workflow that was not running is started */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2740,7 +2740,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done; a connection workflow that was not running is started */
+            /** @description Done, with the status the connection has now; a connection workflow that was not running is started */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2854,7 +2854,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done; a connection workflow that was not running is started */
+            /** @description Done, with the status the connection has now; a connection workflow that was not running is started */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -12,7 +12,7 @@ import {
   type Schedule,
   type ScheduleSettings,
 } from '../../policy/schedule';
-import type { ConnectionStatus, CredentialKind, SettableConnectionStatus } from '../../policy/vocabulary';
+import { CONNECTION_STATUS, CONNECTION_STATUSES, type ConnectionStatus, type CredentialKind, type SettableConnectionStatus } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB, PURGE, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
@@ -435,29 +435,50 @@ export async function findSyncSource(db: Queryable, id: string): Promise<SyncSou
 export const CREDENTIALS_OF = (c: string, g: string) => `case when ${c}.oauth_grant_id is null then ${c}.credentials else ${g}.credentials end`;
 
 /**
- * Sets connection `id`'s status to `status` only when its status is one of `from`, in one
- * statement, and answers the status it had, read under the row's lock (so a disable or a deletion
- * that commits while this waits is seen, never written over); null when there is no such
- * connection. It wrote exactly when the answer is one of `from`.
+ * The SET words of a pause or resume asking for status `asked` (an SQL expression) of the
+ * connection row `alias` names (its columns as before the write): a connection that needs reauthorization
+ * stays `needs_reauth` (only new credentials end it: its refused credentials must not be used
+ * again) and keeps `asked` as the status it gets back when they come (REAUTH_ENDED); any other
+ * gets `asked`, and keeps no such status.
  */
-export async function setStatusFrom(db: Queryable, id: string, status: SettableConnectionStatus, from: readonly ConnectionStatus[]): Promise<ConnectionStatus | null> {
-  const { rows } = await db.query<{ previous: ConnectionStatus }>(
-    `with before as (select id, status from connections where id = $1 for no key update),
-          written as (update connections c set status = $2 from before where c.id = before.id and before.status = any($3::text[]))
-     select status as previous from before`,
-    [id, status, from],
-  );
-  return rows[0]?.previous ?? null;
+const ASKED_STATUS = (alias: string, asked: string) =>
+  `status = case when ${alias}.status = ${CONNECTION.needs_reauth} then ${CONNECTION.needs_reauth} else ${asked} end,
+   status_before_reauth = case when ${alias}.status = ${CONNECTION.needs_reauth} then ${asked} end`;
+
+/** What a pause or resume found and left: the status the connection had, and the one it has after the statement. */
+export interface StatusWrite {
+  previous: ConnectionStatus;
+  status: ConnectionStatus;
 }
 
-/** Pauses or resumes a connection, leaving a disabled one disabled; its status after, or null. */
-export async function setStatusUnlessDisabled(db: Queryable, id: string, status: SettableConnectionStatus): Promise<ConnectionStatus | null> {
-  const { rows } = await db.query<{ status: ConnectionStatus }>(
-    `update connections set status = case when status = ${CONNECTION.disabled} then status else $2 end
-      where id = $1 returning status`,
-    [id, status],
+/**
+ * Pauses or resumes connection `id` (`status`) only when its status is one of `from`, in one
+ * statement (ASKED_STATUS: one that needs reauthorization stays so, keeping `status` for when it
+ * ends), and answers the status it had, read under the row's lock (so a disable or a deletion that
+ * commits while this waits is seen, never written over), and the status it has after; null when
+ * there is no such connection. It wrote exactly when `previous` is one of `from`.
+ */
+export async function setStatusFrom(db: Queryable, id: string, status: SettableConnectionStatus, from: readonly ConnectionStatus[]): Promise<StatusWrite | null> {
+  const { rows } = await db.query<StatusWrite>(
+    `with before as (select id, status from connections where id = $1 for no key update),
+          written as (update connections c set ${ASKED_STATUS('c', '$2::text')}
+                       from before where c.id = before.id and before.status = any($3::text[]) returning c.status)
+     select before.status as previous, coalesce((select status from written), before.status) as status from before`,
+    [id, status, from],
   );
-  return rows[0]?.status ?? null;
+  return rows[0] ?? null;
+}
+
+/** Every connection status but `disabled`. */
+const NOT_DISABLED: readonly ConnectionStatus[] = CONNECTION_STATUSES.filter((s) => s !== CONNECTION_STATUS.disabled);
+
+/**
+ * Pauses or resumes a connection (as a workflow stores a signal's), leaving a disabled one
+ * disabled, and one that needs reauthorization `needs_reauth` keeping `status` for when that ends
+ * (setStatusFrom); its status after, or null.
+ */
+export async function setStatusUnlessDisabled(db: Queryable, id: string, status: SettableConnectionStatus): Promise<ConnectionStatus | null> {
+  return (await setStatusFrom(db, id, status, NOT_DISABLED))?.status ?? null;
 }
 
 /**

@@ -149,7 +149,8 @@ export function stubActivities() {
     setConnectionStatus: count('setConnectionStatus', async ({ connectionId, status }) => {
       const c = connections.get(connectionId);
       if (!c) return null;
-      if (c.status !== 'disabled') c.status = status;
+      // As the real one: a disabled connection stays disabled, one that needs reauthorization needs it still.
+      if (c.status !== 'disabled' && c.status !== 'needs_reauth') c.status = status;
       return c.status;
     }),
     claimJob: count('claimJob', async ({ jobId }) => {
