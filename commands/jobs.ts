@@ -339,16 +339,18 @@ export function listJobs(deps: CommandDeps, input: ListJobsInput): Promise<{ row
 }
 
 /**
- * Requests cancellation of an active job. A job with a workflow is cancelled through it (its
- * cleanup marks the job and tasks); a queued job of the scheduler has none yet, so the connection
- * workflow is told instead. A scheduler job whose connection workflow is no longer running is
- * orphaned: no workflow would ever run or cancel it, so it is cancelled here, directly, and the
- * connection's workflow is started again (unless the connection is disabled). A requested job
- * still queued whose workflow has not started (its start is under way, or failed and waits for the
- * reconcile tick) is cancelled here too: a workflow that starts later claims nothing of a
- * cancelled job. So is a requested job claimed by a workflow that is no longer running
- * (terminated, say): nothing starts a claimed job's workflow again, so none would ever run or
- * cancel it. Refuses a finished job.
+ * Requests cancellation of an active job, and answers the job as the request left it stored (read
+ * after it acted): `cancelled` when the request ended it, else the status it still has while its
+ * workflow stops it (running, say), never the status read before the request. A job with a
+ * workflow is cancelled through it (its cleanup marks the job and tasks); a queued job of the
+ * scheduler has none yet, so the connection workflow is told instead. A scheduler job whose
+ * connection workflow is no longer running is orphaned: no workflow would ever run or cancel it,
+ * so it is cancelled here, directly, and the connection's workflow is started again (unless the
+ * connection is disabled). A requested job still queued whose workflow has not started (its start
+ * is under way, or failed and waits for the reconcile tick) is cancelled here too: a workflow that
+ * starts later claims nothing of a cancelled job. So is a requested job claimed by a workflow that
+ * is no longer running (terminated, say): nothing starts a claimed job's workflow again, so none
+ * would ever run or cancel it. Refuses a finished job.
  */
 export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> {
   const job = await jobs.findJob(deps.pool, id);
@@ -356,29 +358,33 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
   if (!(ACTIVE_JOB_STATUSES as readonly string[]).includes(job.status)) {
     throw new CommandRefused('conflict', 'job_finished', `the job has already finished (${job.status})`);
   }
+  await requestCancel(deps, job);
+  return (await jobs.findJob(deps.pool, id)) ?? job;
+}
+
+/** Cancels active job `job` (read just before) as `cancelJob` says, or refuses one found finished meanwhile. */
+async function requestCancel(deps: CommandDeps, job: JobRow): Promise<void> {
+  const { id } = job;
   if (await cancelJobWorkflow(deps.temporal, id)) {
     // A job its workflow has not claimed yet may be waiting to (its tenant runs its limit of
     // jobs: the claim retries on a timer), where the cancellation ends the run before the part
     // that marks the job: it is ended here. Once cancelled, the workflow claims nothing more.
     if (job.status === 'queued') await endJob(deps, id, 'cancelled', true);
-    return job;
+    return;
   }
   if (!isSchedulerTrigger(job.trigger)) {
-    if (await endJob(deps, id, 'cancelled', true)) return (await jobs.findJob(deps.pool, id)) ?? job;
+    if (await endJob(deps, id, 'cancelled', true)) return;
     // Claimed meanwhile by its workflow, which started just after the first look: cancelled through it.
-    if (await cancelJobWorkflow(deps.temporal, id)) return job;
+    if (await cancelJobWorkflow(deps.temporal, id)) return;
     // Claimed, and its workflow is no longer running: cancelled here.
-    if (await endJob(deps, id, 'cancelled over the API; the workflow that ran it was no longer running')) {
-      return (await jobs.findJob(deps.pool, id)) ?? job;
-    }
+    if (await endJob(deps, id, 'cancelled over the API; the workflow that ran it was no longer running')) return;
     const status = (await jobs.findJobStatus(deps.pool, id)) ?? 'deleted';
     throw new CommandRefused('conflict', 'job_finished', `the job has already finished (${status})`);
   }
-  if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, job.scheduler_run_id, cancelJobSignal)) return job;
+  if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, job.scheduler_run_id, cancelJobSignal)) return;
   await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
   const connection = await findConnection(deps.pool, job.connection_id);
   if (connection && connection.status !== 'disabled') await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));
-  return (await jobs.findJob(deps.pool, id)) ?? job;
 }
 
 /**

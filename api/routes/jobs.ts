@@ -50,7 +50,7 @@ const cancel = createRoute({
   description: 'Asks the job to stop. It ends `cancelled` (at once for a queued job whose connection workflow is no longer running, and for a job whose workflow has not started yet or is no longer running) and sends `sync.cancelled` to subscribed webhooks.',
   request: { params: IdParams },
   responses: {
-    202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a job whose workflow had not started or was no longer running)'),
+    202: jsonAnswer(CancelAnswerSchema, 'Cancellation requested, with the status the job has after the request (read after it acted: `cancelled` when it ended the job); the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a job whose workflow had not started or was no longer running)'),
     ...errorResponses,
     404: notFound,
     409: conflict('The job has already finished (`job_finished`)', 'job_finished'),

@@ -3726,7 +3726,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Cancellation requested; the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a job whose workflow had not started or was no longer running) */
+            /** @description Cancellation requested, with the status the job has after the request (read after it acted: `cancelled` when it ended the job); the job shows `cancelled` once it stopped (at once for a queued job whose connection workflow was no longer running, and for a job whose workflow had not started or was no longer running) */
             202: {
                 headers: {
                     [name: string]: unknown;
