@@ -362,7 +362,10 @@ export async function cancelJob(deps: CommandDeps, id: string): Promise<JobRow> 
   return (await jobs.findJob(deps.pool, id)) ?? job;
 }
 
-/** Cancels active job `job` (read just before) as `cancelJob` says, or refuses one found finished meanwhile. */
+/**
+ * Cancels active job `job` (read just before) as `cancelJob` says, or refuses (409 `job_finished`)
+ * one that ended otherwise while it looked and that it was to end itself.
+ */
 async function requestCancel(deps: CommandDeps, job: JobRow): Promise<void> {
   const { id } = job;
   if (await cancelJobWorkflow(deps.temporal, id)) {
@@ -378,13 +381,20 @@ async function requestCancel(deps: CommandDeps, job: JobRow): Promise<void> {
     if (await cancelJobWorkflow(deps.temporal, id)) return;
     // Claimed, and its workflow is no longer running: cancelled here.
     if (await endJob(deps, id, 'cancelled over the API; the workflow that ran it was no longer running')) return;
-    const status = (await jobs.findJobStatus(deps.pool, id)) ?? 'deleted';
-    throw new CommandRefused('conflict', 'job_finished', `the job has already finished (${status})`);
+    throw await jobFinished(deps, id);
   }
   if (await signalRunningConnectionWorkflow(deps.temporal, job.connection_id, job.scheduler_run_id, cancelJobSignal)) return;
-  await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
+  const ended = await endJob(deps, id, 'cancelled over the API; the connection workflow that queued it was no longer running');
   const connection = await findConnection(deps.pool, job.connection_id);
   if (connection && connection.status !== 'disabled') await ensureConnectionWorkflow(deps.temporal, deps.taskQueue, refOf(connection));
+  // Ended meanwhile by something else (the reconcile tick failing it as abandoned): refused as any job found finished.
+  if (!ended) throw await jobFinished(deps, id);
+}
+
+/** The refusal (409 `job_finished`) of a cancel of job `id`, which the request found finished (or gone). */
+async function jobFinished(deps: CommandDeps, id: string): Promise<CommandRefused> {
+  const status = (await jobs.findJobStatus(deps.pool, id)) ?? 'deleted';
+  return new CommandRefused('conflict', 'job_finished', `the job has already finished (${status})`);
 }
 
 /**

@@ -13,6 +13,8 @@ import { fakeTemporal } from './helpers/fake-temporal';
 const temporal = fakeTemporal();
 /** Called, once, when the API first tries to cancel a job's workflow (set by a test, before the call). */
 let onFirstCancel: ((workflowId: string) => Promise<void>) | null = null;
+/** Called, once, when the API first signals a workflow (set by a test, before the call). */
+let onFirstSignal: (() => Promise<void>) | null = null;
 const client = {
   workflow: {
     ...temporal.client.workflow,
@@ -26,6 +28,12 @@ const client = {
           if (first) await first(workflowId);
           return handle.cancel();
         },
+        async signal(...args: Parameters<typeof handle.signal>) {
+          const first = onFirstSignal;
+          onFirstSignal = null;
+          if (first) await first();
+          return handle.signal(...args);
+        },
       };
     },
   },
@@ -35,6 +43,7 @@ const api = useApiWithoutTemporal('job-cancel-answer', { temporal: client });
 beforeEach(() => {
   temporal.running.clear();
   onFirstCancel = null;
+  onFirstSignal = null;
 });
 
 async function connection(): Promise<string> {
@@ -97,5 +106,17 @@ describe('POST /jobs/:id/cancel answers the status the request left', () => {
     expect(answer.status, JSON.stringify(answer.body)).toBe(202);
     expect(await statusOf(jobId)).toBe('cancelled');
     expect(answer.body).toEqual({ job_id: jobId, status: 'cancelled', cancel_requested: true });
+  });
+
+  it('a scheduler job whose connection workflow is gone, ended otherwise while the request looked: refused 409 job_finished, as a job found finished is', async () => {
+    const jobId = await queuedJob(await connection(), 'schedule');
+    // The reconcile tick fails it as abandoned just as the request finds its connection workflow gone.
+    onFirstSignal = async () => {
+      await api.db.pool.query(`update sync_jobs set status = 'failed', finished_at = now(), abandoned_at = now() where id = $1`, [jobId]);
+    };
+    const answer = await api.call('POST', `/jobs/${jobId}/cancel`);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(409);
+    expect(answer.body.error).toMatchObject({ code: 'job_finished', message: 'the job has already finished (failed)' });
+    expect(await statusOf(jobId)).toBe('failed');
   });
 });
