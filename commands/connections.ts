@@ -377,17 +377,22 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
  * the disable, whether or not its workflow runs), its workflow (which cancels its own running
  * job; a job of a run that is gone is cancelled here), every active job requested over the API, through the job's workflow, or
  * directly when that has not started yet, and its immediate sync. Data stays. A job workflow that starts later finds the
- * connection disabled and does not run. Writes a `connection.disabled` webhook event.
+ * connection disabled and does not run. Writes a `connection.disabled` webhook event. A connection
+ * deleted since the first read (its purge completed) is refused as not found, as by a pause.
  */
 export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
   const written = await withTransaction(deps.pool, (tx) => writeDisabled(tx, row));
+  // Deleted since it was read (its purge completed meanwhile): nothing was written, nothing runs.
+  if (!written.found) throw notFound('no connection with that id');
   await stopConnectionWork(deps, row, written);
-  return { id: row.id, status: 'disabled' };
+  return { id: row.id, status: CONNECTION_STATUS.disabled };
 }
 
 /** What writing a connection disabled ended and announced: deliveries to start once it commits, jobs to count. */
 export interface DisabledWrite {
+  /** False when there was no such connection (then nothing was written). */
+  found: boolean;
   deliveries: string[];
   ended: EndedJob[];
 }
@@ -405,12 +410,12 @@ export interface DisabledWrite {
  */
 export async function writeDisabled(tx: PoolClient, row: ConnectionRow): Promise<DisabledWrite> {
   const previous = await connections.disableConnectionRow(tx, row.id);
-  if (previous === null) return { deliveries: [], ended: [] };
+  if (previous === null) return { found: false, deliveries: [], ended: [] };
   const at = new Date();
   const cancelled = await cancelQueuedSchedulerJobs(tx, row.id, at, 'connection disabled', null);
-  if (previous === 'disabled') return { deliveries: cancelled.deliveries, ended: cancelled.jobs };
+  if (previous === 'disabled') return { found: true, deliveries: cancelled.deliveries, ended: cancelled.jobs };
   const announced = await insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
-  return { deliveries: [...announced, ...cancelled.deliveries], ended: cancelled.jobs };
+  return { found: true, deliveries: [...announced, ...cancelled.deliveries], ended: cancelled.jobs };
 }
 
 /**
