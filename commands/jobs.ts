@@ -84,9 +84,12 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
     throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: result.job.id });
   }
   // A requested job still queued answers the request by syncing what it asks for too (its types
-  // are read when it is claimed); one already claimed answers it as it is.
+  // are read when it is claimed); one already claimed answers it as it is, read again: its claim
+  // may have come after the insert found it queued, and the answer is the job as stored.
   const job = result.outcome === 'active' && !coversTypes(result.job, request.resourceTypes)
-    ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ?? result.job)
+    ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ??
+      (await jobs.findJob(deps.pool, result.job.id)) ??
+      result.job)
     : result.job;
 
   if (job.status === 'queued' && isSchedulerTrigger(job.trigger)) {
