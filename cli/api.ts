@@ -1,7 +1,7 @@
 // The typed client (clients/typescript) as the commands use it: every call answers its data or
 // throws a CliError carrying the exit code of the answer's status.
 import { createSynctideClient, type SynctideClient } from '../clients/typescript';
-import { apiError, CliError, EXIT } from './errors';
+import { apiError, CliError, EXIT, UnreachableError } from './errors';
 import type { Settings } from './config';
 
 export type { SynctideClient };
@@ -15,7 +15,7 @@ export function clientFor(settings: Settings, version: string, signal?: AbortSig
 }
 
 /**
- * The data of a successful answer; an error answer, an unreachable API, an answer that is not JSON
+ * The data of a successful answer; an error answer, an unreachable API (UnreachableError), an answer that is not JSON
  * or a request dropped by Ctrl-C (exit 130) as a CliError. An error names only the origin of `baseUrl` (scheme, host,
  * port), never the URL as configured.
  */
@@ -28,7 +28,7 @@ export async function answer<T>(baseUrl: string, request: Promise<{ data?: T; er
     // Reached, but what answered is no API (a web server's page at that URL, say).
     if (err instanceof SyntaxError) throw new CliError(`the answer of ${new URL(baseUrl).origin} is not JSON: is it the Synctide API's URL?`, EXIT.failure);
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new CliError(`cannot reach ${new URL(baseUrl).origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.failure);
+    throw new UnreachableError(new URL(baseUrl).origin, cause?.code ?? cause?.message ?? (err as Error).message);
   }
   if (!result.response.ok) throw apiError(result.response.status, result.error);
   return result.data as T;

@@ -42,6 +42,17 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * No answer at all: the connection to the API was refused or reset, or its name did not resolve
+ * (exit 1). Its message names the API's origin and the cause (`ECONNREFUSED`, `ENOTFOUND`, …).
+ */
+export class UnreachableError extends CliError {
+  constructor(origin: string, cause: string) {
+    super(`cannot reach ${origin}: ${cause}`, EXIT.failure);
+    this.name = 'UnreachableError';
+  }
+}
+
 /** A command-line mistake (exit 2). */
 export const usage = (message: string) => new CliError(message, EXIT.usage, 'usage');
 
@@ -75,6 +86,14 @@ const MIN_RETRY_WAIT_MS = 1000;
 
 /** True for the CliError of an answer that asks to be tried again. */
 export const askedToRetry = (err: unknown): err is CliError => err instanceof CliError && err.status !== undefined && RETRIED_STATUSES.has(err.status);
+
+/**
+ * True when a read that failed with `err` is made again (the same count and waits as an answer
+ * that asks to be): such an answer, or no answer at all (UnreachableError) once the API has
+ * answered this command before (`reached`). A command whose first request reached no API ends at
+ * once: a wrong URL or an API that is down is said without waiting.
+ */
+export const retriedRead = (err: unknown, reached: boolean): err is CliError => askedToRetry(err) || (reached && err instanceof UnreachableError);
 
 /** The wait before the `retried`-th read made again of a command that polls every `intervalMs`. */
 export const retryWaitMs = (intervalMs: number, retried: number): number => Math.max(intervalMs, MIN_RETRY_WAIT_MS) * retried;

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../clients/typescript';
 import { answer, type SynctideClient } from './api';
-import { askedToRetry, MAX_RETRIED_POLLS, retryWaitMs } from './errors';
+import { MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from './errors';
 import { num, type Output } from './output';
 
 export type Job = components['schemas']['Job'];
@@ -30,21 +30,25 @@ export function renderLine(job: Job): string {
 
 /**
  * Polls the job every `intervalMs` until it finishes; answers the finished job. A poll answered
- * with a status that asks to be tried again is made again (at most MAX_RETRIED_POLLS times in a
- * row, waiting `max(intervalMs, 1 s)` times the count, said on stderr but with --json); any other failure ends
+ * with a status that asks to be tried again, or that reached no API (refused, reset, a name not
+ * resolved) once the API has answered this command (`reached`: true when the command's request
+ * before the wait was answered), is made again (at most MAX_RETRIED_POLLS times in a row, waiting
+ * `max(intervalMs, 1 s)` times the count, said on stderr but with --json); any other failure ends
  * the wait.
  */
-export async function watchJob(client: SynctideClient, baseUrl: string, out: Output, jobId: string, intervalMs: number, signal?: AbortSignal): Promise<Job> {
+export async function watchJob(client: SynctideClient, baseUrl: string, out: Output, jobId: string, intervalMs: number, signal?: AbortSignal, reached = false): Promise<Job> {
   const tty = !out.json && out.stderr.isTTY === true;
   let last = '';
   let retried = 0;
+  let answered = reached;
   for (;;) {
     let job: Job;
     try {
       job = await answer(baseUrl, client.GET('/jobs/{id}', { params: { path: { id: jobId } } }));
       retried = 0;
+      answered = true;
     } catch (err) {
-      if (!askedToRetry(err) || retried >= MAX_RETRIED_POLLS) throw err;
+      if (!retriedRead(err, answered) || retried >= MAX_RETRIED_POLLS) throw err;
       retried++;
       if (!out.json) out.stderr.write(`${tty ? '\n' : ''}${err.message}; reading job ${jobId} again (${retried}/${MAX_RETRIED_POLLS})\n`);
       await sleep(retryWaitMs(intervalMs, retried), undefined, { signal });

@@ -20,11 +20,15 @@ export function summarize(job: Job): string {
 /** The --poll interval in milliseconds; read before any request, so a bad value changes nothing. */
 const pollMs = (flags: FlagValues): number => seconds(flags, 'poll', 1000);
 
-/** Waits for the job, reading it every `intervalMs`, prints it finished; exit 7 unless it completed. */
-async function waitAndReport(ctx: Context, jobId: string, intervalMs: number): Promise<ExitCode> {
+/**
+ * Waits for the job, reading it every `intervalMs`, prints it finished; exit 7 unless it completed.
+ * `reached`: the API already answered this command (sync's request), so even the first poll that
+ * reaches no API is made again.
+ */
+async function waitAndReport(ctx: Context, jobId: string, intervalMs: number, reached = false): Promise<ExitCode> {
   let job: Job;
   try {
-    job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, intervalMs, ctx.signal);
+    job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, intervalMs, ctx.signal, reached);
   } catch (err) {
     if (ctx.signal.aborted) {
       note(ctx.out, `\nStopped waiting; job ${jobId} goes on (synctide jobs show ${jobId}).`);
@@ -69,7 +73,7 @@ export const jobCommands: Command[] = [
         return;
       }
       if (!ctx.out.json) note(ctx.out, `Job ${accepted.job_id} (${accepted.mode}: ${accepted.resource_types.join(', ')})`);
-      return waitAndReport(ctx, accepted.job_id, intervalMs);
+      return waitAndReport(ctx, accepted.job_id, intervalMs, true);
     },
   },
   {

@@ -4,7 +4,7 @@ import { parse, stringify } from 'lossless-json';
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
 import { int, seconds, str, type Command } from '../command';
-import { askedToRetry, CliError, EXIT, MAX_RETRIED_POLLS, retryWaitMs } from '../errors';
+import { CliError, EXIT, MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from '../errors';
 import { note, when } from '../output';
 
 type Change = components['schemas']['RecordChange'];
@@ -44,6 +44,8 @@ export const recordCommands: Command[] = [
       let seen = 0;
       /** Reads answered in a row with a status that asks to be tried again. */
       let retried = 0;
+      /** Whether the API has answered a read of this tail (then a read that reaches no API is made again). */
+      let reached = false;
       const stop = (code: number) => {
         if (cursor) note(out, `cursor: ${cursor}`);
         return code as typeof EXIT.ok;
@@ -62,10 +64,12 @@ export const recordCommands: Command[] = [
           );
           page = readPage(text);
           retried = 0;
+          reached = true;
         } catch (err) {
           if (signal.aborted) return stop(EXIT.interrupted);
-          // An answer that asks to be tried again (429, 502, 503, 504): the feed is still there.
-          if (askedToRetry(err) && retried < MAX_RETRIED_POLLS) {
+          // An answer that asks to be tried again (429, 502, 503, 504), or no answer at all from an
+          // API that answered before (a restart, a deploy): the feed is still there.
+          if (retriedRead(err, reached) && retried < MAX_RETRIED_POLLS) {
             retried++;
             if (!out.json) note(out, `${err.message}; reading the feed again (${retried}/${MAX_RETRIED_POLLS})`);
             try {
