@@ -9,7 +9,7 @@ export const EXIT = {
   /** Anything else: a 5xx answer, the API unreachable, an answer the CLI did not expect. */
   failure: 1,
   /** The command line was wrong (unknown command or flag, missing argument, bad value), no URL or
-   * key is configured, or the API refused the request as invalid (400): retrying it cannot help. */
+   * key is configured, or the API refused the request as invalid (400) or too large (413): retrying it cannot help. */
   usage: 2,
   /** The key was refused (401) or lacks the right (403: an admin route, a scope, another tenant). */
   auth: 3,
@@ -58,7 +58,7 @@ export const usage = (message: string) => new CliError(message, EXIT.usage, 'usa
 
 /** The exit code of an API error answer with HTTP `status`. */
 export function exitCodeOfStatus(status: number): ExitCode {
-  if (status === 400 || status === 413 || status === 422) return EXIT.usage;
+  if (status === 400 || status === 413) return EXIT.usage;
   if (status === 401 || status === 403) return EXIT.auth;
   if (status === 404) return EXIT.notFound;
   if (status === 409 || status === 410) return EXIT.conflict;

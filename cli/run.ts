@@ -28,7 +28,7 @@ const GLOBAL_FLAGS: Record<string, Flag> = {
 
 const EXIT_HELP = [
   'Exit codes:',
-  '  0 ok   1 failure (5xx, unreachable)   2 usage (bad command line, no URL/key, 400 invalid_request)',
+  '  0 ok   1 failure (5xx, unreachable)   2 usage (bad command line, no URL/key, 400 invalid_request, 413 too large)',
   '  3 auth (401/403)   4 not found (404)   5 conflict (409/410)   6 limited (429)',
   '  7 the job waited for failed or was cancelled   130 interrupted (Ctrl-C)',
 ];
