@@ -161,11 +161,14 @@ function showConfig(out: Output, argv: string[], env: NodeJS.ProcessEnv, help: b
     return EXIT.ok;
   }
   let values: FlagValues;
+  let positionals: string[];
   try {
-    values = parseArgs({ args: argv, options: parseConfig(GLOBAL_FLAGS), strict: true, allowPositionals: true }).values as FlagValues;
+    ({ values, positionals } = parseArgs({ args: argv, options: parseConfig(GLOBAL_FLAGS), strict: true, allowPositionals: true }) as { values: FlagValues; positionals: string[] });
   } catch (err) {
     throw usage(`${(err as Error).message.replace(/\. To specify a positional argument.*$/s, '')} (synctide config --help)`);
   }
+  // `config` takes no argument: one more is a mistake, as for every other command.
+  if (positionals.length > 1) throw usage(`unexpected argument "${positionals[1]}"; usage: synctide config`);
   const settings = resolveSettings({ url: values.url as string | undefined, config: values.config as string | undefined }, env);
   const shown = { url: settings.url, url_from: settings.sources.url, api_key: 'set', api_key_from: settings.sources.apiKey, config_file: settings.file ?? null };
   if (out.json) out.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);

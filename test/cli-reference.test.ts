@@ -1,10 +1,12 @@
 // The CLI agrees with its reference (docs/cli.md) and its own `--help`: every exit code and the
-// HTTP statuses that lead to it are in both.
+// HTTP statuses that lead to it are in both, and a command line the reference calls wrong is exit
+// 2. The command line runs in-process (`run`), with no API behind it: nothing here sends a request.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { EXIT, exitCodeOfStatus } from '../cli/errors';
-import { helpText } from '../cli/run';
+import { helpText, run } from '../cli/run';
 
 const REFERENCE = readFileSync(join(import.meta.dirname, '..', 'docs', 'cli.md'), 'utf8');
 
@@ -13,6 +15,18 @@ function exitTable(): Map<number, string> {
   const section = REFERENCE.slice(REFERENCE.indexOf('## Exit codes'));
   const rows = [...section.matchAll(/^\| (\d+) \| (.*) \|$/gm)];
   return new Map(rows.map((r) => [Number(r[1]), r[2]!]));
+}
+
+/** Runs one command line in-process with no API configured; its exit code and output. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c: Buffer) => (out += c.toString()));
+  stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await run(args, { stdout, stderr, env: { SYNCTIDE_URL: 'http://127.0.0.1:9', SYNCTIDE_API_KEY: 'k' }, signal: new AbortController().signal });
+  return { code, stdout: out, stderr: err };
 }
 
 describe('the synctide CLI against its reference and its help', () => {
@@ -30,5 +44,14 @@ describe('the synctide CLI against its reference and its help', () => {
       const line = exitHelp.split('\n').find((l) => new RegExp(`(^|\\s)${code} [a-z]`).test(l));
       expect(line?.slice(line.search(new RegExp(`(^|\\s)${code} [a-z]`))).split(/\s{3}/)[0], `exit ${code} of HTTP ${status} in --help`).toContain(String(status));
     }
+  });
+
+  it('refuses an argument `config` does not take with exit 2, as every other command does', async () => {
+    const extra = await cli(['config', 'extra']);
+    expect(extra.code, extra.stderr).toBe(EXIT.usage);
+    expect(extra.stdout).toBe('');
+    expect(extra.stderr).toBe('synctide: unexpected argument "extra"; usage: synctide config\n');
+    const shown = await cli(['config']);
+    expect(shown.code, shown.stderr).toBe(EXIT.ok);
   });
 });
