@@ -1,12 +1,13 @@
 // The CLI agrees with its reference (docs/cli.md) and its own `--help`: every exit code and the
-// HTTP statuses that lead to it are in both, and a command line the reference calls wrong is exit
-// 2. The command line runs in-process (`run`), with no API behind it: nothing here sends a request.
+// HTTP statuses that lead to it are in both, every flag of every command is in the reference, and a
+// command line the reference calls wrong is exit 2. The command line runs in-process (`run`), with
+// no API behind it: nothing here sends a request.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { EXIT, exitCodeOfStatus } from '../cli/errors';
-import { helpText, run } from '../cli/run';
+import { COMMANDS, helpText, run } from '../cli/run';
 
 const REFERENCE = readFileSync(join(import.meta.dirname, '..', 'docs', 'cli.md'), 'utf8');
 
@@ -53,5 +54,10 @@ describe('the synctide CLI against its reference and its help', () => {
     expect(extra.stderr).toBe('synctide: unexpected argument "extra"; usage: synctide config\n');
     const shown = await cli(['config']);
     expect(shown.code, shown.stderr).toBe(EXIT.ok);
+  });
+
+  it('names every flag of every command in the reference', () => {
+    const missing = COMMANDS.flatMap((c) => Object.keys(c.flags ?? {}).filter((f) => !REFERENCE.includes(`--${f}`)).map((f) => `${c.words.join(' ')} --${f}`));
+    expect(missing).toEqual([]);
   });
 });
