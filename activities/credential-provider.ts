@@ -560,7 +560,7 @@ const GITHUB_APP: CachedTokenKind<GitHubAppSecret> = {
         { appId: latest.app_id, installationId: latest.installation_id, privateKey: latest.private_key, apiBase },
         { allowPrivate: deps.providers.allowPrivate, timeoutMs: deps.providers.timeoutMs, maxResponseBytes: deps.providers.maxResponseBytes },
       );
-      return { token: minted.token, expires_at: minted.expires_at, secrets: minted.jwts };
+      return { token: minted.token, expires_at: minted.expires_at, obtained_at: minted.obtained_at, secrets: minted.jwts };
     } catch (err) {
       if (err instanceof InstallationRefused) throw new Refusal(err.message);
       // GitHub's wait, waited out by the job as a listing's rate limit is (durably, no breaker count).

@@ -26,10 +26,14 @@ export interface MintPolicy {
   maxResponseBytes: number;
 }
 
-/** A minted installation token and its expiry (ISO, on this machine's clock), and the JWTs made to mint it (secrets too). */
+/**
+ * A minted installation token, its expiry and when it was minted (ISO, on this machine's clock: its
+ * lifetime is the difference), and the JWTs made to mint it (secrets too).
+ */
 export interface MintedToken {
   token: string;
   expires_at: string;
+  obtained_at: string;
   jwts: string[];
 }
 
@@ -210,5 +214,5 @@ function mintedOf(app: GitHubAppInstallation, answer: BoundedAnswer, jwts: strin
   if (typeof token !== 'string' || token.length < 20 || typeof expires_at !== 'string' || Number.isNaN(Date.parse(expires_at))) {
     throw new MintFailed('the installation token answer has no token or expiry');
   }
-  return { token, expires_at: new Date(onOurClock(Date.parse(expires_at), githubTime(answer))).toISOString(), jwts };
+  return { token, expires_at: new Date(onOurClock(Date.parse(expires_at), githubTime(answer))).toISOString(), obtained_at: new Date().toISOString(), jwts };
 }

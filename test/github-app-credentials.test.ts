@@ -107,9 +107,9 @@ describe('github_app credentials', () => {
     const run2 = await twoWorkers(id);
     expect(run2.mints).toBe(0);
 
-    // The cached token reaches its margin (stored expiry 2 minutes away): one mint again, for both workers.
+    // The cached token reaches its margin (minted 58 minutes ago, stored expiry 2 minutes away): one mint again, for both workers.
     await db.pool.query('update connections set credentials = to_jsonb($2::text) where id = $1', [
-      id, sealCredentials(TEST_KEYRING, id, { ...stored, expires_at: new Date(Date.now() + 120_000).toISOString() }),
+      id, sealCredentials(TEST_KEYRING, id, { ...stored, obtained_at: new Date(Date.now() - 58 * 60_000).toISOString(), expires_at: new Date(Date.now() + 120_000).toISOString() }),
     ]);
     const run3 = await twoWorkers(id);
     expect(run3.mints).toBe(1);
@@ -121,6 +121,30 @@ describe('github_app credentials', () => {
     const logged = JSON.stringify([...run1.lines, ...run2.lines, ...run3.lines]);
     expect(logged).toContain('installation token minted');
     for (const secret of [keyLine(appKey.privateKey), ...github.mints.map((m) => m.token), ...jwts]) expect(logged).not.toContain(secret);
+  });
+
+  it('an installation token living less than twice the margin (4 minutes) is used for half its lifetime: one mint serves every page of a task, not one mint per request', async () => {
+    const id = await appConnection();
+    github.setTokenTtl(240);
+    try {
+      const before = github.mints.length;
+      const { jobId, tasks } = await job(id, ['issues']);
+      const result = await runTask(db.pool, jobId, tasks[0]!, 'issues').result;
+      await endJob(jobId);
+      expect(result.status).toBe('completed');
+      expect(github.mints.length - before).toBe(1);
+      const pages = github.requests.filter((r) => r.url.startsWith('/repos/acme/app/issues') && r.headers.authorization === `Bearer ${github.mints.at(-1)!.token}`);
+      expect(pages.length).toBeGreaterThan(1);
+      // Stored with when it was obtained: the next run uses it while its first half lasts.
+      const stored = await storedSecret(id);
+      expect(stored.token).toBe(github.mints.at(-1)!.token);
+      const again = await job(id, ['pull_requests']);
+      expect((await runTask(db.pool, again.jobId, again.tasks[0]!, 'pull_requests').result).status).toBe('completed');
+      await endJob(again.jobId);
+      expect(github.mints.length - before).toBe(1);
+    } finally {
+      github.setTokenTtl(3600);
+    }
   });
 
   it('a 401 with the cached token mints once more and retries once', async () => {
