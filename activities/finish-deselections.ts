@@ -3,13 +3,19 @@ import { connectorSlugs, getConnector } from '../connectors/registry';
 import { reselected } from '../connectors/selection';
 import { lockConfigForShare } from '../db/models/connections';
 import { findOpenPurgeLocked } from '../db/models/purges';
-import { advanceDeselection, findDeselectionsToFinish, forgetDeselections, lockDeselection, type DeselectionToFinish } from '../db/models/deselections';
+import { advanceDeselection, findDeselectionsToFinish, forgetDeselections, lockDeselection, type DeselectionToFinish, type DeselectionTurnsStart } from '../db/models/deselections';
 import { DESELECTION_BATCH, lockChangeFeed, tombstoneDeselectedBatch } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import type { ActivityDeps } from './deps';
 
 /** Batches of deselected records one reconcile tick tombstones at most (the rest at the next tick). */
 export const DESELECTION_BATCHES_PER_TICK = 50;
+
+/**
+ * The tenant each pool's process gave its last deselection batch to: the next tick's turns start
+ * after it. Kept in the process (one entry per pool, so one per worker), not in the database.
+ */
+const lastServed = new WeakMap<object, string>();
 
 /** What one call of `finishDeselections` did. */
 export interface DeselectionProgress {
@@ -28,7 +34,13 @@ export interface DeselectionProgress {
  * lock is held for long and progress survives a failure midway. The batches go to tenants in
  * turns (`takeTurns`): each tenant with pending deselections has one batch of its oldest in each
  * round, so one tenant's large or many deselections cannot keep another tenant's deselected
- * records live for tick after tick; within a tenant, oldest first, each to its end. A batch
+ * records live for tick after tick; within a tenant, oldest first, each to its end. With more
+ * tenants than `batches` not all have a turn in one tick, so the turns go on across ticks: a tick
+ * starts with the tenant after the one the process served last (tenants in id order, wrapping
+ * round), so every tenant with pending work has a batch within ceil(tenants / batches) ticks of
+ * one process. A process that has served none yet (just started, or the tick's activity ran on
+ * another worker until now) starts at position floor(at / tick) * batches of that order instead,
+ * which moves on by a tick's batches each tick, so ticks run by fresh processes rotate too. A batch
  * takes the connection's purge lock shared, its change-feed lock (the order of a config change; a
  * page's store takes the feed lock first too), then the deselection's row: one that a later config
  * change forgot (it selected the unit again) or that another tick finished is left alone. It
@@ -38,14 +50,24 @@ export interface DeselectionProgress {
  * cannot be judged). Idempotent: a batch run twice tombstones nothing twice (a tombstone is not
  * live). Connections whose purge is open are left to the purge.
  */
-export async function finishDeselections(deps: Pick<ActivityDeps, 'pool' | 'logger'>, batches = DESELECTION_BATCHES_PER_TICK): Promise<DeselectionProgress> {
+export async function finishDeselections(
+  deps: Pick<ActivityDeps, 'pool' | 'logger' | 'reconcile'>,
+  batches = DESELECTION_BATCHES_PER_TICK,
+  at = Date.now(),
+): Promise<DeselectionProgress> {
   const progress: DeselectionProgress = { tombstoned: 0, finished: 0, batches: 0 };
+  const tickMs = Math.max(1, deps.reconcile.tickSeconds * 1000);
+  const start = (): DeselectionTurnsStart => {
+    const after = lastServed.get(deps.pool);
+    return after === undefined ? { offset: Math.floor(at / tickMs) * batches } : { after };
+  };
   while (progress.batches < batches) {
-    const pending = await findDeselectionsToFinish(deps.pool, connectorSlugs(), batches - progress.batches);
+    const pending = await findDeselectionsToFinish(deps.pool, connectorSlugs(), batches - progress.batches, start());
     if (pending.length === 0) break;
     await takeTurns(pending, async (unit) => {
       if (progress.batches >= batches) return 'spent';
       progress.batches += 1;
+      lastServed.set(deps.pool, unit.tenantId);
       const step = await withTransaction(deps.pool, (tx) => finishBatch(tx, unit));
       progress.tombstoned += step.tombstoned;
       if (step.state === 'finished') progress.finished += 1;

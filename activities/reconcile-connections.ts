@@ -27,7 +27,7 @@ import {
 import { recheckSignal, replanSignal } from '../temporal/connection';
 import { connectionWorkflowId, deliveryIdOf, purgeIdOf, syncJobWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
-import { finishDeselections } from './finish-deselections';
+import { DESELECTION_BATCHES_PER_TICK, finishDeselections } from './finish-deselections';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
 const BATCH_SIZE = 200;
@@ -142,7 +142,7 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       );
     }
     // What config changes stopped selecting, in bounded batches (a failure is left to the next tick).
-    await finishDeselections(deps)
+    await finishDeselections(deps, DESELECTION_BATCHES_PER_TICK, input.at)
       .then((done) => (result.deselectedTombstoned = done.tombstoned))
       .catch((err: unknown) => logger.warn({ err }, 'finishing deselections failed; the next tick goes on'));
     result.backlog = await countOverdueConnections(pool, new Date(input.at));

@@ -60,22 +60,40 @@ export async function forgetDeselections(tx: Queryable, connectionId: string, un
 }
 
 /**
+ * Where the turns of tenants start: just after tenant `after` (in tenant id order, wrapping
+ * round), or, with no tenant to go on from, at position `offset` (modulo the number of tenants
+ * listed) of the tenants in id order.
+ */
+export type DeselectionTurnsStart = { after: string } | { offset: number };
+
+/**
  * Up to `limit` pending deselections of connections of `providers`, with their connections'
  * providers and tenants; none of a connection whose purge is open (the purge deletes its records,
- * and these rows with the connection). Taken in turns of tenants: every tenant's oldest first
- * (oldest of those first), then every tenant's second oldest, and so on, so a tenant with many
- * pending (or older ones) never fills the list and keeps another tenant's out.
+ * and these rows with the connection). Taken in turns of tenants: every tenant's oldest first,
+ * then every tenant's second oldest, and so on, so a tenant with many pending (or older ones)
+ * never fills the list and keeps another tenant's out. Within a turn the tenants come in id order
+ * from `start`, wrapping round, so with more tenants than `limit` a caller that starts each call
+ * where the last one stopped reaches every tenant.
  */
-export async function findDeselectionsToFinish(db: Queryable, providers: readonly string[], limit: number): Promise<DeselectionToFinish[]> {
+export async function findDeselectionsToFinish(db: Queryable, providers: readonly string[], limit: number, start: DeselectionTurnsStart = { offset: 0 }): Promise<DeselectionToFinish[]> {
+  const after = 'after' in start ? start.after : null;
+  const offset = 'offset' in start ? Math.max(0, Math.floor(start.offset)) : 0;
   const { rows } = await db.query<DeselectionToFinish>(
-    `select "connectionId", "resourceType", "idPrefix", "afterId", "providerSlug", "tenantId"
-       from (select ${UNIT_COLUMNS}, c.provider_slug as "providerSlug", c.tenant_id as "tenantId", d.created_at,
-                    row_number() over (partition by c.tenant_id order by d.created_at, d.connection_id, d.resource_type, d.id_prefix) as turn
-               from pending_deselections d join connections c on c.id = d.connection_id
-              where c.provider_slug = any($2::text[])
-                and not exists (select 1 from connection_purges p where p.connection_id = d.connection_id and p.status <> ${PURGE.completed})) u
-      order by turn, created_at, "connectionId", "resourceType", "idPrefix" limit $1`,
-    [limit, [...providers]],
+    `with units as (
+       select ${UNIT_COLUMNS}, c.provider_slug as "providerSlug", c.tenant_id as "tenantId", d.created_at,
+              row_number() over (partition by c.tenant_id order by d.created_at, d.connection_id, d.resource_type, d.id_prefix) as turn
+         from pending_deselections d join connections c on c.id = d.connection_id
+        where c.provider_slug = any($2::text[])
+          and not exists (select 1 from connection_purges p where p.connection_id = d.connection_id and p.status <> ${PURGE.completed})
+     ), tenants as (
+       select t."tenantId", row_number() over (order by t."tenantId") - 1 as k, count(*) over () as n,
+              case when $3::text is null then $4::bigint else count(*) filter (where t."tenantId" <= $3::text) over () end as first
+         from (select distinct "tenantId" from units) t
+     )
+     select u."connectionId", u."resourceType", u."idPrefix", u."afterId", u."providerSlug", u."tenantId"
+       from units u join tenants t on t."tenantId" = u."tenantId"
+      order by u.turn, (t.k - t.first % t.n + t.n) % t.n, u.created_at, u."connectionId", u."resourceType", u."idPrefix" limit $1`,
+    [limit, [...providers], after, offset],
   );
   return rows;
 }
