@@ -28,7 +28,7 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'trustedProxies' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'feedPageMaxBytes'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'trustedProxies' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'oauthStatesPerTenant' | 'feedPageMaxBytes'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
@@ -42,6 +42,7 @@ export function apiSettings(
     immediateTaskQueue: immediateTaskQueue(config),
     providers: providerPolicy(config),
     tenantLimits: tenantLimits(config),
+    oauthStatesPerTenant: config.TENANT_MAX_OAUTH_STATES,
     feedPageMaxBytes: config.FEED_PAGE_MAX_BYTES,
   };
 }

@@ -46,4 +46,9 @@ export interface CommandDeps {
   feedPageMaxBytes?: number;
   /** The default per-tenant limits (TENANT_MAX_*); DEFAULT_TENANT_LIMITS when unset. */
   tenantLimits?: TenantLimits;
+  /**
+   * TENANT_MAX_OAUTH_STATES: connect flows under way one tenant may hold at once;
+   * DEFAULT_TENANT_MAX_OAUTH_STATES when unset.
+   */
+  oauthStatesPerTenant?: number;
 }

@@ -13,15 +13,15 @@ import { resolveAlert } from '../db/models/alerts';
 import * as connections from '../db/models/connections';
 import * as apps from '../db/models/oauth-apps';
 import type { OAuthAppRow } from '../db/models/oauth-apps';
-import { consumeOAuthState, insertOAuthState } from '../db/models/oauth-states';
+import { consumeOAuthState, countTenantOAuthStates, deleteExpiredTenantOAuthStates, insertOAuthState } from '../db/models/oauth-states';
 import { withTransaction } from '../db/transaction';
 import { open, seal, sealCredentials } from '../lib/credentials';
 import { authorizationUrl, exchangeCode, GrantRefused, newPkce, newState, type OAuthClientApp } from '../lib/oauth-client';
 import { outboundUrlProblem } from '../lib/outbound';
 import { nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
-import { countOAuthApps } from '../db/models/tenant-limits';
-import { fitsUnder } from '../policy/tenant-limits';
+import { countOAuthApps, lockTenant } from '../db/models/tenant-limits';
+import { DEFAULT_TENANT_MAX_OAUTH_STATES, fitsUnder, OAUTH_STATES_LIMIT_NAME, oauthStateRetryAfterSeconds } from '../policy/tenant-limits';
 import { refuseWhilePurging } from './connections';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
@@ -197,7 +197,13 @@ export interface AuthorizationStart {
 
 /**
  * Starts the connect flow of connection `connectionId` with app `appId` (of the connection's
- * tenant). A `redirectUri`, when given, must equal the app's registered one exactly.
+ * tenant). A `redirectUri`, when given, must equal the app's registered one exactly. A tenant holds
+ * at most `oauthStatesPerTenant` flows under way (states neither used nor expired): one more is
+ * refused, 429 `tenant_limit` naming `max_oauth_states`, with the seconds until the tenant's oldest
+ * state expires. A tenant at its limit is refused after one statement, before the tenant's lock
+ * (asking again and again costs little and never waits for it); room seen there is taken under
+ * the lock, where the tenant's expired states are deleted and the count and the insert run, so
+ * concurrent starts take exactly the places left.
  */
 export async function startAuthorization(
   deps: CommandDeps,
@@ -217,13 +223,28 @@ export async function startAuthorization(
   const pkce = await newPkce();
   const hash = sha256(state);
   const expiresAt = new Date(Date.now() + OAUTH_STATE_TTL_SECONDS * 1000);
-  const stored = await insertOAuthState(deps.pool, {
-    state_hash: hash,
-    tenant_id: connection.tenant_id,
-    connection_id: connection.id,
-    oauth_app_id: row.id,
-    code_verifier: seal(deps.credentials, { table: 'oauth_states', id: hash }, pkce.verifier),
-    expires_at: expiresAt,
+  const codeVerifier = seal(deps.credentials, { table: 'oauth_states', id: hash }, pkce.verifier);
+  const max = deps.oauthStatesPerTenant ?? DEFAULT_TENANT_MAX_OAUTH_STATES;
+  const refuseOver = (held: { live: number; firstExpiry: Date | null }) => {
+    if (fitsUnder(max, held.live)) return;
+    const retryAfter = oauthStateRetryAfterSeconds(held.firstExpiry ?? expiresAt, new Date());
+    throw new CommandRefused('limited', 'tenant_limit', `the tenant has reached its limit of ${max} connect flows under way (${OAUTH_STATES_LIMIT_NAME}); retry in ${retryAfter} s, or complete a flow started before`, {
+      limit: OAUTH_STATES_LIMIT_NAME, value: max, retry_after_seconds: retryAfter,
+    });
+  };
+  refuseOver(await countTenantOAuthStates(deps.pool, connection.tenant_id));
+  const stored = await withTransaction(deps.pool, async (tx) => {
+    await lockTenant(tx, connection.tenant_id);
+    await deleteExpiredTenantOAuthStates(tx, connection.tenant_id);
+    refuseOver(await countTenantOAuthStates(tx, connection.tenant_id));
+    return insertOAuthState(tx, {
+      state_hash: hash,
+      tenant_id: connection.tenant_id,
+      connection_id: connection.id,
+      oauth_app_id: row.id,
+      code_verifier: codeVerifier,
+      expires_at: expiresAt,
+    });
   });
   // Deleted since they were read.
   if (!stored) throw notFound('no connection with that id, or no OAuth app with that id (deleted meanwhile)');

@@ -119,6 +119,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   TENANT_MAX_RUNNING_JOBS: { meaning: 'places of one tenant\'s sync jobs running at once (a job takes one per task it runs at once: its connection\'s `max_parallel_tasks`, 1–8, no more than its tasks; a connection\'s purge one while it runs); more wait (queued or retrying) on a durable timer of 65–95 s and claim again. Keep it below the activity slots of all workers (100 each)' },
   TENANT_MAX_REDELIVERIES_PER_HOUR: { meaning: 'webhook redeliveries a tenant may ask for in any sliding hour; over it, 429 `tenant_limit` with `Retry-After`' },
   TENANT_MAX_OAUTH_APPS: { meaning: 'OAuth apps a tenant may register; over it, 409 `tenant_limit`' },
+  TENANT_MAX_OAUTH_STATES: { meaning: 'connect flows of one tenant under way at once (`POST /connections/{id}/oauth/authorize` states neither used by a callback nor expired: they live 10 minutes); over it, 429 `tenant_limit` (`max_oauth_states`) with `Retry-After` until the oldest expires. Not overridden per tenant' },
   PROVIDER_HOSTS: { meaning: "comma-separated host names provider URLs and OAuth apps' token URLs may name (github.com is a GitHub OAuth app's token URL's host; add GitHub Enterprise hosts)" },
   PROVIDER_ALLOW_PRIVATE: { meaning: 'provider URLs may be plain http and reach loopback, private and link-local addresses; test servers only, never in production', note: '(`true` under `npm start`)' },
   PROVIDER_MAX_RESPONSE_BYTES: { meaning: 'largest provider response body, after decompression' },

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { DEFAULT_DELIVERY_SLOTS } from '../policy/delivery-shares';
 import { DEFAULT_MAX_RESET_SECONDS } from '../policy/rate-budget';
 import { MIN_INTERVAL_SECONDS, type ScheduleSettings } from '../policy/schedule';
-import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../policy/tenant-limits';
+import { DEFAULT_TENANT_LIMITS, DEFAULT_TENANT_MAX_OAUTH_STATES, type TenantLimits } from '../policy/tenant-limits';
 import { adminKeyProblem } from './admin-key';
 import { parseTrustedProxies } from './client-address';
 import { KeyringProblem, parseKeyring, type Keyring } from './credentials';
@@ -269,6 +269,9 @@ export const envSchema = z
     TENANT_MAX_RUNNING_JOBS: positiveInt(DEFAULT_TENANT_LIMITS.runningJobs),
     TENANT_MAX_REDELIVERIES_PER_HOUR: positiveInt(DEFAULT_TENANT_LIMITS.redeliveriesPerHour),
     TENANT_MAX_OAUTH_APPS: positiveInt(DEFAULT_TENANT_LIMITS.oauthApps),
+    // Connect flows under way (oauth_states rows neither used nor expired) of one tenant; not
+    // overridden per tenant.
+    TENANT_MAX_OAUTH_STATES: positiveInt(DEFAULT_TENANT_MAX_OAUTH_STATES),
 
     // Providers: where connectors and OAuth token requests may go (host names, comma-separated:
     // GitHub's API, and github.com where a GitHub OAuth app's token URL is; GitHub Enterprise

@@ -22,6 +22,23 @@ export interface TenantLimits {
   oauthApps: number;
 }
 
+/**
+ * The default of TENANT_MAX_OAUTH_STATES: connect flows under way (states stored, neither used nor
+ * expired) one tenant may hold at once. A deployment-wide value, not overridden per tenant.
+ */
+export const DEFAULT_TENANT_MAX_OAUTH_STATES = 1000;
+
+/** The name of the limit on a tenant's connect flows under way, in answers. */
+export const OAUTH_STATES_LIMIT_NAME = 'max_oauth_states';
+
+/**
+ * Seconds until a connect flow fits again when a tenant holds its limit of them: the oldest one
+ * expires then (at least 1). `oldestExpiry` is when the first of the tenant's live states expires.
+ */
+export function oauthStateRetryAfterSeconds(oldestExpiry: Date, now: Date): number {
+  return Math.max(1, Math.ceil((oldestExpiry.getTime() - now.getTime()) / 1000));
+}
+
 /** The kinds of limit. */
 export type TenantLimitKind = keyof TenantLimits;
 

@@ -535,7 +535,7 @@ export interface paths {
         put?: never;
         /**
          * Start the connect flow: the provider's authorization URL (PKCE S256, single-use state, 10 minutes)
-         * @description Answers the URL to send the person to: the provider's authorization endpoint with PKCE (S256) and a single-use state bound to the tenant, the connection and the app, valid for 10 minutes. A redirect_uri, when given, must equal the app's registered one exactly.
+         * @description Answers the URL to send the person to: the provider's authorization endpoint with PKCE (S256) and a single-use state bound to the tenant, the connection and the app, valid for 10 minutes. A redirect_uri, when given, must equal the app's registered one exactly. A tenant holds at most TENANT_MAX_OAUTH_STATES flows under way (states neither used by a callback nor expired); one more answers 429 `tenant_limit` (`max_oauth_states`) with Retry-After until its oldest state expires.
          */
         post: operations["startOAuthAuthorization"];
         delete?: never;
@@ -6364,10 +6364,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
+            /** @description This API key exceeded its request rate, or the tenant holds its limit of connect flows under way (`tenant_limit`, `max_oauth_states`: TENANT_MAX_OAUTH_STATES states neither used nor expired, with `limit`, `value` and `retry_after_seconds`, until the tenant's oldest state expires); retry after `Retry-After` seconds */
             429: {
                 headers: {
-                    /** @description Seconds until this key has a request again */
+                    /** @description Seconds until a request may succeed */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };

@@ -30,6 +30,28 @@ export async function insertOAuthState(db: Queryable, state: Omit<OAuthStateRow,
 }
 
 /**
+ * Tenant `tenantId`'s connect flows under way: how many live states it holds and when the first
+ * of them expires (null when none). Reached through the tenant's OAuth apps (a state's app is
+ * always of its tenant), whose index bounds the rows read.
+ */
+export async function countTenantOAuthStates(db: Queryable, tenantId: string): Promise<{ live: number; firstExpiry: Date | null }> {
+  const { rows } = await db.query<{ live: number; first_expiry: Date | null }>(
+    `select count(*)::int as live, min(expires_at) as first_expiry from oauth_states
+      where oauth_app_id in (select id from oauth_apps where tenant_id = $1) and tenant_id = $1 and expires_at > now()`,
+    [tenantId],
+  );
+  return { live: rows[0]!.live, firstExpiry: rows[0]!.first_expiry };
+}
+
+/** Deletes tenant `tenantId`'s expired states (found as countTenantOAuthStates finds them). */
+export async function deleteExpiredTenantOAuthStates(db: Queryable, tenantId: string): Promise<void> {
+  await db.query(
+    `delete from oauth_states where oauth_app_id in (select id from oauth_apps where tenant_id = $1) and tenant_id = $1 and expires_at <= now()`,
+    [tenantId],
+  );
+}
+
+/**
  * Consumes the state with hash `stateHash`: deletes it and returns it when it has not expired at
  * `at`; null when it is unknown, used already or expired (an expired one is deleted too).
  */
