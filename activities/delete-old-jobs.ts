@@ -1,5 +1,6 @@
 import { deleteOldAuditEntriesBatch } from '../db/models/audit';
 import { deleteFinishedJobsBatch } from '../db/models/jobs';
+import { deleteCompletedPurgesBatch } from '../db/models/purges';
 import { purgeTombstonesBatch } from '../db/models/records';
 import { clearExpiredPreviousSecrets, deleteOldEventsBatch, oldFinishedEventsLeft } from '../db/models/webhooks';
 import type { Activities } from '../temporal/activities';
@@ -38,7 +39,9 @@ async function inBatches(size: number, batch: () => Promise<number>, left?: () =
  * TOMBSTONE_RETENTION_DAYS, in batches too (each batch also logs, per connection and resource
  * type, how far it purged, so a consumer whose cursor it passed learns it must start again), and
  * webhook events older than `retentionDays` none of whose deliveries is still pending, with their
- * deliveries and attempts, and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS,
+ * deliveries and attempts, completed connection purges finished more than `retentionDays` ago (one
+ * row per connection deletion: a tenant deleting connections in a loop would grow the table for
+ * good), and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS,
  * and drops the previous webhook secrets whose rotation overlap has ended (they sign nothing more).
  */
 export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditRetentionDays }: ActivityDeps): Activities['deleteOldJobs'] {
@@ -62,6 +65,8 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditReten
     // Events are chosen without SKIP LOCKED (a connection's purge or a redelivery may take some of a batch).
     const { deleted: events } = await inBatches(batchSize, () => deleteOldEventsBatch(pool, cutoff, batchSize), () => oldFinishedEventsLeft(pool, cutoff));
     if (events > 0) logger.info({ events, retention_days: input.retentionDays }, 'old webhook events deleted');
+    const { deleted: purges } = await inBatches(batchSize, () => deleteCompletedPurgesBatch(pool, cutoff, batchSize));
+    if (purges > 0) logger.info({ purges, retention_days: input.retentionDays }, 'old completed connection purges deleted');
     const auditCutoff = new Date(input.at - auditRetentionDays * DAY_MS);
     const { deleted: auditEntries } = await inBatches(batchSize, () => deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize));
     if (auditEntries > 0) logger.info({ audit_entries: auditEntries, audit_retention_days: auditRetentionDays }, 'old audit log entries deleted');

@@ -82,6 +82,20 @@ export async function completePurge(db: Queryable, id: string, at: Date): Promis
   await db.query(`update connection_purges set status = ${PURGE.completed}, finished_at = coalesce(finished_at, $2) where id = $1`, [id, at]);
 }
 
+/**
+ * Deletes at most `limit` completed purges finished before `cutoff` (the retention clean-up's, as
+ * finished jobs are deleted): one row per connection deletion would otherwise stay for good.
+ * Open purges stay however old. Returns how many it deleted.
+ */
+export async function deleteCompletedPurgesBatch(db: Queryable, cutoff: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from connection_purges where id in (
+       select id from connection_purges where status = ${PURGE.completed} and coalesce(finished_at, created_at) < $1 limit $2)`,
+    [cutoff, limit],
+  );
+  return rowCount ?? 0;
+}
+
 /** Ids of the connection's active jobs (whose workflows a purge stops). */
 export async function findActiveJobIds(db: Queryable, connectionId: string): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(`select id from sync_jobs where connection_id = $1 and status in (${ACTIVE_JOBS})`, [connectionId]);
