@@ -1,3 +1,4 @@
+import { deleteResolvedAlertsBatch } from '../db/models/alerts';
 import { deleteOldAuditEntriesBatch } from '../db/models/audit';
 import { deleteFinishedJobsBatch } from '../db/models/jobs';
 import { deleteCompletedPurgesBatch } from '../db/models/purges';
@@ -41,7 +42,8 @@ async function inBatches(size: number, batch: () => Promise<number>, left?: () =
  * webhook events older than `retentionDays` none of whose deliveries is still pending, with their
  * deliveries and attempts, completed connection purges finished more than `retentionDays` ago (one
  * row per connection deletion: a tenant deleting connections in a loop would grow the table for
- * good), and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS,
+ * good), alerts resolved more than `retentionDays` ago (a connection whose syncs fail and succeed
+ * by turns raises a new one each time), and `audit_log` entries older than the worker's AUDIT_LOG_RETENTION_DAYS,
  * and drops the previous webhook secrets whose rotation overlap has ended (they sign nothing more).
  */
 export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditRetentionDays }: ActivityDeps): Activities['deleteOldJobs'] {
@@ -67,6 +69,8 @@ export function deleteOldJobs({ pool, logger, tombstoneRetentionDays, auditReten
     if (events > 0) logger.info({ events, retention_days: input.retentionDays }, 'old webhook events deleted');
     const { deleted: purges } = await inBatches(batchSize, () => deleteCompletedPurgesBatch(pool, cutoff, batchSize));
     if (purges > 0) logger.info({ purges, retention_days: input.retentionDays }, 'old completed connection purges deleted');
+    const { deleted: alerts } = await inBatches(batchSize, () => deleteResolvedAlertsBatch(pool, cutoff, batchSize));
+    if (alerts > 0) logger.info({ alerts, retention_days: input.retentionDays }, 'old resolved alerts deleted');
     const auditCutoff = new Date(input.at - auditRetentionDays * DAY_MS);
     const { deleted: auditEntries } = await inBatches(batchSize, () => deleteOldAuditEntriesBatch(pool, auditCutoff, batchSize));
     if (auditEntries > 0) logger.info({ audit_entries: auditEntries, audit_retention_days: auditRetentionDays }, 'old audit log entries deleted');

@@ -105,7 +105,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   MAX_OVERRIDDEN_INTERVAL_SECONDS: { meaning: 'largest allowed `metadata.sync.interval_seconds` (≥ 60)' },
   JITTER_PCT_MIN: { meaning: M_JITTER_PCT_MIN },
   JITTER_PCT_MAX: { meaning: M_JITTER_PCT_MIN },
-  RETENTION_DAYS: { meaning: 'finished jobs older than this are deleted, with their tasks and logs; so are webhook events older than this none of whose deliveries is still pending, with their deliveries and attempts (`GET /webhooks/:id/deliveries` no longer lists them), and connection purges completed longer ago (`GET /purges/:id` then answers 404)' },
+  RETENTION_DAYS: { meaning: 'finished jobs older than this are deleted, with their tasks and logs; so are webhook events older than this none of whose deliveries is still pending, with their deliveries and attempts (`GET /webhooks/:id/deliveries` no longer lists them), connection purges completed longer ago (`GET /purges/:id` then answers 404), and alerts resolved longer ago' },
   TOMBSTONE_RETENTION_DAYS: { meaning: 'tombstones of deleted records older than this are purged (a records-feed cursor older than a purged one answers 410)' },
   AUDIT_LOG_RETENTION_DAYS: { meaning: '`audit_log` entries older than this are deleted by the daily retention clean-up (in batches), whose worker setting applies' },
   WEBHOOK_DELIVERY_SLOTS: { meaning: 'webhook delivery attempts a worker process runs at once, of its 100 activity slots (1–99); tenants with deliveries to make share them equally, and an attempt over its tenant\'s share is deferred a few seconds without calling the receiver' },

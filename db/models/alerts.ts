@@ -46,6 +46,16 @@ export async function resolveAlert(tx: PoolClient, category: AlertCategory, conn
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * Deletes at most `limit` alerts resolved before `cutoff` (the retention clean-up's): a connection
+ * whose syncs fail and succeed by turns raises a new alert each time, one row a failure, read by
+ * nothing once resolved. Open alerts stay however old. Returns how many it deleted.
+ */
+export async function deleteResolvedAlertsBatch(db: Queryable, cutoff: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query('delete from alerts where id in (select id from alerts where resolved_at < $1 limit $2)', [cutoff, limit]);
+  return rowCount ?? 0;
+}
+
 /** The connection's open alert of `category`, or null. */
 export async function findOpenAlert(db: Queryable, category: AlertCategory, connectionId: string): Promise<AlertRow | null> {
   const { rows } = await db.query<AlertRow>(
