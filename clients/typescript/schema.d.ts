@@ -553,7 +553,7 @@ export interface paths {
         };
         /**
          * The redirect URI target: exchanges the code, stores the tokens sealed, ends needs_reauth (no API key: the state is the proof)
-         * @description Where the provider sends the person back: consumes the single-use state, exchanges the code with the PKCE verifier at the token endpoint, stores the tokens sealed and makes the connection active. A replayed or expired state answers 400.
+         * @description Where the provider sends the person back: consumes the single-use state, exchanges the code with the PKCE verifier at the token endpoint, stores the tokens sealed and ends the connection’s `needs_reauth`, if it had it: it gets back the status the refusal found (`active`, or `paused` when its owner paused it); any other status is left as it is. A replayed or expired state answers 400.
          */
         get: operations["completeOAuthCallback"];
         put?: never;
