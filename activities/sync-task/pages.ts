@@ -135,10 +135,13 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
       if (!counts.behind?.length || counts.current === false) return counts;
       // Nothing was written: stored again with the cursors held at those records' change times.
       const behind = new Set(counts.behind);
-      const held = stored.filter((r) => behind.has(r.externalId) && r.updatedAt !== null);
-      progress.mark([], held.map((r) => ({ partition: r.partition ?? '', at: r.updatedAt! })));
+      // Each such record's (partition, change time), mapped once for the marks and the cursors.
+      const holds = stored
+        .filter((r) => behind.has(r.externalId) && r.updatedAt !== null)
+        .map((r) => ({ partition: r.partition ?? '', at: new Date(r.updatedAt!) }));
+      progress.hold(holds);
       // A cursor already past them (a full pass beside this one moved it) goes back to them.
-      await pullCursorsBack(db, connectionId, input.resourceType, held.map((r) => ({ partition: r.partition ?? '', at: new Date(r.updatedAt!) })));
+      await pullCursorsBack(db, connectionId, input.resourceType, holds);
       behindKnown!.push(...behind);
     }
   };

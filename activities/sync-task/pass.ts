@@ -195,10 +195,14 @@ export class PassProgress {
       const seen = this.highWater.get(partition);
       if (t && !Number.isNaN(t.getTime()) && (!seen || t > seen)) this.highWater.set(partition, t);
     }
-    for (const { partition, at } of holdCursors ?? []) {
-      const t = new Date(at);
+    this.hold((holdCursors ?? []).map(({ partition, at }) => ({ partition, at: new Date(at) })));
+  }
+
+  /** Moves each partition's hold to the earliest of its hold and the given times (an invalid time holds nothing). */
+  hold(holds: readonly { partition: string; at: Date }[]): void {
+    for (const { partition, at } of holds) {
       const held = this.holds.get(partition);
-      if (!Number.isNaN(t.getTime()) && (!held || t < held)) this.holds.set(partition, t);
+      if (!Number.isNaN(at.getTime()) && (!held || at < held)) this.holds.set(partition, at);
     }
   }
 
