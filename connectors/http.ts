@@ -334,8 +334,12 @@ interface Token {
   listing?: string;
 }
 
-/** The next token of a listing paged by position, and the `since` value its cursor must not pass (a block read once). */
-type PositionNext = Token & { hold?: string };
+/**
+ * The next token of a listing paged by position, the `since` value its cursor must not pass (a
+ * block read once), and, for a read that disagreed with the one before it `max_reads` times, the
+ * message the task fails with once this page is stored (the token then starts that read again).
+ */
+type PositionNext = Token & { hold?: string; unsettled?: string };
 
 const encodeToken = (token: Token) => encodePageToken(token);
 
@@ -551,8 +555,10 @@ function digest(acc: string, keys: unknown[]): string {
  *
  * A read is the pages from where it began to its end (the listing's end, or a keyset step). A read
  * of more than one page is repeated from its first URL until two reads in a row served the same
- * records in the same order (`max_reads` at most, then Transient); a single page is one consistent
- * answer and needs no second read.
+ * records in the same order; a single page is one consistent answer and needs no second read.
+ * After `max_reads` reads that disagree, the next token starts the read over as read 1, marked
+ * `unsettled`: the page is stored with it and the task then fails as transient, so the job's retry
+ * reads from there again (a token left at the read's last page would end it disagreeing on every retry).
  */
 function positionNext(
   name: string,
@@ -608,10 +614,15 @@ function positionNext(
   // This read is complete: an empty page, or (by keyset) the window's end.
   if (done.pages === 1 || pagination.max_reads <= 1 || done.prev === done.acc) return after === null ? null : { url: after };
   if (done.n >= pagination.max_reads) {
-    throw new Transient(
-      `http connector: ${what}: the listing changed during each of ${done.n} reads from '${done.start}' (pages shift while the provider changes; ` +
+    // Not thrown: the task's stored token would stay at this read's last page, and every retry
+    // would end this same read, disagreeing again. Stored, the token starts the read over (as it
+    // first began: read 1), so a retry reads it again, the provider perhaps still by then.
+    return {
+      url: done.start,
+      unsettled:
+        `http connector: ${what}: the listing changed during each of ${done.n} reads from '${done.start}' (pages shift while the provider changes; ` +
         `max_reads ${pagination.max_reads}), so a record may have been skipped; retrying later`,
-    );
+    };
   }
   return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 } };
 }
@@ -1073,8 +1084,8 @@ export const httpConnector: Connector = {
         : [];
       const held = holdCursors.length > 0 ? { holdCursors } : {};
       if (next === null) return { records, nextPageToken: null, ...held };
-      const { hold: _hold, ...nextToken } = next;
-      return { records, nextPageToken: encodeToken({ ...nextToken, listing }), ...held };
+      const { hold: _hold, unsettled, ...nextToken } = next;
+      return { records, nextPageToken: encodeToken({ ...nextToken, listing }), ...held, ...(unsettled !== undefined && { retryLater: unsettled }) };
     }
     const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body, auth, redact);
     return { records, nextPageToken: next === null ? null : encodeToken({ url: next, listing }) };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import { cutText, DEFAULT_PROVIDER_POLICY, providerText, redactSecrets } from './provider-http';
-import { Permanent, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
+import { Permanent, Transient, type Connector, type ConnectorRecord, type FetchPageInput, type FetchPageResult } from './types';
 import { storableChangeTime } from '../policy/change-time';
 import { exactJson, JsonNumber, setOwn, STORED_MAX_FRACTION_DIGITS, STORED_MAX_WHOLE_DIGITS, storedSize } from '../policy/exact-json';
 import { storableText } from '../policy/storable-text';
@@ -137,6 +137,9 @@ const quotedPage = (key: string, secrets: readonly string[]): string => provider
  * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out storable
  * (NUL characters stripped, lone surrogates replaced), and each page says when its request began (`fetchedAt`).
  *
+ * A page that says `retryLater` is handed out (to be stored with its next token), and then the loop
+ * fails with a `Transient` error of that message.
+ *
  * Guards: a next page this loop has already fetched (a provider whose Link or cursor points back
  * to an earlier page) fails with a `Permanent` error naming the connector and the page: retrying
  * would only page in the same circle. A page a message names is quoted redacted with `secrets()`
@@ -172,6 +175,8 @@ export async function* pagesOf(
       throw new Permanent(`${connector.slug} connector: ${request.resource}: more than ${policy.maxRecordsPerTask} records in one task (PROVIDER_MAX_RECORDS_PER_TASK)`);
     }
     yield { ...page, records: storableRecords(page.records, policy.maxRecordBytes, request.resource, secrets), fetchedAt };
+    // Stored (with its next token, where a retry starts again): now the task fails, to be retried.
+    if (page.retryLater !== undefined) throw new Transient(page.retryLater);
     token = page.nextPageToken;
     if (token !== null) {
       const key = pageKey(connector, token);

@@ -133,6 +133,14 @@ export interface FetchPageResult {
    * pass reads from there again.
    */
   holdCursors?: { partition: string; at: string }[];
+  /**
+   * The pass cannot go on now (e.g. a listing that kept changing while it was read again and
+   * again): this page is stored with `nextPageToken`, where a retry of the task starts again,
+   * and then the task fails as transient with this message (the job retries it). A connector
+   * that threw instead would leave the task's stored token before this page, where a retry would
+   * meet the same end and fail again, however still the provider had become.
+   */
+  retryLater?: string;
 }
 
 /** What `recheck` needs: the ids to look up one by one, and the request context of fetchPage. */
