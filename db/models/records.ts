@@ -75,7 +75,9 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
  * provider says is older than the stored version by more than CURSOR_CLOCK_SKEW_MS (when the stored
- * change time is believable: not later than the stored version's fetch plus that skew), nor, when the
+ * change time is believable: not later than the stored version's fetch plus that skew) unless it was
+ * fetched more than that skew after the stored version was (the provider went back to it: restored
+ * from a backup, say; an overlapping job's page is never that much older news), nor, when the
  * provider's change times are equal, missing or earlier by at most the skew (or the stored one is
  * past its fetch), one fetched before the stored version was (`fetched_at`: a page of an overlapping job fetched earlier and written later is
  * older news; a page serving the stored version unchanged moves its `fetched_at` up, without a feed
@@ -218,11 +220,15 @@ export async function upsertRecords(
           -- A tombstone orders nothing: a page fetched after it (checked below) found the record
           -- alive again, so the provider has it as served, whatever its change time (a record
           -- re-created or restored carries its own, possibly older than the version deleted).
+          -- A page fetched more than the skew after the stored version was fetched is the
+          -- provider's word now, whatever its change time: it went back to that version (restored
+          -- from a backup, say), and no overlapping job's page can be that much older news.
           and (records.deleted_at is not null or case when records.source_updated_at <> excluded.source_updated_at
                      and records.source_updated_at <= coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     then excluded.source_updated_at > records.source_updated_at
                          or (excluded.source_updated_at >= records.source_updated_at - $14 * interval '1 millisecond'
                              and (records.fetched_at is null or $8::timestamptz >= records.fetched_at))
+                         or $8::timestamptz > coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     else records.fetched_at is null or $8::timestamptz >= records.fetched_at end)
           -- Never undo a tombstone with a page fetched before it was written.
           and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
