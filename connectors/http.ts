@@ -534,10 +534,17 @@ const pageDigest = (items: unknown[], resource: Resource): string => digest('', 
 const repeatsLastPage = (read: ReadState | undefined, items: unknown[], resource: Resource): boolean =>
   items.length > 0 && read?.last !== undefined && read.last === pageDigest(items, resource);
 
-/** A running digest of the records a read served, in order (their ids and change times). */
+/** A digest of `keys` (ids and change times, in order) after `acc`. */
 function digest(acc: string, keys: unknown[]): string {
   return createHash('sha256').update(acc).update(JSON.stringify(keys)).digest('base64url').slice(0, 24);
 }
+
+/**
+ * A read's running digest `acc` moved on by the records of its next page (`keys`, in order), one
+ * record at a time: two reads that served the same records in the same order agree, however the
+ * provider split them into pages (one answering fewer records a request than another, say).
+ */
+const readDigest = (acc: string, keys: unknown[]): string => keys.reduce<string>((running, key) => digest(running, [key]), acc);
 
 /**
  * The next token of a listing paged by position (page numbers, offsets), or null at its end.
@@ -574,7 +581,7 @@ function positionNext(
   const more = items.length > 0;
   const keys = pageKeys(items, resource);
   const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
-  const done: ReadState = { ...current, acc: digest(current.acc, keys), pages: current.pages + 1, ...(more && { last: digest('', keys) }) };
+  const done: ReadState = { ...current, acc: readDigest(current.acc, keys), pages: current.pages + 1, ...(more && { last: digest('', keys) }) };
   let after: string | null = null;
   if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
     const { param, format } = resource.since;
