@@ -581,7 +581,11 @@ function positionNext(
   const more = items.length > 0;
   const keys = pageKeys(items, resource);
   const current = read ?? { n: 1, start: url, prev: null, acc: '', pages: 0 };
-  const done: ReadState = { ...current, acc: readDigest(current.acc, keys), pages: current.pages + 1, ...(more && { last: digest('', keys) }) };
+  /** This page's read with `counted` of its records (from the first) taken into the read's digest. */
+  const readOn = (counted: number): ReadState => ({
+    ...current, acc: readDigest(current.acc, keys.slice(0, counted)), pages: current.pages + 1, ...(more && { last: digest('', keys) }),
+  });
+  let done = readOn(keys.length);
   let after: string | null = null;
   if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
     const { param, format } = resource.since;
@@ -589,6 +593,11 @@ function positionNext(
     const floor = sinceText === null ? null : sinceMillis(sinceText, format);
     let previous = Number.NEGATIVE_INFINITY;
     let last: Date | null = null;
+    // The records a read by position compares: those sharing the `since` time and the first one
+    // after them (where a shift while the block was paged would show). The rest of the page that
+    // ends the read is one answer, and how far it goes is the provider's choice of page size:
+    // two reads of unchanged records could otherwise end at other records and never agree.
+    let counted = items.length;
     for (const [index, item] of items.entries()) {
       const change = changeTime(readPath(item, resource.updated_at));
       if (change === null) {
@@ -602,7 +611,9 @@ function positionNext(
         throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed record #${index} out of change-time order`);
       }
       previous = last.getTime();
+      if (floor !== null && counted === items.length && sinceMillis(formatSince(last, format), format) > floor) counted = index + 1;
     }
+    done = readOn(counted);
     if (more && last !== null) {
       const lastText = formatSince(last, format);
       if (floor !== null && sinceMillis(lastText, format) <= floor) {
