@@ -11,15 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
-import { testActivityDeps } from './helpers/deps';
-import { closeFakeServers, serve } from './helpers/fake-server';
 import { DATABASE_BUSY_MESSAGE } from '../api/errors';
-import { createHttpConnection, runPass } from './helpers/http-sync';
+import { serve } from './helpers/fake-server';
+import { connectionWithThreeRecords } from './helpers/http-sync';
 import { eventually } from './helpers/worker';
 
 const db = useTestDatabase();
 const ROOT = join(import.meta.dirname, '..');
-const OLD = new Date(Date.now() - 2 * 3_600_000).toISOString();
 
 describe('synctide records tail stopped by a failure', () => {
   let api: HttpServer | undefined;
@@ -27,17 +25,7 @@ describe('synctide records tail stopped by a failure', () => {
   let connectionId: string;
 
   beforeAll(async () => {
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ items: ['a', 'b', 'c'].map((id) => ({ id, updated_at: OLD })) }));
-    });
-    connectionId = await createHttpConnection(
-      db.pool,
-      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
-      'cli-tail-stops',
-    );
-    await runPass(testActivityDeps({ pool: db.pool }).deps, connectionId, 'items', 'full');
-    await closeFakeServers();
+    connectionId = await connectionWithThreeRecords(db.pool, 'cli-tail-stops');
     home = await mkdtemp(join(tmpdir(), 'synctide-cli-tail-'));
   });
   afterAll(async () => {

@@ -16,14 +16,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listen, type HttpServer } from '../lib/http';
 import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
-import { testActivityDeps } from './helpers/deps';
-import { closeFakeServers, serve } from './helpers/fake-server';
-import { createHttpConnection, runPass } from './helpers/http-sync';
+import { connectionWithThreeRecords } from './helpers/http-sync';
 import { eventually } from './helpers/worker';
 
 const db = useTestDatabase();
 const ROOT = join(import.meta.dirname, '..');
-const OLD = new Date(Date.now() - 2 * 3_600_000).toISOString();
 
 /** The API listening on 127.0.0.1:`port` (0: a free port); `reads` counts the requests it took. */
 async function startApi(port = 0): Promise<{ server: HttpServer; port: number; reads: () => number }> {
@@ -49,17 +46,7 @@ describe('synctide following through an API it cannot reach', () => {
   const open: Array<() => Promise<unknown>> = [];
 
   beforeAll(async () => {
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ items: ['a', 'b', 'c'].map((id) => ({ id, updated_at: OLD })) }));
-    });
-    connectionId = await createHttpConnection(
-      db.pool,
-      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
-      'cli-unreachable',
-    );
-    await runPass(testActivityDeps({ pool: db.pool }).deps, connectionId, 'items', 'full');
-    await closeFakeServers();
+    connectionId = await connectionWithThreeRecords(db.pool, 'cli-unreachable');
     home = await mkdtemp(join(tmpdir(), 'synctide-cli-unreachable-'));
   });
   afterEach(async () => {

@@ -11,6 +11,7 @@ import type { Pool } from '../../db/pool';
 import type { SyncTaskInput, SyncTaskResult } from '../../temporal/activities';
 import { testActivityDeps } from './deps';
 import { paginationOf, RECORDS_PATH, type FakeHttpProvider } from './fake-http-provider';
+import { serve } from './fake-server';
 import type { LogLines } from './logs';
 
 export type PassKind = 'full' | 'incremental' | 'backfill';
@@ -171,3 +172,27 @@ export async function cursorConnectionStoredAt(pool: Pool, provider: FakeHttpPro
   return connectionId;
 }
 
+
+/**
+ * An http connection (app key `appKey`) whose feed holds three records, `a`, `b` and `c`, changed
+ * two hours ago, stored by one full pass against a fake provider that is closed afterwards: a
+ * feed to read with nothing syncing beside it. Returns the connection's id.
+ */
+export async function connectionWithThreeRecords(pool: Pool, appKey: string): Promise<string> {
+  const old = new Date(Date.now() - 2 * 3_600_000).toISOString();
+  const fake = await serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ items: ['a', 'b', 'c'].map((id) => ({ id, updated_at: old })) }));
+  });
+  try {
+    const id = await createHttpConnection(
+      pool,
+      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      appKey,
+    );
+    await runPass(testActivityDeps({ pool }).deps, id, 'items', 'full');
+    return id;
+  } finally {
+    await fake.close();
+  }
+}

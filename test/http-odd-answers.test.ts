@@ -1,8 +1,11 @@
-// Two answers of real servers the http connector used to misread: a `Content-Encoding: deflate`
-// body sent as raw DEFLATE data without the zlib wrapper (RFC 9110 names the wrapped form, but
-// servers such as older IIS send it raw, and browsers and curl read both), and a credential holding
-// a line break, which no HTTP header can carry: the request could never be sent, yet the failure
-// was retried as transient on every run and counted toward the connection's circuit breaker.
+// Two things real providers do that the http connector used to fail on. A credential sent in a
+// header (bearer, or a header of its own) holding a line break, which no header can carry: the
+// request could never be sent, yet the failure was retried as transient on every run and counted
+// toward the connection's circuit breaker; it now fails for good before any request, naming the
+// credential, never echoing it. A `Content-Encoding: deflate` body sent as raw DEFLATE data without
+// the zlib wrapper: RFC 9110 names the wrapped form, but some servers (older IIS among them) send it
+// raw, and browsers and curl read both; every page of such a provider failed as unreadable.
+import { deflateRawSync, deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { httpConnector } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
@@ -40,4 +43,19 @@ describe('the http connector and a credential no header can carry', () => {
     for (const secret of Object.values(credentials)) expect(err.message).not.toContain(secret.split(/[\r\n]/)[0]);
     expect(fake.requests).toEqual([]);
   });
+});
+
+describe('the http connector and a deflate body', () => {
+  it.each([
+    ['zlib-wrapped', deflateSync],
+    ['raw', deflateRawSync],
+  ] as const)('reads a deflate body sent %s', async (_form, deflate) => {
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'deflate' });
+      res.end(deflate(Buffer.from(JSON.stringify({ items: ITEMS }))));
+    });
+    const records = await read(config(fake.url), { token: 'token-0123456789' });
+    expect(records.map((r) => r.externalId)).toEqual(['a', 'b']);
+  });
+
 });
