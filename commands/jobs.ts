@@ -12,7 +12,7 @@ import { cancelJobAndTasks } from '../db/events';
 import { findJobTasks, type TaskRow } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { recordJobEnded } from '../lib/metrics';
-import { ACTIVE_JOB_STATUSES, isSchedulerTrigger, type SyncMode } from '../policy/vocabulary';
+import { ACTIVE_JOB_STATUSES, isActiveJobStatus, isSchedulerTrigger, type SyncMode } from '../policy/vocabulary';
 import {
   cancelJobWorkflow,
   ensureConnectionWorkflow,
@@ -55,7 +55,9 @@ export interface RequestedJobAnswer {
  *   alert), before anything is written, unless the request repeats an Idempotency-Key that
  *   already has a job (its job answers, whatever the connection's state now);
  * - inserts the job (`api` or `backfill`) guarded by the unique indexes, so concurrent identical
- *   requests and repeats with the same Idempotency-Key give one row;
+ *   requests and repeats with the same Idempotency-Key give one row; an active job that blocks
+ *   the insert answers the request only while it is still active when read for the answer (one
+ *   that finished meanwhile runs nothing of it: the insert is tried again);
  * - a new job runs in its own `sync-job:<id>` workflow, started after the answer when the process
  *   has background starts (the inserted row is the outbox). A sync that finds the connection's own
  *   queued job of that type answers with it and wakes the scheduler with `syncNow`, so it runs now;
@@ -70,27 +72,37 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
   const resourceTypes = resolveResourceTypes(connection, request.resourceTypes);
   const asked = requestedJob(request, resourceTypes);
   const id = randomUUID();
-  const result = await insertRequestedJob(deps, connection, {
+  const newJob: NewJob = {
     id,
     workflowId: syncJobWorkflowId(id),
     tenantId: connection.tenant_id,
     scheduledAt: null,
     ...asked,
     idempotencyKey: request.idempotencyKey,
-  });
-  if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', provider: connection.provider_slug });
-  if (result.outcome === 'same_key' && !sameRequest(result.job, asked)) throw keyReused(result.job);
-  if (result.outcome === 'active' && request.backfill) {
-    throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: result.job.id });
+  };
+  let answering: { result: InsertOutcome; job: JobRow } | null = null;
+  for (let attempt = 0; attempt < 5 && !answering; attempt++) {
+    const result = await insertRequestedJob(deps, connection, newJob);
+    if (result.outcome === 'inserted') deps.metrics.jobs.inc({ status: 'queued', provider: connection.provider_slug });
+    if (result.outcome === 'same_key' && !sameRequest(result.job, asked)) throw keyReused(result.job);
+    if (result.outcome === 'active' && request.backfill) {
+      throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: result.job.id });
+    }
+    // A requested job still queued answers the request by syncing what it asks for too (its types
+    // are read when it is claimed); one already claimed answers it as it is, read again: its claim
+    // may have come after the insert found it queued, and the answer is the job as stored.
+    const job = result.outcome === 'active' && !coversTypes(result.job, request.resourceTypes)
+      ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ??
+        (await jobs.findJob(deps.pool, result.job.id)) ??
+        result.job)
+      : result.job;
+    // One that finished since the insert found it active answers no request (nothing of it would
+    // run what was asked): the insert is tried again, and the request gets a job of its own or
+    // the one now active.
+    if (result.outcome !== 'active' || isActiveJobStatus(job.status)) answering = { result, job };
   }
-  // A requested job still queued answers the request by syncing what it asks for too (its types
-  // are read when it is claimed); one already claimed answers it as it is, read again: its claim
-  // may have come after the insert found it queued, and the answer is the job as stored.
-  const job = result.outcome === 'active' && !coversTypes(result.job, request.resourceTypes)
-    ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ??
-      (await jobs.findJob(deps.pool, result.job.id)) ??
-      result.job)
-    : result.job;
+  if (!answering) throw new Error('could not insert or find an active requested job after 5 attempts');
+  const { result, job } = answering;
 
   if (job.status === 'queued' && isSchedulerTrigger(job.trigger)) {
     const signal = [syncNowSignal, { mode: request.mode }] as const;

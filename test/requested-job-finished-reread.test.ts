@@ -1,0 +1,67 @@
+// A sync request that finds an active job of its type not syncing every type it asks for widens
+// that job while it is queued, and otherwise reads it again to answer with it as stored. When the
+// job finishes between the insert that found it active and that second read, the finished job
+// answers no request (nothing of it would run what was asked, and the 202 answer's status is an
+// active one): the request gets a job of its own. The job's end is made to fall exactly there by a
+// pool that ends it just after the statement that tries to widen it. Real Postgres; Temporal is
+// the fake client.
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { presentAccepted } from '../api/present';
+import { SyncAcceptedSchema } from '../api/schemas/sync';
+import { requestJob } from '../commands/jobs';
+import { findConnection } from '../db/models/connections';
+import type { Pool } from '../db/pool';
+import { syncJobWorkflowId } from '../temporal/ids';
+import { useTestDatabase } from './helpers/database';
+import { testCommandDeps } from './helpers/deps';
+import { fakeTemporal } from './helpers/fake-temporal';
+
+const db = useTestDatabase();
+
+/** `pool`, whose statement that widens a queued job's resource types is followed by `after` (once). */
+function poolEndingJobAfterWiden(pool: Pool, after: () => Promise<void>): Pool {
+  let done = false;
+  return new Proxy(pool, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (key !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        const text = typeof args[0] === 'string' ? args[0] : '';
+        if (!done && /^update sync_jobs j\s+set payload/.test(text)) {
+          done = true;
+          await after();
+        }
+        return result;
+      };
+    },
+  });
+}
+
+describe('a sync request whose active job finishes before it is read again', () => {
+  it('gets a job of its own, answered with an active status', async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, config) values ('acme', 'demo', 'reread', '{"resource_types":["issues","users"]}') returning id`,
+    );
+    const connection = (await findConnection(db.pool, rows[0]!.id))!;
+    const running = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, workflow_id, started_at, payload)
+       values ($1, $2, 'acme', 'incremental', 'api', 'running', $3, now(), '{"resource_types":["issues"]}')`,
+      [running, connection.id, syncJobWorkflowId(running)],
+    );
+    const pool = poolEndingJobAfterWiden(db.pool, async () => {
+      await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [running]);
+    });
+    const temporal = fakeTemporal();
+    // Every type: more than the running job syncs.
+    const answer = await requestJob({ ...testCommandDeps(pool, temporal.client) }, { connection, mode: 'incremental' });
+
+    expect({ status: answer.job.status, created: answer.created }).toEqual({ status: 'queued', created: true });
+    expect(answer.job.id).not.toBe(running);
+    expect(answer.resourceTypes).toEqual(['issues', 'users']);
+    expect(SyncAcceptedSchema.safeParse(presentAccepted(answer.job, answer.resourceTypes)).success).toBe(true);
+    expect(temporal.started).toEqual([syncJobWorkflowId(answer.job.id)]);
+  });
+});
