@@ -4,7 +4,7 @@ import type { Connector, FetchPageInput } from '../../connectors/types';
 import { countCompletedTask } from '../../db/models/jobs';
 import { confirmFetched, listDeletionCandidates, lockChangeFeed, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
 import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
-import { forgetEtagsBefore } from '../../db/models/provider-etags';
+import { forgetEtags, forgetEtagsBefore } from '../../db/models/provider-etags';
 import { forgetOtherPartitions } from '../../db/models/state';
 import { completeTask, holdTask } from '../../db/models/tasks';
 import { withTransaction } from '../../db/transaction';
@@ -17,8 +17,12 @@ import { selectedNow } from '../selected-now';
 /** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
 export const MAX_RECHECKS = 100;
 
-/** Which unseen records a full pass may tombstone: every candidate `except` some, or `only` some. */
-export type Deletable = { except: string[] } | { only: string[] };
+/**
+ * Which unseen records a full pass may tombstone: every candidate `except` some, or `only` some.
+ * With `except`, `gone` counts the candidates a re-check confirmed gone: any tombstoned beyond
+ * them were tombstoned on the listing's word alone (no `recheck`, or past MAX_RECHECKS).
+ */
+export type Deletable = { except: string[]; gone: number } | { only: string[] };
 
 /**
  * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates, those fetched longest
@@ -38,12 +42,12 @@ export async function confirmDeletions(
   // A pass that held a cursor (the connector could not read past some time consistently) is no
   // consistent listing, whatever the connector's listing is otherwise.
   const consistent = (connector.consistentListing?.(request.config, request.resource) ?? false) && !target.held;
-  if (!connector.recheck) return consistent ? { except: [] } : { only: [] };
+  if (!connector.recheck) return consistent ? { except: [], gone: 0 } : { only: [] };
   const { pool } = deps;
   const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
   // Nothing to re-check: a consistent listing's word stands; without one nothing is confirmed gone
   // (none was looked up).
-  if (candidates.length === 0) return consistent ? { except: [] } : { only: [] };
+  if (candidates.length === 0) return consistent ? { except: [], gone: 0 } : { only: [] };
   const fetchedAt = new Date();
   const answer = await connector.recheck({ ...request, externalIds: candidates });
   const asked = new Set(candidates);
@@ -64,7 +68,7 @@ export async function confirmDeletions(
     });
   }
   const gone = new Set(answer.gone.filter((id) => asked.has(id)));
-  return consistent ? { except: candidates.filter((id) => !gone.has(id)) } : { only: [...gone] };
+  return consistent ? { except: candidates.filter((id) => !gone.has(id)), gone: gone.size } : { only: [...gone] };
 }
 
 /** How a pass ended: records tombstoned (the task completed), or a lost seen-set (the pass starts again). */
@@ -77,7 +81,8 @@ export interface PassEnd {
  * Ends a pass read to its last page, in one transaction: a full pass with a complete seen-set
  * tombstones the records it may (`deletable`; none when a config change since the pass read its
  * config altered the listing or added a partition) and forgets its seen-set (a lost set sends the pass
- * back instead, deleting nothing); the connection's own pass forgets the ETags it neither stored
+ * back instead, deleting nothing), and one that tombstoned records no re-check confirmed gone
+ * forgets every ETag of its type; the connection's own pass forgets the ETags it neither stored
  * nor confirmed and the cursors of partitions the config no longer names; the task completes.
  * All of it only while the run still holds the task (else TaskTakenOver, nothing written).
  */
@@ -106,6 +111,11 @@ export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, dele
         judged,
       );
       await forgetSeenOfTask(tx, input.taskId);
+      // Records tombstoned on the listing's word alone may be alive at the provider (a listing that
+      // missed them): every validator of the type goes, also those another pass stored or
+      // confirmed by a 304 since this pass began, which may vouch for a page serving one of them
+      // (a 304 confirms none of its records); the next incremental pass reads those pages again.
+      if ('except' in judged && deleted > judged.gone) await forgetEtags(tx, connectionId, [input.resourceType]);
     }
     // Validators this complete pass neither stored nor confirmed go: no later 304 may vouch for
     // pages whose records it did not see (they may be tombstones by now).

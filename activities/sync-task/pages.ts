@@ -3,7 +3,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { fetchingAhead, pagesOf } from '../../connectors/pages';
 import type { ConnectorRecord, FetchPageResult, StoredValidator } from '../../connectors/types';
 import { upsertRecords } from '../../db/models/records';
-import { saveEtags } from '../../db/models/provider-etags';
+import { confirmEtags, saveEtags } from '../../db/models/provider-etags';
 import { advanceCursors, pullCursorsBack } from '../../db/models/state';
 import { holdTask } from '../../db/models/tasks';
 import type { Queryable } from '../../db/queryable';
@@ -153,7 +153,9 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
         // A validator vouches for its page as stored: none for a page some of whose records stand
         // behind a later tombstone (not written), else the next pass, which reads that page again
         // for them (its cursor is held there), would be answered 304 and skip them.
-        if (etags && !behindKnown?.length) await saveEtags(tx, connectionId, input.resourceType, etags);
+        // A 304's validator is only noted as confirmed, never stored again: forgotten meanwhile by a
+        // full pass that tombstoned records on its listing's word, it may vouch for one of them.
+        if (etags && !behindKnown?.length) await (page.notModified ? confirmEtags : saveEtags)(tx, connectionId, input.resourceType, etags);
         if (movesCursors) await advanceCursors(tx, connectionId, input.resourceType, cursorsNow());
         return counts;
       })

@@ -30,6 +30,27 @@ export async function saveEtags(
 }
 
 /**
+ * Notes that each validator given was confirmed now (a 304 answered it): only one still stored with
+ * that ETag. One forgotten meanwhile stays forgotten: a full pass that tombstoned records on its
+ * listing's word forgot it (see `forgetEtags`), and a 304 vouches for no record (a page served
+ * with none), so it cannot say that page's records are not among them.
+ */
+export async function confirmEtags(
+  db: Queryable,
+  connectionId: string,
+  resourceType: string,
+  validators: readonly { url: string; etag: string }[],
+): Promise<void> {
+  if (validators.length === 0) return;
+  await db.query(
+    `update provider_etags p set updated_at = now()
+       from unnest($3::text[], $4::text[]) as v(url, etag)
+      where p.connection_id = $1 and p.resource_type = $2 and p.url = v.url and p.etag = v.etag`,
+    [connectionId, resourceType, validators.map((v) => v.url), validators.map((v) => v.etag)],
+  );
+}
+
+/**
  * Forgets the validators of a connection's resource type that were neither stored nor confirmed
  * (by a 304) since `before`: what a complete pass did not visit (an old `since` URL, a page past
  * where an incremental pass stopped, a repository no longer configured). Its records may have
