@@ -91,9 +91,10 @@ export async function readPass(
  * skip (a dropped repository named again must be read whole; a changed listing too).
  *
  * A pass of the connection's own incremental syncs moves its cursors past what it read, so it must
- * not pass what it could not store: a record the page serves in a new version that a full pass's
- * deletion step tombstoned after the page was fetched (created again after that pass's listing
- * missed it, or deleted after the fetch: the page cannot tell) stays a tombstone, and the pass holds
+ * not pass what it could not store: a record the page serves (in a new version or in the one
+ * stored) that a full pass's deletion step tombstoned after the page was fetched (created again
+ * after that pass's listing missed it, alive all along where that listing missed it past the
+ * step's re-checks, or deleted after the fetch: the page cannot tell) stays a tombstone, and the pass holds
  * each partition's cursor at the change times of those records (the statement reports them, writing
  * nothing, and the page is stored again with the holds in its marks; a cursor already past them, moved
  * by the full pass beside this one, goes back to them). The next pass reads them again,

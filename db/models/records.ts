@@ -115,9 +115,9 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * With `behindKnown` (a page of a pass that moves a cursor past what it reads), the statement also
  * reads, after the feed lock, the page's stored rows as they are now (a locking read: a tombstone
  * committed while it waited for the lock is seen, though the statement's snapshot is older), and
- * writes nothing at all, not even the progress, when a record the page serves in another version
- * than the stored one is a tombstone written at or after `fetchedAt` (a full pass's deletion step
- * that came after the page's fetch: the page cannot undo it, see above) and is not one of
+ * writes nothing at all, not even the progress, when a record the page serves (in whatever version,
+ * the tombstone's own too) is a tombstone written at or after `fetchedAt` (a full pass's deletion
+ * step that came after the page's fetch: the page cannot undo it, see above) and is not one of
  * `behindKnown`: `behind` names those ids, and the caller, whose cursor must not pass their change
  * times (the next pass reads them again, fetched after the tombstone, and brings back those still
  * alive), stores the page again naming them. Without it, no such check (and no `behind`).
@@ -177,11 +177,12 @@ export async function upsertRecords(
                           where $16::text[] is not null and s.connection_id = $1 and s.resource_type = $2
                             and s.external_id in (select external_id from served)
                             for share of s),
-          -- Served in another version than a tombstone written at or after the page's fetch (which
-          -- the upsert below never undoes): the caller's cursor must not pass them.
+          -- Served, in whatever version, as a tombstone written at or after the page's fetch says
+          -- the record is gone (the upsert below never undoes it): the caller's cursor must not
+          -- pass them. The version the tombstone kept too: the listing of the full pass that wrote
+          -- it may have missed the record alive (past the re-checks of its deletion step).
           behind as (select s.external_id from stored_now s join served p using (external_id)
-                      where s.deleted_at >= $8::timestamptz and s.external_id <> all($16::text[])
-                        and (s.data is distinct from p.data or s.source_updated_at is distinct from p.updated_at)),
+                      where s.deleted_at >= $8::timestamptz and s.external_id <> all($16::text[])),
           fresh as (select from feed_lock
                      where ($15::bigint is null or coalesce((select same from config), false)) and not exists (select 1 from behind)),
           page as (select r.* from fresh, served r),
