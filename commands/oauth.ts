@@ -2,12 +2,12 @@
 // URI, scopes) and the connect flow that gives a connection an `oauth2` credential.
 //
 // Connect flow: `startAuthorization` stores a random `state` (its SHA-256 hash only) bound to the
-// tenant, the connection and the app, with the PKCE S256 verifier (sealed) and a short expiry
-// (policy/oauth.ts), and answers the provider's authorization URL. The provider sends the person
+// tenant, the connection and the app, with the PKCE S256 verifier and the scopes asked for (sealed
+// together) and a short expiry (policy/oauth.ts), and answers the provider's authorization URL. The provider sends the person
 // back to the app's redirect URI with `code` and `state`; `completeAuthorization` consumes the
 // state (once: a second callback with it finds nothing), exchanges the code with the verifier and
 // the exact registered redirect URI, and stores the tokens sealed as the connection's credential,
-// which ends `needs_reauth`.
+// which ends `needs_reauth`; its scopes are those the token answer names, else those asked for.
 import { createHash, randomUUID } from 'node:crypto';
 import { resolveAlert } from '../db/models/alerts';
 import * as connections from '../db/models/connections';
@@ -18,7 +18,7 @@ import { withTransaction } from '../db/transaction';
 import { open, seal, sealCredentials } from '../lib/credentials';
 import { authorizationUrl, exchangeCode, GrantRefused, newPkce, newState, type OAuthClientApp } from '../lib/oauth-client';
 import { outboundUrlProblem } from '../lib/outbound';
-import { nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
+import { connectFlowSecretOf, connectFlowSecretText, nextSecret, OAUTH_STATE_TTL_SECONDS } from '../policy/oauth';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
 import { countOAuthApps, lockTenant } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_MAX_OAUTH_STATES, fitsUnder, OAUTH_STATES_LIMIT_NAME, oauthStateRetryAfterSeconds } from '../policy/tenant-limits';
@@ -223,7 +223,9 @@ export async function startAuthorization(
   const pkce = await newPkce();
   const hash = sha256(state);
   const expiresAt = new Date(Date.now() + OAUTH_STATE_TTL_SECONDS * 1000);
-  const codeVerifier = seal(deps.credentials, { table: 'oauth_states', id: hash }, pkce.verifier);
+  const scopes = request.scopes ?? row.scopes;
+  // The scopes asked for are kept with the verifier: an answer naming no scope granted them.
+  const codeVerifier = seal(deps.credentials, { table: 'oauth_states', id: hash }, connectFlowSecretText({ verifier: pkce.verifier, scopes }));
   const max = deps.oauthStatesPerTenant ?? DEFAULT_TENANT_MAX_OAUTH_STATES;
   const refuseOver = (held: { live: number; firstExpiry: Date | null }) => {
     if (fitsUnder(max, held.live)) return;
@@ -249,7 +251,7 @@ export async function startAuthorization(
   // Deleted since they were read.
   if (!stored) throw notFound('no connection with that id, or no OAuth app with that id (deleted meanwhile)');
   return {
-    authorization_url: authorizationUrl(client, { state, challenge: pkce.challenge, scopes: request.scopes ?? row.scopes }),
+    authorization_url: authorizationUrl(client, { state, challenge: pkce.challenge, scopes }),
     expires_at: expiresAt,
   };
 }
@@ -282,8 +284,8 @@ export async function completeAuthorization(
   // A connection being deleted takes no new credentials (409 `purge_in_progress`): no code is
   // exchanged for it, and (checked again under its purge lock below) no grant is stored.
   await refuseWhilePurging(deps.pool, flow.connection_id);
-  const { client } = await clientOf(deps, flow.oauth_app_id);
-  const verifier = open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier);
+  const { row: app, client } = await clientOf(deps, flow.oauth_app_id);
+  const { verifier, scopes: asked } = connectFlowSecretOf(open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier));
   let answer;
   try {
     answer = await exchangeCode(client, { code: callback.code, state: callback.state }, verifier, policyOf(deps));
@@ -291,7 +293,9 @@ export async function completeAuthorization(
     const reason = err instanceof GrantRefused ? 'the provider refused the code' : 'the code exchange failed';
     throw new CommandRefused('failed', 'token_exchange_failed', `${reason}: ${(err as Error).message}`);
   }
-  const secret = nextSecret({ refresh_token: null, scopes: [] }, answer, Date.now());
+  // An answer naming no scope granted the scopes asked for (RFC 6749 §5.1); a flow started before
+  // they were kept with it asked for its app's.
+  const secret = nextSecret({ refresh_token: null, scopes: asked ?? app.scopes }, answer, Date.now());
   const row = await withTransaction(deps.pool, async (tx) => {
     // The app may have been deleted while the token endpoint answered; held from here to the commit.
     if (!(await apps.lockOAuthAppForUse(tx, flow.oauth_app_id))) throw notFound('the OAuth app of this connect flow no longer exists; create one and start the connect flow again');

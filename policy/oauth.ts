@@ -11,6 +11,33 @@ export const REFRESH_MARGIN_SECONDS = 300;
 /** How long a connect flow's `state` (and its PKCE verifier) may wait for the callback. */
 export const OAUTH_STATE_TTL_SECONDS = 600;
 
+/**
+ * What a connect flow keeps sealed with its `state` until the callback: the PKCE verifier, and the
+ * scopes its authorization URL asked for (the scopes granted when the token answer names none).
+ */
+export interface ConnectFlowSecret {
+  verifier: string;
+  scopes: string[];
+}
+
+/** The plaintext a connect flow's secret is sealed as. */
+export function connectFlowSecretText(flow: ConnectFlowSecret): string {
+  return JSON.stringify({ verifier: flow.verifier, scopes: flow.scopes });
+}
+
+/**
+ * A connect flow's secret from its opened plaintext. A flow started before the scopes were kept
+ * holds the bare verifier (PKCE's characters, never a JSON object): its scopes are then unknown
+ * (null).
+ */
+export function connectFlowSecretOf(text: string): { verifier: string; scopes: string[] | null } {
+  if (!text.startsWith('{')) return { verifier: text, scopes: null };
+  const parsed = JSON.parse(text) as { verifier?: unknown; scopes?: unknown };
+  if (typeof parsed.verifier !== 'string') throw new Error("a connect flow's sealed secret holds no verifier");
+  const scopes = Array.isArray(parsed.scopes) ? parsed.scopes.filter((s): s is string => typeof s === 'string') : null;
+  return { verifier: parsed.verifier, scopes };
+}
+
 /** An opened `oauth2` credential (the plaintext of its envelope). */
 export interface OAuth2Secret {
   kind: 'oauth2';
@@ -24,6 +51,10 @@ export interface OAuth2Secret {
    * envelope written before it was recorded.
    */
   obtained_at: string | null;
+  /**
+   * The scopes granted: those the token answer named, else (RFC 6749 §5.1, §6) those asked for in
+   * the connect flow, or on a refresh those held before.
+   */
   scopes: string[];
 }
 
@@ -95,7 +126,9 @@ export function expiryOf(nowMs: number, expiresIn: number | undefined): string |
  * The credential after a token answer at `nowMs`: the new access token, the rotated refresh token
  * when the provider sent one (else the one it was refreshed with: rotation is optional), the expiry
  * from `expires_in` (`expiryOf`), when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
- * granted scopes (else those held before).
+ * granted scopes: those the answer names, else those of `before` (RFC 6749 §5.1 and §6: an answer
+ * without `scope` granted the scope asked for, or on a refresh the one granted before; a code
+ * exchange passes the scopes its flow asked for).
  */
 export function nextSecret(
   before: Pick<OAuth2Secret, 'refresh_token' | 'scopes'>,

@@ -8,7 +8,7 @@ export interface OAuthStateRow {
   tenant_id: string;
   connection_id: string;
   oauth_app_id: string;
-  /** Sealed, bound to the row (its state hash). */
+  /** Sealed, bound to the row (its state hash): the PKCE verifier and the scopes asked for (policy/oauth.ts `connectFlowSecretText`). */
   code_verifier: string;
   expires_at: Date;
 }

@@ -22,6 +22,11 @@ export interface FakeOAuth {
   refuseAll: boolean;
   /** expires_in of issued access tokens. */
   expiresIn: number;
+  /**
+   * The `scope` member of code exchange and refresh answers ('read' by default); null leaves it out
+   * (RFC 6749: the scope granted is then the one asked for, or on a refresh the one granted before).
+   */
+  answerScope: string | null;
   /** Holds each refresh and client credentials answer until this resolves (to make concurrent requests overlap). */
   refreshGate: Promise<void> | null;
   /**
@@ -85,6 +90,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
     accessTokens: new Set(),
     refuseAll: false,
     expiresIn: 3600,
+    answerScope: 'read',
     refreshGate: null,
     rotation: 'strict',
     expireAfterUses: new Map(),
@@ -140,7 +146,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
         const t = issue();
         predecessors.set(t.refresh, token);
         if (fake.beforeRefreshAnswer) await fake.beforeRefreshAnswer();
-        return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, scope: 'read' });
+        return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, ...(fake.answerScope !== null && { scope: fake.answerScope }) });
       }
       if (form.get('grant_type') === 'client_credentials') {
         fake.counts.client += 1;
@@ -158,7 +164,7 @@ export async function startFakeOAuth(opts: { accessToken?: () => string; clientS
         const challenge = createHash('sha256').update(verifier).digest('base64url');
         if (!flow || flow.challenge !== challenge || flow.redirectUri !== form.get('redirect_uri')) return json(400, { error: 'invalid_grant' });
         const t = issue();
-        return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, scope: 'read' });
+        return json(200, { access_token: t.access, token_type: 'Bearer', expires_in: fake.expiresIn, refresh_token: t.refresh, ...(fake.answerScope !== null && { scope: fake.answerScope }) });
       }
       return json(400, { error: 'unsupported_grant_type' });
     }
