@@ -123,10 +123,21 @@ export function expiryOf(nowMs: number, expiresIn: number | undefined): string |
 }
 
 /**
+ * The scopes a token answer's `scope` names, or null when it names none (absent, or only
+ * separators). RFC 6749 separates them by spaces; GitHub answers them comma-separated ("repo,user"):
+ * both are read, empty entries and repeats left out. A scope token never holds whitespace; a comma,
+ * which RFC 6749 would allow inside one, is read as a separator.
+ */
+export function scopesOf(scope: string | undefined): string[] | null {
+  const scopes = [...new Set((scope ?? '').split(/[\s,]+/).filter(Boolean))];
+  return scopes.length > 0 ? scopes : null;
+}
+
+/**
  * The credential after a token answer at `nowMs`: the new access token, the rotated refresh token
  * when the provider sent one (else the one it was refreshed with: rotation is optional), the expiry
  * from `expires_in` (`expiryOf`), when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
- * granted scopes: those the answer names, else those of `before` (RFC 6749 §5.1 and §6: an answer
+ * granted scopes: those the answer names (`scopesOf`), else those of `before` (RFC 6749 §5.1 and §6: an answer
  * without `scope` granted the scope asked for, or on a refresh the one granted before; a code
  * exchange passes the scopes its flow asked for).
  */
@@ -141,7 +152,7 @@ export function nextSecret(
     refresh_token: answer.refresh_token ?? before.refresh_token,
     expires_at: expiryOf(nowMs, answer.expires_in),
     obtained_at: new Date(nowMs).toISOString(),
-    scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : before.scopes,
+    scopes: scopesOf(answer.scope) ?? before.scopes,
   };
 }
 

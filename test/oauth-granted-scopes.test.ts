@@ -3,7 +3,8 @@
 // the scopes the connect flow asked for (RFC 6749 §5.1: the scope granted is then the one
 // requested), the app's or those the flow named (a flow started before they were kept with it: its
 // app's); a refresh answered without `scope` keeps the scopes stored (RFC 6749 §6: the scope stays
-// as granted).
+// as granted); a scope is read spaced (RFC 6749) or comma-separated (GitHub), empty entries and
+// repeats left out.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentialProvider } from '../activities/credential-provider';
@@ -126,5 +127,36 @@ describe('a token answer without scope', () => {
     await connect(flowed, appId);
     await refresh(flowed);
     expect((await stored(flowed)).secret).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo'] });
+  });
+});
+
+describe("a token answer's scope, spaced as RFC 6749 spells it or comma-separated as GitHub answers it", () => {
+  const spellings = ['repo user', 'repo,user', 'repo, user', ' repo  user ', 'repo,,user,', 'repo,user repo'];
+
+  it('a code exchange records each scope named, whichever the separator, without empty entries', async () => {
+    const appId = await insertApp(['repo', 'user']);
+    for (const spelling of spellings) {
+      oauth.answerScope = spelling;
+      const id = await newConnection();
+      await connect(id, appId);
+      expect((await stored(id)).secret.scopes, JSON.stringify(spelling)).toEqual(['repo', 'user']);
+    }
+  });
+
+  it('a refresh records each scope named, whichever the separator, without empty entries', async () => {
+    const appId = await insertApp(['repo', 'user']);
+    const id = randomUUID();
+    const grant = oauth.grant();
+    const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 3_600_000).toISOString(), scopes: ['read'] };
+    await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `r-${id.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, id, secret)! });
+    for (const spelling of spellings) {
+      oauth.answerScope = spelling;
+      await refresh(id);
+      expect((await stored(id)).secret, JSON.stringify(spelling)).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
+    }
+    // Separators alone name no scope: as an answer without scope, the scopes stay.
+    oauth.answerScope = ' , ';
+    await refresh(id);
+    expect((await stored(id)).secret).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
   });
 });
