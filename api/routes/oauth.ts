@@ -53,7 +53,7 @@ const get = createRoute({
 const patch = createRoute({
   method: 'patch', path: '/oauth-apps/{id}', tags, summary: 'Change an OAuth app (a new client secret is sealed); connections using it refresh with the change', operationId: 'updateOAuthApp',
   description:
-    'Changes any of the client id, client secret (sealed), endpoints, redirect URI and scopes; the next refresh of every connection using the app uses them. A `token_url` on another origin (scheme, host, port) needs `client_secret` in the same request (400 otherwise), and is refused while grants of the app exist (409 `oauth_app_in_use`): the secret and their refresh tokens are sent there.',
+    'Changes any of the client id, client secret (sealed), endpoints, redirect URI and scopes. The next refresh of every connection using the app uses its client id, client secret and `token_url`; `authorize_url`, `redirect_uri` and `scopes` apply from the next connect flow (a refresh asks for no scope: a grant keeps the scopes it was given). A `token_url` on another origin (scheme, host, port) needs `client_secret` in the same request (400 otherwise), and is refused while grants of the app exist (409 `oauth_app_in_use`): the secret and their refresh tokens are sent there.',
   request: { params: IdParams, body: jsonBody(UpdateOAuthAppBody) },
   responses: {
     200: jsonAnswer(OAuthAppSchema, 'Updated'), ...bodyErrorResponses, 404: notFound,
