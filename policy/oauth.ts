@@ -137,7 +137,7 @@ export function scopesOf(scope: string | undefined): string[] | null {
  * The credential after a token answer at `nowMs`: the new access token, the rotated refresh token
  * when the provider sent one (else the one it was refreshed with: rotation is optional), the expiry
  * from `expires_in` (`expiryOf`), when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
- * granted scopes: those the answer names (`scopesOf`), else those of `before` (RFC 6749 §5.1 and §6: an answer
+ * granted scopes: those the answer names (`scopesOf`), else those of `before` (read the same way) (RFC 6749 §5.1 and §6: an answer
  * without `scope` granted the scope asked for, or on a refresh the one granted before; a code
  * exchange passes the scopes its flow asked for).
  */
@@ -152,7 +152,7 @@ export function nextSecret(
     refresh_token: answer.refresh_token ?? before.refresh_token,
     expires_at: expiryOf(nowMs, answer.expires_in),
     obtained_at: new Date(nowMs).toISOString(),
-    scopes: scopesOf(answer.scope) ?? before.scopes,
+    scopes: scopesOf(answer.scope) ?? scopesOf(before.scopes.join(' ')) ?? [],
   };
 }
 

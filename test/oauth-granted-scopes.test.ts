@@ -159,4 +159,19 @@ describe("a token answer's scope, spaced as RFC 6749 spells it or comma-separate
     await refresh(id);
     expect((await stored(id)).secret).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
   });
+
+  it("the scopes asked for, recorded from an answer without scope, are read the same way: an app's comma-separated 'repo,user', and a grant stored as one entry before a refresh answered without scope", async () => {
+    oauth.answerScope = null;
+    const appId = await insertApp(['repo,user', 'repo']);
+    const flowed = await newConnection();
+    expect(await connect(flowed, appId)).toBe('repo,user repo');
+    expect((await stored(flowed)).secret.scopes).toEqual(['repo', 'user']);
+
+    const held = randomUUID();
+    const grant = oauth.grant();
+    const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 3_600_000).toISOString(), scopes: ['repo,user'] };
+    await insertOAuthConnection(db.pool, { id: held, tenantId: 'acme', appKey: `o-${held.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, held, secret)! });
+    await refresh(held);
+    expect((await stored(held)).secret).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
+  });
 });
