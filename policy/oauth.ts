@@ -13,7 +13,7 @@ export const OAUTH_STATE_TTL_SECONDS = 600;
 
 /**
  * What a connect flow keeps sealed with its `state` until the callback: the PKCE verifier, and the
- * scopes its authorization URL asked for (the scopes granted when the token answer names none).
+ * scopes its authorization URL asked for (the scopes granted when the token answer has no `scope`).
  */
 export interface ConnectFlowSecret {
   verifier: string;
@@ -123,23 +123,24 @@ export function expiryOf(nowMs: number, expiresIn: number | undefined): string |
 }
 
 /**
- * The scopes a token answer's `scope` names, or null when it names none (absent, or only
- * separators). RFC 6749 separates them by spaces; GitHub answers them comma-separated ("repo,user"):
- * both are read, empty entries and repeats left out. A scope token never holds whitespace; a comma,
- * which RFC 6749 would allow inside one, is read as a separator.
+ * The scopes a token answer's `scope` names, or null when the answer has none (the scope granted
+ * is then the one asked for, or held before). RFC 6749 separates them by spaces; GitHub answers them
+ * comma-separated ("repo,user"): both are read, empty entries and repeats left out. A `scope` naming
+ * none ("", as GitHub answers a GitHub App's user token) granted none: []. A scope token never holds
+ * whitespace; a comma, which RFC 6749 would allow inside one, is read as a separator.
  */
 export function scopesOf(scope: string | undefined): string[] | null {
-  const scopes = [...new Set((scope ?? '').split(/[\s,]+/).filter(Boolean))];
-  return scopes.length > 0 ? scopes : null;
+  if (scope === undefined) return null;
+  return [...new Set(scope.split(/[\s,]+/).filter(Boolean))];
 }
 
 /**
  * The credential after a token answer at `nowMs`: the new access token, the rotated refresh token
  * when the provider sent one (else the one it was refreshed with: rotation is optional), the expiry
  * from `expires_in` (`expiryOf`), when it was obtained (`nowMs`: the lifetime its margin is judged by), and the
- * granted scopes: those the answer names (`scopesOf`), else those of `before` (read the same way) (RFC 6749 §5.1 and §6: an answer
- * without `scope` granted the scope asked for, or on a refresh the one granted before; a code
- * exchange passes the scopes its flow asked for).
+ * granted scopes: those the answer's `scope` names (`scopesOf`), else those of `before`, read the
+ * same way (RFC 6749 §5.1 and §6: an answer without `scope` granted the scope asked for, or on a
+ * refresh the one granted before; a code exchange passes the scopes its flow asked for).
  */
 export function nextSecret(
   before: Pick<OAuth2Secret, 'refresh_token' | 'scopes'>,

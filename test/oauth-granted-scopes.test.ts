@@ -4,7 +4,7 @@
 // requested), the app's or those the flow named (a flow started before they were kept with it: its
 // app's); a refresh answered without `scope` keeps the scopes stored (RFC 6749 §6: the scope stays
 // as granted); a scope is read spaced (RFC 6749) or comma-separated (GitHub), empty entries and
-// repeats left out.
+// repeats left out; an answer whose scope names none ("") granted none.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentialProvider } from '../activities/credential-provider';
@@ -154,10 +154,6 @@ describe("a token answer's scope, spaced as RFC 6749 spells it or comma-separate
       await refresh(id);
       expect((await stored(id)).secret, JSON.stringify(spelling)).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
     }
-    // Separators alone name no scope: as an answer without scope, the scopes stay.
-    oauth.answerScope = ' , ';
-    await refresh(id);
-    expect((await stored(id)).secret).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
   });
 
   it("the scopes asked for, recorded from an answer without scope, are read the same way: an app's comma-separated 'repo,user', and a grant stored as one entry before a refresh answered without scope", async () => {
@@ -173,5 +169,28 @@ describe("a token answer's scope, spaced as RFC 6749 spells it or comma-separate
     await insertOAuthConnection(db.pool, { id: held, tenantId: 'acme', appKey: `o-${held.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, held, secret)! });
     await refresh(held);
     expect((await stored(held)).secret).toMatchObject({ access_token: oauth.issued.at(-2), scopes: ['repo', 'user'] });
+  });
+});
+
+describe('a token answer whose scope is empty (as GitHub answers a GitHub App\'s user token: `scope=`)', () => {
+  it('a code exchange answered with scope "" records no scopes, not those asked for: the answer names the scope granted, and it is none', async () => {
+    oauth.answerScope = '';
+    const appId = await insertApp(['repo']);
+    const id = await newConnection();
+    expect(await connect(id, appId)).toBe('repo');
+    expect((await stored(id)).secret.scopes).toEqual([]);
+  });
+
+  it('a refresh answered with scope "" (or separators alone) records no scopes, not those held before', async () => {
+    const appId = await insertApp(['repo']);
+    for (const spelling of ['', ' , ']) {
+      const id = randomUUID();
+      const grant = oauth.grant();
+      const secret = { kind: 'oauth2', access_token: grant.access, refresh_token: grant.refresh, expires_at: new Date(Date.now() + 3_600_000).toISOString(), scopes: ['repo'] };
+      await insertOAuthConnection(db.pool, { id, tenantId: 'acme', appKey: `e-${id.slice(0, 8)}`, config: config(), appId, sealed: sealCredentials(TEST_KEYRING, id, secret)! });
+      oauth.answerScope = spelling;
+      await refresh(id);
+      expect((await stored(id)).secret, JSON.stringify(spelling)).toMatchObject({ access_token: oauth.issued.at(-2), scopes: [] });
+    }
   });
 });
