@@ -1,7 +1,5 @@
 import type { Registry } from 'prom-client';
-import { BackgroundStarts } from '../lib/background-starts';
 import type { CommandDeps } from '../commands/deps';
-import type { Shutdown } from '../lib/shutdown';
 import { immediateTaskQueue, providerPolicy, type Config, tenantLimits } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { TrustedProxies } from '../lib/client-address';
@@ -45,15 +43,4 @@ export function apiSettings(
     oauthStatesPerTenant: config.TENANT_MAX_OAUTH_STATES,
     feedPageMaxBytes: config.FEED_PAGE_MAX_BYTES,
   };
-}
-
-/**
- * The API's background workflow starts (requested jobs start after the answer), drained on
- * shutdown after the HTTP server stopped taking requests (for at most `drainMs()` when given: a
- * start left unfinished is the reconcile tick's to make): register before the server.
- */
-export function backgroundStarts(logger: Logger, shutdown: Shutdown, drainMs?: () => number): BackgroundStarts {
-  const starts = new BackgroundStarts((err, what) => logger.warn({ err, what }, 'background workflow start failed; the reconcile tick adopts its job or connection'));
-  shutdown.add('background-starts', () => starts.drain(drainMs?.()));
-  return starts;
 }

@@ -160,7 +160,8 @@ export const envSchema = z
     API_PORT: port(3000),
     // How long `npm run api`'s whole shutdown may take from SIGTERM: requests in flight answer
     // within it, less a last second (at most half of it) in which the statements still running
-    // are cancelled and the process exits.
+    // are cancelled and the process exits. `npm start`'s API stops by the same rule, before its
+    // worker and servers.
     API_SHUTDOWN_GRACE_SECONDS: timerSeconds(5),
     ADMIN_API_KEY: optionalString.pipe(
       z

@@ -3,16 +3,16 @@
 // DATA_DIR), migrations, one worker and the API. Ctrl-C / SIGTERM stops everything it started,
 // in reverse order, and leaves no process behind.
 import { createApp } from '../api/app';
-import { apiSettings, backgroundStarts } from '../api/deps';
+import { apiSettings } from '../api/deps';
 import { createDemoConnectionIfEmpty } from '../commands/demo-connection';
 import { connectorSlugs, enableDemoConnector } from '../connectors/registry';
 import { localAdminKey, localCredentialsKey } from '../lib/admin-key';
 import { loadConfigOrExit, orExit, requireKeyring } from '../lib/config';
-import { listen } from '../lib/http';
 import { parseRateBudgetConfig } from '../lib/rate-budget-config';
 import { parseRateLimitConfig } from '../lib/rate-limit-config';
 import { runWorker } from '../workers/run-worker';
 import { runService } from '../processes/service';
+import { serveApi } from '../infra/api-serving';
 
 // The one-machine quickstart: webhooks may go to receivers on this machine unless told otherwise,
 // and the demo provider is there for the demo connection.
@@ -43,11 +43,12 @@ runService(config, credentials, { name: 'start', sdkRuntime: true, pool: 'api', 
   if (demoId) logger.info({ connection_id: demoId }, 'created the demo connection');
 
   const admin = await localAdminKey(config.ADMIN_API_KEY, config.DATA_DIR);
+  // Stopped first, by the API's shutdown rule (API_SHUTDOWN_GRACE_SECONDS), as `npm run api`
+  // stops: then the worker drains, and the servers this process started stop.
   // One process, one /metrics (the API's): the registry's metrics followed by the SDK's.
-  const background = backgroundStarts(logger, shutdown);
-  const app = createApp({ pool, temporal, registry, metrics, logger, adminApiKey: admin.key, credentials, ...settings, extraMetrics: proc.sdkMetrics?.scrape, background });
-  const api = await listen(app, config.API_HOST, config.API_PORT);
-  shutdown.add('api', () => api.close());
+  const api = await serveApi({ pool, logger, shutdown }, { host: config.API_HOST, port: config.API_PORT, graceSeconds: config.API_SHUTDOWN_GRACE_SECONDS }, (background) =>
+    createApp({ pool, temporal, registry, metrics, logger, adminApiKey: admin.key, credentials, ...settings, extraMetrics: proc.sdkMetrics?.scrape, background }),
+  );
 
   process.stdout.write(
     [

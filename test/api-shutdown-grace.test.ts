@@ -1,9 +1,10 @@
-// `npm run api` ends its shutdown within API_SHUTDOWN_GRACE_SECONDS even while a request's
-// statement would run far longer (up to API_STATEMENT_TIMEOUT_SECONDS): requests in flight get
-// what is left of the grace to answer, then their statements are cancelled and the process exits
-// 0. Each write is one transaction, so a request cut this way changed nothing.
+// The API's shutdown ends within API_SHUTDOWN_GRACE_SECONDS even while a request's statement
+// would run far longer (up to API_STATEMENT_TIMEOUT_SECONDS): requests in flight get what is left
+// of the grace to answer, then their statements are cancelled. Each write is one transaction, so a
+// request cut this way changed nothing. The same rule holds in `npm run api` and in `npm start`
+// (where the worker beside the API then stops, and the process exits 0 all the same).
 import { afterAll, describe, expect, it } from 'vitest';
-import { apiEnv, startSynctide, stopAllSynctide, TEST_ADMIN_KEY, type ExitStatus } from './helpers/processes';
+import { apiEnv, startEnv, startSynctide, stopAllSynctide, TEST_ADMIN_KEY, type ExitStatus, type ServerEnv } from './helpers/processes';
 import { useServers } from './helpers/stack';
 import { eventually } from './helpers/worker';
 
@@ -14,18 +15,25 @@ afterAll(async () => {
 /** How long the test waits for the exit before it takes the process for stuck (far above the grace, far below the statement timeout). */
 const STUCK_MS = 30_000;
 
-describe('API shutdown', () => {
-  const servers = useServers();
+/** The process serving the API: `npm run api`, or `npm start` on the test's servers. */
+const PROCESSES = [
+  { script: 'api', env: apiEnv },
+  { script: 'start', env: startEnv },
+] as const satisfies readonly { script: 'api' | 'start'; env: (servers: ServerEnv, extra: Record<string, string>) => Promise<Record<string, string>> }[];
 
+const servers = useServers();
+
+describe.each(PROCESSES)('API shutdown of npm $script', ({ script, env: envOf }) => {
   it('cancels the statement of a request still waiting at the end of the grace and exits 0, the request changing nothing', async () => {
     const { env, db } = servers;
-    await db.pool.query(`insert into tenant_limits (tenant_id, max_connections) values ('acme', 3)`);
+    const tenant = `acme-${script}`;
+    await db.pool.query(`insert into tenant_limits (tenant_id, max_connections) values ($1, 3)`, [tenant]);
     const api = await startSynctide(
-      'api',
-      await apiEnv(
-        { databaseUrl: db.url, temporalAddress: env.address, taskQueue: 'api-shutdown-grace' },
+      script,
+      await envOf(
+        { databaseUrl: db.url, temporalAddress: env.address, taskQueue: `api-shutdown-grace-${script}` },
         // A statement may run 10 minutes: only the grace can end this shutdown in time.
-        { API_STATEMENT_TIMEOUT_SECONDS: '600', API_SHUTDOWN_GRACE_SECONDS: '2' },
+        { API_STATEMENT_TIMEOUT_SECONDS: '600', API_SHUTDOWN_GRACE_SECONDS: '2', SCHEDULER_TICK_SECONDS: '3600' },
       ),
     );
 
@@ -33,8 +41,8 @@ describe('API shutdown', () => {
     const holder = await db.pool.connect();
     try {
       await holder.query('begin');
-      await holder.query(`select * from tenant_limits where tenant_id = 'acme' for update`);
-      const answer = fetch(`${api.url}/tenants/acme/limits`, {
+      await holder.query(`select * from tenant_limits where tenant_id = $1 for update`, [tenant]);
+      const answer = fetch(`${api.url}/tenants/${tenant}/limits`, {
         method: 'PATCH',
         headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify({ max_connections: 7 }),
@@ -62,7 +70,7 @@ describe('API shutdown', () => {
       await holder.query('rollback');
       holder.release();
     }
-    const { rows } = await db.pool.query(`select max_connections from tenant_limits where tenant_id = 'acme'`);
+    const { rows } = await db.pool.query(`select max_connections from tenant_limits where tenant_id = $1`, [tenant]);
     expect(rows).toEqual([{ max_connections: 3 }]);
   }, 120_000);
 });

@@ -1,5 +1,5 @@
-// Real Synctide processes for fault tests: `npm run worker` and `npm run api` as child processes
-// (spawned as the node command of the npm script itself, so a signal reaches the process that
+// Real Synctide processes for fault tests: `npm run worker`, `npm run api` and `npm start` (on
+// servers given to it, so it spawns none of its own) as child processes (spawned as the node command of the npm script itself, so a signal reaches the process that
 // does the work and not npm), with their JSON log lines parsed as they arrive.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,13 +22,13 @@ export interface ExitStatus {
   signal: NodeJS.Signals | null;
 }
 
-/** A running `npm run worker` or `npm run api`. */
+/** A running `npm run worker`, `npm run api` or `npm start`. */
 export interface SynctideProcess {
   name: string;
   pid: number;
   /** Its JSON log lines (stdout), parsed, in order. */
   lines: LogLines;
-  /** The API's base URL (api processes only). */
+  /** The API's base URL (api and start processes only). */
   url?: string;
   /** Everything it printed that was not a JSON line (the last 200 lines). */
   otherOutput(): string;
@@ -45,14 +45,20 @@ export interface SynctideProcess {
 const spawned = new Set<SynctideProcess>();
 
 /** The node arguments of `npm run <script>` (e.g. `--import tsx workers/main.ts`). */
-function scriptArgs(script: 'worker' | 'api'): string[] {
+function scriptArgs(script: Script): string[] {
   const parts = SCRIPTS[script]!.trim().split(/\s+/);
   if (parts[0] !== 'node') throw new Error(`npm run ${script} is not a plain node command: ${SCRIPTS[script]}`);
   return parts.slice(1);
 }
 
-/** The log line a process writes once it is ready. */
-const READY: Record<'worker' | 'api', string> = { worker: 'worker started', api: 'api listening' };
+/** The npm scripts a test may start: `npm run worker`, `npm run api`, `npm start`. */
+export type Script = 'worker' | 'api' | 'start';
+
+/**
+ * How a process says it is ready: the message of a log line, or for `npm start` the banner it
+ * prints once its API listens (the API's URL is read from it).
+ */
+const READY: Record<Script, string> = { worker: 'worker started', api: 'api listening', start: 'Synctide is running.' };
 
 /**
  * Starts `npm run <script>` with `env` on top of this process's environment and resolves once it
@@ -60,7 +66,7 @@ const READY: Record<'worker' | 'api', string> = { worker: 'worker started', api:
  * listening). Throws with its output if it exits first.
  */
 export async function startSynctide(
-  script: 'worker' | 'api',
+  script: Script,
   env: Record<string, string>,
   opts: { name?: string; readyTimeoutMs?: number; command?: ContainerCommand } = {},
 ): Promise<SynctideProcess> {
@@ -94,6 +100,7 @@ export async function startSynctide(
     }
     other.push(text);
     if (other.length > 200) other.shift();
+    for (const wake of waiters) wake();
   };
   for (const stream of [child.stdout!, child.stderr!]) {
     let partial = '';
@@ -154,9 +161,35 @@ export async function startSynctide(
   void exit.then(() => spawned.delete(proc));
   if (opts.command?.pidNamespace) proc.pid = target = await namespaceInit(child);
 
+  if (script === 'start') {
+    proc.url = await startBanner(proc, waiters, opts.readyTimeoutMs ?? 180_000);
+    return proc;
+  }
   const ready = await proc.waitForLog((l) => l.msg === READY[script], opts.readyTimeoutMs ?? 180_000);
   if (script === 'api') proc.url = String(ready.url);
   return proc;
+}
+
+/** Waits for `npm start`'s banner (a plain text line, not a log line) and resolves with the API's URL it names. */
+function startBanner(proc: SynctideProcess, waiters: Set<() => void>, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      waiters.delete(check);
+      reject(new Error(`${proc.name}: no "${READY.start}" within ${timeoutMs} ms\n${describeOutput(proc)}`));
+    }, timeoutMs);
+    const check = () => {
+      const output = proc.otherOutput();
+      const url = output.includes(READY.start) ? /^\s*API\s+(http\S+)/m.exec(output)?.[1] : undefined;
+      if (url || !proc.running()) {
+        waiters.delete(check);
+        clearTimeout(timer);
+        if (url) resolve(url);
+        else reject(new Error(`${proc.name} exited before it was running\n${describeOutput(proc)}`));
+      }
+    };
+    waiters.add(check);
+    check();
+  });
 }
 
 /**
@@ -244,6 +277,14 @@ export async function apiEnv(servers: ServerEnv, extra: Record<string, string> =
     API_RATE_LIMIT_BURST: '100000',
     ...extra,
   };
+}
+
+/**
+ * Environment of an `npm start` on `servers` (so it spawns no Postgres and no Temporal dev server
+ * of its own): an API's, with the prebuilt workflow bundle and no demo connection.
+ */
+export async function startEnv(servers: ServerEnv, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return apiEnv(servers, { WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'), START_DEMO: 'false', ...extra });
 }
 
 /** Stops (SIGTERM, then SIGKILL after 60 s) every process started here that still runs; for afterAll. */
