@@ -32,7 +32,8 @@ export interface ReadinessDetails {
 }
 
 /**
- * Readiness of a process: can it reach Postgres and Temporal, each within 2 s? With Postgres up,
+ * Readiness of a process: can it reach Postgres and Temporal, each within 2 s (Temporal asked as
+ * temporalAnswers asks it, the call itself given that deadline)? With Postgres up,
  * also how many connections are stale (a detail: it does not make the process unready). A pool
  * with every connection in use is `busy` and still ready: taking every loaded process out of the
  * balancer would turn load into an outage; its requests answer 503 busy until one comes free.
@@ -42,7 +43,7 @@ export async function checkReadiness(
 ): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
   const [pinged, temporal] = await Promise.all([
     probe(() => ping(deps.pool)),
-    probe(() => deps.temporal.connection.workflowService.getSystemInfo({})),
+    temporalAnswers(deps.temporal.connection),
   ]);
   const postgres: Check = pinged === 'unreachable' && allConnectionsInUse(deps.pool) ? 'busy' : pinged;
   let details: ReadinessDetails | undefined;
@@ -90,7 +91,8 @@ export interface TemporalConnectionLike {
 
 /**
  * Whether Temporal answers a call made over `connection` within 2 s (the call itself is given
- * that deadline, so a server that does not answer leaves no call behind). Over a worker's own
+ * that deadline, so a server that does not answer leaves no call behind): the one Temporal check
+ * of every readiness, the API's over its client's connection and a worker's. Over a worker's own
  * connection, this is whether its polls can reach the server: the SDK's pollers retry without
  * end while they cannot, and the worker stays RUNNING meanwhile.
  */
