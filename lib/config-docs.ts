@@ -92,7 +92,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
     meaning:
       'byte budget of one page of the records feed (`GET /connections/{id}/records`): a page stops before the record whose data would pass it, with `has_more` true; one record always comes, however large',
   },
-  WORKER_METRICS_PORT: { meaning: '`/metrics`, `/healthz` (liveness) and `/readyz` (readiness: 200 while its workers run and Temporal answers their connection within 2 s, 503 before, while it does not, and from the moment shutdown begins; the answer names each worker\'s state and `temporal`: `ok` or `unreachable`) of `npm run worker`' },
+  WORKER_METRICS_PORT: { meaning: '`/metrics`, `/healthz` (liveness) and `/readyz` (readiness: 200 while its workers run and Temporal answers their connection within 2 s, 503 before, while it does not, and from the moment shutdown begins; the answer names each worker\'s state and `temporal`: `ok` or `unreachable`; Postgres is not asked, see the operator guide) of `npm run worker`' },
   WORKER_SHUTDOWN_GRACE_SECONDS: { meaning: 'how long in-flight activities may finish on shutdown' },
   WORKER_MAX_CACHED_WORKFLOWS: { meaning: 'workflow runs a worker keeps in memory; a connection woken from outside the cache replays its short history (see *Worker memory* in the operator guide)', shown: 'sized to the memory limit: 50–250, 250 without a limit' },
   WORKER_TARGET_CPU: {

@@ -32,7 +32,10 @@ export interface WorkerReadiness {
  * the SDK's pollers retry without end and the workers stay RUNNING, though no poll gets through.
  * Before `run()` (INITIALIZED) and from the moment shutdown begins (STOPPING, DRAINING, DRAINED,
  * STOPPED) or a worker failed (FAILED), it is not, so readiness turns false before the process
- * exits while in-flight activities still finish.
+ * exits while in-flight activities still finish. Postgres is not asked: a worker's readiness
+ * gates no traffic (Temporal hands it tasks ready or not), the database is shared, so its outage
+ * would only make every worker unready at once, and a worker without it fails its activities
+ * where they are counted and logged; its polls getting nowhere fail nothing, hence Temporal.
  */
 export function workerReadiness(workers: Record<string, StatefulWorker>, temporal?: Check): WorkerReadiness {
   const states = Object.fromEntries(Object.entries(workers).map(([name, w]) => [name, w.getState()]));
