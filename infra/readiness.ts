@@ -43,7 +43,8 @@ export async function checkReadiness(
 ): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
   const [pinged, temporal] = await Promise.all([
     probe(() => ping(deps.pool)),
-    temporalAnswers(deps.temporal.connection),
+    // Read inside the check: whatever reading the client's connection throws is `unreachable`, never an error answer.
+    temporalAnswers(() => deps.temporal.connection),
   ]);
   const postgres: Check = pinged === 'unreachable' && allConnectionsInUse(deps.pool) ? 'busy' : pinged;
   let details: ReadinessDetails | undefined;
@@ -96,8 +97,11 @@ export interface TemporalConnectionLike {
  * connection, this is whether its polls can reach the server: the SDK's pollers retry without
  * end while they cannot, and the worker stays RUNNING meanwhile.
  */
-export function temporalAnswers(connection: TemporalConnectionLike): Promise<Check> {
-  return probe(() => connection.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => connection.workflowService.getSystemInfo({})));
+export function temporalAnswers(connection: TemporalConnectionLike | (() => TemporalConnectionLike)): Promise<Check> {
+  return probe(() => {
+    const over = typeof connection === 'function' ? connection() : connection;
+    return over.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => over.workflowService.getSystemInfo({}));
+  });
 }
 
 async function probe(check: () => Promise<unknown>): Promise<Check> {
