@@ -3,21 +3,20 @@
 // resumes without reading the feed again from the start. Real Postgres, a fake provider on
 // 127.0.0.1, the sync activity run directly, the real API app listening (no Temporal behind it: a
 // feed read never reaches Temporal), and the CLI as a child process.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
-import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { listenWithoutTemporal } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
 import { DATABASE_BUSY_MESSAGE } from '../api/errors';
 import { serve } from './helpers/fake-server';
+import { startCli } from './helpers/cli';
 import { connectionWithThreeRecords } from './helpers/http-sync';
 import { eventually } from './helpers/worker';
 
 const db = useTestDatabase();
-const ROOT = join(import.meta.dirname, '..');
 
 describe('synctide records tail stopped by a failure', () => {
   let api: HttpServer | undefined;
@@ -33,19 +32,7 @@ describe('synctide records tail stopped by a failure', () => {
     if (home) await rm(home, { recursive: true, force: true });
   });
 
-  /** Starts the CLI with `args` against `url`; its output so far, and its end. */
-  function start(url: string, args: string[]) {
-    const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: url, SYNCTIDE_API_KEY: TEST_API_KEY };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out = { stdout: '', stderr: '' };
-    child.stdout.on('data', (chunk: Buffer) => (out.stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (out.stderr += chunk.toString()));
-    const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, ...out }));
-    });
-    return { out, ended, exited: () => child.exitCode !== null, interrupt: () => child.kill('SIGINT') };
-  }
+  const start = (url: string, args: string[]) => startCli(home, url, args);
 
   it('prints the cursor it reached when the API goes away while it follows, and a tail from that cursor reads nothing twice', async () => {
     ({ server: api } = await listenWithoutTemporal(db.pool, 'cli-tail-stops'));

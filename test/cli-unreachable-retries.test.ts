@@ -6,7 +6,6 @@
 // URL or an API that is down is said without waiting. Real Postgres and the real API app listening
 // on 127.0.0.1 (no Temporal behind it: reading a job or the feed never reaches Temporal), closed and
 // listening again on the same port; the CLI as a child process.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -14,13 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listen, type HttpServer } from '../lib/http';
-import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { apiAppWithoutTemporal } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
+import { startCli } from './helpers/cli';
 import { connectionWithThreeRecords } from './helpers/http-sync';
 import { eventually } from './helpers/worker';
 
 const db = useTestDatabase();
-const ROOT = join(import.meta.dirname, '..');
 
 /** The API listening on 127.0.0.1:`port` (0: a free port); `reads` counts the requests it took. */
 async function startApi(port = 0): Promise<{ server: HttpServer; port: number; reads: () => number }> {
@@ -56,23 +55,12 @@ describe('synctide following through an API it cannot reach', () => {
     if (home) await rm(home, { recursive: true, force: true });
   });
 
-  /** Starts the CLI with `args` against `url`; its output so far, and its end. */
-  function start(url: string, args: string[]) {
-    const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: url, SYNCTIDE_API_KEY: TEST_API_KEY };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out = { stdout: '', stderr: '' };
-    child.stdout.on('data', (chunk: Buffer) => (out.stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (out.stderr += chunk.toString()));
-    const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, ...out }));
-    });
-    open.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await ended.catch(() => undefined);
-    });
-    return { out, ended, interrupt: () => child.kill('SIGINT') };
-  }
+  /** Starts the CLI with `args` against `url`, killed after the test if it is still running. */
+  const start = (url: string, args: string[]) => {
+    const run = startCli(home, url, args);
+    open.push(() => run.kill());
+    return run;
+  };
 
   /** Waits until `text()` matches `pattern`. */
   const until = (text: () => string, pattern: RegExp) => eventually(async () => (pattern.test(text()) ? true : undefined), { timeoutMs: 30_000, describe: async () => text() });

@@ -5,32 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { requestJob } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
-import type { Pool } from '../db/pool';
 import { useTestDatabase } from './helpers/database';
+import { poolWithHook } from './helpers/pool-hooks';
 import { testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 
 const db = useTestDatabase();
-
-/** `pool`, running `before` once just before the first statement containing `fragment`. */
-function poolWithHook(pool: Pool, fragment: string, before: () => Promise<unknown>): Pool {
-  let pending: (() => Promise<unknown>) | null = before;
-  return new Proxy(pool, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function') return value;
-      if (key !== 'query') return value.bind(target);
-      return async (...args: unknown[]) => {
-        if (pending && typeof args[0] === 'string' && args[0].includes(fragment)) {
-          const hook = pending;
-          pending = null;
-          await hook();
-        }
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
 
 describe('a sync request answered with a queued requested job its workflow claims meanwhile', () => {
   it('answers the job running, as stored', async () => {
@@ -43,7 +23,7 @@ describe('a sync request answered with a queued requested job its workflow claim
     expect(first.job.status).toBe('queued');
     // Its workflow claims it just before the second request widens its types.
     const claim = () => db.pool.query(`update sync_jobs set status = 'running', started_at = now() where id = $1`, [first.job.id]);
-    const deps = testCommandDeps(poolWithHook(db.pool, "set payload = case", claim), temporal.client);
+    const deps = testCommandDeps(poolWithHook(db.pool, 'before', "set payload = case", claim), temporal.client);
     const second = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['issues'] });
     expect(second.job.id).toBe(first.job.id);
     const { rows: stored } = await db.pool.query<{ status: string }>('select status from sync_jobs where id = $1', [first.job.id]);

@@ -8,33 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { requestJob } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
-import type { Pool } from '../db/pool';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { useTestDatabase } from './helpers/database';
+import { poolWithHook } from './helpers/pool-hooks';
 import { testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 
 const db = useTestDatabase();
-
-/** `pool`, whose statement that finds the active job blocking a request is followed by `after` (once). */
-function poolEndingJobAfterBlockingLookup(pool: Pool, after: () => Promise<void>): Pool {
-  let done = false;
-  return new Proxy(pool, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (key !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-      return async (...args: unknown[]) => {
-        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        const text = typeof args[0] === 'string' ? args[0] : '';
-        if (!done && /^select id, status from sync_jobs\s+where connection_id = \$1 and status in/.test(text)) {
-          done = true;
-          await after();
-        }
-        return result;
-      };
-    },
-  });
-}
 
 describe('a sync requested while the active job of its type finishes', () => {
   it('gets a job of its own, not the finished job', async () => {
@@ -48,7 +28,7 @@ describe('a sync requested while the active job of its type finishes', () => {
        values ($1, $2, 'acme', 'incremental', 'api', 'running', $3, now())`,
       [running, connection.id, syncJobWorkflowId(running)],
     );
-    const pool = poolEndingJobAfterBlockingLookup(db.pool, async () => {
+    const pool = poolWithHook(db.pool, 'after', /^select id, status from sync_jobs\s+where connection_id = \$1 and status in/, async () => {
       await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [running]);
     });
     const temporal = fakeTemporal();

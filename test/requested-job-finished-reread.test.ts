@@ -11,33 +11,13 @@ import { presentAccepted } from '../api/present';
 import { SyncAcceptedSchema } from '../api/schemas/sync';
 import { requestJob } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
-import type { Pool } from '../db/pool';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { useTestDatabase } from './helpers/database';
+import { poolWithHook } from './helpers/pool-hooks';
 import { testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 
 const db = useTestDatabase();
-
-/** `pool`, whose statement that widens a queued job's resource types is followed by `after` (once). */
-function poolEndingJobAfterWiden(pool: Pool, after: () => Promise<void>): Pool {
-  let done = false;
-  return new Proxy(pool, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (key !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-      return async (...args: unknown[]) => {
-        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        const text = typeof args[0] === 'string' ? args[0] : '';
-        if (!done && /^update sync_jobs j\s+set payload/.test(text)) {
-          done = true;
-          await after();
-        }
-        return result;
-      };
-    },
-  });
-}
 
 describe('a sync request whose active job finishes before it is read again', () => {
   it('gets a job of its own, answered with an active status', async () => {
@@ -51,7 +31,7 @@ describe('a sync request whose active job finishes before it is read again', () 
        values ($1, $2, 'acme', 'incremental', 'api', 'running', $3, now(), '{"resource_types":["issues"]}')`,
       [running, connection.id, syncJobWorkflowId(running)],
     );
-    const pool = poolEndingJobAfterWiden(db.pool, async () => {
+    const pool = poolWithHook(db.pool, 'after', /^update sync_jobs j\s+set payload/, async () => {
       await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [running]);
     });
     const temporal = fakeTemporal();
