@@ -27,7 +27,7 @@ type App = Parameters<typeof listen>[0];
  * The end of a shutdown grace of `graceMs` kept for cancelling the statements still running (and
  * the exit): a second, or half the grace when that is shorter.
  */
-export function lastStepsMs(graceMs: number): number {
+function lastStepsMs(graceMs: number): number {
   return Math.min(1000, graceMs / 2);
 }
 

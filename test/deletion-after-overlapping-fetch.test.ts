@@ -11,19 +11,15 @@
 // side: a record confirmed before the pass began and deleted since is still the pass's to delete.
 // Runs the sync activity directly against real Postgres and a fake provider
 // on 127.0.0.1.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readChangesPage } from '../db/models/records';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
-import { initialItems, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
+import { initialItems, useFakeHttpProviders } from './helpers/fake-http-provider';
 import { cursorConnectionStoredAt, runPass, storedRecords } from './helpers/http-sync';
 
 const db = useTestDatabase();
-let fake: FakeHttpProvider | null = null;
-afterEach(async () => {
-  await fake?.close();
-  fake = null;
-});
+const startFake = useFakeHttpProviders();
 
 const MINUTE = 60_000;
 
@@ -44,7 +40,7 @@ describe('a full pass whose listing missed a record an overlapping incremental p
       const N = Date.now();
       const clock = { ms: N - changedAgo };
       const initial = initialItems(4, clock.ms); // i00001 … i00004, stamped `changedAgo` ago
-      fake = await startFakeHttpProvider({ size: 10, initial, clock: () => clock.ms });
+      const fake = await startFake({ size: 10, initial, clock: () => clock.ms });
       const provider = fake;
       // Stored by a pass an hour ago.
       const connectionId = await cursorConnectionStoredAt(db.pool, provider, `deletion-after-fetch-${cases.findIndex((c) => c.label === label)}`, new Date(N - 60 * MINUTE), changeTimes);
@@ -99,7 +95,7 @@ describe('a full pass whose listing missed a record an overlapping incremental p
     const N = Date.now();
     const clock = { ms: N - 2 * 60 * MINUTE };
     const initial = initialItems(4, clock.ms);
-    fake = await startFakeHttpProvider({ size: 10, initial, clock: () => clock.ms });
+    const fake = await startFake({ size: 10, initial, clock: () => clock.ms });
     const provider = fake;
     const connectionId = await cursorConnectionStoredAt(db.pool, provider, 'deletion-after-fetch-before', new Date(N - 60 * MINUTE));
     const { deps } = testActivityDeps({ pool: db.pool });

@@ -6,18 +6,14 @@
 // store: the next incremental pass reads the item again and brings it back. Runs the sync activity
 // directly against real Postgres and a fake provider on 127.0.0.1 (keyset paging, a consistent
 // listing, so unseen records are tombstoned without lookups).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
-import { initialItems, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
+import { initialItems, useFakeHttpProviders } from './helpers/fake-http-provider';
 import { cursorConnectionStoredAt, runPass, storedRecords } from './helpers/http-sync';
 
 const db = useTestDatabase();
-let fake: FakeHttpProvider | null = null;
-afterEach(async () => {
-  await fake?.close();
-  fake = null;
-});
+const startFake = useFakeHttpProviders();
 
 const MINUTE = 60_000;
 
@@ -29,7 +25,7 @@ describe('a full pass tombstoning an item an overlapping incremental page saw cr
     const N = Date.now();
     const clock = { ms: N - 2 * 60 * MINUTE };
     const initial = initialItems(4, clock.ms); // i00001 … i00004, stamped two hours ago
-    fake = await startFakeHttpProvider({ size: 10, initial, clock: () => clock.ms });
+    const fake = await startFake({ size: 10, initial, clock: () => clock.ms });
     const provider = fake;
     // Stored by a pass an hour ago.
     const connectionId = await cursorConnectionStoredAt(db.pool, provider, 'deletion-overlap', new Date(N - 60 * MINUTE));

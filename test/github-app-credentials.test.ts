@@ -62,6 +62,15 @@ const job = (connectionId: string, resources: string[]) => runningJob(db.pool, c
 const endJob = (jobId: string) => completeJob(db.pool, jobId);
 const runTask = (pool: Pool, jobId: string, taskId: string, resourceType: string) => startTask(pool, { jobId, taskId, resourceType, mode: 'full' });
 
+/** Runs a new job's one task for `resource` to its end: its status (or its error's message) and how many tokens were minted meanwhile. */
+async function syncOnce(connectionId: string, resource: string): Promise<{ outcome: string; mints: number }> {
+  const before = github.mints.length;
+  const { jobId, tasks } = await job(connectionId, [resource]);
+  const outcome = await runTask(db.pool, jobId, tasks[0]!, resource).result.then((r) => r.status as string, (err: Error) => err.message);
+  await endJob(jobId);
+  return { outcome, mints: github.mints.length - before };
+}
+
 async function storedSecret(connectionId: string): Promise<Record<string, unknown>> {
   const { rows } = await db.pool.query<{ credentials: string }>('select credentials from connections where id = $1', [connectionId]);
   expect(isEnvelope(rows[0]!.credentials)).toBe(true);
@@ -127,21 +136,13 @@ describe('github_app credentials', () => {
     const id = await appConnection();
     github.setTokenTtl(240);
     try {
-      const before = github.mints.length;
-      const { jobId, tasks } = await job(id, ['issues']);
-      const result = await runTask(db.pool, jobId, tasks[0]!, 'issues').result;
-      await endJob(jobId);
-      expect(result.status).toBe('completed');
-      expect(github.mints.length - before).toBe(1);
+      expect(await syncOnce(id, 'issues')).toEqual({ outcome: 'completed', mints: 1 });
       const pages = github.requests.filter((r) => r.url.startsWith('/repos/acme/app/issues') && r.headers.authorization === `Bearer ${github.mints.at(-1)!.token}`);
       expect(pages.length).toBeGreaterThan(1);
       // Stored with when it was obtained: the next run uses it while its first half lasts.
       const stored = await storedSecret(id);
       expect(stored.token).toBe(github.mints.at(-1)!.token);
-      const again = await job(id, ['pull_requests']);
-      expect((await runTask(db.pool, again.jobId, again.tasks[0]!, 'pull_requests').result).status).toBe('completed');
-      await endJob(again.jobId);
-      expect(github.mints.length - before).toBe(1);
+      expect(await syncOnce(id, 'pull_requests')).toEqual({ outcome: 'completed', mints: 0 });
     } finally {
       github.setTokenTtl(3600);
     }
@@ -149,9 +150,7 @@ describe('github_app credentials', () => {
 
   it('a 401 with the cached token mints once more and retries once', async () => {
     const id = await appConnection();
-    const warm = await job(id, ['pull_requests']);
-    expect((await runTask(db.pool, warm.jobId, warm.tasks[0]!, 'pull_requests').result).status).toBe('completed');
-    await endJob(warm.jobId);
+    expect((await syncOnce(id, 'pull_requests')).outcome).toBe('completed');
     const before = github.mints.length;
     github.setFailure({ kind: 'unauthorized', path: '/repos/', times: 1 });
     const { jobId, tasks } = await job(id, ['pull_requests']);
@@ -411,12 +410,7 @@ describe('github_app credentials through the API', () => {
     expect(shown.text).not.toContain(keyLine(appKey.privateKey));
     expect(JSON.stringify(lines)).not.toContain(keyLine(appKey.privateKey));
 
-    const before = github.mints.length;
-    const { jobId, tasks } = await job(id, ['issues']);
-    const result = await runTask(db.pool, jobId, tasks[0]!, 'issues').result;
-    await endJob(jobId);
-    expect(result.status).toBe('completed');
-    expect(github.mints.length - before).toBe(1);
+    expect(await syncOnce(id, 'issues')).toEqual({ outcome: 'completed', mints: 1 });
   });
 
   it('a key PATCH takes with text around its PEM block (the Bag Attributes a PKCS#12 export writes before a PKCS#8 key, a line after it) mints: the sync completes and the connection stays active', async () => {
@@ -432,12 +426,7 @@ describe('github_app credentials through the API', () => {
       ]);
       const ok = await call('PATCH', `/connections/${id}`, { credentials: appCredential(key) });
       expect(ok.status, ok.text).toBe(200);
-      const before = github.mints.length;
-      const { jobId, tasks } = await job(id, ['issues']);
-      const outcome = await runTask(db.pool, jobId, tasks[0]!, 'issues').result.then((r) => r.status, (err: Error) => err.message);
-      await endJob(jobId);
-      expect(outcome, `key ${n}`).toBe('completed');
-      expect(github.mints.length - before).toBe(1);
+      expect(await syncOnce(id, 'issues'), `key ${n}`).toEqual({ outcome: 'completed', mints: 1 });
       expect((await db.pool.query<{ status: string }>('select status from connections where id = $1', [id])).rows[0]!.status).toBe('active');
     }
   });

@@ -7,28 +7,21 @@
 // for it, and no cursor may pass it. Drives the syncTask activity directly (real Postgres, the
 // fake GitHub on 127.0.0.1).
 import { describe, expect, it } from 'vitest';
-import { MAX_RECHECKS } from '../activities/sync-task/deletion';
-import { onceBeforeServe, startFakeGitHub } from './helpers/fake-github';
+import { onceBeforeServe } from './helpers/fake-github';
+import { repoPastRechecks } from './helpers/github-past-rechecks';
 import { useSyncDriver } from './helpers/sync-driver';
 
 const TOKEN = 'ghp_unchanged_behind_tombstone_1';
 const REPO = 'o/listed';
-// More issues than the deletion step re-checks: all but the newest few are deleted at GitHub.
-const ISSUES = MAX_RECHECKS + 10;
-const DELETED = MAX_RECHECKS + 1;
 
 describe('github: an incremental page serving unchanged a record tombstoned after its fetch', () => {
   const { driver } = useSyncDriver();
 
   it('stores no validator and holds the cursor: the next incremental pass brings the record back', async () => {
-    const fake = await startFakeGitHub({ token: TOKEN, repos: { [REPO]: { id: 664, issues: ISSUES } } });
-    const id = await driver.connection('github', { base_url: fake.baseUrl, repositories: [REPO], resource_types: ['issues'] }, { token: TOKEN });
-    const items = fake.repos.get(REPO)!.items;
+    const { fake, id, newest, gone, fullPassMissingNewest } = await repoPastRechecks(driver, { token: TOKEN, repo: REPO, repoId: 664 });
     // Two pages: the oldest issues on the first, the newest (#1 among them) on the second, so #1
     // is fetched after every deleted issue of the first page and comes past the re-checks.
     await driver.pass(id, ['issues'], { mode: 'full' });
-    const newest = items.find((i) => i.number === 1)!;
-    const deleted = items.filter((i) => i.number > ISSUES - DELETED).map((i) => i.number);
     // #2 is edited after #1's change time: the incremental page serves #1 and #2's new version,
     // and its newest change time is past #1's.
     const edited = fake.touch(REPO, 2);
@@ -37,13 +30,7 @@ describe('github: an incremental page serving unchanged a record tombstoned afte
     // stored for it yet) is in flight: the oldest issues are deleted at GitHub, GitHub hides #1, a
     // full pass runs whole and tombstones #1 past its re-checks, then GitHub shows #1 again,
     // unchanged; the incremental request is answered with #1 as it was.
-    const ran = onceBeforeServe(fake, `/repos/${REPO}/issues`, async () => {
-      for (const n of deleted) fake.remove(REPO, n);
-      fake.hide(REPO, 1);
-      await driver.pass(id, ['issues'], { mode: 'full' });
-      expect(await driver.tombstones(id, 'issues')).toContain(`${REPO}#1`);
-      items.push(newest);
-    });
+    const ran = onceBeforeServe(fake, `/repos/${REPO}/issues`, fullPassMissingNewest);
     await driver.pass(id, ['issues'], { mode: 'incremental' });
     expect(ran()).toBe(true);
     fake.beforeServe = null;
@@ -52,7 +39,7 @@ describe('github: an incremental page serving unchanged a record tombstoned afte
 
     // GitHub is quiet now: the next incremental pass brings #1 back as GitHub has it.
     await driver.pass(id, ['issues'], { mode: 'incremental' });
-    expect(await driver.tombstones(id, 'issues')).toEqual(deleted.map((n) => `${REPO}#${n}`).sort());
+    expect(await driver.tombstones(id, 'issues')).toEqual(gone);
     const live = await driver.live(id, 'issues');
     expect(live.get(`${REPO}#1`)).toEqual(newest);
     expect(live.get(`${REPO}#2`)).toEqual(edited);

@@ -4,19 +4,15 @@
 // update in the change feed. A page fetched before the stored version (an overlapping job's, older
 // news) still never replaces it: test/upsert-records.test.ts. Runs the sync activity directly
 // against real Postgres and the fake provider of test/helpers/fake-http-provider.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readChangesPage } from '../db/models/records';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
-import { initialItems, startFakeHttpProvider, type FakeHttpProvider } from './helpers/fake-http-provider';
+import { initialItems, useFakeHttpProviders } from './helpers/fake-http-provider';
 import { cursorConnectionStoredAt, runPass, storedRecords } from './helpers/http-sync';
 
 const db = useTestDatabase();
-let fake: FakeHttpProvider | null = null;
-afterEach(async () => {
-  await fake?.close();
-  fake = null;
-});
+const startFake = useFakeHttpProviders();
 
 const MINUTE = 60_000;
 let seq = 0;
@@ -26,7 +22,7 @@ describe('a provider restored to an older version of a record', () => {
     const N = Date.now();
     // Created three hours ago; i00002 edited two hours ago; all stored by a pass an hour ago.
     const clock = { ms: N - 3 * 60 * MINUTE };
-    fake = await startFakeHttpProvider({ size: 10, initial: initialItems(4, clock.ms), clock: () => clock.ms });
+    const fake = await startFake({ size: 10, initial: initialItems(4, clock.ms), clock: () => clock.ms });
     const older = { ...fake.items.get('i00002')! };
     clock.ms = N - 2 * 60 * MINUTE;
     fake.edit('i00002');

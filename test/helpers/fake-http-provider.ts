@@ -14,6 +14,7 @@
 // The keyset styles are stable, as real providers' cursors are: an item present for the whole pass
 // is served once at least; positions are not. `beforeRequest` runs before each page request is
 // answered (the test's changes "between page requests"), `requests` counts what was asked.
+import { afterEach } from 'vitest';
 import { serve } from './fake-server';
 
 export interface FakeItem {
@@ -97,6 +98,22 @@ export interface FakeHttpProvider {
   /** The truth, sorted as the provider lists it. */
   list(): FakeItem[];
   close(): Promise<void>;
+}
+
+/**
+ * For a test file: starts fakes as `startFakeHttpProvider` does, each closed after the test that
+ * started it.
+ */
+export function useFakeHttpProviders(): (opts: Parameters<typeof startFakeHttpProvider>[0]) => Promise<FakeHttpProvider> {
+  const open: FakeHttpProvider[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((f) => f.close()));
+  });
+  return async (opts) => {
+    const fake = await startFakeHttpProvider(opts);
+    open.push(fake);
+    return fake;
+  };
 }
 
 /** Starts the fake with `initial` items (change times given), serving `size` items a page. */
