@@ -72,13 +72,14 @@ import {
   type CredentialHolder,
 } from '../db/models/connections';
 import { insertConnectionEvent } from '../db/models/webhooks';
+import { lockOAuthAppForUse } from '../db/models/oauth-apps';
 import { withTransaction } from '../db/transaction';
 import { Permanent, RateLimited, Transient, Unauthorized, type Connector, type FetchPageInput, type RecheckInput } from '../connectors/types';
 import { credentialSecrets, providerUrlProblem } from '../connectors/provider-http';
 import { open, openCredentials, sealCredentials } from '../lib/credentials';
 import { InstallationRefused, MintRateLimited, mintInstallationToken } from '../lib/github-app';
 import { failsEveryTime } from '../lib/outbound';
-import { clientCredentialsToken, GrantRefused, refreshGrant, TokenRequestRateLimited } from '../lib/oauth-client';
+import { ClientRefused, clientCredentialsToken, GrantRefused, refreshGrant, TokenRequestRateLimited } from '../lib/oauth-client';
 import { parseGitHubConfig } from '../connectors/github';
 import { githubAppSecretOf, installationTokenDue, sameInstallation, type GitHubAppSecret } from '../policy/github-app';
 import { clientCredentialsSecretOf, clientTokenDue, expiryOf, nextSecret, oauth2SecretOf, renewalDue, type ClientCredentialsSecret, type OAuth2Secret } from '../policy/oauth';
@@ -206,8 +207,16 @@ async function replacedSince(deps: Pick<ActivityDeps, 'pool' | 'credentials'>, c
   }
 }
 
-/** The provider refused the credential itself: the connection needs new credentials. */
-class Refusal extends Error {}
+/**
+ * The provider refused the credential itself: the connection needs new credentials. `oauthAppId`:
+ * the refusal was of that OAuth app's own client credentials (its secret revoked or rotated at the
+ * provider), not of the grant: a new client secret for the app ends it (see `updateOAuthApp`).
+ */
+class Refusal extends Error {
+  constructor(message: string, readonly oauthAppId?: string) {
+    super(message);
+  }
+}
 
 /**
  * A refusal: its reason and the webhook deliveries it wrote. `replaced`: the refused credential is
@@ -235,7 +244,8 @@ type RefreshOutcome = { secret: OAuth2Secret } | Refused;
 /**
  * The provider refused the credential `row` holds: marks the connection `needs_reauth` (unless new
  * credentials arrived meanwhile), opens its alert and writes the `connection.credentials_invalid`
- * event, in the caller's transaction.
+ * event, in the caller's transaction. A refusal of OAuth app `refusedApp`'s client names the app in
+ * the alert's context (`oauth_app_id`), which a new client secret for the app looks for.
  */
 async function refuseCredentials(
   deps: Pick<ActivityDeps, 'logger'>,
@@ -243,6 +253,7 @@ async function refuseCredentials(
   holder: CredentialHolder,
   row: CredentialForRefresh,
   reason: string,
+  refusedApp?: string,
 ): Promise<Refused> {
   const at = new Date();
   // A grant's refusal is every one of its connections'; a connection's own credential is its own.
@@ -253,7 +264,7 @@ async function refuseCredentials(
   const deliveries: string[] = [];
   for (const connection of marked) {
     const context = { connection_id: connection.id, provider_slug: connection.provider_slug, reason, at: at.toISOString() };
-    await raiseAlert(tx, 'connection_credentials_invalid', connection.id, context, { replace: true });
+    await raiseAlert(tx, 'connection_credentials_invalid', connection.id, refusedApp ? { ...context, oauth_app_id: refusedApp } : context, { replace: true });
     deliveries.push(...(await insertConnectionEvent(tx, { type: 'connection.credentials_invalid', connectionId: connection.id, data: context }, at)));
     deps.logger.warn({ connection_id: connection.id, provider_slug: connection.provider_slug, kind: row.credential_kind }, 'credentials refused by the provider: connection needs reauthorization');
   }
@@ -298,6 +309,7 @@ async function refreshWithLease(
         deps.logger.info({ connection_id: connectionId, ...(holder.table === 'oauth_grants' ? { grant_id: holder.id } : {}), rotated: answer.refresh_token !== undefined }, 'oauth2 access token refreshed');
         return nextSecret(latest, answer, Date.now());
       } catch (err) {
+        if (err instanceof ClientRefused) throw new Refusal(err.message, row.oauth_app_id!);
         if (err instanceof GrantRefused) throw new Refusal(`${err.message}; reconnect the connection or PATCH its credentials`);
         if (err instanceof TokenRequestRateLimited) throw new RateLimited(`oauth2: refreshing the access token: ${err.message}`, err.retryAfterSeconds);
         if (answersSoEveryTime(err)) throw new Permanent(`oauth2: refreshing the access token failed: ${(err as Error).message}`);
@@ -457,6 +469,9 @@ async function storeRenewal<S>(
       return withTransaction(deps.pool, async (tx) => {
         // After any store of a renewal that ended meanwhile (it undoes a refusal of what it spent).
         await lockCredentialRefresh(tx, holder.id);
+        // Ordered with a change of the OAuth app's client (which ends refusals of the old one): it
+        // committed first, and the client is seen changed below, or it waits for this commit.
+        if (row.oauth_app_id) await lockOAuthAppForUse(tx, row.oauth_app_id);
         // The refusal is of the credential that was renewed, asked for by the client that asked:
         // while the holder still has it (or, re-sealed by a key rotation, the same one) and its
         // OAuth app still that client, its connections need reauthorization; the connection of
@@ -468,7 +483,7 @@ async function storeRenewal<S>(
           now !== null && still !== null &&
           (JSON.stringify(now.credentials) === JSON.stringify(row.credentials) || kind.same(still, latest)) &&
           (kind.sameClient?.(now, row) ?? true);
-        const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason) : { invalid: reason, deliveries: [] };
+        const refused: Refused = held ? await refuseCredentials(deps, tx, holder, { ...row, credentials: now.credentials }, reason, err.oauthAppId) : { invalid: reason, deliveries: [] };
         await releaseCredentialLease(tx, holder, lease);
         const ours = holder.table === 'connections' ? held : held && (await findConnectionGrant(tx, connectionId))?.oauth_grant_id === holder.id;
         if (!ours) return { ...refused, replaced: true, label: kind.label };

@@ -128,7 +128,10 @@ export function listOAuthApps(deps: Pick<CommandDeps, 'pool'>, query: { tenantId
   return apps.listOAuthApps(deps.pool, query);
 }
 
-/** Changes an app (a new client secret is sealed); connections using it refresh with the change. */
+/**
+ * Changes an app (a new client secret is sealed); connections using it refresh with the change, and
+ * those refused for its client credentials get back their status when these change.
+ */
 export async function updateOAuthApp(deps: CommandDeps, id: string, change: OAuthAppUpdate): Promise<OAuthAppRow> {
   checkUrl(deps, 'authorize_url', change.authorizeUrl);
   checkUrl(deps, 'token_url', change.tokenUrl);
@@ -149,7 +152,7 @@ export async function updateOAuthApp(deps: CommandDeps, id: string, change: OAut
         throw new CommandRefused('conflict', 'oauth_app_in_use', 'token_url: connections hold grants of this OAuth app, whose refresh tokens would go to the new origin; create another OAuth app for it and reconnect them');
       }
     }
-    return apps.updateOAuthApp(tx, id, {
+    const updated = await apps.updateOAuthApp(tx, id, {
       clientId: change.clientId,
       sealedClientSecret: change.clientSecret === undefined ? undefined : seal(deps.credentials, { table: 'oauth_apps', id }, change.clientSecret),
       authorizeUrl: change.authorizeUrl,
@@ -157,6 +160,14 @@ export async function updateOAuthApp(deps: CommandDeps, id: string, change: OAut
       redirectUri: change.redirectUri,
       scopes: change.scopes,
     });
+    // New client credentials end the refusals of the old ones: the connections refused for the
+    // app's client (not for their grant) get back their status, and their next run refreshes with
+    // the new client. Under the app's lock, so a refusal of the old client either committed first
+    // (and is ended here) or waits and then finds the client changed (marking nothing).
+    if (change.clientId !== undefined || change.clientSecret !== undefined || change.tokenUrl !== undefined) {
+      await connections.resumeClientRefusedConnections(tx, id, new Date());
+    }
+    return updated;
   });
   if (!row) throw notFound('no OAuth app with that id');
   return row;

@@ -155,8 +155,8 @@ async function insertApp(): Promise<string> {
 }
 
 /** An active oauth2 connection whose access token expires in `seconds` (10: due, refreshed at its next use). */
-async function grantConnection(seconds = 10) {
-  const appId = await insertApp();
+async function grantConnection(seconds = 10, ofApp?: string) {
+  const appId = ofApp ?? (await insertApp());
   const id = randomUUID();
   const refresh = `rt_seed_${randomUUID()}`;
   idp.live.add(refresh);
@@ -407,6 +407,33 @@ describe("a refresh refused for the OAuth app's client credentials", () => {
     expect(alerts.rowCount).toBe(1);
     // The refresh token was not spent: nothing was lost.
     expect(idp.live.has(conn.refresh)).toBe(true);
+  });
+
+  it("a PATCH of the refused OAuth app's client secret gives its connections refused for that client back their status, alerts resolved, and the next run refreshes with the new secret; one refused for its grant still needs reconnecting", async () => {
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const byClient = await grantConnection();
+    const byGrant = await grantConnection(10, byClient.appId);
+    // A connection of the app is refused for its own grant (its refresh token revoked).
+    idp.live.delete(byGrant.refresh);
+    const revoked = await credentialProvider(deps, byGrant.id, byGrant.sealed, byGrant.id).current().then(() => null, (e: Error) => e);
+    expect(revoked?.message).toMatch(/invalid_grant/);
+    // Then the app's secret is rotated at the provider: the stored one is refused from now on.
+    const rotated = `client-secret-rotated-${randomUUID().slice(0, 8)}`;
+    idp.mode.clientSecret = rotated;
+    const refused = await credentialProvider(deps, byClient.id, byClient.sealed, byClient.id).current().then(() => null, (e: Error) => e);
+    expect(refused?.message).toMatch(/invalid_client/);
+    expect([(await stored(byClient.id)).status, (await stored(byGrant.id)).status]).toEqual(['needs_reauth', 'needs_reauth']);
+
+    // A change of what is not the client (scopes) resumes nothing; the new secret does.
+    await updateOAuthApp(commandDeps(), byClient.appId, { scopes: ['read', 'write'] });
+    expect((await stored(byClient.id)).status).toBe('needs_reauth');
+    await updateOAuthApp(commandDeps(), byClient.appId, { clientSecret: rotated });
+    expect([(await stored(byClient.id)).status, (await stored(byGrant.id)).status]).toEqual(['active', 'needs_reauth']);
+    const open = async (id: string) => (await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id])).rowCount;
+    expect([await open(byClient.id), await open(byGrant.id)]).toEqual([0, 1]);
+    // The refresh token was never spent: the next run refreshes with the new secret.
+    const retried = await credentialProvider(deps, byClient.id, byClient.sealed, byClient.id).current();
+    expect(retried).toEqual({ token: idp.issued.at(-1)!.access_token });
   });
 
   it("refused with the client secret the OAuth app held before a PATCH gave it a new one while the endpoint answered: nothing is refused, the run is tried again and refreshes with the new secret", async () => {

@@ -886,6 +886,29 @@ export async function resumeRefusedConnections(db: Queryable, holder: Credential
   return rows.map((row) => row.id);
 }
 
+/**
+ * Gives every connection refused for OAuth app `appId`'s own client (its open
+ * `connection_credentials_invalid` alert names the app: see `refuseCredentials`) back the status
+ * the refusal found it in, and resolves those alerts at `at`: the app has new client credentials,
+ * and the grants were never refused. Connections refused for their grant stay `needs_reauth`. The
+ * connections changed.
+ */
+export async function resumeClientRefusedConnections(db: Queryable, appId: string, at: Date): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `with refused as (
+       update alerts a set resolved_at = $2
+         from connections c
+        where a.connection_id = c.id and a.category = 'connection_credentials_invalid' and a.resolved_at is null
+          and a.context ->> 'oauth_app_id' = $1::text and c.oauth_app_id = $1::uuid and c.status = ${CONNECTION.needs_reauth}
+        returning c.id)
+     update connections c set status = ${REAUTH_ENDED('c')}, status_before_reauth = null
+       from refused r where c.id = r.id
+     returning c.id`,
+    [appId, at],
+  );
+  return rows.map((row) => row.id);
+}
+
 /** Ends the renewal lease `lease` of connection `id` when it is still held (a renewal that failed). */
 export async function releaseCredentialLease(db: Queryable, holder: CredentialHolder, lease: string): Promise<void> {
   await db.query(
