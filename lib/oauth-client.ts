@@ -97,6 +97,9 @@ function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.A
  * - a `scope` given as a JSON array of strings (Twitch answers so) taken as the space-separated
  *   list RFC 6749 spells, and a `scope` of any other type dropped (the scopes held before stay),
  *   for the same reason.
+ * - no `token_type` (or null; LinkedIn answers none, though RFC 6749 asks for one) taken as
+ *   `bearer`: Synctide sends every access token as a bearer token, and refusing the answer would
+ *   lose it and a rotated refresh token, as above.
  * Every other member is kept and validated as it came.
  */
 function plainAnswer(body: Buffer): Buffer | null {
@@ -117,12 +120,15 @@ function plainAnswer(body: Buffer): Buffer | null {
     const seconds = typeof answer.expires_in === 'number' ? answer.expires_in : typeof answer.expires_in === 'string' ? Number.parseFloat(answer.expires_in) : Number.NaN;
     if (!Number.isFinite(seconds) || seconds <= 0) drop.add('expires_in');
   }
+  // No token type (LinkedIn answers none; RFC 6749 asks for one): the access token is a bearer
+  // token, the only kind Synctide sends.
+  if (typeof answer.access_token === 'string' && (answer.token_type === undefined || answer.token_type === null)) replaced.token_type = 'bearer';
   const scope = answer.scope;
   if (Array.isArray(scope) && scope.every((s) => typeof s === 'string')) replaced.scope = scope.join(' ');
   else if (scope !== undefined && scope !== null && typeof scope !== 'string') drop.add('scope');
   if (drop.size === 0 && Object.keys(replaced).length === 0) return null;
-  const kept = Object.entries(answer).filter(([key]) => !drop.has(key)).map(([key, value]) => [key, Object.hasOwn(replaced, key) ? replaced[key] : value]);
-  return Buffer.from(JSON.stringify(Object.fromEntries(kept)), 'utf8');
+  const kept = Object.entries(answer).filter(([key]) => !drop.has(key) && !Object.hasOwn(replaced, key));
+  return Buffer.from(JSON.stringify({ ...Object.fromEntries(kept), ...replaced }), 'utf8');
 }
 
 /** Whether `body` is an OAuth 2 error answer: a JSON object with a string `error` and no `access_token`. */

@@ -216,11 +216,35 @@ describe('token answers carrying an OpenID Connect id_token of another issuer', 
     expect((await stored(id)).secret).toMatchObject({ access_token: issued.access_token, refresh_token: issued.refresh_token });
   });
 
-  it('every other check of the answer stays: an answer without token_type is refused (id_token or not)', async () => {
-    idp.mode = { idToken: true, noTokenType: true, refuse: null };
-    const seed = `rt_seed_${randomUUID()}`;
-    idp.live.add(seed);
-    await expect(refreshGrant(app(), seed, POLICY)).rejects.toBeInstanceOf(TokenRequestFailed);
+  it('an answer without token_type (LinkedIn answers so) is a bearer token: a refresh keeps the rotated refresh token, and the connect flow stores the grant', async () => {
+    for (const idToken of [false, true]) {
+      idp.mode = { idToken, noTokenType: true, refuse: null };
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+      expect(answer, `id_token: ${idToken}`).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
+    }
+    idp.mode = { idToken: false, noTokenType: true, refuse: null };
+    const appId = await insertApp();
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
+      id, `t-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
+    ]);
+    const start = await startAuthorization(commandDeps(), id, { appId });
+    const url = new URL(start.authorization_url);
+    const code = `code_${randomUUID()}`;
+    idp.codes.set(code, url.searchParams.get('code_challenge')!);
+    expect(await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code })).toEqual({ connection_id: id, status: 'active' });
+    expect((await stored(id)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, refresh_token: idp.issued.at(-1)!.refresh_token });
+  });
+
+  it('every other check of the answer stays: an answer without an access token, or with a token_type that is not a string, is refused', async () => {
+    for (const extra of [{ access_token: undefined }, { access_token: 42 }, { token_type: 7 }]) {
+      idp.mode = { idToken: false, noTokenType: false, refuse: null, extra };
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      await expect(refreshGrant(app(), seed, POLICY), JSON.stringify(extra)).rejects.toBeInstanceOf(TokenRequestFailed);
+    }
   });
 });
 
