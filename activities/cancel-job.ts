@@ -2,6 +2,7 @@ import { cancelJobAndTasks } from '../db/events';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -14,7 +15,7 @@ export function cancelJob(deps: ActivityDeps): Activities['cancelJob'] {
   return async (input) => {
     const at = new Date(input.at);
     const cancelled = await withTransaction(pool, async (tx) => {
-      const job = await cancelJobAndTasks(tx, input.jobId, at, input.reason);
+      const job = await cancelJobAndTasks(tx, input.jobId, at, input.reason, feedCursors(deps.credentials));
       if (job) logger.info({ job_id: input.jobId, connection_id: job.connection_id, reason: input.reason }, 'sync job cancelled');
       return job;
     });

@@ -4,11 +4,13 @@ import type { PoolClient } from 'pg';
 import { lockTenant, runningJobsAndOverride } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { cancelJobAndTasks } from '../db/events';
+import type { CursorCodec, FeedCursor } from '../policy/cursors';
 import { findPauseAt } from '../db/models/breaker';
 import { lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
 import type { Activities, ClaimedJob } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -24,7 +26,7 @@ export function claimJob(deps: ActivityDeps): Activities['claimJob'] {
   return async (input) => {
     const at = claimTime(input.at);
     const outcome = await withTransaction(deps.pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, feedCursors(deps.credentials), deps.tenantLimits);
       // A job claimed again after a wait learns of a breaker pause that began meanwhile.
       if (claim.claimed) claim.claimed.pausedUntil = (await findPauseAt(tx, claim.claimed.connectionId, at))?.getTime() ?? null;
       return claim;
@@ -76,12 +78,14 @@ export interface ClaimOutcome {
  * of the tenant waits for until the holder commits: with `deferLimit` the check is left to the
  * caller (`checkLimit`) to run last, just before its commit, so a transaction that does more after
  * the claim (startJob prepares the job) holds the lock for one statement, not for all of its work.
+ * A job cancelled instead writes its event with its feed cursor sealed by `cursors`.
  */
 export async function claimInTx(
   tx: PoolClient,
   jobId: string,
   workflowId: string,
   at: Date,
+  cursors: CursorCodec<FeedCursor>,
   defaults: TenantLimits = DEFAULT_TENANT_LIMITS,
   deferLimit = false,
 ): Promise<ClaimOutcome> {
@@ -92,7 +96,7 @@ export async function claimInTx(
     : job.connection_status === 'paused' && job.status === 'queued' ? 'connection paused'
     : null;
   if (refusal) {
-    const cancelled = await cancelJobAndTasks(tx, jobId, at, refusal);
+    const cancelled = await cancelJobAndTasks(tx, jobId, at, refusal, cursors);
     if (!cancelled) return {};
     const { deliveries, ...ended } = cancelled;
     return { ended, reason: refusal, deliveries };

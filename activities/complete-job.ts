@@ -1,6 +1,7 @@
 // One of the merged steps of the lean cycle: in one transaction what two or three of the older
 // activities did in one each, so a workflow can run it as one local activity.
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { afterFinish, finishInTx } from './finish-job';
@@ -17,7 +18,7 @@ export function completeJob(deps: ActivityDeps): Activities['completeJob'] {
     const finish = { jobId: input.jobId, outcome: 'completed' as const, at: input.at, startedAt: input.startedAt };
     const deliveries: string[] = [];
     const finished = await withTransaction(deps.pool, async (tx) => {
-      const job = await finishInTx(tx, finish, deliveries);
+      const job = await finishInTx(tx, finish, deliveries, feedCursors(deps.credentials));
       if (job?.status === 'completed') await recordSuccessInTx(tx, input.connectionId, new Date(input.at), deliveries);
       return job;
     });

@@ -1,11 +1,13 @@
 import type { PoolClient } from 'pg';
 import { afterJobCancelled, emitJobEvents } from '../db/events';
 import { endLeftSchedulerJobs, type EndedJob } from '../db/models/jobs';
+import type { CursorCodec, FeedCursor } from '../policy/cursors';
 import { forgetSeenOfTasks } from '../db/models/seen';
 import { failOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { STOPPED_QUEUED_JOB_REASONS } from '../policy/job-lifecycle';
 import { JOB_STATUS } from '../policy/vocabulary';
@@ -28,7 +30,7 @@ export const ABANDONED_REASON =
 export function failAbandonedJobs(deps: ActivityDeps): Activities['failAbandonedJobs'] {
   const { pool, logger, metrics } = deps;
   return async (input) => {
-    const { jobs: failed, deliveries } = await withTransaction(pool, (tx) => failAbandonedInTx(tx, input.connectionId, new Date(input.at), input.runId ?? null));
+    const { jobs: failed, deliveries } = await withTransaction(pool, (tx) => failAbandonedInTx(tx, input.connectionId, new Date(input.at), input.runId ?? null, feedCursors(deps.credentials)));
     startDeliveriesSoon(deps, deliveries);
     logEndedJobs(logger, input.connectionId, failed);
     for (const job of failed) recordJobEnded(metrics, job);
@@ -38,7 +40,7 @@ export function failAbandonedJobs(deps: ActivityDeps): Activities['failAbandoned
 
 /**
  * The cleanup's statements, inside the caller's transaction, with the ended jobs' `sync.failed`
- * (or `sync.cancelled`) events; the caller logs and counts the ended jobs and starts the deliveries once it committed.
+ * (or `sync.cancelled`) events, their feed cursors sealed by `cursors`; the caller logs and counts the ended jobs and starts the deliveries once it committed.
  * Jobs of `runId` (the run cleaning up) are its own, never abandoned: running the cleanup again
  * after the run enqueued (a repeated local activity) leaves them alone.
  *
@@ -54,6 +56,7 @@ export async function failAbandonedInTx(
   connectionId: string,
   at: Date,
   runId: string | null,
+  cursors: CursorCodec<FeedCursor>,
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
   const rows = await endLeftSchedulerJobs(tx, connectionId, at, ABANDONED_REASON, runId, STOPPED_QUEUED_JOB_REASONS);
   if (rows.length === 0) return { jobs: [], deliveries: [] };
@@ -62,12 +65,12 @@ export async function failAbandonedInTx(
   const deliveries: string[] = [];
   for (const job of cancelled) {
     // As a pause or disable cancels a job: its open tasks with it, their seen-sets forgotten.
-    deliveries.push(...(await afterJobCancelled(tx, job.id, at, job.last_error)));
+    deliveries.push(...(await afterJobCancelled(tx, job.id, at, job.last_error, cursors)));
   }
   if (failed.length > 0) {
     // Paging state of full passes that will never finish.
     await forgetSeenOfTasks(tx, await failOpenTasksOfJobs(tx, failed.map((r) => r.id), at, ABANDONED_REASON));
-    deliveries.push(...(await emitJobEvents(tx, failed.map((r) => r.id), 'failed', at)));
+    deliveries.push(...(await emitJobEvents(tx, failed.map((r) => r.id), 'failed', at, cursors)));
   }
   return { jobs: [...cancelled, ...failed], deliveries };
 }

@@ -4,10 +4,12 @@ import type { PoolClient } from 'pg';
 import { findJobStatus, finishRunningJob, type FinishedJob } from '../db/models/jobs';
 import { emitJobEvent } from '../db/events';
 import { withTransaction } from '../db/transaction';
+import type { CursorCodec, FeedCursor } from '../policy/cursors';
 import { loggedAttempt } from '../policy/job-lifecycle';
 import type { JobStatus } from '../policy/vocabulary';
 import type { Activities, FinishJobInput } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { startDeliveriesSoon } from './webhook-deliveries';
 
@@ -24,16 +26,17 @@ import { startDeliveriesSoon } from './webhook-deliveries';
 export function finishJob(deps: ActivityDeps): Activities['finishJob'] {
   return async (input) => {
     const deliveries: string[] = [];
-    const finished = await withTransaction(deps.pool, (tx) => finishInTx(tx, input, deliveries));
+    const finished = await withTransaction(deps.pool, (tx) => finishInTx(tx, input, deliveries, feedCursors(deps.credentials)));
     return afterFinish(deps, input, finished, deliveries);
   };
 }
 
 /**
  * Finishing, inside the caller's transaction: the job's end, its attempt's log row, its alert and
- * its webhook event, whose new deliveries' ids are added to `deliveries`.
+ * its webhook event (its feed cursor sealed by `cursors`), whose new deliveries' ids are added to
+ * `deliveries`.
  */
-export async function finishInTx(tx: PoolClient, input: FinishJobInput, deliveries: string[]): Promise<FinishedJob | null> {
+export async function finishInTx(tx: PoolClient, input: FinishJobInput, deliveries: string[], cursors: CursorCodec<FeedCursor>): Promise<FinishedJob | null> {
   const at = new Date(input.at);
   const job = await finishRunningJob(tx, input.jobId, input.outcome, at, input.error ?? null);
   if (!job) return null;
@@ -56,7 +59,7 @@ export async function finishInTx(tx: PoolClient, input: FinishJobInput, deliveri
       failed_at: at.toISOString(),
     }, { replace: true });
   }
-  deliveries.push(...(await emitJobEvent(tx, input.jobId, job.status, at)));
+  deliveries.push(...(await emitJobEvent(tx, input.jobId, job.status, at, cursors)));
   return job;
 }
 

@@ -2,6 +2,7 @@
 // activities did in one each, so a workflow can run it as one local activity.
 import { setStatusUnlessDisabled, findSchedulingRow } from '../db/models/connections';
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import type { Activities } from '../temporal/activities';
 import { storeLegacyScheduleChange } from './connection-settings';
@@ -21,7 +22,7 @@ export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
   return async (input) => {
     const at = new Date(input.at);
     const { abandoned, deliveries, row } = await withTransaction(pool, async (tx) => {
-      const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId) : { jobs: [], deliveries: [] };
+      const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId, feedCursors(deps.credentials)) : { jobs: [], deliveries: [] };
       if (input.schedule) await storeLegacyScheduleChange(tx, input.connectionId, input.schedule, settings, logger);
       if (input.status) await setStatusUnlessDisabled(tx, input.connectionId, input.status);
       return { abandoned: abandoned.jobs, deliveries: abandoned.deliveries, row: await findSchedulingRow(tx, input.connectionId, at, settings) };

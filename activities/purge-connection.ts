@@ -6,6 +6,7 @@ import { deleteBudgetsOnlyOf } from '../db/models/rate-budgets';
 import { cancelJobAndTasks } from '../db/events';
 import { lockTenant, runningPlacesBesidePurge } from '../db/models/tenant-limits';
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
 import { cancelConnectionWorkflow, cancelImmediateSync, cancelJobWorkflow, immediateSyncHandle, isWorkflowRunning } from '../temporal/client';
@@ -73,7 +74,7 @@ export function quiesceConnection(deps: ActivityDeps): Activities['quiesceConnec
     const deliveries: string[] = [];
     for (const jobId of await purges.findActiveJobIds(pool, connectionId)) {
       const ended = await withTransaction(pool, async (tx) => {
-        const job = await cancelJobAndTasks(tx, jobId, at, 'connection deleted');
+        const job = await cancelJobAndTasks(tx, jobId, at, 'connection deleted', feedCursors(deps.credentials));
         if (job) deliveries.push(...job.deliveries);
         return job;
       });

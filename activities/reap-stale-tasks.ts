@@ -7,6 +7,7 @@ import { reapStaleTasks as reapTasks } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { isWorkflowRunning } from '../temporal/client';
 import { loggedAttempt } from '../policy/job-lifecycle';
@@ -88,7 +89,7 @@ export function reapStaleTasks(deps: ActivityDeps): Activities['reapStaleTasks']
         outcome: 'failed' as const,
         errorSummary: j.last_error,
       })));
-      const deliveries = await emitJobEvents(tx, failed.map((j) => j.id), 'failed', at);
+      const deliveries = await emitJobEvents(tx, failed.map((j) => j.id), 'failed', at, feedCursors(deps.credentials));
       return { taskIds, jobIds, failed, deliveries };
     });
 

@@ -7,6 +7,7 @@ import { findPendingDeliveries } from '../db/models/webhooks';
 import { findOpenPurgesCreatedBefore } from '../db/models/purges';
 import { failOpenTasksOfJobs, lockOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { stoppedQueuedJobReason } from '../policy/job-lifecycle';
 import { coldStartDelayMs } from '../policy/schedule';
@@ -308,7 +309,7 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
     // tick's start: a resume meanwhile makes it an active connection's job, failed as abandoned).
     const stopped = ownedByScheduler ? stoppedQueuedJobReason(await findConnectionStatus(tx, job.connection_id)) : null;
     if (stopped) {
-      const row = await cancelJobAndTasks(tx, job.id, new Date(at), stopped, true);
+      const row = await cancelJobAndTasks(tx, job.id, new Date(at), stopped, feedCursors(deps.credentials), true);
       return row && { ...row, cancelledAs: stopped };
     }
     // Its tasks' rows first, as a page's statement takes them (the lost run's activity may still store one).
@@ -317,7 +318,7 @@ async function reconcileJob(deps: ActivityDeps, job: ActiveJobToCheck, running: 
     if (!row) return null;
     await failOpenTasksOfJobs(tx, [job.id], new Date(at), NO_WORKFLOW_REASON);
     await forgetSeenOfJob(tx, job.id);
-    return { ...row, cancelledAs: null, deliveries: await emitJobEvent(tx, job.id, 'failed', new Date(at)) };
+    return { ...row, cancelledAs: null, deliveries: await emitJobEvent(tx, job.id, 'failed', new Date(at), feedCursors(deps.credentials)) };
   });
   if (!ended) return;
   startDeliveriesSoon(deps, ended.deliveries);

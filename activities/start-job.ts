@@ -2,6 +2,7 @@
 // activities did in one each, so a workflow can run it as one local activity.
 import { ConnectorError } from '../connectors/types';
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
 import type { Activities, PreparedJob } from '../temporal/activities';
 import { afterClaim, claimInTx, claimTime } from './claim-job';
 import type { ActivityDeps } from './deps';
@@ -17,7 +18,7 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
   return async (input) => {
     const at = claimTime(input.at);
     const outcome = await withTransaction(pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, deps.tenantLimits, true);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, feedCursors(deps.credentials), deps.tenantLimits, true);
       if (!claim.claimed) return { claim };
       let result: { claim: typeof claim; prepared?: PreparedJob; invalid?: string };
       try {

@@ -97,7 +97,8 @@ async function attempt(
     type: target.event_type,
     created_at: target.event_created_at.toISOString(),
     tenant_id: target.tenant_id,
-    // A `sync.*` event's feed cursor is sealed as the feed's own cursors are, scoped to the event's connection.
+    // A `sync.*` event's feed cursor was sealed when the event was written; one stored plain (an
+    // event written before that) is sealed here, as the feed's own cursors are, scoped to the event's connection.
     data: withSealedCursor(target.payload, feedCursors(credentials), target.event_connection_id),
   });
   // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same

@@ -17,7 +17,9 @@ import { lockOpenTasksOfJobs } from '../db/models/tasks';
 import { insertConnectionEvent } from '../db/models/webhooks';
 import { withTransaction } from '../db/transaction';
 import { sealCredentials } from '../lib/credentials';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
+import type { CursorCodec, FeedCursor } from '../policy/cursors';
 import { sharedGrantOf } from '../policy/oauth';
 import { parseSchedule, type Schedule, type ScheduleFields } from '../policy/schedule';
 import { CONNECTION_STATUS, CONNECTION_STATUSES, type ConnectionStatus } from '../policy/vocabulary';
@@ -340,7 +342,7 @@ export async function pauseConnection(deps: CommandDeps, id: string): Promise<St
   const { written, cancelled } = await withTransaction(deps.pool, async (tx) => {
     const written = await connections.setStatusFrom(tx, row.id, CONNECTION_STATUS.paused, PAUSABLE);
     const paused = written !== null && PAUSABLE.includes(written.previous);
-    return { written, cancelled: paused ? await cancelQueuedSchedulerJobs(tx, row.id, new Date(), 'connection paused', null) : null };
+    return { written, cancelled: paused ? await cancelQueuedSchedulerJobs(tx, row.id, new Date(), 'connection paused', null, feedCursors(deps.credentials)) : null };
   });
   if (written === null) throw notFound('no connection with that id');
   if (!cancelled) throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
@@ -382,7 +384,7 @@ export async function resumeConnection(deps: CommandDeps, id: string): Promise<S
  */
 export async function disableConnection(deps: CommandDeps, id: string): Promise<StatusChange> {
   const row = await getConnection(deps, id);
-  const written = await withTransaction(deps.pool, (tx) => writeDisabled(tx, row));
+  const written = await withTransaction(deps.pool, (tx) => writeDisabled(tx, row, feedCursors(deps.credentials)));
   // Deleted since it was read (its purge completed meanwhile): nothing was written, nothing runs.
   if (!written.found) throw notFound('no connection with that id');
   await stopConnectionWork(deps, row, written);
@@ -406,13 +408,14 @@ export interface DisabledWrite {
  * start-up cleanup of the run a resume starts); a running one finds it cancelled already and
  * announces nothing more. A job already claimed is left to its run. Whether it was disabled
  * already is read with the write, under the row's lock, not from `row` (read before): two
- * disables at once (or a disable and a delete) announce it once.
+ * disables at once (or a disable and a delete) announce it once. The cancelled jobs' events carry
+ * feed cursors sealed by `cursors`.
  */
-export async function writeDisabled(tx: PoolClient, row: ConnectionRow): Promise<DisabledWrite> {
+export async function writeDisabled(tx: PoolClient, row: ConnectionRow, cursors: CursorCodec<FeedCursor>): Promise<DisabledWrite> {
   const previous = await connections.disableConnectionRow(tx, row.id);
   if (previous === null) return { found: false, deliveries: [], ended: [] };
   const at = new Date();
-  const cancelled = await cancelQueuedSchedulerJobs(tx, row.id, at, 'connection disabled', null);
+  const cancelled = await cancelQueuedSchedulerJobs(tx, row.id, at, 'connection disabled', null, cursors);
   if (previous === 'disabled') return { found: true, deliveries: cancelled.deliveries, ended: cancelled.jobs };
   const announced = await insertConnectionEvent(tx, { type: 'connection.disabled', connectionId: row.id, data: { connection_id: row.id, disabled_at: at.toISOString() } }, at);
   return { found: true, deliveries: [...announced, ...cancelled.deliveries], ended: cancelled.jobs };
@@ -440,7 +443,7 @@ export async function stopConnectionWork(deps: CommandDeps, row: ConnectionRow, 
     if (hadWorkflow && job.status !== 'queued') continue;
     const at = new Date();
     const ended = await withTransaction(deps.pool, async (tx) => {
-      const cancelled = await cancelJobAndTasks(tx, job.id, at, 'connection disabled', hadWorkflow);
+      const cancelled = await cancelJobAndTasks(tx, job.id, at, 'connection disabled', feedCursors(deps.credentials), hadWorkflow);
       if (cancelled) deliveries.push(...cancelled.deliveries);
       return cancelled;
     });
@@ -468,7 +471,7 @@ async function cancelOrphanedSchedulerJobs(deps: CommandDeps, id: string, delive
     if ((await connections.lockStatusForShare(tx, id)) !== CONNECTION_STATUS.disabled) return [];
     const cancelled: EndedJob[] = [];
     for (const jobId of await jobs.findActiveSchedulerJobs(tx, id)) {
-      const job = await cancelJobAndTasks(tx, jobId, at, 'connection disabled');
+      const job = await cancelJobAndTasks(tx, jobId, at, 'connection disabled', feedCursors(deps.credentials));
       if (!job) continue;
       cancelled.push(job);
       deliveries.push(...job.deliveries);

@@ -11,6 +11,7 @@ import type { JobRow, ListedJobRow, ListJobsInput, NewJob } from '../db/models/j
 import { cancelJobAndTasks } from '../db/events';
 import { findJobTasks, type TaskRow } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
 import { ACTIVE_JOB_STATUSES, isActiveJobStatus, isSchedulerTrigger, type SyncMode } from '../policy/vocabulary';
 import {
@@ -419,7 +420,7 @@ async function jobFinished(deps: CommandDeps, id: string): Promise<CommandRefuse
  */
 async function endJob(deps: CommandDeps, jobId: string, reason: string, onlyQueued = false): Promise<boolean> {
   const at = new Date();
-  const ended = await withTransaction(deps.pool, (tx) => cancelJobAndTasks(tx, jobId, at, reason, onlyQueued));
+  const ended = await withTransaction(deps.pool, (tx) => cancelJobAndTasks(tx, jobId, at, reason, feedCursors(deps.credentials), onlyQueued));
   if (!ended) return false;
   recordJobEnded(deps.metrics, ended);
   await startWebhookDeliveries(deps.temporal, deps.taskQueue, ended.deliveries);

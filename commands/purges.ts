@@ -4,6 +4,7 @@ import type { PurgeRow } from '../db/models/purges';
 import { startConnectionPurge } from '../temporal/client';
 import { withTransaction } from '../db/transaction';
 import { lockConnection } from '../db/models/connections';
+import { feedCursors } from '../lib/feed-cursors';
 import { getConnection, stopConnectionWork, writeDisabled } from './connections';
 import type { CommandDeps } from './deps';
 import { notFound } from './errors';
@@ -31,7 +32,7 @@ export async function deleteConnection(deps: CommandDeps, id: string): Promise<P
     // purge no longer open, so another would be recorded for a connection that is gone).
     if (!(await lockConnection(tx, row.id))) return { purge: null, written: null };
     const purge = (await purges.insertPurge(tx, row.id, row.tenant_id)) ?? (await purges.findOpenPurge(tx, row.id));
-    return { purge, written: purge ? await writeDisabled(tx, row) : null };
+    return { purge, written: purge ? await writeDisabled(tx, row, feedCursors(deps.credentials)) : null };
   });
   if (!purge || !written) throw notFound('no connection with that id');
   await stopConnectionWork(deps, row, written);

@@ -3,32 +3,35 @@
 // event of the status it ended with; the caller starts the returned deliveries after commit (and
 // the reconcile tick starts any it could not). A cancellation ends the same way whichever
 // statement made it (`afterJobCancelled`): several statements, so it lives here, not in a table's
-// module.
+// module. A job event's feed cursor is sealed by the caller's codec (`cursors`, the credentials key
+// active when the event is written) and stored so: the event's body never changes after.
 import type { PoolClient } from 'pg';
 import type { Queryable } from './queryable';
 import { cancelActiveJob, findQueuedSchedulerJobs, type EndedJob } from './models/jobs';
 import { forgetSeenOfJob } from './models/seen';
 import { cancelOpenTasks, lockOpenTasksOfJobs } from './models/tasks';
 import { findJobEventFacts, insertConnectionEvent } from './models/webhooks';
+import type { CursorCodec, FeedCursor } from '../policy/cursors';
 import { JOB_EVENT_TYPES, jobEventData } from '../policy/webhook-events';
 import type { FinishedJobStatus } from '../policy/vocabulary';
 
 /**
  * Writes the event of job `jobId`, which just ended `status` in transaction `tx` (`sync.completed`,
  * `sync.failed` or `sync.cancelled`), with one pending delivery per subscribed webhook of its
- * tenant; returns the deliveries' ids. Nothing is written when nobody listens.
+ * tenant, its feed cursor sealed by `cursors`; returns the deliveries' ids. Nothing is written
+ * when nobody listens.
  */
-export async function emitJobEvent(tx: Queryable, jobId: string, status: FinishedJobStatus, at: Date): Promise<string[]> {
+export async function emitJobEvent(tx: Queryable, jobId: string, status: FinishedJobStatus, at: Date, cursors: CursorCodec<FeedCursor>): Promise<string[]> {
   const type = JOB_EVENT_TYPES[status];
   const facts = await findJobEventFacts(tx, jobId, type);
   if (!facts) return [];
-  return insertConnectionEvent(tx, { type, connectionId: facts.connection_id, data: jobEventData(facts) }, at);
+  return insertConnectionEvent(tx, { type, connectionId: facts.connection_id, data: jobEventData(facts, cursors) }, at);
 }
 
 /** emitJobEvent for each job of `jobIds`, all ended `status`; returns every new delivery's id. */
-export async function emitJobEvents(tx: Queryable, jobIds: string[], status: FinishedJobStatus, at: Date): Promise<string[]> {
+export async function emitJobEvents(tx: Queryable, jobIds: string[], status: FinishedJobStatus, at: Date, cursors: CursorCodec<FeedCursor>): Promise<string[]> {
   const deliveries: string[] = [];
-  for (const jobId of jobIds) deliveries.push(...(await emitJobEvent(tx, jobId, status, at)));
+  for (const jobId of jobIds) deliveries.push(...(await emitJobEvent(tx, jobId, status, at, cursors)));
   return deliveries;
 }
 
@@ -39,10 +42,10 @@ export async function emitJobEvents(tx: Queryable, jobIds: string[], status: Fin
  * pass never reaches its deletion step), and its `sync.cancelled` event written; returns the new
  * deliveries' ids, which the caller starts once `tx` committed.
  */
-export async function afterJobCancelled(tx: PoolClient, jobId: string, at: Date, reason: string): Promise<string[]> {
+export async function afterJobCancelled(tx: PoolClient, jobId: string, at: Date, reason: string, cursors: CursorCodec<FeedCursor>): Promise<string[]> {
   await cancelOpenTasks(tx, jobId, at, reason);
   await forgetSeenOfJob(tx, jobId);
-  return emitJobEvent(tx, jobId, 'cancelled', at);
+  return emitJobEvent(tx, jobId, 'cancelled', at, cursors);
 }
 
 /**
@@ -57,6 +60,7 @@ export async function cancelJobAndTasks(
   id: string,
   at: Date,
   reason: string,
+  cursors: CursorCodec<FeedCursor>,
   onlyQueued = false,
 ): Promise<(EndedJob & { connection_id: string; deliveries: string[] }) | null> {
   // The tasks' rows before the job's (the order a page's statement takes them); a job not yet
@@ -64,7 +68,7 @@ export async function cancelJobAndTasks(
   if (!onlyQueued) await lockOpenTasksOfJobs(tx, [id]);
   const job = await cancelActiveJob(tx, id, at, reason, onlyQueued);
   if (!job) return null;
-  return { ...job, deliveries: await afterJobCancelled(tx, id, at, reason) };
+  return { ...job, deliveries: await afterJobCancelled(tx, id, at, reason, cursors) };
 }
 
 /**
@@ -79,10 +83,11 @@ export async function cancelQueuedSchedulerJobs(
   at: Date,
   reason: string,
   exceptRunId: string | null,
+  cursors: CursorCodec<FeedCursor>,
 ): Promise<{ jobs: (EndedJob & { id: string })[]; deliveries: string[] }> {
   const ended: { jobs: (EndedJob & { id: string })[]; deliveries: string[] } = { jobs: [], deliveries: [] };
   for (const id of await findQueuedSchedulerJobs(tx, connectionId, exceptRunId)) {
-    const cancelled = await cancelJobAndTasks(tx, id, at, reason, true);
+    const cancelled = await cancelJobAndTasks(tx, id, at, reason, cursors, true);
     if (!cancelled) continue;
     const { deliveries, ...job } = cancelled;
     ended.jobs.push({ ...job, id });

@@ -3,7 +3,9 @@
 // a readable position would tell a tenant, from the gaps between its cursors, how much the rest of
 // the platform writes. Sealing is deterministic (AES-256-GCM under a nonce derived from the
 // position with HMAC-SHA256, with keys of their own derived from the credentials keyring): one
-// position is one cursor text, so an event's body is the same bytes on every delivery attempt.
+// position is one cursor text under one key. An event's cursor is sealed when the event is written
+// (jobEventData, with the writer's keyring) and stored sealed, so the event's body is the same
+// bytes on every delivery attempt, whatever key is active when an attempt is made.
 // A plain cursor (base64url JSON, as handed out before cursors were sealed) is never read: anyone
 // can make one at any position, and what the feed answers it (a page from there, or a refusal past
 // the sequence's last value) would tell the positions sealing hides. It is told apart (`open`
@@ -91,15 +93,16 @@ export function feedCursors(keyring: Keyring): FeedCursors {
 const EVENT_CURSOR_FIELD = 'cursor' satisfies keyof JobEventData;
 
 /**
- * An event's `data` as it is delivered: its feed cursor (EVENT_CURSOR_FIELD) sealed under
- * `cursors`. The stored event keeps the plain position, so a delivery after a key rotation seals
- * under the key active then. A position stored before cursors named their connection is a position
- * in the feed of the event's connection (`connectionId`), and is sealed naming it: the feed reads a
- * cursor on its own connection's feed only, and refuses one naming none.
+ * An event's `data` as it is delivered. A cursor stored sealed (every event written since events
+ * seal theirs when written) is sent as stored. A plain position (EVENT_CURSOR_FIELD of an event
+ * stored before that) is sealed under `cursors`, the key active at the attempt: such an event keeps
+ * one body only while that key stays active. A position stored before cursors named their
+ * connection is a position in the feed of the event's connection (`connectionId`), and is sealed
+ * naming it: the feed reads a cursor on its own connection's feed only, and refuses one naming none.
  */
 export function withSealedCursor(data: Record<string, unknown>, cursors: FeedCursors, connectionId: string | null): Record<string, unknown> {
   const text = data[EVENT_CURSOR_FIELD];
-  if (typeof text !== 'string') return data;
+  if (typeof text !== 'string' || text.startsWith(PREFIX)) return data;
   const position = feedCursor.decode(text);
   if (!position) return data;
   const connection = position.connection ?? connectionId?.toLowerCase();

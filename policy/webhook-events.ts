@@ -1,6 +1,6 @@
 // Webhook events about a job's end, typed: which event a finished job sends, and its payload,
 // built here from the facts the database holds. Pure: no I/O.
-import { feedCursor, type FeedCursor } from './cursors';
+import type { CursorCodec, FeedCursor } from './cursors';
 import type { FinishedJobStatus, JobTrigger, SyncMode, WebhookEventType } from './vocabulary';
 
 /** The event every job end sends, by the status it ended with (whoever ended it). */
@@ -46,8 +46,12 @@ export interface JobEventData {
   cursor: string;
 }
 
-/** The `data` of the event of a job that ended as `facts` says. */
-export function jobEventData(facts: JobEventFacts): JobEventData {
+/**
+ * The `data` of the event of a job that ended as `facts` says, its feed cursor encoded by
+ * `cursors` (sealed under the credentials key active when the event is written): the event's body
+ * is fixed then, so every attempt and redelivery under its one `webhook-id` sends the same bytes.
+ */
+export function jobEventData(facts: JobEventFacts, cursors: CursorCodec<FeedCursor>): JobEventData {
   return {
     job: {
       id: facts.id,
@@ -60,7 +64,7 @@ export function jobEventData(facts: JobEventFacts): JobEventData {
     },
     counts: { added: facts.added, updated: facts.updated, deleted: facts.deleted, unchanged: facts.unchanged },
     error: facts.last_error,
-    cursor: feedCursor.encode(facts.feed),
+    cursor: cursors.encode(facts.feed),
   };
 }
 

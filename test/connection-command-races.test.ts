@@ -15,6 +15,7 @@ import * as connections from '../db/models/connections';
 import { sealCredentials } from '../lib/credentials';
 import { connectionWorkflowId } from '../temporal/ids';
 import { useTestDatabase } from './helpers/database';
+import { feedCursors } from '../lib/feed-cursors';
 import { TEST_KEYRING, sealedTestCredentials, testActivityDeps, testCommandDeps } from './helpers/deps';
 import { fakeTemporal } from './helpers/fake-temporal';
 
@@ -74,7 +75,7 @@ describe('a pause racing a disable', () => {
     const row = (await connections.findConnection(db.pool, conn))!;
     // A disable (POST /connections/:id/disable, or a DELETE's purge transaction) is writing the row
     // while POST /connections/:id/pause, having read it active, writes it paused.
-    const paused = await racing((tx) => writeDisabled(tx, row), () => pauseConnection(commandDeps(temporal.client), conn));
+    const paused = await racing((tx) => writeDisabled(tx, row, feedCursors(TEST_KEYRING)), () => pauseConnection(commandDeps(temporal.client), conn));
     expect(paused).toMatchObject({ error: { code: 'connection_disabled' } });
     // The disable's stop step (after its commit) cancels the connection's workflow; the next
     // reconcile tick must not start it again.
@@ -90,7 +91,7 @@ describe('a schedule change racing a disable', () => {
     const conn = await connection();
     const temporal = fakeTemporal();
     const row = (await connections.findConnection(db.pool, conn))!;
-    const changed = await racing((tx) => writeDisabled(tx, row), () => updateConnection(commandDeps(temporal.client), conn, { schedule: { interval_seconds: 3600 } }));
+    const changed = await racing((tx) => writeDisabled(tx, row, feedCursors(TEST_KEYRING)), () => updateConnection(commandDeps(temporal.client), conn, { schedule: { interval_seconds: 3600 } }));
     expect(changed).toMatchObject({ error: { code: 'connection_disabled' } });
     expect(await stored(conn)).toMatchObject({ status: 'disabled', interval: 900 });
     expect(temporal.started).toEqual([]);

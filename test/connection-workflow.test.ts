@@ -5,6 +5,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { cancelQueuedSchedulerJobs } from '../db/events';
 import { setStatusFrom, updateConnection } from '../db/models/connections';
 import { withTransaction } from '../db/transaction';
+import { feedCursors } from '../lib/feed-cursors';
+import { TEST_KEYRING } from './helpers/deps';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import type { ConnectionState } from '../temporal/connection';
 import { connectionWorkflowId } from '../temporal/ids';
@@ -185,7 +187,7 @@ describe('connection workflow (time-skipping)', () => {
     const pausedAt = await env.currentTimeMs();
     await withTransaction(db.pool, async (tx) => {
       await setStatusFrom(tx, id, 'paused', ['active']);
-      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null);
+      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null, feedCursors(TEST_KEYRING));
     });
     await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
     await handle.signal('resume');
@@ -215,7 +217,7 @@ describe('connection workflow (time-skipping)', () => {
     const pausedAt = await env.currentTimeMs();
     await withTransaction(db.pool, async (tx) => {
       await setStatusFrom(tx, id, 'paused', ['active']);
-      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null);
+      await cancelQueuedSchedulerJobs(tx, id, new Date(pausedAt), 'connection paused', null, feedCursors(TEST_KEYRING));
     });
     await db.pool.query(`update connections set status = 'active' where id = $1`, [id]);
     await updateConnection(db.pool, id, { schedule: { kind: 'interval', intervalSeconds: 600 } });

@@ -19,7 +19,8 @@ import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun } from '../policy/
 import type { EnqueueJobInput } from '../temporal/activities';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { useTestDatabase } from './helpers/database';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { eventually } from './helpers/worker';
 
 const db = useTestDatabase();
@@ -93,7 +94,7 @@ describe("the scheduler's enqueue holds its connection's row against", () => {
     const { deps } = testActivityDeps({ pool: gated.pool });
     const enqueue = enqueueJob(deps)(scheduledEnqueue(conn.id)).then((r) => r.outcome, (err: Error) => `enqueue failed: ${err.message}`);
     await gated.reached;
-    const disable = withTransaction(db.pool, (tx) => writeDisabled(tx, row)).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
+    const disable = withTransaction(db.pool, (tx) => writeDisabled(tx, row, feedCursors(TEST_KEYRING))).then(() => 'disabled', (err: Error) => `disable failed: ${err.message}`);
     // The disable waits for the enqueue's lock (or, were the lock too weak, commits at once).
     await Promise.race([disable, waitingFor('%update connections%')]);
     gated.open();

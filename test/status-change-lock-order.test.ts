@@ -14,7 +14,8 @@ import { deleteConnection } from '../commands/purges';
 import { lockConfigForShare } from '../db/models/connections';
 import { lockChangeFeed, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
-import { testActivityDeps } from './helpers/deps';
+import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
+import { feedCursors } from '../lib/feed-cursors';
 import { insertLostRunJob, insertProcessingTask } from './helpers/scheduler-jobs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -155,7 +156,7 @@ describe('status changes while a page is being stored', () => {
       page = pageOf(connectionId, lost);
       await waitingFor('advisory', '%pg_advisory_xact_lock%');
       // The connection's new run ends what the lost run left: it waits for the task's row.
-      cleanup = withTransaction(stack.db.pool, (tx) => failAbandonedInTx(tx, connectionId, new Date(), 'a-new-run'))
+      cleanup = withTransaction(stack.db.pool, (tx) => failAbandonedInTx(tx, connectionId, new Date(), 'a-new-run', feedCursors(TEST_KEYRING)))
         .then(() => 'cleaned up', (err: Error) => `cleanup failed: ${err.message}`);
       await waitingFor('transactionid', '%sync_tasks%');
     });
