@@ -30,7 +30,7 @@ VALUE_SETS = {
             "apiKey": True,
             "tls": {"enabled": True, "existingSecret": "temporal-client-tls", "mtls": True, "ca": True, "serverName": "acme.a1b2c.tmprl.cloud"},
         },
-        "api": {"hpa": {"enabled": True}},
+        "api": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 40},
         "worker": {"hpa": {"enabled": True}, "shutdownGraceSeconds": 120, "maxCachedWorkflows": 0, "targetCpu": 0.7},
         "env": {"PROVIDER_HOSTS": "api.github.com"},
     },
@@ -88,7 +88,11 @@ try:
         # removal still on its way to kube-proxy), then closes within the pod's grace.
         wait = merged["api"]["preStopSeconds"]
         check(api_c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command") == ["sleep", str(wait)], f"{label}: the API waits api.preStopSeconds before its SIGTERM")
-        check(api["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30) >= wait + 20, f"{label}: the API pod's grace leaves 20 s after the preStop wait")
+        # Then its own shutdown: API_SHUTDOWN_GRACE_SECONDS is the value's, and the pod's grace
+        # leaves it whole, and 20 s for the exit, after the preStop wait.
+        api_grace = int(next(e["value"] for e in api_c["env"] if e["name"] == "API_SHUTDOWN_GRACE_SECONDS"))
+        check(api_grace == merged["api"]["shutdownGraceSeconds"], f"{label}: the API's grace is the value's")
+        check(api["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30) >= wait + api_grace + 20, f"{label}: the API pod's grace leaves API_SHUTDOWN_GRACE_SECONDS and 20 s after the preStop wait")
         # Unset, the worker sizes its cache to the pod's memory limit; a value (0 too) is passed on.
         cache = next((e["value"] for e in worker_c["env"] if e["name"] == "WORKER_MAX_CACHED_WORKFLOWS"), None)
         wanted = merged["worker"]["maxCachedWorkflows"]
@@ -140,6 +144,15 @@ try:
             check(SECRETS["adminApiKey"] not in secrets_text and ("Secret", "synctide") not in kinds, f"{label}: an existing Secret is referenced, none is made")
         if len(problems) == before:
             print(f"ok: {label}: {len(docs)} manifests valid for Kubernetes {', '.join(KUBE_VERSIONS)}")
+
+    # A shutdown grace set in `env` would leave the pods' terminationGracePeriodSeconds behind it:
+    # the chart refuses it, naming the value to set instead.
+    for name in ("API_SHUTDOWN_GRACE_SECONDS", "WORKER_SHUTDOWN_GRACE_SECONDS"):
+        try:
+            chart.render({"secrets": SECRETS, "env": {name: "60"}}, name="synctide", namespace="synctide", is_install=True)
+            problems.append(f"env.{name} is refused")
+        except Exception as err:
+            check("shutdownGraceSeconds" in str(err), f"env.{name} is refused naming the value to set instead: {err}")
 
     # The processes read their secrets once, at start: a changed chart-made Secret (a rotated admin
     # key or database password) must roll the API and worker pods, or they keep the old values.

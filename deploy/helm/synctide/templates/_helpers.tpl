@@ -83,6 +83,9 @@ like `verify-full`); with `postgres.caSecret` the CA file is passed as `sslrootc
 - name: CREDENTIALS_KEY_FILE
   value: /run/secrets/synctide/credentials-key
 {{- range $name, $value := .Values.env }}
+{{- if has $name (list "API_SHUTDOWN_GRACE_SECONDS" "WORKER_SHUTDOWN_GRACE_SECONDS") }}
+{{- fail (printf "env.%s: set api.shutdownGraceSeconds or worker.shutdownGraceSeconds instead (the pods' terminationGracePeriodSeconds follow those)" $name) }}
+{{- end }}
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
