@@ -53,6 +53,9 @@ export function claimTime(at: number): Date {
 /** The failure type of a claim that waits for its tenant's running jobs. */
 export const TENANT_AT_JOB_LIMIT = 'TenantAtJobLimit';
 
+/** The failure type of a claim that waits for a running job of its connection and type to end. */
+export const JOB_OF_TYPE_RUNNING = 'JobOfTypeRunning';
+
 /** What a claim did: the claimed job, or a job it cancelled because its connection may not run it. */
 export interface ClaimOutcome {
   claimed?: ClaimedJob;
@@ -68,8 +71,13 @@ export interface ClaimOutcome {
 }
 
 /**
- * Claiming, inside the caller's transaction. A job whose places do not fit under what its
- * tenant's running jobs already take of its limit (TENANT_MAX_RUNNING_JOBS or the tenant's
+ * Claiming, inside the caller's transaction. A queued job of a connection that still runs another
+ * job of its type (running or retrying; it was requested while that one ran, for resource types
+ * that one does not sync) is not claimed: two jobs of a connection and type never run at once. Its
+ * claim waits as a claim over its tenant's limit does (below), until that job has ended; nothing
+ * else makes a job of that connection and type running meanwhile (the only other queued one would
+ * be this one: one queued job per connection and type). A job whose places do not fit under what
+ * its tenant's running jobs already take of its limit (TENANT_MAX_RUNNING_JOBS or the tenant's
  * override; a job takes one place per task it runs at once, each an activity slot, as its
  * preparation recorded: startJob prepares before the check, a job claimed again keeps its
  * places, and one claimed before it is prepared counts one) is not claimed: the activity fails retryably with a delay of 65–95 s, so the job stays queued (or
@@ -103,6 +111,9 @@ export async function claimInTx(
   }
   const claimable = job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === workflowId);
   if (!claimable) return {};
+  if (job.status === 'queued' && job.claimed_beside) {
+    throw claimWaits(JOB_OF_TYPE_RUNNING, `waiting: job ${job.claimed_beside} of this connection and type still runs; this job runs once it has ended`);
+  }
   const checkLimit = job.status === 'running' ? undefined : () => waitUnlessUnderLimit(tx, job.tenant_id, jobId, defaults);
   if (checkLimit && !deferLimit) await checkLimit();
   await markJobRunning(tx, jobId, at, workflowId);
@@ -124,9 +135,18 @@ async function waitUnlessUnderLimit(tx: PoolClient, tenantId: string, jobId: str
  * again in 65–95 s, on a durable timer, holding no worker slot meanwhile.
  */
 export function tenantAtJobLimit(message: string): ApplicationFailure {
+  return claimWaits(TENANT_AT_JOB_LIMIT, message);
+}
+
+/**
+ * The retryable failure of a claim (or a purge's step) that waits, of failure type `type`: tried
+ * again in 65–95 s, on a durable timer (longer than the local activities' retry threshold), holding
+ * no worker slot meanwhile.
+ */
+function claimWaits(type: string, message: string): ApplicationFailure {
   return ApplicationFailure.create({
     message,
-    type: TENANT_AT_JOB_LIMIT,
+    type,
     nextRetryDelay: `${runningJobsWaitSeconds(Math.random())} seconds`,
     // Expected while a tenant is busy: not an error in the SDK's logs and metrics.
     category: ApplicationFailureCategory.BENIGN,

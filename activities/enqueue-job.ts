@@ -1,6 +1,6 @@
 import { findPauseAt } from '../db/models/breaker';
 import { connectionExists, lockConnectionSkipLocked, writeNextRun } from '../db/models/connections';
-import { findBlockingJob, findJobStatus, insertJob } from '../db/models/jobs';
+import { findBlockingJobs, findJobStatus, insertJob } from '../db/models/jobs';
 import { isActiveJobStatus } from '../policy/vocabulary';
 import { withTransaction } from '../db/transaction';
 import type { Activities, EnqueueJobResult } from '../temporal/activities';
@@ -9,12 +9,13 @@ import type { ActivityDeps } from './deps';
 
 /**
  * Enqueues a job in one transaction: lock the connection `FOR NO KEY UPDATE SKIP LOCKED` (locked
- * elsewhere → skip), skip it when not active or breaker-paused, insert the job guarded by the
- * partial unique index (conflict → the existing active job), and write `next_run_at` and
+ * elsewhere → skip), skip it when not active or breaker-paused, insert the job unless a job of its
+ * type is active (queued, running or retrying; then the existing active job, the running one first),
+ * and write `next_run_at` and
  * `last_jitter_seconds` into `metadata.sync` in the same transaction. No weaker lock: a page being
  * stored holds the row FOR SHARE (the enqueue then skips), but FOR KEY SHARE would let a disable
  * commit between the status check and the insert, and under FOR SHARE the metadata write waits for
- * a requested job's share lock while that request waits for this job in the one-active-job index.
+ * a requested job's share lock while that request waits for this job in the one-queued-job index.
  */
 export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
   const { pool, logger, metrics } = deps;
@@ -47,7 +48,7 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
         workflowId: input.workflowId ?? syncJobWorkflowId(input.jobId),
       });
       if (!inserted) {
-        const active = await findBlockingJob(tx, input.connectionId, input.trigger, input.jobType);
+        const [active] = await findBlockingJobs(tx, input.connectionId, input.trigger, input.jobType);
         return { outcome: 'existing', jobId: active!.id, status: active!.status };
       }
       if (input.plan) await writeNextRun(tx, input.connectionId, input.plan, input.scheduleVersion);

@@ -57,8 +57,13 @@ export interface RequestedJobAnswer {
  *   already has a job (its job answers, whatever the connection's state now);
  * - inserts the job (`api` or `backfill`) guarded by the unique indexes, so concurrent identical
  *   requests and repeats with the same Idempotency-Key give one row; an active job that blocks
- *   the insert answers the request only while it is still active when read for the answer (one
- *   that finished meanwhile runs nothing of it: the insert is tried again);
+ *   the insert answers the request only while it is still active when read for the answer, and
+ *   syncs every resource type the request asks for (one that finished meanwhile runs nothing of
+ *   it: the insert is tried again);
+ * - a sync that finds a job of its mode running (or waiting to retry) answers with it when that job
+ *   syncs every type asked for; otherwise it gets a job queued behind it, which runs once the
+ *   running one has ended (its claim waits until then), or the one already queued there, widened
+ *   to the types asked for: no request is answered with a job that never syncs what it asked;
  * - a new job runs in its own `sync-job:<id>` workflow, started after the answer when the process
  *   has background starts (the inserted row is the outbox). A sync that finds the connection's own
  *   queued job of that type answers with it and wakes the scheduler with `syncNow`, so it runs now;
@@ -90,17 +95,18 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
       throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: result.job.id });
     }
     // A requested job still queued answers the request by syncing what it asks for too (its types
-    // are read when it is claimed); one already claimed answers it as it is, read again: its claim
-    // may have come after the insert found it queued, and the answer is the job as stored.
+    // are read when it is claimed); one claimed since the insert found it queued is read again, as
+    // stored.
     const job = result.outcome === 'active' && !coversTypes(result.job, request.resourceTypes)
       ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ??
         (await jobs.findJob(deps.pool, result.job.id)) ??
         result.job)
       : result.job;
-    // One that finished since the insert found it active answers no request (nothing of it would
-    // run what was asked): the insert is tried again, and the request gets a job of its own or
-    // the one now active.
-    if (result.outcome !== 'active' || isActiveJobStatus(job.status)) answering = { result, job };
+    // One that finished since the insert found it active, or that was claimed before it could be
+    // widened to what the request asks, answers no request (nothing of it would run what was
+    // asked): the insert is tried again, and the request gets a job queued behind the running one,
+    // or the one queued meanwhile.
+    if (result.outcome !== 'active' || (isActiveJobStatus(job.status) && coversTypes(job, request.resourceTypes))) answering = { result, job };
   }
   if (!answering) throw new Error('could not insert or find an active requested job after 5 attempts');
   const { result, job } = answering;
@@ -153,6 +159,12 @@ function coversTypes(job: JobRow, requested: string[] | undefined): boolean {
   const types = job.payload.resource_types;
   if (!Array.isArray(types)) return true;
   return requested !== undefined && requested.every((type) => types.map(String).includes(type));
+}
+
+/** Whether job `job` syncs every resource type a new job's `payload` names (every type when it names none). */
+function coversStoredTypes(job: JobRow, payload: Record<string, unknown> | undefined): boolean {
+  const asked = payload?.resource_types;
+  return coversTypes(job, Array.isArray(asked) ? asked.map(String) : undefined);
 }
 
 /** The refusal of an Idempotency-Key that job `job` holds, given with a different request. */
@@ -219,8 +231,10 @@ type InsertOutcome = { outcome: 'inserted' | 'same_key' | 'active'; job: JobRow 
  * Inserts a requested job, guarded by the unique indexes, so any number of concurrent identical
  * requests insert one row; on a conflict, the job that won. The insert itself writes nothing once
  * the connection's purge began or it stopped being active (jobs.insertRequestedJob): then the
- * request is refused as refuseUnlessSyncable refuses it. Tries again when the conflicting job
- * finished in between.
+ * request is refused as refuseUnlessSyncable refuses it. A sync finding a job of its mode running
+ * that syncs every type it asks for inserts nothing: that job answers it. Otherwise the blocking
+ * job is the connection's queued one of that mode (or its active backfill). Tries again when the
+ * blocking job finished in between.
  */
 async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, job: NewJob): Promise<InsertOutcome> {
   const byKey = async () => {
@@ -235,11 +249,14 @@ async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, 
     await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, job.connectionId, new Date()), { pause: false });
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
-    const blocking = await jobs.findBlockingJob(deps.pool, job.connectionId, job.trigger, job.jobType);
     // Read again: one that finished since it blocked the insert answers no request (nothing of it
-    // would run what was asked); the insert is tried again.
-    const active = blocking && (await jobs.findJob(deps.pool, blocking.id));
-    if (active && (ACTIVE_JOB_STATUSES as readonly string[]).includes(active.status)) return { outcome: 'active', job: active };
+    // would run what was asked), nor does a running one that does not sync every type asked for
+    // (the insert it did not block is tried again).
+    for (const blocking of await jobs.findBlockingJobs(deps.pool, job.connectionId, job.trigger, job.jobType)) {
+      const active = await jobs.findJob(deps.pool, blocking.id);
+      if (!active || !isActiveJobStatus(active.status)) continue;
+      if (active.status === 'queued' || job.trigger === 'backfill' || coversStoredTypes(active, job.payload)) return { outcome: 'active', job: active };
+    }
   }
   throw new Error('could not insert or find the requested job after 5 attempts');
 }

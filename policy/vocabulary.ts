@@ -17,8 +17,8 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 export const JOB_STATUS = byName(JOB_STATUSES);
 
 /**
- * A job that has not finished. A connection has at most one active job per type (and one active
- * backfill), enforced by a partial unique index over exactly these statuses.
+ * A job that has not finished. A connection has at most one queued and one running or retrying job
+ * per type (and one active backfill), enforced by partial unique indexes over these statuses.
  */
 export const ACTIVE_JOB_STATUSES = ['queued', 'running', 'retrying'] as const satisfies readonly JobStatus[];
 /** An active job's status. */

@@ -166,10 +166,10 @@ describe('enqueueJob', () => {
     expect(new Date(metadata.sync!.next_run_at as string).getTime()).toBeGreaterThan(p.scheduledAt);
   });
 
-  it('prevents a duplicate pending job: a queued or running incremental is returned instead', async () => {
-    for (const status of ['queued', 'running'] as const) {
+  it('prevents a duplicate pending job: a queued or running incremental is returned instead (never queued behind a running one, which requested jobs may be)', async () => {
+    for (const [status, trigger] of [['queued', 'schedule'], ['running', 'schedule'], ['running', 'api'], ['retrying', 'api']] as const) {
       const conn = await newConnection({ metadata: { sync: { next_run_at: '2025-01-01T10:15:00.000Z' } } });
-      const existingId = await insertJob(conn, { status });
+      const existingId = await insertJob(conn, { status, trigger });
       const before = await connectionRow(conn.id);
       const now = at('2025-01-01T10:14:00Z');
       const p = plan(now, at('2025-01-01T10:00:00Z'), 0.3);

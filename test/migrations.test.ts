@@ -179,15 +179,17 @@ describe('data model constraints', () => {
     );
   }
 
-  it('rejects a second active incremental job for one connection and accepts a full one beside it', async () => {
+  it('rejects a second queued and a second running incremental job for one connection, and accepts one of each and a full one beside them', async () => {
     const conn = await newConnection();
     await insertJob(conn, 'incremental');
     await expect(insertJob(conn, 'incremental')).rejects.toMatchObject({
       code: '23505',
-      constraint: 'sync_jobs_one_active_per_type',
+      constraint: 'sync_jobs_one_queued_per_type',
     });
-    await expect(insertJob(conn, 'incremental', 'running')).rejects.toMatchObject({ code: '23505' });
-    await expect(insertJob(conn, 'incremental', 'retrying')).rejects.toMatchObject({ code: '23505' });
+    // One queued behind one running (or retrying): a sync asking for types the running job does not sync.
+    await insertJob(conn, 'incremental', 'running');
+    await expect(insertJob(conn, 'incremental', 'running')).rejects.toMatchObject({ code: '23505', constraint: 'sync_jobs_one_running_per_type' });
+    await expect(insertJob(conn, 'incremental', 'retrying')).rejects.toMatchObject({ code: '23505', constraint: 'sync_jobs_one_running_per_type' });
     await insertJob(conn, 'full');
     const { rows } = await db.pool.query(
       `select job_type, count(*)::int as n from sync_jobs where connection_id = $1 group by job_type order by job_type`,
@@ -195,7 +197,7 @@ describe('data model constraints', () => {
     );
     expect(rows).toEqual([
       { job_type: 'full', n: 1 },
-      { job_type: 'incremental', n: 1 },
+      { job_type: 'incremental', n: 2 },
     ]);
   });
 

@@ -1,7 +1,8 @@
 // A sync requested while the connection's requested job of that mode is still queued (waiting to
 // be claimed, e.g. while its tenant runs its limit of jobs) is answered with that job: the job then
 // syncs what both requests asked for, so a request for other resource types is not answered 202
-// with a job that never syncs them. Real Postgres; Temporal is the fake client.
+// with a job that never syncs them. A running job is never widened: a request of types it does not
+// sync gets a job queued behind it. Real Postgres; Temporal is the fake client.
 import { describe, expect, it } from 'vitest';
 import { requestJob } from '../commands/jobs';
 import { findConnection } from '../db/models/connections';
@@ -57,13 +58,17 @@ describe('a sync requested while a queued requested job of its mode waits', () =
     expect(other instanceof Error ? other.message : other.job.id).toMatch(/Idempotency-Key was already used/);
   });
 
-  it('leaves a job that is already running as it is (it answers the request, as documented)', async () => {
+  it('leaves a job that is already running as it is: a request of types it does not sync gets a job queued behind it, one of types it syncs is answered with it', async () => {
     const row = await connection('merge-running');
     const deps = testCommandDeps(db.pool, fakeTemporal().client);
     const first = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['users'] });
     await db.pool.query(`update sync_jobs set status = 'running', started_at = now() where id = $1`, [first.job.id]);
     const second = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['issues'] });
-    expect(second.job.id).toBe(first.job.id);
-    expect(second.resourceTypes).toEqual(['users']);
+    expect(second).toMatchObject({ created: true, resourceTypes: ['issues'], job: { status: 'queued' } });
+    expect(second.job.id).not.toBe(first.job.id);
+    const covered = await requestJob(deps, { connection: row, mode: 'incremental', resourceTypes: ['users'] });
+    expect({ id: covered.job.id, created: covered.created, resourceTypes: covered.resourceTypes }).toEqual({ id: first.job.id, created: false, resourceTypes: ['users'] });
+    const { rows } = await db.pool.query<{ payload: { resource_types?: string[] } }>('select payload from sync_jobs where id = $1', [first.job.id]);
+    expect(rows[0]!.payload.resource_types).toEqual(['users']);
   });
 });

@@ -103,7 +103,7 @@ const resume = statusRoute('resume', 'Resume scheduling (also re-enables a disab
 const disable = statusRoute('disable', 'Stop the workflow; keep the data', 'Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.');
 const syncNow = createRoute({
   method: 'post', path: '/connections/{id}/sync', tags, summary: 'Sync now (incremental or full)', operationId: 'syncConnection',
-  description: 'Requests a job of the connection now (all resource types, or some). An identical active job is answered instead of a new one. Poll `GET /jobs/{id}` for its progress.',
+  description: 'Requests a job of the connection now (all resource types, or some). An active job of that mode that syncs every type asked for is answered instead of a new one; a running one that does not is followed by a job queued behind it (it runs once that one has ended), which later requests join. Poll `GET /jobs/{id}` for its progress.',
   request: { params: IdParams, body: { ...jsonBody(SyncNowBody), required: false } },
   responses: {
     202: jsonAnswer(SyncAcceptedSchema, 'The job that runs the sync'),

@@ -13,7 +13,7 @@ const route = createRoute({
   description: 'Finds the connection by `app_key` (and `tenant_id` when two tenants share it) and requests a job (202), or with `immediate: true` runs the sync now and answers with what it fetched (200), writing no job or task rows.',
   request: { body: jsonBody(SyncBody) },
   responses: {
-    202: jsonAnswer(SyncAcceptedSchema, 'A job was created (or an identical one is already active) and will run'),
+    202: jsonAnswer(SyncAcceptedSchema, 'A job was created (or an active one of that mode that syncs every type asked for answers) and will run; a job created while one of that mode runs runs once that one has ended'),
     200: jsonAnswer(ImmediateSyncSchema, 'immediate: the sync ran; no job or task rows were written'),
     ...bodyErrorResponses,
     404: notFound,

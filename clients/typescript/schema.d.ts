@@ -127,7 +127,7 @@ export interface paths {
         put?: never;
         /**
          * Sync now (incremental or full)
-         * @description Requests a job of the connection now (all resource types, or some). An identical active job is answered instead of a new one. Poll `GET /jobs/{id}` for its progress.
+         * @description Requests a job of the connection now (all resource types, or some). An active job of that mode that syncs every type asked for is answered instead of a new one; a running one that does not is followed by a job queued behind it (it runs once that one has ended), which later requests join. Poll `GET /jobs/{id}` for its progress.
          */
         post: operations["syncConnection"];
         delete?: never;
@@ -3126,7 +3126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ImmediateSync"];
                 };
             };
-            /** @description A job was created (or an identical one is already active) and will run */
+            /** @description A job was created (or an active one of that mode that syncs every type asked for answers) and will run; a job created while one of that mode runs runs once that one has ended */
             202: {
                 headers: {
                     [name: string]: unknown;

@@ -1,6 +1,7 @@
 // SQL of the `sync_jobs` table: one statement per function, typed rows. A connection has at most
-// one active job per type (and one active backfill): two partial unique indexes over the active
-// statuses guard every insert, so concurrent enqueues and requests insert one row.
+// one queued and one running (running or retrying) job per type, and one active backfill: partial
+// unique indexes guard every insert and every claim, so concurrent enqueues and requests insert one
+// row, and two jobs of a connection and type never run at once.
 import type { PoolClient } from 'pg';
 import type { TimePosition } from '../../policy/cursors';
 import { INITIAL_JOB_STATUS, transitionJob } from '../../policy/job-lifecycle';
@@ -20,6 +21,9 @@ import { ACTIVE_JOBS, CONNECTION, FINISHED_JOBS, JOB, MODE, OPEN_TASKS, PURGE, R
 import { pausedUntilAt } from './breaker';
 
 const { queued, running, retrying, completed, failed, cancelled } = JOB_STATUS;
+
+/** Statuses of a claimed job that has not finished: what the one-running-job-per-type index covers. */
+const CLAIMED_JOBS = sqlList([running, retrying]);
 
 /**
  * The status change each statement here makes that writes a job's status, by function: from the
@@ -171,15 +175,24 @@ export interface NewJob {
 }
 
 /**
- * Inserts a queued job whose workflow will be `job.workflowId`, unless a unique index says no (one
- * active job per connection and type, one active backfill, one job per tenant and idempotency
- * key): then nothing is written and false is returned. `scheduledAt` null means now.
+ * Inserts a queued job whose workflow will be `job.workflowId` (a scheduler's), unless the
+ * connection has an active job of its type, queued, running or retrying (a backfill: an active
+ * backfill), or a unique index says no (one job per tenant and idempotency key): then nothing is
+ * written and false is returned. `scheduledAt` null means now. Unlike a requested job, a
+ * scheduler's is never queued behind a running job of its type: its run plans again once that one
+ * has ended. The check cannot race a requested insert: the enqueue holds the connection's row FOR
+ * NO KEY UPDATE, which the requested insert's FOR SHARE waits for.
  */
 export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
   const { rowCount } = await db.query(
     `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at,
                             window_start, window_end, payload, idempotency_key, workflow_id, scheduler_run_id)
-     values ($1, $2, $3, $4, $5, ${JOB[INITIAL_JOB_STATUS]}, $6, coalesce($7, now()), $8, $9, $10, $11, $12, $13)
+     select $1::uuid, $2::uuid, $3::text, $4::text, $5::text, ${JOB[INITIAL_JOB_STATUS]}, $6::int, coalesce($7::timestamptz, now()),
+            $8::timestamptz, $9::timestamptz, $10::jsonb, $11::text, $12::text, $13::text
+      where $5::text = ${TRIGGER.backfill}
+         or not exists (select 1 from sync_jobs o
+                         where o.connection_id = $2::uuid and o.job_type = $4::text and o.trigger <> ${TRIGGER.backfill}
+                           and o.status in (${ACTIVE_JOBS}))
      on conflict do nothing`,
     [job.id, job.connectionId, job.tenantId, job.jobType, job.trigger, job.priority ?? 0, job.scheduledAt,
       job.window?.start ?? null, job.window?.end ?? null, job.payload ?? {}, job.idempotencyKey ?? null, job.workflowId,
@@ -190,9 +203,13 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
 
 /**
  * Inserts a requested job (`api` or `backfill`) in one statement and answers it, or null when
- * nothing was written: its connection is not active or has an open purge, or a unique index says
- * no (as insertJob). The connection's row is read FOR SHARE: a purge writes that row disabled in
- * the transaction that records the purge (under the purge lock), so this statement either waits for
+ * nothing was written: its connection is not active or has an open purge, a unique index says no
+ * (one queued job per connection and type, one active backfill, one job per tenant and
+ * idempotency key), or a sync finds a running (or retrying) job of its type that syncs every
+ * resource type it asks for (`payload.resource_types`; none: every type), which answers it. A
+ * sync whose types the running job does not all sync is queued behind it: its claim waits until
+ * that one has ended (`claimed_beside` of lockJobForClaim). The connection's row is read FOR
+ * SHARE: a purge writes that row disabled in the transaction that records the purge (under the purge lock), so this statement either waits for
  * that transaction and then, re-reading the row, sees it disabled and writes nothing, or commits
  * first, and the purge then finds this job among the active ones it cancels. A concurrent pause or
  * disable is seen the same way. No separate transaction, purge lock or re-read is needed.
@@ -209,6 +226,13 @@ export async function insertRequestedJob(db: Queryable, job: NewJob): Promise<Jo
                               window_start, window_end, payload, idempotency_key, workflow_id, scheduler_run_id)
        select $1::uuid, c.id, $3::text, $4::text, $5::text, ${JOB[INITIAL_JOB_STATUS]}, $6::int, coalesce($7::timestamptz, now()),
               $8::timestamptz, $9::timestamptz, $10::jsonb, $11::text, $12::text, $13::text from c
+        where $5::text = ${TRIGGER.backfill}
+           or not exists (select 1 from sync_jobs r
+                           where r.connection_id = c.id and r.job_type = $4::text and r.trigger <> ${TRIGGER.backfill}
+                             and r.status in (${CLAIMED_JOBS})
+                             and (jsonb_typeof(r.payload->'resource_types') is distinct from 'array'
+                                  or (jsonb_typeof($10::jsonb->'resource_types') = 'array'
+                                      and r.payload->'resource_types' @> ($10::jsonb->'resource_types'))))
        on conflict do nothing
        returning *
      )
@@ -258,17 +282,19 @@ export interface ActiveJob {
 }
 
 /**
- * The active job that blocks a new one of `trigger` and `jobType`: for a backfill the connection's
- * active backfill, otherwise its active non-backfill job of that type. Null when none is active.
+ * The active jobs that block a new one of `trigger` and `jobType`: for a backfill the connection's
+ * active backfill, otherwise its active non-backfill jobs of that type (at most one running or
+ * retrying, and one queued), the running one first. Empty when none is active.
  */
-export async function findBlockingJob(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<ActiveJob | null> {
+export async function findBlockingJobs(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<ActiveJob[]> {
   const { rows } = await db.query<ActiveJob>(
     `select id, status from sync_jobs
       where connection_id = $1 and status in (${ACTIVE_JOBS})
-        and (case when $2 = ${TRIGGER.backfill} then trigger = ${TRIGGER.backfill} else trigger <> ${TRIGGER.backfill} and job_type = $3 end)`,
+        and (case when $2 = ${TRIGGER.backfill} then trigger = ${TRIGGER.backfill} else trigger <> ${TRIGGER.backfill} and job_type = $3 end)
+      order by status = ${JOB.queued}, id`,
     [connectionId, trigger, jobType],
   );
-  return rows[0] ?? null;
+  return rows;
 }
 
 /** Whether the connection has any active job of `jobType` (backfills included). */
@@ -333,6 +359,12 @@ export interface ClaimRow {
   retry_count: number;
   tenant_id: string;
   connection_status: ConnectionStatus;
+  /**
+   * Another job of the connection and type (neither a backfill) that is running or retrying: the
+   * job whose end a claim of this one waits for (two jobs of a connection and type never run at
+   * once). Null when there is none.
+   */
+  claimed_beside: string | null;
 }
 
 /**
@@ -346,7 +378,11 @@ export interface ClaimRow {
 export async function lockJobForClaim(tx: PoolClient, id: string): Promise<ClaimRow | null> {
   const { rows } = await tx.query<ClaimRow>(
     `with open_tasks as (select t.id from sync_tasks t where t.job_id = $1 and t.status in (${OPEN_TASKS}) order by t.id for no key update)
-     select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status
+     select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status,
+            (select o.id from sync_jobs o
+              where o.connection_id = j.connection_id and o.job_type = j.job_type and o.id <> j.id and j.trigger <> ${TRIGGER.backfill}
+                and o.trigger <> ${TRIGGER.backfill} and o.status in (${CLAIMED_JOBS})
+              limit 1) as claimed_beside
        from sync_jobs j join connections c on c.id = j.connection_id
       where j.id = $1 and (select count(*) from open_tasks) >= 0
       for no key update of j skip locked`,
@@ -537,7 +573,8 @@ export async function findJobToPrepare(db: Queryable, id: string, at: Date): Pro
 
 /**
  * Makes incremental job `id` a full one, the mode it runs in: false when its connection already has
- * another active full job (one active job per connection and type), which then stays the only one.
+ * another active full job (running, which a second full job must not run beside, or queued, which
+ * is the full sync to come), which then stays the only one.
  */
 export async function makeJobFull(tx: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await tx.query(
