@@ -16,12 +16,15 @@ export interface DuplicateActive {
 /**
  * Connections with more than one active job: across job types by default (a test where only the
  * scheduler makes jobs), or per job type with `perType` (an API full sync may run beside the
- * connection's queued incremental; the partial unique index allows one of each).
+ * connection's queued incremental), where a job queued behind a running one of its type (a sync
+ * asking for types the running one does not sync) is no duplicate: the partial unique indexes
+ * allow one queued and one running or retrying job of each type.
  */
 export async function activeDuplicates(pool: Pool, opts: { perType?: boolean } = {}): Promise<DuplicateActive[]> {
   const cols = opts.perType ? 'connection_id, job_type' : 'connection_id';
   const { rows } = await pool.query<DuplicateActive>(
-    `select ${cols}, count(*)::int as n from sync_jobs where status in ${ACTIVE} group by ${cols} having count(*) > 1`,
+    `select ${cols}, count(*)::int as n from sync_jobs where status in ${ACTIVE}
+      group by ${cols}${opts.perType ? ", status = 'queued'" : ''} having count(*) > 1`,
   );
   return rows;
 }
