@@ -43,7 +43,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { storableChangeTime } from '../policy/change-time';
-import { JsonNumber, numberText } from '../policy/exact-json';
+import { JsonNumber, numberValueText } from '../policy/exact-json';
 import { isBareHttpUrl, keyPath, parseConnectorConfig, refusedHeaderProblem } from './config-errors';
 import { nextLink } from './link-header';
 import { encodePageToken, pageTokenBody } from './page-token';
@@ -466,8 +466,9 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
         throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
       }
       const next = new URL(url);
-      // A numeric cursor as its digits: an int64 position past 2^53 is sent back as it came.
-      next.searchParams.set(pagination.param, typeof cursor === 'string' ? cursor : numberText(cursor));
+      // A numeric cursor by its value's digits (`numberValueText`): an int64 position past 2^53 is
+      // sent back as it came, and one value is one position however it is spelled (`2.0` is `2`).
+      next.searchParams.set(pagination.param, typeof cursor === 'string' ? cursor : numberValueText(cursor));
       const source = `cursor at '${pagination.path}'`;
       return withoutSecrets(boundedNext(next.href, source, redact), auth, source, redact);
     }
@@ -832,8 +833,9 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
 
 /**
  * A record of `resource` from one item of the provider's JSON (read by `parseExactJson`), or null
- * when `exclude_when_present` leaves it out. A numeric id is the provider's digits, an integer past
- * 2^53 (an int64 snowflake id, say) included: two ids that differ in their last digits are two records.
+ * when `exclude_when_present` leaves it out. A numeric id is its value's digits (`numberValueText`),
+ * an integer past 2^53 (an int64 snowflake id, say) included: two ids that differ in their last
+ * digits are two records, and one value spelled otherwise (`10.0`, `1e1`) is the one record `10`.
  */
 function recordOf(item: unknown, resource: Resource, what: string): ConnectorRecord | null {
   if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Permanent(`http connector: ${what} is not an object`);
@@ -844,7 +846,7 @@ function recordOf(item: unknown, resource: Resource, what: string): ConnectorRec
     throw new Permanent(`http connector: ${what} has no string or number id at '${resource.id}'`);
   }
   const updatedAt = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
-  return { externalId: `${resource.id_prefix ?? ''}${typeof id === 'string' ? id : numberText(id)}`, updatedAt, data: item as Record<string, unknown> };
+  return { externalId: `${resource.id_prefix ?? ''}${typeof id === 'string' ? id : numberValueText(id)}`, updatedAt, data: item as Record<string, unknown> };
 }
 
 /**

@@ -1,18 +1,23 @@
 // JSON text read and written with its numbers as they were written. JSON.parse reads every number
-// as a double, so an integer past 2^53 (an int64 amount or foreign key), a fraction with more
-// digits than a double holds, or an exponent past a double's range comes back as another number:
-// a provider's record would be stored with other digits than it sent, and a change in the lost
-// digits alone would not be seen. Record data goes through here on its whole way: read from the
-// provider, written to Postgres (jsonb keeps a number's digits), read back for the feed and
-// answered. The common case costs what JSON.parse and JSON.stringify cost: text with no such
-// number is read by JSON.parse, and a value holding none is written by JSON.stringify. Every path
-// reads with JSON.parse and writes with JSON.stringify (twice at most), so what one writes the
-// other reads and writes back at any depth: a record stored is one the feed can serve. Pure: no I/O.
+// as a double, and JSON.stringify writes a double in its own spelling: an integer past 2^53 (an
+// int64 amount or foreign key), a fraction with more digits than a double holds, or an exponent
+// past a double's range comes back as another number, and a fraction's trailing zeros (a price of
+// 1.10), an exponent (1e2), a negative zero or a tiny fraction written out (0.0000001) come back
+// spelled otherwise (1.1, 100, 0, 1e-7): a provider's record would be stored with other digits or
+// another spelling than it sent, and a change in the lost digits alone would not be seen. Record
+// data goes through here on its whole way: read from the provider, written to Postgres (jsonb keeps
+// a number's digits and its scale, 1.10 as 1.10, but prints an exponent written out and a negative
+// zero as 0), read back for the feed and answered. The common case costs what JSON.parse and
+// JSON.stringify cost: text with no such number is read by JSON.parse, and a value holding none is
+// written by JSON.stringify. Every path reads with JSON.parse and writes with JSON.stringify (twice
+// at most), so what one writes the other reads and writes back at any depth: a record stored is
+// one the feed can serve. Pure: no I/O.
 import { isSafeNumber } from 'lossless-json';
 
 /**
- * A number of JSON text that a double does not hold exactly, kept as its text. Elsewhere than
- * `exactJson` (a log line, say) it is written as that text in a JSON string.
+ * A number of JSON text that JSON.parse and JSON.stringify would not give back as written (a double
+ * does not hold it, or writes it otherwise), kept as its text. Elsewhere than `exactJson` (a log
+ * line, say) it is written as that text in a JSON string.
  */
 export class JsonNumber {
   constructor(readonly text: string) {}
@@ -20,6 +25,11 @@ export class JsonNumber {
   toJSON(): string {
     writtenAsText++;
     return marking === null ? this.text : `${marking}${this.text}`;
+  }
+
+  /** Its text, as written (a template string or `String` of it, an id built from it, say). */
+  toString(): string {
+    return this.text;
   }
 }
 
@@ -30,11 +40,21 @@ let writtenAsText = 0;
 let marking: string | null = null;
 
 /**
- * Whether `text` may hold a number a double does not keep: a run of 16 digits (with or without a
- * point among them) or a three-digit exponent. Numbers of 15 significant digits or fewer within a
- * double's range are read exactly by JSON.parse; anything more is looked at number by number.
+ * Whether JSON text may hold, below its top level, a number JSON.stringify would not write back as
+ * it is written after JSON.parse read it: one (where JSON text begins an inner value: after `:`, `,`
+ * or `[`) of 16 characters or more of digits and a point (more digits than a double holds, or an
+ * integer of 1e21 or more, which JavaScript writes with an exponent), with an exponent, with a
+ * fraction ending in 0 (up to where a number ends), with a point followed by six zeros (below 1e-6,
+ * written with an exponent), or a negative zero. Any other number (15 significant digits or fewer,
+ * written out, no trailing zero after its point) is the shortest text of its double, which
+ * JSON.stringify writes. One pattern, tried where a value may begin: text inside strings (a time
+ * `"10:00:00.120Z"`) is not taken for a number unless it also ends as one, and a match is looked at
+ * number by number, so a string that does (`"x:1.10, y"`) only costs that look.
  */
-const MAY_HOLD_INEXACT = /\d[\d.]{15}|[eE][+-]?\d{3}/;
+const MAY_BE_SPELLED_OTHERWISE = /[:,[]\s*(?:-?(?:\d[\d.]{15}|\d+(?:\.\d*0(?=[\s,\]}]|$)|(?:\.\d+)?[eE][+-]?\d)|0\.0{6})|-0(?=[\s,\]}]|$))/;
+
+/** Whether JSON number `token` is written back as it is by JSON.stringify after JSON.parse reads it. */
+const writtenBackAlike = (token: string): boolean => String(Number(token)) === token;
 
 /** A JSON string or number token, strings matched whole so no number is read inside one. */
 const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
@@ -46,12 +66,12 @@ export function setOwn(holder: Record<string, unknown>, key: string, value: unkn
 }
 
 /**
- * `quoted`, the value of JSON text with each number a double does not hold written as a string of
- * its text, with those strings as JsonNumbers: where `doubles` (the same text's value by JSON.parse)
- * has a number and `quoted` a string. Walked with a stack of its own, at any depth.
+ * `quoted`, the value of JSON text (an array or object) with each number kept as written (see
+ * `parseExactJson`) written as a string of its text, with those strings as JsonNumbers: where
+ * `doubles` (the same text's value by JSON.parse) has a number and `quoted` a string. Walked with a
+ * stack of its own, at any depth.
  */
 function withJsonNumbers(doubles: unknown, quoted: unknown): unknown {
-  if (typeof doubles === 'number') return typeof quoted === 'string' ? new JsonNumber(quoted) : doubles;
   const pending: [unknown, unknown][] = [[doubles, quoted]];
   while (pending.length > 0) {
     const [d, q] = pending.pop()!;
@@ -69,19 +89,22 @@ function withJsonNumbers(doubles: unknown, quoted: unknown): unknown {
 
 /**
  * The value of JSON `text`, as JSON.parse reads it (a key written twice keeps its last value) but
- * for numbers a double does not hold exactly, which are `JsonNumber`s. Throws a SyntaxError for
- * text that is not JSON; reads JSON nested at any depth, as JSON.parse does.
+ * for numbers JSON.stringify would not write back as they are written (a double does not hold
+ * them, or writes them otherwise: 1.10, 1e2, -0), which are `JsonNumber`s. Throws a SyntaxError
+ * for text that is not JSON; reads JSON nested at any depth, as JSON.parse does.
  */
 export function parseExactJson(text: string): unknown {
   const doubles = JSON.parse(text) as unknown;
-  if (!MAY_HOLD_INEXACT.test(text)) return doubles;
-  let inexact = false;
+  // A number alone (the pattern looks below the top level): its text is the whole text.
+  if (typeof doubles === 'number') return writtenBackAlike(text.trim()) ? doubles : new JsonNumber(text.trim());
+  if (!MAY_BE_SPELLED_OTHERWISE.test(text)) return doubles;
+  let kept = false;
   const quoted = text.replace(STRING_OR_NUMBER, (token) => {
-    if (token.startsWith('"') || isSafeNumber(token)) return token;
-    inexact = true;
+    if (token.startsWith('"') || writtenBackAlike(token)) return token;
+    kept = true;
     return `"${token}"`;
   });
-  return inexact ? withJsonNumbers(doubles, JSON.parse(quoted)) : doubles;
+  return kept ? withJsonNumbers(doubles, JSON.parse(quoted)) : doubles;
 }
 
 /** How many characters Unicode's private use area (U+E000 to U+F8FF) has: JSON.stringify writes them as they are. */
@@ -128,6 +151,16 @@ export function exactJson(value: unknown): string {
 
 /** The text of a number read by `parseExactJson` (a number or a `JsonNumber`), as its provider wrote it when JSON.parse would not keep it. */
 export const numberText = (value: number | JsonNumber): string => (value instanceof JsonNumber ? value.text : String(value));
+
+/**
+ * The text of a number read by `parseExactJson` by its value: JavaScript's text of the double when
+ * a double holds the value (`10.0` and `1e1` are `10`), else its text as written (an integer past
+ * 2^53 keeps its digits). One value, one text, however the provider spells it: what a record's id
+ * is made of, so a provider writing an id otherwise (or a platform that reads spellings it read
+ * otherwise before) never makes the same record another one.
+ */
+export const numberValueText = (value: number | JsonNumber): string =>
+  value instanceof JsonNumber && !isSafeNumber(value.text) ? value.text : String(Number(numberText(value)));
 
 /** Most digits Postgres's numeric, which jsonb's numbers are, holds before the decimal point. */
 export const STORED_MAX_WHOLE_DIGITS = 131072;

@@ -43,6 +43,32 @@ describe('exact JSON', () => {
     );
   });
 
+  it('writes every number back with the text it was read with, however JSON.parse would spell it', () => {
+    // Spellings JSON.parse gives back otherwise: trailing zeros of a fraction, an exponent, a
+    // negative zero, a fraction small enough for JavaScript to write with an exponent.
+    const spelled = fc.oneof(
+      numberTexts,
+      fc.tuple(fc.integer({ min: -1000, max: 1000 }), fc.stringMatching(/^\d{0,6}0$/)).map(([whole, fraction]) => `${whole}.${fraction}`),
+      fc.tuple(fc.stringMatching(/^-?\d(\.\d{1,3})?$/), fc.constantFrom('e', 'E', 'e+', 'E-', 'e-'), fc.integer({ min: 0, max: 30 })).map(([digits, e, exponent]) => `${digits}${e}${exponent}`),
+      fc.constantFrom('-0', '-0.0', '0.0', '0.00', '1.0', '1.10', '2.50', '100.00', '1e2', '0.0000001', '-0.00000012', '1000000000000000000000'),
+    );
+    fc.assert(
+      // In an object, an array or alone, with whitespace JSON allows before a number, or none.
+      fc.property(fc.array(spelled, { minLength: 1, maxLength: 8 }), fc.constantFrom('object', 'array', 'alone'), fc.constantFrom('', ' ', '\n\t'), (texts, shape, space) => {
+        const text =
+          shape === 'object' ? `{${texts.map((t, i) => `"k${i}":${space}${t}`).join(',')}}` : shape === 'array' ? `[${space}${texts.join(`,${space}`)}]` : `${space}${texts[0]}${space}`;
+        expect(exactJson(parseExactJson(text))).toBe(text.replace(/\s+/g, ''));
+      }),
+      { numRuns: 500 },
+    );
+    const read = parseExactJson('{"a": 1.10, "b": 1.0, "c": 1e2, "d": -0, "e": 0.0000001, "f": 1.5, "g": 1e-7, "h": -0.5, "i": 10, "j": "1.10"}');
+    expect(read).toEqual({
+      a: new JsonNumber('1.10'), b: new JsonNumber('1.0'), c: new JsonNumber('1e2'), d: new JsonNumber('-0'), e: new JsonNumber('0.0000001'),
+      f: 1.5, g: 1e-7, h: -0.5, i: 10, j: '1.10',
+    });
+    expect(exactJson(read)).toBe('{"a":1.10,"b":1.0,"c":1e2,"d":-0,"e":0.0000001,"f":1.5,"g":1e-7,"h":-0.5,"i":10,"j":"1.10"}');
+  });
+
   it('reads and writes any other JSON as JSON.parse and JSON.stringify do', () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.boolean(), (value, withLongNumber) => {
