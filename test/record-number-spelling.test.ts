@@ -64,6 +64,32 @@ describe('numbers spelled with trailing zeros in record data', () => {
     for (const served of [...SERVED, ...PRINTED.served]) expect(page).toContain(served);
   });
 
+  it('http connector: a record stored with another spelling of the same numbers (1.1 for 1.10) is rewritten, once, as an update', async () => {
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"items": [{"id": "a", ${SPELLED}, "updated_at": "${OLD}"}, {"id": "b", "n": 1, "updated_at": "${OLD}"}]}`);
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      'respelled-numbers',
+    );
+    await driver.pass(connectionId, ['items'], { mode: 'full' });
+    // As a platform that read 1.10 as 1.1 stored it (the same values, other text).
+    await db.pool.query(
+      `update records set data = data || '{"price": 1.1, "qty": 1, "rate": 2.5, "zero": 0, "list": [100, 0, 7]}'::jsonb where connection_id = $1 and external_id = 'a'`,
+      [connectionId],
+    );
+    const { rows } = await db.pool.query<{ seq: string }>(`select max(change_seq)::text as seq from records where connection_id = $1`, [connectionId]);
+    const result = await driver.pass(connectionId, ['items'], { mode: 'full' });
+    expect(result.get('items')).toMatchObject({ entityCount: 2, writtenCount: 1 });
+    expect(await storedNumbers(connectionId, 'a')).toEqual(STORED);
+    const { rows: changed } = await db.pool.query<{ external_id: string }>(`select external_id from records where connection_id = $1 and change_seq > $2`, [connectionId, rows[0]!.seq]);
+    expect(changed.map((r) => r.external_id)).toEqual(['a']);
+    // Served as stored now: no further change.
+    expect((await driver.pass(connectionId, ['items'], { mode: 'full' })).get('items')).toMatchObject({ entityCount: 2, writtenCount: 0 });
+  });
+
   it('github: are stored and served by the feed as GitHub wrote them', async () => {
     const fake = await serve((req, res) => {
       if (!/^\/repos\/octo\/shop\/issues\?/.test(req.url ?? '')) {

@@ -6,6 +6,7 @@ import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeTombstonesBatch, readChangesPage, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
+import { exactJson, JsonNumber } from '../policy/exact-json';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { eventually } from './helpers/worker';
 
@@ -48,6 +49,23 @@ describe('record writes and the change feed', () => {
     expect(await put([record('2', { v: 10 })])).toEqual({ added: 0, updated: 1, unchanged: 0 });
     expect(await stored('1')).toMatchObject({ data: { v: 3 } });
     expect(await stored('2')).toMatchObject({ data: { v: 10 } });
+  });
+
+  it("rewrites a record whose numbers changed only their spelling (1.1 to 1.10, and back): the stored data is the provider's latest text", async () => {
+    // The database compares jsonb numbers by value (1.1 equals 1.10), but keeps and serves each as written.
+    const at = '2025-02-01T00:00:00Z';
+    const text = async (id: string) => (await db.pool.query<{ t: string }>('select data::text as t from records where connection_id = $1 and external_id = $2', [connectionId, id])).rows[0]!.t;
+    const served = async (id: string) => exactJson((await feed('0')).find((c) => c.external_id === id)!.data);
+    expect(await put([record('spelled', { price: 1.1, n: 1 }, at)])).toEqual({ added: 1, updated: 0, unchanged: 0 });
+    expect(await put([record('spelled', { price: new JsonNumber('1.10'), n: 1 }, at)])).toEqual({ added: 0, updated: 1, unchanged: 0 });
+    expect(await text('spelled')).toBe('{"n": 1, "price": 1.10}');
+    expect(await served('spelled')).toBe('{"n":1,"price":1.10}');
+    expect(await put([record('spelled', { price: new JsonNumber('1.10'), n: 1 }, at)])).toEqual({ added: 0, updated: 0, unchanged: 1 });
+    expect(await put([record('spelled', { price: 1.1, n: 1 }, at)])).toEqual({ added: 0, updated: 1, unchanged: 0 });
+    expect(await text('spelled')).toBe('{"n": 1, "price": 1.1}');
+    // Scale added to a number spelled as an integer, beside an unchanged one.
+    expect(await put([record('spelled', { price: 1.1, n: new JsonNumber('1.0') }, at)])).toEqual({ added: 0, updated: 1, unchanged: 0 });
+    expect(await served('spelled')).toBe('{"n":1.0,"price":1.1}');
   });
 
   it('gives every change the next feed position, each record once at its latest, tombstones included', async () => {

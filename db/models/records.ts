@@ -3,7 +3,7 @@
 // that can still order it against another version).
 import type { PoolClient } from 'pg';
 import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
-import { exactJson, parseExactJson } from '../../policy/exact-json';
+import { exactJson, mayHoldPointedNumber, parseExactJson } from '../../policy/exact-json';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
@@ -73,7 +73,11 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * before it writes (the rows to write are read through the lock's CTE, so it is held before any
  * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
- * it commits. A record whose data and updated_at are unchanged is not rewritten, nor is one the
+ * it commits. A record whose data and updated_at are unchanged is not rewritten (data compared as
+ * jsonb, by value, and, on a page holding a number written with a point, also as text: the
+ * database keeps a number's scale, so `1.10` served for a stored `1.1` is a change; a number that
+ * only lost its point, `1.0` served as `1`, on a page holding no number with a point is not seen:
+ * comparing every page as text would print every unchanged record twice), nor is one the
  * provider says is older than the stored version by more than CURSOR_CLOCK_SKEW_MS (when the stored
  * change time is believable: not later than the stored version's fetch plus that skew) unless it was
  * fetched more than that skew after the stored version was (the provider went back to it: restored
@@ -158,6 +162,7 @@ export async function upsertRecords(
     if (!kept || !(r.updatedAt !== null && kept.updatedAt !== null && Date.parse(r.updatedAt) < Date.parse(kept.updatedAt))) byId.set(r.externalId, r);
   }
   const rows = [...byId.values()].map((r) => ({ external_id: r.externalId, data: r.data, updated_at: r.updatedAt }));
+  const page = exactJson(rows);
   const { rows: counts } = await db.query<{ added: number; updated: number; seen: number; held: boolean; current: boolean; behind: string[] }>(
     `with held as (select t.id from sync_tasks t where t.id = $9::uuid and t.claim = $13::uuid and t.status = ${TASK.processing} for no key update),
           -- The task row first, then the feed lock (the deletion step's order): a page the run no
@@ -209,7 +214,11 @@ export async function upsertRecords(
               deleted_at = null
         where (records.deleted_at is not null
                or records.data is distinct from excluded.data
-               or records.source_updated_at is distinct from excluded.source_updated_at)
+               or records.source_updated_at is distinct from excluded.source_updated_at
+               -- jsonb compares numbers by value (1.1 equals 1.10) but keeps each as written: a
+               -- number spelled otherwise (the provider's 1.10 for a stored 1.1) is a change of the
+               -- data served. Compared as text only for a page holding a number with a point ($17).
+               or ($17::boolean and records.data::text is distinct from excluded.data::text))
           -- Never replace a newer version with an older one (two jobs of a connection can overlap):
           -- by the provider's change times when they differ and the stored one is believable (not
           -- after the stored version was fetched, less the clock skew: a provider clock gone wrong
@@ -281,9 +290,10 @@ export async function upsertRecords(
             ($15::bigint is null or coalesce((select same from config), false)) as current,
             array(select external_id from behind order by external_id) as behind from counted`,
     [
-      target.connectionId, target.resourceType, target.jobId, target.at, exactJson(rows), FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
+      target.connectionId, target.resourceType, target.jobId, target.at, page, FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
       progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null, target.behindKnown ? [...target.behindKnown] : null,
+      mayHoldPointedNumber(page),
     ],
   );
   const { added, updated, seen, held, current, behind } = counts[0]!;
