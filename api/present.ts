@@ -140,7 +140,7 @@ export function presentRecordChange(change: RecordChange) {
     external_id: change.external_id,
     resource_type: change.resource_type,
     data: change.data,
-    source_updated_at: change.source_updated_at?.toISOString() ?? null,
+    source_updated_at: change.source_updated_at,
     synced_at: change.synced_at.toISOString(),
     deleted_at: change.deleted_at?.toISOString() ?? null,
     change: change.change,

@@ -5,6 +5,7 @@
 // provider on 127.0.0.1.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
+import { apiAppWithoutTemporal, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -55,6 +56,35 @@ describe('http connector: change times Postgres would read otherwise, or not at 
       'beyond-dates': null,
       micros: '2024-01-05T10:00:00.123456',
       plain: '2024-01-05T10:00:00.000000',
+    });
+  });
+});
+
+describe('records feed: change times', () => {
+  it('serves each change time in UTC to the microsecond the provider gave, and to the millisecond (as ever) when it gave no more', async () => {
+    const items = [
+      { id: 'micros', updated_at: '2024-01-05T10:00:00.123456Z' },
+      { id: 'micros-offset', updated_at: '2024-01-05T12:00:00.000001+02:00' },
+      { id: 'millis', updated_at: '2024-01-05T10:00:00.5Z' },
+      { id: 'plain', updated_at: '2024-01-05T10:00:00Z' },
+      { id: 'seven-digits', updated_at: '2024-01-05T10:00:00.1234567Z' }, // past Postgres's resolution: read by JavaScript
+      { id: 'year-one', updated_at: '0000-12-31T23:00:00-02:00' },
+      { id: 'none' },
+    ];
+    const { connectionId, deps } = await itemsConnection('served-change-times', () => items);
+    await runPass(deps, connectionId, 'items', 'full');
+    const app = apiAppWithoutTemporal(db.pool, 'http-change-times');
+    const res = await app.request(`/connections/${connectionId}/records`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+    expect(res.status).toBe(200);
+    const { items: served } = (await res.json()) as { items: { external_id: string; source_updated_at: string | null }[] };
+    expect(Object.fromEntries(served.map((c) => [c.external_id, c.source_updated_at]))).toEqual({
+      micros: '2024-01-05T10:00:00.123456Z',
+      'micros-offset': '2024-01-05T10:00:00.000001Z',
+      millis: '2024-01-05T10:00:00.500Z',
+      plain: '2024-01-05T10:00:00.000Z',
+      'seven-digits': '2024-01-05T10:00:00.123Z',
+      'year-one': '0001-01-01T01:00:00.000Z',
+      none: null,
     });
   });
 });

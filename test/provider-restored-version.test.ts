@@ -41,6 +41,6 @@ describe('a provider restored to an older version of a record', () => {
     const after = (await feedOf()).get('i00002')!;
     expect(after.change).toBe('update');
     expect(BigInt(after.change_seq)).toBeGreaterThan(BigInt(before.change_seq));
-    expect(after.source_updated_at?.toISOString()).toBe(new Date(older.updated_at).toISOString());
+    expect(after.source_updated_at).toBe(new Date(older.updated_at).toISOString());
   });
 });

@@ -24,7 +24,9 @@ export const RecordChangeSchema = z
     external_id: z.string(),
     resource_type: z.string(),
     data: z.unknown().openapi({ description: "The provider's record; a tombstone keeps its last data" }),
-    source_updated_at: NullableTime,
+    source_updated_at: NullableTime.openapi({
+      description: "When the provider last changed the record (its change time), in UTC: to the millisecond, or to the microsecond when the provider's time is not a whole millisecond (`2026-01-01T00:00:00.123456Z`); the zone the provider wrote it in is not kept",
+    }),
     synced_at: z.string().openapi({ description: 'When this change was written' }),
     deleted_at: NullableTime.openapi({ description: 'Set on a tombstone: a full sync found the record gone at the provider' }),
     change: z.enum(RECORD_CHANGES),

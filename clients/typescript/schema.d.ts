@@ -1651,7 +1651,10 @@ export interface components {
             resource_type: string;
             /** @description The provider's record; a tombstone keeps its last data */
             data?: unknown;
-            /** @example 2025-01-01T12:00:00.000Z */
+            /**
+             * @description When the provider last changed the record (its change time), in UTC: to the millisecond, or to the microsecond when the provider's time is not a whole millisecond (`2026-01-01T00:00:00.123456Z`); the zone the provider wrote it in is not kept
+             * @example 2025-01-01T12:00:00.000Z
+             */
             source_updated_at: string | null;
             /** @description When this change was written */
             synced_at: string;

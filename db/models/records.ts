@@ -445,7 +445,12 @@ export interface RecordChange {
   resource_type: string;
   /** As stored: numbers a double does not hold are `JsonNumber`s (write it with `exactJson`). */
   data: unknown;
-  source_updated_at: Date | null;
+  /**
+   * When the provider last changed the record, as stored (to the microsecond: a provider may give
+   * more than a Date holds), in ISO 8601 UTC: to the millisecond (`…00.500Z`), or to the
+   * microsecond (`…00.123456Z`) when its microseconds are not a whole millisecond.
+   */
+  source_updated_at: string | null;
   synced_at: Date;
   deleted_at: Date | null;
   change: RecordChangeKind;
@@ -470,6 +475,16 @@ export interface ChangesReadPage {
   changes: RecordChange[];
   cut: boolean;
 }
+
+/**
+ * Timestamp `column` as ISO 8601 UTC text to the microsecond stored, written as `toISOString` writes
+ * a Date (three fraction digits) unless the microseconds are not a whole millisecond (six). The
+ * driver would read it as a Date, to the millisecond: a provider's change time of `.123456` would
+ * be served as `.123`.
+ */
+const microsecondIso = (column: string) =>
+  `to_char(${column} at time zone 'UTC', case when extract(microseconds from ${column})::bigint % 1000 = 0
+                                              then 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"' else 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"' end)`;
 
 /**
  * A connection's changes after position `afterSeq`, in feed order, at most `limit` and within
@@ -500,7 +515,8 @@ export async function readChangesPage(db: Queryable, query: ChangesRead): Promis
        select p.n + 1, x.*, p.through + octet_length(x.text) + octet_length(x.external_id)
          from page p cross join lateral ${next('p.change_seq')} x
         where p.n < $5 and ($6::bigint is null or p.through + octet_length(x.text) + octet_length(x.external_id) <= $6::bigint))
-     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.text as data, p.source_updated_at, p.synced_at, p.deleted_at, p.change,
+     select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.text as data,
+            ${microsecondIso('p.source_updated_at')} as source_updated_at, p.synced_at, p.deleted_at, p.change,
             -- Whether a change follows the page's last one (the page was cut short of it, or full).
             exists ${next('(select max(l.change_seq) from page l)')} as more
        from page p
