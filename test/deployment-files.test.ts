@@ -313,14 +313,17 @@ describe('the Helm chart: the API\'s shutdown', () => {
   // or scale-down: the container waits (preStop) before its SIGTERM, still serving, and that
   // wait plus the API's shutdown grace stays within the pod's terminationGracePeriodSeconds.
   const template = read('deploy/helm/synctide/templates/api.yaml');
-  const values = parse(read('deploy/helm/synctide/values.yaml')) as { api: { preStopSeconds?: number } };
+  const values = parse(read('deploy/helm/synctide/values.yaml')) as { api: { preStopSeconds?: number; shutdownGraceSeconds?: number } };
 
   it('waits before SIGTERM, serving, so the Service stops routing to the pod before its listener closes', () => {
     expect(template, 'a preStop hook on the api container').toMatch(/lifecycle:\s*\n\s*preStop:\s*\n\s*exec:\s*\n\s*command: \["sleep", "\{\{ \.Values\.api\.preStopSeconds \}\}"\]/);
     expect(values.api.preStopSeconds).toBeGreaterThanOrEqual(5);
-    const grace = /terminationGracePeriodSeconds: \{\{ add \.Values\.api\.preStopSeconds (\d+) \}\}/.exec(template);
-    expect(grace, 'terminationGracePeriodSeconds of the api pod follows the preStop wait').not.toBeNull();
-    // Room after the wait for the API's whole shutdown (API_SHUTDOWN_GRACE_SECONDS, by default).
-    expect(Number(grace![1])).toBeGreaterThan(loadConfig({}).API_SHUTDOWN_GRACE_SECONDS);
+    // The API's grace is the chart's value, the process's default unless set.
+    expect(template).toMatch(/- name: API_SHUTDOWN_GRACE_SECONDS\s*\n\s*value: \{\{ \.Values\.api\.shutdownGraceSeconds \| quote \}\}/);
+    expect(values.api.shutdownGraceSeconds).toBe(loadConfig({}).API_SHUTDOWN_GRACE_SECONDS);
+    const grace = /terminationGracePeriodSeconds: \{\{ add \.Values\.api\.preStopSeconds \.Values\.api\.shutdownGraceSeconds (\d+) \}\}/.exec(template);
+    expect(grace, 'terminationGracePeriodSeconds of the api pod follows the preStop wait and the grace').not.toBeNull();
+    // Room after the wait and the grace for the API's exit.
+    expect(Number(grace![1])).toBeGreaterThanOrEqual(10);
   });
 });
