@@ -117,7 +117,12 @@ export function allConnectionsInUse(pool: pg.Pool): boolean {
 
 export type Pool = pg.Pool;
 
-/** One round trip to the server: resolves when Postgres answers. */
-export async function ping(db: Pick<pg.Pool, 'query'>): Promise<void> {
-  await db.query('select 1');
+/**
+ * One round trip to the server: resolves when Postgres answers. With `noAnswerMs`, the statement
+ * fails if no answer came within that time, and a pool discards the connection it ran on (never
+ * handed out again), so a server that stopped answering keeps no connection behind a ping.
+ */
+export async function ping(db: Pick<pg.Pool, 'query'>, noAnswerMs?: number): Promise<void> {
+  // pg reads a statement's own `query_timeout` (its types leave it out of QueryConfig).
+  await db.query(noAnswerMs ? ({ text: 'select 1', query_timeout: noAnswerMs } as pg.QueryConfig) : 'select 1');
 }

@@ -32,8 +32,9 @@ export interface ReadinessDetails {
 }
 
 /**
- * Readiness of a process: can it reach Postgres and Temporal, each within 2 s (Temporal asked as
- * temporalAnswers asks it, the call itself given that deadline)? With Postgres up,
+ * Readiness of a process: can it reach Postgres and Temporal, each within 2 s (Postgres asked by
+ * one ping at a time, given that time to answer; Temporal asked as temporalAnswers asks it, the
+ * call itself given that deadline)? With Postgres up,
  * also how many connections are stale (a detail: it does not make the process unready). A pool
  * with every connection in use is `busy` and still ready: taking every loaded process out of the
  * balancer would turn load into an outage; its requests answer 503 busy until one comes free.
@@ -42,7 +43,7 @@ export async function checkReadiness(
   deps: ReadinessDeps,
 ): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
   const [pinged, temporal] = await Promise.all([
-    probe(() => ping(deps.pool)),
+    probe(() => pingOnce(deps.pool)),
     // Read inside the check: whatever reading the client's connection throws is `unreachable`, never an error answer.
     temporalAnswers(() => deps.temporal.connection),
   ]);
@@ -54,6 +55,31 @@ export async function checkReadiness(
     if (stale !== undefined) details = { stale_connections: stale };
   }
   return { ready: postgres !== 'unreachable' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
+}
+
+/** The readiness ping of each pool that has not answered yet. */
+const pendingPings = new WeakMap<Pool, Promise<void>>();
+
+/**
+ * A ping of `pool` that leaves at most one statement outstanding however often readiness asks: a
+ * check while an earlier ping has not answered sends none of its own and waits for that one
+ * (Postgres answering it within the check is Postgres answering). The ping gives its connection
+ * up after the check's time without an answer, so a silent server holds no connection behind it;
+ * one still waiting for a connection (a server that takes none in) stays the one ping until the
+ * pool's connect limit ends it.
+ */
+function pingOnce(pool: Pool): Promise<void> {
+  const pending = pendingPings.get(pool);
+  if (pending) return pending;
+  const sent = ping(pool, CHECK_TIMEOUT_MS);
+  pendingPings.set(pool, sent);
+  void sent.then(
+    () => undefined,
+    () => undefined,
+  ).finally(() => {
+    if (pendingPings.get(pool) === sent) pendingPings.delete(pool);
+  });
+  return sent;
 }
 
 /** The readiness result of `checkReadiness`. */

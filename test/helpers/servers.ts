@@ -31,7 +31,7 @@ async function scratchDir(prefix: string): Promise<string> {
 }
 
 /** Wraps a server's start function: stop and start it again as often as a test likes. */
-async function restartable<S extends { stop(): Promise<void> }>(start: () => Promise<S>, dir: string): Promise<RestartableServer & { first: S }> {
+async function restartable<S extends { stop(): Promise<void> }>(start: () => Promise<S>, dir: string): Promise<RestartableServer & { first: S; current(): S | null }> {
   const first = await start();
   let server: S | null = first;
   const stop = async () => {
@@ -40,6 +40,7 @@ async function restartable<S extends { stop(): Promise<void> }>(start: () => Pro
   };
   return {
     first,
+    current: () => server,
     stop,
     async start() {
       if (!server) server = await start();
@@ -65,15 +66,18 @@ export async function startPersistedDevServer(): Promise<RestartableServer & { a
   return { ...server, address: server.first.address };
 }
 
-/** An embedded Postgres of the test's own with a migrated `synctide` database (`url`). */
-export async function startOwnedPostgres(): Promise<RestartableServer & { url: string }> {
+/**
+ * An embedded Postgres of the test's own with a migrated `synctide` database (`url`); `pid()` is
+ * its postmaster's while it runs (-1 while stopped).
+ */
+export async function startOwnedPostgres(): Promise<RestartableServer & { url: string; pid(): number }> {
   const dir = await scratchDir('synctide-fault-pg-');
   const options = { dataDir: path.join(dir, 'data'), port: await freePort(), ephemeral: true };
   const server = await restartable(() => startEmbeddedPostgres(options), dir);
   await createDatabaseIfMissing(server.first.adminUrl, 'synctide');
   const url = server.first.urlFor('synctide');
   await migrate(url);
-  return { ...server, url };
+  return { ...server, url, pid: () => server.current()?.pid ?? -1 };
 }
 
 /**
@@ -91,4 +95,39 @@ export function usePersistedStack(): { db: TestDatabase; temporal: RestartableSe
     await stack.db?.drop();
   });
   return stack;
+}
+
+/** The pids of `pid`'s children (Linux: each process's parent is the fourth field of /proc/<pid>/stat). */
+async function childPids(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await fs.readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // The command name (second field) is in parentheses and may hold spaces: read after its last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) children.push(Number(entry));
+  }
+  return children;
+}
+
+/**
+ * Makes a server silent without closing anything: SIGSTOP to `pid` (a Postgres postmaster) first,
+ * so it forks no one new, then to each of its children (every session's backend). Connections stay
+ * open and the kernel still accepts new ones, but nothing answers. Resolves with `thaw`, which
+ * sends SIGCONT to all of them (call it before stopping the server).
+ */
+export async function freezeProcessTree(pid: number): Promise<() => void> {
+  if (pid <= 0) throw new Error(`no process to freeze (pid ${pid})`);
+  process.kill(pid, 'SIGSTOP');
+  const frozen = [pid, ...(await childPids(pid))];
+  for (const child of frozen.slice(1)) process.kill(child, 'SIGSTOP');
+  return () => {
+    for (const p of frozen) {
+      try {
+        process.kill(p, 'SIGCONT');
+      } catch {
+        // Exited meanwhile.
+      }
+    }
+  };
 }
