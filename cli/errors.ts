@@ -48,9 +48,18 @@ export class CliError extends Error {
  */
 export class UnreachableError extends CliError {
   constructor(origin: string, cause: string) {
-    super(`cannot reach ${origin}: ${cause}`, EXIT.failure);
+    super(`cannot reach ${origin}: ${cause}`, EXIT.failure, 'unreachable');
     this.name = 'UnreachableError';
   }
+}
+
+/**
+ * A failure as --json shows it (the `error` of the document on stderr, and of a retry object):
+ * the API's error code (`usage` for a command-line mistake, `unreachable` for no answer, `error`
+ * when nothing names it), the message, the exit code it leads to and the HTTP status if any.
+ */
+export function errorJson(err: CliError): { code: string; message: string; exit_code: ExitCode; status?: number } {
+  return { code: err.code ?? 'error', message: err.detail, exit_code: err.exitCode, ...(err.status && { status: err.status }) };
 }
 
 /** A command-line mistake (exit 2). */

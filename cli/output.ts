@@ -1,6 +1,7 @@
 // What a command prints: JSON for scripts (`--json`: one document, or one object a line for a
 // stream), aligned tables and short lines for people. Results go to stdout; progress, hints and
-// errors go to stderr, so `synctide … --json | jq` always reads clean JSON.
+// errors go to stderr, so `synctide … --json | jq` always reads clean JSON; with --json what goes to
+// stderr is JSON too, one object a line (an error, a read made again, a cursor to resume from).
 import type { Writable } from 'node:stream';
 
 export interface Output {
@@ -20,9 +21,17 @@ export function emit(out: Output, value: unknown, human: () => string | string[]
   if (lines.length > 0) out.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/** A line on stderr (a hint, a warning, progress when not on a terminal). */
+/** A line on stderr (a hint, a warning, progress when not on a terminal) that --json leaves out. */
 export function note(out: Output, line: string): void {
   out.stderr.write(`${line}\n`);
+}
+
+/**
+ * Something a script may act on, said on stderr: with --json as one JSON object on a line of its
+ * own (every line on stderr is one then, as stdout is JSON), else as the line `human` gives.
+ */
+export function notice(out: Output, value: Record<string, unknown>, human: () => string): void {
+  out.stderr.write(`${out.json ? JSON.stringify(value) : human()}\n`);
 }
 
 /** Rows under a header, each column as wide as its widest cell; an empty list says so. */

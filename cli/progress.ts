@@ -1,11 +1,11 @@
 // Following a job to its end by polling GET /jobs/{id}: a bar redrawn in place on a terminal, one
-// plain line per change otherwise (CI logs, pipes), nothing at all with `--json`. Progress goes to
-// stderr; the caller prints the finished job.
+// plain line per change otherwise (CI logs, pipes), no progress with `--json` (only a read made
+// again, as a JSON object). Progress goes to stderr; the caller prints the finished job.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../clients/typescript';
 import { answer, type SynctideClient } from './api';
-import { MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from './errors';
-import { num, type Output } from './output';
+import { errorJson, MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from './errors';
+import { notice, num, type Output } from './output';
 
 export type Job = components['schemas']['Job'];
 
@@ -33,7 +33,7 @@ export function renderLine(job: Job): string {
  * with a status that asks to be tried again, or that reached no API (refused, reset, a name not
  * resolved) once the API has answered this command (`reached`: true when the command's request
  * before the wait was answered), is made again (at most MAX_RETRIED_POLLS times in a row, waiting
- * `max(intervalMs, 1 s)` times the count, said on stderr but with --json); any other failure ends
+ * `max(intervalMs, 1 s)` times the count, said on stderr: a line, or with --json a `retry` object); any other failure ends
  * the wait.
  */
 export async function watchJob(client: SynctideClient, baseUrl: string, out: Output, jobId: string, intervalMs: number, signal?: AbortSignal, reached = false): Promise<Job> {
@@ -50,8 +50,13 @@ export async function watchJob(client: SynctideClient, baseUrl: string, out: Out
     } catch (err) {
       if (!retriedRead(err, answered) || retried >= MAX_RETRIED_POLLS) throw err;
       retried++;
-      if (!out.json) out.stderr.write(`${tty ? '\n' : ''}${err.message}; reading job ${jobId} again (${retried}/${MAX_RETRIED_POLLS})\n`);
-      await sleep(retryWaitMs(intervalMs, retried), undefined, { signal });
+      const waitMs = retryWaitMs(intervalMs, retried);
+      notice(
+        out,
+        { retry: { reading: 'job', job_id: jobId, attempt: retried, max_attempts: MAX_RETRIED_POLLS, wait_ms: waitMs, error: errorJson(err) } },
+        () => `${tty ? '\n' : ''}${err.message}; reading job ${jobId} again (${retried}/${MAX_RETRIED_POLLS})`,
+      );
+      await sleep(waitMs, undefined, { signal });
       continue;
     }
     if (!out.json) {

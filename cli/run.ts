@@ -11,7 +11,7 @@ import { recordCommands } from './commands/records';
 import { tenantCommands } from './commands/tenants';
 import { webhookCommands } from './commands/webhooks';
 import { resolveSettings } from './config';
-import { CliError, EXIT, usage } from './errors';
+import { CliError, errorJson, EXIT, usage } from './errors';
 import { fields, type Output } from './output';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -19,7 +19,7 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json
 export const COMMANDS: Command[] = [...connectionCommands, ...jobCommands, ...recordCommands, ...webhookCommands, ...tenantCommands];
 
 const GLOBAL_FLAGS: Record<string, Flag> = {
-  json: { type: 'boolean', description: 'Print JSON (lists and objects as one document; records tail one change a line; errors on stderr)' },
+  json: { type: 'boolean', description: 'Print JSON (lists and objects as one document; records tail one change a line; on stderr one object a line: errors, retries, the cursor)' },
   url: { type: 'string', value: '<url>', description: 'The API URL (else SYNCTIDE_URL, else the config file)' },
   config: { type: 'string', value: '<path>', description: 'The config file (else SYNCTIDE_CONFIG, else ~/.config/synctide/config.json)' },
   help: { type: 'boolean', short: 'h', description: 'Show help (of a command: synctide <command> --help)' },
@@ -76,7 +76,7 @@ export function commandHelp(c: Command): string {
 
 /** Writes a failure to stderr: a line, or with --json an `{"error": …}` document. */
 function report(out: Output, err: CliError): void {
-  if (out.json) out.stderr.write(`${JSON.stringify({ error: { code: err.code ?? 'error', message: err.detail, exit_code: err.exitCode, ...(err.status && { status: err.status }) } })}\n`);
+  if (out.json) out.stderr.write(`${JSON.stringify({ error: errorJson(err) })}\n`);
   else out.stderr.write(`synctide: ${err.message}\n`);
 }
 
@@ -96,13 +96,15 @@ export async function run(argv: string[], io: Omit<Output, 'json'> & { env: Node
     }
     if (words.length === 0) {
       if (loose.values.version) {
-        io.stdout.write(`synctide ${VERSION}\n`);
+        io.stdout.write(out.json ? `${JSON.stringify({ version: VERSION })}\n` : `synctide ${VERSION}\n`);
         return EXIT.ok;
       }
       if (loose.values.help) {
         io.stdout.write(`${helpText()}\n`);
         return EXIT.ok;
       }
+      // No command: a usage error; the help text for a person, a JSON error for a script.
+      if (out.json) throw usage('no command given (synctide --help lists them)');
       io.stderr.write(`${helpText()}\n`);
       return EXIT.usage;
     }

@@ -44,7 +44,8 @@ describe('synctide records tail stopped by a failure', () => {
     const stopped = await following.ended;
     expect(stopped.code, stopped.stderr).toBe(1);
     expect(stopped.stderr).toMatch(/cannot reach/);
-    const cursor = /^cursor: (\S+)$/m.exec(stopped.stderr)?.[1];
+    // With --json every line on stderr is a JSON object: the retries, the cursor, the error.
+    const cursor = stopped.stderr.trim().split('\n').map((line) => JSON.parse(line) as { cursor?: string }).find((line) => line.cursor)?.cursor;
     expect(cursor, `the cursor on stderr: ${stopped.stderr}`).toBeDefined();
 
     ({ server: api } = await listenWithoutTemporal(db.pool, 'cli-tail-stops'));
@@ -84,7 +85,7 @@ describe('synctide records tail stopped by a failure', () => {
       expect(stopped.code, stopped.stderr).toBe(130);
       expect(busy).toBe(2);
       expect(stopped.stdout.trim().split('\n')).toHaveLength(3);
-      expect(stopped.stderr).toMatch(/^cursor: \S+$/m);
+      expect(stopped.stderr).toMatch(/^\{"cursor":"\S+"\}$/m);
     } finally {
       await proxy.close();
     }

@@ -255,7 +255,8 @@ describe('synctide CLI against a real stack', () => {
     const firstLines = first.stdout.trim().split('\n').map((l) => JSON.parse(l));
     expect(firstLines).toHaveLength(5);
     expect(firstLines[0]).toMatchObject({ change: 'insert', resource_type: expect.any(String), external_id: expect.any(String) });
-    const cursor = /^cursor: (\S+)$/m.exec(first.stderr)?.[1];
+    // With --json the cursor is a JSON object on stderr, as everything there is.
+    const cursor = (JSON.parse(first.stderr) as { cursor?: string }).cursor;
     expect(cursor, first.stderr).toBeDefined();
     const rest = await cli(['records', 'tail', connectionId, '--cursor', cursor!, '--once', '--json']);
     expect(rest.code, rest.stderr).toBe(0);

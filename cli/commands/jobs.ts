@@ -2,7 +2,7 @@
 import { answer } from '../api';
 import { list, pages, PAGING, seconds, str, type Command, type Context, type FlagValues } from '../command';
 import { EXIT, type ExitCode } from '../errors';
-import { emit, fields, note, num, table, when } from '../output';
+import { emit, fields, note, notice, num, table, when } from '../output';
 import { renderLine, watchJob, type Job } from '../progress';
 
 const POLL: Command['flags'] = {
@@ -31,7 +31,7 @@ async function waitAndReport(ctx: Context, jobId: string, intervalMs: number, re
     job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, intervalMs, ctx.signal, reached);
   } catch (err) {
     if (ctx.signal.aborted) {
-      note(ctx.out, `\nStopped waiting; job ${jobId} goes on (synctide jobs show ${jobId}).`);
+      notice(ctx.out, { stopped: { job_id: jobId, message: `stopped waiting; job ${jobId} goes on (synctide jobs show ${jobId})` } }, () => `\nStopped waiting; job ${jobId} goes on (synctide jobs show ${jobId}).`);
       return EXIT.interrupted;
     }
     throw err;

@@ -4,8 +4,8 @@ import { parse, stringify } from 'lossless-json';
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
 import { int, seconds, str, type Command } from '../command';
-import { CliError, EXIT, MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from '../errors';
-import { note, when } from '../output';
+import { CliError, errorJson, EXIT, MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from '../errors';
+import { notice, when } from '../output';
 
 type Change = components['schemas']['RecordChange'];
 type Page = components['schemas']['RecordPage'];
@@ -29,7 +29,7 @@ export const recordCommands: Command[] = [
     summary: "Follow a connection's change feed (inserts, updates, deletions in order); --json writes one change a line",
     args: ['<connection-id>'],
     flags: {
-      cursor: { type: 'string', value: '<cursor>', description: 'Resume from this cursor (printed on stderr when tail stops); default the start of the feed' },
+      cursor: { type: 'string', value: '<cursor>', description: 'Resume from this cursor (printed on stderr when tail stops; with --json as {"cursor": …}); default the start of the feed' },
       'resource-type': { type: 'string', value: '<type>', description: 'Only changes of this resource type' },
       limit: { type: 'string', value: '<n>', description: 'Stop after n changes' },
       once: { type: 'boolean', description: 'Stop when caught up instead of following' },
@@ -47,7 +47,7 @@ export const recordCommands: Command[] = [
       /** Whether the API has answered a read of this tail (then a read that reaches no API is made again). */
       let reached = false;
       const stop = (code: number) => {
-        if (cursor) note(out, `cursor: ${cursor}`);
+        if (cursor) notice(out, { cursor }, () => `cursor: ${cursor}`);
         return code as typeof EXIT.ok;
       };
       for (;;) {
@@ -71,9 +71,14 @@ export const recordCommands: Command[] = [
           // API that answered before (a restart, a deploy): the feed is still there.
           if (retriedRead(err, reached) && retried < MAX_RETRIED_POLLS) {
             retried++;
-            if (!out.json) note(out, `${err.message}; reading the feed again (${retried}/${MAX_RETRIED_POLLS})`);
+            const waitMs = retryWaitMs(pollMs, retried);
+            notice(
+              out,
+              { retry: { reading: 'feed', connection_id: id, attempt: retried, max_attempts: MAX_RETRIED_POLLS, wait_ms: waitMs, error: errorJson(err) } },
+              () => `${err.message}; reading the feed again (${retried}/${MAX_RETRIED_POLLS})`,
+            );
             try {
-              await sleep(retryWaitMs(pollMs, retried), undefined, { signal });
+              await sleep(waitMs, undefined, { signal });
             } catch {
               return stop(EXIT.interrupted);
             }
