@@ -30,6 +30,7 @@ export function presentConnection(row: ConnectionRow) {
     provider: row.provider_slug,
     app_key: row.app_key,
     status: row.status,
+    status_before_reauth: row.status_before_reauth,
     config: row.config,
     has_credentials: row.has_credentials,
     credential_kind: row.credential_kind,

@@ -561,7 +561,8 @@ async function shareGrant(tx: Queryable, row: ConnectionRow, sourceId: string, b
   }
   await connections.attachGrant(tx, row.id, source.oauth_grant_id, source.oauth_app_id, { resume: false });
   // `row` was read by the update that locked it in this transaction: its status is still this one.
-  if (row.status === CONNECTION_STATUS.needs_reauth) await connections.resumeRefusedConnections(tx, { table: 'connections', id: row.id });
+  // The grant it now shares ends a refusal, also one a disabled connection kept.
+  if (row.status === CONNECTION_STATUS.needs_reauth || row.status === CONNECTION_STATUS.disabled) await connections.resumeRefusedConnections(tx, { table: 'connections', id: row.id });
   return (await connections.findConnection(tx, row.id))!;
 }
 

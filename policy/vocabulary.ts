@@ -63,7 +63,8 @@ export type SyncMode = (typeof SYNC_MODES)[number];
  * (`invalid_grant`); its schedule enqueues nothing, no breaker failure is counted, and only new
  * credentials (PATCH credentials, or the connect flow) end it, giving it back the status it had
  * (`active` or `paused`); a pause or resume meanwhile leaves it `needs_reauth` and changes only
- * that status to get back.
+ * that status to get back. A disable keeps the refusal (the disabled connection keeps that
+ * status to get back), so a resume makes it `needs_reauth` again, unless new credentials came.
  */
 export const CONNECTION_STATUSES = ['active', 'paused', 'disabled', 'needs_reauth'] as const;
 /** A connection's status. */

@@ -89,3 +89,59 @@ describe('a pause or resume of a connection that does not need reauthorization',
     expect(await stateOf(disabled)).toEqual({ status: 'active', status_before_reauth: null });
   });
 });
+
+describe('POST /connections/:id/disable of a connection that needs reauthorization, then a resume', () => {
+  it('comes back needs_reauth (its refused credentials are not used again), and active once new credentials come', async () => {
+    const id = await connection('active', 'paused');
+    const disabled = await api.call('POST', `/connections/${id}/disable`);
+    expect(disabled.status, JSON.stringify(disabled.body)).toBe(200);
+    expect(disabled.body).toMatchObject({ id, status: 'disabled' });
+    // The refusal is kept beside the disable: what a resume reads.
+    expect(await stateOf(id)).toEqual({ status: 'disabled', status_before_reauth: 'paused' });
+
+    const resumed = await api.call('POST', `/connections/${id}/resume`);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body).toMatchObject({ id, status: 'needs_reauth' });
+    expect(await stateOf(id)).toEqual({ status: 'needs_reauth', status_before_reauth: 'active' });
+    await renewCredentials(id);
+    expect(await stateOf(id)).toEqual({ status: 'active', status_before_reauth: null });
+  });
+
+  it('one marked before the status it came from was kept (no status_before_reauth) comes back needs_reauth too', async () => {
+    const id = await connection('active', 'active');
+    await api.db.pool.query('update connections set status_before_reauth = null where id = $1', [id]);
+    expect((await api.call('POST', `/connections/${id}/disable`)).body).toMatchObject({ status: 'disabled' });
+    expect((await api.call('POST', `/connections/${id}/resume`)).body).toMatchObject({ status: 'needs_reauth' });
+    expect(await stateOf(id)).toEqual({ status: 'needs_reauth', status_before_reauth: 'active' });
+  });
+
+  it('given new credentials while disabled, a resume makes it active', async () => {
+    const id = await connection('active', 'active');
+    expect((await api.call('POST', `/connections/${id}/disable`)).body).toMatchObject({ status: 'disabled' });
+    await renewCredentials(id);
+    expect(await stateOf(id)).toEqual({ status: 'disabled', status_before_reauth: null });
+    expect((await api.call('POST', `/connections/${id}/resume`)).body).toMatchObject({ id, status: 'active' });
+  });
+
+  it('a disabled connection that did not need reauthorization resumes active, and its answer keeps no status', async () => {
+    const id = await connection('active');
+    expect((await api.call('POST', `/connections/${id}/disable`)).body).toMatchObject({ status: 'disabled' });
+    expect(await stateOf(id)).toEqual({ status: 'disabled', status_before_reauth: null });
+    expect((await api.call('POST', `/connections/${id}/resume`)).body).toMatchObject({ id, status: 'active' });
+  });
+});
+
+describe('a connection that needs reauthorization, as the API answers it', () => {
+  it('names the status new credentials give back (status_before_reauth), also once disabled, in the connection and in the listing; null for any other', async () => {
+    const id = await connection('paused', 'paused');
+    expect((await api.call('GET', `/connections/${id}`)).body).toMatchObject({ id, status: 'needs_reauth', status_before_reauth: 'paused' });
+    expect((await api.call('POST', `/connections/${id}/disable`)).body).toMatchObject({ status: 'disabled' });
+    // Disabled meanwhile: the refusal it keeps, which a resume brings back.
+    expect((await api.call('GET', `/connections/${id}`)).body).toMatchObject({ id, status: 'disabled', status_before_reauth: 'paused' });
+    const other = await connection('active');
+    expect((await api.call('GET', `/connections/${other}`)).body).toMatchObject({ id: other, status: 'active', status_before_reauth: null });
+    const listed = await api.call('GET', `/connections?tenant_id=${TENANT}&status=disabled&limit=100`);
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect((listed.body as { items: { id: string }[] }).items.find((c) => c.id === id)).toMatchObject({ status: 'disabled', status_before_reauth: 'paused' });
+  });
+});

@@ -254,6 +254,10 @@ export const ConnectionSchema = z
     provider: z.string(),
     app_key: z.string(),
     status: z.enum(CONNECTION_STATUSES).openapi({ description: '`needs_reauth`: the provider refused the OAuth grant; new credentials (PATCH `credentials`, or the connect flow) make it `active` again' }),
+    status_before_reauth: z.enum(SETTABLE_CONNECTION_STATUSES).nullable().openapi({
+      description:
+        'While `needs_reauth`: the status new credentials give back (`active`, or `paused`; a pause or resume since sets it). On a `disabled` connection: set when it was disabled while it needed reauthorization, so a resume makes it `needs_reauth` again, not `active` (new credentials while disabled clear it). Null otherwise.',
+    }),
     config: JsonObject,
     has_credentials: z.boolean(),
     credential_kind: z.enum(CREDENTIAL_KINDS).openapi({ description: '`token` (credentials given whole: a static token, or a GitHub App installation whose tokens the platform mints) or `oauth2` (an access token kept fresh by refresh, through `oauth_app_id`)' }),

@@ -29,6 +29,7 @@ const connection = ex(ConnectionSchema, {
   provider: 'github',
   app_key: 'acme-github',
   status: 'active',
+  status_before_reauth: null,
   config: { repositories: ['acme/app'] },
   has_credentials: true,
   credential_kind: 'token',

@@ -87,7 +87,7 @@ export interface paths {
         put?: never;
         /**
          * Resume scheduling (also re-enables a disabled connection)
-         * @description Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule. A connection that needs reauthorization stays `needs_reauth` (answered so): its refused credentials are not used again; it becomes `active` when new credentials come.
+         * @description Sets the connection `active` and signals (or starts) its workflow, which plans its next run from the schedule. A connection that needs reauthorization, or was disabled while it did (`status_before_reauth` set), is `needs_reauth` after it (answered so): its refused credentials are not used again; it becomes `active` when new credentials come.
          */
         post: operations["resumeConnection"];
         delete?: never;
@@ -107,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Stop the workflow; keep the data
-         * @description Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks.
+         * @description Sets the connection `disabled`, cancels its active jobs and its immediate sync and stops its workflow; its records stay readable. Sends `connection.disabled` to subscribed webhooks. A connection that needs reauthorization keeps the refusal (its `status_before_reauth`): a resume makes it `needs_reauth` again, not `active`, unless new credentials came meanwhile.
          */
         post: operations["disableConnection"];
         delete?: never;
@@ -848,6 +848,11 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "paused" | "disabled" | "needs_reauth";
+            /**
+             * @description While `needs_reauth`: the status new credentials give back (`active`, or `paused`; a pause or resume since sets it). On a `disabled` connection: set when it was disabled while it needed reauthorization, so a resume makes it `needs_reauth` again, not `active` (new credentials while disabled clear it). Null otherwise.
+             * @enum {string|null}
+             */
+            status_before_reauth: "active" | "paused" | null;
             config: {
                 [key: string]: unknown;
             };
@@ -1395,6 +1400,11 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "paused" | "disabled" | "needs_reauth";
+            /**
+             * @description While `needs_reauth`: the status new credentials give back (`active`, or `paused`; a pause or resume since sets it). On a `disabled` connection: set when it was disabled while it needed reauthorization, so a resume makes it `needs_reauth` again, not `active` (new credentials while disabled clear it). Null otherwise.
+             * @enum {string|null}
+             */
+            status_before_reauth: "active" | "paused" | null;
             config?: {
                 [key: string]: unknown;
             };
@@ -1978,6 +1988,7 @@ export interface operations {
                      *           "provider": "github",
                      *           "app_key": "acme-github",
                      *           "status": "active",
+                     *           "status_before_reauth": null,
                      *           "config": {
                      *             "repositories": [
                      *               "acme/app"
@@ -2106,6 +2117,7 @@ export interface operations {
                      *       "provider": "github",
                      *       "app_key": "acme-github",
                      *       "status": "active",
+                     *       "status_before_reauth": null,
                      *       "config": {
                      *         "repositories": [
                      *           "acme/app"
@@ -2247,6 +2259,7 @@ export interface operations {
                      *       "provider": "github",
                      *       "app_key": "acme-github",
                      *       "status": "active",
+                     *       "status_before_reauth": null,
                      *       "config": {
                      *         "repositories": [
                      *           "acme/app"
@@ -2501,6 +2514,7 @@ export interface operations {
                      *       "provider": "github",
                      *       "app_key": "acme-github",
                      *       "status": "active",
+                     *       "status_before_reauth": null,
                      *       "config": {
                      *         "repositories": [
                      *           "acme/app"

@@ -24,6 +24,12 @@ export interface ConnectionRow {
   provider_slug: string;
   app_key: string;
   status: ConnectionStatus;
+  /**
+   * While `needs_reauth`: the status new credentials give back (active or paused). On a disabled
+   * connection: set when it was disabled while it needed reauthorization (the refusal stands; a
+   * resume makes it `needs_reauth` again). Null otherwise.
+   */
+  status_before_reauth: SettableConnectionStatus | null;
   config: Record<string, unknown>;
   has_credentials: boolean;
   credential_kind: CredentialKind;
@@ -44,7 +50,7 @@ export interface ConnectionRow {
 type StoredConnection = Omit<ConnectionRow, 'schedule' | 'next_run_at' | 'last_jitter_seconds'> & { sync: unknown };
 
 /** The select list that produces a StoredConnection from `connections c`. */
-const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.config,
+const CONNECTION_COLUMNS = `c.id, c.tenant_id, c.provider_slug, c.app_key, c.status, c.status_before_reauth, c.config,
   (c.credentials is not null or c.oauth_grant_id is not null) as has_credentials, c.credential_kind, c.oauth_app_id, c.oauth_grant_id, c.metadata -> 'sync' as sync, c.created_at, c.updated_at`;
 
 /** Reads a stored schedule as stored: bounded by what a schedule may be, not by this deployment's maximum. */
@@ -213,6 +219,15 @@ export async function insertConnection(db: Queryable, input: NewConnection): Pro
  */
 const REAUTH_ENDED = (alias: string) => `coalesce(${alias}.status_before_reauth, ${CONNECTION.active})`;
 
+/**
+ * Whether the provider's refusal still stands for the connection row `alias` names: it is
+ * `needs_reauth`, or it was disabled while it was (a disabled connection keeps the refusal as its
+ * `status_before_reauth`: set only then, see disableConnectionRow). A resume of either must not
+ * make it active: it would sync again with the credentials the provider refused.
+ */
+const REFUSAL_STANDS = (alias: string) =>
+  `(${alias}.status = ${CONNECTION.needs_reauth} or (${alias}.status = ${CONNECTION.disabled} and ${alias}.status_before_reauth is not null))`;
+
 /** Fields of a connection the API may change; undefined leaves a field as it is. */
 export interface ConnectionChange {
   config?: Record<string, unknown>;
@@ -255,8 +270,8 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
             oauth_app_id = case when $3 then null else c.oauth_app_id end,
             oauth_grant_id = case when $3 then null else c.oauth_grant_id end,
             status = coalesce($5, case when $3 and $4::text is not null and c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end),
-            -- Kept only while the connection stays needs_reauth: whatever ends it uses it up.
-            status_before_reauth = case when coalesce($5, c.status) = ${CONNECTION.needs_reauth} and not ($3 and $4::text is not null) then c.status_before_reauth end,
+            -- Kept only while the connection stays needs_reauth (or disabled, keeping the refusal): new credentials use it up.
+            status_before_reauth = case when coalesce($5, c.status) in (${CONNECTION.needs_reauth}, ${CONNECTION.disabled}) and not ($3 and $4::text is not null) then c.status_before_reauth end,
             metadata = case when $6::jsonb is null then c.metadata
                             else jsonb_set(coalesce(c.metadata, '{}'::jsonb), '{sync}', ${STORE_SCHEDULE(`c.metadata -> 'sync'`, '$6::jsonb')}) end,
             schedule_changed_at = case when $6::jsonb is null then c.schedule_changed_at else now() end
@@ -277,13 +292,18 @@ export async function updateConnection(db: Queryable, id: string, change: Connec
 /**
  * Writes connection `id` disabled, and answers the status it had just before, read under the row's
  * lock (so of two disables at once, the second sees the first's `disabled`); null when there is no
- * such connection. The lock is FOR NO KEY UPDATE, never FOR UPDATE: that conflicts with the KEY
+ * such connection. A connection that needs reauthorization keeps the refusal through the disable:
+ * its `status_before_reauth` stays set (active when none was kept), so a resume makes it
+ * `needs_reauth` again (REFUSAL_STANDS), never active with the refused credentials; any other
+ * keeps none. The lock is FOR NO KEY UPDATE, never FOR UPDATE: that conflicts with the KEY
  * SHARE lock a page's records take on the connection row, and a delete holding the row's lock (its
  * purge's transaction) then waited for a page that itself waits to read the config FOR SHARE.
  */
 export async function disableConnectionRow(db: Queryable, id: string): Promise<ConnectionStatus | null> {
   const { rows } = await db.query<{ previous: ConnectionStatus }>(
-    `update connections c set status = ${CONNECTION.disabled}
+    `update connections c set status = ${CONNECTION.disabled},
+            status_before_reauth = case when before.status = ${CONNECTION.needs_reauth} then coalesce(c.status_before_reauth, ${CONNECTION.active})
+                                        when before.status = ${CONNECTION.disabled} then c.status_before_reauth end
        from (select id, status from connections where id = $1 for no key update) before
       where c.id = before.id
       returning before.status as previous`,
@@ -436,14 +456,15 @@ export const CREDENTIALS_OF = (c: string, g: string) => `case when ${c}.oauth_gr
 
 /**
  * The SET words of a pause or resume asking for status `asked` (an SQL expression) of the
- * connection row `alias` names (its columns as before the write): a connection that needs reauthorization
- * stays `needs_reauth` (only new credentials end it: its refused credentials must not be used
+ * connection row `alias` names (its columns as before the write): a connection whose refusal
+ * stands (REFUSAL_STANDS: it needs reauthorization, or was disabled while it did) is, or becomes
+ * again, `needs_reauth` (only new credentials end it: its refused credentials must not be used
  * again) and keeps `asked` as the status it gets back when they come (REAUTH_ENDED); any other
  * gets `asked`, and keeps no such status.
  */
 const ASKED_STATUS = (alias: string, asked: string) =>
-  `status = case when ${alias}.status = ${CONNECTION.needs_reauth} then ${CONNECTION.needs_reauth} else ${asked} end,
-   status_before_reauth = case when ${alias}.status = ${CONNECTION.needs_reauth} then ${asked} end`;
+  `status = case when ${REFUSAL_STANDS(alias)} then ${CONNECTION.needs_reauth} else ${asked} end,
+   status_before_reauth = case when ${REFUSAL_STANDS(alias)} then ${asked} end`;
 
 /** What a pause or resume found and left: the status the connection had, and the one it has after the statement. */
 export interface StatusWrite {
@@ -874,13 +895,16 @@ export async function storeRenewedCredentials(db: Queryable, holder: CredentialH
 /**
  * Gives every connection of `holder` (the grant's, or the connection itself) that needs
  * reauthorization back the status the refusal found it in (active or paused): the credential it
- * was refused for has just been renewed. The connections changed.
+ * was refused for has just been renewed. A disabled one that kept the refusal stays disabled and
+ * keeps it no more (a resume then makes it active). The connections whose status changed.
  */
 export async function resumeRefusedConnections(db: Queryable, holder: CredentialHolder): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `update connections c set status = ${REAUTH_ENDED('c')}, status_before_reauth = null
-      where ${holder.table === 'oauth_grants' ? 'oauth_grant_id' : 'id'} = $1 and status = ${CONNECTION.needs_reauth}
-      returning id`,
+    `with ended as (
+       update connections c set status = case when c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end, status_before_reauth = null
+        where ${holder.table === 'oauth_grants' ? 'c.oauth_grant_id' : 'c.id'} = $1 and ${REFUSAL_STANDS('c')}
+        returning c.id, c.status)
+     select id from ended where status <> ${CONNECTION.disabled}`,
     [holder.id],
   );
   return rows.map((row) => row.id);
