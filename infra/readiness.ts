@@ -57,29 +57,39 @@ export async function checkReadiness(
   return { ready: postgres !== 'unreachable' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
 }
 
-/** The readiness ping of each pool that has not answered yet. */
+/** Each pool's readiness ping, and its freshness count, that has not answered yet. */
 const pendingPings = new WeakMap<Pool, Promise<void>>();
+const pendingCounts = new WeakMap<Pool, Promise<{ provider: string; n: number }[]>>();
 
 /**
- * A ping of `pool` that leaves at most one statement outstanding however often readiness asks: a
- * check while an earlier ping has not answered sends none of its own and waits for that one
- * (Postgres answering it within the check is Postgres answering). The ping gives its connection
- * up after the check's time without an answer, so a silent server holds no connection behind it;
- * one still waiting for a connection (a server that takes none in) stays the one ping until the
- * pool's connect limit ends it.
+ * `send`'s statement on `pool`, at most one outstanding per pool in `pending` however often
+ * readiness asks: a check while an earlier one has not answered sends none of its own and waits
+ * for that one (its answer within the check counts). A check's own deadline only stops waiting:
+ * without this, every check would leave one more statement holding a connection of the pool, and
+ * checks every few seconds would take the pool its requests need.
  */
-function pingOnce(pool: Pool): Promise<void> {
-  const pending = pendingPings.get(pool);
-  if (pending) return pending;
-  const sent = ping(pool, CHECK_TIMEOUT_MS);
-  pendingPings.set(pool, sent);
+function oneOutstanding<T>(pending: WeakMap<Pool, Promise<T>>, pool: Pool, send: () => Promise<T>): Promise<T> {
+  const outstanding = pending.get(pool);
+  if (outstanding) return outstanding;
+  const sent = send();
+  pending.set(pool, sent);
   void sent.then(
     () => undefined,
     () => undefined,
   ).finally(() => {
-    if (pendingPings.get(pool) === sent) pendingPings.delete(pool);
+    if (pending.get(pool) === sent) pending.delete(pool);
   });
   return sent;
+}
+
+/**
+ * A ping of `pool`, one at a time (oneOutstanding). It gives its connection up after the check's
+ * time without an answer, so a silent server holds no connection behind it; one still waiting for
+ * a connection (a server that takes none in) stays the one ping until the pool's connect limit
+ * ends it.
+ */
+function pingOnce(pool: Pool): Promise<void> {
+  return oneOutstanding(pendingPings, pool, () => ping(pool, CHECK_TIMEOUT_MS));
 }
 
 /** The readiness result of `checkReadiness`. */
@@ -100,11 +110,15 @@ export function readinessProbe(
 const staleCounts = new WeakMap<object, { readAt: number; value: number }>();
 const STALE_COUNT_TTL_MS = 30_000;
 
-/** Stale connections, read at most every 30 s per pool (the query scans every active connection). */
+/**
+ * Stale connections, read at most every 30 s per pool (the query scans every active connection),
+ * and one count at a time (oneOutstanding): a count that waits (the table locked by a migration,
+ * a loaded server) holds one connection of the pool, not one more every check.
+ */
 async function staleConnections(deps: Pick<ReadinessDeps, 'pool' | 'defaultIntervalSeconds'>): Promise<number> {
   const cached = staleCounts.get(deps.pool);
   if (cached && Date.now() - cached.readAt < STALE_COUNT_TTL_MS) return cached.value;
-  const rows = await countStaleConnections(deps.pool, new Date(), deps.defaultIntervalSeconds ?? DEFAULT_INTERVAL_SECONDS);
+  const rows = await oneOutstanding(pendingCounts, deps.pool, () => countStaleConnections(deps.pool, new Date(), deps.defaultIntervalSeconds ?? DEFAULT_INTERVAL_SECONDS));
   const value = rows.reduce((sum, row) => sum + row.n, 0);
   staleCounts.set(deps.pool, { readAt: Date.now(), value });
   return value;

@@ -5,7 +5,9 @@
 // other, and the ping's own deadline gives its connection up. Before, each period's `select 1`
 // stayed waiting on a connection of its own until the pool's no-answer limit (a minute by
 // default), so the probes took the whole pool, and a pool with every connection in use read as
-// `busy`: the silent server's API answered 200 ready.
+// `busy`: the silent server's API answered 200 ready. The freshness count (`details`) likewise:
+// one that waits (its table locked) is the one count until it answers, not one more every check,
+// which took every connection of the API's pool while the lock lasted.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -78,6 +80,52 @@ describe('API readiness while Postgres is silent', () => {
     } finally {
       thaw();
       vi.restoreAllMocks();
+    }
+  }, 120_000);
+
+  it('a freshness count that waits (the connections table locked) holds at most one connection however many probes come', async () => {
+    // A pool of its own: every connection open and idle before the table is locked.
+    const probed = createPool(postgres.url, POOL_MAX, { statementTimeoutMs: 30_000, applicationName: 'synctide-api' });
+    const registry = new Registry();
+    const api = createApp({
+      pool: probed, temporal: env.client, registry, metrics: createSyncMetrics(registry), logger: capturingLogger().logger,
+      credentials: TEST_KEYRING, taskQueue: 'readiness-postgres', adminApiKey: 'f3a9c1e07b5d48e2a6c9f0d1b7e4a352f3a9c1e07b5d48e2',
+      maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000,
+    });
+    const locker = await pool.connect();
+    const realNow = Date.now.bind(Date);
+    let skipped = 0;
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skipped);
+    try {
+      await Promise.all(Array.from({ length: POOL_MAX }, () => probed.query('select pg_sleep(0.05)')));
+      // What a migration or a VACUUM FULL of the table does: the count waits; `select 1` does not.
+      await locker.query('begin');
+      await locker.query('lock table connections in access exclusive mode');
+      for (let probe = 1; probe <= POOL_MAX + 2; probe++) {
+        // Past the reuse of the last answer and of the last count (30 s): each probe counts again.
+        skipped += 30_001;
+        const res = await api.request('/readyz');
+        expect({ probe, status: res.status, body: await res.json() }).toEqual({ probe, status: 200, body: { status: 'ok', checks: { postgres: 'ok', temporal: 'ok' } } });
+        const outstanding = probed.totalCount - probed.idleCount + probed.waitingCount;
+        expect(outstanding, `statements outstanding after probe ${probe}`).toBeLessThanOrEqual(1);
+      }
+      await locker.query('rollback');
+      // The count answers again once the table is free.
+      const deadline = realNow() + 20_000;
+      let last: unknown;
+      for (;;) {
+        skipped += 30_001;
+        const res = await api.request('/readyz');
+        last = await res.json();
+        if ((last as { details?: unknown }).details || realNow() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(last).toEqual({ status: 'ok', checks: { postgres: 'ok', temporal: 'ok' }, details: { stale_connections: 0 } });
+    } finally {
+      await locker.query('rollback').catch(() => undefined);
+      locker.release();
+      vi.restoreAllMocks();
+      await probed.end().catch(() => undefined);
     }
   }, 120_000);
 });
