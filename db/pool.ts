@@ -102,6 +102,31 @@ export async function cancelCheckedOut(pool: pg.Pool, timeoutMs: number): Promis
   return out.length;
 }
 
+/**
+ * One round trip to the server of `pool` over a connection of its own, outside the pool (its
+ * address, TLS and role, without its statement limits), given `timeoutMs` to connect and as long
+ * to answer, then closed: whether Postgres answers when every connection of the pool is in use.
+ * Resolves when it answers, also when it refuses the connection for having no connection slot
+ * left (too_many_connections: it answers, it is full); rejects otherwise (a server that answers
+ * nothing, or refuses for another reason).
+ */
+export async function pingBeside(pool: pg.Pool, timeoutMs: number): Promise<void> {
+  const { statement_timeout: _statement, query_timeout: _query, ...settings } = pool.options as pg.PoolConfig;
+  const client = new pg.Client({ ...settings, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, application_name: `${settings.application_name ?? 'synctide'}-readiness` });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('select 1');
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== TOO_MANY_CONNECTIONS) throw err;
+  } finally {
+    void client.end().catch(() => undefined);
+  }
+}
+
+/** SQLSTATE of a connection refused because the server has no connection slot left. */
+const TOO_MANY_CONNECTIONS = '53300';
+
 /** The connected clients of each pool `createPool` made ('connect' to 'remove'; one being opened is not among them). */
 const connectedClients = new WeakMap<pg.Pool, Set<pg.PoolClient>>();
 

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { countStaleConnections } from '../db/models/connections';
-import { allConnectionsInUse, ping, type Pool } from '../db/pool';
+import { allConnectionsInUse, ping, pingBeside, type Pool } from '../db/pool';
 import { singleFlight } from '../lib/single-flight';
 
 /** What a readiness check reaches: the process's pool and Temporal client. */
@@ -36,18 +36,24 @@ export interface ReadinessDetails {
  * one ping at a time, given that time to answer; Temporal asked as temporalAnswers asks it, the
  * call itself given that deadline)? With Postgres up,
  * also how many connections are stale (a detail: it does not make the process unready). A pool
- * with every connection in use is `busy` and still ready: taking every loaded process out of the
- * balancer would turn load into an outage; its requests answer 503 busy until one comes free.
+ * with every connection in use is `busy` and still ready when Postgres answers a connection of
+ * the check's own: taking every loaded process out of the balancer would turn load into an
+ * outage; its requests answer 503 busy until one comes free. When that connection gets no answer
+ * either, the pool's connections are stuck on a server that answers nothing: `unreachable`.
  */
 export async function checkReadiness(
   deps: ReadinessDeps,
 ): Promise<{ ready: boolean; checks: { postgres: Check; temporal: Check }; details?: ReadinessDetails }> {
+  // A pool with every connection in use may be loaded or stuck on a server that answers nothing:
+  // a ping over a connection of its own tells which (asked at once when the pool is full now).
+  const beside = allConnectionsInUse(deps.pool) ? probe(() => pingBesideOnce(deps.pool)) : undefined;
   const [pinged, temporal] = await Promise.all([
     probe(() => pingOnce(deps.pool)),
     // Read inside the check: whatever reading the client's connection throws is `unreachable`, never an error answer.
     temporalAnswers(() => deps.temporal.connection),
   ]);
-  const postgres: Check = pinged === 'unreachable' && allConnectionsInUse(deps.pool) ? 'busy' : pinged;
+  const full = pinged === 'unreachable' && allConnectionsInUse(deps.pool);
+  const postgres: Check = full ? ((await (beside ?? probe(() => pingBesideOnce(deps.pool)))) === 'ok' ? 'busy' : 'unreachable') : pinged;
   let details: ReadinessDetails | undefined;
   if (postgres === 'ok') {
     let stale: number | undefined;
@@ -57,8 +63,9 @@ export async function checkReadiness(
   return { ready: postgres !== 'unreachable' && temporal === 'ok', checks: { postgres, temporal }, ...(details && { details }) };
 }
 
-/** Each pool's readiness ping, and its freshness count, that has not answered yet. */
+/** Each pool's readiness ping (in the pool, and beside it), and its freshness count, that has not answered yet. */
 const pendingPings = new WeakMap<Pool, Promise<void>>();
+const pendingPingsBeside = new WeakMap<Pool, Promise<void>>();
 const pendingCounts = new WeakMap<Pool, Promise<{ provider: string; n: number }[]>>();
 
 /**
@@ -90,6 +97,11 @@ function oneOutstanding<T>(pending: WeakMap<Pool, Promise<T>>, pool: Pool, send:
  */
 function pingOnce(pool: Pool): Promise<void> {
   return oneOutstanding(pendingPings, pool, () => ping(pool, CHECK_TIMEOUT_MS));
+}
+
+/** A ping of `pool`'s server over a connection of its own (pingBeside), one at a time, given the check's time. */
+function pingBesideOnce(pool: Pool): Promise<void> {
+  return oneOutstanding(pendingPingsBeside, pool, () => pingBeside(pool, CHECK_TIMEOUT_MS));
 }
 
 /** The readiness result of `checkReadiness`. */

@@ -83,6 +83,52 @@ describe('API readiness while Postgres is silent', () => {
     }
   }, 120_000);
 
+  it('answers 503 unreachable, not busy, when requests waiting on the silent server hold every connection of the pool', async () => {
+    const held = createPool(postgres.url, POOL_MAX, { statementTimeoutMs: 30_000, applicationName: 'synctide-api' });
+    const registry = new Registry();
+    const api = createApp({
+      pool: held, temporal: env.client, registry, metrics: createSyncMetrics(registry), logger: capturingLogger().logger,
+      credentials: TEST_KEYRING, taskQueue: 'readiness-postgres', adminApiKey: 'f3a9c1e07b5d48e2a6c9f0d1b7e4a352f3a9c1e07b5d48e2',
+      maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000,
+    });
+    await Promise.all(Array.from({ length: POOL_MAX }, () => held.query('select pg_sleep(0.05)')));
+    const thaw = await freezeProcessTree(postgres.pid());
+    // Requests of the API, each on a connection of its own, waiting for a server that answers nothing.
+    const waiting = Array.from({ length: POOL_MAX }, () => held.query('select 1').catch(() => undefined));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(held.totalCount - held.idleCount).toBe(POOL_MAX);
+      const res = await api.request('/readyz');
+      expect({ status: res.status, body: await res.json() }).toEqual({ status: 503, body: { status: 'unavailable', checks: { postgres: 'unreachable', temporal: 'ok' } } });
+    } finally {
+      thaw();
+      await Promise.all(waiting);
+      await held.end().catch(() => undefined);
+    }
+  }, 120_000);
+
+  it('stays ready (busy) with every connection in use when Postgres refuses one more for the role\'s connection limit: it answers, it is full', async () => {
+    await pool.query(`create role readiness_limited login password 'limited-pw' connection limit 1`);
+    const url = new URL(postgres.url);
+    url.username = 'readiness_limited';
+    url.password = 'limited-pw';
+    const limited = createPool(url.toString(), 1, { statementTimeoutMs: 30_000, applicationName: 'synctide-api' });
+    const taken = await limited.connect();
+    try {
+      const registry = new Registry();
+      const api = createApp({
+        pool: limited, temporal: env.client, registry, metrics: createSyncMetrics(registry), logger: capturingLogger().logger,
+        credentials: TEST_KEYRING, taskQueue: 'readiness-postgres', adminApiKey: 'f3a9c1e07b5d48e2a6c9f0d1b7e4a352f3a9c1e07b5d48e2',
+        maxIntervalSeconds: 86_400, immediateSyncTimeoutMs: 60_000,
+      });
+      const res = await api.request('/readyz');
+      expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok', checks: { postgres: 'busy', temporal: 'ok' } } });
+    } finally {
+      taken.release();
+      await limited.end().catch(() => undefined);
+    }
+  }, 120_000);
+
   it('a freshness count that waits (the connections table locked) holds at most one connection however many probes come', async () => {
     // A pool of its own: every connection open and idle before the table is locked.
     const probed = createPool(postgres.url, POOL_MAX, { statementTimeoutMs: 30_000, applicationName: 'synctide-api' });
