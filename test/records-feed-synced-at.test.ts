@@ -38,7 +38,7 @@ describe('records feed: a deletion never moves synced_at back', () => {
   // API process) whose clock is right.
   const cases: [string, (tx: PoolClient, id: string, at: Date) => Promise<number>][] = [
     ['a config change that stops selecting it', (tx, id, at) =>
-      tombstoneDeselectedBatch(tx, { connectionId: id, at }, { resourceType: 'items', idPrefix: '', keep: [], afterId: '', limit: 100 }).then((r) => r.tombstoned)],
+      tombstoneDeselectedBatch(tx, { connectionId: id, at, countedChange: true }, { resourceType: 'items', idPrefix: '', keep: [], afterId: '', limit: 100 }).then((r) => r.tombstoned)],
     ['a full pass that did not see it', async (tx, id, at) => {
       const { rows } = await tx.query<{ task: string }>(
         `with job as (insert into sync_jobs (tenant_id, connection_id, job_type, trigger, status) select tenant_id, id, 'full', 'manual', 'running' from connections where id = $1 returning id)

@@ -36,7 +36,7 @@ export async function confirmDeletions(
   deps: Pick<ActivityDeps, 'pool'>,
   connector: Connector,
   request: Omit<FetchPageInput, 'pageToken' | 'since' | 'until'>,
-  target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date; held: boolean },
+  target: { connectionId: string; resourceType: string; jobId: string; taskId: string; changedBefore: Date; held: boolean; readEpoch: string },
   secrets: () => readonly string[] = () => [],
 ): Promise<Deletable> {
   // A pass that held a cursor (the connector could not read past some time consistently) is no
@@ -61,7 +61,7 @@ export async function confirmDeletions(
       // Only those the config selects now: a config change since the pass read its config may
       // have tombstoned some (a repository no longer configured), not to come back from here.
       const selected = await selectedNow(tx, connector, target.connectionId, target.resourceType, alive);
-      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt }, selected);
+      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt, readEpoch: target.readEpoch }, selected);
       // Those found unchanged are noted as fetched now: the next pass re-checks the candidates
       // fetched longest ago first, so always-alive records never take every re-check.
       await confirmFetched(tx, { ...where, fetchedAt }, selected);

@@ -66,6 +66,7 @@ export async function readPass(
     if (!pass.full) return { only: [] };
     return await confirmDeletions({ pool }, connector, context, {
       connectionId, resourceType: input.resourceType, jobId: input.jobId, taskId: input.taskId, changedBefore: pass.changedBefore, held: progress.holds.size > 0,
+      readEpoch: task.config_epoch,
     }, () => pass.source.secrets());
   } catch (err) {
     if (err instanceof TaskTakenOver) throw err;
@@ -125,7 +126,7 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
       const counts = await upsertRecords(
         db,
         {
-          connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt,
+          connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt, readEpoch: task.config_epoch,
           seenBy: pass.full ? input.taskId : undefined, ...(configEpoch !== undefined && { configEpoch }), ...(behindKnown && { behindKnown }),
         },
         stored,

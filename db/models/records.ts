@@ -69,6 +69,21 @@ const MOVES_FETCHED_AT = `((r.fetched_at is null or r.fetched_at < $8::timestamp
 const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is null or r.confirmed_at < b.started_at)`;
 
 /**
+ * Whether tombstone `row` (of the upsert's statement) may have been written after the page's fetch
+ * began, so the page must not undo it. A deselection's tombstone (`deselected_epoch` set) is
+ * judged by counts of config changes when the page names the count its pass read its config at
+ * ($18): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
+ * the tombstone committed, and fetched after that; one that read an earlier count may have fetched
+ * before. Counts, never times: the tombstone's `deleted_at` is the clock of the process that wrote
+ * it (the API for a config change's batch, a worker for the tick's) and the page's fetch time
+ * ($8) another worker's, and a clock running ahead would keep records a config selects again
+ * tombstoned, a full pass moving the cursors past them. Any other tombstone (a full pass's) by
+ * the fetch time, at or after which it was written.
+ */
+const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $18::bigint is not null
+                then $18::bigint < ${row}.deselected_epoch else ${row}.deleted_at >= $8::timestamptz end)`;
+
+/**
  * Upserts one page of records in one statement, which takes the connection's change-feed lock
  * before it writes (the rows to write are read through the lock's CTE, so it is held before any
  * `nextval`; a job task's page locks its task row just before, see below).
@@ -91,7 +106,11 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`), whatever its change
  * time (a record re-created or restored at the provider may carry an older one than the version
  * deleted): a page fetched before a full pass's deletion step and written after it is older news
- * than the tombstone.
+ * than the tombstone. A deselection's tombstone (`deselected_epoch`, see `tombstoneDeselectedBatch`)
+ * is judged by counts of config changes instead, when the page says the count its pass read its
+ * config at (`readEpoch`, else `configEpoch`): it comes back only from a page of a pass that read
+ * the config at that count or later, whose fetch began after the tombstone committed, whatever the
+ * clocks of the API or the worker that wrote it and of the worker that fetched the page.
  * Duplicate ids within a page are written once (Postgres cannot upsert one row twice in a
  * statement) and count once: the newest by change time, of equals (or without one) the last.
  *
@@ -147,6 +166,11 @@ export async function upsertRecords(
     configEpoch?: string;
     /** Written only while no record of the page but these stands behind a later tombstone (see above). */
     behindKnown?: readonly string[];
+    /**
+     * The connection's count of config changes when the records' pass read its config (`configEpoch`
+     * when not given): what decides whether the page was fetched after a deselection's tombstone.
+     */
+    readEpoch?: string;
   },
   records: ConnectorRecord[],
   progress?: PageProgress,
@@ -177,7 +201,7 @@ export async function upsertRecords(
           -- written while the statement waited included (a share lock conflicts with that update;
           -- a key-share lock would not, and would read the older version). Only with $16 (a pass
           -- moving a cursor).
-          stored_now as (select s.external_id, s.data, s.source_updated_at, s.deleted_at
+          stored_now as (select s.external_id, s.data, s.source_updated_at, s.deleted_at, s.deselected_epoch
                            from feed_lock, records s
                           where $16::text[] is not null and s.connection_id = $1 and s.resource_type = $2
                             and s.external_id in (select external_id from served)
@@ -186,8 +210,9 @@ export async function upsertRecords(
           -- the record is gone (the upsert below never undoes it): the caller's cursor must not
           -- pass them. The version the tombstone kept too: the listing of the full pass that wrote
           -- it may have missed the record alive (past the re-checks of its deletion step).
+          -- A deselection's tombstone is judged by the counts of config changes (TOMBSTONE_AFTER_FETCH).
           behind as (select s.external_id from stored_now s join served p using (external_id)
-                      where s.deleted_at >= $8::timestamptz and s.external_id <> all($16::text[])),
+                      where s.deleted_at is not null and ${TOMBSTONE_AFTER_FETCH('s')} and s.external_id <> all($16::text[])),
           fresh as (select from feed_lock
                      where ($15::bigint is null or coalesce((select same from config), false)) and not exists (select 1 from behind)),
           page as (select r.* from fresh, served r),
@@ -211,7 +236,7 @@ export async function upsertRecords(
               last_seen_job_id = excluded.last_seen_job_id, synced_at = greatest(records.synced_at, excluded.synced_at),
               change_seq = nextval('records_change_seq'),
               change = case when records.deleted_at is null then ${CHANGE.update} else ${CHANGE.insert} end,
-              deleted_at = null
+              deleted_at = null, deselected_epoch = null
         where (records.deleted_at is not null
                or records.data is distinct from excluded.data
                or records.source_updated_at is distinct from excluded.source_updated_at
@@ -240,8 +265,9 @@ export async function upsertRecords(
                              and (records.fetched_at is null or $8::timestamptz >= records.fetched_at))
                          or $8::timestamptz > coalesce(records.fetched_at, records.synced_at) + $14 * interval '1 millisecond'
                     else records.fetched_at is null or $8::timestamptz >= records.fetched_at end)
-          -- Never undo a tombstone with a page fetched before it was written.
-          and (records.deleted_at is null or $8::timestamptz > records.deleted_at)
+          -- Never undo a tombstone with a page fetched before it was written (or, a deselection's,
+          -- read under a config counted before it: see TOMBSTONE_AFTER_FETCH).
+          and (records.deleted_at is null or not ${TOMBSTONE_AFTER_FETCH('records')})
        returning records.external_id, records.change),
           -- A record served unchanged by a page fetched after its stored fetch time was confirmed at
           -- that fetch: its fetched_at moves up (no feed position, not counted as written), so a
@@ -294,6 +320,7 @@ export async function upsertRecords(
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
       progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null, target.behindKnown ? [...target.behindKnown] : null,
       mayHoldPointedNumber(page),
+      target.readEpoch ?? target.configEpoch ?? null,
     ],
   );
   const { added, updated, seen, held, current, behind } = counts[0]!;
@@ -405,6 +432,13 @@ export const DESELECTION_BATCH = 1000;
  * (empty: all of the type) and with none of `keep` (the prefixes of the partitions the config
  * names again). Each gets `deleted_at`, a new `change_seq` and the `delete` change (data kept),
  * once: a tombstone is not live. Its `synced_at` never moves back (see `tombstoneUnseenRecords`).
+ * Each also gets `deselected_epoch`: the least count of config changes a pass must have read its
+ * config at for its fetches to have begun after the tombstone commits (the only test of that a
+ * page applies to it, see `upsertRecords`; never the clocks): the connection's count as this
+ * transaction reads it when `countedChange` (the config change counted in it commits with the
+ * tombstone), else the next count (the reconcile tick, which changes no config: a pass that read
+ * the count as it stands may have read the config before this commits; the tick holds the config's
+ * share lock to the commit, so a later count commits after it).
  * The work is bounded by `limit` however many records the type
  * holds (a repository's records among many others' are reached batch by batch). Run under the
  * connection's change-feed lock, taken here (a page stored after it by a pass of an older config
@@ -413,7 +447,7 @@ export const DESELECTION_BATCH = 1000;
  */
 export async function tombstoneDeselectedBatch(
   tx: PoolClient,
-  target: { connectionId: string; at: Date },
+  target: { connectionId: string; at: Date; countedChange: boolean },
   unit: { resourceType: string; idPrefix: string; keep: readonly string[]; afterId: string; limit: number },
 ): Promise<{ tombstoned: number; visited: number; last: string | null }> {
   await lockChangeFeed(tx, target.connectionId);
@@ -426,13 +460,14 @@ export async function tombstoneDeselectedBatch(
         where r.connection_id = $1 and r.resource_type = $3 and r.external_id >= $6 and (r.external_id <> $6 or $6 = '')
         order by r.external_id limit $7),
           done as (
-       update records r set deleted_at = $2, synced_at = greatest(r.synced_at, $2), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+       update records r set deleted_at = $2, synced_at = greatest(r.synced_at, $2), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq'),
+              deselected_epoch = (select c.config_epoch + case when $8::boolean then 0 else 1 end from connections c where c.id = $1)
          from visited v
         where v.goes and r.connection_id = $1 and r.resource_type = $3 and r.external_id = v.external_id and r.deleted_at is null
        returning 1)
      select (select count(*) from done)::int as tombstoned, (select count(*) from visited)::int as visited,
             (select v.external_id from visited v order by v.external_id desc limit 1) as last`,
-    [target.connectionId, target.at, unit.resourceType, unit.idPrefix, [...unit.keep], unit.afterId, unit.limit],
+    [target.connectionId, target.at, unit.resourceType, unit.idPrefix, [...unit.keep], unit.afterId, unit.limit, target.countedChange],
   );
   return rows[0] ?? { tombstoned: 0, visited: 0, last: null };
 }
