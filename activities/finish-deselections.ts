@@ -120,7 +120,7 @@ async function finishBatch(tx: PoolClient, unit: DeselectionToFinish): Promise<{
     return { tombstoned: 0, state: 'finished' };
   }
   const { tombstoned, visited, last } = await tombstoneDeselectedBatch(
-    tx, { connectionId: unit.connectionId, at: new Date(), countedChange: false },
+    tx, { connectionId: unit.connectionId, countedChange: false },
     { resourceType: unit.resourceType, idPrefix: unit.idPrefix, keep: again.keep, afterId: row.afterId, limit: DESELECTION_BATCH },
   );
   if (visited < DESELECTION_BATCH) {

@@ -289,7 +289,6 @@ async function deselect(tx: PoolClient, provider: string, connectionId: string, 
   const finished: DeselectionUnit[] = pending.filter((unit) => reselectedBy(provider, config, unit) === 'all');
   const left: (DeselectionUnit & { afterId: string })[] = [];
   let budget = DESELECTION_BATCH;
-  const at = new Date();
   for (const unit of units) {
     const again = reselectedBy(provider, config, unit);
     if (again === 'all') continue;
@@ -297,7 +296,7 @@ async function deselect(tx: PoolClient, provider: string, connectionId: string, 
       left.push({ ...unit, afterId: '' });
       continue;
     }
-    const { visited, last } = await tombstoneDeselectedBatch(tx, { connectionId, at, countedChange: true }, { ...unit, keep: again.keep, afterId: '', limit: budget });
+    const { visited, last } = await tombstoneDeselectedBatch(tx, { connectionId, countedChange: true }, { ...unit, keep: again.keep, afterId: '', limit: budget });
     // A batch that visited fewer records than it could reached the end of the type; one that
     // visited its limit may have left some, from its last id on.
     if (visited < budget) finished.push(unit);

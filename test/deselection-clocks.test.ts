@@ -95,4 +95,19 @@ describe('a deselection undone by a reselection, across processes whose clocks d
     await driver.pass(id, ['issues'], { mode: 'incremental' });
     expect(await live(id)).toEqual(['o/a#1', 'o/a#2', 'o/b#1', 'o/b#2', 'o/b#3']);
   });
+
+  it('a repository removed and named again by an API whose clock runs ahead: an issue of it deleted at GitHub since is tombstoned by the next full pass', async () => {
+    const fake = await startFakeGitHub({ token: TOKEN, repos: { 'o/a': { id: 831, issues: 1 }, 'o/b': { id: 832, issues: 2 } } });
+    const id = await driver.connection('github', config(fake, ['o/a', 'o/b']), { token: TOKEN });
+    await driver.pass(id, ['issues'], { mode: 'full' });
+    await ahead(() => patch(id, config(fake, ['o/a'])));
+    await ahead(() => patch(id, config(fake, ['o/a', 'o/b'])));
+    await driver.pass(id, ['issues'], { mode: 'incremental' });
+    expect(await live(id)).toEqual(['o/a#1', 'o/b#1', 'o/b#2']);
+
+    // Deleted at GitHub: the next full pass judges it as any record written before the pass began.
+    fake.remove('o/b', 2);
+    await driver.pass(id, ['issues'], { mode: 'full' });
+    expect(await driver.tombstones(id, 'issues')).toEqual(['o/b#2']);
+  });
 });

@@ -34,11 +34,11 @@ describe('records feed: a deletion never moves synced_at back', () => {
     return page.changes.map((c) => ({ external_id: c.external_id, change: c.change, synced_at: c.synced_at.getTime() }));
   }
 
-  // The record was written by a worker whose clock runs an hour ahead; the deletion by one (or an
-  // API process) whose clock is right.
+  // The record was written by a worker whose clock runs an hour ahead; the deletion by one whose
+  // clock is right (a config change's deletion takes the database's clock, which is).
   const cases: [string, (tx: PoolClient, id: string, at: Date) => Promise<number>][] = [
-    ['a config change that stops selecting it', (tx, id, at) =>
-      tombstoneDeselectedBatch(tx, { connectionId: id, at, countedChange: true }, { resourceType: 'items', idPrefix: '', keep: [], afterId: '', limit: 100 }).then((r) => r.tombstoned)],
+    ['a config change that stops selecting it', (tx, id) =>
+      tombstoneDeselectedBatch(tx, { connectionId: id, countedChange: true }, { resourceType: 'items', idPrefix: '', keep: [], afterId: '', limit: 100 }).then((r) => r.tombstoned)],
     ['a full pass that did not see it', async (tx, id, at) => {
       const { rows } = await tx.query<{ task: string }>(
         `with job as (insert into sync_jobs (tenant_id, connection_id, job_type, trigger, status) select tenant_id, id, 'full', 'manual', 'running' from connections where id = $1 returning id)

@@ -74,10 +74,10 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * judged by counts of config changes when the page names the count its pass read its config at
  * ($18): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
  * the tombstone committed, and fetched after that; one that read an earlier count may have fetched
- * before. Counts, never times: the tombstone's `deleted_at` is the clock of the process that wrote
- * it (the API for a config change's batch, a worker for the tick's) and the page's fetch time
- * ($8) another worker's, and a clock running ahead would keep records a config selects again
- * tombstoned, a full pass moving the cursors past them. Any other tombstone (a full pass's) by
+ * before. Counts, never times: the page's fetch time ($8) is its worker's clock, the tombstone's
+ * `deleted_at` another's (the database's), and a fetch clock running behind would keep records a
+ * config selects again tombstoned, a full pass moving the cursors past them (one running ahead
+ * would let a page fetched before the tombstone undo it). Any other tombstone (a full pass's) by
  * the fetch time, at or after which it was written.
  */
 const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $18::bigint is not null
@@ -432,6 +432,11 @@ export const DESELECTION_BATCH = 1000;
  * (empty: all of the type) and with none of `keep` (the prefixes of the partitions the config
  * names again). Each gets `deleted_at`, a new `change_seq` and the `delete` change (data kept),
  * once: a tombstone is not live. Its `synced_at` never moves back (see `tombstoneUnseenRecords`).
+ * Both are the database's clock (`now()`), never the caller's: the caller is the API process or
+ * the tick's worker, and a record a config selects again keeps the later of its tombstone's
+ * `synced_at` and the page's that brings it back, which a full pass compares with its start (the
+ * database's clock): a caller's clock running ahead would keep the record out of every full pass's
+ * deletion step, deleted at the provider since, until the database's clock caught up.
  * Each also gets `deselected_epoch`: the least count of config changes a pass must have read its
  * config at for its fetches to have begun after the tombstone commits (the only test of that a
  * page applies to it, see `upsertRecords`; never the clocks): the connection's count as this
@@ -447,27 +452,27 @@ export const DESELECTION_BATCH = 1000;
  */
 export async function tombstoneDeselectedBatch(
   tx: PoolClient,
-  target: { connectionId: string; at: Date; countedChange: boolean },
+  target: { connectionId: string; countedChange: boolean },
   unit: { resourceType: string; idPrefix: string; keep: readonly string[]; afterId: string; limit: number },
 ): Promise<{ tombstoned: number; visited: number; last: string | null }> {
   await lockChangeFeed(tx, target.connectionId);
   const { rows } = await tx.query<{ tombstoned: number; visited: number; last: string | null }>(
     `with visited as (
        select r.external_id,
-              r.deleted_at is null and starts_with(r.external_id, $4)
-                and not exists (select 1 from unnest($5::text[]) as k(prefix) where starts_with(r.external_id, k.prefix)) as goes
+              r.deleted_at is null and starts_with(r.external_id, $3)
+                and not exists (select 1 from unnest($4::text[]) as k(prefix) where starts_with(r.external_id, k.prefix)) as goes
          from records r
-        where r.connection_id = $1 and r.resource_type = $3 and r.external_id >= $6 and (r.external_id <> $6 or $6 = '')
-        order by r.external_id limit $7),
+        where r.connection_id = $1 and r.resource_type = $2 and r.external_id >= $5 and (r.external_id <> $5 or $5 = '')
+        order by r.external_id limit $6),
           done as (
-       update records r set deleted_at = $2, synced_at = greatest(r.synced_at, $2), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq'),
-              deselected_epoch = (select c.config_epoch + case when $8::boolean then 0 else 1 end from connections c where c.id = $1)
+       update records r set deleted_at = now(), synced_at = greatest(r.synced_at, now()), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq'),
+              deselected_epoch = (select c.config_epoch + case when $7::boolean then 0 else 1 end from connections c where c.id = $1)
          from visited v
-        where v.goes and r.connection_id = $1 and r.resource_type = $3 and r.external_id = v.external_id and r.deleted_at is null
+        where v.goes and r.connection_id = $1 and r.resource_type = $2 and r.external_id = v.external_id and r.deleted_at is null
        returning 1)
      select (select count(*) from done)::int as tombstoned, (select count(*) from visited)::int as visited,
             (select v.external_id from visited v order by v.external_id desc limit 1) as last`,
-    [target.connectionId, target.at, unit.resourceType, unit.idPrefix, [...unit.keep], unit.afterId, unit.limit, target.countedChange],
+    [target.connectionId, unit.resourceType, unit.idPrefix, [...unit.keep], unit.afterId, unit.limit, target.countedChange],
   );
   return rows[0] ?? { tombstoned: 0, visited: 0, last: null };
 }
