@@ -21,6 +21,7 @@ import { ClientRefused, clientCredentialsToken, exchangeCode, GrantRefused, refr
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING, TEST_PROVIDER_POLICY, testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serveRaw, serveTls } from './helpers/fake-server';
+import { disableConnectionRow } from '../db/models/connections';
 import { insertOAuthConnection, storedCredentials } from './helpers/oauth-grants';
 
 const CLIENT_ID = 'client-oidc';
@@ -447,6 +448,10 @@ describe("a refresh refused for the OAuth app's client credentials", () => {
     const refused = await credentialProvider(deps, byClient.id, byClient.sealed, byClient.id).current().then(() => null, (e: Error) => e);
     expect(refused?.message).toMatch(/invalid_client/);
     expect([(await stored(byClient.id)).status, (await stored(byGrant.id)).status]).toEqual(['needs_reauth', 'needs_reauth']);
+    // A third connection of the app, refused for its client too, is disabled meanwhile (keeping the refusal).
+    const disabled = await grantConnection(10, byClient.appId);
+    expect((await credentialProvider(deps, disabled.id, disabled.sealed, disabled.id).current().then(() => null, (e: Error) => e))?.message).toMatch(/invalid_client/);
+    await disableConnectionRow(db.pool, disabled.id);
 
     // A change of what is not the client (scopes) resumes nothing; the new secret does.
     await updateOAuthApp(commandDeps(), byClient.appId, { scopes: ['read', 'write'] });
@@ -455,6 +460,8 @@ describe("a refresh refused for the OAuth app's client credentials", () => {
     expect([(await stored(byClient.id)).status, (await stored(byGrant.id)).status]).toEqual(['active', 'needs_reauth']);
     const open = async (id: string) => (await db.pool.query(`select 1 from alerts where connection_id = $1 and category = 'connection_credentials_invalid' and resolved_at is null`, [id])).rowCount;
     expect([await open(byClient.id), await open(byGrant.id)]).toEqual([0, 1]);
+    // The disabled one stays disabled, its refusal ended: a resume would make it active.
+    expect((await db.pool.query('select status, status_before_reauth from connections where id = $1', [disabled.id])).rows[0]).toEqual({ status: 'disabled', status_before_reauth: null });
     // The refresh token was never spent: the next run refreshes with the new secret.
     const retried = await credentialProvider(deps, byClient.id, byClient.sealed, byClient.id).current();
     expect(retried).toEqual({ token: idp.issued.at(-1)!.access_token });

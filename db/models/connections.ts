@@ -914,8 +914,9 @@ export async function resumeRefusedConnections(db: Queryable, holder: Credential
  * Gives every connection refused for OAuth app `appId`'s own client (its open
  * `connection_credentials_invalid` alert names the app: see `refuseCredentials`) back the status
  * the refusal found it in, and resolves those alerts at `at`: the app has new client credentials,
- * and the grants were never refused. Connections refused for their grant stay `needs_reauth`. The
- * connections changed.
+ * and the grants were never refused. A disabled one that kept such a refusal stays disabled and
+ * keeps it no more (a resume then makes it active). Connections refused for their grant stay
+ * refused. The connections changed.
  */
 export async function resumeClientRefusedConnections(db: Queryable, appId: string, at: Date): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
@@ -923,9 +924,9 @@ export async function resumeClientRefusedConnections(db: Queryable, appId: strin
        update alerts a set resolved_at = $2
          from connections c
         where a.connection_id = c.id and a.category = 'connection_credentials_invalid' and a.resolved_at is null
-          and a.context ->> 'oauth_app_id' = $1::text and c.oauth_app_id = $1::uuid and c.status = ${CONNECTION.needs_reauth}
+          and a.context ->> 'oauth_app_id' = $1::text and c.oauth_app_id = $1::uuid and ${REFUSAL_STANDS('c')}
         returning c.id)
-     update connections c set status = ${REAUTH_ENDED('c')}, status_before_reauth = null
+     update connections c set status = case when c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end, status_before_reauth = null
        from refused r where c.id = r.id
      returning c.id`,
     [appId, at],
