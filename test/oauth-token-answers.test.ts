@@ -167,6 +167,20 @@ async function grantConnection(seconds = 10, ofApp?: string) {
   return { id, appId, refresh, sealed };
 }
 
+/** A connection of a new app that needs reauthorization, through the whole connect flow (the fake consenting): its id and the flow's answer. */
+async function connectFlow() {
+  const appId = await insertApp();
+  const id = randomUUID();
+  await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
+    id, `f-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
+  ]);
+  const start = await startAuthorization(commandDeps(), id, { appId });
+  const url = new URL(start.authorization_url);
+  const code = `code_${randomUUID()}`;
+  idp.codes.set(code, url.searchParams.get('code_challenge')!);
+  return { id, done: await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code }) };
+}
+
 async function stored(connectionId: string) {
   const row = (await storedCredentials(db.pool, connectionId))!;
   return { status: row.status, secret: JSON.parse(open(TEST_KEYRING, { table: 'connections', id: row.boundTo }, row.credentials as string)) as Record<string, unknown> };
@@ -202,16 +216,7 @@ describe('token answers carrying an OpenID Connect id_token of another issuer', 
 
   it('the connect flow exchanging a code answered with an id_token of another issuer stores the grant and makes the connection active', async () => {
     idp.mode.idToken = true;
-    const appId = await insertApp();
-    const id = randomUUID();
-    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
-      id, `f-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
-    ]);
-    const start = await startAuthorization(commandDeps(), id, { appId });
-    const url = new URL(start.authorization_url);
-    const code = `code_${randomUUID()}`;
-    idp.codes.set(code, url.searchParams.get('code_challenge')!);
-    const done = await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code });
+    const { id, done } = await connectFlow();
     expect(done).toEqual({ connection_id: id, status: 'active' });
     const issued = idp.issued.at(-1)!;
     expect((await stored(id)).secret).toMatchObject({ access_token: issued.access_token, refresh_token: issued.refresh_token });
@@ -226,16 +231,8 @@ describe('token answers carrying an OpenID Connect id_token of another issuer', 
       expect(answer, `id_token: ${idToken}`).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
     }
     idp.mode = { idToken: false, noTokenType: true, refuse: null };
-    const appId = await insertApp();
-    const id = randomUUID();
-    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config, status) values ($1, 'acme', 'http', $2, $3, 'needs_reauth')`, [
-      id, `t-${id.slice(0, 8)}`, { base_url: idp.url, auth: { type: 'bearer' }, resources: {} },
-    ]);
-    const start = await startAuthorization(commandDeps(), id, { appId });
-    const url = new URL(start.authorization_url);
-    const code = `code_${randomUUID()}`;
-    idp.codes.set(code, url.searchParams.get('code_challenge')!);
-    expect(await completeAuthorization(commandDeps(), { state: url.searchParams.get('state')!, code })).toEqual({ connection_id: id, status: 'active' });
+    const { id, done } = await connectFlow();
+    expect(done).toEqual({ connection_id: id, status: 'active' });
     expect((await stored(id)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, refresh_token: idp.issued.at(-1)!.refresh_token });
   });
 
