@@ -3,12 +3,13 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import type { PoolClient } from 'pg';
 import { lockTenant, runningJobsAndOverride } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, jobFitsUnder, runningJobsWaitSeconds, TENANT_LIMIT_NAMES, type TenantLimits } from '../policy/tenant-limits';
+import { behindRunningWaitSeconds } from '../policy/job-lifecycle';
 import { cancelJobAndTasks } from '../db/events';
 import type { CursorCodec, FeedCursor } from '../policy/cursors';
 import { findPauseAt } from '../db/models/breaker';
 import { lockJobForClaim, markJobRunning, type EndedJob } from '../db/models/jobs';
 import { withTransaction } from '../db/transaction';
-import type { Activities, ClaimedJob } from '../temporal/activities';
+import type { Activities, BehindRunningWait, ClaimedJob } from '../temporal/activities';
 import type { ActivityDeps } from './deps';
 import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
@@ -26,7 +27,7 @@ export function claimJob(deps: ActivityDeps): Activities['claimJob'] {
   return async (input) => {
     const at = claimTime(input.at);
     const outcome = await withTransaction(deps.pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, feedCursors(deps.credentials), deps.tenantLimits);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, feedCursors(deps.credentials), { defaults: deps.tenantLimits });
       // A job claimed again after a wait learns of a breaker pause that began meanwhile.
       if (claim.claimed) claim.claimed.pausedUntil = (await findPauseAt(tx, claim.claimed.connectionId, at))?.getTime() ?? null;
       return claim;
@@ -41,13 +42,16 @@ export function claimJob(deps: ActivityDeps): Activities['claimJob'] {
  * its tenant's running jobs, or for Postgres), now when later: the job starts when it is claimed.
  */
 export function claimTime(at: number): Date {
-  let attempt = 1;
+  return new Date(activityAttempt() > 1 ? Math.max(at, Date.now()) : at);
+}
+
+/** The attempt of the activity this runs in: 1 outside an activity (tests). */
+function activityAttempt(): number {
   try {
-    attempt = Context.current().info.attempt;
+    return Context.current().info.attempt;
   } catch {
-    // Called outside an activity (tests): the first attempt.
+    return 1;
   }
-  return new Date(attempt > 1 ? Math.max(at, Date.now()) : at);
 }
 
 /** The failure type of a claim that waits for its tenant's running jobs. */
@@ -70,11 +74,22 @@ export interface ClaimOutcome {
   checkLimit?: () => Promise<void>;
 }
 
+/** How claimInTx decides beyond the job's own row. */
+export interface ClaimOptions {
+  /** The tenants' running-jobs limit where a tenant has no override. */
+  defaults?: TenantLimits;
+  /** Leave the tenant's running-jobs check to the caller (`checkLimit`), to run last. */
+  deferLimit?: boolean;
+  /** How a job queued behind a running one waits (`long` unless given). */
+  behind?: BehindRunningWait;
+}
+
 /**
  * Claiming, inside the caller's transaction. A queued job of a connection that still runs another
  * job of its type (running or retrying; it was requested while that one ran, for resource types
  * that one does not sync) is not claimed: two jobs of a connection and type never run at once. Its
- * claim waits as a claim over its tenant's limit does (below), until that job has ended; nothing
+ * claim fails retryably, as a claim over its tenant's limit does (below), and tries again after
+ * the wait `behind` names, until that job has ended; nothing
  * else makes a job of that connection and type running meanwhile (the only other queued one would
  * be this one: one queued job per connection and type). A job whose places do not fit under what
  * its tenant's running jobs already take of its limit (TENANT_MAX_RUNNING_JOBS or the tenant's
@@ -94,8 +109,7 @@ export async function claimInTx(
   workflowId: string,
   at: Date,
   cursors: CursorCodec<FeedCursor>,
-  defaults: TenantLimits = DEFAULT_TENANT_LIMITS,
-  deferLimit = false,
+  { defaults = DEFAULT_TENANT_LIMITS, deferLimit = false, behind = 'long' }: ClaimOptions = {},
 ): Promise<ClaimOutcome> {
   const job = await lockJobForClaim(tx, jobId);
   if (!job) return {};
@@ -112,7 +126,8 @@ export async function claimInTx(
   const claimable = job.status === 'queued' || job.status === 'retrying' || (job.status === 'running' && job.workflow_id === workflowId);
   if (!claimable) return {};
   if (job.status === 'queued' && job.claimed_beside) {
-    throw claimWaits(JOB_OF_TYPE_RUNNING, `waiting: job ${job.claimed_beside} of this connection and type still runs; this job runs once it has ended`);
+    const seconds = behind === 'stepped' ? behindRunningWaitSeconds(activityAttempt(), Math.random()) : runningJobsWaitSeconds(Math.random());
+    throw claimWaits(JOB_OF_TYPE_RUNNING, `waiting: job ${job.claimed_beside} of this connection and type still runs; this job runs once it has ended`, seconds);
   }
   const checkLimit = job.status === 'running' ? undefined : () => waitUnlessUnderLimit(tx, job.tenant_id, jobId, defaults);
   if (checkLimit && !deferLimit) await checkLimit();
@@ -135,19 +150,19 @@ async function waitUnlessUnderLimit(tx: PoolClient, tenantId: string, jobId: str
  * again in 65–95 s, on a durable timer, holding no worker slot meanwhile.
  */
 export function tenantAtJobLimit(message: string): ApplicationFailure {
-  return claimWaits(TENANT_AT_JOB_LIMIT, message);
+  return claimWaits(TENANT_AT_JOB_LIMIT, message, runningJobsWaitSeconds(Math.random()));
 }
 
 /**
  * The retryable failure of a claim (or a purge's step) that waits, of failure type `type`: tried
- * again in 65–95 s, on a durable timer (longer than the local activities' retry threshold), holding
+ * again in `seconds`, on a durable timer (the caller's local retry threshold is shorter), holding
  * no worker slot meanwhile.
  */
-function claimWaits(type: string, message: string): ApplicationFailure {
+function claimWaits(type: string, message: string, seconds: number): ApplicationFailure {
   return ApplicationFailure.create({
     message,
     type,
-    nextRetryDelay: `${runningJobsWaitSeconds(Math.random())} seconds`,
+    nextRetryDelay: `${seconds} seconds`,
     // Expected while a tenant is busy: not an error in the SDK's logs and metrics.
     category: ApplicationFailureCategory.BENIGN,
   });

@@ -18,7 +18,9 @@ export function startJob(deps: ActivityDeps): Activities['startJob'] {
   return async (input) => {
     const at = claimTime(input.at);
     const outcome = await withTransaction(pool, async (tx) => {
-      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, feedCursors(deps.credentials), deps.tenantLimits, true);
+      const claim = await claimInTx(tx, input.jobId, input.workflowId, at, feedCursors(deps.credentials), {
+        defaults: deps.tenantLimits, deferLimit: true, behind: input.behindRunning ?? 'long',
+      });
       if (!claim.claimed) return { claim };
       let result: { claim: typeof claim; prepared?: PreparedJob; invalid?: string };
       try {

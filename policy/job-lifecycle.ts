@@ -91,3 +91,17 @@ export const STOPPED_QUEUED_JOB_REASONS: Readonly<Partial<Record<ConnectionStatu
 export function stoppedQueuedJobReason(connectionStatus: ConnectionStatus | null): string | null {
   return (connectionStatus !== null && STOPPED_QUEUED_JOB_REASONS[connectionStatus]) || null;
 }
+
+/** The first wait of a job queued behind a running job of its connection and type, in seconds. */
+export const BEHIND_RUNNING_FIRST_WAIT_SECONDS = 5;
+
+/**
+ * How long a job queued behind a running job of its connection and type waits before its claim
+ * number `claims` + 1, in seconds: 5 s after the first claim, twice as long after each next one up
+ * to a minute, each stretched by up to a fifth (`random` in [0, 1)), so a job behind a short one
+ * starts within seconds of that one's end, and one behind a long job asks about once a minute.
+ */
+export function behindRunningWaitSeconds(claims: number, random: number): number {
+  const base = Math.min(60, BEHIND_RUNNING_FIRST_WAIT_SECONDS * 2 ** Math.max(0, claims - 1));
+  return Math.ceil(base * (1 + random / 5));
+}

@@ -264,6 +264,23 @@ export interface OpenCycleInput {
   status?: 'active' | 'paused';
 }
 
+/** What startJob claims and prepares: job `jobId` for workflow `workflowId`, at workflow time `at`. */
+export interface StartJobInput {
+  jobId: string;
+  workflowId: string;
+  at: number;
+  /** How the job waits between claims while queued behind a running one (`long` unless given). */
+  behindRunning?: BehindRunningWait;
+}
+
+/**
+ * How a job queued behind a running one of its connection and type waits between claims:
+ * `stepped` (5 s, doubling up to a minute) from a caller whose local retry threshold is below 5 s,
+ * so each wait is a durable timer; `long` (65–95 s, as a wait for the tenant's running-jobs limit)
+ * from any other.
+ */
+export type BehindRunningWait = 'stepped' | 'long';
+
 /** How claiming and preparing a job went (see `startJob`). */
 export type StartJobResult =
   | { outcome: 'started'; prepared: PreparedJob }
@@ -290,7 +307,7 @@ export interface Activities {
   openCycle(input: OpenCycleInput): Promise<ConnectionContext | null>;
   // The job workflow's steps.
   /** Claims the job and prepares it (mode, tasks) in one transaction. */
-  startJob(input: { jobId: string; workflowId: string; at: number }): Promise<StartJobResult>;
+  startJob(input: StartJobInput): Promise<StartJobResult>;
   /** A successful attempt in one transaction: close the breaker, resolve alerts, finish the job. */
   completeJob(input: { jobId: string; connectionId: string; at: number; startedAt: number }): Promise<JobStatus | null>;
   claimJob(input: { jobId: string; workflowId: string; at: number }): Promise<ClaimedJob | null>;

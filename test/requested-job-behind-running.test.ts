@@ -10,6 +10,7 @@ import { temporal } from '@temporalio/proto';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
+import { recordHistory } from './helpers/histories';
 
 /** Three types; the first job runs a few seconds (8 pages of 300 ms for its one type). */
 const CONFIG = { resource_types: ['issues', 'users', 'labels'], records_per_resource: 8, page_size: 1, latency_ms: 300 };
@@ -90,9 +91,18 @@ describe('a sync asking for types the running job of its mode does not sync', ()
       joined: { same_job: true, resource_types: ['labels', 'users'] },
       records: { issues: 8, labels: 8, users: 8 },
     });
-    // The queued job waited on a durable timer, and ran only after the first had ended.
+    // The queued job waited on durable timers, in steps that start short (5 s, up to a fifth
+    // more) and double up to a minute: it claims again within seconds of a short job's end.
+    await recordHistory(stack.env.client, 'sync-job-waits-behind-running', `sync-job:${answer.body.job_id}`);
     const history = await stack.env.client.workflow.getHandle(`sync-job:${answer.body.job_id}`).fetchHistory();
-    expect(history.events?.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)).toBe(true);
+    const waits = (history.events ?? [])
+      .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
+      .map((e) => Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? 0));
+    expect(waits.length).toBeGreaterThan(0);
+    const tooLong = waits
+      .map((seconds, i) => ({ wait: i + 1, seconds, at_most: Math.ceil(Math.min(60, 5 * 2 ** i) * 1.2) }))
+      .filter((w) => w.seconds > w.at_most);
+    expect(tooLong).toEqual([]);
     const [a, b] = await Promise.all([first, answer.body.job_id].map(async (id) => (await q(`select status, started_at, finished_at from sync_jobs where id = $1`, [id]))[0]));
     expect([a.status, b.status]).toEqual(['completed', 'completed']);
     expect(b.started_at.getTime()).toBeGreaterThanOrEqual(a.finished_at.getTime());

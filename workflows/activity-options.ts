@@ -1,4 +1,5 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import { BEHIND_RUNNING_FIRST_WAIT_SECONDS } from '../policy/job-lifecycle';
 
 /**
  * Bookkeeping activities are short transactions. They retry without limit (a Postgres outage must
@@ -17,4 +18,15 @@ export const BOOKKEEPING: ActivityOptions = {
 export const LOCAL_BOOKKEEPING: LocalActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+};
+
+/**
+ * LOCAL_BOOKKEEPING for a job's start (claim and preparation) whose claim may wait behind a running
+ * job of its connection and type in steps from BEHIND_RUNNING_FIRST_WAIT_SECONDS: a local retry
+ * threshold below the first step, so every such wait (and a retry's backoff past it) is a durable
+ * timer, holding no workflow task or worker slot meanwhile.
+ */
+export const LOCAL_JOB_START: LocalActivityOptions = {
+  ...LOCAL_BOOKKEEPING,
+  localRetryThreshold: `${BEHIND_RUNNING_FIRST_WAIT_SECONDS - 1} seconds`,
 };

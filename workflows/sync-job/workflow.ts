@@ -10,7 +10,7 @@ import type { JobOutcome, JobStatus } from '../../policy/vocabulary';
 import type { PreparedJob } from '../../temporal/activities';
 import type { SyncJobInput, SyncJobResult, SyncJobWorkflow } from '../../temporal/sync-job';
 import { PAUSED_BY_BREAKER, runAttempt, waitAndReclaim } from './attempt';
-import { LEAN_JOB_PATCH, jobBookkeeping, type JobBookkeeping } from './bookkeeping';
+import { LEAN_JOB_PATCH, STEPPED_WAIT_BEHIND_PATCH, jobBookkeeping, type JobBookkeeping } from './bookkeeping';
 import { failureOf, summarise, type TaskFailure } from './failures';
 
 /**
@@ -49,7 +49,8 @@ const INTERRUPTIONS_IN_A_ROW_PATCH = 'interruptions-in-a-row';
  * `cancelled` in a non-cancellable cleanup step.
  */
 export async function syncJobWorkflow(input: SyncJobInput): Promise<SyncJobResult> {
-  return runSyncJob(input);
+  // Decided before the job's first command; a scheduled job (run inline) is never queued behind one.
+  return runSyncJob(input, false, undefined, patched(STEPPED_WAIT_BEHIND_PATCH));
 }
 
 /**
@@ -63,18 +64,20 @@ export async function runSyncJob(
   input: SyncJobInput,
   leanByRun = false,
   onFirstAttempt?: (mode: PreparedJob['mode']) => void,
+  steppedWaitBehind = false,
 ): Promise<SyncJobResult> {
   const { jobId } = input;
   const workflowId = workflowInfo().workflowId;
   // Decided before the job's first command: runs recorded before the patch replay the old shape.
   // A connection run whose own marker already implies the lean shape passes `leanByRun`.
   const lean = leanByRun || patched(LEAN_JOB_PATCH);
-  const acts = jobBookkeeping(lean);
+  const stepped = lean && steppedWaitBehind;
+  const acts = jobBookkeeping(lean, stepped);
   const startedAt = Date.now();
   let started: PreparedJob | undefined;
   try {
     if (lean) {
-      const start = await acts.startJob({ jobId, workflowId, at: startedAt });
+      const start = await acts.startJob({ jobId, workflowId, at: startedAt, ...(stepped && { behindRunning: 'stepped' as const }) });
       if (start.outcome === 'not_claimable') return { jobId, status: 'skipped' };
       if (start.outcome === 'invalid') {
         const status = await acts.finishJob({ jobId, outcome: 'failed', at: Date.now(), startedAt, error: start.error });
