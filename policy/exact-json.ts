@@ -149,19 +149,6 @@ export function exactJson(value: unknown): string {
   return marked.replace(new RegExp(`"${marker}([^"]*)"`, 'g'), '$1');
 }
 
-/**
- * A number written with a point, where JSON text may begin one (first, or after `:`, `,` or `[`)
- * and up to where one ends (so a time inside a string, `"10:00:00.120Z"`, is none).
- */
-const POINTED_NUMBER = /(?:^|[:,[])\s*-?\d+\.\d+(?:[eE][+-]?\d+)?(?=[\s,\]}]|$)/;
-
-/**
- * Whether JSON text may hold a number written with a point (`1.10`, `2.5`, `1.0`): the numbers
- * whose scale the database keeps (`1.10` stays `1.10`) but compares them without (`1.1` equals
- * `1.10`). Text holding none has no number whose spelling the database could keep otherwise.
- */
-export const mayHoldPointedNumber = (json: string): boolean => POINTED_NUMBER.test(json);
-
 /** The text of a number read by `parseExactJson` (a number or a `JsonNumber`), as its provider wrote it when JSON.parse would not keep it. */
 export const numberText = (value: number | JsonNumber): string => (value instanceof JsonNumber ? value.text : String(value));
 

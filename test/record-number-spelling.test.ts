@@ -90,6 +90,26 @@ describe('numbers spelled with trailing zeros in record data', () => {
     expect((await driver.pass(connectionId, ['items'], { mode: 'full' })).get('items')).toMatchObject({ entityCount: 2, writtenCount: 0 });
   });
 
+  it('http connector: a number that loses its point (1.0 now served as 1) is a change, on a page holding no other pointed number', async () => {
+    let body = `{"items": [{"id": "a", "qty": 1.0, "updated_at": "${OLD}"}, {"id": "b", "n": 2, "updated_at": "${OLD}"}]}`;
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, pagination: { type: 'none' }, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      'unpointed-numbers',
+    );
+    await driver.pass(connectionId, ['items'], { mode: 'full' });
+    const qty = async () => (await db.pool.query<{ qty: string }>(`select data->'qty' #>> '{}' as qty from records where connection_id = $1 and external_id = 'a'`, [connectionId])).rows[0]!.qty;
+    expect(await qty()).toBe('1.0');
+    body = `{"items": [{"id": "a", "qty": 1, "updated_at": "${OLD}"}, {"id": "b", "n": 2, "updated_at": "${OLD}"}]}`;
+    const result = await driver.pass(connectionId, ['items'], { mode: 'full' });
+    expect({ written: result.get('items')?.writtenCount, qty: await qty() }).toEqual({ written: 1, qty: '1' });
+    expect(await feedText(connectionId)).toContain('"qty":1,');
+  });
+
   it('github: are stored and served by the feed as GitHub wrote them', async () => {
     const fake = await serve((req, res) => {
       if (!/^\/repos\/octo\/shop\/issues\?/.test(req.url ?? '')) {

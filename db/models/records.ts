@@ -3,7 +3,7 @@
 // that can still order it against another version).
 import type { PoolClient } from 'pg';
 import { CURSOR_CLOCK_SKEW_MS } from '../../policy/cursor';
-import { exactJson, mayHoldPointedNumber, parseExactJson } from '../../policy/exact-json';
+import { exactJson, parseExactJson } from '../../policy/exact-json';
 import type { ConnectorRecord } from '../../policy/records';
 import type { RecordChangeKind } from '../../policy/vocabulary';
 import type { Queryable } from '../queryable';
@@ -72,7 +72,7 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * Whether tombstone `row` (of the upsert's statement) may have been written after the page's fetch
  * began, so the page must not undo it. A deselection's tombstone (`deselected_epoch` set) is
  * judged by counts of config changes when the page names the count its pass read its config at
- * ($18): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
+ * ($17): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
  * the tombstone committed, and fetched after that; one that read an earlier count may have fetched
  * before. Counts, never times: the page's fetch time ($8) is its worker's clock, the tombstone's
  * `deleted_at` another's (the database's), and a fetch clock running behind would keep records a
@@ -80,8 +80,8 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * would let a page fetched before the tombstone undo it). Any other tombstone (a full pass's) by
  * the fetch time, at or after which it was written.
  */
-const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $18::bigint is not null
-                then $18::bigint < ${row}.deselected_epoch else ${row}.deleted_at >= $8::timestamptz end)`;
+const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $17::bigint is not null
+                then $17::bigint < ${row}.deselected_epoch else ${row}.deleted_at >= $8::timestamptz end)`;
 
 /**
  * Upserts one page of records in one statement, which takes the connection's change-feed lock
@@ -240,10 +240,11 @@ export async function upsertRecords(
         where (records.deleted_at is not null
                or records.data is distinct from excluded.data
                or records.source_updated_at is distinct from excluded.source_updated_at
-               -- jsonb compares numbers by value (1.1 equals 1.10) but keeps each as written: a
-               -- number spelled otherwise (the provider's 1.10 for a stored 1.1) is a change of the
-               -- data served. Compared as text only for a page holding a number with a point ($17).
-               or ($17::boolean and records.data::text is distinct from excluded.data::text))
+               -- jsonb compares numbers by value (1.1 equals 1.10, 1.0 equals 1) but keeps each as
+               -- written: a number spelled otherwise (the provider's 1.10 for a stored 1.1, or 1
+               -- for a stored 1.0) is a change of the data served. Either side may hold the point,
+               -- so every row equal by value is compared as text too (a few microseconds a row).
+               or records.data::text is distinct from excluded.data::text)
           -- Never replace a newer version with an older one (two jobs of a connection can overlap):
           -- by the provider's change times when they differ and the stored one is believable (not
           -- after the stored version was fetched, less the clock skew: a provider clock gone wrong
@@ -319,7 +320,6 @@ export async function upsertRecords(
       target.connectionId, target.resourceType, target.jobId, target.at, page, FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
       progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null, target.behindKnown ? [...target.behindKnown] : null,
-      mayHoldPointedNumber(page),
       target.readEpoch ?? target.configEpoch ?? null,
     ],
   );
