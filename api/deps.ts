@@ -19,6 +19,8 @@ export interface ApiDeps extends CommandDeps {
   authFailureLimit?: BucketLimits;
   /** TRUSTED_PROXIES: the reverse proxies whose X-Forwarded-For names the client that limit counts; unset or empty, none. */
   trustedProxies?: TrustedProxies;
+  /** Whether the process's shutdown has begun (then `/readyz` answers 503 `stopping`); unset, never. */
+  stopping?: () => boolean;
   /** Extra metrics text appended to `/metrics` (the Temporal SDK's own worker metrics). */
   extraMetrics?: () => Promise<string>;
 }

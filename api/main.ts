@@ -19,8 +19,8 @@ if (config.DEMO_CONNECTOR) enableDemoConnector();
 const GRACE_MS = config.API_SHUTDOWN_GRACE_SECONDS * 1000;
 
 runService(config, credentials, { name: 'api', sdkRuntime: false, pool: 'api', providers: connectorSlugs() }, async ({ pool, temporal, registry, metrics, logger, shutdown }) => {
-  await serveApi({ pool, logger, shutdown }, { host: config.API_HOST, port: config.API_PORT, graceSeconds: config.API_SHUTDOWN_GRACE_SECONDS }, (background) =>
-    createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, credentials, ...apiSettings(config), background }),
+  await serveApi({ pool, logger, shutdown }, { host: config.API_HOST, port: config.API_PORT, graceSeconds: config.API_SHUTDOWN_GRACE_SECONDS }, (background, stopping) =>
+    createApp({ pool, temporal, registry, metrics, logger, adminApiKey: config.ADMIN_API_KEY, credentials, ...apiSettings(config), background, stopping }),
   );
   // The first step: the API is all this process serves, so the grace bounds the whole shutdown.
   // Should a later step still be stuck at its end, the process exits all the same (1: its

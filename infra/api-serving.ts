@@ -32,9 +32,13 @@ function lastStepsMs(graceMs: number): number {
 }
 
 /**
- * Serves the app `build` makes (given the process's background workflow starts) on host:port, logs
+ * Serves the app `build` makes (given the process's background workflow starts, and whether its
+ * shutdown has begun: the app's `/readyz` then answers 503 `stopping`) on host:port, logs
  * `api listening`, and registers the API's shutdown. From the start of the shutdown (the signal),
- * the server takes no new connection and requests in flight get what is left of the grace, less
+ * the server takes no new connection (a balancer's or kubelet's probe is refused: not ready; the
+ * wait for endpoints to drop a terminating process comes before its signal, as the Helm chart's
+ * preStop, not inside the grace), every connection still served answers `/readyz` with 503, and
+ * requests in flight get what is left of the grace, less
  * its last steps (lastStepsMs), to answer; background workflow starts drain within the same time
  * (a start left unfinished is the reconcile tick's to make); then the statements of `pool`'s
  * connections still checked out are cancelled on the server and those connections closed, so
@@ -43,7 +47,11 @@ function lastStepsMs(graceMs: number): number {
  * nothing. These steps run before any step registered earlier (the pool itself, a worker beside
  * the API in `npm start`), which stop after them.
  */
-export async function serveApi(proc: ApiProcess, serving: ApiServing, build: (background: BackgroundStarts) => App): Promise<HttpServer> {
+export async function serveApi(
+  proc: ApiProcess,
+  serving: ApiServing,
+  build: (background: BackgroundStarts, stopping: () => boolean) => App,
+): Promise<HttpServer> {
   const { pool, logger, shutdown } = proc;
   const graceMs = serving.graceSeconds * 1000;
   const answerMs = graceMs - lastStepsMs(graceMs);
@@ -54,7 +62,7 @@ export async function serveApi(proc: ApiProcess, serving: ApiServing, build: (ba
   });
   const background = new BackgroundStarts((err, what) => logger.warn({ err, what }, 'background workflow start failed; the reconcile tick adopts its job or connection'));
   shutdown.add('background-starts', () => background.drain(shutdown.remainingMs(answerMs)));
-  const server = await listen(build(background), serving.host, serving.port);
+  const server = await listen(build(background, () => shutdown.stopping), serving.host, serving.port);
   shutdown.add('http', () => server.close(shutdown.remainingMs(answerMs)));
   logger.info({ url: server.url }, 'api listening');
   return server;

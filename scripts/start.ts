@@ -46,8 +46,8 @@ runService(config, credentials, { name: 'start', sdkRuntime: true, pool: 'api', 
   // Stopped first, by the API's shutdown rule (API_SHUTDOWN_GRACE_SECONDS), as `npm run api`
   // stops: then the worker drains, and the servers this process started stop.
   // One process, one /metrics (the API's): the registry's metrics followed by the SDK's.
-  const api = await serveApi({ pool, logger, shutdown }, { host: config.API_HOST, port: config.API_PORT, graceSeconds: config.API_SHUTDOWN_GRACE_SECONDS }, (background) =>
-    createApp({ pool, temporal, registry, metrics, logger, adminApiKey: admin.key, credentials, ...settings, extraMetrics: proc.sdkMetrics?.scrape, background }),
+  const api = await serveApi({ pool, logger, shutdown }, { host: config.API_HOST, port: config.API_PORT, graceSeconds: config.API_SHUTDOWN_GRACE_SECONDS }, (background, stopping) =>
+    createApp({ pool, temporal, registry, metrics, logger, adminApiKey: admin.key, credentials, ...settings, extraMetrics: proc.sdkMetrics?.scrape, background, stopping }),
   );
 
   process.stdout.write(

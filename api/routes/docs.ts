@@ -143,6 +143,10 @@ export function openApiDocument(app: OpenAPIHono<ApiEnv>): Document {
 const ReadinessSchema = z
   .object({
     status: z.enum(['ok', 'unavailable']),
+    reason: z
+      .enum(['stopping'])
+      .optional()
+      .openapi({ description: 'stopping: the process\'s shutdown has begun (it finishes the requests in flight, then exits); unavailable whatever its checks say' }),
     checks: z.object({
       postgres: z.enum(['ok', 'unreachable', 'busy']).openapi({ description: 'busy: every connection of the process\'s pool is in use (still ready)' }),
       temporal: z.enum(['ok', 'unreachable']),
@@ -176,14 +180,15 @@ function registerOperationsPaths(app: OpenAPIHono<ApiEnv>): void {
   app.openAPIRegistry.registerPath({
     method: 'get', path: '/readyz', tags, operationId: 'getReadiness', security: [],
     summary: 'Readiness: Postgres and Temporal answer',
-    description: 'Checks that Postgres and Temporal answer, each within 2 s; the answer is reused for a few seconds and concurrent probes share one check. No key needed.',
+    description:
+      'Checks that Postgres and Temporal answer, each within 2 s; the answer is reused for a few seconds and concurrent probes share one check. From the start of the process\'s shutdown it answers 503 with `reason` `stopping`. No key needed.',
     responses: {
       200: {
         description: 'Ready',
         content: { 'application/json': { schema: ReadinessSchema, example: { status: 'ok', checks: { postgres: 'ok', temporal: 'ok' }, details: { stale_connections: 0 } } } },
       },
       503: {
-        description: 'Not ready: a server did not answer; retry after `Retry-After` seconds',
+        description: 'Not ready: a server did not answer, or the process is stopping (`reason`); retry after `Retry-After` seconds',
         headers: { 'Retry-After': { description: 'Seconds to wait before probing again', schema: { type: 'integer', minimum: 1 } } },
         content: { 'application/json': { schema: ReadinessSchema, example: { status: 'unavailable', checks: { postgres: 'ok', temporal: 'unreachable' }, details: { stale_connections: 0 } } } },
       },

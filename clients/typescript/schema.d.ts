@@ -593,7 +593,7 @@ export interface paths {
         };
         /**
          * Readiness: Postgres and Temporal answer
-         * @description Checks that Postgres and Temporal answer, each within 2 s; the answer is reused for a few seconds and concurrent probes share one check. No key needed.
+         * @description Checks that Postgres and Temporal answer, each within 2 s; the answer is reused for a few seconds and concurrent probes share one check. From the start of the process's shutdown it answers 503 with `reason` `stopping`. No key needed.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1933,6 +1933,11 @@ export interface components {
         Readiness: {
             /** @enum {string} */
             status: "ok" | "unavailable";
+            /**
+             * @description stopping: the process's shutdown has begun (it finishes the requests in flight, then exits); unavailable whatever its checks say
+             * @enum {string}
+             */
+            reason?: "stopping";
             checks: {
                 /**
                  * @description busy: every connection of the process's pool is in use (still ready)
@@ -6616,7 +6621,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: a server did not answer; retry after `Retry-After` seconds */
+            /** @description Not ready: a server did not answer, or the process is stopping (`reason`); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before probing again */
