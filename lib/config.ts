@@ -133,8 +133,9 @@ export const envSchema = z
       z
         .string()
         .refine((address) => {
-          // A host name or IPv4 address, or an IPv6 address in brackets ([fd00::7]:7233).
-          const [, host, port] = /^(\[[^\]]+\]|[^\s:/[\]]+):(\d{1,5})$/.exec(address) ?? [];
+          // A host name or IPv4 address, or an IPv6 address in brackets ([fd00::7]:7233). No host
+          // holds an `@`: credentials before it (`token@host:7233`) are refused, not taken and logged.
+          const [, host, port] = /^(\[[^\]]+\]|[^\s:/@[\]]+):(\d{1,5})$/.exec(address) ?? [];
           if (host === undefined || (host.startsWith('[') && !isIPv6(host.slice(1, -1)))) return false;
           return Number(port) >= 1 && Number(port) <= 65535;
         }, 'must be host:port with a port from 1 to 65535, for example localhost:7233 or [fd00::7]:7233')
@@ -449,6 +450,14 @@ export function temporalSecurity(config: Config): TemporalSecurity {
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
 
 /**
+ * Variables a config error never shows, though not secrets by name: an address without a scheme
+ * (TEMPORAL_ADDRESS, host:port) may be written with credentials before its host
+ * (`user:password@host:7233`), and its form alone is the error: the form expected is named, its
+ * value never.
+ */
+const UNSHOWN_VARIABLES: readonly string[] = ['TEMPORAL_ADDRESS'];
+
+/**
  * A URL query parameter whose value is a secret by its name, with that value: node-postgres
  * takes the password from `?password=` (and libpq's `sslpassword`), and collectors or proxies
  * take tokens, keys and signatures there.
@@ -456,19 +465,21 @@ const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i;
 const SECRET_QUERY_PARAMETER = /([?&;][^=&#;]*(?:pass|secret|token|key|sig|auth|cred)[^=&#;]*=)[^&#;]*/gi;
 
 /**
- * The value a config error may show for variable `name`: none for a secret by name, nor for a
- * `scheme://` value that does not parse as a URL (where its password ends cannot be told), nor for
- * a secret variable (SECRET_VARIABLES: the database URLs) that is not such a URL at all (a libpq
- * keyword string or a URL without its scheme holds its password as it is); for anything else the
+ * The value a config error may show for variable `name`: none for a secret by name, nor for an
+ * address (UNSHOWN_VARIABLES), nor for a `scheme://` value that does not parse as a URL (where its
+ * password ends cannot be told), nor for a secret variable (SECRET_VARIABLES: the database URLs)
+ * that is not such a URL at all (a libpq keyword string or a URL without its scheme holds its
+ * password as it is), nor for any other value that is not such a URL and holds an `@`
+ * (`user:password@host`: where the credentials end cannot be told); for anything else the
  * value with the password part of a URL masked, and the value of each query parameter named like a
  * secret (`?password=`) (a `DATABASE_URL` with a password must not land in logs); undefined when
  * nothing may be shown.
  */
 export function shownValue(name: string, raw: string | undefined): string | undefined {
-  if (raw === undefined || SECRET_NAME.test(name)) return undefined;
+  if (raw === undefined || SECRET_NAME.test(name) || UNSHOWN_VARIABLES.includes(name)) return undefined;
   const schemeUrl = /^\s*[a-z][a-z0-9+.-]*:\/\//i.test(raw);
   if (schemeUrl && !URL.canParse(raw.trim())) return undefined;
-  if (!schemeUrl && (SECRET_VARIABLES as readonly string[]).includes(name)) return undefined;
+  if (!schemeUrl && ((SECRET_VARIABLES as readonly string[]).includes(name) || raw.includes('@'))) return undefined;
   // Any `//user:password@` form; up to the last @, as a password may hold one (or a space).
   return raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@').replace(SECRET_QUERY_PARAMETER, '$1***');
 }
