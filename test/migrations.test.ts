@@ -67,6 +67,71 @@ describe('migrations', () => {
     }
   });
 
+  it('0075 goes down with a job queued behind a running one of its type: the queued one is cancelled, saying why, and nothing else changes', async () => {
+    const url = await createEmptyDatabase();
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await migrate(url);
+      const before = await schemaFingerprint(url);
+      const [up76, down76] = upAndDown('0076_record_deselected_epoch.sql');
+      const [up75, down75] = upAndDown('0075_queued_job_behind_running.sql');
+      await client.connect();
+      const connection = async (appKey: string) =>
+        (await client.query<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key) values ('acme', 'demo', $1) returning id`, [appKey])).rows[0]!.id;
+      const job = async (connectionId: string, jobType: string, status: string, trigger = 'api') =>
+        (await client.query<{ id: string }>(
+          `insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status) values ($1, 'acme', $2, $3, $4) returning id`,
+          [connectionId, jobType, trigger, status],
+        )).rows[0]!.id;
+      // A pair (queued behind running, and behind retrying), and a queued job alone; a backfill
+      // queued beside a running incremental job is no pair (backfills have their own index).
+      const paired = await connection('paired');
+      const running = await job(paired, 'incremental', 'running');
+      const behindRunning = await job(paired, 'incremental', 'queued');
+      const retrying = await job(paired, 'full', 'retrying');
+      const behindRetrying = await job(paired, 'full', 'queued');
+      const backfill = await job(paired, 'incremental', 'queued', 'backfill');
+      const alone = await job(await connection('alone'), 'incremental', 'queued');
+      // An open task of the queued job (with what its pass has seen), and one of the running job.
+      const task = async (jobId: string, status: string) =>
+        (await client.query<{ id: string }>(`insert into sync_tasks (job_id, resource_type, status) values ($1, 'issues', $2) returning id`, [jobId, status])).rows[0]!.id;
+      const queuedTask = await task(behindRunning, 'pending');
+      const runningTask = await task(running, 'processing');
+      await client.query(`insert into sync_seen (task_id, external_id) values ($1, 'a'), ($2, 'b')`, [queuedTask, runningTask]);
+
+      await client.query(down76);
+      await client.query(down75);
+
+      const jobs = await client.query<{ id: string; status: string; finished: boolean; last_error: string | null }>(
+        `select id, status, finished_at is not null as finished, last_error from sync_jobs order by created_at, id`,
+      );
+      const byId = new Map(jobs.rows.map((row) => [row.id, row]));
+      for (const id of [behindRunning, behindRetrying]) {
+        expect(byId.get(id)).toMatchObject({ status: 'cancelled', finished: true, last_error: expect.stringMatching(/queued behind a running job of its type/) });
+      }
+      expect(byId.get(running)).toMatchObject({ status: 'running', finished: false, last_error: null });
+      expect(byId.get(retrying)).toMatchObject({ status: 'retrying', finished: false, last_error: null });
+      expect(byId.get(backfill)).toMatchObject({ status: 'queued', finished: false, last_error: null });
+      expect(byId.get(alone)).toMatchObject({ status: 'queued', finished: false, last_error: null });
+      const tasks = await client.query<{ id: string; status: string; completed: boolean; error_message: string | null }>(
+        `select id, status, completed_at is not null as completed, error_message from sync_tasks`,
+      );
+      expect(tasks.rows.find((t) => t.id === queuedTask)).toMatchObject({ status: 'cancelled', completed: true, error_message: byId.get(behindRunning)!.last_error });
+      expect(tasks.rows.find((t) => t.id === runningTask)).toMatchObject({ status: 'processing', completed: false, error_message: null });
+      const seen = await client.query<{ task_id: string }>(`select task_id from sync_seen`);
+      expect(seen.rows).toEqual([{ task_id: runningTask }]);
+      // The old rule holds again: one active job per connection and type.
+      await expect(job(paired, 'incremental', 'queued')).rejects.toMatchObject({ code: '23505', constraint: 'sync_jobs_one_active_per_type' });
+
+      await client.query(up75);
+      await client.query(up76);
+      expect(await schemaFingerprint(url)).toBe(before);
+    } finally {
+      await client.end();
+      await dropDatabase(url);
+    }
+  });
+
   it('0049 moves each oauth2 connection\'s sealed credentials unchanged into a grant of the same id, and its down moves them back', async () => {
     const url = await createEmptyDatabase();
     const client = new pg.Client({ connectionString: url });
