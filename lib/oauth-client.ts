@@ -4,7 +4,9 @@
 // checked like a webhook's, so a token URL cannot reach internal addresses unless the deployment
 // allows private ones (PROVIDER_ALLOW_PRIVATE, for test servers). Errors name the endpoint's
 // answer (`error` code) and never a token or the client secret. Synctide is an OAuth 2 client
-// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`).
+// only: an OpenID Connect `id_token` in a token answer is dropped unread (see `plainAnswer`). Token
+// requests ask for JSON (oauth4webapi sends `Accept: application/json`); an answer form-encoded all
+// the same is read as the JSON object of its members.
 import * as oauth from 'oauth4webapi';
 import { CertificateRefused, MalformedAnswer, postBoundedForAnswer } from './outbound';
 import { redactValues } from '../policy/redact';
@@ -131,6 +133,27 @@ function plainAnswer(body: Buffer): Buffer | null {
   return Buffer.from(JSON.stringify({ ...Object.fromEntries(kept), ...replaced }), 'utf8');
 }
 
+/** The media type a Content-Type header names, in lower case without its parameters ('' for none). */
+const mediaType = (contentType: string | null): string => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+
+/**
+ * A form-encoded answer (`application/x-www-form-urlencoded`: GitHub's OAuth apps answer so a
+ * request whose Accept is not JSON, and some older providers every request) as the JSON object of
+ * the same members, or null for an answer of any other type. Each member is its first value's text;
+ * `expires_in` is the number it spells (its text when it spells none, which `plainAnswer` then
+ * drops as it drops any `expires_in` that is no lifetime). The object is then read as a JSON answer
+ * is: a token answer passes the same checks, an error answer (`error=...`) is the same error.
+ */
+function formAnswer(body: Buffer, contentType: string | null): Buffer | null {
+  if (mediaType(contentType) !== 'application/x-www-form-urlencoded') return null;
+  const form = new URLSearchParams(body.toString('utf8'));
+  const members = new Map<string, string | number>();
+  for (const key of form.keys()) if (!members.has(key)) members.set(key, form.get(key)!);
+  const seconds = members.get('expires_in');
+  if (typeof seconds === 'string' && seconds.trim() !== '' && Number.isFinite(Number(seconds))) members.set('expires_in', Number(seconds));
+  return Buffer.from(JSON.stringify(Object.fromEntries(members)), 'utf8');
+}
+
 /** Whether `body` is an OAuth 2 error answer: a JSON object with a string `error` and no `access_token`. */
 function isErrorAnswer(body: Buffer): boolean {
   try {
@@ -169,20 +192,23 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         const seconds = retryAfterSeconds(answer.headers.get('retry-after'), Date.now());
         throw new TokenRequestRateLimited(`the token endpoint rate-limited the request (429)${seconds === undefined ? '' : `, retry after ${seconds}s`}`, seconds);
       }
+      // A form-encoded answer is read as the JSON object of its members, typed so.
+      const form = formAnswer(answer.body, answer.headers.get('content-type'));
+      const read = form ?? answer.body;
       // Headers as they came; a rewritten body's length is the new one's. An error answered with
       // 200 (GitHub's token endpoint answers every error so) is the error answer it is: 400.
-      const stripped = plainAnswer(answer.body);
+      const stripped = plainAnswer(read);
       const headers = new Headers(answer.headers);
-      if (stripped) headers.delete('content-length');
-      const errorAnswer = isErrorAnswer(answer.body);
+      if (form || stripped) headers.delete('content-length');
+      const errorAnswer = isErrorAnswer(read);
       const errorIn200 = answer.status === 200 && errorAnswer;
       if (errorIn200) headers.set(ANSWERED_STATUS, '200');
       // An error answer is read as the JSON it is, whatever its Content-Type says (text/plain,
       // text/html, problem+json, none, other letter case): oauth4webapi reads an error's code only
       // from an answer typed exactly application/json, and a refused grant or client read as no
       // error at all would fail as transient on every run instead of needing reauthorization.
-      if (errorAnswer) headers.set('content-type', 'application/json');
-      return new Response(new Uint8Array(stripped ?? answer.body), { status: errorIn200 ? 400 : answer.status, headers });
+      if (errorAnswer || form) headers.set('content-type', 'application/json');
+      return new Response(new Uint8Array(stripped ?? read), { status: errorIn200 ? 400 : answer.status, headers });
     },
   };
 }

@@ -7,7 +7,9 @@
 // optional members given as null, an empty refresh_token and an expires_in that is no lifetime are
 // taken as absent; a scope given as a JSON array is taken as the scopes it names; an error code the
 // endpoint answers is quoted short and without the secrets the request sent, and read whatever its
-// Content-Type says; a 429 is a rate limit with its Retry-After, refusing nothing.
+// Content-Type says; a 429 is a rate limit with its Retry-After, refusing nothing; an answer
+// form-encoded is read as the same members, tokens and errors alike, and every token request asks
+// for JSON.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -43,6 +45,11 @@ interface Mode {
   clientSecret?: string;
   /** Awaited before a request is judged (once it has arrived: `arrived` counts it). */
   hold?: Promise<void>;
+  /**
+   * Answers tokens and errors form-encoded (`application/x-www-form-urlencoded`, as GitHub's OAuth
+   * apps answer a request whose Accept is not JSON), each member's value as its text.
+   */
+  form?: boolean;
 }
 
 interface FakeIdp {
@@ -52,6 +59,8 @@ interface FakeIdp {
   live: Set<string>;
   /** Token requests that have arrived. */
   arrived: number;
+  /** The Accept header of each token request, in order. */
+  accepts: (string | undefined)[];
   issued: { access_token: string; refresh_token: string }[];
   codes: Map<string, string>;
   close(): Promise<void>;
@@ -71,7 +80,7 @@ function clientAuthenticated(header: string | undefined, clientSecret = CLIENT_S
 }
 
 async function startFakeIdp(): Promise<FakeIdp> {
-  const fake: FakeIdp = { url: '', mode: { idToken: false, noTokenType: false, refuse: null }, live: new Set(), arrived: 0, issued: [], codes: new Map(), close: async () => undefined };
+  const fake: FakeIdp = { url: '', mode: { idToken: false, noTokenType: false, refuse: null }, live: new Set(), arrived: 0, accepts: [], issued: [], codes: new Map(), close: async () => undefined };
   const tokens = () => {
     const refresh_token = `rt_${randomUUID()}`;
     const access_token = `at_${randomUUID()}`;
@@ -88,9 +97,15 @@ async function startFakeIdp(): Promise<FakeIdp> {
   const server: Server = createServer((req, res) => {
     void readBody(req).then(async (text) => {
       fake.arrived += 1;
+      fake.accepts.push(req.headers.accept);
       if (fake.mode.hold) await fake.mode.hold;
       const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
         const padding = fake.mode.hugeHeaders ? { 'x-padding': `${CLIENT_SECRET} ${'p'.repeat(20 * 1024)}` } : {};
+        if (fake.mode.form) {
+          const members = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]);
+          res.writeHead(status, { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8', ...padding, ...headers });
+          return res.end(new URLSearchParams(members).toString());
+        }
         res.writeHead(status, { 'content-type': 'application/json', ...padding, ...headers });
         res.end(JSON.stringify(value));
       };
@@ -725,5 +740,77 @@ describe('an OAuth app whose token_url names a host PROVIDER_HOSTS does not allo
     expect(err).toMatchObject({ reason: 'invalid', code: 'invalid_request' });
     const { rows } = await db.pool.query('select 1 from oauth_states where connection_id = $1', [id]);
     expect(rows).toHaveLength(0);
+  });
+});
+
+describe('token answers form-encoded (application/x-www-form-urlencoded: GitHub\'s OAuth apps answer so a request not asking for JSON, some older providers always)', () => {
+  it('a refresh answered form-encoded is read as the same members, expires_in a number: the rotated refresh token is returned', async () => {
+    idp.mode.form = true;
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+    expect(answer).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
+  });
+
+  it('through the credential provider the rotated refresh token is stored, and the connect flow exchanging a code stores the grant', async () => {
+    const conn = await grantConnection();
+    idp.mode.form = true;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+    const refreshed = idp.issued.at(-1)!;
+    expect(credential).toEqual({ token: refreshed.access_token });
+    expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { access_token: refreshed.access_token, refresh_token: refreshed.refresh_token } });
+
+    const { id, done } = await connectFlow().then((f) => f, (e: Error) => ({ id: null, done: e }));
+    expect(done).toEqual({ connection_id: id, status: 'active' });
+    const issued = idp.issued.at(-1)!;
+    expect((await stored(id!)).secret).toMatchObject({ access_token: issued.access_token, refresh_token: issued.refresh_token, scopes: ['openid', 'read'] });
+  });
+
+  it('a form-encoded answer passes the same checks as a JSON one: no access_token or a token_type not bearer is refused; an empty refresh_token or an expires_in that is no lifetime is taken as absent', async () => {
+    for (const extra of [{ access_token: undefined }, { token_type: 'mac' }]) {
+      idp.mode = { idToken: false, noTokenType: false, refuse: null, form: true, extra };
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      await expect(refreshGrant(app(), seed, POLICY), JSON.stringify(extra)).rejects.toBeInstanceOf(TokenRequestFailed);
+    }
+    for (const extra of [{ refresh_token: '' }, { expires_in: 'never' }, { expires_in: '0' }]) {
+      idp.mode = { idToken: false, noTokenType: false, refuse: null, form: true, extra };
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+      const expected: Record<string, unknown> = { ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' };
+      for (const key of Object.keys(extra)) expected[key] = undefined;
+      expect(answer, JSON.stringify(extra)).toEqual(expected);
+    }
+  });
+
+  it('an error answered form-encoded is the error it names: invalid_grant (400) and bad_refresh_token (200, as GitHub answers) refuse the grant, invalid_client the OAuth app', async () => {
+    idp.mode.form = true;
+    for (const refuse of [{ status: 400, error: 'invalid_grant' }, { status: 200, error: 'bad_refresh_token' }]) {
+      idp.mode.refuse = refuse;
+      const err = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+      expect(err, JSON.stringify(refuse)).toBeInstanceOf(GrantRefused);
+      expect(err, JSON.stringify(refuse)).not.toBeInstanceOf(ClientRefused);
+      expect(err!.message).toBe(`the token endpoint answered ${refuse.status} ${refuse.error}`);
+    }
+    idp.mode.refuse = { status: 401, error: 'invalid_client' };
+    expect(await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e)).toBeInstanceOf(ClientRefused);
+
+    // Through the credential provider: the connection needs reauthorization, as for a JSON answer.
+    idp.mode.refuse = null;
+    const conn = await grantConnection();
+    idp.live.delete(conn.refresh);
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('CredentialsInvalid');
+    expect(err?.message).toMatch(/the token endpoint answered 400 invalid_grant/);
+    expect((await stored(conn.id)).status).toBe('needs_reauth');
+  });
+
+  it('every token request asks for JSON (Accept: application/json): a refresh, a client credentials request and a code exchange', async () => {
+    const before = idp.accepts.length;
+    for (const request of Object.values(tokenRequests(idp.url))) await request().catch(() => undefined);
+    expect(idp.accepts.slice(before)).toEqual(['application/json', 'application/json', 'application/json']);
   });
 });
