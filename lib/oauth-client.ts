@@ -164,10 +164,23 @@ function isErrorAnswer(body: Buffer): boolean {
   }
 }
 
-/** Marks an answer whose status was rewritten (an error answered 200): the status the endpoint gave. */
+/** Whether `body` is a token answer: a JSON object with an `access_token` member (whose value the usual checks judge). */
+function isTokenAnswer(body: Buffer): boolean {
+  try {
+    const json = JSON.parse(body.toString('utf8')) as unknown;
+    return !!json && typeof json === 'object' && !Array.isArray(json) && Object.hasOwn(json, 'access_token');
+  } catch {
+    return false;
+  }
+}
+
+/** Statuses whose answer has no body (the Fetch standard's null body statuses). */
+const NULL_BODY = new Set([204, 205, 304]);
+
+/** Marks an answer whose status was rewritten (an error answered 2xx): the status the endpoint gave. */
 const ANSWERED_STATUS = 'x-synctide-answered-status';
 
-/** The status the token endpoint answered an error with (200 for one it answered so, not the 400 it is read as). */
+/** The status the token endpoint answered an error with (the 2xx of one it answered so, not the 400 it is read as). */
 const answeredStatus = (err: oauth.ResponseBodyError): number => Number(err.response.headers.get(ANSWERED_STATUS) ?? err.status);
 
 /**
@@ -195,20 +208,25 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
       // A form-encoded answer is read as the JSON object of its members, typed so.
       const form = formAnswer(answer.body, answer.headers.get('content-type'));
       const read = form ?? answer.body;
-      // Headers as they came; a rewritten body's length is the new one's. An error answered with
-      // 200 (GitHub's token endpoint answers every error so) is the error answer it is: 400.
+      // Headers as they came; a rewritten body's length is the new one's. An error answered with a
+      // 2xx status (GitHub's token endpoint answers every error with 200) is the error answer it
+      // is: 400. A token answered with a 2xx status other than 200 (201 Created, as some endpoints
+      // answer) is the success it is: 200 (oauth4webapi takes a token answer of 200 only).
       const stripped = plainAnswer(read);
       const headers = new Headers(answer.headers);
       if (form || stripped) headers.delete('content-length');
       const errorAnswer = isErrorAnswer(read);
-      const errorIn200 = answer.status === 200 && errorAnswer;
-      if (errorIn200) headers.set(ANSWERED_STATUS, '200');
+      const success = answer.status >= 200 && answer.status < 300;
+      const errorIn2xx = success && errorAnswer;
+      if (errorIn2xx) headers.set(ANSWERED_STATUS, String(answer.status));
+      const status = errorIn2xx ? 400 : success && isTokenAnswer(read) ? 200 : answer.status;
       // An error answer is read as the JSON it is, whatever its Content-Type says (text/plain,
       // text/html, problem+json, none, other letter case): oauth4webapi reads an error's code only
       // from an answer typed exactly application/json, and a refused grant or client read as no
       // error at all would fail as transient on every run instead of needing reauthorization.
       if (errorAnswer || form) headers.set('content-type', 'application/json');
-      return new Response(new Uint8Array(stripped ?? read), { status: errorIn200 ? 400 : answer.status, headers });
+      // A status that has no body (204 No Content) is answered without one: refused for its status.
+      return new Response(NULL_BODY.has(status) ? null : new Uint8Array(stripped ?? read), { status, headers });
     },
   };
 }

@@ -9,7 +9,7 @@
 // endpoint answers is quoted short and without the secrets the request sent, and read whatever its
 // Content-Type says; a 429 is a rate limit with its Retry-After, refusing nothing; an answer
 // form-encoded is read as the same members, tokens and errors alike, and every token request asks
-// for JSON.
+// for JSON; a token answered with any 2xx status is a success, an error so the error it names.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -50,6 +50,8 @@ interface Mode {
    * apps answer a request whose Accept is not JSON), each member's value as its text.
    */
   form?: boolean;
+  /** The status of a token answer (200 unless given: 201 Created, as some endpoints answer). */
+  tokenStatus?: number;
 }
 
 interface FakeIdp {
@@ -116,12 +118,12 @@ async function startFakeIdp(): Promise<FakeIdp> {
       if (form.get('grant_type') === 'refresh_token') {
         const token = form.get('refresh_token') ?? '';
         if (!fake.live.delete(token)) return json(400, { error: 'invalid_grant' });
-        return json(200, tokens());
+        return json(fake.mode.tokenStatus ?? 200, tokens());
       }
       if (form.get('grant_type') === 'authorization_code') {
         const challenge = fake.codes.get(form.get('code') ?? '');
         if (!challenge || challenge !== createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url')) return json(400, { error: 'invalid_grant' });
-        return json(200, tokens());
+        return json(fake.mode.tokenStatus ?? 200, tokens());
       }
       json(400, { error: 'unsupported_grant_type' });
     });
@@ -812,5 +814,49 @@ describe('token answers form-encoded (application/x-www-form-urlencoded: GitHub\
     const before = idp.accepts.length;
     for (const request of Object.values(tokenRequests(idp.url))) await request().catch(() => undefined);
     expect(idp.accepts.slice(before)).toEqual(['application/json', 'application/json', 'application/json']);
+  });
+});
+
+describe('a token answer with a 2xx status other than 200 (201 Created)', () => {
+  it('a refresh answered 201 or 202 with a token body returns its tokens', async () => {
+    for (const status of [201, 202]) {
+      idp.mode.tokenStatus = status;
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      const answer = await refreshGrant(app(), seed, POLICY).then((a) => a, (e: Error) => e);
+      expect(answer, String(status)).toEqual({ ...idp.issued.at(-1)!, expires_in: 3600, scope: 'openid read' });
+    }
+  });
+
+  it('through the credential provider the rotated refresh token answered 201 is stored, and the connect flow stores the grant answered 201', async () => {
+    const conn = await grantConnection();
+    idp.mode.tokenStatus = 201;
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+    const refreshed = idp.issued.at(-1)!;
+    expect(credential).toEqual({ token: refreshed.access_token });
+    expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { access_token: refreshed.access_token, refresh_token: refreshed.refresh_token } });
+
+    const { id, done } = await connectFlow().then((f) => f, (e: Error) => ({ id: null, done: e }));
+    expect(done).toEqual({ connection_id: id, status: 'active' });
+    expect((await stored(id!)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, refresh_token: idp.issued.at(-1)!.refresh_token });
+  });
+
+  it('an error answered 201 is the error it names, and a 2xx without a token body stays refused', async () => {
+    idp.mode.refuse = { status: 201, error: 'invalid_grant' };
+    const err = await refreshGrant(app(), 'rt_any', POLICY).then(() => null, (e: Error) => e);
+    expect(err).toBeInstanceOf(GrantRefused);
+    expect(err!.message).toBe('the token endpoint answered 201 invalid_grant');
+    idp.mode = { idToken: false, noTokenType: false, refuse: null, tokenStatus: 201, extra: { access_token: undefined } };
+    const seed = `rt_seed_${randomUUID()}`;
+    idp.live.add(seed);
+    await expect(refreshGrant(app(), seed, POLICY)).rejects.toBeInstanceOf(TokenRequestFailed);
+    // 204 No Content carries no body at all: refused for its status.
+    idp.mode = { idToken: false, noTokenType: false, refuse: null, tokenStatus: 204 };
+    const other = `rt_seed_${randomUUID()}`;
+    idp.live.add(other);
+    const empty = await refreshGrant(app(), other, POLICY).then(() => null, (e: Error) => e);
+    expect(empty).toBeInstanceOf(TokenRequestFailed);
+    expect(empty!.message).toBe('the token request failed: "response" is not a conform Token Endpoint response (unexpected HTTP status code)');
   });
 });
