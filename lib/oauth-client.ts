@@ -174,6 +174,29 @@ function isTokenAnswer(body: Buffer): boolean {
   }
 }
 
+/**
+ * What a token answer's `refresh_token` is ('a number', 'an object', 'an array', 'a boolean') when
+ * it is present and neither a string nor null, else null. Such an answer is refused: the endpoint
+ * meant to issue a refresh token, perhaps rotating the one sent, and taking the answer without it
+ * would keep a refresh token the provider may have spent (the grant then refused later with no
+ * word of why), while taking a number's digits as the token may name another token (a JSON number
+ * past 2^53 loses digits). The refusal names the member, what it is and the endpoint's host, never
+ * a value; a refresh refused so is tried again, and an endpoint that did rotate then answers
+ * `invalid_grant`, which asks a person to reconnect.
+ */
+function misTypedRefreshToken(body: Buffer): string | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return null;
+  const value = (json as Record<string, unknown>).refresh_token;
+  if (value === undefined || value === null || typeof value === 'string') return null;
+  return Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
 /** Statuses whose answer has no body (the Fetch standard's null body statuses). */
 const NULL_BODY = new Set([204, 205, 304]);
 
@@ -219,7 +242,10 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
       const success = answer.status >= 200 && answer.status < 300;
       const errorIn2xx = success && errorAnswer;
       if (errorIn2xx) headers.set(ANSWERED_STATUS, String(answer.status));
-      const status = errorIn2xx ? 400 : success && isTokenAnswer(read) ? 200 : answer.status;
+      const tokenIn2xx = success && isTokenAnswer(read);
+      const status = errorIn2xx ? 400 : tokenIn2xx ? 200 : answer.status;
+      const refreshToken = tokenIn2xx ? misTypedRefreshToken(read) : null;
+      if (refreshToken) throw new TokenRequestFailed(`the token endpoint at '${new URL(url).hostname}' answered, but its refresh_token is ${refreshToken}, not a string: the answer is refused`);
       // An error answer is read as the JSON it is, whatever its Content-Type says (text/plain,
       // text/html, problem+json, none, other letter case): oauth4webapi reads an error's code only
       // from an answer typed exactly application/json, and a refused grant or client read as no
@@ -256,7 +282,8 @@ function quotedError(code: string, secrets: readonly string[]): string {
  * try), or a generic reason.
  */
 function describe(err: unknown, secrets: readonly string[], tokenUrl: string): Error {
-  if (err instanceof TokenRequestRateLimited) return err;
+  // Thrown by the token request's own reading of the answer (a rate limit, an unusable member): already in words that carry no secret.
+  if (err instanceof TokenRequestFailed) return err;
   if (err instanceof oauth.ResponseBodyError) {
     const words = `the token endpoint answered ${answeredStatus(err)} ${quotedError(err.error, secrets)}`;
     return GRANT_GONE.has(err.error) ? new GrantRefused(words) : new TokenRequestFailed(words);

@@ -9,7 +9,8 @@
 // endpoint answers is quoted short and without the secrets the request sent, and read whatever its
 // Content-Type says; a 429 is a rate limit with its Retry-After, refusing nothing; an answer
 // form-encoded is read as the same members, tokens and errors alike, and every token request asks
-// for JSON; a token answered with any 2xx status is a success, an error so the error it names.
+// for JSON; a token answered with any 2xx status is a success, an error so the error it names; a
+// refresh_token that is no string refuses the answer, naming the member and the host, quoting no token.
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -858,5 +859,42 @@ describe('a token answer with a 2xx status other than 200 (201 Created)', () => 
     const empty = await refreshGrant(app(), other, POLICY).then(() => null, (e: Error) => e);
     expect(empty).toBeInstanceOf(TokenRequestFailed);
     expect(empty!.message).toBe('the token request failed: "response" is not a conform Token Endpoint response (unexpected HTTP status code)');
+  });
+});
+
+describe('a token answer whose refresh_token is not a string (a number, an object, an array, a boolean)', () => {
+  const cases = [
+    { refresh_token: 4242424242, kind: 'a number' },
+    { refresh_token: { value: 'rt_inner_0123456789' }, kind: 'an object' },
+    { refresh_token: ['rt_inner_0123456789'], kind: 'an array' },
+    { refresh_token: true, kind: 'a boolean' },
+  ];
+  const words = (kind: string) => `the token endpoint at '127.0.0.1' answered, but its refresh_token is ${kind}, not a string: the answer is refused`;
+
+  it('a refresh is refused naming the member, what it is and the endpoint\'s host, quoting no token', async () => {
+    for (const { refresh_token, kind } of cases) {
+      idp.mode.extra = { refresh_token };
+      const seed = `rt_seed_${randomUUID()}`;
+      idp.live.add(seed);
+      const err = await refreshGrant(app(), seed, POLICY).then(() => null, (e: Error) => e);
+      expect(err, kind).toBeInstanceOf(TokenRequestFailed);
+      expect(err!.message, kind).toBe(words(kind));
+      for (const secret of [CLIENT_SECRET, seed, idp.issued.at(-1)!.access_token, 'rt_inner_0123456789', '4242424242']) expect(err!.message, kind).not.toContain(secret);
+    }
+  });
+
+  it('through the credential provider the refresh fails (tried again) without refusing the connection or replacing its tokens; the connect flow is refused (502)', async () => {
+    const conn = await grantConnection();
+    idp.mode.extra = { refresh_token: 4242424242 };
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const err = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then(() => null, (e: Error) => e);
+    expect(err?.name).toBe('Transient');
+    expect(err!.message).toBe(`oauth2: refreshing the access token failed: ${words('a number')}`);
+    expect(err!.message).not.toContain(idp.issued.at(-1)!.access_token);
+    expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { refresh_token: conn.refresh } });
+
+    const flow = await connectFlow().then(() => null, (e: Error) => e);
+    expect(flow).toMatchObject({ reason: 'failed', code: 'token_exchange_failed', message: `the code exchange failed: ${words('a number')}` });
+    expect(flow!.message).not.toContain(idp.issued.at(-1)!.access_token);
   });
 });
