@@ -18,10 +18,24 @@ import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
 /**
+ * NAT64's well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052): on an IPv6-only network, DNS64 answers
+ * every IPv4-only name with an address here, and the NAT64 gateway carries it to the IPv4 address
+ * in its last 32 bits.
+ */
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
+
+/** The IPv4 address in the last 32 bits of `address`. */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 {
+  const parts = address.parts;
+  return new ipaddr.IPv4([parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff]);
+}
+
+/**
  * True for a globally routable unicast address. Loopback, private ranges, link-local (cloud
  * metadata), carrier-grade NAT, unique-local IPv6, multicast, reserved and unspecified addresses
  * are not, nor is an IPv4-mapped IPv6 form of one, nor any IPv4-compatible one (`::7f00:1` is
- * 127.0.0.1 to a stack that still routes them).
+ * 127.0.0.1 to a stack that still routes them). An address of NAT64's well-known prefix is the
+ * IPv4 address it carries (`64:ff9b::8.8.8.8` is public, `64:ff9b::10.0.0.1` is not).
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
@@ -29,6 +43,7 @@ export function isPublicAddress(address: string): boolean {
   if (parsed instanceof ipaddr.IPv6) {
     if (parsed.match(IPV4_COMPATIBLE)) return false;
     if (parsed.isIPv4MappedAddress()) parsed = parsed.toIPv4Address();
+    else if (parsed.match(NAT64_WELL_KNOWN)) parsed = embeddedIPv4(parsed);
   }
   return parsed.range() === 'unicast';
 }

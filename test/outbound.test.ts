@@ -18,6 +18,15 @@ describe('which addresses outbound requests may reach', () => {
     expect(isPublicAddress('not-an-address')).toBe(false);
   });
 
+  it('judges an address of the NAT64 well-known prefix (64:ff9b::/96, what DNS64 answers on an IPv6-only network) by the IPv4 address it carries', () => {
+    for (const address of ['64:ff9b::8.8.8.8', '64:ff9b::101:101']) expect(isPublicAddress(address), address).toBe(true);
+    for (const address of ['64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b::169.254.169.254', '64:ff9b::192.168.1.1', '64:ff9b::100.64.0.1']) {
+      expect(isPublicAddress(address), address).toBe(false);
+    }
+    expect(outboundUrlProblem('http://[64:ff9b::a9fe:a9fe]/latest/meta-data', false)).toMatch(/loopback, private or link-local/);
+    expect(outboundUrlProblem('https://[64:ff9b::808:808]/hook', false)).toBeNull();
+  });
+
   it('refuses non-http(s) URLs, credentials in the URL, and internal hosts unless allowed', () => {
     expect(outboundUrlProblem('https://example.com/hook', false)).toBeNull();
     expect(outboundUrlProblem('ftp://example.com/hook', false)).toMatch(/http/);
