@@ -7,11 +7,15 @@ import type { Activities, EnqueueJobResult } from '../temporal/activities';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { ActivityDeps } from './deps';
 
+/** How many times an enqueue inserts its job when each job that refused it has ended when read. */
+const INSERT_ATTEMPTS = 3;
+
 /**
  * Enqueues a job in one transaction: lock the connection `FOR NO KEY UPDATE SKIP LOCKED` (locked
  * elsewhere → skip), skip it when not active or breaker-paused, insert the job unless a job of its
- * type is active (queued, running or retrying; then the existing active job, the running one first),
- * and write `next_run_at` and
+ * type is active (queued, running or retrying; then the existing active job, the running one first;
+ * one that ended before it was read answers nothing: the insert is tried again, a few times, then
+ * the answer is `locked`), and write `next_run_at` and
  * `last_jitter_seconds` into `metadata.sync` in the same transaction. No weaker lock: a page being
  * stored holds the row FOR SHARE (the enqueue then skips), but FOR KEY SHARE would let a disable
  * commit between the status check and the insert, and under FOR SHARE the metadata write waits for
@@ -37,7 +41,7 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
       const pausedUntil = await findPauseAt(tx, input.connectionId, new Date(input.at));
       if (pausedUntil) return { outcome: 'paused', pausedUntil: pausedUntil.getTime() };
 
-      const inserted = await insertJob(tx, {
+      const job = {
         id: input.jobId,
         connectionId: input.connectionId,
         tenantId: conn.tenant_id,
@@ -46,11 +50,19 @@ export function enqueueJob(deps: ActivityDeps): Activities['enqueueJob'] {
         scheduledAt: new Date(input.scheduledAt),
         ...(input.runId && { schedulerRunId: input.runId }),
         workflowId: input.workflowId ?? syncJobWorkflowId(input.jobId),
-      });
-      if (!inserted) {
+      };
+      let inserted = false;
+      for (let attempt = 0; attempt < INSERT_ATTEMPTS && !inserted; attempt++) {
+        inserted = await insertJob(tx, job);
+        if (inserted) continue;
+        // Each statement reads the jobs anew: the one that refused the insert may have ended
+        // since. An ended job answers nothing (no run waits for it): the insert is tried again.
         const [active] = await findBlockingJobs(tx, input.connectionId, input.trigger, input.jobType);
-        return { outcome: 'existing', jobId: active!.id, status: active!.status };
+        if (active) return { outcome: 'existing', jobId: active.id, status: active.status };
       }
+      // Every job that refused it had ended when read: jobs of its type are starting and ending
+      // while it looks, as under a concurrent enqueue; its run looks again soon.
+      if (!inserted) return { outcome: 'locked' };
       if (input.plan) await writeNextRun(tx, input.connectionId, input.plan, input.scheduleVersion);
       return { outcome: 'enqueued', jobId: input.jobId, tenantId: conn.tenant_id, provider: conn.provider_slug };
     });
