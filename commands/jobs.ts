@@ -249,12 +249,11 @@ async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, 
     await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, job.connectionId, new Date()), { pause: false });
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
-    // Read again: one that finished since it blocked the insert answers no request (nothing of it
-    // would run what was asked), nor does a running one that does not sync every type asked for
-    // (the insert it did not block is tried again).
-    for (const blocking of await jobs.findBlockingJobs(deps.pool, job.connectionId, job.trigger, job.jobType)) {
-      const active = await jobs.findJob(deps.pool, blocking.id);
-      if (!active || !isActiveJobStatus(active.status)) continue;
+    // The active jobs that block it, read again in one statement: one that finished since it
+    // blocked the insert is not among them (nothing of it would run what was asked), and a running
+    // one that does not sync every type asked for answers no request (the insert it did not block
+    // is tried again).
+    for (const active of await jobs.findBlockingJobRows(deps.pool, job.connectionId, job.trigger, job.jobType)) {
       if (active.status === 'queued' || job.trigger === 'backfill' || coversStoredTypes(active, job.payload)) return { outcome: 'active', job: active };
     }
   }

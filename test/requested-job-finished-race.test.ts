@@ -3,7 +3,7 @@
 // insert and the moment it reads it, the request must not be answered with the finished job (202
 // with status `completed`: nothing would run what it asked for): the insert is tried again and the
 // request gets a job of its own. The job's end is made to fall exactly there by a pool that ends
-// it just after the statement that found it active. Real Postgres; Temporal is the fake client.
+// it just after the insert it refused. Real Postgres; Temporal is the fake client.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { requestJob } from '../commands/jobs';
@@ -28,7 +28,7 @@ describe('a sync requested while the active job of its type finishes', () => {
        values ($1, $2, 'acme', 'incremental', 'api', 'running', $3, now())`,
       [running, connection.id, syncJobWorkflowId(running)],
     );
-    const pool = poolWithHook(db.pool, 'after', /^select id, status from sync_jobs\s+where connection_id = \$1 and status in/, async () => {
+    const pool = poolWithHook(db.pool, 'after', 'insert into sync_jobs', async () => {
       await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [running]);
     });
     const temporal = fakeTemporal();

@@ -282,16 +282,27 @@ export interface ActiveJob {
 }
 
 /**
+ * The active jobs of connection $1 that block a new one of trigger $2 and type $3 (`j` of
+ * `sync_jobs j`), and their order (the running one first).
+ */
+const BLOCKING_JOBS = `j.connection_id = $1 and j.status in (${ACTIVE_JOBS})
+        and (case when $2 = ${TRIGGER.backfill} then j.trigger = ${TRIGGER.backfill} else j.trigger <> ${TRIGGER.backfill} and j.job_type = $3 end)
+      order by j.status = ${JOB.queued}, j.id`;
+
+/**
  * The active jobs that block a new one of `trigger` and `jobType`: for a backfill the connection's
  * active backfill, otherwise its active non-backfill jobs of that type (at most one running or
  * retrying, and one queued), the running one first. Empty when none is active.
  */
 export async function findBlockingJobs(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<ActiveJob[]> {
-  const { rows } = await db.query<ActiveJob>(
-    `select id, status from sync_jobs
-      where connection_id = $1 and status in (${ACTIVE_JOBS})
-        and (case when $2 = ${TRIGGER.backfill} then trigger = ${TRIGGER.backfill} else trigger <> ${TRIGGER.backfill} and job_type = $3 end)
-      order by status = ${JOB.queued}, id`,
+  const { rows } = await db.query<ActiveJob>(`select j.id, j.status from sync_jobs j where ${BLOCKING_JOBS}`, [connectionId, trigger, jobType]);
+  return rows;
+}
+
+/** The jobs findBlockingJobs finds, as the API shows them, read in one statement. */
+export async function findBlockingJobRows(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>(
+    `select ${JOB_COLUMNS} from sync_jobs j join connections c on c.id = j.connection_id where ${BLOCKING_JOBS}`,
     [connectionId, trigger, jobType],
   );
   return rows;
