@@ -95,18 +95,15 @@ export async function requestJob(deps: CommandDeps, request: JobRequest, orphanR
       throw new CommandRefused('conflict', 'backfill_in_progress', 'a backfill of this connection is still active; retry when it has finished', { job_id: result.job.id });
     }
     // A requested job still queued answers the request by syncing what it asks for too (its types
-    // are read when it is claimed); one claimed since the insert found it queued is read again, as
-    // stored.
-    const job = result.outcome === 'active' && !coversTypes(result.job, request.resourceTypes)
-      ? ((await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)) ??
-        (await jobs.findJob(deps.pool, result.job.id)) ??
-        result.job)
-      : result.job;
-    // One that finished since the insert found it active, or that was claimed before it could be
-    // widened to what the request asks, answers no request (nothing of it would run what was
+    // are read when it is claimed): widened, it syncs every type asked for. One claimed before it
+    // could be widened, or that ended since, answers no request (nothing of it may run what was
     // asked): the insert is tried again, and the request gets a job queued behind the running one,
-    // or the one queued meanwhile.
-    if (result.outcome !== 'active' || (isActiveJobStatus(job.status) && coversTypes(job, request.resourceTypes))) answering = { result, job };
+    // or the one queued meanwhile, or the running one when that syncs every type asked for.
+    const job = result.outcome === 'active' && !result.covers
+      ? await jobs.widenQueuedJobTypes(deps.pool, result.job.id, request.resourceTypes ? resourceTypes : null)
+      : result.job;
+    if (result.outcome !== 'active') answering = { result, job: result.job };
+    else if (job && isActiveJobStatus(job.status)) answering = { result, job };
   }
   if (!answering) throw new Error('could not insert or find an active requested job after 5 attempts');
   const { result, job } = answering;
@@ -152,19 +149,6 @@ async function replay(deps: CommandDeps, request: JobRequest): Promise<Requested
   if (job.status === 'queued') await startRequestedJob(deps, job, request.connection);
   const jobTypes = Array.isArray(job.payload.resource_types) ? job.payload.resource_types.map(String) : null;
   return { job, resourceTypes: jobTypes ?? knownResourceTypes(request.connection), created: false };
-}
-
-/** Whether job `job` syncs every resource type of `requested` (every type of the connection when none are named). */
-function coversTypes(job: JobRow, requested: string[] | undefined): boolean {
-  const types = job.payload.resource_types;
-  if (!Array.isArray(types)) return true;
-  return requested !== undefined && requested.every((type) => types.map(String).includes(type));
-}
-
-/** Whether job `job` syncs every resource type a new job's `payload` names (every type when it names none). */
-function coversStoredTypes(job: JobRow, payload: Record<string, unknown> | undefined): boolean {
-  const asked = payload?.resource_types;
-  return coversTypes(job, Array.isArray(asked) ? asked.map(String) : undefined);
 }
 
 /** The refusal of an Idempotency-Key that job `job` holds, given with a different request. */
@@ -223,9 +207,10 @@ async function refuseBlocked(deps: CommandDeps, connection: ConnectionRow, block
 
 /**
  * What became of an insert: `inserted` (this job), `same_key` (a job with the same
- * Idempotency-Key exists), `active` (an active job of the same kind blocks it).
+ * Idempotency-Key exists), `active` (an active job of the same kind blocks it and answers it;
+ * `covers`: it syncs every resource type the request asks for).
  */
-type InsertOutcome = { outcome: 'inserted' | 'same_key' | 'active'; job: JobRow };
+type InsertOutcome = { outcome: 'inserted' | 'same_key'; job: JobRow } | { outcome: 'active'; job: JobRow; covers: boolean };
 
 /**
  * Inserts a requested job, guarded by the unique indexes, so any number of concurrent identical
@@ -249,12 +234,13 @@ async function insertRequestedJob(deps: CommandDeps, connection: ConnectionRow, 
     await refuseBlocked(deps, connection, await findSyncBlockers(deps.pool, job.connectionId, new Date()), { pause: false });
     const sameAfter = await byKey();
     if (sameAfter) return { outcome: 'same_key', job: sameAfter };
-    // The active jobs that block it, read again in one statement: one that finished since it
-    // blocked the insert is not among them (nothing of it would run what was asked), and a running
-    // one that does not sync every type asked for answers no request (the insert it did not block
-    // is tried again).
-    for (const active of await jobs.findBlockingJobRows(deps.pool, job.connectionId, job.trigger, job.jobType)) {
-      if (active.status === 'queued' || job.trigger === 'backfill' || coversStoredTypes(active, job.payload)) return { outcome: 'active', job: active };
+    // The active job that answers it, read again: one that finished since it blocked the insert
+    // answers no request (nothing of it would run what was asked), nor does a running one that
+    // does not sync every type asked for (the insert it did not block is tried again).
+    const active = await jobs.findAnsweringJob(deps.pool, job);
+    if (active) {
+      const { covers, ...row } = active;
+      return { outcome: 'active', job: row, covers };
     }
   }
   throw new Error('could not insert or find the requested job after 5 attempts');

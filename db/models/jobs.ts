@@ -202,6 +202,19 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<boolean> {
 }
 
 /**
+ * SQL: whether a job whose payload is `jobPayload` syncs every resource type a request whose
+ * payload is `askedPayload` asks for. A payload's `resource_types` array names its types; without
+ * one, a job syncs every type and a request asks for every type (which only a job syncing every
+ * type syncs). The one statement of the rule: a running job of its type answers a sync, rather
+ * than a job queued behind it, exactly when this holds.
+ */
+function coversResourceTypes(jobPayload: string, askedPayload: string): string {
+  return `(jsonb_typeof(${jobPayload}->'resource_types') is distinct from 'array'
+           or (jsonb_typeof(${askedPayload}->'resource_types') = 'array'
+               and ${jobPayload}->'resource_types' @> (${askedPayload}->'resource_types')))`;
+}
+
+/**
  * Inserts a requested job (`api` or `backfill`) in one statement and answers it, or null when
  * nothing was written: its connection is not active or has an open purge, a unique index says no
  * (one queued job per connection and type, one active backfill, one job per tenant and
@@ -230,9 +243,7 @@ export async function insertRequestedJob(db: Queryable, job: NewJob): Promise<Jo
            or not exists (select 1 from sync_jobs r
                            where r.connection_id = c.id and r.job_type = $4::text and r.trigger <> ${TRIGGER.backfill}
                              and r.status in (${CLAIMED_JOBS})
-                             and (jsonb_typeof(r.payload->'resource_types') is distinct from 'array'
-                                  or (jsonb_typeof($10::jsonb->'resource_types') = 'array'
-                                      and r.payload->'resource_types' @> ($10::jsonb->'resource_types'))))
+                             and ${coversResourceTypes('r.payload', '$10::jsonb')})
        on conflict do nothing
        returning *
      )
@@ -281,13 +292,12 @@ export interface ActiveJob {
   status: ActiveJobStatus;
 }
 
-/**
- * The active jobs of connection $1 that block a new one of trigger $2 and type $3 (`j` of
- * `sync_jobs j`), and their order (the running one first).
- */
+/** The active jobs of connection $1 that block a new one of trigger $2 and type $3 (`j` of `sync_jobs j`). */
 const BLOCKING_JOBS = `j.connection_id = $1 and j.status in (${ACTIVE_JOBS})
-        and (case when $2 = ${TRIGGER.backfill} then j.trigger = ${TRIGGER.backfill} else j.trigger <> ${TRIGGER.backfill} and j.job_type = $3 end)
-      order by j.status = ${JOB.queued}, j.id`;
+        and (case when $2 = ${TRIGGER.backfill} then j.trigger = ${TRIGGER.backfill} else j.trigger <> ${TRIGGER.backfill} and j.job_type = $3 end)`;
+
+/** The order of blocking jobs: the running one first. */
+const BLOCKING_ORDER = `j.status = ${JOB.queued}, j.id`;
 
 /**
  * The active jobs that block a new one of `trigger` and `jobType`: for a backfill the connection's
@@ -295,17 +305,32 @@ const BLOCKING_JOBS = `j.connection_id = $1 and j.status in (${ACTIVE_JOBS})
  * retrying, and one queued), the running one first. Empty when none is active.
  */
 export async function findBlockingJobs(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<ActiveJob[]> {
-  const { rows } = await db.query<ActiveJob>(`select j.id, j.status from sync_jobs j where ${BLOCKING_JOBS}`, [connectionId, trigger, jobType]);
-  return rows;
-}
-
-/** The jobs findBlockingJobs finds, as the API shows them, read in one statement. */
-export async function findBlockingJobRows(db: Queryable, connectionId: string, trigger: JobTrigger, jobType: SyncMode): Promise<JobRow[]> {
-  const { rows } = await db.query<JobRow>(
-    `select ${JOB_COLUMNS} from sync_jobs j join connections c on c.id = j.connection_id where ${BLOCKING_JOBS}`,
+  const { rows } = await db.query<ActiveJob>(
+    `select j.id, j.status from sync_jobs j where ${BLOCKING_JOBS} order by ${BLOCKING_ORDER}`,
     [connectionId, trigger, jobType],
   );
   return rows;
+}
+
+/** A job that answers a request, as the API shows it, and whether it syncs every type the request asks for. */
+export type AnsweringJob = JobRow & { covers: boolean };
+
+/**
+ * The active job that answers requested job `job` whose insert it refused, read in one statement,
+ * or null when none does (the insert may be tried again): of the jobs findBlockingJobs finds, the
+ * first that is queued (a sync's may not sync every type asked for: `covers` says), or the active
+ * backfill, or a running (or retrying) one that syncs every type the job's payload asks for.
+ */
+export async function findAnsweringJob(db: Queryable, job: Pick<NewJob, 'connectionId' | 'trigger' | 'jobType' | 'payload'>): Promise<AnsweringJob | null> {
+  const covers = coversResourceTypes('j.payload', '$4::jsonb');
+  const { rows } = await db.query<AnsweringJob>(
+    `select ${JOB_COLUMNS}, ${covers} as covers
+       from sync_jobs j join connections c on c.id = j.connection_id
+      where ${BLOCKING_JOBS} and (j.status = ${JOB.queued} or $2 = ${TRIGGER.backfill} or ${covers})
+      order by ${BLOCKING_ORDER} limit 1`,
+    [job.connectionId, job.trigger, job.jobType, job.payload ?? {}],
+  );
+  return rows[0] ?? null;
 }
 
 /** Whether the connection has any active job of `jobType` (backfills included). */
