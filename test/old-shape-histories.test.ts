@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionWorkflowInput } from '../temporal/connection';
 import { connectionWorkflowId, syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobInput, SyncJobResult } from '../temporal/sync-job';
+import { STEPPED_WAIT_BEHIND_PATCH } from '../workflows/sync-job/bookkeeping';
 import { CONNECTION_ID, PROVIDER, TENANT_ID } from '../temporal/search-attributes';
 import { waitForState } from './helpers/connection-state';
 import { patchIds, recordHistory } from './helpers/histories';
@@ -222,7 +223,8 @@ describe('old workflow shapes (time-skipping, stub activities)', () => {
       workflowId: syncJobWorkflowId(jobId),
       taskQueue: TASK_QUEUE,
       args: [{ jobId, connectionId }],
-      memo: { [PATCHES_OFF_MEMO]: ['task-interruptions'] },
+      // Runs of that time predate the stepped wait behind a running job too.
+      memo: { [PATCHES_OFF_MEMO]: ['task-interruptions', STEPPED_WAIT_BEHIND_PATCH] },
     });
     return { jobId, result, retries: (store.calls.get('markJobRetrying') ?? 0) - retriesBefore };
   }

@@ -11,6 +11,7 @@ import { registerConnector } from '../connectors/registry';
 import { syncJobWorkflowId } from '../temporal/ids';
 import type { SyncJobInput, SyncJobResult } from '../temporal/sync-job';
 import { CANCEL_WAITS_FOR_BATCH_PATCH } from '../workflows/sync-job/attempt';
+import { STEPPED_WAIT_BEHIND_PATCH } from '../workflows/sync-job/bookkeeping';
 import type { TestDatabase } from './helpers/database';
 import { demoConnector } from './helpers/demo';
 import { patchIds, recordHistory } from './helpers/histories';
@@ -115,7 +116,7 @@ describe('cancelling a job mid-batch', () => {
       expect({ job: await job(jobId), tasks: await tasks(jobId), markers: patchIds(await events()) }).toEqual({
         job: { status: 'cancelled' },
         tasks: [{ resource_type: 'issues', status: 'cancelled' }, { resource_type: 'users', status: 'cancelled' }],
-        markers: ['lean-job', CANCEL_WAITS_FOR_BATCH_PATCH],
+        markers: [STEPPED_WAIT_BEHIND_PATCH, 'lean-job', CANCEL_WAITS_FOR_BATCH_PATCH],
       });
       await recordHistory(env.client, 'sync-job-cancelled-mid-batch', handle.workflowId);
     } finally {
@@ -125,7 +126,8 @@ describe('cancelling a job mid-batch', () => {
 
   it(`before ${CANCEL_WAITS_FOR_BATCH_PATCH}, the job was cancelled as soon as the first task of the batch stopped`, async () => {
     try {
-      const { jobId, handle, events } = await cancelMidBatch(OLD_TASK_QUEUE, [CANCEL_WAITS_FOR_BATCH_PATCH]);
+      // Recorded as runs of that time were: before the stepped wait behind a running job too.
+      const { jobId, handle, events } = await cancelMidBatch(OLD_TASK_QUEUE, [CANCEL_WAITS_FOR_BATCH_PATCH, STEPPED_WAIT_BEHIND_PATCH]);
       expect(await handle.result()).toMatchObject({ jobId, status: 'cancelled' });
       expect({ job: await job(jobId), tasks: await tasks(jobId), markers: patchIds(await events()) }).toEqual({
         job: { status: 'cancelled' },
