@@ -217,7 +217,7 @@ export function registerStateGauges(registry: Registry, counts: StateCounts, cac
   valueGauge('synctide_deselections_oldest_pending_seconds', 'Age of the oldest deselection the reconcile tick has not finished, 0 when none (read at scrape time)', deselections, (b) => b.oldestSeconds);
   valueGauge(
     'sync_scheduler_backlog',
-    'Active connections whose next run is overdue and that have no active job (counted by the latest reconcile tick, read from the database at scrape time)',
+    'Active connections that are overdue: next run passed with no active job, or a queued job more than 30 s past its scheduled time and not waiting behind a running job of its type (counted by the latest reconcile tick, read from the database at scrape time)',
     schedule,
     (latest) => latest.overdue,
   );

@@ -54,6 +54,26 @@ describe('the backlog of overdue connections', () => {
     expect(await countOverdueConnections(db.pool, now)).toBe(1);
   });
 
+  it('leaves out a requested job queued behind a running one of its connection and type (it waits for that one, by design), not one over its tenant\'s limit', async () => {
+    const now = new Date();
+    const requested = async (connectionId: string, jobType: string, status: string) =>
+      db.pool.query(
+        `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, scheduled_at) values ($1, $2, 'acme', $3, 'api', $4, $5)`,
+        [randomUUID(), connectionId, jobType, status, new Date(now.getTime() - 5 * MINUTE)],
+      );
+    const behind = await connection(new Date(now.getTime() + 10 * MINUTE));
+    await requested(behind, 'full', 'running');
+    await requested(behind, 'full', 'queued');
+    const behindRetrying = await connection(new Date(now.getTime() + 10 * MINUTE));
+    await requested(behindRetrying, 'full', 'retrying');
+    await requested(behindRetrying, 'full', 'queued');
+    // A running job of another type holds nothing back: this queued one is late.
+    const otherType = await connection(new Date(now.getTime() + 10 * MINUTE));
+    await requested(otherType, 'incremental', 'running');
+    await requested(otherType, 'full', 'queued');
+    expect(await countOverdueConnections(db.pool, now)).toBe(1);
+  });
+
   it('ignores a malformed next_run_at instead of failing', async () => {
     await db.pool.query(
       `insert into connections (tenant_id, provider_slug, app_key, metadata) values ('acme', 'demo', 'bad', '{"sync": {"next_run_at": "soon"}}')`,

@@ -16,6 +16,7 @@ import { CONNECTION_STATUS, CONNECTION_STATUSES, type ConnectionStatus, type Cre
 import type { Queryable } from '../queryable';
 import { ACTIVE_JOBS, CONNECTION, CREDENTIAL, JOB, PURGE, TRIGGER } from '../sql';
 import { pausedUntilAt } from './breaker';
+import { runningBeside } from './jobs';
 
 /** A connection as the API shows it: never its credentials, only whether it has any. */
 export interface ConnectionRow {
@@ -567,7 +568,9 @@ const LATE_AFTER = "interval '30 seconds'";
 /**
  * The backlog: active connections that are overdue, either with no active job although their
  * `next_run_at` has passed, or with a queued job more than 30 s past its `scheduled_at` (the lag
- * users feel). A malformed `next_run_at` (metadata is user-editable) is ignored, never an error.
+ * users feel; one waiting for its tenant's running-jobs limit included), unless that job is queued
+ * behind a running job of its connection and type (it waits for that one by design, however long
+ * it runs). A malformed `next_run_at` (metadata is user-editable) is ignored, never an error.
  */
 export async function countOverdueConnections(db: Queryable, at: Date): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
@@ -578,7 +581,7 @@ export async function countOverdueConnections(db: Queryable, at: Date): Promise<
                 then (c.metadata -> 'sync' ->> 'next_run_at')::timestamptz end < $1
            and not exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status in (${ACTIVE_JOBS})))
           or exists (select 1 from sync_jobs j where j.connection_id = c.id and j.status = ${JOB.queued}
-                       and j.scheduled_at < $1::timestamptz - ${LATE_AFTER})
+                       and j.scheduled_at < $1::timestamptz - ${LATE_AFTER} and ${runningBeside('j')} is null)
         )`,
     [at],
   );

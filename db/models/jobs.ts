@@ -404,6 +404,18 @@ export interface ClaimRow {
 }
 
 /**
+ * SQL: the running (or retrying) job that job `job` (a row alias of `sync_jobs`) is queued behind,
+ * or null: another job of its connection and type, neither a backfill. A claim of `job` waits
+ * until that one has ended (two jobs of a connection and type never run at once).
+ */
+export function runningBeside(job: string): string {
+  return `(select o.id from sync_jobs o
+            where o.connection_id = ${job}.connection_id and o.job_type = ${job}.job_type and o.id <> ${job}.id
+              and ${job}.trigger <> ${TRIGGER.backfill} and o.trigger <> ${TRIGGER.backfill} and o.status in (${CLAIMED_JOBS})
+            limit 1)`;
+}
+
+/**
  * Locks job `id` `FOR NO KEY UPDATE SKIP LOCKED`; null when it is missing or locked by another
  * claimer. Its open tasks' rows are locked first (FOR NO KEY UPDATE, waiting for a holder), by the
  * one-time filter below: a claim its connection refuses cancels the job with those tasks, and every
@@ -415,10 +427,7 @@ export async function lockJobForClaim(tx: PoolClient, id: string): Promise<Claim
   const { rows } = await tx.query<ClaimRow>(
     `with open_tasks as (select t.id from sync_tasks t where t.job_id = $1 and t.status in (${OPEN_TASKS}) order by t.id for no key update)
      select j.id, j.connection_id, j.job_type, j.status, j.workflow_id, j.retry_count, j.tenant_id, c.status as connection_status,
-            (select o.id from sync_jobs o
-              where o.connection_id = j.connection_id and o.job_type = j.job_type and o.id <> j.id and j.trigger <> ${TRIGGER.backfill}
-                and o.trigger <> ${TRIGGER.backfill} and o.status in (${CLAIMED_JOBS})
-              limit 1) as claimed_beside
+            ${runningBeside('j')} as claimed_beside
        from sync_jobs j join connections c on c.id = j.connection_id
       where j.id = $1 and (select count(*) from open_tasks) >= 0
       for no key update of j skip locked`,
