@@ -471,7 +471,8 @@ const SECRET_QUERY_PARAMETER = /([?&;][^=&#;]*(?:pass|secret|token|key|sig|auth|
  * that is not such a URL at all (a libpq keyword string or a URL without its scheme holds its
  * password as it is), nor for any other value that is not such a URL and holds an `@`
  * (`user:password@host`: where the credentials end cannot be told); for anything else the
- * value with the password part of a URL masked, and the value of each query parameter named like a
+ * value with the password part of a URL masked (a URL's user alone too, but a database URL's role),
+ * and the value of each query parameter named like a
  * secret (`?password=`) (a `DATABASE_URL` with a password must not land in logs); undefined when
  * nothing may be shown.
  */
@@ -480,8 +481,12 @@ export function shownValue(name: string, raw: string | undefined): string | unde
   const schemeUrl = /^\s*[a-z][a-z0-9+.-]*:\/\//i.test(raw);
   if (schemeUrl && !URL.canParse(raw.trim())) return undefined;
   if (!schemeUrl && ((SECRET_VARIABLES as readonly string[]).includes(name) || raw.includes('@'))) return undefined;
-  // Any `//user:password@` form; up to the last @, as a password may hold one (or a space).
-  return raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@').replace(SECRET_QUERY_PARAMETER, '$1***');
+  // Any `//user:password@` form; up to the last @, as a password may hold one (or a space). A user
+  // alone (`//token@`) may be the secret itself, as Git hosts and collectors take a token: masked
+  // whole, except in a database URL, whose user is the role it connects as.
+  const masked = raw.replace(/(\/\/[^/:@\s]*:)[\s\S]*@/, '$1***@');
+  const userless = (SECRET_VARIABLES as readonly string[]).includes(name) ? masked : masked.replace(/(\/\/)[^/:@\s]+@/, '$1***@');
+  return userless.replace(SECRET_QUERY_PARAMETER, '$1***');
 }
 
 /**

@@ -100,6 +100,7 @@ export const BEHIND_RUNNING_FIRST_WAIT_SECONDS = 5;
  * number `claims` + 1, in seconds: 5 s after the first claim, twice as long after each next one up
  * to a minute, each stretched by up to a fifth (`random` in [0, 1)), so a job behind a short one
  * starts within seconds of that one's end, and one behind a long job asks about once a minute.
+ * `claims` is the attempt of the job's start, which also counts attempts a Postgres error failed.
  */
 export function behindRunningWaitSeconds(claims: number, random: number): number {
   const base = Math.min(60, BEHIND_RUNNING_FIRST_WAIT_SECONDS * 2 ** Math.max(0, claims - 1));

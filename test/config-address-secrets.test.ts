@@ -33,5 +33,8 @@ describe('another address or URL holding credentials without a scheme', () => {
     expect(shownValue('API_HOST', 'user:hunter2@0.0.0.0')).toBeUndefined();
     // A scheme:// URL still shows, its password masked.
     expect(shownValue('OTEL_EXPORTER_OTLP_ENDPOINT', 'ftp://user:hunter2@collector:4318')).toBe('ftp://user:***@collector:4318');
+    // A user alone may be the secret (a token as the URL's user, as Git hosts take it): masked whole.
+    expect(shownValue('OTEL_EXPORTER_OTLP_ENDPOINT', 'ftp://ghp_hunter2@collector:4318')).toBe('ftp://***@collector:4318');
+    expect(configError({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://ghp_hunter2@collector:4318' })).not.toContain('hunter2');
   });
 });

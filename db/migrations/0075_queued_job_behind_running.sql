@@ -21,6 +21,9 @@ CREATE UNIQUE INDEX sync_jobs_one_running_per_type ON sync_jobs (connection_id, 
 -- one (finished now, the reason in last_error), with its open tasks (the same reason) and what
 -- their passes have seen. Its `sync.cancelled` webhook event is not written (a migration seals no
 -- feed cursor). Every other job is left as it is.
+-- No job is inserted or claimed from here to the commit (the new index is built over what the
+-- cancel left): a request still served by the new code waits, and then meets the old index.
+LOCK TABLE sync_jobs IN SHARE ROW EXCLUSIVE MODE;
 WITH behind AS (
   UPDATE sync_jobs q
      SET status = 'cancelled', finished_at = now(),

@@ -89,10 +89,8 @@ const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epo
  * `nextval`; a job task's page locks its task row just before, see below).
  * Run on a pool (no open transaction) the statement is its own transaction: the lock is held until
  * it commits. A record whose data and updated_at are unchanged is not rewritten (data compared as
- * jsonb, by value, and, on a page holding a number written with a point, also as text: the
- * database keeps a number's scale, so `1.10` served for a stored `1.1` is a change; a number that
- * only lost its point, `1.0` served as `1`, on a page holding no number with a point is not seen:
- * comparing every page as text would print every unchanged record twice), nor is one the
+ * jsonb, by value, and, when equal by value, also as text: the database keeps a number's scale,
+ * so `1.10` served for a stored `1.1` is a change, as is `1` served for a stored `1.0`), nor is one the
  * provider says is older than the stored version by more than CURSOR_CLOCK_SKEW_MS (when the stored
  * change time is believable: not later than the stored version's fetch plus that skew) unless it was
  * fetched more than that skew after the stored version was (the provider went back to it: restored
