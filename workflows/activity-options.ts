@@ -22,8 +22,8 @@ export const LOCAL_BOOKKEEPING: LocalActivityOptions = {
 /**
  * LOCAL_BOOKKEEPING for a job's start (claim and preparation) whose claim may wait behind a running
  * job of its connection and type in steps from BEHIND_RUNNING_FIRST_WAIT_SECONDS (5 s, in
- * policy/job-lifecycle.ts): a local retry threshold below the first step, so every such wait (and a retry's backoff past it) is a durable
- * timer, holding no workflow task or worker slot meanwhile.
+ * policy/job-lifecycle.ts): a local retry threshold below the first step, so every such wait (and
+ * a retry's backoff past it) is a durable timer, holding no workflow task or worker slot meanwhile.
  */
 export const LOCAL_JOB_START: LocalActivityOptions = {
   ...LOCAL_BOOKKEEPING,
