@@ -104,15 +104,7 @@ function server(app: Pick<OAuthClientApp, 'authorizeUrl' | 'tokenUrl'>): oauth.A
  *   lose it and a rotated refresh token, as above.
  * Every other member is kept and validated as it came.
  */
-function plainAnswer(body: Buffer): Buffer | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (!json || typeof json !== 'object' || Array.isArray(json)) return null;
-  const answer = json as Record<string, unknown>;
+function plainAnswer(answer: JsonObject): Buffer | null {
   const drop = new Set<string>();
   const replaced: Record<string, string> = {};
   if (Object.hasOwn(answer, 'id_token')) drop.add('id_token');
@@ -144,35 +136,34 @@ const mediaType = (contentType: string | null): string => (contentType ?? '').sp
  * drops as it drops any `expires_in` that is no lifetime). The object is then read as a JSON answer
  * is: a token answer passes the same checks, an error answer (`error=...`) is the same error.
  */
-function formAnswer(body: Buffer, contentType: string | null): Buffer | null {
+function formAnswer(body: Buffer, contentType: string | null): JsonObject | null {
   if (mediaType(contentType) !== 'application/x-www-form-urlencoded') return null;
   const form = new URLSearchParams(body.toString('utf8'));
   const members = new Map<string, string | number>();
   for (const key of form.keys()) if (!members.has(key)) members.set(key, form.get(key)!);
   const seconds = members.get('expires_in');
   if (typeof seconds === 'string' && seconds.trim() !== '' && Number.isFinite(Number(seconds))) members.set('expires_in', Number(seconds));
-  return Buffer.from(JSON.stringify(Object.fromEntries(members)), 'utf8');
+  return Object.fromEntries(members);
 }
 
-/** Whether `body` is an OAuth 2 error answer: a JSON object with a string `error` and no `access_token`. */
-function isErrorAnswer(body: Buffer): boolean {
+/** A token endpoint's answer read as JSON, when it is an object. */
+type JsonObject = Record<string, unknown>;
+
+/** `body` read as a JSON object, or null when it is not one. */
+function jsonObject(body: Buffer): JsonObject | null {
   try {
     const json = JSON.parse(body.toString('utf8')) as unknown;
-    return !!json && typeof json === 'object' && !Array.isArray(json) && typeof (json as Record<string, unknown>).error === 'string' && !Object.hasOwn(json, 'access_token');
+    return json && typeof json === 'object' && !Array.isArray(json) ? (json as JsonObject) : null;
   } catch {
-    return false;
+    return null;
   }
 }
 
-/** Whether `body` is a token answer: a JSON object with an `access_token` member (whose value the usual checks judge). */
-function isTokenAnswer(body: Buffer): boolean {
-  try {
-    const json = JSON.parse(body.toString('utf8')) as unknown;
-    return !!json && typeof json === 'object' && !Array.isArray(json) && Object.hasOwn(json, 'access_token');
-  } catch {
-    return false;
-  }
-}
+/** Whether an answer is an OAuth 2 error answer: a string `error` and no `access_token`. */
+const isErrorAnswer = (answer: JsonObject): boolean => typeof answer.error === 'string' && !Object.hasOwn(answer, 'access_token');
+
+/** Whether an answer is a token answer: it has an `access_token` member (whose value the usual checks judge). */
+const isTokenAnswer = (answer: JsonObject): boolean => Object.hasOwn(answer, 'access_token');
 
 /**
  * What a token answer's `refresh_token` is ('a number', 'an object', 'an array', 'a boolean') when
@@ -184,15 +175,8 @@ function isTokenAnswer(body: Buffer): boolean {
  * a value; a refresh refused so is tried again, and an endpoint that did rotate then answers
  * `invalid_grant`, which asks a person to reconnect.
  */
-function misTypedRefreshToken(body: Buffer): string | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (!json || typeof json !== 'object' || Array.isArray(json)) return null;
-  const value = (json as Record<string, unknown>).refresh_token;
+function misTypedRefreshToken(answer: JsonObject): string | null {
+  const value = answer.refresh_token;
   if (value === undefined || value === null || typeof value === 'string') return null;
   return Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
@@ -228,23 +212,24 @@ function options(policy: TokenRequestPolicy, signal?: AbortSignal): oauth.TokenE
         const seconds = retryAfterSeconds(answer.headers.get('retry-after'), Date.now());
         throw new TokenRequestRateLimited(`the token endpoint rate-limited the request (429)${seconds === undefined ? '' : `, retry after ${seconds}s`}`, seconds);
       }
-      // A form-encoded answer is read as the JSON object of its members, typed so.
+      // A form-encoded answer is read as the JSON object of its members, typed so. Read once.
       const form = formAnswer(answer.body, answer.headers.get('content-type'));
-      const read = form ?? answer.body;
+      const read = form ? Buffer.from(JSON.stringify(form), 'utf8') : answer.body;
+      const object = form ?? jsonObject(answer.body);
       // Headers as they came; a rewritten body's length is the new one's. An error answered with a
       // 2xx status (GitHub's token endpoint answers every error with 200) is the error answer it
       // is: 400. A token answered with a 2xx status other than 200 (201 Created, as some endpoints
       // answer) is the success it is: 200 (oauth4webapi takes a token answer of 200 only).
-      const stripped = plainAnswer(read);
+      const stripped = object && plainAnswer(object);
       const headers = new Headers(answer.headers);
       if (form || stripped) headers.delete('content-length');
-      const errorAnswer = isErrorAnswer(read);
+      const errorAnswer = object !== null && isErrorAnswer(object);
       const success = answer.status >= 200 && answer.status < 300;
       const errorIn2xx = success && errorAnswer;
       if (errorIn2xx) headers.set(ANSWERED_STATUS, String(answer.status));
-      const tokenIn2xx = success && isTokenAnswer(read);
+      const tokenIn2xx = success && object !== null && isTokenAnswer(object);
       const status = errorIn2xx ? 400 : tokenIn2xx ? 200 : answer.status;
-      const refreshToken = tokenIn2xx ? misTypedRefreshToken(read) : null;
+      const refreshToken = tokenIn2xx ? misTypedRefreshToken(object) : null;
       if (refreshToken) throw new TokenRequestFailed(`the token endpoint at '${new URL(url).hostname}' answered, but its refresh_token is ${refreshToken}, not a string: the answer is refused`);
       // An error answer is read as the JSON it is, whatever its Content-Type says (text/plain,
       // text/html, problem+json, none, other letter case): oauth4webapi reads an error's code only
