@@ -746,6 +746,24 @@ describe('an OAuth app whose token_url names a host PROVIDER_HOSTS does not allo
   });
 });
 
+/**
+ * Through the credential provider, a refresh of `conn`'s grant stores the rotated refresh token;
+ * then a connect flow exchanging a code stores the grant it was answered (both as the endpoint
+ * issued them, whatever shape the endpoint's mode gives its answers).
+ */
+async function expectRefreshAndConnectStored(conn: Awaited<ReturnType<typeof grantConnection>>): Promise<void> {
+  const { deps } = testActivityDeps({ pool: db.pool });
+  const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
+  const refreshed = idp.issued.at(-1)!;
+  expect(credential).toEqual({ token: refreshed.access_token });
+  expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { access_token: refreshed.access_token, refresh_token: refreshed.refresh_token } });
+
+  const { id, done } = await connectFlow().then((f) => f, (e: Error) => ({ id: null, done: e }));
+  expect(done).toEqual({ connection_id: id, status: 'active' });
+  const issued = idp.issued.at(-1)!;
+  expect((await stored(id!)).secret).toMatchObject({ access_token: issued.access_token, refresh_token: issued.refresh_token, scopes: ['openid', 'read'] });
+}
+
 describe('token answers form-encoded (application/x-www-form-urlencoded: GitHub\'s OAuth apps answer so a request not asking for JSON, some older providers always)', () => {
   it('a refresh answered form-encoded is read as the same members, expires_in a number: the rotated refresh token is returned', async () => {
     idp.mode.form = true;
@@ -758,16 +776,7 @@ describe('token answers form-encoded (application/x-www-form-urlencoded: GitHub\
   it('through the credential provider the rotated refresh token is stored, and the connect flow exchanging a code stores the grant', async () => {
     const conn = await grantConnection();
     idp.mode.form = true;
-    const { deps } = testActivityDeps({ pool: db.pool });
-    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
-    const refreshed = idp.issued.at(-1)!;
-    expect(credential).toEqual({ token: refreshed.access_token });
-    expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { access_token: refreshed.access_token, refresh_token: refreshed.refresh_token } });
-
-    const { id, done } = await connectFlow().then((f) => f, (e: Error) => ({ id: null, done: e }));
-    expect(done).toEqual({ connection_id: id, status: 'active' });
-    const issued = idp.issued.at(-1)!;
-    expect((await stored(id!)).secret).toMatchObject({ access_token: issued.access_token, refresh_token: issued.refresh_token, scopes: ['openid', 'read'] });
+    await expectRefreshAndConnectStored(conn);
   });
 
   it('a form-encoded answer passes the same checks as a JSON one: no access_token or a token_type not bearer is refused; an empty refresh_token or an expires_in that is no lifetime is taken as absent', async () => {
@@ -832,15 +841,7 @@ describe('a token answer with a 2xx status other than 200 (201 Created)', () => 
   it('through the credential provider the rotated refresh token answered 201 is stored, and the connect flow stores the grant answered 201', async () => {
     const conn = await grantConnection();
     idp.mode.tokenStatus = 201;
-    const { deps } = testActivityDeps({ pool: db.pool });
-    const credential = await credentialProvider(deps, conn.id, conn.sealed, conn.id).current().then((c) => c, (e: Error) => e);
-    const refreshed = idp.issued.at(-1)!;
-    expect(credential).toEqual({ token: refreshed.access_token });
-    expect(await stored(conn.id)).toMatchObject({ status: 'active', secret: { access_token: refreshed.access_token, refresh_token: refreshed.refresh_token } });
-
-    const { id, done } = await connectFlow().then((f) => f, (e: Error) => ({ id: null, done: e }));
-    expect(done).toEqual({ connection_id: id, status: 'active' });
-    expect((await stored(id!)).secret).toMatchObject({ access_token: idp.issued.at(-1)!.access_token, refresh_token: idp.issued.at(-1)!.refresh_token });
+    await expectRefreshAndConnectStored(conn);
   });
 
   it('an error answered 201 is the error it names, and a 2xx without a token body stays refused', async () => {
