@@ -61,16 +61,24 @@ export const LINE_SHAPE = {
   mixin: traceFields,
 } satisfies LoggerOptions;
 
-/** Creates the process logger: JSON lines on stdout with credentials and statement values left out. */
+/**
+ * Creates the process logger: JSON lines on stdout with credentials and statement values left out.
+ * Each line is written before the call returns (a synchronous destination): pino's default writes
+ * through the libuv thread pool, and a line still queued there when the process exits (the
+ * shutdown's `process.exit`, a failed start) was written after the lines logged later, or lost.
+ */
 export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
-  return pino({
-    ...LINE_SHAPE,
-    level,
-    base: { service: 'synctide', ...bindings },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    serializers: { err: serializeError, error: serializeError },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  return pino(
+    {
+      ...LINE_SHAPE,
+      level,
+      base: { service: 'synctide', ...bindings },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: serializeError, error: serializeError },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    pino.destination({ dest: 1, sync: true }),
+  );
 }
 
 export type { Logger };
