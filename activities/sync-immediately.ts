@@ -4,7 +4,7 @@ import { pagesOf } from '../connectors/pages';
 import { getConnector } from '../connectors/registry';
 import { Permanent, RateLimited } from '../connectors/types';
 import { findSyncBlockers, findSyncSource } from '../db/models/connections';
-import { upsertRecords } from '../db/models/records';
+import { fetchTime, upsertRecords } from '../db/models/records';
 import { findCursors } from '../db/models/state';
 import { withTransaction } from '../db/transaction';
 import type { Activities } from '../temporal/activities';
@@ -75,7 +75,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
             provider: conn.provider_slug, credentials: source.budgetKey, config: conn.config ?? {},
           }),
         };
-        for await (const page of pagesOf(connector, request, null, undefined, secrets)) {
+        for await (const page of pagesOf(connector, request, null, undefined, secrets, () => fetchTime(pool))) {
           const { counts: written } = await withTransaction(pool, (tx) => {
             const target = { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt, readEpoch: conn.config_epoch };
             // Under the config this run read, or, changed since, only what it selects now (in the same transaction).

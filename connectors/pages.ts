@@ -135,7 +135,10 @@ const quotedPage = (key: string, secrets: readonly string[]): string => provider
  * limits hold for both (`request.policy`, else the defaults): at most `maxPagesPerTask` pages and
  * `maxRecordsPerTask` records, counting what `done` says earlier runs of the task fetched, and no
  * record over `maxRecordBytes`; exceeding one fails with `Permanent`. Records come out storable
- * (NUL characters stripped, lone surrogates replaced), and each page says when its request began (`fetchedAt`).
+ * (NUL characters stripped, lone surrogates replaced), and each page says when its request began (`fetchedAt`,
+ * read from `clock` just before the request: the activities read the database's clock, the one a
+ * full pass's tombstones are written in, so a page and a tombstone are ordered whatever the clock
+ * of the worker that fetched the page).
  *
  * A page that says `retryLater` is handed out (to be stored with its next token), and then the loop
  * fails with a `Transient` error of that message.
@@ -151,6 +154,7 @@ export async function* pagesOf(
   pageToken: string | null,
   done: PagingProgress = { pages: 0, records: 0 },
   secrets: () => readonly string[] = () => [],
+  clock: () => Promise<Date> = async () => new Date(),
 ): AsyncGenerator<FetchPageResult & { fetchedAt: Date }> {
   const policy = request.policy ?? DEFAULT_PROVIDER_POLICY;
   let pages = done.pages;
@@ -167,7 +171,7 @@ export async function* pagesOf(
           `stopped before page ${token === null ? '(first)' : `'${quotedPage(pageKey(connector, token), secrets())}'`}`,
       );
     }
-    const fetchedAt = new Date();
+    const fetchedAt = await clock();
     const page = await connector.fetchPage({ ...request, pageToken: token });
     pages += 1;
     records += page.records.length;

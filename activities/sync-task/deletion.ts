@@ -2,7 +2,7 @@ import { storableRecords } from '../../connectors/pages';
 import { DEFAULT_PROVIDER_POLICY } from '../../connectors/provider-http';
 import type { Connector, FetchPageInput } from '../../connectors/types';
 import { countCompletedTask } from '../../db/models/jobs';
-import { confirmFetched, listDeletionCandidates, lockChangeFeed, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
+import { confirmFetched, fetchTime, listDeletionCandidates, lockChangeFeed, tombstoneUnseenRecords, upsertRecords } from '../../db/models/records';
 import { forgetSeenOfTask, type SeenSetSize } from '../../db/models/seen';
 import { forgetEtags, forgetEtagsBefore } from '../../db/models/provider-etags';
 import { forgetOtherPartitions } from '../../db/models/state';
@@ -48,7 +48,8 @@ export async function confirmDeletions(
   // Nothing to re-check: a consistent listing's word stands; without one nothing is confirmed gone
   // (none was looked up).
   if (candidates.length === 0) return consistent ? { except: [], gone: 0 } : { only: [] };
-  const fetchedAt = new Date();
+  // The database's clock, as a listing page's fetch time is (see `fetchTime`).
+  const fetchedAt = await fetchTime(pool);
   const answer = await connector.recheck({ ...request, externalIds: candidates });
   const asked = new Set(candidates);
   // Stored as a listing page's records are: made storable, none over the record size cap (a failure

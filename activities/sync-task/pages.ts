@@ -2,7 +2,7 @@ import type { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { fetchingAhead, pagesOf } from '../../connectors/pages';
 import type { ConnectorRecord, FetchPageResult, StoredValidator } from '../../connectors/types';
-import { upsertRecords } from '../../db/models/records';
+import { fetchTime, upsertRecords } from '../../db/models/records';
 import { confirmEtags, saveEtags } from '../../db/models/provider-etags';
 import { advanceCursors, pullCursorsBack } from '../../db/models/state';
 import { holdTask } from '../../db/models/tasks';
@@ -58,7 +58,7 @@ export async function readPass(
     // (its attempt ended between that page and the task's end step) reads nothing again, since a
     // null token would read from the first page and count every page twice.
     if (!progress.pagedToTheEnd()) {
-      const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount }, () => pass.source.secrets());
+      const pages = pagesOf(connector, request, progress.pageToken, { pages: progress.pages, records: progress.entityCount }, () => pass.source.secrets(), () => fetchTime(pool));
       for await (const page of fetchingAhead(pages)) {
         await storePage(deps, pass, progress, page);
       }

@@ -25,6 +25,17 @@ export async function lockChangeFeed(tx: PoolClient, connectionId: string): Prom
   await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [FEED_LOCK_CLASS, connectionId]);
 }
 
+/**
+ * The database's clock now (`clock_timestamp()`), read just before a provider request: the fetch
+ * time of the page (or re-check) it answers. Tombstones are written in this clock, so a page is
+ * ordered against them whatever the clock of the worker that fetched it; read before the request,
+ * it is never later than the fetch, so a tombstone committed after it is never undone by that page.
+ */
+export async function fetchTime(db: Queryable): Promise<Date> {
+  const { rows } = await db.query<{ at: Date }>('select clock_timestamp() as at');
+  return rows[0]!.at;
+}
+
 /** What one page's upsert did: records inserted (or back from a tombstone), changed, and left as they were. */
 export interface UpsertCounts {
   added: number;
@@ -74,11 +85,11 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * judged by counts of config changes when the page names the count its pass read its config at
  * ($17): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
  * the tombstone committed, and fetched after that; one that read an earlier count may have fetched
- * before. Counts, never times: the page's fetch time ($8) is its worker's clock, the tombstone's
- * `deleted_at` another's (the database's), and a fetch clock running behind would keep records a
- * config selects again tombstoned, a full pass moving the cursors past them (one running ahead
- * would let a page fetched before the tombstone undo it). Any other tombstone (a full pass's) by
- * the fetch time, at or after which it was written.
+ * before. Counts, not times: a tombstone's `deleted_at` is its transaction's start, and the count
+ * says the config was read after the commit itself. Any other tombstone (a full pass's) by the
+ * fetch time ($8, the database's clock read before the request: `fetchTime`), at or after which it
+ * was written; a caller passing its own clock instead would let a page fetched before a tombstone
+ * undo it whenever that clock runs ahead.
  */
 const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $17::bigint is not null
                 then $17::bigint < ${row}.deselected_epoch else ${row}.deleted_at >= $8::timestamptz end)`;
