@@ -103,19 +103,20 @@ async function attempt(
   });
   // Signed both ways with one timestamp: Standard Webhooks (webhook-id is the event id, the same
   // on every retry and redelivery) and, for a deprecation period, the older Synctide-* headers.
-  // While a rotation's overlap lasts, the standard header carries the previous secret's signature
-  // after the current one's; the older header carries the current secret's only.
+  // While a rotation's overlap lasts, both headers carry the previous secret's signature after the
+  // current one's.
   const secret = openWebhookSecret(credentials, target.webhook_id, target.secret);
-  const previous = target.previous_secret === null ? [] : [openWebhookSecret(credentials, target.webhook_id, target.previous_secret)];
+  const secrets: [string, ...string[]] = [secret];
+  if (target.previous_secret !== null) secrets.push(openWebhookSecret(credentials, target.webhook_id, target.previous_secret));
   const timestamp = Math.floor(Date.now() / 1000);
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'Synctide-Webhooks/1',
-    ...standardWebhookHeaders([secret, ...previous], target.event_id, timestamp, body),
+    ...standardWebhookHeaders(secrets, target.event_id, timestamp, body),
     'synctide-event-id': target.event_id,
     'synctide-event-type': target.event_type,
     'synctide-delivery-id': target.id,
-    [SIGNATURE_HEADER]: signWebhook(secret, timestamp, body),
+    [SIGNATURE_HEADER]: signWebhook(secrets, timestamp, body),
   };
   const startedAt = Date.now();
   let statusCode: number | null = null;

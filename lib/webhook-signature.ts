@@ -6,7 +6,8 @@
 //   secret's first (a receiver holding either verifies);
 // - the older `Synctide-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed by
 //   the secret string itself, sent beside it for a deprecation period so existing receivers keep
-//   working.
+//   working; while a rotated secret's overlap lasts, one `v1=` per secret, the current secret's
+//   first (`t=<t>,v1=<current>,v1=<previous>`, Stripe's form: a receiver accepts any that verifies).
 import { createHmac, randomBytes } from 'node:crypto';
 
 /** The header carrying the older Synctide signature (deprecated; sent beside the standard ones). */
@@ -61,8 +62,12 @@ export function standardWebhookHeaders(
   return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') };
 }
 
-/** The older `Synctide-Signature` header value for `body` sent at `timestampSeconds` (deprecated). */
-export function signWebhook(secret: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', secret).update(`${timestampSeconds}.${body}`).digest('hex');
-  return `t=${timestampSeconds},v1=${mac}`;
+/**
+ * The older `Synctide-Signature` header value for `body` sent at `timestampSeconds` (deprecated):
+ * one `v1=` signature per secret of `secrets` (the current one, then a rotated one still in its
+ * overlap), in that order, after the one `t=`.
+ */
+export function signWebhook(secrets: readonly [string, ...string[]], timestampSeconds: number, body: string): string {
+  const signatures = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${timestampSeconds}.${body}`).digest('hex')}`);
+  return [`t=${timestampSeconds}`, ...signatures].join(',');
 }

@@ -3,6 +3,7 @@
 // that verifies with the `standardwebhooks` package: during the overlap every attempt carries the
 // new secret's and the previous one's signatures, so a receiver holding either verifies it; after
 // the overlap only the new one's.
+import { createHmac } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +17,7 @@ import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { receiver as fakeReceiver, type FakeReceiver } from './helpers/fake-server';
 import { capturingLogger, type LogLines } from './helpers/logs';
+import { documentedVerifier } from './helpers/webhook-verifiers';
 
 describe('webhook secret rotation', () => {
   const db = useTestDatabase();
@@ -44,13 +46,17 @@ describe('webhook secret rotation', () => {
     return created.body;
   }
 
-  /** One delivery of a new `connection.disabled` event to webhook `id`, made by the delivery activity: the request the receiver took. */
-  async function deliverOnce(webhookId: string, tenant: string) {
+  /**
+   * One delivery of a new `connection.disabled` event to webhook `id`, made by the delivery
+   * activity, accepted by `to` (the receiver the webhook's URL names): the request it took.
+   */
+  async function deliverOnce(webhookId: string, tenant: string, to: FakeReceiver = hooks) {
     const [event] = await q<{ id: string }>(`insert into webhook_events (tenant_id, event_type, payload) values ($1, 'connection.disabled', '{"connection_id": "c"}') returning id`, [tenant]);
     const [delivery] = await q<{ id: string }>('insert into webhook_deliveries (webhook_id, event_id) values ($1, $2) returning id', [webhookId, event!.id]);
     const { deps, lines } = testActivityDeps({ pool: db.pool });
-    expect(await new MockActivityEnvironment().run(deliverWebhook(deps), { deliveryId: delivery!.id })).toBe('delivered');
-    const received = hooks.received.find((r) => r.headers['webhook-id'] === event!.id);
+    const outcome = await new MockActivityEnvironment().run(deliverWebhook(deps), { deliveryId: delivery!.id }).catch((err: Error) => err.message);
+    expect(outcome).toBe('delivered');
+    const received = to.received.find((r) => r.headers['webhook-id'] === event!.id);
     expect(received).toBeDefined();
     return { eventId: event!.id, body: received!.body, headers: received!.headers as Record<string, string>, workerLines: lines };
   }
@@ -128,6 +134,48 @@ describe('webhook secret rotation', () => {
       expect(text).not.toContain(old.slice('whsec_'.length));
     }
     expect(audit.map((a) => [a.method, a.path, a.status])).toContainEqual(['POST', `/webhooks/${id}/rotate-secret`, 200]);
+  });
+
+  it('during the overlap the deprecated Synctide-Signature carries one v1= per secret, current first, and a receiver verifying it with either secret accepts the delivery', async () => {
+    // A receiver still on the older header, verifying it with the documented snippet and the
+    // secret it holds: 401 when that fails.
+    let holding = '';
+    const verify = documentedVerifier();
+    const older = await fakeReceiver(({ headers, body }) => (verify(holding, String(headers['synctide-signature']), body) ? 204 : 401));
+    try {
+      const created = await call('POST', '/webhooks', { tenant_id: 'acme', url: older.url, event_types: ['connection.disabled'] });
+      expect(created.status, created.text).toBe(201);
+      const { id, secret: old } = created.body as { id: string; secret: string };
+      holding = old;
+      const before = await deliverOnce(id, 'acme', older);
+      expect(before.headers['synctide-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+
+      const rotated = await call('POST', `/webhooks/${id}/rotate-secret`, { expire_previous_after_seconds: 3600 });
+      expect(rotated.status, rotated.text).toBe(200);
+      const fresh: string = rotated.body.secret;
+      // Still holding the previous secret (it has not switched yet): accepted.
+      const during = await deliverOnce(id, 'acme', older);
+      // Switched to the new one within the overlap: accepted.
+      holding = fresh;
+      const switched = await deliverOnce(id, 'acme', older);
+      // Stripe's form: t, then one v1 per secret, the current secret's first.
+      for (const delivery of [during, switched]) {
+        const header = delivery.headers['synctide-signature']!;
+        const t = delivery.headers['webhook-timestamp']!;
+        const mac = (secret: string) => createHmac('sha256', secret).update(`${t}.${delivery.body}`).digest('hex');
+        expect(header).toBe(`t=${t},v1=${mac(fresh)},v1=${mac(old)}`);
+        expect([verify(fresh, header, delivery.body), verify(old, header, delivery.body), verify('whsec_other', header, delivery.body)]).toEqual([true, true, false]);
+        expect(verify(old, header, delivery.body.replace('"c"', '"d"'))).toBe(false);
+      }
+
+      // The overlap over: the new secret's alone, and the previous one verifies no more.
+      await q(`update webhooks set previous_secret_expires_at = now() - interval '1 second' where id = $1`, [id]);
+      const after = await deliverOnce(id, 'acme', older);
+      expect(after.headers['synctide-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+      expect(verify(old, after.headers['synctide-signature']!, after.body)).toBe(false);
+    } finally {
+      await older.close();
+    }
   });
 
   it('keeps the previous secret sealed, bound to its row, and re-sealed by a key rotation', async () => {

@@ -1,7 +1,5 @@
 // Webhooks end to end on the time-skipping server (its clock skips the retry backoff) with a real
 // API, worker, Postgres and an HTTP receiver on 127.0.0.1.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
@@ -22,16 +20,9 @@ import { receiver as fakeReceiver, serve, serveRaw, serveTls, type FakeServer } 
 import { recordHistory } from './helpers/histories';
 import { startTestApi, type TestApi } from './helpers/api';
 import { useWorkerStack } from './helpers/stack';
+import { documentedVerifier } from './helpers/webhook-verifiers';
 
 const TASK_QUEUE = 'webhooks';
-
-/** The verification snippet exactly as the README documents it. */
-function documentedVerifier(): (secret: string, header: string, rawBody: string) => boolean {
-  const readme = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
-  const block = /<!-- webhook-verify:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-verify:end -->/.exec(readme);
-  if (!block) throw new Error('docs/api.md: no webhook-verify snippet');
-  return new Function('require', `${block[1]}\nreturn verifySynctideSignature;`)(createRequire(import.meta.url));
-}
 
 /** A receiver on 127.0.0.1 that fails the first `failures` requests of each event with 500, then answers 200. */
 function startReceiver(failures: number) {
