@@ -43,7 +43,7 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
  * overlap lasts) and carrying the event id as idempotency key, records
  * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
  * retryable failure, retried after the delivery schedule's delay for the attempts made in this
- * round, or after the wait a 429 or 503 asked for with Retry-After when longer (at most an hour). A delivery whose webhook was deleted is dropped; one no longer pending (delivered, or
+ * round, or after the wait a 429 or 503 asked for with Retry-After when longer (at most an hour). A delivery whose webhook was deleted is dropped, also when the deletion came while the attempt was in flight (whatever the receiver answered); one no longer pending (delivered, or
  * given up) is not sent again: a run started for it late (the reconcile tick restarting what it
  * saw pending a moment earlier) ends at once. An attempt that finds no place among the process's
  * delivery attempts (all taken, or its tenant runs its share) calls no one: it is deferred.
@@ -84,13 +84,16 @@ export function deliverWebhook({ pool, webhooks, credentials, metrics }: Activit
   };
 }
 
-/** Sends one attempt of `target` and records it; throws the retryable failure of an attempt not accepted. */
+/**
+ * Sends one attempt of `target` and records it; throws the retryable failure of an attempt not
+ * accepted, unless its delivery was deleted meanwhile (its webhook deleted): then 'dropped'.
+ */
 async function attempt(
   pool: ActivityDeps['pool'],
   webhooks: ActivityDeps['webhooks'],
   credentials: ActivityDeps['credentials'],
   target: DeliveryTarget,
-): Promise<'delivered'> {
+): Promise<'delivered' | 'dropped'> {
   const deliveryId = target.id;
   const body = JSON.stringify({
     id: target.event_id,
@@ -144,16 +147,19 @@ async function attempt(
     recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered, scheduledAt: new Date(scheduledAt) }),
   );
   if (delivered) return 'delivered';
+  // The delivery is gone (its webhook was deleted while the attempt was in flight): nothing is
+  // left to retry, so the run ends as it would at its next attempt.
+  if (round === null) return 'dropped';
   // Any answer but a 2xx, or none, is retried on the schedule: a receiver's owner may repair it
   // (a malformed answer, a certificate refused too) within the hours a delivery is tried.
   // The attempts of this round (a redelivery starts a new one) set the delay and the give-up,
   // whatever turns were deferred in between; a 429 or 503 asking to wait longer with Retry-After
   // gets its wait, at most an hour (nextDeliverySeconds), and the give-up still counts it.
-  const made = round?.made ?? 1;
+  const made = round.made;
   const delay = nextDeliverySeconds(made, statusCode, retryAfter);
   const asked = delay > deliveryRetrySeconds(made) ? ` (Retry-After: next attempt in ${delay} s)` : '';
   const message = statusCode !== null ? `the receiver answered ${statusCode}${asked}` : unreadable || certificate ? error! : `no answer: ${error}`;
-  if (round && deliveryGivenUp(round.roundStartedAt.getTime(), scheduledAt, delay)) {
+  if (deliveryGivenUp(round.roundStartedAt.getTime(), scheduledAt, delay)) {
     throw ApplicationFailure.nonRetryable(`given up after ${DELIVERY_GIVE_UP_HOURS} hours of attempts: ${message}`, 'WebhookDeliveryGivenUp');
   }
   throw ApplicationFailure.create({ message, type: 'WebhookNotDelivered', nextRetryDelay: `${delay} seconds` });
