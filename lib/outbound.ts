@@ -156,7 +156,8 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
 // connected (a guarded agent's every new connection resolves through `guardedLookup`); guarded
 // and unguarded requests never share a socket. Provider paging (GET, and token requests) keeps
 // its sockets until the server closes them; webhook deliveries (POST, which Node never retries on
-// a socket the receiver closed meanwhile) close an idle one after 5 s, as Node's global agent does.
+// a socket the receiver closed meanwhile: `postBounded` sends it again) close an idle one after
+// 5 s, as Node's global agent does.
 const guardedAgentOptions = { keepAlive: true, lookup: guardedLookup as never };
 const keepAlive = {
   guarded: { http: new http.Agent(guardedAgentOptions), https: new https.Agent(guardedAgentOptions) },
@@ -192,6 +193,7 @@ function answerOf(res: http.IncomingMessage, fallbackStatus: number): OutboundAn
  * headers were read: a body cut off after them (past the cap, malformed, reset, or unfinished at
  * the timeout) does not undo it. Unless `allowPrivate`, the host must resolve to public
  * addresses only (checked on the resolved address, so DNS rebinding cannot get around it).
+ * A request that a kept-alive socket's close failed before any answer is sent again on another.
  * Errors are `outboundError`'s: short messages that name no address (a certificate's host, the
  * URL's, at most).
  */
@@ -211,8 +213,8 @@ export function postBounded(
     // answered, or the timeout (which then destroys the request). Node emits neither 'response'
     // nor 'error' for some answers (a 101 upgrade), so no outcome is left to the request alone.
     let settled = false;
-    let answered = false;
     let answer: OutboundAnswer | null = null;
+    let current: http.ClientRequest;
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const settle = (outcome: () => void) => {
       if (settled) return;
@@ -225,45 +227,71 @@ export function postBounded(
     // error after them does, and counts as no answer only before them.
     const onTimeout = () => {
       settle(() => (answer !== null ? resolve(answer) : reject(new Error('timed out'))));
-      req.destroy();
+      current.destroy();
     };
     timeout.addEventListener('abort', onTimeout, { once: true });
-    const req = request(
-      target,
-      {
-        method: 'POST',
-        headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
-        agent: deliveries[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
-        ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
-      },
-      (res) => {
+    // One request, on a kept-alive socket or a new one. A kept-alive socket the receiver closed
+    // as the request went out on it (its idle timeout ran out then) fails it before any answer,
+    // and Node never sends a POST again: it is sent again here, on another socket, within the
+    // same time limit. Only a request on a reused socket that got no answer at all is sent again
+    // (a new connection that fails is the receiver's answer); a receiver may so get a request
+    // twice, which the same webhook-id lets it deduplicate.
+    const send = () => {
+      let answered = false;
+      let resent = false;
+      const req = request(
+        target,
+        {
+          method: 'POST',
+          headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
+          agent: deliveries[opts.allowPrivate ? 'open' : 'guarded'][secure ? 'https' : 'http'],
+          ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
+        },
+        (res) => {
+          answered = true;
+          const read = answerOf(res, 0);
+          answer = read;
+          let bytes = 0;
+          res.on('data', (chunk: Buffer) => {
+            bytes += chunk.length;
+            if (bytes > opts.maxResponseBytes) res.destroy();
+          });
+          res.on('close', () => settle(() => resolve(read)));
+          res.on('error', () => settle(() => resolve(read)));
+        },
+      );
+      current = req;
+      const resend = () => {
+        if (settled || answered || resent || !req.reusedSocket) return false;
+        resent = true;
+        send();
+        return true;
+      };
+      // An upgrade (101) is an answer, and not a 2xx: its socket is closed at once.
+      req.on('upgrade', (res, socket) => {
         answered = true;
-        const read = answerOf(res, 0);
-        answer = read;
-        let bytes = 0;
-        res.on('data', (chunk: Buffer) => {
-          bytes += chunk.length;
-          if (bytes > opts.maxResponseBytes) res.destroy();
-        });
-        res.on('close', () => settle(() => resolve(read)));
-        res.on('error', () => settle(() => resolve(read)));
-      },
-    );
-    // An upgrade (101) is an answer, and not a 2xx: its socket is closed at once.
-    req.on('upgrade', (res, socket) => {
-      answered = true;
-      socket.destroy();
-      settle(() => resolve(answerOf(res, 101)));
-    });
-    // An error once the status was read (a malformed body, a reset) does not undo the answer: its
-    // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
-    req.on('error', (err: NodeJS.ErrnoException) => settle(() => (answer !== null ? resolve(answer) : reject(outboundError(err, target)))));
-    req.on('close', () => {
-      if (!answered) settle(() => reject(new Error('connection reset')));
-    });
-    req.end(body);
+        socket.destroy();
+        settle(() => resolve(answerOf(res, 101)));
+      });
+      // An error once the status was read (a malformed body, a reset) does not undo the answer: its
+      // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        // (Sent again already, on its close: the request sent again settles.)
+        if (resent) return;
+        if (answer === null && STALE_SOCKET_ERRORS.has(err.code ?? '') && resend()) return;
+        settle(() => (answer !== null ? resolve(answer) : reject(outboundError(err, target))));
+      });
+      req.on('close', () => {
+        if (!answered && !resent && !resend()) settle(() => reject(new Error('connection reset')));
+      });
+      req.end(body);
+    };
+    send();
   });
 }
+
+/** What a request sent on a kept-alive socket the receiver had closed fails with (a reset, or a hang-up). */
+const STALE_SOCKET_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'HPE_INVALID_EOF_STATE']);
 
 /**
  * A TLS handshake that failed for a reason other than the certificate (`CertificateRefused`): the
