@@ -7,7 +7,9 @@
 // - the older `Synctide-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed by
 //   the secret string itself, sent beside it for a deprecation period so existing receivers keep
 //   working; while a rotated secret's overlap lasts, one `v1=` per secret, the current secret's
-//   first (`t=<t>,v1=<current>,v1=<previous>`, Stripe's form: a receiver accepts any that verifies).
+//   last (`t=<t>,v1=<previous>,v1=<current>`, Stripe's form: a receiver accepts any that verifies;
+//   one that reads a single `v1` keeping the last, as the verifier documented before did, still
+//   gets the current secret's).
 import { createHmac, randomBytes } from 'node:crypto';
 
 /** The header carrying the older Synctide signature (deprecated; sent beside the standard ones). */
@@ -64,10 +66,11 @@ export function standardWebhookHeaders(
 
 /**
  * The older `Synctide-Signature` header value for `body` sent at `timestampSeconds` (deprecated):
- * one `v1=` signature per secret of `secrets` (the current one, then a rotated one still in its
- * overlap), in that order, after the one `t=`.
+ * after the one `t=`, one `v1=` signature per secret of `secrets` (the current one, then a rotated
+ * one still in its overlap) in the reverse order, the current secret's last: a receiver reading a
+ * single `v1` kept the last one (the verifier documented before did), and verifies as it did.
  */
 export function signWebhook(secrets: readonly [string, ...string[]], timestampSeconds: number, body: string): string {
   const signatures = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${timestampSeconds}.${body}`).digest('hex')}`);
-  return [`t=${timestampSeconds}`, ...signatures].join(',');
+  return [`t=${timestampSeconds}`, ...signatures.reverse()].join(',');
 }

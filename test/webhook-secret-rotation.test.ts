@@ -17,7 +17,7 @@ import { useTestDatabase } from './helpers/database';
 import { TEST_KEYRING, testActivityDeps } from './helpers/deps';
 import { receiver as fakeReceiver, type FakeReceiver } from './helpers/fake-server';
 import { capturingLogger, type LogLines } from './helpers/logs';
-import { documentedVerifier } from './helpers/webhook-verifiers';
+import { documentedVerifier, lastV1Verifies } from './helpers/webhook-verifiers';
 
 describe('webhook secret rotation', () => {
   const db = useTestDatabase();
@@ -136,7 +136,7 @@ describe('webhook secret rotation', () => {
     expect(audit.map((a) => [a.method, a.path, a.status])).toContainEqual(['POST', `/webhooks/${id}/rotate-secret`, 200]);
   });
 
-  it('during the overlap the deprecated Synctide-Signature carries one v1= per secret, current first, and a receiver verifying it with either secret accepts the delivery', async () => {
+  it('during the overlap the deprecated Synctide-Signature carries one v1= per secret, current last, and a receiver verifying it with either secret accepts the delivery', async () => {
     // A receiver still on the older header, verifying it with the documented snippet and the
     // secret it holds: 401 when that fails.
     let holding = '';
@@ -158,12 +158,15 @@ describe('webhook secret rotation', () => {
       // Switched to the new one within the overlap: accepted.
       holding = fresh;
       const switched = await deliverOnce(id, 'acme', older);
-      // Stripe's form: t, then one v1 per secret, the current secret's first.
+      // Stripe's form: t, then one v1 per secret, the current secret's last.
       for (const delivery of [during, switched]) {
         const header = delivery.headers['synctide-signature']!;
         const t = delivery.headers['webhook-timestamp']!;
         const mac = (secret: string) => createHmac('sha256', secret).update(`${t}.${delivery.body}`).digest('hex');
-        expect(header).toBe(`t=${t},v1=${mac(fresh)},v1=${mac(old)}`);
+        expect(header).toBe(`t=${t},v1=${mac(old)},v1=${mac(fresh)}`);
+        // A receiver on the verifier documented before (one v1: the last) verifies with the
+        // current secret, as it did before the overlap carried two.
+        expect(lastV1Verifies(fresh, header, delivery.body)).toBe(true);
         expect([verify(fresh, header, delivery.body), verify(old, header, delivery.body), verify('whsec_other', header, delivery.body)]).toEqual([true, true, false]);
         expect(verify(old, header, delivery.body.replace('"c"', '"d"'))).toBe(false);
       }

@@ -231,7 +231,7 @@ function registerWebhookEvents(app: OpenAPIHono<ApiEnv>): void {
     'synctide-delivery-id': deliveryHeader('Deprecated: the delivery (one per event and webhook)', 'a8e4c3d2-1b0f-4a9e-8d7c-6b5a4f3e2d1c', true),
     'synctide-signature': deliveryHeader(
       'Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; ' +
-        "while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)",
+        "while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)",
       't=1735732800,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
       true,
     ),

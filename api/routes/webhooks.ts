@@ -51,7 +51,7 @@ const rotateSecret = createRoute({
   method: 'post', path: '/webhooks/{id}/rotate-secret', tags, summary: 'Rotate the signing secret (the new one is shown once; the old one keeps signing for an overlap)', operationId: 'rotateWebhookSecret',
   description:
     'Gives the webhook a new `whsec_` signing secret, answered this once. The secret it replaces keeps signing for `expire_previous_after_seconds` (default 24 hours, at most 7 days; 0: not at all): ' +
-    'meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`) and in the deprecated `Synctide-Signature` (`t=<t>,v1=<new>,v1=<previous>`), so a receiver verifies with either while it switches. ' +
+    'meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`) and in the deprecated `Synctide-Signature` (`t=<t>,v1=<previous>,v1=<new>`), so a receiver verifies with either while it switches. ' +
     'Rotating again during an overlap keeps only the secret just replaced. Pending deliveries and their history stay.',
   request: { params: IdParams, body: { ...jsonBody(RotateWebhookSecretBody), required: false } },
   responses: { 200: jsonAnswer(RotatedWebhookSecretSchema, 'Rotated, with the new secret'), ...bodyErrorResponses, 404: notFound },

@@ -315,7 +315,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret (the new one is shown once; the old one keeps signing for an overlap)
-         * @description Gives the webhook a new `whsec_` signing secret, answered this once. The secret it replaces keeps signing for `expire_previous_after_seconds` (default 24 hours, at most 7 days; 0: not at all): meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`) and in the deprecated `Synctide-Signature` (`t=<t>,v1=<new>,v1=<previous>`), so a receiver verifies with either while it switches. Rotating again during an overlap keeps only the secret just replaced. Pending deliveries and their history stay.
+         * @description Gives the webhook a new `whsec_` signing secret, answered this once. The secret it replaces keeps signing for `expire_previous_after_seconds` (default 24 hours, at most 7 days; 0: not at all): meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`) and in the deprecated `Synctide-Signature` (`t=<t>,v1=<previous>,v1=<new>`), so a receiver verifies with either while it switches. Rotating again during an overlap keeps only the secret just replaced. Pending deliveries and their history stay.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -6736,7 +6736,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
@@ -6831,7 +6831,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
@@ -6926,7 +6926,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
@@ -7021,7 +7021,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
@@ -7104,7 +7104,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
@@ -7184,7 +7184,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
@@ -7264,7 +7264,7 @@ export interface operations {
                 "synctide-delivery-id": string;
                 /**
                  * @deprecated
-                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the new secret's, then the previous one's (accept the request if any verifies)
+                 * @description Deprecated: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the secret string; sent beside the standard headers for a deprecation period; while a rotated secret's overlap lasts, one `v1=` per secret, comma-separated: the previous secret's, then the new one's, last (accept the request if any verifies)
                  */
                 "synctide-signature": string;
             };
