@@ -8,8 +8,8 @@
 //   (DNS rebinding) is refused too;
 // - redirects: followed only within the request's origin (GitHub answers 301 for a renamed
 //   repository), never to another origin, where the token would go;
-// - size and time: the body is streamed and capped after decompression, the header section is
-//   held to Node's limit (16 KiB: past it the task fails for good, naming the limit), an answer
+// - size and time: the body is streamed and capped after decompression (and as sent), the header
+//   section is held to Node's limit (16 KiB: past it the task fails for good, naming the limit), an answer
 //   Node's parser refuses (malformed HTTP) fails for good naming what was wrong, and the whole
 //   request, the redirects it follows included, has one deadline;
 // - TLS: the provider's certificate is verified against Node's trusted CAs (NODE_EXTRA_CA_CERTS

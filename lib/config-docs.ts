@@ -122,7 +122,7 @@ export const CONFIG_DOCS: Record<Variable, VariableDoc> = {
   TENANT_MAX_OAUTH_STATES: { meaning: 'connect flows of one tenant under way at once (`POST /connections/{id}/oauth/authorize` states neither used by a callback nor expired: they live 10 minutes); over it, 429 `tenant_limit` (`max_oauth_states`) with `Retry-After` until the oldest expires. Not overridden per tenant' },
   PROVIDER_HOSTS: { meaning: "comma-separated host names provider URLs and OAuth apps' token URLs may name (github.com is a GitHub OAuth app's token URL's host; add GitHub Enterprise hosts)" },
   PROVIDER_ALLOW_PRIVATE: { meaning: 'provider URLs may be plain http and reach loopback, private and link-local addresses; test servers only, never in production', note: '(`true` under `npm start`)' },
-  PROVIDER_MAX_RESPONSE_BYTES: { meaning: 'largest provider response body, after decompression' },
+  PROVIDER_MAX_RESPONSE_BYTES: { meaning: 'largest provider response body, after decompression; a compressed one may take at most 1/1024 and 1 KiB more as sent' },
   PROVIDER_REQUEST_TIMEOUT_SECONDS: { meaning: 'time for one provider request, body and the redirects it follows included; at most 2147483 (2^31 − 1 ms, the longest Node timer)' },
   PROVIDER_MAX_RECORD_BYTES: { meaning: 'largest record, as JSON with its numbers written out in full' },
   PROVIDER_MAX_PAGES_PER_TASK: { meaning: M_PROVIDER_MAX_PAGES_PER_TASK },

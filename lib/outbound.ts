@@ -8,7 +8,7 @@ import { Resolver } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
@@ -169,6 +169,44 @@ const deliveries = {
   open: { http: new http.Agent({ keepAlive: true, timeout: DELIVERY_IDLE_MS }), https: new https.Agent({ keepAlive: true, timeout: DELIVERY_IDLE_MS }) },
 };
 
+/**
+ * The most bytes an answer may take on the connection, from its first byte, when its body may take
+ * `cap`: eight times that, and 64 KiB. What the connection carries besides the body may otherwise
+ * go on without end: informational (1xx) answers before the final one, each a header section of up
+ * to 16 KiB (Node's limit), and chunked framing around next to no body (a chunk size line of
+ * endless leading zeros, 16 KiB of extensions to each chunk of one byte). Plain chunked framing
+ * adds at least five bytes to each chunk: a body of one-byte chunks takes six times its bytes.
+ */
+function onConnectionCap(cap: number): number {
+  return 8 * cap + 64 * 1024;
+}
+
+/** What an answer past `onConnectionCap` (`limit`) fails with, its body's cap being `cap`. */
+function tooMuchOnConnection(limit: number, cap: number): ResponseTooLarge {
+  return new ResponseTooLarge(
+    `the response exceeds ${limit} bytes on the connection, its informational (1xx) answers, headers and chunked framing included (the body's cap is ${cap} bytes)`,
+  );
+}
+
+/**
+ * Counts the bytes `socket` reads from now on and calls `over` once they pass `limit`. Answers the
+ * function that stops counting: a kept-alive socket goes on to carry other answers.
+ */
+function countReads(socket: Socket, limit: number, over: () => void): () => void {
+  let read = 0;
+  const onData = (chunk: Buffer) => {
+    read += chunk.length;
+    if (read <= limit) return;
+    stop();
+    over();
+  };
+  const stop = () => {
+    socket.off('data', onData);
+  };
+  socket.on('data', onData);
+  return stop;
+}
+
 /** The answer to an outbound POST: its status (the body is read up to a cap and dropped). */
 export interface OutboundAnswer {
   status: number;
@@ -189,10 +227,11 @@ function answerOf(res: http.IncomingMessage, fallbackStatus: number): OutboundAn
 
 /**
  * POSTs `body` to `url` with `headers`: no redirects followed, at most `timeoutMs` in all, at most
- * `maxResponseBytes` of the answer read. The answer is its status once the status line and
- * headers were read: a body cut off after them (past the cap, malformed, reset, or unfinished at
- * the timeout) does not undo it. Unless `allowPrivate`, the host must resolve to public
- * addresses only (checked on the resolved address, so DNS rebinding cannot get around it).
+ * `maxResponseBytes` of the answer read (and `onConnectionCap` of it on the connection). The
+ * answer is its status once the status line and headers were read: a body cut off after them
+ * (past the cap, malformed, reset, or unfinished at the timeout) does not undo it. Unless
+ * `allowPrivate`, the host must resolve to public addresses only (checked on the resolved
+ * address, so DNS rebinding cannot get around it).
  * A request that a kept-alive socket's close failed before any answer is sent again on another.
  * Errors are `outboundError`'s: short messages that name no address (a certificate's host, the
  * URL's, at most).
@@ -215,10 +254,12 @@ export function postBounded(
     let settled = false;
     let answer: OutboundAnswer | null = null;
     let current: http.ClientRequest;
+    let stopCounting = () => {};
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const settle = (outcome: () => void) => {
       if (settled) return;
       settled = true;
+      stopCounting();
       timeout.removeEventListener('abort', onTimeout);
       outcome();
     };
@@ -239,6 +280,7 @@ export function postBounded(
     const send = () => {
       let answered = false;
       let resent = false;
+      let response: http.IncomingMessage | null = null;
       const req = request(
         target,
         {
@@ -249,6 +291,7 @@ export function postBounded(
         },
         (res) => {
           answered = true;
+          response = res;
           const read = answerOf(res, 0);
           answer = read;
           let bytes = 0;
@@ -256,6 +299,8 @@ export function postBounded(
             bytes += chunk.length;
             if (bytes > opts.maxResponseBytes) res.destroy();
           });
+          // Counted until the answer ends: its kept-alive socket may go on to carry another answer.
+          res.on('end', () => stopCounting());
           res.on('close', () => settle(() => resolve(read)));
           res.on('error', () => settle(() => resolve(read)));
         },
@@ -272,6 +317,17 @@ export function postBounded(
         answered = true;
         socket.destroy();
         settle(() => resolve(answerOf(res, 101)));
+      });
+      // The answer on the connection, from its first byte, is held to `onConnectionCap`: past it,
+      // a body is cut off (the status read stands), and before the status there is no answer.
+      const limit = onConnectionCap(opts.maxResponseBytes);
+      req.on('socket', (socket: Socket) => {
+        stopCounting();
+        stopCounting = countReads(socket, limit, () => {
+          if (response) return void response.destroy();
+          settle(() => reject(tooMuchOnConnection(limit, opts.maxResponseBytes)));
+          req.destroy();
+        });
       });
       // An error once the status was read (a malformed body, a reset) does not undo the answer: its
       // body is dropped anyway, as the response's own 'error' and 'close' resolve it.
@@ -342,7 +398,8 @@ export class ResponseTooLarge extends Error {
  * Raised when a server answered, but not in HTTP Node's parser reads (an HPE_* parse error of the
  * answer): a header with a character HTTP does not allow, an invalid chunk size, a bad status
  * line, conflicting Content-Length headers, another protocol altogether; or in a content coding
- * it was not asked for (`decoderFor`). Its own error, not a
+ * it was not asked for (`decoderFor`), or switching protocols (101) to a bounded GET or token
+ * request, which never asks for an upgrade. Its own error, not a
  * "network error": the server answered, and answers so on every retry (it is how the server, or
  * its front end, speaks), so callers fail for good, naming what was wrong and the host. Its
  * message says what the parser found, in words, with the parser's code; never the bytes answered
@@ -570,16 +627,28 @@ function decoderFor(encoding: string | undefined): Transform | null {
 }
 
 /**
+ * The most bytes a compressed body of at most `cap` bytes decoded may take as sent: the cap, and
+ * what compressing bytes no coding shrinks adds to them (gzip and deflate 5 bytes a stored block of
+ * up to 64 KiB, brotli a few a block of up to 16 MiB, and a header and trailer: far under 1/1024
+ * more, and 1 KiB).
+ */
+function sentBodyCap(cap: number): number {
+  return cap + Math.ceil(cap / 1024) + 1024;
+}
+
+/**
  * GETs `url` with `headers`: no redirect followed (a 3xx is answered as it is), at most
  * `timeoutMs` for the whole exchange (connect, headers and body), at most `maxBodyBytes` of body
  * AFTER decompression (gzip, deflate and br are asked for and decoded as a stream, so a small
- * compressed bomb stops at the cap instead of filling memory), and `signal` aborting it. Unless
- * `allowPrivate`, the URL must pass `outboundUrlProblem` and every connection's resolved address
- * must be public (checked at connect time). Errors carry short messages that name no address:
- * `outboundError`'s (`AddressNotAllowed`, `ResponseTooLarge`, `MalformedAnswer` for an answer
- * Node's HTTP parser refused, `HeadersTooLarge` for a header section past its limit,
- * `CertificateRefused`, or an Error whose message is `describeNetworkError`'s); an abort through
- * `signal` rejects with the signal's reason.
+ * compressed bomb stops at the cap instead of filling memory) and at most `sentBodyCap` of it as
+ * sent (a compressed stream decoding to little or nothing stops there), at most `onConnectionCap`
+ * of that on the connection (informational answers, headers and chunked framing included), and
+ * `signal` aborting it. Unless `allowPrivate`, the URL must pass `outboundUrlProblem` and every
+ * connection's resolved address must be public (checked at connect time). Errors carry short
+ * messages that name no address: `outboundError`'s (`AddressNotAllowed`, `ResponseTooLarge`,
+ * `MalformedAnswer` for an answer Node's HTTP parser refused or a 101 upgrade, `HeadersTooLarge`
+ * for a header section past its limit, `CertificateRefused`, or an Error whose message is
+ * `describeNetworkError`'s); an abort through `signal` rejects with the signal's reason.
  */
 export function getBounded(
   url: string,
@@ -596,9 +665,11 @@ export function getBounded(
   return new Promise<BoundedAnswer>((resolve, reject) => {
     let settled = false;
     const streams: { destroy(): void }[] = [];
+    let stopCounting = () => {};
     const fail = (err: Error) => {
       if (settled) return;
       settled = true;
+      stopCounting();
       signal.removeEventListener('abort', onAbort);
       for (const stream of streams) stream.destroy();
       if (opts.signal?.aborted) return reject(opts.signal.reason as Error);
@@ -626,9 +697,26 @@ export function getBounded(
       if (response?.complete && malformedAnswer(err)) return;
       fail(err);
     });
+    // The answer on the connection, from its first byte, is held to `onConnectionCap`: what it
+    // carries besides the body (1xx answers, chunked framing) may go on without end.
+    const limit = onConnectionCap(sentBodyCap(opts.maxBodyBytes));
+    req.on('socket', (socket: Socket) => {
+      stopCounting = countReads(socket, limit, () => fail(tooMuchOnConnection(limit, opts.maxBodyBytes)));
+    });
+    // An upgrade (101) is never asked for: Node drops its connection and emits neither a response
+    // nor an error, so it would wait for the deadline. A malformed answer, as the server answers so
+    // on every try.
+    req.on('upgrade', (_res, socket: Socket) => {
+      socket.destroy();
+      fail(new MalformedAnswer('its response switches protocols (101 Switching Protocols), an upgrade Synctide never asks for'));
+    });
     req.on('response', (res) => {
       response = res;
       streams.push(res);
+      // Counted until the response ends: its kept-alive socket may carry another answer while a
+      // decoder still reads this one.
+      res.on('end', () => stopCounting());
+      res.on('close', () => stopCounting());
       let decoder: ReturnType<typeof decoderFor>;
       try {
         decoder = decoderFor(res.headers['content-encoding']);
@@ -636,7 +724,20 @@ export function getBounded(
         return fail(err as Error);
       }
       const source: Readable = decoder ? res.pipe(decoder) : res;
-      if (decoder) streams.push(decoder);
+      if (decoder) {
+        streams.push(decoder);
+        // Held to its cap as sent too: a compressed stream may go on without end while decoding
+        // to nothing (empty gzip members, empty DEFLATE blocks, brotli metadata), read and
+        // decompressed for as long as the server sent it.
+        const sentLimit = sentBodyCap(opts.maxBodyBytes);
+        let sent = 0;
+        res.on('data', (chunk: Buffer) => {
+          sent += chunk.length;
+          if (sent > sentLimit) {
+            fail(new ResponseTooLarge(`the compressed response body exceeds ${sentLimit} bytes as sent (the cap of ${opts.maxBodyBytes} bytes, and what compressing may add to it)`));
+          }
+        });
+      }
       const chunks: Buffer[] = [];
       let size = 0;
       source.on('data', (chunk: Buffer) => {
