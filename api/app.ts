@@ -27,6 +27,7 @@ import { activeTracing } from '../lib/tracing';
 import { syncRoutes } from './routes/sync';
 import { tenancyRoutes } from './routes/tenancy';
 import { unstorableIn } from '../policy/storable-text';
+import { firstNumberNotHeld } from '../policy/exact-json';
 
 /** Largest request body the API reads: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -73,6 +74,14 @@ const UNSTORABLE_MESSAGE = {
   surrogate: 'body: must not contain a UTF-16 surrogate without its pair (\\ud800-\\udfff)',
 } as const;
 
+/**
+ * The refusal of a JSON number a double does not hold (`number`, as written, its first 40
+ * characters): every body is read by JSON.parse, so it would be checked and stored as another
+ * number (1e400 as null, 1e-400 as 0, 9007199254740993 as 9007199254740992).
+ */
+const numberNotHeldMessage = (number: string) =>
+  `body: must not contain a number a double does not hold (${number.length > 40 ? `${number.slice(0, 40)}…` : number}): it would be stored as another number`;
+
 /** Reads UTF-8 and throws on anything else (a byte sequence that is not UTF-8). */
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -93,16 +102,21 @@ function isUtf8(bytes: ArrayBuffer): boolean {
  * UTF-16 surrogate without its pair (`"\ud800"`): jsonb refuses both, and the failed statement
  * would quote its neighbours (credentials) into logs; text cannot hold a NUL, and would get U+FFFD
  * in place of the surrogate, storing something other than what was sent. Also a JSON body nested
- * deeper than MAX_JSON_DEPTH (400, not a stack overflow's 500 in a later check).
+ * deeper than MAX_JSON_DEPTH (400, not a stack overflow's 500 in a later check), and one holding a
+ * number a double does not hold (`heldByDouble`: 1e400, 1e-400, 9007199254740993): every body is
+ * read by JSON.parse, so it would be checked and stored as another number (null, 0,
+ * 9007199254740992).
  */
 const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const url = c.req.url;
   if (url.includes('\u0000') || /%00/.test(url)) return c.json(errorBody('invalid_request', NUL_IN_URL_MESSAGE), 400);
   if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
     let body: unknown;
+    let text: string;
     try {
       if (!isUtf8(await c.req.arrayBuffer())) return c.json(errorBody('invalid_request', UNSTORABLE_MESSAGE.utf8), 400);
-      body = await c.req.json();
+      text = await c.req.text();
+      body = JSON.parse(text);
     } catch (err) {
       // Not JSON: the route's validator answers. Anything else (a body over the limit) goes on up.
       if (err instanceof SyntaxError) return next();
@@ -110,6 +124,8 @@ const refuseUnstorable: MiddlewareHandler<ApiEnv> = async (c, next) => {
     }
     const unstorable = findUnstorable(body);
     if (unstorable) return c.json(errorBody('invalid_request', UNSTORABLE_MESSAGE[unstorable]), 400);
+    const number = firstNumberNotHeld(text);
+    if (number !== null) return c.json(errorBody('invalid_request', numberNotHeldMessage(number)), 400);
   }
   return next();
 };

@@ -12,7 +12,7 @@
 // written by JSON.stringify. Every path reads with JSON.parse and writes with JSON.stringify (twice
 // at most), so what one writes the other reads and writes back at any depth: a record stored is
 // one the feed can serve. Pure: no I/O.
-import { isSafeNumber } from 'lossless-json';
+import { isSafeNumber, splitNumber } from 'lossless-json';
 
 /**
  * A number of JSON text that JSON.parse and JSON.stringify would not give back as written (a double
@@ -213,4 +213,44 @@ export function storedSize(json: string): { bytes: number } | { unstorable: stri
     bytes += length - token.length;
   }
   return { bytes };
+}
+
+/** A JSON number's decimal value, however it is written: sign, significant digits and exponent (`1.10` and `11e-1` alike). */
+function decimalValue(text: string): string {
+  const { sign, digits, exponent } = splitNumber(text);
+  const significant = digits.replace(/0+$/, '');
+  return significant === '' ? '0' : `${sign}${significant}e${exponent}`;
+}
+
+/**
+ * Whether JSON number `text` keeps its value through JSON.parse and JSON.stringify, as every JSON
+ * body the API takes is read and stored: the double it is read as writes back as the same decimal
+ * value, however either is spelled (`1.10` as 1.1, `1E21` as 1e+21, `-0` as 0). Not so a number
+ * past a double's range (read as Infinity, written as null), a non-zero number below it (read as
+ * 0), an integer past 2^53 that a double does not hold (9007199254740993 read as
+ * 9007199254740992), or a fraction with more digits than a double holds.
+ */
+export function heldByDouble(text: string): boolean {
+  const read = Number(text);
+  if (!Number.isFinite(read)) return false;
+  return decimalValue(String(read)) === decimalValue(text);
+}
+
+/**
+ * Whether JSON text may hold a number a double does not hold: one with an exponent, or a run of
+ * 16 or more digits and points (a double holds every decimal of 15 significant digits or fewer).
+ */
+const MAY_NOT_BE_HELD = /\d[eE]|\d[\d.]{15}/;
+
+/**
+ * The first number of JSON `text`, in document order, that a double does not hold (`heldByDouble`),
+ * as written, or null when it holds every one (the common case: one test of a pattern). For text
+ * JSON.parse reads.
+ */
+export function firstNumberNotHeld(text: string): string | null {
+  if (!MAY_NOT_BE_HELD.test(text)) return null;
+  for (const [token] of text.matchAll(STRING_OR_NUMBER)) {
+    if (!token.startsWith('"') && !heldByDouble(token)) return token;
+  }
+  return null;
 }

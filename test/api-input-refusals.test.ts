@@ -116,6 +116,38 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 
+  it('refuses a number a double does not hold anywhere in a JSON body with one 400 naming it, storing nothing (JSON.parse read 1e400 as Infinity, stored as null, 1e-400 as 0 and 9007199254740993 as 9007199254740992)', async () => {
+    const before = await counts();
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    const bodies: [string, string, string, string][] = [
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"note":1e400}}', '1e400'],
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"notes":[1,-1E+309]}}', '-1E+309'],
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"note":1e-400}}', '1e-400'],
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"id":9007199254740993}}', '9007199254740993'],
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"pi":3.14159265358979323846}}', '3.14159265358979323846'],
+      ['POST', '/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":{"amount":12345678901234567891}}`, '12345678901234567891'],
+      ['POST', `/tenants/${tenant}/api-keys`, '{"name":"k","n":1e999}', '1e999'],
+    ];
+    for (const [method, path, body, number] of bodies) {
+      const answer = await send(method, path, body);
+      expect({ status: answer.status, body: answer.body }, body).toEqual({
+        status: 400,
+        body: { error: { code: 'invalid_request', message: `body: must not contain a number a double does not hold (${number}): it would be stored as another number` } },
+      });
+    }
+    expect(await counts()).toEqual(before);
+    const stored = async () => (await api.db.pool.query('select config from connections where id = $1', [connectionId])).rows[0].config;
+    expect(await stored()).toEqual({});
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+    // Numbers a double holds pass, however they are written (in strings, any digits are text).
+    const held = '{"config":{"a":9007199254740992,"b":1.5e300,"c":0.1,"d":1.10,"e":-0,"f":1e-7,"g":1E21,"h":0.30000000000000004,"i":5e-324,"j":"12345678901234567891e400"}}';
+    const patched = await send('PATCH', `/connections/${connectionId}`, held);
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    // As JSON.stringify writes them (-0 as 0): the same values.
+    expect(await stored()).toEqual(JSON.parse(JSON.stringify(JSON.parse(held).config)));
+    await api.db.pool.query(`update connections set config = '{}' where id = $1`, [connectionId]);
+  });
+
   it('refuses a JSON body nested deeper than 64 levels with one 400 naming the rule, writing nothing (never a 500 from a stack overflow)', async () => {
     const before = await counts();
     const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { splitNumber } from 'lossless-json';
 import { describe, expect, it } from 'vitest';
-import { exactJson, JsonNumber, numberText, parseExactJson } from '../policy/exact-json';
+import { exactJson, firstNumberNotHeld, heldByDouble, JsonNumber, numberText, parseExactJson } from '../policy/exact-json';
 
 /** A JSON number's value as sign, significant digits and exponent (trailing zeros dropped), to compare values written differently. */
 function valueOf(text: string): string {
@@ -124,5 +124,47 @@ describe('exact JSON', () => {
   it('refuses text that is not JSON with a SyntaxError, on both paths', () => {
     expect(() => parseExactJson('{"a": 1,}')).toThrow(SyntaxError);
     expect(() => parseExactJson('{"a": 12345678901234567890,}')).toThrow(SyntaxError);
+  });
+});
+
+describe('numbers a double holds (heldByDouble, firstNumberNotHeld: what a JSON body the API takes may hold)', () => {
+  it("holds every number JSON.stringify writes, and every decimal of 15 significant digits or fewer in a normal double's range, however it is spelled", () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (d) => {
+        expect(heldByDouble(String(d)), String(d)).toBe(true);
+        expect(heldByDouble(d.toExponential()), d.toExponential()).toBe(true);
+        // A subnormal double holds fewer digits (4.94065645841247e-324 is read as 5e-324).
+        if (d !== 0 && Math.abs(d) < 2.2250738585072014e-308) return;
+        // Rounded to 15 digits, the largest doubles pass the range (1.79769313486232e+308).
+        if (Math.abs(d) > 1e308) return;
+        const fifteen = d.toPrecision(15);
+        expect(heldByDouble(fifteen.replace('e+', 'E')), fifteen).toBe(true);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(firstNumberNotHeld(JSON.stringify(value))).toBeNull();
+      }),
+    );
+  });
+
+  it('holds an integer only when JSON.stringify writes back its digits after JSON.parse', () => {
+    // Below 1e21 JavaScript writes an integer's digits out (an integer near it may be read as 1e21), so its text is one BigInt reads.
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }), (n) => {
+        expect(heldByDouble(String(n)), String(n)).toBe(BigInt(JSON.stringify(JSON.parse(String(n)))) === n);
+      }),
+    );
+  });
+
+  it('holds no number past a double\'s range, no non-zero number below it, and no fraction with digits a double drops; names the first such number in document order, none inside a string', () => {
+    for (const text of ['1e400', '-1E+309', '1e-400', '2e-324', '4.9e-324', '9007199254740993', '3.14159265358979323846', '1.0000000000000000001']) {
+      expect(heldByDouble(text), text).toBe(false);
+    }
+    for (const text of ['0', '-0', '0.0', '1.10', '1e2', '1E21', '5e-324', '1.7976931348623157e308', '9007199254740992', '0.30000000000000004', '0.0000001']) {
+      expect(heldByDouble(text), text).toBe(true);
+    }
+    expect(firstNumberNotHeld('{"a":"1e400","b":[1,2.5,1e-400],"c":1e400}')).toBe('1e-400');
+    expect(firstNumberNotHeld('{"a":"12345678901234567891","b":"\\"1e999"}')).toBeNull();
   });
 });
