@@ -298,10 +298,13 @@ function requestedJob(request: JobRequest, resourceTypes: string[]): RequestedJo
 /**
  * Whether stored job `job` is the job `asked` (from `requestedJob`) describes: the same
  * connection, mode, trigger, window, priority and payload (equal as JSON values, whatever the
- * order of their keys, as jsonb keeps them), its `resource_types` a set the job covers: a queued
- * sync job is widened by later requests it answers (`widenQueuedJobTypes`), to more types or to
- * every type (none named), and still answers a repeat of the request that made it. Anything else
- * with the same Idempotency-Key is a different request.
+ * order of their keys, as jsonb keeps them), and its `resource_types`: a backfill's the same set
+ * (in any order, repeats counted once) or none named by either (every type), as no later request
+ * widens a backfill's types, so a repeat asking for fewer types, or for some where the backfill
+ * syncs every type, is another request; a sync's a set the job covers, as a queued sync job is
+ * widened by later requests it answers (`widenQueuedJobTypes`), to more types or to every type
+ * (none named), and still answers a repeat of the request that made it. Anything else with the
+ * same Idempotency-Key is a different request.
  */
 function sameRequest(job: JobRow, asked: RequestedJob): boolean {
   const { resource_types: storedTypes, ...stored } = job.payload;
@@ -314,7 +317,7 @@ function sameRequest(job: JobRow, asked: RequestedJob): boolean {
     (job.window_end?.getTime() ?? null) === (asked.window?.end.getTime() ?? null) &&
     job.priority === asked.priority &&
     isDeepStrictEqual(stored, rest) &&
-    typesCover(storedTypes, askedTypes)
+    (job.trigger === 'backfill' ? sameTypes(storedTypes, askedTypes) : typesCover(storedTypes, askedTypes))
   );
 }
 
@@ -324,6 +327,12 @@ function typesCover(stored: unknown, asked: unknown): boolean {
   if (!Array.isArray(stored) || !Array.isArray(asked)) return false;
   const have = new Set(stored.map(String));
   return asked.every((type) => have.has(String(type)));
+}
+
+/** Whether a job's stored `resource_types` and those of a request (absent: every type) are the same set. */
+function sameTypes(stored: unknown, asked: unknown): boolean {
+  if (stored === undefined || asked === undefined) return stored === asked;
+  return typesCover(stored, asked) && typesCover(asked, stored);
 }
 
 /**

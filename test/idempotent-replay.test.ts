@@ -83,6 +83,36 @@ describe('a repeated Idempotency-Key answers the earlier job (real API app, real
     expect(await jobCount()).toBe(2);
   });
 
+  it('refuses the key reused for a backfill of other resource types than its job backfills (fewer of them, or some where the job backfills every type), and answers the same types in any order', async () => {
+    const backfill = async (key: string, payload: Record<string, unknown>) => {
+      const id = randomUUID();
+      await api.db.pool.query(
+        `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at, window_start, window_end,
+                                payload, idempotency_key, workflow_id, finished_at)
+         values ($1, $2, $3, 'incremental', 'backfill', 'completed', 0, now(), $4, $5, $6, $7, $8, now())`,
+        [id, connectionId, tenant, window.start, window.end, JSON.stringify(payload), key, syncJobWorkflowId(id)],
+      );
+      return id;
+    };
+    const send = async (key: string, payload: Record<string, unknown>) => {
+      const res = await api.app.request('/jobs/schedule', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ pairId: connectionId, window, payload }),
+      });
+      const body = (await res.json()) as any;
+      return { status: res.status, code: body.error?.code, id: body.id ?? body.error?.job_id };
+    };
+    const two = await backfill(`k-two-${connectionId}`, { resource_types: ['users', 'issues'] });
+    const every = await backfill(`k-every-${connectionId}`, {});
+    const before = await jobCount();
+    expect(await send(`k-two-${connectionId}`, { resource_types: ['users'] })).toEqual({ status: 409, code: 'idempotency_key_reused', id: two });
+    expect(await send(`k-every-${connectionId}`, { resource_types: ['users'] })).toEqual({ status: 409, code: 'idempotency_key_reused', id: every });
+    expect(await send(`k-two-${connectionId}`, { resource_types: ['issues', 'users', 'users'] })).toEqual({ status: 202, code: undefined, id: two });
+    expect(await send(`k-every-${connectionId}`, {})).toEqual({ status: 202, code: undefined, id: every });
+    expect(await jobCount()).toBe(before);
+  });
+
   it('still refuses the key reused for another request, and a new key on the paused connection', async () => {
     await api.db.pool.query(`update connections set status = 'paused' where id = $1`, [connectionId]);
     const other = await api.app.request('/jobs/schedule', {
