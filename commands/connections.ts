@@ -74,7 +74,7 @@ export interface NewConnectionRequest {
 export async function createConnection(deps: CommandDeps, request: NewConnectionRequest): Promise<ConnectionRow> {
   const schedule = request.schedule ? scheduleOf(deps, request.schedule) : null;
   checkConfig(request.provider, request.config, deps);
-  checkCredentials(request.provider, request.credentials, deps);
+  checkCredentials(request.provider, request.credentials, request.config, deps);
   const shared = sharedGrantSource(request.credentials);
   // The id is chosen here: the sealed credentials are bound to it, and only the envelope is stored.
   const id = randomUUID();
@@ -219,7 +219,8 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
   await refuseWhilePurging(deps.pool, id);
   const schedule = change.schedule ? scheduleOf(deps, change.schedule) : undefined;
   if (change.config) checkConfig(known.provider_slug, change.config, deps);
-  if (change.credentials) checkCredentials(known.provider_slug, change.credentials, deps);
+  // Against the config they will be used with: the one given with them, else the stored one.
+  if (change.credentials) checkCredentials(known.provider_slug, change.credentials, change.config ?? known.config ?? {}, deps);
   if (change.config === undefined && change.credentials === undefined && !schedule) return known;
   const shared = sharedGrantSource(change.credentials);
   const sealedCredentials = change.credentials === undefined || shared ? undefined : sealCredentials(deps.credentials, id, change.credentials);
@@ -496,15 +497,17 @@ export function checkConfig(provider: string, config: Record<string, unknown>, d
 }
 
 /**
- * Refuses credentials of the wrong shape for `provider` (e.g. a 1-character token), naming the key,
- * never the value; and a client credentials `token_url` the deployment does not allow (host outside
- * PROVIDER_HOSTS, plain http, an internal address): Synctide itself requests it, with the client
- * secret, so it is held to the rules of a provider URL as a `base_url` is.
+ * Refuses credentials of the wrong shape for `provider` (e.g. a 1-character token), or that
+ * `config` would not send (an http connection's bearer auth without a `token`: every sync would
+ * fail for good), naming the key, never the value; and a client credentials `token_url` the
+ * deployment does not allow (host outside PROVIDER_HOSTS, plain http, an internal address):
+ * Synctide itself requests it, with the client secret, so it is held to the rules of a provider
+ * URL as a `base_url` is.
  */
-function checkCredentials(provider: string, credentials: Record<string, unknown> | null | undefined, deps?: Pick<CommandDeps, 'providers'>): void {
+function checkCredentials(provider: string, credentials: Record<string, unknown> | null | undefined, config: Record<string, unknown>, deps?: Pick<CommandDeps, 'providers'>): void {
   if (!credentials) return;
   const shared = sharedGrantOf(credentials);
-  const problem = shared ? ('problem' in shared ? shared.problem : null) : credentialsProblem(provider, credentials);
+  const problem = shared ? ('problem' in shared ? shared.problem : null) : credentialsProblem(provider, credentials, config);
   if (problem) throw invalid(`credentials.${problem}`);
   if (!shared && credentials.kind === 'oauth2_client_credentials' && typeof credentials.token_url === 'string') {
     const refused = providerUrlProblem(credentials.token_url, deps?.providers ?? DEFAULT_PROVIDER_POLICY);

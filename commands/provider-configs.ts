@@ -116,10 +116,13 @@ export function credentialBinding(provider: string, config: Record<string, unkno
   return JSON.stringify([origin, use]);
 }
 
-/** What `provider`'s connector finds wrong with `credentials` (`key: problem`, never the value), or null. */
-export function credentialsProblem(provider: string, credentials: Record<string, unknown>): string | null {
+/**
+ * What `provider`'s connector finds wrong with `credentials` (`key: problem`, never the value),
+ * with the connection's `config` when given also what it would not send of them, or null.
+ */
+export function credentialsProblem(provider: string, credentials: Record<string, unknown>, config?: Record<string, unknown>): string | null {
   if (!connectorSlugs().includes(provider)) return null;
-  return getConnector(provider).credentialsProblem?.(credentials) ?? null;
+  return getConnector(provider).credentialsProblem?.(credentials, config) ?? null;
 }
 
 /**

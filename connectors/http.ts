@@ -683,42 +683,56 @@ interface Auth {
  */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
-function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): Auth {
-  const need = (key: string): string => {
+/** The credentials keys each auth type sends, and whether it sends them in a header. */
+const AUTH_KEYS: Record<HttpConfig['auth']['type'], { keys: string[]; inHeader: boolean }> = {
+  none: { keys: [], inHeader: false },
+  bearer: { keys: ['token'], inHeader: true },
+  header: { keys: ['token'], inHeader: true },
+  basic: { keys: ['username', 'password'], inHeader: false },
+  query: { keys: ['token'], inHeader: false },
+};
+
+/**
+ * What `auth` cannot send of `credentials` (`key: problem`, never the value), or null: each key it
+ * sends must be a non-empty string, and one sent as it is in a header (bearer, header) one a
+ * header can carry. The one rule of the API's refusal and of a sync's (which fails for good).
+ */
+export function authCredentialsProblem(auth: HttpConfig['auth'], credentials: Record<string, unknown> | null): string | null {
+  const { keys, inHeader } = AUTH_KEYS[auth.type];
+  for (const key of keys) {
     const value = credentials?.[key];
-    if (typeof value !== 'string' || value.trim() === '') {
-      throw new Permanent(`http connector: invalid credentials: ${key}: a non-empty string is required for auth type '${cfg.auth.type}'`);
+    if (typeof value !== 'string' || value.trim() === '') return `${key}: a non-empty string is required for auth type '${auth.type}'`;
+    if (inHeader && !HEADER_VALUE.test(value)) {
+      return `${key}: auth type '${auth.type}' sends it in a header, which cannot carry a line break or another control character`;
     }
-    return value;
-  };
-  // A credential sent as it is in a header: one no header can carry fails for good, before any
-  // request (a retry would fail the same way).
-  const needInHeader = (key: string): string => {
-    const value = need(key);
-    if (!HEADER_VALUE.test(value)) {
-      throw new Permanent(`http connector: invalid credentials: ${key}: auth type '${cfg.auth.type}' sends it in a header, which cannot carry a line break or another control character`);
-    }
-    return value;
-  };
+  }
+  return null;
+}
+
+function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): Auth {
+  // A credential no request can carry fails for good, before any request (a retry would fail the same way).
+  const problem = authCredentialsProblem(cfg.auth, credentials);
+  if (problem) throw new Permanent(`http connector: invalid credentials: ${problem}`);
+  const given = (key: string) => credentials![key] as string;
   switch (cfg.auth.type) {
     case 'none':
       return { headers: {}, query: null, secrets: [] };
     case 'bearer': {
-      const token = needInHeader('token');
+      const token = given('token');
       return { headers: { Authorization: `Bearer ${token}` }, query: null, secrets: [token] };
     }
     case 'header': {
-      const token = needInHeader('token');
+      const token = given('token');
       return { headers: { [cfg.auth.name]: token }, query: null, secrets: [token] };
     }
     case 'basic': {
-      const user = need('username');
-      const password = need('password');
+      const user = given('username');
+      const password = given('password');
       const encoded = Buffer.from(`${user}:${password}`, 'utf8').toString('base64');
       return { headers: { Authorization: `Basic ${encoded}` }, query: null, secrets: [password, encoded] };
     }
     case 'query': {
-      const token = need('token');
+      const token = given('token');
       return { headers: {}, query: [cfg.auth.name, token], secrets: [token, encodeURIComponent(token)] };
     }
   }
@@ -936,11 +950,20 @@ export const httpConnector: Connector = {
     return null;
   },
 
-  credentialsProblem(credentials) {
+  credentialsProblem(credentials, config) {
     // A kind the platform turns into a token (the connector then sees `{token}`); others as given.
     if (credentials.kind === 'oauth2_client_credentials') return clientCredentialsProblem(credentials);
     if ('kind' in credentials) return "kind: must be 'oauth2_client_credentials', or left out";
-    return null;
+    // Given as they are: what the config's auth sends must be there (a config this connector
+    // refuses is refused for itself).
+    if (!config) return null;
+    let auth: HttpConfig['auth'];
+    try {
+      auth = parseHttpConfig(config).auth;
+    } catch {
+      return null;
+    }
+    return authCredentialsProblem(auth, credentials);
   },
 
   listing(config, resourceType) {

@@ -181,8 +181,11 @@ export interface Connector {
    * way only. Throws like resourceTypes on an invalid config.
    */
   credentialUse?(config: Record<string, unknown>): string;
-  /** What is wrong with `credentials` (e.g. a token of the wrong shape, naming its key), or null. */
-  credentialsProblem?(credentials: Record<string, unknown>): string | null;
+  /**
+   * What is wrong with `credentials` (e.g. a token of the wrong shape, naming its key, never its
+   * value), or null; with the connection's `config`, also what it would not send of them.
+   */
+  credentialsProblem?(credentials: Record<string, unknown>, config?: Record<string, unknown>): string | null;
   /**
    * The page a token fetches, in words a person can check (e.g. its URL). Two tokens of the same
    * page give the same key: the paging loop detects a provider paging in circles by it.

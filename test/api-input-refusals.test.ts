@@ -148,6 +148,38 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     await api.db.pool.query(`update connections set config = '{}' where id = $1`, [connectionId]);
   });
 
+  it("refuses an http connection's credentials its config's auth cannot send with one 400 naming the key, never the value, storing nothing (they were stored, and every sync failed for good)", async () => {
+    const bearer = { base_url: 'http://127.0.0.1:1', auth: { type: 'bearer' }, resources: { items: { path: '/items', id: 'id' } } };
+    const basic = { ...bearer, auth: { type: 'basic' } };
+    const { rows: [row] } = await api.db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config) values ($1, 'http', 'http-auth', 'paused', $2) returning id`,
+      [tenant, JSON.stringify(bearer)],
+    );
+    const id = row!.id;
+    const stored = async () => (await api.db.pool.query('select config, credentials from connections where id = $1', [id])).rows[0];
+    const before = { counts: await counts(), row: await stored() };
+    const refused: [string, string, unknown, string][] = [
+      ['PATCH', `/connections/${id}`, { credentials: { token: 5 } }, "credentials.token: a non-empty string is required for auth type 'bearer'"],
+      ['PATCH', `/connections/${id}`, { credentials: { token: '  ' } }, "credentials.token: a non-empty string is required for auth type 'bearer'"],
+      ['PATCH', `/connections/${id}`, { credentials: { token: 'never-echoed\nsecret' } }, "credentials.token: auth type 'bearer' sends it in a header, which cannot carry a line break or another control character"],
+      ['PATCH', `/connections/${id}`, { credentials: { username: 'ann', password: 'never-echoed-secret' } }, "credentials.token: a non-empty string is required for auth type 'bearer'"],
+      ['PATCH', `/connections/${id}`, { config: basic, credentials: { token: 'never-echoed-secret' } }, "credentials.username: a non-empty string is required for auth type 'basic'"],
+      ['PATCH', `/connections/${id}`, { config: basic, credentials: { username: 'ann', password: ['never-echoed-secret'] } }, "credentials.password: a non-empty string is required for auth type 'basic'"],
+      ['POST', '/connections', { tenant_id: tenant, app_key: 'http-auth-new', provider: 'http', status: 'paused', config: bearer, credentials: { token: '' } }, "credentials.token: a non-empty string is required for auth type 'bearer'"],
+    ];
+    for (const [method, path, body, message] of refused) {
+      const answer = await send(method, path, JSON.stringify(body));
+      expect({ status: answer.status, body: answer.body }, JSON.stringify(body)).toEqual({ status: 400, body: { error: { code: 'invalid_request', message } } });
+    }
+    expect({ counts: await counts(), row: await stored() }).toEqual(before);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+    // What the auth sends passes: a token for bearer, a user and password for basic, anything for none.
+    for (const body of [{ credentials: { token: 'a-token' } }, { config: basic, credentials: { username: 'ann', password: 'p@ss' } }, { config: { ...bearer, auth: { type: 'none' } }, credentials: { note: 1 } }]) {
+      const answer = await send('PATCH', `/connections/${id}`, JSON.stringify(body));
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    }
+  });
+
   it('refuses a JSON body nested deeper than 64 levels with one 400 naming the rule, writing nothing (never a 500 from a stack overflow)', async () => {
     const before = await counts();
     const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
