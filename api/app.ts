@@ -41,14 +41,17 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_JSON_DEPTH = 64;
 
 /**
- * What in `value` the API refuses: nesting deeper than MAX_JSON_DEPTH, or the first character
- * Postgres cannot store in any string or key, in document order; null for nothing. Walked without
- * recursion, so no depth overflows this walk itself.
+ * What in `value` the API refuses, the first in document order: nesting deeper than
+ * MAX_JSON_DEPTH, a `__proto__` key (an object field's schema copies its keys into a new object,
+ * which takes that one as its prototype: it was dropped from what is stored, and the checks read
+ * the keys under it as the field's own), or a character Postgres cannot store in any string or
+ * key; null for nothing. Walked without recursion, so no depth overflows this walk itself.
  */
-function findUnstorable(value: unknown): 'depth' | 'nul' | 'surrogate' | null {
-  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+function findUnstorable(value: unknown): 'depth' | 'proto' | 'nul' | 'surrogate' | null {
+  const pending: { value: unknown; depth: number; key?: true }[] = [{ value, depth: 0 }];
   for (let next = pending.pop(); next; next = pending.pop()) {
     const { value: item, depth } = next;
+    if (next.key && item === '__proto__') return 'proto';
     if (typeof item === 'string') {
       const found = unstorableIn(item);
       if (found) return found;
@@ -61,7 +64,7 @@ function findUnstorable(value: unknown): 'depth' | 'nul' | 'surrogate' | null {
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, inner] = entries[i]!;
       pending.push({ value: inner, depth: depth + 1 });
-      if (key !== null) pending.push({ value: key, depth: depth + 1 });
+      if (key !== null) pending.push({ value: key, depth: depth + 1, key: true });
     }
   }
   return null;
@@ -70,6 +73,7 @@ function findUnstorable(value: unknown): 'depth' | 'nul' | 'surrogate' | null {
 const UNSTORABLE_MESSAGE = {
   utf8: 'body: must be UTF-8 text',
   depth: `body: must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep`,
+  proto: 'body: must not contain the key "__proto__" (a JavaScript object takes it as its prototype, not as a key)',
   nul: 'body: must not contain NUL (\\u0000) characters',
   surrogate: 'body: must not contain a UTF-16 surrogate without its pair (\\ud800-\\udfff)',
 } as const;
@@ -102,7 +106,8 @@ function isUtf8(bytes: ArrayBuffer): boolean {
  * UTF-16 surrogate without its pair (`"\ud800"`): jsonb refuses both, and the failed statement
  * would quote its neighbours (credentials) into logs; text cannot hold a NUL, and would get U+FFFD
  * in place of the surrogate, storing something other than what was sent. Also a JSON body nested
- * deeper than MAX_JSON_DEPTH (400, not a stack overflow's 500 in a later check), and one holding a
+ * deeper than MAX_JSON_DEPTH (400, not a stack overflow's 500 in a later check), one with a
+ * `__proto__` key anywhere (an object field would drop it, see findUnstorable), and one holding a
  * number a double does not hold (`heldByDouble`: 1e400, 1e-400, 9007199254740993): every body is
  * read by JSON.parse, so it would be checked and stored as another number (null, 0,
  * 9007199254740992).
@@ -159,7 +164,7 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
  * URL without the query → request metrics → security headers → request id (generated here) and log → body
  * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → auth (admin or tenant key) → per-key rate limit →
  * the body received whole (its bytes kept for every later read) → a tenant key's turn, or none once its client has gone (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
- * scope included) → tenant scope → refusal of a JSON body that is not UTF-8 and of what Postgres cannot store (NUL, lone surrogates), and of nesting deeper than 64 levels → routes grouped by resource. Every answer carries hono's secure
+ * scope included) → tenant scope → refusal of a JSON body that is not UTF-8 and of what Postgres cannot store (NUL, lone surrogates), of nesting deeper than 64 levels, of a `__proto__` key and of a number a double does not hold → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
  * `no-store`, so no cache or proxy keeps a tenant's data. Every error is JSON

@@ -180,6 +180,33 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     }
   });
 
+  it('refuses a "__proto__" key anywhere in a JSON body with one 400, storing nothing (an object field took it as its prototype: config {"__proto__":{…},"b":2} was stored as {"b":2}, and the checks read the keys under it as the field\'s own)', async () => {
+    const before = await counts();
+    const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
+    const bodies: [string, string, string][] = [
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"__proto__":{"records_per_resource":5},"b":2}}'],
+      ['PATCH', `/connections/${connectionId}`, '{"config":{"b":{"c":[{"__proto__":null}]}}}'],
+      ['PATCH', `/connections/${connectionId}`, '{"credentials":{"__proto__":{"token":"never-echoed-token"}}}'],
+      ['POST', '/jobs/schedule', `{"pairId":"${connectionId}",${window},"payload":{"__proto__":{"resource_types":["items"]}}}`],
+      ['POST', `/tenants/${tenant}/api-keys`, '{"__proto__":{"scopes":["read"]}}'],
+    ];
+    for (const [method, path, body] of bodies) {
+      const answer = await send(method, path, body);
+      expect({ status: answer.status, body: answer.body }, body).toEqual({
+        status: 400,
+        body: { error: { code: 'invalid_request', message: 'body: must not contain the key "__proto__" (a JavaScript object takes it as its prototype, not as a key)' } },
+      });
+    }
+    expect(await counts()).toEqual(before);
+    const { rows } = await api.db.pool.query('select config, credentials from connections where id = $1', [connectionId]);
+    expect(rows[0]).toEqual({ config: {}, credentials: null });
+    // In a string it is text like any other.
+    const text = await send('PATCH', `/connections/${connectionId}`, '{"config":{"note":"__proto__","__proto":1}}');
+    expect(text.status, JSON.stringify(text.body)).toBe(200);
+    await api.db.pool.query(`update connections set config = '{}' where id = $1`, [connectionId]);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
   it('refuses a JSON body nested deeper than 64 levels with one 400 naming the rule, writing nothing (never a 500 from a stack overflow)', async () => {
     const before = await counts();
     const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
