@@ -68,6 +68,15 @@ export function apiAppWithoutTemporal(pool: Pool, taskQueue: string, overrides: 
 }
 
 /**
+ * The real API app on `pool` in front of the Temporal server `temporal` is a client of (no worker
+ * needed: workflows it starts wait), called in-process (`app.request`): for tests whose requests
+ * may reach Temporal.
+ */
+export function apiAppOnTemporal(pool: Pool, temporal: Client, taskQueue: string, overrides: Partial<ApiDeps> = {}): ReturnType<typeof createApp> {
+  return apiAppWithoutTemporal(pool, taskQueue, { temporal, ...overrides });
+}
+
+/**
  * The real API app on `pool` with no Temporal behind it (apiAppWithoutTemporal), listening on
  * 127.0.0.1, and the lines its logger wrote, parsed: for tests that call it over HTTP.
  */
