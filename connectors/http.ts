@@ -951,17 +951,23 @@ export const httpConnector: Connector = {
   },
 
   credentialsProblem(credentials, config) {
-    // A kind the platform turns into a token (the connector then sees `{token}`); others as given.
-    if (credentials.kind === 'oauth2_client_credentials') return clientCredentialsProblem(credentials);
-    if ('kind' in credentials) return "kind: must be 'oauth2_client_credentials', or left out";
-    // Given as they are: what the config's auth sends must be there (a config this connector
-    // refuses is refused for itself).
-    if (!config) return null;
-    let auth: HttpConfig['auth'];
+    const clientCredentials = credentials.kind === 'oauth2_client_credentials';
+    if ('kind' in credentials && !clientCredentials) return "kind: must be 'oauth2_client_credentials', or left out";
+    const problem = clientCredentials ? clientCredentialsProblem(credentials) : null;
+    if (problem) return problem;
+    // What the config's auth sends must be there (a config this connector refuses is refused for itself).
+    let auth: HttpConfig['auth'] | null = null;
     try {
-      auth = parseHttpConfig(config).auth;
+      auth = config ? parseHttpConfig(config).auth : null;
     } catch {
-      return null;
+      auth = null;
+    }
+    if (!auth) return null;
+    // A kind the platform turns into a token (the connector then sees `{token}`); others as given.
+    if (clientCredentials) {
+      return AUTH_KEYS[auth.type].keys.some((key) => key !== 'token')
+        ? `kind: a client credentials grant gives a token, which auth type '${auth.type}' does not send (bearer, header or query send it)`
+        : null;
     }
     return authCredentialsProblem(auth, credentials);
   },

@@ -180,6 +180,32 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     }
   });
 
+  it("refuses OAuth 2 client credentials for an http connection whose auth is basic with one 400, storing nothing (the grant's token was stored, and every sync failed for good: basic auth sends a username and password)", async () => {
+    const basic = { base_url: 'http://127.0.0.1:1', auth: { type: 'basic' }, resources: { items: { path: '/items', id: 'id' } } };
+    const client = { kind: 'oauth2_client_credentials', token_url: 'http://127.0.0.1:1/token', client_id: 'reader', client_secret: 'never-echoed-secret' };
+    const { rows: [row] } = await api.db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config) values ($1, 'http', 'http-basic-cc', 'paused', $2) returning id`,
+      [tenant, JSON.stringify(basic)],
+    );
+    const id = row!.id;
+    const stored = async () => (await api.db.pool.query('select config, credentials from connections where id = $1', [id])).rows[0];
+    const before = { counts: await counts(), row: await stored() };
+    const rule = "credentials.kind: a client credentials grant gives a token, which auth type 'basic' does not send (bearer, header or query send it)";
+    for (const [method, path, body] of [
+      ['PATCH', `/connections/${id}`, { credentials: client }],
+      ['PATCH', `/connections/${id}`, { config: { ...basic, base_url: 'http://127.0.0.1:2' }, credentials: client }],
+      ['POST', '/connections', { tenant_id: tenant, app_key: 'http-basic-cc-new', provider: 'http', status: 'paused', config: basic, credentials: client }],
+    ] as const) {
+      const answer = await send(method, path, JSON.stringify(body));
+      expect({ status: answer.status, body: answer.body }, JSON.stringify(body)).toEqual({ status: 400, body: { error: { code: 'invalid_request', message: rule } } });
+    }
+    expect({ counts: await counts(), row: await stored() }).toEqual(before);
+    // With an auth that sends a token, they pass.
+    const bearer = await send('PATCH', `/connections/${id}`, JSON.stringify({ config: { ...basic, auth: { type: 'bearer' } }, credentials: client }));
+    expect(bearer.status, JSON.stringify(bearer.body)).toBe(200);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
   it('refuses a "__proto__" key anywhere in a JSON body with one 400, storing nothing (an object field took it as its prototype: config {"__proto__":{…},"b":2} was stored as {"b":2}, and the checks read the keys under it as the field\'s own)', async () => {
     const before = await counts();
     const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';
