@@ -23,6 +23,7 @@ import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provi
 import { countOAuthApps, lockTenant } from '../db/models/tenant-limits';
 import { DEFAULT_TENANT_MAX_OAUTH_STATES, fitsUnder, OAUTH_STATES_LIMIT_NAME, oauthStateRetryAfterSeconds } from '../policy/tenant-limits';
 import { refuseWhilePurging } from './connections';
+import { tokenProblem } from './provider-configs';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 import { lockedLimits, overLimit } from './tenant-limits';
@@ -208,7 +209,9 @@ export interface AuthorizationStart {
 
 /**
  * Starts the connect flow of connection `connectionId` with app `appId` (of the connection's
- * tenant). A `redirectUri`, when given, must equal the app's registered one exactly. A tenant holds
+ * tenant); a connection whose config sends no token (an http connection's basic auth) is refused
+ * (`invalid_connection_config`), as the grant would never be sent. A `redirectUri`, when given,
+ * must equal the app's registered one exactly. A tenant holds
  * at most `oauthStatesPerTenant` flows under way (states neither used nor expired): one more is
  * refused, 429 `tenant_limit` naming `max_oauth_states`, with the seconds until the tenant's oldest
  * state expires. A tenant at its limit is refused after one statement, before the tenant's lock
@@ -224,6 +227,9 @@ export async function startAuthorization(
   const connection = await connections.findConnection(deps.pool, connectionId);
   if (!connection) throw notFound('no connection with that id');
   if (connection.status === 'disabled') throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
+  // A grant whose token the connection's config never sends would be stored, and every sync fail for good.
+  const unsent = tokenProblem(connection.provider_slug, connection.config ?? {});
+  if (unsent) throw new CommandRefused('conflict', 'invalid_connection_config', `the connection's config sends no token an OAuth 2 grant could give: ${unsent}`);
   const { row, client } = await clientOf(deps, request.appId);
   // Another tenant's app is as good as missing.
   if (row.tenant_id !== connection.tenant_id) throw notFound('no OAuth app with that id');

@@ -116,6 +116,12 @@ export function credentialBinding(provider: string, config: Record<string, unkno
   return JSON.stringify([origin, use]);
 }
 
+/** What keeps a token the platform obtains (an OAuth 2 grant) from being sent with `provider`'s `config`, or null. */
+export function tokenProblem(provider: string, config: Record<string, unknown>): string | null {
+  if (!connectorSlugs().includes(provider)) return null;
+  return getConnector(provider).tokenProblem?.(config) ?? null;
+}
+
 /**
  * What `provider`'s connector finds wrong with `credentials` (`key: problem`, never the value),
  * with the connection's `config` when given also what it would not send of them, or null.

@@ -972,6 +972,16 @@ export const httpConnector: Connector = {
     return authCredentialsProblem(auth, credentials);
   },
 
+  tokenProblem(config) {
+    let auth: HttpConfig['auth'];
+    try {
+      auth = parseHttpConfig(config).auth;
+    } catch {
+      return null;
+    }
+    return AUTH_KEYS[auth.type].keys.some((key) => key !== 'token') ? `auth type '${auth.type}' sends a username and password (bearer, header or query send a token)` : null;
+  },
+
   listing(config, resourceType) {
     return listingOf(parseHttpConfig(config), resourceType);
   },

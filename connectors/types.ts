@@ -182,6 +182,12 @@ export interface Connector {
    */
   credentialUse?(config: Record<string, unknown>): string;
   /**
+   * What keeps a token the platform obtains for a connection (an OAuth 2 grant) from being sent
+   * with `config` (an auth that sends a username and password), or null; none for a config this
+   * connector refuses (refused for itself).
+   */
+  tokenProblem?(config: Record<string, unknown>): string | null;
+  /**
    * What is wrong with `credentials` (e.g. a token of the wrong shape, naming its key, never its
    * value), or null; with the connection's `config`, also what it would not send of them.
    */

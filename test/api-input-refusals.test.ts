@@ -206,6 +206,32 @@ describe('input the database cannot take (real API app, real Postgres)', () => {
     expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
   });
 
+  it("refuses the connect flow of an http connection whose auth is basic with one 409 naming why, storing no state (the grant's token was stored, and every sync failed for good: basic auth sends a username and password)", async () => {
+    const basic = { base_url: 'http://127.0.0.1:1', auth: { type: 'basic' }, resources: { items: { path: '/items', id: 'id' } } };
+    const { rows: [row] } = await api.db.pool.query<{ id: string }>(
+      `insert into connections (tenant_id, provider_slug, app_key, status, config) values ($1, 'http', 'http-basic-flow', 'paused', $2) returning id`,
+      [tenant, JSON.stringify(basic)],
+    );
+    const app = await send('POST', '/oauth-apps', JSON.stringify({
+      tenant_id: tenant, name: 'basic-flow', client_id: 'client', client_secret: 'never-echoed-secret',
+      authorize_url: 'https://github.com/login/oauth/authorize', token_url: 'https://github.com/login/oauth/access_token', redirect_uri: 'https://synctide.example/oauth/callback',
+    }));
+    expect(app.status, JSON.stringify(app.body)).toBe(201);
+    const states = async () => (await api.db.pool.query<{ n: number }>('select count(*)::int as n from oauth_states')).rows[0]!.n;
+    const before = await states();
+    const answer = await send('POST', `/connections/${row!.id}/oauth/authorize`, JSON.stringify({ oauth_app_id: app.body.id }));
+    expect({ status: answer.status, body: answer.body }).toEqual({
+      status: 409,
+      body: { error: { code: 'invalid_connection_config', message: "the connection's config sends no token an OAuth 2 grant could give: auth type 'basic' sends a username and password (bearer, header or query send a token)" } },
+    });
+    expect(await states()).toBe(before);
+    // With an auth that sends a token, the flow starts.
+    await api.db.pool.query('update connections set config = $2 where id = $1', [row!.id, JSON.stringify({ ...basic, auth: { type: 'bearer' } })]);
+    const bearer = await send('POST', `/connections/${row!.id}/oauth/authorize`, JSON.stringify({ oauth_app_id: app.body.id }));
+    expect(bearer.status, JSON.stringify(bearer.body)).toBe(200);
+    expect(logs.lines.filter((line) => line.msg === 'request error')).toEqual([]);
+  });
+
   it('refuses a "__proto__" key anywhere in a JSON body with one 400, storing nothing (an object field took it as its prototype: config {"__proto__":{…},"b":2} was stored as {"b":2}, and the checks read the keys under it as the field\'s own)', async () => {
     const before = await counts();
     const window = '"window":{"start":"2025-01-01T00:00:00Z","end":"2025-01-02T00:00:00Z"}';

@@ -71,7 +71,7 @@ const authorize = createRoute({
   description: "Answers the URL to send the person to: the provider's authorization endpoint with PKCE (S256) and a single-use state bound to the tenant, the connection and the app, valid for 10 minutes. A redirect_uri, when given, must equal the app's registered one exactly. A tenant holds at most TENANT_MAX_OAUTH_STATES flows under way (states neither used by a callback nor expired); one more answers 429 `tenant_limit` (`max_oauth_states`) with Retry-After until its oldest state expires.",
   request: { params: IdParams, body: jsonBody(AuthorizeBody) },
   responses: {
-    200: jsonAnswer(AuthorizationSchema, 'Where to send the person'), ...bodyErrorResponses, 404: notFound, 409: conflict('The connection is disabled', 'connection_disabled'),
+    200: jsonAnswer(AuthorizationSchema, 'Where to send the person'), ...bodyErrorResponses, 404: notFound, 409: conflict("The connection is disabled (`connection_disabled`), or its config sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth)", 'connection_disabled', 'invalid_connection_config'),
     429: { ...errorAnswer("This API key exceeded its request rate, or the tenant holds its limit of connect flows under way (`tenant_limit`, `max_oauth_states`: TENANT_MAX_OAUTH_STATES states neither used nor expired, with `limit`, `value` and `retry_after_seconds`, until the tenant's oldest state expires); retry after `Retry-After` seconds", 'rate_limited', 'tenant_limit'), headers: retryAfter('Seconds until a request may succeed') },
   },
 });

@@ -6359,7 +6359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is disabled */
+            /** @description The connection is disabled (`connection_disabled`), or its config sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth) */
             409: {
                 headers: {
                     [name: string]: unknown;
