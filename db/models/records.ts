@@ -404,6 +404,11 @@ export async function confirmFetched(
  * The deletion step of a full pass: turns deletion candidates (as `listDeletionCandidates`
  * defines them) into tombstones (`deleted_at`, a new `change_seq`, data kept), under the
  * change-feed lock: every candidate but the `except` ids, or with `only`, just those of them.
+ * `deleted_at` is the database's clock (the transaction's start, `now()`), never the caller's: a
+ * page's fetch time is the database's clock too (`fetchTime`), and a page fetched before the
+ * tombstone must read as older than it (see `upsertRecords`); a worker clock behind the database's
+ * would date the tombstone before such a page, which would then undo it. The transaction starts
+ * after the pass's re-checks were fetched, so a page fetched after it began is later news.
  * A tombstone's `synced_at` is `at` or the record's own, whichever is later: as for every write, it
  * never moves back (the record's last write may come from a worker whose clock runs ahead), so a
  * reader filtering by `modified_after` past that write still sees the deletion.
@@ -419,7 +424,7 @@ export async function tombstoneUnseenRecords(
   const except = 'except' in which ? [...which.except] : [];
   if (only !== null && only.length === 0) return 0;
   const { rowCount } = await tx.query(
-    `update records r set deleted_at = $5, synced_at = greatest(r.synced_at, $5), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+    `update records r set deleted_at = now(), synced_at = greatest(r.synced_at, $5), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
       where ${CANDIDATES}
         and ($6::text[] is null or r.external_id = any($6::text[]))
         and r.external_id <> all($7::text[])`,
