@@ -1096,7 +1096,11 @@ export const httpConnector: Connector = {
       const answer = await get(cfg, auth, pageUrl, what, { signal, policy, budget });
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
       const body = jsonOf(answer, what);
-      const items = readPath(body, resource.records);
+      // `null` there is an empty list: a provider written in Go marshals one (a nil slice) so.
+      // Absent stays a failure: a path that names nothing is more likely the config's mistake,
+      // and read as empty it would have a full pass tombstone every record.
+      const found = readPath(body, resource.records);
+      const items = found === null ? [] : found;
       if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
       const records: ConnectorRecord[] = [];
       items.forEach((item, index) => {
