@@ -23,7 +23,8 @@
 // page, a log line or an error. A next URL goes into the token as the provider wrote it, less the
 // parameters that carry a secret (withoutSecrets).
 //
-// Page numbers and offsets end at the first EMPTY page, never at a short one: providers cap the
+// Links, next URLs and cursors end when absent, and at a page with no records whose next URL is
+// its own (a tail position given back). Page numbers and offsets end at the first EMPTY page, never at a short one: providers cap the
 // page size silently (per_page at most 100, say), so a page with fewer records than asked for may
 // still be followed by more. Offsets step by the records a page actually served. A short page
 // costs one more request in the same fetch (the next position, asked for at once): empty, it is
@@ -1151,6 +1152,11 @@ export const httpConnector: Connector = {
       return { records, nextPageToken: encodeToken({ ...nextToken, listing }), ...held, ...(unsettled !== undefined && { retryLater: unsettled }) };
     }
     const next = nextUrl(cfg, pagination, url, answer.url, answer.headers, body, auth, redact);
-    return { records, nextPageToken: next === null ? null : encodeToken({ url: next, listing }) };
+    // A page with no records whose next page is itself is the listing's end: a provider whose every
+    // page names the position after its last record (the tail, to poll from later) gives an empty
+    // page's own position back. Followed, it would serve that same page again. A page with records
+    // pointing at itself still goes on, for the paging loop's guard to refuse.
+    if (next === null || (items.length === 0 && next === url)) return { records, nextPageToken: null };
+    return { records, nextPageToken: encodeToken({ url: next, listing }) };
   },
 };

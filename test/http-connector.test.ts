@@ -109,10 +109,11 @@ function startFakeProvider() {
         return send(items.slice(0, SIZE), { link: `<items/${'s'.repeat(12 * 1024)}>; rel="next"` });
       }
       case 'long-cycle': {
-        // A Link to a same-origin URL of 12 KiB (under the next URL limit), which links to itself.
+        // A Link to a same-origin URL of 12 KiB (under the next URL limit), which serves records
+        // and links to itself (an empty page linking to itself is the listing's end, no loop).
         const next = new URL('/long-cycle/items', origin);
         next.searchParams.set('pad', 'p'.repeat(12 * 1024));
-        return send(url.searchParams.has('pad') ? [] : items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
+        return send(url.searchParams.has('pad') ? items.slice(SIZE, 2 * SIZE) : items.slice(0, SIZE), { link: `<${next.href}>; rel="next"` });
       }
       case 'shout': {
         // Echoes each query parameter into its Link URL with its name upper-cased (API_KEY).
@@ -449,8 +450,9 @@ describe('http connector: secrets in errors and page tokens', () => {
       const padding = 'p'.repeat(493 - `${self.url}/loop/`.length - 1);
       const next = `${self.url}/loop/${padding}/${SHORT}/items`;
       expect(next.indexOf(SHORT)).toBe(493);
+      // The loop page serves records (an empty page linking to itself is the listing's end, no loop).
       const first = !req.url!.startsWith('/loop/');
-      res.writeHead(200, { 'content-type': 'application/json', link: `<${next}>; rel="next"` }).end(JSON.stringify(first ? ITEMS.slice(0, 2) : []));
+      res.writeHead(200, { 'content-type': 'application/json', link: `<${next}>; rel="next"` }).end(JSON.stringify(first ? ITEMS.slice(0, 2) : ITEMS.slice(2, 4)));
     });
     try {
       const cfg = { ...config('link', { type: 'link_header' }), base_url: provider.url };
