@@ -1011,8 +1011,8 @@ export const httpConnector: Connector = {
 
   /**
    * Looks up the deletion candidates of a full pass one by one at the resource's `item.path`: an
-   * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out, or
-   * that names another id; so is an id without the resource's `id_prefix`, with no request). An id
+   * answer is alive, 404 or 410 is gone (so is an answer that `exclude_when_present` leaves out,
+   * that holds null at `item.record`, or that names another id; so is an id without the resource's `id_prefix`, with no request). An id
    * `.` or `..` (after the prefix), which no URL path can carry, is neither, with no request.
    * Without `item`, nothing can be looked up: a consistent listing's word stands (every id is
    * reported gone, with no request), and otherwise only ids without the prefix are. (A pass
@@ -1053,7 +1053,15 @@ export const httpConnector: Connector = {
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
       const body = jsonOf(answer, what);
-      const record = recordOf(readPath(body, resource.item.record), resource, `${what}: the record at '${resource.item.record}'`);
+      const found = readPath(body, resource.item.record);
+      // Null where the record would be names no record (`{"data": null}`, as GraphQL APIs and many
+      // JSON wrappers answer a missing one): gone. Absent still fails: a path that names nothing is
+      // more likely the config's mistake, and read as gone it would tombstone live records.
+      if (found === null) {
+        gone.push(externalId);
+        continue;
+      }
+      const record = recordOf(found, resource, `${what}: the record at '${resource.item.record}'`);
       if (record === null || record.externalId !== externalId) gone.push(externalId);
       else alive.push(record);
     }
