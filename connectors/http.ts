@@ -7,8 +7,8 @@
 //
 // Every request goes through the connectors' one HTTP path (`providerGet`): the shared rate budget
 // applies, and failures map to the typed errors as for GitHub (401/403 → Permanent unless they
-// carry rate-limit signals; 429 → RateLimited; 5xx, 408, network errors, unreadable JSON →
-// Transient; other 4xx → Permanent).
+// carry rate-limit signals; 429, and 503 with Retry-After → RateLimited; other 5xx, 408, network
+// errors, unreadable JSON → Transient; other 4xx → Permanent).
 //
 // The page token is base64url JSON { url, read?, listing }: the exact next URL, whatever the
 // pagination style, for page numbers and offsets which read of the listing it belongs to (see
@@ -839,6 +839,12 @@ function errorFor(status: number, headers: Headers, text: string, what: string, 
   const untilReset = stated.reset === null ? undefined : Math.max(0, Math.ceil('at' in stated.reset ? (stated.reset.at.getTime() - now) / 1000 : stated.reset.inSeconds));
   if (status === 429 || (status === 403 && (retryAfter !== undefined || stated.remaining === 0))) {
     return new RateLimited(`http connector: rate limited on ${what} (${status})${detail}`, retryAfter ?? untilReset ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS);
+  }
+  // A 503 with Retry-After: the provider says when it expects to be back (RFC 9110), a maintenance
+  // window, say. Waited for as a rate limit (durably, by the job), not retried within seconds as a
+  // transient failure, which would meet the same 503, fail the job and count toward its breaker.
+  if (status === 503 && retryAfter !== undefined) {
+    return new RateLimited(`http connector: the provider is unavailable for ${what} (503, asked to retry after ${retryAfter} s)${detail}`, retryAfter);
   }
   if (status === 401) return new Unauthorized(`http connector: the provider rejected the credentials for ${what} (${status})${detail}`);
   if (status === 403) return new Permanent(`http connector: the provider rejected the credentials for ${what} (${status})${detail}`);
