@@ -412,13 +412,19 @@ function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']
 }
 
 /**
+ * Text that is an epoch number (providers sending every number as a string): at least 9 digits
+ * (epoch seconds from 1973 on), so no ISO basic date (`20240101`) or year reads as one.
+ */
+const EPOCH_TEXT = /^\d{9,}(?:\.\d+)?$/;
+
+/**
  * A change time as the platform stores it (`storableChangeTime`): strings as given when RFC 3339
- * names a real time, else as the instant they parse to; numbers as epoch seconds (< 1e11) or
- * milliseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
+ * names a real time, else as the instant they parse to; numbers, and text of one (EPOCH_TEXT), as
+ * epoch seconds (< 1e11) or milliseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
  */
 function changeTime(given: unknown): string | null {
-  if (typeof given === 'string') return storableChangeTime(given);
-  const value = given instanceof JsonNumber ? Number(given.text) : given;
+  if (typeof given === 'string' && !EPOCH_TEXT.test(given)) return storableChangeTime(given);
+  const value = given instanceof JsonNumber || typeof given === 'string' ? Number(given instanceof JsonNumber ? given.text : given) : given;
   if (typeof value !== 'number' || !Number.isFinite(value)) return null;
   const instant = new Date(value < 1e11 ? value * 1000 : value);
   return Number.isNaN(instant.getTime()) ? null : storableChangeTime(instant.toISOString());
