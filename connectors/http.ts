@@ -420,13 +420,24 @@ const EPOCH_TEXT = /^\d{9,}(?:\.\d+)?$/;
 /**
  * A change time as the platform stores it (`storableChangeTime`): strings as given when RFC 3339
  * names a real time, else as the instant they parse to; numbers, and text of one (EPOCH_TEXT), as
- * epoch seconds (< 1e11) or milliseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
+ * epoch seconds (< 1e11), milliseconds (< 1e14, year 5138), microseconds (< 1e17) or nanoseconds. Null when there is none, or it lies outside years 1-9999 (Postgres could not take it).
  */
 function changeTime(given: unknown): string | null {
   if (typeof given === 'string' && !EPOCH_TEXT.test(given)) return storableChangeTime(given);
-  const value = given instanceof JsonNumber || typeof given === 'string' ? Number(given instanceof JsonNumber ? given.text : given) : given;
-  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
-  const instant = new Date(value < 1e11 ? value * 1000 : value);
+  const text = given instanceof JsonNumber ? given.text : typeof given === 'string' ? given : typeof given === 'number' ? String(given) : null;
+  const value = text === null ? Number.NaN : Number(text);
+  if (!Number.isFinite(value)) return null;
+  if (value >= 1e14) {
+    // Microseconds, or nanoseconds from 1e17: to the microsecond (Postgres's resolution) when
+    // given as an integer, whose digits say it past 2^53 too.
+    const digits = /^\d+$/.test(text!) ? (value >= 1e17 ? text!.slice(0, -3) : text!) : null;
+    if (digits !== null && digits.length > 6) {
+      const seconds = new Date(Number(digits.slice(0, -6)) * 1000);
+      return Number.isNaN(seconds.getTime()) ? null : storableChangeTime(seconds.toISOString().replace(/\.\d{3}Z$/, `.${digits.slice(-6)}Z`));
+    }
+  }
+  const ms = value < 1e11 ? value * 1000 : value < 1e14 ? value : value < 1e17 ? value / 1000 : value / 1e6;
+  const instant = new Date(ms);
   return Number.isNaN(instant.getTime()) ? null : storableChangeTime(instant.toISOString());
 }
 

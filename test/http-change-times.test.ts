@@ -37,8 +37,8 @@ describe('http connector: change times Postgres would read otherwise, or not at 
     const items = [
       { id: 'impossible-day', updated_at: '2023-02-29T10:00:00Z' }, // JavaScript: 1 March
       { id: 'far-offset', updated_at: '2024-01-05T10:00:00+20:00' }, // Postgres: displacement out of range
-      { id: 'past-9999', updated_at: 1e15 }, // epoch milliseconds in the year 33658
-      { id: 'beyond-dates', updated_at: 1e17 }, // no date at all
+      { id: 'past-9999', updated_at: 1e21 }, // epoch nanoseconds in the year 33658
+      { id: 'beyond-dates', updated_at: 1e30 }, // no date at all
       { id: 'micros', updated_at: '2024-01-05T10:00:00.123456Z' }, // kept as given, to the microsecond
       { id: 'plain', updated_at: '2024-01-05T10:00:00Z' },
     ];
