@@ -483,6 +483,9 @@ function nextUrl(cfg: HttpConfig, pagination: Pagination, url: string, answered:
       if (typeof cursor !== 'string' && typeof cursor !== 'number' && !(cursor instanceof JsonNumber)) {
         throw new Permanent(`http connector: the cursor at '${pagination.path}' is not a string or number`);
       }
+      // A cursor 0 is the end (Twitter's `next_cursor: 0`, SCAN-style cursors): as the position
+      // after a page it can only be where the listing starts, whose pages would come round again.
+      if ((typeof cursor === 'string' ? cursor : numberValueText(cursor)) === '0') return null;
       const next = new URL(url);
       // A numeric cursor by its value's digits (`numberValueText`): an int64 position past 2^53 is
       // sent back as it came, and one value is one position however it is spelled (`2.0` is `2`).
