@@ -314,6 +314,17 @@ export function readPath(value: unknown, path: string): unknown {
   return at;
 }
 
+/** Whether the value at `path` in `value`, or at a step on the way to it, is null. */
+function nullOnPath(value: unknown, path: string): boolean {
+  if (value === null) return true;
+  let prefix = '$';
+  for (const [step] of path.replace(/^\$\.?/, '').matchAll(PATH_STEP)) {
+    prefix += step.startsWith('[') || step.startsWith('.') ? step : `.${step}`;
+    if (readPath(value, prefix) === null) return true;
+  }
+  return false;
+}
+
 /**
  * Where a read of a listing paged by position stands: its number (from 1), the URL it began at,
  * the digest of the previous complete read (null after the first), the running digest of this one,
@@ -1131,11 +1142,11 @@ export const httpConnector: Connector = {
       const answer = await get(cfg, auth, pageUrl, what, { signal, policy, budget });
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
       const body = jsonOf(answer, what);
-      // `null` there is an empty list: a provider written in Go marshals one (a nil slice) so.
-      // Absent stays a failure: a path that names nothing is more likely the config's mistake,
-      // and read as empty it would have a full pass tombstone every record.
-      const found = readPath(body, resource.records);
-      const items = found === null ? [] : found;
+      // `null` there, or where an object on the way would be (`{"data": null}` for `data.items`), is
+      // an empty list: a provider written in Go marshals one (a nil slice or pointer) so. Absent
+      // stays a failure: a path that names nothing is more likely the config's mistake, and read as
+      // empty it would have a full pass tombstone every record.
+      const items = nullOnPath(body, resource.records) ? [] : readPath(body, resource.records);
       if (!Array.isArray(items)) throw new Permanent(`http connector: ${what}: no array of records at '${resource.records}'`);
       const records: ConnectorRecord[] = [];
       items.forEach((item, index) => {

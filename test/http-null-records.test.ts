@@ -58,4 +58,24 @@ describe('http connector: a page whose records are null (a Go provider\'s empty 
     expect(emptied.result).toMatchObject({ status: 'completed' });
     expect(await live()).toEqual([]);
   });
+
+  it('nested: null where the path\'s parent would be (`{"data": null}` for `data.items`) is a page with no records too', async () => {
+    const items = [{ id: 'a', updated_at: at(1) }, { id: 'b', updated_at: at(2) }, { id: 'c', updated_at: at(3) }];
+    const fake = await serve((req, res) => {
+      const offset = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('offset') ?? 0);
+      const page = items.slice(offset, offset + 2);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ data: page.length === 0 ? null : { items: page } }));
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, pagination: { type: 'offset', limit: 2 }, resources: { items: { path: '/items', records: 'data.items', id: 'id', updated_at: 'updated_at' } } },
+      'null-records-nested',
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    const { result } = await runPass(deps, connectionId, 'items', 'full');
+    expect(result).toMatchObject({ status: 'completed' });
+    const live = [...(await storedRecords(db.pool, connectionId, 'items')).values()].filter((r) => r.deleted_at === null).map((r) => r.external_id).sort();
+    expect(live).toEqual(['a', 'b', 'c']);
+  });
 });
