@@ -159,7 +159,7 @@ const paginationSchema = z.discriminatedUnion(
     z.strictObject({ type: z.literal('next_url'), path: jsonPath('the next URL'), stable: stableLinks })
       .meta({ description: 'A next URL (absolute or relative) in the body; absent or null ends' }),
     z.strictObject({ type: z.literal('cursor'), path: jsonPath('the next cursor'), param: paramName, stable: stableLinks })
-      .meta({ description: 'A cursor in the body, sent back as query parameter `param`; absent, null or empty ends' }),
+      .meta({ description: 'A cursor in the body, sent back as query parameter `param`; absent, null, empty or 0 ends (so does a page with no records whose next URL is its own)' }),
     z.strictObject({
       type: z.literal('page_number'), param: paramName.default('page'), start: z.number().int().min(0).default(1), size_param: paramName.optional(), size: positiveInt().optional(),
       max_reads: maxReads,
@@ -181,7 +181,7 @@ const resourceSchema = z.strictObject({
   records: jsonPath('the array of records').default('$'),
   id: jsonPath("a record's id"),
   id_prefix: z.string().max(200).optional().meta({ description: 'Put before each id (e.g. to match the ids of another connector)' }),
-  updated_at: jsonPath("a record's change time").optional().meta({ description: "A JSON path to a record's change time (ISO 8601, or epoch seconds/milliseconds as a number); paths as `id`'s" }),
+  updated_at: jsonPath("a record's change time").optional().meta({ description: "A JSON path to a record's change time (ISO 8601, or epoch seconds, milliseconds, microseconds or nanoseconds as a number or as text of at least 9 digits); paths as `id`'s" }),
   since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
   exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: "Records with a value (not null) at any of these fields (JSON paths, as `id`'s) are left out" }),
   order: z
@@ -205,7 +205,7 @@ const resourceSchema = z.strictObject({
     .meta({
       description:
         "One record by id, e.g. {\"path\": \"/v1/customers/{id}\", \"record\": \"data\"} ({id}: its id without id_prefix). A full sync looks up " +
-        'the records it did not see (at most 100) before deleting them: 404 or 410 is gone, an answer keeps the record. Lets a listing that is ' +
+        'the records it did not see (at most 100) before deleting them: 404 or 410 is gone, as is an answer with null at `record`; an answer with the record keeps it. Lets a listing that is ' +
         'not consistent (stable: false, max_reads: 1) delete what is confirmed gone.',
     }),
 });

@@ -1177,7 +1177,7 @@ export interface components {
                         id: string;
                         /** @description Put before each id (e.g. to match the ids of another connector) */
                         id_prefix?: string;
-                        /** @description A JSON path to a record's change time (ISO 8601, or epoch seconds/milliseconds as a number); paths as `id`'s */
+                        /** @description A JSON path to a record's change time (ISO 8601, or epoch seconds, milliseconds, microseconds or nanoseconds as a number or as text of at least 9 digits); paths as `id`'s */
                         updated_at?: string;
                         /** @description How an incremental fetch asks for records changed at or after its cursor */
                         since?: {
@@ -1257,7 +1257,7 @@ export interface components {
                              */
                             max_reads?: number;
                         };
-                        /** @description One record by id, e.g. {"path": "/v1/customers/{id}", "record": "data"} ({id}: its id without id_prefix). A full sync looks up the records it did not see (at most 100) before deleting them: 404 or 410 is gone, an answer keeps the record. Lets a listing that is not consistent (stable: false, max_reads: 1) delete what is confirmed gone. */
+                        /** @description One record by id, e.g. {"path": "/v1/customers/{id}", "record": "data"} ({id}: its id without id_prefix). A full sync looks up the records it did not see (at most 100) before deleting them: 404 or 410 is gone, as is an answer with null at `record`; an answer with the record keeps it. Lets a listing that is not consistent (stable: false, max_reads: 1) delete what is confirmed gone. */
                         item?: {
                             path: string;
                             /**
