@@ -133,7 +133,8 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
     await pMap(replanUnheard, (row) => resendSignal(deps, 'replanned', row, result), { concurrency: CONCURRENCY });
     await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
     await reconcileDeliveries(deps, input.at, running, result);
-    // Those the listing shows running are left out by the statement (as deliveries are), not after its limit.
+    // Those the listing shows running are left out by the statement (as deliveries are), not after its
+    // limit; the rest are taken each tenant's oldest in turn, as deliveries are.
     const livePurges = running ? [...running].flatMap((id) => purgeIdOf(id) ?? []) : [];
     for (const purge of await findOpenPurgesCreatedBefore(pool, new Date(input.at - JOB_GRACE_MS), livePurges, DELIVERIES_PER_TICK)) {
       // Started "use existing": a workflow the listing missed (or, without a listing, any) is merely found running.

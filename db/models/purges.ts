@@ -177,16 +177,20 @@ export async function deleteConnectionRow(db: Queryable, connectionId: string): 
  * Open purges (`pending`: their workflow may never have started, or it waits for a place of its
  * tenant's running-jobs limit; `running`: it may have ended before it completed, terminated or
  * lost with its server) created before `before` and not among `running` (those whose workflow is
- * known to run), oldest first: the reconcile tick starts the workflow of each. Those known to run
- * are left out by the statement, not after its limit: a tenant deleting many connections has
- * many purges waiting for a place with their workflows running, and a lost one behind them must
- * still be found.
+ * known to run), at most `limit`, each tenant's oldest in turn (every tenant's oldest, then every
+ * tenant's second oldest, …, oldest first within a turn), so one tenant's backlog (many deletions
+ * while Temporal was away) does not hold another tenant's purges back for as many ticks as it
+ * takes to start it: the reconcile tick starts the workflow of each. Those known to run are left
+ * out by the statement, not after its limit: a tenant deleting many connections has many purges
+ * waiting for a place with their workflows running, and a lost one behind them must still be found.
  */
 export async function findOpenPurgesCreatedBefore(db: Queryable, before: Date, running: string[], limit: number): Promise<{ id: string; connection_id: string }[]> {
   const { rows } = await db.query<{ id: string; connection_id: string }>(
-    `select id, connection_id from connection_purges
-      where status <> ${PURGE.completed} and created_at < $1 and not (id = any ($2::uuid[]))
-      order by created_at limit $3`,
+    `select id, connection_id from (
+       select id, connection_id, created_at, row_number() over (partition by tenant_id order by created_at, id) as turn
+         from connection_purges
+        where status <> ${PURGE.completed} and created_at < $1 and not (id = any ($2::uuid[]))) open
+      order by open.turn, open.created_at, open.id limit $3`,
     [before, running, limit],
   );
   return rows;
