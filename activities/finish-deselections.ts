@@ -2,9 +2,9 @@ import type { PoolClient } from 'pg';
 import { connectorSlugs, getConnector } from '../connectors/registry';
 import { reselected } from '../connectors/selection';
 import { lockConfigForShare } from '../db/models/connections';
-import { findOpenPurgeLocked } from '../db/models/purges';
+import { findOpenPurgeLocked, findOpenPurgeLockedNoWait } from '../db/models/purges';
 import { advanceDeselection, findDeselectionsToFinish, forgetDeselections, lockDeselection, type DeselectionToFinish, type DeselectionTurnsStart } from '../db/models/deselections';
-import { DESELECTION_BATCH, lockChangeFeed, tombstoneDeselectedBatch } from '../db/models/records';
+import { DESELECTION_BATCH, lockChangeFeed, tombstoneDeselectedBatch, tryLockChangeFeed } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import type { ActivityDeps } from './deps';
 
@@ -43,7 +43,11 @@ export interface DeselectionProgress {
  * which moves on by a tick's batches each tick, so ticks run by fresh processes rotate too. A batch
  * takes the connection's purge lock shared, its change-feed lock (the order of a config change; a
  * page's store takes the feed lock first too), then the deselection's row: one that a later config
- * change forgot (it selected the unit again) or that another tick finished is left alone. It
+ * change forgot (it selected the unit again) or that another tick finished is left alone. The
+ * tick waits for no tenant's locks while another batch can run: a batch whose connection's purge
+ * or feed lock another transaction holds (a long page store, a config change, a deletion being
+ * recorded) is passed by for that round, the tenant's turn going to its next unit, and only a
+ * round in which every unit left was passed by waits for their locks, one after another. A batch
  * reads the config under a share lock and tombstones only records the config does not select now,
  * from where the last batch stopped; a batch that visits fewer than its limit has reached the end
  * and deletes the row. Only connections of providers this worker knows (the others' records
@@ -64,11 +68,12 @@ export async function finishDeselections(
   while (progress.batches < batches) {
     const pending = await findDeselectionsToFinish(deps.pool, connectorSlugs(), batches - progress.batches, start());
     if (pending.length === 0) break;
-    await takeTurns(pending, async (unit) => {
+    await takeTurns(pending, async (unit, wait) => {
       if (progress.batches >= batches) return 'spent';
+      const step = await withTransaction(deps.pool, (tx) => finishBatch(tx, unit, wait));
+      if (step.state === 'busy') return 'busy';
       progress.batches += 1;
       lastServed.set(deps.pool, unit.tenantId);
-      const step = await withTransaction(deps.pool, (tx) => finishBatch(tx, unit));
       progress.tombstoned += step.tombstoned;
       if (step.state === 'finished') progress.finished += 1;
       return step.state;
@@ -82,35 +87,54 @@ export async function finishDeselections(
  * Runs `batch` over `units` (listed in turns of tenants, as findDeselectionsToFinish lists them)
  * in rounds: each round gives every tenant one batch, of its oldest unit not yet done (one that
  * answered `finished` or `skipped` is done; `more` gets the tenant's next turn), tenants in the
- * order their first unit is listed. Ends when every unit is done, or a batch answers `spent`.
+ * order their first unit is listed. A unit whose locks are held (`busy`, asked without waiting)
+ * is passed by: the tenant's turn goes to its next unit, and the unit is asked again next round.
+ * A round in which every unit asked was busy is followed by one that waits for their locks (they
+ * are all that is left). Ends when every unit is done, or a batch answers `spent`.
  */
-async function takeTurns(units: readonly DeselectionToFinish[], batch: (unit: DeselectionToFinish) => Promise<'more' | 'finished' | 'skipped' | 'spent'>): Promise<void> {
+async function takeTurns(
+  units: readonly DeselectionToFinish[],
+  batch: (unit: DeselectionToFinish, wait: boolean) => Promise<'more' | 'finished' | 'skipped' | 'busy' | 'spent'>,
+): Promise<void> {
   const byTenant = new Map<string, DeselectionToFinish[]>();
   for (const unit of units) {
     const own = byTenant.get(unit.tenantId);
     if (own) own.push(unit);
     else byTenant.set(unit.tenantId, [unit]);
   }
+  let wait = false;
   while (byTenant.size > 0) {
+    let ran = false;
     for (const [tenant, own] of byTenant) {
-      const state = await batch(own[0]!);
-      if (state === 'spent') return;
-      if (state !== 'more') own.shift();
+      for (let k = 0; k < own.length; k++) {
+        const state = await batch(own[k]!, wait);
+        if (state === 'spent') return;
+        if (state === 'busy') continue;
+        ran = true;
+        if (state !== 'more') own.splice(k, 1);
+        break;
+      }
       if (own.length === 0) byTenant.delete(tenant);
     }
+    wait = !ran;
   }
 }
 
 /**
  * One batch of pending deselection `unit`: how many it tombstoned, and what is left: `more`,
- * nothing (`finished`: its row deleted), or nothing for this tick to do (`skipped`: gone already,
- * or its connection is being purged).
+ * nothing (`finished`: its row deleted), nothing for this tick to do (`skipped`: gone already,
+ * or its connection is being purged), or, unless it may `wait`, nothing done because another
+ * transaction holds the connection's purge or feed lock (`busy`).
  */
-async function finishBatch(tx: PoolClient, unit: DeselectionToFinish): Promise<{ tombstoned: number; state: 'more' | 'finished' | 'skipped' }> {
+async function finishBatch(tx: PoolClient, unit: DeselectionToFinish, wait: boolean): Promise<{ tombstoned: number; state: 'more' | 'finished' | 'skipped' | 'busy' }> {
+  const busy = { tombstoned: 0, state: 'busy' } as const;
   // The purge lock shared first, as a config change takes it: a purge recorded since the unit was
   // listed deletes the records itself (and waits for this batch to commit before it is recorded).
-  if (await findOpenPurgeLocked(tx, unit.connectionId)) return { tombstoned: 0, state: 'skipped' };
-  await lockChangeFeed(tx, unit.connectionId);
+  const purge = wait ? await findOpenPurgeLocked(tx, unit.connectionId) : await findOpenPurgeLockedNoWait(tx, unit.connectionId);
+  if (purge === 'busy') return busy;
+  if (purge) return { tombstoned: 0, state: 'skipped' };
+  if (wait) await lockChangeFeed(tx, unit.connectionId);
+  else if (!(await tryLockChangeFeed(tx, unit.connectionId))) return busy;
   const row = await lockDeselection(tx, unit.connectionId, unit);
   if (!row) return { tombstoned: 0, state: 'skipped' };
   const config = await lockConfigForShare(tx, unit.connectionId);

@@ -1,9 +1,16 @@
-// The reconcile tick's per-tick work goes to tenants in turns: one tenant's backlog (purges whose
-// workflows never started, as after a Temporal outage) does not hold another tenant's back for
-// tick after tick. Real Postgres.
+// The reconcile tick's per-tick work goes to tenants in turns, and no tenant's locks hold the tick:
+// one tenant's backlog (purges whose workflows never started, as after a Temporal outage) does not
+// hold another tenant's back for tick after tick, and one tenant's connection whose change feed a
+// long page store holds does not keep the tick from another tenant's deselections meanwhile. Real
+// Postgres and commands; Temporal faked where no workflow is involved.
 import { describe, expect, it } from 'vitest';
+import { finishDeselections } from '../activities/finish-deselections';
+import { createConnection, updateConnection } from '../commands/connections';
 import { findOpenPurgesCreatedBefore } from '../db/models/purges';
+import { DESELECTION_BATCH, lockChangeFeed } from '../db/models/records';
+import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { useTestDatabase } from './helpers/database';
+import { fakeTemporal } from './helpers/fake-temporal';
 
 describe('open purges the reconcile tick starts (real Postgres)', () => {
   const db = useTestDatabase();
@@ -30,4 +37,65 @@ describe('open purges the reconcile tick starts (real Postgres)', () => {
     expect(next).toHaveLength(4);
     expect(next.every((id) => noisy.includes(id) && !noisy.slice(0, 2).includes(id))).toBe(true);
   });
+});
+
+describe("the reconcile tick's deselections beside a tenant's held change feed (real Postgres)", () => {
+  const db = useTestDatabase();
+  const commands = () => testCommandDeps(db.pool, fakeTemporal().client);
+  const quietDeps = () => testActivityDeps({ pool: db.pool }).deps;
+
+  /** A demo connection of `tenant` syncing `items` and `extras`, with `extras` records stored. */
+  async function withExtras(tenant: string, appKey: string, extras: number): Promise<string> {
+    const row = await createConnection(commands(), {
+      tenantId: tenant, appKey, provider: 'demo', config: { resource_types: ['items', 'extras'] }, credentials: null, schedule: null, status: 'paused',
+    });
+    await db.pool.query(
+      `insert into records (connection_id, resource_type, external_id, data, synced_at, fetched_at)
+       select $1, 'extras', 'x-' || lpad(n::text, 8, '0'), jsonb_build_object('n', n), now(), now() from generate_series(1, $2::int) n`,
+      [row.id, extras],
+    );
+    return row.id;
+  }
+  /** Stops selecting `extras`: the request tombstones one batch, the rest is left to the tick. */
+  const dropExtras = (id: string) => updateConnection(commands(), id, { config: { resource_types: ['items'] } });
+  const liveExtras = async (id: string) =>
+    (await db.pool.query<{ n: number }>(`select count(*)::int as n from records where connection_id = $1 and resource_type = 'extras' and deleted_at is null`, [id])).rows[0]!.n;
+  const pending = async (id: string) => (await db.pool.query('select 1 from pending_deselections where connection_id = $1', [id])).rowCount;
+
+  it("finishes another tenant's deselection while a tenant's connection's change feed is held (a long page store), and that one's once it is free", async () => {
+    // Tenant "busy" (first in the tick's turns) and tenant "quiet" each stop selecting a type with
+    // records left to tombstone.
+    const busy = await withExtras('busy', 'busy-1', DESELECTION_BATCH + 10);
+    const quiet = await withExtras('quiet', 'quiet-1', DESELECTION_BATCH + 10);
+    await dropExtras(busy);
+    await dropExtras(quiet);
+    expect({ busy: await liveExtras(busy), quiet: await liveExtras(quiet) }).toEqual({ busy: 10, quiet: 10 });
+
+    // A transaction storing a page of the busy tenant's connection holds its change feed.
+    const holder = await db.pool.connect();
+    let tick: ReturnType<typeof finishDeselections> | undefined;
+    try {
+      await holder.query('begin');
+      await lockChangeFeed(holder, busy);
+      const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+      tick = finishDeselections(quietDeps(), 4, 0);
+      // Once the tick waits for that lock, it has done all it could without it: the quiet tenant's
+      // deselection is finished.
+      const waitsForHolder = async () =>
+        ((await db.pool.query('select 1 from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [holderPid])).rowCount ?? 0) > 0;
+      let settled = false;
+      void tick.finally(() => (settled = true));
+      while (!settled && !(await waitsForHolder())) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect({ quietLive: await liveExtras(quiet), quietPending: await pending(quiet) }).toEqual({ quietLive: 0, quietPending: 0 });
+    } finally {
+      await holder.query('rollback');
+      holder.release();
+      // The tick goes on once the lock is free: it ends before this test does.
+      await tick?.catch(() => undefined);
+    }
+    // Free again, the busy tenant's is finished by the same tick.
+    const done = await tick!;
+    expect({ busyLive: await liveExtras(busy), busyPending: await pending(busy) }).toEqual({ busyLive: 0, busyPending: 0 });
+    expect(done).toMatchObject({ tombstoned: 20, finished: 2 });
+  }, 300_000);
 });

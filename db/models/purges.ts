@@ -45,6 +45,16 @@ export async function findOpenPurgeLocked(tx: Queryable, connectionId: string): 
   return findOpenPurge(tx, connectionId);
 }
 
+/**
+ * findOpenPurgeLocked without waiting: 'busy' when the purge lock cannot be had shared at once (a
+ * deletion of the connection is being recorded), with nothing taken.
+ */
+export async function findOpenPurgeLockedNoWait(tx: Queryable, connectionId: string): Promise<PurgeRow | null | 'busy'> {
+  const { rows } = await tx.query<{ got: boolean }>(`select pg_try_advisory_xact_lock_shared(${PURGE_LOCK}) as got`, [connectionId]);
+  if (!rows[0]?.got) return 'busy';
+  return findOpenPurge(tx, connectionId);
+}
+
 /** Inserts a pending purge of a connection; null when one is already open for it. */
 export async function insertPurge(db: Queryable, connectionId: string, tenantId: string): Promise<PurgeRow | null> {
   const { rows } = await db.query<PurgeRow>(

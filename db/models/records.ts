@@ -26,6 +26,15 @@ export async function lockChangeFeed(tx: PoolClient, connectionId: string): Prom
 }
 
 /**
+ * lockChangeFeed without waiting: whether connection `connectionId`'s change-feed lock was taken
+ * (false: another transaction holds it, a page being stored or a config change; nothing taken).
+ */
+export async function tryLockChangeFeed(tx: PoolClient, connectionId: string): Promise<boolean> {
+  const { rows } = await tx.query<{ got: boolean }>('select pg_try_advisory_xact_lock($1, hashtext($2)) as got', [FEED_LOCK_CLASS, connectionId]);
+  return rows[0]?.got === true;
+}
+
+/**
  * The database's clock now (`clock_timestamp()`), read just before a provider request: the fetch
  * time of the page (or re-check) it answers. Tombstones are written in this clock, so a page is
  * ordered against them whatever the clock of the worker that fetched it; read before the request,
