@@ -179,16 +179,18 @@ export async function describeConnection(
   onQueryFailed: (err: unknown) => void = () => undefined,
 ): Promise<ConnectionDetail> {
   const row = await getConnection(deps, id);
-  const [live, breaker, alert] = await Promise.all([
+  // The workflow's answer is awaited beside the reads, but the reads go one after the other: a
+  // request holds one pooled connection at a time (the API's tenant turns count on it).
+  const querying =
     row.status === 'disabled'
       ? null
       : queryConnectionState(deps.temporal, row.id, QUERY_DEADLINE_MS).catch((err: unknown) => {
           onQueryFailed(err);
           return null;
-        }),
-    findBreaker(deps.pool, row.id),
-    findOpenAlert(deps.pool, 'sync_circuit_breaker', row.id),
-  ]);
+        });
+  const breaker = await findBreaker(deps.pool, row.id);
+  const alert = await findOpenAlert(deps.pool, 'sync_circuit_breaker', row.id);
+  const live = await querying;
   const open = breaker.paused_until !== null && breaker.paused_until.getTime() > Date.now();
   return { connection: row, live, breaker: { ...breaker, open, alert } };
 }

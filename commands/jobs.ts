@@ -196,7 +196,9 @@ async function refuseBlocked(deps: CommandDeps, connection: ConnectionRow, block
   }
   const pausedUntil = opts.pause ? blockers.paused_until : null;
   if (pausedUntil) {
-    const [breaker, alert] = await Promise.all([findBreaker(deps.pool, connection.id), findOpenAlert(deps.pool, 'sync_circuit_breaker', connection.id)]);
+    // One after the other: a request holds one pooled connection at a time (the API's tenant turns count on it).
+    const breaker = await findBreaker(deps.pool, connection.id);
+    const alert = await findOpenAlert(deps.pool, 'sync_circuit_breaker', connection.id);
     throw new CommandRefused('conflict', 'circuit_breaker_open', 'the connection is paused by its circuit breaker after repeated failures', {
       paused_until: pausedUntil.toISOString(),
       consecutive_failures: breaker.consecutive_failures,
