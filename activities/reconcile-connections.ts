@@ -175,15 +175,39 @@ async function allActiveJobsCreatedBefore(pool: ActivityDeps['pool'], before: Da
 /**
  * The jobs whose workflow (or, for a queued scheduler job, whose connection's workflow) was not in
  * the listing, less those whose status moved on since they were read (a job that ended or changed
- * hands meanwhile is left to the next tick): the oldest SUSPECTS_PER_TICK of them. Without a
- * listing every job is a suspect.
+ * hands meanwhile is left to the next tick): SUSPECTS_PER_TICK of them (`limit`), each tenant's
+ * oldest in turn (inTenantTurns), so one tenant's backlog of jobs without workflows (many
+ * requested while Temporal was away) does not hold another tenant's back for as many ticks as it
+ * takes to act on it. Without a listing every job is a suspect.
  */
-async function jobsWithoutListedWorkflow(pool: ActivityDeps['pool'], jobs: ActiveJobToCheck[], running: Set<string> | null): Promise<ActiveJobToCheck[]> {
-  if (!running) return jobs.slice(0, SUSPECTS_PER_TICK);
-  const unlisted = jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job))).slice(0, SUSPECTS_PER_TICK);
+export async function jobsWithoutListedWorkflow(
+  pool: ActivityDeps['pool'],
+  jobs: ActiveJobToCheck[],
+  running: Set<string> | null,
+  limit = SUSPECTS_PER_TICK,
+): Promise<ActiveJobToCheck[]> {
+  if (!running) return inTenantTurns(jobs, limit);
+  const unlisted = inTenantTurns(jobs.filter((job) => !running.has(syncJobWorkflowId(job.id)) && !running.has(jobOwner(job))), limit);
   if (unlisted.length === 0) return unlisted;
   const now = await findActiveJobStatuses(pool, unlisted.map((job) => job.id));
   return unlisted.filter((job) => now.get(job.id) === job.status);
+}
+
+/**
+ * At most `limit` of `jobs` (oldest first) in turns of tenants: every tenant's oldest, then every
+ * tenant's second oldest, and so on, oldest first within a turn.
+ */
+function inTenantTurns(jobs: ActiveJobToCheck[], limit: number): ActiveJobToCheck[] {
+  const seen = new Map<string, number>();
+  const turns = jobs.map((job, at) => {
+    const turn = seen.get(job.tenant_id) ?? 0;
+    seen.set(job.tenant_id, turn + 1);
+    return { job, turn, at };
+  });
+  return turns
+    .sort((a, b) => a.turn - b.turn || a.at - b.at)
+    .slice(0, limit)
+    .map((t) => t.job);
 }
 
 /**

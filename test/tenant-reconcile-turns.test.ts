@@ -5,6 +5,8 @@
 // Postgres and commands; Temporal faked where no workflow is involved.
 import { describe, expect, it } from 'vitest';
 import { finishDeselections } from '../activities/finish-deselections';
+import { jobsWithoutListedWorkflow } from '../activities/reconcile-connections';
+import { findActiveJobsCreatedBefore } from '../db/models/jobs';
 import { createConnection, updateConnection } from '../commands/connections';
 import { findOpenPurgesCreatedBefore } from '../db/models/purges';
 import { DESELECTION_BATCH, lockChangeFeed } from '../db/models/records';
@@ -36,6 +38,40 @@ describe('open purges the reconcile tick starts (real Postgres)', () => {
     const next = (await findOpenPurgesCreatedBefore(db.pool, new Date(), [...quiet, ...noisy.slice(0, 2)], 4)).map((p) => p.id);
     expect(next).toHaveLength(4);
     expect(next.every((id) => noisy.includes(id) && !noisy.slice(0, 2).includes(id))).toBe(true);
+  });
+});
+
+describe('jobs without a live workflow the reconcile tick acts on (real Postgres)', () => {
+  const db = useTestDatabase();
+
+  it("takes each tenant's oldest in turn, so one tenant's backlog of jobs without workflows does not hold another's back for ticks", async () => {
+    /** `n` queued requested jobs of `tenant` (a connection each) whose workflows never started, created `minutesAgo` minutes ago (a minute apart, oldest first). */
+    const backlog = async (tenant: string, n: number, minutesAgo: number) => {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `with made as (
+           insert into connections (tenant_id, provider_slug, app_key, status)
+           select $1, 'demo', $1 || '-' || k, 'active' from generate_series(0, $2 - 1) k
+           returning id, app_key)
+         insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at, created_at)
+         select made.id, $1, 'incremental', 'api', 'queued', now(), now() - make_interval(mins => $3 - split_part(made.app_key, '-', 2)::int)
+           from made
+         returning id`,
+        [tenant, n, minutesAgo],
+      );
+      return rows.map((r) => r.id);
+    };
+    const noisy = await backlog('noisy', 1000, 2000);
+    const quiet = await backlog('quiet', 2, 10);
+    const jobs = (await findActiveJobsCreatedBefore(db.pool, new Date(), 5000, '00000000-0000-0000-0000-000000000000')).sort(
+      (a, b) => a.created_at.getTime() - b.created_at.getTime(),
+    );
+    expect(jobs).toHaveLength(1002);
+    // None listed running (the tick's listing found no workflow of any), four acted on this tick.
+    const picked = (await jobsWithoutListedWorkflow(db.pool, jobs, new Set(), 4)).map((j) => j.id);
+    expect({ quiet: picked.filter((id) => quiet.includes(id)).length, noisy: picked.filter((id) => noisy.includes(id)).length }).toEqual({ quiet: 2, noisy: 2 });
+    // Without a listing (every job a suspect) the same turns apply.
+    const unlisted = (await jobsWithoutListedWorkflow(db.pool, jobs, null, 4)).map((j) => j.id);
+    expect(unlisted.filter((id) => quiet.includes(id))).toHaveLength(2);
   });
 });
 
