@@ -90,6 +90,10 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   is older than twice their interval, and stores both in the database (`schedule_counts`),
  *   where every process reads them for its `sync_scheduler_backlog` and
  *   `synctide_stale_connections` gauges.
+ * A failure acting on one connection or job is logged and left to the next tick: the tick goes on
+ * with every other, so one tenant's connection or job that fails every time (a start Temporal
+ * refuses, a statement timing out behind that tenant's long one) never keeps the rest of the tick
+ * (other tenants' starts, deliveries, purges and deselections) from running.
  * Without a list API (the time-skipping test server) every connection is ensured and every
  * suspect asked about, as before.
  */
@@ -126,12 +130,26 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
       const k = order.get(row.id);
       return k === undefined ? 0 : coldStartDelayMs(k, missing.length, reconcile.tickSeconds * 1000);
     };
-    await pMap(rows, (row) => reconcileConnection(deps, row, running, result, startDelay(row)), { concurrency: CONCURRENCY });
+    // A failure acting on one connection or job (a start Temporal refused, a statement that timed
+    // out behind a tenant's long one) is left to the next tick: the tick goes on with the others,
+    // so no tenant's connection keeps the rest of the tick from every other tenant.
+    const alone = <T>(act: (item: T) => Promise<void>, about: (item: T) => Record<string, string>, what: string) => async (item: T) => {
+      try {
+        await act(item);
+      } catch (err) {
+        logger.warn({ err, ...about(item) }, `${what} failed; the next tick tries again`);
+      }
+    };
+    await pMap(rows, alone((row) => reconcileConnection(deps, row, running, result, startDelay(row)), (row) => ({ connection_id: row.id }), 'reconciling a connection'), {
+      concurrency: CONCURRENCY,
+    });
     const resumedUnheard = rows.filter((row) => row.status === 'active' && shownPaused.has(connectionWorkflowId(row.id)));
     await pMap(resumedUnheard, (row) => resendSignal(deps, 'rechecked', row, result), { concurrency: CONCURRENCY });
     const replanUnheard = rows.filter((row) => row.replan_unheard);
     await pMap(replanUnheard, (row) => resendSignal(deps, 'replanned', row, result), { concurrency: CONCURRENCY });
-    await pMap(suspects, (job) => reconcileJob(deps, job, running, input.at, result), { concurrency: CONCURRENCY });
+    await pMap(suspects, alone((job) => reconcileJob(deps, job, running, input.at, result), (job) => ({ job_id: job.id }), 'reconciling a job without a listed workflow'), {
+      concurrency: CONCURRENCY,
+    });
     await reconcileDeliveries(deps, input.at, running, result);
     // Those the listing shows running are left out by the statement (as deliveries are), not after its
     // limit; the rest are taken each tenant's oldest in turn, as deliveries are.

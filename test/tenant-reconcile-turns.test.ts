@@ -5,7 +5,7 @@
 // Postgres and commands; Temporal faked where no workflow is involved.
 import { describe, expect, it } from 'vitest';
 import { finishDeselections } from '../activities/finish-deselections';
-import { jobsWithoutListedWorkflow } from '../activities/reconcile-connections';
+import { jobsWithoutListedWorkflow, reconcileConnections } from '../activities/reconcile-connections';
 import { findActiveJobsCreatedBefore } from '../db/models/jobs';
 import { createConnection, updateConnection } from '../commands/connections';
 import { findOpenPurgesCreatedBefore } from '../db/models/purges';
@@ -13,6 +13,9 @@ import { DESELECTION_BATCH, lockChangeFeed } from '../db/models/records';
 import { testActivityDeps, testCommandDeps } from './helpers/deps';
 import { useTestDatabase } from './helpers/database';
 import { fakeTemporal } from './helpers/fake-temporal';
+import type { Client } from '@temporalio/client';
+import { connectionWorkflowId, webhookDeliveryWorkflowId } from '../temporal/ids';
+import { connectionPurgeWorkflowId } from '../temporal/purge';
 
 describe('open purges the reconcile tick starts (real Postgres)', () => {
   const db = useTestDatabase();
@@ -134,4 +137,49 @@ describe("the reconcile tick's deselections beside a tenant's held change feed (
     expect({ busyLive: await liveExtras(busy), busyPending: await pending(busy) }).toEqual({ busyLive: 0, busyPending: 0 });
     expect(done).toMatchObject({ tombstoned: 20, finished: 2 });
   }, 300_000);
+});
+
+describe("the reconcile tick beside a tenant whose workflow Temporal refuses to start (real Postgres, Temporal faked)", () => {
+  const db = useTestDatabase();
+
+  it("a failure acting on one tenant's connection is left to the next tick: every other tenant's work of the tick is done", async () => {
+    const insertConnection = async (tenant: string, appKey: string) =>
+      (await db.pool.query<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', $2, 'active') returning id`, [tenant, appKey])).rows[0]!.id;
+    // Tenant "refused" has a connection whose workflow is missing, and Temporal refuses its start.
+    const refused = await insertConnection('refused', 'r-1');
+    // Tenant "other" has a connection whose workflow is missing too, a pending delivery whose
+    // workflow never started and a purge whose workflow never started.
+    const other = await insertConnection('other', 'o-1');
+    const { rows: deliveries } = await db.pool.query<{ id: string }>(
+      `with hook as (insert into webhooks (tenant_id, url, event_types, secret) values ('other', 'https://example.com/hook', '{sync.failed}', 'x') returning id),
+            event as (insert into webhook_events (tenant_id, event_type, payload, created_at) values ('other', 'sync.failed', '{}', now() - interval '10 minutes') returning id, created_at)
+       insert into webhook_deliveries (webhook_id, event_id, created_at) select hook.id, event.id, event.created_at from hook, event returning id`,
+    );
+    const { rows: purges } = await db.pool.query<{ id: string }>(
+      `insert into connection_purges (connection_id, tenant_id, created_at) values (gen_random_uuid(), 'other', now() - interval '10 minutes') returning id`,
+    );
+    const fake = fakeTemporal();
+    const start = fake.client.workflow.start.bind(fake.client.workflow);
+    const client = {
+      workflow: {
+        ...fake.client.workflow,
+        list: fake.client.workflow.list.bind(fake.client.workflow),
+        getHandle: fake.client.workflow.getHandle.bind(fake.client.workflow),
+        async start(type: unknown, opts: { workflowId: string }) {
+          if (opts.workflowId === connectionWorkflowId(refused)) throw new Error('namespace rate limit exceeded');
+          return start(type as never, opts as never);
+        },
+      },
+    } as unknown as Client;
+    const { deps } = testActivityDeps({ pool: db.pool, temporal: client });
+
+    const tick = await reconcileConnections(deps)({ at: Date.now() }).then(
+      (result) => ({ ended: 'ok' as const, result }),
+      (err: unknown) => ({ ended: 'failed' as const, error: (err as Error).message }),
+    );
+    expect(tick.ended, JSON.stringify(tick)).toBe('ok');
+    expect(fake.started).toEqual(
+      expect.arrayContaining([connectionWorkflowId(other), webhookDeliveryWorkflowId(deliveries[0]!.id), connectionPurgeWorkflowId(purges[0]!.id)]),
+    );
+  }, 120_000);
 });
