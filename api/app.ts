@@ -13,6 +13,7 @@ import { recordHttpMetrics } from './middleware/http-metrics';
 import { receiveBody } from './middleware/receive-body';
 import { tenantScope } from './middleware/tenant-scope';
 import { tenantTurns } from './middleware/tenant-turns';
+import { TenantTurns } from '../lib/tenant-turns';
 import { tenantShareOfPool } from '../policy/tenant-limits';
 import { requestLog, serverRequestId } from './middleware/request-log';
 import { connectionRoutes } from './routes/connections';
@@ -212,10 +213,12 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   // A pool without its size (a test's stand-in), or none (the app the OpenAPI document is read
   // from, which serves no request), counts as pg's default of 10.
   const poolMax = (deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10;
+  // One set of turns at the pool: tenant keys' requests and the OAuth callbacks of their tenants.
+  const turns = new TenantTurns(poolMax, tenantShareOfPool(poolMax));
   const guarded = [
     authenticate(deps, deps.adminApiKey, { requests: deps.rateLimit, failures: failedLookups }),
     receiveBody,
-    tenantTurns(poolMax, tenantShareOfPool(poolMax)),
+    tenantTurns(turns),
     auditLog(deps),
     tenantScope(deps),
   ];
@@ -231,7 +234,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', recordRoutes(deps));
   app.route('/', webhookRoutes(deps));
   app.route('/', tenancyRoutes(deps));
-  app.route('/', oauthRoutes(deps));
+  app.route('/', oauthRoutes(deps, turns));
   registerDocs(app);
 
   app.notFound((c) => c.json(errorBody('not_found', 'no such route'), 404));

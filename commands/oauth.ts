@@ -291,11 +291,29 @@ export interface AuthorizationDone {
 export async function completeAuthorization(
   deps: CommandDeps,
   callback: { state?: string; code?: string; error?: string },
+  turn: (tenantId: string) => Promise<() => void> = async () => () => undefined,
 ): Promise<AuthorizationDone> {
   if (!callback.state) throw invalid('state: required');
   const hash = sha256(callback.state);
   const flow = await consumeOAuthState(deps.pool, hash, new Date());
   if (!flow) throw invalid('state: unknown, already used or expired; start the connect flow again');
+  // The rest is the flow's tenant's work: it waits for that tenant's turn at the pool, as the
+  // tenant's keyed requests do, so a tenant's many callbacks hold no more than its share of it.
+  const end = await turn(flow.tenant_id);
+  try {
+    return await completeFlow(deps, { ...callback, state: callback.state }, flow, hash);
+  } finally {
+    end();
+  }
+}
+
+/** completeAuthorization once its state was found (`flow`, consumed) and its tenant's turn came. */
+async function completeFlow(
+  deps: CommandDeps,
+  callback: { state: string; code?: string; error?: string },
+  flow: NonNullable<Awaited<ReturnType<typeof consumeOAuthState>>>,
+  hash: string,
+): Promise<AuthorizationDone> {
   if (callback.error) throw new CommandRefused('failed', 'authorization_refused', `the provider answered ${callback.error.slice(0, 100)}; start the connect flow again`);
   if (!callback.code) throw invalid('code: required');
   // A connection being deleted takes no new credentials (409 `purge_in_progress`): no code is

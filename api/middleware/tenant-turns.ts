@@ -1,20 +1,19 @@
 import type { MiddlewareHandler } from 'hono';
-import { TenantTurns } from '../../lib/tenant-turns';
+import type { TenantTurns } from '../../lib/tenant-turns';
 import type { ApiEnv } from '../env';
 import { CLIENT_GONE } from './receive-body';
 
 /**
  * Holds tenant keys' requests (a request holds one pooled connection at a time; the per-key rate
- * limit bounds how many wait) to their turns (TenantTurns) at a pool of `places` connections, at
- * most `perTenant` of one tenant's at once. The admin key is not held. A request's body has been
+ * limit bounds how many wait) to their turns (`turns`, the process's TenantTurns at its pool, which
+ * the OAuth callback takes its flow's tenant's turns of too: `callbackTurn`). The admin key is not held. A request's body has been
  * received whole before (receiveBody): a client sending its body slowly (or not at all) holds no
  * place meanwhile, so it cannot take the turns other tenants' requests wait for. A request whose
  * client goes away before its turn comes leaves the queue and never runs: nothing it asked for is
  * done once nobody waits for the answer (a client that gave up may send it again), and the
  * tenant's later requests do not wait behind it.
  */
-export function tenantTurns(places: number, perTenant: number): MiddlewareHandler<ApiEnv> {
-  const turns = new TenantTurns(places, perTenant);
+export function tenantTurns(turns: TenantTurns): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const principal = c.get('principal');
     if (principal.kind !== 'tenant') return next();
@@ -33,4 +32,14 @@ export function tenantTurns(places: number, perTenant: number): MiddlewareHandle
       done();
     }
   };
+}
+
+/**
+ * The turn of an OAuth callback, which no API key names the tenant of: taken for its flow's tenant
+ * once its state is found (completeAuthorization), from the same `turns` as that tenant's keyed
+ * requests, so a tenant's many connect flows hold no more of the pool than its share. A client
+ * that goes away before the turn comes leaves the queue (the wait rejects with the signal's reason).
+ */
+export function callbackTurn(turns: TenantTurns, gone: AbortSignal): (tenantId: string) => Promise<() => void> {
+  return (tenantId) => turns.take(tenantId, gone);
 }

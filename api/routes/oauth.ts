@@ -11,6 +11,10 @@ import {
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { tenantFilter } from '../middleware/auth';
+import { callbackTurn } from '../middleware/tenant-turns';
+import { CLIENT_GONE } from '../middleware/receive-body';
+import { TenantTurns } from '../../lib/tenant-turns';
+import { tenantShareOfPool } from '../../policy/tenant-limits';
 import { presentOAuthApp } from '../present';
 import { uuidCursor } from '../../policy/cursors';
 import { pageAnswer, pageRequest } from '../pagination';
@@ -89,7 +93,13 @@ const callback = createRoute({
 });
 
 /** Routes of `/oauth-apps`, the connect flow's authorize route and its callback: parse, call a command, present. */
-export function oauthRoutes(deps: ApiDeps) {
+/**
+ * `turns`: the app's turns at its pool, which a callback takes of its flow's tenant (a router built
+ * alone, as for the OpenAPI document, has its own).
+ */
+export function oauthRoutes(deps: ApiDeps, turns?: TenantTurns) {
+  const poolMax = (deps.pool as ApiDeps['pool'] | undefined)?.options?.max ?? 10;
+  const callbackTurns = turns ?? new TenantTurns(poolMax, tenantShareOfPool(poolMax));
   const app = new OpenAPIHono<ApiEnv>();
 
   app.openapi(create, async (c) => {
@@ -134,7 +144,16 @@ export function oauthRoutes(deps: ApiDeps) {
 
   app.openapi(callback, async (c) => {
     const q = c.req.valid('query');
-    const done = await completeAuthorization(deps, { state: q.state, code: q.code, error: q.error });
+    const gone = c.req.raw.signal;
+    let done;
+    try {
+      done = await completeAuthorization(deps, { state: q.state, code: q.code, error: q.error }, callbackTurn(callbackTurns, gone));
+    } catch (err) {
+      // Its client went away while it waited for its tenant's turn: nobody reads an answer.
+      // (An answer for the request log only; not one of the route's documented answers.)
+      if (gone.aborted) return c.body(null, CLIENT_GONE) as never;
+      throw err;
+    }
     c.get('log').info({ connection_id: done.connection_id }, 'oauth connect flow completed');
     return c.json({ connection_id: done.connection_id, status: done.status, credential_kind: 'oauth2' as const }, 200);
   });

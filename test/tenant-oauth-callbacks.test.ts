@@ -1,0 +1,104 @@
+// A tenant's connect flows cannot take the API's database pool from the other tenants: the OAuth
+// callback (called with no API key, its state naming the tenant) takes its tenant's turns as a
+// tenant key's request does, so however many of a tenant's callbacks wait (here on the connection's
+// row, which a long full-pass deletion of unseen records holds), they hold at most half the pool
+// and another tenant's request is answered meanwhile. Real API, Postgres, and an OAuth server on
+// 127.0.0.1 (test/helpers/fake-oauth.ts).
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../commands/tenancy';
+import { createPool, type Pool } from '../db/pool';
+import { listen, type HttpServer } from '../lib/http';
+import { TEST_API_KEY, apiAppWithoutTemporal, callApi } from './helpers/api';
+import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+
+/** The API's pool: four connections, so half of it is two. */
+const API_POOL_MAX = 4;
+
+let db: TestDatabase;
+let oauth: FakeOAuth;
+let apiPool: Pool;
+let server: HttpServer;
+/** State lookups of callbacks that have ended. */
+let lookups = 0;
+
+beforeAll(async () => {
+  [db, oauth] = await Promise.all([createTestDatabase(), startFakeOAuth()]);
+  apiPool = createPool(db.url, API_POOL_MAX);
+  const counting = new Proxy(apiPool, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (prop !== 'query' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (typeof args[0] === 'string' && args[0].includes('delete from oauth_states where state_hash')) lookups += 1;
+        return result;
+      };
+    },
+  });
+  server = await listen(apiAppWithoutTemporal(counting, 'oauth-callbacks'), '127.0.0.1', 0);
+});
+afterAll(async () => {
+  await server?.close();
+  await oauth?.close();
+  await apiPool?.end();
+  await db?.drop();
+});
+
+const call = (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => callApi(server.url, key, method, path, body);
+const lockWaits = async () =>
+  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
+
+async function until(what: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 1500; i++) {
+    if (await what()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('waited 30 s in vain');
+}
+
+describe("a tenant's OAuth callbacks waiting on a lock (real API, Postgres, OAuth server)", () => {
+  it("hold at most half the API's pool: another tenant's request is answered meanwhile", async () => {
+    const config = { base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } };
+    const app = await call('POST', '/oauth-apps', {
+      tenant_id: 'noisy', name: `callbacks-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+      authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
+    });
+    expect(app.status, app.text).toBe(201);
+    const id = randomUUID();
+    await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'noisy', 'http', 'flows', $2)`, [id, config]);
+    // Four connect flows of the noisy tenant, consented: four callbacks to come.
+    const callbacks: string[] = [];
+    for (let n = 0; n < 4; n++) {
+      const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: app.body.id });
+      expect(start.status, start.text).toBe(200);
+      const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+      const back = new URL(consent.headers.get('location')!);
+      callbacks.push(`${back.pathname}${back.search}`);
+    }
+    const quiet = (await createApiKey(db, 'quiet')).secret;
+
+    // The connection's row is held (a full pass deleting its unseen records reads its config FOR SHARE).
+    const deletion = await db.pool.connect();
+    try {
+      await deletion.query('begin');
+      await deletion.query('select 1 from connections where id = $1 for share', [id]);
+      const answers = Promise.all(callbacks.map((path) => call('GET', path, undefined, null)));
+      // Every callback found its state; those that hold connections wait for the row (all four
+      // without turns; two with them, the other two waiting for their tenant's turn, having made
+      // no code exchange).
+      await until(async () => (await lockWaits()) >= 4 || ((await lockWaits()) >= 2 && lookups >= 4 && oauth.counts.code === 2));
+      expect({ inUse: apiPool.totalCount - apiPool.idleCount }).toEqual({ inUse: API_POOL_MAX / 2 });
+      // The quiet tenant's request finds a free connection.
+      const other = await call('GET', '/connections', undefined, quiet);
+      expect(other.status, other.text).toBe(200);
+      await deletion.query('commit');
+      const done = await answers;
+      expect(done.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    } finally {
+      await deletion.query('rollback').catch(() => undefined);
+      deletion.release();
+    }
+  }, 120_000);
+});
