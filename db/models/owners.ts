@@ -23,3 +23,9 @@ export const purgeTenant = tenantOf('connection_purges');
 
 /** The tenant of OAuth app `id`, or null when there is none. */
 export const oauthAppTenant = tenantOf('oauth_apps');
+
+/** The tenant of webhook delivery `id` (its webhook's), or null when there is none. */
+export async function deliveryTenant(db: Queryable, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ tenant_id: string }>('select w.tenant_id from webhook_deliveries d join webhooks w on w.id = d.webhook_id where d.id = $1', [id]);
+  return rows[0]?.tenant_id ?? null;
+}
