@@ -9,6 +9,7 @@
 // the exact registered redirect URI, and stores the tokens sealed as the connection's credential,
 // which ends `needs_reauth`; its scopes are those the token answer names, else those asked for.
 import { createHash, randomUUID } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import { resolveAlert } from '../db/models/alerts';
 import * as connections from '../db/models/connections';
 import * as apps from '../db/models/oauth-apps';
@@ -284,7 +285,9 @@ export interface AuthorizationDone {
  * used or expired: `invalid`), the provider's `error` is answered as such, and the code is
  * exchanged at the app's token endpoint with the flow's verifier and the registered redirect URI.
  * The tokens are stored sealed as the connection's OAuth 2 grant: the grant it has through the
- * same app is replaced (for every connection sharing it), else a new grant is made its own. Every
+ * same app is replaced (for every connection sharing it), else a new grant is made its own; a grant
+ * read that is gone when replaced (another callback of the connection committed meanwhile) makes
+ * it read the connection's grant again (`storeGrant`), 409 `conflict` after a few tries. Every
  * connection of the grant that needed reauthorization gets back the status the refusal found it in
  * (active, or paused) and its credentials alert is resolved.
  */
@@ -305,6 +308,49 @@ export async function completeAuthorization(
   } finally {
     end();
   }
+}
+
+/** How many times a callback reads its connection's grant again when the grant it read is gone. */
+const GRANT_DECISIONS = 3;
+
+/**
+ * Stores the tokens `secret` of a connect flow as its connection's grant, in transaction `tx`
+ * (which holds the flow's app and the connection's purge lock): the grant the connection has
+ * through the flow's app gets them, else a new grant does. The grant's id, or null when there is
+ * no connection. The grant read may be gone when its tokens are replaced: another callback of the
+ * connection committed a grant of its own meanwhile (and the one it left, used by no connection,
+ * was deleted), or the connection was given other credentials. Then the connection's grant is read
+ * again and the decision made again, a few times at most; after that the callback is refused
+ * (`conflict`, 409), never left to name a grant that no longer exists.
+ */
+async function storeGrant(
+  deps: CommandDeps,
+  tx: PoolClient,
+  flow: NonNullable<Awaited<ReturnType<typeof consumeOAuthState>>>,
+  secret: ReturnType<typeof nextSecret>,
+): Promise<string | null> {
+  for (let decision = 0; decision < GRANT_DECISIONS; decision++) {
+    const current = await connections.findConnectionGrant(tx, flow.connection_id);
+    if (!current) return null;
+    const replacing = current.oauth_grant_id !== null && current.oauth_app_id === flow.oauth_app_id;
+    const grantId = replacing ? current.oauth_grant_id! : randomUUID();
+    // Sealed bound to the grant's id (in the slot of a connection's credentials).
+    const sealed = sealCredentials(deps.credentials, grantId, { ...secret })!;
+    if (!replacing) {
+      await connections.insertGrant(tx, grantId, current.tenant_id, flow.oauth_app_id, sealed);
+      return grantId;
+    }
+    // A grant's tokens are replaced under its refresh lock, which a refresh's store and a refusal
+    // take too: a refusal of the old tokens either commits first (and is undone here: its
+    // connections are active again) or comes second and sees the new tokens (marking nothing).
+    // Replaced, the grant's row is held until the commit: it cannot be deleted under this callback.
+    // Found gone, its refresh lock stays held to the end, before the next grant's: no refresh or
+    // store takes a gone grant's lock, and a grant is gone for good, so no one holding a later
+    // grant's lock waits for it (a callback that read the gone one too waits here, holding none).
+    await connections.lockCredentialRefresh(tx, grantId);
+    if (await connections.replaceGrant(tx, grantId, sealed)) return grantId;
+  }
+  throw new CommandRefused('conflict', 'conflict', "the connection's OAuth grant kept changing while this connect flow stored its tokens (other connect flows of the connection completed at once); its current grant stays. Start the connect flow again if it should hold this one");
 }
 
 /** completeAuthorization once its state was found (`flow`, consumed) and its tenant's turn came. */
@@ -335,20 +381,8 @@ async function completeFlow(
     // The app may have been deleted while the token endpoint answered; held from here to the commit.
     if (!(await apps.lockOAuthAppForUse(tx, flow.oauth_app_id))) throw notFound('the OAuth app of this connect flow no longer exists; create one and start the connect flow again');
     await refuseWhilePurging(tx, flow.connection_id, 'locked');
-    const current = await connections.findConnectionGrant(tx, flow.connection_id);
-    if (!current) return null;
-    const grantId = current.oauth_grant_id && current.oauth_app_id === flow.oauth_app_id ? current.oauth_grant_id : randomUUID();
-    // Sealed bound to the grant's id (in the slot of a connection's credentials).
-    const sealed = sealCredentials(deps.credentials, grantId, { ...secret })!;
-    // A grant's tokens are replaced under its refresh lock, which a refresh's store and a refusal
-    // take too: a refusal of the old tokens either commits first (and is undone here: its
-    // connections are active again) or comes second and sees the new tokens (marking nothing).
-    if (grantId === current.oauth_grant_id) {
-      await connections.lockCredentialRefresh(tx, grantId);
-      await connections.replaceGrant(tx, grantId, sealed);
-    } else {
-      await connections.insertGrant(tx, grantId, current.tenant_id, flow.oauth_app_id, sealed);
-    }
+    const grantId = await storeGrant(deps, tx, flow, secret);
+    if (!grantId) return null;
     const resumed = await connections.attachGrant(tx, flow.connection_id, grantId, flow.oauth_app_id);
     // Deleted since it was read (its deletion committed while this waited for its row): nothing is
     // kept, so a grant made for it is not left behind, with its tokens, in no connection's use.

@@ -793,12 +793,17 @@ export async function insertGrant(db: Queryable, id: string, tenantId: string, a
   await db.query('insert into oauth_grants (id, tenant_id, oauth_app_id, credentials) values ($1, $2, $3, to_jsonb($4::text))', [id, tenantId, appId, sealed]);
 }
 
-/** Replaces grant `id`'s credentials with new ones `sealed` (a new authorization), ending any lease. */
-export async function replaceGrant(db: Queryable, id: string, sealed: string): Promise<void> {
-  await db.query(
+/**
+ * Replaces grant `id`'s credentials with new ones `sealed` (a new authorization), ending any lease;
+ * the grant's row stays locked (against its deletion) until the transaction ends. False when there
+ * is no such grant (any more: a deletion that committed, or that held the row and then committed).
+ */
+export async function replaceGrant(db: Queryable, id: string, sealed: string): Promise<boolean> {
+  const { rowCount } = await db.query(
     'update oauth_grants set credentials = to_jsonb($2::text), credential_lease_token = null, credential_lease_until = null where id = $1',
     [id, sealed],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /**
