@@ -17,13 +17,23 @@ import { poolWithHook } from './helpers/pool-hooks';
 let db: TestDatabase;
 let oauth: FakeOAuth;
 let server: HttpServer;
-/** The test's hook at each callback's read of its connection's grant (set by the test). */
-let atGrantRead: (() => Promise<void>) | null = null;
+/** The test's hooks, each after a statement of a callback's transaction (set by a test). */
+const hooks: {
+  /** The connect flow reads the connection's grant to decide what to do. */
+  grantRead: (() => Promise<void>) | null;
+  /** The connection, about to take its grant, is read for the grant it leaves. */
+  leaving: (() => Promise<void>) | null;
+  /** A grant's tokens were replaced. */
+  replaced: (() => Promise<void>) | null;
+} = { grantRead: null, leaving: null, replaced: null };
 
 beforeAll(async () => {
   [db, oauth] = await Promise.all([createTestDatabase(), startFakeOAuth()]);
-  // After a callback's transaction read its connection's grant, the test decides when it goes on.
-  const hooked = poolWithHook(db.pool, 'after', 'select tenant_id, oauth_grant_id, oauth_app_id from connections where id', async () => atGrantRead?.(), Number.MAX_SAFE_INTEGER);
+  // After a callback's statement, the test decides when it goes on.
+  const always = Number.MAX_SAFE_INTEGER;
+  let hooked = poolWithHook(db.pool, 'after', 'select tenant_id, oauth_grant_id, oauth_app_id from connections where id', async () => hooks.grantRead?.(), always);
+  hooked = poolWithHook(hooked, 'after', 'select oauth_grant_id from connections where id = $1', async () => hooks.leaving?.(), always);
+  hooked = poolWithHook(hooked, 'after', 'update oauth_grants set credentials = to_jsonb', async () => hooks.replaced?.(), always);
   ({ server } = await listenWithoutTemporal(hooked, 'oauth-concurrent-callbacks'));
 });
 afterAll(async () => {
@@ -35,6 +45,30 @@ afterAll(async () => {
 const call = (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => callApi(server.url, key, method, path, body);
 
 const config = () => ({ base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } });
+
+/** How many backends of this test's database wait for a lock. */
+const lockWaits = async () =>
+  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
+
+/** A new app of tenant acme on the fake OAuth server, and a connection without credentials with `flows` consents given for it through the app. */
+async function consented(flows: number): Promise<{ appId: string; id: string; callbacks: string[] }> {
+  const app = await call('POST', '/oauth-apps', {
+    tenant_id: 'acme', name: `concurrent-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+    authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
+  });
+  expect(app.status).toBe(201);
+  const id = randomUUID();
+  await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `concurrent-${id.slice(0, 8)}`, config()]);
+  const callbacks: string[] = [];
+  for (let i = 0; i < flows; i++) {
+    const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: app.body.id });
+    expect(start.status).toBe(200);
+    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+    callbacks.push(`${back.pathname}${back.search}`);
+  }
+  return { appId: app.body.id as string, id, callbacks };
+}
 
 /** A promise and its resolver. */
 function gate(): { open: () => void; opened: Promise<void> } {
@@ -69,7 +103,7 @@ describe('three connect flows of one connection completing at once', () => {
     const thirdRead = gate();
     let second: Promise<Awaited<ReturnType<typeof call>>> | null = null;
     let reads = 0;
-    atGrantRead = async () => {
+    hooks.grantRead = async () => {
       reads += 1;
       if (reads === 1) await secondRead.opened;
       else if (reads === 2) { secondRead.open(); await thirdRead.opened; }
@@ -89,7 +123,7 @@ describe('three connect flows of one connection completing at once', () => {
       const third = call('GET', callbacks[2]!, undefined, null);
       done = [one, await second, await third];
     } finally {
-      atGrantRead = null;
+      hooks.grantRead = null;
     }
     expect(done.map((d) => [d.status, d.body?.status ?? d.text])).toEqual([[200, 'active'], [200, 'active'], [200, 'active']]);
     const grants = await db.pool.query<{ id: string }>('select id from oauth_grants where oauth_app_id = $1', [app.body.id]);
@@ -116,7 +150,7 @@ describe('three connect flows of one connection completing at once', () => {
     // Each time the callback has read the connection's grant, the connection takes another grant
     // (committed), and the one read, used by no connection, is deleted.
     let latest = '';
-    atGrantRead = async () => {
+    hooks.grantRead = async () => {
       latest = randomUUID();
       await db.pool.query(`insert into oauth_grants (id, tenant_id, oauth_app_id, credentials) values ($1, 'acme', $2, '"other"')`, [latest, app.body.id]);
       await db.pool.query('update connections set oauth_grant_id = $2 where id = $1', [id, latest]);
@@ -125,12 +159,55 @@ describe('three connect flows of one connection completing at once', () => {
     try {
       done = await call('GET', `${back.pathname}${back.search}`, undefined, null);
     } finally {
-      atGrantRead = null;
+      hooks.grantRead = null;
     }
     expect([done.status, done.body?.error?.code]).toEqual([409, 'conflict']);
     const row = await db.pool.query<{ oauth_grant_id: string | null }>('select oauth_grant_id from connections where id = $1', [id]);
     expect(row.rows[0]!.oauth_grant_id).toBe(latest);
     const grants = await db.pool.query<{ id: string; credentials: unknown }>('select id, credentials from oauth_grants where oauth_app_id = $1', [app.body.id]);
     expect(grants.rows).toEqual([{ id: latest, credentials: 'other' }]);
+  });
+
+  it('a callback making a new grant the connection takes while another replaces the grant it leaves: no deadlock, both answer 200', async () => {
+    const { appId, id, callbacks } = await consented(3);
+    // 2 reads "no grant" as the grant it leaves, to make its new grant B the connection's; 1 then
+    // makes grant A the connection's and commits; 3 reads A and replaces A's tokens (holding A's
+    // row); 2 then takes the connection's row, and must not wait for A while holding it (3, holding
+    // A, waits for that row next).
+    const secondLeaving = gate();
+    const goSecond = gate();
+    const thirdReplaced = gate();
+    const goThird = gate();
+    let leaving = 0;
+    let replaced = 0;
+    hooks.leaving = async () => {
+      leaving += 1;
+      if (leaving === 1) { secondLeaving.open(); await goSecond.opened; }
+    };
+    hooks.replaced = async () => {
+      replaced += 1;
+      if (replaced === 1) { thirdReplaced.open(); await goThird.opened; }
+    };
+    let done: Awaited<ReturnType<typeof call>>[];
+    try {
+      const second = call('GET', callbacks[1]!, undefined, null);
+      await secondLeaving.opened;
+      const one = await call('GET', callbacks[0]!, undefined, null);
+      const third = call('GET', callbacks[2]!, undefined, null);
+      await thirdReplaced.opened;
+      goSecond.open();
+      // 2 waits for a lock (A's row, which 3 holds) before 3 goes on.
+      while ((await lockWaits()) < 1) await new Promise((r) => setTimeout(r, 10));
+      goThird.open();
+      done = [one, await second, await third];
+    } finally {
+      hooks.leaving = null;
+      hooks.replaced = null;
+    }
+    expect(done.map((d) => d.status)).toEqual([200, 200, 200]);
+    const grants = await db.pool.query<{ id: string }>('select id from oauth_grants where oauth_app_id = $1', [appId]);
+    const row = await db.pool.query<{ oauth_grant_id: string | null }>('select oauth_grant_id from connections where id = $1', [id]);
+    expect(grants.rows).toHaveLength(1);
+    expect(row.rows[0]!.oauth_grant_id).toBe(grants.rows[0]!.id);
   });
 });

@@ -806,6 +806,9 @@ export async function replaceGrant(db: Queryable, id: string, sealed: string): P
   return (rowCount ?? 0) > 0;
 }
 
+/** How many times `attachGrant` locks the grant a connection leaves when it keeps changing. */
+const ATTACH_GRANT_TRIES = 3;
+
 /**
  * Makes grant `grantId` (of app `appId`) connection `id`'s `oauth2` credential, and (`resume`, the
  * default: new credentials arrived) every connection of the grant that needs reauthorization
@@ -815,11 +818,26 @@ export async function replaceGrant(db: Queryable, id: string, sealed: string): P
  * is no connection `id`.
  */
 export async function attachGrant(db: Queryable, id: string, grantId: string, appId: string, opts: { resume: boolean } = { resume: true }): Promise<string[]> {
-  await lockOAuthGrantOf(db, id);
-  const { rowCount } = await db.query(
-    `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2 where id = $1`,
-    [id, grantId, appId],
-  );
+  // The grant the connection leaves is locked before its row (grants before connection rows): the
+  // row is changed only while it still names the grant locked. A grant committed meanwhile (read
+  // as none, or as another, by the lock's statement) is locked next, after the row was let go;
+  // taken from the row instead, by the trigger deleting it once its row is held, it deadlocked
+  // against a connect flow that held that grant (replacing its tokens) and waited for the row.
+  let rowCount: number | null = 0;
+  for (let tries = 0; ; tries++) {
+    const read = await db.query<{ oauth_grant_id: string | null }>('select oauth_grant_id from connections where id = $1', [id]);
+    if (!read.rows[0]) return [];
+    const held = read.rows[0].oauth_grant_id;
+    if (held !== null) await db.query('select 1 from oauth_grants where id = $1 for update', [held]);
+    // Changed too often to keep up with: as before the rule, the grant left is locked by the trigger.
+    const last = tries >= ATTACH_GRANT_TRIES - 1;
+    ({ rowCount } = await db.query(
+      `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2
+        where id = $1 and ($5 or oauth_grant_id is not distinct from $4::uuid)`,
+      [id, grantId, appId, held, last],
+    ));
+    if (rowCount || last) break;
+  }
   if (!rowCount || !opts.resume) return rowCount ? [id] : [];
   const { rows } = await db.query<{ id: string }>(
     `update connections c set status = case when c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end, status_before_reauth = null
