@@ -181,7 +181,7 @@ const resourceSchema = z.strictObject({
   records: jsonPath('the array of records').default('$'),
   id: jsonPath("a record's id"),
   id_prefix: z.string().max(200).optional().meta({ description: 'Put before each id (e.g. to match the ids of another connector)' }),
-  updated_at: jsonPath("a record's change time").optional().meta({ description: "A JSON path to a record's change time (ISO 8601, or epoch seconds, milliseconds, microseconds or nanoseconds as a number or as text of at least 9 digits); paths as `id`'s" }),
+  updated_at: jsonPath("a record's change time").optional().meta({ description: "A JSON path to a record's change time (ISO 8601, or epoch seconds, milliseconds, microseconds or nanoseconds as a number, or as text of 10, 13, 16 or 19 digits); paths as `id`'s" }),
   since: sinceSchema.optional().meta({ description: 'How an incremental fetch asks for records changed at or after its cursor' }),
   exclude_when_present: z.array(jsonPath('a field')).optional().meta({ description: "Records with a value (not null) at any of these fields (JSON paths, as `id`'s) are left out" }),
   order: z
@@ -423,10 +423,13 @@ function formatSince(since: Date, format: z.output<typeof sinceSchema>['format']
 }
 
 /**
- * Text that is an epoch number (providers sending every number as a string): at least 9 digits
- * (epoch seconds from 1973 on), so no ISO basic date (`20240101`) or year reads as one.
+ * Text that is an epoch number (providers sending every number as a string): the widths epoch
+ * times of this era are written in, 10 digits (seconds, 2001 to 2286), 13 (milliseconds), 16
+ * (microseconds) or 19 (nanoseconds), so no compact calendar text reads as one: an ISO basic date
+ * (`20240101`), `yyyyMMddHHmm` (12 digits, read as milliseconds: 1976) or `yyyyMMddHHmmss` (14:
+ * year 2611) keeps no change time, as before.
  */
-const EPOCH_TEXT = /^\d{9,}(?:\.\d+)?$/;
+const EPOCH_TEXT = /^(?:\d{10}|\d{13}|\d{16}|\d{19})(?:\.\d+)?$/;
 
 /**
  * A change time as the platform stores it (`storableChangeTime`): strings as given when RFC 3339

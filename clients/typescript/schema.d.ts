@@ -1177,7 +1177,7 @@ export interface components {
                         id: string;
                         /** @description Put before each id (e.g. to match the ids of another connector) */
                         id_prefix?: string;
-                        /** @description A JSON path to a record's change time (ISO 8601, or epoch seconds, milliseconds, microseconds or nanoseconds as a number or as text of at least 9 digits); paths as `id`'s */
+                        /** @description A JSON path to a record's change time (ISO 8601, or epoch seconds, milliseconds, microseconds or nanoseconds as a number, or as text of 10, 13, 16 or 19 digits); paths as `id`'s */
                         updated_at?: string;
                         /** @description How an incremental fetch asks for records changed at or after its cursor */
                         since?: {
