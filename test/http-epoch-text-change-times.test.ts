@@ -16,6 +16,19 @@ afterEach(closeFakeServers);
 
 const BASE = Math.floor((Date.now() - 2 * 3_600_000) / 1000);
 
+/** An http connection (app key `appKey`) to a fake provider serving `items` under `data`, change times at `updated_at`. */
+async function providerServing(items: { id: string; updated_at: string }[], appKey: string): Promise<string> {
+  const fake = await serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ data: items }));
+  });
+  return createHttpConnection(
+    db.pool,
+    { base_url: fake.url, resources: { items: { path: '/items', records: 'data', id: 'id', updated_at: 'updated_at' } } },
+    appKey,
+  );
+}
+
 describe('http connector: change times in epoch seconds or milliseconds sent as text', () => {
   it('are read as those instants: a backfill stores the records changed in its window', async () => {
     const items = [
@@ -24,15 +37,7 @@ describe('http connector: change times in epoch seconds or milliseconds sent as 
       { id: 'c', updated_at: String((BASE + 1200) * 1000) },
       { id: 'd', updated_at: `${BASE + 1800}.250` },
     ];
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ data: items }));
-    });
-    const connectionId = await createHttpConnection(
-      db.pool,
-      { base_url: fake.url, resources: { items: { path: '/items', records: 'data', id: 'id', updated_at: 'updated_at' } } },
-      'epoch-text',
-    );
+    const connectionId = await providerServing(items, 'epoch-text');
     const { deps } = testActivityDeps({ pool: db.pool });
     const window = { start: new Date((BASE + 300) * 1000), end: new Date((BASE + 2400) * 1000) };
     const { result } = await runPass(deps, connectionId, 'items', 'backfill', window);
@@ -54,15 +59,7 @@ describe('http connector: change times in epoch seconds or milliseconds sent as 
       { id: 'seconds', updated_at: '20240101120000' },
       { id: 'epoch', updated_at: String(BASE) },
     ];
-    const fake = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ data: items }));
-    });
-    const connectionId = await createHttpConnection(
-      db.pool,
-      { base_url: fake.url, resources: { items: { path: '/items', records: 'data', id: 'id', updated_at: 'updated_at' } } },
-      'compact-text',
-    );
+    const connectionId = await providerServing(items, 'compact-text');
     const { deps } = testActivityDeps({ pool: db.pool });
     const { result } = await runPass(deps, connectionId, 'items', 'full');
     expect(result).toMatchObject({ status: 'completed' });
