@@ -744,6 +744,18 @@ export function authCredentialsProblem(auth: HttpConfig['auth'], credentials: Re
   return null;
 }
 
+/** Whether `auth` sends nothing but a token (or nothing): what an OAuth grant or a client credentials grant gives. */
+const sendsToken = (auth: HttpConfig['auth']): boolean => AUTH_KEYS[auth.type].keys.every((key) => key === 'token');
+
+/** The auth of `config`, or null when this connector refuses the config (refused for itself, elsewhere). */
+function configAuth(config: Record<string, unknown>): HttpConfig['auth'] | null {
+  try {
+    return parseHttpConfig(config).auth;
+  } catch {
+    return null;
+  }
+}
+
 function authOf(cfg: HttpConfig, credentials: Record<string, unknown> | null): Auth {
   // A credential no request can carry fails for good, before any request (a retry would fail the same way).
   const problem = authCredentialsProblem(cfg.auth, credentials);
@@ -997,30 +1009,18 @@ export const httpConnector: Connector = {
     const problem = clientCredentials ? clientCredentialsProblem(credentials) : null;
     if (problem) return problem;
     // What the config's auth sends must be there (a config this connector refuses is refused for itself).
-    let auth: HttpConfig['auth'] | null = null;
-    try {
-      auth = config ? parseHttpConfig(config).auth : null;
-    } catch {
-      auth = null;
-    }
+    const auth = config ? configAuth(config) : null;
     if (!auth) return null;
     // A kind the platform turns into a token (the connector then sees `{token}`); others as given.
     if (clientCredentials) {
-      return AUTH_KEYS[auth.type].keys.some((key) => key !== 'token')
-        ? `kind: a client credentials grant gives a token, which auth type '${auth.type}' does not send (bearer, header or query send it)`
-        : null;
+      return sendsToken(auth) ? null : `kind: a client credentials grant gives a token, which auth type '${auth.type}' does not send (bearer, header or query send it)`;
     }
     return authCredentialsProblem(auth, credentials);
   },
 
   tokenProblem(config) {
-    let auth: HttpConfig['auth'];
-    try {
-      auth = parseHttpConfig(config).auth;
-    } catch {
-      return null;
-    }
-    return AUTH_KEYS[auth.type].keys.some((key) => key !== 'token') ? `auth type '${auth.type}' sends a username and password (bearer, header or query send a token)` : null;
+    const auth = configAuth(config);
+    return !auth || sendsToken(auth) ? null : `auth type '${auth.type}' sends a username and password (bearer, header or query send a token)`;
   },
 
   listing(config, resourceType) {
