@@ -562,12 +562,21 @@ const microsecondIso = (column: string) =>
  * size (larger than printed for small uncompressed values, smaller for compressed ones).
  */
 export async function readChangesPage(db: Queryable, query: ChangesRead): Promise<ChangesReadPage> {
-  // The next change after position p.change_seq (after $2 for the first), printed once.
+  // The next change after position p.change_seq (after $2 for the first), printed once. A reader
+  // of one type reads it from records_feed_type_idx, at its type's first change after the position:
+  // from records_feed_idx it would walk every change of the connection's other types up to that
+  // one, and again on every poll while its type is quiet (its cursor does not move). The type is
+  // selected by a range and ordered on, an order records_feed_idx does not give: for an equality the
+  // planner chose between the two by how common the type is, and took records_feed_idx for the type
+  // of most of a connection's changes even where another type's run stood behind the cursor.
+  const ofType = query.resourceType === undefined
+    ? { where: '$3::text is null', order: 'r.change_seq' }
+    : { where: 'r.resource_type between $3::text and $3::text', order: 'r.resource_type, r.change_seq' };
   const next = (after: string) => `(select r.change_seq, r.external_id, r.resource_type, r.data::text as text, r.source_updated_at, r.synced_at, r.deleted_at, r.change
          from records r
-        where r.connection_id = $1 and r.change_seq > ${after}
-          and ($3::text is null or r.resource_type = $3) and ($4::timestamptz is null or r.synced_at > $4)
-        order by r.change_seq limit 1)`;
+        where r.connection_id = $1 and ${ofType.where} and r.change_seq > ${after}
+          and ($4::timestamptz is null or r.synced_at > $4)
+        order by ${ofType.order} limit 1)`;
   const { rows } = await db.query<Omit<RecordChange, 'data'> & { data: string; more: boolean }>(
     `with recursive page as (
        -- The page, change by change in feed order: the first always, each next one while the
