@@ -234,14 +234,15 @@ export async function updateConnection(deps: CommandDeps, id: string, change: Co
     // change-feed lock first, then the row's, the order a page's store, a full pass's deletion step
     // and the reconcile tick's deselection batches take them.
     if (change.config !== undefined) await lockChangeFeed(tx, id);
-    // New credentials take the connection out of its OAuth grant: the grant's row is locked before
-    // the connection's, the order of a connect flow replacing the grant's tokens (which then writes
-    // every connection of the grant) and of a purge; the other order deadlocked with such a flow.
-    if (change.credentials !== undefined) await connections.lockOAuthGrantOf(tx, id);
     // What the write depends on (the status, the config the credentials are bound to) is read
     // under the row's lock, held until the write: a disable or another update that committed
-    // meanwhile is decided on, never written over.
-    const current = await connections.lockConnection(tx, id);
+    // meanwhile is decided on, never written over. New credentials, or a config the credentials
+    // are no longer bound to, take the connection out of its OAuth grant: the grant it names is
+    // locked before its row (lockConnectionLeavingGrant), the order of a connect flow replacing
+    // the grant's tokens (which then writes every connection of the grant) and of a purge; the
+    // other order deadlocked with such a flow.
+    const leaving = change.credentials !== undefined || change.config !== undefined;
+    const current = leaving ? await connections.lockConnectionLeavingGrant(tx, id) : await connections.lockConnection(tx, id);
     if (!current) return null;
     if (schedule && current.status === 'disabled') {
       throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled; resume it before changing its schedule');

@@ -248,19 +248,60 @@ export interface ConnectionChange {
  * a connection or takes it out of its grant takes this lock first: the grant is deleted once no
  * connection names it (a trigger), judged by what has committed, so two connections leaving one
  * grant at once would each see the other and leave the grant, with its tokens, behind. Under the
- * lock the second waits for the first to commit, then sees it gone.
+ * lock the second waits for the first to commit, then sees it gone. The grant is read without the
+ * row's lock: alone, for a row that cannot move to another grant meanwhile (a purge's, whose
+ * connection no writer of a grant changes once its purge is open); else lockConnectionLeavingGrant.
  */
 export async function lockOAuthGrantOf(db: Queryable, id: string): Promise<void> {
   await db.query('select 1 from oauth_grants where id = (select oauth_grant_id from connections where id = $1) for update', [id]);
 }
 
+/** How many times `lockConnectionLeavingGrant` locks the grant a connection names when it keeps changing. */
+const LEAVE_GRANT_TRIES = 3;
+
+/**
+ * Locks the OAuth grant connection `id` names, if any, then the connection's row (FOR NO KEY
+ * UPDATE), until the transaction ends; answers the row as locked, or null when there is none. What
+ * a writer that may take the connection out of its grant (new credentials, a config its grant no
+ * longer fits, another grant) takes before it writes the row: the grant it leaves is the one
+ * locked (see lockOAuthGrantOf), grants before connection rows. The row is locked only while it
+ * still names the grant locked: one moved to another grant meanwhile (a connect flow's callback
+ * committed) is read and locked again, the row let go. Locking the grant read without that check
+ * left, once the row was held, a grant never locked, which the trigger deleting it then took after
+ * the row: a callback holding that grant (replacing its tokens) and waiting for the row deadlocked
+ * with it. Changed too often to keep up with, the row is locked whatever it names, then its grant
+ * (the order before the rule).
+ */
+export async function lockConnectionLeavingGrant(db: Queryable, id: string): Promise<ConnectionRow | null> {
+  for (let tries = 1; ; tries++) {
+    const read = await db.query<{ oauth_grant_id: string | null }>('select oauth_grant_id from connections where id = $1', [id]);
+    if (!read.rows[0]) return null;
+    const held = read.rows[0].oauth_grant_id;
+    if (held !== null) await lockGrant(db, held);
+    const last = tries >= LEAVE_GRANT_TRIES;
+    const { rows } = await db.query<StoredConnection>(
+      `select ${CONNECTION_COLUMNS} from connections c where c.id = $1 and ($3 or c.oauth_grant_id is not distinct from $2::uuid) for no key update`,
+      [id, held, last],
+    );
+    const row = rows[0];
+    if (row && row.oauth_grant_id !== held && row.oauth_grant_id !== null) await lockGrant(db, row.oauth_grant_id);
+    if (row || last) return row ? connectionOf(row) : null;
+  }
+}
+
+/** Locks grant `id` (FOR UPDATE) until the transaction ends, if it exists. */
+async function lockGrant(db: Queryable, id: string): Promise<void> {
+  await db.query('select 1 from oauth_grants where id = $1 for update', [id]);
+}
+
 /**
  * Applies `change` to connection `id` in one statement and returns the row as stored, or null when
  * there is none. The one writer of a connection's schedule. New credentials take the connection
- * out of its grant: given a transaction, the grant stays locked until it ends (lockOAuthGrantOf).
+ * out of its grant: given a transaction, the grant and then the row stay locked until it ends
+ * (lockConnectionLeavingGrant).
  */
 export async function updateConnection(db: Queryable, id: string, change: ConnectionChange): Promise<ConnectionRow | null> {
-  if (change.sealedCredentials !== undefined) await lockOAuthGrantOf(db, id);
+  if (change.sealedCredentials !== undefined) await lockConnectionLeavingGrant(db, id);
   const { rows } = await db.query<StoredConnection>(
     `update connections c
         set config = coalesce($2, c.config),
@@ -806,9 +847,6 @@ export async function replaceGrant(db: Queryable, id: string, sealed: string): P
   return (rowCount ?? 0) > 0;
 }
 
-/** How many times `attachGrant` locks the grant a connection leaves when it keeps changing. */
-const ATTACH_GRANT_TRIES = 3;
-
 /**
  * Makes grant `grantId` (of app `appId`) connection `id`'s `oauth2` credential, and (`resume`, the
  * default: new credentials arrived) every connection of the grant that needs reauthorization
@@ -818,26 +856,14 @@ const ATTACH_GRANT_TRIES = 3;
  * is no connection `id`.
  */
 export async function attachGrant(db: Queryable, id: string, grantId: string, appId: string, opts: { resume: boolean } = { resume: true }): Promise<string[]> {
-  // The grant the connection leaves is locked before its row (grants before connection rows): the
-  // row is changed only while it still names the grant locked. A grant committed meanwhile (read
-  // as none, or as another, by the lock's statement) is locked next, after the row was let go;
-  // taken from the row instead, by the trigger deleting it once its row is held, it deadlocked
-  // against a connect flow that held that grant (replacing its tokens) and waited for the row.
-  let rowCount: number | null = 0;
-  for (let tries = 0; ; tries++) {
-    const read = await db.query<{ oauth_grant_id: string | null }>('select oauth_grant_id from connections where id = $1', [id]);
-    if (!read.rows[0]) return [];
-    const held = read.rows[0].oauth_grant_id;
-    if (held !== null) await db.query('select 1 from oauth_grants where id = $1 for update', [held]);
-    // Changed too often to keep up with: as before the rule, the grant left is locked by the trigger.
-    const last = tries >= ATTACH_GRANT_TRIES - 1;
-    ({ rowCount } = await db.query(
-      `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2
-        where id = $1 and ($5 or oauth_grant_id is not distinct from $4::uuid)`,
-      [id, grantId, appId, held, last],
-    ));
-    if (rowCount || last) break;
-  }
+  // The grant the connection leaves is locked before its row (lockConnectionLeavingGrant): taken
+  // from the row instead, by the trigger deleting it once its row is held, it deadlocked against a
+  // connect flow that held that grant (replacing its tokens) and waited for the row.
+  if (!(await lockConnectionLeavingGrant(db, id))) return [];
+  const { rowCount } = await db.query(
+    `update connections set credentials = null, credential_kind = ${CREDENTIAL.oauth2}, oauth_app_id = $3, oauth_grant_id = $2 where id = $1`,
+    [id, grantId, appId],
+  );
   if (!rowCount || !opts.resume) return rowCount ? [id] : [];
   const { rows } = await db.query<{ id: string }>(
     `update connections c set status = case when c.status = ${CONNECTION.needs_reauth} then ${REAUTH_ENDED('c')} else c.status end, status_before_reauth = null
