@@ -44,9 +44,10 @@ function recordScans(plan: PlanNode): { node: string; index: string | undefined;
 describe('records feed: a reader of a quiet type of a busy connection', () => {
   let db: TestDatabase;
   let connectionId: string;
-  /** The last change of `c`, and of `b`. */
+  /** The last change of `c`, of `b`, and the change of `a` halfway through its run. */
   let lastC: string;
   let lastB: string;
+  let midBusy: string;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -64,7 +65,8 @@ describe('records feed: a reader of a quiet type of a busy connection', () => {
     )).rows[0]!.last;
     lastC = await write('c', HISTORY);
     lastB = await write('b', FEW);
-    await write('a', BUSY);
+    const lastA = await write('a', BUSY);
+    midBusy = (BigInt(lastA) - BigInt(BUSY / 2)).toString();
     // The statistics a running database has of a table this size (autovacuum's analyze).
     await db.pool.query('analyze records');
   });
@@ -98,6 +100,21 @@ describe('records feed: a reader of a quiet type of a busy connection', () => {
     ]) {
       const poll = await scansOf(query);
       expect.soft(poll.rows, `${JSON.stringify(query)}: ${JSON.stringify(poll.scans)}`).toBeLessThan(100);
+    }
+  });
+
+  it('a full page, of one type or of every type, reads about the page and one change more (whether more follow), wherever it starts', async () => {
+    for (const query of [
+      { afterSeq: '0', limit: 50 },
+      { afterSeq: midBusy, limit: 50 },
+      { afterSeq: midBusy, limit: 50, modifiedAfter: DAY_AGO },
+      { afterSeq: '0', limit: 50, resourceType: 'c' },
+      { afterSeq: '0', limit: 50, resourceType: 'a' },
+      { afterSeq: midBusy, limit: 50, resourceType: 'a' },
+      { afterSeq: midBusy, limit: 50, resourceType: 'a', modifiedAfter: DAY_AGO },
+    ]) {
+      const page = await scansOf(query);
+      expect.soft(page.rows, `${JSON.stringify(query)}: ${JSON.stringify(page.scans)}`).toBeLessThan(100);
     }
   });
 });

@@ -589,8 +589,10 @@ export async function readChangesPage(db: Queryable, query: ChangesRead): Promis
         where p.n < $5 and ($6::bigint is null or p.through + octet_length(x.text) + octet_length(x.external_id) <= $6::bigint))
      select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.text as data,
             ${microsecondIso('p.source_updated_at')} as source_updated_at, p.synced_at, p.deleted_at, p.change,
-            -- Whether a change follows the page's last one (the page was cut short of it, or full).
-            exists ${next('(select max(l.change_seq) from page l)')} as more
+            -- Whether a change follows the page's last one (the page was cut short of it, or full):
+            -- the next one's position, read in feed order as the page's are. An EXISTS would drop
+            -- the order, and the planner then read the table from its start until it met one.
+            (select x.change_seq from ${next('(select max(l.change_seq) from page l)')} x) is not null as more
        from page p
       order by p.n`,
     [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit, query.maxBytes ?? null],
