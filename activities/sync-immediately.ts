@@ -77,7 +77,7 @@ export function syncImmediately(deps: ActivityDeps): Activities['syncImmediately
         };
         for await (const page of pagesOf(connector, request, null, undefined, secrets, () => fetchTime(pool))) {
           const { counts: written } = await withTransaction(pool, (tx) => {
-            const target = { connectionId: input.connectionId, resourceType, jobId: null, at: new Date(), fetchedAt: page.fetchedAt, readEpoch: conn.config_epoch };
+            const target = { connectionId: input.connectionId, resourceType, jobId: null, fetchedAt: page.fetchedAt, readEpoch: conn.config_epoch };
             // Under the config this run read, or, changed since, only what it selects now (in the same transaction).
             return storeUnderCurrentConfig(
               { connector, connectionId: input.connectionId, resourceType, records: page.records, configEpoch: conn.config_epoch },

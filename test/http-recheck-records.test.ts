@@ -133,7 +133,7 @@ describe('http connector: re-checks across full passes', () => {
 });
 
 describe('http connector: a full pass with nothing to re-check', () => {
-  it('tombstones nothing the provider did not confirm gone, even a record another job stored meanwhile under a clock behind the database', async () => {
+  it('tombstones nothing the provider did not confirm gone, even a record another job stored meanwhile from a page fetched before the pass began', async () => {
     const items = new Map<string, Record<string, unknown>>([
       ['a', { id: 'a', name: 'a', updated_at: OLD }],
       ['b', { id: 'b', name: 'b', updated_at: OLD }],
@@ -145,14 +145,14 @@ describe('http connector: a full pass with nothing to re-check', () => {
     await runPass(deps, connectionId, 'items', 'full');
 
     // Right after the next full pass found no deletion candidate, another job of the connection
-    // stores 'b', its worker's clock 5 s behind the database's (its write looks older than the pass).
+    // stores 'b' from a page it fetched 5 s before the pass began.
     let concurrent: (() => Promise<unknown>) | null = async () => {
       const { rows } = await db.pool.query<{ started_at: Date }>(
         `select t.started_at from sync_tasks t join sync_jobs j on j.id = t.job_id where j.connection_id = $1 and t.status = 'processing'`,
         [connectionId],
       );
       const at = new Date(rows[0]!.started_at.getTime() - 5000);
-      await upsertRecords(db.pool, { connectionId, resourceType: 'items', jobId: null, at, fetchedAt: at }, [{ externalId: 'b', updatedAt: OLD, data: items.get('b')! }]);
+      await upsertRecords(db.pool, { connectionId, resourceType: 'items', jobId: null, fetchedAt: at }, [{ externalId: 'b', updatedAt: OLD, data: items.get('b')! }]);
     };
     const query = (async (...args: Parameters<Pool['query']>) => {
       const answer = await (db.pool.query as (...a: unknown[]) => Promise<unknown>)(...args);

@@ -15,18 +15,18 @@ describe('a job page in one statement', () => {
   const record = (externalId: string, v: number) => ({ externalId, data: { v }, updatedAt: null });
   const noMarks = { high: {}, hold: {} };
   /**
-   * A connection with a running full job and its processing task, started at `startedAt`; `before`
-   * runs on the connection before the job exists (what earlier syncs stored: a write while a full
-   * pass runs beside it is news that pass does not judge).
+   * A connection with a running full job and its processing task, started at `startedAt` (null: the
+   * database's now(), as a claim starts it); `before` runs on the connection before the job exists
+   * (what earlier syncs stored: a write while a full pass runs beside it is news that pass does not judge).
    */
-  async function fullPass(name: string, startedAt: Date, before?: (connectionId: string) => Promise<unknown>) {
+  async function fullPass(name: string, startedAt: Date | null, before?: (connectionId: string) => Promise<unknown>) {
     const { rows: c } = await db.pool.query(`insert into connections (tenant_id, provider_slug, app_key) values ('t', 'demo', $1) returning id`, [name]);
     const connectionId: string = c[0].id;
     await before?.(connectionId);
     const { rows: t } = await db.pool.query(
       `with j as (insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at)
                   values ($1, 't', 'full', 'api', 'running', now()) returning id)
-       insert into sync_tasks (job_id, resource_type, status, started_at, claim) select id, 'issues', 'processing', $2, gen_random_uuid() from j returning id, job_id, claim`,
+       insert into sync_tasks (job_id, resource_type, status, started_at, claim) select id, 'issues', 'processing', coalesce($2, now()), gen_random_uuid() from j returning id, job_id, claim`,
       [connectionId, startedAt],
     );
     return { connectionId, taskId: t[0].id as string, jobId: t[0].job_id as string, claim: t[0].claim as string };
@@ -41,14 +41,14 @@ describe('a job page in one statement', () => {
   it('stores the records, the ids the pass did not write and the task and job progress together; deletion takes exactly the unseen rest', async () => {
     const earlier = new Date(Date.now() - 3_600_000);
     // Stored by an earlier sync: a, b, c, d.
-    const pass = await fullPass('page', new Date(), (connectionId) =>
-      upsertRecords(db.pool, { connectionId, resourceType: 'issues', jobId: null, at: earlier }, [record('a', 1), record('b', 1), record('c', 1), record('d', 1)]));
+    const pass = await fullPass('page', null, (connectionId) =>
+      upsertRecords(db.pool, { connectionId, resourceType: 'issues', jobId: null, fetchedAt: earlier }, [record('a', 1), record('b', 1), record('c', 1), record('d', 1)]));
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
 
     // The pass's first page: a changed, b unchanged, e new (twice on the page).
     const page = [record('a', 2), record('b', 1), record('e', 1), record('e', 1)];
     const marks = { high: { '': '2026-01-01T00:00:00.000Z' }, hold: {} };
-    const result = await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, page, {
+    const result = await upsertRecords(db.pool, { ...target, fetchedAt: new Date(), seenBy: pass.taskId }, page, {
       taskId: pass.taskId, claim: pass.claim, nextPageToken: 'page-2', records: page.length, partitions: marks,
     });
     expect(result).toEqual({ added: 1, updated: 1, unchanged: 1, seen: 1, held: true });
@@ -63,23 +63,23 @@ describe('a job page in one statement', () => {
     expect(job[0].processed_entities).toBe('4');
 
     // The last page, empty: still counted.
-    await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 0, partitions: noMarks });
+    await upsertRecords(db.pool, { ...target, fetchedAt: new Date(), seenBy: pass.taskId }, [], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 0, partitions: noMarks });
     const { rows: after } = await db.pool.query('select page_token, pages_done, seen_count from sync_tasks where id = $1', [pass.taskId]);
     expect(after[0]).toEqual({ page_token: null, pages_done: 2, seen_count: 1 });
 
     // The pass saw a, b and e: c and d go, nothing it saw does.
     const deleted = await withTransaction(db.pool, (tx) =>
-      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(), at: new Date() }, { except: [] }),
+      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date() }, { except: [] }),
     );
     expect(deleted).toBe(2);
     expect(await liveIds(pass.connectionId)).toEqual(['a', 'b', 'e']);
   });
 
   it('writes nothing of a page whose run no longer holds the task (another claim token, or the task no longer processing)', async () => {
-    const pass = await fullPass('fenced', new Date());
+    const pass = await fullPass('fenced', null);
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
     const page = (claim: string) =>
-      upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [record('z', 1)], { taskId: pass.taskId, claim, nextPageToken: 'next', records: 1, partitions: noMarks });
+      upsertRecords(db.pool, { ...target, fetchedAt: new Date(), seenBy: pass.taskId }, [record('z', 1)], { taskId: pass.taskId, claim, nextPageToken: 'next', records: 1, partitions: noMarks });
     expect(await page('00000000-0000-4000-8000-000000000000')).toEqual({ added: 0, updated: 0, unchanged: 0, seen: 0, held: false });
     await db.pool.query(`update sync_tasks set status = 'pending' where id = $1`, [pass.taskId]);
     expect(await page(pass.claim)).toMatchObject({ held: false });
@@ -91,35 +91,45 @@ describe('a job page in one statement', () => {
     expect(await seenIds(pass.taskId)).toEqual([]);
   });
 
-  it('puts every id into the seen-set when the page time is before the task start (a worker clock behind the database)', async () => {
+  it('puts every id into the seen-set when the statement writes before the task start', async () => {
     const pass = await fullPass('skew', new Date(Date.now() + 60_000));
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
-    const result = await upsertRecords(db.pool, { ...target, at: new Date(), seenBy: pass.taskId }, [record('x', 1), record('y', 1)], {
+    const result = await upsertRecords(db.pool, { ...target, fetchedAt: new Date(), seenBy: pass.taskId }, [record('x', 1), record('y', 1)], {
       taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 2, partitions: noMarks,
     });
     expect(result).toEqual({ added: 2, updated: 0, unchanged: 0, seen: 2, held: true });
     expect(await seenIds(pass.taskId)).toEqual(['x', 'y']);
     // Written before the pass's start, x and y are candidates but for the seen-set: nothing goes.
     const deleted = await withTransaction(db.pool, (tx) =>
-      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(Date.now() + 120_000), at: new Date() }, { except: [] }),
+      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(Date.now() + 120_000) }, { except: [] }),
     );
     expect(deleted).toBe(0);
   });
 
-  it('never moves synced_at back: a later write with an earlier page time keeps the later time, and a pass that wrote the row does not delete it', async () => {
-    const pass = await fullPass('overlap', new Date());
+  it('never moves synced_at back: a row a worker wrote by its clock running ahead keeps that time; a pass that wrote the row does not delete it', async () => {
+    const pass = await fullPass('overlap', null);
     const target = { connectionId: pass.connectionId, resourceType: 'issues', jobId: pass.jobId };
-    const at = new Date(Date.now() + 1000);
+    const syncedAt = async () => (await db.pool.query('select data, synced_at from records where connection_id = $1', [pass.connectionId])).rows[0];
     // (Its page was fetched two hours ago: the overlapping job's below, fetched after it, is newer news.)
-    const fetchedAt = new Date(Date.now() - 7_200_000);
-    await upsertRecords(db.pool, { ...target, at, fetchedAt, seenBy: pass.taskId }, [record('r', 1)], { taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 1, partitions: noMarks });
+    await upsertRecords(db.pool, { ...target, fetchedAt: new Date(Date.now() - 7_200_000), seenBy: pass.taskId }, [record('r', 1)], {
+      taskId: pass.taskId, claim: pass.claim, nextPageToken: null, records: 1, partitions: noMarks,
+    });
+    // Written by the pass after it began (the database's clock): no seen-set row needed.
     expect(await seenIds(pass.taskId)).toEqual([]);
-    // An overlapping job whose page time is before the pass began changes r.
-    expect(await upsertRecords(db.pool, { ...target, jobId: null, at: new Date(Date.now() - 3_600_000) }, [record('r', 2)])).toMatchObject({ updated: 1 });
-    const { rows } = await db.pool.query('select data, synced_at from records where connection_id = $1', [pass.connectionId]);
-    expect(rows[0]).toEqual({ data: { v: 2 }, synced_at: at });
+    const first: Date = (await syncedAt()).synced_at;
+    // An overlapping job whose page was fetched before the pass began changes r: written later, a later time.
+    expect(await upsertRecords(db.pool, { ...target, jobId: null, fetchedAt: new Date(Date.now() - 3_600_000) }, [record('r', 2)])).toMatchObject({ updated: 1 });
+    const second = await syncedAt();
+    expect(second.data).toEqual({ v: 2 });
+    expect(second.synced_at.getTime()).toBeGreaterThanOrEqual(first.getTime());
+    // A row written, before writes took the database's clock, by a worker whose clock ran an hour
+    // ahead: a later write keeps that time.
+    const ahead = new Date(Date.now() + 3_600_000);
+    await db.pool.query('update records set synced_at = $2 where connection_id = $1', [pass.connectionId, ahead]);
+    expect(await upsertRecords(db.pool, { ...target, jobId: null, fetchedAt: new Date() }, [record('r', 3)])).toMatchObject({ updated: 1 });
+    expect(await syncedAt()).toEqual({ data: { v: 3 }, synced_at: ahead });
     const deleted = await withTransaction(db.pool, (tx) =>
-      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date(), at: new Date() }, { except: [] }),
+      tombstoneUnseenRecords(tx, { ...target, taskId: pass.taskId, changedBefore: new Date() }, { except: [] }),
     );
     expect(deleted).toBe(0);
     expect(await liveIds(pass.connectionId)).toEqual(['r']);

@@ -89,7 +89,7 @@ describe("a job's claim cancelling it (its connection disabled)", () => {
     // task's row and waits for it; the claim then waits for the task's row.
     await withTransaction(db.pool, async (other) => {
       await lockChangeFeed(other, connectionId);
-      page = upsertRecords(db.pool, { connectionId, resourceType: 'items', jobId, at: new Date() },
+      page = upsertRecords(db.pool, { connectionId, resourceType: 'items', jobId, fetchedAt: new Date() },
         [{ externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() }],
         { taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} } },
       ).then(() => 'stored', (err: Error) => `page failed: ${err.message}`);

@@ -87,7 +87,7 @@ describe('consumers following the feed while writers run', () => {
           const readBoth = async (limit: number) => Promise.all([all.read(limit), typed.read(limit)]);
 
           const page = async (conn: string, type: number, ids: string[], v: number, on: Parameters<typeof upsertRecords>[0] = db.pool) =>
-            upsertRecords(on, { connectionId: conn, resourceType: TYPES[type]!, jobId: null, at: new Date(), fetchedAt: await fetchTime(db.pool) },
+            upsertRecords(on, { connectionId: conn, resourceType: TYPES[type]!, jobId: null, fetchedAt: await fetchTime(db.pool) },
               ids.map((id) => ({ externalId: id, updatedAt: null, data: { id, v, conn } })));
 
           const write = async (s: Step) => {

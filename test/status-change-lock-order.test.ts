@@ -56,7 +56,7 @@ describe('status changes while a page is being stored', () => {
   });
   /** A page of the lost run's task, stored as the page store's statement stores it: 'stored', or why it failed. */
   const pageOf = (connectionId: string, { job, task }: Awaited<ReturnType<typeof lostRunTask>>) =>
-    upsertRecords(stack.db.pool, { connectionId, resourceType: 'items', jobId: job.id, at: new Date() },
+    upsertRecords(stack.db.pool, { connectionId, resourceType: 'items', jobId: job.id, fetchedAt: new Date() },
       [{ externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() }],
       { taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} } },
     ).then(() => 'stored', (err: Error) => `page failed: ${err.message}`);
@@ -107,7 +107,7 @@ describe('status changes while a page is being stored', () => {
     // locks the task's row and the job's), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, at: new Date() }, [record], {
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, fetchedAt: new Date() }, [record], {
         taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       open();
@@ -217,7 +217,7 @@ describe('status changes while a page is being stored', () => {
     // records reference the connection), then the connection's config read FOR SHARE.
     const page = withTransaction(stack.db.pool, async (tx) => {
       const record = { externalId: 'r1', data: { n: 1 }, updatedAt: new Date().toISOString() };
-      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, at: new Date() }, [record], {
+      await upsertRecords(tx, { connectionId, resourceType: 'items', jobId, fetchedAt: new Date() }, [record], {
         taskId: task.id, claim: task.claim, nextPageToken: null, records: 1, partitions: { high: {}, hold: {} },
       });
       deleting = deleteConnection(stack.commands, connectionId).then(() => 'deleted', (err: Error) => `delete failed: ${err.message}`);

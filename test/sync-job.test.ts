@@ -309,7 +309,7 @@ describe('sync jobs', () => {
     const id = await connection(config);
     // The records are already stored as the provider serves them: a full pass adds to its
     // seen-set only the ids it does not rewrite itself, so these make it keep one.
-    await upsertRecords(db.pool, { connectionId: id, resourceType: 'issues', jobId: null, at: new Date(Date.now() - 60_000) }, demoRecords(config, 'issues'));
+    await upsertRecords(db.pool, { connectionId: id, resourceType: 'issues', jobId: null, fetchedAt: new Date(Date.now() - 60_000) }, demoRecords(config, 'issues'));
     const handle = await ensureConnectionWorkflow(env.client, TASK_QUEUE, { id, tenantId: 'acme', providerSlug: 'demo' });
     await eventually(async () => (demoFetchLog.length >= 3 ? true : undefined));
     const state = await handle.query<ConnectionState>('state');

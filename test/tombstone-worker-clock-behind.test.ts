@@ -4,7 +4,7 @@
 // after it and undoes it (a record the provider deleted comes back alive in the feed, as an
 // `insert` of older news, until the next full pass). Real Postgres, the record statements called
 // directly, in the order the activities run them.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fetchTime, readChangesPage, tombstoneUnseenRecords, upsertRecords } from '../db/models/records';
 import { withTransaction } from '../db/transaction';
 import { useTestDatabase } from './helpers/database';
@@ -18,7 +18,7 @@ describe('a full pass tombstone written by a worker whose clock is behind the da
     const connectionId = rows[0]!.id;
     const where = { connectionId, resourceType: 'items' };
     const hourAgo = new Date(Date.now() - 60 * MINUTE);
-    await upsertRecords(db.pool, { ...where, jobId: null, at: hourAgo, fetchedAt: hourAgo }, [{ externalId: 'a', updatedAt: null, data: { id: 'a', v: 1 } }]);
+    await upsertRecords(db.pool, { ...where, jobId: null, fetchedAt: hourAgo }, [{ externalId: 'a', updatedAt: null, data: { id: 'a', v: 1 } }]);
     // A full pass starts now (the database's clock); its listing does not serve a.
     const { rows: task } = await db.pool.query<{ id: string }>(
       `with j as (insert into sync_jobs (connection_id, tenant_id, job_type, trigger, status, scheduled_at)
@@ -30,12 +30,13 @@ describe('a full pass tombstone written by a worker whose clock is behind the da
     const fetchedAt = await fetchTime(db.pool);
     // Then the pass's deletion step, on a worker whose clock is ten minutes behind, tombstones a
     // (the provider deleted it after the incremental request was answered).
-    const behind = new Date(Date.now() - 10 * MINUTE);
+    const changedBefore = new Date(Date.now() - MINUTE);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 10 * MINUTE });
     const deleted = await withTransaction(db.pool, (tx) =>
-      tombstoneUnseenRecords(tx, { ...where, taskId: task[0]!.id, changedBefore: new Date(Date.now() - MINUTE), at: behind }, { except: [] }));
+      tombstoneUnseenRecords(tx, { ...where, taskId: task[0]!.id, changedBefore }, { except: [] })).finally(() => vi.useRealTimers());
     expect(deleted).toBe(1);
     // The incremental page is stored after the tombstone: older news than it.
-    await upsertRecords(db.pool, { ...where, jobId: null, at: new Date(), fetchedAt }, [{ externalId: 'a', updatedAt: null, data: { id: 'a', v: 1 } }]);
+    await upsertRecords(db.pool, { ...where, jobId: null, fetchedAt }, [{ externalId: 'a', updatedAt: null, data: { id: 'a', v: 1 } }]);
     const feed = (await readChangesPage(db.pool, { connectionId, afterSeq: '0', limit: 100 })).changes;
     expect(feed.map((c) => [c.external_id, c.change])).toEqual([['a', 'delete']]);
   });

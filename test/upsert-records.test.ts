@@ -26,7 +26,7 @@ describe('record writes and the change feed', () => {
   const putIn = (tx: PoolClient, records: ReturnType<typeof record>[], resourceType = 'issues', conn = connectionId) =>
     // Outside a full pass nothing joins a seen-set: `seen` is always 0 here; outside a job task's
     // page no claim is checked: `held` is always true.
-    upsertRecords(tx, { connectionId: conn, resourceType, jobId: null, at: new Date() }, records).then(({ seen, held, ...counts }) => {
+    upsertRecords(tx, { connectionId: conn, resourceType, jobId: null, fetchedAt: new Date() }, records).then(({ seen, held, ...counts }) => {
       expect(seen).toBe(0);
       expect(held).toBe(true);
       return counts;
@@ -89,13 +89,13 @@ describe('record writes and the change feed', () => {
       [conn],
     );
     await db.pool.query(`insert into sync_seen (task_id, external_id) values ($1, 'b')`, [task[0].id]);
-    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, { connectionId: conn, resourceType: 'issues', taskId: task[0].id, changedBefore: new Date(), at: new Date() }, { except: [] }))).toBe(2);
+    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, { connectionId: conn, resourceType: 'issues', taskId: task[0].id, changedBefore: new Date() }, { except: [] }))).toBe(2);
     const afterDelete = await feed(cursor, conn);
     expect(afterDelete.map((c) => [c.external_id, c.change])).toEqual([['b', 'update'], ['a', 'delete'], ['c', 'delete']]);
     expect(afterDelete[1]).toMatchObject({ data: { v: 1 } });
     expect(afterDelete[1]!.deleted_at).toBeInstanceOf(Date);
     // Tombstoning again changes nothing.
-    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, { connectionId: conn, resourceType: 'issues', taskId: task[0].id, changedBefore: new Date(), at: new Date() }, { except: [] }))).toBe(0);
+    expect(await withTransaction(db.pool, (tx) => tombstoneUnseenRecords(tx, { connectionId: conn, resourceType: 'issues', taskId: task[0].id, changedBefore: new Date() }, { except: [] }))).toBe(0);
 
     // Seen again, a tombstoned record comes back as an insert.
     expect(await putConn([record('a', { v: 1 })])).toEqual({ added: 1, updated: 0, unchanged: 0 });
@@ -152,7 +152,7 @@ describe('record writes and the change feed', () => {
   it('a page fetched before a full pass tombstoned a record never brings it back; a page fetched after does', async () => {
     const t0 = new Date(Date.now() - 60_000);
     const page = [record('gone', { v: 1 }, '2025-01-01T00:00:00Z')];
-    await withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, at: t0, fetchedAt: t0 }, page));
+    await withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, fetchedAt: t0 }, page));
     // A full pass's deletion step tombstones it at `deletedAt`…
     const deletedAt = new Date(Date.now() - 30_000);
     await db.pool.query(
@@ -165,13 +165,13 @@ describe('record writes and the change feed', () => {
     // …and a page another job fetched before that is written after it: still a tombstone.
     const before = new Date(deletedAt.getTime() - 1000);
     const late = await withTransaction(db.pool, (tx) =>
-      upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, at: new Date(), fetchedAt: before }, page),
+      upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, fetchedAt: before }, page),
     );
     expect(late).toMatchObject({ added: 0, updated: 0 });
     expect(await state()).toEqual(deletedAt);
     // A page fetched after the deletion that has it again brings it back.
     const again = await withTransaction(db.pool, (tx) =>
-      upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, at: new Date(), fetchedAt: new Date() }, page),
+      upsertRecords(tx, { connectionId, resourceType: 'stale', jobId: null, fetchedAt: new Date() }, page),
     );
     expect(again).toMatchObject({ added: 1, updated: 0 });
     expect(await state()).toBeNull();
@@ -180,7 +180,7 @@ describe('record writes and the change feed', () => {
     // Re-created (or restored) at the provider with a change time before the deleted version's.
     const t0 = new Date(Date.now() - 600_000);
     const deleted = [record('again', { v: 2 }, new Date(Date.now() - 700_000).toISOString())];
-    await withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'recreated', jobId: null, at: t0, fetchedAt: t0 }, deleted));
+    await withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'recreated', jobId: null, fetchedAt: t0 }, deleted));
     const deletedAt = new Date(Date.now() - 300_000);
     await db.pool.query(
       `update records set deleted_at = $2, synced_at = $2, change = 'delete', change_seq = nextval('records_change_seq')
@@ -190,7 +190,7 @@ describe('record writes and the change feed', () => {
     const { rows: before } = await db.pool.query(`select max(change_seq)::text as seq from records where connection_id = $1`, [connectionId]);
     const served = [record('again', { v: 1 }, '2020-01-01T00:00:00Z')];
     const back = await withTransaction(db.pool, (tx) =>
-      upsertRecords(tx, { connectionId, resourceType: 'recreated', jobId: null, at: new Date(), fetchedAt: new Date() }, served),
+      upsertRecords(tx, { connectionId, resourceType: 'recreated', jobId: null, fetchedAt: new Date() }, served),
     );
     expect(back).toMatchObject({ added: 1, updated: 0 });
     const changes = await feed(before[0].seq);
@@ -204,7 +204,7 @@ describe('record writes and the change feed', () => {
       (await db.pool.query(`select data, deleted_at from records where connection_id = $1 and resource_type = 'behind' and external_id = $2`, [connectionId, id])).rows[0];
     const t0 = new Date(Date.now() - 60_000);
     await withTransaction(db.pool, (tx) =>
-      upsertRecords(tx, { connectionId, resourceType: 'behind', jobId: null, at: t0, fetchedAt: t0 }, [
+      upsertRecords(tx, { connectionId, resourceType: 'behind', jobId: null, fetchedAt: t0 }, [
         record('again', { v: 1 }, '2025-01-01T00:00:00Z'), record('same', { v: 1 }, '2025-01-01T00:00:00Z'), record('live', { v: 1 }, '2025-01-01T00:00:00Z'),
       ]),
     );
@@ -224,7 +224,7 @@ describe('record writes and the change feed', () => {
       );
       // …while the page's statement (its snapshot taken before that commits) waits for the lock.
       const pid: number = (await page1.query('select pg_backend_pid() as pid')).rows[0].pid;
-      const write = upsertRecords(page1, { connectionId, resourceType: 'behind', jobId: null, at: new Date(), fetchedAt, behindKnown: [] }, page);
+      const write = upsertRecords(page1, { connectionId, resourceType: 'behind', jobId: null, fetchedAt, behindKnown: [] }, page);
       await eventually(async () => {
         const { rows: waiting } = await db.pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [pid]);
         return waiting.length > 0 ? true : undefined;
@@ -241,7 +241,7 @@ describe('record writes and the change feed', () => {
     }
     // Named, the page is stored: the tombstones stand (the page was fetched before them).
     const stored = await withTransaction(db.pool, (tx) =>
-      upsertRecords(tx, { connectionId, resourceType: 'behind', jobId: null, at: new Date(), fetchedAt, behindKnown: ['again', 'same'] }, page),
+      upsertRecords(tx, { connectionId, resourceType: 'behind', jobId: null, fetchedAt, behindKnown: ['again', 'same'] }, page),
     );
     expect(stored).toMatchObject({ added: 0, updated: 1, unchanged: 2, behind: [] });
     expect((await stale('live')).data).toEqual({ v: 2 });
@@ -253,7 +253,7 @@ describe('record writes and the change feed', () => {
     const stored = async (id: string) =>
       (await db.pool.query('select data from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'overlap', id])).rows[0].data;
     const write = (records: ReturnType<typeof record>[], fetchedAt: Date) =>
-      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'overlap', jobId: null, at: new Date(), fetchedAt }, records));
+      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'overlap', jobId: null, fetchedAt }, records));
     const t = (ms: number) => new Date(Date.now() - 60_000 + ms);
     // Two overlapping jobs: one fetched v1 first, the other fetched v2 after (changed within the
     // provider's one-second resolution, or a provider without change times) and wrote first.
@@ -276,7 +276,7 @@ describe('record writes and the change feed', () => {
     const stored = async (id: string) =>
       (await db.pool.query('select data from records where connection_id = $1 and resource_type = $2 and external_id = $3', [connectionId, 'back', id])).rows[0].data;
     const write = (records: ReturnType<typeof record>[], fetchedAt: Date) =>
-      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'back', jobId: null, at: new Date(), fetchedAt }, records));
+      withTransaction(db.pool, (tx) => upsertRecords(tx, { connectionId, resourceType: 'back', jobId: null, fetchedAt }, records));
     const base = Date.now() - 60_000;
     const t = (ms: number) => new Date(base + ms);
     // A provider of whole seconds (the three versions changed within one), and one without change times.

@@ -62,7 +62,7 @@ export async function confirmDeletions(
       // Only those the config selects now: a config change since the pass read its config may
       // have tombstoned some (a repository no longer configured), not to come back from here.
       const selected = await selectedNow(tx, connector, target.connectionId, target.resourceType, alive);
-      await upsertRecords(tx, { ...where, jobId: target.jobId, at: new Date(), fetchedAt, readEpoch: target.readEpoch }, selected);
+      await upsertRecords(tx, { ...where, jobId: target.jobId, fetchedAt, readEpoch: target.readEpoch }, selected);
       // Those found unchanged are noted as fetched now: the next pass re-checks the candidates
       // fetched longest ago first, so always-alive records never take every re-check.
       await confirmFetched(tx, { ...where, fetchedAt }, selected);
@@ -108,7 +108,7 @@ export async function endPass(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, dele
       const judged = listsAlike(pass.connector, input.resourceType, pass.task.config ?? {}, current) ? deletable : { only: [] };
       deleted = await tombstoneUnseenRecords(
         tx,
-        { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore: pass.changedBefore, at: new Date() },
+        { connectionId, resourceType: input.resourceType, taskId: input.taskId, changedBefore: pass.changedBefore },
         judged,
       );
       await forgetSeenOfTask(tx, input.taskId);

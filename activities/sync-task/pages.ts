@@ -126,7 +126,7 @@ async function storePage(deps: Pick<ActivityDeps, 'pool'>, pass: Pass, progress:
       const counts = await upsertRecords(
         db,
         {
-          connectionId, resourceType: input.resourceType, jobId: input.jobId, at: new Date(), fetchedAt: page.fetchedAt, readEpoch: task.config_epoch,
+          connectionId, resourceType: input.resourceType, jobId: input.jobId, fetchedAt: page.fetchedAt, readEpoch: task.config_epoch,
           seenBy: pass.full ? input.taskId : undefined, ...(configEpoch !== undefined && { configEpoch }), ...(behindKnown && { behindKnown }),
         },
         stored,

@@ -92,7 +92,7 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * Whether tombstone `row` (of the upsert's statement) may have been written after the page's fetch
  * began, so the page must not undo it. A deselection's tombstone (`deselected_epoch` set) is
  * judged by counts of config changes when the page names the count its pass read its config at
- * ($17): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
+ * ($4): a pass that read it at the tombstone's `deselected_epoch` or later read the config after
  * the tombstone committed, and fetched after that; one that read an earlier count may have fetched
  * before. Counts, not times: a tombstone's `deleted_at` is its transaction's start, and the count
  * says the config was read after the commit itself. Any other tombstone (a full pass's) by the
@@ -100,8 +100,8 @@ const NOTES_CONFIRMED = `exists (select 1 from beside b where r.confirmed_at is 
  * was written; a caller passing its own clock instead would let a page fetched before a tombstone
  * undo it whenever that clock runs ahead.
  */
-const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $17::bigint is not null
-                then $17::bigint < ${row}.deselected_epoch else ${row}.deleted_at >= $8::timestamptz end)`;
+const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epoch is not null and $4::bigint is not null
+                then $4::bigint < ${row}.deselected_epoch else ${row}.deleted_at >= $8::timestamptz end)`;
 
 /**
  * Upserts one page of records in one statement, which takes the connection's change-feed lock
@@ -118,9 +118,21 @@ const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epo
  * provider's change times are equal, missing or earlier by at most the skew (or the stored one is
  * past its fetch), one fetched before the stored version was (`fetched_at`: a page of an overlapping job fetched earlier and written later is
  * older news; a page serving the stored version unchanged moves its `fetched_at` up, without a feed
- * change, while the fetch time can decide: see `confirmed`); every other write takes the next `change_seq`,
- * and `synced_at` never moves back (a write of an overlapping job whose page time is earlier
- * leaves the later one). A tombstoned record seen again comes back as an insert, but only by a
+ * change, while the fetch time can decide: see `confirmed`); every other write takes the next `change_seq`
+ * and a new `synced_at`, which never moves back (a row an earlier release dated by its worker's
+ * clock, running ahead, keeps that later time). A write's `synced_at` is the
+ * database's clock read once per statement just after the feed lock is taken (`clock_timestamp()`,
+ * the `stamp` CTE), never the worker's: a full pass judges the records written before its start
+ * (`started_at`, the database's clock), and a worker clock running ahead would date its writes past
+ * the start of any pass begun within its lead, which would then keep such a record alive though the
+ * provider deleted it. Read after the feed lock, not at the transaction's or the statement's start
+ * (`now()`, `statement_timestamp()`, both before the wait for the lock): the connection's writers
+ * hold that lock to their commit, so a write's time is later than that of every change committed
+ * before it, and `synced_at` grows with `change_seq` (a feed reader filtering by `modified_after` a
+ * time read from one change misses no change written after it). It is also no earlier than the
+ * page's fetch (`fetchedAt`, read before the request) and no later than the commit: a record
+ * written before a pass began was fetched before it, so that pass's listing is later news.
+ * A tombstoned record seen again comes back as an insert, but only by a
  * page fetched after it was tombstoned (`fetchedAt` after its `deleted_at`), whatever its change
  * time (a record re-created or restored at the provider may carry an older one than the version
  * deleted): a page fetched before a full pass's deletion step and written after it is older news
@@ -137,14 +149,15 @@ const TOMBSTONE_AFTER_FETCH = (row: string) => `(case when ${row}.deselected_epo
  * database's now(); one served unchanged once per such pass, whatever its change time), so that
  * pass's deletion step leaves it alone: its listing may have missed the record (gone for a moment,
  * created behind its position, or a listing that shifts), and a fetch after the pass began found it
- * alive. The pass's start is the database's clock too: the worker's (`at`, `fetchedAt`) decides
- * nothing here.
+ * alive. The pass's start is the database's clock too, as are a page's fetch and write times.
  *
  * With `seenBy` (a full pass's task), the same statement adds to that task's seen-set the page's
  * ids that its deletion step could otherwise judge: every id except those this statement wrote at
  * or after the task's `started_at` (a written row's `synced_at` is then at or after it, and
- * never moves back, so no deletion step of that task can take it as a candidate). A first full
- * sync therefore writes no seen-set at all; a re-sync writes one row per unchanged record.
+ * never moves back, so no deletion step of that task can take it as a candidate). The task's
+ * `started_at` is its claim's `now()`, and the pass's pages are written after that claim committed,
+ * by the same clock: a first full sync therefore writes no seen-set at all; a re-sync writes one
+ * row per unchanged record.
  *
  * With `configEpoch` (the connection's count of config changes when the records' pass read its
  * config), the statement reads the connection's count under a share lock taken after the feed lock
@@ -176,10 +189,9 @@ export async function upsertRecords(
     connectionId: string;
     resourceType: string;
     jobId: string | null;
-    at: Date;
     seenBy?: string;
-    /** When the provider request that served these records began; `at` when not given. */
-    fetchedAt?: Date;
+    /** When the provider request that served these records began: the database's clock (`fetchTime`). */
+    fetchedAt: Date;
     /** Written only while the connection's count of config changes is still this one (see above). */
     configEpoch?: string;
     /** Written only while no record of the page but these stands behind a later tombstone (see above). */
@@ -210,6 +222,9 @@ export async function upsertRecords(
           -- The task row first, then the feed lock (the deletion step's order): a page the run no
           -- longer holds takes neither and reads no rows.
           feed_lock as (select pg_advisory_xact_lock($6, hashtext($1::uuid::text)) where $9::uuid is null or exists (select 1 from held)),
+          -- The write time (synced_at): the database's clock once the feed lock is held, read once
+          -- (a CTE calling a volatile function is computed once), so every row and the seen-set agree.
+          stamp as (select clock_timestamp() as at from feed_lock),
           -- The config's count read after the feed lock (the row lock waits for it), locked FOR
           -- SHARE to the commit: the latest committed count, and no change commits before the page.
           config as (select c.config_epoch = $15::bigint as same from feed_lock, connections c where $15::bigint is not null and c.id = $1 for share of c),
@@ -246,8 +261,8 @@ export async function upsertRecords(
                         and t.id is distinct from $7::uuid and t.id is distinct from $9::uuid),
           written as (
        insert into records (connection_id, resource_type, external_id, data, source_updated_at, last_seen_job_id, synced_at, fetched_at, confirmed_at)
-       select $1, $2, r.external_id, r.data, r.updated_at, $3, $4, $8, case when exists (select 1 from beside) then now() end
-         from page r
+       select $1, $2, r.external_id, r.data, r.updated_at, $3, w.at, $8, case when exists (select 1 from beside) then now() end
+         from page r, stamp w
        on conflict (connection_id, resource_type, external_id) do update
           set data = excluded.data, source_updated_at = excluded.source_updated_at, fetched_at = excluded.fetched_at,
               confirmed_at = coalesce(excluded.confirmed_at, records.confirmed_at),
@@ -315,7 +330,7 @@ export async function upsertRecords(
           seen as (insert into sync_seen (task_id, external_id)
                    select $7, p.external_id from page p
                     where $7::uuid is not null
-                      and not (coalesce($4::timestamptz >= (select t.started_at from sync_tasks t where t.id = $7), false)
+                      and not (coalesce((select at from stamp) >= (select t.started_at from sync_tasks t where t.id = $7), false)
                                and exists (select 1 from written w where w.external_id = p.external_id))
                    on conflict do nothing returning 1),
           counted as (
@@ -335,10 +350,9 @@ export async function upsertRecords(
             ($15::bigint is null or coalesce((select same from config), false)) as current,
             array(select external_id from behind order by external_id) as behind from counted`,
     [
-      target.connectionId, target.resourceType, target.jobId, target.at, page, FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt ?? target.at,
+      target.connectionId, target.resourceType, target.jobId, target.readEpoch ?? target.configEpoch ?? null, page, FEED_LOCK_CLASS, target.seenBy ?? null, target.fetchedAt,
       progress?.taskId ?? null, progress?.nextPageToken ?? null, progress?.records ?? 0, progress ? JSON.stringify(progress.partitions) : null,
       progress?.claim ?? null, CURSOR_CLOCK_SKEW_MS, target.configEpoch ?? null, target.behindKnown ? [...target.behindKnown] : null,
-      target.readEpoch ?? target.configEpoch ?? null,
     ],
   );
   const { added, updated, seen, held, current, behind } = counts[0]!;
@@ -358,11 +372,11 @@ const CANDIDATES = `r.connection_id = $1 and r.resource_type = $2 and r.deleted_
 
 /**
  * Up to `limit` of the records a full pass (task `taskId`) may delete, by id: live records of
- * `resourceType` it did not see, written before the pass began (a record written by a job running
- * beside it is not the pass's to judge; `synced_at` is a worker's clock, so also none written or
- * served unchanged by a page of another job stored since the pass began, `confirmed_at` by the
- * database's clock, see `upsertRecords`: that fetch is later news than the listing that missed the
- * record, or else the pass leaves it to the next full pass to judge)
+ * `resourceType` it did not see, written before the pass began (`synced_at` before its task's
+ * `started_at`, both the database's clock: a record written by a job running beside it is not the
+ * pass's to judge), nor served unchanged by a page of another job stored since the pass began
+ * (`confirmed_at`, the database's clock too, see `upsertRecords`: that fetch is later news than
+ * the listing that missed the record, or else the pass leaves it to the next full pass to judge)
  * and changed at the provider before `changedBefore` (the
  * pass start less the clock skew: a record changed during the pass was alive then, whatever the
  * listing served). The least recently fetched come first (never fetched since `fetched_at` was
@@ -418,14 +432,16 @@ export async function confirmFetched(
  * tombstone must read as older than it (see `upsertRecords`); a worker clock behind the database's
  * would date the tombstone before such a page, which would then undo it. The transaction starts
  * after the pass's re-checks were fetched, so a page fetched after it began is later news.
- * A tombstone's `synced_at` is `at` or the record's own, whichever is later: as for every write, it
- * never moves back (the record's last write may come from a worker whose clock runs ahead), so a
- * reader filtering by `modified_after` past that write still sees the deletion.
+ * A tombstone's `synced_at` is the database's clock read in the statement, after the change-feed
+ * lock is held (`clock_timestamp()`, as a page's write time, see `upsertRecords`), or the record's
+ * own if later: as for every write, it never moves back (a row an earlier release dated by its
+ * worker's clock, running ahead, keeps that time), so a reader filtering by `modified_after` past
+ * the record's last write still sees the deletion.
  * Returns how many it tombstoned.
  */
 export async function tombstoneUnseenRecords(
   tx: PoolClient,
-  target: { connectionId: string; resourceType: string; taskId: string; changedBefore: Date; at: Date },
+  target: { connectionId: string; resourceType: string; taskId: string; changedBefore: Date },
   which: { except: readonly string[] } | { only: readonly string[] },
 ): Promise<number> {
   await lockChangeFeed(tx, target.connectionId);
@@ -433,11 +449,11 @@ export async function tombstoneUnseenRecords(
   const except = 'except' in which ? [...which.except] : [];
   if (only !== null && only.length === 0) return 0;
   const { rowCount } = await tx.query(
-    `update records r set deleted_at = now(), synced_at = greatest(r.synced_at, $5), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
+    `update records r set deleted_at = now(), synced_at = greatest(r.synced_at, clock_timestamp()), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq')
       where ${CANDIDATES}
-        and ($6::text[] is null or r.external_id = any($6::text[]))
-        and r.external_id <> all($7::text[])`,
-    [target.connectionId, target.resourceType, target.taskId, target.changedBefore, target.at, only, except],
+        and ($5::text[] is null or r.external_id = any($5::text[]))
+        and r.external_id <> all($6::text[])`,
+    [target.connectionId, target.resourceType, target.taskId, target.changedBefore, only, except],
   );
   return rowCount ?? 0;
 }
@@ -455,7 +471,9 @@ export const DESELECTION_BATCH = 1000;
  * (empty: all of the type) and with none of `keep` (the prefixes of the partitions the config
  * names again). Each gets `deleted_at`, a new `change_seq` and the `delete` change (data kept),
  * once: a tombstone is not live. Its `synced_at` never moves back (see `tombstoneUnseenRecords`).
- * Both are the database's clock (`now()`), never the caller's: the caller is the API process or
+ * Both are the database's clock (`deleted_at` the transaction's start, `now()`; `synced_at` read
+ * after the feed lock is held, `clock_timestamp()`, as every write's, see `upsertRecords`), never
+ * the caller's: the caller is the API process or
  * the tick's worker, and a record a config selects again keeps the later of its tombstone's
  * `synced_at` and the page's that brings it back, which a full pass compares with its start (the
  * database's clock): a caller's clock running ahead would keep the record out of every full pass's
@@ -488,7 +506,7 @@ export async function tombstoneDeselectedBatch(
         where r.connection_id = $1 and r.resource_type = $2 and r.external_id >= $5 and (r.external_id <> $5 or $5 = '')
         order by r.external_id limit $6),
           done as (
-       update records r set deleted_at = now(), synced_at = greatest(r.synced_at, now()), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq'),
+       update records r set deleted_at = now(), synced_at = greatest(r.synced_at, clock_timestamp()), change = ${CHANGE.delete}, change_seq = nextval('records_change_seq'),
               deselected_epoch = (select c.config_epoch + case when $7::boolean then 0 else 1 end from connections c where c.id = $1)
          from visited v
         where v.goes and r.connection_id = $1 and r.resource_type = $2 and r.external_id = v.external_id and r.deleted_at is null

@@ -151,8 +151,10 @@ export async function renewalOnTwoWorkers(opts: {
 
 /**
  * An http connection reading `items` by cursor paging, ten a page, from `provider` (with
- * `updated_at` and `since`, unless `changeTimes` is false), whose items were stored by a pass
- * at `storedAt`, as `provider` has them now. Returns the connection's id.
+ * `updated_at` and `since`, unless `changeTimes` is false), whose items were stored by a pass at
+ * `storedAt`, as `provider` has them now: fetched and written then (`synced_at` set back to it
+ * after the write, which takes the database's clock, so passes the scenario starts after
+ * `storedAt` but before now judge them). Returns the connection's id.
  */
 export async function cursorConnectionStoredAt(pool: Pool, provider: FakeHttpProvider, appKey: string, storedAt: Date, changeTimes = true): Promise<string> {
   const connectionId = await createHttpConnection(
@@ -166,9 +168,10 @@ export async function cursorConnectionStoredAt(pool: Pool, provider: FakeHttpPro
   );
   await upsertRecords(
     pool,
-    { connectionId, resourceType: 'items', jobId: null, at: storedAt, fetchedAt: storedAt },
+    { connectionId, resourceType: 'items', jobId: null, fetchedAt: storedAt },
     provider.list().map((i) => ({ externalId: i.id, updatedAt: changeTimes ? i.updated_at : null, data: { ...i } })),
   );
+  await pool.query('update records set synced_at = $2 where connection_id = $1', [connectionId, storedAt]);
   return connectionId;
 }
 
