@@ -10,10 +10,11 @@
 // carry rate-limit signals; 429, and 503 with Retry-After → RateLimited; other 5xx, 408, network
 // errors, unreadable JSON → Transient; other 4xx → Permanent).
 //
-// The page token is base64url JSON { url, read?, listing }: the exact next URL, whatever the
-// pagination style, for page numbers and offsets which read of the listing it belongs to (see
-// positionNext), so the paging loop's guard sees a repeated page as a repeated URL and read, and a
-// digest of the listing it pages (`listing`). A task resumes from its stored token after its
+// The page token is base64url JSON { url, read?, listing, lastAt?, exclusive? }: the exact next
+// URL, whatever the pagination style, for page numbers and offsets which read of the listing it
+// belongs to (see positionNext), so the paging loop's guard sees a repeated page as a repeated URL
+// and read, and a digest of the listing it pages (`listing`); by keyset, what a step needs to tell
+// an exclusive `since` (see positionNext). A task resumes from its stored token after its
 // connection's config may have changed: a token of another listing starts the pass again from its
 // first page (the rest of the old listing says nothing of what the new one serves, and its cursor
 // would pass records the new one never read). Tokens written before the digest go on as they did.
@@ -189,9 +190,11 @@ const resourceSchema = z.strictObject({
     .default('unspecified')
     .meta({
       description:
-        "How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order, and `since` " +
-        'inclusive (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen ' +
-        '(`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.',
+        "How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order " +
+        '(e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen ' +
+        '(`since` = that time, first page again) instead of by position, which shifts while the provider changes. `since` may be inclusive ' +
+        'or exclusive (one that leaves out the records of the time asked is found at the first step, which is asked again one unit earlier: ' +
+        '1 ms, 1 s or a day, as every later step of the pass is; one request more a pass, none for an inclusive one). Requires `updated_at` and `since`.',
     }),
   pagination: paginationSchema.optional().meta({ description: "This resource's pagination, if not the connection's" }),
   item: z
@@ -339,11 +342,18 @@ interface ReadState {
   last?: string;
 }
 
-/** A page token: the exact URL to fetch, for position paging the read it belongs to, and the digest of its listing. */
+/**
+ * A page token: the exact URL to fetch, for position paging the read it belongs to, and the digest
+ * of its listing. By keyset (`order: 'change_ascending'`): on a step whose provider was taken as
+ * inclusive, the change time (ISO) the page before it ended at (`lastAt`); once the provider's
+ * `since` was seen to leave out that time, `exclusive` (every step is then asked one unit earlier).
+ */
 interface Token {
   url: string;
   read?: ReadState;
   listing?: string;
+  lastAt?: string;
+  exclusive?: true;
 }
 
 /**
@@ -363,7 +373,8 @@ function decodeToken(token: string): Token {
       read === undefined ||
       (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
         typeof read.acc === 'string' && Number.isInteger(read.pages) && (read.last === undefined || typeof read.last === 'string'));
-    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string')) return body;
+    const keysetOk = (body.lastAt === undefined || (typeof body.lastAt === 'string' && !Number.isNaN(Date.parse(body.lastAt)))) && (body.exclusive === undefined || body.exclusive === true);
+    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string') && keysetOk) return body;
   } catch {
     // below
   }
@@ -534,6 +545,24 @@ function nextPosition(url: string, pagination: PositionPagination, served: numbe
  */
 const earliestListed = (value: string, format: z.output<typeof sinceSchema>['format']): number => sinceMillis(value, format) - (format === 'date' ? DAY_MS : 0);
 
+/** One unit of each `since` format's resolution, in milliseconds. */
+const SINCE_UNIT_MS: Record<z.output<typeof sinceSchema>['format'], number> = { iso8601: 1, epoch_millis: 1, epoch_seconds: 1000, date: DAY_MS };
+
+/** The `since` value one unit of its format's resolution before `value` (a millisecond, a second, a day). */
+function sinceBefore(value: string, format: z.output<typeof sinceSchema>['format']): string {
+  const ms = sinceMillis(value, format) - SINCE_UNIT_MS[format];
+  switch (format) {
+    case 'epoch_seconds':
+      return String(ms / 1000);
+    case 'epoch_millis':
+      return String(ms);
+    case 'date':
+      return new Date(ms).toISOString().slice(0, 10);
+    default:
+      return new Date(ms).toISOString();
+  }
+}
+
 /** The page size a position listing asks for (`size`, `limit`), if any. */
 const askedSize = (pagination: PositionPagination): number | undefined => (pagination.type === 'page_number' ? pagination.size : pagination.limit);
 
@@ -596,6 +625,17 @@ const readDigest = (acc: string, keys: unknown[]): string => keys.reduce<string>
  * A provider that lists a record changed before `since`, or out of change-time order, contradicts
  * the declaration: that fails as Permanent, naming the key.
  *
+ * A provider's `since` may be exclusive (`>`): asked for that time, it leaves out the records of
+ * it, among them those after the page that ended there. So a step's first page that serves no
+ * record changed at or before the time the page before it ended at (`lastAt`; none at all counts)
+ * is asked again one unit of the format's resolution earlier (`sinceBefore`), and from then on
+ * the pass is `exclusive`: every step asks one unit before the time, and the `since` time whose
+ * records are paged by position is the one after the value asked. An inclusive provider serves
+ * the record that ended the page before (unless it changed meanwhile, when the unit earlier costs
+ * a request and serves nothing wrong), so it costs nothing; an exclusive one, one request a pass.
+ * Each exclusive step asks a later value than the one before, so no step comes back to a URL of the
+ * pass: the one exclusive value equal to an inclusive step's is another page (`pageKey`).
+ *
  * A read is the pages from where it began to its end (the listing's end, or a keyset step). A read
  * of more than one page is repeated from its first URL until two reads in a row served the same
  * records in the same order; a single page is one consistent answer and needs no second read.
@@ -612,6 +652,7 @@ function positionNext(
   items: unknown[],
   until: Date | null,
   what: string,
+  keyset: Pick<Token, 'lastAt' | 'exclusive'> = {},
 ): PositionNext | null {
   // Only an empty page is the end: a short one may be the provider's cap on the page size.
   const more = items.length > 0;
@@ -621,13 +662,17 @@ function positionNext(
   const readOn = (counted: number): ReadState => ({
     ...current, acc: readDigest(current.acc, keys.slice(0, counted)), pages: current.pages + 1, ...(more && { last: digest('', keys) }),
   });
+  // Every token of an exclusive pass says so.
+  const mode = keyset.exclusive ? { exclusive: true as const } : {};
   let done = readOn(keys.length);
-  let after: string | null = null;
+  let after: PositionNext | null = null;
   if (resource.order === 'change_ascending' && resource.since && resource.updated_at) {
     const { param, format } = resource.since;
     const sinceText = new URL(url).searchParams.get(param);
-    const floor = sinceText === null ? null : sinceMillis(sinceText, format);
+    // The `since` time asked for: for an exclusive provider, the one after the value sent.
+    const floor = sinceText === null ? null : sinceMillis(sinceText, format) + (keyset.exclusive ? SINCE_UNIT_MS[format] : 0);
     let previous = Number.NEGATIVE_INFINITY;
+    let first: Date | null = null;
     let last: Date | null = null;
     // The records a read by position compares: those sharing the `since` time and the first one
     // after them (where a shift while the block was paged would show). The rest of the page that
@@ -640,6 +685,7 @@ function positionNext(
         throw new Permanent(`http connector: ${what}: record #${index} has no change time at '${resource.updated_at}', which resources.${name}.order 'change_ascending' needs`);
       }
       last = new Date(change);
+      first ??= last;
       if (sinceText !== null && last.getTime() < earliestListed(sinceText, format)) {
         throw new Permanent(`http connector: ${what}: resources.${name}.order is 'change_ascending', but the provider listed a record changed before ${param}=${sinceText} (does it filter by '${param}'?)`);
       }
@@ -649,36 +695,45 @@ function positionNext(
       previous = last.getTime();
       if (floor !== null && counted === items.length && sinceMillis(formatSince(last, format), format) > floor) counted = index + 1;
     }
+    if (keyset.lastAt !== undefined && sinceText !== null && (first === null || first.getTime() > Date.parse(keyset.lastAt))) {
+      // Nothing of the time the page before ended at: an exclusive `since` left it out (or all of
+      // it changed meanwhile). The same step one unit earlier, a new read; this page's records
+      // are stored, and served again there.
+      const again = new URL(url);
+      again.searchParams.set(param, sinceBefore(sinceText, format));
+      return { url: again.href, exclusive: true };
+    }
     done = readOn(counted);
     if (more && last !== null) {
       const lastText = formatSince(last, format);
       if (floor !== null && sinceMillis(lastText, format) <= floor) {
         // Within records sharing the `since` time, by position: unverified when read only once.
-        return { url: nextPosition(url, pagination, items.length), read: done, ...(pagination.max_reads <= 1 && { hold: sinceText! }) };
+        return { url: nextPosition(url, pagination, items.length), read: done, ...mode, ...(pagination.max_reads <= 1 && { hold: sinceText! }) };
       }
       const step = new URL(url);
-      step.searchParams.set(param, lastText);
+      step.searchParams.set(param, keyset.exclusive ? sinceBefore(lastText, format) : lastText);
       step.searchParams.set(pagination.param, pagination.type === 'page_number' ? String(pagination.start) : '0');
       // Ascending: what follows was changed at or after `until`, outside the window.
-      after = until !== null && last.getTime() >= until.getTime() ? null : step.href;
+      after = until !== null && last.getTime() >= until.getTime() ? null : { url: step.href, ...(keyset.exclusive ? mode : { lastAt: last.toISOString() }) };
     }
   } else if (more) {
     return { url: nextPosition(url, pagination, items.length), read: done };
   }
   // This read is complete: an empty page, or (by keyset) the window's end.
-  if (done.pages === 1 || pagination.max_reads <= 1 || done.prev === done.acc) return after === null ? null : { url: after };
+  if (done.pages === 1 || pagination.max_reads <= 1 || done.prev === done.acc) return after;
   if (done.n >= pagination.max_reads) {
     // Not thrown: the task's stored token would stay at this read's last page, and every retry
     // would end this same read, disagreeing again. Stored, the token starts the read over (as it
     // first began: read 1), so a retry reads it again, the provider perhaps still by then.
     return {
       url: done.start,
+      ...mode,
       unsettled:
         `http connector: ${what}: the listing changed during each of ${done.n} reads from '${done.start}' (pages shift while the provider changes; ` +
         `max_reads ${pagination.max_reads}), so a record may have been skipped; retrying later`,
     };
   }
-  return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 } };
+  return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 }, ...mode };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1109,9 +1164,10 @@ export const httpConnector: Connector = {
   },
 
   pageKey(token) {
-    const { url, read, listing } = decodeToken(token);
+    const { url, read, listing, exclusive } = decodeToken(token);
     // The listing belongs to the page: a pass started again for another listing may ask the same URL.
-    return `${read ? `${url} (read ${read.n})` : url}${listing === undefined ? '' : ` (listing ${listing})`}`;
+    // So does the provider's `since` found exclusive: the URL of an inclusive step, asked so, is the step after it.
+    return `${read ? `${url} (read ${read.n})` : url}${exclusive ? ' (since exclusive)' : ''}${listing === undefined ? '' : ` (listing ${listing})`}`;
   },
 
   async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -1174,7 +1230,7 @@ export const httpConnector: Connector = {
         records = [];
       }
       // Built from our own URL (the secret is added to the request only): nothing to clean.
-      let next = positionNext(name, resource, pagination, url, token.read, items, until, what);
+      let next = positionNext(name, resource, pagination, url, token.read, items, until, what, token);
       const holds = new Set<string>();
       if (next?.hold !== undefined) holds.add(next.hold);
       // A short, non-empty page is the end or the provider's cap on the page size: the next
@@ -1188,7 +1244,7 @@ export const httpConnector: Connector = {
         // The short page's records again: the end.
         const again = repeatsLastPage(next!.read, after.items, resource);
         if (!again) records.push(...after.records);
-        next = positionNext(name, resource, pagination, next!.url, next!.read, again ? [] : after.items, until, what);
+        next = positionNext(name, resource, pagination, next!.url, next!.read, again ? [] : after.items, until, what, next!);
         if (next?.hold !== undefined) holds.add(next.hold);
       }
       const holdCursors = resource.since

@@ -1191,7 +1191,7 @@ export interface components {
                         /** @description Records with a value (not null) at any of these fields (JSON paths, as `id`'s) are left out */
                         exclude_when_present?: string[];
                         /**
-                         * @description How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order, and `since` inclusive (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen (`since` = that time, first page again) instead of by position, which shifts while the provider changes. Requires `updated_at` and `since`.
+                         * @description How the provider lists this resource. 'change_ascending': by `updated_at` ascending, ties always in the same order (e.g. params sort=updated&direction=asc). Page-number and offset paging then continue from the last change time seen (`since` = that time, first page again) instead of by position, which shifts while the provider changes. `since` may be inclusive or exclusive (one that leaves out the records of the time asked is found at the first step, which is asked again one unit earlier: 1 ms, 1 s or a day, as every later step of the pass is; one request more a pass, none for an inclusive one). Requires `updated_at` and `since`.
                          * @default unspecified
                          * @enum {string}
                          */

@@ -1,7 +1,8 @@
 // A fake provider for the declarative `http` connector, on 127.0.0.1 over real HTTP, that behaves
 // like a real one while its data changes: one list of items sorted by change time ascending (ties
-// by id), change times in whole seconds from the wall clock, `updated_since` (inclusive), and one
-// route per paging style under /<style>/items:
+// by id), change times in whole seconds from the wall clock, `updated_since` (inclusive, or
+// exclusive while `sinceExclusive`: many real providers' `updated_after`), and one route per
+// paging style under /<style>/items:
 //
 // - none:    every item in one answer;
 // - link:    a Link rel="next" URL whose `after` is an opaque keyset position (change time, id);
@@ -80,6 +81,8 @@ export interface FakeHttpProvider {
   items: Map<string, FakeItem>;
   /** Page requests answered so far. */
   requests: number;
+  /** Whether `updated_since` leaves out the items changed at that very time (`>`, not `>=`). */
+  sinceExclusive: boolean;
   /** The keyset positions (change time, id) the answers' next links or cursors gave, in order; the test may empty it. */
   positions: Array<{ at: string; id: string }>;
   /** Runs before each page request is answered: the place for changes between page requests. */
@@ -131,6 +134,7 @@ export async function startFakeHttpProvider(opts: {
   const state: Omit<FakeHttpProvider, 'baseUrl' | 'close'> = {
     items,
     requests: 0,
+    sinceExclusive: false,
     positions: [],
     beforeRequest: null,
     failRequest: null,
@@ -174,7 +178,7 @@ export async function startFakeHttpProvider(opts: {
     const q = url.searchParams;
     const since = q.get('updated_since');
     const sinceMs = since === null ? null : Date.parse(since);
-    const listed = state.list().filter((i) => sinceMs === null || Date.parse(i.updated_at) >= sinceMs);
+    const listed = state.list().filter((i) => sinceMs === null || Date.parse(i.updated_at) > sinceMs || (!state.sinceExclusive && Date.parse(i.updated_at) === sinceMs));
     const send = (body: unknown, headers: Record<string, string> = {}) => {
       const text = JSON.stringify(body);
       const write = () => {

@@ -2,7 +2,8 @@
 // (a few runs per paging style in `npm test`) and the longer run of `npm run test:models`. A fake provider
 // (test/helpers/fake-http-provider.ts) changes its items at random between page requests (edits,
 // creations, deletions, change times in whole seconds from the wall clock) while a random sequence
-// of full, incremental and backfill passes runs the sync activity against real Postgres. Invariants:
+// of full, incremental and backfill passes runs the sync activity against real Postgres. The
+// provider's `since` is inclusive or exclusive at random (a scenario's). Invariants:
 //
 // - a full pass never tombstones an item that the provider had for the whole pass (and stores it);
 // - once the provider is quiet, one incremental pass stores every item's latest data (no change
@@ -64,6 +65,8 @@ interface PassPlan {
 }
 
 interface Scenario {
+  /** Whether the provider's `since` leaves out the items changed at that very time. */
+  exclusiveSince: boolean;
   items: number;
   perSecond: number;
   size: number;
@@ -71,6 +74,7 @@ interface Scenario {
 }
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  exclusiveSince: fc.boolean(),
   items: fc.integer({ min: 3, max: 14 }),
   perSecond: fc.integer({ min: 1, max: 4 }),
   size: fc.integer({ min: 2, max: 4 }),
@@ -116,6 +120,7 @@ async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario
   const clock: Clock = { ms: Date.now() + 3_600_000 };
   const hourAgo = clock.ms - 3_600_000;
   const fake = await startFakeHttpProvider({ size: scenario.size, initial: initialItems(scenario.items, hourAgo, scenario.perSecond), clock: () => clock.ms });
+  fake.sinceExclusive = scenario.exclusiveSince;
   const passStart = () => new Date(clock.ms);
   try {
     const connectionId = await createHttpConnection(pool, itemsConfig(fake.baseUrl, variant, scenario.size), label);
@@ -186,7 +191,7 @@ export async function checkHttpPagingModel(pool: Pool, variant: ModelVariant, nu
     fc.asyncProperty(scenarioArb, async (scenario) => {
       stats.runs += 1;
       labels += 1;
-      await runScenario(pool, variant, scenario, `model-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}-${labels}`, stats);
+      await runScenario(pool, variant, scenario, `model-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}${scenario.exclusiveSince ? '-exclusive' : ''}-${labels}`, stats);
     }),
     { numRuns, seed, endOnFailure: true },
   );
