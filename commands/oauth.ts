@@ -202,6 +202,19 @@ async function clientOf(deps: CommandDeps, appId: string): Promise<{ row: OAuthA
   };
 }
 
+/**
+ * Refuses (409 `invalid_connection_config`) a connection whose config sends no token an OAuth 2
+ * grant could give (an http connection's basic auth): the grant would be stored, and every sync
+ * fail for good. `then` is added to the message.
+ */
+function refuseUnsentGrant(connection: { provider_slug: string; config: Record<string, unknown> | null }, then = ''): void {
+  const unsent = tokenProblem(connection.provider_slug, connection.config ?? {});
+  if (unsent) throw new CommandRefused('conflict', 'invalid_connection_config', `the connection's config sends no token an OAuth 2 grant could give: ${unsent}${then}`);
+}
+
+/** What a callback refused for its connection's config adds: what became of the flow. */
+const UNSENT_AT_CALLBACK = '; its config changed since the connect flow started, and nothing was stored. Give it an auth that sends a token, then start the connect flow again';
+
 /** What `startAuthorization` answers. */
 export interface AuthorizationStart {
   authorization_url: string;
@@ -228,9 +241,7 @@ export async function startAuthorization(
   const connection = await connections.findConnection(deps.pool, connectionId);
   if (!connection) throw notFound('no connection with that id');
   if (connection.status === 'disabled') throw new CommandRefused('conflict', 'connection_disabled', 'the connection is disabled');
-  // A grant whose token the connection's config never sends would be stored, and every sync fail for good.
-  const unsent = tokenProblem(connection.provider_slug, connection.config ?? {});
-  if (unsent) throw new CommandRefused('conflict', 'invalid_connection_config', `the connection's config sends no token an OAuth 2 grant could give: ${unsent}`);
+  refuseUnsentGrant(connection);
   const { row, client } = await clientOf(deps, request.appId);
   // Another tenant's app is as good as missing.
   if (row.tenant_id !== connection.tenant_id) throw notFound('no OAuth app with that id');
@@ -287,7 +298,9 @@ export interface AuthorizationDone {
  * The tokens are stored sealed as the connection's OAuth 2 grant: the grant it has through the
  * same app is replaced (for every connection sharing it), else a new grant is made its own; a grant
  * read that is gone when replaced (another callback of the connection committed meanwhile) makes
- * it read the connection's grant again (`storeGrant`), 409 `conflict` after a few tries. Every
+ * it read the connection's grant again (`storeGrant`), 409 `conflict` after a few tries. A
+ * connection whose config, as the grant would be stored (under its row's lock), sends no token is
+ * refused as the authorize step refuses it (409 `invalid_connection_config`), storing nothing. Every
  * connection of the grant that needed reauthorization gets back the status the refusal found it in
  * (active, or paused) and its credentials alert is resolved.
  */
@@ -365,6 +378,11 @@ async function completeFlow(
   // A connection being deleted takes no new credentials (409 `purge_in_progress`): no code is
   // exchanged for it, and (checked again under its purge lock below) no grant is stored.
   await refuseWhilePurging(deps.pool, flow.connection_id);
+  // Nor does one whose config was changed since the flow started to an auth that sends no token
+  // (409 `invalid_connection_config`, as the authorize step answers): checked again below, under
+  // its row's lock, for a change that commits meanwhile.
+  const before = await connections.findConnection(deps.pool, flow.connection_id);
+  if (before) refuseUnsentGrant(before, UNSENT_AT_CALLBACK);
   const { row: app, client } = await clientOf(deps, flow.oauth_app_id);
   const { verifier, scopes: asked } = connectFlowSecretOf(open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier));
   let answer;
@@ -387,8 +405,13 @@ async function completeFlow(
     // Deleted since it was read (its deletion committed while this waited for its row): nothing is
     // kept, so a grant made for it is not left behind, with its tokens, in no connection's use.
     if (!resumed.includes(flow.connection_id)) throw notFound('the connection no longer exists');
+    // The config the grant is stored for, read under the row's lock attachGrant took (held to the
+    // commit, so no config change comes between): one that sends no token refuses the grant, and
+    // the transaction (the grant, its tokens, the connection's change) is rolled back.
+    const connection = await connections.findConnection(tx, flow.connection_id);
+    if (connection) refuseUnsentGrant(connection, UNSENT_AT_CALLBACK);
     for (const id of resumed) await resolveAlert(tx, 'connection_credentials_invalid', id, new Date());
-    return connections.findConnection(tx, flow.connection_id);
+    return connection;
   });
   if (!row) throw notFound('the connection no longer exists');
   return { connection_id: row.id, status: row.status };

@@ -86,7 +86,10 @@ const callback = createRoute({
   request: { query: CallbackQuery },
   responses: {
     200: jsonAnswer(CallbackSchema, 'Connected'), ...errorResponses,
-    409: conflict('The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored', 'purge_in_progress'),
+    409: conflict(
+      "The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored; or its config was changed since the flow started to one that sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth): nothing is stored",
+      'purge_in_progress', 'invalid_connection_config',
+    ),
     429: { ...errorAnswer('This address failed too many lookups (unknown states, or tenant keys: API_AUTH_FAILURES_PER_MINUTE); retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this address may look one up again') },
     502: errorAnswer('The provider refused the authorization or the code exchange failed', 'authorization_refused', 'token_exchange_failed'),
   },
