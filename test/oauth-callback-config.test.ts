@@ -5,12 +5,12 @@
 // the config never sends would be stored, and every sync fail for good. The callback decides on the
 // config as it is when it stores the grant, under the connection's row lock: it refuses the same
 // way and stores no grant, no tokens.
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { consentedFlows } from './helpers/oauth-grants';
 
 let db: TestDatabase;
 let oauth: FakeOAuth;
@@ -32,18 +32,8 @@ const config = (auth: Record<string, unknown>) => ({ base_url: oauth.url, auth, 
 
 /** A new app of tenant acme on the fake OAuth server, a connection with bearer auth and no credentials, and the callback of a consent given for it. */
 async function consented(): Promise<{ appId: string; id: string; callback: string }> {
-  const app = await call('POST', '/oauth-apps', {
-    tenant_id: 'acme', name: `config-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
-    authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
-  });
-  expect(app.status).toBe(201);
-  const id = randomUUID();
-  await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `config-${id.slice(0, 8)}`, config({ type: 'bearer' })]);
-  const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: app.body.id });
-  expect(start.status).toBe(200);
-  const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  return { appId: app.body.id as string, id, callback: `${back.pathname}${back.search}` };
+  const { appId, id, callbacks } = await consentedFlows(server.url, db.pool, oauth, { prefix: 'config', flows: 1, config: config({ type: 'bearer' }) });
+  return { appId, id, callback: callbacks[0]! };
 }
 
 /** How many backends of this test's database wait for a lock. */

@@ -6,13 +6,13 @@
 // that took the row first and the grant second (the grant read after the row was moved to it by a
 // callback, or the grant left by a config change) deadlocked with such a callback: Postgres ended
 // one of them (40P01), answered 500.
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
 import { createTestDatabase, type TestDatabase } from './helpers/database';
 import type { LogLines } from './helpers/logs';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
+import { consentedFlows } from './helpers/oauth-grants';
 import { poolWithHook } from './helpers/pool-hooks';
 
 let db: TestDatabase;
@@ -78,24 +78,7 @@ function gate(): { open: () => void; opened: Promise<void> } {
 }
 
 /** A new app of tenant acme on the fake OAuth server, and a connection without credentials with `flows` consents given for it through the app. */
-async function consented(flows: number): Promise<{ appId: string; id: string; callbacks: string[] }> {
-  const app = await call('POST', '/oauth-apps', {
-    tenant_id: 'acme', name: `leaving-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
-    authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${server.url}/oauth/callback`, scopes: ['read'],
-  });
-  expect(app.status).toBe(201);
-  const id = randomUUID();
-  await db.pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `leaving-${id.slice(0, 8)}`, config()]);
-  const callbacks: string[] = [];
-  for (let i = 0; i < flows; i++) {
-    const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: app.body.id });
-    expect(start.status).toBe(200);
-    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
-    const back = new URL(consent.headers.get('location')!);
-    callbacks.push(`${back.pathname}${back.search}`);
-  }
-  return { appId: app.body.id as string, id, callbacks };
-}
+const consented = (flows: number) => consentedFlows(server.url, db.pool, oauth, { prefix: 'leaving', flows, config: config() });
 
 /** The connection's credential and the grants of the app left in the database. */
 async function stored(id: string, appId: string) {

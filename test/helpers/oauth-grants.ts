@@ -2,8 +2,11 @@
 // grant as its own row (`oauth_grants`, sealed bound to its id) and the connection naming it.
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
+import { expect } from 'vitest';
 import { seal } from '../../lib/credentials';
+import { TEST_API_KEY, callApi } from './api';
 import { TEST_KEYRING } from './deps';
+import type { FakeOAuth } from './fake-oauth';
 
 /**
  * A new OAuth app of `tenantId` whose authorize and token endpoints are at `origin`, its client
@@ -46,4 +49,35 @@ export async function storedCredentials(pool: Pool, connectionId: string): Promi
     [connectionId],
   );
   return rows[0] ? { credentials: rows[0].credentials, boundTo: rows[0].bound_to, status: rows[0].status } : null;
+}
+
+/**
+ * Through the API at `apiUrl` (the admin key): a new OAuth app of tenant acme on `oauth`, a
+ * connection without credentials (provider http, `config`) written straight into the database,
+ * and `flows` consents given for it through the app; returns the app, the connection and each
+ * consent's callback (path and query, to be called on the API).
+ */
+export async function consentedFlows(
+  apiUrl: string,
+  pool: Pool,
+  oauth: FakeOAuth,
+  opts: { prefix: string; flows: number; config: unknown },
+): Promise<{ appId: string; id: string; callbacks: string[] }> {
+  const call = (method: string, path: string, body?: unknown) => callApi(apiUrl, TEST_API_KEY, method, path, body);
+  const app = await call('POST', '/oauth-apps', {
+    tenant_id: 'acme', name: `${opts.prefix}-${randomUUID().slice(0, 8)}`, client_id: oauth.clientId, client_secret: oauth.clientSecret,
+    authorize_url: `${oauth.url}/authorize`, token_url: `${oauth.url}/token`, redirect_uri: `${apiUrl}/oauth/callback`, scopes: ['read'],
+  });
+  expect(app.status).toBe(201);
+  const id = randomUUID();
+  await pool.query(`insert into connections (id, tenant_id, provider_slug, app_key, config) values ($1, 'acme', 'http', $2, $3)`, [id, `${opts.prefix}-${id.slice(0, 8)}`, opts.config]);
+  const callbacks: string[] = [];
+  for (let i = 0; i < opts.flows; i++) {
+    const start = await call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: app.body.id });
+    expect(start.status).toBe(200);
+    const consent = await fetch(new URL(start.body.authorization_url as string), { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+    callbacks.push(`${back.pathname}${back.search}`);
+  }
+  return { appId: app.body.id as string, id, callbacks };
 }
