@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createTestDatabase, lockWaits, until, type TestDatabase } from './helpers/database';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { consentedFlows } from './helpers/oauth-grants';
 
@@ -36,17 +36,6 @@ async function consented(): Promise<{ appId: string; id: string; callback: strin
   return { appId, id, callback: callbacks[0]! };
 }
 
-/** How many backends of this test's database wait for a lock. */
-const lockWaits = async () =>
-  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
-
-async function until(what: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('waited 10 s in vain');
-}
 
 /** What the connection holds and the grants of the app, as stored. */
 async function stored(id: string, appId: string) {
@@ -106,7 +95,7 @@ describe("a connect flow's callback for a connection whose config no longer send
       await changing.query('begin');
       await changing.query('update connections set config = $2 where id = $1', [flow.id, config({ type: 'basic' })]);
       release();
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       await changing.query('commit');
       const done = await callback;
       expect({ status: done.status, code: done.body?.error?.code, message: done.body?.error?.message }).toEqual(refusal);

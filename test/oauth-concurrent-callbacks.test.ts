@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createTestDatabase, lockWaits, type TestDatabase } from './helpers/database';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { consentedFlows, insertOAuthConnection } from './helpers/oauth-grants';
 import { poolWithHook } from './helpers/pool-hooks';
@@ -46,9 +46,6 @@ const call = (method: string, path: string, body?: unknown, key: string | null =
 
 const config = () => ({ base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } });
 
-/** How many backends of this test's database wait for a lock. */
-const lockWaits = async () =>
-  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
 
 /** A new app of tenant acme on the fake OAuth server, and a connection without credentials with `flows` consents given for it through the app. */
 const consented = (flows: number) => consentedFlows(server.url, db.pool, oauth, { prefix: 'concurrent', flows, config: config() });
@@ -180,7 +177,7 @@ describe('three connect flows of one connection completing at once', () => {
       await thirdReplaced.opened;
       goSecond.open();
       // 2 waits for a lock (A's row, which 3 holds) before 3 goes on.
-      while ((await lockWaits()) < 1) await new Promise((r) => setTimeout(r, 10));
+      while ((await lockWaits(db.pool)) < 1) await new Promise((r) => setTimeout(r, 10));
       goThird.open();
       done = [one, await second, await third];
     } finally {

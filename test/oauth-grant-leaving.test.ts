@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createTestDatabase, lockWaits, until, type TestDatabase } from './helpers/database';
 import type { LogLines } from './helpers/logs';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { consentedFlows } from './helpers/oauth-grants';
@@ -55,17 +55,6 @@ const call = (method: string, path: string, body?: unknown, key: string | null =
 
 const config = () => ({ base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } });
 
-/** How many backends of this test's database wait for a lock. */
-const lockWaits = async () =>
-  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
-
-async function until(what: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('waited 10 s in vain');
-}
 
 /** How many of the API's requests Postgres ended as deadlocked (40P01), by its error log lines. */
 const deadlocks = () => lines.filter((line) => (line.err as { code?: string } | undefined)?.code === '40P01').length;
@@ -111,7 +100,7 @@ describe('a PATCH taking a connection out of its grant while connect flows of th
       await secondReplaced.opened;
       goPatch.open();
       // The PATCH waits for a lock (B's row, which 2 holds) before 2 goes on.
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       goSecond.open();
       const [patched, done] = await Promise.all([patch, second]);
       expect({ deadlocks: deadlocks(), patch: [patched.status, patched.body?.credential_kind ?? patched.text], callback: [done.status, done.body?.status ?? done.text] })
@@ -143,7 +132,7 @@ describe('a PATCH taking a connection out of its grant while connect flows of th
       second = call('GET', callbacks[1]!, undefined, null);
       await secondReplaced.opened;
       patch = call('PATCH', `/connections/${id}`, { config: { ...config(), auth: { type: 'header', name: 'X-Api-Token' } } });
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       goSecond.open();
       const [patched, done] = await Promise.all([patch, second]);
       expect({ deadlocks: deadlocks(), patch: [patched.status, patched.body?.has_credentials ?? patched.text], callback: [done.status, done.body?.status ?? done.text] })

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { sealCredentials } from '../lib/credentials';
 import { TEST_API_KEY, callApi, listenWithoutTemporal } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createTestDatabase, lockWaits, until, type TestDatabase } from './helpers/database';
 import { TEST_KEYRING } from './helpers/deps';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { insertOAuthConnection } from './helpers/oauth-grants';
@@ -32,17 +32,6 @@ const call = (method: string, path: string, body?: unknown, key: string | null =
 
 const config = () => ({ base_url: oauth.url, auth: { type: 'bearer' }, resources: { a: { path: '/items', id: 'id', updated_at: 'updated_at' } } });
 
-/** How many backends of this test's database wait for a lock. */
-const lockWaits = async () =>
-  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
-
-async function until(what: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('waited 10 s in vain');
-}
 
 describe('a connect flow on one connection of a shared grant while another connection of it is given new credentials', () => {
   it('both requests succeed: the callback replaces the grant for the connections still on it, the PATCH takes the other out of it', async () => {
@@ -73,9 +62,9 @@ describe('a connect flow on one connection of a shared grant while another conne
       await busy.query('begin');
       await busy.query('select 1 from connections where id = $1 for no key update', [owner]);
       const callback = call('GET', `${back.pathname}${back.search}`, undefined, null);
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       const patch = call('PATCH', `/connections/${sharer}`, { credentials: { token: 'sharer_static_token_0123456789' } });
-      await until(async () => (await lockWaits()) >= 2);
+      await until(async () => (await lockWaits(db.pool)) >= 2);
       await busy.query('commit');
       const [done, patched] = await Promise.all([callback, patch]);
       expect([done.status, done.text]).toEqual([200, expect.any(String)]);
@@ -133,9 +122,9 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
       await busy.query('begin');
       await busy.query('select 1 from connections where id = $1 for no key update', [flow.id]);
       const callback = call('GET', flow.callback, undefined, null);
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       const deletion = call('DELETE', `/oauth-apps/${flow.appId}`);
-      await until(async () => (await lockWaits()) >= 2);
+      await until(async () => (await lockWaits(db.pool)) >= 2);
       await busy.query('commit');
       const [done, deleted] = await Promise.all([callback, deletion]);
       expect([done.status, done.body?.status]).toEqual([200, 'active']);
@@ -159,7 +148,7 @@ describe('an OAuth app deleted while a connect flow through it completes', () =>
       await deleting.query('begin');
       await deleting.query('delete from connections where id = $1', [flow.id]);
       release();
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       await deleting.query('commit');
       const done = await callback;
       expect([done.status, done.body?.error?.code]).toEqual([404, 'not_found']);
@@ -194,7 +183,7 @@ describe('a connect flow started while its connection or app is deleted', () => 
         await deleting.query('begin');
         await deleting.query(`delete from ${table} where id = $1`, [table === 'connections' ? id : appId]);
         const start = call('POST', `/connections/${id}/oauth/authorize`, { oauth_app_id: appId });
-        await until(async () => (await lockWaits()) >= 1);
+        await until(async () => (await lockWaits(db.pool)) >= 1);
         await deleting.query('commit');
         const done = await start;
         expect([done.status, done.body?.error?.code]).toEqual([404, 'not_found']);
@@ -226,9 +215,9 @@ describe('a grant shared from a connection that leaves it at the same time', () 
       await busy.query('begin');
       await busy.query('select 1 from connections where id = $1 for no key update', [source]);
       const leaving = call('PATCH', `/connections/${source}`, { credentials: { token: 'source_static_token_0123456789' } });
-      await until(async () => (await lockWaits()) >= 1);
+      await until(async () => (await lockWaits(db.pool)) >= 1);
       const sharing = call('PATCH', `/connections/${target}`, { credentials: { kind: 'oauth2', grant_from_connection: source } });
-      await until(async () => (await lockWaits()) >= 2);
+      await until(async () => (await lockWaits(db.pool)) >= 2);
       await busy.query('commit');
       const [left, shared] = await Promise.all([leaving, sharing]);
       expect([left.status, left.body?.credential_kind]).toEqual([200, 'token']);

@@ -10,7 +10,7 @@ import { createApiKey } from '../commands/tenancy';
 import { createPool, type Pool } from '../db/pool';
 import { listen, type HttpServer } from '../lib/http';
 import { TEST_API_KEY, apiAppWithoutTemporal, callApi } from './helpers/api';
-import { createTestDatabase, type TestDatabase } from './helpers/database';
+import { createTestDatabase, lockWaits, until, type TestDatabase } from './helpers/database';
 import { startFakeOAuth, type FakeOAuth } from './helpers/fake-oauth';
 import { capturingLogger } from './helpers/logs';
 
@@ -49,16 +49,6 @@ afterAll(async () => {
 });
 
 const call = (method: string, path: string, body?: unknown, key: string | null = TEST_API_KEY) => callApi(server.url, key, method, path, body);
-const lockWaits = async () =>
-  (await db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
-
-async function until(what: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('waited 30 s in vain');
-}
 
 describe("a tenant's OAuth callbacks waiting on a lock (real API, Postgres, OAuth server)", () => {
   it("hold at most half the API's pool: another tenant's request is answered meanwhile", async () => {
@@ -92,7 +82,7 @@ describe("a tenant's OAuth callbacks waiting on a lock (real API, Postgres, OAut
       // Every callback found its state; those that hold connections wait for the row (all four
       // without turns; two with them, the other two waiting for their tenant's turn, having made
       // no code exchange).
-      await until(async () => (await lockWaits()) >= 4 || ((await lockWaits()) >= 2 && lookups >= 4 && oauth.counts.code === 2));
+      await until(async () => (await lockWaits(db.pool)) >= 4 || ((await lockWaits(db.pool)) >= 2 && lookups >= 4 && oauth.counts.code === 2), 1500);
       expect({ inUse: apiPool.totalCount - apiPool.idleCount }).toEqual({ inUse: API_POOL_MAX / 2 });
       // The quiet tenant's request finds a free connection.
       const other = await call('GET', '/connections', undefined, quiet);

@@ -124,3 +124,17 @@ export function countingPool(pool: Pool): { pool: Pool; statements: string[] } {
     });
   return { pool: counted(pool, () => pool.connect()), statements };
 }
+
+/** How many backends of `pool`'s database wait for a lock. */
+export async function lockWaits(pool: Pool): Promise<number> {
+  return (await pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rowCount ?? 0;
+}
+
+/** Polls `what` every 20 ms until it is true; fails after `tries` polls (500: 10 s). */
+export async function until(what: () => Promise<boolean>, tries = 500): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await what()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`waited ${(tries * 20) / 1000} s in vain`);
+}
