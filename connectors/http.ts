@@ -10,14 +10,18 @@
 // carry rate-limit signals; 429, and 503 with Retry-After → RateLimited; other 5xx, 408, network
 // errors, unreadable JSON → Transient; other 4xx → Permanent).
 //
-// The page token is base64url JSON { url, read?, listing, lastAt?, exclusive? }: the exact next
-// URL, whatever the pagination style, for page numbers and offsets which read of the listing it
-// belongs to (see positionNext), so the paging loop's guard sees a repeated page as a repeated URL
-// and read, and a digest of the listing it pages (`listing`); by keyset, what a step needs to tell
-// an exclusive `since` (see positionNext). A task resumes from its stored token after its
-// connection's config may have changed: a token of another listing starts the pass again from its
-// first page (the rest of the old listing says nothing of what the new one serves, and its cursor
-// would pass records the new one never read). Tokens written before the digest go on as they did.
+// The page token is base64url JSON { url, read?, listing, lastAt?, exclusive?, head?, low?, upper?,
+// falling?, catchup? }: the exact next URL, whatever the pagination style, for page numbers and
+// offsets which read of the listing it belongs to (see positionNext), so the paging loop's guard
+// sees a repeated page as a repeated URL and read, and a digest of the listing it pages
+// (`listing`); by keyset, what a step needs to tell an exclusive `since` (see positionNext); by
+// links or cursors, whether the listing came newest first so far and, on a catch-up pass, where it
+// stands (see catchUpOn; a catch-up page is another page than the pass's own of the same URL). A
+// task resumes from its stored token after its connection's config may have changed: a token of
+// another listing starts the pass again from its first page (the rest of the old listing says
+// nothing of what the new one serves, and its cursor would pass records the new one never read).
+// Tokens written before the digest, or before newest-first listings were noted, go on as they did
+// (such a pass ends with no catch-up).
 //
 // Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
 // query-parameter secret is added at request time only: it never appears in a token, a stored
@@ -33,8 +37,10 @@
 //
 // Paging while the provider changes: a pass serves every record the provider has, unchanged, for
 // the whole pass. Provider links and cursors are taken as keyset positions (`stable`, default
-// true); page numbers and offsets page by keyset under `order: 'change_ascending'` and read what
-// they page by position again until two reads agree (`max_reads`). A listing that cannot promise
+// true); over a listing that comes newest first, a record changed mid-pass moves to the head,
+// behind the position, so such a pass ends with catch-up passes over the head (catchUpOn). Page
+// numbers and offsets page by keyset under `order: 'change_ascending'` and read what they page by
+// position again until two reads agree (`max_reads`). A listing that cannot promise
 // it (`stable: false`, `max_reads: 1`) is declared not consistent: full syncs delete only what
 // `recheck` confirms gone by the resource's `item` lookup (nothing without one).
 //
@@ -140,14 +146,19 @@ const maxReads = z
   });
 
 // A provider's own next links and cursors are taken as keyset positions (after this record), as
-// real providers' are: a record present for the whole pass is served. One that hides a page
-// number or offset in them is declared `stable: false`.
+// real providers' are: a record present for the whole pass and unchanged is served. One changed
+// meanwhile moves to the end of a change-time order: ahead of the position in an ascending one,
+// behind it in a newest-first one, whose pass therefore reads the head again at its end (catchUpOn).
+// One that hides a page number or offset in them is declared `stable: false`.
 const stableLinks = z
   .boolean({ error: 'must be true or false' })
   .default(true)
   .meta({
     description:
       "Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. " +
+      'A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read ' +
+      'again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record ' +
+      'changed meanwhile moves to its head, behind the position. ' +
       'false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what ' +
       "the resource's `item` lookup confirms gone (nothing without one).",
   });
@@ -343,17 +354,48 @@ interface ReadState {
 }
 
 /**
+ * A catch-up pass of a newest-first listing (see catchUpOn): its number (from 1), the change time
+ * (ISO) it reads down to (`head`: it ends at the first record older than that), the newest change
+ * time its first page showed (`top`, the next catch-up's `head`), the digests of its records at or
+ * after `head` (`acc`) and at or after `top` (`upper`), the previous catch-up's `upper` (`prev`,
+ * none for the first), and its pages so far.
+ */
+interface CatchUp {
+  n: number;
+  head: string;
+  top?: string;
+  acc: string;
+  upper: string;
+  prev?: string;
+  pages: number;
+}
+
+/**
  * A page token: the exact URL to fetch, for position paging the read it belongs to, and the digest
  * of its listing. By keyset (`order: 'change_ascending'`): on a step whose provider was taken as
  * inclusive, the change time (ISO) the page before it ended at (`lastAt`); once the provider's
  * `since` was seen to leave out that time, `exclusive` (every step is then asked one unit earlier).
+ * By a provider's links or cursors, while every record the pass has listed came in non-increasing
+ * change-time order: the newest change time its first page showed (`head`), the change time of the
+ * last record listed (`low`), whether one came strictly older than the one before (`falling`) and
+ * the digest of those at or after `head` (`upper`); on the pages of a catch-up pass, where it
+ * stands (`catchup`).
  */
-interface Token {
+interface Token extends Partial<Newest> {
   url: string;
   read?: ReadState;
   listing?: string;
   lastAt?: string;
   exclusive?: true;
+  catchup?: CatchUp;
+}
+
+/** A pass's records listed so far came newest first: see fallingOn. */
+interface Newest {
+  head: string;
+  low: string;
+  upper: string;
+  falling?: true;
 }
 
 /**
@@ -373,8 +415,18 @@ function decodeToken(token: string): Token {
       read === undefined ||
       (read !== null && typeof read === 'object' && Number.isInteger(read.n) && typeof read.start === 'string' && (read.prev === null || typeof read.prev === 'string') &&
         typeof read.acc === 'string' && Number.isInteger(read.pages) && (read.last === undefined || typeof read.last === 'string'));
-    const keysetOk = (body.lastAt === undefined || (typeof body.lastAt === 'string' && !Number.isNaN(Date.parse(body.lastAt)))) && (body.exclusive === undefined || body.exclusive === true);
-    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string') && keysetOk) return body;
+    const time = (value: unknown) => value === undefined || (typeof value === 'string' && !Number.isNaN(Date.parse(value)));
+    const keysetOk = time(body.lastAt) && (body.exclusive === undefined || body.exclusive === true);
+    // Written since newest-first listings are caught up with; a token without them goes on as before.
+    const up = body.catchup;
+    const catchupOk =
+      up === undefined ||
+      (up !== null && typeof up === 'object' && Number.isInteger(up.n) && up.n >= 1 && typeof up.head === 'string' && time(up.head) && time(up.top) &&
+        typeof up.acc === 'string' && typeof up.upper === 'string' && (up.prev === undefined || typeof up.prev === 'string') && Number.isInteger(up.pages));
+    const newestOk =
+      (body.head === undefined || (time(body.head) && typeof body.low === 'string' && time(body.low) && typeof body.upper === 'string')) &&
+      (body.falling === undefined || body.falling === true) && catchupOk;
+    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string') && keysetOk && newestOk) return body;
   } catch {
     // below
   }
@@ -734,6 +786,76 @@ function positionNext(
     };
   }
   return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 }, ...mode };
+}
+
+/**
+ * Most catch-up passes one pass of a newest-first listing reads in a row. After a listing changing
+ * through every one of them, the task fails as transient (as for a listing paged by position that
+ * never agrees, `max_reads`), its progress at a catch-up down to the last one's head: the job's
+ * retry reads from there, deleting nothing before.
+ */
+const MAX_CATCHUP_PASSES = 5;
+
+/** Each item's change time (milliseconds), or null where it has none. */
+const itemTimes = (items: unknown[], resource: Resource): (number | null)[] =>
+  items.map((item) => {
+    const change = resource.updated_at ? changeTime(readPath(item, resource.updated_at)) : null;
+    return change === null ? null : Date.parse(change);
+  });
+
+/**
+ * Where a pass stands on whether its listing is newest first, after a page of `items` (their change
+ * times `times`; `before`: what the token said, null on the pass's first page): the newest change
+ * time the first page showed (`head`), the change time of the last record listed (`low`), whether
+ * one came strictly older than the one before (`falling`), and the digest of the records at or
+ * after `head` (`upper`, what the first catch-up compares its own with). Null once a record has no
+ * change time or is newer than the one listed before it: the listing is not newest first
+ * (ascending, or by id), and the pass needs no catch-up.
+ */
+function fallingOn(before: Newest | null, items: unknown[], times: (number | null)[], resource: Resource): Newest | null {
+  if (times.length === 0) return before;
+  let low = before === null ? Number.POSITIVE_INFINITY : Date.parse(before.low);
+  let falling = before?.falling === true;
+  for (const time of times) {
+    if (time === null || time > low) return null;
+    if (time < low && low !== Number.POSITIVE_INFINITY) falling = true;
+    low = time;
+  }
+  const head = before?.head ?? new Date(times[0]!).toISOString();
+  const headMs = Date.parse(head);
+  const upper = readDigest(before?.upper ?? '', pageKeys(items.filter((_item, index) => times[index]! >= headMs), resource));
+  return { head, low: new Date(low).toISOString(), upper, ...(falling && { falling: true as const }) };
+}
+
+/**
+ * A catch-up pass after a page of `items` (their change times `times`): where it stands, and
+ * whether this page reached a record older than its `head` (the catch-up's end).
+ *
+ * A listing newest first moves a record changed while the pass pages to its head, behind the
+ * position of the pass's links or cursors: the pages still ahead never serve it. So a pass that
+ * took more than one page (and listed records newest first: `fallingOn`) then reads from its first
+ * URL again, down to the first record older than the newest change its first page showed (the
+ * head then): every record changed since is at or above it. That catch-up pages too, and a record
+ * changed again while it does moves behind it in turn; so a catch-up of more than one page is
+ * followed by another, down to the newest change its own first page showed, until one takes a
+ * single page (one answer: what changed since the previous one began, all of it), or serves the
+ * very records (ids and change times, in order) that the previous one (for the first, the pass)
+ * served at or after its head: nothing changed since that one began (a head of records sharing one
+ * change time over more than a page, say). At most MAX_CATCHUP_PASSES in a row.
+ */
+function catchUpOn(state: CatchUp, items: unknown[], times: (number | null)[], resource: Resource): { state: CatchUp; reached: boolean } {
+  const headMs = Date.parse(state.head);
+  const stop = times.findIndex((time) => time !== null && time < headMs);
+  const within = stop < 0 ? items.length : stop;
+  const known = times.filter((time): time is number => time !== null);
+  const top = state.top ?? (known.length > 0 ? new Date(Math.max(...known)).toISOString() : undefined);
+  const topMs = top === undefined ? Number.POSITIVE_INFINITY : Date.parse(top);
+  const keys = pageKeys(items.slice(0, within), resource);
+  const upper = keys.filter((_key, index) => times[index] === null || times[index]! >= topMs);
+  return {
+    state: { ...state, ...(top !== undefined && { top }), acc: readDigest(state.acc, keys), upper: readDigest(state.upper, upper), pages: state.pages + 1 },
+    reached: stop >= 0,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1164,10 +1286,12 @@ export const httpConnector: Connector = {
   },
 
   pageKey(token) {
-    const { url, read, listing, exclusive } = decodeToken(token);
+    const { url, read, listing, exclusive, catchup } = decodeToken(token);
     // The listing belongs to the page: a pass started again for another listing may ask the same URL.
     // So does the provider's `since` found exclusive: the URL of an inclusive step, asked so, is the step after it.
-    return `${read ? `${url} (read ${read.n})` : url}${exclusive ? ' (since exclusive)' : ''}${listing === undefined ? '' : ` (listing ${listing})`}`;
+    // So does a catch-up pass, which asks the URLs of the pass (and of the catch-up before it) again.
+    const again = catchup ? ` (catch-up pass ${catchup.n})` : '';
+    return `${read ? `${url} (read ${read.n})` : url}${exclusive ? ' (since exclusive)' : ''}${again}${listing === undefined ? '' : ` (listing ${listing})`}`;
   },
 
   async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -1260,7 +1384,47 @@ export const httpConnector: Connector = {
     // page names the position after its last record (the tail, to poll from later) gives an empty
     // page's own position back. Followed, it would serve that same page again. A page with records
     // pointing at itself still goes on, for the paging loop's guard to refuse.
-    if (next === null || (items.length === 0 && next === url)) return { records, nextPageToken: null };
-    return { records, nextPageToken: encodeToken({ url: next, listing }) };
+    const ends = next === null || (items.length === 0 && next === url);
+    // A listing newest first is caught up with at its end (catchUpOn): by stable links or cursors
+    // (positions that shift are no consistent listing anyway), with change times, and without an
+    // upper bound (a backfill window's pass deletes nothing, and a record changed while it pages
+    // is newer than the connection's cursor: the next incremental pass brings it).
+    const catchesUp = pagination.type !== 'none' && pagination.stable && resource.updated_at !== undefined && until === null;
+    const times = catchesUp ? itemTimes(items, resource) : [];
+    const again = (head: string, prev?: string): FetchPageResult => ({
+      records,
+      nextPageToken: encodeToken({ url: firstUrl(cfg, resource, pagination, since), listing, catchup: { n: (token.catchup?.n ?? 0) + 1, head, acc: '', upper: '', ...(prev !== undefined && { prev }), pages: 0 } }),
+    });
+    // A catch-up resumed under a config that no longer catches up (`stable: false` since): the
+    // pass was read to its end before it began.
+    if (token.catchup && !catchesUp) return { records, nextPageToken: null };
+    if (token.catchup) {
+      const { state, reached } = catchUpOn(token.catchup, items, times, resource);
+      if (!reached && !ends) return { records, nextPageToken: encodeToken({ url: next, listing, catchup: state }) };
+      // One answer, or the records the catch-up before it (or the pass) served at or after its head: nothing moved behind it.
+      if (state.pages === 1 || state.top === undefined || state.acc === state.prev) return { records, nextPageToken: null };
+      if (state.n >= MAX_CATCHUP_PASSES) {
+        // Not thrown, as for a listing paged by position that never agrees: stored, the token starts
+        // the catch-up over (down to this one's head), so the job's retry reads from there.
+        return {
+          records,
+          nextPageToken: encodeToken({ url: firstUrl(cfg, resource, pagination, since), listing, catchup: { n: 1, head: state.head, acc: '', upper: '', pages: 0 } }),
+          retryLater:
+            `http connector: ${what}: the listing changed during each of ${state.n} reads of its head (catch-up passes of a newest-first listing, each down to the newest change ` +
+            'the one before it began with), so a record changed meanwhile may have been missed; retrying later',
+        };
+      }
+      return again(state.top, state.upper);
+    }
+    // Whether the records listed so far came newest first; not known from a token written before
+    // this was noted (its pass goes on as it did).
+    const before: Newest | null = token.head !== undefined ? { head: token.head, low: token.low!, upper: token.upper!, ...(token.falling && { falling: token.falling }) } : null;
+    const newest = !catchesUp ? null : resumed === null ? fallingOn(null, items, times, resource) : before !== null ? fallingOn(before, items, times, resource) : null;
+    if (ends) {
+      // More than one page (this one was not the first), newest first: the head once more.
+      if (resumed !== null && newest?.falling === true) return again(newest.head, newest.upper);
+      return { records, nextPageToken: null };
+    }
+    return { records, nextPageToken: encodeToken({ url: next, listing, ...newest }) };
   },
 };

@@ -1,7 +1,8 @@
 // The model-based test of the `http` connector under change (test/helpers/http-paging-model.ts),
 // a few random scenarios per paging style: none, Link header, next URL, cursor (keyset-based, as
 // real providers' are), page numbers and offsets (read until two reads agree), and page numbers
-// and offsets by keyset (`order: 'change_ascending'`). The sync activity runs directly against real
+// and offsets by keyset (`order: 'change_ascending'`), and Link headers and cursors over a listing
+// newest first (caught up with at a pass's end). The sync activity runs directly against real
 // Postgres. HTTP_MODEL_RUNS sets the runs per style; `npm run test:models` runs many more.
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from './helpers/database';

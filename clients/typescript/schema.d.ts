@@ -1204,7 +1204,7 @@ export interface components {
                             /** @constant */
                             type: "link_header";
                             /**
-                             * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
+                             * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record changed meanwhile moves to its head, behind the position. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
                              * @default true
                              */
                             stable?: boolean;
@@ -1214,7 +1214,7 @@ export interface components {
                             /** @description A JSON path to the next URL: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                             path: string;
                             /**
-                             * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
+                             * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record changed meanwhile moves to its head, behind the position. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
                              * @default true
                              */
                             stable?: boolean;
@@ -1225,7 +1225,7 @@ export interface components {
                             path: string;
                             param: string;
                             /**
-                             * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
+                             * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record changed meanwhile moves to its head, behind the position. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
                              * @default true
                              */
                             stable?: boolean;
@@ -1280,7 +1280,7 @@ export interface components {
                     /** @constant */
                     type: "link_header";
                     /**
-                     * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
+                     * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record changed meanwhile moves to its head, behind the position. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
                      * @default true
                      */
                     stable?: boolean;
@@ -1290,7 +1290,7 @@ export interface components {
                     /** @description A JSON path to the next URL: `$` (the value itself), dotted names (`data.items`, `$.meta.next`), a name with any other characters in quotes and brackets (`$['@odata.nextLink']` or `$["@odata.nextLink"]`, a quote or backslash in it escaped by a backslash) and `[n]` indexes */
                     path: string;
                     /**
-                     * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
+                     * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record changed meanwhile moves to its head, behind the position. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
                      * @default true
                      */
                     stable?: boolean;
@@ -1301,7 +1301,7 @@ export interface components {
                     path: string;
                     param: string;
                     /**
-                     * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
+                     * @description Whether the provider's next links/cursors are stable positions (keyset: after this record), so a full sync may delete what it did not see. A listing seen to come newest first (by `updated_at`: no record newer than the one before it, some older; nothing to declare) is read again from its first page at the end of a pass of more than one page, down to the newest change that page showed (a catch-up pass), since a record changed meanwhile moves to its head, behind the position. false when they are page numbers or offsets in disguise (they shift while the provider changes): full syncs then delete only what the resource's `item` lookup confirms gone (nothing without one).
                      * @default true
                      */
                     stable?: boolean;

@@ -1,11 +1,13 @@
 // A fake provider for the declarative `http` connector, on 127.0.0.1 over real HTTP, that behaves
 // like a real one while its data changes: one list of items sorted by change time ascending (ties
-// by id), change times in whole seconds from the wall clock, `updated_since` (inclusive, or
+// by id; or newest first, descending by change time and id, with `newestFirst`, as many providers
+// list by default), change times in whole seconds from the wall clock, `updated_since` (inclusive, or
 // exclusive while `sinceExclusive`: many real providers' `updated_after`), and one route per
 // paging style under /<style>/items:
 //
 // - none:    every item in one answer;
-// - link:    a Link rel="next" URL whose `after` is an opaque keyset position (change time, id);
+// - link:    a Link rel="next" URL whose `after` is an opaque keyset position (change time, id),
+//            the items after it in the listing's order (older ones, newest first);
 // - next:    the same position as a next URL in the body (`next`);
 // - cursor:  the same position as an opaque cursor in the body (`meta.next_cursor`, param `cursor`);
 // - page:    page numbers (`page`, `per_page`) over the list as it is at the request: they shift;
@@ -13,7 +15,9 @@
 // - and /<style>/items/<id>: one item as `{ item }`, 404 once deleted.
 //
 // The keyset styles are stable, as real providers' cursors are: an item present for the whole pass
-// is served once at least; positions are not. `beforeRequest` runs before each page request is
+// is served once at least, when it is not changed meanwhile; one changed moves to the end of an
+// ascending listing (ahead of the position) or to the head of a newest-first one (behind it, where
+// the pages still ahead never serve it); positions are not. `beforeRequest` runs before each page request is
 // answered (the test's changes "between page requests"), `requests` counts what was asked.
 import { afterEach } from 'vitest';
 import { serve } from './fake-server';
@@ -70,6 +74,12 @@ export function itemsConfig(baseUrl: string, variant: { style: FakeHttpStyle; ke
 
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 const order = (a: FakeItem, b: FakeItem) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** Whether (change time, id) `a` comes after `b` in the listing's order. */
+const follows = (a: [string, string], b: [string, string], newestFirst: boolean) => {
+  const ascending = a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+  const same = a[0] === b[0] && a[1] === b[1];
+  return newestFirst ? !ascending && !same : ascending;
+};
 const encodePosition = (item: FakeItem) => Buffer.from(JSON.stringify([item.updated_at, item.id])).toString('base64url');
 function decodePosition(text: string): [string, string] {
   return JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as [string, string];
@@ -83,6 +93,8 @@ export interface FakeHttpProvider {
   requests: number;
   /** Whether `updated_since` leaves out the items changed at that very time (`>`, not `>=`). */
   sinceExclusive: boolean;
+  /** Whether the listing is newest first (descending by change time, then id) instead of ascending. */
+  newestFirst: boolean;
   /** The keyset positions (change time, id) the answers' next links or cursors gave, in order; the test may empty it. */
   positions: Array<{ at: string; id: string }>;
   /** Runs before each page request is answered: the place for changes between page requests. */
@@ -98,7 +110,7 @@ export interface FakeHttpProvider {
   /** The next version of an item; `at` (ms) stamps it at that time instead, even one before its last (a provider clock gone back). */
   edit(id: string, at?: number): FakeItem;
   remove(id: string): void;
-  /** The truth, sorted as the provider lists it. */
+  /** The truth, sorted as the provider lists it (ascending by change time and id, or newest first). */
   list(): FakeItem[];
   close(): Promise<void>;
 }
@@ -126,6 +138,8 @@ export async function startFakeHttpProvider(opts: {
   clock?: () => number;
   /** Headers added to every page answer (e.g. rate-limit headers). */
   headers?: Record<string, string>;
+  /** Lists newest first (see FakeHttpProvider.newestFirst). */
+  newestFirst?: boolean;
 }): Promise<FakeHttpProvider> {
   const items = new Map<string, FakeItem>((opts.initial ?? []).map((i) => [i.id, { ...i }]));
   const clock = opts.clock ?? Date.now;
@@ -135,6 +149,7 @@ export async function startFakeHttpProvider(opts: {
     items,
     requests: 0,
     sinceExclusive: false,
+    newestFirst: opts.newestFirst ?? false,
     positions: [],
     beforeRequest: null,
     failRequest: null,
@@ -162,7 +177,8 @@ export async function startFakeHttpProvider(opts: {
       items.delete(id);
     },
     list() {
-      return [...items.values()].sort(order);
+      const sorted = [...items.values()].sort(order);
+      return state.newestFirst ? sorted.reverse() : sorted;
     },
   };
 
@@ -193,7 +209,7 @@ export async function startFakeHttpProvider(opts: {
     /** The keyset page after `after` (exclusive), and the position of its last item when more follow. */
     const keysetPage = (after: string | null) => {
       const from = after === null ? null : decodePosition(after);
-      const rest = from === null ? listed : listed.filter((i) => i.updated_at > from[0] || (i.updated_at === from[0] && i.id > from[1]));
+      const rest = from === null ? listed : listed.filter((i) => follows([i.updated_at, i.id], from, state.newestFirst));
       const page = rest.slice(0, size);
       if (rest.length <= size) return { page, next: null };
       const last = page[page.length - 1]!;

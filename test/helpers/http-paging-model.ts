@@ -1,6 +1,7 @@
 // The model of the `http` connector's sync under change, shared by test/http-paging-model.test.ts
 // (a few runs per paging style in `npm test`) and the longer run of `npm run test:models`. A fake provider
-// (test/helpers/fake-http-provider.ts) changes its items at random between page requests (edits,
+// (test/helpers/fake-http-provider.ts, listing by change time ascending, or newest first for some
+// variants) changes its items at random between page requests (edits,
 // creations, deletions, change times in whole seconds from the wall clock) while a random sequence
 // of full, incremental and backfill passes runs the sync activity against real Postgres. The
 // provider's `since` is inclusive or exclusive at random (a scenario's). Invariants:
@@ -16,7 +17,8 @@
 // its time (the task's `started_at`), as it would against a provider whose clock agrees with ours.
 //
 // A pass may fail with the connector's "listing changed during each of … reads" (a listing paged
-// by position that never held still): the job would retry it; the model counts it and goes on.
+// by position, or the head of a newest-first one, that never held still): the job would retry it;
+// the model counts it and goes on.
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { Pool } from '../../db/pool';
@@ -27,13 +29,15 @@ import { mulberry32 } from './random';
 
 /**
  * A paging style; for page numbers and offsets whether the resource declares change-time order
- * (keyset); and whether the listing is declared not consistent (`stable: false`) with deletions
- * confirmed by item lookups instead.
+ * (keyset); whether the listing is declared not consistent (`stable: false`) with deletions
+ * confirmed by item lookups instead; and whether the provider lists newest first (an item changed
+ * mid-pass moves to the head, behind the position of a keyset link or cursor).
  */
 export interface ModelVariant {
   style: FakeHttpStyle;
   keyset: boolean;
   lookups?: boolean;
+  newestFirst?: boolean;
 }
 
 export const MODEL_VARIANTS: ModelVariant[] = [
@@ -46,9 +50,12 @@ export const MODEL_VARIANTS: ModelVariant[] = [
   { style: 'page', keyset: true },
   { style: 'offset', keyset: true },
   { style: 'cursor', keyset: false, lookups: true },
+  { style: 'link', keyset: false, newestFirst: true },
+  { style: 'cursor', keyset: false, newestFirst: true },
 ];
 
-export const variantName = (v: ModelVariant) => `${v.style}${v.keyset ? ' by keyset' : ''}${v.lookups ? ', stable: false, with item lookups' : ''}`;
+export const variantName = (v: ModelVariant) =>
+  `${v.style}${v.keyset ? ' by keyset' : ''}${v.lookups ? ', stable: false, with item lookups' : ''}${v.newestFirst ? ', newest first' : ''}`;
 
 interface PassPlan {
   kind: PassKind;
@@ -119,7 +126,9 @@ async function runScenario(pool: Pool, variant: ModelVariant, scenario: Scenario
   // Ahead of the wall clock: records written by earlier passes were synced before any later pass start.
   const clock: Clock = { ms: Date.now() + 3_600_000 };
   const hourAgo = clock.ms - 3_600_000;
-  const fake = await startFakeHttpProvider({ size: scenario.size, initial: initialItems(scenario.items, hourAgo, scenario.perSecond), clock: () => clock.ms });
+  const fake = await startFakeHttpProvider({
+    size: scenario.size, initial: initialItems(scenario.items, hourAgo, scenario.perSecond), clock: () => clock.ms, newestFirst: variant.newestFirst ?? false,
+  });
   fake.sinceExclusive = scenario.exclusiveSince;
   const passStart = () => new Date(clock.ms);
   try {
@@ -191,7 +200,7 @@ export async function checkHttpPagingModel(pool: Pool, variant: ModelVariant, nu
     fc.asyncProperty(scenarioArb, async (scenario) => {
       stats.runs += 1;
       labels += 1;
-      await runScenario(pool, variant, scenario, `model-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}${scenario.exclusiveSince ? '-exclusive' : ''}-${labels}`, stats);
+      await runScenario(pool, variant, scenario, `model-${variant.style}${variant.keyset ? '-keyset' : ''}${variant.lookups ? '-lookups' : ''}${variant.newestFirst ? '-newest' : ''}${scenario.exclusiveSince ? '-exclusive' : ''}-${labels}`, stats);
     }),
     { numRuns, seed, endOnFailure: true },
   );
