@@ -429,7 +429,9 @@ describe('per-tenant limits', () => {
     // The flooding tenant may hold fewer slots than there are: two of three, of each kind.
     await setLimits('flood', { max_running_jobs: 2, max_immediate_syncs: 2 });
     const immediate: { id: string; appKey: string }[] = [];
-    for (let i = 0; i < 5; i++) immediate.push(await syncable('flood', SLOW));
+    // Each runs about 8 s (20 pages 400 ms apart), far longer than the other tenant's one-page sync
+    // asked for once two of them run: long enough to finish last, and no longer (the test awaits them).
+    for (let i = 0; i < 5; i++) immediate.push(await syncable('flood', { ...SLOW, records_per_resource: 20 }));
     const quiet = await syncable('quiet', FAST);
 
     // Immediate syncs: five slow ones of the flooding tenant, then one fast one of the other.
