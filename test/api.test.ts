@@ -14,7 +14,8 @@ import { registerQueueDepthGauge, registerStateGauges } from '../lib/metrics';
 import { ensureConnectionWorkflow } from '../temporal/client';
 import { connectionWorkflowId } from '../temporal/ids';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github';
-import { TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
+import { DEFAULT_RATE_LIMIT_SETTINGS, TEST_KEYRING, TEST_PROVIDER_POLICY } from './helpers/deps';
+import { DEFAULT_RATE_LIMIT_POLICY } from '../policy/rate-limit';
 import { capturingLogger } from './helpers/logs';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -31,7 +32,8 @@ interface Answer<T = any> {
 }
 
 describe('REST API over HTTP', () => {
-  const stack = useWorkerStack('dev-server', TASK_QUEUE);
+  // A rate-limited task is tried again after 1 s (the provider's Retry-After), not the default 5 s.
+  const stack = useWorkerStack('dev-server', TASK_QUEUE, { rateLimit: { ...DEFAULT_RATE_LIMIT_SETTINGS, defaults: { ...DEFAULT_RATE_LIMIT_POLICY, baseSeconds: 1 } } });
   const apiLog = capturingLogger();
   const answers: string[] = [];
   let server: HttpServer;

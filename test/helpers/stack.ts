@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Registry } from 'prom-client';
 import { reconcileConnections } from '../../activities/reconcile-connections';
 import type { CommandDeps } from '../../commands/deps';
+import type { RateLimitSettings } from '../../activities/deps';
 import type { Keyring } from '../../lib/credentials';
 import type { SyncMetrics } from '../../lib/metrics';
 import type { ReconcileResult } from '../../temporal/activities';
@@ -65,11 +66,11 @@ export interface StackControls {
 
 /**
  * Registers beforeAll/afterAll hooks that give the test file a Temporal server of `kind`, a
- * fresh database and a running Synctide worker on `taskQueue`, with command deps and a reconcile
- * tick on them; the returned object is filled in by the time the file's own beforeAll hooks and
- * tests run.
+ * fresh database and a running Synctide worker on `taskQueue` (rate-limit settings
+ * `opts.rateLimit`, the defaults when omitted), with command deps and a reconcile tick on them;
+ * the returned object is filled in by the time the file's own beforeAll hooks and tests run.
  */
-export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string, opts: { credentials?: Keyring } = {}): WorkerStack & StackControls {
+export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: string, opts: { credentials?: Keyring; rateLimit?: RateLimitSettings } = {}): WorkerStack & StackControls {
   const stack = useServers(kind) as WorkerStack & StackControls;
   let running: Promise<void> | undefined;
   beforeAll(async () => {
@@ -79,6 +80,7 @@ export function useWorkerStack(kind: 'time-skipping' | 'dev-server', taskQueue: 
       pool: stack.db.pool,
       taskQueue,
       credentials: opts.credentials,
+      rateLimit: opts.rateLimit,
     });
     stack.worker = worker;
     stack.lines = lines;
