@@ -177,7 +177,11 @@ describe('oauth2 credentials', () => {
       runA = new MockActivityEnvironment().run(syncTask(depsA), inputA) as Promise<SyncTaskResult>;
       const leaseEnded = async () =>
         (await db.pool.query('select 1 from oauth_grants where id = $1 and credential_lease_until <= now()', [conn.id])).rowCount === 1;
-      while (!heldA || !(await leaseEnded())) await new Promise((r) => setTimeout(r, 100));
+      while (!heldA) await new Promise((r) => setTimeout(r, 100));
+      // Its lease ends while it waits: its end (11 s on, by the database's clock) moved to now, as
+      // when those seconds have passed.
+      await db.pool.query('update oauth_grants set credential_lease_until = now() where id = $1 and credential_lease_token is not null', [conn.id]);
+      expect(await leaseEnded()).toBe(true);
       // Worker B finds the lease ended (as a dead worker's) and refreshes with the stored refresh token, which A spent.
       const errB = await runTask(secondPool, jobId, tasks[1]!, 'b').result.then(() => null, (e: Error & { nonRetryable?: boolean }) => e);
       expect(errB?.message).toMatch(/invalid_grant/);
