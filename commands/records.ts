@@ -1,6 +1,6 @@
 // Commands on a connection's synced records: the change feed consumers follow.
 import type { RecordChange } from '../db/models/records';
-import { findFeedExpiry, readChangesPage } from '../db/models/records';
+import { FEED_SCAN_BUDGET, findFeedExpiry, readChangesPage } from '../db/models/records';
 import { DEFAULT_FEED_PAGE_MAX_BYTES } from '../lib/config';
 import type { FeedCursor } from '../policy/cursors';
 import { withTransaction } from '../db/transaction';
@@ -9,6 +9,7 @@ import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
 export type { RecordChange };
+export { FEED_SCAN_BUDGET };
 
 /**
  * The refusal of a feed cursor sealed under a credentials key this deployment no longer holds
@@ -53,7 +54,10 @@ export interface ChangesQuery {
 export interface ChangesPage {
   changes: RecordChange[];
   next: FeedCursor;
-  /** True when the page is full (its `limit` of changes, or its byte budget): more changes may follow at once. */
+  /**
+   * True when the page is full (its `limit` of changes, or its byte budget), or a read filtering by
+   * modified_after ran out of its scan budget first: more changes may follow at once.
+   */
   hasMore: boolean;
 }
 
@@ -71,7 +75,10 @@ export interface ChangesPage {
  * without that type, is refused (invalid, 400) rather than read past this feed's changes. So is
  * a cursor whose position or purge epoch is past any the feed has issued (a forged cursor, or one
  * of a database restored to an earlier point): the changes later written at the positions up to
- * it, and the purges up to its epoch, would pass it by without a word. A cursor naming no
+ * it, and the purges up to its epoch, would pass it by without a word. The cursor of a read
+ * filtering by `modifiedAfter` carries that time: it may have passed changes the filter left out,
+ * so read without the filter, or with an earlier time, it is refused too (400); a cursor issued
+ * without it (or before cursors carried it) serves any reader. A cursor naming no
  * connection (issued before cursors named theirs) is no longer read (`cursor_expired`, 410): its
  * reader starts again from the start.
  *
@@ -80,6 +87,10 @@ export interface ChangesPage {
  * a record larger than the budget never stalls the feed; its cursor continues after the last
  * change it holds. A thousand records of the largest size a provider may send would otherwise be
  * one answer of a gigabyte, built in the API process every tenant's requests share.
+ * A read filtering by `modifiedAfter` is bounded in the changes it examines too (FEED_SCAN_BUDGET,
+ * those the filter leaves out included): when they run out before the page is full the page ends
+ * there, short or empty, with `hasMore`; its cursor continues after the last change examined,
+ * whether or not the page held it, so the next read does not walk them again.
  *
  * While the connection's purge is open the feed is refused (`purge_in_progress`, 409).
  */
@@ -104,6 +115,11 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       if (query.after?.resourceType !== undefined && query.after.resourceType !== query.resourceType) {
         throw invalid(`cursor: a cursor of the feed of resource type ${JSON.stringify(query.after.resourceType)} only; read with that resource_type, or from the start (no cursor)`);
       }
+      // A filtered reader's cursor may have passed changes its filter left out: read without the
+      // filter, or with an earlier time, it would pass them by.
+      if (query.after?.modifiedAfter !== undefined && !(query.modifiedAfter && query.modifiedAfter.getTime() >= query.after.modifiedAfter)) {
+        throw invalid(`cursor: a cursor of the feed of changes written after ${new Date(query.after.modifiedAfter).toISOString()} only; read with that modified_after (or a later one), or from the start (no cursor)`);
+      }
       if (!expiry.issued) {
         throw invalid('cursor: a position past any this feed has issued; read the feed from the start (no cursor) or with a cursor it issued');
       }
@@ -112,14 +128,19 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       if (query.after && expiry.purged_through !== null) {
         throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {});
       }
-      const { changes, cut } = await readChangesPage(tx, {
+      const { changes, cut, spent, examined } = await readChangesPage(tx, {
         connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter,
         maxBytes: deps.feedPageMaxBytes ?? DEFAULT_FEED_PAGE_MAX_BYTES,
       });
       return {
         changes,
-        next: { seq: changes.at(-1)?.change_seq ?? afterSeq, epoch: expiry.epoch, connection, resourceType: query.resourceType },
-        hasMore: cut || changes.length === query.limit,
+        // At the last change examined: the page's last, or, filtering by modified_after, past the
+        // changes the filter left out after it (the next read does not walk them again).
+        next: {
+          seq: examined ?? afterSeq, epoch: expiry.epoch, connection, resourceType: query.resourceType,
+          ...(query.modifiedAfter !== undefined && { modifiedAfter: query.modifiedAfter.getTime() }),
+        },
+        hasMore: cut || spent || changes.length === query.limit,
       };
     },
     { snapshot: true },

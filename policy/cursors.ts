@@ -112,12 +112,16 @@ const isResourceType = (text: string): boolean => text.length >= 1 && text.lengt
 /**
  * A position in a connection's change feed: the last change read (`seq`, '0' for the start), the
  * purge epoch when the cursor was issued (`epoch`: the newest tombstone purge its issuer saw), the
- * connection whose feed it is a position in (`connection`), and the one resource type its reader
- * followed (`resourceType`; absent: every type). A purge after that epoch that removed a deletion
+ * connection whose feed it is a position in (`connection`), the one resource type its reader
+ * followed (`resourceType`; absent: every type), and the `modified_after` its reader filtered by
+ * (`modifiedAfter`; absent: none). A purge after that epoch that removed a deletion
  * past `seq` expires it; no earlier purge can. Positions come from one sequence shared by every
  * connection and type, so a position read on a feed it was not issued for would pass over that
  * feed's earlier changes: a cursor is read only on its own connection's feed, and one issued to a
  * reader of one type only by a reader of that type (a cursor of every type serves any reader).
+ * Likewise a filtered reader's cursor may have passed changes its filter left out (written at or
+ * before `modifiedAfter`): it is read only by a reader filtering by that time or a later one (a
+ * cursor issued without the filter serves any reader).
  */
 export interface FeedCursor {
   seq: string;
@@ -129,22 +133,32 @@ export interface FeedCursor {
   connection?: string;
   /** The resource type its reader followed; absent when it followed every type. */
   resourceType?: string;
+  /**
+   * The `modified_after` its reader filtered by, in milliseconds since the epoch; absent when it
+   * read every change, and from cursors issued before cursors carried it (they are read as then).
+   */
+  modifiedAfter?: number;
 }
 
+/** Milliseconds since the epoch as decimal digits, within a Date's range (±8.64e15). */
+const isEpochMillis = (text: string): boolean => /^-?\d{1,16}$/.test(text) && Math.abs(Number(text)) <= 8.64e15;
+
 /**
- * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>","connection_id":"<uuid>"}`, and
- * `"resource_type":"<type>"` when issued to a reader of one type. A cursor issued before cursors
+ * Cursors of the records feed: `{"seq":"<n>","epoch":"<n>","connection_id":"<uuid>"}`,
+ * `"resource_type":"<type>"` when issued to a reader of one type, and `"modified_after":"<ms>"`
+ * (milliseconds since the epoch) when issued to a reader filtering by that time. A cursor issued before cursors
  * carried an epoch (`{"seq":"<n>"}`) reads as epoch 0: every logged purge counts as after it, as
  * it did then; one issued before they named their connection decodes without one (the records
  * feed refuses it, and a stored event's is scoped to the event's connection when delivered).
  */
 export const feedCursor: CursorCodec<FeedCursor> = {
-  encode: ({ seq, epoch, connection, resourceType }) =>
+  encode: ({ seq, epoch, connection, resourceType, modifiedAfter }) =>
     encodeFields({
       seq,
       epoch,
       ...(connection !== undefined && { connection_id: connection.toLowerCase() }),
       ...(resourceType !== undefined && { resource_type: resourceType }),
+      ...(modifiedAfter !== undefined && { modified_after: String(modifiedAfter) }),
     }),
   decode(text) {
     const fields = decodeFields(text);
@@ -162,6 +176,11 @@ export const feedCursor: CursorCodec<FeedCursor> = {
       const resourceType = field(fields, 'resource_type', isResourceType);
       if (!resourceType) return null;
       cursor.resourceType = resourceType;
+    }
+    if (fields.modified_after !== undefined) {
+      const modifiedAfter = field(fields, 'modified_after', isEpochMillis);
+      if (!modifiedAfter) return null;
+      cursor.modifiedAfter = Number(modifiedAfter);
     }
     return cursor;
   },

@@ -56,6 +56,13 @@ describe('cursor codecs', () => {
     expect(feedCursor.decode(feedCursor.encode({ seq: '7', epoch: '3', connection: UUID_A, resourceType: 'issues' }))).toEqual({ seq: '7', epoch: '3', connection: UUID_A, resourceType: 'issues' });
     expect(feedCursor.decode(base64({ seq: '1', epoch: '0', resource_type: '' }))).toBeNull();
     expect(feedCursor.decode(base64({ seq: '1', epoch: '0', resource_type: 7 }))).toBeNull();
+    // …and the modified_after its reader filtered by, if one, in milliseconds since the epoch.
+    const filtered = { seq: '7', epoch: '3', connection: UUID_A, modifiedAfter: Date.parse('2026-01-02T03:04:05.678Z') };
+    expect(feedCursor.decode(feedCursor.encode(filtered))).toEqual(filtered);
+    expect(feedCursor.decode(feedCursor.encode({ ...filtered, modifiedAfter: -62135596800000 }))).toEqual({ ...filtered, modifiedAfter: -62135596800000 });
+    for (const modified_after of ['', 'x', '1.5', '2026-01-02T03:04:05.678Z', '99999999999999999', 1]) {
+      expect(feedCursor.decode(base64({ seq: '1', epoch: '0', modified_after })), String(modified_after)).toBeNull();
+    }
   });
 
   it('read no position the database cannot take: a uuid only in its 8-4-4-4-12 form, a bigint up to 2^63 - 1, a UTC time to the millisecond or microsecond in years 1 to 9999', () => {

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { FEED_SCAN_BUDGET } from '../../commands/records';
 import { RECORD_CHANGES } from '../../policy/vocabulary';
 import { MillisecondTime, NullableTime, pageSizeQuery } from './common';
 
@@ -9,13 +10,16 @@ import { MillisecondTime, NullableTime, pageSizeQuery } from './common';
  */
 const MAX_FEED_CURSOR_LENGTH = 2048;
 
+/** The most changes a read filtering by `modified_after` examines, as the descriptions write it. */
+const SCAN_BUDGET = String(FEED_SCAN_BUDGET).replace(/\B(?=(\d{3})+$)/g, ',');
+
 /** `GET /connections/:id/records` query. */
 export const ListRecordsQuery = z.object({
   resource_type: z.string().min(1).max(200).optional().openapi({ param: { name: 'resource_type', in: 'query' }, description: 'Only changes of this resource type' }),
-  cursor: z.string().max(MAX_FEED_CURSOR_LENGTH).optional().openapi({ param: { name: 'cursor', in: 'query' }, description: "next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
+  cursor: z.string().max(MAX_FEED_CURSOR_LENGTH).optional().openapi({ param: { name: 'cursor', in: 'query' }, description: "next_cursor of the previous page, of this connection and resource_type, and read with the modified_after it was issued under or a later one (another connection's cursor, one type's cursor read without that type, a cursor issued under modified_after read without it or with an earlier time, or a position past any the feed issued, answers 400); none to read the feed from the start" }),
   limit: pageSizeQuery(1000, 100),
   modified_after: MillisecondTime.optional()
-    .openapi({ param: { name: 'modified_after', in: 'query' }, description: 'Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change)' }),
+    .openapi({ param: { name: 'modified_after', in: 'query' }, description: `Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change). A read examines at most ${SCAN_BUDGET} changes, those the filter leaves out included, so a page may end short, or empty, with \`has_more\`; its next_cursor is read with this modified_after (or a later one) only` }),
 });
 
 /** One change of the feed: the record as it is after its latest write. */
@@ -37,7 +41,7 @@ export const RecordChangeSchema = z
 export const RecordPageSchema = z
   .object({
     items: z.array(RecordChangeSchema),
-    next_cursor: z.string().openapi({ description: 'Where the next read continues; always set (poll with it to see later changes)' }),
-    has_more: z.boolean().openapi({ description: 'The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES): read again at once' }),
+    next_cursor: z.string().openapi({ description: 'Where the next read continues (after the last change examined: past the changes `modified_after` left out too); always set (poll with it to see later changes)' }),
+    has_more: z.boolean().openapi({ description: `The page is full (\`limit\` changes, or its byte budget, FEED_PAGE_MAX_BYTES), or a read filtering by \`modified_after\` examined its most changes (${SCAN_BUDGET}) first, so the page may be short or empty: read again at once` }),
   })
   .openapi('RecordPage');

@@ -1651,9 +1651,9 @@ export interface components {
         };
         RecordPage: {
             items: components["schemas"]["RecordChange"][];
-            /** @description Where the next read continues; always set (poll with it to see later changes) */
+            /** @description Where the next read continues (after the last change examined: past the changes `modified_after` left out too); always set (poll with it to see later changes) */
             next_cursor: string;
-            /** @description The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES): read again at once */
+            /** @description The page is full (`limit` changes, or its byte budget, FEED_PAGE_MAX_BYTES), or a read filtering by `modified_after` examined its most changes (10,000) first, so the page may be short or empty: read again at once */
             has_more: boolean;
         };
         RecordChange: {
@@ -3856,10 +3856,10 @@ export interface operations {
             query?: {
                 /** @description Only changes of this resource type */
                 resource_type?: string;
-                /** @description next_cursor of the previous page, of this connection and resource_type (another connection's cursor, one type's cursor read without that type, or a position past any the feed issued, answers 400); none to read the feed from the start */
+                /** @description next_cursor of the previous page, of this connection and resource_type, and read with the modified_after it was issued under or a later one (another connection's cursor, one type's cursor read without that type, a cursor issued under modified_after read without it or with an earlier time, or a position past any the feed issued, answers 400); none to read the feed from the start */
                 cursor?: string;
                 limit?: number;
-                /** @description Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change) */
+                /** @description Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change). A read examines at most 10,000 changes, those the filter leaves out included, so a page may end short, or empty, with `has_more`; its next_cursor is read with this modified_after (or a later one) only */
                 modified_after?: string;
             };
             header?: never;

@@ -537,6 +537,17 @@ export interface RecordChange {
   change: RecordChangeKind;
 }
 
+/**
+ * The most changes of its scope (the connection's, or its resource type's) after its position one
+ * read filtering by `modifiedAfter` examines. The filter leaves out every change written before
+ * it, and a connection's history before a recent `modifiedAfter` may be millions of changes: walked
+ * whole, one read is seconds of the database every tenant shares, past the API's statement timeout
+ * it fails every time, and an empty page whose cursor did not move walks it all again on the next
+ * poll. Ten thousand, walked one by one, are some tens of milliseconds (about 50 ms on a
+ * development machine); a reader passes a million left-out changes in a hundred reads.
+ */
+export const FEED_SCAN_BUDGET = 10_000;
+
 /** Which changes to read: of connection `connectionId` after position `afterSeq`, at most `limit`. */
 export interface ChangesRead {
   connectionId: string;
@@ -551,10 +562,16 @@ export interface ChangesRead {
   maxBytes?: number;
 }
 
-/** One page of changes, and whether the byte budget cut it short of changes that followed. */
+/**
+ * One page of changes; whether the byte budget cut it short of a change that followed; whether a
+ * read filtering by `modifiedAfter` ran out of its scan budget before the page was full; and the
+ * position of the last change it examined (held, or left out by the filter; null when none).
+ */
 export interface ChangesReadPage {
   changes: RecordChange[];
   cut: boolean;
+  spent: boolean;
+  examined: string | null;
 }
 
 /**
@@ -578,47 +595,67 @@ const microsecondIso = (column: string) =>
  * are taken in order, each printed once, until the next one would pass the budget, so only the
  * rows served and the one after them are printed (read out of storage), whatever their stored
  * size (larger than printed for small uncompressed values, smaller for compressed ones).
+ * A read filtering by `modifiedAfter` examines at most FEED_SCAN_BUDGET changes of its scope (the
+ * changes the filter leaves out are walked, never printed): the page ends at the budget however
+ * short (`spent`), and `examined` is where the next read goes on. Without the filter every change
+ * examined is held, so `examined` is the page's last change and the budget never applies.
  */
 export async function readChangesPage(db: Queryable, query: ChangesRead): Promise<ChangesReadPage> {
-  // The next change after position p.change_seq (after $2 for the first), printed once. A reader
-  // of one type reads it from records_feed_type_idx, at its type's first change after the position:
+  // The next change after position w.change_seq (after $2 for the first), whether the filter holds
+  // it (`hit`), and its data printed if so. A reader of one type reads it from
+  // records_feed_type_idx, at its type's first change after the position:
   // from records_feed_idx it would walk every change of the connection's other types up to that
   // one, and again on every poll while its type is quiet (its cursor does not move). The type is
   // selected by a range and ordered on, an order records_feed_idx does not give: for an equality the
   // planner chose between the two by how common the type is, and took records_feed_idx for the type
   // of most of a connection's changes even where another type's run stood behind the cursor.
+  // modified_after is no condition of the search but a mark on what it finds: as a condition, the
+  // search for a change written after it walked every change of the scope written before it (a
+  // connection's whole history, for a first read of the changes since a recent time).
   const ofType = query.resourceType === undefined
     ? { where: '$3::text is null', order: 'r.change_seq' }
     : { where: 'r.resource_type between $3::text and $3::text', order: 'r.resource_type, r.change_seq' };
-  const next = (after: string) => `(select r.change_seq, r.external_id, r.resource_type, r.data::text as text, r.source_updated_at, r.synced_at, r.deleted_at, r.change
+  const hit = '($4::timestamptz is null or r.synced_at > $4)';
+  const next = (after: string) => `(select r.change_seq, r.external_id, r.resource_type, ${hit} as hit, case when ${hit} then r.data::text end as text,
+              r.source_updated_at, r.synced_at, r.deleted_at, r.change
          from records r
         where r.connection_id = $1 and ${ofType.where} and r.change_seq > ${after}
-          and ($4::timestamptz is null or r.synced_at > $4)
         order by ${ofType.order} limit 1)`;
-  const { rows } = await db.query<Omit<RecordChange, 'data'> & { data: string; more: boolean }>(
-    `with recursive page as (
-       -- The page, change by change in feed order: the first always, each next one while the
-       -- page holds fewer than the limit and the bytes through it stay within the budget.
-       select 1 as n, x.*, octet_length(x.text) + octet_length(x.external_id) as through
+  const bytes = (x: string) => `case when ${x}.hit then octet_length(${x}.text) + octet_length(${x}.external_id) else 0 end`;
+  const { rows } = await db.query<Omit<RecordChange, 'data' | 'change_seq'> & { change_seq: string | null; data: string; examined: string | null; spent: boolean; cut: boolean }>(
+    `with recursive walk as (
+       -- The scope's changes in feed order, one by one: \`n\`, how many the filter holds through
+       -- this one; \`over\`, one it holds that the bytes through it would pass the budget with (the
+       -- page ends before it; the first one held always comes). The walk ends with a full page, at
+       -- such a change, at the scope's end, or, filtering, after FEED_SCAN_BUDGET changes.
+       select 1 as examined, x.hit::int as n, x.*, ${bytes('x')} as through, false as over
          from ${next('$2::bigint')} x
        union all
-       select p.n + 1, x.*, p.through + octet_length(x.text) + octet_length(x.external_id)
-         from page p cross join lateral ${next('p.change_seq')} x
-        where p.n < $5 and ($6::bigint is null or p.through + octet_length(x.text) + octet_length(x.external_id) <= $6::bigint))
+       select w.examined + 1, w.n + x.hit::int, x.*, w.through + ${bytes('x')},
+              x.hit and w.n > 0 and $6::bigint is not null and w.through + ${bytes('x')} > $6::bigint
+         from walk w cross join lateral ${next('w.change_seq')} x
+        where not w.over and w.n < $5 and ($4::timestamptz is null or w.examined < $7)),
+          summary as (
+       select max(w.change_seq) filter (where not w.over)::text as examined,
+              $4::timestamptz is not null and coalesce(max(w.examined), 0) >= $7 as spent,
+              coalesce(bool_or(w.over), false) as cut
+         from walk w)
      select p.change_seq::text as change_seq, p.external_id, p.resource_type, p.text as data,
             ${microsecondIso('p.source_updated_at')} as source_updated_at, p.synced_at, p.deleted_at, p.change,
-            -- Whether a change follows the page's last one (the page was cut short of it, or full):
-            -- the next one's position, read in feed order as the page's are. An EXISTS would drop
-            -- the order, and the planner then read the table from its start until it met one.
-            (select x.change_seq from ${next('(select max(l.change_seq) from page l)')} x) is not null as more
-       from page p
-      order by p.n`,
-    [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit, query.maxBytes ?? null],
+            s.examined, s.spent, s.cut
+       from summary s left join walk p on p.hit and not p.over
+      order by p.examined`,
+    [query.connectionId, query.afterSeq, query.resourceType ?? null, query.modifiedAfter ?? null, query.limit, query.maxBytes ?? null, FEED_SCAN_BUDGET],
   );
+  // One row at least: the summary's (with no change when the page is empty).
+  const summary = rows[0];
   // The data as its text, read here with its numbers as stored (jsonb keeps every digit; the
   // driver's own reader would make each a double).
-  const changes = rows.map(({ more: _, data, ...change }): RecordChange => ({ ...change, data: parseExactJson(data) }));
-  return { changes, cut: rows.length > 0 && rows.length < query.limit && rows[0]!.more };
+  const changes = rows
+    .filter((row) => row.change_seq !== null)
+    .map(({ examined: _e, spent: _s, cut: _c, data, change_seq, ...change }): RecordChange => ({ ...change, change_seq: change_seq!, data: parseExactJson(data) }));
+  const cut = summary?.cut === true;
+  return { changes, cut, spent: summary?.spent === true && !cut && changes.length < query.limit, examined: summary?.examined ?? null };
 }
 
 /** Two-key advisory locks in this class: (class, 0) is held by every tombstone purge while it writes. */
