@@ -77,8 +77,9 @@ export interface ChangesPage {
  * of a database restored to an earlier point): the changes later written at the positions up to
  * it, and the purges up to its epoch, would pass it by without a word. The cursor of a read
  * filtering by `modifiedAfter` carries that time: it may have passed changes the filter left out,
- * so read without the filter, or with an earlier time, it is refused too (400); a cursor issued
- * without it (or before cursors carried it) serves any reader. A cursor naming no
+ * so read with an earlier time it is refused too (400), and read without one it goes on under its
+ * own (a reader that gave the time on its first read only follows the feed from there); a cursor
+ * issued without it (or before cursors carried it) serves any reader. A cursor naming no
  * connection (issued before cursors named theirs) is no longer read (`cursor_expired`, 410): its
  * reader starts again from the start.
  *
@@ -115,11 +116,12 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
       if (query.after?.resourceType !== undefined && query.after.resourceType !== query.resourceType) {
         throw invalid(`cursor: a cursor of the feed of resource type ${JSON.stringify(query.after.resourceType)} only; read with that resource_type, or from the start (no cursor)`);
       }
-      // A filtered reader's cursor may have passed changes its filter left out: read without the
-      // filter, or with an earlier time, it would pass them by.
-      if (query.after?.modifiedAfter !== undefined && !(query.modifiedAfter && query.modifiedAfter.getTime() >= query.after.modifiedAfter)) {
-        throw invalid(`cursor: a cursor of the feed of changes written after ${new Date(query.after.modifiedAfter).toISOString()} only; read with that modified_after (or a later one), or from the start (no cursor)`);
+      // A filtered reader's cursor may have passed changes its filter left out: read with an
+      // earlier time it would pass them by (400); read without one, it goes on under its own.
+      if (query.after?.modifiedAfter !== undefined && query.modifiedAfter && query.modifiedAfter.getTime() < query.after.modifiedAfter) {
+        throw invalid(`cursor: a cursor of the feed of changes written after ${new Date(query.after.modifiedAfter).toISOString()} only; read with that modified_after (or a later one, or none: the cursor's), or from the start (no cursor)`);
       }
+      const modifiedAfter = query.modifiedAfter ?? (query.after?.modifiedAfter !== undefined ? new Date(query.after.modifiedAfter) : undefined);
       if (!expiry.issued) {
         throw invalid('cursor: a position past any this feed has issued; read the feed from the start (no cursor) or with a cursor it issued');
       }
@@ -129,7 +131,7 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
         throw new CommandRefused('gone', 'cursor_expired', 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)', {});
       }
       const { changes, cut, spent, examined } = await readChangesPage(tx, {
-        connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter: query.modifiedAfter,
+        connectionId, afterSeq, limit: query.limit, resourceType: query.resourceType, modifiedAfter,
         maxBytes: deps.feedPageMaxBytes ?? DEFAULT_FEED_PAGE_MAX_BYTES,
       });
       return {
@@ -138,7 +140,7 @@ export async function listChanges(deps: CommandDeps, connectionId: string, query
         // changes the filter left out after it (the next read does not walk them again).
         next: {
           seq: examined ?? afterSeq, epoch: expiry.epoch, connection, resourceType: query.resourceType,
-          ...(query.modifiedAfter !== undefined && { modifiedAfter: query.modifiedAfter.getTime() }),
+          ...(modifiedAfter !== undefined && { modifiedAfter: modifiedAfter.getTime() }),
         },
         hasMore: cut || spent || changes.length === query.limit,
       };

@@ -176,11 +176,11 @@ describe('records feed: a read filtering by modified_after on a long history', (
     expect(cursors.decode(page.body.next_cursor)).toEqual({ seq: rows[0]!.seq, epoch: '0', connection: longHistory.toLowerCase() });
   });
 
-  it('a cursor issued under modified_after is refused (400) without it or with an earlier one; the same time, a later one, or a cursor issued before cursors carried it, reads on', async () => {
+  it('a cursor issued under modified_after is refused (400) with an earlier one; the same time, a later one, none (its own goes on), or a cursor issued before cursors carried it, reads on', async () => {
     const first = await get(`/connections/${longHistory}/records?modified_after=${DAY_AGO}`);
     const cursor = first.body.next_cursor as string;
     const earlier = new Date(Date.parse(DAY_AGO) - 1).toISOString();
-    for (const query of ['', `&modified_after=${earlier}`, '&modified_after=2000-01-01T00:00:00Z']) {
+    for (const query of [`&modified_after=${earlier}`, '&modified_after=2000-01-01T00:00:00Z']) {
       const answer = await get(`/connections/${longHistory}/records?cursor=${cursor}${query}`);
       expect(answer.status, query).toBe(400);
       expect(answer.body.error.message, query).toMatch(/modified_after/);
@@ -192,6 +192,10 @@ describe('records feed: a read filtering by modified_after on a long history', (
       const answer = await get(`/connections/${longHistory}/records?cursor=${cursor}${query}`);
       expect(answer.status, `${query}: ${JSON.stringify(answer.body)}`).toBe(200);
     }
+    // Read without modified_after, the cursor goes on under its own: a reader that gave the time on
+    // its first read only reads the changes written after it, and none of those written before.
+    const { read: onward } = await follow(longHistory, '', cursor);
+    expect(onward).toEqual(Array.from({ length: RECENT }, (_, n) => `new-${n + 1}`));
     // A cursor of every change, as issued before cursors carried modified_after, serves a filtered read.
     const plain = cursors.encode({ seq: '0', epoch: '0', connection: longHistory.toLowerCase() });
     const { read } = await follow(longHistory, `modified_after=${DAY_AGO}`, plain);
