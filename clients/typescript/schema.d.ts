@@ -3859,7 +3859,7 @@ export interface operations {
                 /** @description next_cursor of the previous page, of this connection and resource_type, and read with the modified_after it was issued under, a later one or none (another connection's cursor, one type's cursor read without that type, a cursor issued under modified_after read with an earlier time (read without one, it goes on under its own), or a position past any the feed issued, answers 400); none to read the feed from the start */
                 cursor?: string;
                 limit?: number;
-                /** @description Only changes written after this time, to the millisecond at most (a convenience filter; the cursor alone sees every change). A read examines at most 10,000 changes, those the filter leaves out included, so a page may end short, or empty, with `has_more`; its next_cursor carries this modified_after, and goes on under it when read without one (an earlier one answers 400) */
+                /** @description Only changes written after this time, to the millisecond at most (a convenience filter; a read without it, from the start or a cursor issued without it, sees every change). A read examines at most 10,000 changes, those the filter leaves out included, so a page may end short, or empty, with `has_more`; its next_cursor carries this modified_after, and goes on under it when read without one (an earlier one answers 400) */
                 modified_after?: string;
             };
             header?: never;
