@@ -42,7 +42,14 @@
 // request, e.g. /repositories/<id>/pulls?page=2), parsed per RFC 8288; the first pull request older
 // than `since` ends that repository's paging; a newest-first pass longer than one page then reads
 // the head once more (a catch-up pass down to the newest change its first page showed), because
-// items changed while it paged moved to the head, out of the pages ahead. An item GitHub hides or
+// items changed while it paged moved to the head, out of the pages ahead. A catch-up of more than
+// one page is followed by another, down to the newest change its own first page showed (an item
+// changed again while it paged moved behind it in turn), until one takes a single page (or a 304)
+// or serves the very items (numbers and change times, in order) the one before it, or the pass,
+// served at or after its head; after 5 in a row the task fails as transient (retryLater), its token
+// at a new catch-up, deleting nothing (see catchUpAgain). A catch-up's pages are other pages than
+// the pass's of the same URLs (`(catch-up pass n)` in their keys); tokens written before catch-ups
+// were numbered (`catchup` and `head` alone) read as the first. An item GitHub hides or
 // removes while the pass pages moves every later one up a position, one of them onto the page
 // already read: so each page after the first is followed by the page before asked again with its
 // ETag (a 304 when nothing moved; changed, it is served again). `until` (exclusive) has
@@ -252,6 +259,17 @@ const tokenSchema = z.object({
   validator: z.object({ url: z.string(), etag: z.string() }).nullable().optional(),
   catchup: z.boolean().optional(),
   head: z.string().nullable().optional(),
+  upper: z.string().optional(),
+  caught: z
+    .object({
+      n: z.number().int().min(1),
+      top: z.string().refine((at) => !Number.isNaN(Date.parse(at))).optional(),
+      acc: z.string(),
+      upper: z.string(),
+      prev: z.string().optional(),
+      pages: z.number().int().min(0),
+    })
+    .optional(),
   first: z.string().optional(),
   prev: z.object({ url: z.string(), etag: z.string().nullable() }).optional(),
   recheck: z
@@ -261,7 +279,8 @@ const tokenSchema = z.object({
 
 /**
  * A page token: which repository, the exact URL to fetch (null: its first page), and the ETag of
- * that repository's first page, carried to the repository's last page to be stored there.
+ * that repository's first page (newest first: of the pass's, then of each catch-up's), carried to
+ * its catch-up pass.
  */
 export interface GitHubPageToken {
   /** The repository, 'owner/name'; a number is a position in `repositories` (tokens written before names were). */
@@ -272,8 +291,19 @@ export interface GitHubPageToken {
   validator?: { url: string; etag: string } | null;
   /** A newest-first listing's catch-up pass: its head again, down to `head` (see fetchPage). */
   catchup?: boolean;
-  /** The newest `updated_at` the main pass's first page showed. */
+  /**
+   * The newest `updated_at` the main pass's first page showed; on a catch-up pass, the change time
+   * it reads down to (the main pass's head, or the newest change the catch-up before it began with).
+   */
   head?: string | null;
+  /**
+   * A newest-first main pass: the digest of the records it served at or after `head` (ids and
+   * change times, in order), which its first catch-up compares its own with (see CatchUp). Absent
+   * from tokens written before, and once a page of the pass was skipped by a 304 (not served).
+   */
+  upper?: string;
+  /** On a catch-up pass: where it stands (absent: the first, as tokens written before it say). */
+  caught?: CatchUp;
   /**
    * Paging by number within one second: the previous page's first item, as `number@updated_at` (a
    * server that ignores `page` serves it first again; an item an edit moved there has a new time).
@@ -287,6 +317,22 @@ export interface GitHubPageToken {
    * listing goes on after that page (null: it ended there).
    */
   recheck?: { etag: string | null; next: string | null; last: PageRead };
+}
+
+/**
+ * Where a catch-up pass of a newest-first listing stands (see catchUpAgain): its number (from 1),
+ * the newest change time its first page showed (`top`, the next catch-up's `head`), the digests of
+ * the records it served at or after its `head` (`acc`) and at or after `top` (`upper`), the
+ * previous catch-up's `upper` (`prev`; for the first, the main pass's, when known), and how many
+ * pages it read (a page asked again after the next one was read is none of them).
+ */
+interface CatchUp {
+  n: number;
+  top?: string;
+  acc: string;
+  upper: string;
+  prev?: string;
+  pages: number;
 }
 
 /** A page of a newest-first listing as it was read: its URL and its ETag (null: GitHub sent none). */
@@ -308,6 +354,8 @@ export function encodeGitHubPageToken(token: GitHubPageToken): string {
   if (token.validator) body.validator = token.validator;
   if (token.catchup) body.catchup = true;
   if (token.head) body.head = token.head;
+  if (token.upper !== undefined) body.upper = token.upper;
+  if (token.caught) body.caught = token.caught;
   if (token.first !== undefined) body.first = token.first;
   if (token.prev) body.prev = token.prev;
   if (token.recheck) body.recheck = token.recheck;
@@ -348,7 +396,7 @@ function repositoryOfUrl(url: string): string | null {
 function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   const parsed = tokenSchema.safeParse(pageTokenBody(token));
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
-  const { repo, done, url, validator, catchup, head, first, prev, recheck } = parsed.data;
+  const { repo, done, url, validator, catchup, head, upper, caught, first, prev, recheck } = parsed.data;
   const urls = [url, validator?.url ?? null, prev?.url ?? null, recheck?.next ?? null, recheck?.last.url ?? null].filter((u): u is string => u !== null);
   for (const u of urls) assertSameOrigin(u, cfg, 'page token');
   const names = (repository: string, u: string) => repositoryOfUrl(u)?.toLowerCase() === repository.toLowerCase();
@@ -371,6 +419,7 @@ function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   }
   return {
     index, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null,
+    ...(upper !== undefined && { upper }), ...(caught && { caught }),
     ...(first !== undefined && { first }), ...(prev && { prev }), ...(recheck && url !== null && { recheck }),
   };
 }
@@ -594,6 +643,48 @@ function oldestUpdatedAt(items: readonly GitHubItem[]): string | null {
   return best;
 }
 
+/**
+ * Most catch-up passes one pass of a newest-first listing reads in a row. After a listing changing
+ * through every one of them, the task fails as transient, its progress at a catch-up down to the
+ * last one's head: the job's retry reads from there, deleting nothing before.
+ */
+const MAX_CATCHUP_PASSES = 5;
+
+/**
+ * What follows a catch-up pass that has just ended (`caught`: where it stood): nothing (`done`),
+ * another catch-up down to the newest change its first page showed (`again`), or, after
+ * MAX_CATCHUP_PASSES of them, a retry of the task (`retry`).
+ *
+ * A newest-first pass of more than one page ends by reading its head again, down to the newest
+ * change its first page showed: a pull request changed while the pass paged moved to the head,
+ * behind the position of the pass's Link URLs. That catch-up pages too, and a pull request changed
+ * again while it does, before the catch-up reached it, moves to the head once more, behind the
+ * catch-up's position: no page of the pass serves it, and a full pass would take it for deleted.
+ * So a catch-up is followed by another, down to the newest change its own first page showed,
+ * unless it took a single page (one answer: what changed since the one before it began, all of it;
+ * a 304 takes none), or it served the very records (ids and change times, in order) that the one
+ * before it (for the first, the main pass) served at or after its head: nothing moved to the head
+ * since that one began (a head of pull requests changed in one second over more than a page, say).
+ */
+function catchUpAgain(caught: CatchUp): 'done' | 'again' | 'retry' {
+  if (caught.pages <= 1 || caught.top === undefined || caught.acc === caught.prev) return 'done';
+  return caught.n >= MAX_CATCHUP_PASSES ? 'retry' : 'again';
+}
+
+/** A running digest `acc` moved on by `records` (ids and change times, in order), one record at a time, however they were paged. */
+function servedDigest(acc: string, records: readonly ConnectorRecord[]): string {
+  return records.reduce(
+    (running, r) => createHash('sha256').update(running).update(JSON.stringify([r.externalId, r.updatedAt])).digest('base64url').slice(0, 24),
+    acc,
+  );
+}
+
+/** The records changed at or after `at` (ISO), and those without a readable change time. */
+function atOrAfter(records: readonly ConnectorRecord[], at: string): ConnectorRecord[] {
+  const atMs = Date.parse(at);
+  return records.filter((r) => r.updatedAt === null || Number.isNaN(Date.parse(r.updatedAt)) || Date.parse(r.updatedAt) >= atMs);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The connector
 
@@ -639,7 +730,7 @@ export const githubConnector: Connector = {
   },
 
   pageKey(token) {
-    const body = pageTokenBody(token) as { repo?: unknown; done?: unknown; url?: unknown; catchup?: unknown; recheck?: unknown };
+    const body = pageTokenBody(token) as { repo?: unknown; done?: unknown; url?: unknown; catchup?: unknown; caught?: { n?: unknown }; recheck?: unknown };
     let page: string;
     if (typeof body.repo === 'string') {
       // The repository and those read before it belong to the page: a token the current config
@@ -652,7 +743,10 @@ export const githubConnector: Connector = {
     }
     // A page asked again after the next one was read is another step of the pass than its first reading.
     if (body.recheck) page = `${page} (asked again)`;
-    return body.catchup === true ? `${page} (catch-up pass)` : page;
+    // So does a catch-up pass, which asks the pass's URLs (and those of the catch-up before it) again.
+    if (body.catchup !== true) return page;
+    const n = body.caught?.n;
+    return typeof n === 'number' && n > 1 ? `${page} (catch-up pass ${n})` : `${page} (catch-up pass)`;
   },
 
   async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -672,6 +766,10 @@ export const githubConnector: Connector = {
     // A token the current config cannot trust (decodePageToken) starts the pass again from its first page.
     const position: Position = pageToken === null ? PASS_START : (decodePageToken(pageToken, cfg) ?? PASS_START);
     const catchup = position.catchup === true;
+    // Newest first: what the main pass served at or after its head so far (see GitHubPageToken.upper),
+    // and where a catch-up pass stands (a token written before catch-ups were numbered: the first).
+    let upper = position.upper;
+    let caught: CatchUp = position.caught ?? { n: 1, acc: '', upper: '', pages: 0 };
     const repository = cfg.repositories[position.index]!; // decodePageToken checked the index
     // Each repository is a partition with its own cursor.
     const since = sinceOf(input, repository);
@@ -687,8 +785,8 @@ export const githubConnector: Connector = {
     const keyset = pagedByKeyset(kind, descending);
     const nextRepository = () =>
       position.index + 1 < cfg.repositories.length ? tokenAt(cfg, { index: position.index + 1, url: null }) : null;
-    // Conditional requests: a catch-up pass's head against the ETag its own main pass saw; any
-    // other page against the validator an earlier pass stored for that very URL (given only to
+    // Conditional requests: a catch-up pass's head against the ETag its main pass (or the catch-up
+    // before it) saw on its first page; any other page against the validator an earlier pass stored for that very URL (given only to
     // incremental passes without an upper bound: a full pass must see every record).
     const offered = !catchup && until == null ? validators?.get(url) : undefined;
     const offeredNote = offered === undefined ? null : parseNote(offered.next);
@@ -716,6 +814,8 @@ export const githubConnector: Connector = {
     let read: string | null = null;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
     const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: Position['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
+      // What every next step of this pass (or of this catch-up pass) carries on.
+      const carried = catchup ? { catchup, head, caught } : { head, ...(upper !== undefined && { upper }) };
       // Newest first, GitHub's pages are positions: a pull request hidden or removed above a page
       // boundary while the page after it is asked moves the first item of that page up onto the
       // page read before, and no page serves it. So each page after the first is followed by the
@@ -724,23 +824,43 @@ export const githubConnector: Connector = {
       if (descending && !recheck) {
         const here = { url, etag: read };
         if (position.prev) {
-          return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: position.prev.url, validator, catchup, head, recheck: { etag: position.prev.etag, next, last: here } }) };
+          return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: position.prev.url, validator, ...carried, recheck: { etag: position.prev.etag, next, last: here } }) };
         }
-        if (next !== null) return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, catchup, head, prev: here }) };
+        if (next !== null) return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, prev: here }) };
       }
       if (recheck && recheck.next !== null) {
-        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, catchup, head, prev: recheck.last }) };
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, ...carried, prev: recheck.last }) };
       }
       if (next !== null && !recheck) {
         const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst } : {};
-        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, catchup, head, ...first }) };
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, ...first }) };
       }
       // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
       // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
       // unseen). A pass that took more than one page therefore reads the head once more, down to the
       // newest change its first page showed; with its own ETag, an unchanged head costs one 304.
       if (descending && !catchup && !firstPage && until == null && head !== null) {
-        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: null, validator, catchup: true, head }) };
+        const first: CatchUp = { n: 1, acc: '', upper: '', ...(upper !== undefined && { prev: upper }), pages: 0 };
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: null, validator, catchup: true, head, caught: first }) };
+      }
+      // That catch-up pages too, and an item changed again while it does moves behind its position
+      // in turn (see catchUpAgain): another follows, down to the newest change its first page showed.
+      const again = catchup ? catchUpAgain(caught) : 'done';
+      if (again === 'retry') {
+        // Stored, the token starts the catch-up over, down to this one's head: the job's retry reads
+        // from there, and the pass deletes nothing before it ends.
+        const over: CatchUp = { n: 1, acc: '', upper: '', pages: 0 };
+        return {
+          ...extra, ...holdCursors, records,
+          nextPageToken: tokenAt(cfg, { index: position.index, url: null, validator: null, catchup: true, head, caught: over }),
+          retryLater:
+            `github connector: '${repository}' ${resource}: the listing changed during each of ${caught.n} reads of its head (catch-up passes of a newest-first listing, ` +
+            'each down to the newest change the one before it began with), so a pull request changed meanwhile may have been missed; retrying later',
+        };
+      }
+      if (again === 'again') {
+        const next: CatchUp = { n: caught.n + 1, acc: '', upper: '', prev: caught.upper, pages: 0 };
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: null, validator, catchup: true, head: caught.top!, caught: next }) };
       }
       return { ...extra, ...holdCursors, records, nextPageToken: nextRepository(), completedPartitions: [repository] };
     };
@@ -748,7 +868,8 @@ export const githubConnector: Connector = {
     if (answer.status === 304 && etag !== undefined) {
       // A page asked again is as it was read: nothing moved up onto it.
       if (recheck) return after([], null, position.head ?? null, position.validator ?? null, { notModified: true });
-      // A catch-up pass's head is unchanged since this pass began: nothing moved there.
+      // A catch-up pass's head is unchanged since the pass (or the catch-up before it) began: nothing
+      // moved there, and nothing moved behind that one's position.
       if (catchup) return after([], null, null, null, { notModified: true });
       // This page is as an earlier pass stored it (its records with it): skip it, and go on with
       // what that pass noted follows it.
@@ -756,6 +877,8 @@ export const githubConnector: Connector = {
       const ended = note.next === null || (descending && since !== null && note.oldest !== null && Date.parse(note.oldest) < since.getTime());
       const head = firstPage && descending ? note.newest : (position.head ?? null);
       const validator = firstPage && descending ? { url, etag } : (position.validator ?? null);
+      // The page's records were not served: what the pass served at or after its head is not known.
+      upper = undefined;
       // Confirmed, the validator is stored again (a pass keeps the validators it visited).
       const confirmed = { url, etag, next: stored?.next ?? null };
       read = etag;
@@ -832,9 +955,21 @@ export const githubConnector: Connector = {
     };
     read = received;
     const saved = received && until == null && !catchup && !recheck ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
-    // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed pass).
-    const validator = firstPage && !catchup ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
+    // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed
+    // pass), and a catch-up's first page's ETag to the catch-up after it.
+    const validator = firstPage ? (received && until == null ? { url, etag: received } : null) : (position.validator ?? null);
     const head = firstPage && !catchup && descending ? newestUpdatedAt(body) : (position.head ?? null);
+    if (descending && catchup) {
+      // A page asked again counts no page of the catch-up, but the records it serves are served.
+      const top = firstPage ? (newestUpdatedAt(body) ?? undefined) : caught.top;
+      caught = {
+        ...caught, ...(top !== undefined && { top }),
+        acc: servedDigest(caught.acc, records), upper: servedDigest(caught.upper, top === undefined ? [] : atOrAfter(records, top)), pages: caught.pages + (recheck ? 0 : 1),
+      };
+    } else if (descending && head !== null) {
+      const before = firstPage ? '' : upper;
+      upper = before === undefined ? undefined : servedDigest(before, atOrAfter(records, head));
+    }
     return after(records, ended ? null : listingNext, head, validator, saved);
   },
 
