@@ -325,9 +325,7 @@ describe('hostile providers and oversized input', () => {
   });
 
   it('a flood of immediate syncs waits for its own slots and does not hold up scheduled work', async () => {
-    // Each about 3 s (three pages 1 s apart), one after another in the one slot: the second is
-    // still open 6 s after the first began, long past the scheduled job's one page.
-    const slow = { resource_types: ['items'], records_per_resource: 3, page_size: 1, latency_ms: 1000 };
+    const slow = { resource_types: ['items'], records_per_resource: 3, page_size: 1, latency_ms: 1500 };
     const flood = [];
     for (let i = 0; i < 3; i++) flood.push(await create(api, { provider: 'demo', config: slow }));
     const fast = await create(api, { provider: 'demo', config: { resource_types: ['items'], records_per_resource: 5, page_size: 5 } });
