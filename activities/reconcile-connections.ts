@@ -9,6 +9,7 @@ import { failOpenTasksOfJobs, lockOpenTasksOfJobs } from '../db/models/tasks';
 import { withTransaction } from '../db/transaction';
 import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
+import { workingFor } from '../lib/tenant-turns';
 import { stoppedQueuedJobReason } from '../policy/job-lifecycle';
 import { coldStartDelayMs } from '../policy/schedule';
 import { isSchedulerTrigger } from '../policy/vocabulary';
@@ -90,6 +91,9 @@ export const NO_WORKFLOW_REASON = 'abandoned: no workflow runs this job any more
  *   is older than twice their interval, and stores both in the database (`schedule_counts`),
  *   where every process reads them for its `sync_scheduler_backlog` and
  *   `synctide_stale_connections` gauges.
+ * Each step on one connection or job runs as its tenant's work (its statements take the tenant's
+ * turns at the worker's pool), so a tenant whose rows a long transaction holds keeps at most its
+ * share of the pool waiting, never every connection of it while other tenants' syncs wait for one.
  * A failure acting on one connection or job is logged and left to the next tick: the tick goes on
  * with every other, so one tenant's connection or job that fails every time (a start Temporal
  * refuses, a statement timing out behind that tenant's long one) never keeps the rest of the tick
@@ -140,14 +144,20 @@ export function reconcileConnections(deps: ActivityDeps): Activities['reconcileC
         logger.warn({ err, ...about(item) }, `${what} failed; the next tick tries again`);
       }
     };
-    await pMap(rows, alone((row) => reconcileConnection(deps, row, running, result, startDelay(row)), (row) => ({ connection_id: row.id }), 'reconciling a connection'), {
+    // The tick is one activity of no tenant, yet it acts on many tenants' connections and jobs at
+    // once: each step on one runs as its tenant's work (`workingFor`), so its statements take the
+    // tenant's turns at the worker's pool. A tenant whose rows a long transaction holds then keeps
+    // at most its share of the pool waiting, not up to CONCURRENCY connections of it, and other
+    // tenants' sync statements still find one.
+    const asTenant = <T extends { tenant_id: string }>(act: (item: T) => Promise<void>) => (item: T) => workingFor.run(item.tenant_id, () => act(item));
+    await pMap(rows, asTenant(alone((row) => reconcileConnection(deps, row, running, result, startDelay(row)), (row) => ({ connection_id: row.id }), 'reconciling a connection')), {
       concurrency: CONCURRENCY,
     });
     const resumedUnheard = rows.filter((row) => row.status === 'active' && shownPaused.has(connectionWorkflowId(row.id)));
-    await pMap(resumedUnheard, (row) => resendSignal(deps, 'rechecked', row, result), { concurrency: CONCURRENCY });
+    await pMap(resumedUnheard, asTenant((row) => resendSignal(deps, 'rechecked', row, result)), { concurrency: CONCURRENCY });
     const replanUnheard = rows.filter((row) => row.replan_unheard);
-    await pMap(replanUnheard, (row) => resendSignal(deps, 'replanned', row, result), { concurrency: CONCURRENCY });
-    await pMap(suspects, alone((job) => reconcileJob(deps, job, running, input.at, result), (job) => ({ job_id: job.id }), 'reconciling a job without a listed workflow'), {
+    await pMap(replanUnheard, asTenant((row) => resendSignal(deps, 'replanned', row, result)), { concurrency: CONCURRENCY });
+    await pMap(suspects, asTenant(alone((job) => reconcileJob(deps, job, running, input.at, result), (job) => ({ job_id: job.id }), 'reconciling a job without a listed workflow')), {
       concurrency: CONCURRENCY,
     });
     await reconcileDeliveries(deps, input.at, running, result);

@@ -1,5 +1,16 @@
 // How tenants share a process's database pool: the API's requests and the worker's statements take turns.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * The tenant whose work runs in this async context, whose turns its statements take at the
+ * worker's pool (workers/tenant-pool.ts): a scheduled activity's, set around its run by the
+ * worker's activity interceptor (workers/lane-gate.ts), or, inside an activity of no tenant that
+ * acts on many tenants' rows (the reconcile tick), the row's tenant's around each step on it; ''
+ * or unset for work of no tenant.
+ */
+export const workingFor = new AsyncLocalStorage<string>();
+
 /** A tenant's uses of the pool in flight, and those waiting for a turn (in arrival order). */
 interface Tenant {
   running: number;

@@ -1,6 +1,6 @@
 import type { ActivityOf } from '../activities/activity-tenant';
 import type { ActivityInterceptorsFactory, CustomSlotSupplier, SlotPermit, SlotReleaseContext, SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
-import { workingFor } from './tenant-pool';
+import { workingFor } from '../lib/tenant-turns';
 import { fairShare, immediateLaneBusy, mayStartScheduledActivity, nextInLine, scheduledLaneHeld, type ImmediateLaneState, type WaitingActivity } from '../policy/lanes';
 
 /** How often a scheduled activity held back by the gate looks again (one that ends wakes the next at once). */

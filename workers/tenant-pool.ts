@@ -1,13 +1,8 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient } from 'pg';
-import { TenantTurns } from '../lib/tenant-turns';
+import { TenantTurns, workingFor } from '../lib/tenant-turns';
 import { tenantShareOfPool } from '../policy/tenant-limits';
 
-/**
- * The tenant whose work runs in this async context: a scheduled activity's, set around its run by
- * the worker's activity interceptor (workers/lane-gate.ts); '' or unset for work of no tenant.
- */
-export const workingFor = new AsyncLocalStorage<string>();
+export { workingFor };
 
 /**
  * `pool` with its connections shared between tenants by turns (TenantTurns): a statement
