@@ -518,11 +518,22 @@ function changeTime(given: unknown): string | null {
   return Number.isNaN(instant.getTime()) ? null : storableChangeTime(instant.toISOString());
 }
 
-/** The first page's URL of a resource: base URL + path, fixed params, `since`, the pagination's start. */
-function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, since: Date | null): string {
+/**
+ * The first page's URL of a resource: base URL + path, fixed params, `since`, the pagination's
+ * start. A backfill (`earlier`) asks `since` one unit of its format's resolution before the
+ * window's start (`sinceBefore`): the start is the user's (a whole second or day, where providers
+ * stamp changes), and a provider whose `since` is exclusive would leave out what changed exactly
+ * there; for a date, one read as "after this day" west of UTC, what changed before its own midnight.
+ * An inclusive provider then also lists the unit before the start, which the window leaves out.
+ */
+function firstUrl(cfg: HttpConfig, resource: Resource, pagination: Pagination, since: Date | null, earlier: boolean): string {
   const url = new URL(cfg.base_url.replace(/\/+$/, '') + resource.path);
   for (const [key, value] of Object.entries(resource.params ?? {})) url.searchParams.set(key, value);
-  if (since !== null && resource.since) url.searchParams.set(resource.since.param, formatSince(since, resource.since.format));
+  if (since !== null && resource.since) {
+    const { param, format } = resource.since;
+    const value = formatSince(since, format);
+    url.searchParams.set(param, earlier ? sinceBefore(value, format) : value);
+  }
   if (pagination.type === 'page_number') {
     url.searchParams.set(pagination.param, String(pagination.start));
     if (pagination.size_param && pagination.size) url.searchParams.set(pagination.size_param, String(pagination.size));
@@ -1303,6 +1314,11 @@ export const httpConnector: Connector = {
     const resource = Object.hasOwn(cfg.resources, name) ? cfg.resources[name] : undefined;
     if (!resource) throw new Permanent(`http connector: unknown resource '${name}' (configured: ${Object.keys(cfg.resources).join(', ')})`);
     const pagination = resource.pagination ?? cfg.pagination;
+    // A backfill: a window's start (an incremental pass has cursors; a full pass no `since`). Its
+    // first request asks one unit earlier (firstUrl). An incremental pass asks its cursor as it is:
+    // an exclusive provider leaves out only a change stamped at the cursor after the pass that set
+    // it, which the cursor's clock-skew margin makes a provider clock that far behind.
+    const firstPage = (): string => firstUrl(cfg, resource, pagination, since, input.cursors === undefined && since !== null);
     const auth = authOf(cfg, credentials);
     // Redacted first (the exact secrets and `Bearer|token <value>` forms), then cut.
     const redact = (text: string) => providerText(text, auth.secrets);
@@ -1315,7 +1331,7 @@ export const httpConnector: Connector = {
     const listing = createHash('sha256').update(listingOf(cfg, name) ?? '').digest('base64url').slice(0, 16);
     const stored = pageToken === null ? null : decodeToken(pageToken);
     const resumed = stored !== null && (stored.listing === undefined || stored.listing === listing) ? stored : null;
-    const token: Token = resumed ?? { url: firstUrl(cfg, resource, pagination, since) };
+    const token: Token = resumed ?? { url: firstPage() };
     const url = resumed === null ? token.url : boundedNext(sameOrigin(token.url, cfg, 'page token', redact), 'page token', redact);
     const what = pageWhat(name, url, auth.secrets);
     const sinceMs = since?.getTime() ?? null;
@@ -1393,7 +1409,7 @@ export const httpConnector: Connector = {
     const times = catchesUp ? itemTimes(items, resource) : [];
     const again = (head: string, prev?: string): FetchPageResult => ({
       records,
-      nextPageToken: encodeToken({ url: firstUrl(cfg, resource, pagination, since), listing, catchup: { n: (token.catchup?.n ?? 0) + 1, head, acc: '', upper: '', ...(prev !== undefined && { prev }), pages: 0 } }),
+      nextPageToken: encodeToken({ url: firstPage(), listing, catchup: { n: (token.catchup?.n ?? 0) + 1, head, acc: '', upper: '', ...(prev !== undefined && { prev }), pages: 0 } }),
     });
     // A catch-up resumed under a config that no longer catches up (`stable: false` since): the
     // pass was read to its end before it began.
@@ -1408,7 +1424,7 @@ export const httpConnector: Connector = {
         // the catch-up over (down to this one's head), so the job's retry reads from there.
         return {
           records,
-          nextPageToken: encodeToken({ url: firstUrl(cfg, resource, pagination, since), listing, catchup: { n: 1, head: state.head, acc: '', upper: '', pages: 0 } }),
+          nextPageToken: encodeToken({ url: firstPage(), listing, catchup: { n: 1, head: state.head, acc: '', upper: '', pages: 0 } }),
           retryLater:
             `http connector: ${what}: the listing changed during each of ${state.n} reads of its head (catch-up passes of a newest-first listing, each down to the newest change ` +
             'the one before it began with), so a record changed meanwhile may have been missed; retrying later',

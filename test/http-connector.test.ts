@@ -212,6 +212,9 @@ async function pass(connector: Connector, cfg: Config, resource = 'customers', o
   const request = {
     resource,
     since: opts.since ?? null,
+    // A `since` is an incremental pass's cursor: the http connector's (its one partition, ''), as
+    // such a pass gives it (`since` alone is a backfill's window start, asked one unit earlier).
+    ...(opts.since && connector === httpConnector && { cursors: new Map([['', opts.since]]) }),
     until: null,
     config: cfg,
     credentials: opts.credentials === undefined ? { token: TOKEN } : opts.credentials,

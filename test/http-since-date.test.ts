@@ -40,7 +40,7 @@ async function incremental(url: string, order: 'unspecified' | 'change_ascending
     resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at', since: { param: 'changed_since', format: 'date' }, order } },
   };
   const ids = new Set<string>();
-  for await (const page of pagesOf(httpConnector, { resource: 'items', since: SINCE, until: null, config, credentials: null, policy: TEST_PROVIDER_POLICY }, null)) {
+  for await (const page of pagesOf(httpConnector, { resource: 'items', since: SINCE, cursors: new Map([['', SINCE]]), until: null, config, credentials: null, policy: TEST_PROVIDER_POLICY }, null)) {
     for (const record of page.records) ids.add(record.externalId);
   }
   return [...ids].sort();
