@@ -87,8 +87,8 @@ const callback = createRoute({
   responses: {
     200: jsonAnswer(CallbackSchema, 'Connected'), ...errorResponses,
     409: conflict(
-      "The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored; or its config was changed since the flow started to one that sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth): nothing is stored",
-      'purge_in_progress', 'invalid_connection_config',
+      "The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored; or its config was changed since the flow started to one that sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth): nothing is stored; or its grant kept changing while this flow stored its tokens, other flows of the connection completing at once (`conflict`): its current grant stays",
+      'purge_in_progress', 'invalid_connection_config', 'conflict',
     ),
     429: { ...errorAnswer('This address failed too many lookups (unknown states, or tenant keys: API_AUTH_FAILURES_PER_MINUTE); retry after `Retry-After` seconds', 'rate_limited'), headers: retryAfter('Seconds until this address may look one up again') },
     502: errorAnswer('The provider refused the authorization or the code exchange failed', 'authorization_refused', 'token_exchange_failed'),

@@ -6485,7 +6485,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored; or its config was changed since the flow started to one that sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth): nothing is stored */
+            /** @description The connection is being deleted (`purge_in_progress`, with `purge_id`): nothing is exchanged nor stored; or its config was changed since the flow started to one that sends no token a grant could give (`invalid_connection_config`: an http connection's `basic` auth): nothing is stored; or its grant kept changing while this flow stored its tokens, other flows of the connection completing at once (`conflict`): its current grant stays */
             409: {
                 headers: {
                     [name: string]: unknown;
