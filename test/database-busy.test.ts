@@ -6,13 +6,13 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { listen } from '../lib/http';
 import { apiAppWithoutTemporal, callApi, TEST_API_KEY } from './helpers/api';
-import { useTestDatabase } from './helpers/database';
+import { ownPool, useTestDatabase } from './helpers/database';
 
 describe('a busy database pool (real API app over HTTP, real Postgres)', () => {
   const db = useTestDatabase();
 
   it('answers 503 busy with Retry-After while every pooled connection is held, and serves again once one is free', async () => {
-    const pool = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 300 });
+    const pool = ownPool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 300 });
     const server = await listen(apiAppWithoutTemporal(pool, 'database-busy'), '127.0.0.1', 0);
     try {
       const held = await pool.connect();

@@ -2,7 +2,7 @@
 // run against a real, freshly migrated Postgres database. The activity factories are called
 // directly with hand-built deps: no Temporal involved.
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { type Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../activities/deps';
@@ -14,7 +14,7 @@ import { ABANDONED_REASON, failAbandonedJobs } from '../activities/fail-abandone
 import { openCycle } from '../activities/open-cycle';
 import { rescheduleQueuedJob } from '../activities/reschedule-queued-job';
 import { DEFAULT_SCHEDULE_SETTINGS, planNextRun, toPlannedRun, type Plan } from '../policy/schedule';
-import { countingPool, useTestDatabase } from './helpers/database';
+import { countingPool, ownPool, useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
@@ -507,7 +507,7 @@ describe('enqueueJob', () => {
     // "deadlock detected" and the request was answered 500.
     const conn = await newConnection();
     const enqueuer = await db.pool.connect();
-    const apiPool = new pg.Pool({ connectionString: db.url, max: 1 });
+    const apiPool = ownPool({ connectionString: db.url, max: 1 });
     try {
       await enqueuer.query('begin');
       expect(await lockConnectionSkipLocked(enqueuer, conn.id)).not.toBeNull();
@@ -542,7 +542,7 @@ describe('enqueueJob', () => {
   });
 
   it('parallel schedulers remain race-free: one job per connection over 50 rounds', async () => {
-    const secondPool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const secondPool = ownPool({ connectionString: db.url, max: 2 });
     try {
       // Open connections up front so the two calls really start together.
       await Promise.all([db.pool.query('select 1'), secondPool.query('select 1')]);

@@ -1,12 +1,12 @@
 // Maintenance activities (retention cleanup and the stale-task reaper) against a
 // real, freshly migrated Postgres database. Factories are called directly with hand-built deps.
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { deleteOldJobs } from '../activities/delete-old-jobs';
 import type { ActivityDeps } from '../activities/deps';
 import { reapStaleTasks, staleTaskMessage } from '../activities/reap-stale-tasks';
-import { useTestDatabase } from './helpers/database';
+import { ownPool, useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: string };
@@ -415,7 +415,7 @@ describe('reapStaleTasks', () => {
   });
 
   it('two reapers at once reap each stale task exactly once', async () => {
-    const secondPool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const secondPool = ownPool({ connectionString: db.url, max: 2 });
     try {
       await Promise.all([db.pool.query('select 1'), secondPool.query('select 1')]);
       const a = reapStaleTasks(harness(db.pool).deps);

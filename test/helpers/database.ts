@@ -138,3 +138,18 @@ export async function until(what: () => Promise<boolean>, tries = 500): Promise<
   }
   throw new Error(`waited ${(tries * 20) / 1000} s in vain`);
 }
+
+/**
+ * A pg pool of a test's own on a test database. `pool.end()` resolves once its connections are
+ * asked to close, before their sockets have: one still closing when the file's database is dropped
+ * (which ends its sessions: 57P01, "terminating connection due to administrator command") reports
+ * that as the pool's error, which, unheard, fails the whole run as an uncaught exception. That one
+ * is expected; any other error of an idle connection is thrown as before.
+ */
+export function ownPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on('error', (err: Error & { code?: string }) => {
+    if (err.code !== '57P01') throw err;
+  });
+  return pool;
+}
