@@ -1,4 +1,5 @@
 import type { RequestIdVariables } from 'hono/request-id';
+import type { WaitOutsideTurn } from '../commands/immediate-sync';
 import type { Logger } from '../lib/logger';
 
 /** Who is calling: the admin key (every tenant), or a tenant's key (that tenant only). */
@@ -9,6 +10,10 @@ export type Principal =
 /**
  * Hono environment of the Synctide API: per-request id, logger, the authenticated caller, the
  * other tenant a tenant key's refused call aimed at (set by the tenant scope, for the audit log),
- * and the id of what a route's answer names (set by the route, so the audit log need not re-read the answer).
+ * the id of what a route's answer names (set by the route, so the audit log need not re-read the
+ * answer), and for a tenant key's request how a wait holding no database connection gives up its
+ * turn at the pool meanwhile (set by the tenant turns).
  */
-export type ApiEnv = { Variables: RequestIdVariables & { log: Logger; principal: Principal; targetTenant?: string; auditTargetId?: string } };
+export type ApiEnv = {
+  Variables: RequestIdVariables & { log: Logger; principal: Principal; targetTenant?: string; auditTargetId?: string; outsideTurn?: WaitOutsideTurn };
+};

@@ -38,16 +38,24 @@ export function countsView(resources: ResourceCounts[]) {
  * `immediateSyncTimeoutMs` passes first, the sync is cancelled and refused as `timeout`, with
  * the counts its activity last reported (`fetched`; none when they cannot be read, which never
  * keeps it from being cancelled); what it stored so far stays stored. From its deadline on it keeps
- * its tenant's place until its workflow has closed, however its caller was answered.
+ * its tenant's place until its workflow has closed, however its caller was answered. The wait for
+ * the workflow's answer, which holds no database connection, runs through `outsideTurn`
+ * (`WaitOutsideTurn`: the API request's turn at the pool is given up meanwhile).
  */
-export async function runImmediately(deps: CommandDeps, connection: ConnectionRow, mode: SyncMode, requested?: string[]): Promise<ImmediateSyncResult> {
+export async function runImmediately(
+  deps: CommandDeps,
+  connection: ConnectionRow,
+  mode: SyncMode,
+  requested?: string[],
+  outsideTurn: WaitOutsideTurn = (wait) => wait(),
+): Promise<ImmediateSyncResult> {
   await refuseUnlessSyncable(deps, connection);
   const resourceTypes = resolveResourceTypes(connection, requested);
   const executionTimeoutMs = deps.immediateSyncTimeoutMs + EXECUTION_GRACE_MS;
   const lease = await takeImmediateSlot(deps, connection, executionTimeoutMs);
   const still: StillRunning = {};
   try {
-    return await runWithLease(deps, connection, mode, resourceTypes, executionTimeoutMs, still);
+    return await runWithLease(deps, connection, mode, resourceTypes, executionTimeoutMs, still, outsideTurn);
   } finally {
     // A release that fails leaves the lease counted only until it expires.
     const release = () => releaseImmediateSyncLease(deps.pool, lease, connection.tenant_id).catch(() => undefined);
@@ -57,6 +65,14 @@ export async function runImmediately(deps: CommandDeps, connection: ConnectionRo
     else await release();
   }
 }
+
+/**
+ * Runs `wait`, a wait that holds no database connection, outside the caller's turn at the pool: the
+ * turn is given up for it and taken again (waiting for it as any request does) before anything
+ * after it uses the database. An API request's turns are its tenant's share of the pool
+ * (api/middleware/tenant-turns.ts); a caller without turns runs `wait` as it is.
+ */
+export type WaitOutsideTurn = <T>(wait: () => Promise<T>) => Promise<T>;
 
 /** A sync answered before its workflow closed: `closing` settles once it has. */
 interface StillRunning {
@@ -99,6 +115,7 @@ async function runWithLease(
   resourceTypes: string[],
   executionTimeoutMs: number,
   still: StillRunning,
+  outsideTurn: WaitOutsideTurn,
 ): Promise<ImmediateSyncResult> {
   const input = { connectionId: connection.id, mode, resourceTypes, ...(deps.immediateTaskQueue && { activityTaskQueue: deps.immediateTaskQueue }) };
   const handle = await startImmediateSync(deps.temporal, deps.immediateTaskQueue ?? deps.taskQueue, input, executionTimeoutMs);
@@ -108,10 +125,9 @@ async function runWithLease(
   const result = handle.result();
   const deadline = new AbortController();
   try {
-    const finished = await Promise.race([
-      result,
-      sleep(deps.immediateSyncTimeoutMs, null, { signal: deadline.signal }),
-    ]);
+    // Up to IMMEDIATE_SYNC_TIMEOUT_SECONDS on the workflow, holding no connection: outside the
+    // tenant's turn, so other tenants' requests are not held behind it.
+    const finished = await outsideTurn(() => Promise.race([result, sleep(deps.immediateSyncTimeoutMs, null, { signal: deadline.signal })]));
     if (finished) return finished;
     // From here it may run on past the answer, whatever the answer is (a failed read or cancel
     // included): it keeps its tenant's place until its workflow has closed (or its lease expired).

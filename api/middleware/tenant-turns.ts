@@ -11,7 +11,10 @@ import { CLIENT_GONE } from './receive-body';
  * place meanwhile, so it cannot take the turns other tenants' requests wait for. A request whose
  * client goes away before its turn comes leaves the queue and never runs: nothing it asked for is
  * done once nobody waits for the answer (a client that gave up may send it again), and the
- * tenant's later requests do not wait behind it.
+ * tenant's later requests do not wait behind it. A wait of the request that holds no connection
+ * (an immediate sync's wait on its workflow, up to IMMEDIATE_SYNC_TIMEOUT_SECONDS) runs through
+ * `outsideTurn`: the turn is given up for it and taken again after it, so no request, of its
+ * tenant or another, waits behind such a wait.
  */
 export function tenantTurns(turns: TenantTurns): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
@@ -26,10 +29,24 @@ export function tenantTurns(turns: TenantTurns): MiddlewareHandler<ApiEnv> {
       if (gone.aborted) return c.body(null, CLIENT_GONE);
       throw err;
     }
+    let held = true;
+    c.set('outsideTurn', async (wait) => {
+      if (!held) return wait();
+      held = false;
+      done();
+      try {
+        return await wait();
+      } finally {
+        // Taken again whether or not the client is still there: what follows the wait (ending the
+        // sync, releasing its lease) runs either way.
+        done = await turns.take(principal.tenantId);
+        held = true;
+      }
+    });
     try {
       await next();
     } finally {
-      done();
+      if (held) done();
     }
   };
 }

@@ -31,7 +31,7 @@ export function syncRoutes(deps: ApiDeps) {
     const body = c.req.valid('json');
     const { connection, blockers } = await findConnectionByAppKey(deps, body.app_key, tenantFilter(c, body.tenant_id));
     if (body.immediate) {
-      const result = await runImmediately(deps, connection, body.mode, body.resource_types);
+      const result = await runImmediately(deps, connection, body.mode, body.resource_types, c.get('outsideTurn'));
       return c.json({ immediate: true as const, connection_id: connection.id, mode: body.mode, ...countsView(result.resources) }, 200);
     }
     const answer = await requestJob(deps, { connection, blockers, mode: body.mode, resourceTypes: body.resource_types });
