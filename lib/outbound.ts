@@ -14,8 +14,14 @@ import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 import { answeredAtMs, retryAfterSeconds } from '../policy/retry-after';
 
-/** The deprecated IPv4-compatible IPv6 block (`::a.b.c.d`, RFC 4291 §2.5.5.1): no public address lies there. */
-const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+/**
+ * The IPv6 block `::/8`, reserved by the IETF (IANA's IPv6 address space registry): no public
+ * address lies there but the IPv4-mapped (`::ffff:a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`) forms
+ * of public IPv4 addresses. It holds the unspecified and loopback addresses and the deprecated
+ * IPv4-compatible ones (`::a.b.c.d`), and some stacks route other parts of it to the IPv4 address
+ * in their last 32 bits (`::1:7f00:1` to 127.0.0.1).
+ */
+const IETF_RESERVED = ipaddr.parseCIDR('::/8');
 
 /**
  * NAT64's well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052): on an IPv6-only network, DNS64 answers
@@ -33,17 +39,19 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 {
 /**
  * True for a globally routable unicast address. Loopback, private ranges, link-local (cloud
  * metadata), carrier-grade NAT, unique-local IPv6, multicast, reserved and unspecified addresses
- * are not, nor is an IPv4-mapped IPv6 form of one, nor any IPv4-compatible one (`::7f00:1` is
- * 127.0.0.1 to a stack that still routes them). An address of NAT64's well-known prefix is the
+ * are not, nor is an IPv4-mapped IPv6 form of one (`::ffff:8.8.8.8` is public), nor any other
+ * address of the reserved `::/8` (`::7f00:1`, IPv4-compatible, is 127.0.0.1 to a stack that still
+ * routes them; `::1:7f00:1` may be too). An address of NAT64's well-known prefix is the
  * IPv4 address it carries (`64:ff9b::8.8.8.8` is public, `64:ff9b::10.0.0.1` is not).
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   let parsed = ipaddr.parse(address);
   if (parsed instanceof ipaddr.IPv6) {
-    if (parsed.match(IPV4_COMPATIBLE)) return false;
+    // NAT64's well-known prefix lies in ::/8 too: judged by the address it carries.
     if (parsed.isIPv4MappedAddress()) parsed = parsed.toIPv4Address();
     else if (parsed.match(NAT64_WELL_KNOWN)) parsed = embeddedIPv4(parsed);
+    else if (parsed.match(IETF_RESERVED)) return false;
   }
   return parsed.range() === 'unicast';
 }

@@ -18,6 +18,17 @@ describe('which addresses outbound requests may reach', () => {
     expect(isPublicAddress('not-an-address')).toBe(false);
   });
 
+  it('refuses every address of ::/8 (reserved by the IETF; some stacks route parts of it to an embedded IPv4 address) but the IPv4-mapped and NAT64 ones, judged by their IPv4 address', () => {
+    for (const address of ['::1:7f00:1', '::1:a00:1', '::1:0:0:1', '0:0:1::', '::ffff:1:808:808', '0:1::8.8.8.8', '1::', 'ff::1', 'ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', '::ffff:0:808:808', '64:ff9b:1::808:808']) {
+      expect(isPublicAddress(address), address).toBe(false);
+    }
+    for (const address of ['::ffff:8.8.8.8', '::ffff:101:101', '64:ff9b::808:808']) expect(isPublicAddress(address), address).toBe(true);
+    // The block's edge: 100::/64 is the discard prefix, 2000::/3 global unicast.
+    expect(isPublicAddress('100::1')).toBe(false);
+    expect(outboundUrlProblem('http://[::1:7f00:1]/hook', false)).toMatch(/loopback, private or link-local/);
+    expect(outboundUrlProblem('http://[::1:7f00:1]/hook', true)).toBeNull();
+  });
+
   it('judges an address of the NAT64 well-known prefix (64:ff9b::/96, what DNS64 answers on an IPv6-only network) by the IPv4 address it carries', () => {
     for (const address of ['64:ff9b::8.8.8.8', '64:ff9b::101:101']) expect(isPublicAddress(address), address).toBe(true);
     for (const address of ['64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b::169.254.169.254', '64:ff9b::192.168.1.1', '64:ff9b::100.64.0.1']) {

@@ -447,6 +447,8 @@ describe('webhooks', () => {
       'http://[::1]/hook',
       'http://[::ffff:10.0.0.1]/hook',
       'http://[fd00::1]/hook',
+      // In ::/8, reserved: no public address lies there (::1:7f00:1 may reach 127.0.0.1 on some stacks).
+      'http://[::1:7f00:1]/hook',
       'http://localhost/hook',
       // The absolute form of the name (its trailing dot) names the same host.
       'http://localhost./hook',
