@@ -19,6 +19,8 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 export const DELIVERY_DEFERRED = 'WebhookDeliveryDeferred';
 /** The failure type of an attempt that failed on this side, before or after calling the receiver. */
 const DELIVERY_ATTEMPT_ERROR = 'WebhookAttemptError';
+/** The failure type of an attempt answered 410 Gone: the delivery ends failed, not retried. */
+const WEBHOOK_RECEIVER_GONE = 'WebhookReceiverGone';
 /** At most this much of a receiver's answer is read (and dropped). */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -41,8 +43,9 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
  * One attempt to deliver an event to its endpoint: POSTs the event body (the same bytes on every
  * attempt) signed with the webhook's secret (and with the secret a rotation replaced, while its
  * overlap lasts) and carrying the event id as idempotency key, records
- * the attempt with its status code, and returns on a 2xx answer. Any other answer, or none, is a
- * retryable failure, retried after the delivery schedule's delay for the attempts made in this
+ * the attempt with its status code, and returns on a 2xx answer. A 410 Gone ends the delivery
+ * failed at once (a non-retryable failure: the receiver takes no more webhooks there). Any other
+ * answer, or none, is a retryable failure, retried after the delivery schedule's delay for the attempts made in this
  * round, or after the wait a 429 or 503 asked for with Retry-After when longer (at most an hour). A delivery whose webhook was deleted is dropped, also when the deletion came while the attempt was in flight (whatever the receiver answered); one no longer pending (delivered, or
  * given up) is not sent again: a run started for it late (the reconcile tick restarting what it
  * saw pending a moment earlier) ends at once. An attempt that finds no place among the process's
@@ -150,7 +153,17 @@ async function attempt(
   // The delivery is gone (its webhook was deleted while the attempt was in flight): nothing is
   // left to retry, so the run ends as it would at its next attempt.
   if (round === null) return 'dropped';
-  // Any answer but a 2xx, or none, is retried on the schedule: a receiver's owner may repair it
+  // 410 Gone: the receiver takes no more webhooks from this sender, and a sender stops sending to
+  // it (Standard Webhooks). The delivery fails now, its attempt recorded with the 410 (the workflow
+  // marks it failed when the activity fails for good); each other delivery to the endpoint ends so
+  // at its own next attempt.
+  if (statusCode === 410) {
+    throw ApplicationFailure.nonRetryable(
+      'the receiver answered 410 Gone: it takes no more webhooks at this URL, so the delivery is not retried',
+      WEBHOOK_RECEIVER_GONE,
+    );
+  }
+  // Any other answer but a 2xx, or none, is retried on the schedule: a receiver's owner may repair it
   // (a malformed answer, a certificate refused too) within the hours a delivery is tried.
   // The attempts of this round (a redelivery starts a new one) set the delay and the give-up,
   // whatever turns were deferred in between; a 429 or 503 asking to wait longer with Retry-After

@@ -241,7 +241,7 @@ function registerWebhookEvents(app: OpenAPIHono<ApiEnv>): void {
       method: 'post', path: type, tags: ['webhooks'], security: [],
       operationId: `${type.replace(/[._]([a-z])/g, (_, c: string) => c.toUpperCase())}Event`,
       summary: `Event ${type}`,
-      description: `${WEBHOOK_EVENT_DESCRIPTIONS[type]} POSTed to each webhook subscribed to \`${type}\`, until it answers 2xx (retried for 25 hours).`,
+      description: `${WEBHOOK_EVENT_DESCRIPTIONS[type]} POSTed to each webhook subscribed to \`${type}\`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).`,
       request: {
         headers,
         body: {
@@ -256,6 +256,7 @@ function registerWebhookEvents(app: OpenAPIHono<ApiEnv>): void {
       },
       responses: {
         200: { description: 'Any 2xx acknowledges the delivery' },
+        410: { description: 'Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event' },
         400: { description: 'Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later' },
       },
     });

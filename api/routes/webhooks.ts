@@ -58,7 +58,7 @@ const rotateSecret = createRoute({
 });
 const deliveries = createRoute({
   method: 'get', path: '/webhooks/{id}/deliveries', tags, summary: "A webhook's deliveries, newest first, with every attempt's status code", operationId: 'listWebhookDeliveries',
-  description: 'Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours), each with its attempts.',
+  description: 'Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours, or the receiver answered 410 Gone, which is not retried), each with its attempts.',
   request: { params: IdParams, query: ListDeliveriesQuery },
   responses: { 200: jsonAnswer(DeliveryPageSchema, 'One page'), ...errorResponses, 404: notFound },
 });

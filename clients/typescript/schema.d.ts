@@ -333,7 +333,7 @@ export interface paths {
         };
         /**
          * A webhook's deliveries, newest first, with every attempt's status code
-         * @description Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours), each with its attempts.
+         * @description Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours, or the receiver answered 410 Gone, which is not retried), each with its attempts.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -637,7 +637,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event sync.completed
-         * @description A job completed: the job, its record counts and a feed cursor at the connection's latest change. POSTed to each webhook subscribed to `sync.completed`, until it answers 2xx (retried for 25 hours).
+         * @description A job completed: the job, its record counts and a feed cursor at the connection's latest change. POSTed to each webhook subscribed to `sync.completed`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["syncCompletedEvent"];
         delete?: never;
@@ -657,7 +657,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event sync.failed
-         * @description A job failed for good (retries ran out, or the reaper or a clean-up failed it as abandoned): as sync.completed, with its error. POSTed to each webhook subscribed to `sync.failed`, until it answers 2xx (retried for 25 hours).
+         * @description A job failed for good (retries ran out, or the reaper or a clean-up failed it as abandoned): as sync.completed, with its error. POSTed to each webhook subscribed to `sync.failed`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["syncFailedEvent"];
         delete?: never;
@@ -677,7 +677,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event sync.cancelled
-         * @description A job was cancelled (over the API, by a pause, disable or deletion): as sync.completed, with the reason as error. POSTed to each webhook subscribed to `sync.cancelled`, until it answers 2xx (retried for 25 hours).
+         * @description A job was cancelled (over the API, by a pause, disable or deletion): as sync.completed, with the reason as error. POSTed to each webhook subscribed to `sync.cancelled`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["syncCancelledEvent"];
         delete?: never;
@@ -697,7 +697,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event connection.breaker_opened
-         * @description The circuit breaker paused a connection after repeated failed attempts, until paused_until. POSTed to each webhook subscribed to `connection.breaker_opened`, until it answers 2xx (retried for 25 hours).
+         * @description The circuit breaker paused a connection after repeated failed attempts, until paused_until. POSTed to each webhook subscribed to `connection.breaker_opened`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["connectionBreakerOpenedEvent"];
         delete?: never;
@@ -717,7 +717,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event connection.breaker_closed
-         * @description A successful attempt closed the circuit breaker of a connection. POSTed to each webhook subscribed to `connection.breaker_closed`, until it answers 2xx (retried for 25 hours).
+         * @description A successful attempt closed the circuit breaker of a connection. POSTed to each webhook subscribed to `connection.breaker_closed`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["connectionBreakerClosedEvent"];
         delete?: never;
@@ -737,7 +737,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event connection.disabled
-         * @description A connection was disabled (its workflow stopped; its data kept). POSTed to each webhook subscribed to `connection.disabled`, until it answers 2xx (retried for 25 hours).
+         * @description A connection was disabled (its workflow stopped; its data kept). POSTed to each webhook subscribed to `connection.disabled`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["connectionDisabledEvent"];
         delete?: never;
@@ -757,7 +757,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event connection.credentials_invalid
-         * @description The provider refused a connection's OAuth grant (revoked or expired): the connection is needs_reauth, its schedule runs nothing until new credentials arrive (the connect flow or PATCH credentials). POSTed to each webhook subscribed to `connection.credentials_invalid`, until it answers 2xx (retried for 25 hours).
+         * @description The provider refused a connection's OAuth grant (revoked or expired): the connection is needs_reauth, its schedule runs nothing until new credentials arrive (the connect flow or PATCH credentials). POSTed to each webhook subscribed to `connection.credentials_invalid`, until it answers 2xx (retried for 25 hours; a 410 Gone fails it at once).
          */
         post: operations["connectionCredentialsInvalidEvent"];
         delete?: never;
@@ -6802,6 +6802,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     syncFailedEvent: {
@@ -6892,6 +6899,13 @@ export interface operations {
             };
             /** @description Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6992,6 +7006,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     connectionBreakerOpenedEvent: {
@@ -7070,6 +7091,13 @@ export interface operations {
             };
             /** @description Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7155,6 +7183,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     connectionDisabledEvent: {
@@ -7230,6 +7265,13 @@ export interface operations {
             };
             /** @description Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7312,6 +7354,13 @@ export interface operations {
             };
             /** @description Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
