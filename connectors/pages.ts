@@ -42,7 +42,8 @@ const MAY_NEED_CHANGE = /\\u0000|\\ud[89a-f]/i;
  * (one oversized record must not fill a worker's memory and the database; retrying would fetch it
  * again). Every record a task stores passes here: a listing's pages (`pagesOf`) and the records a
  * full pass's deletion step finds alive by looking them up (`recheck`), which would otherwise fail
- * that step on every retry. A failure names the record by `quotedId`, redacted with `secrets()` (read only then).
+ * that step on every retry. So does an id longer than MAX_EXTERNAL_ID_BYTES, which no index row holds.
+ * A failure names the record by `quotedId`, redacted with `secrets()` (read only then).
  */
 export function storableRecords(records: ConnectorRecord[], maxRecordBytes: number, resource: string, secrets: () => readonly string[] = () => []): ConnectorRecord[] {
   return records.map((record) => {
@@ -58,12 +59,27 @@ export function storableRecords(records: ConnectorRecord[], maxRecordBytes: numb
       throw new Permanent(`record '${quotedId(record, secrets)}' of '${resource}' exceeds ${maxRecordBytes} bytes (PROVIDER_MAX_RECORD_BYTES)`);
     }
     const id = String(record.externalId);
+    const idBytes = Buffer.byteLength(storableText(id), 'utf8');
+    if (idBytes > MAX_EXTERNAL_ID_BYTES) {
+      throw new Permanent(
+        `record '${quotedId(record, secrets)}' of '${resource}' has an id of ${idBytes} bytes, more than ${MAX_EXTERNAL_ID_BYTES} (the longest id the database indexes)`,
+      );
+    }
     const updatedAt = record.updatedAt === null ? null : storableChangeTime(record.updatedAt);
     const mayNeedChange = MAY_NEED_CHANGE.test(json) || storableText(id) !== id;
     if (mayNeedChange) return { ...record, externalId: storableValue(record.externalId), updatedAt, data: storableValue(record.data) };
     return updatedAt === record.updatedAt ? record : { ...record, updatedAt };
   });
 }
+
+/**
+ * The longest id a record may have, in UTF-8 bytes (id prefix included): the records' primary key
+ * (connection, resource type, id) must fit one btree index row (2704 bytes, of which a resource type
+ * of 64 characters and the row's own fields take up to about 300). A longer id would fail the page's
+ * write with Postgres's own error, untyped and so retried on every run; the provider serves it again
+ * on each, so it fails the task for good, naming the record.
+ */
+export const MAX_EXTERNAL_ID_BYTES = 2000;
 
 /** Most characters of a record's id a failure quotes. */
 const MAX_QUOTED_ID = 200;

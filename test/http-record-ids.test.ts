@@ -4,6 +4,7 @@
 // stored as one (the later overwriting the earlier), under an id the provider never gave. Runs the
 // sync activity directly against real Postgres and a fake provider on 127.0.0.1 that writes its
 // JSON by hand.
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
@@ -80,5 +81,43 @@ describe('http connector: one id served twice in a page', () => {
     page = [{ id: 'x', name: 'x v2', updated_at: at(2) }, { id: 'y', name: 'y v1', updated_at: at(3) }];
     await runPass(deps, connectionId, 'items', 'incremental');
     expect((await storedRecords(db.pool, connectionId, 'items')).get('x')?.data.name).toBe('x v2');
+  });
+});
+
+describe('http connector: an id too long to index', () => {
+  it('fails the task for good, naming the record and the limit, and stores nothing of the page', async () => {
+    // Random hex: Postgres compresses a long key before it indexes it, so a repetitive one might fit.
+    const long = `k${randomBytes(1500).toString('hex')}`;
+    const fake = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: [{ id: 'short', updated_at: OLD }, { id: long, updated_at: OLD }] }));
+    });
+    const connectionId = await createHttpConnection(
+      db.pool,
+      { base_url: fake.url, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      'long-id',
+    );
+    const { deps } = testActivityDeps({ pool: db.pool });
+    // Not Postgres's own "index row size … exceeds btree version 4 maximum 2704" (an untyped error,
+    // retried on every run): the same id comes back on every retry.
+    await expect(runPass(deps, connectionId, 'items', 'full')).rejects.toMatchObject({
+      type: 'permanent',
+      message: expect.stringMatching(/record 'k[0-9a-f]+…' of 'items' has an id of 3001 bytes, more than 2000/),
+    });
+    expect((await storedRecords(db.pool, connectionId, 'items')).size).toBe(0);
+
+    // One of 2000 bytes (the limit, in UTF-8: 'é' is two) is stored.
+    const most = `${'é'.repeat(500)}${randomBytes(500).toString('hex')}`;
+    const fits = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: [{ id: most, updated_at: OLD }] }));
+    });
+    const other = await createHttpConnection(
+      db.pool,
+      { base_url: fits.url, resources: { items: { path: '/items', records: 'items', id: 'id', updated_at: 'updated_at' } } },
+      'longest-id',
+    );
+    await runPass(deps, other, 'items', 'full');
+    expect([...(await storedRecords(db.pool, other, 'items')).keys()]).toEqual([most]);
   });
 });
