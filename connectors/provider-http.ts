@@ -19,6 +19,7 @@
 //   text is redacted first, then cut, so a secret split by the cut cannot leak its prefix;
 // - the shared rate budget of the credential: asked before each request, told what the provider
 //   answered and what its rate-limit headers said.
+import { isUtf8 } from 'node:buffer';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { AddressNotAllowed, CertificateRefused, getBounded, isPublicAddress, MalformedAnswer, ResponseTooLarge } from '../lib/outbound';
@@ -167,6 +168,37 @@ export function jsonBody(answer: { status: number; text: string }, unreadable: s
   }
 }
 
+/** The `charset` parameter of a Content-Type, quoted or not. */
+const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]+))/i;
+
+/**
+ * A provider's body as text. JSON is UTF-8 (RFC 8259), so a body that is valid UTF-8 is read so,
+ * whatever charset its Content-Type names (servers name `ISO-8859-1` on everything by default). A
+ * byte order mark is no part of the text (RFC 8259 lets a reader ignore one; .NET servers send it),
+ * and names UTF-16 when it is one. A body that is not UTF-8 is read in the charset its Content-Type
+ * names (an older API answering Latin-1 as `charset=iso-8859-1`: read as UTF-8, every accented
+ * letter would be lost to U+FFFD), as is one whose charset is UTF-16 (whose ASCII is valid UTF-8,
+ * NULs between the letters). Else, or in a charset no decoder knows, as UTF-8, a byte no UTF-8
+ * sequence holds read as U+FFFD.
+ */
+export function bodyText(body: Buffer, contentType: string | null): string {
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return body.toString('utf8', 3);
+  // TextDecoder leaves out the byte order mark it decodes from.
+  if (body[0] === 0xff && body[1] === 0xfe) return new TextDecoder('utf-16le').decode(body);
+  if (body[0] === 0xfe && body[1] === 0xff) return new TextDecoder('utf-16be').decode(body);
+  const match = CHARSET.exec(contentType ?? '');
+  const label = match?.[1] ?? match?.[2];
+  let named: InstanceType<typeof TextDecoder> | null = null;
+  try {
+    named = label === undefined ? null : new TextDecoder(label.trim());
+  } catch {
+    // A charset no decoder knows: read as UTF-8.
+  }
+  const utf16 = named !== null && named.encoding.startsWith('utf-16');
+  if (named === null || (!utf16 && isUtf8(body))) return body.toString('utf8');
+  return named.decode(body);
+}
+
 /** Provider text fit for an error message: redacted first, then cut to MAX_ERROR_TEXT. */
 export function providerText(text: string, secrets: readonly string[] = []): string {
   return cutText(redactSecrets(text, secrets));
@@ -309,7 +341,7 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
     }
     // 304 Not Modified answers a conditional request; it is not a redirect.
     if (answer.status < 300 || answer.status >= 400 || answer.status === 304) {
-      return { status: answer.status, headers: answer.headers, text: answer.body.toString('utf8'), url: current };
+      return { status: answer.status, headers: answer.headers, text: bodyText(answer.body, answer.headers.get('content-type')), url: current };
     }
     const location = answer.headers.get('location');
     let next: URL | null = null;

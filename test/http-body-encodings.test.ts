@@ -1,0 +1,59 @@
+// How the http connector reads the bytes of a provider's JSON body. JSON is UTF-8 (RFC 8259), and
+// a body that is valid UTF-8 is read so whatever its Content-Type's charset says (servers stamp
+// `charset=ISO-8859-1` on everything by default). But a body that is not UTF-8 and names the
+// charset it is in (an older API answering `application/json; charset=iso-8859-1` in Latin-1) is
+// read in that charset: read as UTF-8, every accented letter became U+FFFD and was stored so, the
+// provider's text lost. A byte order mark (RFC 8259 lets a reader ignore one; .NET servers send it)
+// is no part of the JSON: read as a character, it made every page unreadable, retried for ever.
+// A UTF-16 body is known by its byte order mark.
+import { describe, expect, it } from 'vitest';
+import { httpConnector } from '../connectors/http';
+import { pagesOf } from '../connectors/pages';
+import type { ConnectorRecord } from '../connectors/types';
+import { TEST_PROVIDER_POLICY } from './helpers/deps';
+import { serve } from './helpers/fake-server';
+
+const BODY = JSON.stringify({ items: [{ id: 'a', name: 'Café Müller', updated_at: '2025-03-01T00:00:00Z' }, { id: 'b', name: '€ 5', updated_at: '2025-03-01T00:01:00Z' }] });
+
+async function read(contentType: string, body: Buffer): Promise<ConnectorRecord[]> {
+  const fake = await serve((_req, res) => {
+    res.writeHead(200, { 'content-type': contentType });
+    res.end(body);
+  });
+  const config = { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at', records: 'items' } } };
+  const records: ConnectorRecord[] = [];
+  const request = { resource: 'items', since: null, until: null, config, credentials: null, policy: TEST_PROVIDER_POLICY };
+  for await (const page of pagesOf(httpConnector, request, null)) records.push(...page.records);
+  return records;
+}
+
+const names = (records: ConnectorRecord[]) => records.map((r) => r.data.name);
+
+describe('the http connector and the bytes of a body', () => {
+  it('reads a body in the charset its Content-Type names when it is not UTF-8', async () => {
+    const latin1 = Buffer.from(BODY.replace('€', 'EUR'), 'latin1');
+    expect(names(await read('application/json; charset=iso-8859-1', latin1))).toEqual(['Café Müller', 'EUR 5']);
+    // A quoted charset, named in another case.
+    expect(names(await read('application/json;charset="Windows-1252"', latin1))).toEqual(['Café Müller', 'EUR 5']);
+  });
+
+  it('reads a UTF-8 body as UTF-8 whatever charset its Content-Type names', async () => {
+    expect(names(await read('application/json; charset=ISO-8859-1', Buffer.from(BODY, 'utf8')))).toEqual(['Café Müller', '€ 5']);
+    expect(names(await read('application/json', Buffer.from(BODY, 'utf8')))).toEqual(['Café Müller', '€ 5']);
+  });
+
+  it('reads a body that begins with a byte order mark, UTF-8 or UTF-16', async () => {
+    expect(names(await read('application/json', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(BODY, 'utf8')])))).toEqual(['Café Müller', '€ 5']);
+    expect(names(await read('application/json; charset=utf-8', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(BODY, 'utf16le')])))).toEqual(['Café Müller', '€ 5']);
+    // Without one, UTF-16 as the Content-Type names it (ASCII in UTF-16 is valid UTF-8, NULs between the letters).
+    const ascii = BODY.replace('Café Müller', 'Cafe').replace('€', 'EUR');
+    expect(names(await read('application/json; charset=utf-16le', Buffer.from(ascii, 'utf16le')))).toEqual(['Cafe', 'EUR 5']);
+    const be = Buffer.from(BODY, 'utf16le').swap16();
+    expect(names(await read('application/json', Buffer.concat([Buffer.from([0xfe, 0xff]), be])))).toEqual(['Café Müller', '€ 5']);
+  });
+
+  it('reads a body neither UTF-8 nor in a charset it names as UTF-8 does, a stray byte replaced', async () => {
+    expect(names(await read('application/json', Buffer.from(BODY.replace('€', 'EUR'), 'latin1')))).toEqual(['Caf\uFFFD M\uFFFDller', 'EUR 5']);
+    expect(names(await read('application/json; charset=no-such-charset', Buffer.from(BODY.replace('€', 'EUR'), 'latin1')))).toEqual(['Caf\uFFFD M\uFFFDller', 'EUR 5']);
+  });
+});
