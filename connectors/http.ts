@@ -29,7 +29,8 @@
 // parameters that carry a secret (withoutSecrets).
 //
 // Links, next URLs and cursors end when absent, and at a page with no records whose next URL is
-// its own (a tail position given back). Page numbers and offsets end at the first EMPTY page, never at a short one: providers cap the
+// its own (a tail position given back). One the provider then answers 400, 404 or 410 (gone: a
+// deleted record's cursor, an expired one) starts the pass again from its first page (POSITION_GONE). Page numbers and offsets end at the first EMPTY page, never at a short one: providers cap the
 // page size silently (per_page at most 100, say), so a page with fewer records than asked for may
 // still be followed by more. Offsets step by the records a page actually served. A short page
 // costs one more request in the same fetch (the next position, asked for at once): empty, it is
@@ -388,6 +389,10 @@ interface Token extends Partial<Newest> {
   lastAt?: string;
   exclusive?: true;
   catchup?: CatchUp;
+  /** How often this pass started again from its first page (see POSITION_GONE). */
+  restarts?: number;
+  /** On the first page of a pass started again: it is that pass's first page. */
+  first?: true;
 }
 
 /** A pass's records listed so far came newest first: see fallingOn. */
@@ -423,10 +428,11 @@ function decodeToken(token: string): Token {
       up === undefined ||
       (up !== null && typeof up === 'object' && Number.isInteger(up.n) && up.n >= 1 && typeof up.head === 'string' && time(up.head) && time(up.top) &&
         typeof up.acc === 'string' && typeof up.upper === 'string' && (up.prev === undefined || typeof up.prev === 'string') && Number.isInteger(up.pages));
+    const restartOk = (body.restarts === undefined || (Number.isInteger(body.restarts) && body.restarts >= 1)) && (body.first === undefined || body.first === true);
     const newestOk =
       (body.head === undefined || (time(body.head) && typeof body.low === 'string' && time(body.low) && typeof body.upper === 'string')) &&
       (body.falling === undefined || body.falling === true) && catchupOk;
-    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string') && keysetOk && newestOk) return body;
+    if (typeof body.url === 'string' && readOk && (body.listing === undefined || typeof body.listing === 'string') && keysetOk && newestOk && restartOk) return body;
   } catch {
     // below
   }
@@ -798,6 +804,19 @@ function positionNext(
   }
   return { url: done.start, read: { n: done.n + 1, start: done.start, prev: done.acc, acc: '', pages: 0 }, ...mode };
 }
+
+/**
+ * What a provider answers for a link, next URL or cursor it gave that no longer names a position:
+ * 400 (a Stripe-style cursor naming the last record of the page before, deleted since: "No such
+ * item"), 404, 410 (a cursor expired, as a pass waiting out a rate limit meets). Asked for a page
+ * after the first, the pass starts again from its first page (what it stored stays, and so does a
+ * full pass's seen-set: those records were alive when it read them), at most MAX_RESTARTS times;
+ * a first page so answered, or a page of a pass started again that often, fails as before.
+ */
+const POSITION_GONE = new Set([400, 404, 410]);
+
+/** Most times one pass starts again from its first page after a position it was given went (POSITION_GONE). */
+const MAX_RESTARTS = 3;
 
 /**
  * Most catch-up passes one pass of a newest-first listing reads in a row. After a listing changing
@@ -1297,12 +1316,14 @@ export const httpConnector: Connector = {
   },
 
   pageKey(token) {
-    const { url, read, listing, exclusive, catchup } = decodeToken(token);
+    const { url, read, listing, exclusive, catchup, restarts } = decodeToken(token);
     // The listing belongs to the page: a pass started again for another listing may ask the same URL.
     // So does the provider's `since` found exclusive: the URL of an inclusive step, asked so, is the step after it.
     // So does a catch-up pass, which asks the URLs of the pass (and of the catch-up before it) again.
+    // So does a pass started again from its first page (POSITION_GONE), which asks its URLs again.
     const again = catchup ? ` (catch-up pass ${catchup.n})` : '';
-    return `${read ? `${url} (read ${read.n})` : url}${exclusive ? ' (since exclusive)' : ''}${again}${listing === undefined ? '' : ` (listing ${listing})`}`;
+    const over = restarts ? ` (started again ${restarts})` : '';
+    return `${read ? `${url} (read ${read.n})` : url}${exclusive ? ' (since exclusive)' : ''}${again}${over}${listing === undefined ? '' : ` (listing ${listing})`}`;
   },
 
   async fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -1336,10 +1357,23 @@ export const httpConnector: Connector = {
     const what = pageWhat(name, url, auth.secrets);
     const sinceMs = since?.getTime() ?? null;
     const untilMs = until?.getTime() ?? null;
-    /** One page: the provider's answer, its body, its items and the records kept of them. */
-    const load = async (pageUrl: string) => {
+    // This page is the pass's first (none resumed, or the first of a pass started again).
+    const starting = resumed === null || token.first === true;
+    // A page the provider's link, next URL or cursor named (not the pass's first): see POSITION_GONE.
+    const linked = pagination.type === 'link_header' || pagination.type === 'next_url' || pagination.type === 'cursor';
+    const restartsOnGone = linked && !starting && url !== firstPage() && (token.restarts ?? 0) < MAX_RESTARTS;
+    // Carried by every later token of a pass started again.
+    const carried = token.restarts === undefined ? {} : { restarts: token.restarts };
+    /**
+     * One page: the provider's answer, its body, its items and the records kept of them; null when
+     * `mayGo` and the provider says the position went (POSITION_GONE).
+     */
+    const load = async (pageUrl: string, mayGo: boolean) => {
       const answer = await get(cfg, auth, pageUrl, what, { signal, policy, budget });
-      if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
+      if (answer.status < 200 || answer.status >= 300) {
+        if (mayGo && POSITION_GONE.has(answer.status)) return null;
+        throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
+      }
       const body = jsonOf(answer, what);
       // `null` there, or where an object on the way would be (`{"data": null}` for `data.items`), is
       // an empty list: a provider written in Go marshals one (a nil slice or pointer) so. Absent
@@ -1359,7 +1393,11 @@ export const httpConnector: Connector = {
       });
       return { answer, body, items: items as unknown[], records };
     };
-    const loaded = await load(url);
+    const loaded = await load(url, restartsOnGone);
+    if (loaded === null) {
+      // The position the provider gave went (POSITION_GONE): the pass from its first page again.
+      return { records: [], nextPageToken: encodeToken({ url: firstPage(), listing, first: true, restarts: (token.restarts ?? 0) + 1 }) };
+    }
     const { answer, body } = loaded;
     let { items, records } = loaded;
 
@@ -1380,7 +1418,8 @@ export const httpConnector: Connector = {
       const sameRead = next !== null && next.read !== undefined && next.read.pages > 0;
       if (sameRead && size !== undefined && items.length > 0 && items.length < size) {
         signal?.throwIfAborted();
-        const after = await load(next!.url);
+        // Our own next position, never one the provider gave: never null.
+        const after = (await load(next!.url, false))!;
         // The short page's records again: the end.
         const again = repeatsLastPage(next!.read, after.items, resource);
         if (!again) records.push(...after.records);
@@ -1409,14 +1448,14 @@ export const httpConnector: Connector = {
     const times = catchesUp ? itemTimes(items, resource) : [];
     const again = (head: string, prev?: string): FetchPageResult => ({
       records,
-      nextPageToken: encodeToken({ url: firstPage(), listing, catchup: { n: (token.catchup?.n ?? 0) + 1, head, acc: '', upper: '', ...(prev !== undefined && { prev }), pages: 0 } }),
+      nextPageToken: encodeToken({ url: firstPage(), listing, ...carried, catchup: { n: (token.catchup?.n ?? 0) + 1, head, acc: '', upper: '', ...(prev !== undefined && { prev }), pages: 0 } }),
     });
     // A catch-up resumed under a config that no longer catches up (`stable: false` since): the
     // pass was read to its end before it began.
     if (token.catchup && !catchesUp) return { records, nextPageToken: null };
     if (token.catchup) {
       const { state, reached } = catchUpOn(token.catchup, items, times, resource);
-      if (!reached && !ends) return { records, nextPageToken: encodeToken({ url: next, listing, catchup: state }) };
+      if (!reached && !ends) return { records, nextPageToken: encodeToken({ url: next, listing, ...carried, catchup: state }) };
       // One answer, or the records the catch-up before it (or the pass) served at or after its head: nothing moved behind it.
       if (state.pages === 1 || state.top === undefined || state.acc === state.prev) return { records, nextPageToken: null };
       if (state.n >= MAX_CATCHUP_PASSES) {
@@ -1424,7 +1463,7 @@ export const httpConnector: Connector = {
         // the catch-up over (down to this one's head), so the job's retry reads from there.
         return {
           records,
-          nextPageToken: encodeToken({ url: firstPage(), listing, catchup: { n: 1, head: state.head, acc: '', upper: '', pages: 0 } }),
+          nextPageToken: encodeToken({ url: firstPage(), listing, ...carried, catchup: { n: 1, head: state.head, acc: '', upper: '', pages: 0 } }),
           retryLater:
             `http connector: ${what}: the listing changed during each of ${state.n} reads of its head (catch-up passes of a newest-first listing, each down to the newest change ` +
             'the one before it began with), so a record changed meanwhile may have been missed; retrying later',
@@ -1435,12 +1474,12 @@ export const httpConnector: Connector = {
     // Whether the records listed so far came newest first; not known from a token written before
     // this was noted (its pass goes on as it did).
     const before: Newest | null = token.head !== undefined ? { head: token.head, low: token.low!, upper: token.upper!, ...(token.falling && { falling: token.falling }) } : null;
-    const newest = !catchesUp ? null : resumed === null ? fallingOn(null, items, times, resource) : before !== null ? fallingOn(before, items, times, resource) : null;
+    const newest = !catchesUp ? null : starting ? fallingOn(null, items, times, resource) : before !== null ? fallingOn(before, items, times, resource) : null;
     if (ends) {
       // More than one page (this one was not the first), newest first: the head once more.
-      if (resumed !== null && newest?.falling === true) return again(newest.head, newest.upper);
+      if (!starting && newest?.falling === true) return again(newest.head, newest.upper);
       return { records, nextPageToken: null };
     }
-    return { records, nextPageToken: encodeToken({ url: next, listing, ...newest }) };
+    return { records, nextPageToken: encodeToken({ url: next, listing, ...carried, ...newest }) };
   },
 };
