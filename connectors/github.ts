@@ -271,6 +271,7 @@ const tokenSchema = z.object({
     })
     .optional(),
   first: z.string().optional(),
+  repeats: z.number().int().min(1).optional(),
   prev: z.object({ url: z.string(), etag: z.string().nullable() }).optional(),
   recheck: z
     .object({ etag: z.string().nullable(), next: z.string().nullable(), last: z.object({ url: z.string(), etag: z.string().nullable() }) })
@@ -309,6 +310,11 @@ export interface GitHubPageToken {
    * server that ignores `page` serves it first again; an item an edit moved there has a new time).
    */
   first?: string;
+  /**
+   * Paging by number within one second: how many pages in a row, up to the one before `url`,
+   * started with the first item of the page before them (see MAX_REPEATED_PAGES); absent: none.
+   */
+  repeats?: number;
   /** Newest first: the page read before `url`, as it was read (its ETag), asked again once `url` is read. */
   prev?: PageRead;
   /**
@@ -357,6 +363,7 @@ export function encodeGitHubPageToken(token: GitHubPageToken): string {
   if (token.upper !== undefined) body.upper = token.upper;
   if (token.caught) body.caught = token.caught;
   if (token.first !== undefined) body.first = token.first;
+  if (token.repeats !== undefined) body.repeats = token.repeats;
   if (token.prev) body.prev = token.prev;
   if (token.recheck) body.recheck = token.recheck;
   return encodePageToken(body);
@@ -396,7 +403,7 @@ function repositoryOfUrl(url: string): string | null {
 function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   const parsed = tokenSchema.safeParse(pageTokenBody(token));
   if (!parsed.success) throw new Permanent(`github connector: invalid page token '${token}'`);
-  const { repo, done, url, validator, catchup, head, upper, caught, first, prev, recheck } = parsed.data;
+  const { repo, done, url, validator, catchup, head, upper, caught, first, repeats, prev, recheck } = parsed.data;
   const urls = [url, validator?.url ?? null, prev?.url ?? null, recheck?.next ?? null, recheck?.last.url ?? null].filter((u): u is string => u !== null);
   for (const u of urls) assertSameOrigin(u, cfg, 'page token');
   const names = (repository: string, u: string) => repositoryOfUrl(u)?.toLowerCase() === repository.toLowerCase();
@@ -420,7 +427,7 @@ function decodePageToken(token: string, cfg: GitHubConfig): Position | null {
   return {
     index, url, validator: validator ?? null, catchup: catchup === true, head: head ?? null,
     ...(upper !== undefined && { upper }), ...(caught && { caught }),
-    ...(first !== undefined && { first }), ...(prev && { prev }), ...(recheck && url !== null && { recheck }),
+    ...(first !== undefined && { first }), ...(repeats !== undefined && { repeats }), ...(prev && { prev }), ...(recheck && url !== null && { recheck }),
   };
 }
 
@@ -604,6 +611,14 @@ function heldSecond(url: string): string | null {
   const since = params.get('since');
   return since !== null && Number(params.get('page') ?? '1') >= 2 ? since : null;
 }
+
+/**
+ * Most pages in a row, numbered within one `since` second, that may start with the previous page's
+ * first item. One such page is a listing that shifted back by a page while the pass read it (issues
+ * edited into that second ahead of it); another at once would take a page's worth of edits exactly
+ * again. So many in a row is a server that ignores `page`: the task fails for good, not paging forever.
+ */
+const MAX_REPEATED_PAGES = 3;
 
 /** Whole seconds of an ISO time (NaN when unreadable). */
 const secondOf = (iso: unknown) => (typeof iso === 'string' ? Math.floor(Date.parse(iso) / 1000) : Number.NaN);
@@ -810,6 +825,8 @@ export const githubConnector: Connector = {
 
     /** The page's first item as `number@updated_at` (set once a body was read). */
     let pageFirst: string | undefined = undefined;
+    /** How many pages in a row, this one the last, started with the previous page's first item (0: this one did not). */
+    let repeated = 0;
     /** The ETag of this page as read (for a newest-first listing's next check of it). */
     let read: string | null = null;
     /** Where the pass goes after this page: `next` in this repository, a catch-up pass, or the next repository. */
@@ -832,7 +849,7 @@ export const githubConnector: Connector = {
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, ...carried, prev: recheck.last }) };
       }
       if (next !== null && !recheck) {
-        const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst } : {};
+        const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {};
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, ...first }) };
       }
       // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
@@ -892,10 +909,19 @@ export const githubConnector: Connector = {
     }
 
     // Paged by number within one second, a page that starts with the previous page's first item
-    // means the server ignores `page`: paging on would never end.
+    // is that page again: issues edited in that very second while the pass pages join it ahead of
+    // the page asked (a page's worth of them shifts the rest back by exactly one page), or the
+    // server ignores `page`. The first is no reason to stop (the repository's cursor is held at
+    // that second, so the next pass reads it again): the pass goes on with the next page number.
+    // The second would page forever: after MAX_REPEATED_PAGES such pages in a row the task fails.
     const firstKey = body[0] ? `${body[0].number}@${String(body[0].updated_at)}` : undefined;
     if (position.first !== undefined && firstKey === position.first) {
-      throw new Permanent(`github connector: '${repository}': ${url} repeats the previous page; the server does not page by 'page' within 'since'`);
+      repeated = (position.repeats ?? 0) + 1;
+      if (repeated >= MAX_REPEATED_PAGES) {
+        throw new Permanent(
+          `github connector: '${repository}': ${url} repeats the previous page (${repeated} pages in a row); the server does not page by 'page' within 'since'`,
+        );
+      }
     }
     pageFirst = firstKey;
     // A catch-up pass reads down to the main pass's head: everything changed since it began.
