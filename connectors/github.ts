@@ -52,7 +52,9 @@
 // were numbered (`catchup` and `head` alone) read as the first. An item GitHub hides or
 // removes while the pass pages moves every later one up a position, one of them onto the page
 // already read: so each page after the first is followed by the page before asked again with its
-// ETag (a 304 when nothing moved; changed, it is served again). `until` (exclusive) has
+// ETag (a 304 when nothing moved; changed, it is served again); when more than a page's worth was
+// hidden at once, so that it no longer reaches back to its oldest item as first read, the pages
+// before it are asked again too, walking back until one does (see `bridges`). `until` (exclusive) has
 // no parameter on either endpoint: items changed at or after it are dropped; issues are oldest
 // first, so there the first such item ends the repository's paging.
 //
@@ -272,9 +274,15 @@ const tokenSchema = z.object({
     .optional(),
   first: z.string().optional(),
   repeats: z.number().int().min(1).optional(),
-  prev: z.object({ url: z.string(), etag: z.string().nullable() }).optional(),
+  prev: z.object({ url: z.string(), etag: z.string().nullable(), tail: z.string().optional() }).optional(),
   recheck: z
-    .object({ etag: z.string().nullable(), next: z.string().nullable(), last: z.object({ url: z.string(), etag: z.string().nullable() }) })
+    .object({
+      etag: z.string().nullable(),
+      next: z.string().nullable(),
+      last: z.object({ url: z.string(), etag: z.string().nullable(), tail: z.string().optional() }),
+      tail: z.string().optional(),
+      back: z.literal(true).optional(),
+    })
     .optional(),
 });
 
@@ -320,9 +328,11 @@ export interface GitHubPageToken {
   /**
    * Newest first: this step asks `url`, a page already read (`etag`: as it was read), again, to
    * see whether the listing shifted while the page after it (`last`) was read; `next` is where the
-   * listing goes on after that page (null: it ended there).
+   * listing goes on after that page (null: it ended there). `tail`: the oldest item of the page
+   * asked again as it was first read (see `bridges`); `back`: this step asks a page before that one
+   * (unconditionally), the listing having shifted by more than a page.
    */
-  recheck?: { etag: string | null; next: string | null; last: PageRead };
+  recheck?: { etag: string | null; next: string | null; last: PageRead; tail?: string; back?: true };
 }
 
 /**
@@ -345,6 +355,8 @@ interface CatchUp {
 interface PageRead {
   url: string;
   etag: string | null;
+  /** Its last (oldest) item as `number@updated_at`; absent when it was answered 304 or was empty, and from tokens written before. */
+  tail?: string;
 }
 
 /** Where a pass stands in the current config: the position of its repository, and the token's other fields. */
@@ -620,6 +632,32 @@ function heldSecond(url: string): string | null {
  */
 const MAX_REPEATED_PAGES = 3;
 
+/** An item as `number@updated_at`: the same item in the same version. */
+const itemKey = (item: GitHubItem): string => `${item.number}@${String(item.updated_at)}`;
+
+/**
+ * Whether `body`, a page of a newest-first listing asked again, still reaches back to `tail`, the
+ * oldest item of that page as it was first read: it holds that item, or starts with a newer one.
+ * Items hidden above the page move the items after them up, and the page asked again catches those
+ * that moved onto it; when more than a page's worth moved, it starts after `tail`, and the items
+ * between `tail` and its first item (served by no page) are on the pages before it.
+ */
+function bridges(body: readonly GitHubItem[], tail: string): boolean {
+  if (body.some((item) => itemKey(item) === tail)) return true;
+  const first = body[0];
+  const at = tail.slice(tail.indexOf('@') + 1);
+  return first !== undefined && typeof first.updated_at === 'string' && Date.parse(first.updated_at) > Date.parse(at);
+}
+
+/** The URL of the page before `url`'s in its listing (its `page` less one), or null for a first page. */
+function pageBefore(url: string): string | null {
+  const u = new URL(url);
+  const page = Number(u.searchParams.get('page') ?? '1');
+  if (!Number.isInteger(page) || page <= 1) return null;
+  u.searchParams.set('page', String(page - 1));
+  return u.href;
+}
+
 /** Whole seconds of an ISO time (NaN when unreadable). */
 const secondOf = (iso: unknown) => (typeof iso === 'string' ? Math.floor(Date.parse(iso) / 1000) : Number.NaN);
 
@@ -757,7 +795,12 @@ export const githubConnector: Connector = {
       page = typeof body.url === 'string' ? body.url : `first page of repository #${String(body.repo)}`;
     }
     // A page asked again after the next one was read is another step of the pass than its first reading.
-    if (body.recheck) page = `${page} (asked again)`;
+    if (body.recheck) {
+      const back = (body.recheck as { back?: unknown; last?: { url?: unknown } }).back === true;
+      // A page before it, asked while walking back after a shift of more than a page: another step
+      // for each page read after which the walk began.
+      page = back ? `${page} (asked again after ${String((body.recheck as { last?: { url?: unknown } }).last?.url)})` : `${page} (asked again)`;
+    }
     // So does a catch-up pass, which asks the pass's URLs (and those of the catch-up before it) again.
     if (body.catchup !== true) return page;
     const n = body.caught?.n;
@@ -825,6 +868,10 @@ export const githubConnector: Connector = {
 
     /** The page's first item as `number@updated_at` (set once a body was read). */
     let pageFirst: string | undefined = undefined;
+    /** Newest first: the page's oldest item as `number@updated_at` (set once a body was read). */
+    let pageTail: string | undefined = undefined;
+    /** Newest first, a page asked again: the page before it to ask, the listing having shifted by more than a page. */
+    let walkBack: string | null = null;
     /** How many pages in a row, this one the last, started with the previous page's first item (0: this one did not). */
     let repeated = 0;
     /** The ETag of this page as read (for a newest-first listing's next check of it). */
@@ -839,11 +886,18 @@ export const githubConnector: Connector = {
       // page before asked again, with the ETag it had (a 304 when nothing moved): changed, it is
       // served again, with whatever moved up onto it (see `recheck` below).
       if (descending && !recheck) {
-        const here = { url, etag: read };
+        const here: PageRead = { url, etag: read, ...(pageTail !== undefined && { tail: pageTail }) };
         if (position.prev) {
-          return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: position.prev.url, validator, ...carried, recheck: { etag: position.prev.etag, next, last: here } }) };
+          const tail = position.prev.tail !== undefined ? { tail: position.prev.tail } : {};
+          return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: position.prev.url, validator, ...carried, recheck: { etag: position.prev.etag, next, last: here, ...tail } }) };
         }
         if (next !== null) return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, prev: here }) };
+      }
+      // More than a page's worth of items hidden above the page asked again moved some of those
+      // after it further up, onto the pages before it: each is asked again, walking back, until
+      // one holds what followed the page as it was first read (see `bridges`), or the first page.
+      if (recheck && walkBack !== null) {
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: walkBack, validator, ...carried, recheck: { ...recheck, etag: null, back: true } }) };
       }
       if (recheck && recheck.next !== null) {
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, ...carried, prev: recheck.last }) };
@@ -980,6 +1034,10 @@ export const githubConnector: Connector = {
       ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) } : { full }),
     };
     read = received;
+    if (descending) {
+      pageTail = body.length > 0 ? itemKey(body.at(-1)!) : undefined;
+      if (recheck?.tail !== undefined && !bridges(body, recheck.tail)) walkBack = pageBefore(url);
+    }
     const saved = received && until == null && !catchup && !recheck ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
     // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed
     // pass), and a catch-up's first page's ETag to the catch-up after it.
