@@ -8,6 +8,7 @@ import type { BucketLimits } from '../../policy/token-bucket';
 import type { ApiEnv } from '../env';
 import { errorBody } from '../errors';
 import { Buckets } from './rate-limit';
+import { KEY_SCOPE } from '../../policy/vocabulary';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -221,4 +222,14 @@ export function limitStateLookups(failures: FailedLookups | undefined): Middlewa
 export function tenantFilter(c: Context<ApiEnv>, requested: string | undefined): string | undefined {
   const principal = c.get('principal');
   return principal.kind === 'tenant' ? principal.tenantId : requested;
+}
+
+/**
+ * Whether the caller may read what it changes: the admin key, or a tenant key with the `read`
+ * scope. A key without it may change a resource but not read it, so a write route's answer to
+ * such a key leaves out what only a read would show (ids, status and a secret it just made stay).
+ */
+export function mayRead(c: Context<ApiEnv>): boolean {
+  const principal = c.get('principal');
+  return principal.kind === 'admin' || principal.scopes.includes(KEY_SCOPE.read);
 }

@@ -10,7 +10,7 @@ import {
 } from '../../commands/oauth';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { tenantFilter } from '../middleware/auth';
+import { mayRead, tenantFilter } from '../middleware/auth';
 import { callbackTurn } from '../middleware/tenant-turns';
 import { CLIENT_GONE } from '../middleware/receive-body';
 import { TenantTurns } from '../../lib/tenant-turns';
@@ -28,6 +28,7 @@ import {
   ListOAuthAppsQuery,
   OAuthAppPageSchema,
   OAuthAppSchema,
+  UpdatedOAuthAppSchema,
   UpdateOAuthAppBody,
 } from '../schemas/oauth';
 
@@ -60,7 +61,7 @@ const patch = createRoute({
     'Changes any of the client id, client secret (sealed), endpoints, redirect URI and scopes. The next refresh of every connection using the app uses its client id, client secret and `token_url`; `authorize_url`, `redirect_uri` and `scopes` apply from the next connect flow (a refresh asks for no scope: a grant keeps the scopes it was given). A `token_url` on another origin (scheme, host, port) needs `client_secret` in the same request (400 otherwise), and is refused while grants of the app exist (409 `oauth_app_in_use`): the secret and their refresh tokens are sent there.',
   request: { params: IdParams, body: jsonBody(UpdateOAuthAppBody) },
   responses: {
-    200: jsonAnswer(OAuthAppSchema, 'Updated'), ...bodyErrorResponses, 404: notFound,
+    200: jsonAnswer(UpdatedOAuthAppSchema, 'Updated (without `client_id`, `authorize_url`, `token_url`, `redirect_uri` and `scopes` for a key lacking the `read` scope)'), ...bodyErrorResponses, 404: notFound,
     409: conflict('A `token_url` on another origin while grants of the app exist', 'oauth_app_in_use'),
   },
 });
@@ -129,7 +130,11 @@ export function oauthRoutes(deps: ApiDeps, turns?: TenantTurns) {
     const row = await updateOAuthApp(deps, c.req.valid('param').id, {
       clientId: b.client_id, clientSecret: b.client_secret, authorizeUrl: b.authorize_url, tokenUrl: b.token_url, redirectUri: b.redirect_uri, scopes: b.scopes,
     });
-    return c.json(presentOAuthApp(row), 200);
+    // A key without the read scope may change an app but not read it: its answer leaves out the
+    // client and its endpoints (an empty PATCH would otherwise read them).
+    const app = presentOAuthApp(row);
+    const { client_id: _clientId, authorize_url: _authorizeUrl, token_url: _tokenUrl, redirect_uri: _redirectUri, scopes: _scopes, ...rest } = app;
+    return c.json(mayRead(c) ? app : rest, 200);
   });
 
   app.openapi(remove, async (c) => {

@@ -188,6 +188,7 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
     usage: { connections: 12, webhooks: 2, immediate_syncs: 0, running_jobs: 3, redeliveries_last_hour: 1, oauth_apps: 1 },
   }),
   OAuthApp: oauthApp,
+  UpdatedOAuthApp: oauthApp,
   OAuthAppPage: ex(OAuthAppPageSchema, { items: [oauthApp], next_cursor: null }),
   OAuthAuthorization: ex(AuthorizationSchema, {
     authorization_url: 'https://github.com/login/oauth/authorize?response_type=code&client_id=Iv1.8a61f9b3a7aba766&redirect_uri=https%3A%2F%2Fsynctide.example.com%2Foauth%2Fcallback&scope=repo&state=Wm9vS2x5c3RhdGU&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256',

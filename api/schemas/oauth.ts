@@ -52,6 +52,9 @@ export const OAuthAppSchema = z
   })
   .openapi('OAuthApp');
 
+/** `PATCH /oauth-apps/{id}` answer: the app; without its client and endpoints for a key lacking the `read` scope. */
+export const UpdatedOAuthAppSchema = OAuthAppSchema.partial({ client_id: true, authorize_url: true, token_url: true, redirect_uri: true, scopes: true }).openapi('UpdatedOAuthApp');
+
 /** One page of OAuth apps. */
 export const OAuthAppPageSchema = z.object({ items: z.array(OAuthAppSchema), next_cursor: z.string().nullable() }).openapi('OAuthAppPage');
 

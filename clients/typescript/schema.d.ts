@@ -1890,6 +1890,18 @@ export interface components {
             items: components["schemas"]["OAuthApp"][];
             next_cursor: string | null;
         };
+        UpdatedOAuthApp: {
+            id: string;
+            tenant_id: string;
+            name: string;
+            client_id?: string;
+            authorize_url?: string;
+            token_url?: string;
+            redirect_uri?: string;
+            scopes?: string[];
+            created_at: string;
+            updated_at: string;
+        };
         UpdateOAuthApp: {
             client_id?: string;
             client_secret?: string;
@@ -6172,7 +6184,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Updated */
+            /** @description Updated (without `client_id`, `authorize_url`, `token_url`, `redirect_uri` and `scopes` for a key lacking the `read` scope) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6194,7 +6206,7 @@ export interface operations {
                      *       "updated_at": "2025-01-01T12:00:00.000Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["OAuthApp"];
+                    "application/json": components["schemas"]["UpdatedOAuthApp"];
                 };
             };
             /** @description The request does not match the schema */
