@@ -62,4 +62,25 @@ describe('answers to a write-only key', () => {
       expect(full.body).toMatchObject({ client_id: 'client-id-only-readers-see', authorize_url: 'https://idp.example/authorize', token_url: 'https://idp.example/token', redirect_uri: 'https://synctide.example/oauth/callback', scopes: ['repo', 'user'] });
     }
   });
+
+  it("answers a write-only key's POST /webhooks/{id}/rotate-secret with the new secret but without the webhook's url and event types", async () => {
+    const created = await admin('POST', '/webhooks', { tenant_id: 'hook-writer', url: 'https://hooks.example.com/only-readers-see', event_types: ['sync.failed', 'connection.disabled'] });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id as string;
+    const writer = await newKey('hook-writer', ['write']);
+
+    const rotated = await call(writer, 'POST', `/webhooks/${id}/rotate-secret`, { expire_previous_after_seconds: 60 });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(Object.keys(rotated.body).sort()).toEqual(['created_at', 'id', 'previous_secret_expires_at', 'secret', 'tenant_id']);
+    expect(rotated.body).toMatchObject({ id, tenant_id: 'hook-writer', secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.any(String) });
+    for (const hidden of ['hooks.example.com', 'only-readers-see', 'sync.failed', 'connection.disabled']) expect(rotated.text).not.toContain(hidden);
+
+    // A key that reads, and the admin, see the whole webhook with the new secret.
+    const both = await newKey('hook-writer', ['read', 'write']);
+    for (const key of [both, TEST_API_KEY]) {
+      const full = await call(key, 'POST', `/webhooks/${id}/rotate-secret`);
+      expect(full.status, full.text).toBe(200);
+      expect(full.body).toMatchObject({ url: 'https://hooks.example.com/only-readers-see', event_types: ['sync.failed', 'connection.disabled'], secret: expect.stringMatching(/^whsec_/) });
+    }
+  });
 });

@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { tenantFilter } from '../middleware/auth';
+import { mayRead, tenantFilter } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentDelivery, presentWebhook } from '../present';
 import { deliveryCursor, uuidCursor } from '../../policy/cursors';
@@ -54,7 +54,7 @@ const rotateSecret = createRoute({
     'meanwhile every delivery attempt carries both signatures in `webhook-signature` (`v1,<new> v1,<previous>`) and in the deprecated `Synctide-Signature` (`t=<t>,v1=<previous>,v1=<new>`), so a receiver verifies with either while it switches. ' +
     'Rotating again during an overlap keeps only the secret just replaced. Pending deliveries and their history stay.',
   request: { params: IdParams, body: { ...jsonBody(RotateWebhookSecretBody), required: false } },
-  responses: { 200: jsonAnswer(RotatedWebhookSecretSchema, 'Rotated, with the new secret'), ...bodyErrorResponses, 404: notFound },
+  responses: { 200: jsonAnswer(RotatedWebhookSecretSchema, 'Rotated, with the new secret (without `url` and `event_types` for a key lacking the `read` scope)'), ...bodyErrorResponses, 404: notFound },
 });
 const deliveries = createRoute({
   method: 'get', path: '/webhooks/{id}/deliveries', tags, summary: "A webhook's deliveries, newest first, with every attempt's status code", operationId: 'listWebhookDeliveries',
@@ -105,7 +105,11 @@ export function webhookRoutes(deps: ApiDeps) {
     // Without a body (none sent), the default overlap.
     const { webhook, secret } = await rotateWebhookSecret(deps, id, c.req.valid('json').expire_previous_after_seconds);
     c.get('log').info({ webhook_id: webhook.id, tenant_id: webhook.tenant_id, previous_secret_expires_at: webhook.previous_secret_expires_at }, 'webhook secret rotated');
-    return c.json({ ...presentWebhook(webhook), secret, previous_secret_expires_at: webhook.previous_secret_expires_at?.toISOString() ?? null }, 200);
+    // A key without the read scope may rotate a webhook's secret but not read the webhook: its
+    // answer is the new secret without the webhook's url and event types.
+    const rotated = { ...presentWebhook(webhook), secret, previous_secret_expires_at: webhook.previous_secret_expires_at?.toISOString() ?? null };
+    const { url: _url, event_types: _eventTypes, ...rest } = rotated;
+    return c.json(mayRead(c) ? rotated : rest, 200);
   });
 
   app.openapi(deliveries, async (c) => {

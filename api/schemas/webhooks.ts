@@ -63,8 +63,11 @@ export const RotateWebhookSecretBody = z
   })
   .openapi('RotateWebhookSecret');
 
-/** A webhook with its new signing secret, shown this once, and when the secret it replaced stops signing. */
-export const RotatedWebhookSecretSchema = WebhookSchema.extend({
+/**
+ * A webhook with its new signing secret, shown this once, and when the secret it replaced stops
+ * signing; without its url and event types for a key lacking the `read` scope.
+ */
+export const RotatedWebhookSecretSchema = WebhookSchema.partial({ url: true, event_types: true }).extend({
   secret: z.string().openapi({
     description: 'The new Standard Webhooks signing secret (`whsec_` and the base64 of 32 random bytes): shown only in this answer; store it now',
     example: 'whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=',

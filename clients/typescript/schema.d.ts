@@ -1706,7 +1706,12 @@ export interface components {
             items: components["schemas"]["Webhook"][];
             next_cursor: string | null;
         };
-        RotatedWebhookSecret: components["schemas"]["Webhook"] & {
+        RotatedWebhookSecret: {
+            id: string;
+            tenant_id: string;
+            url?: string;
+            event_types?: ("sync.completed" | "sync.failed" | "sync.cancelled" | "connection.breaker_opened" | "connection.breaker_closed" | "connection.disabled" | "connection.credentials_invalid")[];
+            created_at: string;
             /**
              * @description The new Standard Webhooks signing secret (`whsec_` and the base64 of 32 random bytes): shown only in this answer; store it now
              * @example whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=
@@ -4478,7 +4483,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Rotated, with the new secret */
+            /** @description Rotated, with the new secret (without `url` and `event_types` for a key lacking the `read` scope) */
             200: {
                 headers: {
                     [name: string]: unknown;
