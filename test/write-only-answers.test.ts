@@ -3,8 +3,10 @@
 // it). Such a key may change a resource but not read it: an answer gives it ids, status and a
 // secret it just made, never what only a GET (the `read` scope) would show. A key with `read`, and
 // the admin, get the whole answer.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen, type HttpServer } from '../lib/http';
+import { syncJobWorkflowId } from '../temporal/ids';
 import { apiAppWithoutTemporal, callApi, TEST_API_KEY } from './helpers/api';
 import { useTestDatabase } from './helpers/database';
 import { TEST_PROVIDER_POLICY } from './helpers/deps';
@@ -81,6 +83,47 @@ describe('answers to a write-only key', () => {
       const full = await call(key, 'POST', `/webhooks/${id}/rotate-secret`);
       expect(full.status, full.text).toBe(200);
       expect(full.body).toMatchObject({ url: 'https://hooks.example.com/only-readers-see', event_types: ['sync.failed', 'connection.disabled'], secret: expect.stringMatching(/^whsec_/) });
+    }
+  });
+
+  it("answers a write-only key's POST /jobs/schedule that repeats an Idempotency-Key with the job's id and status but without its progress, counts and error", async () => {
+    const tenant = 'job-writer';
+    const window = { start: '2025-01-01T00:00:00.000Z', end: '2025-01-02T00:00:00.000Z' };
+    const { rows } = await db.pool.query<{ id: string }>(`insert into connections (tenant_id, provider_slug, app_key, status) values ($1, 'demo', 'backfilled', 'active') returning id`, [tenant]);
+    const connectionId = rows[0]!.id;
+    // What an earlier POST /jobs/schedule with the key wrote (made by a key that reads, say); the backfill has since failed.
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, priority, scheduled_at, window_start, window_end,
+                              payload, idempotency_key, workflow_id, started_at, finished_at, last_error, total_tasks, completed_tasks, failed_tasks, processed_entities)
+       values ($1, $2, $3, 'incremental', 'backfill', 'failed', 0, now(), $4, $5, '{"reason":"replay"}', 'k-write-only', $6, now(), now(),
+               'provider said: repository octo-org/only-readers-see is archived', 2, 1, 1, 4321)`,
+      [jobId, connectionId, tenant, window.start, window.end, syncJobWorkflowId(jobId)],
+    );
+    const repeat = (key: string) =>
+      fetch(`${server.url}/jobs/schedule`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'k-write-only' },
+        body: JSON.stringify({ pairId: connectionId, window, payload: { reason: 'replay' } }),
+      }).then(async (res) => ({ status: res.status, text: await res.text() }));
+
+    const writer = await newKey(tenant, ['write']);
+    const answer = await repeat(writer);
+    expect(answer.status, answer.text).toBe(202);
+    const body = JSON.parse(answer.text);
+    expect(body).toMatchObject({ id: jobId, connection_id: connectionId, status: 'failed', trigger: 'backfill', window, payload: { reason: 'replay' } });
+    for (const hidden of ['error', 'counts', 'processed_entities', 'progress_percentage', 'total_tasks', 'completed_tasks', 'failed_tasks', 'started_at', 'finished_at', 'retry_count']) {
+      expect(body, hidden).not.toHaveProperty(hidden);
+    }
+    expect(answer.text).not.toContain('only-readers-see');
+    expect(answer.text).not.toContain('4321');
+
+    // A key that reads, and the admin, see the whole job.
+    const both = await newKey(tenant, ['read', 'write']);
+    for (const key of [both, TEST_API_KEY]) {
+      const full = await repeat(key);
+      expect(full.status, full.text).toBe(202);
+      expect(JSON.parse(full.text)).toMatchObject({ id: jobId, processed_entities: 4321, error: { message: expect.stringContaining('only-readers-see') } });
     }
   });
 });

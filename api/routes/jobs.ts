@@ -4,12 +4,12 @@ import { invalid } from '../../commands/errors';
 import { cancelJob, getJob, listJobs, requestJob } from '../../commands/jobs';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { tenantFilter } from '../middleware/auth';
+import { mayRead, tenantFilter } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { jobCursor } from '../../policy/cursors';
 import { presentJob } from '../present';
 import { conflict, bodyErrorResponses, errorResponses, IdParams, jsonAnswer, jsonBody, notFound } from '../schemas/common';
-import { CancelAnswerSchema, JobPageSchema, JobQuery, JobSchema, ListJobsQuery, ScheduleJobBody } from '../schemas/jobs';
+import { CancelAnswerSchema, JobPageSchema, JobQuery, JobSchema, ListJobsQuery, ScheduledJobSchema, ScheduleJobBody } from '../schemas/jobs';
 
 const tags = ['jobs'];
 
@@ -27,7 +27,7 @@ const schedule = createRoute({
   description: 'Requests a backfill of the connection (`pairId`): the records changed in the half-open window [start, end). One backfill may be active per connection; an `Idempotency-Key` makes a retried request return the same job.',
   request: { body: jsonBody(ScheduleJobBody), headers: IdempotencyHeaders },
   responses: {
-    202: jsonAnswer(JobSchema, 'Accepted (or the job of an earlier request with the same Idempotency-Key)'),
+    202: jsonAnswer(ScheduledJobSchema, 'Accepted (or the job of an earlier request with the same Idempotency-Key); for a key lacking the `read` scope without the progress, retry state, counts and error (`started_at`, `finished_at`, `retry_count`, `max_retries`, `retry_after`, `total_tasks`, `completed_tasks`, `failed_tasks`, `processed_entities`, `counts`, `progress_percentage`, `error`)'),
     ...bodyErrorResponses,
     404: notFound,
     409: conflict('Being deleted (`purge_in_progress`, with `purge_id`), paused by the circuit breaker (with the alert), paused or disabled, waiting for new credentials after the provider refused its OAuth grant (`connection_needs_reauth`), a backfill already active, the key reused for another request, or the stored config is invalid', 'purge_in_progress', 'circuit_breaker_open', 'connection_paused', 'connection_disabled', 'connection_needs_reauth', 'backfill_in_progress', 'idempotency_key_reused', 'invalid_connection_config'),
@@ -77,7 +77,15 @@ export function jobRoutes(deps: ApiDeps) {
       idempotencyKey: key,
     });
     c.get('log').info({ connection_id: connection.id, job_id: answer.job.id, created: answer.created }, 'backfill scheduled');
-    return c.json(presentJob(answer.job), 202);
+    // A key without the read scope may schedule a backfill but not read a job: its answer says which
+    // job and its status, not how it ran (a repeated Idempotency-Key answers a job that may have).
+    const job = presentJob(answer.job);
+    const {
+      started_at: _startedAt, finished_at: _finishedAt, retry_count: _retryCount, max_retries: _maxRetries, retry_after: _retryAfter,
+      total_tasks: _totalTasks, completed_tasks: _completedTasks, failed_tasks: _failedTasks, processed_entities: _processed,
+      counts: _counts, progress_percentage: _progress, error: _error, ...rest
+    } = job;
+    return c.json(mayRead(c) ? job : rest, 202);
   });
 
   app.openapi(get, async (c) => {

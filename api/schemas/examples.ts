@@ -143,6 +143,7 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
     },
   }),
   Job: job,
+  ScheduledJob: job,
   JobPage: ex(JobPageSchema, { items: [job], next_cursor: null }),
   CancelAnswer: ex(CancelAnswerSchema, { job_id: JOB_ID, status: 'running', cancel_requested: true }),
   RecordPage: ex(RecordPageSchema, {

@@ -56,6 +56,16 @@ export const JobSchema = z
   })
   .openapi('Job');
 
+/**
+ * `POST /jobs/schedule` answer: the job; for a key lacking the `read` scope only what says which job
+ * it is and its status (a repeated Idempotency-Key answers a job that may have run: its progress,
+ * counts and error are for a key that reads).
+ */
+export const ScheduledJobSchema = JobSchema.partial({
+  started_at: true, finished_at: true, retry_count: true, max_retries: true, retry_after: true, total_tasks: true, completed_tasks: true,
+  failed_tasks: true, processed_entities: true, counts: true, progress_percentage: true, error: true,
+}).openapi('ScheduledJob');
+
 /** `GET /jobs/:id` query. */
 export const JobQuery = z.object({
   include_tasks: z

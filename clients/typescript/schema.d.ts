@@ -1531,7 +1531,7 @@ export interface components {
              */
             immediate?: boolean;
         };
-        Job: {
+        ScheduledJob: {
             id: string;
             connection_id: string;
             tenant_id: string;
@@ -1545,9 +1545,9 @@ export interface components {
             priority: number;
             scheduled_at: string;
             /** @example 2025-01-01T12:00:00.000Z */
-            started_at: string | null;
+            started_at?: string | null;
             /** @example 2025-01-01T12:00:00.000Z */
-            finished_at: string | null;
+            finished_at?: string | null;
             window: {
                 start: string;
                 end: string;
@@ -1555,22 +1555,22 @@ export interface components {
             payload: {
                 [key: string]: unknown;
             };
-            retry_count: number;
-            max_retries: number;
+            retry_count?: number;
+            max_retries?: number;
             /**
              * @description When a waiting job (status retrying) runs again
              * @example 2025-01-01T12:00:00.000Z
              */
-            retry_after: string | null;
-            total_tasks: number;
-            completed_tasks: number;
-            failed_tasks: number;
-            processed_entities: number;
-            counts: components["schemas"]["RecordCounts"];
+            retry_after?: string | null;
+            total_tasks?: number;
+            completed_tasks?: number;
+            failed_tasks?: number;
+            processed_entities?: number;
+            counts?: components["schemas"]["RecordCounts"];
             /** @description Finished tasks / total tasks × 100; 100 once completed */
-            progress_percentage: number;
+            progress_percentage?: number;
             /** @description Summary of what went wrong, without internals */
-            error: {
+            error?: {
                 message: string;
                 failed_tasks: {
                     resource_type: string;
@@ -1639,6 +1639,57 @@ export interface components {
             payload?: {
                 [key: string]: unknown;
             };
+        };
+        Job: {
+            id: string;
+            connection_id: string;
+            tenant_id: string;
+            provider: string;
+            /** @enum {string} */
+            job_type: "incremental" | "full";
+            /** @enum {string} */
+            trigger: "schedule" | "manual" | "api" | "backfill";
+            /** @enum {string} */
+            status: "queued" | "running" | "retrying" | "completed" | "failed" | "cancelled";
+            priority: number;
+            scheduled_at: string;
+            /** @example 2025-01-01T12:00:00.000Z */
+            started_at: string | null;
+            /** @example 2025-01-01T12:00:00.000Z */
+            finished_at: string | null;
+            window: {
+                start: string;
+                end: string;
+            } | null;
+            payload: {
+                [key: string]: unknown;
+            };
+            retry_count: number;
+            max_retries: number;
+            /**
+             * @description When a waiting job (status retrying) runs again
+             * @example 2025-01-01T12:00:00.000Z
+             */
+            retry_after: string | null;
+            total_tasks: number;
+            completed_tasks: number;
+            failed_tasks: number;
+            processed_entities: number;
+            counts: components["schemas"]["RecordCounts"];
+            /** @description Finished tasks / total tasks × 100; 100 once completed */
+            progress_percentage: number;
+            /** @description Summary of what went wrong, without internals */
+            error: {
+                message: string;
+                failed_tasks: {
+                    resource_type: string;
+                    message: string;
+                }[];
+            } | null;
+            /** @description The Temporal workflow that runs the job: `sync-job:<job id>` for a requested job, `connection:<connection id>` for a scheduled one (it runs inside the connection run of its cycle) */
+            workflow_id: string | null;
+            created_at: string;
+            tasks?: components["schemas"]["Task"][];
         };
         JobPage: {
             items: components["schemas"]["Job"][];
@@ -3337,7 +3388,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted (or the job of an earlier request with the same Idempotency-Key) */
+            /** @description Accepted (or the job of an earlier request with the same Idempotency-Key); for a key lacking the `read` scope without the progress, retry state, counts and error (`started_at`, `finished_at`, `retry_count`, `max_retries`, `retry_after`, `total_tasks`, `completed_tasks`, `failed_tasks`, `processed_entities`, `counts`, `progress_percentage`, `error`) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -3377,7 +3428,7 @@ export interface operations {
                      *       "created_at": "2025-01-01T12:00:00.000Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["ScheduledJob"];
                 };
             };
             /** @description The request does not match the schema */
