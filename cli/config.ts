@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { usage } from './errors';
+import { MIN_RETRY_WAIT_MS, usage } from './errors';
 
 export interface Settings {
   url: string;
@@ -17,6 +17,12 @@ export interface Settings {
   sources: { url: string; apiKey: string };
   /** The config file read, if any. */
   file?: string;
+  /**
+   * The least wait in milliseconds before a read made again (a job followed, the feed tailed):
+   * SYNCTIDE_RETRY_WAIT_MS, else MIN_RETRY_WAIT_MS (1 s). Each wait is the longer of this and
+   * the --poll interval, times the count.
+   */
+  retryWaitMs: number;
 }
 
 interface FileSettings {
@@ -89,5 +95,14 @@ export function resolveSettings(flags: { url?: string; config?: string }, env: N
     apiKey: key,
     sources: { url: url[1], apiKey: apiKey[1] },
     ...(file && { file: path }),
+    retryWaitMs: retryWait(env),
   };
+}
+
+/** SYNCTIDE_RETRY_WAIT_MS: a whole number of milliseconds from 1 to 600000 (10 min); unset or empty, MIN_RETRY_WAIT_MS. */
+function retryWait(env: NodeJS.ProcessEnv): number {
+  const value = env.SYNCTIDE_RETRY_WAIT_MS?.trim();
+  if (!value) return MIN_RETRY_WAIT_MS;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 600_000) throw usage('SYNCTIDE_RETRY_WAIT_MS must be a whole number of milliseconds from 1 to 600000');
+  return Number(value);
 }

@@ -90,8 +90,11 @@ export function apiError(status: number, body: unknown): CliError {
  */
 export const MAX_RETRIED_POLLS = 5;
 const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
-/** The least wait before a read made again (a 503's Retry-After is a few seconds). */
-const MIN_RETRY_WAIT_MS = 1000;
+/**
+ * The least wait before a read made again (a 503's Retry-After is a few seconds), unless
+ * SYNCTIDE_RETRY_WAIT_MS sets another (Settings.retryWaitMs).
+ */
+export const MIN_RETRY_WAIT_MS = 1000;
 
 /** True for the CliError of an answer that asks to be tried again. */
 export const askedToRetry = (err: unknown): err is CliError => err instanceof CliError && err.status !== undefined && RETRIED_STATUSES.has(err.status);
@@ -104,5 +107,8 @@ export const askedToRetry = (err: unknown): err is CliError => err instanceof Cl
  */
 export const retriedRead = (err: unknown, reached: boolean): err is CliError => askedToRetry(err) || (reached && err instanceof UnreachableError);
 
-/** The wait before the `retried`-th read made again of a command that polls every `intervalMs`. */
-export const retryWaitMs = (intervalMs: number, retried: number): number => Math.max(intervalMs, MIN_RETRY_WAIT_MS) * retried;
+/**
+ * The wait before the `retried`-th read made again of a command that polls every `intervalMs`:
+ * the longer of the interval and `leastMs` (MIN_RETRY_WAIT_MS unless configured), times the count.
+ */
+export const retryWaitMs = (intervalMs: number, retried: number, leastMs = MIN_RETRY_WAIT_MS): number => Math.max(intervalMs, leastMs) * retried;

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../clients/typescript';
 import { answer, type SynctideClient } from './api';
-import { errorJson, MAX_RETRIED_POLLS, retriedRead, retryWaitMs } from './errors';
+import { errorJson, MAX_RETRIED_POLLS, MIN_RETRY_WAIT_MS, retriedRead, retryWaitMs } from './errors';
 import { notice, num, type Output } from './output';
 
 export type Job = components['schemas']['Job'];
@@ -33,10 +33,19 @@ export function renderLine(job: Job): string {
  * with a status that asks to be tried again, or that reached no API (refused, reset, a name not
  * resolved) once the API has answered this command (`reached`: true when the command's request
  * before the wait was answered), is made again (at most MAX_RETRIED_POLLS times in a row, waiting
- * `max(intervalMs, 1 s)` times the count, said on stderr: a line, or with --json a `retry` object); any other failure ends
- * the wait.
+ * `max(intervalMs, retryLeastMs)` times the count, said on stderr: a line, or with --json a `retry` object); any other failure ends
+ * the wait. `retryLeastMs`: 1 s unless SYNCTIDE_RETRY_WAIT_MS sets another (Settings.retryWaitMs).
  */
-export async function watchJob(client: SynctideClient, baseUrl: string, out: Output, jobId: string, intervalMs: number, signal?: AbortSignal, reached = false): Promise<Job> {
+export async function watchJob(
+  client: SynctideClient,
+  baseUrl: string,
+  out: Output,
+  jobId: string,
+  intervalMs: number,
+  signal?: AbortSignal,
+  reached = false,
+  retryLeastMs = MIN_RETRY_WAIT_MS,
+): Promise<Job> {
   const tty = !out.json && out.stderr.isTTY === true;
   let last = '';
   let retried = 0;
@@ -50,7 +59,7 @@ export async function watchJob(client: SynctideClient, baseUrl: string, out: Out
     } catch (err) {
       if (!retriedRead(err, answered) || retried >= MAX_RETRIED_POLLS) throw err;
       retried++;
-      const waitMs = retryWaitMs(intervalMs, retried);
+      const waitMs = retryWaitMs(intervalMs, retried, retryLeastMs);
       notice(
         out,
         { retry: { reading: 'job', job_id: jobId, attempt: retried, max_attempts: MAX_RETRIED_POLLS, wait_ms: waitMs, error: errorJson(err) } },

@@ -53,7 +53,8 @@ describe('synctide jobs wait through answers that ask to be tried again', () => 
     const jobId = randomUUID();
     await db.pool.query(`insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status, started_at) values ($1, $2, 'acme', 'full', 'api', 'running', now())`, [jobId, rows[0]!.id]);
 
-    const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: proxy.url, SYNCTIDE_API_KEY: TEST_API_KEY };
+    // The reads made again wait 100 ms times the count, not 1 s: the same reads, sooner.
+    const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: proxy.url, SYNCTIDE_API_KEY: TEST_API_KEY, SYNCTIDE_RETRY_WAIT_MS: '100' };
     const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'jobs', 'wait', jobId, '--poll', '0.2'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';

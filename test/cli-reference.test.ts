@@ -18,15 +18,15 @@ function exitTable(): Map<number, string> {
   return new Map(rows.map((r) => [Number(r[1]), r[2]!]));
 }
 
-/** Runs one command line in-process with no API configured; its exit code and output. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs one command line in-process with no API configured (`env` besides its URL and key); its exit code and output. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
   let err = '';
   stdout.on('data', (c: Buffer) => (out += c.toString()));
   stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await run(args, { stdout, stderr, env: { SYNCTIDE_URL: 'http://127.0.0.1:9', SYNCTIDE_API_KEY: 'k' }, signal: new AbortController().signal });
+  const code = await run(args, { stdout, stderr, env: { SYNCTIDE_URL: 'http://127.0.0.1:9', SYNCTIDE_API_KEY: 'k', ...env }, signal: new AbortController().signal });
   return { code, stdout: out, stderr: err };
 }
 
@@ -54,6 +54,19 @@ describe('the synctide CLI against its reference and its help', () => {
     expect(extra.stderr).toBe('synctide: unexpected argument "extra"; usage: synctide config\n');
     const shown = await cli(['config']);
     expect(shown.code, shown.stderr).toBe(EXIT.ok);
+  });
+
+  it('refuses a SYNCTIDE_RETRY_WAIT_MS that is not a whole number of milliseconds from 1 to 600000 with exit 2, and names it in the reference', async () => {
+    expect(REFERENCE).toContain('`SYNCTIDE_RETRY_WAIT_MS`');
+    for (const value of ['soon', '0', '1.5', '-3', '600001']) {
+      const refused = await cli(['config'], { SYNCTIDE_RETRY_WAIT_MS: value });
+      expect({ value, code: refused.code, stderr: refused.stderr }).toEqual({
+        value,
+        code: EXIT.usage,
+        stderr: 'synctide: SYNCTIDE_RETRY_WAIT_MS must be a whole number of milliseconds from 1 to 600000\n',
+      });
+    }
+    for (const value of ['', '1', '600000']) expect((await cli(['config'], { SYNCTIDE_RETRY_WAIT_MS: value })).code, value).toBe(EXIT.ok);
   });
 
   it('names every flag of every command in the reference', () => {

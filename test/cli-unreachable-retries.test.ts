@@ -55,9 +55,12 @@ describe('synctide following through an API it cannot reach', () => {
     if (home) await rm(home, { recursive: true, force: true });
   });
 
-  /** Starts the CLI with `args` against `url`, killed after the test if it is still running. */
-  const start = (url: string, args: string[]) => {
-    const run = startCli(home, url, args);
+  /**
+   * Starts the CLI with `args` against `url`, killed after the test if it is still running;
+   * `extraEnv` besides the URL and key.
+   */
+  const start = (url: string, args: string[], extraEnv: Record<string, string> = {}) => {
+    const run = startCli(home, url, args, extraEnv);
     open.push(() => run.kill());
     return run;
   };
@@ -113,7 +116,8 @@ describe('synctide following through an API it cannot reach', () => {
   it('records tail ends with exit 1 naming the API and the cause after 5 reads in a row reached no API, with the cursor to resume from', async () => {
     const api = await startApi();
     const url = api.server.url;
-    const following = start(url, ['records', 'tail', connectionId, '--poll', '0.2']);
+    // Nothing listens again here: the five reads made again wait 100 ms times the count, not 1 s.
+    const following = start(url, ['records', 'tail', connectionId, '--poll', '0.2'], { SYNCTIDE_RETRY_WAIT_MS: '100' });
     await until(() => following.out.stdout, /(insert\s+items\/[abc][^\n]*\n){3}/);
     await api.server.close();
     const stopped = await following.ended;

@@ -28,7 +28,7 @@ const pollMs = (flags: FlagValues): number => seconds(flags, 'poll', 1000);
 async function waitAndReport(ctx: Context, jobId: string, intervalMs: number, reached = false): Promise<ExitCode> {
   let job: Job;
   try {
-    job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, intervalMs, ctx.signal, reached);
+    job = await watchJob(ctx.client, ctx.settings.url, ctx.out, jobId, intervalMs, ctx.signal, reached, ctx.settings.retryWaitMs);
   } catch (err) {
     if (ctx.signal.aborted) {
       notice(ctx.out, { stopped: { job_id: jobId, message: `stopped waiting; job ${jobId} goes on (synctide jobs show ${jobId})` } }, () => `\nStopped waiting; job ${jobId} goes on (synctide jobs show ${jobId}).`);

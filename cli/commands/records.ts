@@ -71,7 +71,7 @@ export const recordCommands: Command[] = [
           // API that answered before (a restart, a deploy): the feed is still there.
           if (retriedRead(err, reached) && retried < MAX_RETRIED_POLLS) {
             retried++;
-            const waitMs = retryWaitMs(pollMs, retried);
+            const waitMs = retryWaitMs(pollMs, retried, settings.retryWaitMs);
             notice(
               out,
               { retry: { reading: 'feed', connection_id: id, attempt: retried, max_attempts: MAX_RETRIED_POLLS, wait_ms: waitMs, error: errorJson(err) } },

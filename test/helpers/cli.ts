@@ -17,9 +17,13 @@ export interface CliRun {
   kill(): Promise<void>;
 }
 
-/** Starts `synctide <args>` against the API at `url` with the test admin key, HOME at `home`. */
-export function startCli(home: string, url: string, args: string[]): CliRun {
-  const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: url, SYNCTIDE_API_KEY: TEST_API_KEY };
+/**
+ * Starts `synctide <args>` against the API at `url` with the test admin key, HOME at `home`, and
+ * `extraEnv` besides (SYNCTIDE_RETRY_WAIT_MS: a test that waits out every read made again sets a
+ * short least wait).
+ */
+export function startCli(home: string, url: string, args: string[], extraEnv: Record<string, string> = {}): CliRun {
+  const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: url, SYNCTIDE_API_KEY: TEST_API_KEY, ...extraEnv };
   const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (chunk: Buffer) => (out.stdout += chunk.toString()));
