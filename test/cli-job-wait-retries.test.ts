@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASE_BUSY_MESSAGE } from '../api/errors';
 import type { HttpServer } from '../lib/http';
 import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { cliEntry } from './helpers/cli';
 import { useTestDatabase } from './helpers/database';
 import { serve, type FakeServer } from './helpers/fake-server';
 
@@ -55,7 +56,7 @@ describe('synctide jobs wait through answers that ask to be tried again', () => 
 
     // The reads made again wait 100 ms times the count, not 1 s: the same reads, sooner.
     const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: proxy.url, SYNCTIDE_API_KEY: TEST_API_KEY, SYNCTIDE_RETRY_WAIT_MS: '100' };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'jobs', 'wait', jobId, '--poll', '0.2'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...cliEntry(), 'jobs', 'wait', jobId, '--poll', '0.2'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../lib/http';
 import { listenWithoutTemporal, TEST_API_KEY } from './helpers/api';
+import { cliEntry } from './helpers/cli';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps } from './helpers/deps';
 import { closeFakeServers, serve } from './helpers/fake-server';
@@ -53,7 +54,7 @@ describe('synctide records tail: numbers in record data', () => {
   function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: api.url, SYNCTIDE_API_KEY: TEST_API_KEY };
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [...cliEntry(), ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

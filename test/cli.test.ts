@@ -1,5 +1,6 @@
-// The `synctide` CLI end to end: each command runs as its own process (`node --import tsx
-// cli/main.ts`, as bin/synctide.js runs it) against a real API on 127.0.0.1, a Synctide worker
+// The `synctide` CLI end to end: each command runs as its own process (cli/main.ts bundled once
+// by the global setup: cliEntry; test/cli-process.test.ts runs it through tsx as bin/synctide.js
+// does) against a real API on 127.0.0.1, a Synctide worker
 // with the demo connector, the Temporal dev server and Postgres. Asserts on what a person reads,
 // on the --json a script parses, and on the exit codes a script branches on.
 import { spawn } from 'node:child_process';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderBar } from '../cli/progress';
 import { startTestApi, TEST_API_KEY, type TestApi } from './helpers/api';
+import { cliEntry } from './helpers/cli';
 import { receiver, serve, type FakeReceiver } from './helpers/fake-server';
 import { useWorkerStack } from './helpers/stack';
 import { eventually } from './helpers/worker';
@@ -53,7 +55,7 @@ describe('synctide CLI against a real stack', () => {
       else childEnv[name] = value;
     }
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [...cliEntry(), ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { build } from 'esbuild';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../db/migrate';
@@ -33,6 +34,12 @@ declare module 'vitest' {
     smokeBundlePath: string;
     /** Synctide's workflows with the patches-off shim (test/helpers/patches-off), bundled once. */
     patchesOffBundlePath: string;
+    /**
+     * The CLI (cli/main.ts and what it imports) as one ES module, bundled once by esbuild (what
+     * tsx compiles it with) for the tests that run it as a process: tsx's loader costs each process
+     * about half a second of CPU. test/cli-process.test.ts still runs it through tsx.
+     */
+    cliBundlePath: string;
   }
 }
 
@@ -42,7 +49,7 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 /** What the setup shares with the test files, and how to let go of it. */
 interface Shared {
   values: {
-    [K in 'pgAdminUrl' | 'pgTemplateDatabase' | 'temporalCliPath' | 'temporalTestServerPath' | 'workflowBundlePath' | 'smokeBundlePath' | 'patchesOffBundlePath']: string;
+    [K in 'pgAdminUrl' | 'pgTemplateDatabase' | 'temporalCliPath' | 'temporalTestServerPath' | 'workflowBundlePath' | 'smokeBundlePath' | 'patchesOffBundlePath' | 'cliBundlePath']: string;
   };
   stop(): Promise<void>;
 }
@@ -99,17 +106,26 @@ async function startShared(): Promise<Shared> {
   const bundlePath = path.join(bundleDir, 'workflow-bundle.js');
   const smokeBundlePath = path.join(bundleDir, 'smoke-bundle.js');
   const patchesOffBundlePath = path.join(bundleDir, 'patches-off-bundle.js');
+  // The CLI reads its version from ../package.json beside its own module: the bundle sits in a
+  // cli/ directory with the package's package.json one level up, as cli/main.ts does.
+  const cliBundlePath = path.join(bundleDir, 'cli', 'main.mjs');
+  const cliReady = (async () => {
+    await build({ entryPoints: [path.join(root, 'cli/main.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: cliBundlePath, logLevel: 'warning' });
+    await fs.copyFile(path.join(root, 'package.json'), path.join(bundleDir, 'package.json'));
+  })();
+  cliReady.catch(() => undefined); // awaited below
   const bundlesReady = (async () => {
     await writeWorkflowBundle(bundlePath);
     await fs.writeFile(smokeBundlePath, (await bundleWorkflows(path.join(root, 'test/fixtures/smoke-workflows.ts'))).code);
     await fs.writeFile(patchesOffBundlePath, (await buildPatchesOffBundle()).code);
   })();
-  await Promise.all([bundlesReady, templateReady]);
+  await Promise.all([bundlesReady, templateReady, cliReady]);
   return {
     values: {
       workflowBundlePath: bundlePath,
       smokeBundlePath,
       patchesOffBundlePath,
+      cliBundlePath,
       pgAdminUrl: adminUrl,
       pgTemplateDatabase: template,
       temporalCliPath: cli.path!,

@@ -2,9 +2,17 @@
 // but what the test writes there), its URL and key from the environment.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { inject } from 'vitest';
 import { TEST_API_KEY } from './api';
 
 const ROOT = join(import.meta.dirname, '..', '..');
+
+/**
+ * The node arguments that run the CLI before its own: cli/main.ts bundled once by the global
+ * setup (esbuild, as tsx compiles it), not compiled by tsx's loader in every process (about half a
+ * second of CPU each). test/cli-process.test.ts runs it as bin/synctide.js does, through tsx.
+ */
+export const cliEntry = (): string[] => [inject('cliBundlePath')];
 
 /** A CLI process: its output so far, its end (code and whole output), and ways to stop it. */
 export interface CliRun {
@@ -24,7 +32,7 @@ export interface CliRun {
  */
 export function startCli(home: string, url: string, args: string[], extraEnv: Record<string, string> = {}): CliRun {
   const env = { PATH: process.env.PATH ?? '', HOME: home, SYNCTIDE_URL: url, SYNCTIDE_API_KEY: TEST_API_KEY, ...extraEnv };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...cliEntry(), ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (chunk: Buffer) => (out.stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (out.stderr += chunk.toString()));
