@@ -31,6 +31,9 @@ describe('worker shutdown', () => {
         TEMPORAL_ADDRESS: env.address,
         TEMPORAL_TASK_QUEUE: 'shutdown-test',
         WORKER_METRICS_PORT: String(metricsPort),
+        // The workflows bundled once by the global setup, as the image sets it: the worker does not
+        // bundle them again at its start (webpack, many seconds of CPU on a loaded machine).
+        WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
         SCHEDULER_TICK_SECONDS: '3600',
         DEMO_CONNECTOR: 'true',
         CREDENTIALS_KEY: TEST_CREDENTIALS_KEY,
