@@ -4,7 +4,7 @@ import { Context } from '@temporalio/activity';
 import { openWebhookSecret } from '../lib/credentials';
 import { feedCursors, withSealedCursor } from '../lib/feed-cursors';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { type DeliveryTarget, failDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
+import { type DeliveryTarget, disableWebhook, failDelivery, failUnsentDelivery, findDeliveryTarget, recordDeliveryAttempt } from '../db/models/webhooks';
 import { deferredDeliverySeconds, DELIVERY_GIVE_UP_HOURS, deliveryGivenUp, deliveryRetrySeconds, nextDeliverySeconds } from '../policy/delivery-shares';
 import { withTransaction } from '../db/transaction';
 import { CertificateRefused, MalformedAnswer, postBounded } from '../lib/outbound';
@@ -44,7 +44,9 @@ export function startDeliveriesSoon(deps: Pick<ActivityDeps, 'temporal' | 'taskQ
  * attempt) signed with the webhook's secret (and with the secret a rotation replaced, while its
  * overlap lasts) and carrying the event id as idempotency key, records
  * the attempt with its status code, and returns on a 2xx answer. A 410 Gone ends the delivery
- * failed at once (a non-retryable failure: the receiver takes no more webhooks there). Any other
+ * failed at once (a non-retryable failure: the receiver takes no more webhooks there) and
+ * disables the webhook; a pending delivery of a disabled webhook ends failed at its next attempt
+ * without a request (its last error says why), so no run of it is left to restart. Any other
  * answer, or none, is a retryable failure, retried after the delivery schedule's delay for the attempts made in this
  * round, or after the wait a 429 or 503 asked for with Retry-After when longer (at most an hour). A delivery whose webhook was deleted is dropped, also when the deletion came while the attempt was in flight (whatever the receiver answered); one no longer pending (delivered, or
  * given up) is not sent again: a run started for it late (the reconcile tick restarting what it
@@ -57,6 +59,10 @@ export function deliverWebhook({ pool, webhooks, credentials, metrics }: Activit
       const target = await findDeliveryTarget(pool, deliveryId);
       if (!target) return 'dropped';
       if (target.status !== 'pending') return target.status;
+      if (target.disabled_reason !== null) {
+        await failUnsentDelivery(pool, deliveryId, new Date(), target.disabled_reason);
+        return 'failed';
+      }
       const release = webhooks.shares.take(target.tenant_id);
       if (release === null) {
         metrics.webhookDeliveriesDeferred.inc();
@@ -146,17 +152,24 @@ async function attempt(
   const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
   // The delivery's schedule runs on the server's clock: when this attempt was scheduled, by it.
   const scheduledAt = Context.current().info.currentAttemptScheduledTimestampMs;
-  const round = await withTransaction(pool, (tx) =>
-    recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at: new Date(), delivered, scheduledAt: new Date(scheduledAt) }),
-  );
+  const at = new Date();
+  const round = await withTransaction(pool, async (tx) => {
+    const recorded = await recordDeliveryAttempt(tx, { deliveryId, statusCode, error, durationMs: Date.now() - startedAt, at, delivered, scheduledAt: new Date(scheduledAt) });
+    // 410 Gone disables the webhook with the attempt that heard it (unless it was deleted meanwhile).
+    if (recorded !== null && statusCode === 410) {
+      await disableWebhook(tx, target.webhook_id, at, `the receiver answered 410 Gone at ${at.toISOString()}`);
+    }
+    return recorded;
+  });
   if (delivered) return 'delivered';
   // The delivery is gone (its webhook was deleted while the attempt was in flight): nothing is
   // left to retry, so the run ends as it would at its next attempt.
   if (round === null) return 'dropped';
   // 410 Gone: the receiver takes no more webhooks from this sender, and a sender stops sending to
   // it (Standard Webhooks). The delivery fails now, its attempt recorded with the 410 (the workflow
-  // marks it failed when the activity fails for good); each other delivery to the endpoint ends so
-  // at its own next attempt.
+  // marks it failed when the activity fails for good), and the webhook is disabled: each other
+  // pending delivery to it ends failed at its next attempt without a request, and new events
+  // make no delivery to it until it is enabled again.
   if (statusCode === 410) {
     throw ApplicationFailure.nonRetryable(
       'the receiver answered 410 Gone: it takes no more webhooks at this URL, so the delivery is not retried',

@@ -150,7 +150,15 @@ export function presentRecordChange(change: RecordChange) {
 
 /** A webhook as the API shows it: never its secret. */
 export function presentWebhook(row: WebhookRow) {
-  return { id: row.id, tenant_id: row.tenant_id, url: row.url, event_types: row.event_types, created_at: row.created_at.toISOString() };
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    url: row.url,
+    event_types: row.event_types,
+    created_at: row.created_at.toISOString(),
+    disabled_at: row.disabled_at?.toISOString() ?? null,
+    disabled_reason: row.disabled_reason,
+  };
 }
 
 /** One delivery with its attempts. */

@@ -80,6 +80,25 @@ export function listWebhooks(deps: CommandDeps, query: { tenantId?: string; afte
   return webhooks.listWebhooks(deps.pool, query);
 }
 
+/**
+ * Enables webhook `id` (clears when and why it was disabled) or disables it now, saying it was
+ * through the API; returns it. A disabled webhook gets no delivery of a new event, and each of its
+ * pending deliveries ends failed at its next attempt without a request; enabled again, its failed
+ * deliveries may be redelivered.
+ */
+export async function setWebhookEnabled(deps: CommandDeps, id: string, enabled: boolean): Promise<WebhookRow> {
+  let row: WebhookRow | null;
+  if (enabled) {
+    row = await webhooks.enableWebhook(deps.pool, id);
+  } else {
+    const at = new Date();
+    await webhooks.disableWebhook(deps.pool, id, at, `disabled through the API at ${at.toISOString()}`);
+    row = await webhooks.findWebhook(deps.pool, id);
+  }
+  if (!row) throw notFound('no webhook with that id');
+  return row;
+}
+
 /** Deletes a webhook and its deliveries; deliveries still retrying stop at their next attempt. */
 export async function deleteWebhook(deps: CommandDeps, id: string): Promise<void> {
   if (!(await webhooks.deleteWebhook(deps.pool, id))) throw notFound('no webhook with that id');
@@ -94,7 +113,8 @@ export async function listDeliveries(deps: CommandDeps, webhookId: string, query
 /**
  * Sends a delivery again: a finished one (delivered or failed) goes back to pending and gets a
  * new delivery workflow run, with the same event id, so a receiver can still deduplicate. A
- * delivery still pending is already being retried: refused with `delivery_pending`. A tenant
+ * delivery still pending is already being retried: refused with `delivery_pending`; one of a
+ * disabled webhook is refused with `webhook_disabled` (it would end failed unsent). A tenant
  * may ask for TENANT_MAX_REDELIVERIES_PER_HOUR in any sliding hour; more are refused
  * (`tenant_limit`, 429 with the seconds until the oldest leaves the hour).
  */
@@ -106,6 +126,8 @@ export async function redeliver(deps: CommandDeps, webhookId: string, deliveryId
     const delivery = await webhooks.findDeliveryForUpdate(tx, webhookId, deliveryId);
     if (!delivery) throw notFound('no delivery with that id for this webhook');
     if (delivery.status === 'pending') throw new CommandRefused('conflict', 'delivery_pending', 'the delivery is still being attempted');
+    // Sent now, it would end failed at once without a request.
+    if (hook.disabled_at !== null) throw new CommandRefused('conflict', 'webhook_disabled', 'the webhook is disabled; enable it first (PATCH /webhooks/{id} with enabled: true)');
     // Counted and recorded under the tenant's lock, over a sliding hour.
     const max = (await lockedLimits(deps, tx, hook.tenant_id)).redeliveriesPerHour;
     const recent = await redeliveriesInWindow(tx, hook.tenant_id);

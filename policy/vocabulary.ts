@@ -159,6 +159,7 @@ export const API_ERROR_CODES = [
   'immediate_sync_running',
   'job_finished',
   'delivery_pending',
+  'webhook_disabled',
   'cursor_expired',
   'payload_too_large',
   'unsupported_media_type',

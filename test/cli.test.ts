@@ -205,9 +205,16 @@ describe('synctide CLI against a real stack', () => {
     expect(created.secret).toMatch(/^whsec_/);
     webhookId = created.id;
     const [listed, table] = await Promise.all([json(['webhooks', 'list', '--tenant', 'acme']), cli(['webhooks', 'list'])]);
-    expect(listed.items).toEqual([{ id: webhookId, tenant_id: 'acme', url: hooks.url, event_types: ['sync.completed', 'sync.failed'], created_at: expect.any(String) }]);
+    expect(listed.items).toEqual([{ id: webhookId, tenant_id: 'acme', url: hooks.url, event_types: ['sync.completed', 'sync.failed'], created_at: expect.any(String), disabled_at: null, disabled_reason: null }]);
     expect(table.stdout).toContain(`${webhookId}  acme`);
+    expect(table.stdout).toMatch(new RegExp(`${webhookId}\\s+acme\\s+\\S+\\s+sync.completed,sync.failed\\s+enabled\\s`));
     expect(table.stdout).not.toContain(created.secret);
+    // Disabled, then enabled again (before any event comes).
+    const off = await cli(['webhooks', 'disable', webhookId]);
+    expect(off.stdout).toMatch(new RegExp(`^Webhook ${webhookId} is disabled: since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\(disabled through the API at \\S+\\)\\n$`));
+    expect((await cli(['webhooks', 'show', webhookId])).stdout).toMatch(/^disabled: +since .*\(disabled through the API at /m);
+    expect((await cli(['webhooks', 'enable', webhookId])).stdout).toBe(`Webhook ${webhookId} is enabled.\n`);
+    expect((await cli(['webhooks', 'show', webhookId])).stdout).toMatch(/^disabled: +no$/m);
   });
 
   it('syncs to completion: plain progress lines on stderr off a terminal, the summary on stdout, then --json the finished job', async () => {
@@ -293,7 +300,7 @@ describe('synctide CLI against a real stack', () => {
     expect(secret, rotated.stdout).toBeDefined();
     expect(rotated.stdout).toMatch(new RegExp(`^Rotated the signing secret of webhook ${webhookId}\nNew signing secret .*\nUntil \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC deliveries are signed with both secrets: switch your receiver to the new one before then\\.\\n$`));
     const now = await json(['webhooks', 'rotate-secret', webhookId, '--expire-previous-after', '0']);
-    expect(now).toEqual({ id: webhookId, tenant_id: 'acme', url: hooks.url, event_types: ['sync.completed', 'sync.failed'], created_at: expect.any(String), secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: null });
+    expect(now).toEqual({ id: webhookId, tenant_id: 'acme', url: hooks.url, event_types: ['sync.completed', 'sync.failed'], created_at: expect.any(String), disabled_at: null, disabled_reason: null, secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: null });
     expect(now.secret).not.toBe(secret);
     // The new secret is never shown again.
     expect((await cli(['webhooks', 'show', webhookId, '--json'])).stdout).not.toContain(now.secret);

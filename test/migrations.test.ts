@@ -67,6 +67,29 @@ describe('migrations', () => {
     }
   });
 
+  it("0078 goes down and up again cleanly: its down removes a webhook's disabled state, its up brings it back, and a disabled time without a reason is refused", async () => {
+    const url = await createEmptyDatabase();
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await migrate(url);
+      const before = await schemaFingerprint(url);
+      expect(before).toContain('webhooks.disabled_at:timestamp with time zone');
+      expect(before).toContain('webhooks.disabled_reason:text');
+      const [up78, down78] = upAndDown('0078_webhook_disabled.sql');
+      await client.connect();
+      await client.query(down78);
+      expect(await schemaFingerprint(url)).not.toContain('disabled_reason');
+      await client.query(up78);
+      expect(await schemaFingerprint(url)).toBe(before);
+      await expect(
+        client.query(`insert into webhooks (tenant_id, url, event_types, secret, disabled_at) values ('acme', 'https://example.com', '{sync.completed}', 's', now())`),
+      ).rejects.toThrow(/webhooks_disabled_check/);
+    } finally {
+      await client.end();
+      await dropDatabase(url);
+    }
+  });
+
   it('0075 goes down with a job queued behind a running one of its type: the queued one is cancelled, saying why, and nothing else changes', async () => {
     const url = await createEmptyDatabase();
     const client = new pg.Client({ connectionString: url });

@@ -191,6 +191,10 @@ describe('answers of the real API against the schemas of its OpenAPI document', 
     await check('get', '/webhooks/{id}', `/webhooks/${ZERO}`, 404);
     await check('post', '/webhooks/{id}/rotate-secret', `/webhooks/${hook.id}/rotate-secret`, 200, { body: { expire_previous_after_seconds: 0 } });
     await check('post', '/webhooks/{id}/rotate-secret', `/webhooks/${ZERO}/rotate-secret`, 404, { body: {} });
+    // Disabled (its answer shows when and why), then enabled again for the redelivery below.
+    await check('patch', '/webhooks/{id}', `/webhooks/${hook.id}`, 200, { body: { enabled: false } });
+    await check('patch', '/webhooks/{id}', `/webhooks/${hook.id}`, 200, { body: { enabled: true } });
+    await check('patch', '/webhooks/{id}', `/webhooks/${ZERO}`, 404, { body: { enabled: true } });
     // Its redelivery below goes nowhere off this machine: nothing listens on the discard port.
     await stack.db.pool.query(`update webhooks set url = 'http://127.0.0.1:9/hooks' where id = $1`, [hook.id]);
     const { rows } = await stack.db.pool.query<{ id: string }>(

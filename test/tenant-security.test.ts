@@ -326,6 +326,7 @@ describe('tenant security', () => {
       { name: 'GET /webhooks/:id', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}`) },
       { name: 'GET /webhooks/:id/deliveries', ok: 200, call: (k, w) => call(k, 'GET', `/webhooks/${w.hook}/deliveries`) },
       { name: 'POST /webhooks/:id/rotate-secret', ok: 200, call: (k, w) => call(k, 'POST', `/webhooks/${w.hook}/rotate-secret`, {}) },
+      { name: 'PATCH /webhooks/:id', ok: 200, call: (k, w) => call(k, 'PATCH', `/webhooks/${w.hook}`, { enabled: true }) },
       { name: 'DELETE /webhooks/:id', ok: 204, call: (k, w) => call(k, 'DELETE', `/webhooks/${w.hook}`) },
       {
         name: 'POST /oauth-apps', ok: 201,

@@ -84,7 +84,7 @@ describe('webhook secret rotation', () => {
     const latest = await dbNow();
     expect(rotated.status, rotated.text).toBe(200);
     expect(rotated.body).toEqual({
-      id, tenant_id: 'acme', url: hooks.url, event_types: ['connection.disabled'], created_at: expect.any(String),
+      id, tenant_id: 'acme', url: hooks.url, event_types: ['connection.disabled'], created_at: expect.any(String), disabled_at: null, disabled_reason: null,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       previous_secret_expires_at: expect.any(String),
     });

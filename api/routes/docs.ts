@@ -256,7 +256,7 @@ function registerWebhookEvents(app: OpenAPIHono<ApiEnv>): void {
       },
       responses: {
         200: { description: 'Any 2xx acknowledges the delivery' },
-        410: { description: 'Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event' },
+        410: { description: 'Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true`' },
         400: { description: 'Any other answer (or none within 10 s) is retried: after 10 s, 20 s, 40 s, … at most hourly, for 25 hours; after a 429 or 503 with `Retry-After` (seconds or an HTTP-date), no sooner than it asks, at most an hour later' },
       },
     });

@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret } from '../../commands/webhooks';
+import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret, setWebhookEnabled } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { mayRead, tenantFilter } from '../middleware/auth';
@@ -17,6 +17,7 @@ import {
   RedeliveryAnswerSchema,
   RotatedWebhookSecretSchema,
   RotateWebhookSecretBody,
+  UpdateWebhookBody,
   WebhookPageSchema,
   WebhookSchema,
 } from '../schemas/webhooks';
@@ -37,9 +38,17 @@ const list = createRoute({
 });
 const get = createRoute({
   method: 'get', path: '/webhooks/{id}', tags, summary: 'One webhook', operationId: 'getWebhook',
-  description: 'The webhook: its endpoint and event types (never its secret).',
+  description: 'The webhook: its endpoint, its event types and whether it is disabled (`disabled_at`, `disabled_reason`; never its secret).',
   request: { params: IdParams },
   responses: { 200: jsonAnswer(WebhookSchema, 'The webhook'), ...errorResponses, 404: notFound },
+});
+const update = createRoute({
+  method: 'patch', path: '/webhooks/{id}', tags, summary: 'Enable a disabled webhook again (or disable one)', operationId: 'updateWebhook',
+  description:
+    'A webhook is disabled when its receiver answers 410 Gone (it takes no more webhooks at that URL), or by `enabled: false` here: it then gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request. ' +
+    '`enabled: true` clears `disabled_at` and `disabled_reason`: new events are delivered to it again, and its failed deliveries may be redelivered. Events that came while it was disabled are not delivered to it.',
+  request: { params: IdParams, body: jsonBody(UpdateWebhookBody) },
+  responses: { 200: jsonAnswer(WebhookSchema, 'The webhook as it is now'), ...bodyErrorResponses, 404: notFound },
 });
 const remove = createRoute({
   method: 'delete', path: '/webhooks/{id}', tags, summary: 'Delete a webhook and its deliveries (retries in progress stop)', operationId: 'deleteWebhook',
@@ -58,7 +67,7 @@ const rotateSecret = createRoute({
 });
 const deliveries = createRoute({
   method: 'get', path: '/webhooks/{id}/deliveries', tags, summary: "A webhook's deliveries, newest first, with every attempt's status code", operationId: 'listWebhookDeliveries',
-  description: 'Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours, or the receiver answered 410 Gone, which is not retried), each with its attempts.',
+  description: 'Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours, the receiver answered 410 Gone, which is not retried and disables the webhook, or the webhook was disabled before it was sent: no attempt, `last_error` says why), each with its attempts.',
   request: { params: IdParams, query: ListDeliveriesQuery },
   responses: { 200: jsonAnswer(DeliveryPageSchema, 'One page'), ...errorResponses, 404: notFound },
 });
@@ -70,7 +79,7 @@ const redeliverRoute = createRoute({
     202: jsonAnswer(RedeliveryAnswerSchema, 'Queued for delivery'),
     ...errorResponses,
     404: notFound,
-    409: conflict('The delivery is still being attempted (`delivery_pending`)', 'delivery_pending'),
+    409: conflict('The delivery is still being attempted (`delivery_pending`), or the webhook is disabled (`webhook_disabled`): enable it first', 'delivery_pending', 'webhook_disabled'),
     429: { ...errorAnswer('This API key exceeded its request rate, or the tenant its redeliveries per hour (`tenant_limit`, with `limit`, `value` and `retry_after_seconds`); retry after `Retry-After` seconds', 'rate_limited', 'tenant_limit'), headers: retryAfter('Seconds until a request may succeed') },
   },
 });
@@ -94,6 +103,14 @@ export function webhookRoutes(deps: ApiDeps) {
   });
 
   app.openapi(get, async (c) => c.json(presentWebhook(await getWebhook(deps, c.req.valid('param').id)), 200));
+
+  app.openapi(update, async (c) => {
+    const { id } = c.req.valid('param');
+    const { enabled } = c.req.valid('json');
+    const webhook = await setWebhookEnabled(deps, id, enabled);
+    c.get('log').info({ webhook_id: webhook.id, tenant_id: webhook.tenant_id, enabled: webhook.disabled_at === null }, enabled ? 'webhook enabled' : 'webhook disabled');
+    return c.json(presentWebhook(webhook), 200);
+  });
 
   app.openapi(remove, async (c) => {
     await deleteWebhook(deps, c.req.valid('param').id);

@@ -37,6 +37,7 @@ const ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   immediate_sync_running: 'an immediate sync of this connection is already running; wait for its answer',
   job_finished: 'the job has already finished (completed)',
   delivery_pending: 'the delivery is still being attempted',
+  webhook_disabled: 'the webhook is disabled; enable it first (PATCH /webhooks/{id} with enabled: true)',
   cursor_expired: 'tombstones after this cursor have been purged; read the feed again from the start (no cursor)',
   payload_too_large: 'the request body exceeds 1048576 bytes (1 MiB)',
   unsupported_media_type: 'the request body must be JSON, sent with content-type: application/json',

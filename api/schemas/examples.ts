@@ -74,6 +74,8 @@ const webhook = ex(WebhookSchema, {
   url: 'https://example.com/hooks/synctide',
   event_types: ['sync.completed', 'sync.failed'],
   created_at: AT,
+  disabled_at: null,
+  disabled_reason: null,
 });
 
 const apiKey = ex(ApiKeySchema, {

@@ -34,8 +34,28 @@ export const WebhookSchema = z
     url: z.string(),
     event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
     created_at: z.string(),
+    disabled_at: NullableTime.openapi({
+      description:
+        'When the webhook was disabled, or null while it is enabled: by a receiver answering 410 Gone (it takes no more webhooks at that URL), or by `PATCH /webhooks/{id}` with `enabled: false`. ' +
+        'A disabled webhook gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request; `PATCH` with `enabled: true` enables it again',
+    }),
+    disabled_reason: z.string().nullable().openapi({
+      description: 'Why the webhook is disabled (a 410 Gone names the time it was answered), or null while it is enabled',
+      example: 'the receiver answered 410 Gone at 2025-01-01T12:00:00.000Z',
+    }),
   })
   .openapi('Webhook');
+
+/** `PATCH /webhooks/:id` body, strict: unknown keys are rejected. */
+export const UpdateWebhookBody = z
+  .strictObject({
+    enabled: z.boolean('must be true or false').openapi({
+      description:
+        'true enables a disabled webhook (clears `disabled_at` and `disabled_reason`; its failed deliveries may then be redelivered); false disables it. An enabled webhook stays as it is for true, a disabled one (its first time and reason kept) for false',
+      example: true,
+    }),
+  })
+  .openapi('UpdateWebhook');
 
 /** A new webhook with its signing secret, shown this once. */
 export const CreatedWebhookSchema = WebhookSchema.extend({

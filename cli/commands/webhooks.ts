@@ -1,4 +1,4 @@
-// webhooks create/list/show/delete/rotate-secret/deliveries/redeliver.
+// webhooks create/list/show/enable/disable/delete/rotate-secret/deliveries/redeliver.
 import type { components } from '../../clients/typescript';
 import { answer } from '../api';
 import { int, list, pages, PAGING, required, str, type Command } from '../command';
@@ -21,6 +21,11 @@ const EVENT_TYPE_KEYS: Record<EventType, true> = {
 
 /** Every event type a webhook can subscribe to, as the document lists them. */
 export const EVENT_TYPES = Object.keys(EVENT_TYPE_KEYS) as readonly EventType[];
+
+/** When and why a webhook is disabled, or 'no'. */
+function disabled(w: components['schemas']['Webhook']): string {
+  return w.disabled_at === null ? 'no' : `since ${when(w.disabled_at)} (${w.disabled_reason ?? ''})`;
+}
 
 export const webhookCommands: Command[] = [
   {
@@ -50,7 +55,11 @@ export const webhookCommands: Command[] = [
     async run({ client, settings, out }, flags) {
       const page = await pages(flags, (q) => answer(settings.url, client.GET('/webhooks', { params: { query: { ...q, tenant_id: str(flags, 'tenant') } } })));
       emit(out, page, () => [
-        ...table(['ID', 'TENANT', 'URL', 'EVENTS', 'CREATED'], page.items.map((w) => [w.id, w.tenant_id, w.url, w.event_types.join(','), when(w.created_at)]), 'No webhooks.'),
+        ...table(
+          ['ID', 'TENANT', 'URL', 'EVENTS', 'STATE', 'CREATED'],
+          page.items.map((w) => [w.id, w.tenant_id, w.url, w.event_types.join(','), w.disabled_at === null ? 'enabled' : 'disabled', when(w.created_at)]),
+          'No webhooks.',
+        ),
         ...(page.next_cursor ? [`(more: --cursor ${page.next_cursor}, or --all)`] : []),
       ]);
     },
@@ -61,9 +70,23 @@ export const webhookCommands: Command[] = [
     args: ['<webhook-id>'],
     async run({ client, settings, out }, _flags, [id]) {
       const w = await answer(settings.url, client.GET('/webhooks/{id}', { params: { path: { id: id! } } }));
-      emit(out, w, () => fields([['id', w.id], ['tenant', w.tenant_id], ['url', w.url], ['events', w.event_types.join(', ')], ['created', when(w.created_at)]]));
+      emit(out, w, () => fields([['id', w.id], ['tenant', w.tenant_id], ['url', w.url], ['events', w.event_types.join(', ')], ['created', when(w.created_at)], ['disabled', disabled(w)]]));
     },
   },
+  ...(['enable', 'disable'] as const).map(
+    (action): Command => ({
+      words: ['webhooks', action],
+      summary:
+        action === 'enable'
+          ? 'Enable a disabled webhook again (its failed deliveries may then be redelivered)'
+          : 'Disable a webhook: no new event is delivered to it, its pending deliveries end failed unsent',
+      args: ['<webhook-id>'],
+      async run({ client, settings, out }, _flags, [id]) {
+        const w = await answer(settings.url, client.PATCH('/webhooks/{id}', { params: { path: { id: id! } }, body: { enabled: action === 'enable' } }));
+        emit(out, w, () => (w.disabled_at === null ? `Webhook ${w.id} is enabled.` : `Webhook ${w.id} is disabled: ${disabled(w)}`));
+      },
+    }),
+  ),
   {
     words: ['webhooks', 'delete'],
     summary: 'Delete a webhook and its deliveries',

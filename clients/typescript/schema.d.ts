@@ -289,7 +289,7 @@ export interface paths {
         };
         /**
          * One webhook
-         * @description The webhook: its endpoint and event types (never its secret).
+         * @description The webhook: its endpoint, its event types and whether it is disabled (`disabled_at`, `disabled_reason`; never its secret).
          */
         get: operations["getWebhook"];
         put?: never;
@@ -301,7 +301,11 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Enable a disabled webhook again (or disable one)
+         * @description A webhook is disabled when its receiver answers 410 Gone (it takes no more webhooks at that URL), or by `enabled: false` here: it then gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request. `enabled: true` clears `disabled_at` and `disabled_reason`: new events are delivered to it again, and its failed deliveries may be redelivered. Events that came while it was disabled are not delivered to it.
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/webhooks/{id}/rotate-secret": {
@@ -333,7 +337,7 @@ export interface paths {
         };
         /**
          * A webhook's deliveries, newest first, with every attempt's status code
-         * @description Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours, or the receiver answered 410 Gone, which is not retried), each with its attempts.
+         * @description Deliveries of events to this webhook, newest first: pending, delivered or failed (retries ran out after 25 hours, the receiver answered 410 Gone, which is not retried and disables the webhook, or the webhook was disabled before it was sent: no attempt, `last_error` says why), each with its attempts.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -882,7 +886,7 @@ export interface components {
                  * @example not_found
                  * @enum {string}
                  */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "delivery_pending" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "busy" | "unavailable" | "internal" | "error";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "connection_paused" | "connection_disabled" | "circuit_breaker_open" | "purge_in_progress" | "tenant_limit" | "connection_needs_reauth" | "oauth_app_in_use" | "grant_source_not_oauth2" | "authorization_refused" | "token_exchange_failed" | "invalid_connection_config" | "idempotency_key_reused" | "backfill_in_progress" | "immediate_sync_running" | "job_finished" | "delivery_pending" | "webhook_disabled" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "sync_failed" | "timeout" | "busy" | "unavailable" | "internal" | "error";
                 /** @example no job with that id */
                 message: string;
             } & {
@@ -1740,6 +1744,16 @@ export interface components {
             url: string;
             event_types: ("sync.completed" | "sync.failed" | "sync.cancelled" | "connection.breaker_opened" | "connection.breaker_closed" | "connection.disabled" | "connection.credentials_invalid")[];
             created_at: string;
+            /**
+             * @description When the webhook was disabled, or null while it is enabled: by a receiver answering 410 Gone (it takes no more webhooks at that URL), or by `PATCH /webhooks/{id}` with `enabled: false`. A disabled webhook gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request; `PATCH` with `enabled: true` enables it again
+             * @example 2025-01-01T12:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
+             * @description Why the webhook is disabled (a 410 Gone names the time it was answered), or null while it is enabled
+             * @example the receiver answered 410 Gone at 2025-01-01T12:00:00.000Z
+             */
+            disabled_reason: string | null;
         };
         CreateWebhook: {
             /** @example acme */
@@ -1757,12 +1771,29 @@ export interface components {
             items: components["schemas"]["Webhook"][];
             next_cursor: string | null;
         };
+        UpdateWebhook: {
+            /**
+             * @description true enables a disabled webhook (clears `disabled_at` and `disabled_reason`; its failed deliveries may then be redelivered); false disables it. An enabled webhook stays as it is for true, a disabled one (its first time and reason kept) for false
+             * @example true
+             */
+            enabled: boolean;
+        };
         RotatedWebhookSecret: {
             id: string;
             tenant_id: string;
             url?: string;
             event_types?: ("sync.completed" | "sync.failed" | "sync.cancelled" | "connection.breaker_opened" | "connection.breaker_closed" | "connection.disabled" | "connection.credentials_invalid")[];
             created_at: string;
+            /**
+             * @description When the webhook was disabled, or null while it is enabled: by a receiver answering 410 Gone (it takes no more webhooks at that URL), or by `PATCH /webhooks/{id}` with `enabled: false`. A disabled webhook gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request; `PATCH` with `enabled: true` enables it again
+             * @example 2025-01-01T12:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
+             * @description Why the webhook is disabled (a 410 Gone names the time it was answered), or null while it is enabled
+             * @example the receiver answered 410 Gone at 2025-01-01T12:00:00.000Z
+             */
+            disabled_reason: string | null;
             /**
              * @description The new Standard Webhooks signing secret (`whsec_` and the base64 of 32 random bytes): shown only in this answer; store it now
              * @example whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=
@@ -4095,7 +4126,9 @@ export interface operations {
                      *             "sync.completed",
                      *             "sync.failed"
                      *           ],
-                     *           "created_at": "2025-01-01T12:00:00.000Z"
+                     *           "created_at": "2025-01-01T12:00:00.000Z",
+                     *           "disabled_at": null,
+                     *           "disabled_reason": null
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -4211,6 +4244,8 @@ export interface operations {
                      *         "sync.failed"
                      *       ],
                      *       "created_at": "2025-01-01T12:00:00.000Z",
+                     *       "disabled_at": null,
+                     *       "disabled_reason": null,
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/3JYfWWhE+k="
                      *     }
                      */
@@ -4339,7 +4374,9 @@ export interface operations {
                      *         "sync.completed",
                      *         "sync.failed"
                      *       ],
-                     *       "created_at": "2025-01-01T12:00:00.000Z"
+                     *       "created_at": "2025-01-01T12:00:00.000Z",
+                     *       "disabled_at": null,
+                     *       "disabled_reason": null
                      *     }
                      */
                     "application/json": components["schemas"]["Webhook"];
@@ -4519,6 +4556,131 @@ export interface operations {
             };
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhook"];
+            };
+        };
+        responses: {
+            /** @description The webhook as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3d0f7a9e-8c1b-4e55-b1f2-6a7d9e0c4b21",
+                     *       "tenant_id": "acme",
+                     *       "url": "https://example.com/hooks/synctide",
+                     *       "event_types": [
+                     *         "sync.completed",
+                     *         "sync.failed"
+                     *       ],
+                     *       "created_at": "2025-01-01T12:00:00.000Z",
+                     *       "disabled_at": null,
+                     *       "disabled_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The request does not match the schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, wrong or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A tenant key on an admin-only route, or without the scope (read, write) the method needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent without content-type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This API key exceeded its request rate; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds until this key has a request again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error (never with a stack, statement or internal detail; the API logs it) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Every database connection of the API process stayed in use for its whole connection timeout (`busy`), or Postgres or Temporal is unreachable (`unavailable`); retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     rotateWebhookSecret: {
         parameters: {
             query?: never;
@@ -4550,6 +4712,8 @@ export interface operations {
                      *         "sync.failed"
                      *       ],
                      *       "created_at": "2025-01-01T12:00:00.000Z",
+                     *       "disabled_at": null,
+                     *       "disabled_reason": null,
                      *       "secret": "whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=",
                      *       "previous_secret_expires_at": "2025-01-02T12:00:00.000Z"
                      *     }
@@ -4843,7 +5007,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The delivery is still being attempted (`delivery_pending`) */
+            /** @description The delivery is still being attempted (`delivery_pending`), or the webhook is disabled (`webhook_disabled`): enable it first */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6870,7 +7034,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -6972,7 +7136,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -7074,7 +7238,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -7164,7 +7328,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -7251,7 +7415,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -7338,7 +7502,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -7427,7 +7591,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410); each other delivery to the webhook fails so at its own next attempt. The webhook is kept: delete it, or it goes on making one attempt per event */
+            /** @description Gone: the receiver takes no more webhooks at this URL. The delivery fails at once, not retried (its attempt is listed with the 410), and the webhook is disabled (`disabled_at`, `disabled_reason`): its other pending deliveries end failed without a request, and no new event is delivered to it until `PATCH /webhooks/{id}` with `enabled: true` */
             410: {
                 headers: {
                     [name: string]: unknown;

@@ -16,9 +16,13 @@ export interface WebhookRow {
   url: string;
   event_types: WebhookEventType[];
   created_at: Date;
+  /** When the webhook was disabled (its receiver answered 410 Gone, or through the API); null while it is enabled. */
+  disabled_at: Date | null;
+  /** Why it was disabled (naming the 410, or the API, and when); null while it is enabled. */
+  disabled_reason: string | null;
 }
 
-const WEBHOOK_COLUMNS = 'id, tenant_id, url, event_types, created_at';
+const WEBHOOK_COLUMNS = 'id, tenant_id, url, event_types, created_at, disabled_at, disabled_reason';
 
 /** Inserts a webhook with id `id` and its sealed secret, and returns it (without the secret). */
 export async function insertWebhook(db: Queryable, hook: { id: string; tenantId: string; url: string; eventTypes: string[]; sealedSecret: string }): Promise<WebhookRow> {
@@ -78,6 +82,27 @@ export async function clearExpiredPreviousSecrets(db: Queryable): Promise<number
   return rowCount ?? 0;
 }
 
+/**
+ * Enables webhook `id` again (clears when and why it was disabled; one enabled already stays as
+ * it is) and returns it, or null when there is none. Its deliveries that failed while it was
+ * disabled stay failed: each may be redelivered.
+ */
+export async function enableWebhook(db: Queryable, id: string): Promise<WebhookRow | null> {
+  const { rows } = await db.query<WebhookRow>(
+    `update webhooks set disabled_at = null, disabled_reason = null where id = $1 returning ${WEBHOOK_COLUMNS}`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Disables webhook `id` at `at` for `reason`, in the caller's transaction; a webhook disabled
+ * already keeps its first time and reason.
+ */
+export async function disableWebhook(db: Queryable, id: string, at: Date, reason: string): Promise<void> {
+  await db.query('update webhooks set disabled_at = $2, disabled_reason = $3 where id = $1 and disabled_at is null', [id, at, reason]);
+}
+
 /** Deletes a webhook with its deliveries and their attempts; false when there was none. */
 export async function deleteWebhook(db: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await db.query('delete from webhooks where id = $1', [id]);
@@ -86,8 +111,8 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<boolean>
 
 /**
  * Inserts event `type` of connection `connectionId` with `data`, and one pending delivery for each
- * of the connection's tenant's webhooks subscribed to that type, in the caller's transaction.
- * Nothing is written when nobody listens. Returns the new deliveries' ids.
+ * of the connection's tenant's enabled webhooks subscribed to that type, in the caller's
+ * transaction (a disabled webhook gets none). Nothing is written when nobody listens. Returns the new deliveries' ids.
  *
  * The webhooks are read under a key-share lock held to the commit: one whose deletion commits
  * while the statement runs is passed by (no delivery to it) rather than failing the caller's
@@ -101,7 +126,7 @@ export async function insertConnectionEvent(
 ): Promise<string[]> {
   const { rows } = await tx.query<{ id: string }>(
     `with hooks as (select w.id, w.tenant_id from webhooks w join connections c on c.tenant_id = w.tenant_id
-                     where c.id = $1 and $2 = any (w.event_types) for key share of w),
+                     where c.id = $1 and $2 = any (w.event_types) and w.disabled_at is null for key share of w),
           event as (insert into webhook_events (tenant_id, connection_id, event_type, payload, created_at)
                     select (select tenant_id from hooks limit 1), $1, $2, $3, $4 where exists (select 1 from hooks)
                     returning id)
@@ -116,7 +141,7 @@ export async function insertConnectionEvent(
 /**
  * What the event `type` of job `jobId` says (its row, its record counts summed over its tasks and
  * the connection's feed head: latest change, purge epoch and the connection), read in the caller's transaction;
- * null when no webhook of the job's tenant listens for `type` (then it costs one index lookup). The
+ * null when no enabled webhook of the job's tenant listens for `type` (then it costs one index lookup). The
  * sums are read as float8 (exact JS numbers up to 2^53): a sum over tasks passes 32 bits where each
  * task's count does not, and an overflow would fail the transaction that ends the job.
  */
@@ -130,7 +155,7 @@ export async function findJobEventFacts(tx: Queryable, jobId: string, type: Webh
             lateral (select coalesce(sum(t.added_count), 0)::float8 as added, coalesce(sum(t.updated_count), 0)::float8 as updated,
                             coalesce(sum(t.deleted_count), 0)::float8 as deleted, coalesce(sum(t.unchanged_count), 0)::float8 as unchanged
                        from sync_tasks t where t.job_id = j.id) c
-      where j.id = $1 and exists (select 1 from webhooks w where w.tenant_id = j.tenant_id and $2 = any (w.event_types))`,
+      where j.id = $1 and exists (select 1 from webhooks w where w.tenant_id = j.tenant_id and $2 = any (w.event_types) and w.disabled_at is null)`,
     [jobId, type],
   );
   const row = rows[0];
@@ -155,13 +180,16 @@ export interface DeliveryTarget {
   /** The event's connection (null for an event of none). */
   event_connection_id: string | null;
   event_created_at: Date;
+  /** Why the webhook is disabled (no request is made to it), or null while it is enabled. */
+  disabled_reason: string | null;
 }
 
 /** A delivery with its webhook and event, or null (its webhook was deleted). */
 export async function findDeliveryTarget(db: Queryable, deliveryId: string): Promise<DeliveryTarget | null> {
   const { rows } = await db.query<DeliveryTarget>(
     `select d.id, d.status, d.webhook_id, w.url, w.secret,
-            case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.connection_id as event_connection_id, e.created_at as event_created_at
+            case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret, e.id as event_id, e.event_type, e.tenant_id, e.payload, e.connection_id as event_connection_id, e.created_at as event_created_at,
+            w.disabled_reason
        from webhook_deliveries d join webhooks w on w.id = d.webhook_id join webhook_events e on e.id = d.event_id
       where d.id = $1`,
     [deliveryId],
@@ -197,6 +225,19 @@ export async function recordDeliveryAttempt(
     [attempt.deliveryId, rows[0].attempts, attempt.statusCode, attempt.error, attempt.durationMs, attempt.at],
   );
   return { made: rows[0].attempts - rows[0].round_attempts_before, roundStartedAt: rows[0].round_started_at };
+}
+
+/**
+ * Ends a still-pending delivery of a disabled webhook failed at `at`, without an attempt: its
+ * last error says it was not sent and why the webhook is disabled. Redelivered once the webhook
+ * is enabled again, it is sent as any failed delivery is.
+ */
+export async function failUnsentDelivery(db: Queryable, deliveryId: string, at: Date, disabledReason: string): Promise<void> {
+  await db.query(
+    `update webhook_deliveries set status = ${DELIVERY.failed}, finished_at = $2, last_error = $3
+      where id = $1 and status = ${DELIVERY.pending}`,
+    [deliveryId, at, `not sent: the webhook is disabled (${disabledReason})`],
+  );
 }
 
 /**
