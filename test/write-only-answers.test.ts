@@ -73,7 +73,7 @@ describe('answers to a write-only key', () => {
 
     const rotated = await call(writer, 'POST', `/webhooks/${id}/rotate-secret`, { expire_previous_after_seconds: 60 });
     expect(rotated.status, rotated.text).toBe(200);
-    expect(Object.keys(rotated.body).sort()).toEqual(['created_at', 'id', 'previous_secret_expires_at', 'secret', 'tenant_id']);
+    expect(Object.keys(rotated.body).sort()).toEqual(['created_at', 'disabled_at', 'disabled_reason', 'id', 'previous_secret_expires_at', 'secret', 'tenant_id']);
     expect(rotated.body).toMatchObject({ id, tenant_id: 'hook-writer', secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.any(String) });
     for (const hidden of ['hooks.example.com', 'only-readers-see', 'sync.failed', 'connection.disabled']) expect(rotated.text).not.toContain(hidden);
 
@@ -83,6 +83,27 @@ describe('answers to a write-only key', () => {
       const full = await call(key, 'POST', `/webhooks/${id}/rotate-secret`);
       expect(full.status, full.text).toBe(200);
       expect(full.body).toMatchObject({ url: 'https://hooks.example.com/only-readers-see', event_types: ['sync.failed', 'connection.disabled'], secret: expect.stringMatching(/^whsec_/) });
+    }
+  });
+
+  it("answers a write-only key's PATCH /webhooks/{id} (enable, disable) with the webhook's state but without its url and event types", async () => {
+    const created = await admin('POST', '/webhooks', { tenant_id: 'hook-toggler', url: 'https://hooks.example.com/toggled-only-readers-see', event_types: ['sync.failed'] });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id as string;
+    const writer = await newKey('hook-toggler', ['write']);
+
+    const disabled = await call(writer, 'PATCH', `/webhooks/${id}`, { enabled: false });
+    expect(disabled.status, disabled.text).toBe(200);
+    expect(Object.keys(disabled.body).sort()).toEqual(['created_at', 'disabled_at', 'disabled_reason', 'id', 'tenant_id']);
+    expect(disabled.body).toMatchObject({ id, tenant_id: 'hook-toggler', disabled_at: expect.any(String), disabled_reason: expect.any(String) });
+    for (const hidden of ['hooks.example.com', 'only-readers-see', 'sync.failed']) expect(disabled.text).not.toContain(hidden);
+
+    // A key that reads, and the admin, see the whole webhook.
+    const both = await newKey('hook-toggler', ['read', 'write']);
+    for (const key of [both, TEST_API_KEY]) {
+      const full = await call(key, 'PATCH', `/webhooks/${id}`, { enabled: true });
+      expect(full.status, full.text).toBe(200);
+      expect(full.body).toMatchObject({ url: 'https://hooks.example.com/toggled-only-readers-see', event_types: ['sync.failed'], disabled_at: null, disabled_reason: null });
     }
   });
 

@@ -19,6 +19,7 @@ import {
   RotateWebhookSecretBody,
   UpdateWebhookBody,
   WebhookPageSchema,
+  UpdatedWebhookSchema,
   WebhookSchema,
 } from '../schemas/webhooks';
 
@@ -48,7 +49,7 @@ const update = createRoute({
     'A webhook is disabled when its receiver answers 410 Gone (it takes no more webhooks at that URL), or by `enabled: false` here: it then gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request. ' +
     '`enabled: true` clears `disabled_at` and `disabled_reason`: new events are delivered to it again, and its failed deliveries may be redelivered. Events that came while it was disabled are not delivered to it.',
   request: { params: IdParams, body: jsonBody(UpdateWebhookBody) },
-  responses: { 200: jsonAnswer(WebhookSchema, 'The webhook as it is now'), ...bodyErrorResponses, 404: notFound },
+  responses: { 200: jsonAnswer(UpdatedWebhookSchema, 'The webhook as it is now (without `url` and `event_types` for a key lacking the `read` scope)'), ...bodyErrorResponses, 404: notFound },
 });
 const remove = createRoute({
   method: 'delete', path: '/webhooks/{id}', tags, summary: 'Delete a webhook and its deliveries (retries in progress stop)', operationId: 'deleteWebhook',
@@ -109,7 +110,10 @@ export function webhookRoutes(deps: ApiDeps) {
     const { enabled } = c.req.valid('json');
     const webhook = await setWebhookEnabled(deps, id, enabled);
     c.get('log').info({ webhook_id: webhook.id, tenant_id: webhook.tenant_id, enabled: webhook.disabled_at === null }, enabled ? 'webhook enabled' : 'webhook disabled');
-    return c.json(presentWebhook(webhook), 200);
+    // A key without the read scope may enable or disable a webhook but not read it: its answer
+    // is the webhook's state without its url and event types.
+    const { url: _url, event_types: _eventTypes, ...state } = presentWebhook(webhook);
+    return c.json(mayRead(c) ? presentWebhook(webhook) : state, 200);
   });
 
   app.openapi(remove, async (c) => {

@@ -65,6 +65,9 @@ export const CreatedWebhookSchema = WebhookSchema.extend({
   }),
 }).openapi('CreatedWebhook');
 
+/** A webhook as enabled or disabled; without its url and event types for a key lacking the `read` scope. */
+export const UpdatedWebhookSchema = WebhookSchema.partial({ url: true, event_types: true }).openapi('UpdatedWebhook');
+
 const OVERLAP_RULE = `must be a whole number of seconds from 0 to ${SECRET_OVERLAP_MAX_SECONDS} (7 days)`;
 
 /** `POST /webhooks/:id/rotate-secret` body (optional), strict: unknown keys are rejected. */

@@ -1771,6 +1771,23 @@ export interface components {
             items: components["schemas"]["Webhook"][];
             next_cursor: string | null;
         };
+        UpdatedWebhook: {
+            id: string;
+            tenant_id: string;
+            url?: string;
+            event_types?: ("sync.completed" | "sync.failed" | "sync.cancelled" | "connection.breaker_opened" | "connection.breaker_closed" | "connection.disabled" | "connection.credentials_invalid")[];
+            created_at: string;
+            /**
+             * @description When the webhook was disabled, or null while it is enabled: by a receiver answering 410 Gone (it takes no more webhooks at that URL), or by `PATCH /webhooks/{id}` with `enabled: false`. A disabled webhook gets no delivery of a new event, and each of its pending deliveries ends `failed` at its next attempt without a request; `PATCH` with `enabled: true` enables it again
+             * @example 2025-01-01T12:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
+             * @description Why the webhook is disabled (a 410 Gone names the time it was answered), or null while it is enabled
+             * @example the receiver answered 410 Gone at 2025-01-01T12:00:00.000Z
+             */
+            disabled_reason: string | null;
+        };
         UpdateWebhook: {
             /**
              * @description true enables a disabled webhook (clears `disabled_at` and `disabled_reason`; its failed deliveries may then be redelivered); false disables it. An enabled webhook stays as it is for true, a disabled one (its first time and reason kept) for false
@@ -4571,27 +4588,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The webhook as it is now */
+            /** @description The webhook as it is now (without `url` and `event_types` for a key lacking the `read` scope) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "3d0f7a9e-8c1b-4e55-b1f2-6a7d9e0c4b21",
-                     *       "tenant_id": "acme",
-                     *       "url": "https://example.com/hooks/synctide",
-                     *       "event_types": [
-                     *         "sync.completed",
-                     *         "sync.failed"
-                     *       ],
-                     *       "created_at": "2025-01-01T12:00:00.000Z",
-                     *       "disabled_at": null,
-                     *       "disabled_reason": null
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Webhook"];
+                    "application/json": components["schemas"]["UpdatedWebhook"];
                 };
             };
             /** @description The request does not match the schema */
