@@ -9,7 +9,7 @@ import { exampleFeedCursor } from '../../lib/feed-cursors';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema } from './sync';
 import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema, TenantLimitsSchema } from './tenancy';
 import { AuthorizationSchema, CallbackSchema, OAuthAppPageSchema, OAuthAppSchema } from './oauth';
-import { CreatedWebhookSchema, DeliveryPageSchema, RedeliveryAnswerSchema, RotatedWebhookSecretSchema, WebhookPageSchema, WebhookSchema } from './webhooks';
+import { CreatedWebhookSchema, DeliveryPageSchema, RedeliveryAnswerSchema, RotatedWebhookSecretSchema, UpdatedWebhookSchema, WebhookPageSchema, WebhookSchema } from './webhooks';
 
 /** `value`, typed by `schema`. */
 const ex = <T extends z.ZodType>(_schema: T, value: z.output<T>): z.output<T> => value;
@@ -159,6 +159,7 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
     has_more: false,
   }),
   Webhook: webhook,
+  UpdatedWebhook: ex(UpdatedWebhookSchema, webhook),
   CreatedWebhook: ex(CreatedWebhookSchema, { ...webhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/3JYfWWhE+k=' }),
   RotatedWebhookSecret: ex(RotatedWebhookSecretSchema, { ...webhook, secret: 'whsec_3q2+7wTmPXz1G8yQ0vJkUu5bN4cH6aRfLdS9eKxYtEo=', previous_secret_expires_at: '2025-01-02T12:00:00.000Z' }),
   WebhookPage: ex(WebhookPageSchema, { items: [webhook], next_cursor: null }),

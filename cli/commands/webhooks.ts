@@ -23,7 +23,7 @@ const EVENT_TYPE_KEYS: Record<EventType, true> = {
 export const EVENT_TYPES = Object.keys(EVENT_TYPE_KEYS) as readonly EventType[];
 
 /** When and why a webhook is disabled, or 'no'. */
-function disabled(w: components['schemas']['Webhook']): string {
+function disabled(w: Pick<components['schemas']['Webhook'], 'disabled_at' | 'disabled_reason'>): string {
   return w.disabled_at === null ? 'no' : `since ${when(w.disabled_at)} (${w.disabled_reason ?? ''})`;
 }
 

@@ -4594,6 +4594,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "3d0f7a9e-8c1b-4e55-b1f2-6a7d9e0c4b21",
+                     *       "tenant_id": "acme",
+                     *       "url": "https://example.com/hooks/synctide",
+                     *       "event_types": [
+                     *         "sync.completed",
+                     *         "sync.failed"
+                     *       ],
+                     *       "created_at": "2025-01-01T12:00:00.000Z",
+                     *       "disabled_at": null,
+                     *       "disabled_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdatedWebhook"];
                 };
             };
