@@ -3,9 +3,7 @@
 // and hidden (as GitHub hides a spam account's items: every later one moves up a position) BETWEEN
 // the page requests of a pass, with whole-second timestamps (many ties), small pages, 3
 // configured repositories and 2 more added to the config at random, repositories dropped from the config (by the PATCH command, between passes or
-// while a pass reads) and named again, and full, incremental and backfill passes in random order,
-// some of them failing mid-way (a request answered 5xx or rate limited) and resumed from their
-// page token by the task's next attempt, GitHub changing meanwhile.
+// while a pass reads) and named again, and full, incremental and backfill passes in random order.
 // The sync passes run the real syncTask activity (MockActivityEnvironment) on real Postgres.
 //
 // Invariants:
@@ -45,8 +43,7 @@ type Op =
   | { kind: 'edit'; repo: number; item: number; tick: boolean }
   | { kind: 'create'; repo: number; pull: boolean; tick: boolean }
   | { kind: 'delete'; repo: number; item: number; tick: boolean }
-  /** `many` items hidden at once (GitHub hides all of a spam account's items together). */
-  | { kind: 'hide'; repo: number; item: number; tick: boolean; many: number }
+  | { kind: 'hide'; repo: number; item: number; tick: boolean }
   | { kind: 'transfer'; repo: number; item: number; to: number; tick: boolean };
 /** An op applied right after the pass's `after`-th listing request was answered (or after the pass, if it made fewer). */
 interface Mutation {
@@ -55,15 +52,10 @@ interface Mutation {
 }
 type Step =
   /** `drop`: a configured repository dropped by a PATCH while the pass waits for its `at`-th request. */
-  | { kind: 'full' | 'incremental'; mutations: Mutation[]; drop?: { repo: number; at: number }; fail?: Failure }
+  | { kind: 'full' | 'incremental'; mutations: Mutation[]; drop?: { repo: number; at: number } }
   | { kind: 'backfill'; mutations: Mutation[]; start: number; length: number }
   | { kind: 'add' }
   | { kind: 'drop'; repo: number };
-/** The pass's `at`-th request answered with a 5xx or a rate limit once: the task fails, and its next attempt resumes it. */
-interface Failure {
-  at: number;
-  kind: 'server_error' | 'secondary';
-}
 interface Scenario {
   perPage: number;
   initial: { issues: number; pulls: number }[];
@@ -74,7 +66,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('edit' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('create' as const), repo: fc.nat(), pull: fc.boolean(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hide' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean(), many: fc.integer({ min: 1, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hide' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('transfer' as const), repo: fc.nat(), item: fc.nat(), to: fc.nat(), tick: fc.boolean() }) },
 );
 const mutationsArb = fc.array(fc.record({ after: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 });
@@ -85,13 +77,6 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb,
       drop: fc.record({ repo: fc.nat(), at: fc.integer({ min: 1, max: 8 }) }),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb,
-      fail: fc.record({ at: fc.integer({ min: 2, max: 10 }), kind: fc.constantFrom('server_error' as const, 'secondary' as const) }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), repo: fc.nat() }) },
@@ -174,43 +159,39 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       await patch();
     };
 
-    /** Applies one op to the fake; returns the ids it deleted or hid. */
-    const apply = (op: Op): string[] => {
+    /** Applies one op to the fake; returns the id it deleted or hid, if any. */
+    const apply = (op: Op): string | null => {
       if (op.tick) clock += 1000;
       trace(`   op ${JSON.stringify(op)} → ${REPOS[op.repo % REPOS.length]} at ${at()} (after request ${fake.requests.length})`);
       const repo = REPOS[op.repo % REPOS.length]!;
       const items = fake.repos.get(repo)!.items;
       if (op.kind === 'create') {
         fake.create(repo, at(), op.pull);
-        return [];
+        return null;
       }
       if (op.kind === 'edit') {
-        if (items.length === 0) return [];
+        if (items.length === 0) return null;
         fake.touch(repo, items[op.item % items.length]!.number, at());
-        return [];
+        return null;
       }
       if (op.kind === 'hide') {
-        // Of one kind (all issues, or all pull requests), as a spam account's items are hidden together.
-        const pulls = items.filter((i) => 'pull_request' in i);
-        const kind = op.item % 2 === 0 && pulls.length > 0 ? pulls : items.filter((i) => !('pull_request' in i));
-        if (kind.length === 0) return [];
-        const start = Math.floor(op.item / 2) % kind.length;
-        const hidden = kind.slice(start, start + op.many).map((i) => i.number);
-        for (const n of hidden) fake.hide(repo, n);
-        return hidden.map((n) => `${repo}#${n}`);
+        if (items.length === 0) return null;
+        const hidden = items[op.item % items.length]!.number;
+        fake.hide(repo, hidden);
+        return `${repo}#${hidden}`;
       }
       const issues = items.filter((i) => !('pull_request' in i));
-      if (issues.length === 0) return [];
+      if (issues.length === 0) return null;
       const victim = issues[op.item % issues.length]!.number;
       if (op.kind === 'transfer') {
         const to = REPOS.filter((r) => r !== repo)[op.to % (REPOS.length - 1)]!;
         fake.transfer(repo, victim, to, at());
       } else fake.remove(repo, victim);
-      return [`${repo}#${victim}`];
+      return `${repo}#${victim}`;
     };
 
     /** Runs a pass with `mutations` applied between its listing requests; returns the ids deleted meanwhile. */
-    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }, dropAt?: { repo: number; at: number }, fail?: Failure) => {
+    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }, dropAt?: { repo: number; at: number }) => {
       const pending = [...mutations].sort((a, b) => a.after - b.after);
       const deleted = new Set<string>();
       let served = 0;
@@ -224,17 +205,15 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       fake.afterServe = () => {
         served += 1;
         while (pending.length > 0 && pending[0]!.after <= served) {
-          for (const gone of apply(pending.shift()!.op)) deleted.add(gone);
+          const gone = apply(pending.shift()!.op);
+          if (gone) deleted.add(gone);
         }
       };
       const from = fake.requests.length;
-      if (fail) fake.setFailure({ ...(fail.kind === 'secondary' ? { kind: 'secondary', retryAfter: 0 } : { kind: 'server_error', status: 502 }), nth: from + fail.at, times: 1 });
       try {
-        const mode = kind === 'full' ? 'full' : 'incremental';
-        const results = await driver.pass(id, RESOURCES, window ? { mode, window } : { mode, retries: fail ? 1 : 0 });
+        const results = await driver.pass(id, RESOURCES, window ? { mode: 'incremental', window } : { mode: kind === 'full' ? 'full' : 'incremental' });
         for (const [resource, result] of results) expect(result.status, `${kind} pass of ${resource}`).toBe('completed');
       } finally {
-        fake.setFailure(null);
         fake.afterServe = null;
         fake.beforeServe = null;
         trace(`-- ${kind} pass${window ? ` [${window.start.toISOString()}, ${window.end.toISOString()})` : ''}: requests ${from + 1}…${fake.requests.length}`);
@@ -287,7 +266,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       }
       // Whatever exists now and is not deleted during the pass existed for the whole pass.
       const before = truthOf(fake, configured);
-      const deleted = await runPass(step.kind, step.mutations, undefined, step.drop, step.fail);
+      const deleted = await runPass(step.kind, step.mutations, undefined, step.drop);
       await noneOfDropped(`after a ${step.kind} pass`);
       if (step.kind === 'full') {
         const dead = await tombstones();
