@@ -666,8 +666,13 @@ const secondOf = (iso: unknown) => (typeof iso === 'string' ? Math.floor(Date.pa
  * `since` = the last item's change time (inclusive: the items of that second are served again, and
  * the platform de-duplicates them), so an item edited mid-pass moves only to pages not yet read
  * and no other item slides into a page already read. When the whole page shares one second,
- * `since` cannot move: the next page is the next page number within that second. Null when the
- * page's times are unreadable (the caller follows GitHub's Link then).
+ * `since` cannot move: the next page is the next page number within that second, counted from the
+ * second's first item, so only from a page asked with `since` at that very second. A page wholly in
+ * a second its request did not ask for (a first page, or one numbered within an earlier second) is
+ * followed by that second's own first page: numbered on from it, an issue of the page edited out of
+ * the second before the next request would shift the second's listing back, and the next number
+ * would skip an issue there unchanged all along. Null when the page's times are unreadable (the
+ * caller follows GitHub's Link then).
  */
 function keysetNext(cfg: GitHubConfig, repository: string, url: string, body: readonly GitHubItem[]): string | null {
   const last = secondOf(body.at(-1)?.updated_at);
@@ -676,8 +681,7 @@ function keysetNext(cfg: GitHubConfig, repository: string, url: string, body: re
   const next = new URL(firstUrl(cfg, 'issues', repository, new Date(last * 1000)));
   if (first === last) {
     const params = new URL(url).searchParams;
-    const within = secondOf(params.get('since')) === last;
-    next.searchParams.set('page', String((within ? Number(params.get('page') ?? '1') : 1) + 1));
+    if (secondOf(params.get('since')) === last) next.searchParams.set('page', String(Number(params.get('page') ?? '1') + 1));
   }
   return next.href;
 }
