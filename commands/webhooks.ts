@@ -87,14 +87,10 @@ export function listWebhooks(deps: CommandDeps, query: { tenantId?: string; afte
  * deliveries may be redelivered.
  */
 export async function setWebhookEnabled(deps: CommandDeps, id: string, enabled: boolean): Promise<WebhookRow> {
-  let row: WebhookRow | null;
-  if (enabled) {
-    row = await webhooks.enableWebhook(deps.pool, id);
-  } else {
-    const at = new Date();
-    await webhooks.disableWebhook(deps.pool, id, at, `disabled through the API at ${at.toISOString()}`);
-    row = await webhooks.findWebhook(deps.pool, id);
-  }
+  const at = new Date();
+  const row = enabled
+    ? await webhooks.enableWebhook(deps.pool, id)
+    : await webhooks.disableWebhook(deps.pool, id, at, `disabled through the API at ${at.toISOString()}`);
   if (!row) throw notFound('no webhook with that id');
   return row;
 }

@@ -88,6 +88,10 @@ describe('a disabled webhook through the API', () => {
     const off = await call('PATCH', `/webhooks/${id}`, { enabled: false });
     expect(off.status, off.text).toBe(200);
     expect(off.body.disabled_reason).toBe(`disabled through the API at ${off.body.disabled_at}`);
+    // Disabled again, it keeps when and why it was first disabled; an unknown id is still 404.
+    const offAgain = await call('PATCH', `/webhooks/${id}`, { enabled: false });
+    expect([offAgain.status, offAgain.body]).toEqual([200, off.body]);
+    expect((await call('PATCH', '/webhooks/00000000-0000-4000-8000-000000000000', { enabled: false })).status).toBe(404);
     expect((await call('PATCH', `/webhooks/${id}`, { enabled: true })).body).toMatchObject({ disabled_at: null, disabled_reason: null });
   });
 });

@@ -96,11 +96,19 @@ export async function enableWebhook(db: Queryable, id: string): Promise<WebhookR
 }
 
 /**
- * Disables webhook `id` at `at` for `reason`, in the caller's transaction; a webhook disabled
- * already keeps its first time and reason.
+ * Disables webhook `id` at `at` for `reason`, in the caller's transaction, and returns it (null when
+ * there is none); a webhook disabled already keeps its first time and reason.
  */
-export async function disableWebhook(db: Queryable, id: string, at: Date, reason: string): Promise<void> {
-  await db.query('update webhooks set disabled_at = $2, disabled_reason = $3 where id = $1 and disabled_at is null', [id, at, reason]);
+export async function disableWebhook(db: Queryable, id: string, at: Date, reason: string): Promise<WebhookRow | null> {
+  const { rows } = await db.query<WebhookRow>(
+    `update webhooks
+        set disabled_at = coalesce(disabled_at, $2),
+            disabled_reason = case when disabled_at is null then $3 else disabled_reason end
+      where id = $1
+  returning ${WEBHOOK_COLUMNS}`,
+    [id, at, reason],
+  );
+  return rows[0] ?? null;
 }
 
 /** Deletes a webhook with its deliveries and their attempts; false when there was none. */
