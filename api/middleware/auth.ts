@@ -233,3 +233,14 @@ export function mayRead(c: Context<ApiEnv>): boolean {
   const principal = c.get('principal');
   return principal.kind === 'admin' || principal.scopes.includes(KEY_SCOPE.read);
 }
+
+/**
+ * A write route's answer: `full` to a caller that may read it, else `full` without the fields only
+ * a read would show (`readOnly`).
+ */
+export function writeAnswer<T extends object, K extends keyof T>(c: Context<ApiEnv>, full: T, readOnly: readonly K[]): T | Omit<T, K> {
+  if (mayRead(c)) return full;
+  const answer: Partial<T> = { ...full };
+  for (const key of readOnly) delete answer[key];
+  return answer as Omit<T, K>;
+}

@@ -14,7 +14,7 @@ import { connectionWorkflowId } from '../../temporal/ids';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError, describeIssues } from '../errors';
-import { tenantFilter } from '../middleware/auth';
+import { tenantFilter, writeAnswer } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { uuidCursor } from '../../policy/cursors';
 import { presentAccepted, presentConnection, presentConnectionDetail } from '../present';
@@ -152,9 +152,7 @@ export function connectionRoutes(deps: ApiDeps) {
     c.get('log').info({ connection_id: id, changed: Object.keys(body) }, 'connection updated');
     // A key without the read scope may change a connection but not read it: its answer leaves the
     // config out (an empty or schedule-only PATCH would otherwise read it).
-    const principal = c.get('principal');
-    const { config, ...rest } = presentConnection(row);
-    return c.json(principal.kind === 'tenant' && !principal.scopes.includes('read') ? rest : { ...rest, config }, 200);
+    return c.json(writeAnswer(c, presentConnection(row), ['config']), 200);
   });
 
   app.openapi(pause, async (c) => {

@@ -4,7 +4,7 @@ import { invalid } from '../../commands/errors';
 import { cancelJob, getJob, listJobs, requestJob } from '../../commands/jobs';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { mayRead, tenantFilter } from '../middleware/auth';
+import { tenantFilter, writeAnswer } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { jobCursor } from '../../policy/cursors';
 import { presentJob } from '../present';
@@ -79,13 +79,10 @@ export function jobRoutes(deps: ApiDeps) {
     c.get('log').info({ connection_id: connection.id, job_id: answer.job.id, created: answer.created }, 'backfill scheduled');
     // A key without the read scope may schedule a backfill but not read a job: its answer says which
     // job and its status, not how it ran (a repeated Idempotency-Key answers a job that may have).
-    const job = presentJob(answer.job);
-    const {
-      started_at: _startedAt, finished_at: _finishedAt, retry_count: _retryCount, max_retries: _maxRetries, retry_after: _retryAfter,
-      total_tasks: _totalTasks, completed_tasks: _completedTasks, failed_tasks: _failedTasks, processed_entities: _processed,
-      counts: _counts, progress_percentage: _progress, error: _error, ...rest
-    } = job;
-    return c.json(mayRead(c) ? job : rest, 202);
+    return c.json(writeAnswer(c, presentJob(answer.job), [
+      'started_at', 'finished_at', 'retry_count', 'max_retries', 'retry_after', 'total_tasks', 'completed_tasks', 'failed_tasks',
+      'processed_entities', 'counts', 'progress_percentage', 'error',
+    ]), 202);
   });
 
   app.openapi(get, async (c) => {

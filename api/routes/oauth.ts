@@ -10,7 +10,7 @@ import {
 } from '../../commands/oauth';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { mayRead, tenantFilter } from '../middleware/auth';
+import { tenantFilter, writeAnswer } from '../middleware/auth';
 import { callbackTurn } from '../middleware/tenant-turns';
 import { CLIENT_GONE } from '../middleware/receive-body';
 import { TenantTurns } from '../../lib/tenant-turns';
@@ -132,9 +132,7 @@ export function oauthRoutes(deps: ApiDeps, turns?: TenantTurns) {
     });
     // A key without the read scope may change an app but not read it: its answer leaves out the
     // client and its endpoints (an empty PATCH would otherwise read them).
-    const app = presentOAuthApp(row);
-    const { client_id: _clientId, authorize_url: _authorizeUrl, token_url: _tokenUrl, redirect_uri: _redirectUri, scopes: _scopes, ...rest } = app;
-    return c.json(mayRead(c) ? app : rest, 200);
+    return c.json(writeAnswer(c, presentOAuthApp(row), ['client_id', 'authorize_url', 'token_url', 'redirect_uri', 'scopes']), 200);
   });
 
   app.openapi(remove, async (c) => {

@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret, setWebhookEnabled } from '../../commands/webhooks';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { mayRead, tenantFilter } from '../middleware/auth';
+import { tenantFilter, writeAnswer } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentDelivery, presentWebhook } from '../present';
 import { deliveryCursor, uuidCursor } from '../../policy/cursors';
@@ -112,8 +112,7 @@ export function webhookRoutes(deps: ApiDeps) {
     c.get('log').info({ webhook_id: webhook.id, tenant_id: webhook.tenant_id, enabled: webhook.disabled_at === null }, enabled ? 'webhook enabled' : 'webhook disabled');
     // A key without the read scope may enable or disable a webhook but not read it: its answer
     // is the webhook's state without its url and event types.
-    const { url: _url, event_types: _eventTypes, ...state } = presentWebhook(webhook);
-    return c.json(mayRead(c) ? presentWebhook(webhook) : state, 200);
+    return c.json(writeAnswer(c, presentWebhook(webhook), ['url', 'event_types']), 200);
   });
 
   app.openapi(remove, async (c) => {
@@ -129,8 +128,7 @@ export function webhookRoutes(deps: ApiDeps) {
     // A key without the read scope may rotate a webhook's secret but not read the webhook: its
     // answer is the new secret without the webhook's url and event types.
     const rotated = { ...presentWebhook(webhook), secret, previous_secret_expires_at: webhook.previous_secret_expires_at?.toISOString() ?? null };
-    const { url: _url, event_types: _eventTypes, ...rest } = rotated;
-    return c.json(mayRead(c) ? rotated : rest, 200);
+    return c.json(writeAnswer(c, rotated, ['url', 'event_types']), 200);
   });
 
   app.openapi(deliveries, async (c) => {
