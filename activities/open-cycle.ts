@@ -1,6 +1,6 @@
 // One of the merged steps of the lean cycle: in one transaction what two or three of the older
 // activities did in one each, so a workflow can run it as one local activity.
-import { setStatusUnlessDisabled, findSchedulingRow } from '../db/models/connections';
+import { findSchedulingRow, lockConnection, setStatusUnlessDisabled } from '../db/models/connections';
 import { withTransaction } from '../db/transaction';
 import { feedCursors } from '../lib/feed-cursors';
 import { recordJobEnded } from '../lib/metrics';
@@ -22,6 +22,9 @@ export function openCycle(deps: ActivityDeps): Activities['openCycle'] {
   return async (input) => {
     const at = new Date(input.at);
     const { abandoned, deliveries, row } = await withTransaction(pool, async (tx) => {
+      // A step that both ends jobs and writes the connection's row locks that row first, as a pause
+      // or disable does (its row, then its queued jobs): the opposite order deadlocked with one.
+      if (input.cleanup && (input.schedule || input.status)) await lockConnection(tx, input.connectionId);
       const abandoned = input.cleanup ? await failAbandonedInTx(tx, input.connectionId, at, input.runId, feedCursors(deps.credentials)) : { jobs: [], deliveries: [] };
       if (input.schedule) await storeLegacyScheduleChange(tx, input.connectionId, input.schedule, settings, logger);
       if (input.status) await setStatusUnlessDisabled(tx, input.connectionId, input.status);
