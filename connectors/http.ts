@@ -19,9 +19,11 @@
 // stands (see catchUpOn; a catch-up page is another page than the pass's own of the same URL). A
 // task resumes from its stored token after its connection's config may have changed: a token of
 // another listing starts the pass again from its first page (the rest of the old listing says
-// nothing of what the new one serves, and its cursor would pass records the new one never read).
-// Tokens written before the digest, or before newest-first listings were noted, go on as they did
-// (such a pass ends with no catch-up).
+// nothing of what the new one serves, and its cursor would pass records the new one never read),
+// and so does one of another pagination of the resource (its next URL and read carry the old
+// paging: a page number counted from another start, another size or parameter, skips or repeats
+// records under the new one; see tokenDigest). Tokens written before the digest, or before
+// newest-first listings were noted, go on as they did (such a pass ends with no catch-up).
 //
 // Next URLs must share the origin of `base_url` (the credentials are never sent elsewhere), and a
 // query-parameter secret is added at request time only: it never appears in a token, a stored
@@ -1176,6 +1178,20 @@ function listingOf(cfg: HttpConfig, resourceType: string): string | null {
   ]);
 }
 
+/**
+ * The digest a page token of `resourceType` (configured in `cfg`) carries: of what its listing
+ * serves (listingOf) and of how it is paged (the resource's pagination, every setting, defaults
+ * applied). A token of another digest starts the pass again from its first page: its URL and read
+ * were made by the old paging, which the new one would continue (a page number counted from
+ * another start, a page of another size), skipping or repeating records. A token written before
+ * the pagination was part of the digest starts its pass again once.
+ */
+function tokenDigest(cfg: HttpConfig, resourceType: string, resource: Resource): string {
+  const pagination = resource.pagination ?? cfg.pagination;
+  const paging = Object.entries(pagination).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify([listingOf(cfg, resourceType), paging])).digest('base64url').slice(0, 16);
+}
+
 export const httpConnector: Connector = {
   slug: 'http',
 
@@ -1347,9 +1363,10 @@ export const httpConnector: Connector = {
       ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
       : GITHUB_RATE_LIMIT_HEADERS;
 
-    // A token of another listing (a config change since it was written) starts the pass again from
-    // the first page. Its digest comes from the config parsed above: a page parses its config once.
-    const listing = createHash('sha256').update(listingOf(cfg, name) ?? '').digest('base64url').slice(0, 16);
+    // A token of another listing or pagination (a config change since it was written) starts the
+    // pass again from the first page. Its digest comes from the config parsed above: a page parses
+    // its config once.
+    const listing = tokenDigest(cfg, name, resource);
     const stored = pageToken === null ? null : decodeToken(pageToken);
     const resumed = stored !== null && (stored.listing === undefined || stored.listing === listing) ? stored : null;
     const token: Token = resumed ?? { url: firstPage() };

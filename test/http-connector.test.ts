@@ -637,7 +637,9 @@ describe('http connector: config', () => {
 
   it('a page fetch parses its config once: the listing digest its page tokens carry comes from the config the fetch parsed', async () => {
     const cfg = config('link', { type: 'link_header' });
-    const listingDigest = createHash('sha256').update(httpConnector.listing!(cfg, 'customers')!).digest('base64url').slice(0, 16);
+    // The listing's and its pagination's (every setting, defaults applied, by name).
+    const paging = [['stable', true], ['type', 'link_header']];
+    const listingDigest = createHash('sha256').update(JSON.stringify([httpConnector.listing!(cfg, 'customers')!, paging])).digest('base64url').slice(0, 16);
     const parses = vi.spyOn(httpConfigSchema, 'safeParse');
     try {
       const fetch = (pageToken: string | null) =>
@@ -647,7 +649,7 @@ describe('http connector: config', () => {
       parses.mockClear();
       const second = await fetch(first.nextPageToken);
       expect(parses).toHaveBeenCalledTimes(1);
-      // The digest is still the listing's: a resumed token of it goes on, and the next token carries it.
+      // The digest is still the listing's and pagination's: a resumed token of it goes on, and the next token carries it.
       expect(second.records.map((r) => r.externalId)).toEqual(ITEMS.slice(SIZE, 2 * SIZE).map((i) => i.id));
       expect(JSON.parse(Buffer.from(second.nextPageToken!, 'base64url').toString('utf8')).listing).toBe(listingDigest);
     } finally {

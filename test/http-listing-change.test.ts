@@ -9,12 +9,14 @@ import { syncTask } from '../activities/sync-task';
 import { updateConnection } from '../commands/connections';
 import { useTestDatabase } from './helpers/database';
 import { testActivityDeps, testCommandDeps } from './helpers/deps';
+import { initialItems, useFakeHttpProviders } from './helpers/fake-http-provider';
 import { closeFakeServers, serve } from './helpers/fake-server';
 import { fakeTemporal } from './helpers/fake-temporal';
 import { createHttpConnection, runPass, storedRecords } from './helpers/http-sync';
 
 const db = useTestDatabase();
 afterEach(closeFakeServers);
+const startProvider = useFakeHttpProviders();
 
 const ITEMS = [
   { id: 'open-1', status: 'open', updated_at: '2025-01-01T00:00:00Z' },
@@ -157,5 +159,41 @@ describe('http connector: a task resumed after its listing changed', () => {
     await runPass(deps, id, 'items', 'incremental');
 
     expect([...(await storedRecords(db.pool, id, 'items')).keys()].sort()).toEqual(['closed-1', 'open-1', 'open-2']);
+  });
+});
+
+describe('http connector: a task resumed after its pagination changed', () => {
+  it('pages with the new settings from the first page, not on from the old position: every record the provider has is stored', async () => {
+    // Pages numbered from 0, two items each; the connection first says they count from 1 (the default).
+    const fake = await startProvider({ size: 2, initial: initialItems(8, Date.parse('2025-01-01T00:00:00Z')), pagesFrom: 0 });
+    const paged = (start: number) => ({
+      base_url: fake.baseUrl,
+      pagination: { type: 'page_number', param: 'page', start, size_param: 'per_page', size: 2 },
+      resources: { items: { path: '/page/items', records: 'results', id: 'id', updated_at: 'updated_at', since: { param: 'updated_since' } } },
+    });
+    const id = await createHttpConnection(db.pool, paged(1), 'repaged');
+    const { deps } = testActivityDeps({ pool: db.pool });
+
+    // A full pass fails at its third page (page 3), pages 1 and 2 stored...
+    fake.failRequest = (url) => url.searchParams.get('page') === '3';
+    const jobId = randomUUID();
+    await db.pool.query(
+      `insert into sync_jobs (id, connection_id, tenant_id, job_type, trigger, status) values ($1, $2, 'acme', 'full', 'manual', 'running')`,
+      [jobId, id],
+    );
+    const { rows } = await db.pool.query<{ id: string }>(`insert into sync_tasks (job_id, resource_type) values ($1, 'items') returning id`, [jobId]);
+    const input = { jobId, taskId: rows[0]!.id, resourceType: 'items', mode: 'full' as const };
+    await expect(new MockActivityEnvironment({ attempt: 1 }).run(syncTask(deps), input)).rejects.toThrow();
+    expect([...(await storedRecords(db.pool, id, 'items')).keys()].sort()).toEqual(['i00003', 'i00004', 'i00005', 'i00006']);
+
+    // ...the pages are said to count from 0, and the task's retry runs under the new config.
+    fake.failRequest = null;
+    await updateConnection(testCommandDeps(db.pool, fakeTemporal().client), id, { config: paged(0) });
+    await new MockActivityEnvironment({ attempt: 2 }).run(syncTask(deps), input);
+    await db.pool.query(`update sync_jobs set status = 'completed', finished_at = now() where id = $1`, [jobId]);
+
+    const stored = await storedRecords(db.pool, id, 'items');
+    expect([...stored.keys()].sort()).toEqual(fake.list().map((i) => i.id));
+    expect([...stored.values()].filter((r) => r.deleted_at !== null)).toEqual([]);
   });
 });

@@ -10,7 +10,8 @@
 //            the items after it in the listing's order (older ones, newest first);
 // - next:    the same position as a next URL in the body (`next`);
 // - cursor:  the same position as an opaque cursor in the body (`meta.next_cursor`, param `cursor`);
-// - page:    page numbers (`page`, `per_page`) over the list as it is at the request: they shift;
+// - page:    page numbers (`page`, `per_page`; the first page 1, or 0 with `pagesFrom: 0`) over the
+//            list as it is at the request: they shift;
 // - offset:  offsets (`offset`, `limit`) over the list as it is at the request: they shift;
 // - and /<style>/items/<id>: one item as `{ item }`, 404 once deleted.
 //
@@ -140,6 +141,8 @@ export async function startFakeHttpProvider(opts: {
   headers?: Record<string, string>;
   /** Lists newest first (see FakeHttpProvider.newestFirst). */
   newestFirst?: boolean;
+  /** The number of the first page of the `page` style (1 unless given). */
+  pagesFrom?: 0 | 1;
 }): Promise<FakeHttpProvider> {
   const items = new Map<string, FakeItem>((opts.initial ?? []).map((i) => [i.id, { ...i }]));
   const clock = opts.clock ?? Date.now;
@@ -248,9 +251,10 @@ export async function startFakeHttpProvider(opts: {
         return send({ items: page, meta: { next_cursor: next } });
       }
       case 'page': {
-        const page = Number(q.get('page') ?? 1);
+        const from = opts.pagesFrom ?? 1;
+        const page = Number(q.get('page') ?? from) - from;
         const per = Number(q.get('per_page') ?? size);
-        return send({ results: listed.slice((page - 1) * per, page * per) });
+        return send({ results: page < 0 ? [] : listed.slice(page * per, (page + 1) * per) });
       }
       case 'offset': {
         const offset = Number(q.get('offset') ?? 0);
