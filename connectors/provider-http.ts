@@ -172,12 +172,34 @@ export function jsonBody(answer: { status: number; text: string }, unreadable: s
 const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]+))/i;
 
 /**
+ * WHATWG's windows-1252 (its index) for bytes 0x80-0x9F, in byte order: the euro sign, curly
+ * quotes, dashes and the letters windows-1252 puts there; the five bytes it leaves undefined (0x81,
+ * 0x8D, 0x8F, 0x90, 0x9D) are the C1 control of their value, as WHATWG decodes them, so every byte
+ * stays one character of its own. Every other byte is the Latin-1 character of its value.
+ */
+const WINDOWS_1252_C1 =
+  '\u20AC\u0081\u201A\u0192\u201E\u2026\u2020\u2021\u02C6\u2030\u0160\u2039\u0152\u008D\u017D\u008F' +
+  '\u0090\u2018\u2019\u201C\u201D\u2022\u2013\u2014\u02DC\u2122\u0161\u203A\u0153\u009D\u017E\u0178';
+
+/**
+ * `body` read as windows-1252 (WHATWG's encoding of that name, which the labels iso-8859-1, latin1,
+ * us-ascii and ascii name too). Not by TextDecoder: Node 20's decodes 0x80-0x9F as Latin-1's C1
+ * controls (0x80 as U+0080, not the euro sign). A 32-character table rather than a library:
+ * iconv-lite (in the tree) reads the five undefined bytes as U+FFFD, losing them, and its
+ * iso-8859-1 is Latin-1, not WHATWG's windows-1252.
+ */
+function windows1252Text(body: Buffer): string {
+  return body.toString('latin1').replace(/[\x80-\x9f]/g, (c) => WINDOWS_1252_C1[c.charCodeAt(0) - 0x80]!);
+}
+
+/**
  * A provider's body as text. JSON is UTF-8 (RFC 8259), so a body that is valid UTF-8 is read so,
  * whatever charset its Content-Type names (servers name `ISO-8859-1` on everything by default). A
  * byte order mark is no part of the text (RFC 8259 lets a reader ignore one; .NET servers send it),
  * and names UTF-16 when it is one. A body that is not UTF-8 is read in the charset its Content-Type
  * names (an older API answering Latin-1 as `charset=iso-8859-1`: read as UTF-8, every accented
- * letter would be lost to U+FFFD), as is one whose charset is UTF-16 (whose ASCII is valid UTF-8,
+ * letter would be lost to U+FFFD; windows-1252 and the labels WHATWG reads as it, iso-8859-1,
+ * latin1 and us-ascii among them, by windows1252Text), as is one whose charset is UTF-16 (whose ASCII is valid UTF-8,
  * NULs between the letters). Else, or in a charset no decoder knows, as UTF-8, a byte no UTF-8
  * sequence holds read as U+FFFD.
  */
@@ -196,7 +218,7 @@ export function bodyText(body: Buffer, contentType: string | null): string {
   }
   const utf16 = named !== null && named.encoding.startsWith('utf-16');
   if (named === null || (!utf16 && isUtf8(body))) return body.toString('utf8');
-  return named.decode(body);
+  return named.encoding === 'windows-1252' ? windows1252Text(body) : named.decode(body);
 }
 
 /** Provider text fit for an error message: redacted first, then cut to MAX_ERROR_TEXT. */

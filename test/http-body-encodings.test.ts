@@ -5,7 +5,9 @@
 // read in that charset: read as UTF-8, every accented letter became U+FFFD and was stored so, the
 // provider's text lost. A byte order mark (RFC 8259 lets a reader ignore one; .NET servers send it)
 // is no part of the JSON: read as a character, it made every page unreadable, retried for ever.
-// A UTF-16 body is known by its byte order mark.
+// A UTF-16 body is known by its byte order mark. A body in windows-1252 (or iso-8859-1, latin1,
+// us-ascii: WHATWG reads them all as windows-1252) has its bytes 0x80-0x9F read as windows-1252
+// has them: Node 20's TextDecoder read 0x80 as U+0080, not the euro sign the provider sent.
 import { describe, expect, it } from 'vitest';
 import { httpConnector } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
@@ -35,6 +37,21 @@ describe('the http connector and the bytes of a body', () => {
     expect(names(await read('application/json; charset=iso-8859-1', latin1))).toEqual(['Café Müller', 'EUR 5']);
     // A quoted charset, named in another case.
     expect(names(await read('application/json;charset="Windows-1252"', latin1))).toEqual(['Café Müller', 'EUR 5']);
+  });
+
+  it('reads bytes 0x80-0x9F of a body in windows-1252 (or a label WHATWG reads as it) as windows-1252 has them, not as Latin-1 controls', async () => {
+    // '€ 5' as windows-1252 writes it (0x80), and curly quotes, a dash and letters of 0x80-0x9F.
+    const cp1252 = Buffer.from(JSON.stringify({ items: [
+      { id: 'a', name: 'Café Müller', updated_at: '2025-03-01T00:00:00Z' },
+      { id: 'b', name: '\x80 5', updated_at: '2025-03-01T00:01:00Z' },
+      { id: 'c', name: '\x93Š\x94 \x96 \x8c\x9f\x99', updated_at: '2025-03-01T00:02:00Z' },
+      // The five bytes windows-1252 leaves undefined: the C1 controls of their value (WHATWG), each byte kept.
+      { id: 'd', name: '\x81\x8d\x8f\x90\x9d', updated_at: '2025-03-01T00:03:00Z' },
+    ] }).replace('Š', '\x8a'), 'latin1');
+    const expected = ['Café Müller', '€ 5', '\u201cŠ\u201d \u2013 ŒŸ™', '\u0081\u008d\u008f\u0090\u009d'];
+    for (const charset of ['windows-1252', 'iso-8859-1', 'latin1', 'us-ascii']) {
+      expect(names(await read(`application/json; charset=${charset}`, cp1252)), charset).toEqual(expected);
+    }
   });
 
   it('reads a UTF-8 body as UTF-8 whatever charset its Content-Type names', async () => {
