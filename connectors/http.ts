@@ -8,7 +8,8 @@
 // Every request goes through the connectors' one HTTP path (`providerGet`): the shared rate budget
 // applies, and failures map to the typed errors as for GitHub (401/403 → Permanent unless they
 // carry rate-limit signals; 429, and 503 with Retry-After → RateLimited; other 5xx, 408, network
-// errors, unreadable JSON → Transient; other 4xx → Permanent).
+// errors, unreadable JSON → Transient; other 4xx → Permanent). A page body whose bytes cannot all
+// be read as text (not UTF-8, and in no charset it names that holds them) is Permanent (jsonOf).
 //
 // The page token is base64url JSON { url, read?, listing, lastAt?, exclusive?, head?, low?, upper?,
 // falling?, catchup? }: the exact next URL, whatever the pagination style, for page numbers and
@@ -1157,7 +1158,21 @@ function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<
  */
 const pageWhat = (name: string, url: string, secrets: readonly string[]): string => `'${name}' (${cutText(redactSecrets(new URL(url).pathname, secrets), 200)})`;
 
-const jsonOf = (answer: { status: number; text: string }, what: string): unknown => jsonBody(answer, `http connector: unreadable JSON for ${what}`);
+/**
+ * The JSON body of a page or record answer (2xx). One whose bytes could not all be read (not
+ * UTF-8, and in no charset it names that holds them: `undecodable`) fails for good: read with
+ * U+FFFD in their place, its records would be stored with text the provider never sent, and the
+ * provider answers every retry alike. `redact` quotes the provider's Content-Type.
+ */
+function jsonOf(answer: { status: number; text: string; undecodable?: string }, what: string, redact: (text: string) => string): unknown {
+  if (answer.undecodable !== undefined) {
+    throw new Permanent(
+      `http connector: ${what}: ${redact(answer.undecodable)}; read anyway, its records would hold U+FFFD where the provider sent those bytes ` +
+        '(JSON is UTF-8, RFC 8259): the provider must answer in UTF-8 or name the charset it answers in (e.g. application/json; charset=windows-1252)',
+    );
+  }
+  return jsonBody(answer, `http connector: unreadable JSON for ${what}`);
+}
 
 // ---------------------------------------------------------------------------------------------
 // The connector
@@ -1315,7 +1330,7 @@ export const httpConnector: Connector = {
         continue;
       }
       if (answer.status < 200 || answer.status >= 300) throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
-      const body = jsonOf(answer, what);
+      const body = jsonOf(answer, what, redact);
       const found = readPath(body, resource.item.record);
       // Null where the record would be names no record (`{"data": null}`, as GraphQL APIs and many
       // JSON wrappers answer a missing one): gone. Absent still fails: a path that names nothing is
@@ -1391,7 +1406,7 @@ export const httpConnector: Connector = {
         if (mayGo && POSITION_GONE.has(answer.status)) return null;
         throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);
       }
-      const body = jsonOf(answer, what);
+      const body = jsonOf(answer, what, redact);
       // `null` there, or where an object on the way would be (`{"data": null}` for `data.items`), is
       // an empty list: a provider written in Go marshals one (a nil slice or pointer) so. Absent
       // stays a failure: a path that names nothing is more likely the config's mistake, and read as

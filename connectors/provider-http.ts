@@ -192,6 +192,13 @@ function windows1252Text(body: Buffer): string {
   return body.toString('latin1').replace(/[\x80-\x9f]/g, (c) => WINDOWS_1252_C1[c.charCodeAt(0) - 0x80]!);
 }
 
+/** A provider's body as text, and what kept it from being read exactly, if anything (see decodeBody). */
+export interface DecodedBody {
+  text: string;
+  /** Why some bytes of the body are no character of the encoding it was read in (`text` has U+FFFD for them). */
+  problem?: string;
+}
+
 /**
  * A provider's body as text. JSON is UTF-8 (RFC 8259), so a body that is valid UTF-8 is read so,
  * whatever charset its Content-Type names (servers name `ISO-8859-1` on everything by default). A
@@ -199,26 +206,44 @@ function windows1252Text(body: Buffer): string {
  * and names UTF-16 when it is one. A body that is not UTF-8 is read in the charset its Content-Type
  * names (an older API answering Latin-1 as `charset=iso-8859-1`: read as UTF-8, every accented
  * letter would be lost to U+FFFD; windows-1252 and the labels WHATWG reads as it, iso-8859-1,
- * latin1 and us-ascii among them, by windows1252Text), as is one whose charset is UTF-16 (whose ASCII is valid UTF-8,
- * NULs between the letters). Else, or in a charset no decoder knows, as UTF-8, a byte no UTF-8
- * sequence holds read as U+FFFD.
+ * latin1 and us-ascii among them, by windows1252Text), as is one whose charset is UTF-16 (whose
+ * ASCII is valid UTF-8, NULs between the letters). No byte is guessed at: a body that is not UTF-8
+ * and names no charset, one no decoder knows or UTF-8, or one with a byte its named charset (or its
+ * byte order mark's) does not hold, is read with U+FFFD for such bytes and `problem` says so; a
+ * connector storing what the body holds refuses it (an error answer's text is only quoted).
  */
-export function bodyText(body: Buffer, contentType: string | null): string {
-  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return body.toString('utf8', 3);
-  // TextDecoder leaves out the byte order mark it decodes from.
-  if (body[0] === 0xff && body[1] === 0xfe) return new TextDecoder('utf-16le').decode(body);
-  if (body[0] === 0xfe && body[1] === 0xff) return new TextDecoder('utf-16be').decode(body);
+export function decodeBody(body: Buffer, contentType: string | null): DecodedBody {
+  /** `bytes` in `encoding`, or, with `problem`, as it reads them with U+FFFD for what it does not hold. */
+  const strictly = (encoding: string, bytes: Uint8Array, problem: string): DecodedBody => {
+    try {
+      // TextDecoder leaves out the byte order mark it decodes from.
+      return { text: new TextDecoder(encoding, { fatal: true }).decode(bytes) };
+    } catch {
+      return { text: new TextDecoder(encoding).decode(bytes), problem };
+    }
+  };
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return strictly('utf-8', body, 'the body is not UTF-8 after its UTF-8 byte order mark');
+  if (body[0] === 0xff && body[1] === 0xfe) return strictly('utf-16le', body, 'the body is not UTF-16 after its UTF-16 byte order mark');
+  if (body[0] === 0xfe && body[1] === 0xff) return strictly('utf-16be', body, 'the body is not UTF-16 after its UTF-16 byte order mark');
   const match = CHARSET.exec(contentType ?? '');
-  const label = match?.[1] ?? match?.[2];
-  let named: InstanceType<typeof TextDecoder> | null = null;
+  const label = (match?.[1] ?? match?.[2])?.trim();
+  let named: string | null = null;
   try {
-    named = label === undefined ? null : new TextDecoder(label.trim());
+    named = label === undefined ? null : new TextDecoder(label).encoding;
   } catch {
-    // A charset no decoder knows: read as UTF-8.
+    // A charset no decoder knows.
   }
-  const utf16 = named !== null && named.encoding.startsWith('utf-16');
-  if (named === null || (!utf16 && isUtf8(body))) return body.toString('utf8');
-  return named.encoding === 'windows-1252' ? windows1252Text(body) : named.decode(body);
+  const utf16 = named !== null && named.startsWith('utf-16');
+  if (!utf16 && isUtf8(body)) return { text: body.toString('utf8') };
+  if (named === 'windows-1252') return { text: windows1252Text(body) };
+  if (named !== null && named !== 'utf-8') return strictly(named, body, `the body is not UTF-8 and not valid ${named}, the charset its Content-Type names`);
+  const problem =
+    label === undefined
+      ? `the body is not UTF-8 and its Content-Type ('${cutText(contentType ?? '', 100)}') names no charset`
+      : named === null
+        ? `the body is not UTF-8 and its Content-Type names a charset no decoder here knows ('${cutText(label, 100)}')`
+        : 'the body is not UTF-8, the charset its Content-Type names';
+  return { text: body.toString('utf8'), problem };
 }
 
 /** Provider text fit for an error message: redacted first, then cut to MAX_ERROR_TEXT. */
@@ -231,6 +256,11 @@ export interface ProviderResponse {
   status: number;
   headers: Headers;
   text: string;
+  /**
+   * Why the body could not be read exactly (decodeBody's `problem`: `text` has U+FFFD for bytes of
+   * it), if so.
+   */
+  undecodable?: string;
   /** The URL that answered (a same-origin redirect may have moved it). */
   url: string;
 }
@@ -363,7 +393,8 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
     }
     // 304 Not Modified answers a conditional request; it is not a redirect.
     if (answer.status < 300 || answer.status >= 400 || answer.status === 304) {
-      return { status: answer.status, headers: answer.headers, text: bodyText(answer.body, answer.headers.get('content-type')), url: current };
+      const { text, problem } = decodeBody(answer.body, answer.headers.get('content-type'));
+      return { status: answer.status, headers: answer.headers, text, ...(problem !== undefined && { undecodable: problem }), url: current };
     }
     const location = answer.headers.get('location');
     let next: URL | null = null;

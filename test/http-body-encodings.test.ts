@@ -7,11 +7,14 @@
 // is no part of the JSON: read as a character, it made every page unreadable, retried for ever.
 // A UTF-16 body is known by its byte order mark. A body in windows-1252 (or iso-8859-1, latin1,
 // us-ascii: WHATWG reads them all as windows-1252) has its bytes 0x80-0x9F read as windows-1252
-// has them: Node 20's TextDecoder read 0x80 as U+0080, not the euro sign the provider sent.
+// has them: Node 20's TextDecoder read 0x80 as U+0080, not the euro sign the provider sent. A
+// page body that is not UTF-8 and names no charset a decoder knows (or one that does not hold its
+// bytes) fails for good, naming the resource: it was read as UTF-8, each such byte stored as
+// U+FFFD, the provider's text silently lost.
 import { describe, expect, it } from 'vitest';
 import { httpConnector } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
-import type { ConnectorRecord } from '../connectors/types';
+import { Permanent, Transient, type ConnectorRecord } from '../connectors/types';
 import { TEST_PROVIDER_POLICY } from './helpers/deps';
 import { serve } from './helpers/fake-server';
 
@@ -69,8 +72,29 @@ describe('the http connector and the bytes of a body', () => {
     expect(names(await read('application/json', Buffer.concat([Buffer.from([0xfe, 0xff]), be])))).toEqual(['Café Müller', '€ 5']);
   });
 
-  it('reads a body neither UTF-8 nor in a charset it names as UTF-8 does, a stray byte replaced', async () => {
-    expect(names(await read('application/json', Buffer.from(BODY.replace('€', 'EUR'), 'latin1')))).toEqual(['Caf\uFFFD M\uFFFDller', 'EUR 5']);
-    expect(names(await read('application/json; charset=no-such-charset', Buffer.from(BODY.replace('€', 'EUR'), 'latin1')))).toEqual(['Caf\uFFFD M\uFFFDller', 'EUR 5']);
+  it('fails the page for good, naming the resource, when a body is not UTF-8 and names no charset a decoder knows: nothing is stored with U+FFFD for its bytes', async () => {
+    const latin1 = Buffer.from(BODY.replace('€', 'EUR'), 'latin1');
+    const fails = async (contentType: string, problem: RegExp) => {
+      const error = await read(contentType, latin1).then(() => null, (err: unknown) => err);
+      expect(error, contentType).toBeInstanceOf(Permanent);
+      expect((error as Error).message, contentType).toMatch(problem);
+      expect((error as Error).message, contentType).toMatch(/^http connector: 'items' \(\/items\): /);
+    };
+    await fails('application/json', /the body is not UTF-8 and its Content-Type \('application\/json'\) names no charset/);
+    await fails('application/json; charset=no-such-charset', /the body is not UTF-8 and its Content-Type names a charset no decoder here knows \('no-such-charset'\)/);
+    // Named UTF-8, it is not: the same.
+    await fails('application/json; charset=utf-8', /the body is not UTF-8, the charset its Content-Type names/);
+    // A charset a decoder knows that cannot read a byte of the body: that byte is not replaced either.
+    await fails('application/json; charset=shift_jis', /the body is not UTF-8 and not valid shift_jis, the charset its Content-Type names/);
+  });
+
+  it('reads an error answer whose body is not UTF-8 as it did: a 503 is still worth another try', async () => {
+    const fake = await serve((_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end(Buffer.from('Dienst vorübergehend nicht verfügbar', 'latin1'));
+    });
+    const config = { base_url: fake.url, resources: { items: { path: '/items', id: 'id', records: 'items' } } };
+    const request = { resource: 'items', since: null, until: null, config, credentials: null, policy: TEST_PROVIDER_POLICY };
+    await expect(httpConnector.fetchPage({ ...request, pageToken: null })).rejects.toBeInstanceOf(Transient);
   });
 });
