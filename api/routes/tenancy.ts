@@ -5,6 +5,7 @@ import { getTenantLimits, setTenantLimits } from '../../commands/tenant-limits';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError, describeIssues } from '../errors';
+import { mayRead } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentApiKey, presentAuditEntry, presentPurge, presentTenantLimits } from '../present';
 import { serialCursor } from '../../policy/cursors';
@@ -17,6 +18,7 @@ import {
   CreateApiKeyBody,
   CreatedApiKeySchema,
   PurgeSchema,
+  StartedPurgeSchema,
   TenantKeyParams,
   TenantLimitsBody,
   TenantLimitsSchema,
@@ -63,9 +65,9 @@ const audit = createRoute({
 const remove = createRoute({
   method: 'delete', path: '/connections/{id}', tags: ['connections'],
   summary: 'Delete a connection and purge everything of it (its workflow and jobs are stopped first)', operationId: 'deleteConnection',
-  description: 'Disables the connection, stops its workflow and jobs, then a `connection-purge:<id>` workflow deletes its rows in batches, the connection last. Read the purge at `/purges/{id}`.',
+  description: 'Disables the connection, stops its workflow and jobs, then a `connection-purge:<id>` workflow deletes its rows in batches, the connection last. Read the purge at `/purges/{id}`. Repeated while the purge is open, answers the same purge. A key lacking the `read` scope gets the purge without `deleted_rows`.',
   request: { params: IdParams },
-  responses: { 202: jsonAnswer(PurgeSchema, 'The purge, running; read it at /purges/{id}. Afterwards the connection is 404'), ...errorResponses, 404: notFound },
+  responses: { 202: jsonAnswer(StartedPurgeSchema, 'The purge, running (without `deleted_rows` for a key lacking the `read` scope); read it at /purges/{id}. Afterwards the connection is 404'), ...errorResponses, 404: notFound },
 });
 const purge = createRoute({
   method: 'get', path: '/purges/{id}', tags: ['connections'], summary: "A connection purge's status", operationId: 'getPurge',
@@ -124,7 +126,12 @@ export function tenancyRoutes(deps: ApiDeps) {
   app.openapi(remove, async (c) => {
     const row = await deleteConnection(deps, c.req.valid('param').id);
     c.get('log').info({ connection_id: row.connection_id, purge_id: row.id }, 'connection deleted; purge started');
-    return c.json(presentPurge(row), 202);
+    // A key without the read scope may delete a connection but not read its purge: its answer says
+    // which purge and its status, not how far it got (repeated while the purge is open, the DELETE
+    // answers that purge, rows deleted included).
+    const purge = presentPurge(row);
+    const { deleted_rows: _deletedRows, ...rest } = purge;
+    return c.json(mayRead(c) ? purge : rest, 202);
   });
 
   app.openapi(purge, async (c) => c.json(presentPurge(await getPurge(deps, c.req.valid('param').id)), 200));

@@ -7,7 +7,7 @@ import { CancelAnswerSchema, JobPageSchema, JobSchema } from './jobs';
 import { RecordPageSchema } from './records';
 import { exampleFeedCursor } from '../../lib/feed-cursors';
 import { ImmediateSyncSchema, ImmediateSyncTimeoutSchema, SyncAcceptedSchema } from './sync';
-import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema, TenantLimitsSchema } from './tenancy';
+import { ApiKeyListSchema, ApiKeySchema, AuditPageSchema, CreatedApiKeySchema, PurgeSchema, StartedPurgeSchema, TenantLimitsSchema } from './tenancy';
 import { AuthorizationSchema, CallbackSchema, OAuthAppPageSchema, OAuthAppSchema } from './oauth';
 import { CreatedWebhookSchema, DeliveryPageSchema, RedeliveryAnswerSchema, RotatedWebhookSecretSchema, UpdatedWebhookSchema, WebhookPageSchema, WebhookSchema } from './webhooks';
 
@@ -185,6 +185,7 @@ export const ANSWER_EXAMPLES: Record<string, unknown> = {
     next_cursor: null,
   }),
   Purge: purge,
+  StartedPurge: ex(StartedPurgeSchema, purge),
   TenantLimits: ex(TenantLimitsSchema, {
     tenant_id: 'acme',
     limits: { max_connections: 1000, max_webhooks: 100, max_immediate_syncs: 2, max_running_jobs: 200, max_redeliveries_per_hour: 100, max_oauth_apps: 100 },

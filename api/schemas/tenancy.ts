@@ -90,6 +90,13 @@ export const PurgeSchema = z
   })
   .openapi('Purge');
 
+/**
+ * `DELETE /connections/{id}` answer: the purge started (or, repeated while it is open, the same
+ * purge); for a key lacking the `read` scope without `deleted_rows` (how far it got is for a key
+ * that reads, at `GET /purges/{id}`).
+ */
+export const StartedPurgeSchema = PurgeSchema.partial({ deleted_rows: true }).openapi('StartedPurge');
+
 /** What a limit override must be, in words. */
 const LIMIT_OVERRIDE_RULE = `must be an integer from 0 to ${MAX_TENANT_LIMIT}, or null for the default`;
 

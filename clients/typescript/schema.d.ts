@@ -44,7 +44,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a connection and purge everything of it (its workflow and jobs are stopped first)
-         * @description Disables the connection, stops its workflow and jobs, then a `connection-purge:<id>` workflow deletes its rows in batches, the connection last. Read the purge at `/purges/{id}`.
+         * @description Disables the connection, stops its workflow and jobs, then a `connection-purge:<id>` workflow deletes its rows in batches, the connection last. Read the purge at `/purges/{id}`. Repeated while the purge is open, answers the same purge. A key lacking the `read` scope gets the purge without `deleted_rows`.
          */
         delete: operations["deleteConnection"];
         options?: never;
@@ -1940,6 +1940,19 @@ export interface components {
             target_tenant_id: string | null;
             status: number;
         };
+        StartedPurge: {
+            id: string;
+            connection_id: string;
+            tenant_id: string;
+            /** @enum {string} */
+            status: "pending" | "running" | "completed";
+            /** @description Rows deleted so far */
+            deleted_rows?: number;
+            workflow_id: string;
+            created_at: string;
+            /** @example 2025-01-01T12:00:00.000Z */
+            finished_at: string | null;
+        };
         Purge: {
             id: string;
             connection_id: string;
@@ -2508,7 +2521,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The purge, running; read it at /purges/{id}. Afterwards the connection is 404 */
+            /** @description The purge, running (without `deleted_rows` for a key lacking the `read` scope); read it at /purges/{id}. Afterwards the connection is 404 */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2526,7 +2539,7 @@ export interface operations {
                      *       "finished_at": null
                      *     }
                      */
-                    "application/json": components["schemas"]["Purge"];
+                    "application/json": components["schemas"]["StartedPurge"];
                 };
             };
             /** @description The request does not match the schema */
