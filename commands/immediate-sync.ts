@@ -74,6 +74,15 @@ export async function runImmediately(
  */
 export type WaitOutsideTurn = <T>(wait: () => Promise<T>) => Promise<T>;
 
+/**
+ * A turn at the pool as a command holds it from its start: `end` gives it up when the command ends
+ * (once), `outsideTurn` runs a wait that holds no database connection outside it.
+ */
+export interface HeldTurn {
+  outsideTurn: WaitOutsideTurn;
+  end(): void;
+}
+
 /** A sync answered before its workflow closed: `closing` settles once it has. */
 interface StillRunning {
   closing?: Promise<unknown>;

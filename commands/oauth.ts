@@ -27,6 +27,7 @@ import { refuseWhilePurging } from './connections';
 import { tokenProblem } from './provider-configs';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
+import type { HeldTurn, WaitOutsideTurn } from './immediate-sync';
 import { lockedLimits, overLimit } from './tenant-limits';
 
 export type { OAuthAppRow } from '../db/models/oauth-apps';
@@ -302,12 +303,14 @@ export interface AuthorizationDone {
  * connection whose config, as the grant would be stored (under its row's lock), sends no token is
  * refused as the authorize step refuses it (409 `invalid_connection_config`), storing nothing. Every
  * connection of the grant that needed reauthorization gets back the status the refusal found it in
- * (active, or paused) and its credentials alert is resolved.
+ * (active, or paused) and its credentials alert is resolved. All of it after the state's lookup
+ * runs in the flow's tenant's turn at the API's pool (`turn`), but for the code exchange, a request
+ * to the token endpoint holding no connection: that runs outside it (`HeldTurn.outsideTurn`).
  */
 export async function completeAuthorization(
   deps: CommandDeps,
   callback: { state?: string; code?: string; error?: string },
-  turn: (tenantId: string) => Promise<() => void> = async () => () => undefined,
+  turn: (tenantId: string) => Promise<HeldTurn> = async () => ({ outsideTurn: (wait) => wait(), end: () => undefined }),
 ): Promise<AuthorizationDone> {
   if (!callback.state) throw invalid('state: required');
   const hash = sha256(callback.state);
@@ -315,11 +318,12 @@ export async function completeAuthorization(
   if (!flow) throw invalid('state: unknown, already used or expired; start the connect flow again');
   // The rest is the flow's tenant's work: it waits for that tenant's turn at the pool, as the
   // tenant's keyed requests do, so a tenant's many callbacks hold no more than its share of it.
-  const end = await turn(flow.tenant_id);
+  // The code exchange, which holds no connection, runs outside it (completeFlow).
+  const held = await turn(flow.tenant_id);
   try {
-    return await completeFlow(deps, { ...callback, state: callback.state }, flow, hash);
+    return await completeFlow(deps, { ...callback, state: callback.state }, flow, hash, held.outsideTurn);
   } finally {
-    end();
+    held.end();
   }
 }
 
@@ -372,9 +376,11 @@ async function completeFlow(
   callback: { state: string; code?: string; error?: string },
   flow: NonNullable<Awaited<ReturnType<typeof consumeOAuthState>>>,
   hash: string,
+  outsideTurn: WaitOutsideTurn,
 ): Promise<AuthorizationDone> {
   if (callback.error) throw new CommandRefused('failed', 'authorization_refused', `the provider answered ${callback.error.slice(0, 100)}; start the connect flow again`);
-  if (!callback.code) throw invalid('code: required');
+  const code = callback.code;
+  if (!code) throw invalid('code: required');
   // A connection being deleted takes no new credentials (409 `purge_in_progress`): no code is
   // exchanged for it, and (checked again under its purge lock below) no grant is stored.
   await refuseWhilePurging(deps.pool, flow.connection_id);
@@ -387,7 +393,11 @@ async function completeFlow(
   const { verifier, scopes: asked } = connectFlowSecretOf(open(deps.credentials, { table: 'oauth_states', id: hash }, flow.code_verifier));
   let answer;
   try {
-    answer = await exchangeCode(client, { code: callback.code, state: callback.state }, verifier, policyOf(deps));
+    // The request to the token endpoint (up to PROVIDER_REQUEST_TIMEOUT_SECONDS, holding no
+    // connection) runs outside the tenant's turn: a slow endpoint holds no place of the pool. The
+    // turn is taken again after it, before the grant is stored, whether or not the person's
+    // browser is still there: the code is spent, so the tokens it gave are kept.
+    answer = await outsideTurn(() => exchangeCode(client, { code, state: callback.state }, verifier, policyOf(deps)));
   } catch (err) {
     const reason = err instanceof GrantRefused ? 'the provider refused the code' : 'the code exchange failed';
     throw new CommandRefused('failed', 'token_exchange_failed', `${reason}: ${(err as Error).message}`);
