@@ -1,5 +1,5 @@
 import type { RequestIdVariables } from 'hono/request-id';
-import type { WaitOutsideTurn } from '../commands/immediate-sync';
+import type { WaitOutsideTurn } from '../commands/turns';
 import type { Logger } from '../lib/logger';
 
 /** Who is calling: the admin key (every tenant), or a tenant's key (that tenant only). */

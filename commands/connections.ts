@@ -35,6 +35,7 @@ import {
 } from '../temporal/client';
 import { pauseSignal, replanSignal, resumeSignal, type ConnectionState } from '../temporal/connection';
 import type { CommandDeps } from './deps';
+import type { WaitOutsideTurn } from './turns';
 import { CommandRefused, invalid, notFound } from './errors';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
 import { countConnections } from '../db/models/tenant-limits';
@@ -172,25 +173,37 @@ export interface ConnectionDetail {
   breaker: BreakerRow & { open: boolean; alert: AlertRow | null };
 }
 
-/** Reads a connection, queries its workflow (at most 3 s) and reads its breaker and open alert. */
+/**
+ * Reads a connection, queries its workflow (at most 3 s) and reads its breaker and open alert. What
+ * is left of the wait for the workflow's answer once the reads are done (a worker must answer it;
+ * none may), which holds no database connection, runs through `outsideTurn` (`WaitOutsideTurn`:
+ * the API request's turn at the pool is given up meanwhile).
+ */
 export async function describeConnection(
   deps: CommandDeps,
   id: string,
   onQueryFailed: (err: unknown) => void = () => undefined,
+  outsideTurn: WaitOutsideTurn = (wait) => wait(),
 ): Promise<ConnectionDetail> {
   const row = await getConnection(deps, id);
   // The workflow's answer is awaited beside the reads, but the reads go one after the other: a
   // request holds one pooled connection at a time (the API's tenant turns count on it).
+  let answered = false;
   const querying =
     row.status === 'disabled'
       ? null
-      : queryConnectionState(deps.temporal, row.id, QUERY_DEADLINE_MS).catch((err: unknown) => {
-          onQueryFailed(err);
-          return null;
-        });
+      : queryConnectionState(deps.temporal, row.id, QUERY_DEADLINE_MS)
+          .catch((err: unknown) => {
+            onQueryFailed(err);
+            return null;
+          })
+          .finally(() => {
+            answered = true;
+          });
   const breaker = await findBreaker(deps.pool, row.id);
   const alert = await findOpenAlert(deps.pool, 'sync_circuit_breaker', row.id);
-  const live = await querying;
+  // An answer that came during the reads is taken as it is; one still awaited, outside the turn.
+  const live = querying === null || answered ? await querying : await outsideTurn(() => querying);
   const open = breaker.paused_until !== null && breaker.paused_until.getTime() > Date.now();
   return { connection: row, live, breaker: { ...breaker, open, alert } };
 }

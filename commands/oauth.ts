@@ -27,7 +27,7 @@ import { refuseWhilePurging } from './connections';
 import { tokenProblem } from './provider-configs';
 import type { CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
-import type { HeldTurn, WaitOutsideTurn } from './immediate-sync';
+import type { HeldTurn, WaitOutsideTurn } from './turns';
 import { lockedLimits, overLimit } from './tenant-limits';
 
 export type { OAuthAppRow } from '../db/models/oauth-apps';

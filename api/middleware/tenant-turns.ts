@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import type { HeldTurn } from '../../commands/immediate-sync';
+import type { HeldTurn } from '../../commands/turns';
 import type { TenantTurns } from '../../lib/tenant-turns';
 import type { ApiEnv } from '../env';
 import { CLIENT_GONE } from './receive-body';

@@ -141,7 +141,7 @@ export function connectionRoutes(deps: ApiDeps) {
 
   app.openapi(get, async (c) => {
     const { id } = c.req.valid('param');
-    const detail = await describeConnection(deps, id, (err) => c.get('log').warn({ err, connection_id: id }, 'connection state query failed'));
+    const detail = await describeConnection(deps, id, (err) => c.get('log').warn({ err, connection_id: id }, 'connection state query failed'), c.get('outsideTurn'));
     return c.json(presentConnectionDetail(detail), 200);
   });
 
