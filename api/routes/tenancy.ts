@@ -5,7 +5,7 @@ import { getTenantLimits, setTenantLimits } from '../../commands/tenant-limits';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
 import { ApiError, describeIssues } from '../errors';
-import { mayRead } from '../middleware/auth';
+import { writeAnswer } from '../middleware/auth';
 import { pageAnswer, pageRequest } from '../pagination';
 import { presentApiKey, presentAuditEntry, presentPurge, presentTenantLimits } from '../present';
 import { serialCursor } from '../../policy/cursors';
@@ -129,9 +129,7 @@ export function tenancyRoutes(deps: ApiDeps) {
     // A key without the read scope may delete a connection but not read its purge: its answer says
     // which purge and its status, not how far it got (repeated while the purge is open, the DELETE
     // answers that purge, rows deleted included).
-    const purge = presentPurge(row);
-    const { deleted_rows: _deletedRows, ...rest } = purge;
-    return c.json(mayRead(c) ? purge : rest, 202);
+    return c.json(writeAnswer(c, presentPurge(row), ['deleted_rows']), 202);
   });
 
   app.openapi(purge, async (c) => c.json(presentPurge(await getPurge(deps, c.req.valid('param').id)), 200));
