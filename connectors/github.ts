@@ -66,7 +66,8 @@
 //
 // Conditional requests: every page's ETag is returned (`validators`) with the page's records, for
 // the activity to store in the same transaction, with a note of what follows the page in its
-// listing (the next URL, or none; newest first also its oldest and newest change times). The next
+// listing (the next URL, or none; newest first also its oldest and newest change times, and its
+// oldest item, which a page asked again after a 304 of it must still reach back to). The next
 // incremental pass sends it as If-None-Match for that URL; a 304 skips that page only and goes on
 // with the noted next page (ending the repository where the listing ended or, newest first, where
 // the page reached `since`). GitHub's ETag covers a page's items, not its Link header, so an oldest-
@@ -355,7 +356,10 @@ interface CatchUp {
 interface PageRead {
   url: string;
   etag: string | null;
-  /** Its last (oldest) item as `number@updated_at`; absent when it was answered 304 or was empty, and from tokens written before. */
+  /**
+   * Its last (oldest) item as `number@updated_at` (answered 304: the one noted with its ETag);
+   * absent when it was empty, answered 304 to a validator noted without one, and from tokens written before.
+   */
   tail?: string;
 }
 
@@ -582,17 +586,23 @@ interface PageNote {
   next: string | null;
   oldest?: string | null;
   newest?: string | null;
+  /**
+   * Newest first: the page's last (oldest) item as `number@updated_at`, so a 304 of the page knows
+   * what it reaches back to (the ETag vouches for the same body), for the check of the page asked
+   * again after the next one (see `bridges`). Absent from an empty page and from notes written before.
+   */
+  tail?: string;
   full?: boolean;
 }
 
 /** A stored note read back; an unreadable one reads as "the listing goes on nowhere": nothing is skipped beyond the page. */
-function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null; full: boolean | null } {
+function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null; tail: string | null; full: boolean | null } {
   try {
     const note = JSON.parse(text ?? 'null') as PageNote | null;
     const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest), full: typeof note?.full === 'boolean' ? note.full : null };
+    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest), tail: str(note?.tail), full: typeof note?.full === 'boolean' ? note.full : null };
   } catch {
-    return { next: null, oldest: null, newest: null, full: null };
+    return { next: null, oldest: null, newest: null, tail: null, full: null };
   }
 }
 
@@ -954,6 +964,9 @@ export const githubConnector: Connector = {
       const validator = firstPage && descending ? { url, etag } : (position.validator ?? null);
       // The page's records were not served: what the pass served at or after its head is not known.
       upper = undefined;
+      // Newest first, the page's oldest item is the one noted with its ETag (the same body): the
+      // page asked again after the next one must still reach back to it, else the walk-back runs.
+      if (descending && note.tail !== null) pageTail = note.tail;
       // Confirmed, the validator is stored again (a pass keeps the validators it visited).
       const confirmed = { url, etag, next: stored?.next ?? null };
       read = etag;
@@ -1035,7 +1048,7 @@ export const githubConnector: Connector = {
     const continuation = listingNext === null && full && keyset ? keysetNext(cfg, repository, url, body) : null;
     const note: PageNote = {
       next: listingNext ?? continuation,
-      ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body) } : { full }),
+      ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body), ...(body.length > 0 && { tail: itemKey(body.at(-1)!) }) } : { full }),
     };
     read = received;
     if (descending) {
