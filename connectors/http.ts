@@ -1306,7 +1306,11 @@ export const httpConnector: Connector = {
     const prefix = resource.id_prefix ?? '';
     const foreign = externalIds.filter((id) => !id.startsWith(prefix));
     const ours = externalIds.filter((id) => id.startsWith(prefix));
-    if (!resource.item) return { alive: [], gone: httpConnector.consistentListing!(config, name) ? [...externalIds] : foreign };
+    if (!resource.item) {
+      // A consistent listing's word, for these ids and for any past the deletion step's re-checks.
+      if (httpConnector.consistentListing!(config, name)) return { alive: [], gone: [...externalIds], listingWord: true };
+      return { alive: [], gone: foreign };
+    }
     const auth = authOf(cfg, credentials);
     const redact = (text: string) => providerText(text, auth.secrets);
     const limits: RateLimitHeaders = cfg.rate_limit

@@ -24,7 +24,8 @@
 // - Deletion detection. A full pass tombstones a record it did not see only when the connector
 //   declares its listing consistent (`consistentListing`: what it lacks was absent from the
 //   provider at some time during the pass, and the pass held no cursor), or when `recheck`
-//   confirms the record gone. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
+//   confirms the record gone. Candidates past the re-checks of a pass are left for a later full
+//   pass when `recheck` looks records up. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
 //   after the pass start are never tombstoned on the pass's word, nor those another job's page
 //   wrote or served unchanged and stored after the pass start (found alive after the listing went by).
 // - Conditional requests. A stored validator (ETag) may skip only the page it validates: the
@@ -153,6 +154,12 @@ export interface RecheckResult {
   alive: ConnectorRecord[];
   /** Ids the provider answered "not found"/"gone" for. An id in neither list stays as it is. */
   gone: string[];
+  /**
+   * True when nothing was looked up: every id is reported gone on a consistent listing's word (a
+   * connector that cannot look records up for this resource). The deletion step then lets that word
+   * stand for candidates past its re-checks too; otherwise those stay live for a later full pass.
+   */
+  listingWord?: boolean;
 }
 
 /** A provider connector. */
@@ -232,7 +239,7 @@ export interface Connector {
   /**
    * Looks records up by id, one by one (each costs a request): which are alive (with their current
    * data) and which the provider says are gone. The deletion step confirms candidates with it
-   * (bounded in number) before it tombstones them.
+   * (bounded in number: those past the bound wait for a later full pass) before it tombstones them.
    */
   recheck?(input: RecheckInput): Promise<RecheckResult>;
 }

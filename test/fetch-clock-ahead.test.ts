@@ -7,7 +7,7 @@
 // GitHub on 127.0.0.1); only the incremental pass's `Date` is moved ahead.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { onceBeforeServe } from './helpers/fake-github';
-import { repoPastRechecks } from './helpers/github-past-rechecks';
+import { repoHidingNewest } from './helpers/github-hidden-newest';
 import { useSyncDriver } from './helpers/sync-driver';
 
 const TOKEN = 'ghp_fetch_clock_ahead_1';
@@ -22,12 +22,13 @@ describe('a page fetched before a tombstone by a worker whose clock runs ahead',
   });
 
   it('does not undo the tombstone, and the next pass brings the record back', async () => {
-    const { fake, id, newest, gone, fullPassMissingNewest } = await repoPastRechecks(driver, { token: TOKEN, repo: REPO, repoId: 665 });
+    const { fake, id, newest, gone, fullPassMissingNewest } = await repoHidingNewest(driver, { token: TOKEN, repo: REPO, repoId: 665 });
     await driver.pass(id, ['issues'], { mode: 'full' });
     fake.touch(REPO, 2);
 
     // While the incremental pass's request is in flight, a full pass (its own worker, on time)
-    // tombstones #1 past its re-checks; then the request is answered with #1 as it was.
+    // tombstones #1 (hidden, its re-check answers 404); then GitHub shows #1 again and the request is
+    // answered with #1 as it was.
     const ran = onceBeforeServe(fake, `/repos/${REPO}/issues`, async () => {
       vi.useRealTimers();
       await fullPassMissingNewest();

@@ -1,14 +1,13 @@
 // A page of an incremental pass fetched before a full pass's deletion step tombstoned one of its
 // records, and stored after it, serving that record unchanged: the page cannot undo the tombstone
 // (fetched before it), nor tell whether the record was deleted after its fetch or missed by the
-// full pass's listing (here GitHub hid it while the listing went by, and with more candidates than
-// the deletion step re-checks one by one, the listing's word tombstoned it). Either way the next
-// pass must read it again, fetched after the tombstone: no validator of that page may answer 304
-// for it, and no cursor may pass it. Drives the syncTask activity directly (real Postgres, the
-// fake GitHub on 127.0.0.1).
+// full pass (here GitHub hid it while the full pass listed and re-checked it, and showed it again
+// afterwards). Either way the next pass must read it again, fetched after the tombstone: no
+// validator of that page may answer 304 for it, and no cursor may pass it. Drives the syncTask
+// activity directly (real Postgres, the fake GitHub on 127.0.0.1).
 import { describe, expect, it } from 'vitest';
 import { onceBeforeServe } from './helpers/fake-github';
-import { repoPastRechecks } from './helpers/github-past-rechecks';
+import { repoHidingNewest } from './helpers/github-hidden-newest';
 import { useSyncDriver } from './helpers/sync-driver';
 
 const TOKEN = 'ghp_unchanged_behind_tombstone_1';
@@ -18,9 +17,8 @@ describe('github: an incremental page serving unchanged a record tombstoned afte
   const { driver } = useSyncDriver();
 
   it('stores no validator and holds the cursor: the next incremental pass brings the record back', async () => {
-    const { fake, id, newest, gone, fullPassMissingNewest } = await repoPastRechecks(driver, { token: TOKEN, repo: REPO, repoId: 664 });
-    // Two pages: the oldest issues on the first, the newest (#1 among them) on the second, so #1
-    // is fetched after every deleted issue of the first page and comes past the re-checks.
+    const { fake, id, newest, gone, fullPassMissingNewest } = await repoHidingNewest(driver, { token: TOKEN, repo: REPO, repoId: 664 });
+    // Two pages: the oldest issues on the first, the newest (#1 among them) on the second.
     await driver.pass(id, ['issues'], { mode: 'full' });
     // #2 is edited after #1's change time: the incremental page serves #1 and #2's new version,
     // and its newest change time is past #1's.
@@ -28,7 +26,7 @@ describe('github: an incremental page serving unchanged a record tombstoned afte
 
     // While the incremental pass's request for its page (`since` #1's change time, no validator
     // stored for it yet) is in flight: the oldest issues are deleted at GitHub, GitHub hides #1, a
-    // full pass runs whole and tombstones #1 past its re-checks, then GitHub shows #1 again,
+    // full pass runs whole and tombstones #1 (its re-check answers 404), then GitHub shows #1 again,
     // unchanged; the incremental request is answered with #1 as it was.
     const ran = onceBeforeServe(fake, `/repos/${REPO}/issues`, fullPassMissingNewest);
     await driver.pass(id, ['issues'], { mode: 'incremental' });

@@ -14,13 +14,18 @@ import { listsAlike, TaskTakenOver, type Pass } from './pass';
 import { restartIfSeenSetLost } from './seen-set';
 import { selectedNow } from '../selected-now';
 
-/** Most deletion candidates one full pass asks the connector to re-check (each costs a request). */
+/**
+ * Most deletion candidates one full pass asks the connector to re-check (each costs a request).
+ * Candidates past them are not tombstoned by that pass (unless the connector's re-check looks
+ * nothing up: see `RecheckResult.listingWord`): they stay live, unseen, and the next full pass
+ * re-checks them, those fetched longest ago first.
+ */
 export const MAX_RECHECKS = 100;
 
 /**
  * Which unseen records a full pass may tombstone: every candidate `except` some, or `only` some.
  * With `except`, `gone` counts the candidates a re-check confirmed gone: any tombstoned beyond
- * them were tombstoned on the listing's word alone (no `recheck`, or past MAX_RECHECKS).
+ * them were tombstoned on the listing's word alone (no `recheck`, or one that looks nothing up).
  */
 export type Deletable = { except: string[]; gone: number } | { only: string[] };
 
@@ -28,9 +33,14 @@ export type Deletable = { except: string[]; gone: number } | { only: string[] };
  * The deletion step's confirmation: re-checks up to MAX_RECHECKS candidates, those fetched longest
  * ago first, with the connector's `recheck` (when it has one), stores those alive (changed, they are
  * then no candidates: written after the pass began; unchanged, noted as fetched now, so later passes
- * re-check others first), and says which it may tombstone: with a consistent listing every candidate but
- * those not confirmed gone; without one (or when the pass held a cursor) only those confirmed gone
- * (none without `recheck`).
+ * re-check others first), and says which it may tombstone: with a consistent listing every candidate
+ * but those not confirmed gone while every candidate was re-checked; otherwise (more candidates than
+ * MAX_RECHECKS, no consistent listing, or a pass that held a cursor) only those confirmed gone (none
+ * without `recheck`). A consistent listing may still lack a record the provider has (hidden while
+ * it was listed, shown again): a tombstone is a delete the feed and webhooks hand on, and one of an
+ * unchanged record stands until a full pass serves it again, while a candidate left live is only
+ * re-checked by a later full pass. A re-check that looks nothing up (`listingWord`) confirms the
+ * listing's word, which then stands for every candidate.
  */
 export async function confirmDeletions(
   deps: Pick<ActivityDeps, 'pool'>,
@@ -44,7 +54,10 @@ export async function confirmDeletions(
   const consistent = (connector.consistentListing?.(request.config, request.resource) ?? false) && !target.held;
   if (!connector.recheck) return consistent ? { except: [], gone: 0 } : { only: [] };
   const { pool } = deps;
-  const candidates = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS);
+  // One more than are re-checked: whether any is left past the re-checks.
+  const listed = await listDeletionCandidates(pool, target.connectionId, target.resourceType, target.taskId, target.changedBefore, MAX_RECHECKS + 1);
+  const candidates = listed.slice(0, MAX_RECHECKS);
+  const past = listed.length > MAX_RECHECKS;
   // Nothing to re-check: a consistent listing's word stands; without one nothing is confirmed gone
   // (none was looked up).
   if (candidates.length === 0) return consistent ? { except: [], gone: 0 } : { only: [] };
@@ -69,7 +82,10 @@ export async function confirmDeletions(
     });
   }
   const gone = new Set(answer.gone.filter((id) => asked.has(id)));
-  return consistent ? { except: candidates.filter((id) => !gone.has(id)), gone: gone.size } : { only: [...gone] };
+  // Past the re-checks, a listing's word tombstones nothing the connector could have looked up:
+  // those candidates stay live for the next full pass's re-checks.
+  const trusted = consistent && (!past || answer.listingWord === true);
+  return trusted ? { except: candidates.filter((id) => !gone.has(id)), gone: gone.size } : { only: [...gone] };
 }
 
 /** How a pass ended: records tombstoned (the task completed), or a lost seen-set (the pass starts again). */
