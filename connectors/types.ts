@@ -25,7 +25,7 @@
 //   declares its listing consistent (`consistentListing`: what it lacks was absent from the
 //   provider at some time during the pass, and the pass held no cursor), or when `recheck`
 //   confirms the record gone. Candidates past the re-checks of a pass are left for a later full
-//   pass when `recheck` looks records up. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
+//   pass when `recheck` looks records up and found one of those it checked alive. Without either, the platform deletes nothing it cannot confirm. Records whose change time is at or
 //   after the pass start are never tombstoned on the pass's word, nor those another job's page
 //   wrote or served unchanged and stored after the pass start (found alive after the listing went by).
 // - Conditional requests. A stored validator (ETag) may skip only the page it validates: the

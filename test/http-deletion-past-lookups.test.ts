@@ -1,6 +1,7 @@
 // A full pass's deletion step looks up at most MAX_RECHECKS records it did not see (each a request).
-// With `item` lookups, those past that many are not tombstoned on the listing's word: they stay
-// live until a later full pass looks them up. Without `item`, nothing can be looked up and a
+// With `item` lookups, those past that many are tombstoned on the listing's word only when every one
+// looked up was confirmed gone (a lookup finding one alive leaves them for a later full pass:
+// test/github-hidden-past-rechecks.test.ts). Without `item`, nothing can be looked up and a
 // consistent listing's word stands for every record it did not serve, however many. Against the
 // fake provider of test/helpers/fake-http-provider.ts on 127.0.0.1 and real Postgres.
 import { describe, expect, it } from 'vitest';
@@ -40,12 +41,8 @@ async function setUp(lookups: boolean, appKey: string) {
 }
 
 describe('http connector: more records gone than a full pass looks up', () => {
-  it('with item lookups, tombstones those looked up, and the rest at the next full pass', async () => {
+  it('with item lookups, every one looked up confirmed gone, tombstones them all in one full pass, those past the lookups on the listing\'s word', async () => {
     const { deps, connectionId, deleted, tombstones } = await setUp(true, 'past-lookups-item');
-    await runPass(deps, connectionId, 'items', 'full');
-    const first = await tombstones();
-    expect(first).toHaveLength(MAX_RECHECKS);
-    expect(deleted).toEqual(expect.arrayContaining(first));
     await runPass(deps, connectionId, 'items', 'full');
     expect(await tombstones()).toEqual(deleted);
   });

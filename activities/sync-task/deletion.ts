@@ -16,9 +16,10 @@ import { selectedNow } from '../selected-now';
 
 /**
  * Most deletion candidates one full pass asks the connector to re-check (each costs a request).
- * Candidates past them are not tombstoned by that pass (unless the connector's re-check looks
- * nothing up: see `RecheckResult.listingWord`): they stay live, unseen, and the next full pass
- * re-checks them, those fetched longest ago first.
+ * Candidates past them are not tombstoned by that pass when a re-checked one was found alive or
+ * not answered for (unless the connector's re-check looks nothing up: see
+ * `RecheckResult.listingWord`): they stay live, unseen, and the next full pass re-checks them, those
+ * fetched longest ago first.
  */
 export const MAX_RECHECKS = 100;
 
@@ -34,8 +35,9 @@ export type Deletable = { except: string[]; gone: number } | { only: string[] };
  * ago first, with the connector's `recheck` (when it has one), stores those alive (changed, they are
  * then no candidates: written after the pass began; unchanged, noted as fetched now, so later passes
  * re-check others first), and says which it may tombstone: with a consistent listing every candidate
- * but those not confirmed gone while every candidate was re-checked; otherwise (more candidates than
- * MAX_RECHECKS, no consistent listing, or a pass that held a cursor) only those confirmed gone (none
+ * but those not confirmed gone while every candidate was re-checked, or while every one re-checked
+ * was confirmed gone; otherwise (more candidates than MAX_RECHECKS and one of them alive or not
+ * answered for, no consistent listing, or a pass that held a cursor) only those confirmed gone (none
  * without `recheck`). A consistent listing may still lack a record the provider has (hidden while
  * it was listed, shown again): a tombstone is a delete the feed and webhooks hand on, and one of an
  * unchanged record stands until a full pass serves it again, while a candidate left live is only
@@ -82,9 +84,12 @@ export async function confirmDeletions(
     });
   }
   const gone = new Set(answer.gone.filter((id) => asked.has(id)));
-  // Past the re-checks, a listing's word tombstones nothing the connector could have looked up:
-  // those candidates stay live for the next full pass's re-checks.
-  const trusted = consistent && (!past || answer.listingWord === true);
+  // Past the re-checks, a listing's word tombstones the rest only when every candidate re-checked
+  // was confirmed gone (a mass deletion: the listing's word held each time it was checked) or the
+  // re-check looked nothing up; one found alive or unanswered leaves the rest live for the next
+  // full pass's re-checks (a listing that lacked a record the provider has may lack more).
+  const allGone = candidates.every((id) => gone.has(id));
+  const trusted = consistent && (!past || allGone || answer.listingWord === true);
   return trusted ? { except: candidates.filter((id) => !gone.has(id)), gone: gone.size } : { only: [...gone] };
 }
 

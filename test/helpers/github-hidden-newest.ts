@@ -2,8 +2,8 @@
 // issues and hides the newest one (#1) while a full pass lists the repository: the pass's deletion
 // step re-checks #1 (404 while hidden) and tombstones it with the deleted ones, though GitHub shows
 // it again right after, unchanged (a spam flag lifted). With more candidates than the deletion step
-// re-checks (`deleted: PAST_RECHECKS`), #1, fetched last, is past the re-checks: that pass leaves it
-// live for a later full pass to re-check.
+// re-checks (`deleted: PAST_RECHECKS`), #1, fetched last, is past the re-checks: every one re-checked
+// confirmed gone, that pass tombstones it on its listing's word.
 import { expect } from 'vitest';
 import { MAX_RECHECKS } from '../../activities/sync-task/deletion';
 import { startFakeGitHub, type FakeGitHub } from './fake-github';
