@@ -3,7 +3,9 @@
 // and hidden (as GitHub hides a spam account's items: every later one moves up a position) BETWEEN
 // the page requests of a pass, with whole-second timestamps (many ties), small pages, 3
 // configured repositories and 2 more added to the config at random, repositories dropped from the config (by the PATCH command, between passes or
-// while a pass reads) and named again, and full, incremental and backfill passes in random order.
+// while a pass reads) and named again, and full, incremental and backfill passes in random order,
+// some of them failing mid-way (a request answered 5xx or rate limited) and resumed from their
+// page token by the task's next attempt, GitHub changing meanwhile.
 // The sync passes run the real syncTask activity (MockActivityEnvironment) on real Postgres.
 //
 // Invariants:
@@ -52,10 +54,15 @@ interface Mutation {
 }
 type Step =
   /** `drop`: a configured repository dropped by a PATCH while the pass waits for its `at`-th request. */
-  | { kind: 'full' | 'incremental'; mutations: Mutation[]; drop?: { repo: number; at: number } }
+  | { kind: 'full' | 'incremental'; mutations: Mutation[]; drop?: { repo: number; at: number }; fail?: Failure }
   | { kind: 'backfill'; mutations: Mutation[]; start: number; length: number }
   | { kind: 'add' }
   | { kind: 'drop'; repo: number };
+/** The pass's `at`-th request answered with a 5xx or a rate limit once: the task fails, and its next attempt resumes it. */
+interface Failure {
+  at: number;
+  kind: 'server_error' | 'secondary';
+}
 interface Scenario {
   perPage: number;
   initial: { issues: number; pulls: number }[];
@@ -77,6 +84,13 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb,
       drop: fc.record({ repo: fc.nat(), at: fc.integer({ min: 1, max: 8 }) }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('full' as const, 'incremental' as const), mutations: mutationsArb,
+      fail: fc.record({ at: fc.integer({ min: 2, max: 10 }), kind: fc.constantFrom('server_error' as const, 'secondary' as const) }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), repo: fc.nat() }) },
@@ -191,7 +205,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
     };
 
     /** Runs a pass with `mutations` applied between its listing requests; returns the ids deleted meanwhile. */
-    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }, dropAt?: { repo: number; at: number }) => {
+    const runPass = async (kind: 'full' | 'incremental' | 'backfill', mutations: Mutation[], window?: { start: Date; end: Date }, dropAt?: { repo: number; at: number }, fail?: Failure) => {
       const pending = [...mutations].sort((a, b) => a.after - b.after);
       const deleted = new Set<string>();
       let served = 0;
@@ -210,10 +224,13 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
         }
       };
       const from = fake.requests.length;
+      if (fail) fake.setFailure({ ...(fail.kind === 'secondary' ? { kind: 'secondary', retryAfter: 0 } : { kind: 'server_error', status: 502 }), nth: from + fail.at, times: 1 });
       try {
-        const results = await driver.pass(id, RESOURCES, window ? { mode: 'incremental', window } : { mode: kind === 'full' ? 'full' : 'incremental' });
+        const mode = kind === 'full' ? 'full' : 'incremental';
+        const results = await driver.pass(id, RESOURCES, window ? { mode, window } : { mode, retries: fail ? 1 : 0 });
         for (const [resource, result] of results) expect(result.status, `${kind} pass of ${resource}`).toBe('completed');
       } finally {
+        fake.setFailure(null);
         fake.afterServe = null;
         fake.beforeServe = null;
         trace(`-- ${kind} pass${window ? ` [${window.start.toISOString()}, ${window.end.toISOString()})` : ''}: requests ${from + 1}…${fake.requests.length}`);
@@ -266,7 +283,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       }
       // Whatever exists now and is not deleted during the pass existed for the whole pass.
       const before = truthOf(fake, configured);
-      const deleted = await runPass(step.kind, step.mutations, undefined, step.drop);
+      const deleted = await runPass(step.kind, step.mutations, undefined, step.drop, step.fail);
       await noneOfDropped(`after a ${step.kind} pass`);
       if (step.kind === 'full') {
         const dead = await tombstones();

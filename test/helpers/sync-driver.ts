@@ -15,6 +15,8 @@ import { closeFakeServers } from './fake-server';
 export interface PassOptions {
   mode: 'full' | 'incremental';
   window?: { start: Date; end: Date | null };
+  /** How many times a task whose attempt failed is run again (the next attempt resumes it, as Temporal's retry would); default 0. */
+  retries?: number;
 }
 
 /** What a pass did, by resource type. */
@@ -56,8 +58,15 @@ export function syncDriver(pool: Pool) {
     const results: PassResult = new Map();
     try {
       for (const task of tasks) {
-        const env = new MockActivityEnvironment({ attempt: 1 });
-        results.set(task.resource_type, await env.run(run, { jobId, taskId: task.id, resourceType: task.resource_type, mode: opts.mode }));
+        const input = { jobId, taskId: task.id, resourceType: task.resource_type, mode: opts.mode };
+        for (let attempt = 1; ; attempt++) {
+          try {
+            results.set(task.resource_type, await new MockActivityEnvironment({ attempt }).run(run, input));
+            break;
+          } catch (err) {
+            if (attempt > (opts.retries ?? 0)) throw err;
+          }
+        }
       }
     } finally {
       // Ends the job (a connection has one active job per type), as its workflow would.
