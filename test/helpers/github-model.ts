@@ -45,7 +45,8 @@ type Op =
   | { kind: 'edit'; repo: number; item: number; tick: boolean }
   | { kind: 'create'; repo: number; pull: boolean; tick: boolean }
   | { kind: 'delete'; repo: number; item: number; tick: boolean }
-  | { kind: 'hide'; repo: number; item: number; tick: boolean }
+  /** `many` items hidden at once (GitHub hides all of a spam account's items together). */
+  | { kind: 'hide'; repo: number; item: number; tick: boolean; many: number }
   | { kind: 'transfer'; repo: number; item: number; to: number; tick: boolean };
 /** An op applied right after the pass's `after`-th listing request was answered (or after the pass, if it made fewer). */
 interface Mutation {
@@ -73,7 +74,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('edit' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('create' as const), repo: fc.nat(), pull: fc.boolean(), tick: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hide' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hide' as const), repo: fc.nat(), item: fc.nat(), tick: fc.boolean(), many: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('transfer' as const), repo: fc.nat(), item: fc.nat(), to: fc.nat(), tick: fc.boolean() }) },
 );
 const mutationsArb = fc.array(fc.record({ after: fc.integer({ min: 1, max: 8 }), op: opArb }), { maxLength: 5 });
@@ -173,35 +174,39 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       await patch();
     };
 
-    /** Applies one op to the fake; returns the id it deleted or hid, if any. */
-    const apply = (op: Op): string | null => {
+    /** Applies one op to the fake; returns the ids it deleted or hid. */
+    const apply = (op: Op): string[] => {
       if (op.tick) clock += 1000;
       trace(`   op ${JSON.stringify(op)} → ${REPOS[op.repo % REPOS.length]} at ${at()} (after request ${fake.requests.length})`);
       const repo = REPOS[op.repo % REPOS.length]!;
       const items = fake.repos.get(repo)!.items;
       if (op.kind === 'create') {
         fake.create(repo, at(), op.pull);
-        return null;
+        return [];
       }
       if (op.kind === 'edit') {
-        if (items.length === 0) return null;
+        if (items.length === 0) return [];
         fake.touch(repo, items[op.item % items.length]!.number, at());
-        return null;
+        return [];
       }
       if (op.kind === 'hide') {
-        if (items.length === 0) return null;
-        const hidden = items[op.item % items.length]!.number;
-        fake.hide(repo, hidden);
-        return `${repo}#${hidden}`;
+        // Of one kind (all issues, or all pull requests), as a spam account's items are hidden together.
+        const pulls = items.filter((i) => 'pull_request' in i);
+        const kind = op.item % 2 === 0 && pulls.length > 0 ? pulls : items.filter((i) => !('pull_request' in i));
+        if (kind.length === 0) return [];
+        const start = Math.floor(op.item / 2) % kind.length;
+        const hidden = kind.slice(start, start + op.many).map((i) => i.number);
+        for (const n of hidden) fake.hide(repo, n);
+        return hidden.map((n) => `${repo}#${n}`);
       }
       const issues = items.filter((i) => !('pull_request' in i));
-      if (issues.length === 0) return null;
+      if (issues.length === 0) return [];
       const victim = issues[op.item % issues.length]!.number;
       if (op.kind === 'transfer') {
         const to = REPOS.filter((r) => r !== repo)[op.to % (REPOS.length - 1)]!;
         fake.transfer(repo, victim, to, at());
       } else fake.remove(repo, victim);
-      return `${repo}#${victim}`;
+      return [`${repo}#${victim}`];
     };
 
     /** Runs a pass with `mutations` applied between its listing requests; returns the ids deleted meanwhile. */
@@ -219,8 +224,7 @@ export async function runScenario(pool: Pool, scenario: Scenario): Promise<void>
       fake.afterServe = () => {
         served += 1;
         while (pending.length > 0 && pending[0]!.after <= served) {
-          const gone = apply(pending.shift()!.op);
-          if (gone) deleted.add(gone);
+          for (const gone of apply(pending.shift()!.op)) deleted.add(gone);
         }
       };
       const from = fake.requests.length;
