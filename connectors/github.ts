@@ -36,7 +36,11 @@
 // mid-pass moves only to pages not yet read and none slides into a page already read. When a whole
 // page shares one second, `since` cannot move and the next page is the next page number within
 // that second; such a page holds the repository's cursor at that second (`holdCursors`), since an
-// edit there can shift the rest. GitHub's Link header only says whether more pages follow.
+// edit there can shift the rest. An issue that leaves the second (edited later, deleted, hidden)
+// between two such pages shifts the rest back, one onto the page already read, which the next page
+// number skips: so each page numbered within a second is followed by the page before it asked again
+// with its ETag (a 304 when nothing left), changed served again, walking back while more than a
+// page's worth may have left (see `holdsEither`). GitHub's Link header only says whether more pages follow.
 // Pulls have no `since`: they are listed newest first (`direction=desc`) following the Link
 // header's rel="next" URL exactly as GitHub returns it (often another shape than the first
 // request, e.g. /repositories/<id>/pulls?page=2), parsed per RFC 8288; the first pull request older
@@ -275,14 +279,17 @@ const tokenSchema = z.object({
     .optional(),
   first: z.string().optional(),
   repeats: z.number().int().min(1).optional(),
-  prev: z.object({ url: z.string(), etag: z.string().nullable(), tail: z.string().optional() }).optional(),
+  prev: z.object({ url: z.string(), etag: z.string().nullable(), lead: z.string().optional(), tail: z.string().optional() }).optional(),
   recheck: z
     .object({
       etag: z.string().nullable(),
       next: z.string().nullable(),
-      last: z.object({ url: z.string(), etag: z.string().nullable(), tail: z.string().optional() }),
+      last: z.object({ url: z.string(), etag: z.string().nullable(), lead: z.string().optional(), tail: z.string().optional() }),
+      lead: z.string().optional(),
       tail: z.string().optional(),
       back: z.literal(true).optional(),
+      first: z.string().optional(),
+      repeats: z.number().int().min(1).optional(),
     })
     .optional(),
 });
@@ -324,16 +331,21 @@ export interface GitHubPageToken {
    * started with the first item of the page before them (see MAX_REPEATED_PAGES); absent: none.
    */
   repeats?: number;
-  /** Newest first: the page read before `url`, as it was read (its ETag), asked again once `url` is read. */
+  /**
+   * Newest first, and oldest first on a page numbered within one `since` second: the page read
+   * before `url`, as it was read (its ETag), asked again once `url` is read.
+   */
   prev?: PageRead;
   /**
-   * Newest first: this step asks `url`, a page already read (`etag`: as it was read), again, to
-   * see whether the listing shifted while the page after it (`last`) was read; `next` is where the
-   * listing goes on after that page (null: it ended there). `tail`: the oldest item of the page
-   * asked again as it was first read (see `bridges`); `back`: this step asks a page before that one
-   * (unconditionally), the listing having shifted by more than a page.
+   * Newest first, and oldest first after a page numbered within one second: this step asks `url`, a
+   * page already read (`etag`: as it was read), again, to see whether the listing shifted while the
+   * page after it (`last`) was read; `next` is where the listing goes on after that page (null: it
+   * ended there). `tail` (and oldest first `lead`): the last (and first) item of the page asked
+   * again as it was first read (see `bridges`, `holdsEither`); `back`: this step asks a page before
+   * that one (unconditionally), the listing having shifted by more than a page. Oldest first,
+   * `first` and `repeats` are those of the step to `next` (see GitHubPageToken.first).
    */
-  recheck?: { etag: string | null; next: string | null; last: PageRead; tail?: string; back?: true };
+  recheck?: { etag: string | null; next: string | null; last: PageRead; lead?: string; tail?: string; back?: true; first?: string; repeats?: number };
 }
 
 /**
@@ -357,10 +369,13 @@ interface PageRead {
   url: string;
   etag: string | null;
   /**
-   * Its last (oldest) item as `number@updated_at` (answered 304: the one noted with its ETag);
-   * absent when it was empty, answered 304 to a validator noted without one, and from tokens written before.
+   * Its last item (newest first: its oldest) as `number@updated_at` (newest first, answered 304: the
+   * one noted with its ETag); absent when it was empty, answered 304 (oldest first, or to a
+   * validator noted without one), and from tokens written before.
    */
   tail?: string;
+  /** Oldest first: its first item as `number@updated_at`; absent when it was answered 304 or was empty. */
+  lead?: string;
 }
 
 /** Where a pass stands in the current config: the position of its repository, and the token's other fields. */
@@ -659,6 +674,24 @@ function bridges(body: readonly GitHubItem[], tail: string): boolean {
   return first !== undefined && typeof first.updated_at === 'string' && Date.parse(first.updated_at) > Date.parse(at);
 }
 
+/**
+ * Whether `body`, a page of an oldest-first listing asked again after the page numbered after it
+ * within one `since` second was read, still holds the first or the last item it had when first read
+ * (`lead`, `tail`, as `number@updated_at`). An issue that leaves the second (edited later, deleted,
+ * hidden, transferred) moves the second's later issues back a position, one of them onto the page
+ * already read: the next page number skips it. Asked again, the page serves those that moved onto
+ * it; still holding an item it had, it holds every one that moved onto it or past it (the issues of
+ * a second keep their order among themselves). Holding neither, more than a page's worth may have
+ * left: the pages before it are asked again too, walking back, until one holds either, or the
+ * second's first page.
+ */
+function holdsEither(body: readonly GitHubItem[], lead: string | undefined, tail: string | undefined): boolean {
+  return body.some((item) => {
+    const key = itemKey(item);
+    return key === lead || key === tail;
+  });
+}
+
 /** The URL of the page before `url`'s in its listing (its `page` less one), or null for a first page. */
 function pageBefore(url: string): string | null {
   const u = new URL(url);
@@ -863,7 +896,7 @@ export const githubConnector: Connector = {
     const offered = !catchup && until == null ? validators?.get(url) : undefined;
     const offeredNote = offered === undefined ? null : parseNote(offered.next);
     const stored = offeredNote !== null && vouches(offeredNote, keyset) ? offered : undefined;
-    const recheck = descending ? position.recheck : undefined;
+    const recheck = descending || keyset ? position.recheck : undefined;
     const etag = recheck ? (recheck.etag ?? undefined) : catchup ? (firstPage ? (position.validator?.etag ?? undefined) : undefined) : stored?.etag;
     // A page numbered within one `since` second can lose an item to an edit that shifts the rest
     // (see keysetNext): the repository's cursor may not pass that second in this pass.
@@ -907,18 +940,44 @@ export const githubConnector: Connector = {
         }
         if (next !== null) return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, prev: here }) };
       }
+      // Oldest first, a page numbered within one second (`since` at it, page 2 or later) is followed
+      // by the page before it asked again, with the ETag it had (a 304 when nothing moved): an issue
+      // that left the second meanwhile moved one of the second's later issues onto that page, which
+      // the page number just asked skipped. Changed, the page is served again (see `holdsEither`).
+      if (keyset && !recheck && position.prev && heldSecond(url) !== null) {
+        const prev = position.prev;
+        const here: PageRead = { url, etag: read, ...(pageFirst !== undefined && { lead: pageFirst }), ...(pageTail !== undefined && { tail: pageTail }) };
+        const first = next !== null && heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {};
+        const ends = { ...(prev.lead !== undefined && { lead: prev.lead }), ...(prev.tail !== undefined && { tail: prev.tail }) };
+        return {
+          ...extra, ...holdCursors, records,
+          nextPageToken: tokenAt(cfg, { index: position.index, url: prev.url, validator, ...carried, recheck: { etag: prev.etag, next, last: here, ...ends, ...first } }),
+        };
+      }
       // More than a page's worth of items hidden above the page asked again moved some of those
       // after it further up, onto the pages before it: each is asked again, walking back, until
       // one holds what followed the page as it was first read (see `bridges`), or the first page.
       if (recheck && walkBack !== null) {
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: walkBack, validator, ...carried, recheck: { ...recheck, etag: null, back: true } }) };
       }
+      if (recheck && recheck.next !== null && keyset) {
+        // On with the page after the one read last, which the page read last is asked again after
+        // when it too is numbered within one second.
+        const within = heldSecond(recheck.next) !== null;
+        const first = within && recheck.first !== undefined ? { first: recheck.first, ...(recheck.repeats !== undefined && { repeats: recheck.repeats }) } : {};
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, ...carried, ...first, ...(within && { prev: recheck.last }) }) };
+      }
       if (recheck && recheck.next !== null) {
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, ...carried, prev: recheck.last }) };
       }
       if (next !== null && !recheck) {
-        const first = heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {};
-        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, ...first }) };
+        const within = heldSecond(next) !== null;
+        const first = within && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {};
+        // Oldest first, the page read now is asked again once the page numbered after it is read.
+        const prev: Partial<Position> = keyset && within
+          ? { prev: { url, etag: read, ...(pageFirst !== undefined && { lead: pageFirst }), ...(pageTail !== undefined && { tail: pageTail }) } }
+          : {};
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, ...first, ...prev }) };
       }
       // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
       // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
@@ -1054,6 +1113,9 @@ export const githubConnector: Connector = {
     if (descending) {
       pageTail = body.length > 0 ? itemKey(body.at(-1)!) : undefined;
       if (recheck?.tail !== undefined && !bridges(body, recheck.tail)) walkBack = pageBefore(url);
+    } else if (keyset) {
+      pageTail = body.length > 0 ? itemKey(body.at(-1)!) : undefined;
+      if (recheck && !holdsEither(body, recheck.lead, recheck.tail)) walkBack = pageBefore(url);
     }
     const saved = received && until == null && !catchup && !recheck ? { validators: [{ url, etag: received, next: JSON.stringify(note) }] } : {};
     // The first page's ETag travels with a newest-first pass to its catch-up (not for a windowed
@@ -1076,7 +1138,7 @@ export const githubConnector: Connector = {
 
   consistentListing() {
     // Issues: keyset by `since` (an item unchanged for the whole pass is served; page numbers only
-    // within one second, where the deletion step's re-check covers a shift). Pull requests: newest
+    // within one second, each followed by the page before asked again, which catches a shift). Pull requests: newest
     // first, where a change only moves an item to the head (read again by the catch-up pass), and
     // an item hidden or removed moves one up onto the page before, which is asked again.
     return true;

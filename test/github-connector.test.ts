@@ -129,10 +129,15 @@ describe('github connector: paging', () => {
   it('pages by number within one second when a whole page shares it, and holds the cursor at that second', async () => {
     for (const n of [1, 3, 5, 7, 8]) gh.touch('octo/hello', n, '2025-02-01T00:00:00Z');
     const pages = await pass(cfg(), 'issues', new Date('2025-02-01T00:00:00Z'));
+    // Page 2 within the second is followed by page 1 asked again with its ETag (an issue that left
+    // the second meanwhile would have shifted one onto it): unchanged, a 304.
     expect(gh.requests.map((r) => [queryOf(r.url).get('since'), queryOf(r.url).get('page')])).toEqual([
       ['2025-02-01T00:00:00Z', null],
       ['2025-02-01T00:00:00Z', '2'],
+      ['2025-02-01T00:00:00Z', null],
     ]);
+    expect(gh.requests[2]!.headers['if-none-match']).toBeDefined();
+    expect(pages[2]!.notModified).toBe(true);
     expect(unique(pages.flatMap((p) => p.records.map((r) => r.externalId))).sort()).toEqual(['octo/hello#1', 'octo/hello#3', 'octo/hello#5', 'octo/hello#7', 'octo/hello#8']);
     expect(pages[1]!.holdCursors).toEqual([{ partition: 'octo/hello', at: '2025-02-01T00:00:00Z' }]);
     expect(pages[0]!.holdCursors).toBeUndefined();
