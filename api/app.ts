@@ -12,6 +12,7 @@ import { authenticate, FailedLookups, limitStateLookups } from './middleware/aut
 import { recordHttpMetrics } from './middleware/http-metrics';
 import { receiveBody } from './middleware/receive-body';
 import { tenantScope } from './middleware/tenant-scope';
+import { temporalDeadline } from './middleware/temporal-deadline';
 import { tenantTurns } from './middleware/tenant-turns';
 import { TenantTurns } from '../lib/tenant-turns';
 import { tenantShareOfPool } from '../policy/tenant-limits';
@@ -165,14 +166,14 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', OAUTH_CALLBACK_PATH]);
  * URL without the query → request metrics → security headers → request id (generated here) and log → body
  * limit → (the OAuth callback only) its state lookups held to the address's failed-lookup bucket → auth (admin or tenant key) → per-key rate limit →
  * the body received whole (its bytes kept for every later read) → a tenant key's turn, or none once its client has gone (its tenant's requests in flight held to half the database pool; more wait) → audit (refusals of the
- * scope included) → tenant scope → refusal of a JSON body that is not UTF-8 and of what Postgres cannot store (NUL, lone surrogates), of nesting deeper than 64 levels, of a `__proto__` key and of a number a double does not hold → routes grouped by resource. Every answer carries hono's secure
+ * scope included) → tenant scope → the request's deadline for its calls to Temporal (API_TEMPORAL_TIMEOUT_SECONDS) → refusal of a JSON body that is not UTF-8 and of what Postgres cannot store (NUL, lone surrogates), of nesting deeper than 64 levels, of a `__proto__` key and of a number a double does not hold → routes grouped by resource. Every answer carries hono's secure
  * headers (nosniff, no framing, no referrer, HSTS for when it is served over TLS) and a CSP that
  * allows nothing (the docs page sets its own); an answer that sets no Cache-Control gets
  * `no-store`, so no cache or proxy keeps a tenant's data. Every error is JSON
  * `{error: {code, message}}`: 400 for schema violations, 401, 403, 404, 409, 413 over 1 MiB, 429,
  * 502/504 when an immediate sync's provider failed or its deadline passed, 503 when the database
  * pool had no free connection in time (`busy`) or Postgres or Temporal is unreachable
- * (`unavailable`), 500 otherwise (never a stack, statement or internal detail).
+ * (`unavailable`; Temporal also when the request's deadline for it passed), 500 otherwise (never a stack, statement or internal detail).
  */
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({
@@ -223,6 +224,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     tenantScope(deps),
   ];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
+  // After a tenant key's turn: its wait for the turn is not Temporal's time.
+  app.use(temporalDeadline(deps));
 
   app.use(refuseUnstorable);
 

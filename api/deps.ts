@@ -28,7 +28,7 @@ export interface ApiDeps extends CommandDeps {
 /** The API settings taken from configuration. */
 export function apiSettings(
   config: Config,
-): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'trustedProxies' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'oauthStatesPerTenant' | 'feedPageMaxBytes'> {
+): Pick<ApiDeps, 'taskQueue' | 'metricsPublic' | 'rateLimit' | 'authFailureLimit' | 'trustedProxies' | 'maxIntervalSeconds' | 'immediateSyncTimeoutMs' | 'webhookAllowPrivate' | 'defaultIntervalSeconds' | 'immediateTaskQueue' | 'providers' | 'tenantLimits' | 'oauthStatesPerTenant' | 'feedPageMaxBytes' | 'temporalTimeoutMs'> {
   return {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     metricsPublic: config.METRICS_PUBLIC,
@@ -44,5 +44,6 @@ export function apiSettings(
     tenantLimits: tenantLimits(config),
     oauthStatesPerTenant: config.TENANT_MAX_OAUTH_STATES,
     feedPageMaxBytes: config.FEED_PAGE_MAX_BYTES,
+    temporalTimeoutMs: config.API_TEMPORAL_TIMEOUT_SECONDS * 1000,
   };
 }

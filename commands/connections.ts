@@ -34,7 +34,7 @@ import {
   stopConnectionWorkflow,
 } from '../temporal/client';
 import { pauseSignal, replanSignal, resumeSignal, type ConnectionState } from '../temporal/connection';
-import type { CommandDeps } from './deps';
+import { startAfterAnswer, type CommandDeps } from './deps';
 import type { WaitOutsideTurn } from './turns';
 import { CommandRefused, invalid, notFound } from './errors';
 import { DEFAULT_PROVIDER_POLICY, providerUrlProblem } from '../connectors/provider-http';
@@ -119,7 +119,7 @@ export async function createConnection(deps: CommandDeps, request: NewConnection
     // for a moment) is tried again after the answer, and the reconcile tick starts the workflow of
     // any connection without one. A 5xx here would have the caller retry into 409 on its own app_key.
     if (!deps.background) throw err;
-    deps.background.run(`connection:${row.id}`, start);
+    startAfterAnswer(deps, deps.background, `connection:${row.id}`, start);
   }
   return row;
 }

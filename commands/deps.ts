@@ -5,6 +5,7 @@ import type { Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
 import type { TenantLimits } from '../policy/tenant-limits';
 import type { BackgroundStarts } from '../lib/background-starts';
+import { DEFAULT_TEMPORAL_TIMEOUT_MS, withTemporalDeadline } from '../temporal/client';
 
 /** What commands need from their process. */
 export interface CommandDeps {
@@ -18,6 +19,12 @@ export interface CommandDeps {
   metrics: SyncMetrics;
   /** MAX_OVERRIDDEN_INTERVAL_SECONDS: the largest interval a schedule may ask for. */
   maxIntervalSeconds: number;
+  /**
+   * API_TEMPORAL_TIMEOUT_SECONDS in milliseconds: how long one request's calls to Temporal may
+   * take together (the API runs each request under that deadline), and each attempt of a workflow
+   * start after the answer; DEFAULT_TEMPORAL_TIMEOUT_MS when unset.
+   */
+  temporalTimeoutMs?: number;
   /** IMMEDIATE_SYNC_TIMEOUT_SECONDS in milliseconds: how long an immediate sync may run. */
   immediateSyncTimeoutMs: number;
   /**
@@ -51,4 +58,19 @@ export interface CommandDeps {
    * DEFAULT_TENANT_MAX_OAUTH_STATES when unset.
    */
   oauthStatesPerTenant?: number;
+}
+
+/** How long `deps`' calls to Temporal may take: API_TEMPORAL_TIMEOUT_SECONDS, or its default. */
+export function temporalTimeoutMs(deps: Pick<CommandDeps, 'temporalTimeoutMs'>): number {
+  return deps.temporalTimeoutMs ?? DEFAULT_TEMPORAL_TIMEOUT_MS;
+}
+
+/**
+ * Runs the workflow start `start` after the answer (`background`), each attempt under a deadline
+ * for Temporal of its own (temporalTimeoutMs from the attempt), never the request's: that one may
+ * have passed already (the start tried in the request ran out of it), which would fail every
+ * attempt at once.
+ */
+export function startAfterAnswer(deps: Pick<CommandDeps, 'temporal' | 'temporalTimeoutMs'>, background: BackgroundStarts, what: string, start: () => Promise<unknown>): void {
+  background.run(what, () => withTemporalDeadline(deps.temporal, temporalTimeoutMs(deps), start));
 }

@@ -7,9 +7,9 @@ import { countImmediateSyncs, immediateSyncsAndOverride, insertImmediateSyncLeas
 import { withTransaction } from '../db/transaction';
 import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, IMMEDIATE_SYNC_RETRY_AFTER_SECONDS } from '../policy/tenant-limits';
 import type { SyncMode } from '../policy/vocabulary';
-import { cancelImmediateSync, immediateSyncProgress, startImmediateSync } from '../temporal/client';
+import { cancelImmediateSync, immediateSyncProgress, startImmediateSync, withTemporalDeadline } from '../temporal/client';
 import type { ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
-import type { CommandDeps } from './deps';
+import { temporalTimeoutMs, type CommandDeps } from './deps';
 import { CommandRefused, firstLine } from './errors';
 import { refuseUnlessSyncable, resolveResourceTypes } from './jobs';
 import { lockedLimits, overLimit } from './tenant-limits';
@@ -115,7 +115,11 @@ async function runWithLease(
   if (!handle) {
     throw new CommandRefused('conflict', 'immediate_sync_running', 'an immediate sync of this connection is already running; wait for its answer');
   }
-  const result = handle.result();
+  // Its wait and what follows it run past the request's deadline for Temporal: the wait has the
+  // workflow's own execution timeout (the server ends it by then) and a Temporal timeout more, and
+  // the progress read and the cancel after it a deadline of their own.
+  const result = withTemporalDeadline(deps.temporal, executionTimeoutMs + temporalTimeoutMs(deps), () => handle.result());
+  const afterWait = <T>(call: () => Promise<T>) => withTemporalDeadline(deps.temporal, temporalTimeoutMs(deps), call);
   const deadline = new AbortController();
   try {
     // Up to IMMEDIATE_SYNC_TIMEOUT_SECONDS on the workflow, holding no connection: outside the
@@ -127,9 +131,9 @@ async function runWithLease(
     still.closing = result;
     // Its counts are only what the answer reports: a read that fails must not keep it from being
     // cancelled. It is then answered as one that reported no page yet.
-    const progress = await immediateSyncProgress(deps.temporal, handle).catch(() => null);
+    const progress = await afterWait(() => immediateSyncProgress(deps.temporal, handle)).catch(() => null);
     // Closed in the meantime: its own outcome is the answer.
-    if (!(await cancelImmediateSync(handle))) return await result;
+    if (!(await afterWait(() => cancelImmediateSync(handle)))) return await result;
     throw new CommandRefused(
       'timeout',
       'timeout',

@@ -25,7 +25,7 @@ import {
 import { cancelJobSignal, syncNowSignal } from '../temporal/connection';
 import { syncJobWorkflowId } from '../temporal/ids';
 import { purgeInProgress, refOf } from './connections';
-import type { CommandDeps } from './deps';
+import { startAfterAnswer, type CommandDeps } from './deps';
 import { CommandRefused, invalid, notFound } from './errors';
 
 export type { JobRow } from '../db/models/jobs';
@@ -159,7 +159,7 @@ function keyReused(job: JobRow): CommandRefused {
 /** Starts (or finds running) the `sync-job:` workflow of requested job `job`, after the answer when the process has background starts. */
 async function startRequestedJob(deps: CommandDeps, job: JobRow, connection: ConnectionRow): Promise<void> {
   const start = () => ensureJobWorkflow(deps.temporal, deps.taskQueue, { id: job.id, connection: refOf(connection) });
-  if (deps.background) deps.background.run(`start the workflow of job ${job.id}`, start);
+  if (deps.background) startAfterAnswer(deps, deps.background, `start the workflow of job ${job.id}`, start);
   else await start();
 }
 

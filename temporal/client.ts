@@ -18,6 +18,21 @@ import { SYNC_JOB_WORKFLOW, type SyncJobWorkflow } from './sync-job';
 import { WEBHOOK_DELIVERY_WORKFLOW, type WebhookDeliveryWorkflow } from './webhook-delivery';
 import { CONNECTION_PURGE_WORKFLOW, connectionPurgeWorkflowId, type ConnectionPurgeInput, type ConnectionPurgeWorkflow } from './purge';
 
+/** How long a request's calls to Temporal may take when nothing says otherwise (API_TEMPORAL_TIMEOUT_SECONDS' default). */
+export const DEFAULT_TEMPORAL_TIMEOUT_MS = 10_000;
+
+/**
+ * Runs `fn` with every call to Temporal it makes (through `client`'s connection, in its async
+ * context: what it awaits and what it starts without awaiting) failing with DEADLINE_EXCEEDED once
+ * `ms` from now have passed. The deadline replaces any of the caller's context, later or earlier:
+ * work that outlives a request (a start after its answer) gets its own. A client without deadlines
+ * (a test's stand-in for one) runs `fn` as it is.
+ */
+export async function withTemporalDeadline<T>(client: Client, ms: number, fn: () => Promise<T>): Promise<T> {
+  if (typeof (client as Partial<Client> | undefined)?.withDeadline !== 'function') return fn();
+  return client.withDeadline(Date.now() + ms, fn);
+}
+
 /** The identity of a connection, as its workflow's search attributes show it. */
 export interface ConnectionRef {
   id: string;

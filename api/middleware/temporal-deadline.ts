@@ -1,0 +1,19 @@
+import type { MiddlewareHandler } from 'hono';
+import type { ApiDeps } from '../deps';
+import type { ApiEnv } from '../env';
+import { DEFAULT_TEMPORAL_TIMEOUT_MS, withTemporalDeadline } from '../../temporal/client';
+
+/**
+ * Runs the rest of the request under one deadline for its calls to Temporal:
+ * `deps.temporalTimeoutMs` (API_TEMPORAL_TIMEOUT_SECONDS) from here, after its turn at the pool.
+ * A Temporal frontend that takes connections and answers nothing (a hung server, a black-holed
+ * address) then fails the call with DEADLINE_EXCEEDED, which the request answers as 503
+ * `unavailable` (Temporal), instead of the request waiting for ever and holding its tenant's turn.
+ * Every database write the request committed before the call stays: the reconcile tick acts on
+ * what the lost call would have said. Work that outlives the answer (a workflow start after it) and
+ * an immediate sync's wait for its workflow set deadlines of their own (withTemporalDeadline).
+ */
+export function temporalDeadline(deps: Pick<ApiDeps, 'temporal' | 'temporalTimeoutMs'>): MiddlewareHandler<ApiEnv> {
+  const ms = deps.temporalTimeoutMs ?? DEFAULT_TEMPORAL_TIMEOUT_MS;
+  return async (c, next) => withTemporalDeadline(deps.temporal, ms, next);
+}
