@@ -66,11 +66,19 @@ export function temporalTimeoutMs(deps: Pick<CommandDeps, 'temporalTimeoutMs'>):
 }
 
 /**
+ * Runs `fn` with every call to Temporal it makes failing with DEADLINE_EXCEEDED once
+ * temporalTimeoutMs from now have passed (replacing any deadline of the caller's context).
+ */
+export function underTemporalDeadline<T>(deps: Pick<CommandDeps, 'temporal' | 'temporalTimeoutMs'>, fn: () => Promise<T>): Promise<T> {
+  return withTemporalDeadline(deps.temporal, temporalTimeoutMs(deps), fn);
+}
+
+/**
  * Runs the workflow start `start` after the answer (`background`), each attempt under a deadline
  * for Temporal of its own (temporalTimeoutMs from the attempt), never the request's: that one may
  * have passed already (the start tried in the request ran out of it), which would fail every
  * attempt at once.
  */
 export function startAfterAnswer(deps: Pick<CommandDeps, 'temporal' | 'temporalTimeoutMs'>, background: BackgroundStarts, what: string, start: () => Promise<unknown>): void {
-  background.run(what, () => withTemporalDeadline(deps.temporal, temporalTimeoutMs(deps), start));
+  background.run(what, () => underTemporalDeadline(deps, start));
 }

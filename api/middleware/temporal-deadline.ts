@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { ApiDeps } from '../deps';
 import type { ApiEnv } from '../env';
-import { DEFAULT_TEMPORAL_TIMEOUT_MS, withTemporalDeadline } from '../../temporal/client';
+import { underTemporalDeadline } from '../../commands/deps';
 
 /**
  * Runs the rest of the request under one deadline for its calls to Temporal:
@@ -14,6 +14,5 @@ import { DEFAULT_TEMPORAL_TIMEOUT_MS, withTemporalDeadline } from '../../tempora
  * an immediate sync's wait for its workflow set deadlines of their own (withTemporalDeadline).
  */
 export function temporalDeadline(deps: Pick<ApiDeps, 'temporal' | 'temporalTimeoutMs'>): MiddlewareHandler<ApiEnv> {
-  const ms = deps.temporalTimeoutMs ?? DEFAULT_TEMPORAL_TIMEOUT_MS;
-  return async (c, next) => withTemporalDeadline(deps.temporal, ms, next);
+  return async (_c, next) => underTemporalDeadline(deps, next);
 }
