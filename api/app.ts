@@ -224,7 +224,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     tenantScope(deps),
   ];
   app.use(except((c) => OPEN_PATHS.has(c.req.path) || isDocsPath(c.req.path) || (c.req.path === '/metrics' && deps.metricsPublic === true), ...guarded));
-  // After a tenant key's turn: its wait for the turn is not Temporal's time.
+  // Counted from the request's first call to Temporal: its wait for its turn and its statements are not Temporal's time.
   app.use(temporalDeadline(deps));
 
   app.use(refuseUnstorable);

@@ -5,7 +5,7 @@ import type { Keyring } from '../lib/credentials';
 import type { SyncMetrics } from '../lib/metrics';
 import type { TenantLimits } from '../policy/tenant-limits';
 import type { BackgroundStarts } from '../lib/background-starts';
-import { DEFAULT_TEMPORAL_TIMEOUT_MS, withTemporalDeadline } from '../temporal/client';
+import { DEFAULT_TEMPORAL_TIMEOUT_MS, withTemporalBudget, withTemporalDeadline } from '../temporal/client';
 
 /** What commands need from their process. */
 export interface CommandDeps {
@@ -21,7 +21,7 @@ export interface CommandDeps {
   maxIntervalSeconds: number;
   /**
    * API_TEMPORAL_TIMEOUT_SECONDS in milliseconds: how long one request's calls to Temporal may
-   * take together (the API runs each request under that deadline), and each attempt of a workflow
+   * take together, from the first of them (the API runs each request under that deadline), and each attempt of a workflow
    * start after the answer; DEFAULT_TEMPORAL_TIMEOUT_MS when unset.
    */
   temporalTimeoutMs?: number;
@@ -71,6 +71,15 @@ export function temporalTimeoutMs(deps: Pick<CommandDeps, 'temporalTimeoutMs'>):
  */
 export function underTemporalDeadline<T>(deps: Pick<CommandDeps, 'temporal' | 'temporalTimeoutMs'>, fn: () => Promise<T>): Promise<T> {
   return withTemporalDeadline(deps.temporal, temporalTimeoutMs(deps), fn);
+}
+
+/**
+ * Runs `fn`, a request, with its calls to Temporal failing with DEADLINE_EXCEEDED once
+ * temporalTimeoutMs have passed from the first of them: the request's waits on the database (a row
+ * lock, a statement) before it calls Temporal are not Temporal's time.
+ */
+export function underRequestTemporalDeadline<T>(deps: Pick<CommandDeps, 'temporal' | 'temporalTimeoutMs'>, fn: () => Promise<T>): Promise<T> {
+  return withTemporalBudget(deps.temporal, temporalTimeoutMs(deps), fn);
 }
 
 /**

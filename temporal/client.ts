@@ -1,6 +1,6 @@
 // Typed client helpers: how the API, the reconcile tick and the workers start, signal and stop
 // Synctide's workflows. Typed by the contract modules beside this one, never by workflow code.
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, isGrpcServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, isGrpcServiceError, type Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { CONNECTION_WORKFLOW, stateQuery, type ConnectionState, type ConnectionWorkflow, type ConnectionWorkflowInput } from './connection';
@@ -31,6 +31,32 @@ export const DEFAULT_TEMPORAL_TIMEOUT_MS = 10_000;
 export async function withTemporalDeadline<T>(client: Client, ms: number, fn: () => Promise<T>): Promise<T> {
   if (typeof (client as Partial<Client> | undefined)?.withDeadline !== 'function') return fn();
   return client.withDeadline(Date.now() + ms, fn);
+}
+
+/**
+ * Runs `fn` with its calls to Temporal (as withTemporalDeadline: what it awaits and what it starts
+ * without awaiting) failing with DEADLINE_EXCEEDED once `ms` have passed from the first of them,
+ * so time `fn` spends on anything else (statements, row locks, a turn at the pool) is not counted.
+ * A deadline set inside `fn` (withTemporalDeadline) replaces this one for what it runs. A client
+ * whose connection keeps no call context (a test's stand-in) gets withTemporalDeadline's.
+ */
+export async function withTemporalBudget<T>(client: Client, ms: number, fn: () => Promise<T>): Promise<T> {
+  const storage = (client as Partial<Client> | undefined)?.connection as { callContextStorage?: Connection['callContextStorage'] } | undefined;
+  const context = storage?.callContextStorage;
+  if (!context) return withTemporalDeadline(client, ms, fn);
+  let deadline: number | undefined;
+  // The connection reads `deadline` when each call is made: the first read fixes it.
+  const outer = context.getStore();
+  return context.run(
+    {
+      ...outer,
+      get deadline() {
+        deadline ??= Date.now() + ms;
+        return deadline;
+      },
+    },
+    fn,
+  );
 }
 
 /** The identity of a connection, as its workflow's search attributes show it. */
