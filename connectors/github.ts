@@ -71,7 +71,8 @@
 // Conditional requests: every page's ETag is returned (`validators`) with the page's records, for
 // the activity to store in the same transaction, with a note of what follows the page in its
 // listing (the next URL, or none; newest first also its oldest and newest change times, and its
-// oldest item, which a page asked again after a 304 of it must still reach back to). The next
+// oldest item, which a page asked again after a 304 of it must still reach back to; oldest first
+// its first and last items, which such a page within one second must still hold). The next
 // incremental pass sends it as If-None-Match for that URL; a 304 skips that page only and goes on
 // with the noted next page (ending the repository where the listing ended or, newest first, where
 // the page reached `since`). GitHub's ETag covers a page's items, not its Link header, so an oldest-
@@ -602,22 +603,25 @@ interface PageNote {
   oldest?: string | null;
   newest?: string | null;
   /**
-   * Newest first: the page's last (oldest) item as `number@updated_at`, so a 304 of the page knows
-   * what it reaches back to (the ETag vouches for the same body), for the check of the page asked
-   * again after the next one (see `bridges`). Absent from an empty page and from notes written before.
+   * The page's last item as `number@updated_at` (newest first: its oldest), so a 304 of the page
+   * knows what it held (the ETag vouches for the same body), for the check of the page asked again
+   * after the next one (newest first `bridges`; oldest first, within one second, `holdsEither` with
+   * `lead`). Absent from an empty page and from notes written before.
    */
   tail?: string;
+  /** Oldest first: the page's first item as `number@updated_at` (see `tail`). */
+  lead?: string;
   full?: boolean;
 }
 
 /** A stored note read back; an unreadable one reads as "the listing goes on nowhere": nothing is skipped beyond the page. */
-function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null; tail: string | null; full: boolean | null } {
+function parseNote(text: string | null): { next: string | null; oldest: string | null; newest: string | null; tail: string | null; lead: string | null; full: boolean | null } {
   try {
     const note = JSON.parse(text ?? 'null') as PageNote | null;
     const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest), tail: str(note?.tail), full: typeof note?.full === 'boolean' ? note.full : null };
+    return { next: str(note?.next), oldest: str(note?.oldest), newest: str(note?.newest), tail: str(note?.tail), lead: str(note?.lead), full: typeof note?.full === 'boolean' ? note.full : null };
   } catch {
-    return { next: null, oldest: null, newest: null, tail: null, full: null };
+    return { next: null, oldest: null, newest: null, tail: null, lead: null, full: null };
   }
 }
 
@@ -1026,6 +1030,10 @@ export const githubConnector: Connector = {
       // Newest first, the page's oldest item is the one noted with its ETag (the same body): the
       // page asked again after the next one must still reach back to it, else the walk-back runs.
       if (descending && note.tail !== null) pageTail = note.tail;
+      // Oldest first, its first and last items are those noted with its ETag: the page asked again
+      // after the next one walks back only when it holds neither (see `holdsEither`).
+      if (keyset && note.lead !== null) pageFirst = note.lead;
+      if (keyset && note.tail !== null) pageTail = note.tail;
       // Confirmed, the validator is stored again (a pass keeps the validators it visited).
       const confirmed = { url, etag, next: stored?.next ?? null };
       read = etag;
@@ -1107,7 +1115,8 @@ export const githubConnector: Connector = {
     const continuation = listingNext === null && full && keyset ? keysetNext(cfg, repository, url, body) : null;
     const note: PageNote = {
       next: listingNext ?? continuation,
-      ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body), ...(body.length > 0 && { tail: itemKey(body.at(-1)!) }) } : { full }),
+      ...(descending ? { oldest: oldestUpdatedAt(body), newest: newestUpdatedAt(body), ...(body.length > 0 && { tail: itemKey(body.at(-1)!) }) }
+        : { full, ...(keyset && body.length > 0 && { lead: itemKey(body[0]!), tail: itemKey(body.at(-1)!) }) }),
     };
     read = received;
     if (descending) {
