@@ -49,7 +49,11 @@ describe('oauth2 refresh during real sync jobs on two workers', () => {
       // refreshes held in flight at once fit in pools of 5.
       const pool = createPool(db.url, 5);
       const connection = await NativeConnection.connect({ address: env.address });
-      const made = await createTestWorker({ connection, client: env.client, pool, taskQueue: TASK_QUEUE });
+      // A provider timeout of two minutes makes the renewal lease (the timeout and 10 s) outlast
+      // every test's held refresh answers: with the default 30 s, a lease could expire while a slow
+      // machine was still starting the jobs that must be seen waiting on it, and the waiting job
+      // then took it over and refreshed a second time (seen once under a full `npm test`).
+      const made = await createTestWorker({ connection, client: env.client, pool, taskQueue: TASK_QUEUE, providers: { ...TEST_PROVIDER_POLICY, timeoutMs: 120_000 } });
       pools.push(pool);
       connections.push(connection);
       workers.push(made.worker);

@@ -52,6 +52,8 @@ export async function createTestWorker(opts: {
   lanes?: LaneGate;
   /** Webhook delivery settings (testActivityDeps' when omitted). */
   webhooks?: ActivityDeps['webhooks'];
+  /** The provider policy of the activities (TEST_PROVIDER_POLICY when omitted). */
+  providers?: ActivityDeps['providers'];
   /** The workflows it runs (synctideBundle() when omitted; e.g. the patches-off bundle). */
   workflowBundle?: WorkflowBundle;
 }) {
@@ -64,6 +66,7 @@ export async function createTestWorker(opts: {
     connectors: opts.connectors,
     tenantLimits: opts.tenantLimits,
     webhooks: opts.webhooks,
+    providers: opts.providers,
   });
   const worker = await createWorker({
     connection: opts.connection,
