@@ -191,6 +191,26 @@ const sinceSchema = z.strictObject({
   format: z.enum(['iso8601', 'epoch_seconds', 'epoch_millis', 'date'], { error: "must be one of 'iso8601', 'epoch_seconds', 'epoch_millis', 'date'" }).default('iso8601'),
 });
 
+/**
+ * The charset a provider answers in without naming it: a label TextDecoder knows (WHATWG's, e.g.
+ * `windows-1252`, `iso-8859-1`, `shift_jis`), checked with the config. Read only for a body that
+ * is not UTF-8 and whose Content-Type names no charset (decodeBody).
+ */
+const charsetLabel = z
+  .string({ error: "must be a charset label (e.g. 'windows-1252', 'iso-8859-1', 'shift_jis')" })
+  .refine((label) => {
+    try {
+      new TextDecoder(label);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "must be a charset label a decoder here knows (e.g. 'windows-1252', 'iso-8859-1', 'shift_jis')");
+
+const charsetDescription =
+  'The charset of bodies that are not UTF-8 and whose Content-Type names none (a WHATWG label, e.g. `windows-1252`); ' +
+  "without one such a page fails. A valid UTF-8 body is read as UTF-8 and a charset the Content-Type names comes first.";
+
 const resourceSchema = z.strictObject({
   path: z.string({ error: "must be a path starting with '/'" }).regex(/^\/[^?#]*$/, "must be a path starting with '/' (no query or fragment: use params)"),
   params: z.record(paramName, z.string({ error: 'must be a string' })).optional().meta({ description: 'Fixed query parameters of every request' }),
@@ -212,6 +232,7 @@ const resourceSchema = z.strictObject({
         '1 ms, 1 s or a day, as every later step of the pass is; one request more a pass, none for an inclusive one). Requires `updated_at` and `since`.',
     }),
   pagination: paginationSchema.optional().meta({ description: "This resource's pagination, if not the connection's" }),
+  charset: charsetLabel.optional().meta({ description: `${charsetDescription} This resource's, if not the connection's.` }),
   item: z
     .strictObject({
       path: z
@@ -260,6 +281,7 @@ export const httpConfigSchema = z.strictObject({
     })
     .meta({ minProperties: 1, description: 'Resource type → how to fetch it' }),
   pagination: paginationSchema.default({ type: 'none' }),
+  charset: charsetLabel.optional().meta({ description: `${charsetDescription} The default of every resource.` }),
   rate_limit: z
     .strictObject({
       remaining_header: readHeaderName,
@@ -1129,9 +1151,10 @@ function recordOf(item: unknown, resource: Resource, what: string): ConnectorRec
 /**
  * One GET of `url` through the connectors' HTTP path: its query as written (a provider may sign its
  * next URLs, or read `+` as a plus), the query secret appended to the request only, in place of any
- * parameter of its name.
+ * parameter of its name. A body is read in the resource's `charset` (else the connection's) when
+ * it is not UTF-8 and its Content-Type names none.
  */
-function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<FetchPageInput, 'signal' | 'policy' | 'budget'>) {
+function get(cfg: HttpConfig, resource: Resource, auth: Auth, url: string, what: string, opts: Pick<FetchPageInput, 'signal' | 'policy' | 'budget'>) {
   const requestUrl = new URL(url);
   if (auth.query) {
     const [name, token] = auth.query;
@@ -1141,6 +1164,7 @@ function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<
   const limits: RateLimitHeaders = cfg.rate_limit
     ? { remaining: cfg.rate_limit.remaining_header, reset: cfg.rate_limit.reset_header, resetFormat: cfg.rate_limit.reset_format }
     : GITHUB_RATE_LIMIT_HEADERS;
+  const charset = resource.charset ?? cfg.charset;
   return providerGet(requestUrl.href, {
     headers: { Accept: 'application/json', 'User-Agent': USER_AGENT, ...cfg.headers, ...auth.headers },
     secrets: auth.secrets,
@@ -1149,6 +1173,7 @@ function get(cfg: HttpConfig, auth: Auth, url: string, what: string, opts: Pick<
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.budget ? { budget: opts.budget } : {}),
     rateLimitHeaders: limits,
+    ...(charset !== undefined && { charset }),
   });
 }
 
@@ -1160,7 +1185,7 @@ const pageWhat = (name: string, url: string, secrets: readonly string[]): string
 
 /**
  * The JSON body of a page or record answer (2xx). One whose bytes could not all be read (not
- * UTF-8, and in no charset it names that holds them: `undecodable`) fails for good: read with
+ * UTF-8, and in no charset it or the config names that holds them: `undecodable`) fails for good: read with
  * U+FFFD in their place, its records would be stored with text the provider never sent, and the
  * provider answers every retry alike. `redact` quotes the provider's Content-Type.
  */
@@ -1168,7 +1193,8 @@ function jsonOf(answer: { status: number; text: string; undecodable?: string }, 
   if (answer.undecodable !== undefined) {
     throw new Permanent(
       `http connector: ${what}: ${redact(answer.undecodable)}; read anyway, its records would hold U+FFFD where the provider sent those bytes ` +
-        '(JSON is UTF-8, RFC 8259): the provider must answer in UTF-8 or name the charset it answers in (e.g. application/json; charset=windows-1252)',
+        '(JSON is UTF-8, RFC 8259): the provider must answer in UTF-8 or name the charset it answers in (e.g. application/json; charset=windows-1252), ' +
+        "or the resource's `charset` setting (or the connection's) name the one it answers in without naming it",
     );
   }
   return jsonBody(answer, `http connector: unreadable JSON for ${what}`);
@@ -1328,7 +1354,7 @@ export const httpConnector: Connector = {
       const path = resource.item.path.replaceAll('{id}', encodeURIComponent(id));
       const url = new URL(cfg.base_url.replace(/\/+$/, '') + path).href;
       const what = pageWhat(name, url, auth.secrets);
-      const answer = await get(cfg, auth, url, what, { signal, policy, budget });
+      const answer = await get(cfg, resource, auth, url, what, { signal, policy, budget });
       if (answer.status === 404 || answer.status === 410) {
         gone.push(externalId);
         continue;
@@ -1405,7 +1431,7 @@ export const httpConnector: Connector = {
      * `mayGo` and the provider says the position went (POSITION_GONE).
      */
     const load = async (pageUrl: string, mayGo: boolean) => {
-      const answer = await get(cfg, auth, pageUrl, what, { signal, policy, budget });
+      const answer = await get(cfg, resource, auth, pageUrl, what, { signal, policy, budget });
       if (answer.status < 200 || answer.status >= 300) {
         if (mayGo && POSITION_GONE.has(answer.status)) return null;
         throw errorFor(answer.status, answer.headers, answer.text, what, limits, redact);

@@ -211,8 +211,11 @@ export interface DecodedBody {
  * and names no charset, one no decoder knows or UTF-8, or one with a byte its named charset (or its
  * byte order mark's) does not hold, is read with U+FFFD for such bytes and `problem` says so; a
  * connector storing what the body holds refuses it (an error answer's text is only quoted).
+ * `charset` (a label TextDecoder knows, configured for a provider that answers in another charset
+ * and never names it) stands in for the charset of a Content-Type that names none: read by the
+ * same rules as one it names.
  */
-export function decodeBody(body: Buffer, contentType: string | null): DecodedBody {
+export function decodeBody(body: Buffer, contentType: string | null, charset?: string): DecodedBody {
   /** `bytes` in `encoding`, or, with `problem`, as it reads them with U+FFFD for what it does not hold. */
   const strictly = (encoding: string, bytes: Uint8Array, problem: string): DecodedBody => {
     try {
@@ -226,7 +229,10 @@ export function decodeBody(body: Buffer, contentType: string | null): DecodedBod
   if (body[0] === 0xff && body[1] === 0xfe) return strictly('utf-16le', body, 'the body is not UTF-16 after its UTF-16 byte order mark');
   if (body[0] === 0xfe && body[1] === 0xff) return strictly('utf-16be', body, 'the body is not UTF-16 after its UTF-16 byte order mark');
   const match = CHARSET.exec(contentType ?? '');
-  const label = (match?.[1] ?? match?.[2])?.trim();
+  const fromHeader = (match?.[1] ?? match?.[2])?.trim();
+  const configured = fromHeader === undefined && charset !== undefined;
+  const label = fromHeader ?? charset;
+  const whose = configured ? 'the charset configured for it (charset)' : 'the charset its Content-Type names';
   let named: string | null = null;
   try {
     named = label === undefined ? null : new TextDecoder(label).encoding;
@@ -236,13 +242,15 @@ export function decodeBody(body: Buffer, contentType: string | null): DecodedBod
   const utf16 = named !== null && named.startsWith('utf-16');
   if (!utf16 && isUtf8(body)) return { text: body.toString('utf8') };
   if (named === 'windows-1252') return { text: windows1252Text(body) };
-  if (named !== null && named !== 'utf-8') return strictly(named, body, `the body is not UTF-8 and not valid ${named}, the charset its Content-Type names`);
+  if (named !== null && named !== 'utf-8') return strictly(named, body, `the body is not UTF-8 and not valid ${named}, ${whose}`);
   const problem =
     label === undefined
       ? `the body is not UTF-8 and its Content-Type ('${cutText(contentType ?? '', 100)}') names no charset`
       : named === null
-        ? `the body is not UTF-8 and its Content-Type names a charset no decoder here knows ('${cutText(label, 100)}')`
-        : 'the body is not UTF-8, the charset its Content-Type names';
+        ? configured
+          ? `the body is not UTF-8 and the charset configured for it (charset) is one no decoder here knows ('${cutText(label, 100)}')`
+          : `the body is not UTF-8 and its Content-Type names a charset no decoder here knows ('${cutText(label, 100)}')`
+        : `the body is not UTF-8, ${whose}`;
   return { text: body.toString('utf8'), problem };
 }
 
@@ -278,6 +286,8 @@ export interface ProviderRequest {
   budget?: RequestBudget;
   /** Where the provider states its remaining requests (read into the budget). */
   rateLimitHeaders?: RateLimitHeaders;
+  /** The charset a body whose Content-Type names none is read in (decodeBody), if configured. */
+  charset?: string;
 }
 
 /** Where a provider states its rate limit in response headers. */
@@ -393,7 +403,7 @@ export async function providerGet(url: string, request: ProviderRequest): Promis
     }
     // 304 Not Modified answers a conditional request; it is not a redirect.
     if (answer.status < 300 || answer.status >= 400 || answer.status === 304) {
-      const { text, problem } = decodeBody(answer.body, answer.headers.get('content-type'));
+      const { text, problem } = decodeBody(answer.body, answer.headers.get('content-type'), request.charset);
       return { status: answer.status, headers: answer.headers, text, ...(problem !== undefined && { undecodable: problem }), url: current };
     }
     const location = answer.headers.get('location');

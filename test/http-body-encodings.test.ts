@@ -11,7 +11,12 @@
 // page body that is not UTF-8 and names no charset a decoder knows (or one that does not hold its
 // bytes) fails for good, naming the resource: it was read as UTF-8, each such byte stored as
 // U+FFFD, the provider's text silently lost.
+// A provider that answers in another charset and never names it (`application/json` over
+// windows-1252 bytes) had no way through: its operator names the charset in the config
+// (`charset`, per resource or for the connection), read only for bodies whose Content-Type names
+// none and that are not UTF-8; a label no decoder knows is refused with the config.
 import { describe, expect, it } from 'vitest';
+import { configProblem } from '../commands/provider-configs';
 import { httpConnector } from '../connectors/http';
 import { pagesOf } from '../connectors/pages';
 import { Permanent, Transient, type ConnectorRecord } from '../connectors/types';
@@ -20,12 +25,16 @@ import { serve } from './helpers/fake-server';
 
 const BODY = JSON.stringify({ items: [{ id: 'a', name: 'Café Müller', updated_at: '2025-03-01T00:00:00Z' }, { id: 'b', name: '€ 5', updated_at: '2025-03-01T00:01:00Z' }] });
 
-async function read(contentType: string, body: Buffer): Promise<ConnectorRecord[]> {
+async function read(contentType: string, body: Buffer, settings: { resource?: Record<string, unknown>; connection?: Record<string, unknown> } = {}): Promise<ConnectorRecord[]> {
   const fake = await serve((_req, res) => {
     res.writeHead(200, { 'content-type': contentType });
     res.end(body);
   });
-  const config = { base_url: fake.url, resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at', records: 'items' } } };
+  const config = {
+    base_url: fake.url,
+    resources: { items: { path: '/items', id: 'id', updated_at: 'updated_at', records: 'items', ...settings.resource } },
+    ...settings.connection,
+  };
   const records: ConnectorRecord[] = [];
   const request = { resource: 'items', since: null, until: null, config, credentials: null, policy: TEST_PROVIDER_POLICY };
   for await (const page of pagesOf(httpConnector, request, null)) records.push(...page.records);
@@ -86,6 +95,42 @@ describe('the http connector and the bytes of a body', () => {
     await fails('application/json; charset=utf-8', /the body is not UTF-8, the charset its Content-Type names/);
     // A charset a decoder knows that cannot read a byte of the body: that byte is not replaced either.
     await fails('application/json; charset=shift_jis', /the body is not UTF-8 and not valid shift_jis, the charset its Content-Type names/);
+  });
+
+  it("reads a body that is not UTF-8 and whose Content-Type names no charset in the charset configured for it (the resource's, else the connection's)", async () => {
+    const cp1252 = Buffer.from(JSON.stringify({ items: [{ id: 'a', name: 'Café \x805', updated_at: '2025-03-01T00:00:00Z' }] }), 'latin1');
+    expect(names(await read('application/json', cp1252, { resource: { charset: 'windows-1252' } }))).toEqual(['Café €5']);
+    // An alias of windows-1252 is read as it too (0x80 the euro sign, not a C1 control).
+    expect(names(await read('application/json', cp1252, { resource: { charset: 'ISO-8859-1' } }))).toEqual(['Café €5']);
+    // The connection's, for every resource that names none; a resource's own comes first.
+    expect(names(await read('application/json', cp1252, { connection: { charset: 'cp1252' } }))).toEqual(['Café €5']);
+    expect(names(await read('application/json', cp1252, { connection: { charset: 'utf-8' }, resource: { charset: 'windows-1252' } }))).toEqual(['Café €5']);
+    // Another charset TextDecoder knows.
+    const koi8 = Buffer.from([...Buffer.from('{"items":[{"id":"a","name":"'), 0xf0, 0xd2, 0xc9, 0xd7, 0xc5, 0xd4, ...Buffer.from('","updated_at":"2025-03-01T00:00:00Z"}]}')]);
+    expect(names(await read('application/json', koi8, { resource: { charset: 'koi8-r' } }))).toEqual(['Привет']);
+    // A valid UTF-8 body is still UTF-8.
+    expect(names(await read('application/json', Buffer.from(BODY, 'utf8'), { resource: { charset: 'windows-1252' } }))).toEqual(['Café Müller', '€ 5']);
+    // A charset the Content-Type names still rules: one that does not hold the bytes fails as before.
+    const error = await read('application/json; charset=shift_jis', Buffer.from(BODY.replace('€', 'EUR'), 'latin1'), { resource: { charset: 'windows-1252' } }).then(() => null, (err: unknown) => err);
+    expect(error).toBeInstanceOf(Permanent);
+    expect((error as Error).message).toMatch(/not valid shift_jis, the charset its Content-Type names/);
+    // A configured charset that does not hold a byte of the body fails the page too, saying which.
+    const utf8Named = await read('application/json', cp1252, { resource: { charset: 'utf-8' } }).then(() => null, (err: unknown) => err);
+    expect(utf8Named).toBeInstanceOf(Permanent);
+    expect((utf8Named as Error).message).toMatch(/the body is not UTF-8, the charset configured for it \(charset\)/);
+  });
+
+  it('still fails such a page without a configured charset, and refuses a charset label no decoder knows with the config', async () => {
+    const cp1252 = Buffer.from(JSON.stringify({ items: [{ id: 'a', name: 'Café \x805', updated_at: '2025-03-01T00:00:00Z' }] }), 'latin1');
+    const error = await read('application/json', cp1252).then(() => null, (err: unknown) => err);
+    expect(error).toBeInstanceOf(Permanent);
+    expect((error as Error).message).toMatch(/names no charset/);
+    const resource = { path: '/items', id: 'id' };
+    expect(configProblem('http', { base_url: 'https://api.example.com', resources: { items: { ...resource, charset: 'no-such-charset' } } }))
+      .toMatch(/^http connector: invalid config: resources\.items\.charset: must be a charset label/);
+    expect(configProblem('http', { base_url: 'https://api.example.com', charset: 'klingon', resources: { items: resource } }))
+      .toMatch(/^http connector: invalid config: charset: must be a charset label/);
+    expect(configProblem('http', { base_url: 'https://api.example.com', charset: 'Windows-1252', resources: { items: { ...resource, charset: 'latin1' } } })).toBeNull();
   });
 
   it('reads an error answer whose body is not UTF-8 as it did: a 503 is still worth another try', async () => {

@@ -1261,6 +1261,8 @@ export interface components {
                              */
                             max_reads?: number;
                         };
+                        /** @description The charset of bodies that are not UTF-8 and whose Content-Type names none (a WHATWG label, e.g. `windows-1252`); without one such a page fails. A valid UTF-8 body is read as UTF-8 and a charset the Content-Type names comes first. This resource's, if not the connection's. */
+                        charset?: string;
                         /** @description One record by id, e.g. {"path": "/v1/customers/{id}", "record": "data"} ({id}: its id without id_prefix). A full sync looks up the records it did not see (at most 100) before deleting them: 404 or 410 is gone, as is an answer with null at `record`; an answer with the record keeps it. Lets a listing that is not consistent (stable: false, max_reads: 1) delete what is confirmed gone. */
                         item?: {
                             path: string;
@@ -1337,6 +1339,8 @@ export interface components {
                      */
                     max_reads?: number;
                 };
+                /** @description The charset of bodies that are not UTF-8 and whose Content-Type names none (a WHATWG label, e.g. `windows-1252`); without one such a page fails. A valid UTF-8 body is read as UTF-8 and a charset the Content-Type names comes first. The default of every resource. */
+                charset?: string;
                 /** @description Where the provider states its remaining requests and reset, read into the shared rate budget */
                 rate_limit?: {
                     remaining_header: string;
