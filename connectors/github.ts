@@ -931,13 +931,18 @@ export const githubConnector: Connector = {
     const after = (records: ConnectorRecord[], next: string | null, head: string | null, validator: Position['validator'], extra: Partial<FetchPageResult>): FetchPageResult => {
       // What every next step of this pass (or of this catch-up pass) carries on.
       const carried = catchup ? { catchup, head, caught } : { head, ...(upper !== undefined && { upper }) };
+      // This page as read: its ETag, its last item and, oldest first, its first (what a check of it
+      // asked again compares with: `bridges`, `holdsEither`).
+      const here: PageRead = { url, etag: read, ...(keyset && pageFirst !== undefined && { lead: pageFirst }), ...(pageTail !== undefined && { tail: pageTail }) };
+      // Oldest first, the first item of this page for the repeat check of a next page numbered
+      // within the same second (see GitHubPageToken.first).
+      const firstFor = (to: string | null) => (to !== null && heldSecond(to) !== null && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {});
       // Newest first, GitHub's pages are positions: a pull request hidden or removed above a page
       // boundary while the page after it is asked moves the first item of that page up onto the
       // page read before, and no page serves it. So each page after the first is followed by the
       // page before asked again, with the ETag it had (a 304 when nothing moved): changed, it is
       // served again, with whatever moved up onto it (see `recheck` below).
       if (descending && !recheck) {
-        const here: PageRead = { url, etag: read, ...(pageTail !== undefined && { tail: pageTail }) };
         if (position.prev) {
           const tail = position.prev.tail !== undefined ? { tail: position.prev.tail } : {};
           return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: position.prev.url, validator, ...carried, recheck: { etag: position.prev.etag, next, last: here, ...tail } }) };
@@ -949,13 +954,10 @@ export const githubConnector: Connector = {
       // that left the second meanwhile moved one of the second's later issues onto that page, which
       // the page number just asked skipped. Changed, the page is served again (see `holdsEither`).
       if (keyset && !recheck && position.prev && heldSecond(url) !== null) {
-        const prev = position.prev;
-        const here: PageRead = { url, etag: read, ...(pageFirst !== undefined && { lead: pageFirst }), ...(pageTail !== undefined && { tail: pageTail }) };
-        const first = next !== null && heldSecond(next) !== null && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {};
-        const ends = { ...(prev.lead !== undefined && { lead: prev.lead }), ...(prev.tail !== undefined && { tail: prev.tail }) };
+        const { url: prevUrl, etag: prevEtag, ...ends } = position.prev;
         return {
           ...extra, ...holdCursors, records,
-          nextPageToken: tokenAt(cfg, { index: position.index, url: prev.url, validator, ...carried, recheck: { etag: prev.etag, next, last: here, ...ends, ...first } }),
+          nextPageToken: tokenAt(cfg, { index: position.index, url: prevUrl, validator, ...carried, recheck: { etag: prevEtag, next, last: here, ...ends, ...firstFor(next) } }),
         };
       }
       // More than a page's worth of items hidden above the page asked again moved some of those
@@ -975,13 +977,9 @@ export const githubConnector: Connector = {
         return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: recheck.next, validator, ...carried, prev: recheck.last }) };
       }
       if (next !== null && !recheck) {
-        const within = heldSecond(next) !== null;
-        const first = within && pageFirst !== undefined ? { first: pageFirst, ...(repeated > 0 && { repeats: repeated }) } : {};
         // Oldest first, the page read now is asked again once the page numbered after it is read.
-        const prev: Partial<Position> = keyset && within
-          ? { prev: { url, etag: read, ...(pageFirst !== undefined && { lead: pageFirst }), ...(pageTail !== undefined && { tail: pageTail }) } }
-          : {};
-        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, ...first, ...prev }) };
+        const prev = keyset && heldSecond(next) !== null ? { prev: here } : {};
+        return { ...extra, ...holdCursors, records, nextPageToken: tokenAt(cfg, { index: position.index, url: next, validator, ...carried, ...firstFor(next), ...prev }) };
       }
       // Pages of a newest-first listing shift while we page: an item changed meanwhile moves to the
       // head, out of the pages still ahead, and would be missed (and, in a full pass, deleted as
