@@ -9,7 +9,7 @@ import { DEFAULT_TENANT_LIMITS, effectiveLimits, fitsUnder, IMMEDIATE_SYNC_RETRY
 import type { SyncMode } from '../policy/vocabulary';
 import { cancelImmediateSync, immediateSyncProgress, startImmediateSync, withTemporalDeadline } from '../temporal/client';
 import type { ImmediateSyncResult, ResourceCounts } from '../temporal/immediate-sync';
-import { temporalTimeoutMs, type CommandDeps } from './deps';
+import { temporalTimeoutMs, underTemporalDeadline, type CommandDeps } from './deps';
 import { CommandRefused, firstLine } from './errors';
 import { refuseUnlessSyncable, resolveResourceTypes } from './jobs';
 import { lockedLimits, overLimit } from './tenant-limits';
@@ -119,7 +119,7 @@ async function runWithLease(
   // workflow's own execution timeout (the server ends it by then) and a Temporal timeout more, and
   // the progress read and the cancel after it a deadline of their own.
   const result = withTemporalDeadline(deps.temporal, executionTimeoutMs + temporalTimeoutMs(deps), () => handle.result());
-  const afterWait = <T>(call: () => Promise<T>) => withTemporalDeadline(deps.temporal, temporalTimeoutMs(deps), call);
+  const afterWait = <T>(call: () => Promise<T>) => underTemporalDeadline(deps, call);
   const deadline = new AbortController();
   try {
     // Up to IMMEDIATE_SYNC_TIMEOUT_SECONDS on the workflow, holding no connection: outside the

@@ -164,7 +164,7 @@ export const envSchema = z
     // are cancelled and the process exits. `npm start`'s API stops by the same rule, before its
     // worker and servers.
     API_SHUTDOWN_GRACE_SECONDS: timerSeconds(5),
-    // How long an API request's calls to Temporal may take, counted from its turn at the pool: a
+    // How long an API request's calls to Temporal may take, counted from the first of them: a
     // Temporal that takes connections and answers nothing fails the request with 503 then, instead
     // of holding it (and its tenant's turn) for ever.
     API_TEMPORAL_TIMEOUT_SECONDS: timerSeconds(10),
